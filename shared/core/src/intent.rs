@@ -1,0 +1,297 @@
+//! intent.v1 (PROTOCOL.md §1): parsing and validation of what an agent enqueues.
+//! Parse, don't validate: a `ValidIntent` can only be built by `parse_intent`, and every
+//! refusal carries a bounded reason code for the dead-letter header and metrics.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::currency::is_iso_4217;
+use crate::hash::Snapshot;
+use crate::ids::{OperationId, PayloadHash};
+
+pub const SCHEMA: &str = "intent.v1";
+/// Messages larger than this are refused before parsing.
+pub const MAX_INTENT_BYTES: usize = 64 * 1024;
+/// Every number in a snapshot must be an integer that IEEE-754 doubles hold exactly, so
+/// that every RFC 8785 implementation (several refuse larger ones) hashes it the same.
+pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+pub const MAX_APPROVAL_TTL_SECONDS: i64 = 30 * 24 * 3600;
+const MAX_TEXT_LEN: usize = 256;
+const MAX_RATIONALE_LEN: usize = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    PaymentCreate,
+    RefundCreate,
+    CrmDealCreate,
+    CrmDealUpdate,
+}
+
+impl Action {
+    pub const ALL: [Action; 4] = [Action::PaymentCreate, Action::RefundCreate, Action::CrmDealCreate, Action::CrmDealUpdate];
+
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            Action::PaymentCreate => "payment.create",
+            Action::RefundCreate => "refund.create",
+            Action::CrmDealCreate => "crm.deal.create",
+            Action::CrmDealUpdate => "crm.deal.update",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.wire_name() == s)
+    }
+}
+
+/// Why an intent was refused. `code()` is the bounded dead-letter reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IntentError {
+    #[error("message is {0} bytes, more than the {MAX_INTENT_BYTES}-byte limit")]
+    Oversized(usize),
+    #[error("message is not a UTF-8 JSON object: {0}")]
+    Malformed(String),
+    #[error("schema {0:?} is not supported (expected \"intent.v1\")")]
+    UnsupportedSchema(String),
+    #[error("action {0:?} is not one of payment.create, refund.create, crm.deal.create, crm.deal.update")]
+    UnknownAction(String),
+    #[error("field {field}: {problem}")]
+    InvalidField { field: String, problem: String },
+}
+
+impl IntentError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            IntentError::Oversized(_) => "oversized",
+            IntentError::Malformed(_) => "malformed",
+            IntentError::UnsupportedSchema(_) => "unsupported_schema",
+            IntentError::UnknownAction(_) => "unknown_action",
+            IntentError::InvalidField { .. } => "invalid_field",
+        }
+    }
+
+    fn field(field: &str, problem: impl Into<String>) -> Self {
+        IntentError::InvalidField { field: field.to_owned(), problem: problem.into() }
+    }
+}
+
+/// A validated intent.v1 message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidIntent {
+    pub operation_id: OperationId,
+    pub action: Action,
+    pub snapshot: Snapshot,
+    pub payload_hash: PayloadHash,
+    pub approval_ttl_seconds: i64,
+    pub rationale: Option<String>,
+    pub supersedes: Option<OperationId>,
+}
+
+/// The envelope as it travels. Every member is required except the two optional links;
+/// unknown members are refused so a typo cannot silently drop a constraint.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope {
+    schema: String,
+    operation_id: String,
+    tenant_id: String,
+    action: String,
+    provider: String,
+    target: Option<String>,
+    payload: Map<String, Value>,
+    policy_version: String,
+    data_version: String,
+    approval_ttl_seconds: i64,
+    #[serde(default)]
+    rationale: Option<String>,
+    #[serde(default)]
+    supersedes: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PaymentPayload {
+    invoice_id: String,
+    beneficiary_id: String,
+    amount_minor: i64,
+    currency: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RefundPayload {
+    payment_id: String,
+    amount_minor: i64,
+    currency: String,
+    reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DealCreatePayload {
+    name: String,
+    amount_minor: i64,
+    currency: String,
+    stage: String,
+    owner_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DealUpdatePayload {
+    expected_version: i64,
+    patch: Map<String, Value>,
+}
+
+/// Parses and validates one intent.v1 message from its raw bytes.
+pub fn parse_intent(bytes: &[u8]) -> Result<ValidIntent, IntentError> {
+    if bytes.len() > MAX_INTENT_BYTES {
+        return Err(IntentError::Oversized(bytes.len()));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| IntentError::Malformed(e.to_string()))?;
+    let raw: Value = serde_json::from_str(text).map_err(|e| IntentError::Malformed(e.to_string()))?;
+    let Value::Object(object) = raw else {
+        return Err(IntentError::Malformed("top level is not a JSON object".into()));
+    };
+    // Schema and action first, so a future schema is reported as such, not as a field error.
+    match object.get("schema") {
+        Some(Value::String(s)) if s == SCHEMA => {}
+        Some(Value::String(s)) => return Err(IntentError::UnsupportedSchema(s.clone())),
+        _ => return Err(IntentError::field("schema", "missing or not a string")),
+    }
+    if let Some(Value::String(a)) = object.get("action") {
+        if Action::parse(a).is_none() {
+            return Err(IntentError::UnknownAction(a.clone()));
+        }
+    }
+    let envelope: Envelope = serde_json::from_value(Value::Object(object)).map_err(|e| IntentError::field("intent", e.to_string()))?;
+    validate_envelope(envelope)
+}
+
+fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
+    let _ = e.schema;
+    let operation_id = OperationId::parse(&e.operation_id).map_err(|p| IntentError::field("operation_id", p))?;
+    let action = Action::parse(&e.action).ok_or_else(|| IntentError::UnknownAction(e.action.clone()))?;
+    text("tenant_id", &e.tenant_id)?;
+    text("provider", &e.provider)?;
+    text("policy_version", &e.policy_version)?;
+    text("data_version", &e.data_version)?;
+    if let Some(t) = &e.target {
+        text("target", t)?;
+    }
+    if action == Action::CrmDealUpdate && e.target.is_none() {
+        return Err(IntentError::field("target", "crm.deal.update needs the deal id as target"));
+    }
+    if !(1..=MAX_APPROVAL_TTL_SECONDS).contains(&e.approval_ttl_seconds) {
+        return Err(IntentError::field("approval_ttl_seconds", format!("must be between 1 and {MAX_APPROVAL_TTL_SECONDS}")));
+    }
+    if e.rationale.as_ref().is_some_and(|r| r.len() > MAX_RATIONALE_LEN) {
+        return Err(IntentError::field("rationale", format!("longer than {MAX_RATIONALE_LEN} bytes")));
+    }
+    let supersedes = match &e.supersedes {
+        Some(s) => Some(OperationId::parse(s).map_err(|p| IntentError::field("supersedes", p))?),
+        None => None,
+    };
+    if supersedes.as_ref() == Some(&operation_id) {
+        return Err(IntentError::field("supersedes", "an operation cannot supersede itself"));
+    }
+    let payload = Value::Object(e.payload);
+    validate_payload(action, &payload)?;
+    check_numbers("payload", &payload)?;
+    let snapshot = Snapshot {
+        operation_id: e.operation_id,
+        tenant_id: e.tenant_id,
+        action: e.action,
+        provider: e.provider,
+        target: e.target,
+        payload,
+        policy_version: e.policy_version,
+        data_version: e.data_version,
+    };
+    let payload_hash = snapshot.hash();
+    Ok(ValidIntent {
+        operation_id,
+        action,
+        snapshot,
+        payload_hash,
+        approval_ttl_seconds: e.approval_ttl_seconds,
+        rationale: e.rationale,
+        supersedes,
+    })
+}
+
+fn text(field: &str, value: &str) -> Result<(), IntentError> {
+    if value.is_empty() || value.len() > MAX_TEXT_LEN {
+        return Err(IntentError::field(field, format!("must be 1 to {MAX_TEXT_LEN} bytes")));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(IntentError::field(field, "must not contain control characters"));
+    }
+    Ok(())
+}
+
+fn typed<T: for<'de> Deserialize<'de>>(payload: &Value) -> Result<T, IntentError> {
+    T::deserialize(payload).map_err(|e| IntentError::field("payload", e.to_string()))
+}
+
+fn money(amount_minor: i64, currency: &str) -> Result<(), IntentError> {
+    if !(1..=MAX_SAFE_INTEGER).contains(&amount_minor) {
+        return Err(IntentError::field("payload.amount_minor", format!("must be an integer from 1 to {MAX_SAFE_INTEGER}")));
+    }
+    if !is_iso_4217(currency) {
+        return Err(IntentError::field("payload.currency", "must be an ISO 4217 code such as KZT or USD"));
+    }
+    Ok(())
+}
+
+fn validate_payload(action: Action, payload: &Value) -> Result<(), IntentError> {
+    match action {
+        Action::PaymentCreate => {
+            let p: PaymentPayload = typed(payload)?;
+            text("payload.invoice_id", &p.invoice_id)?;
+            text("payload.beneficiary_id", &p.beneficiary_id)?;
+            money(p.amount_minor, &p.currency)
+        }
+        Action::RefundCreate => {
+            let p: RefundPayload = typed(payload)?;
+            text("payload.payment_id", &p.payment_id)?;
+            text("payload.reason", &p.reason)?;
+            money(p.amount_minor, &p.currency)
+        }
+        Action::CrmDealCreate => {
+            let p: DealCreatePayload = typed(payload)?;
+            text("payload.name", &p.name)?;
+            text("payload.stage", &p.stage)?;
+            text("payload.owner_id", &p.owner_id)?;
+            money(p.amount_minor, &p.currency)
+        }
+        Action::CrmDealUpdate => {
+            let p: DealUpdatePayload = typed(payload)?;
+            if !(1..=MAX_SAFE_INTEGER).contains(&p.expected_version) {
+                return Err(IntentError::field("payload.expected_version", "must be a positive integer"));
+            }
+            if p.patch.is_empty() {
+                return Err(IntentError::field("payload.patch", "must set at least one field"));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Refuses floats and integers beyond ±(2^53 − 1) anywhere in the snapshot.
+fn check_numbers(path: &str, value: &Value) -> Result<(), IntentError> {
+    match value {
+        Value::Number(n) => match n.as_i64() {
+            Some(i) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) => Ok(()),
+            Some(_) => Err(IntentError::field(path, "integer outside ±(2^53 − 1)")),
+            None if n.is_u64() => Err(IntentError::field(path, "integer outside ±(2^53 − 1)")),
+            None => Err(IntentError::field(path, "numbers must be integers (money is in minor units)")),
+        },
+        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, v)| check_numbers(&format!("{path}[{i}]"), v)),
+        Value::Object(map) => map.iter().try_for_each(|(k, v)| check_numbers(&format!("{path}.{k}"), v)),
+        Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

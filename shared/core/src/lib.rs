@@ -1,0 +1,18 @@
+//! The fleet's domain, free of I/O: intent.v1, the snapshot hash, the operation state
+//! machine and provider outcome classification. Time and randomness are inputs here,
+//! never read inside, so everything is testable without services.
+
+pub mod currency;
+pub mod doorbell;
+pub mod hash;
+pub mod ids;
+pub mod intent;
+pub mod outcome;
+pub mod state;
+
+pub use doorbell::Doorbell;
+pub use hash::{canonical_json, hash_value, Snapshot};
+pub use ids::{IdempotencyKey, OperationId, PayloadHash};
+pub use intent::{parse_intent, Action, IntentError, ValidIntent};
+pub use outcome::{classify_payment, CallResult, NoAnswerKind, Outcome, ProviderAnswer};
+pub use state::{transition, Event, Refused, Status};

@@ -1,0 +1,194 @@
+//! Outcome classification: what one provider call proves about the side effect.
+//!
+//! The adapter reports what the transport saw (`CallResult`); `classify_payment`
+//! decides what that means. The rule that matters: anything that could have reached the
+//! provider and did not come back definitive is `Unknown`, never a failure and never a
+//! reason to call again.
+
+use serde_json::Value;
+
+/// What the transport saw of one provider call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallResult {
+    /// The request provably never left this host (connection refused, DNS failure):
+    /// the provider cannot have acted on it.
+    NotSent { detail: String },
+    /// The request may have been sent but no complete answer came back.
+    NoAnswer { kind: NoAnswerKind },
+    /// A complete HTTP answer.
+    Answer(ProviderAnswer),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoAnswerKind {
+    Timeout,
+    Reset,
+}
+
+impl NoAnswerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoAnswerKind::Timeout => "timeout",
+            NoAnswerKind::Reset => "connection_reset",
+        }
+    }
+}
+
+/// A complete answer from the provider, reduced to what classification and the
+/// attempts log need. `body` is the parsed JSON (or `Null` when it was not JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderAnswer {
+    pub status: u16,
+    /// `Idempotent-Replayed: true`: the provider returned the answer it saved for this key.
+    pub replayed: bool,
+    pub request_id: Option<String>,
+    pub body: Value,
+}
+
+/// What a call proves about the effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The effect exists and is final.
+    Succeeded { external_id: String },
+    /// The provider definitively refused; no effect exists.
+    Failed { code: String },
+    /// The provider accepted and will settle later (webhook or lookup).
+    Accepted { external_id: String },
+    /// Provably no effect and nothing saved under the key: the same key may be sent again.
+    NotExecuted { reason: String },
+    /// The effect may or may not exist; only a lookup (or a person) may settle it.
+    /// `escalate` marks answers that are an alarm for an operator at once.
+    Unknown { reason: String, escalate: bool },
+}
+
+impl Outcome {
+    /// A short, bounded label for metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Succeeded { .. } => "succeeded",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Accepted { .. } => "accepted",
+            Outcome::NotExecuted { .. } => "not_executed",
+            Outcome::Unknown { .. } => "unknown",
+        }
+    }
+}
+
+fn error_code(body: &Value) -> Option<&str> {
+    body.pointer("/error/code").and_then(Value::as_str)
+}
+
+fn error_type(body: &Value) -> Option<&str> {
+    body.pointer("/error/type").and_then(Value::as_str)
+}
+
+fn unknown(reason: impl Into<String>) -> Outcome {
+    Outcome::Unknown { reason: reason.into(), escalate: false }
+}
+
+/// Classifies one call to the reference payments API (PROTOCOL.md §3; refunds share it).
+pub fn classify_payment(call: &CallResult) -> Outcome {
+    match call {
+        CallResult::NotSent { .. } => Outcome::NotExecuted { reason: "not_sent".into() },
+        CallResult::NoAnswer { kind } => unknown(kind.as_str()),
+        CallResult::Answer(answer) => classify_payment_answer(answer),
+    }
+}
+
+fn classify_payment_answer(answer: &ProviderAnswer) -> Outcome {
+    let body = &answer.body;
+    match answer.status {
+        200 | 201 => classify_created_object(body),
+        402 => Outcome::Failed { code: error_code(body).unwrap_or("payment_rejected").to_owned() },
+        400 if error_type(body) == Some("idempotency_error") => {
+            // Same key, different parameters: the snapshot drifted between attempts.
+            Outcome::Unknown { reason: "idempotency_key_reused".into(), escalate: true }
+        }
+        400 => Outcome::Failed { code: error_code(body).unwrap_or("invalid_request").to_owned() },
+        409 => unknown("idempotency_key_in_use"),
+        // Rejected before execution and never saved under the key: provably no effect.
+        401 | 403 | 429 => Outcome::NotExecuted { reason: format!("http_{}", answer.status) },
+        s if s >= 500 && answer.replayed => unknown(format!("http_{s}_replayed")),
+        s => unknown(format!("http_{s}")),
+    }
+}
+
+fn classify_created_object(body: &Value) -> Outcome {
+    let id = body.get("id").and_then(Value::as_str);
+    let status = body.get("status").and_then(Value::as_str);
+    match (id, status) {
+        (Some(id), Some("succeeded")) => Outcome::Succeeded { external_id: id.to_owned() },
+        (Some(id), Some("pending")) => Outcome::Accepted { external_id: id.to_owned() },
+        (Some(_), Some("failed")) => Outcome::Failed {
+            code: body.get("failure_code").and_then(Value::as_str).unwrap_or("payment_failed").to_owned(),
+        },
+        // A 2xx we cannot read proves the provider acted but not how: ask it.
+        _ => unknown("unreadable_success_body"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn answer(status: u16, replayed: bool, body: Value) -> CallResult {
+        CallResult::Answer(ProviderAnswer { status, replayed, request_id: None, body })
+    }
+
+    #[test]
+    fn created_payment_statuses_map_to_final_or_accepted() {
+        assert_eq!(
+            classify_payment(&answer(201, false, json!({"id": "pay_1", "status": "succeeded"}))),
+            Outcome::Succeeded { external_id: "pay_1".into() }
+        );
+        assert_eq!(
+            classify_payment(&answer(201, true, json!({"id": "pay_1", "status": "pending"}))),
+            Outcome::Accepted { external_id: "pay_1".into() }
+        );
+        assert_eq!(
+            classify_payment(&answer(201, false, json!({"id": "pay_1", "status": "failed"}))),
+            Outcome::Failed { code: "payment_failed".into() }
+        );
+    }
+
+    #[test]
+    fn business_rejection_is_failed_with_its_code() {
+        let body = json!({"error": {"type": "payment_rejected", "code": "account_closed"}});
+        assert_eq!(classify_payment(&answer(402, false, body)), Outcome::Failed { code: "account_closed".into() });
+    }
+
+    #[test]
+    fn server_errors_timeouts_and_in_flight_keys_are_unknown() {
+        for status in [500, 502, 503, 504] {
+            assert!(matches!(classify_payment(&answer(status, false, Value::Null)), Outcome::Unknown { escalate: false, .. }));
+        }
+        assert_eq!(
+            classify_payment(&answer(500, true, Value::Null)),
+            Outcome::Unknown { reason: "http_500_replayed".into(), escalate: false }
+        );
+        let in_use = json!({"error": {"type": "idempotency_error", "code": "idempotency_key_in_use"}});
+        assert!(matches!(classify_payment(&answer(409, false, in_use)), Outcome::Unknown { escalate: false, .. }));
+        for kind in [NoAnswerKind::Timeout, NoAnswerKind::Reset] {
+            assert!(matches!(classify_payment(&CallResult::NoAnswer { kind }), Outcome::Unknown { escalate: false, .. }));
+        }
+        assert!(matches!(classify_payment(&answer(201, false, json!({}))), Outcome::Unknown { .. }));
+    }
+
+    #[test]
+    fn key_reused_with_other_parameters_escalates() {
+        let body = json!({"error": {"type": "idempotency_error", "code": "idempotency_key_reused"}});
+        assert_eq!(
+            classify_payment(&answer(400, false, body)),
+            Outcome::Unknown { reason: "idempotency_key_reused".into(), escalate: true }
+        );
+    }
+
+    #[test]
+    fn only_provably_unsent_calls_may_be_sent_again() {
+        assert!(matches!(classify_payment(&CallResult::NotSent { detail: "refused".into() }), Outcome::NotExecuted { .. }));
+        assert!(matches!(classify_payment(&answer(429, false, Value::Null)), Outcome::NotExecuted { .. }));
+        let invalid = json!({"error": {"type": "invalid_request", "code": "amount_too_small"}});
+        assert_eq!(classify_payment(&answer(400, false, invalid)), Outcome::Failed { code: "amount_too_small".into() });
+    }
+}

@@ -1,0 +1,236 @@
+//! The operation state machine (DESIGN.md, "The state machine"): one pure function over
+//! an exhaustive match. No `_` arm over a status or an event, so adding either fails to
+//! compile until every transition is decided.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Prepared; waiting for approval or for an execute worker to claim it.
+    NotStarted,
+    /// Claimed under a live lease; at most one provider call is in flight.
+    InProgress,
+    /// The provider accepted asynchronously; the final answer follows by webhook or lookup.
+    Accepted,
+    /// The effect may or may not exist; only reconcile or an operator settles it.
+    Unknown,
+    Succeeded,
+    Failed,
+    Cancelled,
+    /// An operator took the row out of the workers' hands for investigation.
+    Disputed,
+}
+
+impl Status {
+    pub const ALL: [Status; 8] = [
+        Status::NotStarted,
+        Status::InProgress,
+        Status::Accepted,
+        Status::Unknown,
+        Status::Succeeded,
+        Status::Failed,
+        Status::Cancelled,
+        Status::Disputed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::NotStarted => "not_started",
+            Status::InProgress => "in_progress",
+            Status::Accepted => "accepted",
+            Status::Unknown => "unknown",
+            Status::Succeeded => "succeeded",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+            Status::Disputed => "disputed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Final for workers: nothing automatic moves the row again.
+    pub fn is_final(self) -> bool {
+        match self {
+            Status::Succeeded | Status::Failed | Status::Cancelled | Status::Disputed => true,
+            Status::NotStarted | Status::InProgress | Status::Accepted | Status::Unknown => false,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Something that happened to an operation, named after who saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// execute: approval valid, lease claimed, fence + 1.
+    Claim,
+    /// execute / reconcile / approver: approval expired or rejected, hash or policy mismatch.
+    CancelBeforeStart,
+    /// execute (fenced): definitive answers of the one provider call.
+    ProviderSucceeded,
+    ProviderFailed,
+    ProviderAccepted,
+    ProviderAmbiguous,
+    /// execute (fenced): the request provably never reached the provider (connection
+    /// refused), so the row goes back to wait for another attempt with the same key.
+    ProviderNotSent,
+    /// reconcile: the holder's lease expired while in progress.
+    LeaseExpired,
+    /// reconcile: an accepted row is past its deadline and the lookup was not definitive.
+    DeadlinePassed,
+    /// webhook-ingest: a signed final event for this operation.
+    WebhookSucceeded,
+    WebhookFailed,
+    /// reconcile: what a lookup or local evidence proved.
+    LookupSucceeded,
+    LookupFailed,
+    LookupAccepted,
+    /// reconcile: a lookup proved absence and a same-key retry is safe.
+    LookupAbsent,
+    /// reconcile: ambiguous lookup; the row stays unknown with `escalated_at` set.
+    Escalate,
+    /// operator decisions, with evidence.
+    OperatorSucceeded,
+    OperatorFailed,
+    OperatorCancelled,
+    OperatorDispute,
+}
+
+impl Event {
+    pub const ALL: [Event; 20] = [
+        Event::Claim,
+        Event::CancelBeforeStart,
+        Event::ProviderSucceeded,
+        Event::ProviderFailed,
+        Event::ProviderAccepted,
+        Event::ProviderAmbiguous,
+        Event::ProviderNotSent,
+        Event::LeaseExpired,
+        Event::DeadlinePassed,
+        Event::WebhookSucceeded,
+        Event::WebhookFailed,
+        Event::LookupSucceeded,
+        Event::LookupFailed,
+        Event::LookupAccepted,
+        Event::LookupAbsent,
+        Event::Escalate,
+        Event::OperatorSucceeded,
+        Event::OperatorFailed,
+        Event::OperatorCancelled,
+        Event::OperatorDispute,
+    ];
+}
+
+/// The event is not allowed from this status: the caller records it and changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{event:?} is not allowed from {from}")]
+pub struct Refused {
+    pub from: Status,
+    pub event: Event,
+}
+
+/// The one transition function. `Ok(to)` when the table allows `event` from `from`.
+pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
+    use Event as E;
+    use Status as S;
+    let refused = Err(Refused { from, event });
+    match (from, event) {
+        (S::NotStarted, E::Claim) => Ok(S::InProgress),
+        (S::NotStarted, E::CancelBeforeStart) => Ok(S::Cancelled),
+
+        (S::InProgress, E::ProviderSucceeded) => Ok(S::Succeeded),
+        (S::InProgress, E::ProviderFailed) => Ok(S::Failed),
+        (S::InProgress, E::ProviderAccepted) => Ok(S::Accepted),
+        (S::InProgress, E::ProviderAmbiguous | E::LeaseExpired) => Ok(S::Unknown),
+        (S::InProgress, E::ProviderNotSent) => Ok(S::NotStarted),
+        (S::InProgress | S::Unknown | S::Accepted, E::WebhookSucceeded) => Ok(S::Succeeded),
+        (S::InProgress | S::Unknown | S::Accepted, E::WebhookFailed) => Ok(S::Failed),
+
+        (S::Accepted, E::LookupSucceeded) => Ok(S::Succeeded),
+        (S::Accepted, E::LookupFailed) => Ok(S::Failed),
+        (S::Accepted, E::DeadlinePassed) => Ok(S::Unknown),
+
+        (S::Unknown, E::LookupSucceeded) => Ok(S::Succeeded),
+        (S::Unknown, E::LookupFailed) => Ok(S::Failed),
+        (S::Unknown, E::LookupAccepted) => Ok(S::Accepted),
+        (S::Unknown, E::LookupAbsent) => Ok(S::NotStarted),
+        (S::Unknown, E::Escalate) => Ok(S::Unknown),
+
+        (S::Unknown | S::Accepted, E::OperatorSucceeded) => Ok(S::Succeeded),
+        (S::Unknown | S::Accepted, E::OperatorFailed) => Ok(S::Failed),
+        (S::Unknown | S::Accepted, E::OperatorCancelled) => Ok(S::Cancelled),
+        (S::NotStarted | S::InProgress | S::Accepted | S::Unknown, E::OperatorDispute) => Ok(S::Disputed),
+
+        (
+            S::NotStarted,
+            E::ProviderSucceeded
+            | E::ProviderFailed
+            | E::ProviderAccepted
+            | E::ProviderAmbiguous
+            | E::ProviderNotSent
+            | E::LeaseExpired
+            | E::DeadlinePassed
+            | E::WebhookSucceeded
+            | E::WebhookFailed
+            | E::LookupSucceeded
+            | E::LookupFailed
+            | E::LookupAccepted
+            | E::LookupAbsent
+            | E::Escalate
+            | E::OperatorSucceeded
+            | E::OperatorFailed
+            | E::OperatorCancelled,
+        ) => refused,
+        (
+            S::InProgress,
+            E::Claim
+            | E::CancelBeforeStart
+            | E::DeadlinePassed
+            | E::LookupSucceeded
+            | E::LookupFailed
+            | E::LookupAccepted
+            | E::LookupAbsent
+            | E::Escalate
+            | E::OperatorSucceeded
+            | E::OperatorFailed
+            | E::OperatorCancelled,
+        ) => refused,
+        (
+            S::Accepted,
+            E::Claim
+            | E::CancelBeforeStart
+            | E::ProviderSucceeded
+            | E::ProviderFailed
+            | E::ProviderAccepted
+            | E::ProviderAmbiguous
+            | E::ProviderNotSent
+            | E::LeaseExpired
+            | E::LookupAccepted
+            | E::LookupAbsent
+            | E::Escalate,
+        ) => refused,
+        (
+            S::Unknown,
+            E::Claim
+            | E::CancelBeforeStart
+            | E::ProviderSucceeded
+            | E::ProviderFailed
+            | E::ProviderAccepted
+            | E::ProviderAmbiguous
+            | E::ProviderNotSent
+            | E::LeaseExpired
+            | E::DeadlinePassed,
+        ) => refused,
+        // Final states absorb every event: a late answer is recorded and escalated, never applied.
+        (S::Succeeded | S::Failed | S::Cancelled | S::Disputed, E::Claim | E::CancelBeforeStart | E::ProviderSucceeded | E::ProviderFailed | E::ProviderAccepted | E::ProviderAmbiguous | E::ProviderNotSent | E::LeaseExpired | E::DeadlinePassed | E::WebhookSucceeded | E::WebhookFailed | E::LookupSucceeded | E::LookupFailed | E::LookupAccepted | E::LookupAbsent | E::Escalate | E::OperatorSucceeded | E::OperatorFailed | E::OperatorCancelled | E::OperatorDispute) => refused,
+    }
+}
+
+#[cfg(test)]
+mod tests;
