@@ -1,0 +1,67 @@
+//! The claim: one compare-and-set that bumps the fence, takes the lease (timed by the
+//! database clock) and writes the attempt row, before any provider call.
+
+use crate::rows::OPERATION_COLUMNS;
+use crate::{OperationRow, Store, StoreError};
+
+#[derive(Debug, Clone)]
+pub struct ClaimedOperation {
+    /// The row as it is after the claim (status in_progress, the new fence).
+    pub row: OperationRow,
+    pub fence: i64,
+}
+
+#[derive(Debug, Clone)]
+pub enum Claim {
+    Claimed(ClaimedOperation),
+    /// Nothing was claimed; the caller reads the row and acts on what it says.
+    NotClaimable,
+}
+
+fn claim_sql() -> String {
+    format!(
+        "WITH claimed AS (
+            UPDATE operations SET status = 'in_progress', fence = fence + 1, lease_owner = $2,
+                lease_expires_at = now() + make_interval(secs => $3 / 1000.0), attempts = attempts + 1,
+                updated_at = now()
+            WHERE operation_id = $1 AND status = 'not_started' AND fence = $4
+              AND approval_status = 'approved' AND approval_expires_at > now()
+              AND approved_hash = payload_hash
+            RETURNING {OPERATION_COLUMNS}
+        ), attempt AS (
+            INSERT INTO attempts (operation_id, fence, worker) SELECT operation_id, fence, $2 FROM claimed
+        ), event AS (
+            INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor)
+            SELECT operation_id, 'transition', 'not_started', 'in_progress', fence, 'execute' FROM claimed
+        )
+        SELECT * FROM claimed"
+    )
+}
+
+impl Store {
+    /// Claims an approved, unexpired `not_started` row whose fence is still `read_fence`.
+    pub async fn claim(&self, operation_id: &str, read_fence: i64, owner: &str, lease_ttl_ms: i64) -> Result<Claim, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(&claim_sql()).await?;
+        let ttl = lease_ttl_ms as f64;
+        Ok(match client.query_opt(&stmt, &[&operation_id, &owner, &ttl, &read_fence]).await? {
+            Some(r) => {
+                let row = OperationRow::from_row(&r);
+                Claim::Claimed(ClaimedOperation { fence: row.fence, row })
+            }
+            None => Claim::NotClaimable,
+        })
+    }
+
+    /// Extends a held lease. `false` means fenced out: the lease is gone.
+    pub async fn renew_lease(&self, operation_id: &str, fence: i64, lease_ttl_ms: i64) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3 / 1000.0)
+                 WHERE operation_id = $1 AND fence = $2 AND status = 'in_progress' AND lease_expires_at > now()",
+            )
+            .await?;
+        Ok(client.execute(&stmt, &[&operation_id, &fence, &(lease_ttl_ms as f64)]).await? == 1)
+    }
+}

@@ -1,0 +1,22 @@
+//! Postgres access for the fleet: the operation log, attempts, events, leases and fences.
+//! Every runtime query goes through one deadpool-postgres pool over tokio-postgres; sqlx is
+//! used only for its embedded migrator, which owns `migrations/`.
+
+mod approval;
+mod claim;
+mod error;
+mod migrate;
+mod pool;
+mod prepare;
+mod read;
+mod rows;
+mod transition;
+
+pub use approval::{ApprovalOutcome, RejectOutcome};
+pub use claim::{Claim, ClaimedOperation};
+pub use error::StoreError;
+pub use migrate::{create_database_if_missing, drop_database, migrate};
+pub use pool::Store;
+pub use prepare::PrepareOutcome;
+pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
+pub use transition::{Transition, TransitionOutcome};

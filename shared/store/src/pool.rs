@@ -1,0 +1,53 @@
+//! The connection pool and the handle every worker holds.
+
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::StoreError;
+
+/// A clonable handle on the pool.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) pool: Pool,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("pool_size", &self.pool.status().max_size).finish()
+    }
+}
+
+impl Store {
+    /// Builds a pool of at most `max_size` connections. Connections open lazily.
+    pub fn connect(database_url: &str, max_size: usize) -> Result<Store, StoreError> {
+        let mut config: tokio_postgres::Config = database_url.parse().map_err(|e: tokio_postgres::Error| StoreError::Config(e.to_string()))?;
+        config.connect_timeout(Duration::from_secs(5));
+        config.application_name("fleet");
+        // `Fast` skips a round trip per checkout; a broken connection surfaces as a query
+        // error, which every caller already treats as transient.
+        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(max_size)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(Duration::from_secs(10)))
+            .create_timeout(Some(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| StoreError::Config(e.to_string()))?;
+        Ok(Store { pool })
+    }
+
+    /// Readiness: a round trip within `timeout`.
+    pub async fn ping(&self, timeout: Duration) -> bool {
+        let check = async {
+            let client = self.pool.get().await.ok()?;
+            client.simple_query("SELECT 1").await.ok()
+        };
+        matches!(tokio::time::timeout(timeout, check).await, Ok(Some(_)))
+    }
+
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        Ok(self.pool.get().await?)
+    }
+}

@@ -1,0 +1,198 @@
+//! Row types, named exactly as the columns (scripts read `fleetctl show --json`).
+
+use chrono::{DateTime, Utc};
+use fleet_core::{Snapshot, Status};
+use serde::Serialize;
+use serde_json::Value;
+use tokio_postgres::Row;
+
+/// The `operations` columns every read selects, plus two flags computed with the
+/// database clock (principle 8: time comes from Postgres).
+pub(crate) const OPERATION_COLUMNS: &str = "operation_id, tenant_id, action, provider, target, supersedes, rationale, \
+    payload, payload_hash, policy_version, data_version, idempotency_key, \
+    approval_status, approval_expires_at, approved_hash, decided_by, decided_at, \
+    status, status_reason, fence, lease_owner, lease_expires_at, attempts, external_id, provider_request_id, \
+    result, error_code, deadline_at, unknown_since, escalated_at, resolved_at, created_at, updated_at, \
+    (approval_expires_at <= now()) AS approval_expired, \
+    (lease_expires_at IS NOT NULL AND lease_expires_at <= now()) AS lease_expired";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OperationRow {
+    pub operation_id: String,
+    pub tenant_id: String,
+    pub action: String,
+    pub provider: String,
+    pub target: Option<String>,
+    pub supersedes: Option<String>,
+    pub rationale: Option<String>,
+    pub payload: Value,
+    pub payload_hash: String,
+    pub policy_version: String,
+    pub data_version: String,
+    pub idempotency_key: String,
+    pub approval_status: String,
+    pub approval_expires_at: DateTime<Utc>,
+    pub approved_hash: Option<String>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<DateTime<Utc>>,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub fence: i64,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub attempts: i32,
+    pub external_id: Option<String>,
+    pub provider_request_id: Option<String>,
+    pub result: Option<Value>,
+    pub error_code: Option<String>,
+    pub deadline_at: Option<DateTime<Utc>>,
+    pub unknown_since: Option<DateTime<Utc>>,
+    pub escalated_at: Option<DateTime<Utc>>,
+    pub resolved_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[serde(skip)]
+    pub approval_expired: bool,
+    #[serde(skip)]
+    pub lease_expired: bool,
+}
+
+impl OperationRow {
+    pub(crate) fn from_row(r: &Row) -> OperationRow {
+        OperationRow {
+            operation_id: r.get("operation_id"),
+            tenant_id: r.get("tenant_id"),
+            action: r.get("action"),
+            provider: r.get("provider"),
+            target: r.get("target"),
+            supersedes: r.get("supersedes"),
+            rationale: r.get("rationale"),
+            payload: r.get("payload"),
+            payload_hash: r.get("payload_hash"),
+            policy_version: r.get("policy_version"),
+            data_version: r.get("data_version"),
+            idempotency_key: r.get("idempotency_key"),
+            approval_status: r.get("approval_status"),
+            approval_expires_at: r.get("approval_expires_at"),
+            approved_hash: r.get("approved_hash"),
+            decided_by: r.get("decided_by"),
+            decided_at: r.get("decided_at"),
+            status: r.get("status"),
+            status_reason: r.get("status_reason"),
+            fence: r.get("fence"),
+            lease_owner: r.get("lease_owner"),
+            lease_expires_at: r.get("lease_expires_at"),
+            attempts: r.get("attempts"),
+            external_id: r.get("external_id"),
+            provider_request_id: r.get("provider_request_id"),
+            result: r.get("result"),
+            error_code: r.get("error_code"),
+            deadline_at: r.get("deadline_at"),
+            unknown_since: r.get("unknown_since"),
+            escalated_at: r.get("escalated_at"),
+            resolved_at: r.get("resolved_at"),
+            created_at: r.get("created_at"),
+            updated_at: r.get("updated_at"),
+            approval_expired: r.get("approval_expired"),
+            lease_expired: r.get("lease_expired"),
+        }
+    }
+
+    /// The status as the domain type. The CHECK constraint guarantees a known name.
+    pub fn status(&self) -> Status {
+        Status::parse(&self.status).expect("the status CHECK constraint admits only known names")
+    }
+
+    /// The snapshot as stored, for recomputing its hash before any call.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            operation_id: self.operation_id.clone(),
+            tenant_id: self.tenant_id.clone(),
+            action: self.action.clone(),
+            provider: self.provider.clone(),
+            target: self.target.clone(),
+            payload: self.payload.clone(),
+            policy_version: self.policy_version.clone(),
+            data_version: self.data_version.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptRow {
+    pub operation_id: String,
+    pub fence: i64,
+    pub worker: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub outcome: Option<String>,
+    pub http_status: Option<i32>,
+    pub replayed: Option<bool>,
+    pub external_id: Option<String>,
+    pub provider_request_id: Option<String>,
+    pub response: Option<Value>,
+    pub detail: Option<String>,
+}
+
+impl AttemptRow {
+    pub(crate) fn from_row(r: &Row) -> AttemptRow {
+        AttemptRow {
+            operation_id: r.get("operation_id"),
+            fence: r.get("fence"),
+            worker: r.get("worker"),
+            started_at: r.get("started_at"),
+            finished_at: r.get("finished_at"),
+            outcome: r.get("outcome"),
+            http_status: r.get("http_status"),
+            replayed: r.get("replayed"),
+            external_id: r.get("external_id"),
+            provider_request_id: r.get("provider_request_id"),
+            response: r.get("response"),
+            detail: r.get("detail"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventRow {
+    pub id: i64,
+    pub operation_id: String,
+    pub kind: String,
+    pub from_status: Option<String>,
+    pub to_status: Option<String>,
+    pub fence: Option<i64>,
+    pub actor: String,
+    pub reason: Option<String>,
+    pub evidence: Option<Value>,
+    pub at: DateTime<Utc>,
+}
+
+impl EventRow {
+    pub(crate) fn from_row(r: &Row) -> EventRow {
+        EventRow {
+            id: r.get("id"),
+            operation_id: r.get("operation_id"),
+            kind: r.get("kind"),
+            from_status: r.get("from_status"),
+            to_status: r.get("to_status"),
+            fence: r.get("fence"),
+            actor: r.get("actor"),
+            reason: r.get("reason"),
+            evidence: r.get("evidence"),
+            at: r.get("at"),
+        }
+    }
+}
+
+/// What one provider call said, as written into `attempts` (normalised: the parsed body
+/// of the provider's answer, never the request we sent).
+#[derive(Debug, Clone, Default)]
+pub struct AttemptRecord {
+    pub outcome: &'static str,
+    pub http_status: Option<i32>,
+    pub replayed: Option<bool>,
+    pub external_id: Option<String>,
+    pub provider_request_id: Option<String>,
+    pub response: Option<Value>,
+    pub detail: Option<String>,
+}

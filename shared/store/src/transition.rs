@@ -1,0 +1,179 @@
+//! The one store function that changes an operation's status (STYLE rule 3): the target
+//! status comes from the domain state machine, the UPDATE is a compare-and-set on the
+//! expected status AND fence, and the event row is written in the same statement.
+//! Zero rows affected is `Stale`, a normal outcome every caller handles.
+
+use fleet_core::{transition, Event, Refused, Status};
+use serde_json::Value;
+
+use crate::{AttemptRecord, Store, StoreError};
+
+/// One requested status change and the columns it sets. Build with `Transition::new`
+/// and struct-update syntax for the optional parts.
+#[derive(Debug, Clone)]
+pub struct Transition<'a> {
+    pub operation_id: &'a str,
+    pub expected: Status,
+    /// The fence the caller holds (execute) or read (everyone else).
+    pub fence: i64,
+    pub event: Event,
+    pub actor: &'a str,
+    pub reason: Option<&'a str>,
+    pub evidence: Option<Value>,
+    pub external_id: Option<&'a str>,
+    pub provider_request_id: Option<&'a str>,
+    pub result: Option<Value>,
+    pub error_code: Option<&'a str>,
+    /// Sets `deadline_at = now() + secs` (accepted rows wait for a final answer until then).
+    pub deadline_secs: Option<f64>,
+    pub escalate: bool,
+    /// Sets the approval columns too (a rejection cancels and records who decided).
+    pub approval_status: Option<&'a str>,
+    pub decided_by: Option<&'a str>,
+}
+
+impl<'a> Transition<'a> {
+    pub fn new(operation_id: &'a str, expected: Status, fence: i64, event: Event, actor: &'a str) -> Self {
+        Transition {
+            operation_id,
+            expected,
+            fence,
+            event,
+            actor,
+            reason: None,
+            evidence: None,
+            external_id: None,
+            provider_request_id: None,
+            result: None,
+            error_code: None,
+            deadline_secs: None,
+            escalate: false,
+            approval_status: None,
+            decided_by: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransitionOutcome {
+    Moved {
+        to: Status,
+        /// approved → final, when the row became final after an approval.
+        approved_to_final_s: Option<f64>,
+        /// unknown_since → final, when the row was ever unknown.
+        unknown_to_final_s: Option<f64>,
+    },
+    /// The state machine refuses the event from the expected status; nothing was written.
+    Refused(Refused),
+    /// The row is no longer in the expected status or fence: someone else moved it.
+    Stale,
+}
+
+const UPDATE: &str = "
+WITH moved AS (
+    UPDATE operations SET
+        status = $3,
+        status_reason = $6,
+        external_id = COALESCE($8, external_id),
+        provider_request_id = COALESCE($9, provider_request_id),
+        result = COALESCE($10, result),
+        error_code = COALESCE($11, error_code),
+        deadline_at = CASE WHEN $12::float8 IS NULL THEN deadline_at ELSE now() + make_interval(secs => $12) END,
+        unknown_since = CASE WHEN $3 = 'unknown' THEN COALESCE(unknown_since, now()) ELSE unknown_since END,
+        escalated_at = CASE WHEN $13 THEN COALESCE(escalated_at, now()) ELSE escalated_at END,
+        resolved_at = CASE WHEN $3 IN ('succeeded', 'failed', 'cancelled', 'disputed') THEN now() ELSE resolved_at END,
+        approval_status = COALESCE($14, approval_status),
+        decided_by = COALESCE($15, decided_by),
+        decided_at = CASE WHEN $14::text IS NULL THEN decided_at ELSE now() END,
+        lease_owner = CASE WHEN $3 = 'in_progress' THEN lease_owner END,
+        lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,
+        updated_at = now()
+    WHERE operation_id = $1 AND status = $2 AND fence = $4
+    RETURNING operation_id, fence,
+        EXTRACT(EPOCH FROM (resolved_at - decided_at))::float8 AS approved_to_final_s,
+        EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s
+), event AS (
+    INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor, reason, evidence)
+    SELECT operation_id, $16, $2, $3, fence, $5, $6, $7 FROM moved
+)
+SELECT * FROM moved";
+
+const RECORD_ATTEMPT: &str = "
+UPDATE attempts SET finished_at = now(), outcome = $3, http_status = $4, replayed = $5, external_id = $6,
+    provider_request_id = $7, response = $8, detail = $9
+WHERE operation_id = $1 AND fence = $2";
+
+impl Store {
+    /// Applies `t` if the state machine allows it and the row still has the expected
+    /// status and fence. When `attempt` is given, the attempt row of (operation, fence)
+    /// is completed in the same transaction, whether or not the row moves: a worker that
+    /// lost its lease still records what the provider told it.
+    pub async fn transition(&self, t: Transition<'_>, attempt: Option<&AttemptRecord>) -> Result<TransitionOutcome, StoreError> {
+        let to = match transition(t.expected, t.event) {
+            Ok(to) => to,
+            Err(refused) => {
+                if let Some(a) = attempt {
+                    self.record_attempt(t.operation_id, t.fence, a).await?;
+                }
+                return Ok(TransitionOutcome::Refused(refused));
+            }
+        };
+        let kind = match t.event {
+            Event::Escalate => "escalated",
+            _ => "transition",
+        };
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let update = tx.prepare_cached(UPDATE).await?;
+        let params: [Param<'_>; 16] = [
+            &t.operation_id,
+            &t.expected.as_str(),
+            &to.as_str(),
+            &t.fence,
+            &t.actor,
+            &t.reason,
+            &t.evidence,
+            &t.external_id,
+            &t.provider_request_id,
+            &t.result,
+            &t.error_code,
+            &t.deadline_secs,
+            &t.escalate,
+            &t.approval_status,
+            &t.decided_by,
+            &kind,
+        ];
+        let moved = match attempt {
+            Some(a) => {
+                let record = tx.prepare_cached(RECORD_ATTEMPT).await?;
+                let attempt_params = attempt_params(&t.operation_id, &t.fence, a);
+                // Pipelined: both statements go out in one round trip.
+                let (moved, _) = tokio::try_join!(tx.query_opt(&update, &params), tx.execute(&record, &attempt_params))?;
+                moved
+            }
+            None => tx.query_opt(&update, &params).await?,
+        };
+        tx.commit().await?;
+        Ok(match moved {
+            Some(row) => TransitionOutcome::Moved {
+                to,
+                approved_to_final_s: row.get("approved_to_final_s"),
+                unknown_to_final_s: row.get("unknown_to_final_s"),
+            },
+            None => TransitionOutcome::Stale,
+        })
+    }
+
+    /// Completes the attempt row of (operation, fence) on its own.
+    pub async fn record_attempt(&self, operation_id: &str, fence: i64, a: &AttemptRecord) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client.execute(RECORD_ATTEMPT, &attempt_params(&operation_id, &fence, a)).await?;
+        Ok(())
+    }
+}
+
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
+fn attempt_params<'a>(operation_id: &'a &'a str, fence: &'a i64, a: &'a AttemptRecord) -> [Param<'a>; 9] {
+    [operation_id, fence, &a.outcome, &a.http_status, &a.replayed, &a.external_id, &a.provider_request_id, &a.response, &a.detail]
+}
