@@ -1,6 +1,8 @@
 //! The claim: one compare-and-set that bumps the fence, takes the lease (timed by the
 //! database clock) and writes the attempt row, before any provider call.
 
+use fleet_core::Status;
+
 use crate::rows::OPERATION_COLUMNS;
 use crate::{OperationRow, Store, StoreError};
 
@@ -22,7 +24,7 @@ fn claim_sql() -> String {
     format!(
         "WITH claimed AS (
             UPDATE operations SET status = 'in_progress', fence = fence + 1, lease_owner = $2,
-                lease_expires_at = now() + make_interval(secs => $3 / 1000.0), attempts = attempts + 1,
+                lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0), attempts = attempts + 1,
                 updated_at = now()
             WHERE operation_id = $1 AND status = 'not_started' AND fence = $4
               AND approval_status = 'approved' AND approval_expires_at > now()
@@ -47,6 +49,7 @@ impl Store {
         Ok(match client.query_opt(&stmt, &[&operation_id, &owner, &ttl, &read_fence]).await? {
             Some(r) => {
                 let row = OperationRow::from_row(&r);
+                crate::transition::observe(Status::NotStarted, Status::InProgress, None, None);
                 Claim::Claimed(ClaimedOperation { fence: row.fence, row })
             }
             None => Claim::NotClaimable,
@@ -58,7 +61,7 @@ impl Store {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3 / 1000.0)
+                "UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0)
                  WHERE operation_id = $1 AND fence = $2 AND status = 'in_progress' AND lease_expires_at > now()",
             )
             .await?;

@@ -18,5 +18,6 @@ pub use error::StoreError;
 pub use migrate::{create_database_if_missing, drop_database, migrate};
 pub use pool::Store;
 pub use prepare::PrepareOutcome;
+pub use read::FleetGauges;
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
 pub use transition::{Transition, TransitionOutcome};

@@ -6,6 +6,8 @@
 use fleet_core::{transition, Event, Refused, Status};
 use serde_json::Value;
 
+use fleet_runtime::metric_names as m;
+
 use crate::{AttemptRecord, Store, StoreError};
 
 /// One requested status change and the columns it sets. Build with `Transition::new`
@@ -154,14 +156,13 @@ impl Store {
             None => tx.query_opt(&update, &params).await?,
         };
         tx.commit().await?;
-        Ok(match moved {
-            Some(row) => TransitionOutcome::Moved {
-                to,
-                approved_to_final_s: row.get("approved_to_final_s"),
-                unknown_to_final_s: row.get("unknown_to_final_s"),
-            },
-            None => TransitionOutcome::Stale,
-        })
+        let Some(row) = moved else {
+            return Ok(TransitionOutcome::Stale);
+        };
+        let approved_to_final_s: Option<f64> = row.get("approved_to_final_s");
+        let unknown_to_final_s: Option<f64> = row.get("unknown_to_final_s");
+        observe(t.expected, to, approved_to_final_s, unknown_to_final_s);
+        Ok(TransitionOutcome::Moved { to, approved_to_final_s, unknown_to_final_s })
     }
 
     /// Completes the attempt row of (operation, fence) on its own.
@@ -169,6 +170,20 @@ impl Store {
         let client = self.client().await?;
         client.execute(RECORD_ATTEMPT, &attempt_params(&operation_id, &fence, a)).await?;
         Ok(())
+    }
+}
+
+/// Every committed transition is counted here, once, whoever made it.
+pub(crate) fn observe(from: Status, to: Status, approved_to_final_s: Option<f64>, unknown_to_final_s: Option<f64>) {
+    metrics::counter!(m::TRANSITIONS_TOTAL, "from" => from.as_str(), "to" => to.as_str()).increment(1);
+    if !to.is_final() {
+        return;
+    }
+    if let Some(s) = approved_to_final_s {
+        metrics::histogram!(m::END_TO_END_SECONDS, "to" => to.as_str()).record(s);
+    }
+    if let Some(s) = unknown_to_final_s {
+        metrics::histogram!(m::TIME_TO_RECONCILIATION_SECONDS, "to" => to.as_str()).record(s);
     }
 }
 

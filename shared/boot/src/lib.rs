@@ -1,0 +1,72 @@
+//! The start-up and drain sequence every worker binary shares, so that each `main.rs`
+//! stays a few lines: telemetry, metrics, the Postgres pool, the broker settings, the
+//! admin server with its readiness checks, and the shutdown signal.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use fleet_broker::{BrokerConfig, BrokerHealth};
+use fleet_runtime::{init_tracing, install_metrics, serve_admin, shutdown_token, CommonArgs, Readiness};
+use fleet_store::Store;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// What a started worker holds. `finish` drains the admin server after `run` returned.
+pub struct Boot {
+    pub store: Store,
+    pub broker: BrokerConfig,
+    pub broker_health: BrokerHealth,
+    pub readiness: Readiness,
+    pub shutdown: CancellationToken,
+    pub admin_addr: SocketAddr,
+    admin: JoinHandle<std::io::Result<()>>,
+}
+
+const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Starts the shared parts of `component`. The admin server listens on `--admin-addr`
+/// (or `default_admin`) before any work begins, so `/livez` answers during start-up.
+pub async fn start(component: &'static str, common: &CommonArgs, default_admin: SocketAddr) -> anyhow::Result<Boot> {
+    init_tracing(common.log_format);
+    let metrics = install_metrics(component);
+    let shutdown = shutdown_token();
+    let store = Store::connect(common.database_url.expose(), common.db_pool_size).context("postgres settings")?;
+    let broker = broker_config(common);
+    let broker_health = BrokerHealth::new();
+    let readiness = Readiness::new();
+    let ping = store.clone();
+    readiness.add_async("postgres", READINESS_TIMEOUT, move || {
+        let store = ping.clone();
+        async move { store.ping(READINESS_TIMEOUT).await }
+    });
+    let health = broker_health.clone();
+    readiness.add("broker", Arc::new(move || health.is_connected()));
+    let addr = common.admin_addr_or(default_admin);
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding the admin address {addr}"))?;
+    let admin_addr = listener.local_addr()?;
+    let admin = tokio::spawn(serve_admin(listener, metrics, readiness.clone(), shutdown.clone()));
+    tracing::info!(component, version = env!("CARGO_PKG_VERSION"), database = %common.database_url, broker = %common.amqp_url, %admin_addr, "starting");
+    Ok(Boot { store, broker, broker_health, readiness, shutdown, admin_addr, admin })
+}
+
+/// The broker settings a worker's flags describe.
+pub fn broker_config(common: &CommonArgs) -> BrokerConfig {
+    let mut cfg = BrokerConfig::new(common.amqp_url.expose()).with_namespace(common.amqp_namespace.clone());
+    cfg.prefetch = common.prefetch;
+    cfg
+}
+
+impl Boot {
+    /// Stops the admin server once the worker's `run` has drained.
+    pub async fn finish(self) {
+        self.shutdown.cancel();
+        match self.admin.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "admin server stopped with an error"),
+            Err(e) => tracing::warn!(error = %e, "admin server task failed"),
+        }
+        tracing::info!("stopped");
+    }
+}

@@ -1,0 +1,185 @@
+//! The topology is declared idempotently and the broker really holds quorum queues with
+//! the configured delivery limit, dead-lettering to the fleet DLX.
+
+mod common;
+
+use common::{eventually, fresh_config, in_namespace, raw_channel};
+use fleet_broker::{
+    consume, dead_letters, declare_topology,
+    lapin::{
+        self,
+        options::{ExchangeDeclareOptions, QueueDeclareOptions},
+        types::{AMQPValue, FieldTable},
+        ExchangeKind,
+    },
+    message_count, work_queue_arguments, BrokerError, Delivery, Disposition, Handler, Queue,
+};
+use std::{cell::RefCell, sync::Arc};
+use tokio_util::sync::CancellationToken;
+
+/// Re-declares `name` with `args` on a fresh channel (a refusal closes the channel).
+async fn redeclare(conn: &lapin::Connection, name: &str, args: FieldTable) -> lapin::Result<()> {
+    let channel = conn.create_channel().await?;
+    channel
+        .queue_declare(name.into(), QueueDeclareOptions::durable(), args)
+        .await
+        .map(|_| ())
+}
+
+fn is_precondition_failed(err: &lapin::Error) -> bool {
+    err.to_string().contains("PRECONDITION_FAILED")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn declaring_twice_is_idempotent_and_queues_are_quorum_with_delivery_limit() {
+    in_namespace(fresh_config(), |cfg| async move {
+        let (conn, channel) = raw_channel(&cfg).await;
+        declare_topology(&channel, &cfg)
+            .await
+            .expect("first declare");
+        declare_topology(&channel, &cfg)
+            .await
+            .expect("second declare is a no-op");
+
+        // Everything exists.
+        for q in Queue::ALL {
+            for name in [cfg.queue_name(q), cfg.dead_letter_queue_name(q)] {
+                channel
+                    .queue_declare(
+                        name.as_str().into(),
+                        QueueDeclareOptions::durable().passive(),
+                        FieldTable::default(),
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("{name} missing: {e}"));
+            }
+        }
+        let passive = ExchangeDeclareOptions {
+            passive: true,
+            durable: true,
+            ..Default::default()
+        };
+        channel
+            .exchange_declare(
+                cfg.dead_letter_exchange_name().as_str().into(),
+                ExchangeKind::Direct,
+                passive,
+                FieldTable::default(),
+            )
+            .await
+            .expect("dead-letter exchange exists");
+
+        // The broker stored our arguments: the same ones are accepted, any change is refused.
+        for q in Queue::ALL {
+            let name = cfg.queue_name(q);
+            redeclare(&conn, &name, work_queue_arguments(&cfg, q))
+                .await
+                .expect("same args accepted");
+
+            let mut other_limit = work_queue_arguments(&cfg, q);
+            other_limit.insert(
+                "x-delivery-limit".into(),
+                AMQPValue::LongLongInt(i64::from(cfg.delivery_limit) + 1),
+            );
+            let err = redeclare(&conn, &name, other_limit)
+                .await
+                .expect_err("delivery limit is stored");
+            assert!(is_precondition_failed(&err), "{err}");
+
+            let mut classic = work_queue_arguments(&cfg, q);
+            classic.insert(
+                "x-queue-type".into(),
+                AMQPValue::LongString("classic".into()),
+            );
+            let err = redeclare(&conn, &name, classic)
+                .await
+                .expect_err("queue type is quorum");
+            assert!(is_precondition_failed(&err), "{err}");
+        }
+        for q in Queue::ALL {
+            let mut classic = FieldTable::default();
+            classic.insert(
+                "x-queue-type".into(),
+                AMQPValue::LongString("classic".into()),
+            );
+            let err = redeclare(&conn, &cfg.dead_letter_queue_name(q), classic)
+                .await
+                .expect_err("dead-letter queue is quorum");
+            assert!(is_precondition_failed(&err), "{err}");
+        }
+
+        // A binary built with another delivery limit is told so, as a permanent error.
+        let mut drifted = cfg.clone();
+        drifted.delivery_limit += 5;
+        let fresh = conn.create_channel().await.expect("channel");
+        let err = declare_topology(&fresh, &drifted)
+            .await
+            .expect_err("mismatch detected");
+        assert!(matches!(err, BrokerError::TopologyMismatch { .. }), "{err}");
+        assert!(err.is_permanent());
+        conn.close(200, "OK".into()).await.ok();
+    })
+    .await;
+}
+
+/// Always fails transiently: only the broker's delivery limit can stop it.
+struct AlwaysRetry;
+
+impl Handler for AlwaysRetry {
+    async fn handle(&self, _delivery: Delivery<'_>) -> Disposition {
+        Disposition::Retry
+    }
+}
+
+// Catalogue C-27 (backstop half): a message that never succeeds is dead-lettered by the
+// broker once x-delivery-limit is exceeded, so it is never dropped.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_delivery_limit_dead_letters_a_message_that_always_retries() {
+    let mut cfg = fresh_config();
+    cfg.delivery_limit = 2;
+    in_namespace(cfg, |cfg| async move {
+        let publisher = fleet_broker::Publisher::connect(&cfg)
+            .await
+            .expect("publisher");
+        publisher
+            .publish(Queue::OperationsExecute, b"{\"poison\":true}")
+            .await
+            .expect("publish");
+
+        let shutdown = CancellationToken::new();
+        let consumer = tokio::spawn(consume(
+            cfg.clone(),
+            Queue::OperationsExecute,
+            Arc::new(AlwaysRetry),
+            1,
+            shutdown.clone(),
+        ));
+
+        let seen = RefCell::new(Vec::new());
+        eventually("the broker dead-letters the poison message", || async {
+            let drained = dead_letters(&cfg, Queue::OperationsExecute)
+                .await
+                .expect("drain");
+            seen.borrow_mut().extend(drained);
+            !seen.borrow().is_empty()
+        })
+        .await;
+        shutdown.cancel();
+        consumer.await.expect("join").expect("consume");
+
+        assert_eq!(
+            seen.into_inner(),
+            vec![(
+                b"{\"poison\":true}".to_vec(),
+                Some("broker:delivery_limit".to_owned())
+            )]
+        );
+        assert_eq!(
+            message_count(&cfg, Queue::OperationsExecute)
+                .await
+                .expect("count"),
+            0
+        );
+    })
+    .await;
+}

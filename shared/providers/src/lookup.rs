@@ -1,0 +1,72 @@
+//! Read-only lookups (search by reference, get by id) shared by the adapters. They never
+//! change anything at the provider, so a caller may repeat them freely; this module does
+//! not, leaving retry policy to reconcile.
+
+use reqwest::{StatusCode, Url};
+use serde_json::Value;
+
+use crate::transport::read_body;
+
+/// Why a lookup gave no answer. None of these says anything about whether the effect exists.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    /// The request failed in transit (connect, timeout, reset).
+    #[error("provider lookup failed in transit")]
+    Transport(#[source] reqwest::Error),
+    /// The provider answered with a status that is not an answer to the lookup.
+    #[error("provider lookup answered HTTP {0}")]
+    Status(u16),
+    /// The body was unreadable, too large, not JSON or not the documented shape.
+    #[error("provider lookup body unusable: {0}")]
+    Body(String),
+}
+
+/// `GET url` → the `data` array of a list answer (`{"data": [...]}`).
+pub(crate) async fn get_list(request: reqwest::RequestBuilder) -> Result<Vec<Value>, LookupError> {
+    let response = request.send().await.map_err(LookupError::Transport)?;
+    if response.status() != StatusCode::OK {
+        return Err(LookupError::Status(response.status().as_u16()));
+    }
+    match read_json(response).await? {
+        Value::Object(mut object) => match object.remove("data") {
+            Some(Value::Array(items)) => Ok(items),
+            _ => Err(LookupError::Body("list answer without a data array".into())),
+        },
+        _ => Err(LookupError::Body("list answer is not a JSON object".into())),
+    }
+}
+
+/// `GET url` → the object, or `None` on 404.
+pub(crate) async fn get_object(
+    request: reqwest::RequestBuilder,
+) -> Result<Option<Value>, LookupError> {
+    let response = request.send().await.map_err(LookupError::Transport)?;
+    match response.status() {
+        StatusCode::OK => match read_json(response).await? {
+            object @ Value::Object(_) => Ok(Some(object)),
+            _ => Err(LookupError::Body(
+                "object answer is not a JSON object".into(),
+            )),
+        },
+        StatusCode::NOT_FOUND => Ok(None),
+        other => Err(LookupError::Status(other.as_u16())),
+    }
+}
+
+async fn read_json(response: reqwest::Response) -> Result<Value, LookupError> {
+    let bytes = read_body(response)
+        .await
+        .map_err(LookupError::Transport)?
+        .ok_or_else(|| LookupError::Body("response too large".into()))?;
+    serde_json::from_slice(&bytes).map_err(|e| LookupError::Body(format!("not JSON: {e}")))
+}
+
+/// `base` + path segments, each percent-encoded (an id can never add a path level).
+pub(crate) fn endpoint(base: &Url, segments: &[&str]) -> Url {
+    let mut url = base.clone();
+    url.path_segments_mut()
+        .expect("base URLs are checked to be http(s) at construction")
+        .pop_if_empty()
+        .extend(segments);
+    url
+}

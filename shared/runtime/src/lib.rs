@@ -1,0 +1,29 @@
+//! Plumbing every fleet binary shares: settings (clap + env), logging, the Prometheus
+//! recorder and metric names, the admin server (`/metrics`, `/livez`, `/readyz`),
+//! readiness checks, the shutdown signal, and redaction of secrets.
+//!
+//! A worker's `main` is: parse settings, [`init_tracing`], [`install_metrics`], bind the
+//! admin listener and spawn [`serve_admin`], take [`shutdown_token`], then call its
+//! library's `run(deps, shutdown)`.
+
+pub mod admin;
+pub mod metric_names;
+pub mod metrics;
+mod process;
+pub mod readiness;
+pub mod redact;
+pub mod settings;
+pub mod shutdown;
+pub mod telemetry;
+
+pub use admin::serve_admin;
+pub use metrics::install_metrics;
+pub use readiness::{Readiness, ReadinessReport, SyncCheck};
+pub use redact::{RedactedUrl, Secret};
+pub use settings::{admin_addrs, CommonArgs, PaymentsArgs};
+pub use shutdown::shutdown_token;
+pub use telemetry::{init_tracing, init_tracing_with_default, LogFormat};
+
+/// Re-exported so binaries name one version of these types.
+pub use metrics_exporter_prometheus::PrometheusHandle;
+pub use tokio_util::sync::CancellationToken;

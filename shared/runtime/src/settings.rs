@@ -1,0 +1,263 @@
+//! Command-line/env settings that every binary flattens into its own clap parser:
+//!
+//! ```text
+//! #[derive(clap::Parser)]
+//! struct Cli {
+//!     #[command(flatten)] common: CommonArgs,
+//!     #[command(flatten)] payments: PaymentsArgs,
+//! }
+//! let admin_addr = cli.common.admin_addr_or(admin_addrs::EXECUTE);
+//! ```
+//!
+//! Every field has a flag and an env var; the defaults work against the services on a
+//! developer machine. Secrets are [`Secret`] / [`RedactedUrl`], so `{:?}` of the parsed
+//! settings is safe to log, and `--help` never shows an env var's value
+//! (`hide_env_values`).
+//!
+//! `ADMIN_ADDR` has a different default in each binary (several run on one host), so it
+//! is an `Option` here and each binary supplies its default from [`admin_addrs`].
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::redact::{RedactedUrl, Secret};
+use crate::telemetry::LogFormat;
+
+/// Default admin (metrics/health) listen addresses, one per binary.
+pub mod admin_addrs {
+    use super::*;
+
+    const fn local(port: u16) -> SocketAddr {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
+    }
+
+    pub const PREPARE: SocketAddr = local(9101);
+    pub const EXECUTE: SocketAddr = local(9102);
+    pub const RECONCILE: SocketAddr = local(9103);
+    pub const WEBHOOK_INGEST: SocketAddr = local(9104);
+}
+
+/// Settings every worker shares: where Postgres and RabbitMQ are, logging, and the bounds
+/// on concurrent work.
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// Postgres URL (the password is never printed).
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        hide_env_values = true,
+        default_value = "postgres://postgres@127.0.0.1:5432/fleet"
+    )]
+    pub database_url: RedactedUrl,
+
+    /// RabbitMQ URL (the password is never printed).
+    #[arg(
+        long,
+        env = "AMQP_URL",
+        hide_env_values = true,
+        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
+    )]
+    pub amqp_url: RedactedUrl,
+
+    /// Prefix for every exchange and queue name, so that tests (or tenants) sharing one
+    /// broker do not see each other's messages. Empty in production.
+    #[arg(long, env = "AMQP_NAMESPACE", default_value = "")]
+    pub amqp_namespace: String,
+
+    /// Admin listen address for /metrics, /livez, /readyz [default: per binary, see
+    /// `admin_addrs`: prepare 9101, execute 9102, reconcile 9103, webhook-ingest 9104].
+    #[arg(long, env = "ADMIN_ADDR")]
+    pub admin_addr: Option<SocketAddr>,
+
+    /// Log line format.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Maximum Postgres connections in this process's pool.
+    #[arg(long, env = "DB_POOL_SIZE", default_value_t = 16, value_parser = bounded_usize(1..=1024))]
+    pub db_pool_size: usize,
+
+    /// Maximum unacknowledged broker messages per consumer (AMQP basic.qos).
+    #[arg(long, env = "PREFETCH", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
+    pub prefetch: u16,
+
+    /// Maximum messages handled at the same time by this process.
+    #[arg(long, env = "CONCURRENCY", default_value_t = 8, value_parser = bounded_usize(1..=4096))]
+    pub concurrency: usize,
+}
+
+impl CommonArgs {
+    /// The admin address from `--admin-addr`/`ADMIN_ADDR`, else this binary's default.
+    pub fn admin_addr_or(&self, default: SocketAddr) -> SocketAddr {
+        self.admin_addr.unwrap_or(default)
+    }
+}
+
+/// Settings of the reference payments provider (PROTOCOL.md §3).
+#[derive(Debug, Clone, Args)]
+pub struct PaymentsArgs {
+    /// Base URL of the payments API.
+    #[arg(long, env = "PAYMENTS_URL", default_value = "http://127.0.0.1:8090")]
+    pub payments_url: String,
+
+    /// API key sent as `Authorization: Bearer` (never printed).
+    #[arg(
+        long,
+        env = "PAYMENTS_API_KEY",
+        hide_env_values = true,
+        hide_default_value = true,
+        default_value = "sk_test_sim"
+    )]
+    pub payments_api_key: Secret<String>,
+
+    /// Timeout of one provider call, connect to last body byte.
+    #[arg(long, env = "PAYMENTS_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub payments_timeout_ms: u64,
+
+    /// The provider's documented bound on search lag: a search by reference proves absence
+    /// only for attempts older than this.
+    #[arg(long, env = "PAYMENTS_SEARCH_LAG_MS", default_value_t = 60_000)]
+    pub payments_search_lag_ms: u64,
+
+    /// How long the provider keeps an idempotency key: a same-key retry is safe only
+    /// within this window.
+    #[arg(long, env = "PAYMENTS_KEY_RETENTION_S", default_value_t = 86_400)]
+    pub payments_key_retention_s: u64,
+}
+
+impl PaymentsArgs {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.payments_timeout_ms)
+    }
+
+    pub fn search_lag(&self) -> Duration {
+        Duration::from_millis(self.payments_search_lag_ms)
+    }
+
+    pub fn key_retention(&self) -> Duration {
+        Duration::from_secs(self.payments_key_retention_s)
+    }
+}
+
+fn bounded_usize(range: RangeInclusive<usize>) -> impl Fn(&str) -> Result<usize, String> + Clone {
+    move |raw: &str| {
+        let value: usize = raw
+            .parse()
+            .map_err(|e| format!("{raw:?} is not a number: {e}"))?;
+        if range.contains(&value) {
+            Ok(value)
+        } else {
+            Err(format!(
+                "{value} is outside {}..={}",
+                range.start(),
+                range.end()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        payments: PaymentsArgs,
+    }
+
+    /// Env vars override defaults; only assert a default when its env var is unset here.
+    fn unset(var: &str) -> bool {
+        std::env::var_os(var).is_none()
+    }
+
+    #[test]
+    fn defaults_work_on_a_developer_machine() {
+        let cli = Cli::try_parse_from(["bin"]).unwrap();
+        if unset("DATABASE_URL") {
+            assert_eq!(
+                cli.common.database_url.expose(),
+                "postgres://postgres@127.0.0.1:5432/fleet"
+            );
+        }
+        if unset("AMQP_URL") {
+            assert_eq!(
+                cli.common.amqp_url.expose(),
+                "amqp://guest:guest@127.0.0.1:5672/%2f"
+            );
+        }
+        if unset("ADMIN_ADDR") {
+            assert_eq!(
+                cli.common.admin_addr_or(admin_addrs::EXECUTE).to_string(),
+                "127.0.0.1:9102"
+            );
+        }
+        if unset("DB_POOL_SIZE") {
+            assert_eq!(cli.common.db_pool_size, 16);
+        }
+        if unset("PREFETCH") {
+            assert_eq!(cli.common.prefetch, 32);
+        }
+        if unset("PAYMENTS_API_KEY") {
+            assert_eq!(cli.payments.payments_api_key.expose(), "sk_test_sim");
+        }
+        if unset("PAYMENTS_TIMEOUT_MS") {
+            assert_eq!(cli.payments.timeout(), Duration::from_secs(10));
+        }
+        if unset("PAYMENTS_KEY_RETENTION_S") {
+            assert_eq!(cli.payments.key_retention(), Duration::from_secs(86_400));
+        }
+    }
+
+    #[test]
+    fn flags_parse_and_secrets_stay_hidden_in_debug_output() {
+        let cli = Cli::try_parse_from([
+            "bin",
+            "--database-url=postgres://app:pg-pass-123@db:5432/fleet",
+            "--amqp-url=amqp://app:mq-pass-456@mq:5672/%2f",
+            "--payments-api-key=sk_live_789",
+            "--admin-addr=0.0.0.0:9200",
+            "--log-format=json",
+            "--prefetch=5",
+        ])
+        .unwrap();
+        assert_eq!(cli.payments.payments_api_key.expose(), "sk_live_789");
+        assert_eq!(
+            cli.common.admin_addr_or(admin_addrs::PREPARE).to_string(),
+            "0.0.0.0:9200"
+        );
+        assert_eq!(cli.common.log_format, LogFormat::Json);
+        assert_eq!(cli.common.prefetch, 5);
+        let shown = format!("{cli:?}");
+        for secret in ["pg-pass-123", "mq-pass-456", "sk_live_789"] {
+            assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+        }
+        assert!(
+            shown.contains("postgres://app:[redacted]@db:5432/fleet"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn bounds_are_enforced() {
+        assert!(Cli::try_parse_from(["bin", "--db-pool-size=0"]).is_err());
+        assert!(Cli::try_parse_from(["bin", "--concurrency=5000"]).is_err());
+        assert!(Cli::try_parse_from(["bin", "--prefetch=0"]).is_err());
+        assert!(Cli::try_parse_from(["bin", "--payments-timeout-ms=0"]).is_err());
+    }
+
+    #[test]
+    fn help_never_shows_the_api_key_default() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        assert!(!help.contains("sk_test_sim"), "{help}");
+        assert!(help.contains("PAYMENTS_API_KEY"));
+    }
+}

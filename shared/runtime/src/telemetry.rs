@@ -1,0 +1,74 @@
+//! Logging setup shared by every binary: `tracing` events filtered by `RUST_LOG`
+//! (default `info`), written to **stderr** as JSON lines or human-readable text.
+//!
+//! Why stderr: `fleetctl` prints its results (hashes, tables, JSON) on stdout, and scripts
+//! pipe them; logs must never mix into that. Container runtimes collect both streams, so
+//! the workers lose nothing by following the same rule.
+//!
+//! JSON format: one object per line, event fields flattened into the top level, plus
+//! `timestamp`, `level`, `target` and the current span (`span`) when there is one.
+//! Log identifiers and outcomes only; never payloads, tokens or keys (DESIGN.md, principle 9).
+
+use std::io::IsTerminal;
+
+use tracing_subscriber::EnvFilter;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object per line (what log shippers want).
+    Json,
+    /// Human-readable lines (what a developer's terminal wants).
+    #[default]
+    Text,
+}
+
+/// Installs the global `tracing` subscriber.
+///
+/// Safe to call more than once in a process (integration tests start several workers in
+/// one process): the first call wins and later calls change nothing. An invalid
+/// `RUST_LOG` falls back to `info` rather than failing start-up.
+pub fn init_tracing(format: LogFormat) {
+    init_tracing_with_default(format, "info");
+}
+
+/// As [`init_tracing`], with another filter when `RUST_LOG` is unset (the operator CLI
+/// prints its results on stdout and keeps stderr for warnings).
+pub fn init_tracing_with_default(format: LogFormat, default_filter: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // `try_init` fails only when a subscriber is already installed, which is fine here.
+    let _already_installed = match format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn init_twice_is_harmless() {
+        init_tracing(LogFormat::Json);
+        init_tracing(LogFormat::Text);
+        tracing::info!(operation_id = "op_test", "still logging");
+    }
+
+    #[test]
+    fn formats_parse_from_their_lower_case_names() {
+        assert_eq!(LogFormat::from_str("json", false), Ok(LogFormat::Json));
+        assert_eq!(LogFormat::from_str("text", false), Ok(LogFormat::Text));
+        assert!(LogFormat::from_str("yaml", false).is_err());
+    }
+}

@@ -1,0 +1,147 @@
+//! The test-only admin API under `/_sim` (no auth): fault injection, effect counters, the
+//! request log, the clock, and reset.
+//!
+//! | request | answer |
+//! |---|---|
+//! | `POST /_sim/faults` `{"route", "kind", "times"?, "probability"?, "status"?, "delay_ms"?}` | `201` the rule: `{"id": "flt_…", "route", "kind", "times" \| "probability", "status"?, "delay_ms"?}` |
+//! | `GET /_sim/faults` | `{"data": [rule, …]}` (`times` = firings left) |
+//! | `DELETE /_sim/faults` | `{"cleared": n}` |
+//! | `GET /_sim/effects?reference=R` | `{"reference": R, "payments": n, "refunds": m}` |
+//! | `GET /_sim/effects` | `{"payments": total, "refunds": total}` |
+//! | `GET /_sim/requests[?reference=R]` | `{"data": [{"method", "path", "idempotency_key", "reference", "status", "replayed"}, …]}` |
+//! | `GET /_sim/clock` | `{"now": RFC 3339, "offset_seconds": n}` |
+//! | `POST /_sim/clock/advance` `{"seconds": n}` | same as `GET /_sim/clock` |
+//! | `POST /_sim/reset` | `204` |
+//!
+//! `route` is one of `POST /v1/payments`, `GET /v1/payments`, `GET /v1/payments/{id}` and
+//! the same three for refunds. `kind` is `drop_before_commit`, `drop_after_commit`,
+//! `error_before_commit` / `error_after_commit` (with `status`, 400–599), `delay` (with
+//! `delay_ms` ≤ 600000) or `pending`; on read routes only `drop_before_commit`,
+//! `error_before_commit` and `delay` are accepted. Without `times` or `probability` a rule
+//! fires once. Invalid bodies answer `400 {"error": {"type": "invalid_request", "code",
+//! "param"? | "message"?}}`.
+//!
+//! The request log holds create requests (`POST /v1/…`) that passed the API key check, in
+//! arrival order; `status` is `null` while unanswered and for a dropped connection.
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::SecondsFormat;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::api_error::ApiError;
+use crate::faults::FaultSpec;
+use crate::state::{seconds, App, SimState};
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route(
+            "/_sim/faults",
+            post(add_fault).get(list_faults).delete(clear_faults),
+        )
+        .route("/_sim/effects", get(effects))
+        .route("/_sim/requests", get(requests))
+        .route("/_sim/clock", get(clock))
+        .route("/_sim/clock/advance", post(advance_clock))
+        .route("/_sim/reset", post(reset))
+}
+
+#[derive(Debug, Deserialize)]
+struct ReferenceQuery {
+    reference: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Advance {
+    seconds: u64,
+}
+
+async fn add_fault(State(app): State<App>, body: Bytes) -> Response {
+    let spec = match parse::<FaultSpec>(&body) {
+        Ok(spec) => spec,
+        Err(unparsable) => return unparsable.into_response(),
+    };
+    let added = app.lock().faults.add(spec);
+    match added {
+        Ok(description) => (StatusCode::CREATED, Json(description)).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn list_faults(State(app): State<App>) -> Response {
+    Json(json!({ "data": app.lock().faults.describe() })).into_response()
+}
+
+async fn clear_faults(State(app): State<App>) -> Response {
+    Json(json!({ "cleared": app.lock().faults.clear() })).into_response()
+}
+
+async fn effects(State(app): State<App>, Query(query): Query<ReferenceQuery>) -> Response {
+    let state = app.lock();
+    let body = match query.reference {
+        Some(reference) => json!({
+            "payments": state.payments.count_with_reference(&reference),
+            "refunds": state.refunds.count_with_reference(&reference),
+            "reference": reference,
+        }),
+        None => json!({ "payments": state.payments.len(), "refunds": state.refunds.len() }),
+    };
+    Json(body).into_response()
+}
+
+async fn requests(State(app): State<App>, Query(query): Query<ReferenceQuery>) -> Response {
+    let data = app.lock().requests.matching(query.reference.as_deref());
+    Json(json!({ "data": data })).into_response()
+}
+
+async fn clock(State(app): State<App>) -> Response {
+    Json(describe_clock(&app.lock())).into_response()
+}
+
+async fn advance_clock(State(app): State<App>, body: Bytes) -> Response {
+    let advance = match parse::<Advance>(&body) {
+        Ok(advance) => advance,
+        Err(unparsable) => return unparsable.into_response(),
+    };
+    let Ok(by) = seconds(advance.seconds) else {
+        return ApiError::invalid("parameter_invalid", "seconds").into_response();
+    };
+    let mut state = app.lock();
+    state.advance_clock(by);
+    Json(describe_clock(&state)).into_response()
+}
+
+async fn reset(State(app): State<App>) -> StatusCode {
+    app.lock().reset();
+    StatusCode::NO_CONTENT
+}
+
+fn describe_clock(state: &SimState) -> serde_json::Value {
+    json!({
+        "now": state.now().to_rfc3339_opts(SecondsFormat::Millis, true),
+        "offset_seconds": state.clock_offset().num_seconds(),
+    })
+}
+
+/// An admin body that did not parse; answered as a 400 that says what was wrong, since
+/// admin callers are test authors, who need the reason more than a stable code.
+struct Unparsable(serde_json::Error);
+
+impl IntoResponse for Unparsable {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"type": "invalid_request", "code": "invalid_json",
+                                    "message": self.0.to_string()}});
+        (StatusCode::BAD_REQUEST, Json(body)).into_response()
+    }
+}
+
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Unparsable> {
+    serde_json::from_slice(body).map_err(Unparsable)
+}

@@ -1,0 +1,80 @@
+//! Settings of one simulator instance, and the parsing of the ones given as text.
+
+use std::fmt;
+
+use crate::ledger::ObjectStatus;
+
+/// How a simulator behaves. Every field has the default of the reference provider
+/// except `search_lag_ms`, which tests usually want at 0 and set explicitly otherwise.
+#[derive(Clone)]
+pub struct SimConfig {
+    /// The only key accepted in `Authorization: Bearer <key>`.
+    pub api_key: String,
+    /// How long a created object stays invisible to `GET /v1/<objects>?reference=`.
+    pub search_lag_ms: u64,
+    /// How long an idempotency key is remembered, on the simulator's clock.
+    pub key_retention_s: u64,
+    /// Status of created objects when no `pending` fault applies: `succeeded` or `pending`.
+    pub default_payment_status: String,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            api_key: "sk_test_sim".to_owned(),
+            search_lag_ms: 0,
+            key_retention_s: 86_400,
+            default_payment_status: "succeeded".to_owned(),
+        }
+    }
+}
+
+// Written by hand so that the API key can never reach a log line through `{:?}`.
+impl fmt::Debug for SimConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimConfig")
+            .field("api_key", &"<redacted>")
+            .field("search_lag_ms", &self.search_lag_ms)
+            .field("key_retention_s", &self.key_retention_s)
+            .field("default_payment_status", &self.default_payment_status)
+            .finish()
+    }
+}
+
+impl SimConfig {
+    /// The default status as a typed value; only the two statuses an accepted create can
+    /// have are allowed (`failed` arrives later, by webhook, on a real provider).
+    pub(crate) fn default_status(&self) -> anyhow::Result<ObjectStatus> {
+        match self.default_payment_status.as_str() {
+            "succeeded" => Ok(ObjectStatus::Succeeded),
+            "pending" => Ok(ObjectStatus::Pending),
+            other => anyhow::bail!(
+                "default_payment_status must be \"succeeded\" or \"pending\", not {other:?}"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_contains_the_api_key() {
+        let config = SimConfig {
+            api_key: "sk_live_secret".into(),
+            ..SimConfig::default()
+        };
+        assert!(!format!("{config:?}").contains("sk_live_secret"));
+    }
+
+    #[test]
+    fn default_status_accepts_only_succeeded_or_pending() {
+        let mut config = SimConfig::default();
+        assert_eq!(config.default_status().unwrap(), ObjectStatus::Succeeded);
+        config.default_payment_status = "pending".into();
+        assert_eq!(config.default_status().unwrap(), ObjectStatus::Pending);
+        config.default_payment_status = "failed".into();
+        assert!(config.default_status().is_err());
+    }
+}

@@ -1,0 +1,29 @@
+//! The reference payments provider simulator (PROTOCOL.md §3 and §6).
+//!
+//! A real HTTP server with Stripe's idempotency semantics, an eventually consistent
+//! search, and a test-only admin API (`/_sim`) to inject faults around the commit point
+//! and to count effects. Integration tests run it in-process with [`spawn`]; the demo
+//! runs the `fleet-provider-sim` binary.
+
+mod admin;
+mod api_error;
+mod auth;
+mod config;
+mod create;
+mod faults;
+mod fields;
+mod idempotency;
+mod ledger;
+mod payments;
+mod reads;
+mod refunds;
+mod reply;
+mod request_log;
+mod resource;
+mod route;
+mod router;
+mod server;
+mod state;
+
+pub use config::SimConfig;
+pub use server::{spawn, RunningSim};

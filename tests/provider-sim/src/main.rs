@@ -1,0 +1,66 @@
+//! `fleet-provider-sim`: the payments provider simulator as a process (for the demo).
+
+use std::net::SocketAddr;
+
+use anyhow::Context as _;
+use clap::Parser;
+use fleet_provider_sim::SimConfig;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Parser)]
+#[command(about = "Reference payments provider simulator (PROTOCOL.md §3, §6)")]
+struct Args {
+    #[arg(long, env = "SIM_ADDR", default_value = "127.0.0.1:8090")]
+    addr: SocketAddr,
+    #[arg(
+        long,
+        env = "SIM_API_KEY",
+        default_value = "sk_test_sim",
+        hide_env_values = true
+    )]
+    api_key: String,
+    #[arg(long, env = "SIM_SEARCH_LAG_MS", default_value_t = 0)]
+    search_lag_ms: u64,
+    #[arg(long, env = "SIM_KEY_RETENTION_S", default_value_t = 86_400)]
+    key_retention_s: u64,
+    #[arg(long, env = "SIM_DEFAULT_PAYMENT_STATUS", default_value = "succeeded",
+          value_parser = ["succeeded", "pending"])]
+    default_payment_status: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    let args = Args::parse();
+    let config = SimConfig {
+        api_key: args.api_key,
+        search_lag_ms: args.search_lag_ms,
+        key_retention_s: args.key_retention_s,
+        default_payment_status: args.default_payment_status,
+    };
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("binding {}", args.addr))?;
+    // `config` prints with the API key redacted.
+    tracing::info!(?config, "configured");
+    let sim = fleet_provider_sim::spawn(config, listener).await?;
+    tracing::info!(addr = %sim.addr, "provider simulator listening");
+    shutdown_signal().await?;
+    tracing::info!("shutting down");
+    sim.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() -> anyhow::Result<()> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result.context("waiting for ctrl-c"),
+        _ = terminate.recv() => Ok(()),
+    }
+}

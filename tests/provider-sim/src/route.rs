@@ -1,0 +1,74 @@
+//! The provider routes by name (`METHOD /path/template`), as fault rules and the request
+//! log refer to them.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    CreatePayment,
+    SearchPayments,
+    GetPayment,
+    CreateRefund,
+    SearchRefunds,
+    GetRefund,
+}
+
+impl Route {
+    pub const ALL: [Route; 6] = [
+        Route::CreatePayment,
+        Route::SearchPayments,
+        Route::GetPayment,
+        Route::CreateRefund,
+        Route::SearchRefunds,
+        Route::GetRefund,
+    ];
+
+    /// The name used on the admin wire, e.g. `POST /v1/payments`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Route::CreatePayment => "POST /v1/payments",
+            Route::SearchPayments => "GET /v1/payments",
+            Route::GetPayment => "GET /v1/payments/{id}",
+            Route::CreateRefund => "POST /v1/refunds",
+            Route::SearchRefunds => "GET /v1/refunds",
+            Route::GetRefund => "GET /v1/refunds/{id}",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Route> {
+        Route::ALL.into_iter().find(|route| route.as_str() == name)
+    }
+
+    /// Whether requests on this route execute an effect (and so have a commit point).
+    pub const fn creates(self) -> bool {
+        match self {
+            Route::CreatePayment | Route::CreateRefund => true,
+            Route::SearchPayments | Route::GetPayment | Route::SearchRefunds | Route::GetRefund => {
+                false
+            }
+        }
+    }
+
+    pub fn method(self) -> &'static str {
+        self.as_str()
+            .split_once(' ')
+            .map_or("", |(method, _)| method)
+    }
+
+    pub fn path(self) -> &'static str {
+        self.as_str().split_once(' ').map_or("", |(_, path)| path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_parses_back_from_its_name() {
+        for route in Route::ALL {
+            assert_eq!(Route::parse(route.as_str()), Some(route));
+        }
+        assert_eq!(Route::parse("POST /v1/deals"), None);
+        assert_eq!(Route::CreateRefund.method(), "POST");
+        assert_eq!(Route::CreateRefund.path(), "/v1/refunds");
+    }
+}

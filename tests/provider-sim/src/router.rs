@@ -1,0 +1,42 @@
+//! The whole HTTP surface: the provider API under `/v1` (behind the API key) and the
+//! admin API under `/_sim`.
+
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::api_error::ApiError;
+use crate::auth::require_api_key;
+use crate::create::{create, MAX_BODY_BYTES};
+use crate::ledger::{Payment, Refund};
+use crate::reads::{get as get_one, search};
+use crate::state::App;
+use crate::{admin, route::Route};
+
+pub fn build(app: App) -> Router {
+    // Paths are relative to the `/v1` nest; the route names in route.rs are the full ones.
+    let v1 = Router::new()
+        .route(
+            sub(Route::CreatePayment),
+            post(create::<Payment>).get(search::<Payment>),
+        )
+        .route(sub(Route::GetPayment), get(get_one::<Payment>))
+        .route(
+            sub(Route::CreateRefund),
+            post(create::<Refund>).get(search::<Refund>),
+        )
+        .route(sub(Route::GetRefund), get(get_one::<Refund>))
+        .fallback(|| async { ApiError::unrecognized_url().into_response() })
+        .layer(from_fn_with_state(app.clone(), require_api_key));
+    Router::new()
+        .nest("/v1", v1)
+        .merge(admin::routes())
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app)
+}
+
+fn sub(route: Route) -> &'static str {
+    route.path().strip_prefix("/v1").unwrap_or(route.path())
+}

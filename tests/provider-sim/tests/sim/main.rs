@@ -1,0 +1,10 @@
+//! HTTP tests of the provider simulator: one binary, one simulator per test, real
+//! requests over 127.0.0.1.
+
+mod admin;
+mod common;
+mod faults;
+mod idempotency;
+mod process;
+mod reads;
+mod refunds;

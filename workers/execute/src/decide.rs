@@ -1,0 +1,47 @@
+//! What the execute worker does with a row it was rung for, decided from the row alone
+//! (pure: no I/O, the database clock's verdicts arrive as flags on the row).
+
+use fleet_core::Status;
+use fleet_store::OperationRow;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Approved, unexpired, hashes agree, policy current: claim it and call the provider.
+    Claim,
+    /// It must never run: cancel with this reason (and, for an expired approval, mark it).
+    Cancel(&'static str),
+    /// The row needs reconcile (unknown, or a holder's lease expired): ring its bell.
+    RingReconcile,
+    /// Nothing to do here (waiting for approval, someone else holds it, or final).
+    Nothing,
+}
+
+/// `accepted_policies` empty means every policy version is current.
+pub fn decide(row: &OperationRow, accepted_policies: &[String]) -> Decision {
+    match row.status() {
+        Status::NotStarted => decide_not_started(row, accepted_policies),
+        Status::InProgress if row.lease_expired => Decision::RingReconcile,
+        Status::InProgress => Decision::Nothing,
+        Status::Unknown => Decision::RingReconcile,
+        Status::Accepted | Status::Succeeded | Status::Failed | Status::Cancelled | Status::Disputed => Decision::Nothing,
+    }
+}
+
+fn decide_not_started(row: &OperationRow, accepted_policies: &[String]) -> Decision {
+    match row.approval_status.as_str() {
+        "pending" if row.approval_expired => Decision::Cancel("approval_expired"),
+        "pending" => Decision::Nothing,
+        "rejected" => Decision::Cancel("approval_rejected"),
+        "expired" => Decision::Cancel("approval_expired"),
+        _ if row.approval_expired => Decision::Cancel("approval_expired"),
+        _ if row.approved_hash.as_deref() != Some(row.payload_hash.as_str()) => Decision::Cancel("approved_hash_mismatch"),
+        // The stored snapshot must still hash to what was approved: a row edited behind the
+        // trigger's back (or a bug) must never reach the provider.
+        _ if row.snapshot().hash().as_str() != row.payload_hash => Decision::Cancel("snapshot_hash_mismatch"),
+        _ if !accepted_policies.is_empty() && !accepted_policies.contains(&row.policy_version) => Decision::Cancel("policy_outdated"),
+        _ => Decision::Claim,
+    }
+}
+
+#[cfg(test)]
+mod tests;

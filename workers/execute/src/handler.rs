@@ -1,0 +1,94 @@
+//! The resume algorithm (DESIGN.md, execute): read the row, decide, claim, perform.
+//! The doorbell only names the operation; everything else comes from the row.
+
+use fleet_broker::{Delivery, Disposition, Handler, Queue};
+use fleet_core::{Doorbell, Event, OperationId, Status};
+use fleet_store::{Claim, OperationRow, StoreError, Transition, TransitionOutcome};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use crate::decide::{decide, Decision};
+use crate::ExecuteDeps;
+
+pub struct ExecuteHandler {
+    pub(crate) deps: ExecuteDeps,
+    /// This worker's name on the leases it holds.
+    pub(crate) owner: String,
+    policies: Vec<String>,
+}
+
+impl ExecuteHandler {
+    pub fn new(deps: ExecuteDeps) -> Self {
+        let owner = format!("execute:{}:{}", std::process::id(), ulid::Ulid::new());
+        let policies = deps.settings.accepted_policies();
+        Self { deps, owner, policies }
+    }
+
+    /// Reads at most twice: a row that moved between the read and the claim is read
+    /// again once, then left to the next doorbell or the sweeper.
+    pub async fn resume(&self, op: &OperationId) -> Result<(), StoreError> {
+        for _ in 0..2 {
+            let Some(row) = self.deps.store.get(op.as_str()).await? else {
+                info!(operation_id = %op, "doorbell for an operation that is not prepared; nothing to do");
+                return Ok(());
+            };
+            match decide(&row, &self.policies) {
+                Decision::Claim => {
+                    let claim_sent_at = Instant::now();
+                    let claim = self.deps.store.claim(op.as_str(), row.fence, &self.owner, self.deps.settings.lease_ttl_ms).await?;
+                    match claim {
+                        Claim::Claimed(claimed) => return self.perform(claimed, claim_sent_at).await,
+                        Claim::NotClaimable => continue,
+                    }
+                }
+                Decision::Cancel(reason) => return self.cancel(&row, reason).await,
+                Decision::RingReconcile => {
+                    self.ring_reconcile(op).await;
+                    return Ok(());
+                }
+                Decision::Nothing => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    async fn cancel(&self, row: &OperationRow, reason: &'static str) -> Result<(), StoreError> {
+        let approval_status = (reason == "approval_expired").then_some("expired");
+        let t = Transition {
+            reason: Some(reason),
+            approval_status,
+            ..Transition::new(&row.operation_id, Status::NotStarted, row.fence, Event::CancelBeforeStart, "execute")
+        };
+        match self.deps.store.transition(t, None).await? {
+            TransitionOutcome::Moved { .. } => warn!(operation_id = %row.operation_id, reason, "cancelled before any provider call"),
+            TransitionOutcome::Stale | TransitionOutcome::Refused(_) => info!(operation_id = %row.operation_id, "row moved before it could be cancelled"),
+        }
+        Ok(())
+    }
+
+    /// Best effort: if the bell cannot be rung, reconcile's sweeper finds the row anyway.
+    pub(crate) async fn ring_reconcile(&self, op: &OperationId) {
+        if let Err(e) = self.deps.publisher.publish(Queue::OperationsReconcile, &Doorbell::new(op).to_bytes()).await {
+            warn!(operation_id = %op, error = %e, "could not ring reconcile; the sweeper will pick the row up");
+        }
+    }
+}
+
+impl Handler for ExecuteHandler {
+    async fn handle(&self, delivery: Delivery<'_>) -> Disposition {
+        let op = match Doorbell::parse(delivery.body) {
+            Ok(op) => op,
+            Err(reason) => {
+                warn!(reason, "execute doorbell refused");
+                return Disposition::DeadLetter { reason: reason.to_owned() };
+            }
+        };
+        match self.resume(&op).await {
+            Ok(()) => Disposition::Ack,
+            Err(e) => {
+                warn!(operation_id = %op, error = %e, "store unavailable; the doorbell will be redelivered");
+                Disposition::Retry
+            }
+        }
+    }
+}

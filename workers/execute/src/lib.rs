@@ -1,0 +1,42 @@
+//! fleet-execute: claims an approved operation with a fenced lease and calls its provider
+//! once, with the operation's idempotency key. Any answer that does not prove the outcome
+//! makes the operation `unknown` for reconcile; this worker never retries it blindly.
+
+mod decide;
+mod handler;
+mod lease;
+mod perform;
+mod request;
+mod settings;
+
+use std::sync::Arc;
+
+use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
+use fleet_providers::PaymentsClient;
+use fleet_store::Store;
+use tokio_util::sync::CancellationToken;
+
+pub use decide::{decide, Decision};
+pub use handler::ExecuteHandler;
+pub use settings::ExecuteSettings;
+
+/// Everything `run` needs, built by `main` (or by a test).
+pub struct ExecuteDeps {
+    pub store: Store,
+    pub broker: BrokerConfig,
+    pub health: BrokerHealth,
+    /// Rings `operations.reconcile` after an ambiguous outcome.
+    pub publisher: Publisher,
+    pub payments: PaymentsClient,
+    pub settings: ExecuteSettings,
+    pub concurrency: usize,
+}
+
+/// Consumes `operations.execute` until `shutdown` is cancelled.
+pub async fn run(deps: ExecuteDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
+    let broker = deps.broker.clone();
+    let health = deps.health.clone();
+    let concurrency = deps.concurrency;
+    let handler = Arc::new(ExecuteHandler::new(deps));
+    fleet_broker::consume_with_health(broker, Queue::OperationsExecute, handler, concurrency, shutdown, &health).await
+}

@@ -1,0 +1,36 @@
+//! fleet-execute: consumes `operations.execute`.
+
+use clap::Parser;
+use fleet_broker::Publisher;
+use fleet_execute::{ExecuteDeps, ExecuteSettings};
+use fleet_providers::{PaymentsClient, PaymentsConfig};
+use fleet_runtime::{admin_addrs, CommonArgs, PaymentsArgs};
+
+#[derive(Parser)]
+#[command(name = "fleet-execute", about = "Claims approved operations and calls their provider once")]
+struct Cli {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    payments: PaymentsArgs,
+    #[command(flatten)]
+    execute: ExecuteSettings,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let boot = fleet_boot::start("execute", &cli.common, admin_addrs::EXECUTE).await?;
+    let deps = ExecuteDeps {
+        store: boot.store.clone(),
+        broker: boot.broker.clone(),
+        health: boot.broker_health.clone(),
+        publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
+        payments: PaymentsClient::new(PaymentsConfig::from_args(&cli.payments))?,
+        settings: cli.execute,
+        concurrency: cli.common.concurrency,
+    };
+    fleet_execute::run(deps, boot.shutdown.clone()).await?;
+    boot.finish().await;
+    Ok(())
+}

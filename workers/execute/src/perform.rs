@@ -1,0 +1,147 @@
+//! One claimed attempt: call the provider once (resending only what provably never left),
+//! hold the lease meanwhile, then record the answer with the fence.
+
+use std::time::Duration;
+
+use fleet_core::{classify_payment, CallResult, Event, OperationId, Outcome, Status};
+use fleet_runtime::metric_names as m;
+use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
+use tokio::time::Instant;
+use tracing::{error, info, warn};
+
+use crate::handler::ExecuteHandler;
+use crate::lease;
+use crate::request::{self, ProviderRequest};
+
+const NOT_SENT_BACKOFF: Duration = Duration::from_millis(200);
+
+impl ExecuteHandler {
+    pub(crate) async fn perform(&self, claimed: ClaimedOperation, claim_sent_at: Instant) -> Result<(), StoreError> {
+        let row = &claimed.row;
+        let op = row.operation_id.as_str();
+        let fence = claimed.fence;
+        let Some(request) = request::build(row) else {
+            // prepare validated this shape; reaching here is a bug, never a reason to guess.
+            error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");
+            let outcome = Outcome::Unknown { reason: "unbuildable_request".into(), escalate: true };
+            return self.record(&claimed, &outcome, AttemptRecord { outcome: "unknown", detail: Some("unbuildable_request".into()), ..Default::default() }).await;
+        };
+        info!(operation_id = op, action = %row.action, provider = %row.provider, fence, "claimed; calling the provider");
+        let started = Instant::now();
+        let ttl = self.deps.settings.lease_ttl_ms;
+        let call = tokio::select! {
+            biased;
+            lost = lease::hold(&self.deps.store, op, fence, ttl, claim_sent_at) => Err(lost),
+            call = self.call(&request, &row.idempotency_key) => Ok(call),
+        };
+        let call = match call {
+            Ok(call) => call,
+            Err(lost) => {
+                // The call may have reached the provider: nothing is known, and without the
+                // lease this worker may not move the row. reconcile takes it from here.
+                warn!(operation_id = op, fence, reason = lost.as_str(), "lease lost during the provider call; abandoning it");
+                metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.clone()).increment(1);
+                let record = AttemptRecord { outcome: "unknown", detail: Some(lost.as_str().into()), ..Default::default() };
+                self.deps.store.record_attempt(op, fence, &record).await?;
+                self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid")).await;
+                return Ok(());
+            }
+        };
+        let outcome = classify_payment(&call);
+        let labels = [("provider", row.provider.clone()), ("action", row.action.clone()), ("outcome", outcome.label().to_owned())];
+        metrics::counter!(m::PROVIDER_CALLS_TOTAL, &labels).increment(1);
+        metrics::histogram!(m::PROVIDER_CALL_DURATION_SECONDS, &labels).record(started.elapsed().as_secs_f64());
+        self.record(&claimed, &outcome, attempt_record(&call, &outcome)).await
+    }
+
+    /// Sends the request; resends (same key, same body) only when the previous send
+    /// provably never reached the provider, at most `not_sent_retries` times in all.
+    async fn call(&self, request: &ProviderRequest, key: &str) -> CallResult {
+        let mut sends = 0;
+        loop {
+            sends += 1;
+            let call = match request {
+                ProviderRequest::Payment(p) => self.deps.payments.create_payment(key, p).await,
+                ProviderRequest::Refund(r) => self.deps.payments.create_refund(key, r).await,
+            };
+            let provably_unsent = matches!(classify_payment(&call), Outcome::NotExecuted { .. });
+            if !provably_unsent || sends >= self.deps.settings.not_sent_retries {
+                return call;
+            }
+            tokio::time::sleep(NOT_SENT_BACKOFF * sends).await;
+        }
+    }
+
+    /// Records the attempt and moves the row, both fenced, in one transaction.
+    async fn record(&self, claimed: &ClaimedOperation, outcome: &Outcome, attempt: AttemptRecord) -> Result<(), StoreError> {
+        let row = &claimed.row;
+        let op = row.operation_id.as_str();
+        let base = Transition::new(op, Status::InProgress, claimed.fence, Event::ProviderAmbiguous, "execute");
+        let result = attempt.response.clone();
+        let t = match outcome {
+            Outcome::Succeeded { external_id } => Transition {
+                event: Event::ProviderSucceeded,
+                external_id: Some(external_id),
+                provider_request_id: attempt.provider_request_id.as_deref(),
+                result,
+                ..base
+            },
+            Outcome::Failed { code } => Transition {
+                event: Event::ProviderFailed,
+                reason: Some("provider_rejected"),
+                error_code: Some(code),
+                provider_request_id: attempt.provider_request_id.as_deref(),
+                result,
+                ..base
+            },
+            Outcome::Accepted { external_id } => Transition {
+                event: Event::ProviderAccepted,
+                external_id: Some(external_id),
+                provider_request_id: attempt.provider_request_id.as_deref(),
+                result,
+                deadline_secs: Some(f64::from(self.deps.settings.accepted_deadline_s)),
+                ..base
+            },
+            Outcome::NotExecuted { reason } => Transition { event: Event::ProviderNotSent, reason: Some(reason), ..base },
+            Outcome::Unknown { reason, escalate } => Transition { reason: Some(reason), escalate: *escalate, ..base },
+        };
+        match self.deps.store.transition(t, Some(&attempt)).await? {
+            TransitionOutcome::Moved { to, .. } => {
+                info!(operation_id = op, fence = claimed.fence, outcome = outcome.label(), status = %to, "recorded");
+                if to == Status::Unknown {
+                    self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid")).await;
+                }
+            }
+            TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
+                // A webhook or reconcile moved the row first; our attempt row still holds
+                // what the provider said, for reconcile and the operators.
+                warn!(operation_id = op, fence = claimed.fence, outcome = outcome.label(), "fenced out: the row moved; attempt recorded only");
+                metrics::counter!(m::FENCED_OUT_TOTAL, "action" => row.action.clone()).increment(1);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn attempt_record(call: &CallResult, outcome: &Outcome) -> AttemptRecord {
+    let external_id = match outcome {
+        Outcome::Succeeded { external_id } | Outcome::Accepted { external_id } => Some(external_id.clone()),
+        Outcome::Failed { .. } | Outcome::NotExecuted { .. } | Outcome::Unknown { .. } => None,
+    };
+    let detail = match outcome {
+        Outcome::Failed { code } => Some(code.clone()),
+        Outcome::NotExecuted { reason } | Outcome::Unknown { reason, .. } => Some(reason.clone()),
+        Outcome::Succeeded { .. } | Outcome::Accepted { .. } => None,
+    };
+    let base = AttemptRecord { outcome: outcome.label(), external_id, detail, ..Default::default() };
+    match call {
+        CallResult::Answer(a) => AttemptRecord {
+            http_status: Some(i32::from(a.status)),
+            replayed: Some(a.replayed),
+            provider_request_id: a.request_id.clone(),
+            response: (!a.body.is_null()).then(|| a.body.clone()),
+            ..base
+        },
+        CallResult::NotSent { .. } | CallResult::NoAnswer { .. } => base,
+    }
+}

@@ -1,0 +1,65 @@
+//! The demo's intents: the seed example first, then a deterministic mix that shows each
+//! path: approved payments, payments the provider refuses (402), one rejected by its
+//! approver, and a message that breaks the contract (dead-lettered by prepare).
+
+use fleet_core::{parse_intent, ValidIntent};
+use serde_json::json;
+
+pub struct DemoIntent {
+    pub bytes: Vec<u8>,
+    pub intent: ValidIntent,
+    /// The approver rejects this one instead of approving it.
+    pub reject: bool,
+}
+
+pub struct Plan {
+    pub intents: Vec<DemoIntent>,
+    /// A float amount: prepare must dead-letter it.
+    pub invalid: Vec<u8>,
+}
+
+fn op_id() -> String {
+    format!("op_{}", ulid::Ulid::new())
+}
+
+fn message(invoice: &str, beneficiary: &str, amount_minor: i64, currency: &str, rationale: &str) -> serde_json::Value {
+    json!({
+        "schema": "intent.v1",
+        "operation_id": op_id(),
+        "tenant_id": "org_482",
+        "action": "payment.create",
+        "provider": "payments",
+        "target": null,
+        "payload": {"invoice_id": invoice, "beneficiary_id": beneficiary, "amount_minor": amount_minor, "currency": currency},
+        "policy_version": "payments-v3",
+        "data_version": format!("{invoice}@1"),
+        "approval_ttl_seconds": 3600,
+        "rationale": rationale,
+        "supersedes": null
+    })
+}
+
+fn demo_intent(msg: serde_json::Value, reject: bool) -> DemoIntent {
+    let bytes = serde_json::to_vec(&msg).expect("json serialises");
+    let intent = parse_intent(&bytes).expect("the demo's intents are valid");
+    DemoIntent { bytes, intent, reject }
+}
+
+pub fn plan(count: usize) -> Plan {
+    let mut seed = message("inv_9182", "vendor_77", 1_250_000, "KZT", "Invoice is due today and matches PO 5531.");
+    seed["data_version"] = json!("inv_9182@7");
+    let mut intents = vec![demo_intent(seed, false)];
+    let currencies = ["KZT", "USD", "EUR"];
+    for i in 0..count {
+        let n = i as i64;
+        let invoice = format!("inv_{}", 9183 + n);
+        // Every 10th goes to a closed account (the provider answers 402); one is rejected.
+        let beneficiary = if i % 10 == 7 { format!("closed_vendor_{i}") } else { format!("vendor_{}", 1 + i % 9) };
+        let amount = 10_000 + (n * 7_919) % 990_000;
+        let msg = message(&invoice, &beneficiary, amount, currencies[i % 3], "Scheduled supplier payment.");
+        intents.push(demo_intent(msg, i == 4));
+    }
+    let mut invalid = message("inv_bad", "vendor_1", 0, "USD", "amount sent as a float");
+    invalid["payload"]["amount_minor"] = json!(125.5);
+    Plan { intents, invalid: serde_json::to_vec(&invalid).expect("json serialises") }
+}

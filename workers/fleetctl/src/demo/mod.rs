@@ -1,0 +1,91 @@
+//! `fleetctl demo`: the whole pipeline on one machine, with real processes. It migrates,
+//! starts the provider simulator and the four workers, submits the seed example (invoice
+//! inv_9182, 12,500.00 KZT to vendor_77) and a few dozen more intents, approves them the
+//! way a person would, waits until every operation is final, and prints a table of final
+//! states next to the effects the provider actually holds.
+
+mod intents;
+mod processes;
+mod report;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use fleet_broker::{Publisher, Queue};
+use fleet_core::OperationId;
+use fleet_store::Store;
+
+use crate::cli::Connection;
+use processes::Fleet;
+
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Intents to submit besides the seed example.
+    #[arg(long, default_value_t = 40)]
+    pub count: usize,
+    /// Where the worker binaries are [default: next to fleetctl].
+    #[arg(long)]
+    pub bin_dir: Option<PathBuf>,
+    /// Where each process writes its log.
+    #[arg(long, default_value = "target/demo-logs")]
+    pub log_dir: PathBuf,
+    /// Address of the provider simulator the demo starts.
+    #[arg(long, default_value = "127.0.0.1:8090")]
+    pub sim_addr: String,
+    /// How long to wait for every operation to become final.
+    #[arg(long, default_value_t = 120)]
+    pub timeout_s: u64,
+}
+
+pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
+    let db = conn.database_url.expose();
+    fleet_store::create_database_if_missing(db).await?;
+    fleet_store::migrate(db).await?;
+    println!("migrated {}", conn.database_url);
+
+    let bin_dir = match &args.bin_dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_exe()?.parent().context("fleetctl has no parent directory")?.to_path_buf(),
+    };
+    let mut fleet = Fleet::start(&bin_dir, &args.log_dir, conn, &args.sim_addr).await?;
+    let outcome = drive(conn, &args, fleet.sim_url()).await;
+    fleet.stop().await;
+    println!("logs: {}", args.log_dir.display());
+    outcome
+}
+
+async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str) -> anyhow::Result<()> {
+    let store = Store::connect(conn.database_url.expose(), 4)?;
+    let broker = conn.broker();
+    let publisher = Publisher::connect(&broker).await?;
+    let plan = intents::plan(args.count);
+
+    for intent in &plan.intents {
+        publisher.publish(Queue::IntentsPrepare, &intent.bytes).await?;
+    }
+    publisher.publish(Queue::IntentsPrepare, &plan.invalid).await?;
+    println!("submitted {} intents and 1 invalid message", plan.intents.len());
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout_s);
+    let ids: Vec<OperationId> = plan.intents.iter().map(|i| i.intent.operation_id.clone()).collect();
+    report::wait_until(&store, &ids, deadline, |row| row.is_some(), "prepared").await?;
+
+    for intent in &plan.intents {
+        let op = &intent.intent.operation_id;
+        if intent.reject {
+            store.reject(op.as_str(), "demo-approver", "amount looks wrong").await?;
+        } else {
+            // The approver approves the hash they computed themselves from the intent.
+            crate::approve_and_ring(&store, &publisher, op, intent.intent.payload_hash.as_str(), "demo-approver").await?;
+        }
+    }
+    println!("approved {} and rejected {}", plan.intents.iter().filter(|i| !i.reject).count(), plan.intents.iter().filter(|i| i.reject).count());
+
+    report::wait_until(&store, &ids, deadline, |row| row.is_some_and(|r| r.status().is_final()), "final").await?;
+    let dead = fleet_broker::dead_letters(&broker, Queue::IntentsPrepare).await?;
+    report::print(&store, &plan, sim_url, &dead).await?;
+    publisher.close().await;
+    Ok(())
+}

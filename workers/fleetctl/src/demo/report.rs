@@ -1,0 +1,80 @@
+//! Waiting on the rows, and the final table: what the log says next to what the provider
+//! holds, so a reader can check "exactly once" with their own eyes.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fleet_core::OperationId;
+use fleet_store::{OperationRow, Store};
+use serde_json::Value;
+use tokio::time::{sleep, Instant};
+
+use super::intents::Plan;
+
+/// Polls until `done` holds for every operation, or fails at `deadline`.
+pub async fn wait_until(
+    store: &Store,
+    ids: &[OperationId],
+    deadline: Instant,
+    done: impl Fn(Option<&OperationRow>) -> bool,
+    what: &str,
+) -> anyhow::Result<()> {
+    loop {
+        let mut waiting = 0;
+        for id in ids {
+            if !done(store.get(id.as_str()).await?.as_ref()) {
+                waiting += 1;
+            }
+        }
+        if waiting == 0 {
+            return Ok(());
+        }
+        anyhow::ensure!(Instant::now() < deadline, "{waiting} operations are not {what} before the deadline");
+        sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn effects(client: &reqwest::Client, sim_url: &str, reference: &str) -> anyhow::Result<i64> {
+    let v: Value = client.get(format!("{sim_url}/_sim/effects")).query(&[("reference", reference)]).send().await?.error_for_status()?.json().await?;
+    Ok(v["payments"].as_i64().unwrap_or(0))
+}
+
+pub async fn print(store: &Store, plan: &Plan, sim_url: &str, dead: &[(Vec<u8>, Option<String>)]) -> anyhow::Result<()> {
+    let client = reqwest::Client::new();
+    println!();
+    println!("{:<30} {:<10} {:>14} {:<4} {:<10} {:<20} {:<32} {:>7}", "OPERATION", "INVOICE", "AMOUNT", "CUR", "STATUS", "REASON", "EXTERNAL_ID", "EFFECTS");
+    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
+    let mut violations = 0;
+    for intent in &plan.intents {
+        let op = intent.intent.operation_id.as_str();
+        let row = store.get(op).await?.ok_or_else(|| anyhow::anyhow!("{op} vanished"))?;
+        let n = effects(&client, sim_url, op).await?;
+        // Exactly once: one effect iff the log says succeeded, none otherwise.
+        if n != i64::from(row.status == "succeeded") {
+            violations += 1;
+        }
+        let p = &row.payload;
+        let amount = p["amount_minor"].as_i64().unwrap_or(0);
+        println!(
+            "{:<30} {:<10} {:>14} {:<4} {:<10} {:<20} {:<32} {:>7}",
+            op,
+            p["invoice_id"].as_str().unwrap_or("-"),
+            format!("{}.{:02}", amount / 100, amount % 100),
+            p["currency"].as_str().unwrap_or("-"),
+            row.status,
+            row.error_code.as_deref().or(row.status_reason.as_deref()).unwrap_or(""),
+            row.external_id.as_deref().unwrap_or("-"),
+            n
+        );
+        *by_status.entry(row.status.clone()).or_default() += 1;
+    }
+    println!();
+    let summary: Vec<String> = by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+    println!("final states: {}", summary.join(", "));
+    for (body, reason) in dead.iter().filter(|(body, _)| *body == plan.invalid) {
+        println!("dead-lettered by prepare: {} bytes, reason {}", body.len(), reason.as_deref().unwrap_or("(none)"));
+    }
+    println!("provider effects match the log for {} of {} operations", plan.intents.len() - violations, plan.intents.len());
+    anyhow::ensure!(violations == 0, "{violations} operations disagree with the provider");
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! `show` and `list`. With `--json`, an operation is an object keyed by the column names
+//! of the operations table, with its `attempts` and `events` as arrays: scripts and
+//! dashboards read these names, so they are the columns' own.
+
+use fleet_core::Status;
+use fleet_store::{OperationRow, Store};
+use serde_json::Value;
+
+pub async fn operation_json(store: &Store, row: &OperationRow) -> anyhow::Result<Value> {
+    let mut v = serde_json::to_value(row)?;
+    v["attempts"] = serde_json::to_value(store.attempts(&row.operation_id).await?)?;
+    v["events"] = serde_json::to_value(store.events(&row.operation_id).await?)?;
+    Ok(v)
+}
+
+pub async fn show(store: &Store, op: &str, json: bool) -> anyhow::Result<()> {
+    let Some(row) = store.get(op).await? else {
+        anyhow::bail!("no operation {op}");
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&operation_json(store, &row).await?)?);
+        return Ok(());
+    }
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    println!("operation   {}  ({} via {}, tenant {})", row.operation_id, row.action, row.provider, row.tenant_id);
+    println!("status      {}{}", row.status, row.status_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default());
+    println!("approval    {} until {} by {}", row.approval_status, row.approval_expires_at, opt(&row.decided_by));
+    println!("hash        {}", row.payload_hash);
+    println!("payload     {}", row.payload);
+    println!("fence       {}  attempts {}  external_id {}", row.fence, row.attempts, opt(&row.external_id));
+    if let Some(at) = row.escalated_at {
+        println!("escalated   {at}");
+    }
+    println!("attempts:");
+    for a in store.attempts(op).await? {
+        println!(
+            "  fence {} by {} at {}: {} http {} {}",
+            a.fence,
+            a.worker,
+            a.started_at,
+            a.outcome.as_deref().unwrap_or("(no answer recorded)"),
+            a.http_status.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+            a.detail.as_deref().unwrap_or("")
+        );
+    }
+    println!("events:");
+    for e in store.events(op).await? {
+        let moved = match (&e.from_status, &e.to_status) {
+            (Some(f), Some(t)) => format!("{f} -> {t}"),
+            (None, Some(t)) => format!("-> {t}"),
+            _ => String::new(),
+        };
+        println!("  {} {:<12} {:<28} by {} {}", e.at, e.kind, moved, e.actor, e.reason.as_deref().unwrap_or(""));
+    }
+    Ok(())
+}
+
+pub async fn list(store: &Store, status: Option<&str>, escalated: bool, limit: i64, json: bool) -> anyhow::Result<()> {
+    let status = match status {
+        Some(s) => Some(Status::parse(s).ok_or_else(|| anyhow::anyhow!("unknown status {s:?}; one of not_started, in_progress, accepted, unknown, succeeded, failed, cancelled, disputed"))?),
+        None => None,
+    };
+    let rows = store.list(status, escalated, limit.clamp(1, 10_000)).await?;
+    if json {
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            out.push(operation_json(store, row).await?);
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!("{:<30} {:<16} {:<12} {:<10} {:<24} {}", "OPERATION", "ACTION", "STATUS", "APPROVAL", "EXTERNAL_ID", "CREATED");
+    for r in rows {
+        println!(
+            "{:<30} {:<16} {:<12} {:<10} {:<24} {}",
+            r.operation_id,
+            r.action,
+            r.status,
+            r.approval_status,
+            r.external_id.as_deref().unwrap_or("-"),
+            r.created_at.format("%Y-%m-%d %H:%M:%S")
+        );
+    }
+    Ok(())
+}

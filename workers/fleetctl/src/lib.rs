@@ -1,0 +1,11 @@
+//! fleetctl: the approver's and operator's command line, and the demo.
+//! Each command is a small module; `main.rs` only parses and dispatches.
+
+pub mod approval;
+pub mod cli;
+pub mod demo;
+pub mod hash;
+pub mod inspect;
+pub mod submit;
+
+pub use approval::{approve_and_ring, ApproveError};

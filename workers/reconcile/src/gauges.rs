@@ -1,0 +1,31 @@
+//! The fleet-wide gauges. Only reconcile computes them, from Postgres, so replicas of the
+//! other workers never double count (and several reconcile replicas report the same value).
+
+use std::time::Duration;
+
+use fleet_runtime::metric_names as m;
+use fleet_store::Store;
+use tokio_util::sync::CancellationToken;
+
+pub async fn run(store: Store, every: Duration, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        match store.fleet_gauges().await {
+            Ok(g) => {
+                metrics::gauge!(m::OPERATIONS_UNKNOWN).set(g.unknown as f64);
+                metrics::gauge!(m::OPERATIONS_ESCALATED).set(g.escalated as f64);
+                metrics::gauge!(m::OLDEST_UNKNOWN_AGE_SECONDS).set(g.oldest_unknown_age_s);
+                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "unknown").set(g.unknown as f64);
+                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "in_progress").set(g.in_progress as f64);
+                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "accepted").set(g.accepted as f64);
+                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "ready").set(g.ready as f64);
+            }
+            Err(e) => tracing::warn!(error = %e, "could not compute the fleet gauges"),
+        }
+    }
+}
