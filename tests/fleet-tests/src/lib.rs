@@ -1,1 +1,214 @@
+//! The test fleet: a fresh database built by the real migrations, a private broker
+//! namespace, the provider simulator over real HTTP, and the workers' own `run`
+//! functions started in-process on demand. Everything is torn down when it is dropped.
 
+mod intents;
+mod wait;
+
+use std::time::Duration;
+
+use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
+use fleet_core::{Doorbell, OperationId};
+use fleet_execute::{ExecuteDeps, ExecuteSettings};
+use fleet_prepare::PrepareDeps;
+use fleet_provider_sim::{RunningSim, SimConfig};
+use fleet_providers::{PaymentsClient, PaymentsConfig};
+use fleet_runtime::Secret;
+use fleet_store::Store;
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use intents::{intent, intent_bytes, with_amount};
+pub use wait::{eventually, DEADLINE};
+
+fn base_database_url() -> String {
+    std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+}
+
+fn amqp_url() -> String {
+    std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+
+pub struct TestFleet {
+    pub database_url: String,
+    pub store: Store,
+    pub broker: BrokerConfig,
+    pub publisher: Publisher,
+    pub sim: RunningSim,
+    pub http: reqwest::Client,
+    shutdown: CancellationToken,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl TestFleet {
+    /// A fresh database and namespace and a running simulator; no workers yet.
+    pub async fn start() -> TestFleet {
+        Self::start_with_sim(SimConfig::default()).await
+    }
+
+    pub async fn start_with_sim(sim: SimConfig) -> TestFleet {
+        let name = format!("fleet_t_{}", ulid::Ulid::new().to_string().to_lowercase());
+        let database_url = format!("{}/{}", base_database_url(), name);
+        fleet_store::create_database_if_missing(&database_url).await.expect("create the test database");
+        fleet_store::migrate(&database_url).await.expect("migrate the test database");
+        let store = Store::connect(&database_url, 8).expect("pool");
+        let broker = BrokerConfig::new(amqp_url()).with_namespace(format!("t{}", ulid::Ulid::new().to_string().to_lowercase()));
+        let publisher = Publisher::connect(&broker).await.expect("broker");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the simulator");
+        let sim = fleet_provider_sim::spawn(sim, listener).await.expect("simulator");
+        TestFleet {
+            database_url,
+            store,
+            broker,
+            publisher,
+            sim,
+            http: reqwest::Client::new(),
+            shutdown: CancellationToken::new(),
+            workers: Vec::new(),
+        }
+    }
+
+    pub fn payments_client(&self, timeout_ms: u64) -> PaymentsClient {
+        PaymentsClient::new(PaymentsConfig { base_url: self.sim.base_url.clone(), api_key: Secret::new("sk_test_sim".into()), timeout_ms })
+            .expect("payments client")
+    }
+
+    pub fn spawn_prepare(&mut self) {
+        let deps = PrepareDeps { store: self.store.clone(), broker: self.broker.clone(), health: BrokerHealth::new(), concurrency: 4 };
+        let shutdown = self.shutdown.clone();
+        self.workers.push(tokio::spawn(async move {
+            fleet_prepare::run(deps, shutdown).await.expect("prepare worker");
+        }));
+    }
+
+    pub fn execute_deps(&self, settings: ExecuteSettings) -> ExecuteDeps {
+        ExecuteDeps {
+            store: self.store.clone(),
+            broker: self.broker.clone(),
+            health: BrokerHealth::new(),
+            publisher: self.publisher.clone(),
+            payments: self.payments_client(5_000),
+            settings,
+            concurrency: 4,
+        }
+    }
+
+    pub fn spawn_execute(&mut self) {
+        self.spawn_execute_with(ExecuteSettings::default());
+    }
+
+    pub fn spawn_execute_with(&mut self, settings: ExecuteSettings) {
+        let deps = self.execute_deps(settings);
+        let shutdown = self.shutdown.clone();
+        self.workers.push(tokio::spawn(async move {
+            fleet_execute::run(deps, shutdown).await.expect("execute worker");
+        }));
+    }
+
+    pub async fn submit(&self, intent: &Value) {
+        self.submit_bytes(&serde_json::to_vec(intent).unwrap()).await;
+    }
+
+    pub async fn submit_bytes(&self, bytes: &[u8]) {
+        self.publisher.publish(Queue::IntentsPrepare, bytes).await.expect("publish intent");
+    }
+
+    pub async fn ring_execute(&self, op: &str) {
+        let op = OperationId::parse(op).unwrap();
+        self.publisher.publish(Queue::OperationsExecute, &Doorbell::new(&op).to_bytes()).await.expect("ring execute");
+    }
+
+    /// Approves through the same code path as `fleetctl approve` (which rings execute).
+    pub async fn approve(&self, op: &str, hash: &str) -> Result<bool, fleetctl::ApproveError> {
+        fleetctl::approve_and_ring(&self.store, &self.publisher, &OperationId::parse(op).unwrap(), hash, "test-approver").await
+    }
+
+    /// Waits until prepare has stored the operation.
+    pub async fn prepared(&self, op: &str) -> fleet_store::OperationRow {
+        let store = self.store.clone();
+        eventually("the operation to be prepared", || {
+            let store = store.clone();
+            async move { store.get(op).await.unwrap() }
+        })
+        .await
+    }
+
+    /// Waits until the operation's status is `status`.
+    pub async fn reaches(&self, op: &str, status: &str) -> fleet_store::OperationRow {
+        let store = self.store.clone();
+        eventually(&format!("{op} to become {status}"), || {
+            let store = store.clone();
+            async move { store.get(op).await.unwrap().filter(|r| r.status == status) }
+        })
+        .await
+    }
+
+    pub async fn sim_effects(&self, reference: &str) -> i64 {
+        let v = self.sim_get(&format!("/_sim/effects?reference={reference}")).await;
+        v["payments"].as_i64().unwrap() + v["refunds"].as_i64().unwrap()
+    }
+
+    /// The create requests (POSTs) the simulator received for this reference.
+    pub async fn sim_posts(&self, reference: &str) -> usize {
+        self.sim_get(&format!("/_sim/requests?reference={reference}")).await["data"].as_array().unwrap().len()
+    }
+
+    pub async fn sim_fault(&self, fault: Value) {
+        let r = self.http.post(format!("{}/_sim/faults", self.sim.base_url)).json(&fault).send().await.unwrap();
+        assert!(r.status().is_success(), "fault {fault} refused: {}", r.text().await.unwrap());
+    }
+
+    async fn sim_get(&self, path: &str) -> Value {
+        self.http.get(format!("{}{path}", self.sim.base_url)).send().await.unwrap().error_for_status().unwrap().json().await.unwrap()
+    }
+
+    /// Drains the dead-letter queue of `queue`: (body, reason header).
+    pub async fn dead_letters(&self, queue: Queue) -> Vec<(Vec<u8>, Option<String>)> {
+        fleet_broker::dead_letters(&self.broker, queue).await.expect("read dead letters")
+    }
+
+    /// Waits until `n` dead letters are in `queue`'s dead-letter queue, then drains them.
+    pub async fn expect_dead_letters(&self, queue: Queue, n: u32) -> Vec<(Vec<u8>, Option<String>)> {
+        let broker = self.broker.clone();
+        eventually(&format!("{n} dead letters"), || {
+            let broker = broker.clone();
+            async move { (fleet_broker::dead_letter_count(&broker, queue).await.unwrap() >= n).then_some(()) }
+        })
+        .await;
+        self.dead_letters(queue).await
+    }
+
+    pub async fn sql(&self) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(&self.database_url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client
+    }
+
+    pub async fn count(&self, sql: &str) -> i64 {
+        self.sql().await.query_one(sql, &[]).await.unwrap().get(0)
+    }
+
+    /// Stops the workers (they drain), then removes the database and the namespace.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        for w in self.workers.drain(..) {
+            tokio::time::timeout(Duration::from_secs(20), w).await.expect("workers drain within 20 s").expect("worker task");
+        }
+        self.publisher.close().await;
+        fleet_broker::delete_namespace(&self.broker).await;
+        let _ = fleet_store::drop_database(&self.database_url).await;
+    }
+}
+
+pub fn op_of(intent: &Value) -> String {
+    intent["operation_id"].as_str().unwrap().to_owned()
+}
+
+pub fn hash_of(intent: &Value) -> String {
+    fleet_core::parse_intent(&serde_json::to_vec(intent).unwrap()).unwrap().payload_hash.as_str().to_owned()
+}
+
+pub fn fault(route: &str, kind: &str) -> Value {
+    json!({"route": route, "kind": kind})
+}

@@ -1,0 +1,59 @@
+//! The database itself enforces the snapshot's immutability and the append-only history,
+//! whatever code (or person with psql) tries otherwise.
+
+use fleet_tests::{intent, op_of, TestFleet};
+
+async fn prepared_fleet() -> (TestFleet, String) {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    let i = intent();
+    fleet.submit(&i).await;
+    fleet.prepared(&op_of(&i)).await;
+    (fleet, op_of(&i))
+}
+
+#[tokio::test]
+async fn updating_payload_or_payload_hash_through_sql_is_rejected_by_the_database() {
+    let (fleet, op) = prepared_fleet().await;
+    let before = fleet.store.get(&op).await.unwrap().unwrap();
+    let sql = fleet.sql().await;
+    let attempts = [
+        "UPDATE operations SET payload = jsonb_set(payload, '{amount_minor}', '99999999') WHERE operation_id = $1",
+        "UPDATE operations SET payload_hash = 'sha256:0000000000000000000000000000000000000000000000000000000000000000' WHERE operation_id = $1",
+        "UPDATE operations SET policy_version = 'payments-v0' WHERE operation_id = $1",
+        "UPDATE operations SET tenant_id = 'org_other' WHERE operation_id = $1",
+        "UPDATE operations SET idempotency_key = 'another' WHERE operation_id = $1",
+    ];
+    for statement in attempts {
+        let err = sql.execute(statement, &[&op]).await.expect_err(statement);
+        assert!(err.to_string().contains("immutable") || format!("{err:?}").contains("immutable"), "{statement}: {err:?}");
+    }
+    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(after.payload, before.payload);
+    assert_eq!(after.payload_hash, before.payload_hash);
+    // Columns outside the snapshot stay writable (that is how work progresses).
+    sql.execute("UPDATE operations SET rationale = 'edited' WHERE operation_id = $1", &[&op]).await.unwrap();
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn operation_events_cannot_be_updated_deleted_or_truncated() {
+    let (fleet, op) = prepared_fleet().await;
+    let sql = fleet.sql().await;
+    assert!(sql.execute("UPDATE operation_events SET actor = 'someone else' WHERE operation_id = $1", &[&op]).await.is_err());
+    assert!(sql.execute("DELETE FROM operation_events WHERE operation_id = $1", &[&op]).await.is_err());
+    assert!(sql.batch_execute("TRUNCATE operation_events").await.is_err());
+    assert_eq!(fleet.count(&format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}'")).await, 1);
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn status_and_approval_columns_only_hold_known_values() {
+    let (fleet, op) = prepared_fleet().await;
+    let sql = fleet.sql().await;
+    assert!(sql.execute("UPDATE operations SET status = 'escalated' WHERE operation_id = $1", &[&op]).await.is_err());
+    assert!(sql.execute("UPDATE operations SET approval_status = 'maybe' WHERE operation_id = $1", &[&op]).await.is_err());
+    // approved without an approved hash is refused too
+    assert!(sql.execute("UPDATE operations SET approval_status = 'approved' WHERE operation_id = $1", &[&op]).await.is_err());
+    fleet.stop().await;
+}
