@@ -8,6 +8,7 @@ pub mod hash;
 pub mod ids;
 pub mod intent;
 pub mod outcome;
+pub mod reconcile;
 pub mod state;
 
 pub use doorbell::Doorbell;

@@ -10,6 +10,7 @@ mod pool;
 mod prepare;
 mod read;
 mod rows;
+mod sweep;
 mod transition;
 
 pub use approval::{ApprovalOutcome, RejectOutcome};
@@ -19,5 +20,6 @@ pub use migrate::{create_database_if_missing, drop_database, migrate};
 pub use pool::Store;
 pub use prepare::PrepareOutcome;
 pub use read::FleetGauges;
+pub use sweep::{record_lookup_on, AttemptAgesMs};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
-pub use transition::{Transition, TransitionOutcome};
+pub use transition::{transition_in, Transition, TransitionOutcome};

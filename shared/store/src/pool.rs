@@ -47,7 +47,9 @@ impl Store {
         matches!(tokio::time::timeout(timeout, check).await, Ok(Some(_)))
     }
 
-    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+    /// A pooled connection, for callers that need their own transaction
+    /// (see [`crate::transition_in`]).
+    pub async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         Ok(self.pool.get().await?)
     }
 }

@@ -56,6 +56,8 @@ pub struct FleetGauges {
     pub in_progress: i64,
     pub accepted: i64,
     pub ready: i64,
+    /// Operator decisions ever recorded (append-only, so it only grows).
+    pub operator_decisions: i64,
 }
 
 impl Store {
@@ -70,7 +72,8 @@ impl Store {
                        FROM operations WHERE status = 'unknown') AS oldest_unknown_age_s,
                     (SELECT count(*) FROM operations WHERE status = 'in_progress') AS in_progress,
                     (SELECT count(*) FROM operations WHERE status = 'accepted') AS accepted,
-                    (SELECT count(*) FROM operations WHERE status = 'not_started' AND approval_status = 'approved') AS ready",
+                    (SELECT count(*) FROM operations WHERE status = 'not_started' AND approval_status = 'approved') AS ready,
+                    (SELECT count(*) FROM operation_events WHERE actor LIKE 'operator:%') AS operator_decisions",
             )
             .await?;
         let r = client.query_one(&stmt, &[]).await?;
@@ -81,6 +84,7 @@ impl Store {
             in_progress: r.get("in_progress"),
             accepted: r.get("accepted"),
             ready: r.get("ready"),
+            operator_decisions: r.get("operator_decisions"),
         })
     }
 }

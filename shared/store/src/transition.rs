@@ -8,6 +8,8 @@ use serde_json::Value;
 
 use fleet_runtime::metric_names as m;
 
+use deadpool_postgres::Transaction;
+
 use crate::{AttemptRecord, Store, StoreError};
 
 /// One requested status change and the columns it sets. Build with `Transition::new`
@@ -107,62 +109,17 @@ WHERE operation_id = $1 AND fence = $2";
 
 impl Store {
     /// Applies `t` if the state machine allows it and the row still has the expected
-    /// status and fence. When `attempt` is given, the attempt row of (operation, fence)
-    /// is completed in the same transaction, whether or not the row moves: a worker that
-    /// lost its lease still records what the provider told it.
+    /// status and fence, in its own transaction. When `attempt` is given, the attempt row
+    /// of (operation, fence) is completed in the same transaction, whether or not the row
+    /// moves: a worker that lost its lease still records what the provider told it.
     pub async fn transition(&self, t: Transition<'_>, attempt: Option<&AttemptRecord>) -> Result<TransitionOutcome, StoreError> {
-        let to = match transition(t.expected, t.event) {
-            Ok(to) => to,
-            Err(refused) => {
-                if let Some(a) = attempt {
-                    self.record_attempt(t.operation_id, t.fence, a).await?;
-                }
-                return Ok(TransitionOutcome::Refused(refused));
-            }
-        };
-        let kind = match t.event {
-            Event::Escalate => "escalated",
-            _ => "transition",
-        };
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        let update = tx.prepare_cached(UPDATE).await?;
-        let params: [Param<'_>; 16] = [
-            &t.operation_id,
-            &t.expected.as_str(),
-            &to.as_str(),
-            &t.fence,
-            &t.actor,
-            &t.reason,
-            &t.evidence,
-            &t.external_id,
-            &t.provider_request_id,
-            &t.result,
-            &t.error_code,
-            &t.deadline_secs,
-            &t.escalate,
-            &t.approval_status,
-            &t.decided_by,
-            &kind,
-        ];
-        let moved = match attempt {
-            Some(a) => {
-                let record = tx.prepare_cached(RECORD_ATTEMPT).await?;
-                let attempt_params = attempt_params(&t.operation_id, &t.fence, a);
-                // Pipelined: both statements go out in one round trip.
-                let (moved, _) = tokio::try_join!(tx.query_opt(&update, &params), tx.execute(&record, &attempt_params))?;
-                moved
-            }
-            None => tx.query_opt(&update, &params).await?,
-        };
+        let from = t.expected;
+        let outcome = transition_in(&tx, t, attempt).await?;
         tx.commit().await?;
-        let Some(row) = moved else {
-            return Ok(TransitionOutcome::Stale);
-        };
-        let approved_to_final_s: Option<f64> = row.get("approved_to_final_s");
-        let unknown_to_final_s: Option<f64> = row.get("unknown_to_final_s");
-        observe(t.expected, to, approved_to_final_s, unknown_to_final_s);
-        Ok(TransitionOutcome::Moved { to, approved_to_final_s, unknown_to_final_s })
+        outcome.observe(from);
+        Ok(outcome)
     }
 
     /// Completes the attempt row of (operation, fence) on its own.
@@ -170,6 +127,71 @@ impl Store {
         let client = self.client().await?;
         client.execute(RECORD_ATTEMPT, &attempt_params(&operation_id, &fence, a)).await?;
         Ok(())
+    }
+}
+
+/// [`Store::transition`] inside the caller's transaction, for writes that must commit
+/// together with the move (a webhook's dedup row, a sweeper's batch). The caller calls
+/// [`TransitionOutcome::observe`] after its commit.
+pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Option<&AttemptRecord>) -> Result<TransitionOutcome, StoreError> {
+    let to = match transition(t.expected, t.event) {
+        Ok(to) => to,
+        Err(refused) => {
+            if let Some(a) = attempt {
+                tx.execute(RECORD_ATTEMPT, &attempt_params(&t.operation_id, &t.fence, a)).await?;
+            }
+            return Ok(TransitionOutcome::Refused(refused));
+        }
+    };
+    let kind = match t.event {
+        Event::Escalate => "escalated",
+        _ => "transition",
+    };
+    let update = tx.prepare_cached(UPDATE).await?;
+    let params: [Param<'_>; 16] = [
+        &t.operation_id,
+        &t.expected.as_str(),
+        &to.as_str(),
+        &t.fence,
+        &t.actor,
+        &t.reason,
+        &t.evidence,
+        &t.external_id,
+        &t.provider_request_id,
+        &t.result,
+        &t.error_code,
+        &t.deadline_secs,
+        &t.escalate,
+        &t.approval_status,
+        &t.decided_by,
+        &kind,
+    ];
+    let moved = match attempt {
+        Some(a) => {
+            let record = tx.prepare_cached(RECORD_ATTEMPT).await?;
+            let attempt_params = attempt_params(&t.operation_id, &t.fence, a);
+            // Pipelined: both statements go out in one round trip.
+            let (moved, _) = tokio::try_join!(tx.query_opt(&update, &params), tx.execute(&record, &attempt_params))?;
+            moved
+        }
+        None => tx.query_opt(&update, &params).await?,
+    };
+    Ok(match moved {
+        Some(row) => TransitionOutcome::Moved {
+            to,
+            approved_to_final_s: row.get("approved_to_final_s"),
+            unknown_to_final_s: row.get("unknown_to_final_s"),
+        },
+        None => TransitionOutcome::Stale,
+    })
+}
+
+impl TransitionOutcome {
+    /// Counts a committed move (no-op for `Stale` and `Refused`). Call after the commit.
+    pub fn observe(&self, from: Status) {
+        if let TransitionOutcome::Moved { to, approved_to_final_s, unknown_to_final_s } = self {
+            observe(from, *to, *approved_to_final_s, *unknown_to_final_s);
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! functions started in-process on demand. Everything is torn down when it is dropped.
 
 mod intents;
+mod processes;
 mod wait;
 
 use std::time::Duration;
@@ -11,6 +12,8 @@ use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
 use fleet_core::{Doorbell, OperationId};
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
 use fleet_prepare::PrepareDeps;
+use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
+use fleet_core::reconcile::ProviderContract;
 use fleet_provider_sim::{RunningSim, SimConfig};
 use fleet_providers::{PaymentsClient, PaymentsConfig};
 use fleet_runtime::Secret;
@@ -20,6 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use intents::{intent, intent_bytes, with_amount};
+pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, DEADLINE};
 
 fn base_database_url() -> String {
@@ -31,6 +35,7 @@ fn amqp_url() -> String {
 }
 
 pub struct TestFleet {
+    name: String,
     pub database_url: String,
     pub store: Store,
     pub broker: BrokerConfig,
@@ -58,6 +63,7 @@ impl TestFleet {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the simulator");
         let sim = fleet_provider_sim::spawn(sim, listener).await.expect("simulator");
         TestFleet {
+            name,
             database_url,
             store,
             broker,
@@ -67,6 +73,11 @@ impl TestFleet {
             shutdown: CancellationToken::new(),
             workers: Vec::new(),
         }
+    }
+
+    /// The fleet's unique name (its database's name).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     pub fn payments_client(&self, timeout_ms: u64) -> PaymentsClient {
@@ -103,6 +114,28 @@ impl TestFleet {
         let shutdown = self.shutdown.clone();
         self.workers.push(tokio::spawn(async move {
             fleet_execute::run(deps, shutdown).await.expect("execute worker");
+        }));
+    }
+
+    pub fn reconcile_deps(&self, contract: ProviderContract, settings: ReconcileSettings) -> ReconcileDeps {
+        ReconcileDeps {
+            store: self.store.clone(),
+            broker: self.broker.clone(),
+            health: BrokerHealth::new(),
+            publisher: self.publisher.clone(),
+            payments: self.payments_client(5_000),
+            contract,
+            settings,
+            concurrency: 4,
+        }
+    }
+
+    /// Starts reconcile in-process with the given provider contract, sweeping fast.
+    pub fn spawn_reconcile(&mut self, contract: ProviderContract, settings: ReconcileSettings) {
+        let deps = self.reconcile_deps(contract, settings);
+        let shutdown = self.shutdown.clone();
+        self.workers.push(tokio::spawn(async move {
+            fleet_reconcile::run(deps, shutdown).await.expect("reconcile worker");
         }));
     }
 
@@ -211,4 +244,14 @@ pub fn hash_of(intent: &Value) -> String {
 
 pub fn fault(route: &str, kind: &str) -> Value {
     json!({"route": route, "kind": kind})
+}
+
+/// A provider contract for tests: the simulator's lag bound and a long key retention.
+pub fn contract(search_lag_ms: u64) -> ProviderContract {
+    ProviderContract { search_lag_ms, key_retention_ms: 86_400_000, escalate_after_failed_lookups: 5 }
+}
+
+/// Reconcile settings that sweep every 100 ms and look again after 200 ms.
+pub fn fast_reconcile() -> ReconcileSettings {
+    ReconcileSettings { sweep_interval_ms: 100, lookup_recheck_ms: 200, unstarted_redrive_ms: 500, ..ReconcileSettings::default() }
 }

@@ -28,7 +28,8 @@ impl LeaseLost {
 
 const RENEW_RETRY_PAUSE: Duration = Duration::from_millis(100);
 
-pub async fn hold(store: &Store, operation_id: &str, fence: i64, ttl_ms: i64, claim_sent_at: Instant) -> LeaseLost {
+pub async fn hold(store: Store, operation_id: String, fence: i64, ttl_ms: i64, claim_sent_at: Instant) -> LeaseLost {
+    let operation_id = operation_id.as_str();
     let ttl = Duration::from_millis(ttl_ms.unsigned_abs());
     let mut confirmed_at = claim_sent_at;
     loop {

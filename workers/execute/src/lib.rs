@@ -5,6 +5,7 @@
 mod decide;
 mod handler;
 mod lease;
+mod pause;
 mod perform;
 mod request;
 mod settings;

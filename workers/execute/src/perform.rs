@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tracing::{error, info, warn};
 
 use crate::handler::ExecuteHandler;
-use crate::lease;
+use crate::{lease, pause};
 use crate::request::{self, ProviderRequest};
 
 const NOT_SENT_BACKOFF: Duration = Duration::from_millis(200);
@@ -27,13 +27,18 @@ impl ExecuteHandler {
             return self.record(&claimed, &outcome, AttemptRecord { outcome: "unknown", detail: Some("unbuildable_request".into()), ..Default::default() }).await;
         };
         info!(operation_id = op, action = %row.action, provider = %row.provider, fence, "claimed; calling the provider");
+        pause::point(pause::BEFORE_PROVIDER_CALL).await;
         let started = Instant::now();
         let ttl = self.deps.settings.lease_ttl_ms;
+        // The keeper runs on its own task (and takes its own pooled connection for each
+        // renewal), so a slow call cannot delay a renewal.
+        let mut keeper = tokio::spawn(lease::hold(self.deps.store.clone(), op.to_owned(), fence, ttl, claim_sent_at));
         let call = tokio::select! {
             biased;
-            lost = lease::hold(&self.deps.store, op, fence, ttl, claim_sent_at) => Err(lost),
+            lost = &mut keeper => Err(lost.unwrap_or(lease::LeaseLost::RenewalTimedOut)),
             call = self.call(&request, &row.idempotency_key) => Ok(call),
         };
+        keeper.abort();
         let call = match call {
             Ok(call) => call,
             Err(lost) => {
@@ -47,11 +52,14 @@ impl ExecuteHandler {
                 return Ok(());
             }
         };
+        pause::point(pause::AFTER_PROVIDER_RESPONSE).await;
         let outcome = classify_payment(&call);
         let labels = [("provider", row.provider.clone()), ("action", row.action.clone()), ("outcome", outcome.label().to_owned())];
         metrics::counter!(m::PROVIDER_CALLS_TOTAL, &labels).increment(1);
         metrics::histogram!(m::PROVIDER_CALL_DURATION_SECONDS, &labels).record(started.elapsed().as_secs_f64());
-        self.record(&claimed, &outcome, attempt_record(&call, &outcome)).await
+        self.record(&claimed, &outcome, attempt_record(&call, &outcome)).await?;
+        pause::point(pause::AFTER_RECORD).await;
+        Ok(())
     }
 
     /// Sends the request; resends (same key, same body) only when the previous send

@@ -76,6 +76,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Settle an unknown or accepted operation by hand, with evidence.
+    Resolve {
+        operation_id: String,
+        #[arg(long, value_enum)]
+        outcome: crate::operator::Resolution,
+        /// The provider's id of the effect (required for succeeded unless already known).
+        #[arg(long)]
+        external_id: Option<String>,
+        #[arg(long)]
+        evidence: String,
+        #[arg(long)]
+        by: String,
+    },
+    /// Take an operation out of the workers' hands for investigation.
+    Dispute {
+        operation_id: String,
+        #[arg(long)]
+        by: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Ring the reconcile doorbell for an operation now.
+    Reconcile { operation_id: String },
     /// Run the whole pipeline on this machine and print what happened.
     Demo(crate::demo::DemoArgs),
 }

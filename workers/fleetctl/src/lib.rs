@@ -6,6 +6,7 @@ pub mod cli;
 pub mod demo;
 pub mod hash;
 pub mod inspect;
+pub mod operator;
 pub mod submit;
 
 pub use approval::{approve_and_ring, ApproveError};

@@ -4,7 +4,7 @@ use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
 use fleetctl::cli::{Cli, Command};
-use fleetctl::{approval, demo, hash, inspect, submit};
+use fleetctl::{approval, demo, hash, inspect, operator, submit};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -28,6 +28,16 @@ async fn main() -> anyhow::Result<()> {
         Command::Reject { operation_id, by, reason } => approval::reject(&store()?, &operation_id, &by, &reason).await?,
         Command::Show { operation_id, json } => inspect::show(&store()?, &operation_id, json).await?,
         Command::List { status, escalated, limit, json } => inspect::list(&store()?, status.as_deref(), escalated, limit, json).await?,
+        Command::Resolve { operation_id, outcome, external_id, evidence, by } => {
+            let r = operator::Resolve { op: &operation_id, outcome, external_id: external_id.as_deref(), evidence: &evidence, by: &by };
+            operator::resolve(&store()?, r).await?
+        }
+        Command::Dispute { operation_id, by, reason } => operator::dispute(&store()?, &operation_id, &by, &reason).await?,
+        Command::Reconcile { operation_id } => {
+            let publisher = Publisher::connect(&cli.conn.broker()).await?;
+            operator::reconcile(&publisher, &operation_id).await?;
+            publisher.close().await;
+        }
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
     }
     Ok(())

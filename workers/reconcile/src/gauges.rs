@@ -24,6 +24,7 @@ pub async fn run(store: Store, every: Duration, shutdown: CancellationToken) {
                 metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "in_progress").set(g.in_progress as f64);
                 metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "accepted").set(g.accepted as f64);
                 metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "ready").set(g.ready as f64);
+                metrics::counter!(m::MANUAL_INVESTIGATIONS_TOTAL).absolute(g.operator_decisions.max(0) as u64);
             }
             Err(e) => tracing::warn!(error = %e, "could not compute the fleet gauges"),
         }

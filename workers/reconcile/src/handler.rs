@@ -1,19 +1,20 @@
-//! The reconcile doorbell. This release reads the row and reports what needs settling;
-//! it changes nothing yet (lookups and resolution are the next step), so an `unknown`
-//! row stays `unknown` and visible to operators.
+//! The reconcile doorbell: reconcile the operation it names now.
+
+use std::sync::Arc;
 
 use fleet_broker::{Delivery, Disposition, Handler};
 use fleet_core::Doorbell;
-use fleet_store::Store;
-use tracing::{info, warn};
+use tracing::warn;
+
+use crate::Reconciler;
 
 pub struct ReconcileHandler {
-    store: Store,
+    reconciler: Arc<Reconciler>,
 }
 
 impl ReconcileHandler {
-    pub fn new(store: Store) -> Self {
-        Self { store }
+    pub fn new(reconciler: Arc<Reconciler>) -> Self {
+        Self { reconciler }
     }
 }
 
@@ -26,12 +27,8 @@ impl Handler for ReconcileHandler {
                 return Disposition::DeadLetter { reason: reason.to_owned() };
             }
         };
-        match self.store.get(op.as_str()).await {
-            Ok(Some(row)) => {
-                info!(operation_id = %op, status = %row.status, reason = row.status_reason.as_deref().unwrap_or(""), "needs reconciliation; waiting for an operator");
-                Disposition::Ack
-            }
-            Ok(None) => Disposition::Ack,
+        match self.reconciler.reconcile(op.as_str()).await {
+            Ok(()) => Disposition::Ack,
             Err(e) => {
                 warn!(operation_id = %op, error = %e, "store unavailable; the doorbell will be redelivered");
                 Disposition::Retry

@@ -1,35 +1,48 @@
-//! fleet-reconcile: brings the operation log in line with the provider. It never calls a
-//! side-effecting provider endpoint. This release consumes the reconcile doorbells and
-//! publishes the fleet-wide gauges (unknown, escalated, oldest unknown age, backlog) from
-//! the rows; provider lookups and the sweeper's transitions follow.
+//! fleet-reconcile: brings the operation log in line with the provider. It creates
+//! nothing: it reads attempts and looks the provider up (never a side-effecting call),
+//! then resolves, sends a provably-absent operation back for a same-key retry, or
+//! escalates to an operator. Doorbells and a sweeper both lead to the same
+//! `Reconciler::reconcile`, so a lost message delays work but never strands it.
 
 mod gauges;
 mod handler;
+mod lookup;
+mod reconciler;
 mod settings;
+mod sweep;
 
 use std::sync::Arc;
 
-use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Queue};
+use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
+use fleet_core::reconcile::ProviderContract;
+use fleet_providers::PaymentsClient;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
 pub use handler::ReconcileHandler;
+pub use reconciler::Reconciler;
 pub use settings::ReconcileSettings;
 
 pub struct ReconcileDeps {
     pub store: Store,
     pub broker: BrokerConfig,
     pub health: BrokerHealth,
+    /// Rings `operations.execute` for operations sent back for a same-key retry.
+    pub publisher: Publisher,
+    pub payments: PaymentsClient,
+    pub contract: ProviderContract,
     pub settings: ReconcileSettings,
     pub concurrency: usize,
 }
 
-/// Consumes `operations.reconcile` and runs the gauge loop until `shutdown`.
+/// Consumes `operations.reconcile`, runs the sweeper and the gauges until `shutdown`.
 pub async fn run(deps: ReconcileDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
+    let reconciler = Arc::new(Reconciler::new(&deps));
     let gauges = tokio::spawn(gauges::run(deps.store.clone(), deps.settings.sweep_interval(), shutdown.clone()));
-    let handler = Arc::new(ReconcileHandler::new(deps.store));
+    let sweeper = tokio::spawn(sweep::run(reconciler.clone(), deps.settings.clone(), deps.concurrency, shutdown.clone()));
+    let handler = Arc::new(ReconcileHandler::new(reconciler));
     let consumed = fleet_broker::consume_with_health(deps.broker, Queue::OperationsReconcile, handler, deps.concurrency, shutdown.clone(), &deps.health).await;
     shutdown.cancel();
-    let _ = gauges.await;
+    let _ = tokio::join!(gauges, sweeper);
     consumed
 }

@@ -1,14 +1,19 @@
-//! fleet-reconcile: consumes `operations.reconcile` and computes the fleet-wide gauges.
+//! fleet-reconcile: consumes `operations.reconcile`, sweeps, computes the fleet gauges.
 
 use clap::Parser;
+use fleet_broker::Publisher;
+use fleet_core::reconcile::ProviderContract;
+use fleet_providers::{PaymentsClient, PaymentsConfig};
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
-use fleet_runtime::{admin_addrs, CommonArgs};
+use fleet_runtime::{admin_addrs, CommonArgs, PaymentsArgs};
 
 #[derive(Parser)]
 #[command(name = "fleet-reconcile", about = "Reconciles uncertain operations with their provider")]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
+    #[command(flatten)]
+    payments: PaymentsArgs,
     #[command(flatten)]
     reconcile: ReconcileSettings,
 }
@@ -17,10 +22,18 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let boot = fleet_boot::start("reconcile", &cli.common, admin_addrs::RECONCILE).await?;
+    let contract = ProviderContract {
+        search_lag_ms: cli.payments.payments_search_lag_ms,
+        key_retention_ms: cli.payments.payments_key_retention_s.saturating_mul(1000),
+        escalate_after_failed_lookups: cli.reconcile.escalate_after_lookups,
+    };
     let deps = ReconcileDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),
         health: boot.broker_health.clone(),
+        publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
+        payments: PaymentsClient::new(PaymentsConfig::from_args(&cli.payments))?,
+        contract,
         settings: cli.reconcile,
         concurrency: cli.common.concurrency,
     };

@@ -50,8 +50,11 @@ fn approved_row() -> OperationRow {
         resolved_at: None,
         created_at: now,
         updated_at: now,
+        lookup_failures: 0,
+        next_lookup_at: None,
         approval_expired: false,
         lease_expired: false,
+        deadline_passed: false,
     }
 }
 

@@ -1,0 +1,175 @@
+//! Reconciliation verdicts: what a provider lookup proves, given the provider's documented
+//! contract (search lag, key retention) and what we know of our own attempts. Pure: ages
+//! are measured by the database clock and passed in.
+//!
+//! The rule that keeps payments single: an empty search proves absence only once the
+//! newest attempt is older than the search lag, and a same-key retry is allowed only while
+//! the key is still inside the provider's retention window. Anything ambiguous goes to a
+//! person.
+
+use serde_json::Value;
+
+/// What one provider object says about the effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    Succeeded { external_id: String },
+    Failed { external_id: String, code: String },
+    Pending { external_id: String },
+}
+
+impl Found {
+    pub fn external_id(&self) -> &str {
+        match self {
+            Found::Succeeded { external_id } | Found::Failed { external_id, .. } | Found::Pending { external_id } => external_id,
+        }
+    }
+
+    /// Reads a payment or refund object of the reference API (PROTOCOL.md §3).
+    pub fn from_object(object: &Value) -> Option<Found> {
+        let external_id = object.get("id")?.as_str()?.to_owned();
+        match object.get("status")?.as_str()? {
+            "succeeded" => Some(Found::Succeeded { external_id }),
+            "pending" => Some(Found::Pending { external_id }),
+            "failed" => {
+                let code = object.get("failure_code").and_then(Value::as_str).unwrap_or("payment_failed").to_owned();
+                Some(Found::Failed { external_id, code })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The result of asking the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// Every object the search returned (zero, one or several).
+    Matches(Vec<Found>),
+    /// The provider could not be asked, or answered something unreadable.
+    Failed,
+}
+
+/// The provider's documented contract, as configured by the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderContract {
+    pub search_lag_ms: u64,
+    pub key_retention_ms: u64,
+    pub escalate_after_failed_lookups: u32,
+}
+
+/// What we know locally, measured with the database clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptAges {
+    /// Age of the newest attempt (the one whose effect a search might not show yet).
+    pub newest_ms: Option<u64>,
+    /// Age of the oldest attempt (when the provider first saw the key).
+    pub oldest_ms: Option<u64>,
+    pub failed_lookups_so_far: u32,
+}
+
+/// A retry needs time to happen after the verdict; never retry this close to the end of
+/// the key's retention.
+pub const RETENTION_SAFETY_MARGIN_MS: u64 = 60_000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Exactly one match: settle the operation with it.
+    Resolve(Found),
+    /// Proven absent, and a same-key retry is safe: back to not_started.
+    Absent,
+    /// Nothing found yet, but a fresh object may not be searchable yet: ask again later.
+    WaitForSearchLag { wait_ms: u64 },
+    /// The lookup failed; ask again later (the failure is counted).
+    RetryLater,
+    /// A person must decide.
+    Escalate(&'static str),
+}
+
+pub fn judge(lookup: &Lookup, ages: AttemptAges, contract: ProviderContract) -> Verdict {
+    match lookup {
+        Lookup::Failed if ages.failed_lookups_so_far + 1 >= contract.escalate_after_failed_lookups => Verdict::Escalate("lookup_failed_repeatedly"),
+        Lookup::Failed => Verdict::RetryLater,
+        Lookup::Matches(found) if found.len() > 1 => Verdict::Escalate("multiple_matches"),
+        Lookup::Matches(found) if found.len() == 1 => Verdict::Resolve(found[0].clone()),
+        Lookup::Matches(_) => judge_absence(ages, contract),
+    }
+}
+
+fn judge_absence(ages: AttemptAges, contract: ProviderContract) -> Verdict {
+    let (Some(newest), Some(oldest)) = (ages.newest_ms, ages.oldest_ms) else {
+        // No attempt row: nothing was ever sent (the claim writes the row before any call).
+        return Verdict::Absent;
+    };
+    if oldest.saturating_add(RETENTION_SAFETY_MARGIN_MS) >= contract.key_retention_ms {
+        // The provider may have forgotten the key: a retry could create a second effect.
+        return Verdict::Escalate("key_retention_passed");
+    }
+    if newest < contract.search_lag_ms {
+        return Verdict::WaitForSearchLag { wait_ms: contract.search_lag_ms - newest };
+    }
+    Verdict::Absent
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const CONTRACT: ProviderContract = ProviderContract { search_lag_ms: 60_000, key_retention_ms: 86_400_000, escalate_after_failed_lookups: 3 };
+
+    fn ages(newest: u64, oldest: u64) -> AttemptAges {
+        AttemptAges { newest_ms: Some(newest), oldest_ms: Some(oldest), failed_lookups_so_far: 0 }
+    }
+
+    fn paid(id: &str) -> Found {
+        Found::Succeeded { external_id: id.into() }
+    }
+
+    #[test]
+    fn one_match_resolves_with_it() {
+        assert_eq!(judge(&Lookup::Matches(vec![paid("pay_1")]), ages(0, 0), CONTRACT), Verdict::Resolve(paid("pay_1")));
+    }
+
+    #[test]
+    fn several_matches_are_never_picked_from() {
+        assert_eq!(judge(&Lookup::Matches(vec![paid("pay_1"), paid("pay_2")]), ages(120_000, 120_000), CONTRACT), Verdict::Escalate("multiple_matches"));
+    }
+
+    #[test]
+    fn an_empty_search_inside_the_lag_proves_nothing_yet() {
+        assert_eq!(judge(&Lookup::Matches(vec![]), ages(10_000, 10_000), CONTRACT), Verdict::WaitForSearchLag { wait_ms: 50_000 });
+        assert_eq!(judge(&Lookup::Matches(vec![]), ages(60_000, 60_000), CONTRACT), Verdict::Absent);
+    }
+
+    #[test]
+    fn an_empty_search_with_the_key_near_or_past_retention_goes_to_a_person() {
+        let late = 86_400_000 - RETENTION_SAFETY_MARGIN_MS;
+        assert_eq!(judge(&Lookup::Matches(vec![]), ages(120_000, late), CONTRACT), Verdict::Escalate("key_retention_passed"));
+        assert_eq!(judge(&Lookup::Matches(vec![]), ages(120_000, late - 1), CONTRACT), Verdict::Absent);
+    }
+
+    #[test]
+    fn repeated_lookup_failures_escalate() {
+        let mut a = ages(0, 0);
+        assert_eq!(judge(&Lookup::Failed, a, CONTRACT), Verdict::RetryLater);
+        a.failed_lookups_so_far = 2;
+        assert_eq!(judge(&Lookup::Failed, a, CONTRACT), Verdict::Escalate("lookup_failed_repeatedly"));
+    }
+
+    #[test]
+    fn no_attempt_means_nothing_was_sent() {
+        let none = AttemptAges { newest_ms: None, oldest_ms: None, failed_lookups_so_far: 0 };
+        assert_eq!(judge(&Lookup::Matches(vec![]), none, CONTRACT), Verdict::Absent);
+    }
+
+    #[test]
+    fn provider_objects_are_read_by_status() {
+        assert_eq!(Found::from_object(&json!({"id": "pay_1", "status": "succeeded"})), Some(paid("pay_1")));
+        assert_eq!(Found::from_object(&json!({"id": "pay_1", "status": "pending"})), Some(Found::Pending { external_id: "pay_1".into() }));
+        assert_eq!(
+            Found::from_object(&json!({"id": "pay_1", "status": "failed", "failure_code": "insufficient_funds"})),
+            Some(Found::Failed { external_id: "pay_1".into(), code: "insufficient_funds".into() })
+        );
+        assert_eq!(Found::from_object(&json!({"id": "pay_1", "status": "weird"})), None);
+        assert_eq!(Found::from_object(&json!({"status": "succeeded"})), None);
+    }
+}

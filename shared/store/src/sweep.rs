@@ -1,0 +1,183 @@
+//! The sweeper's queries: bounded batches over partial indexes, with `FOR UPDATE SKIP
+//! LOCKED` so that several reconcile replicas share the work instead of repeating it.
+//! Status changes still go through `transition_in` (expected status + fence).
+
+use std::time::Duration;
+
+use fleet_core::{Event, Status};
+use serde_json::Value;
+
+use crate::{transition_in, Store, StoreError, Transition, TransitionOutcome};
+
+/// Ages of an operation's attempts by the database clock, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptAgesMs {
+    pub newest: Option<u64>,
+    pub oldest: Option<u64>,
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+impl Store {
+    /// Moves up to `batch` in_progress rows whose lease expired to `unknown`, in one
+    /// transaction. Returns the operations moved.
+    pub async fn expire_leases(&self, batch: i64) -> Result<Vec<String>, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let rows = tx
+            .query(
+                "SELECT operation_id, fence FROM operations
+                 WHERE status = 'in_progress' AND lease_expires_at <= now()
+                 ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
+                &[&batch],
+            )
+            .await?;
+        let mut moved = Vec::new();
+        for r in &rows {
+            let op: String = r.get(0);
+            let t = Transition {
+                reason: Some("lease_expired"),
+                ..Transition::new(&op, Status::InProgress, r.get(1), Event::LeaseExpired, "reconcile")
+            };
+            if let o @ TransitionOutcome::Moved { .. } = transition_in(&tx, t, None).await? {
+                moved.push((op, o));
+            }
+        }
+        tx.commit().await?;
+        Ok(moved
+            .into_iter()
+            .map(|(op, o)| {
+                o.observe(Status::InProgress);
+                op
+            })
+            .collect())
+    }
+
+    /// Takes up to `batch` unknown, unescalated rows that are due for a lookup, and pushes
+    /// their next lookup `recheck` into the future so no other replica takes them meanwhile.
+    pub async fn take_due_unknown(&self, batch: i64, recheck: Duration) -> Result<Vec<String>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "UPDATE operations SET next_lookup_at = now() + make_interval(secs => $2)
+                 WHERE operation_id IN (
+                    SELECT operation_id FROM operations
+                    WHERE status = 'unknown' AND escalated_at IS NULL
+                      AND (next_lookup_at IS NULL OR next_lookup_at <= now())
+                    ORDER BY next_lookup_at NULLS FIRST LIMIT $1 FOR UPDATE SKIP LOCKED)
+                 RETURNING operation_id",
+                &[&batch, &secs(recheck)],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Accepted rows past their deadline (each is then looked up; the CAS on status and
+    /// fence keeps two replicas from both moving one).
+    pub async fn accepted_past_deadline(&self, batch: i64) -> Result<Vec<String>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT operation_id FROM operations WHERE status = 'accepted' AND deadline_at <= now()
+                 ORDER BY deadline_at LIMIT $1",
+                &[&batch],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Approved rows still waiting to start after `waited`: their doorbell may have been
+    /// lost. Marks them (updated_at) so they are re-rung once per `waited`, not every sweep.
+    pub async fn take_stranded_approved(&self, batch: i64, waited: Duration) -> Result<Vec<String>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "UPDATE operations SET updated_at = now()
+                 WHERE operation_id IN (
+                    SELECT operation_id FROM operations
+                    WHERE status = 'not_started' AND approval_status = 'approved'
+                      AND updated_at <= now() - make_interval(secs => $2)
+                    ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+                 RETURNING operation_id",
+                &[&batch, &secs(waited)],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Cancels up to `batch` rows that never started and whose approval window closed.
+    pub async fn cancel_expired_approvals(&self, batch: i64) -> Result<usize, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let rows = tx
+            .query(
+                "SELECT operation_id, fence FROM operations
+                 WHERE status = 'not_started' AND approval_expires_at <= now()
+                 ORDER BY approval_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
+                &[&batch],
+            )
+            .await?;
+        let mut moved = Vec::new();
+        for r in &rows {
+            let op: String = r.get(0);
+            let t = Transition {
+                reason: Some("approval_expired"),
+                approval_status: Some("expired"),
+                ..Transition::new(&op, Status::NotStarted, r.get(1), Event::CancelBeforeStart, "reconcile")
+            };
+            moved.push(transition_in(&tx, t, None).await?);
+        }
+        tx.commit().await?;
+        moved.iter().for_each(|o| o.observe(Status::NotStarted));
+        Ok(moved.iter().filter(|o| matches!(o, TransitionOutcome::Moved { .. })).count())
+    }
+
+    pub async fn attempt_ages(&self, operation_id: &str) -> Result<AttemptAgesMs, StoreError> {
+        let client = self.client().await?;
+        let r = client
+            .query_one(
+                "SELECT (EXTRACT(EPOCH FROM now() - max(started_at)) * 1000)::float8,
+                        (EXTRACT(EPOCH FROM now() - min(started_at)) * 1000)::float8
+                 FROM attempts WHERE operation_id = $1",
+                &[&operation_id],
+            )
+            .await?;
+        let ms = |v: Option<f64>| v.map(|v| v.max(0.0) as u64);
+        Ok(AttemptAgesMs { newest: ms(r.get(0)), oldest: ms(r.get(1)) })
+    }
+
+    /// Records one lookup in the operation's history, optionally counts it as failed and
+    /// schedules the next one. Used when the lookup did not move the row.
+    pub async fn record_lookup(&self, operation_id: &str, fence: i64, evidence: &Value, failed: bool, next_in: Option<Duration>) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        record_lookup_on(&**client, operation_id, fence, evidence, failed, next_in).await
+    }
+}
+
+/// As [`Store::record_lookup`], on the caller's client or transaction, so a lookup that
+/// proves absence commits together with the move back to not_started.
+pub async fn record_lookup_on(
+    client: &impl tokio_postgres::GenericClient,
+    operation_id: &str,
+    fence: i64,
+    evidence: &Value,
+    failed: bool,
+    next_in: Option<Duration>,
+) -> Result<(), StoreError> {
+    client
+        .execute(
+            "WITH bump AS (
+                UPDATE operations SET
+                    lookup_failures = lookup_failures + CASE WHEN $4 THEN 1 ELSE 0 END,
+                    next_lookup_at = CASE WHEN $5::float8 IS NULL THEN next_lookup_at
+                                          ELSE now() + make_interval(secs => $5) END
+                WHERE operation_id = $1 RETURNING operation_id)
+             INSERT INTO operation_events (operation_id, kind, fence, actor, evidence)
+             SELECT operation_id, 'lookup', $2, 'reconcile', $3 FROM bump",
+            &[&operation_id, &fence, evidence, &failed, &next_in.map(secs)],
+        )
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! Workers as real processes, for crash tests: started from the workspace's built
+//! binaries with the test fleet's database, namespace and simulator, logging JSON to a
+//! file per process, and killed with real signals.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use crate::{eventually, TestFleet};
+
+/// The directory holding the workspace's binaries (`target/debug` for `cargo test`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/debug/deps/<test> → target/debug
+    exe.parent().and_then(|deps| deps.parent()).expect("target directory").to_path_buf()
+}
+
+pub struct WorkerProcess {
+    pub name: String,
+    child: Child,
+    pub log: PathBuf,
+}
+
+impl WorkerProcess {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill").args([sig, &self.pid().to_string()]).status().expect("kill");
+        assert!(status.success(), "kill {sig} {}", self.pid());
+    }
+
+    /// SIGKILL, and reap it.
+    pub fn kill9(&mut self) {
+        self.signal("-KILL");
+        let _ = self.child.wait();
+    }
+
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the process logged a line containing `needle`.
+    pub async fn wait_for_log(&self, needle: &str) {
+        eventually(&format!("{} to log {needle:?}", self.name), || async { self.log_text().contains(needle).then_some(()) }).await;
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl TestFleet {
+    /// Starts `binary` (e.g. "fleet-execute") against this fleet, with extra settings.
+    pub fn spawn_process(&self, binary: &str, env: &[(&str, &str)]) -> WorkerProcess {
+        let bin = bin_dir().join(binary);
+        assert!(bin.exists(), "{} is missing: run the tests with `cargo test --workspace` so the binaries are built", bin.display());
+        let dir = bin_dir().join("test-logs").join(self.name());
+        std::fs::create_dir_all(&dir).unwrap();
+        let n = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        let log = dir.join(format!("{binary}-{n}.log"));
+        let file = File::create(&log).unwrap();
+        let child = Command::new(&bin)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("DATABASE_URL", &self.database_url)
+            .env("AMQP_URL", &self.broker.amqp_url)
+            .env("AMQP_NAMESPACE", &self.broker.namespace)
+            .env("PAYMENTS_URL", &self.sim.base_url)
+            .env("ADMIN_ADDR", "127.0.0.1:0")
+            .env("LOG_FORMAT", "json")
+            .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+        WorkerProcess { name: binary.to_owned(), child, log }
+    }
+}

@@ -1,0 +1,190 @@
+//! Reconciling one operation: local evidence first, then the provider, then the verdict
+//! of the domain's `judge`. Every move is a fenced compare-and-set, so two reconcilers on
+//! one operation resolve it once.
+
+use std::time::Duration;
+
+use fleet_broker::{Publisher, Queue};
+use fleet_core::reconcile::{judge, AttemptAges, Found, ProviderContract, Verdict};
+use fleet_core::{Doorbell, Event, OperationId, Status};
+use fleet_providers::PaymentsClient;
+use fleet_runtime::metric_names as m;
+use fleet_store::{record_lookup_on, transition_in, AttemptRow, OperationRow, Store, StoreError, Transition, TransitionOutcome};
+use serde_json::{json, Value};
+use tracing::{info, warn};
+
+use crate::lookup::{look_up, LookupOutcome};
+use crate::{ReconcileDeps, ReconcileSettings};
+
+pub struct Reconciler {
+    pub(crate) store: Store,
+    publisher: Publisher,
+    payments: PaymentsClient,
+    contract: ProviderContract,
+    pub(crate) settings: ReconcileSettings,
+}
+
+const ACTOR: &str = "reconcile";
+const MAX_LOOKUP_BACKOFF: Duration = Duration::from_secs(60);
+
+impl Reconciler {
+    pub fn new(deps: &ReconcileDeps) -> Self {
+        Self {
+            store: deps.store.clone(),
+            publisher: deps.publisher.clone(),
+            payments: deps.payments.clone(),
+            contract: deps.contract,
+            settings: deps.settings.clone(),
+        }
+    }
+
+    /// Brings one operation in line with the provider, if it needs it.
+    pub async fn reconcile(&self, op: &str) -> Result<(), StoreError> {
+        let Some(row) = self.store.get(op).await? else {
+            return Ok(());
+        };
+        match row.status() {
+            Status::InProgress if row.lease_expired => {
+                let t = Transition { reason: Some("lease_expired"), ..Transition::new(op, Status::InProgress, row.fence, Event::LeaseExpired, ACTOR) };
+                if let TransitionOutcome::Moved { .. } = self.store.transition(t, None).await? {
+                    metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.clone()).increment(1);
+                    warn!(operation_id = op, fence = row.fence, "lease expired during the call: unknown");
+                    if let Some(row) = self.store.get(op).await? {
+                        return self.settle_unknown(&row).await;
+                    }
+                }
+                Ok(())
+            }
+            Status::Accepted if row.deadline_passed => self.settle_accepted(&row).await,
+            Status::Unknown if row.escalated_at.is_none() => self.settle_unknown(&row).await,
+            Status::InProgress | Status::Accepted | Status::Unknown => Ok(()),
+            Status::NotStarted | Status::Succeeded | Status::Failed | Status::Cancelled | Status::Disputed => Ok(()),
+        }
+    }
+
+    async fn settle_unknown(&self, row: &OperationRow) -> Result<(), StoreError> {
+        let op = row.operation_id.as_str();
+        let attempts = self.store.attempts(op).await?;
+        if let Some((found, fence)) = definitive_attempt(&attempts) {
+            // A worker that lost its lease still wrote what the provider told it.
+            let evidence = json!({"via": "attempts", "fence": fence, "found": [found.external_id()]});
+            return self.resolve(row, Status::Unknown, &found, evidence).await;
+        }
+        let external_id = row.external_id.clone().or_else(|| attempts.iter().rev().find_map(|a| a.external_id.clone()));
+        let LookupOutcome { lookup, evidence } = look_up(&self.payments, row, external_id.as_deref()).await;
+        let ages = self.store.attempt_ages(op).await?;
+        let ages = AttemptAges { newest_ms: ages.newest, oldest_ms: ages.oldest, failed_lookups_so_far: row.lookup_failures.max(0) as u32 };
+        match judge(&lookup, ages, self.contract) {
+            Verdict::Resolve(found) => self.resolve(row, Status::Unknown, &found, evidence).await,
+            Verdict::Absent => self.send_back(row, evidence).await,
+            Verdict::WaitForSearchLag { wait_ms } => {
+                info!(operation_id = op, wait_ms, "not found yet; the search may lag, asking again later");
+                self.store.record_lookup(op, row.fence, &evidence, false, Some(Duration::from_millis(wait_ms))).await
+            }
+            Verdict::RetryLater => {
+                let backoff = Duration::from_secs(1u64 << row.lookup_failures.clamp(0, 6)).min(MAX_LOOKUP_BACKOFF);
+                warn!(operation_id = op, failures = row.lookup_failures + 1, "lookup failed; asking again later");
+                self.store.record_lookup(op, row.fence, &evidence, true, Some(backoff)).await
+            }
+            Verdict::Escalate(reason) => self.escalate(row, reason, evidence).await,
+        }
+    }
+
+    /// Past its deadline an accepted operation is looked up; a final answer settles it,
+    /// anything else makes it unknown (reconcile then keeps asking, or escalates).
+    async fn settle_accepted(&self, row: &OperationRow) -> Result<(), StoreError> {
+        let LookupOutcome { lookup, evidence } = look_up(&self.payments, row, row.external_id.as_deref()).await;
+        if let fleet_core::reconcile::Lookup::Matches(found) = &lookup {
+            if let [found @ (Found::Succeeded { .. } | Found::Failed { .. })] = found.as_slice() {
+                return self.resolve(row, Status::Accepted, found, evidence).await;
+            }
+        }
+        let t = Transition {
+            reason: Some("deadline_passed"),
+            evidence: Some(evidence),
+            ..Transition::new(&row.operation_id, Status::Accepted, row.fence, Event::DeadlinePassed, ACTOR)
+        };
+        self.store.transition(t, None).await.map(|_| ())
+    }
+
+    async fn resolve(&self, row: &OperationRow, from: Status, found: &Found, evidence: Value) -> Result<(), StoreError> {
+        let base = Transition::new(&row.operation_id, from, row.fence, Event::LookupSucceeded, ACTOR);
+        let t = match found {
+            Found::Succeeded { external_id } => Transition { external_id: Some(external_id), ..base },
+            Found::Failed { external_id, code } => Transition { event: Event::LookupFailed, external_id: Some(external_id), error_code: Some(code), ..base },
+            Found::Pending { external_id } => Transition {
+                event: Event::LookupAccepted,
+                external_id: Some(external_id),
+                deadline_secs: Some(f64::from(self.settings.accepted_deadline_s)),
+                ..base
+            },
+        };
+        let outcome = self.apply_with_lookup(row, &evidence, Transition { reason: Some("reconciled"), evidence: Some(evidence.clone()), ..t }).await?;
+        if let TransitionOutcome::Moved { to, .. } = outcome {
+            info!(operation_id = %row.operation_id, status = %to, external_id = found.external_id(), "reconciled");
+        }
+        Ok(())
+    }
+
+    /// Absence proven and a same-key retry is safe: back to not_started, ring execute.
+    async fn send_back(&self, row: &OperationRow, evidence: Value) -> Result<(), StoreError> {
+        let t = Transition {
+            reason: Some("lookup_proved_absence"),
+            evidence: Some(evidence.clone()),
+            ..Transition::new(&row.operation_id, Status::Unknown, row.fence, Event::LookupAbsent, ACTOR)
+        };
+        if let TransitionOutcome::Moved { .. } = self.apply_with_lookup(row, &evidence, t).await? {
+            info!(operation_id = %row.operation_id, "provider holds no effect; retrying with the same key");
+            self.ring_execute(&row.operation_id).await;
+        }
+        Ok(())
+    }
+
+    async fn escalate(&self, row: &OperationRow, reason: &'static str, evidence: Value) -> Result<(), StoreError> {
+        let t = Transition {
+            reason: Some(reason),
+            evidence: Some(evidence.clone()),
+            escalate: true,
+            ..Transition::new(&row.operation_id, Status::Unknown, row.fence, Event::Escalate, ACTOR)
+        };
+        if let TransitionOutcome::Moved { .. } = self.apply_with_lookup(row, &evidence, t).await? {
+            warn!(operation_id = %row.operation_id, reason, "escalated to an operator");
+        }
+        Ok(())
+    }
+
+    /// Records the lookup and applies the move in one transaction: the history always
+    /// shows the lookup that justified a move.
+    async fn apply_with_lookup(&self, row: &OperationRow, evidence: &Value, t: Transition<'_>) -> Result<TransitionOutcome, StoreError> {
+        let from = t.expected;
+        let mut client = self.store.client().await?;
+        let tx = client.transaction().await?;
+        record_lookup_on(&*tx, &row.operation_id, row.fence, evidence, false, None).await?;
+        let outcome = transition_in(&tx, t, None).await?;
+        tx.commit().await?;
+        outcome.observe(from);
+        Ok(outcome)
+    }
+
+    /// Best effort: the sweeper re-rings approved rows that wait too long.
+    pub(crate) async fn ring_execute(&self, op: &str) {
+        let Ok(id) = OperationId::parse(op) else { return };
+        if let Err(e) = self.publisher.publish(Queue::OperationsExecute, &Doorbell::new(&id).to_bytes()).await {
+            warn!(operation_id = op, error = %e, "could not ring execute; the sweeper will try again");
+        }
+    }
+}
+
+/// The newest attempt that recorded a definitive answer, if any.
+fn definitive_attempt(attempts: &[AttemptRow]) -> Option<(Found, i64)> {
+    attempts.iter().rev().find_map(|a| {
+        let external_id = a.external_id.clone();
+        let found = match a.outcome.as_deref()? {
+            "succeeded" => Found::Succeeded { external_id: external_id? },
+            "accepted" => Found::Pending { external_id: external_id? },
+            "failed" => Found::Failed { external_id: external_id.unwrap_or_default(), code: a.detail.clone().unwrap_or_else(|| "provider_rejected".into()) },
+            _ => return None,
+        };
+        Some((found, a.fence))
+    })
+}

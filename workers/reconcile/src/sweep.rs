@@ -1,0 +1,54 @@
+//! The sweeper: every SWEEP_INTERVAL_MS, in bounded batches — expired leases become
+//! unknown, due unknown and overdue accepted rows are reconciled, approved rows that
+//! waited too long get their execute bell rung again, and approvals that expired before
+//! anything started are cancelled.
+
+use std::sync::Arc;
+
+use fleet_runtime::metric_names as m;
+use fleet_store::StoreError;
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use crate::{ReconcileSettings, Reconciler};
+
+pub async fn run(reconciler: Arc<Reconciler>, settings: ReconcileSettings, concurrency: usize, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(settings.sweep_interval());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if let Err(e) = sweep_once(&reconciler, &settings, concurrency).await {
+            warn!(error = %e, "sweep failed; next tick retries");
+        }
+    }
+}
+
+pub async fn sweep_once(r: &Reconciler, settings: &ReconcileSettings, concurrency: usize) -> Result<(), StoreError> {
+    let store = &r.store;
+    let batch = settings.sweep_batch;
+    let expired = store.expire_leases(batch).await?;
+    if !expired.is_empty() {
+        metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => "any").increment(expired.len() as u64);
+        warn!(count = expired.len(), "leases expired during provider calls: unknown");
+    }
+    let mut due = store.take_due_unknown(batch, settings.lookup_recheck()).await?;
+    due.extend(store.accepted_past_deadline(batch).await?);
+    due.sort();
+    due.dedup();
+    futures_util::stream::iter(due)
+        .for_each_concurrent(concurrency.max(1), |op| async move {
+            if let Err(e) = r.reconcile(&op).await {
+                warn!(operation_id = %op, error = %e, "reconcile failed; the next sweep retries");
+            }
+        })
+        .await;
+    for op in store.take_stranded_approved(batch, settings.unstarted_redrive()).await? {
+        r.ring_execute(&op).await;
+    }
+    store.cancel_expired_approvals(batch).await?;
+    Ok(())
+}
