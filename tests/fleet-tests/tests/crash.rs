@@ -292,3 +292,27 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
     assert_eq!(fleet.sim_posts(&op).await, 1);
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retried() {
+    let (mut fleet, op) = approved().await;
+    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_before_commit"})).await;
+    fleet.spawn_execute();
+    fleet.reaches(&op, "unknown").await;
+    // A provider that keeps keys one minute: every attempt is within the safety margin
+    // of the end of retention, so a retry could double-charge.
+    let short_retention = fleet_core::reconcile::ProviderContract { key_retention_ms: 60_000, ..contract(0) };
+    fleet.spawn_reconcile(short_retention, fast_reconcile());
+    let store = fleet.store.clone();
+    let row = eventually("the operation to be escalated", || {
+        let store = store.clone();
+        let op = op.clone();
+        async move { store.get(&op).await.unwrap().filter(|r| r.escalated_at.is_some()) }
+    })
+    .await;
+    assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("key_retention_passed")));
+    assert_eq!(row.fence, 1, "never claimed again");
+    assert_eq!(fleet.sim_posts(&op).await, 1);
+    assert_eq!(fleet.sim_effects(&op).await, 0);
+    fleet.stop().await;
+}

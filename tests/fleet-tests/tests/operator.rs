@@ -1,0 +1,68 @@
+//! Operator decisions through fleetctl's own functions: each is an event with its actor,
+//! the state machine decides what is allowed, and workers never move a disputed row.
+
+use fleet_tests::{contract, eventually, fast_reconcile, hash_of, intent, op_of, TestFleet};
+use fleetctl::operator::{dispute, resolve, Resolution, Resolve};
+use serde_json::json;
+
+async fn unknown_operation() -> (TestFleet, String) {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    fleet.spawn_execute();
+    let i = intent();
+    let op = op_of(&i);
+    fleet.submit(&i).await;
+    fleet.prepared(&op).await;
+    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500})).await;
+    fleet.approve(&op, &hash_of(&i)).await.unwrap();
+    fleet.reaches(&op, "unknown").await;
+    (fleet, op)
+}
+
+#[tokio::test]
+async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_theirs() {
+    let (fleet, op) = unknown_operation().await;
+    let r = Resolve { op: &op, outcome: Resolution::Succeeded, external_id: Some("pay_checked_by_hand"), evidence: "seen in the provider dashboard", by: "dana" };
+    resolve(&fleet.store, r).await.unwrap();
+    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!((row.status.as_str(), row.external_id.as_deref()), ("succeeded", Some("pay_checked_by_hand")));
+    let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    assert_eq!(last.actor, "operator:dana");
+    assert_eq!(last.evidence.unwrap()["evidence"], json!("seen in the provider dashboard"));
+    // A final operation cannot be resolved again.
+    let again = Resolve { op: &op, outcome: Resolution::Failed, external_id: None, evidence: "changed my mind", by: "dana" };
+    assert!(resolve(&fleet.store, again).await.is_err());
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn workers_never_move_a_disputed_operation() {
+    let (mut fleet, op) = unknown_operation().await;
+    dispute(&fleet.store, &op, "dana", "customer says charged twice").await.unwrap();
+    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "disputed");
+    // reconcile would find the payment; it must leave the disputed row alone.
+    fleet.spawn_reconcile(contract(0), fast_reconcile());
+    let reconciler = fleet_reconcile::Reconciler::new(&fleet.reconcile_deps(contract(0), fast_reconcile()));
+    reconciler.reconcile(&op).await.unwrap();
+    fleet.ring_execute(&op).await;
+    let broker = fleet.broker.clone();
+    eventually("the execute queue to drain", || {
+        let broker = broker.clone();
+        async move { (fleet_broker::message_count(&broker, fleet_broker::Queue::OperationsExecute).await.ok()? == 0).then_some(()) }
+    })
+    .await;
+    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(row.status, "disputed");
+    assert_eq!(fleet.sim_posts(&op).await, 1);
+    assert!(fleet.store.events(&op).await.unwrap().iter().all(|e| e.kind != "lookup"), "not even looked up");
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn resolving_as_succeeded_without_an_external_id_is_refused() {
+    let (fleet, op) = unknown_operation().await;
+    let r = Resolve { op: &op, outcome: Resolution::Succeeded, external_id: None, evidence: "trust me", by: "dana" };
+    assert!(resolve(&fleet.store, r).await.is_err());
+    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "unknown");
+    fleet.stop().await;
+}
