@@ -15,5 +15,5 @@ pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};
 pub use ids::{IdempotencyKey, OperationId, PayloadHash};
 pub use intent::{parse_intent, Action, IntentError, ValidIntent};
-pub use outcome::{classify_payment, CallResult, NoAnswerKind, Outcome, ProviderAnswer};
+pub use outcome::{classify_deal_create, classify_deal_update, classify_payment, CallResult, NoAnswerKind, Outcome, ProviderAnswer};
 pub use state::{transition, Event, Refused, Status};

@@ -52,8 +52,12 @@ pub enum Outcome {
     Succeeded { external_id: String },
     /// The provider definitively refused; no effect exists.
     Failed { code: String },
-    /// The provider accepted and will settle later (webhook or lookup).
-    Accepted { external_id: String },
+    /// The provider accepted and will settle later (webhook or lookup). A CRM that queues
+    /// a create gives no id yet: the lookup finds it by our external id.
+    Accepted { external_id: Option<String> },
+    /// A conditional update found another version: the approved change no longer applies.
+    /// Never retried with fresh data; a person must approve a new intent.
+    Conflict { current_version: Option<i64> },
     /// Provably no effect and nothing saved under the key: the same key may be sent again.
     NotExecuted { reason: String },
     /// The effect may or may not exist; only a lookup (or a person) may settle it.
@@ -68,6 +72,7 @@ impl Outcome {
             Outcome::Succeeded { .. } => "succeeded",
             Outcome::Failed { .. } => "failed",
             Outcome::Accepted { .. } => "accepted",
+            Outcome::Conflict { .. } => "version_conflict",
             Outcome::NotExecuted { .. } => "not_executed",
             Outcome::Unknown { .. } => "unknown",
         }
@@ -88,10 +93,9 @@ fn unknown(reason: impl Into<String>) -> Outcome {
 
 /// Classifies one call to the reference payments API (PROTOCOL.md §3; refunds share it).
 pub fn classify_payment(call: &CallResult) -> Outcome {
-    match call {
-        CallResult::NotSent { .. } => Outcome::NotExecuted { reason: "not_sent".into() },
-        CallResult::NoAnswer { kind } => unknown(kind.as_str()),
-        CallResult::Answer(answer) => classify_payment_answer(answer),
+    match transport(call) {
+        Ok(answer) => classify_payment_answer(answer),
+        Err(outcome) => outcome,
     }
 }
 
@@ -118,12 +122,59 @@ fn classify_created_object(body: &Value) -> Outcome {
     let status = body.get("status").and_then(Value::as_str);
     match (id, status) {
         (Some(id), Some("succeeded")) => Outcome::Succeeded { external_id: id.to_owned() },
-        (Some(id), Some("pending")) => Outcome::Accepted { external_id: id.to_owned() },
+        (Some(id), Some("pending")) => Outcome::Accepted { external_id: Some(id.to_owned()) },
         (Some(_), Some("failed")) => Outcome::Failed {
             code: body.get("failure_code").and_then(Value::as_str).unwrap_or("payment_failed").to_owned(),
         },
         // A 2xx we cannot read proves the provider acted but not how: ask it.
         _ => unknown("unreadable_success_body"),
+    }
+}
+
+/// Transport-level results shared by every classifier: only a complete answer is read.
+fn transport(call: &CallResult) -> Result<&ProviderAnswer, Outcome> {
+    match call {
+        CallResult::NotSent { .. } => Err(Outcome::NotExecuted { reason: "not_sent".into() }),
+        CallResult::NoAnswer { kind } => Err(unknown(kind.as_str())),
+        CallResult::Answer(answer) => Ok(answer),
+    }
+}
+
+/// Answers that mean the same for every CRM call.
+fn classify_crm_common(answer: &ProviderAnswer) -> Outcome {
+    match answer.status {
+        401 | 403 | 429 => Outcome::NotExecuted { reason: format!("http_{}", answer.status) },
+        s @ 400..=499 => Outcome::Failed { code: error_code(&answer.body).map(str::to_owned).unwrap_or_else(|| format!("http_{s}")) },
+        s => unknown(format!("http_{s}")),
+    }
+}
+
+/// `POST /v1/deals` (PROTOCOL.md §4): no idempotency key, so anything but a complete
+/// answer is unknown and only a search by external id may settle it.
+pub fn classify_deal_create(call: &CallResult) -> Outcome {
+    let answer = match transport(call) {
+        Ok(a) => a,
+        Err(o) => return o,
+    };
+    match (answer.status, answer.body.get("id").and_then(Value::as_str)) {
+        (200 | 201, Some(id)) => Outcome::Succeeded { external_id: id.to_owned() },
+        (200 | 201, None) => unknown("unreadable_success_body"),
+        (202, id) => Outcome::Accepted { external_id: id.map(str::to_owned) },
+        _ => classify_crm_common(answer),
+    }
+}
+
+/// `PATCH /v1/deals/<id>` with `If-Match`: a 412 is a version conflict, never retried.
+pub fn classify_deal_update(call: &CallResult) -> Outcome {
+    let answer = match transport(call) {
+        Ok(a) => a,
+        Err(o) => return o,
+    };
+    match (answer.status, answer.body.get("id").and_then(Value::as_str)) {
+        (200, Some(id)) => Outcome::Succeeded { external_id: id.to_owned() },
+        (200, None) => unknown("unreadable_success_body"),
+        (412, _) => Outcome::Conflict { current_version: answer.body.pointer("/error/current_version").and_then(Value::as_i64) },
+        _ => classify_crm_common(answer),
     }
 }
 
@@ -144,7 +195,7 @@ mod tests {
         );
         assert_eq!(
             classify_payment(&answer(201, true, json!({"id": "pay_1", "status": "pending"}))),
-            Outcome::Accepted { external_id: "pay_1".into() }
+            Outcome::Accepted { external_id: Some("pay_1".into()) }
         );
         assert_eq!(
             classify_payment(&answer(201, false, json!({"id": "pay_1", "status": "failed"}))),
@@ -182,6 +233,25 @@ mod tests {
             classify_payment(&answer(400, false, body)),
             Outcome::Unknown { reason: "idempotency_key_reused".into(), escalate: true }
         );
+    }
+
+    #[test]
+    fn deal_creates_succeed_queue_or_stay_unknown() {
+        assert_eq!(classify_deal_create(&answer(201, false, json!({"id": "deal_1", "version": 1}))), Outcome::Succeeded { external_id: "deal_1".into() });
+        assert_eq!(classify_deal_create(&answer(202, false, json!({"status": "queued"}))), Outcome::Accepted { external_id: None });
+        assert!(matches!(classify_deal_create(&answer(500, false, Value::Null)), Outcome::Unknown { .. }));
+        assert!(matches!(classify_deal_create(&CallResult::NoAnswer { kind: NoAnswerKind::Timeout }), Outcome::Unknown { .. }));
+        let invalid = json!({"error": {"type": "invalid_request", "code": "parameter_invalid"}});
+        assert_eq!(classify_deal_create(&answer(400, false, invalid)), Outcome::Failed { code: "parameter_invalid".into() });
+    }
+
+    #[test]
+    fn a_412_on_a_deal_update_is_a_conflict_with_the_current_version() {
+        let conflict = json!({"error": {"type": "version_conflict", "current_version": 4}});
+        assert_eq!(classify_deal_update(&answer(412, false, conflict)), Outcome::Conflict { current_version: Some(4) });
+        assert_eq!(classify_deal_update(&answer(200, false, json!({"id": "deal_1", "version": 4}))), Outcome::Succeeded { external_id: "deal_1".into() });
+        assert!(matches!(classify_deal_update(&answer(503, false, Value::Null)), Outcome::Unknown { .. }));
+        assert!(matches!(classify_deal_update(&CallResult::NotSent { detail: "refused".into() }), Outcome::NotExecuted { .. }));
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub enum Lookup {
     Matches(Vec<Found>),
     /// The provider could not be asked, or answered something unreadable.
     Failed,
+    /// The provider answered, but what it holds cannot be matched to this operation
+    /// automatically (e.g. a deal whose version moved with other values).
+    Ambiguous(&'static str),
 }
 
 /// The provider's documented contract, as configured by the operator.
@@ -88,6 +91,7 @@ pub fn judge(lookup: &Lookup, ages: AttemptAges, contract: ProviderContract) -> 
     match lookup {
         Lookup::Failed if ages.failed_lookups_so_far + 1 >= contract.escalate_after_failed_lookups => Verdict::Escalate("lookup_failed_repeatedly"),
         Lookup::Failed => Verdict::RetryLater,
+        Lookup::Ambiguous(reason) => Verdict::Escalate(reason),
         Lookup::Matches(found) if found.len() > 1 => Verdict::Escalate("multiple_matches"),
         Lookup::Matches(found) if found.len() == 1 => Verdict::Resolve(found[0].clone()),
         Lookup::Matches(_) => judge_absence(ages, contract),
@@ -153,6 +157,11 @@ mod tests {
         assert_eq!(judge(&Lookup::Failed, a, CONTRACT), Verdict::RetryLater);
         a.failed_lookups_so_far = 2;
         assert_eq!(judge(&Lookup::Failed, a, CONTRACT), Verdict::Escalate("lookup_failed_repeatedly"));
+    }
+
+    #[test]
+    fn an_ambiguous_answer_goes_to_a_person() {
+        assert_eq!(judge(&Lookup::Ambiguous("version_moved"), ages(0, 0), CONTRACT), Verdict::Escalate("version_moved"));
     }
 
     #[test]

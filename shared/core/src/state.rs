@@ -77,6 +77,9 @@ pub enum Event {
     ProviderFailed,
     ProviderAccepted,
     ProviderAmbiguous,
+    /// execute (fenced): a conditional update met another version; the approved change
+    /// no longer applies, so the operation is cancelled for a new decision.
+    ProviderConflict,
     /// execute (fenced): the request provably never reached the provider (connection
     /// refused), so the row goes back to wait for another attempt with the same key.
     ProviderNotSent,
@@ -103,13 +106,14 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 20] = [
+    pub const ALL: [Event; 21] = [
         Event::Claim,
         Event::CancelBeforeStart,
         Event::ProviderSucceeded,
         Event::ProviderFailed,
         Event::ProviderAccepted,
         Event::ProviderAmbiguous,
+        Event::ProviderConflict,
         Event::ProviderNotSent,
         Event::LeaseExpired,
         Event::DeadlinePassed,
@@ -149,6 +153,7 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
         (S::InProgress, E::ProviderAccepted) => Ok(S::Accepted),
         (S::InProgress, E::ProviderAmbiguous | E::LeaseExpired) => Ok(S::Unknown),
         (S::InProgress, E::ProviderNotSent) => Ok(S::NotStarted),
+        (S::InProgress, E::ProviderConflict) => Ok(S::Cancelled),
         (S::InProgress | S::Unknown | S::Accepted, E::WebhookSucceeded) => Ok(S::Succeeded),
         (S::InProgress | S::Unknown | S::Accepted, E::WebhookFailed) => Ok(S::Failed),
 
@@ -169,7 +174,8 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
 
         (
             S::NotStarted,
-            E::ProviderSucceeded
+            E::ProviderConflict
+            | E::ProviderSucceeded
             | E::ProviderFailed
             | E::ProviderAccepted
             | E::ProviderAmbiguous
@@ -203,7 +209,8 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
         ) => refused,
         (
             S::Accepted,
-            E::Claim
+            E::ProviderConflict
+            | E::Claim
             | E::CancelBeforeStart
             | E::ProviderSucceeded
             | E::ProviderFailed
@@ -217,7 +224,8 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
         ) => refused,
         (
             S::Unknown,
-            E::Claim
+            E::ProviderConflict
+            | E::Claim
             | E::CancelBeforeStart
             | E::ProviderSucceeded
             | E::ProviderFailed
@@ -228,7 +236,7 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
             | E::DeadlinePassed,
         ) => refused,
         // Final states absorb every event: a late answer is recorded and escalated, never applied.
-        (S::Succeeded | S::Failed | S::Cancelled | S::Disputed, E::Claim | E::CancelBeforeStart | E::ProviderSucceeded | E::ProviderFailed | E::ProviderAccepted | E::ProviderAmbiguous | E::ProviderNotSent | E::LeaseExpired | E::DeadlinePassed | E::WebhookSucceeded | E::WebhookFailed | E::LookupSucceeded | E::LookupFailed | E::LookupAccepted | E::LookupAbsent | E::Escalate | E::OperatorSucceeded | E::OperatorFailed | E::OperatorCancelled | E::OperatorDispute) => refused,
+        (S::Succeeded | S::Failed | S::Cancelled | S::Disputed, E::Claim | E::ProviderConflict | E::CancelBeforeStart | E::ProviderSucceeded | E::ProviderFailed | E::ProviderAccepted | E::ProviderAmbiguous | E::ProviderNotSent | E::LeaseExpired | E::DeadlinePassed | E::WebhookSucceeded | E::WebhookFailed | E::LookupSucceeded | E::LookupFailed | E::LookupAccepted | E::LookupAbsent | E::Escalate | E::OperatorSucceeded | E::OperatorFailed | E::OperatorCancelled | E::OperatorDispute) => refused,
     }
 }
 

@@ -9,11 +9,15 @@
 //! Metrics (`fleet_provider_calls_total`, `fleet_provider_call_duration_seconds`) are
 //! recorded by the caller, which knows the classified outcome.
 
+mod api;
 pub mod capabilities;
+pub mod crm;
 mod lookup;
 pub mod payments;
 mod transport;
 
 pub use capabilities::Capabilities;
 pub use lookup::LookupError;
-pub use payments::{ConfigError, PaymentRequest, PaymentsClient, PaymentsConfig, RefundRequest};
+pub use api::ConfigError;
+pub use crm::{CrmClient, CrmConfig, DealRequest};
+pub use payments::{PaymentRequest, PaymentsClient, PaymentsConfig, RefundRequest};

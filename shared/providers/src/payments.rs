@@ -5,21 +5,14 @@
 //! reported as a [`CallResult`] for `fleet_core::outcome::classify_payment` to judge.
 //! Logs carry ids and statuses only: never the API key, never request or response bodies.
 
-use std::fmt;
-use std::time::{Duration, Instant};
-
 use fleet_core::outcome::CallResult;
 use fleet_runtime::{PaymentsArgs, Secret};
-use reqwest::header::{HeaderValue, AUTHORIZATION};
-use reqwest::Url;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
-use crate::lookup::{endpoint, get_list, get_object, LookupError};
-use crate::transport::{build_client, call_label, classify_send_error, read_answer};
-
-const PROVIDER: &str = "payments";
+use crate::lookup::{get_list, get_object, LookupError};
 
 /// What the payments API guarantees: idempotent creates (24 h key retention), lookup by
 /// reference (eventually consistent, within the search lag) and by id, no conditional updates.
@@ -50,19 +43,6 @@ impl PaymentsConfig {
     }
 }
 
-/// Why a client could not be built from its configuration.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("payments base URL must be an http(s) URL: {0}")]
-    BaseUrl(String),
-    #[error("payments API key contains characters not allowed in a header")]
-    ApiKey,
-    #[error("payments timeout must be at least 1 ms")]
-    Timeout,
-    #[error("cannot build the HTTP client")]
-    Client(#[source] reqwest::Error),
-}
-
 /// `POST /v1/payments` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentRequest {
@@ -86,49 +66,14 @@ pub struct RefundRequest {
 }
 
 /// A pooled client for the payments API. Cheap to clone (the pool is shared).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct PaymentsClient {
-    http: reqwest::Client,
-    base: Url,
-    /// `Bearer <key>`, marked sensitive so no header dump can show it.
-    authorization: HeaderValue,
-    timeout_ms: u64,
-}
-
-impl fmt::Debug for PaymentsClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PaymentsClient")
-            .field("base_url", &self.base.as_str())
-            .field("api_key", &"[redacted]")
-            .field("timeout_ms", &self.timeout_ms)
-            .finish()
-    }
+    api: Api,
 }
 
 impl PaymentsClient {
     pub fn new(config: PaymentsConfig) -> Result<Self, ConfigError> {
-        let base = Url::parse(&config.base_url).map_err(|e| ConfigError::BaseUrl(e.to_string()))?;
-        if !matches!(base.scheme(), "http" | "https") {
-            return Err(ConfigError::BaseUrl(format!(
-                "scheme {:?} is not http or https",
-                base.scheme()
-            )));
-        }
-        let mut authorization =
-            HeaderValue::from_str(&format!("Bearer {}", config.api_key.expose()))
-                .map_err(|_| ConfigError::ApiKey)?;
-        authorization.set_sensitive(true);
-        if config.timeout_ms == 0 {
-            return Err(ConfigError::Timeout);
-        }
-        let http =
-            build_client(Duration::from_millis(config.timeout_ms)).map_err(ConfigError::Client)?;
-        Ok(PaymentsClient {
-            http,
-            base,
-            authorization,
-            timeout_ms: config.timeout_ms,
-        })
+        Ok(PaymentsClient { api: Api::new("payments", &config.base_url, &config.api_key, config.timeout_ms)? })
     }
 
     /// `POST /v1/payments` once, under `idempotency_key` (the operation id).
@@ -172,7 +117,7 @@ impl PaymentsClient {
 
     /// `GET /v1/payments/{id}` (strongly consistent); `None` on 404.
     pub async fn get_payment(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        get_object(self.get(endpoint(&self.base, &["v1", "payments", id]))).await
+        get_object(self.api.get(&["v1", "payments", id])).await
     }
 
     /// `GET /v1/refunds?reference=…`: same rules as payments.
@@ -185,7 +130,7 @@ impl PaymentsClient {
 
     /// `GET /v1/refunds/{id}`; `None` on 404.
     pub async fn get_refund(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        get_object(self.get(endpoint(&self.base, &["v1", "refunds", id]))).await
+        get_object(self.api.get(&["v1", "refunds", id])).await
     }
 
     async fn create<B: Serialize>(
@@ -195,66 +140,12 @@ impl PaymentsClient {
         idempotency_key: &str,
         body: &B,
     ) -> CallResult {
-        let started = Instant::now();
-        let sent = self
-            .http
-            .post(endpoint(&self.base, path))
-            .header(AUTHORIZATION, self.authorization.clone())
-            .header("Idempotency-Key", idempotency_key)
-            .json(body)
-            .send()
-            .await;
-        let call = match sent {
-            Ok(response) => read_answer(response).await,
-            Err(error) => classify_send_error(&error),
-        };
-        log_call(action, idempotency_key, &call, started.elapsed());
-        call
+        let request = self.api.post(path).header("Idempotency-Key", idempotency_key).json(body);
+        self.api.call(request, action, idempotency_key).await
     }
 
     async fn search(&self, path: &[&str], reference: &str) -> Result<Vec<Value>, LookupError> {
-        get_list(
-            self.get(endpoint(&self.base, path))
-                .query(&[("reference", reference)]),
-        )
-        .await
-    }
-
-    fn get(&self, url: Url) -> reqwest::RequestBuilder {
-        self.http
-            .get(url)
-            .header(AUTHORIZATION, self.authorization.clone())
+        get_list(self.api.get(path).query(&[("reference", reference)])).await
     }
 }
 
-fn log_call(action: &'static str, idempotency_key: &str, call: &CallResult, elapsed: Duration) {
-    let elapsed_ms = elapsed.as_millis() as u64;
-    match call {
-        CallResult::Answer(answer) => tracing::debug!(
-            provider = PROVIDER,
-            action,
-            idempotency_key,
-            elapsed_ms,
-            status = answer.status,
-            replayed = answer.replayed,
-            request_id = answer.request_id.as_deref(),
-            "provider answered"
-        ),
-        CallResult::NotSent { detail } => tracing::debug!(
-            provider = PROVIDER,
-            action,
-            idempotency_key,
-            elapsed_ms,
-            detail = detail.as_str(),
-            "provider call not sent"
-        ),
-        CallResult::NoAnswer { .. } => tracing::debug!(
-            provider = PROVIDER,
-            action,
-            idempotency_key,
-            elapsed_ms,
-            result = call_label(call),
-            "provider call got no answer"
-        ),
-    }
-}

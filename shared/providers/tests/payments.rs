@@ -167,7 +167,7 @@ async fn idempotent_replayed_header_is_reported() {
     assert_eq!(
         classify_payment(&call),
         Outcome::Accepted {
-            external_id: "pay_1".into()
+            external_id: Some("pay_1".into())
         }
     );
 }

@@ -16,6 +16,7 @@ pub const VERSION_CONFLICTS_TOTAL: &str = "fleet_version_conflicts_total";
 pub const APPROVALS_RENEWED_TOTAL: &str = "fleet_approvals_renewed_total";
 pub const MANUAL_INVESTIGATIONS_TOTAL: &str = "fleet_manual_investigations_total";
 pub const WEBHOOK_EVENTS_TOTAL: &str = "fleet_webhook_events_total";
+pub const WEBHOOK_RECEIVE_TO_APPLY_SECONDS: &str = "fleet_webhook_receive_to_apply_seconds";
 pub const MESSAGES_CONSUMED_TOTAL: &str = "fleet_messages_consumed_total";
 pub const MESSAGES_DEAD_LETTERED_TOTAL: &str = "fleet_messages_dead_lettered_total";
 pub const MESSAGES_PUBLISHED_TOTAL: &str = "fleet_messages_published_total";
@@ -24,6 +25,7 @@ pub const BROKER_RECONNECTS_TOTAL: &str = "fleet_broker_reconnects_total";
 pub const INTENTS_PREPARED_TOTAL: &str = "fleet_intents_prepared_total";
 pub const END_TO_END_SECONDS: &str = "fleet_end_to_end_seconds";
 pub const BUILD_INFO: &str = "fleet_build_info";
+pub const RECONCILE_SWEEPS_TOTAL: &str = "fleet_reconcile_sweeps_total";
 
 // Process metrics, rendered from /proc/self on each scrape (standard Prometheus names,
 // so stock dashboards work).
@@ -38,6 +40,7 @@ pub const PROCESS_START_TIME_SECONDS: &str = "process_start_time_seconds";
 /// Every `fleet_*` name above; `metrics::install_metrics` describes each one, and a test
 /// checks that none is missing a description.
 pub const ALL: &[&str] = &[
+    RECONCILE_SWEEPS_TOTAL,
     OPERATIONS_UNKNOWN,
     OPERATIONS_ESCALATED,
     OLDEST_UNKNOWN_AGE_SECONDS,
@@ -52,6 +55,7 @@ pub const ALL: &[&str] = &[
     APPROVALS_RENEWED_TOTAL,
     MANUAL_INVESTIGATIONS_TOTAL,
     WEBHOOK_EVENTS_TOTAL,
+    WEBHOOK_RECEIVE_TO_APPLY_SECONDS,
     MESSAGES_CONSUMED_TOTAL,
     MESSAGES_DEAD_LETTERED_TOTAL,
     MESSAGES_PUBLISHED_TOTAL,

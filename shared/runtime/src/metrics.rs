@@ -23,6 +23,13 @@ pub const CALL_DURATION_BUCKETS_SECONDS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
+/// Buckets for a webhook from its receipt to its decision: milliseconds normally, up to
+/// an hour when the consumer was down and the queue kept the events.
+pub const WEBHOOK_LATENCY_BUCKETS_SECONDS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0,
+    3600.0,
+];
+
 /// Buckets for lifecycle spans measured in minutes to a day: 100 ms … 24 h.
 pub const LIFECYCLE_BUCKETS_SECONDS: &[f64] = &[
     0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0,
@@ -54,6 +61,12 @@ const fn describe(name: &'static str, kind: Kind, unit: Unit, help: &'static str
 
 /// One row per metric: kind, unit, help text. A test checks it covers `metric_names::ALL`.
 const DESCRIPTIONS: &[Description] = &[
+    describe(
+        names::RECONCILE_SWEEPS_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Sweeps run by reconcile (outcome: ok, error); a flat rate means the sweeper stopped.",
+    ),
     describe(
         names::OPERATIONS_UNKNOWN,
         Kind::Gauge,
@@ -136,7 +149,16 @@ const DESCRIPTIONS: &[Description] = &[
         names::WEBHOOK_EVENTS_TOTAL,
         Kind::Counter,
         Unit::Count,
-        "Webhook events received (label: outcome = new | duplicate | rejected | ...).",
+        "Webhook deliveries by what was done with them (labels: provider, outcome = new | \
+         duplicate | ignored_transition | escalated | unlinked | ignored_type | \
+         rejected_signature | rejected_request | broker_unavailable).",
+    ),
+    describe(
+        names::WEBHOOK_RECEIVE_TO_APPLY_SECONDS,
+        Kind::Histogram(WEBHOOK_LATENCY_BUCKETS_SECONDS),
+        Unit::Seconds,
+        "Time from the receiver accepting a webhook to the consumer committing its decision \
+         (label: provider).",
     ),
     describe(
         names::MESSAGES_CONSUMED_TOTAL,

@@ -143,6 +143,34 @@ impl PaymentsArgs {
     }
 }
 
+/// Settings of the CRM provider (PROTOCOL.md §4).
+#[derive(Debug, Clone, Args)]
+pub struct CrmArgs {
+    /// Base URL of the CRM API.
+    #[arg(long, env = "CRM_URL", default_value = "http://127.0.0.1:8090")]
+    pub crm_url: String,
+
+    /// API key sent as `Authorization: Bearer` (never printed).
+    #[arg(long, env = "CRM_API_KEY", hide_env_values = true, hide_default_value = true, default_value = "sk_test_sim")]
+    pub crm_api_key: Secret<String>,
+
+    /// Timeout of one CRM call, connect to last body byte.
+    #[arg(long, env = "CRM_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub crm_timeout_ms: u64,
+
+    /// The CRM's documented bound on search lag: a search by external id proves absence
+    /// only for attempts older than this, so a create waits at least this long after an
+    /// earlier uncertain one.
+    #[arg(long, env = "CRM_SEARCH_LAG_MS", default_value_t = 5_000)]
+    pub crm_search_lag_ms: u64,
+
+    /// What this CRM guarantees, comma-separated: `idempotent_create`, `lookup`,
+    /// `conditional_update`. A CRM without idempotent creates AND without lookup cannot
+    /// be used for autonomous execution, and prepare refuses intents for it.
+    #[arg(long, env = "CRM_CAPABILITIES", value_delimiter = ',', default_value = "lookup,conditional_update")]
+    pub crm_capabilities: Vec<String>,
+}
+
 fn bounded_usize(range: RangeInclusive<usize>) -> impl Fn(&str) -> Result<usize, String> + Clone {
     move |raw: &str| {
         let value: usize = raw

@@ -11,6 +11,9 @@
 
 use std::io::IsTerminal;
 
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
 /// How log lines are written.
@@ -21,6 +24,18 @@ pub enum LogFormat {
     /// Human-readable lines (what a developer's terminal wants).
     #[default]
     Text,
+}
+
+/// Libraries whose debug and trace events can carry message bodies, query parameters or
+/// headers (tokio-postgres logs statement parameters at debug, lapin frame contents at
+/// trace). Whatever `RUST_LOG` asks for, they log at most `info`: payload values and
+/// credentials never reach a log line through them.
+const CAPPED_AT_INFO: &[&str] = &["tokio_postgres", "postgres_protocol", "sqlx", "lapin", "amq_protocol", "hyper", "hyper_util", "reqwest", "h2", "rustls"];
+
+/// A second, global filter: an event must pass both it and `RUST_LOG`, so it can only
+/// lower what `RUST_LOG` enables, never raise it.
+fn third_party_caps() -> Targets {
+    CAPPED_AT_INFO.iter().fold(Targets::new().with_default(LevelFilter::TRACE), |t, target| t.with_target(*target, LevelFilter::INFO))
 }
 
 /// Installs the global `tracing` subscriber.
@@ -46,9 +61,13 @@ pub fn init_tracing_with_default(format: LogFormat, default_filter: &str) {
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
+            .finish()
+            .with(third_party_caps())
             .try_init(),
         LogFormat::Text => builder
             .with_ansi(std::io::stderr().is_terminal())
+            .finish()
+            .with(third_party_caps())
             .try_init(),
     };
 }

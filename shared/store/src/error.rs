@@ -3,7 +3,7 @@
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("postgres: {0}")]
+    #[error("postgres: {}", describe(.0))]
     Db(#[from] tokio_postgres::Error),
     #[error("postgres pool: {0}")]
     Pool(#[from] deadpool_postgres::PoolError),
@@ -11,4 +11,13 @@ pub enum StoreError {
     Migrate(String),
     #[error("configuration: {0}")]
     Config(String),
+}
+
+/// The server's code and message (never its DETAIL, which can quote row values); the
+/// client error's own text otherwise ("db error" alone tells an operator nothing).
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
 }

@@ -12,6 +12,7 @@ mod read;
 mod rows;
 mod sweep;
 mod transition;
+mod webhooks;
 
 pub use approval::{ApprovalOutcome, RejectOutcome};
 pub use claim::{Claim, ClaimedOperation};
@@ -23,3 +24,7 @@ pub use read::FleetGauges;
 pub use sweep::{record_lookup_on, AttemptAgesMs};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
 pub use transition::{transition_in, Transition, TransitionOutcome};
+pub use webhooks::{
+    check_identity, decide as decide_webhook, EventKind, Family, ObjectIdentity, Reported, ReportedObject, RowIdentity, StoredWebhook,
+    WebhookDecision, WebhookEvent, WebhookOutcome, MIN_WEBHOOK_RETENTION_DAYS, WEBHOOK_ACTOR,
+};

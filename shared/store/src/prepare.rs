@@ -11,6 +11,8 @@ pub enum PrepareOutcome {
     AlreadyPrepared,
     /// The id is taken by a different snapshot: the agent reused an id. Refused.
     Conflict { stored_hash: String },
+    /// The intent supersedes an operation it may not replace; nothing was written.
+    Refused(&'static str),
 }
 
 const INSERT: &str = "
@@ -28,36 +30,66 @@ WITH inserted AS (
 )
 SELECT count(*) AS inserted FROM inserted";
 
+/// Whether the superseded operation can still be replaced: it never started, or it
+/// ended without any possible effect (a provider-refused conditional update, or a claim
+/// that never happened).
+fn replaceable(status: &str, fence: i64, reason: Option<&str>) -> Result<bool, &'static str> {
+    match (status, reason) {
+        ("not_started", _) => Ok(true),
+        ("cancelled", Some("version_conflict")) => Ok(false),
+        ("cancelled", _) if fence == 0 => Ok(false),
+        _ => Err("supersedes_executed"),
+    }
+}
+
 impl Store {
-    /// Inserts the prepared operation (approval pending, expiring after the intent's TTL)
-    /// with its `prepared` event, in one statement and one commit.
-    pub async fn insert_prepared(&self, intent: &ValidIntent) -> Result<PrepareOutcome, StoreError> {
-        let s = &intent.snapshot;
-        let client = self.client().await?;
-        let row = client
-            .query_one(
-                INSERT,
-                &[
-                    &s.operation_id,
-                    &s.tenant_id,
-                    &s.action,
-                    &s.provider,
-                    &s.target,
-                    &intent.supersedes.as_ref().map(|o| o.as_str()),
-                    &intent.rationale,
-                    &s.payload,
-                    &intent.payload_hash.as_str(),
-                    &s.policy_version,
-                    &s.data_version,
-                    &intent.operation_id.idempotency_key().as_str(),
-                    &(intent.approval_ttl_seconds as f64),
-                ],
-            )
-            .await?;
-        if row.get::<_, i64>("inserted") == 1 {
-            return Ok(PrepareOutcome::Inserted);
+    /// Inserts an intent that replaces `old` after a correction: in one transaction the old
+    /// operation is cancelled (if it never started) and the new one inserted, linked to it.
+    async fn insert_superseding(&self, intent: &ValidIntent, old: &str) -> Result<PrepareOutcome, StoreError> {
+        if self.get(intent.operation_id.as_str()).await?.is_some() {
+            // A redelivery of the correction itself: judged like any other redelivery.
+            return self.compare_existing(intent).await;
         }
-        let stored = client.query_one("SELECT payload_hash FROM operations WHERE operation_id = $1", &[&s.operation_id]).await?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let Some(row) = tx
+            .query_opt("SELECT status, fence, status_reason, tenant_id, action FROM operations WHERE operation_id = $1 FOR UPDATE", &[&old])
+            .await?
+        else {
+            return Ok(PrepareOutcome::Refused("supersedes_unknown_operation"));
+        };
+        let (status, fence, reason): (String, i64, Option<String>) = (row.get(0), row.get(1), row.get(2));
+        if row.get::<_, String>(3) != intent.snapshot.tenant_id || row.get::<_, String>(4) != intent.snapshot.action {
+            return Ok(PrepareOutcome::Refused("supersedes_other_tenant_or_action"));
+        }
+        let cancel_old = match replaceable(&status, fence, reason.as_deref()) {
+            Ok(cancel) => cancel,
+            Err(refusal) => return Ok(PrepareOutcome::Refused(refusal)),
+        };
+        let inserted = insert_on(&*tx, intent).await?;
+        if !inserted {
+            drop(tx);
+            return self.compare_existing(intent).await;
+        }
+        let mut outcome = None;
+        if cancel_old {
+            let t = crate::Transition {
+                reason: Some("superseded"),
+                evidence: Some(serde_json::json!({ "superseded_by": intent.operation_id.as_str() })),
+                ..crate::Transition::new(old, fleet_core::Status::NotStarted, fence, fleet_core::Event::CancelBeforeStart, "prepare")
+            };
+            outcome = Some(crate::transition_in(&tx, t, None).await?);
+        }
+        tx.commit().await?;
+        if let Some(o) = outcome {
+            o.observe(fleet_core::Status::NotStarted);
+        }
+        Ok(PrepareOutcome::Inserted)
+    }
+
+    async fn compare_existing(&self, intent: &ValidIntent) -> Result<PrepareOutcome, StoreError> {
+        let client = self.client().await?;
+        let stored = client.query_one("SELECT payload_hash FROM operations WHERE operation_id = $1", &[&intent.operation_id.as_str()]).await?;
         let stored_hash: String = stored.get(0);
         if stored_hash == intent.payload_hash.as_str() {
             Ok(PrepareOutcome::AlreadyPrepared)
@@ -65,4 +97,44 @@ impl Store {
             Ok(PrepareOutcome::Conflict { stored_hash })
         }
     }
+
+    /// Inserts the prepared operation (approval pending, expiring after the intent's TTL)
+    /// with its `prepared` event, in one statement and one commit.
+    pub async fn insert_prepared(&self, intent: &ValidIntent) -> Result<PrepareOutcome, StoreError> {
+        if let Some(old) = &intent.supersedes {
+            return self.insert_superseding(intent, old.as_str()).await;
+        }
+        let client = self.client().await?;
+        if insert_on(&**client, intent).await? {
+            return Ok(PrepareOutcome::Inserted);
+        }
+        drop(client);
+        self.compare_existing(intent).await
+    }
+}
+
+/// The insert itself; `false` when the operation id already exists.
+async fn insert_on(client: &impl tokio_postgres::GenericClient, intent: &ValidIntent) -> Result<bool, StoreError> {
+    let s = &intent.snapshot;
+    let row = client
+        .query_one(
+            INSERT,
+            &[
+                &s.operation_id,
+                &s.tenant_id,
+                &s.action,
+                &s.provider,
+                &s.target,
+                &intent.supersedes.as_ref().map(|o| o.as_str()),
+                &intent.rationale,
+                &s.payload,
+                &intent.payload_hash.as_str(),
+                &s.policy_version,
+                &s.data_version,
+                &intent.operation_id.idempotency_key().as_str(),
+                &(intent.approval_ttl_seconds as f64),
+            ],
+        )
+        .await?;
+    Ok(row.get::<_, i64>("inserted") == 1)
 }

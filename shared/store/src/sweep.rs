@@ -148,6 +148,20 @@ impl Store {
         Ok(AttemptAgesMs { newest: ms(r.get(0)), oldest: ms(r.get(1)) })
     }
 
+    /// Age of the newest attempt before `fence` (a create must not repeat an uncertain
+    /// one before the provider's search could show its result).
+    pub async fn previous_attempt_age_ms(&self, operation_id: &str, fence: i64) -> Result<Option<u64>, StoreError> {
+        let client = self.client().await?;
+        let r = client
+            .query_one(
+                "SELECT (EXTRACT(EPOCH FROM now() - max(started_at)) * 1000)::float8 FROM attempts
+                 WHERE operation_id = $1 AND fence < $2",
+                &[&operation_id, &fence],
+            )
+            .await?;
+        Ok(r.get::<_, Option<f64>>(0).map(|v| v.max(0.0) as u64))
+    }
+
     /// Records one lookup in the operation's history, optionally counts it as failed and
     /// schedules the next one. Used when the lookup did not move the row.
     pub async fn record_lookup(&self, operation_id: &str, fence: i64, evidence: &Value, failed: bool, next_in: Option<Duration>) -> Result<(), StoreError> {

@@ -28,3 +28,30 @@ pub fn with_amount(mut intent: Value, amount: Value) -> Value {
 pub fn intent_bytes(intent: &Value) -> Vec<u8> {
     serde_json::to_vec(intent).unwrap()
 }
+
+fn base(action: &str, provider: &str, target: Value, payload: Value, policy: &str, data_version: &str) -> Value {
+    let mut i = intent();
+    i["action"] = json!(action);
+    i["provider"] = json!(provider);
+    i["target"] = target;
+    i["payload"] = payload;
+    i["policy_version"] = json!(policy);
+    i["data_version"] = json!(data_version);
+    i
+}
+
+/// A refund of `payment_id` (a payment the simulator holds).
+pub fn refund_intent(payment_id: &str, amount_minor: i64) -> Value {
+    let payload = json!({"payment_id": payment_id, "amount_minor": amount_minor, "currency": "KZT", "reason": "duplicate invoice"});
+    base("refund.create", "payments", Value::Null, payload, "refunds-v1", &format!("{payment_id}@1"))
+}
+
+pub fn deal_create_intent() -> Value {
+    let payload = json!({"name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"});
+    base("crm.deal.create", "crm", Value::Null, payload, "crm-v1", "acct_9@3")
+}
+
+pub fn deal_update_intent(deal_id: &str, expected_version: i64, patch: Value) -> Value {
+    let payload = json!({"expected_version": expected_version, "patch": patch});
+    base("crm.deal.update", "crm", json!(deal_id), payload, "crm-v1", &format!("{deal_id}@{expected_version}"))
+}

@@ -5,26 +5,28 @@
 mod intents;
 mod processes;
 mod wait;
+mod webhooks;
 
 use std::time::Duration;
 
 use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
 use fleet_core::{Doorbell, OperationId};
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
-use fleet_prepare::PrepareDeps;
+use fleet_prepare::{PrepareDeps, ProviderCapabilities};
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
 use fleet_core::reconcile::ProviderContract;
 use fleet_provider_sim::{RunningSim, SimConfig};
-use fleet_providers::{PaymentsClient, PaymentsConfig};
+use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
 use fleet_runtime::Secret;
 use fleet_store::Store;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use intents::{intent, intent_bytes, with_amount};
+pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, DEADLINE};
+pub use webhooks::{event_body, now_s, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET};
 
 fn base_database_url() -> String {
     std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
@@ -53,6 +55,8 @@ impl TestFleet {
     }
 
     pub async fn start_with_sim(sim: SimConfig) -> TestFleet {
+        // In-process workers log to the test's output, shown when a test fails.
+        fleet_runtime::init_tracing(fleet_runtime::LogFormat::Text);
         let name = format!("fleet_t_{}", ulid::Ulid::new().to_string().to_lowercase());
         let database_url = format!("{}/{}", base_database_url(), name);
         fleet_store::create_database_if_missing(&database_url).await.expect("create the test database");
@@ -85,8 +89,20 @@ impl TestFleet {
             .expect("payments client")
     }
 
+    pub fn crm_client(&self, timeout_ms: u64) -> CrmClient {
+        CrmClient::new(CrmConfig { base_url: self.sim.base_url.clone(), api_key: Secret::new("sk_test_sim".into()), timeout_ms }).expect("crm client")
+    }
+
     pub fn spawn_prepare(&mut self) {
-        let deps = PrepareDeps { store: self.store.clone(), broker: self.broker.clone(), health: BrokerHealth::new(), concurrency: 4 };
+        self.spawn_prepare_with(ProviderCapabilities {
+            payments: fleet_providers::payments::capabilities(),
+            crm: fleet_providers::crm::capabilities(),
+        });
+    }
+
+    /// Starts prepare with these provider guarantees (the capability guard's input).
+    pub fn spawn_prepare_with(&mut self, providers: ProviderCapabilities) {
+        let deps = PrepareDeps { store: self.store.clone(), broker: self.broker.clone(), health: BrokerHealth::new(), providers, concurrency: 4 };
         let shutdown = self.shutdown.clone();
         self.workers.push(tokio::spawn(async move {
             fleet_prepare::run(deps, shutdown).await.expect("prepare worker");
@@ -100,6 +116,8 @@ impl TestFleet {
             health: BrokerHealth::new(),
             publisher: self.publisher.clone(),
             payments: self.payments_client(5_000),
+            crm: self.crm_client(5_000),
+            crm_search_lag_ms: 300,
             settings,
             concurrency: 4,
         }
@@ -110,7 +128,10 @@ impl TestFleet {
     }
 
     pub fn spawn_execute_with(&mut self, settings: ExecuteSettings) {
-        let deps = self.execute_deps(settings);
+        self.spawn_execute_deps(self.execute_deps(settings));
+    }
+
+    pub fn spawn_execute_deps(&mut self, deps: ExecuteDeps) {
         let shutdown = self.shutdown.clone();
         self.workers.push(tokio::spawn(async move {
             fleet_execute::run(deps, shutdown).await.expect("execute worker");
@@ -124,7 +145,9 @@ impl TestFleet {
             health: BrokerHealth::new(),
             publisher: self.publisher.clone(),
             payments: self.payments_client(5_000),
+            crm: self.crm_client(5_000),
             contract,
+            crm_contract: ProviderContract { key_retention_ms: u64::MAX, ..contract },
             settings,
             concurrency: 4,
         }
@@ -179,7 +202,7 @@ impl TestFleet {
 
     pub async fn sim_effects(&self, reference: &str) -> i64 {
         let v = self.sim_get(&format!("/_sim/effects?reference={reference}")).await;
-        v["payments"].as_i64().unwrap() + v["refunds"].as_i64().unwrap()
+        ["payments", "refunds", "deals"].iter().map(|k| v[k].as_i64().unwrap_or(0)).sum()
     }
 
     /// The create requests (POSTs) the simulator received for this reference.
@@ -187,12 +210,19 @@ impl TestFleet {
         self.sim_get(&format!("/_sim/requests?reference={reference}")).await["data"].as_array().unwrap().len()
     }
 
+    /// POSTs to the simulator's admin API and returns the JSON answer.
+    pub async fn sim_post(&self, path: &str, body: Value) -> Value {
+        let r = self.http.post(format!("{}{path}", self.sim.base_url)).json(&body).send().await.unwrap();
+        assert!(r.status().is_success(), "{path} refused: {}", r.status());
+        r.json().await.unwrap()
+    }
+
     pub async fn sim_fault(&self, fault: Value) {
         let r = self.http.post(format!("{}/_sim/faults", self.sim.base_url)).json(&fault).send().await.unwrap();
         assert!(r.status().is_success(), "fault {fault} refused: {}", r.text().await.unwrap());
     }
 
-    async fn sim_get(&self, path: &str) -> Value {
+    pub async fn sim_get(&self, path: &str) -> Value {
         self.http.get(format!("{}{path}", self.sim.base_url)).send().await.unwrap().error_for_status().unwrap().json().await.unwrap()
     }
 

@@ -6,23 +6,30 @@
 //! | `POST /_sim/faults` `{"route", "kind", "times"?, "probability"?, "status"?, "delay_ms"?}` | `201` the rule: `{"id": "flt_…", "route", "kind", "times" \| "probability", "status"?, "delay_ms"?}` |
 //! | `GET /_sim/faults` | `{"data": [rule, …]}` (`times` = firings left) |
 //! | `DELETE /_sim/faults` | `{"cleared": n}` |
-//! | `GET /_sim/effects?reference=R` | `{"reference": R, "payments": n, "refunds": m}` |
-//! | `GET /_sim/effects` | `{"payments": total, "refunds": total}` |
+//! | `GET /_sim/effects?reference=R` | `{"reference": R, "payments": n, "refunds": m, "deals": d}` (`deals`: with `external_id` R) |
+//! | `GET /_sim/effects` | `{"payments": total, "refunds": total, "deals": total}` |
 //! | `GET /_sim/requests[?reference=R]` | `{"data": [{"method", "path", "idempotency_key", "reference", "status", "replayed"}, …]}` |
 //! | `GET /_sim/clock` | `{"now": RFC 3339, "offset_seconds": n}` |
 //! | `POST /_sim/clock/advance` `{"seconds": n}` | same as `GET /_sim/clock` |
 //! | `POST /_sim/reset` | `204` |
 //!
-//! `route` is one of `POST /v1/payments`, `GET /v1/payments`, `GET /v1/payments/{id}` and
-//! the same three for refunds. `kind` is `drop_before_commit`, `drop_after_commit`,
+//! `route` is one of `POST /v1/payments`, `GET /v1/payments`, `GET /v1/payments/{id}`, the
+//! same three for refunds, and `POST /v1/deals`, `GET /v1/deals`, `GET /v1/deals/{id}`,
+//! `PATCH /v1/deals/{id}`. `kind` is `drop_before_commit`, `drop_after_commit`,
 //! `error_before_commit` / `error_after_commit` (with `status`, 400–599), `delay` (with
-//! `delay_ms` ≤ 600000) or `pending`; on read routes only `drop_before_commit`,
-//! `error_before_commit` and `delay` are accepted. Without `times` or `probability` a rule
+//! `delay_ms` ≤ 600000), `pending` (payments and refunds creates only) or `queued` (`POST
+//! /v1/deals` only, `delay_ms` optional); on read routes only `drop_before_commit`,
+//! `error_before_commit` and `delay` are accepted. Deals have no idempotency store: after
+//! commit means the deal was created (or queued) or patched, and the client gets the
+//! error or the dropped connection instead of the answer. Without `times` or `probability` a rule
 //! fires once. Invalid bodies answer `400 {"error": {"type": "invalid_request", "code",
 //! "param"? | "message"?}}`.
 //!
-//! The request log holds create requests (`POST /v1/…`) that passed the API key check, in
-//! arrival order; `status` is `null` while unanswered and for a dropped connection.
+//! The request log holds create requests (`POST /v1/…`) and deal patches (`PATCH
+//! /v1/deals/{id}`, logged with the deal id as `reference` and path `/v1/deals/{id}`)
+//! that passed the API key check, in arrival order; `reference` of a deal create is its
+//! `external_id`; `status` is `null` while unanswered and for a dropped connection. The
+//! CRM's own admin helpers (`/_sim/deals`) are described in crm.rs.
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -85,13 +92,19 @@ async fn clear_faults(State(app): State<App>) -> Response {
 
 async fn effects(State(app): State<App>, Query(query): Query<ReferenceQuery>) -> Response {
     let state = app.lock();
+    let now = state.now();
     let body = match query.reference {
         Some(reference) => json!({
             "payments": state.payments.count_with_reference(&reference),
             "refunds": state.refunds.count_with_reference(&reference),
+            "deals": state.deals.count_with_external_id(&reference, now),
             "reference": reference,
         }),
-        None => json!({ "payments": state.payments.len(), "refunds": state.refunds.len() }),
+        None => json!({
+            "payments": state.payments.len(),
+            "refunds": state.refunds.len(),
+            "deals": state.deals.count(now),
+        }),
     };
     Json(body).into_response()
 }

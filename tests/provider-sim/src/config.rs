@@ -16,6 +16,14 @@ pub struct SimConfig {
     pub key_retention_s: u64,
     /// Status of created objects when no `pending` fault applies: `succeeded` or `pending`.
     pub default_payment_status: String,
+    /// How long a created deal stays invisible to `GET /v1/deals?external_id=`.
+    pub crm_search_lag_ms: u64,
+    /// Whether every `POST /v1/deals` answers `202 {"status": "queued"}` and creates the
+    /// deal `crm_async_delay_ms` later.
+    pub crm_async_create: bool,
+    /// How long after a queued create the deal appears (also for the `queued` fault
+    /// without its own `delay_ms`).
+    pub crm_async_delay_ms: u64,
 }
 
 impl Default for SimConfig {
@@ -25,6 +33,9 @@ impl Default for SimConfig {
             search_lag_ms: 0,
             key_retention_s: 86_400,
             default_payment_status: "succeeded".to_owned(),
+            crm_search_lag_ms: 0,
+            crm_async_create: false,
+            crm_async_delay_ms: 500,
         }
     }
 }
@@ -37,6 +48,9 @@ impl fmt::Debug for SimConfig {
             .field("search_lag_ms", &self.search_lag_ms)
             .field("key_retention_s", &self.key_retention_s)
             .field("default_payment_status", &self.default_payment_status)
+            .field("crm_search_lag_ms", &self.crm_search_lag_ms)
+            .field("crm_async_create", &self.crm_async_create)
+            .field("crm_async_delay_ms", &self.crm_async_delay_ms)
             .finish()
     }
 }

@@ -104,7 +104,9 @@ async fn decide<R: Resource>(
             FaultKind::DropAfterCommit
             | FaultKind::ErrorAfterCommit(_)
             | FaultKind::Delay(_)
-            | FaultKind::Pending,
+            | FaultKind::Pending
+            // Refused when installed on a payments or refunds route (faults.rs).
+            | FaultKind::Queued(_),
         )
         | None => {}
     }

@@ -33,6 +33,9 @@ pub enum FaultKind {
     Delay(Duration),
     /// Create the object with status `pending` instead of the default.
     Pending,
+    /// CRM create only: answer `202 queued` and create the deal after this delay (the
+    /// simulator's `crm_async_delay_ms` when `None`).
+    Queued(Option<Duration>),
 }
 
 impl FaultKind {
@@ -43,9 +46,23 @@ impl FaultKind {
             FaultKind::DropBeforeCommit | FaultKind::ErrorBeforeCommit(_) | FaultKind::Delay(_) => {
                 true
             }
-            FaultKind::DropAfterCommit | FaultKind::ErrorAfterCommit(_) | FaultKind::Pending => {
-                false
-            }
+            FaultKind::DropAfterCommit
+            | FaultKind::ErrorAfterCommit(_)
+            | FaultKind::Pending
+            | FaultKind::Queued(_) => false,
+        }
+    }
+
+    /// Whether a rule of this kind may be installed on `route`.
+    const fn applies_to(self, route: Route) -> bool {
+        match self {
+            FaultKind::Pending => matches!(route, Route::CreatePayment | Route::CreateRefund),
+            FaultKind::Queued(_) => matches!(route, Route::CreateDeal),
+            FaultKind::DropBeforeCommit
+            | FaultKind::DropAfterCommit
+            | FaultKind::ErrorBeforeCommit(_)
+            | FaultKind::ErrorAfterCommit(_)
+            | FaultKind::Delay(_) => route.creates() || self.applies_to_reads(),
         }
     }
 }
@@ -143,7 +160,7 @@ impl Rule {
         let route =
             Route::parse(&spec.route).ok_or_else(|| ApiError::invalid("unknown_route", "route"))?;
         let kind = parse_kind(&spec)?;
-        if !route.creates() && !kind.applies_to_reads() {
+        if !kind.applies_to(route) {
             return Err(ApiError::invalid("fault_not_applicable", "kind"));
         }
         let trigger = match (spec.times, spec.probability) {
@@ -175,8 +192,13 @@ impl Rule {
             FaultKind::ErrorBeforeCommit(status) | FaultKind::ErrorAfterCommit(status) => {
                 out["status"] = json!(status.as_u16());
             }
-            FaultKind::Delay(delay) => out["delay_ms"] = json!(delay.as_millis()),
-            FaultKind::DropBeforeCommit | FaultKind::DropAfterCommit | FaultKind::Pending => {}
+            FaultKind::Delay(delay) | FaultKind::Queued(Some(delay)) => {
+                out["delay_ms"] = json!(delay.as_millis());
+            }
+            FaultKind::DropBeforeCommit
+            | FaultKind::DropAfterCommit
+            | FaultKind::Pending
+            | FaultKind::Queued(None) => {}
         }
         out
     }
@@ -203,6 +225,11 @@ fn parse_kind(spec: &FaultSpec) -> Result<FaultKind, ApiError> {
             None => return Err(ApiError::invalid("parameter_missing", "delay_ms")),
         },
         "pending" => FaultKind::Pending,
+        "queued" => match spec.delay_ms {
+            Some(ms) if ms <= MAX_DELAY_MS => FaultKind::Queued(Some(Duration::from_millis(ms))),
+            Some(_) => return Err(ApiError::invalid("parameter_invalid", "delay_ms")),
+            None => FaultKind::Queued(None),
+        },
         _ => return Err(ApiError::invalid("unknown_fault_kind", "kind")),
     })
 }
@@ -215,6 +242,7 @@ const fn kind_name(kind: FaultKind) -> &'static str {
         FaultKind::ErrorAfterCommit(_) => "error_after_commit",
         FaultKind::Delay(_) => "delay",
         FaultKind::Pending => "pending",
+        FaultKind::Queued(_) => "queued",
     }
 }
 
@@ -304,7 +332,7 @@ mod tests {
         let mut faults = FaultSet::new(1);
         let cases = [
             (
-                json!({"route": "POST /v1/deals", "kind": "pending"}),
+                json!({"route": "POST /v1/charges", "kind": "pending"}),
                 "unknown_route",
             ),
             (
@@ -338,6 +366,26 @@ mod tests {
             (
                 json!({"route": "GET /v1/payments/{id}", "kind": "drop_after_commit"}),
                 "fault_not_applicable",
+            ),
+            (
+                json!({"route": "GET /v1/deals/{id}", "kind": "error_after_commit", "status": 503}),
+                "fault_not_applicable",
+            ),
+            (
+                json!({"route": "POST /v1/deals", "kind": "pending"}),
+                "fault_not_applicable",
+            ),
+            (
+                json!({"route": "POST /v1/payments", "kind": "queued"}),
+                "fault_not_applicable",
+            ),
+            (
+                json!({"route": "PATCH /v1/deals/{id}", "kind": "queued"}),
+                "fault_not_applicable",
+            ),
+            (
+                json!({"route": "POST /v1/deals", "kind": "queued", "delay_ms": 600_001}),
+                "parameter_invalid",
             ),
         ];
         for (body, code) in cases {

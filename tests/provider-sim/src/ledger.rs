@@ -15,8 +15,6 @@ use serde::Serialize;
 pub enum ObjectStatus {
     Succeeded,
     Pending,
-    // Not produced yet: reserved for the admin status change that webhook work will add.
-    #[allow(dead_code)]
     Failed,
 }
 
@@ -106,6 +104,12 @@ impl<T: Record> Ledger<T> {
 
     pub fn get(&self, id: &str) -> Option<&T> {
         self.by_id.get(id).map(|&index| &self.objects[index])
+    }
+
+    /// For status changes only (settling a pending object); ids and references stay.
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut T> {
+        let index = *self.by_id.get(id)?;
+        Some(&mut self.objects[index])
     }
 
     /// Every object with this reference, in creation order, whatever its age.

@@ -10,6 +10,8 @@ mod api_error;
 mod auth;
 mod config;
 mod create;
+mod create_hook;
+mod crm;
 mod faults;
 mod fields;
 mod idempotency;
@@ -24,6 +26,8 @@ mod route;
 mod router;
 mod server;
 mod state;
+mod webhook_delivery;
+mod webhooks;
 
 pub use config::SimConfig;
 pub use server::{spawn, RunningSim};

@@ -26,6 +26,14 @@ struct Args {
     #[arg(long, env = "SIM_DEFAULT_PAYMENT_STATUS", default_value = "succeeded",
           value_parser = ["succeeded", "pending"])]
     default_payment_status: String,
+    #[arg(long, env = "SIM_CRM_SEARCH_LAG_MS", default_value_t = 0)]
+    crm_search_lag_ms: u64,
+    /// Answer every deal create with `202 queued` and create the deal later.
+    #[arg(long, env = "SIM_CRM_ASYNC_CREATE", default_value_t = false,
+          action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    crm_async_create: bool,
+    #[arg(long, env = "SIM_CRM_ASYNC_DELAY_MS", default_value_t = 500)]
+    crm_async_delay_ms: u64,
 }
 
 #[tokio::main]
@@ -42,6 +50,9 @@ async fn main() -> anyhow::Result<()> {
         search_lag_ms: args.search_lag_ms,
         key_retention_s: args.key_retention_s,
         default_payment_status: args.default_payment_status,
+        crm_search_lag_ms: args.crm_search_lag_ms,
+        crm_async_create: args.crm_async_create,
+        crm_async_delay_ms: args.crm_async_delay_ms,
     };
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await

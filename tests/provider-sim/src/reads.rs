@@ -53,7 +53,7 @@ pub async fn get<R: Resource>(State(app): State<App>, Path(id): Path<String>) ->
 }
 
 /// Applies the fault drawn for a read, if any; `Some` is the answer that replaces it.
-async fn suffer_fault(app: &App, route: Route) -> Option<Reply> {
+pub(crate) async fn suffer_fault(app: &App, route: Route) -> Option<Reply> {
     let fault = app.lock().faults.take(route);
     match fault? {
         FaultKind::DropBeforeCommit => Some(Reply::Drop),
@@ -63,6 +63,9 @@ async fn suffer_fault(app: &App, route: Route) -> Option<Reply> {
             None
         }
         // Refused when installed on a read route (faults.rs): a read commits nothing.
-        FaultKind::DropAfterCommit | FaultKind::ErrorAfterCommit(_) | FaultKind::Pending => None,
+        FaultKind::DropAfterCommit
+        | FaultKind::ErrorAfterCommit(_)
+        | FaultKind::Pending
+        | FaultKind::Queued(_) => None,
     }
 }

@@ -9,16 +9,24 @@ pub enum Route {
     CreateRefund,
     SearchRefunds,
     GetRefund,
+    CreateDeal,
+    SearchDeals,
+    GetDeal,
+    PatchDeal,
 }
 
 impl Route {
-    pub const ALL: [Route; 6] = [
+    pub const ALL: [Route; 10] = [
         Route::CreatePayment,
         Route::SearchPayments,
         Route::GetPayment,
         Route::CreateRefund,
         Route::SearchRefunds,
         Route::GetRefund,
+        Route::CreateDeal,
+        Route::SearchDeals,
+        Route::GetDeal,
+        Route::PatchDeal,
     ];
 
     /// The name used on the admin wire, e.g. `POST /v1/payments`.
@@ -30,6 +38,10 @@ impl Route {
             Route::CreateRefund => "POST /v1/refunds",
             Route::SearchRefunds => "GET /v1/refunds",
             Route::GetRefund => "GET /v1/refunds/{id}",
+            Route::CreateDeal => "POST /v1/deals",
+            Route::SearchDeals => "GET /v1/deals",
+            Route::GetDeal => "GET /v1/deals/{id}",
+            Route::PatchDeal => "PATCH /v1/deals/{id}",
         }
     }
 
@@ -40,10 +52,15 @@ impl Route {
     /// Whether requests on this route execute an effect (and so have a commit point).
     pub const fn creates(self) -> bool {
         match self {
-            Route::CreatePayment | Route::CreateRefund => true,
-            Route::SearchPayments | Route::GetPayment | Route::SearchRefunds | Route::GetRefund => {
-                false
+            Route::CreatePayment | Route::CreateRefund | Route::CreateDeal | Route::PatchDeal => {
+                true
             }
+            Route::SearchPayments
+            | Route::GetPayment
+            | Route::SearchRefunds
+            | Route::GetRefund
+            | Route::SearchDeals
+            | Route::GetDeal => false,
         }
     }
 
@@ -67,7 +84,9 @@ mod tests {
         for route in Route::ALL {
             assert_eq!(Route::parse(route.as_str()), Some(route));
         }
-        assert_eq!(Route::parse("POST /v1/deals"), None);
+        assert_eq!(Route::parse("POST /v1/charges"), None);
+        assert_eq!(Route::PatchDeal.method(), "PATCH");
+        assert_eq!(Route::PatchDeal.path(), "/v1/deals/{id}");
         assert_eq!(Route::CreateRefund.method(), "POST");
         assert_eq!(Route::CreateRefund.path(), "/v1/refunds");
     }

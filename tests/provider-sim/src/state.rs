@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::config::SimConfig;
+use crate::crm::{CrmSettings, DealStore};
 use crate::faults::{FaultKind, FaultSet};
 use crate::idempotency::IdempotencyStore;
 use crate::ledger::{Ledger, ObjectStatus, Payment, Refund};
@@ -18,21 +19,25 @@ use crate::route::Route;
 pub struct SimState {
     pub payments: Ledger<Payment>,
     pub refunds: Ledger<Refund>,
+    pub deals: DealStore,
     pub keys: IdempotencyStore,
     pub faults: FaultSet,
     pub requests: RequestLog,
+    pub webhooks: crate::webhooks::WebhookState,
     // How far the admin API has moved the simulator's clock ahead of the wall clock.
     clock_offset: TimeDelta,
 }
 
 impl SimState {
-    fn new(key_retention: TimeDelta, seed: u64) -> Self {
+    fn new(key_retention: TimeDelta, seed: u64, crm: CrmSettings) -> Self {
         Self {
             payments: Ledger::default(),
             refunds: Ledger::default(),
+            deals: DealStore::new(crm),
             keys: IdempotencyStore::new(key_retention),
             faults: FaultSet::new(seed),
             requests: RequestLog::default(),
+            webhooks: Default::default(),
             clock_offset: TimeDelta::zero(),
         }
     }
@@ -54,9 +59,11 @@ impl SimState {
     pub fn reset(&mut self) {
         self.payments = Ledger::default();
         self.refunds = Ledger::default();
+        self.deals.forget_all();
         self.keys.forget_all();
         self.faults.clear();
         self.requests = RequestLog::default();
+        self.webhooks = Default::default();
         self.clock_offset = TimeDelta::zero();
     }
 }
@@ -66,6 +73,7 @@ struct Shared {
     api_key: String,
     search_lag: TimeDelta,
     default_status: ObjectStatus,
+    webhook_runtime: crate::webhooks::WebhookRuntime,
 }
 
 /// The handle every route holds: cheap to clone.
@@ -80,10 +88,15 @@ impl App {
         // The seed only drives probabilistic faults; a fresh one per instance is enough.
         let seed = ulid::Ulid::new().random() as u64;
         Ok(Self(Arc::new(Shared {
-            state: Mutex::new(SimState::new(retention, seed)),
+            state: Mutex::new(SimState::new(
+                retention,
+                seed,
+                CrmSettings::from_config(config)?,
+            )),
             api_key: config.api_key.clone(),
             search_lag,
             default_status: config.default_status()?,
+            webhook_runtime: crate::webhooks::WebhookRuntime::new()?,
         })))
     }
 
@@ -103,6 +116,10 @@ impl App {
 
     pub fn default_status(&self) -> ObjectStatus {
         self.0.default_status
+    }
+
+    pub fn webhook_runtime(&self) -> &crate::webhooks::WebhookRuntime {
+        &self.0.webhook_runtime
     }
 
     /// Logs a create request on arrival and picks the fault it suffers, atomically, so

@@ -1,7 +1,9 @@
 //! fleet-execute: claims an approved operation with a fenced lease and calls its provider
-//! once, with the operation's idempotency key. Any answer that does not prove the outcome
+//! once, with the operation's idempotency key (or, for a CRM without keys, after a
+//! search by external id). Any answer that does not prove the outcome
 //! makes the operation `unknown` for reconcile; this worker never retries it blindly.
 
+mod deal_create;
 mod decide;
 mod handler;
 mod lease;
@@ -13,7 +15,7 @@ mod settings;
 use std::sync::Arc;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
-use fleet_providers::PaymentsClient;
+use fleet_providers::{CrmClient, PaymentsClient};
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +31,10 @@ pub struct ExecuteDeps {
     /// Rings `operations.reconcile` after an ambiguous outcome.
     pub publisher: Publisher,
     pub payments: PaymentsClient,
+    pub crm: CrmClient,
+    /// The CRM's documented search lag: a deal create waits this long after an earlier
+    /// uncertain one before it may create again.
+    pub crm_search_lag_ms: u64,
     pub settings: ExecuteSettings,
     pub concurrency: usize,
 }

@@ -3,8 +3,8 @@
 use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
-use fleet_providers::{PaymentsClient, PaymentsConfig};
-use fleet_runtime::{admin_addrs, CommonArgs, PaymentsArgs};
+use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
+use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
 
 #[derive(Parser)]
 #[command(name = "fleet-execute", about = "Claims approved operations and calls their provider once")]
@@ -13,6 +13,8 @@ struct Cli {
     common: CommonArgs,
     #[command(flatten)]
     payments: PaymentsArgs,
+    #[command(flatten)]
+    crm: CrmArgs,
     #[command(flatten)]
     execute: ExecuteSettings,
 }
@@ -27,6 +29,8 @@ async fn main() -> anyhow::Result<()> {
         health: boot.broker_health.clone(),
         publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
         payments: PaymentsClient::new(PaymentsConfig::from_args(&cli.payments))?,
+        crm: CrmClient::new(CrmConfig::from_args(&cli.crm))?,
+        crm_search_lag_ms: cli.crm.crm_search_lag_ms,
         settings: cli.execute,
         concurrency: cli.common.concurrency,
     };

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use fleet_core::{classify_payment, CallResult, Event, OperationId, Outcome, Status};
+use fleet_core::outcome::{classify_deal_update, classify_payment};
+use fleet_core::{CallResult, Event, OperationId, Outcome, Status};
 use fleet_runtime::metric_names as m;
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
@@ -33,14 +34,14 @@ impl ExecuteHandler {
         // The keeper runs on its own task (and takes its own pooled connection for each
         // renewal), so a slow call cannot delay a renewal.
         let mut keeper = tokio::spawn(lease::hold(self.deps.store.clone(), op.to_owned(), fence, ttl, claim_sent_at));
-        let call = tokio::select! {
+        let answered = tokio::select! {
             biased;
             lost = &mut keeper => Err(lost.unwrap_or(lease::LeaseLost::RenewalTimedOut)),
-            call = self.call(&request, &row.idempotency_key) => Ok(call),
+            answered = self.call(&request, &row.idempotency_key, fence) => Ok(answered),
         };
         keeper.abort();
-        let call = match call {
-            Ok(call) => call,
+        let (outcome, attempt) = match answered {
+            Ok(answered) => answered?,
             Err(lost) => {
                 // The call may have reached the provider: nothing is known, and without the
                 // lease this worker may not move the row. reconcile takes it from here.
@@ -53,26 +54,43 @@ impl ExecuteHandler {
             }
         };
         pause::point(pause::AFTER_PROVIDER_RESPONSE).await;
-        let outcome = classify_payment(&call);
         let labels = [("provider", row.provider.clone()), ("action", row.action.clone()), ("outcome", outcome.label().to_owned())];
         metrics::counter!(m::PROVIDER_CALLS_TOTAL, &labels).increment(1);
         metrics::histogram!(m::PROVIDER_CALL_DURATION_SECONDS, &labels).record(started.elapsed().as_secs_f64());
-        self.record(&claimed, &outcome, attempt_record(&call, &outcome)).await?;
+        self.record(&claimed, &outcome, attempt).await?;
         pause::point(pause::AFTER_RECORD).await;
         Ok(())
     }
 
-    /// Sends the request; resends (same key, same body) only when the previous send
+    /// The one provider call of this claim, by action.
+    async fn call(&self, request: &ProviderRequest, key: &str, fence: i64) -> Result<(Outcome, AttemptRecord), StoreError> {
+        let classified = |call: CallResult, classify: fn(&CallResult) -> Outcome| {
+            let outcome = classify(&call);
+            let record = attempt_record(&call, &outcome);
+            (outcome, record)
+        };
+        Ok(match request {
+            ProviderRequest::Payment(p) => classified(self.send(|| self.deps.payments.create_payment(key, p)).await, classify_payment),
+            ProviderRequest::Refund(r) => classified(self.send(|| self.deps.payments.create_refund(key, r)).await, classify_payment),
+            ProviderRequest::DealUpdate { deal_id, expected_version, patch } => {
+                classified(self.send(|| self.deps.crm.update_deal(key, deal_id, *expected_version, patch)).await, classify_deal_update)
+            }
+            ProviderRequest::DealCreate(d) => return self.create_deal_safely(d, fence).await,
+        })
+    }
+
+    /// Sends a request; sends it again (same key, same body) only when the previous send
     /// provably never reached the provider, at most `not_sent_retries` times in all.
-    async fn call(&self, request: &ProviderRequest, key: &str) -> CallResult {
+    async fn send<F, Fut>(&self, send: F) -> CallResult
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = CallResult>,
+    {
         let mut sends = 0;
         loop {
             sends += 1;
-            let call = match request {
-                ProviderRequest::Payment(p) => self.deps.payments.create_payment(key, p).await,
-                ProviderRequest::Refund(r) => self.deps.payments.create_refund(key, r).await,
-            };
-            let provably_unsent = matches!(classify_payment(&call), Outcome::NotExecuted { .. });
+            let call = send().await;
+            let provably_unsent = matches!(call, CallResult::NotSent { .. });
             if !provably_unsent || sends >= self.deps.settings.not_sent_retries {
                 return call;
             }
@@ -104,10 +122,17 @@ impl ExecuteHandler {
             },
             Outcome::Accepted { external_id } => Transition {
                 event: Event::ProviderAccepted,
-                external_id: Some(external_id),
+                external_id: external_id.as_deref(),
                 provider_request_id: attempt.provider_request_id.as_deref(),
                 result,
                 deadline_secs: Some(f64::from(self.deps.settings.accepted_deadline_s)),
+                ..base
+            },
+            Outcome::Conflict { .. } => Transition {
+                event: Event::ProviderConflict,
+                reason: Some("version_conflict"),
+                error_code: Some("version_conflict"),
+                result,
                 ..base
             },
             Outcome::NotExecuted { reason } => Transition { event: Event::ProviderNotSent, reason: Some(reason), ..base },
@@ -116,6 +141,10 @@ impl ExecuteHandler {
         match self.deps.store.transition(t, Some(&attempt)).await? {
             TransitionOutcome::Moved { to, .. } => {
                 info!(operation_id = op, fence = claimed.fence, outcome = outcome.label(), status = %to, "recorded");
+                if let Outcome::Conflict { current_version } = outcome {
+                    metrics::counter!(m::VERSION_CONFLICTS_TOTAL, "provider" => row.provider.clone()).increment(1);
+                    warn!(operation_id = op, current_version, "version conflict: cancelled; a new intent and approval are needed");
+                }
                 if to == Status::Unknown {
                     self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid")).await;
                 }
@@ -131,14 +160,16 @@ impl ExecuteHandler {
     }
 }
 
-fn attempt_record(call: &CallResult, outcome: &Outcome) -> AttemptRecord {
+pub(crate) fn attempt_record(call: &CallResult, outcome: &Outcome) -> AttemptRecord {
     let external_id = match outcome {
-        Outcome::Succeeded { external_id } | Outcome::Accepted { external_id } => Some(external_id.clone()),
-        Outcome::Failed { .. } | Outcome::NotExecuted { .. } | Outcome::Unknown { .. } => None,
+        Outcome::Succeeded { external_id } => Some(external_id.clone()),
+        Outcome::Accepted { external_id } => external_id.clone(),
+        Outcome::Failed { .. } | Outcome::NotExecuted { .. } | Outcome::Unknown { .. } | Outcome::Conflict { .. } => None,
     };
     let detail = match outcome {
         Outcome::Failed { code } => Some(code.clone()),
         Outcome::NotExecuted { reason } | Outcome::Unknown { reason, .. } => Some(reason.clone()),
+        Outcome::Conflict { current_version } => Some(format!("version_conflict current_version={}", current_version.map_or("?".into(), |v| v.to_string()))),
         Outcome::Succeeded { .. } | Outcome::Accepted { .. } => None,
     };
     let base = AttemptRecord { outcome: outcome.label(), external_id, detail, ..Default::default() };

@@ -42,6 +42,12 @@ pub enum Command {
     Hash { file: PathBuf },
     /// Validate an intent.v1 file and publish it to intents.prepare with a publisher confirm.
     Submit { file: PathBuf },
+    /// Submit a corrected intent that replaces OP (it needs a new approval).
+    Supersede {
+        operation_id: String,
+        #[arg(long)]
+        file: PathBuf,
+    },
     /// Approve the exact snapshot hash of a pending operation, then ring its execute bell.
     Approve {
         operation_id: String,
@@ -101,4 +107,6 @@ pub enum Command {
     Reconcile { operation_id: String },
     /// Run the whole pipeline on this machine and print what happened.
     Demo(crate::demo::DemoArgs),
+    /// Measure throughput, latency and cost of the fleet on this machine (issue 7).
+    Bench(crate::bench::BenchArgs),
 }

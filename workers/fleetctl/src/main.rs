@@ -4,7 +4,7 @@ use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
 use fleetctl::cli::{Cli, Command};
-use fleetctl::{approval, demo, hash, inspect, operator, submit};
+use fleetctl::{approval, bench, demo, hash, inspect, operator, submit};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -20,6 +20,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Hash { file } => hash::run(&file)?,
         Command::Submit { file } => submit::run(&cli.conn.broker(), &file).await?,
+        Command::Supersede { operation_id, file } => submit::supersede(&cli.conn.broker(), &operation_id, &file).await?,
         Command::Approve { operation_id, hash, by } => {
             let publisher = Publisher::connect(&cli.conn.broker()).await?;
             approval::approve(&store()?, &publisher, &operation_id, &hash, &by).await?;
@@ -39,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
             publisher.close().await;
         }
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
+        Command::Bench(args) => bench::run(&cli.conn, args).await?,
     }
     Ok(())
 }

@@ -2,7 +2,25 @@
 
 use std::path::Path;
 
+use anyhow::Context;
 use fleet_broker::{BrokerConfig, Publisher, Queue};
+
+/// `fleetctl supersede OP --file NEW`: submits the corrected intent as the replacement of
+/// OP (its `supersedes` is set to OP). prepare cancels OP if it never executed, or refuses
+/// the correction if it did or might have; the new operation needs its own approval.
+pub async fn supersede(broker: &BrokerConfig, old: &str, file: &Path) -> anyhow::Result<()> {
+    let old = fleet_core::OperationId::parse(old).map_err(anyhow::Error::msg)?;
+    let raw = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let mut message: serde_json::Value = serde_json::from_slice(&raw).with_context(|| format!("{} is not JSON", file.display()))?;
+    message["supersedes"] = serde_json::json!(old.as_str());
+    let bytes = serde_json::to_vec(&message)?;
+    let intent = fleet_core::parse_intent(&bytes).map_err(|e| anyhow::anyhow!("not a valid intent.v1 ({}): {e}", e.code()))?;
+    let publisher = Publisher::connect(broker).await?;
+    publisher.publish(Queue::IntentsPrepare, &bytes).await?;
+    publisher.close().await;
+    println!("submitted {} {} superseding {old}; approve the new hash to proceed", intent.operation_id, intent.payload_hash);
+    Ok(())
+}
 
 pub async fn run(broker: &BrokerConfig, file: &Path) -> anyhow::Result<()> {
     // Refuse locally what prepare would dead-letter: the person at the terminal learns why now.

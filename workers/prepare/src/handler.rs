@@ -1,29 +1,21 @@
 //! One intent message, one decision: insert, no-op, or dead-letter with a reason.
 
 use fleet_broker::{Delivery, Disposition, Handler};
-use fleet_core::{parse_intent, Action, IntentError};
+use fleet_core::{parse_intent, IntentError};
 use fleet_runtime::metric_names as m;
 use fleet_store::{PrepareOutcome, Store};
 use tracing::{info, warn};
 
+use crate::guard::{self, ProviderCapabilities};
+
 pub struct PrepareHandler {
     store: Store,
+    providers: ProviderCapabilities,
 }
 
 impl PrepareHandler {
-    pub fn new(store: Store) -> Self {
-        Self { store }
-    }
-}
-
-/// The provider each action is executed against. An intent naming another provider is
-/// refused here rather than failing after approval.
-fn serving_provider(action: Action) -> Option<&'static str> {
-    match action {
-        Action::PaymentCreate | Action::RefundCreate => Some("payments"),
-        // The CRM adapter is not part of this release: refuse instead of stranding an
-        // approved operation that no worker can perform.
-        Action::CrmDealCreate | Action::CrmDealUpdate => None,
+    pub fn new(store: Store, providers: ProviderCapabilities) -> Self {
+        Self { store, providers }
     }
 }
 
@@ -51,15 +43,22 @@ impl Handler for PrepareHandler {
             }
         };
         let op = intent.operation_id.as_str();
-        if serving_provider(intent.action) != Some(intent.snapshot.provider.as_str()) {
-            warn!(operation_id = op, action = intent.action.wire_name(), provider = %intent.snapshot.provider, reason = "unsupported_provider", "intent refused");
-            return refuse("unsupported_provider");
+        if let Err(reason) = guard::check(intent.action, &intent.snapshot.provider, &self.providers) {
+            warn!(operation_id = op, action = intent.action.wire_name(), provider = %intent.snapshot.provider, reason, "intent refused");
+            return refuse(reason);
         }
         match self.store.insert_prepared(&intent).await {
             Ok(PrepareOutcome::Inserted) => {
-                info!(operation_id = op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, "prepared, approval pending");
+                info!(operation_id = op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), "prepared, approval pending");
                 metrics::counter!(m::INTENTS_PREPARED_TOTAL, "outcome" => "prepared").increment(1);
+                if intent.supersedes.is_some() {
+                    metrics::counter!(m::APPROVALS_RENEWED_TOTAL, "action" => intent.action.wire_name()).increment(1);
+                }
                 Disposition::Ack
+            }
+            Ok(PrepareOutcome::Refused(reason)) => {
+                warn!(operation_id = op, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), reason, "intent refused: it cannot replace that operation");
+                refuse(reason)
             }
             Ok(PrepareOutcome::AlreadyPrepared) => {
                 info!(operation_id = op, "same snapshot prepared before; nothing to do");

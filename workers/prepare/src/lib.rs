@@ -1,7 +1,9 @@
 //! fleet-prepare: turns intent.v1 messages into immutable, pending-approval operations.
-//! It makes no external call. A message that breaks the contract is dead-lettered at
+//! It makes no external call, and refuses actions on providers that cannot execute them
+//! safely (the capability guard). A message that breaks the contract is dead-lettered at
 //! once with its reason and nothing is written for it.
 
+mod guard;
 mod handler;
 
 use std::sync::Arc;
@@ -10,6 +12,7 @@ use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Queue};
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
+pub use guard::ProviderCapabilities;
 pub use handler::PrepareHandler;
 
 /// Everything `run` needs, built by `main` (or by a test).
@@ -17,11 +20,12 @@ pub struct PrepareDeps {
     pub store: Store,
     pub broker: BrokerConfig,
     pub health: BrokerHealth,
+    pub providers: ProviderCapabilities,
     pub concurrency: usize,
 }
 
 /// Consumes `intents.prepare` until `shutdown` is cancelled.
 pub async fn run(deps: PrepareDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
-    let handler = Arc::new(PrepareHandler::new(deps.store));
+    let handler = Arc::new(PrepareHandler::new(deps.store, deps.providers));
     fleet_broker::consume_with_health(deps.broker, Queue::IntentsPrepare, handler, deps.concurrency, shutdown, &deps.health).await
 }

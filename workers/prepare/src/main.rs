@@ -1,20 +1,34 @@
 //! fleet-prepare: consumes `intents.prepare`.
 
 use clap::Parser;
-use fleet_runtime::{admin_addrs, CommonArgs};
+use fleet_prepare::ProviderCapabilities;
+use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs};
 
 #[derive(Parser)]
 #[command(name = "fleet-prepare", about = "Validates intent.v1 messages and stores pending-approval operations")]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
+    /// Only CRM_CAPABILITIES matters here: what the configured CRM guarantees.
+    #[command(flatten)]
+    crm: CrmArgs,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let boot = fleet_boot::start("prepare", &cli.common, admin_addrs::PREPARE).await?;
-    let deps = fleet_prepare::PrepareDeps { store: boot.store.clone(), broker: boot.broker.clone(), health: boot.broker_health.clone(), concurrency: cli.common.concurrency };
+    let providers = ProviderCapabilities {
+        payments: fleet_providers::payments::capabilities(),
+        crm: fleet_providers::crm::declared_capabilities(&cli.crm).map_err(anyhow::Error::msg)?,
+    };
+    let deps = fleet_prepare::PrepareDeps {
+        store: boot.store.clone(),
+        broker: boot.broker.clone(),
+        health: boot.broker_health.clone(),
+        providers,
+        concurrency: cli.common.concurrency,
+    };
     fleet_prepare::run(deps, boot.shutdown.clone()).await?;
     boot.finish().await;
     Ok(())

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
 use fleet_core::reconcile::ProviderContract;
-use fleet_providers::PaymentsClient;
+use fleet_providers::{CrmClient, PaymentsClient};
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +30,11 @@ pub struct ReconcileDeps {
     /// Rings `operations.execute` for operations sent back for a same-key retry.
     pub publisher: Publisher,
     pub payments: PaymentsClient,
+    pub crm: CrmClient,
+    /// The payments provider's documented contract (search lag, key retention).
     pub contract: ProviderContract,
+    /// The CRM's: it has no keys, so no retention limit; its search lag bounds absence.
+    pub crm_contract: ProviderContract,
     pub settings: ReconcileSettings,
     pub concurrency: usize,
 }

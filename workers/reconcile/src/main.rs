@@ -3,9 +3,9 @@
 use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_core::reconcile::ProviderContract;
-use fleet_providers::{PaymentsClient, PaymentsConfig};
+use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
-use fleet_runtime::{admin_addrs, CommonArgs, PaymentsArgs};
+use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
 
 #[derive(Parser)]
 #[command(name = "fleet-reconcile", about = "Reconciles uncertain operations with their provider")]
@@ -14,6 +14,8 @@ struct Cli {
     common: CommonArgs,
     #[command(flatten)]
     payments: PaymentsArgs,
+    #[command(flatten)]
+    crm: CrmArgs,
     #[command(flatten)]
     reconcile: ReconcileSettings,
 }
@@ -33,7 +35,9 @@ async fn main() -> anyhow::Result<()> {
         health: boot.broker_health.clone(),
         publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
         payments: PaymentsClient::new(PaymentsConfig::from_args(&cli.payments))?,
+        crm: CrmClient::new(CrmConfig::from_args(&cli.crm))?,
         contract,
+        crm_contract: ProviderContract { search_lag_ms: cli.crm.crm_search_lag_ms, key_retention_ms: u64::MAX, ..contract },
         settings: cli.reconcile,
         concurrency: cli.common.concurrency,
     };

@@ -7,20 +7,20 @@ use std::time::Duration;
 use fleet_broker::{Publisher, Queue};
 use fleet_core::reconcile::{judge, AttemptAges, Found, ProviderContract, Verdict};
 use fleet_core::{Doorbell, Event, OperationId, Status};
-use fleet_providers::PaymentsClient;
 use fleet_runtime::metric_names as m;
 use fleet_store::{record_lookup_on, transition_in, AttemptRow, OperationRow, Store, StoreError, Transition, TransitionOutcome};
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
-use crate::lookup::{look_up, LookupOutcome};
+use crate::lookup::{look_up, LookupOutcome, Providers};
 use crate::{ReconcileDeps, ReconcileSettings};
 
 pub struct Reconciler {
     pub(crate) store: Store,
     publisher: Publisher,
-    payments: PaymentsClient,
+    providers: Providers,
     contract: ProviderContract,
+    crm_contract: ProviderContract,
     pub(crate) settings: ReconcileSettings,
 }
 
@@ -32,8 +32,9 @@ impl Reconciler {
         Self {
             store: deps.store.clone(),
             publisher: deps.publisher.clone(),
-            payments: deps.payments.clone(),
+            providers: Providers { payments: deps.payments.clone(), crm: deps.crm.clone() },
             contract: deps.contract,
+            crm_contract: deps.crm_contract,
             settings: deps.settings.clone(),
         }
     }
@@ -71,10 +72,11 @@ impl Reconciler {
             return self.resolve(row, Status::Unknown, &found, evidence).await;
         }
         let external_id = row.external_id.clone().or_else(|| attempts.iter().rev().find_map(|a| a.external_id.clone()));
-        let LookupOutcome { lookup, evidence } = look_up(&self.payments, row, external_id.as_deref()).await;
+        let LookupOutcome { lookup, evidence } = look_up(&self.providers, row, external_id.as_deref()).await;
         let ages = self.store.attempt_ages(op).await?;
         let ages = AttemptAges { newest_ms: ages.newest, oldest_ms: ages.oldest, failed_lookups_so_far: row.lookup_failures.max(0) as u32 };
-        match judge(&lookup, ages, self.contract) {
+        let contract = if row.provider == "crm" { self.crm_contract } else { self.contract };
+        match judge(&lookup, ages, contract) {
             Verdict::Resolve(found) => self.resolve(row, Status::Unknown, &found, evidence).await,
             Verdict::Absent => self.send_back(row, evidence).await,
             Verdict::WaitForSearchLag { wait_ms } => {
@@ -93,7 +95,7 @@ impl Reconciler {
     /// Past its deadline an accepted operation is looked up; a final answer settles it,
     /// anything else makes it unknown (reconcile then keeps asking, or escalates).
     async fn settle_accepted(&self, row: &OperationRow) -> Result<(), StoreError> {
-        let LookupOutcome { lookup, evidence } = look_up(&self.payments, row, row.external_id.as_deref()).await;
+        let LookupOutcome { lookup, evidence } = look_up(&self.providers, row, row.external_id.as_deref()).await;
         if let fleet_core::reconcile::Lookup::Matches(found) = &lookup {
             if let [found @ (Found::Succeeded { .. } | Found::Failed { .. })] = found.as_slice() {
                 return self.resolve(row, Status::Accepted, found, evidence).await;

@@ -21,9 +21,14 @@ pub async fn run(reconciler: Arc<Reconciler>, settings: ReconcileSettings, concu
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => {}
         }
-        if let Err(e) = sweep_once(&reconciler, &settings, concurrency).await {
-            warn!(error = %e, "sweep failed; next tick retries");
-        }
+        let outcome = match sweep_once(&reconciler, &settings, concurrency).await {
+            Ok(()) => "ok",
+            Err(e) => {
+                warn!(error = %e, "sweep failed; next tick retries");
+                "error"
+            }
+        };
+        metrics::counter!(m::RECONCILE_SWEEPS_TOTAL, "outcome" => outcome).increment(1);
     }
 }
 

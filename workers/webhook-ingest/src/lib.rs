@@ -1,29 +1,119 @@
-//! fleet-webhook-ingest: receives signed provider events and applies only allowed
-//! transitions. This release declares the topology, serves health and metrics and keeps
-//! the `webhooks.ingest` queue drained safely: nothing publishes to it yet (the signed
-//! HTTP receiver comes next), and anything that arrives is dead-lettered with a reason,
-//! kept for replay rather than acknowledged and lost.
+//! fleet-webhook-ingest: provider webhooks, signed, deduplicated and order-safe.
+//!
+//! Two halves, in one binary, scaled separately (`WEBHOOK_MODE`):
+//! - the **receiver** ([`receiver`]): `POST /webhooks/{provider}` on `WEBHOOK_ADDR`;
+//!   Standard Webhooks verification over the raw bytes ([`signature`], pure), then a
+//!   `webhook.v1` envelope ([`envelope`]) published to `webhooks.ingest` with a
+//!   publisher confirm, then 204; 503 when the broker does not confirm;
+//! - the **consumer** ([`consumer`]): one transaction per event (dedup insert, link,
+//!   the state machine's verdict) in `fleet_store`, plus the [`retention`] job.
+//!
+//! Rows are the truth here too: the receiver stores nothing, and the consumer's only
+//! effect is what its transaction committed, so a redelivery at any point is harmless.
+
+pub mod consumer;
+pub mod envelope;
+pub mod event;
+pub mod publish;
+pub mod receiver;
+pub mod retention;
+pub mod secrets;
+pub mod settings;
+pub mod signature;
 
 use std::sync::Arc;
 
-use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Delivery, Disposition, Handler, Queue};
+use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Queue};
+use fleet_runtime::Readiness;
+use fleet_store::Store;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+pub use consumer::{IngestError, IngestHandler};
+pub use envelope::Envelope;
+pub use publish::IngestPublisher;
+pub use receiver::ReceiverState;
+pub use secrets::{SecretsError, WebhookSecrets};
+pub use settings::{Mode, WebhookSettings, KNOWN_PROVIDERS};
+
+/// Everything `run` needs, built by `main` (or by a test).
 pub struct WebhookDeps {
+    pub store: Store,
     pub broker: BrokerConfig,
     pub health: BrokerHealth,
+    pub readiness: Readiness,
+    pub settings: WebhookSettings,
+    /// The receiver's bound listener (bound by `main` from `WEBHOOK_ADDR`, or by a test
+    /// on port 0). Required when the mode receives.
+    pub listener: Option<TcpListener>,
     pub concurrency: usize,
 }
 
-pub struct ParkingHandler;
-
-impl Handler for ParkingHandler {
-    async fn handle(&self, _delivery: Delivery<'_>) -> Disposition {
-        tracing::warn!(reason = "webhook_consumer_not_enabled", "webhook event parked in the dead-letter queue");
-        Disposition::DeadLetter { reason: "webhook_consumer_not_enabled".into() }
-    }
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Secrets(#[from] SecretsError),
+    #[error("the receiver needs a bound listener")]
+    NoListener,
+    #[error("webhook receiver: {0}")]
+    Receiver(std::io::Error),
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
+    #[error("a webhook-ingest task failed: {0}")]
+    Task(String),
 }
 
-pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
-    fleet_broker::consume_with_health(deps.broker, Queue::WebhooksIngest, Arc::new(ParkingHandler), deps.concurrency, shutdown, &deps.health).await
+/// Runs what `settings.mode` asks for until `shutdown` is cancelled, then drains. If one
+/// part fails for good, the others are stopped and the first error is returned.
+pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), RunError> {
+    let settings = deps.settings;
+    let stop = shutdown.child_token();
+    let mut tasks: JoinSet<Result<(), RunError>> = JoinSet::new();
+    if settings.mode.receives() {
+        let secrets = settings.secrets()?;
+        let listener = deps.listener.ok_or(RunError::NoListener)?;
+        let publisher = IngestPublisher::new(deps.broker.clone(), deps.health.clone());
+        let ready = publisher.clone();
+        deps.readiness.add("webhook_publisher", Arc::new(move || ready.is_connected()));
+        let connector = publisher.clone().keep_connecting(stop.clone());
+        tasks.spawn(async move {
+            connector.await;
+            Ok(())
+        });
+        let state = ReceiverState::new(secrets, publisher.clone(), settings.max_body_bytes());
+        let until = stop.clone();
+        tasks.spawn(async move {
+            let served = receiver::serve(listener, state, until).await;
+            publisher.close().await;
+            served.map_err(RunError::Receiver)
+        });
+    }
+    if settings.mode.consumes() {
+        let handler = Arc::new(IngestHandler::new(deps.store.clone()));
+        let (broker, health, concurrency, until) = (deps.broker.clone(), deps.health.clone(), deps.concurrency, stop.clone());
+        tasks.spawn(async move { Ok(fleet_broker::consume_with_health(broker, Queue::WebhooksIngest, handler, concurrency, until, &health).await?) });
+        let policy = retention::Retention {
+            days: settings.webhook_retention_days,
+            batch: settings.webhook_retention_batch,
+            interval: settings.retention_interval(),
+        };
+        let (store, until) = (deps.store.clone(), stop.clone());
+        tasks.spawn(async move {
+            retention::run(store, policy, until).await;
+            Ok(())
+        });
+    }
+    let mut result = Ok(());
+    while let Some(joined) = tasks.join_next().await {
+        let ended = joined.unwrap_or_else(|e| Err(RunError::Task(e.to_string())));
+        if let Err(e) = ended {
+            tracing::error!(error = %e, "webhook-ingest is stopping");
+            stop.cancel();
+            if result.is_ok() {
+                result = Err(e);
+            }
+        }
+    }
+    result
 }

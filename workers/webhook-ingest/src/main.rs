@@ -1,21 +1,45 @@
-//! fleet-webhook-ingest: consumes `webhooks.ingest`.
+//! fleet-webhook-ingest: receives signed provider webhooks (`WEBHOOK_ADDR`) and consumes
+//! `webhooks.ingest`; `WEBHOOK_MODE` picks one half or both.
 
+use anyhow::Context;
 use clap::Parser;
 use fleet_runtime::{admin_addrs, CommonArgs};
-use fleet_webhook_ingest::WebhookDeps;
+use fleet_webhook_ingest::{WebhookDeps, WebhookSettings};
 
 #[derive(Parser)]
-#[command(name = "fleet-webhook-ingest", about = "Receives signed provider webhooks")]
+#[command(name = "fleet-webhook-ingest", about = "Receives signed provider webhooks and applies what they allow")]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
+    #[command(flatten)]
+    webhook: WebhookSettings,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if cli.webhook.mode.receives() {
+        // Refuse bad secrets before anything starts; the error never repeats a secret.
+        cli.webhook.secrets()?;
+    }
     let boot = fleet_boot::start("webhook-ingest", &cli.common, admin_addrs::WEBHOOK_INGEST).await?;
-    let deps = WebhookDeps { broker: boot.broker.clone(), health: boot.broker_health.clone(), concurrency: cli.common.concurrency };
+    let listener = match cli.webhook.mode.receives() {
+        true => Some(
+            tokio::net::TcpListener::bind(cli.webhook.webhook_addr)
+                .await
+                .with_context(|| format!("binding the webhook address {}", cli.webhook.webhook_addr))?,
+        ),
+        false => None,
+    };
+    let deps = WebhookDeps {
+        store: boot.store.clone(),
+        broker: boot.broker.clone(),
+        health: boot.broker_health.clone(),
+        readiness: boot.readiness.clone(),
+        settings: cli.webhook,
+        listener,
+        concurrency: cli.common.concurrency,
+    };
     fleet_webhook_ingest::run(deps, boot.shutdown.clone()).await?;
     boot.finish().await;
     Ok(())

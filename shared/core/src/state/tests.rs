@@ -14,6 +14,7 @@ const TABLE: &[(Status, Event, Status)] = &[
     (S::InProgress, E::ProviderAmbiguous, S::Unknown),
     (S::InProgress, E::LeaseExpired, S::Unknown),
     (S::InProgress, E::ProviderNotSent, S::NotStarted),
+    (S::InProgress, E::ProviderConflict, S::Cancelled),
     (S::Accepted, E::WebhookSucceeded, S::Succeeded),
     (S::Accepted, E::WebhookFailed, S::Failed),
     (S::Accepted, E::LookupSucceeded, S::Succeeded),

@@ -3,8 +3,10 @@
 
 mod admin;
 mod common;
+mod deals;
 mod faults;
 mod idempotency;
 mod process;
 mod reads;
 mod refunds;
+mod webhooks;

@@ -11,7 +11,6 @@ mod report;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use fleet_broker::{Publisher, Queue};
 use fleet_core::OperationId;
@@ -45,10 +44,7 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
     fleet_store::migrate(db).await?;
     println!("migrated {}", conn.database_url);
 
-    let bin_dir = match &args.bin_dir {
-        Some(dir) => dir.clone(),
-        None => std::env::current_exe()?.parent().context("fleetctl has no parent directory")?.to_path_buf(),
-    };
+    let bin_dir = crate::processes::bin_dir(args.bin_dir.as_deref())?;
     let mut fleet = Fleet::start(&bin_dir, &args.log_dir, conn, &args.sim_addr).await?;
     let outcome = drive(conn, &args, fleet.sim_url()).await;
     fleet.stop().await;

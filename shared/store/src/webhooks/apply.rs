@@ -1,0 +1,226 @@
+//! The transactional half of webhook ingest: the dedup insert, the link to an operation
+//! row (held `FOR UPDATE` until the commit), carrying out the pure decision of
+//! `decide.rs`, and the outcome bookkeeping on the event row. Every function runs inside
+//! the caller's transaction; nothing here commits.
+
+use deadpool_postgres::Transaction;
+use fleet_core::Status;
+use tokio_postgres::Row;
+use tracing::warn;
+
+use super::decide::{check_identity, decide, EventKind, Family, Reported, RowIdentity, WebhookDecision, ON_DISPUTED};
+use super::{evidence, Decided, ReportedObject, StoredWebhook, WebhookEvent, WebhookOutcome, WEBHOOK_ACTOR};
+use crate::rows::OPERATION_COLUMNS;
+use crate::{transition_in, OperationRow, StoreError, Transition, TransitionOutcome};
+
+const INSERT: &str = "
+INSERT INTO webhook_events (provider, event_id, event_type, received_at, payload_hash, reference, object_id, object)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (provider, event_id) DO NOTHING
+RETURNING 1";
+
+const STORED_HASH: &str = "SELECT payload_hash FROM webhook_events WHERE provider = $1 AND event_id = $2";
+
+const FINISH: &str = "
+UPDATE webhook_events SET operation_id = $3, outcome = $4,
+    applied_at = CASE WHEN $3::text IS NULL THEN NULL ELSE now() END
+WHERE provider = $1 AND event_id = $2
+RETURNING EXTRACT(EPOCH FROM (now() - received_at))::float8";
+
+/// Sets `escalated_at` (never the status) and records why, with the event as evidence.
+const ESCALATE: &str = "
+WITH escalated AS (
+    UPDATE operations SET escalated_at = COALESCE(escalated_at, now()), updated_at = now()
+    WHERE operation_id = $1
+    RETURNING operation_id, fence
+)
+INSERT INTO operation_events (operation_id, kind, from_status, fence, actor, reason, evidence)
+SELECT operation_id, 'webhook_conflict', $2, fence, $3, $4, $5 FROM escalated";
+
+/// A disputed row is an operator's: only the event log learns of the webhook.
+const NOTE: &str = "
+INSERT INTO operation_events (operation_id, kind, from_status, fence, actor, reason, evidence)
+VALUES ($1, 'webhook_conflict', $2, $3, $4, $5, $6)";
+
+/// A decision carried out, before its event row records it.
+struct Settled {
+    outcome: WebhookOutcome,
+    moved: Option<(Status, TransitionOutcome)>,
+}
+
+impl Settled {
+    fn only(outcome: WebhookOutcome) -> Settled {
+        Settled { outcome, moved: None }
+    }
+}
+
+/// Dedup insert, link, decide, record: the whole first sight of an event.
+pub(super) async fn ingest_in(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Decided, StoreError> {
+    let insert = tx.prepare_cached(INSERT).await?;
+    let object = ev.object.to_json();
+    let params: [Param<'_>; 8] =
+        [&ev.provider, &ev.event_id, &ev.event_type, &ev.received_at, &ev.payload_hash, &ev.object.reference, &ev.object.id, &object];
+    // A concurrent first delivery holds the key until it commits; this waits, then sees it.
+    if tx.query_opt(&insert, &params).await?.is_none() {
+        let stored: Option<String> = tx.query_opt(STORED_HASH, &[&ev.provider, &ev.event_id]).await?.map(|r| r.get(0));
+        let same_payload = stored.as_deref() == Some(ev.payload_hash.as_str());
+        return Ok(Decided { outcome: WebhookOutcome::Duplicate { same_payload }, moved: None, receive_to_apply_s: None });
+    }
+    let settled = match EventKind::of(&ev.event_type) {
+        EventKind::Unsupported => Settled::only(WebhookOutcome::IgnoredType),
+        EventKind::Status { family, reported } => match link(tx, ev).await? {
+            Some(row) => settle_in(tx, &row, ev, family, reported).await?,
+            None => Settled::only(WebhookOutcome::Unlinked),
+        },
+    };
+    finish(tx, ev, settled).await
+}
+
+/// Applies the unlinked events of `operation_id` against its row, oldest first.
+pub(super) async fn apply_unlinked_in(tx: &Transaction<'_>, operation_id: &str) -> Result<Vec<(String, Decided)>, StoreError> {
+    let Some(mut row) = lock_by_id(tx, operation_id).await? else {
+        return Ok(Vec::new());
+    };
+    let pending = tx.query(&unlinked_sql(true), &[&operation_id]).await?;
+    let mut decided = Vec::with_capacity(pending.len());
+    for stored in pending.iter().map(stored_webhook) {
+        let ev = stored.event;
+        let settled = match EventKind::of(&ev.event_type) {
+            EventKind::Unsupported => Settled::only(WebhookOutcome::IgnoredType),
+            EventKind::Status { family, reported } => settle_in(tx, &row, &ev, family, reported).await?,
+        };
+        decided.push((ev.provider.clone(), finish(tx, &ev, settled).await?));
+        // The next event is decided against the row as this one left it.
+        row = lock_by_id(tx, operation_id).await?.expect("a row held FOR UPDATE cannot vanish");
+    }
+    Ok(decided)
+}
+
+/// The unlinked events naming an operation, by reference or by its external id.
+pub(super) fn unlinked_sql(lock: bool) -> String {
+    format!(
+        "SELECT w.provider, w.event_id, w.event_type, w.received_at, w.payload_hash, w.reference, w.object_id, w.object
+         FROM webhook_events w JOIN operations o ON o.operation_id = $1
+         WHERE w.operation_id IS NULL AND w.outcome = 'unlinked' AND w.provider = o.provider
+           AND (w.reference = o.operation_id OR (o.external_id IS NOT NULL AND w.object_id = o.external_id))
+         ORDER BY w.received_at, w.event_id
+         {}",
+        if lock { "FOR UPDATE OF w SKIP LOCKED" } else { "" }
+    )
+}
+
+pub(super) fn stored_webhook(r: &Row) -> StoredWebhook {
+    let object: Option<serde_json::Value> = r.get("object");
+    let object: ReportedObject = object.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+    StoredWebhook {
+        reference: r.get("reference"),
+        object_id: r.get("object_id"),
+        event: WebhookEvent {
+            provider: r.get("provider"),
+            event_id: r.get("event_id"),
+            event_type: r.get("event_type"),
+            received_at: r.get("received_at"),
+            payload_hash: r.get("payload_hash"),
+            object,
+        },
+    }
+}
+
+/// The operation the event is about, held until the commit: by the reference it echoes
+/// (our operation_id), else by the provider's object id. Several rows with one external
+/// id would be a data incident: the event stays unlinked rather than pick one.
+async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<OperationRow>, StoreError> {
+    if let Some(reference) = &ev.object.reference {
+        if let Some(row) = lock_by_id(tx, reference).await? {
+            return Ok(Some(row));
+        }
+    }
+    let Some(object_id) = &ev.object.id else {
+        return Ok(None);
+    };
+    let sql = format!(
+        "SELECT {OPERATION_COLUMNS} FROM operations WHERE provider = $1 AND external_id = $2
+         ORDER BY operation_id LIMIT 2 FOR UPDATE"
+    );
+    let rows = tx.query(&sql, &[&ev.provider, object_id]).await?;
+    match rows.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(OperationRow::from_row(one))),
+        [..] => {
+            warn!(provider = %ev.provider, event_id = %ev.event_id, "several operations share the event's object id; left unlinked");
+            Ok(None)
+        }
+    }
+}
+
+async fn lock_by_id(tx: &Transaction<'_>, operation_id: &str) -> Result<Option<OperationRow>, StoreError> {
+    let sql = format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 FOR UPDATE");
+    let stmt = tx.prepare_cached(&sql).await?;
+    Ok(tx.query_opt(&stmt, &[&operation_id]).await?.as_ref().map(OperationRow::from_row))
+}
+
+/// Decides a linked status report against the held row and carries the decision out.
+async fn settle_in(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, family: Family, reported: Reported) -> Result<Settled, StoreError> {
+    let status = row.status();
+    let identity = RowIdentity {
+        operation_id: &row.operation_id,
+        provider: &row.provider,
+        action: &row.action,
+        external_id: row.external_id.as_deref(),
+        payload: &row.payload,
+    };
+    let decision = match check_identity(family, &ev.provider, identity, ev.object.identity()) {
+        Ok(()) => decide(status, reported),
+        Err(_) if status == Status::Disputed => WebhookDecision::NoteOnDisputed,
+        Err(mismatch) => WebhookDecision::Escalate(mismatch),
+    };
+    let operation_id = row.operation_id.clone();
+    match decision {
+        WebhookDecision::Apply(event) => {
+            let failure_code = match reported {
+                Reported::Failed => ev.object.failure_code.as_deref(),
+                Reported::Succeeded | Reported::Pending => None,
+            };
+            let t = Transition {
+                reason: Some("webhook"),
+                evidence: Some(evidence(ev, None)),
+                external_id: ev.object.id.as_deref(),
+                result: Some(ev.object.to_json()),
+                error_code: failure_code,
+                ..Transition::new(&row.operation_id, status, row.fence, event, WEBHOOK_ACTOR)
+            };
+            match transition_in(tx, t, None).await? {
+                moved @ TransitionOutcome::Moved { to, .. } => {
+                    Ok(Settled { outcome: WebhookOutcome::Applied { operation_id, from: status, to }, moved: Some((status, moved)) })
+                }
+                // Impossible while the row is held and `decide` applies only allowed
+                // edges; if it ever happens, record it for an operator, never guess.
+                TransitionOutcome::Stale | TransitionOutcome::Refused(_) => escalate(tx, row, ev, "webhook_not_applicable").await,
+            }
+        }
+        WebhookDecision::Ignore => Ok(Settled::only(WebhookOutcome::IgnoredTransition { operation_id })),
+        WebhookDecision::Escalate(reason) => escalate(tx, row, ev, reason).await,
+        WebhookDecision::NoteOnDisputed => {
+            let reason = ON_DISPUTED;
+            tx.execute(NOTE, &[&row.operation_id, &row.status, &row.fence, &WEBHOOK_ACTOR, &reason, &evidence(ev, Some(reason))]).await?;
+            Ok(Settled::only(WebhookOutcome::Escalated { operation_id, reason }))
+        }
+    }
+}
+
+async fn escalate(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, reason: &'static str) -> Result<Settled, StoreError> {
+    warn!(operation_id = %row.operation_id, status = %row.status, event_id = %ev.event_id, event_type = %ev.event_type, reason, "webhook contradicts the operation; escalated");
+    tx.execute(ESCALATE, &[&row.operation_id, &row.status, &WEBHOOK_ACTOR, &reason, &evidence(ev, Some(reason))]).await?;
+    Ok(Settled::only(WebhookOutcome::Escalated { operation_id: row.operation_id.clone(), reason }))
+}
+
+/// Records on the event row what was done with it.
+async fn finish(tx: &Transaction<'_>, ev: &WebhookEvent, settled: Settled) -> Result<Decided, StoreError> {
+    let operation_id = settled.outcome.operation_id().map(str::to_owned);
+    let stored = settled.outcome.stored().expect("a first sight always has a stored outcome");
+    let finish = tx.prepare_cached(FINISH).await?;
+    let r = tx.query_one(&finish, &[&ev.provider, &ev.event_id, &operation_id, &stored]).await?;
+    Ok(Decided { outcome: settled.outcome, moved: settled.moved, receive_to_apply_s: r.get(0) })
+}
+
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);

@@ -1,0 +1,230 @@
+//! What a provider event means for an operation row, decided without I/O: which events
+//! are status reports at all, whether the event is about the same thing the row is about,
+//! and whether the state machine lets it move the row. The transactional code in
+//! `apply.rs` only carries the decision out.
+
+use fleet_core::{Event, Status};
+use serde_json::Value;
+
+/// The kind of provider object an event reports on, with the action that creates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Payment,
+    Refund,
+}
+
+impl Family {
+    /// The operation action whose effect is an object of this family.
+    pub fn action(self) -> &'static str {
+        match self {
+            Family::Payment => "payment.create",
+            Family::Refund => "refund.create",
+        }
+    }
+}
+
+/// The object status an event reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reported {
+    Succeeded,
+    Failed,
+    /// Not final. PROTOCOL.md §5 has no such event type; a provider that sends
+    /// `payment.pending` / `refund.pending` anyway is heard and never moves a row.
+    Pending,
+}
+
+/// An event type as the consumer understands it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Status { family: Family, reported: Reported },
+    /// Anything else (`deal.*`, a type added by the provider later): stored for
+    /// deduplication, never applied.
+    Unsupported,
+}
+
+impl EventKind {
+    pub fn of(event_type: &str) -> EventKind {
+        let (family, reported) = match event_type {
+            "payment.succeeded" => (Family::Payment, Reported::Succeeded),
+            "payment.failed" => (Family::Payment, Reported::Failed),
+            "payment.pending" => (Family::Payment, Reported::Pending),
+            "refund.succeeded" => (Family::Refund, Reported::Succeeded),
+            "refund.failed" => (Family::Refund, Reported::Failed),
+            "refund.pending" => (Family::Refund, Reported::Pending),
+            _ => return EventKind::Unsupported,
+        };
+        EventKind::Status { family, reported }
+    }
+}
+
+/// What to do with a linked status report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookDecision {
+    /// Move the row with this event (the state machine allows it).
+    Apply(Event),
+    /// Nothing to change: a non-final report, or a final one the row already agrees with.
+    Ignore,
+    /// The event contradicts the row: record it and escalate the row, never apply it.
+    Escalate(&'static str),
+    /// The row is disputed, so an operator owns it: record the event, touch nothing.
+    NoteOnDisputed,
+}
+
+/// The event's status report against the row's status. Exhaustive on purpose (STYLE 2).
+pub fn decide(status: Status, reported: Reported) -> WebhookDecision {
+    use Status as S;
+    use WebhookDecision as D;
+    let event = match reported {
+        Reported::Succeeded => Event::WebhookSucceeded,
+        Reported::Failed => Event::WebhookFailed,
+        Reported::Pending => {
+            return match status {
+                S::InProgress | S::Accepted | S::Unknown => D::Ignore,
+                // A late `pending` never regresses a final row.
+                S::Succeeded | S::Failed | S::Cancelled => D::Ignore,
+                S::Disputed => D::NoteOnDisputed,
+                S::NotStarted => D::Escalate(BEFORE_CLAIM),
+            }
+        }
+    };
+    match status {
+        S::InProgress | S::Accepted | S::Unknown => D::Apply(event),
+        S::Succeeded if reported == Reported::Succeeded => D::Ignore,
+        S::Failed if reported == Reported::Failed => D::Ignore,
+        S::Succeeded | S::Failed | S::Cancelled => D::Escalate(CONTRADICTS_FINAL),
+        S::Disputed => D::NoteOnDisputed,
+        // The provider holds an object for an operation nobody has claimed (or whose
+        // absence a lookup proved): our belief is wrong somewhere.
+        S::NotStarted => D::Escalate(BEFORE_CLAIM),
+    }
+}
+
+pub const CONTRADICTS_FINAL: &str = "webhook_contradicts_final";
+pub const BEFORE_CLAIM: &str = "webhook_before_claim";
+pub const ON_DISPUTED: &str = "webhook_on_disputed";
+
+/// What the row says the effect is, for [`check_identity`].
+#[derive(Debug, Clone, Copy)]
+pub struct RowIdentity<'a> {
+    pub operation_id: &'a str,
+    pub provider: &'a str,
+    pub action: &'a str,
+    pub external_id: Option<&'a str>,
+    pub payload: &'a Value,
+}
+
+/// The identifying fields of the reported object.
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectIdentity<'a> {
+    pub id: Option<&'a str>,
+    pub reference: Option<&'a str>,
+    pub amount_minor: Option<i64>,
+    pub currency: Option<&'a str>,
+}
+
+/// Is the event about this operation's effect? A second object for one operation (other
+/// id), another reference, another amount or currency, an object of another family or
+/// an event from another provider must never settle the row: `Err` names the mismatch and the row is escalated.
+pub fn check_identity(family: Family, provider: &str, row: RowIdentity<'_>, object: ObjectIdentity<'_>) -> Result<(), &'static str> {
+    if row.provider != provider {
+        return Err("webhook_provider_mismatch");
+    }
+    if row.action != family.action() {
+        return Err("webhook_action_mismatch");
+    }
+    if let Some(reference) = object.reference {
+        if reference != row.operation_id {
+            return Err("webhook_reference_mismatch");
+        }
+    }
+    if let (Some(known), Some(reported)) = (row.external_id, object.id) {
+        if known != reported {
+            return Err("webhook_external_id_mismatch");
+        }
+    }
+    if let (Some(amount), Some(expected)) = (object.amount_minor, row.payload.get("amount_minor").and_then(Value::as_i64)) {
+        if amount != expected {
+            return Err("webhook_amount_mismatch");
+        }
+    }
+    if let (Some(currency), Some(expected)) = (object.currency, row.payload.get("currency").and_then(Value::as_str)) {
+        if currency != expected {
+            return Err("webhook_currency_mismatch");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleet_core::transition;
+    use serde_json::json;
+
+    const REPORTS: [Reported; 3] = [Reported::Succeeded, Reported::Failed, Reported::Pending];
+
+    #[test]
+    fn an_applied_event_is_always_an_edge_of_the_state_machine_to_a_final_status() {
+        for status in Status::ALL {
+            for reported in REPORTS {
+                if let WebhookDecision::Apply(event) = decide(status, reported) {
+                    let to = transition(status, event).unwrap_or_else(|r| panic!("{status} {reported:?}: {r}"));
+                    assert!(to.is_final());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_final_report_the_state_machine_allows_is_never_left_unapplied() {
+        for status in Status::ALL {
+            for (reported, event) in [(Reported::Succeeded, Event::WebhookSucceeded), (Reported::Failed, Event::WebhookFailed)] {
+                if transition(status, event).is_ok() {
+                    assert_eq!(decide(status, reported), WebhookDecision::Apply(event), "{status}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn final_rows_are_never_moved_and_contradictions_escalate() {
+        use WebhookDecision as D;
+        assert_eq!(decide(Status::Succeeded, Reported::Succeeded), D::Ignore);
+        assert_eq!(decide(Status::Succeeded, Reported::Pending), D::Ignore);
+        assert_eq!(decide(Status::Succeeded, Reported::Failed), D::Escalate(CONTRADICTS_FINAL));
+        assert_eq!(decide(Status::Failed, Reported::Succeeded), D::Escalate(CONTRADICTS_FINAL));
+        assert_eq!(decide(Status::Cancelled, Reported::Succeeded), D::Escalate(CONTRADICTS_FINAL));
+        assert_eq!(decide(Status::NotStarted, Reported::Succeeded), D::Escalate(BEFORE_CLAIM));
+        for reported in REPORTS {
+            assert_eq!(decide(Status::Disputed, reported), D::NoteOnDisputed);
+        }
+        assert_eq!(decide(Status::Accepted, Reported::Pending), D::Ignore);
+    }
+
+    #[test]
+    fn event_types_map_to_families_and_reports() {
+        assert_eq!(EventKind::of("payment.succeeded"), EventKind::Status { family: Family::Payment, reported: Reported::Succeeded });
+        assert_eq!(EventKind::of("refund.failed"), EventKind::Status { family: Family::Refund, reported: Reported::Failed });
+        assert_eq!(EventKind::of("payment.pending"), EventKind::Status { family: Family::Payment, reported: Reported::Pending });
+        for other in ["deal.created", "deal.updated", "payment.updated", "", "PAYMENT.SUCCEEDED"] {
+            assert_eq!(EventKind::of(other), EventKind::Unsupported, "{other}");
+        }
+    }
+
+    #[test]
+    fn identity_must_match_the_row_in_every_reported_field() {
+        let payload = json!({"amount_minor": 1250000, "currency": "KZT"});
+        let row = RowIdentity { operation_id: "op_A", provider: "payments", action: "payment.create", external_id: Some("pay_1"), payload: &payload };
+        let good = ObjectIdentity { id: Some("pay_1"), reference: Some("op_A"), amount_minor: Some(1250000), currency: Some("KZT") };
+        assert_eq!(check_identity(Family::Payment, "payments", row, good), Ok(()));
+        assert_eq!(check_identity(Family::Refund, "payments", row, good), Err("webhook_action_mismatch"));
+        assert_eq!(check_identity(Family::Payment, "payments", row, ObjectIdentity { reference: Some("op_B"), ..good }), Err("webhook_reference_mismatch"));
+        assert_eq!(check_identity(Family::Payment, "payments", row, ObjectIdentity { id: Some("pay_2"), ..good }), Err("webhook_external_id_mismatch"));
+        assert_eq!(check_identity(Family::Payment, "payments", row, ObjectIdentity { amount_minor: Some(1), ..good }), Err("webhook_amount_mismatch"));
+        assert_eq!(check_identity(Family::Payment, "payments", row, ObjectIdentity { currency: Some("USD"), ..good }), Err("webhook_currency_mismatch"));
+        assert_eq!(check_identity(Family::Payment, "crm", row, good), Err("webhook_provider_mismatch"));
+        // The row has no external id yet (the execute worker has not recorded it): fine.
+        let fresh = RowIdentity { external_id: None, ..row };
+        assert_eq!(check_identity(Family::Payment, "payments", fresh, ObjectIdentity { id: Some("pay_9"), ..good }), Ok(()));
+    }
+}

@@ -1,0 +1,68 @@
+//! `crm.deal.create` without idempotency keys: on every claim, search by external id
+//! (= operation id) BEFORE creating. One deal found: it is ours, no POST. Several: a data
+//! incident for a person, never pick one. None: create — but only once the CRM's search
+//! lag has passed since any earlier, uncertain attempt, or the search proves nothing.
+
+use fleet_core::{classify_deal_create, Outcome};
+use fleet_providers::DealRequest;
+use fleet_store::{AttemptRecord, StoreError};
+use serde_json::{json, Value};
+use tracing::{info, warn};
+
+use crate::handler::ExecuteHandler;
+use crate::perform::attempt_record;
+
+fn searched(outcome: Outcome, detail: &str, found: Vec<&str>) -> (Outcome, AttemptRecord) {
+    let external_id = match &outcome {
+        Outcome::Succeeded { external_id } => Some(external_id.clone()),
+        _ => None,
+    };
+    let record = AttemptRecord {
+        outcome: outcome.label(),
+        external_id,
+        detail: Some(detail.to_owned()),
+        response: Some(json!({ "searched_before_create": found })),
+        ..Default::default()
+    };
+    (outcome, record)
+}
+
+impl ExecuteHandler {
+    pub(crate) async fn create_deal_safely(&self, request: &DealRequest, fence: i64) -> Result<(Outcome, AttemptRecord), StoreError> {
+        let op = request.external_id.as_str();
+        let deals = match self.deps.crm.find_deals_by_external_id(op).await {
+            Ok(deals) => deals,
+            Err(e) => {
+                // Nothing was sent: release the claim for a later attempt.
+                warn!(operation_id = op, error = %e, "CRM search failed; not creating");
+                return Ok(searched(Outcome::NotExecuted { reason: "search_failed".into() }, "search_failed", vec![]));
+            }
+        };
+        let ids: Vec<&str> = deals.iter().filter_map(|d| d.get("id").and_then(Value::as_str)).collect();
+        match ids.as_slice() {
+            [id] => {
+                info!(operation_id = op, deal_id = id, "deal already exists; no create");
+                let found = Outcome::Succeeded { external_id: (*id).to_owned() };
+                return Ok(searched(found, "found_by_search", ids.clone()));
+            }
+            [] => {}
+            _ => {
+                warn!(operation_id = op, count = ids.len(), "several deals carry this external id; escalating");
+                let incident = Outcome::Unknown { reason: "multiple_deals".into(), escalate: true };
+                return Ok(searched(incident, "multiple_deals", ids.clone()));
+            }
+        }
+        let lag = self.deps.crm_search_lag_ms;
+        if let Some(age) = self.deps.store.previous_attempt_age_ms(op, fence).await? {
+            if age < lag {
+                // An earlier create may exist and not be searchable yet: reconcile waits.
+                let wait = Outcome::Unknown { reason: "search_lag_not_passed".into(), escalate: false };
+                return Ok(searched(wait, "search_lag_not_passed", vec![]));
+            }
+        }
+        let call = self.deps.crm.create_deal(request).await;
+        let outcome = classify_deal_create(&call);
+        let record = attempt_record(&call, &outcome);
+        Ok((outcome, record))
+    }
+}

@@ -1,0 +1,173 @@
+//! The bench's own database (dropped and recreated each run) and the Postgres counters it
+//! reports. `pg_stat_database` is read over a connection to the `postgres` maintenance
+//! database, so reading it adds nothing to the bench database's own counts.
+//!
+//! Postgres flushes a backend's statistics at most once a second while it is busy and up
+//! to ten seconds later while it is idle, but always when the backend exits. The closing
+//! figures are therefore read only once every connection to the bench database is gone
+//! ([`BenchDb::wait_disconnected`]).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use fleet_store::Store;
+use tokio::time::{sleep, Instant};
+
+const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+const DISCONNECT_POLL: Duration = Duration::from_millis(50);
+
+pub struct BenchDb {
+    pub name: String,
+    pub url: String,
+    maintenance: Store,
+}
+
+/// `url` with its database replaced by `name` (user, host, port and options kept).
+pub fn url_with_database(url: &str, name: &str) -> anyhow::Result<String> {
+    let mut u = reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("--database-url is not a URL: {e}"))?;
+    u.set_path(&format!("/{name}"));
+    Ok(u.to_string())
+}
+
+/// Per-database counters from `pg_stat_database`.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct PgCounters {
+    pub xact_commit: i64,
+    pub xact_rollback: i64,
+    pub tup_inserted: i64,
+    pub tup_updated: i64,
+    pub tup_deleted: i64,
+}
+
+impl PgCounters {
+    pub fn since(&self, before: &PgCounters) -> PgCounters {
+        PgCounters {
+            xact_commit: self.xact_commit - before.xact_commit,
+            xact_rollback: self.xact_rollback - before.xact_rollback,
+            tup_inserted: self.tup_inserted - before.tup_inserted,
+            tup_updated: self.tup_updated - before.tup_updated,
+            tup_deleted: self.tup_deleted - before.tup_deleted,
+        }
+    }
+}
+
+/// Calls per statement (by queryid) in the bench database, from `pg_stat_statements`.
+#[derive(Debug, Clone, Default)]
+pub struct Statements {
+    pub calls: HashMap<i64, (i64, String)>,
+}
+
+/// The reading query itself is recorded by pg_stat_statements; it is left out of deltas.
+const STATEMENTS_SQL: &str = "SELECT queryid, calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 160)
+     FROM pg_stat_statements
+     WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND queryid IS NOT NULL";
+
+impl Statements {
+    /// Calls since `before`, without the bench's own reading query; most called first.
+    pub fn since(&self, before: &Statements) -> Vec<(i64, String)> {
+        let mut out: Vec<(i64, String)> = self
+            .calls
+            .iter()
+            .filter(|(_, (_, q))| !q.contains("pg_stat_statements"))
+            .map(|(id, (calls, q))| (calls - before.calls.get(id).map_or(0, |(c, _)| *c), q.clone()))
+            .filter(|(calls, _)| *calls > 0)
+            .collect();
+        out.sort_by(|a, b| b.0.cmp(&a.0));
+        out
+    }
+}
+
+impl BenchDb {
+    /// Drops the bench database if it exists, creates it and applies the migrations.
+    pub async fn recreate(server_url: &str, name: &str) -> anyhow::Result<BenchDb> {
+        let url = url_with_database(server_url, name)?;
+        let maintenance = Store::connect(&url_with_database(server_url, "postgres")?, 1)?;
+        fleet_store::drop_database(&url).await?;
+        fleet_store::create_database_if_missing(&url).await?;
+        fleet_store::migrate(&url).await?;
+        Ok(BenchDb { name: name.to_owned(), url, maintenance })
+    }
+
+    pub async fn drop(&self) -> anyhow::Result<()> {
+        fleet_store::drop_database(&self.url).await?;
+        Ok(())
+    }
+
+    pub async fn counters(&self) -> anyhow::Result<PgCounters> {
+        let client = self.maintenance.client().await?;
+        let r = client
+            .query_one(
+                "SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted
+                 FROM pg_stat_database WHERE datname = $1",
+                &[&self.name],
+            )
+            .await?;
+        Ok(PgCounters {
+            xact_commit: r.get(0),
+            xact_rollback: r.get(1),
+            tup_inserted: r.get(2),
+            tup_updated: r.get(3),
+            tup_deleted: r.get(4),
+        })
+    }
+
+    /// Waits until no backend is connected to the bench database, so every backend has
+    /// flushed its statistics. `false` after [`DISCONNECT_TIMEOUT`].
+    pub async fn wait_disconnected(&self) -> anyhow::Result<bool> {
+        let deadline = Instant::now() + DISCONNECT_TIMEOUT;
+        loop {
+            let client = self.maintenance.client().await?;
+            let n: i64 = client.query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = $1", &[&self.name]).await?.get(0);
+            drop(client);
+            if n == 0 {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            sleep(DISCONNECT_POLL).await;
+        }
+    }
+
+    pub async fn server_version(&self) -> anyhow::Result<String> {
+        Ok(self.maintenance.client().await?.query_one("SHOW server_version", &[]).await?.get(0))
+    }
+
+    /// `Ok(())` when pg_stat_statements can be read in the bench database (the extension
+    /// is created there); otherwise why not, and how to enable it.
+    pub async fn statements_available(&self, bench: &Store) -> anyhow::Result<Result<(), String>> {
+        let preload: String = self.maintenance.client().await?.query_one("SHOW shared_preload_libraries", &[]).await?.get(0);
+        if !preload.split(',').any(|l| l.trim() == "pg_stat_statements") {
+            return Ok(Err(format!(
+                "n/a: pg_stat_statements is not in shared_preload_libraries ({:?}); enable it with \
+                 ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements' and a Postgres restart",
+                preload
+            )));
+        }
+        let client = bench.client().await?;
+        if let Err(e) = client.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").await {
+            return Ok(Err(format!("n/a: CREATE EXTENSION pg_stat_statements failed: {e}")));
+        }
+        Ok(match client.query_opt("SELECT 1 FROM pg_stat_statements LIMIT 1", &[]).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(format!("n/a: pg_stat_statements cannot be read: {e}")),
+        })
+    }
+}
+
+/// One reading of pg_stat_statements over `bench` (one statement, one transaction in the
+/// bench database).
+pub async fn statements(bench: &Store) -> anyhow::Result<Statements> {
+    let client = bench.client().await?;
+    let rows = client.query(STATEMENTS_SQL, &[]).await?;
+    let mut calls = HashMap::new();
+    for r in rows {
+        let id: i64 = r.get(0);
+        let n: i64 = r.get(1);
+        let q: String = r.get(2);
+        // The same queryid may appear once per user; add them up.
+        let e = calls.entry(id).or_insert((0, q));
+        e.0 += n;
+    }
+    Ok(Statements { calls })
+}

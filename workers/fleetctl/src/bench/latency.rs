@@ -1,0 +1,100 @@
+//! What the rows say once the run is over: final states, the measured window, and
+//! latency percentiles computed in SQL (`percentile_cont`) from the database's own
+//! timestamps: `decided_at` (approval), the first `attempts.started_at` (claim),
+//! `resolved_at` (final), and, in execute mode, the bench's record of when it rang each
+//! bell (`bench_bells`, written after the closing readings).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use fleet_store::Store;
+use serde::Serialize;
+
+use super::load::TENANT;
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Percentiles {
+    pub count: i64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RowFigures {
+    pub statuses: BTreeMap<String, i64>,
+    /// Latest `resolved_at` of the bench's operations.
+    pub last_final_at: Option<DateTime<Utc>>,
+    pub approve_to_final: Percentiles,
+    pub claim_to_final: Percentiles,
+    /// Execute mode: from the bench's publish of the bell to final.
+    pub ring_to_final: Option<Percentiles>,
+    /// Pipeline mode: from the prepare insert to the approval (the bench's approver lag).
+    pub prepared_to_approved: Percentiles,
+    /// Operations that became final in each whole second of the run.
+    pub finals_per_second: Vec<i64>,
+}
+
+/// Percentiles of `ms_expr` (milliseconds, per row of `from`; `$1` is the tenant).
+async fn percentiles(store: &Store, ms_expr: &str, from: &str) -> anyhow::Result<Percentiles> {
+    let sql = format!(
+        "SELECT count(*), percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY ms), max(ms)
+         FROM (SELECT ({ms_expr})::float8 AS ms {from}) t WHERE ms IS NOT NULL"
+    );
+    let r = store.client().await?.query_one(&sql, &[&TENANT]).await?;
+    let p: Option<Vec<f64>> = r.get(1);
+    let p = p.unwrap_or_default();
+    let at = |i: usize| p.get(i).copied().unwrap_or(0.0);
+    Ok(Percentiles { count: r.get(0), p50_ms: at(0), p95_ms: at(1), p99_ms: at(2), max_ms: r.get::<_, Option<f64>>(2).unwrap_or(0.0) })
+}
+
+fn ms(interval: &str) -> String {
+    format!("EXTRACT(EPOCH FROM {interval}) * 1000")
+}
+
+/// Keeps the bench's bell times next to the rows (after the closing readings, so this
+/// write is not counted).
+pub async fn record_bells(store: &Store, bells: &[(String, DateTime<Utc>)]) -> anyhow::Result<()> {
+    let client = store.client().await?;
+    client.batch_execute("CREATE TABLE IF NOT EXISTS bench_bells (operation_id text PRIMARY KEY, rung_at timestamptz NOT NULL)").await?;
+    let ids: Vec<&str> = bells.iter().map(|(id, _)| id.as_str()).collect();
+    let at: Vec<DateTime<Utc>> = bells.iter().map(|(_, t)| *t).collect();
+    client.execute("INSERT INTO bench_bells SELECT * FROM unnest($1::text[], $2::timestamptz[])", &[&ids, &at]).await?;
+    Ok(())
+}
+
+pub async fn read(store: &Store, with_bells: bool) -> anyhow::Result<RowFigures> {
+    let client = store.client().await?;
+    let mut statuses = BTreeMap::new();
+    for r in client.query("SELECT status, count(*) FROM operations WHERE tenant_id = $1 GROUP BY 1", &[&TENANT]).await? {
+        statuses.insert(r.get::<_, String>(0), r.get::<_, i64>(1));
+    }
+    let last_final_at: Option<DateTime<Utc>> = client.query_one("SELECT max(resolved_at) FROM operations WHERE tenant_id = $1", &[&TENANT]).await?.get(0);
+    let finals_per_second: Vec<i64> = client
+        .query(
+            "SELECT count(*) FROM operations WHERE tenant_id = $1 AND resolved_at IS NOT NULL
+             GROUP BY date_trunc('second', resolved_at) ORDER BY date_trunc('second', resolved_at)",
+            &[&TENANT],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    drop(client);
+    let ops = "FROM operations o WHERE o.tenant_id = $1";
+    let first_claim = "(SELECT min(a.started_at) FROM attempts a WHERE a.operation_id = o.operation_id)";
+    Ok(RowFigures {
+        statuses,
+        last_final_at,
+        approve_to_final: percentiles(store, &ms("o.resolved_at - o.decided_at"), ops).await?,
+        claim_to_final: percentiles(store, &ms(&format!("o.resolved_at - {first_claim}")), ops).await?,
+        ring_to_final: if with_bells {
+            Some(percentiles(store, &ms("o.resolved_at - b.rung_at"), "FROM operations o JOIN bench_bells b USING (operation_id) WHERE o.tenant_id = $1").await?)
+        } else {
+            None
+        },
+        prepared_to_approved: percentiles(store, &ms("o.decided_at - o.created_at"), ops).await?,
+        finals_per_second,
+    })
+}

@@ -1,0 +1,112 @@
+//! Rows written straight into the bench database with `INSERT … SELECT generate_series`
+//! (seconds for a million rows): the history of final operations a long-lived fleet
+//! accumulates, unknown rows for the sweeper, and approved rows ready to be claimed.
+//!
+//! Operation ids are `op_<kind digit><25 digits>` (valid for the table's CHECK and never
+//! equal to a ULID the bench generates at run time, whose timestamp starts with `01`):
+//! kind `0` history, `1` unknown, `2`+ ready-to-claim sets.
+
+use fleet_store::Store;
+
+/// Rows per INSERT statement: bounds each transaction.
+const CHUNK: i64 = 100_000;
+
+pub const HISTORY_TENANT: &str = "org_history";
+
+/// The operation id of row `i` of kind `kind` (0–7).
+pub fn op_id(kind: u8, i: i64) -> String {
+    format!("op_{kind}{i:025}")
+}
+
+/// Columns and values shared by every seeded operation; `$3` is the tenant, `i` the row number,
+/// `id` its operation id, `h` its payload hash, `t` its creation time.
+const SNAPSHOT_COLUMNS: &str = "operation_id, tenant_id, action, provider, payload, payload_hash, policy_version, data_version, \
+     idempotency_key, approval_status, approval_expires_at, approved_hash, decided_by, decided_at";
+const SNAPSHOT_VALUES: &str = "id, $3, 'payment.create', 'payments', \
+     jsonb_build_object('invoice_id', 'inv_s' || i, 'beneficiary_id', 'vendor_' || (1 + i % 9), \
+                        'amount_minor', 10000 + (i * 7919) % 990000, 'currency', 'USD'), \
+     h, 'payments-v3', 'inv_s' || i || '@1', id, 'approved', t + interval '1 hour', h, 'bench-seed', t + interval '1 second'";
+
+fn rows_from(kind: u8, created: &str) -> String {
+    format!(
+        "FROM (SELECT i, 'op_{kind}' || lpad(i::text, 25, '0') AS id,
+                      'sha256:' || md5(i::text) || md5('h' || i::text) AS h, {created} AS t
+               FROM generate_series($1::int8, $2::int8) AS i) s"
+    )
+}
+
+/// Runs `operations` (parameters: first row, last row, tenant) and then `children`
+/// (first row, last row) over `1..=count`, one transaction per [`CHUNK`] rows.
+async fn chunked(store: &Store, count: i64, tenant: &str, operations: &str, children: &[String]) -> anyhow::Result<()> {
+    let mut from = 1;
+    while from <= count {
+        let to = (from + CHUNK - 1).min(count);
+        let mut client = store.client().await?;
+        let tx = client.transaction().await?;
+        tx.execute(operations, &[&from, &to, &tenant]).await?;
+        for sql in children {
+            tx.execute(sql.as_str(), &[&from, &to]).await?;
+        }
+        tx.commit().await?;
+        from = to + 1;
+    }
+    Ok(())
+}
+
+/// `count` succeeded payments from a month ago, each with its attempt and the four
+/// events of the happy path (prepared, approved, claimed, succeeded).
+pub async fn history(store: &Store, count: i64) -> anyhow::Result<()> {
+    let from = rows_from(0, "now() - interval '30 days' + i * interval '1 millisecond'");
+    let operations = format!(
+        "INSERT INTO operations ({SNAPSHOT_COLUMNS}, status, fence, attempts, external_id, resolved_at, created_at, updated_at)
+         SELECT {SNAPSHOT_VALUES}, 'succeeded', 1, 1, 'pay_s' || i, t + interval '2 seconds', t, t + interval '2 seconds' {from}"
+    );
+    let attempts = format!(
+        "INSERT INTO attempts (operation_id, fence, worker, started_at, finished_at, outcome, http_status, replayed, external_id)
+         SELECT id, 1, 'bench-seed', t + interval '1 second', t + interval '2 seconds', 'succeeded', 200, false, 'pay_s' || i
+         {from}"
+    );
+    let events = format!(
+        "INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor, at)
+         SELECT id, e.kind, e.from_status, e.to_status, e.fence, e.actor, t + e.after
+         {from} CROSS JOIN (VALUES
+             ('prepared', NULL, NULL, 0, 'prepare', interval '0'),
+             ('approved', NULL, NULL, 0, 'approver:bench-seed', interval '1 second'),
+             ('transition', 'not_started', 'in_progress', 1, 'execute', interval '1 second'),
+             ('transition', 'in_progress', 'succeeded', 1, 'execute', interval '2 seconds')
+         ) AS e(kind, from_status, to_status, fence, actor, after)
+        "
+    );
+    chunked(store, count, HISTORY_TENANT, &operations, &[attempts, events]).await
+}
+
+/// `count` unknown, unescalated rows due for a lookup, each with its unanswered attempt.
+pub async fn unknown(store: &Store, count: i64) -> anyhow::Result<()> {
+    let from = rows_from(1, "now() - interval '10 minutes' + i * interval '1 millisecond'");
+    let operations = format!(
+        "INSERT INTO operations ({SNAPSHOT_COLUMNS}, status, fence, attempts, unknown_since, created_at, updated_at)
+         SELECT {SNAPSHOT_VALUES}, 'unknown', 1, 1, t + interval '2 seconds', t, t + interval '2 seconds' {from}"
+    );
+    let attempts = format!(
+        "INSERT INTO attempts (operation_id, fence, worker, started_at, outcome, detail)
+         SELECT id, 1, 'bench-seed', t + interval '1 second', 'unknown', 'timeout' {from}"
+    );
+    chunked(store, count, "org_unknown", &operations, &[attempts]).await
+}
+
+/// `count` approved, unexpired rows waiting to be claimed (fence 0), of kind `kind`.
+pub async fn ready(store: &Store, kind: u8, count: i64) -> anyhow::Result<Vec<String>> {
+    let from = rows_from(kind, "now()");
+    let operations = format!(
+        "INSERT INTO operations ({SNAPSHOT_COLUMNS}, status, created_at, updated_at)
+         SELECT {SNAPSHOT_VALUES}, 'not_started', t, t {from}"
+    );
+    chunked(store, count, "org_ready", &operations, &[]).await?;
+    Ok((1..=count).map(|i| op_id(kind, i)).collect())
+}
+
+/// Fresh planner statistics and visibility maps, as autovacuum would leave them.
+pub async fn vacuum_analyze(store: &Store) -> anyhow::Result<()> {
+    store.client().await?.batch_execute("VACUUM ANALYZE operations, attempts, operation_events").await?;
+    Ok(())
+}

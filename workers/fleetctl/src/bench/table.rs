@@ -1,0 +1,59 @@
+//! The one table a bench prints (figure, value, issue 7's target, whether it is met),
+//! and the JSON file next to it.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+/// A figure with a target from issue 7, as it goes into the JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub figure: String,
+    pub value: String,
+    pub target: String,
+    pub met: Option<bool>,
+}
+
+#[derive(Default)]
+pub struct Table {
+    rows: Vec<Target>,
+}
+
+impl Table {
+    pub fn row(&mut self, figure: &str, value: impl Into<String>) {
+        self.rows.push(Target { figure: figure.into(), value: value.into(), target: String::new(), met: None });
+    }
+
+    pub fn target(&mut self, figure: &str, value: impl Into<String>, target: impl Into<String>, met: Option<bool>) {
+        self.rows.push(Target { figure: figure.into(), value: value.into(), target: target.into(), met });
+    }
+
+    pub fn targets(&self) -> Vec<Target> {
+        self.rows.iter().filter(|r| !r.target.is_empty()).cloned().collect()
+    }
+
+    pub fn print(&self) {
+        let w0 = self.rows.iter().map(|r| r.figure.chars().count()).max().unwrap_or(0).max(6);
+        let w1 = self.rows.iter().map(|r| r.value.chars().count()).max().unwrap_or(0).max(5);
+        let w2 = self.rows.iter().map(|r| r.target.chars().count()).max().unwrap_or(0).max(6);
+        let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w.saturating_sub(s.chars().count())));
+        println!("{}  {}  {}  MET", pad("FIGURE", w0), pad("VALUE", w1), pad("TARGET", w2));
+        for r in &self.rows {
+            let met = match r.met {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "",
+            };
+            println!("{}  {}  {}  {met}", pad(&r.figure, w0), pad(&r.value, w1), pad(&r.target, w2));
+        }
+    }
+}
+
+pub fn write_json(path: &Path, report: &impl Serialize) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, serde_json::to_vec_pretty(report)?)?;
+    println!("json: {}", path.display());
+    Ok(())
+}

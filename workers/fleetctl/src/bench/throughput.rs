@@ -1,0 +1,250 @@
+//! The throughput run (execute and pipeline modes): set up the database, start the
+//! fleet, drive the load, wait until every operation is final, take the closing
+//! readings, and hand the figures to the report.
+//!
+//! Order matters for honest counts: the execute-mode setup runs before any worker is
+//! started and is read with every connection closed (so its counters are exact); the
+//! window's Postgres counters are read only after the fleet stopped and every connection
+//! to the bench database is gone (Postgres flushes a backend's counters when it exits).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::Utc;
+use fleet_broker::{BrokerConfig, Publisher};
+use fleet_store::Store;
+use tokio::time::Instant;
+
+use super::database::{self, BenchDb};
+use super::fleet::{BenchFleet, FleetSpec, EXECUTE, PREPARE, RECONCILE, WEBHOOK_INGEST};
+use super::load::{self, BenchTally, TENANT};
+use super::machine::Machine;
+use super::measure::{self, ProcSample};
+use super::report::{self, Config, Figures, PgFigures};
+use super::{latency, procfs, seed, BenchArgs, Mode};
+use crate::cli::Connection;
+use crate::processes;
+
+const SMOKE_OPS: usize = 200;
+const DEFAULT_OPS: usize = 5_000;
+const FINAL_POLL: Duration = Duration::from_millis(20);
+/// Worker settings a reader needs next to the figures (inherited from the environment).
+const WORKER_ENV: [&str; 6] = ["CONCURRENCY", "PREFETCH", "DB_POOL_SIZE", "SWEEP_INTERVAL_MS", "LEASE_TTL_MS", "UNSTARTED_REDRIVE_MS"];
+/// Execute mode: the approved rows wait for their bells; the sweeper must not ring them.
+const EXECUTE_MODE_REDRIVE_MS: &str = "3600000";
+
+fn ops_for(args: &BenchArgs) -> anyhow::Result<usize> {
+    if let Some(d) = args.duration_s {
+        anyhow::ensure!(args.mode == Mode::Pipeline, "--duration-s is for --mode pipeline");
+        let rate = args.rate.context("--duration-s needs --rate")?;
+        return Ok((rate * d as f64).ceil() as usize);
+    }
+    Ok(args.ops.unwrap_or(if args.smoke { SMOKE_OPS } else { DEFAULT_OPS }))
+}
+
+fn pool_size(args: &BenchArgs) -> usize {
+    load::SETUP_TASKS.max(usize::from(args.publishers)) + 2
+}
+
+/// Closes `store` and reads the counters once nothing is connected to the bench database.
+async fn settled_counters(db: &BenchDb, store: Store, notes: &mut Vec<String>) -> anyhow::Result<database::PgCounters> {
+    drop(store);
+    if !db.wait_disconnected().await? {
+        notes.push("some connections to the bench database outlived the run: its Postgres counters may miss their last second".into());
+    }
+    db.counters().await
+}
+
+pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
+    let started_at = Utc::now();
+    let ops = ops_for(args)?;
+    anyhow::ensure!(ops > 0, "nothing to run: --ops 0");
+    if args.mode == Mode::Execute && args.rate.is_some() {
+        eprintln!("--rate applies to --mode pipeline; the execute mode rings every bell at once");
+    }
+    let bin_dir = processes::bin_dir(args.bin_dir.as_deref())?;
+    let db = BenchDb::recreate(conn.database_url.expose(), &args.db_name).await?;
+    let machine = Machine::read(db.server_version().await?);
+    let broker = BrokerConfig::new(conn.amqp_url.expose()).with_namespace(args.namespace.clone());
+    fleet_broker::delete_namespace(&broker).await;
+    let mut notes = Vec::new();
+    println!("fleetctl bench: mode {}, {ops} operations, database {}, namespace {}", args.mode.as_str(), args.db_name, args.namespace);
+
+    let store = Store::connect(&db.url, pool_size(args))?;
+    if args.preload_final > 0 {
+        let t = Instant::now();
+        seed::history(&store, args.preload_final).await?;
+        seed::vacuum_analyze(&store).await?;
+        println!("preloaded {} final operations in {:.1} s", args.preload_final, t.elapsed().as_secs_f64());
+    }
+    let statements_ok = db.statements_available(&store).await?;
+    let intents = Arc::new(load::intents(ops));
+    let setup = if args.mode == Mode::Execute {
+        let before = settled_counters(&db, store, &mut notes).await?;
+        let store = Store::connect(&db.url, pool_size(args))?;
+        let t = Instant::now();
+        load::prepare_and_approve(&store, &intents).await?;
+        println!("prepared and approved {ops} operations in {:.1} s (workers not started yet)", t.elapsed().as_secs_f64());
+        Some(settled_counters(&db, store, &mut notes).await?.since(&before))
+    } else {
+        drop(store);
+        None
+    };
+
+    let replicas = [
+        (PREPARE, args.replicas),
+        (EXECUTE, args.execute_replicas()),
+        (RECONCILE, args.replicas),
+        (WEBHOOK_INGEST, args.replicas),
+    ];
+    let mut worker_env = Vec::new();
+    if args.mode == Mode::Execute {
+        worker_env.push(("UNSTARTED_REDRIVE_MS", EXECUTE_MODE_REDRIVE_MS.to_owned()));
+    }
+    let spec = FleetSpec {
+        bin_dir: &bin_dir,
+        log_dir: &args.log_dir,
+        database_url: &db.url,
+        amqp_url: conn.amqp_url.expose(),
+        namespace: &args.namespace,
+        port_base: args.port_base,
+        replicas,
+        log_level: &args.worker_log,
+        worker_env,
+    };
+    let mut fleet = BenchFleet::start(&spec).await?;
+    println!("started the simulator and {} worker processes (logs in {})", fleet.workers().count(), args.log_dir.display());
+    let measured = measure_window(args, &db, &broker, &fleet, &intents, statements_ok.is_ok(), &mut notes).await;
+    fleet.stop().await;
+    let window = measured?;
+
+    let pg_after = settled_counters(&db, Store::connect(&db.url, 1)?, &mut notes).await?;
+    let store = Store::connect(&db.url, 2)?;
+    let statements_after = match &statements_ok {
+        Ok(()) => Some(database::statements(&store).await?),
+        Err(_) => None,
+    };
+    if let Some(bells) = &window.bells {
+        latency::record_bells(&store, bells).await?;
+    }
+    let rows = latency::read(&store, window.bells.is_some()).await?;
+    drop(store);
+    fleet_broker::delete_namespace(&broker).await;
+    if !args.keep_db {
+        db.drop().await?;
+    }
+
+    let worker_env = WORKER_ENV
+        .iter()
+        .map(|k| (k.to_string(), std::env::var(k).unwrap_or_else(|_| "default".into())))
+        .chain(spec.worker_env.iter().map(|(k, v)| (k.to_string(), v.clone())))
+        .collect::<BTreeMap<_, _>>();
+    let config = Config::new(args, ops, &bin_dir, replicas, worker_env);
+    let pg = PgFigures::new(
+        ops,
+        pg_after.since(&window.pg_before),
+        setup,
+        BenchTally::get(&window.tally.xacts),
+        statements_ok.err(),
+        window.statements_before.as_ref().zip(statements_after.as_ref()).map(|(b, a)| a.since(b)),
+    );
+    let figures = Figures { ops, started_at, window_start: window.start, rows, pg, usage: window.usage, load: window.load, ring_s: window.ring_s, provider_payments: window.provider_payments, tally: window.tally };
+    report::finish(args, machine, config, figures, notes)
+}
+
+/// What happened between the opening and the closing readings.
+struct Window {
+    start: chrono::DateTime<Utc>,
+    pg_before: database::PgCounters,
+    statements_before: Option<database::Statements>,
+    usage: measure::Usage,
+    tally: Arc<BenchTally>,
+    bells: Option<Vec<(String, chrono::DateTime<Utc>)>>,
+    ring_s: Option<f64>,
+    load: Option<load::PipelineLoad>,
+    provider_payments: Option<i64>,
+}
+
+async fn measure_window(
+    args: &BenchArgs,
+    db: &BenchDb,
+    broker: &BrokerConfig,
+    fleet: &BenchFleet,
+    intents: &Arc<Vec<load::BenchIntent>>,
+    statements: bool,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Window> {
+    let http = reqwest::Client::new();
+    let k = usize::from(args.publishers);
+    let mut publishers = Vec::new();
+    for _ in 0..(if args.mode == Mode::Pipeline { 2 * k } else { k }) {
+        publishers.push(Publisher::connect(broker).await?);
+    }
+    let store = Store::connect(&db.url, pool_size(args))?;
+    let tally = Arc::new(BenchTally::default());
+    let tck = procfs::clk_tck();
+
+    let pg_before = db.counters().await?;
+    let statements_before = if statements {
+        tally.xacts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(database::statements(&store).await?)
+    } else {
+        None
+    };
+    let sample_before = ProcSample::take(fleet, &http).await?;
+    let start = Utc::now();
+    let deadline = Instant::now() + Duration::from_secs(args.timeout_s);
+    let (mut bells, mut ring_s, mut pipeline) = (None, None, None);
+    let drive = async {
+        match args.mode {
+            Mode::Execute => {
+                let t = Instant::now();
+                bells = Some(load::ring_all(&publishers, intents, &tally).await?);
+                ring_s = Some(t.elapsed().as_secs_f64());
+            }
+            Mode::Pipeline => pipeline = Some(load::pipeline(&store, &publishers[..k], &publishers[k..], intents, args.rate, &tally).await?),
+        }
+        wait_all_final(&store, &tally).await
+    };
+    tokio::time::timeout_at(deadline, drive)
+        .await
+        .map_err(|_| anyhow::anyhow!("not every operation was final after {} s (--timeout-s); see the logs in {}", args.timeout_s, args.log_dir.display()))??;
+    let sample_after = ProcSample::take(fleet, &http).await?;
+    let usage = measure::usage(&sample_before, &sample_after, &fleet.members, intents.len(), tck);
+    let provider_payments = sim_payments(&http, &fleet.sim_url).await;
+    if provider_payments.is_none() {
+        notes.push("the simulator's effect counter could not be read".into());
+    }
+    for p in &publishers {
+        p.close().await;
+    }
+    Ok(Window { start, pg_before, statements_before, usage, tally, bells, ring_s, load: pipeline, provider_payments })
+}
+
+/// Polls until none of the bench's operations is in a non-final state.
+async fn wait_all_final(store: &Store, tally: &BenchTally) -> anyhow::Result<()> {
+    loop {
+        let client = store.client().await?;
+        let open: i64 = client
+            .query_one(
+                "SELECT count(*) FROM operations
+                 WHERE status IN ('not_started', 'in_progress', 'accepted', 'unknown') AND tenant_id = $1",
+                &[&TENANT],
+            )
+            .await?
+            .get(0);
+        drop(client);
+        tally.xacts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if open == 0 {
+            return Ok(());
+        }
+        tokio::time::sleep(FINAL_POLL).await;
+    }
+}
+
+async fn sim_payments(http: &reqwest::Client, sim_url: &str) -> Option<i64> {
+    let v: serde_json::Value = http.get(format!("{sim_url}/_sim/effects")).send().await.ok()?.json().await.ok()?;
+    v["payments"].as_i64()
+}

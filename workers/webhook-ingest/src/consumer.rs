@@ -1,0 +1,96 @@
+//! The consumer of `webhooks.ingest`: one verified event per message, handed to
+//! [`Store::ingest_webhook`], which deduplicates, links and applies it in one
+//! transaction. This file only maps what happened to the message's fate, in one place:
+//! a body that can never be used is dead-lettered with a reason (the signed bytes are
+//! kept there), a store failure is retried, everything else is acked.
+
+use fleet_broker::{Delivery, Disposition, Handler};
+use fleet_store::{Store, StoreError, WebhookOutcome};
+use tracing::{debug, info, warn};
+
+use crate::envelope::{Envelope, EnvelopeError};
+use crate::event::{parse_event, EventError};
+use crate::settings::KNOWN_PROVIDERS;
+
+/// Why one message could not be ingested.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("not an envelope: {0}")]
+    Envelope(#[from] EnvelopeError),
+    #[error("unknown provider")]
+    UnknownProvider,
+    #[error("unusable event: {0}")]
+    Event(#[from] EventError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl IngestError {
+    /// The one mapping from an error to the message's fate.
+    pub fn disposition(&self) -> Disposition {
+        match self {
+            IngestError::Envelope(e) => Disposition::dead_letter(e.reason()),
+            IngestError::UnknownProvider => Disposition::dead_letter("unknown_provider"),
+            IngestError::Event(e) => Disposition::dead_letter(e.reason()),
+            IngestError::Store(_) => Disposition::Retry,
+        }
+    }
+}
+
+pub struct IngestHandler {
+    store: Store,
+}
+
+impl IngestHandler {
+    pub fn new(store: Store) -> IngestHandler {
+        IngestHandler { store }
+    }
+
+    /// Ingests one `webhook.v1` message. Safe to call any number of times, concurrently,
+    /// with the same message: only the first commit applies it.
+    pub async fn ingest(&self, message: &[u8]) -> Result<WebhookOutcome, IngestError> {
+        let (envelope, body) = Envelope::parse(message)?;
+        if !KNOWN_PROVIDERS.contains(&envelope.provider.as_str()) {
+            return Err(IngestError::UnknownProvider);
+        }
+        let event = parse_event(&envelope, &body)?;
+        let outcome = self.store.ingest_webhook(&event).await?;
+        log(&event.event_id, &event.event_type, &outcome);
+        Ok(outcome)
+    }
+}
+
+fn log(event_id: &str, event_type: &str, outcome: &WebhookOutcome) {
+    match outcome {
+        WebhookOutcome::Applied { operation_id, from, to } => {
+            info!(event_id, event_type, operation_id = %operation_id, %from, %to, "webhook applied")
+        }
+        WebhookOutcome::Escalated { operation_id, reason } => {
+            warn!(event_id, event_type, operation_id = %operation_id, reason, "webhook recorded and escalated, not applied")
+        }
+        WebhookOutcome::Unlinked => info!(event_id, event_type, "webhook stored unlinked: no operation matches it yet"),
+        WebhookOutcome::Duplicate { same_payload: false } => {
+            warn!(event_id, event_type, "webhook event id seen before with another body; ignored")
+        }
+        WebhookOutcome::IgnoredTransition { .. } | WebhookOutcome::IgnoredType | WebhookOutcome::Duplicate { same_payload: true } => {
+            debug!(event_id, event_type, outcome = outcome.label(), "webhook changes nothing")
+        }
+    }
+}
+
+impl Handler for IngestHandler {
+    async fn handle(&self, delivery: Delivery<'_>) -> Disposition {
+        match self.ingest(delivery.body).await {
+            Ok(_) => Disposition::Ack,
+            Err(e) => {
+                let disposition = e.disposition();
+                match &disposition {
+                    Disposition::Retry => warn!(error = %e, "webhook not ingested; it will be redelivered"),
+                    Disposition::DeadLetter { reason } => warn!(reason = %reason, error = %e, "webhook dead-lettered"),
+                    Disposition::Ack => {}
+                }
+                disposition
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The provider event (PROTOCOL.md §5) read from the verified raw body: its type, the
+//! normalised fields of `data.object` that link and settle an operation, and the hash of
+//! the whole event. Parsed once here; the store trusts the typed result.
+
+use fleet_core::hash_value;
+use fleet_store::{ReportedObject, WebhookEvent};
+use serde_json::{Map, Value};
+
+use crate::envelope::Envelope;
+
+/// Longest type or object field kept (ids, references, codes are far shorter).
+const MAX_FIELD_CHARS: usize = 255;
+
+/// Why a verified body cannot be used: its dead-letter reason (the signed bytes stay in
+/// the dead-letter queue for an operator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    #[error("the body is not a JSON object")]
+    NotAnObject,
+    #[error("the event has no {0}")]
+    Missing(&'static str),
+    #[error("the event's {0} has the wrong type or size")]
+    Invalid(&'static str),
+}
+
+impl EventError {
+    pub fn reason(self) -> &'static str {
+        match self {
+            EventError::NotAnObject => "malformed_event",
+            EventError::Missing(_) => "missing_field",
+            EventError::Invalid(_) => "invalid_field",
+        }
+    }
+}
+
+pub fn parse_event(envelope: &Envelope, body: &[u8]) -> Result<WebhookEvent, EventError> {
+    let value: Value = serde_json::from_slice(body).map_err(|_| EventError::NotAnObject)?;
+    let event = value.as_object().ok_or(EventError::NotAnObject)?;
+    let event_type = text(event, "type")?.ok_or(EventError::Missing("type"))?;
+    let object = event
+        .get("data")
+        .and_then(Value::as_object)
+        .ok_or(EventError::Missing("data"))?
+        .get("object")
+        .and_then(Value::as_object)
+        .ok_or(EventError::Missing("data.object"))?;
+    let amount_minor = match object.get("amount_minor") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_i64().ok_or(EventError::Invalid("amount_minor"))?),
+    };
+    Ok(WebhookEvent {
+        provider: envelope.provider.clone(),
+        event_id: envelope.event_id.clone(),
+        event_type,
+        received_at: envelope.received_at,
+        payload_hash: hash_value(&value).as_str().to_owned(),
+        object: ReportedObject {
+            id: text(object, "id")?,
+            reference: text(object, "reference")?,
+            status: text(object, "status")?,
+            amount_minor,
+            currency: text(object, "currency")?,
+            failure_code: text(object, "failure_code")?,
+        },
+    })
+}
+
+/// An optional string member: absent or null is `None`; anything else but a short
+/// string is refused.
+fn text(object: &Map<String, Value>, name: &'static str) -> Result<Option<String>, EventError> {
+    match object.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_FIELD_CHARS => Ok(Some(s.clone())),
+        Some(_) => Err(EventError::Invalid(name)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use serde_json::json;
+
+    fn envelope() -> Envelope {
+        Envelope::new("payments", "evt_1", Utc::now(), b"")
+    }
+
+    #[test]
+    fn reads_the_type_and_the_linking_fields() {
+        let body = json!({"id": "evt_1", "type": "payment.succeeded", "created_at": "2026-11-29T22:00:00Z",
+            "data": {"object": {"id": "pay_1", "status": "succeeded", "reference": "op_X", "amount_minor": 100,
+                                "currency": "KZT", "beneficiary_id": "vendor_77"}}});
+        let event = parse_event(&envelope(), &serde_json::to_vec(&body).unwrap()).unwrap();
+        assert_eq!(event.event_type, "payment.succeeded");
+        assert_eq!(event.event_id, "evt_1");
+        assert_eq!(event.object.id.as_deref(), Some("pay_1"));
+        assert_eq!(event.object.reference.as_deref(), Some("op_X"));
+        assert_eq!(event.object.amount_minor, Some(100));
+        assert_eq!(event.payload_hash, hash_value(&body).as_str());
+        // Whitespace does not change the hash: it is over the canonical form.
+        let pretty = parse_event(&envelope(), &serde_json::to_vec_pretty(&body).unwrap()).unwrap();
+        assert_eq!(pretty.payload_hash, event.payload_hash);
+    }
+
+    #[test]
+    fn refuses_bodies_that_are_not_events() {
+        let parse = |v: Value| parse_event(&envelope(), &serde_json::to_vec(&v).unwrap()).unwrap_err();
+        assert_eq!(parse_event(&envelope(), b"not json").unwrap_err(), EventError::NotAnObject);
+        assert_eq!(parse(json!([1])), EventError::NotAnObject);
+        assert_eq!(parse(json!({"data": {"object": {}}})), EventError::Missing("type"));
+        assert_eq!(parse(json!({"type": "payment.succeeded"})), EventError::Missing("data"));
+        assert_eq!(parse(json!({"type": "payment.succeeded", "data": {}})), EventError::Missing("data.object"));
+        assert_eq!(parse(json!({"type": 7, "data": {"object": {}}})), EventError::Invalid("type"));
+        assert_eq!(parse(json!({"type": "payment.succeeded", "data": {"object": {"reference": 5}}})), EventError::Invalid("reference"));
+        assert_eq!(parse(json!({"type": "payment.succeeded", "data": {"object": {"amount_minor": 1.5}}})), EventError::Invalid("amount_minor"));
+    }
+}

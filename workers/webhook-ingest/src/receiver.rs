@@ -1,0 +1,136 @@
+//! The HTTP receiver: `POST /webhooks/{provider}`. It verifies the Standard Webhooks
+//! signature over the raw bytes, publishes a `webhook.v1` envelope to `webhooks.ingest`
+//! and waits for the broker's confirm, and only then answers 204. It stores nothing: a
+//! refused delivery leaves no trace but a log line and a counter, and an accepted one is
+//! the consumer's from the moment the broker confirmed it.
+//!
+//! | answer | when |
+//! |---|---|
+//! | 204 | verified and confirmed by the broker |
+//! | 400 | a signature header missing, repeated, malformed or too long |
+//! | 401 | no matching signature, or the timestamp is more than 300 s away |
+//! | 404 | unknown provider |
+//! | 408 | the body did not arrive within [`BODY_READ_TIMEOUT`] |
+//! | 413 | body larger than `WEBHOOK_MAX_BODY_BYTES` |
+//! | 503 | the broker did not confirm: the provider retries later, nothing is lost |
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use chrono::Utc;
+use fleet_runtime::metric_names as m;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::envelope::Envelope;
+use crate::publish::IngestPublisher;
+use crate::secrets::WebhookSecrets;
+use crate::settings::KNOWN_PROVIDERS;
+use crate::signature::{self, SignedHeaders};
+
+/// A provider that cannot send its body within this long is not waited for.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// What a 503 asks the provider to wait before retrying.
+const RETRY_AFTER_S: &str = "5";
+
+#[derive(Clone)]
+pub struct ReceiverState {
+    secrets: Arc<WebhookSecrets>,
+    publisher: Arc<IngestPublisher>,
+    max_body_bytes: usize,
+}
+
+impl ReceiverState {
+    pub fn new(secrets: WebhookSecrets, publisher: Arc<IngestPublisher>, max_body_bytes: usize) -> ReceiverState {
+        ReceiverState { secrets: Arc::new(secrets), publisher, max_body_bytes }
+    }
+}
+
+pub fn router(state: ReceiverState) -> Router {
+    Router::new()
+        .route("/webhooks/{provider}", post(receive))
+        // The limit is enforced while reading, in `read_body`; axum's default would cut first.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(state)
+}
+
+/// Serves the receiver on `listener` until `shutdown`; in-flight requests finish first.
+pub async fn serve(listener: TcpListener, state: ReceiverState, shutdown: CancellationToken) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "webhook receiver listening");
+    }
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await
+}
+
+async fn receive(State(state): State<ReceiverState>, Path(provider): Path<String>, headers: HeaderMap, body: Body) -> Response {
+    let Some(provider) = KNOWN_PROVIDERS.iter().copied().find(|p| *p == provider) else {
+        return refuse(StatusCode::NOT_FOUND, "unknown_provider");
+    };
+    let signed = match SignedHeaders::from_headers(&headers) {
+        Ok(signed) => signed,
+        Err(rejection) => return rejected(provider, rejection),
+    };
+    let body = match read_body(body, state.max_body_bytes).await {
+        Ok(body) => body,
+        Err(status) => {
+            count(provider, "rejected_request");
+            return refuse(status, "body_not_read");
+        }
+    };
+    if let Err(rejection) = signature::verify(&state.secrets, &signed, &body, unix_now()) {
+        return rejected(provider, rejection);
+    }
+    let envelope = Envelope::new(provider, signed.id, Utc::now(), &body);
+    match state.publisher.publish(&envelope.to_bytes()).await {
+        Ok(()) => {
+            info!(provider, event_id = signed.id, "webhook accepted");
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(e) => {
+            warn!(provider, event_id = signed.id, error = %e, "broker did not confirm the webhook; answering 503");
+            count(provider, "broker_unavailable");
+            let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, "broker_unavailable");
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static(RETRY_AFTER_S));
+            response
+        }
+    }
+}
+
+/// Reads at most `limit` bytes within [`BODY_READ_TIMEOUT`].
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, StatusCode> {
+    match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        // Over the limit, or the client went away mid-body (it will not read the answer).
+        Ok(Err(_)) => Err(StatusCode::PAYLOAD_TOO_LARGE),
+        Err(_) => Err(StatusCode::REQUEST_TIMEOUT),
+    }
+}
+
+fn rejected(provider: &'static str, rejection: signature::Rejection) -> Response {
+    let status = rejection.status();
+    let outcome = if status == StatusCode::UNAUTHORIZED { "rejected_signature" } else { "rejected_request" };
+    warn!(provider, reason = rejection.code(), detail = %rejection, "webhook refused");
+    count(provider, outcome);
+    refuse(status, rejection.code())
+}
+
+fn refuse(status: StatusCode, code: &'static str) -> Response {
+    (status, Json(json!({"error": {"code": code}}))).into_response()
+}
+
+fn count(provider: &'static str, outcome: &'static str) {
+    metrics::counter!(m::WEBHOOK_EVENTS_TOTAL, "provider" => provider, "outcome" => outcome).increment(1);
+}
+
+fn unix_now() -> i64 {
+    // A clock before 1970 makes every timestamp "out of tolerance", which is the safe side.
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}

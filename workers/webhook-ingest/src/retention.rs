@@ -1,0 +1,56 @@
+//! The retention job: every `WEBHOOK_RETENTION_INTERVAL_S`, deletes dedup rows older than
+//! `WEBHOOK_RETENTION_DAYS` in batches of `WEBHOOK_RETENTION_BATCH`, at most
+//! [`MAX_BATCHES_PER_RUN`] batches per run so one run never holds the database for long.
+//! Replicas may run it at the same time: batches skip rows another one holds.
+
+use std::time::Duration;
+
+use fleet_store::Store;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+pub const MAX_BATCHES_PER_RUN: u32 = 100;
+const PAUSE_BETWEEN_BATCHES: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub days: u32,
+    pub batch: i64,
+    pub interval: Duration,
+}
+
+/// Runs until `shutdown`; the first run starts right away.
+pub async fn run(store: Store, retention: Retention, shutdown: CancellationToken) {
+    loop {
+        prune_once(&store, retention, &shutdown).await;
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(retention.interval) => {}
+        }
+    }
+}
+
+/// One run: batches until one comes back short, the cap is hit, or shutdown. Returns
+/// how many rows were deleted.
+pub async fn prune_once(store: &Store, retention: Retention, shutdown: &CancellationToken) -> u64 {
+    let mut deleted = 0;
+    for _ in 0..MAX_BATCHES_PER_RUN {
+        match store.prune_webhook_events(retention.days, retention.batch).await {
+            Ok(n) => {
+                deleted += n;
+                if n < retention.batch.unsigned_abs() || shutdown.is_cancelled() {
+                    break;
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "webhook retention batch failed; the next run retries");
+                break;
+            }
+        }
+        tokio::time::sleep(PAUSE_BETWEEN_BATCHES).await;
+    }
+    if deleted > 0 {
+        info!(deleted, days = retention.days, "pruned old webhook dedup rows");
+    }
+    deleted
+}

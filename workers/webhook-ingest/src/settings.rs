@@ -1,0 +1,139 @@
+//! webhook-ingest's own settings (flags with env), on top of the common ones.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use fleet_runtime::Secret;
+use fleet_store::MIN_WEBHOOK_RETENTION_DAYS;
+
+use crate::secrets::{SecretsError, WebhookSecrets};
+
+/// Which halves this process runs; they scale separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// The HTTP receiver only: verify, publish with confirm, answer.
+    Receiver,
+    /// The queue consumer (and the retention job) only.
+    Consumer,
+    Both,
+}
+
+impl Mode {
+    pub fn receives(self) -> bool {
+        match self {
+            Mode::Receiver | Mode::Both => true,
+            Mode::Consumer => false,
+        }
+    }
+
+    pub fn consumes(self) -> bool {
+        match self {
+            Mode::Consumer | Mode::Both => true,
+            Mode::Receiver => false,
+        }
+    }
+}
+
+/// Providers whose webhooks are accepted, as they appear in `/webhooks/{provider}` and in
+/// `operations.provider`.
+pub const KNOWN_PROVIDERS: &[&str] = &["payments"];
+
+#[derive(Debug, Clone, Args)]
+pub struct WebhookSettings {
+    /// What this process runs.
+    #[arg(long = "webhook-mode", env = "WEBHOOK_MODE", value_enum, default_value_t = Mode::Both)]
+    pub mode: Mode,
+
+    /// Where the receiver listens for `POST /webhooks/{provider}` (apart from ADMIN_ADDR).
+    #[arg(long, env = "WEBHOOK_ADDR", default_value = "127.0.0.1:8091")]
+    pub webhook_addr: SocketAddr,
+
+    /// Signing secrets, comma-separated `whsec_<base64>`, newest first (never printed).
+    /// Required by the receiver.
+    #[arg(long, env = "WEBHOOK_SECRETS", hide_env_values = true, hide_default_value = true, default_value = "")]
+    pub webhook_secrets: Secret<String>,
+
+    /// Largest webhook body accepted; larger ones get 413.
+    #[arg(long, env = "WEBHOOK_MAX_BODY_BYTES", default_value_t = 256 * 1024,
+          value_parser = clap::value_parser!(u32).range(1_024..=1_048_576))]
+    pub webhook_max_body_bytes: u32,
+
+    /// How long event ids are kept for deduplication. The protocol needs at least 7 days.
+    #[arg(long, env = "WEBHOOK_RETENTION_DAYS", default_value_t = 30,
+          value_parser = clap::value_parser!(u32).range(i64::from(MIN_WEBHOOK_RETENTION_DAYS)..=3_650))]
+    pub webhook_retention_days: u32,
+
+    /// How often the retention job runs.
+    #[arg(long, env = "WEBHOOK_RETENTION_INTERVAL_S", default_value_t = 3_600,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub webhook_retention_interval_s: u64,
+
+    /// Rows deleted per retention statement (several statements per run, each short).
+    #[arg(long, env = "WEBHOOK_RETENTION_BATCH", default_value_t = 1_000,
+          value_parser = clap::value_parser!(i64).range(1..=100_000))]
+    pub webhook_retention_batch: i64,
+}
+
+impl WebhookSettings {
+    pub fn secrets(&self) -> Result<WebhookSecrets, SecretsError> {
+        WebhookSecrets::parse(self.webhook_secrets.expose())
+    }
+
+    pub fn retention_interval(&self) -> Duration {
+        Duration::from_secs(self.webhook_retention_interval_s)
+    }
+
+    pub fn max_body_bytes(&self) -> usize {
+        self.webhook_max_body_bytes as usize
+    }
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings {
+            mode: Mode::Both,
+            webhook_addr: SocketAddr::from(([127, 0, 0, 1], 8091)),
+            webhook_secrets: Secret::new(String::new()),
+            webhook_max_body_bytes: 256 * 1024,
+            webhook_retention_days: 30,
+            webhook_retention_interval_s: 3_600,
+            webhook_retention_batch: 1_000,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        webhook: WebhookSettings,
+    }
+
+    #[test]
+    fn retention_below_seven_days_is_refused() {
+        assert!(Cli::try_parse_from(["bin", "--webhook-retention-days=6"]).is_err());
+        assert_eq!(Cli::try_parse_from(["bin", "--webhook-retention-days=7"]).unwrap().webhook.webhook_retention_days, 7);
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_or_help() {
+        use clap::CommandFactory;
+        let cli = Cli::try_parse_from(["bin", "--webhook-secrets=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]).unwrap();
+        assert!(!format!("{cli:?}").contains("MfKQ"));
+        assert_eq!(cli.webhook.secrets().unwrap().len(), 1);
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("WEBHOOK_SECRETS"));
+    }
+
+    #[test]
+    fn modes_say_what_runs() {
+        let cli = Cli::try_parse_from(["bin", "--webhook-mode=receiver"]).unwrap();
+        assert!(cli.webhook.mode.receives() && !cli.webhook.mode.consumes());
+        assert!(Mode::Both.receives() && Mode::Both.consumes());
+    }
+}
