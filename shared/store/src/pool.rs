@@ -38,6 +38,11 @@ impl Store {
         Ok(Store { pool })
     }
 
+    /// Closes the pool: connections are dropped and later checkouts fail.
+    pub fn close(&self) {
+        self.pool.close();
+    }
+
     /// Readiness: a round trip within `timeout`.
     pub async fn ping(&self, timeout: Duration) -> bool {
         let check = async {

@@ -259,6 +259,7 @@ impl TestFleet {
             tokio::time::timeout(Duration::from_secs(20), w).await.expect("workers drain within 20 s").expect("worker task");
         }
         self.publisher.close().await;
+        self.store.close();
         fleet_broker::delete_namespace(&self.broker).await;
         let _ = fleet_store::drop_database(&self.database_url).await;
     }

@@ -316,3 +316,26 @@ async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retr
     assert_eq!(fleet.sim_effects(&op).await, 0);
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lookup() {
+    let mut fleet = TestFleet::start_with_sim(fleet_provider_sim::SimConfig { default_payment_status: "pending".into(), ..Default::default() }).await;
+    fleet.spawn_prepare();
+    fleet.spawn_execute_with(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() });
+    let i = intent();
+    let op = op_of(&i);
+    fleet.submit(&i).await;
+    fleet.prepared(&op).await;
+    fleet.approve(&op, &hash_of(&i)).await.unwrap();
+    let accepted = fleet.reaches(&op, "accepted").await;
+    assert!(accepted.deadline_at.is_some());
+    // The provider settles it, but its webhook never arrives (none is configured).
+    let payment_id = accepted.external_id.clone().unwrap();
+    fleet.sim_post(&format!("/_sim/payments/{payment_id}/settle"), json!({"status": "succeeded"})).await;
+    fleet.spawn_reconcile(contract(300), fast_reconcile());
+    let row = fleet.reaches(&op, "succeeded").await;
+    assert_eq!(row.external_id.as_deref(), Some(payment_id.as_str()));
+    assert!(fleet.store.events(&op).await.unwrap().iter().any(|e| e.kind == "lookup"), "settled by a recorded lookup");
+    assert_eq!(fleet.sim_posts(&op).await, 1);
+    fleet.stop().await;
+}

@@ -8,7 +8,7 @@ use fleet_broker::{Publisher, Queue};
 use fleet_core::reconcile::{judge, AttemptAges, Found, ProviderContract, Verdict};
 use fleet_core::{Doorbell, Event, OperationId, Status};
 use fleet_runtime::metric_names as m;
-use fleet_store::{record_lookup_on, transition_in, AttemptRow, OperationRow, Store, StoreError, Transition, TransitionOutcome};
+use fleet_store::{record_lookup_on, transition_in, AttemptRow, OperationRow, Store, StoreError, Transition, TransitionOutcome, WebhookOutcome};
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
@@ -41,9 +41,21 @@ impl Reconciler {
 
     /// Brings one operation in line with the provider, if it needs it.
     pub async fn reconcile(&self, op: &str) -> Result<(), StoreError> {
-        let Some(row) = self.store.get(op).await? else {
+        let Some(mut row) = self.store.get(op).await? else {
             return Ok(());
         };
+        if matches!(row.status(), Status::Accepted | Status::Unknown) {
+            // A signed provider event that arrived before anything could link it is the
+            // cheapest evidence there is: apply it before asking the provider.
+            let applied = self.store.apply_unlinked_webhooks(op).await?;
+            if applied.iter().any(|o| matches!(o, WebhookOutcome::Applied { .. } | WebhookOutcome::Escalated { .. })) {
+                info!(operation_id = op, "applied webhook events that arrived before the operation could be linked");
+                row = match self.store.get(op).await? {
+                    Some(row) => row,
+                    None => return Ok(()),
+                };
+            }
+        }
         match row.status() {
             Status::InProgress if row.lease_expired => {
                 let t = Transition { reason: Some("lease_expired"), ..Transition::new(op, Status::InProgress, row.fence, Event::LeaseExpired, ACTOR) };

@@ -29,7 +29,14 @@ pub fn url_with_database(url: &str, name: &str) -> anyhow::Result<String> {
     Ok(u.to_string())
 }
 
-/// Per-database counters from `pg_stat_database`.
+/// Counters of the bench database from `pg_stat_database`, and two cluster-wide ones.
+///
+/// `xact_commit` counts every transaction, read-only ones included, and with the
+/// extended query protocol an unprepared statement is two of them (its Parse/Describe
+/// round trip ends in a Sync, which Postgres counts as a committed transaction). Write
+/// transactions are counted by the transaction ids assigned meanwhile (only a writing
+/// transaction gets one): that counter is cluster-wide, so `other_db_xacts` says whether
+/// another database was busy at the same time.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct PgCounters {
     pub xact_commit: i64,
@@ -37,6 +44,10 @@ pub struct PgCounters {
     pub tup_inserted: i64,
     pub tup_updated: i64,
     pub tup_deleted: i64,
+    /// Transaction ids assigned (cluster-wide): write transactions.
+    pub xids_assigned: i64,
+    /// Transactions committed in every other database of the cluster.
+    pub other_db_xacts: i64,
 }
 
 impl PgCounters {
@@ -47,6 +58,8 @@ impl PgCounters {
             tup_inserted: self.tup_inserted - before.tup_inserted,
             tup_updated: self.tup_updated - before.tup_updated,
             tup_deleted: self.tup_deleted - before.tup_deleted,
+            xids_assigned: self.xids_assigned - before.xids_assigned,
+            other_db_xacts: self.other_db_xacts - before.other_db_xacts,
         }
     }
 }
@@ -97,8 +110,11 @@ impl BenchDb {
         let client = self.maintenance.client().await?;
         let r = client
             .query_one(
-                "SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted
-                 FROM pg_stat_database WHERE datname = $1",
+                "SELECT d.xact_commit, d.xact_rollback, d.tup_inserted, d.tup_updated, d.tup_deleted,
+                        pg_snapshot_xmax(pg_current_snapshot())::text::int8,
+                        (SELECT COALESCE(sum(o.xact_commit), 0)::int8 FROM pg_stat_database o
+                         WHERE o.datname IS DISTINCT FROM $1 AND o.datname <> current_database())
+                 FROM pg_stat_database d WHERE d.datname = $1",
                 &[&self.name],
             )
             .await?;
@@ -108,6 +124,8 @@ impl BenchDb {
             tup_inserted: r.get(2),
             tup_updated: r.get(3),
             tup_deleted: r.get(4),
+            xids_assigned: r.get(5),
+            other_db_xacts: r.get(6),
         })
     }
 

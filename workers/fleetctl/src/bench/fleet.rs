@@ -15,6 +15,9 @@ pub const EXECUTE: &str = "fleet-execute";
 pub const RECONCILE: &str = "fleet-reconcile";
 pub const WEBHOOK_INGEST: &str = "fleet-webhook-ingest";
 const SIM: &str = "fleet-provider-sim";
+/// The webhook receiver refuses to start without a signing secret. Nothing signs webhooks
+/// during a bench; this bench-only key (`whsec_` + base64 of 32 bytes) is not a secret.
+const BENCH_WEBHOOK_SECRET: &str = "whsec_ZmxlZXQtYmVuY2gtd2ViaG9vay1zaWduaW5nLWtleSE=";
 
 /// A started process the bench measures.
 #[derive(Debug, Clone)]
@@ -95,6 +98,11 @@ impl BenchFleet {
                     ("RUST_LOG", spec.log_level),
                 ];
                 envs.extend(spec.worker_env.iter().map(|(k, v)| (*k, v.as_str())));
+                let webhook_addr;
+                if bin == WEBHOOK_INGEST {
+                    webhook_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, ports.take()?)).to_string();
+                    envs.extend([("WEBHOOK_ADDR", webhook_addr.as_str()), ("WEBHOOK_SECRETS", BENCH_WEBHOOK_SECRET)]);
+                }
                 let name = format!("{bin}#{i}");
                 let p = processes::spawn(spec.bin_dir, spec.log_dir, bin, &name, &envs)?;
                 members.push(Member { bin, name, pid: pid_of(&p)?, admin: Some(admin) });

@@ -8,6 +8,9 @@ use fleet_runtime::admin_addrs;
 use crate::cli::Connection;
 use crate::processes::{self, Proc};
 
+/// A development-only webhook signing secret (base64 of "dev-only-webhook-secret!").
+const DEMO_WEBHOOK_SECRET: &str = "whsec_ZGV2LW9ubHktd2ViaG9vay1zZWNyZXQh";
+
 pub struct Fleet {
     procs: Vec<Proc>,
     sim_url: String,
@@ -20,11 +23,16 @@ impl Fleet {
         let sim = "fleet-provider-sim";
         let mut procs = vec![processes::spawn(bin_dir, log_dir, sim, sim, &[("SIM_ADDR", sim_addr)])?];
         processes::wait_http_ok(&client, &format!("{sim_url}/_sim/effects"), "the provider simulator").await?;
+        // The demo's webhook receiver needs a signing secret; a development one unless
+        // the caller provides WEBHOOK_SECRETS.
+        let webhook_secrets = std::env::var("WEBHOOK_SECRETS").unwrap_or_else(|_| DEMO_WEBHOOK_SECRET.to_owned());
         let envs = [
             ("DATABASE_URL", conn.database_url.expose()),
             ("AMQP_URL", conn.amqp_url.expose()),
             ("AMQP_NAMESPACE", conn.amqp_namespace.as_str()),
             ("PAYMENTS_URL", sim_url.as_str()),
+            ("CRM_URL", sim_url.as_str()),
+            ("WEBHOOK_SECRETS", webhook_secrets.as_str()),
             ("LOG_FORMAT", "json"),
         ];
         let workers = [
