@@ -70,22 +70,25 @@ pub struct Statements {
     pub calls: HashMap<i64, (i64, String)>,
 }
 
-/// The reading query itself is recorded by pg_stat_statements; it is left out of deltas.
-const STATEMENTS_SQL: &str = "SELECT queryid, calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 160)
+/// Marks the bench's own statements in the bench database (polls, readings), so that
+/// pg_stat_statements deltas leave them out.
+pub const BENCH_SQL_TAG: &str = "/* fleetctl bench */";
+
+const STATEMENTS_SQL: &str = "SELECT /* fleetctl bench */ queryid, calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 160)
      FROM pg_stat_statements
      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND queryid IS NOT NULL";
 
 impl Statements {
-    /// Calls since `before`, without the bench's own reading query; most called first.
+    /// Calls since `before`, without the bench's own statements; most called first.
     pub fn since(&self, before: &Statements) -> Vec<(i64, String)> {
         let mut out: Vec<(i64, String)> = self
             .calls
             .iter()
-            .filter(|(_, (_, q))| !q.contains("pg_stat_statements"))
+            .filter(|(_, (_, q))| !q.contains(BENCH_SQL_TAG))
             .map(|(id, (calls, q))| (calls - before.calls.get(id).map_or(0, |(c, _)| *c), q.clone()))
             .filter(|(calls, _)| *calls > 0)
             .collect();
-        out.sort_by(|a, b| b.0.cmp(&a.0));
+        out.sort_by_key(|(calls, _)| std::cmp::Reverse(*calls));
         out
     }
 }

@@ -223,7 +223,7 @@ async fn approve_as_prepared(store: &Store, approvers: &[Publisher], intents: &A
         let client = store.client().await?;
         let rows = client
             .query(
-                "SELECT operation_id FROM operations
+                "SELECT /* fleetctl bench */ operation_id FROM operations
                  WHERE status = 'not_started' AND approval_status = 'pending' AND tenant_id = $1 LIMIT $2",
                 &[&TENANT, &APPROVER_POLL_BATCH],
             )

@@ -25,6 +25,7 @@ mod throughput;
 mod scale;
 mod scrape;
 mod seed;
+mod summary;
 mod table;
 
 use std::path::PathBuf;
@@ -100,7 +101,7 @@ pub struct BenchArgs {
     pub port_base: u16,
     /// Broker connections the bench publishes on (intents, bells), each with one
     /// publish in flight; also the number of concurrent approvers in pipeline mode.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub publishers: u16,
     /// Final operations inserted (with their attempts and events) before the run, so the
     /// run sees a table with history.

@@ -229,7 +229,7 @@ async fn wait_all_final(store: &Store, tally: &BenchTally) -> anyhow::Result<()>
         let client = store.client().await?;
         let open: i64 = client
             .query_one(
-                "SELECT count(*) FROM operations
+                "SELECT /* fleetctl bench */ count(*) FROM operations
                  WHERE status IN ('not_started', 'in_progress', 'accepted', 'unknown') AND tenant_id = $1",
                 &[&TENANT],
             )

@@ -1,0 +1,114 @@
+//! Nothing secret or personal reaches a log line. Canaries are planted through the full
+//! flow — a card-like number in a payload field, the provider API key, a `whsec_` webhook
+//! secret, a password in the database URL — while every worker runs as a real process
+//! with TRACE logging; then every captured log line is scanned for them, and for any
+//! 13–19 digit number that passes the Luhn check.
+
+use fleet_broker::Queue;
+use fleet_provider_sim::SimConfig;
+use fleet_tests::{eventually, hash_of, intent, op_of, with_amount, TestFleet};
+use serde_json::json;
+
+const API_KEY: &str = "sk_live_CANARYapiKEY7731";
+const DB_PASSWORD: &str = "CANARYdbPassword5150";
+/// base64 of "CANARY-webhook-secret-bytes!!"
+const WEBHOOK_SECRET_B64: &str = "Q0FOQVJZLXdlYmhvb2stc2VjcmV0LWJ5dGVzISE=";
+const PAN: &str = "4111111111111111";
+
+fn luhn(digits: &str) -> bool {
+    let sum: u32 = digits
+        .bytes()
+        .rev()
+        .enumerate()
+        .map(|(i, b)| {
+            let d = u32::from(b - b'0');
+            if i % 2 == 1 {
+                let dd = d * 2;
+                if dd > 9 { dd - 9 } else { dd }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum % 10 == 0
+}
+
+/// Every run of 13 to 19 digits that passes the Luhn check: a card number by its shape.
+fn card_like_numbers(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_digit()).filter(|run| (13..=19).contains(&run.len()) && luhn(run)).map(str::to_owned).collect()
+}
+
+#[test]
+fn the_luhn_scan_finds_card_numbers_and_ignores_other_digits() {
+    assert_eq!(card_like_numbers(&format!("x {PAN} y")), vec![PAN.to_owned()]);
+    assert!(card_like_numbers("op_01J 1250000 4111111111111112 12345").is_empty());
+}
+
+#[tokio::test]
+async fn no_canary_reaches_any_log_line_through_the_full_flow() {
+    let mut fleet = TestFleet::start_with_sim(SimConfig { api_key: API_KEY.into(), default_payment_status: "pending".into(), ..Default::default() }).await;
+    let secret = format!("whsec_{WEBHOOK_SECRET_B64}");
+    let dsn = fleet.database_url.replacen("postgres://postgres@", &format!("postgres://postgres:{DB_PASSWORD}@"), 1);
+    let webhook_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let webhook_addr = format!("127.0.0.1:{webhook_port}");
+    let env = [
+        ("DATABASE_URL", dsn.as_str()),
+        ("PAYMENTS_API_KEY", API_KEY),
+        ("CRM_API_KEY", API_KEY),
+        ("WEBHOOK_SECRETS", secret.as_str()),
+        ("WEBHOOK_ADDR", webhook_addr.as_str()),
+        ("LEASE_TTL_MS", "2000"),
+        ("PAYMENTS_SEARCH_LAG_MS", "200"),
+        ("SWEEP_INTERVAL_MS", "200"),
+        ("LOOKUP_RECHECK_MS", "200"),
+        ("RUST_LOG", "trace"),
+    ];
+    let workers: Vec<_> = ["fleet-prepare", "fleet-execute", "fleet-reconcile", "fleet-webhook-ingest"].into_iter().map(|w| fleet.spawn_process(w, &env)).collect();
+    fleet.sim_post("/_sim/webhooks/config", json!({"url": format!("http://{webhook_addr}/webhooks/payments"), "secret": secret})).await;
+
+    // A payment whose beneficiary is a card number: accepted, settled, webhook applied.
+    let mut carded = intent();
+    carded["payload"]["beneficiary_id"] = json!(PAN);
+    let carded_op = op_of(&carded);
+    fleet.submit(&carded).await;
+    fleet.prepared(&carded_op).await;
+    fleet.approve(&carded_op, &hash_of(&carded)).await.unwrap();
+    let accepted = fleet.reaches(&carded_op, "accepted").await;
+    fleet.sim_post(&format!("/_sim/payments/{}/settle", accepted.external_id.unwrap()), json!({"status": "succeeded"})).await;
+    fleet.reaches(&carded_op, "succeeded").await;
+
+    // One the provider answers 500 after committing: unknown, then reconciled by lookup.
+    let unknown = intent();
+    let unknown_op = op_of(&unknown);
+    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500})).await;
+    fleet.submit(&unknown).await;
+    fleet.prepared(&unknown_op).await;
+    fleet.approve(&unknown_op, &hash_of(&unknown)).await.unwrap();
+    let store = fleet.store.clone();
+    eventually("the 500 to be reconciled", || {
+        let store = store.clone();
+        let op = unknown_op.clone();
+        async move { store.get(&op).await.unwrap().filter(|r| r.status == "accepted" || r.status == "succeeded") }
+    })
+    .await;
+
+    // A refused intent whose bad field holds the card number.
+    fleet.submit(&with_amount(intent(), json!(PAN))).await;
+    fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
+
+    let logs: Vec<(String, String)> = workers.iter().map(|w| (w.name.clone(), w.log_text())).collect();
+    drop(workers);
+    assert!(logs.iter().all(|(_, text)| text.lines().count() > 5), "every worker logged");
+    // Positive control: the scan reads real lines, which do name the operation.
+    assert!(logs.iter().any(|(name, text)| name == "fleet-execute" && text.contains(&carded_op)));
+    let canaries = [API_KEY, DB_PASSWORD, secret.as_str(), WEBHOOK_SECRET_B64, PAN, "Bearer "];
+    for (name, text) in &logs {
+        for line in text.lines() {
+            for canary in canaries {
+                assert!(!line.contains(canary), "{name} logged a canary ({canary}): {line}");
+            }
+            assert!(card_like_numbers(line).is_empty(), "{name} logged a card-like number: {line}");
+        }
+    }
+    fleet.stop().await;
+}
