@@ -71,7 +71,7 @@ const DESCRIPTIONS: &[Description] = &[
         names::OPERATIONS_UNKNOWN,
         Kind::Gauge,
         Unit::Count,
-        "Operations in status unknown, from Postgres (labels: action, provider).",
+        "Operations in status unknown, from Postgres (computed by fleet-reconcile only).",
     ),
     describe(
         names::OPERATIONS_ESCALATED,
@@ -137,13 +137,13 @@ const DESCRIPTIONS: &[Description] = &[
         names::APPROVALS_RENEWED_TOTAL,
         Kind::Counter,
         Unit::Count,
-        "Approvals renewed for an operation whose approval had expired.",
+        "Intents prepared that supersede an earlier operation (a correction needing a new approval).",
     ),
     describe(
         names::MANUAL_INVESTIGATIONS_TOTAL,
         Kind::Counter,
         Unit::Count,
-        "Operations handed to an operator (escalations and disputes).",
+        "Operator decisions recorded (resolve, dispute), counted from Postgres by fleet-reconcile.",
     ),
     describe(
         names::WEBHOOK_EVENTS_TOTAL,
