@@ -71,8 +71,8 @@ pub async fn print(store: &Store, plan: &Plan, sim_url: &str, dead: &[(Vec<u8>, 
     println!();
     let summary: Vec<String> = by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
     println!("final states: {}", summary.join(", "));
-    for (body, reason) in dead.iter().filter(|(body, _)| *body == plan.invalid) {
-        println!("dead-lettered by prepare: {} bytes, reason {}", body.len(), reason.as_deref().unwrap_or("(none)"));
+    for (_, reason) in dead.iter().filter(|(body, _)| *body == plan.invalid) {
+        println!("dead-lettered by prepare: the float-amount intent, reason {}", reason.as_deref().unwrap_or("(none)"));
     }
     println!("provider effects match the log for {} of {} operations", plan.intents.len() - violations, plan.intents.len());
     anyhow::ensure!(violations == 0, "{violations} operations disagree with the provider");
