@@ -15,7 +15,7 @@ pub struct ClaimedOperation {
 
 #[derive(Debug, Clone)]
 pub enum Claim {
-    Claimed(ClaimedOperation),
+    Claimed(Box<ClaimedOperation>),
     /// Nothing was claimed; the caller reads the row and acts on what it says.
     NotClaimable,
 }
@@ -50,7 +50,7 @@ impl Store {
             Some(r) => {
                 let row = OperationRow::from_row(&r);
                 crate::transition::observe(Status::NotStarted, Status::InProgress, None, None);
-                Claim::Claimed(ClaimedOperation { fence: row.fence, row })
+                Claim::Claimed(Box::new(ClaimedOperation { fence: row.fence, row }))
             }
             None => Claim::NotClaimable,
         })

@@ -16,6 +16,15 @@ pub struct AttemptAgesMs {
     pub oldest: Option<u64>,
 }
 
+/// One transition applied to every row a locking query selects.
+struct BatchMove {
+    select: &'static str,
+    from: Status,
+    event: Event,
+    reason: &'static str,
+    approval_status: Option<&'static str>,
+}
+
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -24,35 +33,16 @@ impl Store {
     /// Moves up to `batch` in_progress rows whose lease expired to `unknown`, in one
     /// transaction. Returns the operations moved.
     pub async fn expire_leases(&self, batch: i64) -> Result<Vec<String>, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let rows = tx
-            .query(
-                "SELECT operation_id, fence FROM operations
-                 WHERE status = 'in_progress' AND lease_expires_at <= now()
-                 ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
-                &[&batch],
-            )
-            .await?;
-        let mut moved = Vec::new();
-        for r in &rows {
-            let op: String = r.get(0);
-            let t = Transition {
-                reason: Some("lease_expired"),
-                ..Transition::new(&op, Status::InProgress, r.get(1), Event::LeaseExpired, "reconcile")
-            };
-            if let o @ TransitionOutcome::Moved { .. } = transition_in(&tx, t, None).await? {
-                moved.push((op, o));
-            }
-        }
-        tx.commit().await?;
-        Ok(moved
-            .into_iter()
-            .map(|(op, o)| {
-                o.observe(Status::InProgress);
-                op
-            })
-            .collect())
+        let expired = BatchMove {
+            select: "SELECT operation_id, fence FROM operations
+                     WHERE status = 'in_progress' AND lease_expires_at <= now()
+                     ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
+            from: Status::InProgress,
+            event: Event::LeaseExpired,
+            reason: "lease_expired",
+            approval_status: None,
+        };
+        self.move_batch(expired, batch).await
     }
 
     /// Takes up to `batch` unknown, unescalated rows that are due for a lookup, and pushes
@@ -109,29 +99,45 @@ impl Store {
 
     /// Cancels up to `batch` rows that never started and whose approval window closed.
     pub async fn cancel_expired_approvals(&self, batch: i64) -> Result<usize, StoreError> {
+        let expired = BatchMove {
+            select: "SELECT operation_id, fence FROM operations
+                     WHERE status = 'not_started' AND approval_expires_at <= now()
+                     ORDER BY approval_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
+            from: Status::NotStarted,
+            event: Event::CancelBeforeStart,
+            reason: "approval_expired",
+            approval_status: Some("expired"),
+        };
+        Ok(self.move_batch(expired, batch).await?.len())
+    }
+
+    /// Locks a batch of rows (`select` returns operation_id, fence; `$1` is the batch
+    /// size), applies the same transition to each through `transition_in`, and commits
+    /// once. Returns the operations that moved.
+    async fn move_batch(&self, m: BatchMove, batch: i64) -> Result<Vec<String>, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        let rows = tx
-            .query(
-                "SELECT operation_id, fence FROM operations
-                 WHERE status = 'not_started' AND approval_expires_at <= now()
-                 ORDER BY approval_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
-                &[&batch],
-            )
-            .await?;
+        let rows = tx.query(m.select, &[&batch]).await?;
         let mut moved = Vec::new();
         for r in &rows {
             let op: String = r.get(0);
             let t = Transition {
-                reason: Some("approval_expired"),
-                approval_status: Some("expired"),
-                ..Transition::new(&op, Status::NotStarted, r.get(1), Event::CancelBeforeStart, "reconcile")
+                reason: Some(m.reason),
+                approval_status: m.approval_status,
+                ..Transition::new(&op, m.from, r.get(1), m.event, "reconcile")
             };
-            moved.push(transition_in(&tx, t, None).await?);
+            if let o @ TransitionOutcome::Moved { .. } = transition_in(&tx, t, None).await? {
+                moved.push((op, o));
+            }
         }
         tx.commit().await?;
-        moved.iter().for_each(|o| o.observe(Status::NotStarted));
-        Ok(moved.iter().filter(|o| matches!(o, TransitionOutcome::Moved { .. })).count())
+        Ok(moved
+            .into_iter()
+            .map(|(op, o)| {
+                o.observe(m.from);
+                op
+            })
+            .collect())
     }
 
     pub async fn attempt_ages(&self, operation_id: &str) -> Result<AttemptAgesMs, StoreError> {

@@ -200,6 +200,39 @@ impl TestFleet {
         .await
     }
 
+    /// Waits until the operation is escalated to an operator (`escalated_at` set).
+    pub async fn escalated(&self, op: &str) -> fleet_store::OperationRow {
+        let store = self.store.clone();
+        eventually(&format!("{op} to be escalated"), || {
+            let store = store.clone();
+            async move { store.get(op).await.unwrap().filter(|r| r.escalated_at.is_some()) }
+        })
+        .await
+    }
+
+    /// Waits until `queue` holds no ready message (every bell was taken).
+    pub async fn drained(&self, queue: Queue) {
+        let broker = self.broker.clone();
+        eventually(&format!("{} to drain", queue.wire_name()), || {
+            let broker = broker.clone();
+            async move { (fleet_broker::message_count(&broker, queue).await.ok()? == 0).then_some(()) }
+        })
+        .await
+    }
+
+    /// Waits until the simulator has received a request for this reference.
+    pub async fn provider_received(&self, reference: &str) {
+        let (http, url) = (self.http.clone(), format!("{}/_sim/requests?reference={reference}", self.sim.base_url));
+        eventually("the request to reach the provider", || {
+            let (http, url) = (http.clone(), url.clone());
+            async move {
+                let v: Value = http.get(url).send().await.ok()?.json().await.ok()?;
+                (!v["data"].as_array()?.is_empty()).then_some(())
+            }
+        })
+        .await
+    }
+
     pub async fn sim_effects(&self, reference: &str) -> i64 {
         let v = self.sim_get(&format!("/_sim/effects?reference={reference}")).await;
         ["payments", "refunds", "deals"].iter().map(|k| v[k].as_i64().unwrap_or(0)).sum()

@@ -7,7 +7,7 @@ use fleet_execute::ExecuteSettings;
 use fleet_prepare::ProviderCapabilities;
 use fleet_providers::Capabilities;
 use fleet_provider_sim::SimConfig;
-use fleet_tests::{contract, deal_create_intent, deal_update_intent, eventually, fast_reconcile, hash_of, intent, op_of, refund_intent, TestFleet};
+use fleet_tests::{contract, deal_create_intent, deal_update_intent, fast_reconcile, hash_of, intent, op_of, refund_intent, TestFleet};
 use serde_json::{json, Value};
 
 async fn submit_and_approve(fleet: &TestFleet, i: &Value) -> String {
@@ -118,13 +118,7 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     seed_deal(&fleet, &op).await;
     fleet.spawn_execute();
     submit_and_approve(&fleet, &i).await;
-    let store = fleet.store.clone();
-    let row = eventually("the operation to be escalated", || {
-        let store = store.clone();
-        let op = op.clone();
-        async move { store.get(&op).await.unwrap().filter(|r| r.escalated_at.is_some()) }
-    })
-    .await;
+    let row = fleet.escalated(&op).await;
     assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("multiple_deals")));
     assert_eq!(row.external_id, None, "nothing picked");
     assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 0, "nothing created");

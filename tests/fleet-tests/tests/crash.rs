@@ -70,16 +70,7 @@ async fn killed_while_the_provider_commits_is_found_by_lookup_with_no_second_pos
     // The provider holds the request 1 s, then commits it whatever happened to the caller.
     fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 1000})).await;
     let mut doomed = fleet.spawn_process("fleet-execute", &SHORT_LEASE);
-    let http = fleet.http.clone();
-    let url = format!("{}/_sim/requests?reference={op}", fleet.sim.base_url);
-    eventually("the request to reach the provider", || {
-        let (http, url) = (http.clone(), url.clone());
-        async move {
-            let v: Value = http.get(url).send().await.ok()?.json().await.ok()?;
-            (!v["data"].as_array()?.is_empty()).then_some(())
-        }
-    })
-    .await;
+    fleet.provider_received(&op).await;
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
@@ -208,13 +199,7 @@ async fn two_payments_for_one_reference_are_escalated_and_none_is_chosen() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 201);
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    let store = fleet.store.clone();
-    let row = eventually("the operation to be escalated", || {
-        let store = store.clone();
-        let op = op.clone();
-        async move { store.get(&op).await.unwrap().filter(|r| r.escalated_at.is_some()) }
-    })
-    .await;
+    let row = fleet.escalated(&op).await;
     assert_eq!(row.status, "unknown");
     assert_eq!(row.status_reason.as_deref(), Some("multiple_matches"));
     assert_eq!(row.external_id, None, "nothing chosen automatically");
@@ -227,16 +212,7 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
     let (mut fleet, op) = approved().await;
     fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 2500})).await;
     let paused = fleet.spawn_process("fleet-execute", &SHORT_LEASE);
-    let http = fleet.http.clone();
-    let url = format!("{}/_sim/requests?reference={op}", fleet.sim.base_url);
-    eventually("the request to reach the provider", || {
-        let (http, url) = (http.clone(), url.clone());
-        async move {
-            let v: Value = http.get(url).send().await.ok()?.json().await.ok()?;
-            (!v["data"].as_array()?.is_empty()).then_some(())
-        }
-    })
-    .await;
+    fleet.provider_received(&op).await;
     paused.pause();
     // Past its lease the operation becomes unknown and is settled by lookup once the
     // provider commits (2.5 s); the paused worker sleeps through all of it.
@@ -303,13 +279,7 @@ async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retr
     // of the end of retention, so a retry could double-charge.
     let short_retention = fleet_core::reconcile::ProviderContract { key_retention_ms: 60_000, ..contract(0) };
     fleet.spawn_reconcile(short_retention, fast_reconcile());
-    let store = fleet.store.clone();
-    let row = eventually("the operation to be escalated", || {
-        let store = store.clone();
-        let op = op.clone();
-        async move { store.get(&op).await.unwrap().filter(|r| r.escalated_at.is_some()) }
-    })
-    .await;
+    let row = fleet.escalated(&op).await;
     assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("key_retention_passed")));
     assert_eq!(row.fence, 1, "never claimed again");
     assert_eq!(fleet.sim_posts(&op).await, 1);

@@ -58,12 +58,7 @@ async fn the_same_execute_doorbell_delivered_five_times_makes_one_provider_post(
     fleet.spawn_execute();
     fleet.reaches(&op, "succeeded").await;
     // Wait for the queue to drain so every bell has been handled before counting.
-    let broker = fleet.broker.clone();
-    eventually("the execute queue to drain", || {
-        let broker = broker.clone();
-        async move { (fleet_broker::message_count(&broker, Queue::OperationsExecute).await.unwrap() == 0).then_some(()) }
-    })
-    .await;
+    fleet.drained(fleet_broker::Queue::OperationsExecute).await;
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().fence, 1, "one claim");
@@ -179,12 +174,7 @@ async fn a_500_from_the_provider_makes_the_operation_unknown_and_it_is_never_ret
     for _ in 0..3 {
         fleet.ring_execute(&op).await;
     }
-    let broker = fleet.broker.clone();
-    eventually("the execute queue to drain", || {
-        let broker = broker.clone();
-        async move { (fleet_broker::message_count(&broker, Queue::OperationsExecute).await.unwrap() == 0).then_some(()) }
-    })
-    .await;
+    fleet.drained(fleet_broker::Queue::OperationsExecute).await;
     assert_eq!(fleet.sim_posts(&op).await, 1, "exactly one POST");
     assert_eq!(fleet.sim_effects(&op).await, 1, "the provider did act: only a lookup can tell");
     assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "unknown");

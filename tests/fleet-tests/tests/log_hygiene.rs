@@ -30,7 +30,7 @@ fn luhn(digits: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// Every run of 13 to 19 digits that passes the Luhn check: a card number by its shape.
@@ -46,7 +46,7 @@ fn the_luhn_scan_finds_card_numbers_and_ignores_other_digits() {
 
 #[tokio::test]
 async fn no_canary_reaches_any_log_line_through_the_full_flow() {
-    let mut fleet = TestFleet::start_with_sim(SimConfig { api_key: API_KEY.into(), default_payment_status: "pending".into(), ..Default::default() }).await;
+    let fleet = TestFleet::start_with_sim(SimConfig { api_key: API_KEY.into(), default_payment_status: "pending".into(), ..Default::default() }).await;
     let secret = format!("whsec_{WEBHOOK_SECRET_B64}");
     let dsn = fleet.database_url.replacen("postgres://postgres@", &format!("postgres://postgres:{DB_PASSWORD}@"), 1);
     let webhook_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -1,7 +1,7 @@
 //! Operator decisions through fleetctl's own functions: each is an event with its actor,
 //! the state machine decides what is allowed, and workers never move a disputed row.
 
-use fleet_tests::{contract, eventually, fast_reconcile, hash_of, intent, op_of, TestFleet};
+use fleet_tests::{contract, fast_reconcile, hash_of, intent, op_of, TestFleet};
 use fleetctl::operator::{dispute, resolve, Resolution, Resolve};
 use serde_json::json;
 
@@ -45,12 +45,7 @@ async fn workers_never_move_a_disputed_operation() {
     let reconciler = fleet_reconcile::Reconciler::new(&fleet.reconcile_deps(contract(0), fast_reconcile()));
     reconciler.reconcile(&op).await.unwrap();
     fleet.ring_execute(&op).await;
-    let broker = fleet.broker.clone();
-    eventually("the execute queue to drain", || {
-        let broker = broker.clone();
-        async move { (fleet_broker::message_count(&broker, fleet_broker::Queue::OperationsExecute).await.ok()? == 0).then_some(()) }
-    })
-    .await;
+    fleet.drained(fleet_broker::Queue::OperationsExecute).await;
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(row.status, "disputed");
     assert_eq!(fleet.sim_posts(&op).await, 1);

@@ -17,6 +17,9 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+/// Header name and value pairs sent with one delivery.
+type Headers = Vec<(&'static str, String)>;
+
 /// A secret the receiver never knows.
 const STRANGER_SECRET: &str = "whsec_dGhpcmQtc2VjcmV0LWZvci10ZXN0cy0xMjM0";
 
@@ -103,7 +106,7 @@ async fn only_authentic_deliveries_pass_the_receiver_and_refused_ones_leave_no_t
     let good = SignedDelivery::new(WEBHOOK_SECRET, "evt_ok", body("evt_ok"));
     let headers = |id: &str, ts: String, sig: String| vec![("webhook-id", id.to_owned()), ("webhook-timestamp", ts), ("webhook-signature", sig)];
     let ts = good.timestamp.to_string();
-    let cases: Vec<(&str, Vec<(&str, String)>, StatusCode)> = vec![
+    let cases: Vec<(&str, Headers, StatusCode)> = vec![
         ("no webhook-id", headers("x", ts.clone(), good.signature.clone())[1..].to_vec(), StatusCode::BAD_REQUEST),
         ("no timestamp", vec![("webhook-id", "evt_ok".into()), ("webhook-signature", good.signature.clone())], StatusCode::BAD_REQUEST),
         ("no signature", headers("evt_ok", ts.clone(), String::new())[..2].to_vec(), StatusCode::BAD_REQUEST),

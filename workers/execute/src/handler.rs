@@ -37,7 +37,7 @@ impl ExecuteHandler {
                     let claim_sent_at = Instant::now();
                     let claim = self.deps.store.claim(op.as_str(), row.fence, &self.owner, self.deps.settings.lease_ttl_ms).await?;
                     match claim {
-                        Claim::Claimed(claimed) => return self.perform(claimed, claim_sent_at).await,
+                        Claim::Claimed(claimed) => return self.perform(*claimed, claim_sent_at).await,
                         Claim::NotClaimable => continue,
                     }
                 }

@@ -69,7 +69,7 @@ pub async fn list(store: &Store, status: Option<&str>, escalated: bool, limit: i
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!("{:<30} {:<16} {:<12} {:<10} {:<24} {}", "OPERATION", "ACTION", "STATUS", "APPROVAL", "EXTERNAL_ID", "CREATED");
+    println!("{:<30} {:<16} {:<12} {:<10} {:<24} CREATED", "OPERATION", "ACTION", "STATUS", "APPROVAL", "EXTERNAL_ID");
     for r in rows {
         println!(
             "{:<30} {:<16} {:<12} {:<10} {:<24} {}",
