@@ -10,6 +10,7 @@ pub mod intent;
 pub mod outcome;
 pub mod reconcile;
 pub mod state;
+pub mod webhook;
 
 pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};

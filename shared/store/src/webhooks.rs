@@ -10,7 +10,6 @@
 //! - [`Store::prune_webhook_events`]: one bounded retention batch.
 
 mod apply;
-mod decide;
 mod retention;
 
 use chrono::{DateTime, Utc};
@@ -21,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::{Store, StoreError, TransitionOutcome};
 
-pub use decide::{check_identity, decide, EventKind, Family, ObjectIdentity, Reported, RowIdentity, WebhookDecision};
+pub use fleet_core::webhook::{check_identity, decide, EventKind, Family, ObjectIdentity, Reported, RowIdentity, WebhookDecision};
 pub use retention::MIN_WEBHOOK_RETENTION_DAYS;
 
 /// The actor named in `operation_events` for everything a webhook did.

@@ -1,6 +1,6 @@
 //! The transactional half of webhook ingest: the dedup insert, the link to an operation
 //! row (held `FOR UPDATE` until the commit), carrying out the pure decision of
-//! `decide.rs`, and the outcome bookkeeping on the event row. Every function runs inside
+//! `fleet_core::webhook`, and the outcome bookkeeping on the event row. Every function runs inside
 //! the caller's transaction; nothing here commits.
 
 use deadpool_postgres::Transaction;
@@ -8,7 +8,7 @@ use fleet_core::Status;
 use tokio_postgres::Row;
 use tracing::warn;
 
-use super::decide::{check_identity, decide, EventKind, Family, Reported, RowIdentity, WebhookDecision, ON_DISPUTED};
+use fleet_core::webhook::{check_identity, decide, EventKind, Family, Reported, RowIdentity, WebhookDecision, ON_DISPUTED};
 use super::{evidence, Decided, ReportedObject, StoredWebhook, WebhookEvent, WebhookOutcome, WEBHOOK_ACTOR};
 use crate::rows::OPERATION_COLUMNS;
 use crate::{transition_in, OperationRow, StoreError, Transition, TransitionOutcome};

@@ -1,9 +1,9 @@
 //! What a provider event means for an operation row, decided without I/O: which events
 //! are status reports at all, whether the event is about the same thing the row is about,
-//! and whether the state machine lets it move the row. The transactional code in
-//! `apply.rs` only carries the decision out.
+//! and whether the state machine lets it move the row. The store's transactional code
+//! (`fleet_store`'s webhooks module) only carries the decision out.
 
-use fleet_core::{Event, Status};
+use crate::{Event, Status};
 use serde_json::Value;
 
 /// The kind of provider object an event reports on, with the action that creates it.
@@ -158,7 +158,7 @@ pub fn check_identity(family: Family, provider: &str, row: RowIdentity<'_>, obje
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fleet_core::transition;
+    use crate::transition;
     use serde_json::json;
 
     const REPORTS: [Reported; 3] = [Reported::Succeeded, Reported::Failed, Reported::Pending];
