@@ -51,7 +51,8 @@ impl Store {
     pub async fn approve(&self, operation_id: &str, hash: &str, by: &str) -> Result<ApprovalOutcome, StoreError> {
         let actor = format!("approver:{by}");
         let client = self.client().await?;
-        let row = client.query_one(APPROVE, &[&operation_id, &hash, &by, &actor]).await?;
+        let approve = client.prepare_cached(APPROVE).await?;
+        let row = client.query_one(&approve, &[&operation_id, &hash, &by, &actor]).await?;
         if row.get::<_, i64>("approved") == 1 {
             return Ok(ApprovalOutcome::Approved);
         }

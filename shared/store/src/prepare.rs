@@ -66,7 +66,7 @@ impl Store {
             Ok(cancel) => cancel,
             Err(refusal) => return Ok(PrepareOutcome::Refused(refusal)),
         };
-        let inserted = insert_on(&*tx, intent).await?;
+        let inserted = insert_on(&tx, intent).await?;
         if !inserted {
             drop(tx);
             return self.compare_existing(intent).await;
@@ -105,7 +105,7 @@ impl Store {
             return self.insert_superseding(intent, old.as_str()).await;
         }
         let client = self.client().await?;
-        if insert_on(&**client, intent).await? {
+        if insert_on(&client, intent).await? {
             return Ok(PrepareOutcome::Inserted);
         }
         drop(client);
@@ -114,11 +114,13 @@ impl Store {
 }
 
 /// The insert itself; `false` when the operation id already exists.
-async fn insert_on(client: &impl tokio_postgres::GenericClient, intent: &ValidIntent) -> Result<bool, StoreError> {
+async fn insert_on(client: &impl deadpool_postgres::GenericClient, intent: &ValidIntent) -> Result<bool, StoreError> {
     let s = &intent.snapshot;
+    // Prepared once per connection: the hot path costs one round trip, not a Parse first.
+    let insert = client.prepare_cached(INSERT).await?;
     let row = client
         .query_one(
-            INSERT,
+            &insert,
             &[
                 &s.operation_id,
                 &s.tenant_id,

@@ -172,14 +172,14 @@ impl Store {
     /// schedules the next one. Used when the lookup did not move the row.
     pub async fn record_lookup(&self, operation_id: &str, fence: i64, evidence: &Value, failed: bool, next_in: Option<Duration>) -> Result<(), StoreError> {
         let client = self.client().await?;
-        record_lookup_on(&**client, operation_id, fence, evidence, failed, next_in).await
+        record_lookup_on(&client, operation_id, fence, evidence, failed, next_in).await
     }
 }
 
 /// As [`Store::record_lookup`], on the caller's client or transaction, so a lookup that
 /// proves absence commits together with the move back to not_started.
 pub async fn record_lookup_on(
-    client: &impl tokio_postgres::GenericClient,
+    client: &impl deadpool_postgres::GenericClient,
     operation_id: &str,
     fence: i64,
     evidence: &Value,

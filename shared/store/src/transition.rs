@@ -125,7 +125,8 @@ impl Store {
     /// Completes the attempt row of (operation, fence) on its own.
     pub async fn record_attempt(&self, operation_id: &str, fence: i64, a: &AttemptRecord) -> Result<(), StoreError> {
         let client = self.client().await?;
-        client.execute(RECORD_ATTEMPT, &attempt_params(&operation_id, &fence, a)).await?;
+        let record = client.prepare_cached(RECORD_ATTEMPT).await?;
+        client.execute(&record, &attempt_params(&operation_id, &fence, a)).await?;
         Ok(())
     }
 }

@@ -173,7 +173,7 @@ impl Reconciler {
         let from = t.expected;
         let mut client = self.store.client().await?;
         let tx = client.transaction().await?;
-        record_lookup_on(&*tx, &row.operation_id, row.fence, evidence, false, None).await?;
+        record_lookup_on(&tx, &row.operation_id, row.fence, evidence, false, None).await?;
         let outcome = transition_in(&tx, t, None).await?;
         tx.commit().await?;
         outcome.observe(from);
