@@ -25,12 +25,12 @@ pub enum RejectOutcome {
 }
 
 const APPROVE: &str = "
-WITH approved AS (
+WITH target AS (SELECT ctid FROM operations WHERE operation_id = $1 FOR UPDATE), approved AS (
     UPDATE operations SET approval_status = 'approved', approved_hash = $2, decided_by = $3,
         decided_at = now(), updated_at = now()
-    WHERE operation_id = $1 AND approval_status = 'pending' AND payload_hash = $2
+    FROM target WHERE operations.ctid = target.ctid AND approval_status = 'pending' AND payload_hash = $2
       AND approval_expires_at > now() AND status = 'not_started'
-    RETURNING operation_id, fence
+    RETURNING operations.operation_id, operations.fence
 ), event AS (
     INSERT INTO operation_events (operation_id, kind, fence, actor, evidence)
     SELECT operation_id, 'approved', fence, $4, jsonb_build_object('approved_hash', $2::text) FROM approved

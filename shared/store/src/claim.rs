@@ -3,7 +3,7 @@
 
 use fleet_core::Status;
 
-use crate::rows::OPERATION_COLUMNS;
+use crate::rows::{OPERATION_COLUMNS, TARGET};
 use crate::{OperationRow, Store, StoreError};
 
 #[derive(Debug, Clone)]
@@ -22,11 +22,11 @@ pub enum Claim {
 
 fn claim_sql() -> String {
     format!(
-        "WITH claimed AS (
+        "WITH {TARGET}, claimed AS (
             UPDATE operations SET status = 'in_progress', fence = fence + 1, lease_owner = $2,
                 lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0), attempts = attempts + 1,
                 updated_at = now()
-            WHERE operation_id = $1 AND status = 'not_started' AND fence = $4
+            FROM target WHERE operations.ctid = target.ctid AND status = 'not_started' AND fence = $4
               AND approval_status = 'approved' AND approval_expires_at > now()
               AND approved_hash = payload_hash
             RETURNING {OPERATION_COLUMNS}
@@ -61,8 +61,10 @@ impl Store {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0)
-                 WHERE operation_id = $1 AND fence = $2 AND status = 'in_progress' AND lease_expires_at > now()",
+                &format!(
+                    "WITH {TARGET} UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0)
+                     FROM target WHERE operations.ctid = target.ctid AND fence = $2 AND status = 'in_progress' AND lease_expires_at > now()"
+                ),
             )
             .await?;
         Ok(client.execute(&stmt, &[&operation_id, &fence, &(lease_ttl_ms as f64)]).await? == 1)

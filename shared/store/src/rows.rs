@@ -6,6 +6,13 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_postgres::Row;
 
+/// The one row a compare-and-set is about, found by primary key and locked. Every CAS
+/// UPDATE joins on its `ctid` instead of repeating `operation_id = $1` next to its status
+/// conditions: the planner then cannot prefer a partial index on status (a real risk with
+/// generic plans while a fast-growing table's statistics lag behind), and each CAS costs
+/// one primary-key lookup whatever the table holds. `$1` is the operation id.
+pub(crate) const TARGET: &str = "target AS (SELECT ctid FROM operations WHERE operation_id = $1 FOR UPDATE)";
+
 /// The `operations` columns every read selects, plus two flags computed with the
 /// database clock (principle 8: time comes from Postgres).
 pub(crate) const OPERATION_COLUMNS: &str = "operation_id, tenant_id, action, provider, target, supersedes, rationale, \

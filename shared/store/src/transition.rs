@@ -74,7 +74,7 @@ pub enum TransitionOutcome {
 }
 
 const UPDATE: &str = "
-WITH moved AS (
+WITH target AS (SELECT ctid FROM operations WHERE operation_id = $1 FOR UPDATE), moved AS (
     UPDATE operations SET
         status = $3,
         status_reason = $6,
@@ -92,8 +92,8 @@ WITH moved AS (
         lease_owner = CASE WHEN $3 = 'in_progress' THEN lease_owner END,
         lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,
         updated_at = now()
-    WHERE operation_id = $1 AND status = $2 AND fence = $4
-    RETURNING operation_id, fence,
+    FROM target WHERE operations.ctid = target.ctid AND status = $2 AND fence = $4
+    RETURNING operations.operation_id, operations.fence,
         EXTRACT(EPOCH FROM (resolved_at - decided_at))::float8 AS approved_to_final_s,
         EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s
 ), event AS (
