@@ -140,13 +140,17 @@ impl Store {
             .collect())
     }
 
+    /// Ages by the database clock. "Newest" is measured from the last moment a request of
+    /// this operation could have reached the provider: the latest attempt's start or end,
+    /// or the moment the row became unknown (an attempt that never finished lost its lease
+    /// by then, and a worker never starts a call past two thirds of its lease).
     pub async fn attempt_ages(&self, operation_id: &str) -> Result<AttemptAgesMs, StoreError> {
         let client = self.client().await?;
         let r = client
             .query_one(
-                "SELECT (EXTRACT(EPOCH FROM now() - max(started_at)) * 1000)::float8,
-                        (EXTRACT(EPOCH FROM now() - min(started_at)) * 1000)::float8
-                 FROM attempts WHERE operation_id = $1",
+                "SELECT (EXTRACT(EPOCH FROM now() - GREATEST(max(a.started_at), max(a.finished_at), max(o.unknown_since))) * 1000)::float8,
+                        (EXTRACT(EPOCH FROM now() - min(a.started_at)) * 1000)::float8
+                 FROM attempts a JOIN operations o USING (operation_id) WHERE a.operation_id = $1",
                 &[&operation_id],
             )
             .await?;
@@ -154,14 +158,15 @@ impl Store {
         Ok(AttemptAgesMs { newest: ms(r.get(0)), oldest: ms(r.get(1)) })
     }
 
-    /// Age of the newest attempt before `fence` (a create must not repeat an uncertain
-    /// one before the provider's search could show its result).
+    /// Age of the newest attempt before `fence`, measured like [`Store::attempt_ages`]
+    /// (a create must not repeat an uncertain one before the provider's search could
+    /// show its result).
     pub async fn previous_attempt_age_ms(&self, operation_id: &str, fence: i64) -> Result<Option<u64>, StoreError> {
         let client = self.client().await?;
         let r = client
             .query_one(
-                "SELECT (EXTRACT(EPOCH FROM now() - max(started_at)) * 1000)::float8 FROM attempts
-                 WHERE operation_id = $1 AND fence < $2",
+                "SELECT (EXTRACT(EPOCH FROM now() - GREATEST(max(a.started_at), max(a.finished_at), max(o.unknown_since))) * 1000)::float8
+                 FROM attempts a JOIN operations o USING (operation_id) WHERE a.operation_id = $1 AND a.fence < $2",
                 &[&operation_id, &fence],
             )
             .await?;

@@ -34,6 +34,8 @@ pub struct Transition<'a> {
     /// Sets the approval columns too (a rejection cancels and records who decided).
     pub approval_status: Option<&'a str>,
     pub decided_by: Option<&'a str>,
+    /// Also require `escalated_at IS NULL`: workers never move what waits for a person.
+    pub only_if_unescalated: bool,
 }
 
 impl<'a> Transition<'a> {
@@ -54,6 +56,7 @@ impl<'a> Transition<'a> {
             escalate: false,
             approval_status: None,
             decided_by: None,
+            only_if_unescalated: false,
         }
     }
 }
@@ -93,6 +96,7 @@ WITH target AS (SELECT ctid FROM operations WHERE operation_id = $1 FOR UPDATE),
         lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,
         updated_at = now()
     FROM target WHERE operations.ctid = target.ctid AND status = $2 AND fence = $4
+      AND (NOT $17 OR escalated_at IS NULL)
     RETURNING operations.operation_id, operations.fence,
         EXTRACT(EPOCH FROM (resolved_at - decided_at))::float8 AS approved_to_final_s,
         EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s
@@ -149,7 +153,7 @@ pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Opt
         _ => "transition",
     };
     let update = tx.prepare_cached(UPDATE).await?;
-    let params: [Param<'_>; 16] = [
+    let params: [Param<'_>; 17] = [
         &t.operation_id,
         &t.expected.as_str(),
         &to.as_str(),
@@ -166,6 +170,7 @@ pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Opt
         &t.approval_status,
         &t.decided_by,
         &kind,
+        &t.only_if_unescalated,
     ];
     let moved = match attempt {
         Some(a) => {

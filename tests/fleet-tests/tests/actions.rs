@@ -214,3 +214,20 @@ async fn an_intent_for_a_provider_without_idempotency_and_without_lookup_is_refu
     assert!(fleet.store.get(&op_of(&i)).await.unwrap().is_none(), "nothing written");
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_created_twice() {
+    // The CRM queues the create for 3 s but documents a 300 ms search lag: the accepted
+    // attempt alone must keep reconcile from ever concluding absence.
+    let mut fleet = TestFleet::start_with_sim(SimConfig { crm_async_create: true, crm_async_delay_ms: 3_000, ..Default::default() }).await;
+    fleet.spawn_prepare();
+    let deps = fleet.execute_deps(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() });
+    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps { crm_search_lag_ms: 300, ..deps });
+    fleet.spawn_reconcile(contract(300), fast_reconcile());
+    let op = submit_and_approve(&fleet, &deal_create_intent()).await;
+    let row = fleet.reaches(&op, "succeeded").await;
+    assert!(row.external_id.as_deref().is_some_and(|id| id.starts_with("deal_")));
+    assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 1, "never a second create");
+    assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["deals"], json!(1));
+    fleet.stop().await;
+}

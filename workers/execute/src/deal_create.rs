@@ -60,6 +60,17 @@ impl ExecuteHandler {
                 return Ok(searched(wait, "search_lag_not_passed", vec![]));
             }
         }
+        let earlier = self.deps.store.attempts(op).await?;
+        if earlier.iter().any(|a| a.fence < fence && a.outcome.as_deref() == Some("accepted")) {
+            // The CRM queued an earlier create: it may still appear. Never create twice.
+            let wait = Outcome::Unknown { reason: "queued_create_not_found".into(), escalate: false };
+            return Ok(searched(wait, "queued_create_not_found", vec![]));
+        }
+        // A search can take long: confirm the lease is still ours right before the one
+        // call that cannot be deduplicated.
+        if !self.deps.store.renew_lease(op, fence, self.deps.settings.lease_ttl_ms).await? {
+            return Ok(searched(Outcome::NotExecuted { reason: "lease_lost_before_create".into() }, "lease_lost_before_create", vec![]));
+        }
         let call = self.deps.crm.create_deal(request).await;
         let outcome = classify_deal_create(&call);
         let record = attempt_record(&call, &outcome);

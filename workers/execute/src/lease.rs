@@ -28,13 +28,18 @@ impl LeaseLost {
 
 const RENEW_RETRY_PAUSE: Duration = Duration::from_millis(100);
 
+/// How long after the claim a worker may still trust its lease without a confirmed renewal.
+pub fn give_up_after(ttl_ms: i64) -> Duration {
+    Duration::from_millis(ttl_ms.unsigned_abs()) * 2 / 3
+}
+
 pub async fn hold(store: Store, operation_id: String, fence: i64, ttl_ms: i64, claim_sent_at: Instant) -> LeaseLost {
     let operation_id = operation_id.as_str();
     let ttl = Duration::from_millis(ttl_ms.unsigned_abs());
     let mut confirmed_at = claim_sent_at;
     loop {
         tokio::time::sleep_until(confirmed_at + ttl / 3).await;
-        let give_up_at = confirmed_at + ttl * 2 / 3;
+        let give_up_at = confirmed_at + give_up_after(ttl_ms);
         loop {
             let sent_at = Instant::now();
             match timeout_at(give_up_at, store.renew_lease(operation_id, fence, ttl_ms)).await {

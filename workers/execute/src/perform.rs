@@ -31,6 +31,14 @@ impl ExecuteHandler {
         pause::point(pause::BEFORE_PROVIDER_CALL).await;
         let started = Instant::now();
         let ttl = self.deps.settings.lease_ttl_ms;
+        if started >= claim_sent_at + lease::give_up_after(ttl) {
+            // Stalled between claim and call past the point where the lease is trusted:
+            // nothing was sent, and nothing may be sent now.
+            warn!(operation_id = op, fence, "lease no longer trusted before the call; not calling");
+            let record = AttemptRecord { outcome: "not_executed", detail: Some("lease_lost_before_call".into()), ..Default::default() };
+            self.deps.store.record_attempt(op, fence, &record).await?;
+            return Ok(());
+        }
         // The keeper runs on its own task (and takes its own pooled connection for each
         // renewal), so a slow call cannot delay a renewal.
         let mut keeper = tokio::spawn(lease::hold(self.deps.store.clone(), op.to_owned(), fence, ttl, claim_sent_at));

@@ -88,17 +88,32 @@ impl Reconciler {
         let ages = self.store.attempt_ages(op).await?;
         let ages = AttemptAges { newest_ms: ages.newest, oldest_ms: ages.oldest, failed_lookups_so_far: row.lookup_failures.max(0) as u32 };
         let contract = if row.provider == "crm" { self.crm_contract } else { self.contract };
+        let accepted_earlier = attempts.iter().any(|a| a.outcome.as_deref() == Some("accepted"));
+        let out_of_patience = row.lookup_failures.max(0) as u32 + 1 >= contract.escalate_after_failed_lookups;
         match judge(&lookup, ages, contract) {
+            // Still pending at the provider after its deadline: accepted again, but only a
+            // bounded number of times before a person looks.
+            Verdict::Resolve(Found::Pending { .. }) if out_of_patience => self.escalate(row, "still_pending", evidence).await,
+            Verdict::Resolve(found @ Found::Pending { .. }) => {
+                self.store.record_lookup(op, row.fence, &evidence, true, None).await?;
+                self.resolve(row, Status::Unknown, &found, evidence).await
+            }
             Verdict::Resolve(found) => self.resolve(row, Status::Unknown, &found, evidence).await,
+            // The provider accepted a request (a queued create) that no lookup shows yet:
+            // that is not absence. Ask again; a person decides if it never appears.
+            Verdict::Absent if accepted_earlier && out_of_patience => self.escalate(row, "accepted_but_not_found", evidence).await,
+            Verdict::Absent if accepted_earlier => {
+                warn!(operation_id = op, "accepted earlier but not found yet; asking again later");
+                self.store.record_lookup(op, row.fence, &evidence, true, Some(lookup_backoff(row))).await
+            }
             Verdict::Absent => self.send_back(row, evidence).await,
             Verdict::WaitForSearchLag { wait_ms } => {
                 info!(operation_id = op, wait_ms, "not found yet; the search may lag, asking again later");
                 self.store.record_lookup(op, row.fence, &evidence, false, Some(Duration::from_millis(wait_ms))).await
             }
             Verdict::RetryLater => {
-                let backoff = Duration::from_secs(1u64 << row.lookup_failures.clamp(0, 6)).min(MAX_LOOKUP_BACKOFF);
                 warn!(operation_id = op, failures = row.lookup_failures + 1, "lookup failed; asking again later");
-                self.store.record_lookup(op, row.fence, &evidence, true, Some(backoff)).await
+                self.store.record_lookup(op, row.fence, &evidence, true, Some(lookup_backoff(row))).await
             }
             Verdict::Escalate(reason) => self.escalate(row, reason, evidence).await,
         }
@@ -170,6 +185,8 @@ impl Reconciler {
     /// Records the lookup and applies the move in one transaction: the history always
     /// shows the lookup that justified a move.
     async fn apply_with_lookup(&self, row: &OperationRow, evidence: &Value, t: Transition<'_>) -> Result<TransitionOutcome, StoreError> {
+        // An operation escalated meanwhile (by another reconciler) belongs to a person.
+        let t = Transition { only_if_unescalated: true, ..t };
         let from = t.expected;
         let mut client = self.store.client().await?;
         let tx = client.transaction().await?;
@@ -189,13 +206,20 @@ impl Reconciler {
     }
 }
 
-/// The newest attempt that recorded a definitive answer, if any.
+/// Exponential pause after an inconclusive lookup: 1 s, 2 s, 4 s … at most a minute, so
+/// `ESCALATE_AFTER_LOOKUPS` tries span a useful stretch of time, not a few sweeps.
+fn lookup_backoff(row: &OperationRow) -> Duration {
+    Duration::from_secs(1u64 << row.lookup_failures.clamp(0, 6)).min(MAX_LOOKUP_BACKOFF)
+}
+
+/// The newest attempt that recorded a final answer, if any.
 fn definitive_attempt(attempts: &[AttemptRow]) -> Option<(Found, i64)> {
     attempts.iter().rev().find_map(|a| {
         let external_id = a.external_id.clone();
         let found = match a.outcome.as_deref()? {
             "succeeded" => Found::Succeeded { external_id: external_id? },
-            "accepted" => Found::Pending { external_id: external_id? },
+            // "accepted" proves the provider took the request, not how it ended: its id is
+            // looked up instead (and it forbids ever concluding absence, below).
             "failed" => Found::Failed { external_id: external_id.unwrap_or_default(), code: a.detail.clone().unwrap_or_else(|| "provider_rejected".into()) },
             _ => return None,
         };
