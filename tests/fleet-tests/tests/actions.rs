@@ -231,3 +231,25 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
     assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["deals"], json!(1));
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    let first = intent();
+    let op = op_of(&first);
+    fleet.submit(&first).await;
+    fleet.prepared(&op).await;
+    fleet.store.approve(&op, &hash_of(&first), "test-approver").await.unwrap();
+    // Claimed once, then released as provably not sent: back to not_started, fence 1.
+    let fleet_store::Claim::Claimed(claimed) = fleet.store.claim(&op, 0, "test", 30_000).await.unwrap() else { panic!("claimable") };
+    let release = fleet_store::Transition::new(&op, fleet_core::Status::InProgress, claimed.fence, fleet_core::Event::ProviderNotSent, "test");
+    fleet.store.transition(release, None).await.unwrap();
+    let mut correction = fleet_tests::with_amount(intent(), json!(1_300_000));
+    correction["supersedes"] = json!(op);
+    fleet.submit(&correction).await;
+    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
+    assert_eq!(dead[0].1.as_deref(), Some("supersedes_executed"));
+    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "not_started", "the old operation keeps its key and its chance");
+    fleet.stop().await;
+}

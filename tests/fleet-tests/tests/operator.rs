@@ -61,3 +61,21 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
     assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "unknown");
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn a_worker_move_that_requires_an_unescalated_row_is_stale_once_escalated() {
+    let (fleet, op) = unknown_operation().await;
+    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let escalate = fleet_store::Transition { escalate: true, reason: Some("test"), ..fleet_store::Transition::new(&op, fleet_core::Status::Unknown, row.fence, fleet_core::Event::Escalate, "reconcile") };
+    fleet.store.transition(escalate, None).await.unwrap();
+    // Another reconciler, working from its older read, tries to send the row back.
+    let send_back = fleet_store::Transition {
+        only_if_unescalated: true,
+        ..fleet_store::Transition::new(&op, fleet_core::Status::Unknown, row.fence, fleet_core::Event::LookupAbsent, "reconcile")
+    };
+    assert_eq!(fleet.store.transition(send_back, None).await.unwrap(), fleet_store::TransitionOutcome::Stale);
+    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(after.status, "unknown");
+    assert!(after.escalated_at.is_some());
+    fleet.stop().await;
+}
