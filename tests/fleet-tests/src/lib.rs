@@ -56,7 +56,7 @@ impl TestFleet {
 
     pub async fn start_with_sim(sim: SimConfig) -> TestFleet {
         // In-process workers log to the test's output, shown when a test fails.
-        fleet_runtime::init_tracing(fleet_runtime::LogFormat::Text);
+        fleet_runtime::init_tracing_with_default(fleet_runtime::LogFormat::Text, "warn");
         let name = format!("fleet_t_{}", ulid::Ulid::new().to_string().to_lowercase());
         let database_url = format!("{}/{}", base_database_url(), name);
         fleet_store::create_database_if_missing(&database_url).await.expect("create the test database");
