@@ -24,6 +24,15 @@ async fn approved() -> (TestFleet, String) {
     (fleet, op)
 }
 
+/// An approved operation that the provider's `fault` made `unknown` (execute running).
+async fn unknown_after(fault: Value) -> (TestFleet, String) {
+    let (mut fleet, op) = approved().await;
+    fleet.sim_fault(fault).await;
+    fleet.spawn_execute();
+    fleet.reaches(&op, "unknown").await;
+    (fleet, op)
+}
+
 const SHORT_LEASE: [(&str, &str); 1] = [("LEASE_TTL_MS", "1500")];
 
 async fn requests(fleet: &TestFleet, op: &str) -> Vec<Value> {
@@ -84,10 +93,8 @@ async fn killed_while_the_provider_commits_is_found_by_lookup_with_no_second_pos
 
 #[tokio::test]
 async fn a_response_dropped_after_commit_is_unknown_then_found_by_lookup() {
-    let (mut fleet, op) = approved().await;
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
-    fleet.spawn_execute();
-    let unknown = fleet.reaches(&op, "unknown").await;
+    let (mut fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
+    let unknown = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(unknown.status_reason.as_deref(), Some("connection_reset"));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, "succeeded").await;
@@ -138,10 +145,7 @@ async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbel
 
 #[tokio::test]
 async fn a_saved_500_after_commit_is_unknown_until_the_lookup_finds_the_payment() {
-    let (mut fleet, op) = approved().await;
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500})).await;
-    fleet.spawn_execute();
-    fleet.reaches(&op, "unknown").await;
+    let (mut fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500})).await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let row = fleet.reaches(&op, "succeeded").await;
     assert!(row.external_id.as_deref().is_some_and(|id| id.starts_with("pay_")));
@@ -183,10 +187,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
 
 #[tokio::test]
 async fn two_payments_for_one_reference_are_escalated_and_none_is_chosen() {
-    let (mut fleet, op) = approved().await;
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
-    fleet.spawn_execute();
-    fleet.reaches(&op, "unknown").await;
+    let (mut fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
     // Someone else created a second payment with our reference (another key).
     let r = fleet
         .http
@@ -238,10 +239,7 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
 
 #[tokio::test]
 async fn two_reconcile_workers_on_the_same_operation_resolve_it_once() {
-    let (mut fleet, op) = approved().await;
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 503})).await;
-    fleet.spawn_execute();
-    fleet.reaches(&op, "unknown").await;
+    let (fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 503})).await;
     let a = Arc::new(Reconciler::new(&fleet.reconcile_deps(contract(0), fast_reconcile())));
     let b = Arc::new(Reconciler::new(&fleet.reconcile_deps(contract(0), fast_reconcile())));
     let (ra, rb) = tokio::join!(a.reconcile(&op), b.reconcile(&op));
@@ -271,10 +269,7 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
 
 #[tokio::test]
 async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retried() {
-    let (mut fleet, op) = approved().await;
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_before_commit"})).await;
-    fleet.spawn_execute();
-    fleet.reaches(&op, "unknown").await;
+    let (mut fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_before_commit"})).await;
     // A provider that keeps keys one minute: every attempt is within the safety margin
     // of the end of retention, so a retry could double-charge.
     let short_retention = fleet_core::reconcile::ProviderContract { key_retention_ms: 60_000, ..contract(0) };
