@@ -304,3 +304,27 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
     assert_eq!(fleet.sim_posts(&op).await, 1);
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_replay() {
+    // The provider refuses the payment (closed account) but a fault saves a 500 under the
+    // key: no effect exists, yet every same-key retry replays the 500.
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    let mut closed = intent();
+    closed["payload"]["beneficiary_id"] = json!("closed_vendor_77");
+    let op = op_of(&closed);
+    fleet.submit(&closed).await;
+    fleet.prepared(&op).await;
+    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500})).await;
+    fleet.spawn_execute();
+    fleet.approve(&op, &hash_of(&closed)).await.unwrap();
+    fleet.spawn_reconcile(contract(300), fast_reconcile());
+    let row = fleet.escalated(&op).await;
+    assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("saved_error_replayed")));
+    let attempts = fleet.store.attempts(&op).await.unwrap();
+    assert_eq!(attempts.len(), 2, "one retry proved the key holds the error");
+    assert_eq!(attempts[1].replayed, Some(true));
+    assert_eq!(fleet.sim_effects(&op).await, 0);
+    fleet.stop().await;
+}

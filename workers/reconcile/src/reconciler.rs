@@ -106,6 +106,11 @@ impl Reconciler {
                 warn!(operation_id = op, "accepted earlier but not found yet; asking again later");
                 self.store.record_lookup(op, row.fence, &evidence, true, Some(lookup_backoff(row))).await
             }
+            // The key holds a saved error (a replayed 5xx): every same-key retry will get
+            // the same answer until the key expires, so only a person can move this on.
+            Verdict::Absent if attempts.iter().any(|a| a.replayed == Some(true) && a.http_status.is_some_and(|s| s >= 500)) => {
+                self.escalate(row, "saved_error_replayed", evidence).await
+            }
             Verdict::Absent => self.send_back(row, evidence).await,
             Verdict::WaitForSearchLag { wait_ms } => {
                 info!(operation_id = op, wait_ms, "not found yet; the search may lag, asking again later");

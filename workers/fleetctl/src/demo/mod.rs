@@ -79,7 +79,9 @@ async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str) -> anyhow::Res
     }
     println!("approved {} and rejected {}", plan.intents.iter().filter(|i| !i.reject).count(), plan.intents.iter().filter(|i| i.reject).count());
 
-    report::wait_until(&store, &ids, deadline, |row| row.is_some_and(|r| r.status().is_final()), "final").await?;
+    // Settled for the machine: final, or escalated to a person (reported as such).
+    let settled = |row: Option<&fleet_store::OperationRow>| row.is_some_and(|r| r.status().is_final() || r.escalated_at.is_some());
+    report::wait_until(&store, &ids, deadline, settled, "final or escalated").await?;
     let dead = fleet_broker::dead_letters(&broker, Queue::IntentsPrepare).await?;
     report::print(&store, &plan, sim_url, &dead).await?;
     publisher.close().await;

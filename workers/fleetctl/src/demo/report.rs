@@ -50,7 +50,8 @@ pub async fn print(store: &Store, plan: &Plan, sim_url: &str, dead: &[(Vec<u8>, 
         let row = store.get(op).await?.ok_or_else(|| anyhow::anyhow!("{op} vanished"))?;
         let n = effects(&client, sim_url, op).await?;
         // Exactly once: one effect iff the log says succeeded, none otherwise.
-        if n != i64::from(row.status == "succeeded") {
+        // (An escalated, non-final operation is waiting for a person, not a disagreement.)
+        if row.status().is_final() && n != i64::from(row.status == "succeeded") {
             violations += 1;
         }
         let p = &row.payload;
@@ -61,12 +62,13 @@ pub async fn print(store: &Store, plan: &Plan, sim_url: &str, dead: &[(Vec<u8>, 
             p["invoice_id"].as_str().unwrap_or("-"),
             format!("{}.{:02}", amount / 100, amount % 100),
             p["currency"].as_str().unwrap_or("-"),
-            row.status,
+            if row.escalated_at.is_some() { format!("{} (escalated)", row.status) } else { row.status.clone() },
             row.error_code.as_deref().or(row.status_reason.as_deref()).unwrap_or(""),
             row.external_id.as_deref().unwrap_or("-"),
             n
         );
-        *by_status.entry(row.status.clone()).or_default() += 1;
+        let key = if row.escalated_at.is_some() { format!("{} escalated", row.status) } else { row.status.clone() };
+        *by_status.entry(key).or_default() += 1;
     }
     println!();
     let summary: Vec<String> = by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
