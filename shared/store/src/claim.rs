@@ -26,7 +26,9 @@ fn claim_sql() -> String {
             UPDATE operations SET status = 'in_progress', fence = fence + 1, lease_owner = $2,
                 lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0), attempts = attempts + 1,
                 updated_at = now()
-            FROM target WHERE operations.ctid = target.ctid AND status = 'not_started' AND fence = $4
+            FROM target WHERE operations.ctid = target.ctid AND status = 'not_started'
+              AND ($4::bigint IS NULL OR fence = $4)
+              AND (cardinality($5::text[]) = 0 OR policy_version = ANY($5::text[]))
               AND approval_status = 'approved' AND approval_expires_at > now()
               AND approved_hash = payload_hash
             RETURNING {OPERATION_COLUMNS}
@@ -43,10 +45,21 @@ fn claim_sql() -> String {
 impl Store {
     /// Claims an approved, unexpired `not_started` row whose fence is still `read_fence`.
     pub async fn claim(&self, operation_id: &str, read_fence: i64, owner: &str, lease_ttl_ms: i64) -> Result<Claim, StoreError> {
+        self.claim_where(operation_id, Some(read_fence), &[], owner, lease_ttl_ms).await
+    }
+
+    /// Claims without reading first: an approved, unexpired `not_started` row under one of
+    /// `policies` (any, when empty). The compare-and-set on status alone is enough, since
+    /// the claim bumps the fence in the same statement; the happy path costs one statement.
+    pub async fn claim_ready(&self, operation_id: &str, policies: &[String], owner: &str, lease_ttl_ms: i64) -> Result<Claim, StoreError> {
+        self.claim_where(operation_id, None, policies, owner, lease_ttl_ms).await
+    }
+
+    async fn claim_where(&self, operation_id: &str, read_fence: Option<i64>, policies: &[String], owner: &str, lease_ttl_ms: i64) -> Result<Claim, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(&claim_sql()).await?;
         let ttl = lease_ttl_ms as f64;
-        Ok(match client.query_opt(&stmt, &[&operation_id, &owner, &ttl, &read_fence]).await? {
+        Ok(match client.query_opt(&stmt, &[&operation_id, &owner, &ttl, &read_fence, &policies]).await? {
             Some(r) => {
                 let row = OperationRow::from_row(&r);
                 crate::transition::observe(Status::NotStarted, Status::InProgress, None, None);

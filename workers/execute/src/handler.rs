@@ -24,9 +24,16 @@ impl ExecuteHandler {
         Self { deps, owner, policies }
     }
 
-    /// Reads at most twice: a row that moved between the read and the claim is read
-    /// again once, then left to the next doorbell or the sweeper.
+    /// The happy path is one statement: claim an approved, unexpired row under a current
+    /// policy. Anything else reads the row and acts on what it says, at most twice: a row
+    /// that moved between the read and the claim is read again once, then left to the
+    /// next doorbell or the sweeper.
     pub async fn resume(&self, op: &OperationId) -> Result<(), StoreError> {
+        let claim_sent_at = Instant::now();
+        let ttl = self.deps.settings.lease_ttl_ms;
+        if let Claim::Claimed(claimed) = self.deps.store.claim_ready(op.as_str(), &self.policies, &self.owner, ttl).await? {
+            return self.perform(*claimed, claim_sent_at).await;
+        }
         for _ in 0..2 {
             let Some(row) = self.deps.store.get(op.as_str()).await? else {
                 info!(operation_id = %op, "doorbell for an operation that is not prepared; nothing to do");

@@ -21,6 +21,13 @@ impl ExecuteHandler {
         let row = &claimed.row;
         let op = row.operation_id.as_str();
         let fence = claimed.fence;
+        if row.snapshot().hash().as_str() != row.payload_hash {
+            // The stored snapshot no longer hashes to what was approved (the database
+            // trigger was bypassed): never call; a person decides.
+            error!(operation_id = op, fence, "stored snapshot does not match its approved hash; escalating without a call");
+            let outcome = Outcome::Unknown { reason: "snapshot_hash_mismatch".into(), escalate: true };
+            return self.record(&claimed, &outcome, AttemptRecord { outcome: "unknown", detail: Some("snapshot_hash_mismatch".into()), ..Default::default() }).await;
+        }
         let Some(request) = request::build(row) else {
             // prepare validated this shape; reaching here is a bug, never a reason to guess.
             error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");
