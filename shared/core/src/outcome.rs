@@ -178,10 +178,33 @@ pub fn classify_deal_update(call: &CallResult) -> Outcome {
     }
 }
 
+/// A conditional update refused (412) after an earlier attempt whose fate is unknown may
+/// have been refused by our own earlier request, committed late: it is a conflict only once
+/// a lookup shows the deal does not hold the approved change. `earlier_outcomes` are the
+/// recorded outcomes of the operation's earlier attempts (`None`: never finished).
+pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<&str>]) -> Outcome {
+    let uncertain_before = earlier_outcomes.iter().any(|o| matches!(o, None | Some("unknown") | Some("accepted")));
+    match conflict {
+        Outcome::Conflict { .. } if uncertain_before => unknown("conflict_after_uncertain_attempt"),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_conflict_after_an_uncertain_attempt_is_looked_up_not_cancelled() {
+        let conflict = Outcome::Conflict { current_version: Some(8) };
+        assert_eq!(settle_conflict(conflict.clone(), &[]), conflict);
+        assert_eq!(settle_conflict(conflict.clone(), &[Some("not_executed")]), conflict);
+        assert_eq!(settle_conflict(conflict.clone(), &[Some("unknown")]), unknown("conflict_after_uncertain_attempt"));
+        assert_eq!(settle_conflict(conflict.clone(), &[Some("not_executed"), None]), unknown("conflict_after_uncertain_attempt"));
+        let paid = Outcome::Succeeded { external_id: "deal_1".into() };
+        assert_eq!(settle_conflict(paid.clone(), &[Some("unknown")]), paid);
+    }
 
     fn answer(status: u16, replayed: bool, body: Value) -> CallResult {
         CallResult::Answer(ProviderAnswer { status, replayed, request_id: None, body })

@@ -2,10 +2,11 @@
 //! contract (search lag, key retention) and what we know of our own attempts. Pure: ages
 //! are measured by the database clock and passed in.
 //!
-//! The rule that keeps payments single: an empty search proves absence only once the
-//! newest attempt is older than the search lag, and a same-key retry is allowed only while
-//! the key is still inside the provider's retention window. Anything ambiguous goes to a
-//! person.
+//! The rule that keeps effects single: an empty search proves absence only once the
+//! provider can no longer be working on an earlier request (its documented maximum request
+//! time, counted from the start of the latest attempt) and that request's effect would be
+//! searchable (its search lag); and a same-key retry is allowed only while the key is still
+//! inside the provider's retention window. Anything ambiguous goes to a person.
 
 use serde_json::Value;
 
@@ -54,7 +55,11 @@ pub enum Lookup {
 /// The provider's documented contract, as configured by the operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProviderContract {
+    /// How long a committed effect may take to appear in a search.
     pub search_lag_ms: u64,
+    /// How long after a request started the provider may still commit it (it keeps working
+    /// after our client gave up). Absence is never concluded before this has passed.
+    pub max_request_ms: u64,
     pub key_retention_ms: u64,
     pub escalate_after_failed_lookups: u32,
 }
@@ -62,8 +67,12 @@ pub struct ProviderContract {
 /// What we know locally, measured with the database clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttemptAges {
-    /// Age of the newest attempt (the one whose effect a search might not show yet).
+    /// Age of the newest attempt (the one whose effect a search might not show yet),
+    /// measured from the last moment its request could have reached the provider.
     pub newest_ms: Option<u64>,
+    /// Age of the start of the newest attempt: the provider may commit its request until
+    /// `max_request_ms` after that.
+    pub newest_start_ms: Option<u64>,
     /// Age of the oldest attempt (when the provider first saw the key).
     pub oldest_ms: Option<u64>,
     pub failed_lookups_so_far: u32,
@@ -99,18 +108,67 @@ pub fn judge(lookup: &Lookup, ages: AttemptAges, contract: ProviderContract) -> 
 }
 
 fn judge_absence(ages: AttemptAges, contract: ProviderContract) -> Verdict {
-    let (Some(newest), Some(oldest)) = (ages.newest_ms, ages.oldest_ms) else {
+    let Some(oldest) = ages.oldest_ms else {
         // No attempt row: nothing was ever sent (the claim writes the row before any call).
         return Verdict::Absent;
     };
-    if oldest.saturating_add(RETENTION_SAFETY_MARGIN_MS) >= contract.key_retention_ms {
+    if !key_trusted(oldest, contract) {
         // The provider may have forgotten the key: a retry could create a second effect.
         return Verdict::Escalate("key_retention_passed");
     }
-    if newest < contract.search_lag_ms {
-        return Verdict::WaitForSearchLag { wait_ms: contract.search_lag_ms - newest };
+    match absence_provable(ages, contract) {
+        Ok(()) => Verdict::Absent,
+        Err(wait_ms) => Verdict::WaitForSearchLag { wait_ms },
     }
-    Verdict::Absent
+}
+
+/// Whether a key first used `first_use_age_ms` ago is still deduplicated by the provider
+/// for long enough to send a request with it now (retention minus a safety margin).
+pub fn key_trusted(first_use_age_ms: u64, contract: ProviderContract) -> bool {
+    first_use_age_ms.saturating_add(RETENTION_SAFETY_MARGIN_MS) < contract.key_retention_ms
+}
+
+/// Whether an empty search can prove that no earlier attempt took effect: `Err(wait_ms)`
+/// while the provider may still commit an earlier request, or its effect may not be
+/// searchable yet. Used by reconcile before a same-key retry and by execute before a create
+/// that has no key to deduplicate it.
+pub fn absence_provable(ages: AttemptAges, contract: ProviderContract) -> Result<(), u64> {
+    let lag_wait = ages.newest_ms.map_or(0, |newest| contract.search_lag_ms.saturating_sub(newest));
+    let request_wait = ages
+        .newest_start_ms
+        .or(ages.newest_ms)
+        .map_or(0, |start| contract.max_request_ms.saturating_add(contract.search_lag_ms).saturating_sub(start));
+    match lag_wait.max(request_wait) {
+        0 => Ok(()),
+        wait_ms => Err(wait_ms),
+    }
+}
+
+/// What the post-settlement audit concludes from the provider objects carrying our
+/// reference, looked up once the provider can no longer commit an earlier request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditFinding {
+    /// At most one object: the operation had one effect (none found is recorded as
+    /// evidence; the settled id was proven when the operation succeeded).
+    Single,
+    /// Several objects for one approved operation: a data incident for a person.
+    Duplicate,
+    /// The lookup failed: audit again later.
+    Inconclusive,
+}
+
+pub fn audit(lookup: &Lookup) -> AuditFinding {
+    match lookup {
+        Lookup::Matches(found) if found.len() > 1 => AuditFinding::Duplicate,
+        Lookup::Matches(_) => AuditFinding::Single,
+        Lookup::Failed | Lookup::Ambiguous(_) => AuditFinding::Inconclusive,
+    }
+}
+
+/// When an operation that succeeded after an uncertain attempt is audited: after the
+/// provider can no longer commit an earlier request and its effect would be searchable.
+pub fn audit_delay_ms(contract: ProviderContract) -> u64 {
+    contract.max_request_ms.saturating_add(contract.search_lag_ms)
 }
 
 #[cfg(test)]
@@ -118,10 +176,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const CONTRACT: ProviderContract = ProviderContract { search_lag_ms: 60_000, key_retention_ms: 86_400_000, escalate_after_failed_lookups: 3 };
+    const CONTRACT: ProviderContract = ProviderContract { search_lag_ms: 60_000, max_request_ms: 0, key_retention_ms: 86_400_000, escalate_after_failed_lookups: 3 };
 
     fn ages(newest: u64, oldest: u64) -> AttemptAges {
-        AttemptAges { newest_ms: Some(newest), oldest_ms: Some(oldest), failed_lookups_so_far: 0 }
+        AttemptAges { newest_ms: Some(newest), newest_start_ms: Some(newest), oldest_ms: Some(oldest), failed_lookups_so_far: 0 }
     }
 
     fn paid(id: &str) -> Found {
@@ -145,10 +203,40 @@ mod tests {
     }
 
     #[test]
+    fn absence_waits_until_the_provider_can_no_longer_commit_an_earlier_request() {
+        // A CRM that may still commit a request 120 s after it started, with a 5 s search
+        // lag: the attempt started 30 s ago and gave up (unknown) 20 s ago.
+        let crm = ProviderContract { search_lag_ms: 5_000, max_request_ms: 120_000, key_retention_ms: u64::MAX, escalate_after_failed_lookups: 3 };
+        let a = AttemptAges { newest_ms: Some(20_000), newest_start_ms: Some(30_000), oldest_ms: Some(30_000), failed_lookups_so_far: 0 };
+        assert_eq!(judge(&Lookup::Matches(vec![]), a, crm), Verdict::WaitForSearchLag { wait_ms: 95_000 });
+        assert_eq!(absence_provable(a, crm), Err(95_000));
+        let later = AttemptAges { newest_ms: Some(115_000), newest_start_ms: Some(125_000), ..a };
+        assert_eq!(absence_provable(later, crm), Ok(()));
+        assert_eq!(judge(&Lookup::Matches(vec![]), later, crm), Verdict::Absent);
+    }
+
+    #[test]
+    fn the_search_lag_counts_from_the_last_moment_a_request_could_reach_the_provider() {
+        let c = ProviderContract { max_request_ms: 1_000, ..CONTRACT };
+        let a = AttemptAges { newest_ms: Some(30_000), newest_start_ms: Some(90_000), oldest_ms: Some(90_000), failed_lookups_so_far: 0 };
+        assert_eq!(absence_provable(a, c), Err(30_000));
+    }
+
+    #[test]
     fn an_empty_search_with_the_key_near_or_past_retention_goes_to_a_person() {
         let late = 86_400_000 - RETENTION_SAFETY_MARGIN_MS;
         assert_eq!(judge(&Lookup::Matches(vec![]), ages(120_000, late), CONTRACT), Verdict::Escalate("key_retention_passed"));
         assert_eq!(judge(&Lookup::Matches(vec![]), ages(120_000, late - 1), CONTRACT), Verdict::Absent);
+    }
+
+    #[test]
+    fn the_audit_escalates_only_several_effects() {
+        assert_eq!(audit(&Lookup::Matches(vec![paid("pay_1"), paid("pay_2")])), AuditFinding::Duplicate);
+        assert_eq!(audit(&Lookup::Matches(vec![paid("pay_1")])), AuditFinding::Single);
+        assert_eq!(audit(&Lookup::Matches(vec![])), AuditFinding::Single);
+        assert_eq!(audit(&Lookup::Failed), AuditFinding::Inconclusive);
+        let crm = ProviderContract { search_lag_ms: 5_000, max_request_ms: 120_000, key_retention_ms: u64::MAX, escalate_after_failed_lookups: 3 };
+        assert_eq!(audit_delay_ms(crm), 125_000);
     }
 
     #[test]
@@ -166,7 +254,7 @@ mod tests {
 
     #[test]
     fn no_attempt_means_nothing_was_sent() {
-        let none = AttemptAges { newest_ms: None, oldest_ms: None, failed_lookups_so_far: 0 };
+        let none = AttemptAges { newest_ms: None, newest_start_ms: None, oldest_ms: None, failed_lookups_so_far: 0 };
         assert_eq!(judge(&Lookup::Matches(vec![]), none, CONTRACT), Verdict::Absent);
     }
 

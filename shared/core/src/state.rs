@@ -131,6 +131,33 @@ impl Event {
     ];
 }
 
+impl Event {
+    /// Decisions a person makes. Only these may move a row that was escalated to a person;
+    /// every worker's write leaves such a row alone.
+    pub fn is_operator_decision(self) -> bool {
+        match self {
+            Event::OperatorSucceeded | Event::OperatorFailed | Event::OperatorCancelled | Event::OperatorDispute => true,
+            Event::Claim
+            | Event::CancelBeforeStart
+            | Event::ProviderSucceeded
+            | Event::ProviderFailed
+            | Event::ProviderAccepted
+            | Event::ProviderAmbiguous
+            | Event::ProviderConflict
+            | Event::ProviderNotSent
+            | Event::LeaseExpired
+            | Event::DeadlinePassed
+            | Event::WebhookSucceeded
+            | Event::WebhookFailed
+            | Event::LookupSucceeded
+            | Event::LookupFailed
+            | Event::LookupAccepted
+            | Event::LookupAbsent
+            | Event::Escalate => false,
+        }
+    }
+}
+
 /// The event is not allowed from this status: the caller records it and changes nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{event:?} is not allowed from {from}")]
@@ -166,11 +193,21 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
         (S::Unknown, E::LookupAccepted) => Ok(S::Accepted),
         (S::Unknown, E::LookupAbsent) => Ok(S::NotStarted),
         (S::Unknown, E::Escalate) => Ok(S::Unknown),
+        // A row that must not run as it is (its snapshot no longer matches its approval)
+        // waits for a person where it is.
+        (S::NotStarted, E::Escalate) => Ok(S::NotStarted),
 
         (S::Unknown | S::Accepted, E::OperatorSucceeded) => Ok(S::Succeeded),
         (S::Unknown | S::Accepted, E::OperatorFailed) => Ok(S::Failed),
         (S::Unknown | S::Accepted, E::OperatorCancelled) => Ok(S::Cancelled),
         (S::NotStarted | S::InProgress | S::Accepted | S::Unknown, E::OperatorDispute) => Ok(S::Disputed),
+        // An investigation ends with the operator's finding, with evidence.
+        (S::Disputed, E::OperatorSucceeded) => Ok(S::Succeeded),
+        (S::Disputed, E::OperatorFailed) => Ok(S::Failed),
+        (S::Disputed, E::OperatorCancelled) => Ok(S::Cancelled),
+        // An operator confirms a settled effect that a later audit escalated (e.g. after
+        // dealing with a duplicate the provider made): the escalation is closed.
+        (S::Succeeded, E::OperatorSucceeded) => Ok(S::Succeeded),
 
         (
             S::NotStarted,
@@ -188,7 +225,6 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
             | E::LookupFailed
             | E::LookupAccepted
             | E::LookupAbsent
-            | E::Escalate
             | E::OperatorSucceeded
             | E::OperatorFailed
             | E::OperatorCancelled,
@@ -236,7 +272,30 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
             | E::DeadlinePassed,
         ) => refused,
         // Final states absorb every event: a late answer is recorded and escalated, never applied.
-        (S::Succeeded | S::Failed | S::Cancelled | S::Disputed, E::Claim | E::ProviderConflict | E::CancelBeforeStart | E::ProviderSucceeded | E::ProviderFailed | E::ProviderAccepted | E::ProviderAmbiguous | E::ProviderNotSent | E::LeaseExpired | E::DeadlinePassed | E::WebhookSucceeded | E::WebhookFailed | E::LookupSucceeded | E::LookupFailed | E::LookupAccepted | E::LookupAbsent | E::Escalate | E::OperatorSucceeded | E::OperatorFailed | E::OperatorCancelled | E::OperatorDispute) => refused,
+        (
+            S::Disputed,
+            E::Claim
+            | E::ProviderConflict
+            | E::CancelBeforeStart
+            | E::ProviderSucceeded
+            | E::ProviderFailed
+            | E::ProviderAccepted
+            | E::ProviderAmbiguous
+            | E::ProviderNotSent
+            | E::LeaseExpired
+            | E::DeadlinePassed
+            | E::WebhookSucceeded
+            | E::WebhookFailed
+            | E::LookupSucceeded
+            | E::LookupFailed
+            | E::LookupAccepted
+            | E::LookupAbsent
+            | E::Escalate
+            | E::OperatorDispute,
+        ) => refused,
+        (S::Succeeded, E::OperatorFailed | E::OperatorCancelled) => refused,
+        (S::Succeeded | S::Failed | S::Cancelled, E::Claim | E::ProviderConflict | E::CancelBeforeStart | E::ProviderSucceeded | E::ProviderFailed | E::ProviderAccepted | E::ProviderAmbiguous | E::ProviderNotSent | E::LeaseExpired | E::DeadlinePassed | E::WebhookSucceeded | E::WebhookFailed | E::LookupSucceeded | E::LookupFailed | E::LookupAccepted | E::LookupAbsent | E::Escalate | E::OperatorDispute) => refused,
+        (S::Failed | S::Cancelled, E::OperatorSucceeded | E::OperatorFailed | E::OperatorCancelled) => refused,
     }
 }
 

@@ -26,6 +26,7 @@ pub const INTENTS_PREPARED_TOTAL: &str = "fleet_intents_prepared_total";
 pub const END_TO_END_SECONDS: &str = "fleet_end_to_end_seconds";
 pub const BUILD_INFO: &str = "fleet_build_info";
 pub const RECONCILE_SWEEPS_TOTAL: &str = "fleet_reconcile_sweeps_total";
+pub const DUPLICATE_EFFECTS_DETECTED_TOTAL: &str = "fleet_duplicate_effects_detected_total";
 
 // Process metrics, rendered from /proc/self on each scrape (standard Prometheus names,
 // so stock dashboards work).
@@ -41,6 +42,7 @@ pub const PROCESS_START_TIME_SECONDS: &str = "process_start_time_seconds";
 /// checks that none is missing a description.
 pub const ALL: &[&str] = &[
     RECONCILE_SWEEPS_TOTAL,
+    DUPLICATE_EFFECTS_DETECTED_TOTAL,
     OPERATIONS_UNKNOWN,
     OPERATIONS_ESCALATED,
     OLDEST_UNKNOWN_AGE_SECONDS,

@@ -62,6 +62,12 @@ const fn describe(name: &'static str, kind: Kind, unit: Unit, help: &'static str
 /// One row per metric: kind, unit, help text. A test checks it covers `metric_names::ALL`.
 const DESCRIPTIONS: &[Description] = &[
     describe(
+        names::DUPLICATE_EFFECTS_DETECTED_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Operations whose post-settlement audit found more than one provider object for our reference (a data incident; should stay 0).",
+    ),
+    describe(
         names::RECONCILE_SWEEPS_TOTAL,
         Kind::Counter,
         Unit::Count,

@@ -127,6 +127,12 @@ pub struct PaymentsArgs {
     /// within this window.
     #[arg(long, env = "PAYMENTS_KEY_RETENTION_S", default_value_t = 86_400)]
     pub payments_key_retention_s: u64,
+
+    /// The provider's documented upper bound on how long a request it accepted may still
+    /// commit after it started (it keeps working after our client gave up). A search proves
+    /// absence only once this plus the search lag has passed since the latest attempt began.
+    #[arg(long, env = "PAYMENTS_MAX_REQUEST_S", default_value_t = 120)]
+    pub payments_max_request_s: u64,
 }
 
 impl PaymentsArgs {
@@ -163,6 +169,13 @@ pub struct CrmArgs {
     /// earlier uncertain one.
     #[arg(long, env = "CRM_SEARCH_LAG_MS", default_value_t = 5_000)]
     pub crm_search_lag_ms: u64,
+
+    /// The CRM's documented upper bound on how long a request it accepted may still commit
+    /// after it started (it keeps working after our client gave up). Neither reconcile nor
+    /// a new create concludes "no deal" before this plus the search lag has passed since the
+    /// latest attempt began.
+    #[arg(long, env = "CRM_MAX_REQUEST_S", default_value_t = 120)]
+    pub crm_max_request_s: u64,
 
     /// What this CRM guarantees, comma-separated: `idempotent_create`, `lookup`,
     /// `conditional_update`. A CRM without idempotent creates AND without lookup cannot

@@ -30,7 +30,7 @@ fn claim_sql() -> String {
               AND ($4::bigint IS NULL OR fence = $4)
               AND (cardinality($5::text[]) = 0 OR policy_version = ANY($5::text[]))
               AND approval_status = 'approved' AND approval_expires_at > now()
-              AND approved_hash = payload_hash
+              AND approved_hash = payload_hash AND escalated_at IS NULL
             RETURNING {OPERATION_COLUMNS}
         ), attempt AS (
             INSERT INTO attempts (operation_id, fence, worker) SELECT operation_id, fence, $2 FROM claimed

@@ -3,6 +3,7 @@
 //! used only for its embedded migrator, which owns `migrations/`.
 
 mod approval;
+mod audit;
 mod claim;
 mod error;
 mod migrate;
@@ -15,6 +16,7 @@ mod transition;
 mod webhooks;
 
 pub use approval::{ApprovalOutcome, RejectOutcome};
+pub use audit::AuditDelays;
 pub use claim::{Claim, ClaimedOperation};
 pub use error::StoreError;
 pub use migrate::{create_database_if_missing, drop_database, migrate};

@@ -67,7 +67,8 @@ impl Store {
             .prepare_cached(
                 "SELECT
                     (SELECT count(*) FROM operations WHERE status = 'unknown') AS unknown,
-                    (SELECT count(*) FROM operations WHERE status = 'unknown' AND escalated_at IS NOT NULL) AS escalated,
+                    (SELECT count(*) FROM operations WHERE escalated_at IS NOT NULL
+                       AND (resolved_at IS NULL OR escalated_at > resolved_at)) AS escalated,
                     (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(unknown_since)), 0)::float8
                        FROM operations WHERE status = 'unknown') AS oldest_unknown_age_s,
                     (SELECT count(*) FROM operations WHERE status = 'in_progress') AS in_progress,

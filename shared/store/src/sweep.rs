@@ -13,6 +13,7 @@ use crate::{transition_in, Store, StoreError, Transition, TransitionOutcome};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttemptAgesMs {
     pub newest: Option<u64>,
+    pub newest_start: Option<u64>,
     pub oldest: Option<u64>,
 }
 
@@ -35,7 +36,7 @@ impl Store {
     pub async fn expire_leases(&self, batch: i64) -> Result<Vec<String>, StoreError> {
         let expired = BatchMove {
             select: "SELECT operation_id, fence FROM operations
-                     WHERE status = 'in_progress' AND lease_expires_at <= now()
+                     WHERE status = 'in_progress' AND lease_expires_at <= now() AND escalated_at IS NULL
                      ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
             from: Status::InProgress,
             event: Event::LeaseExpired,
@@ -65,12 +66,14 @@ impl Store {
     }
 
     /// Accepted rows past their deadline (each is then looked up; the CAS on status and
-    /// fence keeps two replicas from both moving one).
+    /// fence keeps two replicas from both moving one). Escalated rows wait for a person
+    /// and are left out, so they can never fill a batch and starve the others.
     pub async fn accepted_past_deadline(&self, batch: i64) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
                 "SELECT operation_id FROM operations WHERE status = 'accepted' AND deadline_at <= now()
+                   AND escalated_at IS NULL
                  ORDER BY deadline_at LIMIT $1",
                 &[&batch],
             )
@@ -87,7 +90,7 @@ impl Store {
                 "UPDATE operations SET updated_at = now()
                  WHERE operation_id IN (
                     SELECT operation_id FROM operations
-                    WHERE status = 'not_started' AND approval_status = 'approved'
+                    WHERE status = 'not_started' AND approval_status = 'approved' AND escalated_at IS NULL
                       AND updated_at <= now() - make_interval(secs => $2)
                     ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)
                  RETURNING operation_id",
@@ -101,7 +104,7 @@ impl Store {
     pub async fn cancel_expired_approvals(&self, batch: i64) -> Result<usize, StoreError> {
         let expired = BatchMove {
             select: "SELECT operation_id, fence FROM operations
-                     WHERE status = 'not_started' AND approval_expires_at <= now()
+                     WHERE status = 'not_started' AND approval_expires_at <= now() AND escalated_at IS NULL
                      ORDER BY approval_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
             from: Status::NotStarted,
             event: Event::CancelBeforeStart,
@@ -143,34 +146,28 @@ impl Store {
     /// Ages by the database clock. "Newest" is measured from the last moment a request of
     /// this operation could have reached the provider: the latest attempt's start or end,
     /// or the moment the row became unknown (an attempt that never finished lost its lease
-    /// by then, and a worker never starts a call past two thirds of its lease).
+    /// by then, and a worker never starts a call past two thirds of its lease). "Newest
+    /// start" is the age of the latest attempt's start, from which the provider's maximum
+    /// request time runs.
     pub async fn attempt_ages(&self, operation_id: &str) -> Result<AttemptAgesMs, StoreError> {
-        let client = self.client().await?;
-        let r = client
-            .query_one(
-                "SELECT (EXTRACT(EPOCH FROM now() - GREATEST(max(a.started_at), max(a.finished_at), max(o.unknown_since))) * 1000)::float8,
-                        (EXTRACT(EPOCH FROM now() - min(a.started_at)) * 1000)::float8
-                 FROM attempts a JOIN operations o USING (operation_id) WHERE a.operation_id = $1",
-                &[&operation_id],
-            )
-            .await?;
-        let ms = |v: Option<f64>| v.map(|v| v.max(0.0) as u64);
-        Ok(AttemptAgesMs { newest: ms(r.get(0)), oldest: ms(r.get(1)) })
+        self.attempt_ages_before(operation_id, i64::MAX).await
     }
 
-    /// Age of the newest attempt before `fence`, measured like [`Store::attempt_ages`]
-    /// (a create must not repeat an uncertain one before the provider's search could
-    /// show its result).
-    pub async fn previous_attempt_age_ms(&self, operation_id: &str, fence: i64) -> Result<Option<u64>, StoreError> {
+    /// [`Store::attempt_ages`] over the attempts before `fence` only: what a new claim
+    /// must respect before it repeats an uncertain create.
+    pub async fn attempt_ages_before(&self, operation_id: &str, fence: i64) -> Result<AttemptAgesMs, StoreError> {
         let client = self.client().await?;
-        let r = client
-            .query_one(
-                "SELECT (EXTRACT(EPOCH FROM now() - GREATEST(max(a.started_at), max(a.finished_at), max(o.unknown_since))) * 1000)::float8
+        let stmt = client
+            .prepare_cached(
+                "SELECT (EXTRACT(EPOCH FROM now() - GREATEST(max(a.started_at), max(a.finished_at), max(o.unknown_since))) * 1000)::float8,
+                        (EXTRACT(EPOCH FROM now() - max(a.started_at)) * 1000)::float8,
+                        (EXTRACT(EPOCH FROM now() - min(a.started_at)) * 1000)::float8
                  FROM attempts a JOIN operations o USING (operation_id) WHERE a.operation_id = $1 AND a.fence < $2",
-                &[&operation_id, &fence],
             )
             .await?;
-        Ok(r.get::<_, Option<f64>>(0).map(|v| v.max(0.0) as u64))
+        let r = client.query_one(&stmt, &[&operation_id, &fence]).await?;
+        let ms = |v: Option<f64>| v.map(|v| v.max(0.0) as u64);
+        Ok(AttemptAgesMs { newest: ms(r.get(0)), newest_start: ms(r.get(1)), oldest: ms(r.get(2)) })
     }
 
     /// Records one lookup in the operation's history, optionally counts it as failed and

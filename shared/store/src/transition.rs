@@ -34,8 +34,6 @@ pub struct Transition<'a> {
     /// Sets the approval columns too (a rejection cancels and records who decided).
     pub approval_status: Option<&'a str>,
     pub decided_by: Option<&'a str>,
-    /// Also require `escalated_at IS NULL`: workers never move what waits for a person.
-    pub only_if_unescalated: bool,
 }
 
 impl<'a> Transition<'a> {
@@ -56,7 +54,6 @@ impl<'a> Transition<'a> {
             escalate: false,
             approval_status: None,
             decided_by: None,
-            only_if_unescalated: false,
         }
     }
 }
@@ -153,6 +150,8 @@ pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Opt
         _ => "transition",
     };
     let update = tx.prepare_cached(UPDATE).await?;
+    // Escalated means hands off: only a person's decision moves such a row.
+    let unescalated_only = !t.event.is_operator_decision();
     let params: [Param<'_>; 17] = [
         &t.operation_id,
         &t.expected.as_str(),
@@ -170,7 +169,7 @@ pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Opt
         &t.approval_status,
         &t.decided_by,
         &kind,
-        &t.only_if_unescalated,
+        &unescalated_only,
     ];
     let moved = match attempt {
         Some(a) => {
@@ -204,7 +203,8 @@ impl TransitionOutcome {
 /// Every committed transition is counted here, once, whoever made it.
 pub(crate) fn observe(from: Status, to: Status, approved_to_final_s: Option<f64>, unknown_to_final_s: Option<f64>) {
     metrics::counter!(m::TRANSITIONS_TOTAL, "from" => from.as_str(), "to" => to.as_str()).increment(1);
-    if !to.is_final() {
+    // A final row confirmed again by an operator was timed when it first became final.
+    if !to.is_final() || from.is_final() {
         return;
     }
     if let Some(s) = approved_to_final_s {

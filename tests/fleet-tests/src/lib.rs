@@ -97,6 +97,7 @@ impl TestFleet {
         self.spawn_prepare_with(ProviderCapabilities {
             payments: fleet_providers::payments::capabilities(),
             crm: fleet_providers::crm::capabilities(),
+            payments_key_retention_s: 86_400,
         });
     }
 
@@ -117,7 +118,8 @@ impl TestFleet {
             publisher: self.publisher.clone(),
             payments: self.payments_client(5_000),
             crm: self.crm_client(5_000),
-            crm_search_lag_ms: 300,
+            crm_contract: ProviderContract { key_retention_ms: u64::MAX, ..contract(300) },
+            payments_contract: contract(300),
             settings,
             concurrency: 4,
         }
@@ -312,7 +314,7 @@ pub fn fault(route: &str, kind: &str) -> Value {
 
 /// A provider contract for tests: the simulator's lag bound and a long key retention.
 pub fn contract(search_lag_ms: u64) -> ProviderContract {
-    ProviderContract { search_lag_ms, key_retention_ms: 86_400_000, escalate_after_failed_lookups: 5 }
+    ProviderContract { search_lag_ms, max_request_ms: 0, key_retention_ms: 86_400_000, escalate_after_failed_lookups: 5 }
 }
 
 /// Reconcile settings that sweep every 100 ms and look again after 200 ms.

@@ -132,7 +132,7 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
     let mut fleet = TestFleet::start_with_sim(SimConfig { crm_async_create: true, crm_async_delay_ms: 1_000, ..Default::default() }).await;
     fleet.spawn_prepare();
     let deps = fleet.execute_deps(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() });
-    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps { crm_search_lag_ms: 2_000, ..deps });
+    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps { crm_contract: contract(2_000), ..deps });
     fleet.spawn_reconcile(contract(2_000), fast_reconcile());
     let op = submit_and_approve(&fleet, &deal_create_intent()).await;
     let accepted = fleet.reaches(&op, "accepted").await;
@@ -206,7 +206,7 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
 async fn an_intent_for_a_provider_without_idempotency_and_without_lookup_is_refused_at_prepare() {
     let mut fleet = TestFleet::start().await;
     let none = Capabilities { idempotent_create: false, lookup: false, conditional_update: false };
-    fleet.spawn_prepare_with(ProviderCapabilities { payments: fleet_providers::payments::capabilities(), crm: none });
+    fleet.spawn_prepare_with(ProviderCapabilities { payments: fleet_providers::payments::capabilities(), crm: none, payments_key_retention_s: 86_400 });
     let i = deal_create_intent();
     fleet.submit(&i).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
@@ -222,7 +222,7 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
     let mut fleet = TestFleet::start_with_sim(SimConfig { crm_async_create: true, crm_async_delay_ms: 3_000, ..Default::default() }).await;
     fleet.spawn_prepare();
     let deps = fleet.execute_deps(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() });
-    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps { crm_search_lag_ms: 300, ..deps });
+    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps { crm_contract: contract(300), ..deps });
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let op = submit_and_approve(&fleet, &deal_create_intent()).await;
     let row = fleet.reaches(&op, "succeeded").await;

@@ -40,10 +40,12 @@ impl Rng {
     }
 }
 
-const WORKER_ENV: [(&str, &str); 9] = [
+const WORKER_ENV: [(&str, &str); 10] = [
     ("LEASE_TTL_MS", "1000"),
     ("PAYMENTS_TIMEOUT_MS", "1000"),
     ("PAYMENTS_SEARCH_LAG_MS", "1000"),
+    // The delay fault below holds a request 1.5 s, past the client's 1 s timeout.
+    ("PAYMENTS_MAX_REQUEST_S", "2"),
     ("SWEEP_INTERVAL_MS", "200"),
     ("LOOKUP_RECHECK_MS", "300"),
     ("UNSTARTED_REDRIVE_MS", "2000"),

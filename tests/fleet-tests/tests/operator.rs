@@ -63,17 +63,16 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
 }
 
 #[tokio::test]
-async fn a_worker_move_that_requires_an_unescalated_row_is_stale_once_escalated() {
+async fn every_worker_move_is_stale_once_escalated() {
     let (fleet, op) = unknown_operation().await;
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     let escalate = fleet_store::Transition { escalate: true, reason: Some("test"), ..fleet_store::Transition::new(&op, fleet_core::Status::Unknown, row.fence, fleet_core::Event::Escalate, "reconcile") };
     fleet.store.transition(escalate, None).await.unwrap();
     // Another reconciler, working from its older read, tries to send the row back.
-    let send_back = fleet_store::Transition {
-        only_if_unescalated: true,
-        ..fleet_store::Transition::new(&op, fleet_core::Status::Unknown, row.fence, fleet_core::Event::LookupAbsent, "reconcile")
-    };
-    assert_eq!(fleet.store.transition(send_back, None).await.unwrap(), fleet_store::TransitionOutcome::Stale);
+    for event in [fleet_core::Event::LookupAbsent, fleet_core::Event::LookupSucceeded, fleet_core::Event::WebhookFailed, fleet_core::Event::Escalate] {
+        let worker_move = fleet_store::Transition { external_id: Some("pay_x"), ..fleet_store::Transition::new(&op, fleet_core::Status::Unknown, row.fence, event, "reconcile") };
+        assert_eq!(fleet.store.transition(worker_move, None).await.unwrap(), fleet_store::TransitionOutcome::Stale, "{event:?}");
+    }
     let after = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(after.status, "unknown");
     assert!(after.escalated_at.is_some());

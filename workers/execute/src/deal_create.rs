@@ -1,8 +1,10 @@
 //! `crm.deal.create` without idempotency keys: on every claim, search by external id
 //! (= operation id) BEFORE creating. One deal found: it is ours, no POST. Several: a data
-//! incident for a person, never pick one. None: create — but only once the CRM's search
-//! lag has passed since any earlier, uncertain attempt, or the search proves nothing.
+//! incident for a person, never pick one. None: create — but only once the CRM can no
+//! longer commit an earlier, uncertain attempt (its maximum request time) and that deal
+//! would be searchable (its search lag); before that, the empty search proves nothing.
 
+use fleet_core::reconcile::{absence_provable, AttemptAges};
 use fleet_core::{classify_deal_create, Outcome};
 use fleet_providers::DealRequest;
 use fleet_store::{AttemptRecord, StoreError};
@@ -30,6 +32,9 @@ fn searched(outcome: Outcome, detail: &str, found: Vec<&str>) -> (Outcome, Attem
 impl ExecuteHandler {
     pub(crate) async fn create_deal_safely(&self, request: &DealRequest, fence: i64) -> Result<(Outcome, AttemptRecord), StoreError> {
         let op = request.external_id.as_str();
+        // Measured before the search: the search proves absence only for what could have
+        // been committed and indexed by the moment it ran.
+        let earlier = self.deps.store.attempt_ages_before(op, fence).await?;
         let deals = match self.deps.crm.find_deals_by_external_id(op).await {
             Ok(deals) => deals,
             Err(e) => {
@@ -38,7 +43,12 @@ impl ExecuteHandler {
                 return Ok(searched(Outcome::NotExecuted { reason: "search_failed".into() }, "search_failed", vec![]));
             }
         };
-        let ids: Vec<&str> = deals.iter().filter_map(|d| d.get("id").and_then(Value::as_str)).collect();
+        // Only deals that carry exactly our external id count (a CRM search may match loosely).
+        let ids: Vec<&str> = deals
+            .iter()
+            .filter(|d| d.get("external_id").and_then(Value::as_str) == Some(op))
+            .filter_map(|d| d.get("id").and_then(Value::as_str))
+            .collect();
         match ids.as_slice() {
             [id] => {
                 info!(operation_id = op, deal_id = id, "deal already exists; no create");
@@ -52,13 +62,12 @@ impl ExecuteHandler {
                 return Ok(searched(incident, "multiple_deals", ids.clone()));
             }
         }
-        let lag = self.deps.crm_search_lag_ms;
-        if let Some(age) = self.deps.store.previous_attempt_age_ms(op, fence).await? {
-            if age < lag {
-                // An earlier create may exist and not be searchable yet: reconcile waits.
-                let wait = Outcome::Unknown { reason: "search_lag_not_passed".into(), escalate: false };
-                return Ok(searched(wait, "search_lag_not_passed", vec![]));
-            }
+        let ages = AttemptAges { newest_ms: earlier.newest, newest_start_ms: earlier.newest_start, oldest_ms: earlier.oldest, failed_lookups_so_far: 0 };
+        if absence_provable(ages, self.deps.crm_contract).is_err() {
+            // An earlier create may still commit, or exist and not be searchable yet:
+            // reconcile waits until an empty search proves absence.
+            let wait = Outcome::Unknown { reason: "search_lag_not_passed".into(), escalate: false };
+            return Ok(searched(wait, "search_lag_not_passed", vec![]));
         }
         let earlier = self.deps.store.attempts(op).await?;
         if earlier.iter().any(|a| a.fence < fence && a.outcome.as_deref() == Some("accepted")) {

@@ -10,6 +10,9 @@ pub enum Decision {
     Claim,
     /// It must never run: cancel with this reason (and, for an expired approval, mark it).
     Cancel(&'static str),
+    /// It must not run as it is, and nothing explains it but tampering or a bug: a person
+    /// decides (the row stays where it is, escalated).
+    Escalate(&'static str),
     /// The row needs reconcile (unknown, or a holder's lease expired): ring its bell.
     RingReconcile,
     /// Nothing to do here (waiting for approval, someone else holds it, or final).
@@ -18,6 +21,10 @@ pub enum Decision {
 
 /// `accepted_policies` empty means every policy version is current.
 pub fn decide(row: &OperationRow, accepted_policies: &[String]) -> Decision {
+    if row.escalated_at.is_some() {
+        // Escalated means hands off: it waits for a person, whatever its status.
+        return Decision::Nothing;
+    }
     match row.status() {
         Status::NotStarted => decide_not_started(row, accepted_policies),
         Status::InProgress if row.lease_expired => Decision::RingReconcile,
@@ -34,10 +41,11 @@ fn decide_not_started(row: &OperationRow, accepted_policies: &[String]) -> Decis
         "rejected" => Decision::Cancel("approval_rejected"),
         "expired" => Decision::Cancel("approval_expired"),
         _ if row.approval_expired => Decision::Cancel("approval_expired"),
-        _ if row.approved_hash.as_deref() != Some(row.payload_hash.as_str()) => Decision::Cancel("approved_hash_mismatch"),
         // The stored snapshot must still hash to what was approved: a row edited behind the
-        // trigger's back (or a bug) must never reach the provider.
-        _ if row.snapshot().hash().as_str() != row.payload_hash => Decision::Cancel("snapshot_hash_mismatch"),
+        // trigger's back (or a bug) must never reach the provider, and is never quietly
+        // cancelled either — someone must look at how it happened.
+        _ if row.approved_hash.as_deref() != Some(row.payload_hash.as_str()) => Decision::Escalate("approved_hash_mismatch"),
+        _ if row.snapshot().hash().as_str() != row.payload_hash => Decision::Escalate("snapshot_hash_mismatch"),
         _ if !accepted_policies.is_empty() && !accepted_policies.contains(&row.policy_version) => Decision::Cancel("policy_outdated"),
         _ => Decision::Claim,
     }

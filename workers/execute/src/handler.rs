@@ -5,7 +5,7 @@ use fleet_broker::{Delivery, Disposition, Handler, Queue};
 use fleet_core::{Doorbell, Event, OperationId, Status};
 use fleet_store::{Claim, OperationRow, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::decide::{decide, Decision};
 use crate::ExecuteDeps;
@@ -49,6 +49,7 @@ impl ExecuteHandler {
                     }
                 }
                 Decision::Cancel(reason) => return self.cancel(&row, reason).await,
+                Decision::Escalate(reason) => return self.escalate(&row, reason).await,
                 Decision::RingReconcile => {
                     self.ring_reconcile(op).await;
                     return Ok(());
@@ -69,6 +70,15 @@ impl ExecuteHandler {
         match self.deps.store.transition(t, None).await? {
             TransitionOutcome::Moved { .. } => warn!(operation_id = %row.operation_id, reason, "cancelled before any provider call"),
             TransitionOutcome::Stale | TransitionOutcome::Refused(_) => info!(operation_id = %row.operation_id, "row moved before it could be cancelled"),
+        }
+        Ok(())
+    }
+
+    async fn escalate(&self, row: &OperationRow, reason: &'static str) -> Result<(), StoreError> {
+        let t = Transition { reason: Some(reason), escalate: true, ..Transition::new(&row.operation_id, Status::NotStarted, row.fence, Event::Escalate, "execute") };
+        match self.deps.store.transition(t, None).await? {
+            TransitionOutcome::Moved { .. } => error!(operation_id = %row.operation_id, reason, "snapshot does not match its approval; escalated without a call"),
+            TransitionOutcome::Stale | TransitionOutcome::Refused(_) => info!(operation_id = %row.operation_id, "row moved before it could be escalated"),
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ mod settings;
 use std::sync::Arc;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
+use fleet_core::reconcile::ProviderContract;
 use fleet_providers::{CrmClient, PaymentsClient};
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
@@ -32,9 +33,12 @@ pub struct ExecuteDeps {
     pub publisher: Publisher,
     pub payments: PaymentsClient,
     pub crm: CrmClient,
-    /// The CRM's documented search lag: a deal create waits this long after an earlier
-    /// uncertain one before it may create again.
-    pub crm_search_lag_ms: u64,
+    /// The CRM's documented search lag and maximum request time: a deal create waits for
+    /// both after an earlier uncertain attempt before it may create again.
+    pub crm_contract: ProviderContract,
+    /// The payments provider's key retention: no request is sent on a key the provider may
+    /// have forgotten.
+    pub payments_contract: ProviderContract,
     pub settings: ExecuteSettings,
     pub concurrency: usize,
 }

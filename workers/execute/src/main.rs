@@ -2,6 +2,7 @@
 
 use clap::Parser;
 use fleet_broker::Publisher;
+use fleet_core::reconcile::ProviderContract;
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
 use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
 use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
@@ -30,7 +31,18 @@ async fn main() -> anyhow::Result<()> {
         publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
         payments: PaymentsClient::new(PaymentsConfig::from_args(&cli.payments))?,
         crm: CrmClient::new(CrmConfig::from_args(&cli.crm))?,
-        crm_search_lag_ms: cli.crm.crm_search_lag_ms,
+        crm_contract: ProviderContract {
+            search_lag_ms: cli.crm.crm_search_lag_ms,
+            max_request_ms: cli.crm.crm_max_request_s.saturating_mul(1000),
+            key_retention_ms: u64::MAX,
+            escalate_after_failed_lookups: u32::MAX,
+        },
+        payments_contract: ProviderContract {
+            search_lag_ms: cli.payments.payments_search_lag_ms,
+            max_request_ms: cli.payments.payments_max_request_s.saturating_mul(1000),
+            key_retention_ms: cli.payments.payments_key_retention_s.saturating_mul(1000),
+            escalate_after_failed_lookups: u32::MAX,
+        },
         settings: cli.execute,
         concurrency: cli.common.concurrency,
     };

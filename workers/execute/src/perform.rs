@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use fleet_core::outcome::{classify_deal_update, classify_payment};
+use fleet_core::outcome::{classify_deal_update, classify_payment, settle_conflict};
+use fleet_core::reconcile::key_trusted;
 use fleet_core::{CallResult, Event, OperationId, Outcome, Status};
 use fleet_runtime::metric_names as m;
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
@@ -34,6 +35,13 @@ impl ExecuteHandler {
             let outcome = Outcome::Unknown { reason: "unbuildable_request".into(), escalate: true };
             return self.record(&claimed, &outcome, AttemptRecord { outcome: "unknown", detail: Some("unbuildable_request".into()), ..Default::default() }).await;
         };
+        if request.keyed() && row.attempts > 1 && !self.key_still_trusted(op, fence).await? {
+            // The provider may have forgotten this key since its first use: a request now
+            // could be a second effect. Only a lookup or a person may decide.
+            warn!(operation_id = op, fence, "idempotency key past its retention; escalating without a call");
+            let outcome = Outcome::Unknown { reason: "key_retention_passed".into(), escalate: true };
+            return self.record(&claimed, &outcome, AttemptRecord { outcome: "not_executed", detail: Some("key_retention_passed".into()), ..Default::default() }).await;
+        }
         info!(operation_id = op, action = %row.action, provider = %row.provider, fence, "claimed; calling the provider");
         pause::point(pause::BEFORE_PROVIDER_CALL).await;
         let started = Instant::now();
@@ -77,6 +85,13 @@ impl ExecuteHandler {
         Ok(())
     }
 
+    /// Whether the key's first use (the operation's first attempt) is recent enough that
+    /// the provider still deduplicates it, by the database clock.
+    async fn key_still_trusted(&self, op: &str, fence: i64) -> Result<bool, StoreError> {
+        let ages = self.deps.store.attempt_ages_before(op, fence).await?;
+        Ok(ages.oldest.is_none_or(|first_use| key_trusted(first_use, self.deps.payments_contract)))
+    }
+
     /// The one provider call of this claim, by action.
     async fn call(&self, request: &ProviderRequest, key: &str, fence: i64) -> Result<(Outcome, AttemptRecord), StoreError> {
         let classified = |call: CallResult, classify: fn(&CallResult) -> Outcome| {
@@ -88,7 +103,17 @@ impl ExecuteHandler {
             ProviderRequest::Payment(p) => classified(self.send(|| self.deps.payments.create_payment(key, p)).await, classify_payment),
             ProviderRequest::Refund(r) => classified(self.send(|| self.deps.payments.create_refund(key, r)).await, classify_payment),
             ProviderRequest::DealUpdate { deal_id, expected_version, patch } => {
-                classified(self.send(|| self.deps.crm.update_deal(key, deal_id, *expected_version, patch)).await, classify_deal_update)
+                let call = self.send(|| self.deps.crm.update_deal(key, deal_id, *expected_version, patch)).await;
+                let mut outcome = classify_deal_update(&call);
+                if matches!(outcome, Outcome::Conflict { .. }) {
+                    // Rare path: an earlier request of ours (the key is the operation id)
+                    // may be what moved the version.
+                    let earlier = self.deps.store.attempts(key).await?;
+                    let earlier: Vec<Option<&str>> = earlier.iter().filter(|a| a.fence < fence).map(|a| a.outcome.as_deref()).collect();
+                    outcome = settle_conflict(outcome, &earlier);
+                }
+                let record = attempt_record(&call, &outcome);
+                (outcome, record)
             }
             ProviderRequest::DealCreate(d) => return self.create_deal_safely(d, fence).await,
         })

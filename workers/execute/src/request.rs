@@ -13,6 +13,16 @@ pub enum ProviderRequest {
     DealUpdate { deal_id: String, expected_version: i64, patch: Value },
 }
 
+impl ProviderRequest {
+    /// Sent with an idempotency key the provider deduplicates (for a limited time).
+    pub fn keyed(&self) -> bool {
+        match self {
+            ProviderRequest::Payment(_) | ProviderRequest::Refund(_) => true,
+            ProviderRequest::DealCreate(_) | ProviderRequest::DealUpdate { .. } => false,
+        }
+    }
+}
+
 fn text(payload: &Value, field: &str) -> Option<String> {
     payload.get(field)?.as_str().map(str::to_owned)
 }

@@ -54,7 +54,7 @@ pub async fn resolve(store: &Store, r: Resolve<'_>) -> anyhow::Result<()> {
             println!("{} is now {to} (by {})", r.op, r.by);
             Ok(())
         }
-        TransitionOutcome::Refused(_) => bail!("refused: {} is {}; an operator resolves only unknown or accepted operations", r.op, row.status),
+        TransitionOutcome::Refused(_) => bail!("refused: {} is {}; an operator resolves unknown, accepted or disputed operations, or confirms a succeeded one", r.op, row.status),
         TransitionOutcome::Stale => bail!("{} changed while you decided; look at `fleetctl show {}` again", r.op, r.op),
     }
 }

@@ -43,7 +43,7 @@ impl Handler for PrepareHandler {
             }
         };
         let op = intent.operation_id.as_str();
-        if let Err(reason) = guard::check(intent.action, &intent.snapshot.provider, &self.providers) {
+        if let Err(reason) = guard::check(intent.action, &intent.snapshot.provider, intent.approval_ttl_seconds, &self.providers) {
             warn!(operation_id = op, action = intent.action.wire_name(), provider = %intent.snapshot.provider, reason, "intent refused");
             return refuse(reason);
         }

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use fleet_prepare::ProviderCapabilities;
-use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs};
+use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
 
 #[derive(Parser)]
 #[command(name = "fleet-prepare", about = "Validates intent.v1 messages and stores pending-approval operations")]
@@ -12,6 +12,9 @@ struct Cli {
     /// Only CRM_CAPABILITIES matters here: what the configured CRM guarantees.
     #[command(flatten)]
     crm: CrmArgs,
+    /// Only PAYMENTS_KEY_RETENTION_S matters here: an approval may not outlive the key.
+    #[command(flatten)]
+    payments: PaymentsArgs,
 }
 
 #[tokio::main]
@@ -21,6 +24,7 @@ async fn main() -> anyhow::Result<()> {
     let providers = ProviderCapabilities {
         payments: fleet_providers::payments::capabilities(),
         crm: fleet_providers::crm::declared_capabilities(&cli.crm).map_err(anyhow::Error::msg)?,
+        payments_key_retention_s: cli.payments.payments_key_retention_s,
     };
     let deps = fleet_prepare::PrepareDeps {
         store: boot.store.clone(),

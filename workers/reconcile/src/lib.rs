@@ -4,6 +4,7 @@
 //! escalates to an operator. Doorbells and a sweeper both lead to the same
 //! `Reconciler::reconcile`, so a lost message delays work but never strands it.
 
+mod audit;
 mod gauges;
 mod handler;
 mod lookup;

@@ -26,6 +26,7 @@ async fn main() -> anyhow::Result<()> {
     let boot = fleet_boot::start("reconcile", &cli.common, admin_addrs::RECONCILE).await?;
     let contract = ProviderContract {
         search_lag_ms: cli.payments.payments_search_lag_ms,
+        max_request_ms: cli.payments.payments_max_request_s.saturating_mul(1000),
         key_retention_ms: cli.payments.payments_key_retention_s.saturating_mul(1000),
         escalate_after_failed_lookups: cli.reconcile.escalate_after_lookups,
     };
@@ -37,7 +38,12 @@ async fn main() -> anyhow::Result<()> {
         payments: PaymentsClient::new(PaymentsConfig::from_args(&cli.payments))?,
         crm: CrmClient::new(CrmConfig::from_args(&cli.crm))?,
         contract,
-        crm_contract: ProviderContract { search_lag_ms: cli.crm.crm_search_lag_ms, key_retention_ms: u64::MAX, ..contract },
+        crm_contract: ProviderContract {
+            search_lag_ms: cli.crm.crm_search_lag_ms,
+            max_request_ms: cli.crm.crm_max_request_s.saturating_mul(1000),
+            key_retention_ms: u64::MAX,
+            ..contract
+        },
         settings: cli.reconcile,
         concurrency: cli.common.concurrency,
     };

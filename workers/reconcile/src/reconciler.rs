@@ -18,9 +18,9 @@ use crate::{ReconcileDeps, ReconcileSettings};
 pub struct Reconciler {
     pub(crate) store: Store,
     publisher: Publisher,
-    providers: Providers,
-    contract: ProviderContract,
-    crm_contract: ProviderContract,
+    pub(crate) providers: Providers,
+    pub(crate) contract: ProviderContract,
+    pub(crate) crm_contract: ProviderContract,
     pub(crate) settings: ReconcileSettings,
 }
 
@@ -86,7 +86,7 @@ impl Reconciler {
         let external_id = row.external_id.clone().or_else(|| attempts.iter().rev().find_map(|a| a.external_id.clone()));
         let LookupOutcome { lookup, evidence } = look_up(&self.providers, row, external_id.as_deref()).await;
         let ages = self.store.attempt_ages(op).await?;
-        let ages = AttemptAges { newest_ms: ages.newest, oldest_ms: ages.oldest, failed_lookups_so_far: row.lookup_failures.max(0) as u32 };
+        let ages = AttemptAges { newest_ms: ages.newest, newest_start_ms: ages.newest_start, oldest_ms: ages.oldest, failed_lookups_so_far: row.lookup_failures.max(0) as u32 };
         let contract = if row.provider == "crm" { self.crm_contract } else { self.contract };
         let accepted_earlier = attempts.iter().any(|a| a.outcome.as_deref() == Some("accepted"));
         let out_of_patience = row.lookup_failures.max(0) as u32 + 1 >= contract.escalate_after_failed_lookups;
@@ -190,8 +190,6 @@ impl Reconciler {
     /// Records the lookup and applies the move in one transaction: the history always
     /// shows the lookup that justified a move.
     async fn apply_with_lookup(&self, row: &OperationRow, evidence: &Value, t: Transition<'_>) -> Result<TransitionOutcome, StoreError> {
-        // An operation escalated meanwhile (by another reconciler) belongs to a person.
-        let t = Transition { only_if_unescalated: true, ..t };
         let from = t.expected;
         let mut client = self.store.client().await?;
         let tx = client.transaction().await?;

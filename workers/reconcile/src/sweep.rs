@@ -1,7 +1,8 @@
 //! The sweeper: every SWEEP_INTERVAL_MS, in bounded batches — expired leases become
 //! unknown, due unknown and overdue accepted rows are reconciled, approved rows that
-//! waited too long get their execute bell rung again, and approvals that expired before
-//! anything started are cancelled.
+//! waited too long get their execute bell rung again, approvals that expired before
+//! anything started are cancelled, and operations that succeeded after an uncertain
+//! attempt get their one post-settlement audit.
 
 use std::sync::Arc;
 
@@ -55,5 +56,10 @@ pub async fn sweep_once(r: &Reconciler, settings: &ReconcileSettings, concurrenc
         r.ring_execute(&op).await;
     }
     store.cancel_expired_approvals(batch).await?;
+    for row in store.due_audits(r.audit_delays(), batch).await? {
+        if let Err(e) = r.audit(&row).await {
+            warn!(operation_id = %row.operation_id, error = %e, "audit failed; the next sweep retries");
+        }
+    }
     Ok(())
 }

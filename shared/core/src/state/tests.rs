@@ -39,6 +39,11 @@ const TABLE: &[(Status, Event, Status)] = &[
     (S::InProgress, E::OperatorDispute, S::Disputed),
     (S::Accepted, E::OperatorDispute, S::Disputed),
     (S::Unknown, E::OperatorDispute, S::Disputed),
+    (S::NotStarted, E::Escalate, S::NotStarted),
+    (S::Disputed, E::OperatorSucceeded, S::Succeeded),
+    (S::Disputed, E::OperatorFailed, S::Failed),
+    (S::Disputed, E::OperatorCancelled, S::Cancelled),
+    (S::Succeeded, E::OperatorSucceeded, S::Succeeded),
 ];
 
 #[test]
@@ -60,10 +65,22 @@ fn every_status_event_pair_matches_the_table() {
 }
 
 #[test]
-fn final_states_absorb_every_event() {
+fn final_states_absorb_every_worker_event() {
     for from in Status::ALL.into_iter().filter(|s| s.is_final()) {
-        for event in Event::ALL {
+        for event in Event::ALL.into_iter().filter(|e| !e.is_operator_decision()) {
             assert!(transition(from, event).is_err(), "{from} must not move on {event:?}");
+        }
+    }
+}
+
+#[test]
+fn only_a_person_moves_a_final_row_and_never_away_from_what_the_provider_settled() {
+    for from in [S::Succeeded, S::Failed, S::Cancelled] {
+        for event in Event::ALL {
+            if let Ok(to) = transition(from, event) {
+                assert!(event.is_operator_decision(), "{from} --{event:?}-->");
+                assert_eq!(to, from, "an operator confirms a settled row, never changes it");
+            }
         }
     }
 }

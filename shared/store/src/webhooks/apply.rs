@@ -42,6 +42,9 @@ const NOTE: &str = "
 INSERT INTO operation_events (operation_id, kind, from_status, fence, actor, reason, evidence)
 VALUES ($1, 'webhook_conflict', $2, $3, $4, $5, $6)";
 
+/// Why an event that would have moved an escalated row only went to its history.
+const ON_ESCALATED: &str = "operation_escalated";
+
 /// A decision carried out, before its event row records it.
 struct Settled {
     outcome: WebhookOutcome,
@@ -176,6 +179,13 @@ async fn settle_in(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, 
     };
     let operation_id = row.operation_id.clone();
     match decision {
+        WebhookDecision::Apply(_) if row.escalated_at.is_some() => {
+            // Escalated means hands off: the event is evidence for the person deciding,
+            // recorded in the history, and moves nothing.
+            let reason = ON_ESCALATED;
+            tx.execute(NOTE, &[&row.operation_id, &row.status, &row.fence, &WEBHOOK_ACTOR, &reason, &evidence(ev, Some(reason))]).await?;
+            Ok(Settled::only(WebhookOutcome::Escalated { operation_id, reason }))
+        }
         WebhookDecision::Apply(event) => {
             let failure_code = match reported {
                 Reported::Failed => ev.object.failure_code.as_deref(),

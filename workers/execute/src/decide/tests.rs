@@ -72,17 +72,28 @@ fn approval_problems_cancel_without_a_call() {
     let mut r = approved_row();
     r.approval_status = "rejected".into();
     assert_eq!(decide(&r, &[]), Decision::Cancel("approval_rejected"));
-    let mut r = approved_row();
-    r.approved_hash = Some(format!("sha256:{}", "0".repeat(64)));
-    assert_eq!(decide(&r, &[]), Decision::Cancel("approved_hash_mismatch"));
     assert_eq!(decide(&approved_row(), &["payments-v4".into()]), Decision::Cancel("policy_outdated"));
 }
 
 #[test]
-fn a_payload_edited_after_approval_is_cancelled() {
+fn a_snapshot_that_no_longer_matches_its_approval_is_escalated_never_cancelled() {
     let mut r = approved_row();
     r.payload["amount_minor"] = json!(99_999_999);
-    assert_eq!(decide(&r, &[]), Decision::Cancel("snapshot_hash_mismatch"));
+    assert_eq!(decide(&r, &[]), Decision::Escalate("snapshot_hash_mismatch"));
+    let mut r = approved_row();
+    r.approved_hash = Some(format!("sha256:{}", "0".repeat(64)));
+    assert_eq!(decide(&r, &[]), Decision::Escalate("approved_hash_mismatch"));
+}
+
+#[test]
+fn an_escalated_row_is_left_to_a_person_whatever_its_status() {
+    for status in ["not_started", "in_progress", "unknown", "accepted"] {
+        let mut r = approved_row();
+        r.status = status.into();
+        r.lease_expired = true;
+        r.escalated_at = Some(chrono::Utc::now());
+        assert_eq!(decide(&r, &[]), Decision::Nothing, "{status}");
+    }
 }
 
 #[test]

@@ -1,0 +1,55 @@
+//! The post-settlement audit: an operation that succeeded after an uncertain attempt is
+//! looked up once more, by our reference, once the provider can no longer commit an earlier
+//! request. Several provider objects mean the provider made a second effect we could not
+//! prevent: the operation is escalated with every id as evidence and counted, so a person
+//! can undo it. The goal is that this never finds anything; the audit proves it.
+
+use std::time::Duration;
+
+use fleet_core::reconcile::{audit, audit_delay_ms, AuditFinding};
+use fleet_core::Action;
+use fleet_runtime::metric_names as m;
+use fleet_store::{AuditDelays, OperationRow, StoreError};
+use serde_json::json;
+use tracing::{error, info, warn};
+
+use crate::lookup::look_up;
+use crate::Reconciler;
+
+impl Reconciler {
+    pub(crate) fn audit_delays(&self) -> AuditDelays {
+        AuditDelays {
+            payments: Duration::from_millis(audit_delay_ms(self.contract)),
+            crm: Duration::from_millis(audit_delay_ms(self.crm_contract)),
+        }
+    }
+
+    /// Audits one succeeded operation (taken from `Store::due_audits`).
+    pub(crate) async fn audit(&self, row: &OperationRow) -> Result<(), StoreError> {
+        let op = row.operation_id.as_str();
+        if Action::parse(&row.action) == Some(Action::CrmDealUpdate) {
+            // A conditional update cannot apply twice: the version moves with the first.
+            self.store.record_audit(op, false, &json!({"via": "conditional_update"})).await?;
+            return Ok(());
+        }
+        // By reference only: a lookup by the settled id would always find exactly one.
+        let outcome = look_up(&self.providers, row, None).await;
+        match audit(&outcome.lookup) {
+            AuditFinding::Single => {
+                self.store.record_audit(op, false, &outcome.evidence).await?;
+            }
+            AuditFinding::Duplicate => {
+                if self.store.record_audit(op, true, &outcome.evidence).await? {
+                    metrics::counter!(m::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => row.provider.clone(), "action" => row.action.clone()).increment(1);
+                    error!(operation_id = op, evidence = %outcome.evidence, "the provider holds more than one effect for this operation; escalated");
+                }
+            }
+            AuditFinding::Inconclusive => {
+                warn!(operation_id = op, "audit lookup failed; auditing again later");
+                self.store.postpone_audit(op, self.settings.lookup_recheck()).await?;
+            }
+        }
+        info!(operation_id = op, "audited");
+        Ok(())
+    }
+}
