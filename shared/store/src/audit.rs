@@ -32,35 +32,60 @@ RETURNING 1";
 
 impl Store {
     /// Succeeded operations with an uncertain past whose audit is due, oldest first.
-    pub async fn due_audits(&self, delays: AuditDelays, batch: i64) -> Result<Vec<OperationRow>, StoreError> {
+    pub async fn due_audits(
+        &self,
+        delays: AuditDelays,
+        batch: i64,
+    ) -> Result<Vec<OperationRow>, StoreError> {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(&format!(
                 "SELECT {OPERATION_COLUMNS} FROM operations
                  WHERE status = 'succeeded' AND audited_at IS NULL AND (unknown_since IS NOT NULL OR attempts > 1)
-                   AND resolved_at <= now() - make_interval(secs => CASE WHEN provider = 'crm' THEN $1 ELSE $2 END)
+                   AND resolved_at <= now() - make_interval(secs => CASE WHEN provider = 'crm' THEN $1::float8 ELSE $2::float8 END)
                    AND (next_lookup_at IS NULL OR next_lookup_at <= now())
                  ORDER BY resolved_at LIMIT $3"
             ))
             .await?;
-        let rows = client.query(&stmt, &[&delays.crm.as_secs_f64(), &delays.payments.as_secs_f64(), &batch]).await?;
+        let rows = client
+            .query(
+                &stmt,
+                &[
+                    &delays.crm.as_secs_f64(),
+                    &delays.payments.as_secs_f64(),
+                    &batch,
+                ],
+            )
+            .await?;
         Ok(rows.iter().map(OperationRow::from_row).collect())
     }
 
     /// Records the audit's finding once (a second auditor finds it done and records
     /// nothing). `duplicate` escalates the row. Returns whether this call recorded it.
-    pub async fn record_audit(&self, operation_id: &str, duplicate: bool, evidence: &Value) -> Result<bool, StoreError> {
+    pub async fn record_audit(
+        &self,
+        operation_id: &str,
+        duplicate: bool,
+        evidence: &Value,
+    ) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(RECORD).await?;
-        Ok(client.query_opt(&stmt, &[&operation_id, &duplicate, evidence]).await?.is_some())
+        Ok(client
+            .query_opt(&stmt, &[&operation_id, &duplicate, evidence])
+            .await?
+            .is_some())
     }
 
     /// The audit's lookup failed: try again after `recheck`.
-    pub async fn postpone_audit(&self, operation_id: &str, recheck: Duration) -> Result<(), StoreError> {
+    pub async fn postpone_audit(
+        &self,
+        operation_id: &str,
+        recheck: Duration,
+    ) -> Result<(), StoreError> {
         let client = self.client().await?;
         client
             .execute(
-                "UPDATE operations SET next_lookup_at = now() + make_interval(secs => $2)
+                "UPDATE operations SET next_lookup_at = now() + make_interval(secs => $2::float8)
                  WHERE operation_id = $1 AND status = 'succeeded' AND audited_at IS NULL",
                 &[&operation_id, &recheck.as_secs_f64()],
             )

@@ -158,6 +158,10 @@ impl TestFleet {
     /// Starts reconcile in-process with the given provider contract, sweeping fast.
     pub fn spawn_reconcile(&mut self, contract: ProviderContract, settings: ReconcileSettings) {
         let deps = self.reconcile_deps(contract, settings);
+        self.spawn_reconcile_deps(deps);
+    }
+
+    pub fn spawn_reconcile_deps(&mut self, deps: ReconcileDeps) {
         let shutdown = self.shutdown.clone();
         self.workers.push(tokio::spawn(async move {
             fleet_reconcile::run(deps, shutdown).await.expect("reconcile worker");
