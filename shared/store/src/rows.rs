@@ -213,8 +213,9 @@ impl EventRow {
     }
 }
 
-/// What one provider call said, as written into `attempts` (normalised: the parsed body
-/// of the provider's answer, never the request we sent).
+/// What one provider call said, as written into `attempts` (normalised: `response` is
+/// the allow-listed summary of the provider's answer, `fleet_core::answer_summary`, never
+/// its whole body nor the request we sent).
 #[derive(Debug, Clone, Default)]
 pub struct AttemptRecord {
     pub outcome: &'static str,
