@@ -2,6 +2,7 @@
 //! machine and provider outcome classification. Time and randomness are inputs here,
 //! never read inside, so everything is testable without services.
 
+pub mod answer;
 pub mod currency;
 pub mod doorbell;
 pub mod hash;
@@ -12,6 +13,7 @@ pub mod reconcile;
 pub mod state;
 pub mod webhook;
 
+pub use answer::answer_summary;
 pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};
 pub use ids::{IdempotencyKey, OperationId, PayloadHash};

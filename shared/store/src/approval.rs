@@ -24,23 +24,26 @@ pub enum RejectOutcome {
     TooLate { status: String },
 }
 
+/// The approval's compare-and-set (written as every CAS is, see `rows.rs`): `$5` is
+/// `pending`, `$6` `approved` and `$7` the status `not_started`, bound as parameters.
 const APPROVE: &str = "
-WITH target AS (SELECT ctid FROM operations WHERE operation_id = $1 FOR UPDATE), approved AS (
-    UPDATE operations SET approval_status = 'approved', approved_hash = $2, decided_by = $3,
+WITH approved AS (
+    UPDATE operations SET approval_status = $6, approved_hash = $2, decided_by = $3,
         decided_at = now(), updated_at = now()
-    FROM target WHERE operations.ctid = target.ctid AND approval_status = 'pending' AND payload_hash = $2
-      AND approval_expires_at > now() AND status = 'not_started'
-    RETURNING operations.operation_id, operations.fence
+    WHERE operation_id = $1 AND approval_status = $5 AND payload_hash = $2
+      AND approval_expires_at > now() AND status = $7
+    RETURNING operation_id, fence
 ), event AS (
     INSERT INTO operation_events (operation_id, kind, fence, actor, evidence)
     SELECT operation_id, 'approved', fence, $4, jsonb_build_object('approved_hash', $2::text) FROM approved
 )
 SELECT count(*) AS approved FROM approved";
 
+/// `$2` is `pending`, bound as a parameter (see `rows.rs`).
 const EXPIRE: &str = "
 WITH expired AS (
     UPDATE operations SET approval_status = 'expired', updated_at = now()
-    WHERE operation_id = $1 AND approval_status = 'pending' AND approval_expires_at <= now()
+    WHERE operation_id = $1 AND approval_status = $2 AND approval_expires_at <= now()
     RETURNING operation_id, fence
 )
 INSERT INTO operation_events (operation_id, kind, fence, actor, reason)
@@ -52,7 +55,8 @@ impl Store {
         let actor = format!("approver:{by}");
         let client = self.client().await?;
         let approve = client.prepare_cached(APPROVE).await?;
-        let row = client.query_one(&approve, &[&operation_id, &hash, &by, &actor]).await?;
+        let not_started = Status::NotStarted.as_str();
+        let row = client.query_one(&approve, &[&operation_id, &hash, &by, &actor, &"pending", &"approved", &not_started]).await?;
         if row.get::<_, i64>("approved") == 1 {
             return Ok(ApprovalOutcome::Approved);
         }
@@ -61,7 +65,7 @@ impl Store {
             return Ok(ApprovalOutcome::NotFound);
         };
         if op.approval_status == "pending" && op.approval_expired {
-            self.client().await?.execute(EXPIRE, &[&operation_id]).await?;
+            self.client().await?.execute(EXPIRE, &[&operation_id, &"pending"]).await?;
             return Ok(ApprovalOutcome::Expired);
         }
         if op.approval_status != "pending" || op.status != Status::NotStarted.as_str() {

@@ -3,7 +3,7 @@
 
 use fleet_core::Status;
 
-use crate::rows::{OPERATION_COLUMNS, TARGET};
+use crate::rows::OPERATION_COLUMNS;
 use crate::{OperationRow, Store, StoreError};
 
 #[derive(Debug, Clone)]
@@ -20,27 +20,34 @@ pub enum Claim {
     NotClaimable,
 }
 
+/// The claim's compare-and-set (written as every CAS is, see `rows.rs`). `$6`, `$7` and
+/// `$8` are the statuses `not_started`, `in_progress` and `approved`, bound as parameters.
 fn claim_sql() -> String {
     format!(
-        "WITH {TARGET}, claimed AS (
-            UPDATE operations SET status = 'in_progress', fence = fence + 1, lease_owner = $2,
+        "WITH claimed AS (
+            UPDATE operations SET status = $7, fence = fence + 1, lease_owner = $2,
                 lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0), attempts = attempts + 1,
                 updated_at = now()
-            FROM target WHERE operations.ctid = target.ctid AND status = 'not_started'
+            WHERE operation_id = $1 AND status = $6
               AND ($4::bigint IS NULL OR fence = $4)
               AND (cardinality($5::text[]) = 0 OR policy_version = ANY($5::text[]))
-              AND approval_status = 'approved' AND approval_expires_at > now()
+              AND approval_status = $8 AND approval_expires_at > now()
               AND approved_hash = payload_hash AND escalated_at IS NULL
             RETURNING {OPERATION_COLUMNS}
         ), attempt AS (
             INSERT INTO attempts (operation_id, fence, worker) SELECT operation_id, fence, $2 FROM claimed
         ), event AS (
             INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor)
-            SELECT operation_id, 'transition', 'not_started', 'in_progress', fence, 'execute' FROM claimed
+            SELECT operation_id, 'transition', $6, $7, fence, 'execute' FROM claimed
         )
         SELECT * FROM claimed"
     )
 }
+
+/// Renews a held lease; `$4` is the status `in_progress`, bound as a parameter.
+const RENEW: &str = "
+UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0)
+WHERE operation_id = $1 AND fence = $2 AND status = $4 AND lease_expires_at > now()";
 
 impl Store {
     /// Claims an approved, unexpired `not_started` row whose fence is still `read_fence`.
@@ -59,7 +66,9 @@ impl Store {
         let client = self.client().await?;
         let stmt = client.prepare_cached(&claim_sql()).await?;
         let ttl = lease_ttl_ms as f64;
-        Ok(match client.query_opt(&stmt, &[&operation_id, &owner, &ttl, &read_fence, &policies]).await? {
+        let (from, to) = (Status::NotStarted.as_str(), Status::InProgress.as_str());
+        let params: [Param<'_>; 8] = [&operation_id, &owner, &ttl, &read_fence, &policies, &from, &to, &"approved"];
+        Ok(match client.query_opt(&stmt, &params).await? {
             Some(r) => {
                 let row = OperationRow::from_row(&r);
                 crate::transition::observe(Status::NotStarted, Status::InProgress, None, None);
@@ -72,14 +81,10 @@ impl Store {
     /// Extends a held lease. `false` means fenced out: the lease is gone.
     pub async fn renew_lease(&self, operation_id: &str, fence: i64, lease_ttl_ms: i64) -> Result<bool, StoreError> {
         let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                &format!(
-                    "WITH {TARGET} UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0)
-                     FROM target WHERE operations.ctid = target.ctid AND fence = $2 AND status = 'in_progress' AND lease_expires_at > now()"
-                ),
-            )
-            .await?;
-        Ok(client.execute(&stmt, &[&operation_id, &fence, &(lease_ttl_ms as f64)]).await? == 1)
+        let stmt = client.prepare_cached(RENEW).await?;
+        let held = Status::InProgress.as_str();
+        Ok(client.execute(&stmt, &[&operation_id, &fence, &(lease_ttl_ms as f64), &held]).await? == 1)
     }
 }
+
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);

@@ -7,6 +7,9 @@ use tokio_postgres::NoTls;
 
 use crate::StoreError;
 
+/// The session setting every pooled connection starts with.
+const GENERIC_PLANS: &str = "-c plan_cache_mode=force_generic_plan";
+
 /// A clonable handle on the pool.
 #[derive(Clone)]
 pub struct Store {
@@ -25,6 +28,15 @@ impl Store {
         let mut config: tokio_postgres::Config = database_url.parse().map_err(|e: tokio_postgres::Error| StoreError::Config(e.to_string()))?;
         config.connect_timeout(Duration::from_secs(5));
         config.application_name("fleet");
+        // Generic plans only: a compare-and-set then never sees its status parameters as
+        // constants, so it is planned by primary key even while statistics lag (see
+        // `rows.rs`). Set at connection start, so it costs no round trip; options already
+        // in the URL are kept.
+        let options = match config.get_options() {
+            Some(given) => format!("{given} {GENERIC_PLANS}"),
+            None => GENERIC_PLANS.to_owned(),
+        };
+        config.options(options);
         // `Fast` skips a round trip per checkout; a broken connection surfaces as a query
         // error, which every caller already treats as transient.
         let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });

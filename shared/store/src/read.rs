@@ -16,12 +16,19 @@ impl Store {
     /// Newest first, at most `limit` rows.
     pub async fn list(&self, status: Option<Status>, escalated_only: bool, limit: i64) -> Result<Vec<OperationRow>, StoreError> {
         let client = self.client().await?;
+        // The status is written into the text (a name from the typed enum, a fixed set),
+        // not bound: the pool plans generically (see `pool.rs`), and only a literal lets
+        // a rare status such as `unknown` be read through its index.
+        let by_status = match status {
+            Some(s) => format!("status = '{}'", s.as_str()),
+            None => "true".to_owned(),
+        };
         let sql = format!(
             "SELECT {OPERATION_COLUMNS} FROM operations
-             WHERE ($1::text IS NULL OR status = $1) AND (NOT $2 OR escalated_at IS NOT NULL)
-             ORDER BY created_at DESC, operation_id DESC LIMIT $3"
+             WHERE {by_status} AND (NOT $1 OR escalated_at IS NOT NULL)
+             ORDER BY created_at DESC, operation_id DESC LIMIT $2"
         );
-        let rows = client.query(&sql, &[&status.map(Status::as_str), &escalated_only, &limit]).await?;
+        let rows = client.query(&sql, &[&escalated_only, &limit]).await?;
         Ok(rows.iter().map(OperationRow::from_row).collect())
     }
 

@@ -6,12 +6,25 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_postgres::Row;
 
-/// The one row a compare-and-set is about, found by primary key and locked. Every CAS
-/// UPDATE joins on its `ctid` instead of repeating `operation_id = $1` next to its status
-/// conditions: the planner then cannot prefer a partial index on status (a real risk with
-/// generic plans while a fast-growing table's statistics lag behind), and each CAS costs
-/// one primary-key lookup whatever the table holds. `$1` is the operation id.
-pub(crate) const TARGET: &str = "target AS (SELECT ctid FROM operations WHERE operation_id = $1 FOR UPDATE)";
+// How every compare-and-set on `operations` is written: one plain
+// `UPDATE operations … WHERE operation_id = $1 AND status = $n AND fence = $m …`.
+//
+// Correct under concurrency: at READ COMMITTED, an UPDATE that waited for another
+// transaction's row lock re-checks its WHERE on the newest version of that row, so a
+// concurrent change of some other column (a lookup's bookkeeping, the sweeper's redrive
+// mark, a lease renewal) never makes it miss a row whose status and fence still match.
+// (Joining on a `ctid` locked in a CTE does not have this property: the row's new
+// version is invisible to the outer statement's snapshot, and the CAS reports a stale
+// row that is not stale.)
+//
+// Planned by primary key whatever the statistics say: every status value a CAS compares
+// (`status`, `approval_status`) is a bound parameter, never a literal, and the pool's
+// connections run with `plan_cache_mode = force_generic_plan` (see `pool.rs`). A generic
+// plan never substitutes parameter values, so no partial index on status can have its
+// predicate proven, and the one index left that answers `operation_id = $1` is the
+// primary key. A literal status, or a custom plan, would let a lagging estimate pick a
+// partial status index instead (`tests/fleet-tests/tests/store_cas.rs` checks the plans
+// with statistics that say such an index is empty).
 
 /// The `operations` columns every read selects, plus two flags computed with the
 /// database clock (principle 8: time comes from Postgres).
@@ -200,8 +213,9 @@ impl EventRow {
     }
 }
 
-/// What one provider call said, as written into `attempts` (normalised: the parsed body
-/// of the provider's answer, never the request we sent).
+/// What one provider call said, as written into `attempts` (normalised: `response` is
+/// the allow-listed summary of the provider's answer, `fleet_core::answer_summary`, never
+/// its whole body nor the request we sent).
 #[derive(Debug, Clone, Default)]
 pub struct AttemptRecord {
     pub outcome: &'static str,

@@ -73,8 +73,10 @@ pub enum TransitionOutcome {
     Stale,
 }
 
+/// The compare-and-set (written as every CAS is, see `rows.rs`): `$2`, the expected
+/// status, is a parameter like every other status value.
 const UPDATE: &str = "
-WITH target AS (SELECT ctid FROM operations WHERE operation_id = $1 FOR UPDATE), moved AS (
+WITH moved AS (
     UPDATE operations SET
         status = $3,
         status_reason = $6,
@@ -92,9 +94,9 @@ WITH target AS (SELECT ctid FROM operations WHERE operation_id = $1 FOR UPDATE),
         lease_owner = CASE WHEN $3 = 'in_progress' THEN lease_owner END,
         lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,
         updated_at = now()
-    FROM target WHERE operations.ctid = target.ctid AND status = $2 AND fence = $4
+    WHERE operation_id = $1 AND status = $2 AND fence = $4
       AND (NOT $17 OR escalated_at IS NULL)
-    RETURNING operations.operation_id, operations.fence,
+    RETURNING operation_id, fence,
         EXTRACT(EPOCH FROM (resolved_at - decided_at))::float8 AS approved_to_final_s,
         EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s
 ), event AS (

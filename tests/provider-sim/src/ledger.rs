@@ -27,6 +27,10 @@ pub struct Payment {
     pub beneficiary_id: String,
     pub invoice_id: String,
     pub reference: String,
+    /// Customer data a real provider echoes in every answer (the account holder's name
+    /// on file, a description); the fleet has no use for it and must not keep it.
+    pub beneficiary_name: String,
+    pub description: String,
     pub created_at: DateTime<Utc>,
 }
 
@@ -144,6 +148,8 @@ mod tests {
             beneficiary_id: "vendor_1".into(),
             invoice_id: "inv_1".into(),
             reference: reference.into(),
+            beneficiary_name: "Account holder of vendor_1".into(),
+            description: "Payment of invoice inv_1".into(),
             created_at: Utc::now(),
         }
     }

@@ -71,6 +71,8 @@ impl Resource for Payment {
         }
         Ok(Payment {
             id: format!("pay_{}", ulid::Ulid::new()),
+            beneficiary_name: format!("Account holder of {}", params.beneficiary_id),
+            description: format!("Payment of invoice {}", params.invoice_id),
             status: new.status,
             amount_minor: params.amount_minor,
             currency: params.currency,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use fleet_core::outcome::{classify_deal_update, classify_payment, settle_conflict};
 use fleet_core::reconcile::key_trusted;
-use fleet_core::{CallResult, Event, OperationId, Outcome, Status};
+use fleet_core::{answer_summary, CallResult, Event, OperationId, Outcome, Status};
 use fleet_runtime::metric_names as m;
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
@@ -143,6 +143,7 @@ impl ExecuteHandler {
         let row = &claimed.row;
         let op = row.operation_id.as_str();
         let base = Transition::new(op, Status::InProgress, claimed.fence, Event::ProviderAmbiguous, "execute");
+        // The operation's result is the attempt's allow-listed summary of the answer.
         let result = attempt.response.clone();
         let t = match outcome {
             Outcome::Succeeded { external_id } => Transition {
@@ -218,7 +219,8 @@ pub(crate) fn attempt_record(call: &CallResult, outcome: &Outcome) -> AttemptRec
             http_status: Some(i32::from(a.status)),
             replayed: Some(a.replayed),
             provider_request_id: a.request_id.clone(),
-            response: (!a.body.is_null()).then(|| a.body.clone()),
+            // Only the allow-listed summary is stored, never the whole body (customer data).
+            response: answer_summary(&a.body),
             ..base
         },
         CallResult::NotSent { .. } | CallResult::NoAnswer { .. } => base,
