@@ -1,5 +1,6 @@
 //! The HTTP receiver: `POST /webhooks/{provider}`. It verifies the Standard Webhooks
-//! signature over the raw bytes, publishes a `webhook.v1` envelope to `webhooks.ingest`
+//! signature over the raw bytes, publishes a `webhook.v2` envelope (the signature headers
+//! and the raw body, for the consumer to verify again) to `webhooks.ingest`
 //! and waits for the broker's confirm, and only then answers 204. It stores nothing: a
 //! refused delivery leaves no trace but a log line and a counter, and an accepted one is
 //! the consumer's from the moment the broker confirmed it.
@@ -15,7 +16,7 @@
 //! | 503 | the broker did not confirm: the provider retries later, nothing is lost |
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -30,6 +31,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::clock::unix_now;
 use crate::envelope::Envelope;
 use crate::publish::IngestPublisher;
 use crate::secrets::WebhookSecrets;
@@ -88,7 +90,7 @@ async fn receive(State(state): State<ReceiverState>, Path(provider): Path<String
     if let Err(rejection) = signature::verify(&state.secrets, &signed, &body, unix_now()) {
         return rejected(provider, rejection);
     }
-    let envelope = Envelope::new(provider, signed.id, Utc::now(), &body);
+    let envelope = Envelope::new(provider, (&signed).into(), Utc::now(), &body);
     match state.publisher.publish(&envelope.to_bytes()).await {
         Ok(()) => {
             info!(provider, event_id = signed.id, "webhook accepted");
@@ -130,7 +132,3 @@ fn count(provider: &'static str, outcome: &'static str) {
     metrics::counter!(m::WEBHOOK_EVENTS_TOTAL, "provider" => provider, "outcome" => outcome).increment(1);
 }
 
-fn unix_now() -> i64 {
-    // A clock before 1970 makes every timestamp "out of tolerance", which is the safe side.
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}

@@ -8,6 +8,7 @@ use fleet_runtime::Secret;
 use fleet_store::MIN_WEBHOOK_RETENTION_DAYS;
 
 use crate::secrets::{SecretsError, WebhookSecrets};
+use crate::signature::Freshness;
 
 /// Which halves this process runs; they scale separately.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -50,7 +51,7 @@ pub struct WebhookSettings {
     pub webhook_addr: SocketAddr,
 
     /// Signing secrets, comma-separated `whsec_<base64>`, newest first (never printed).
-    /// Required by the receiver.
+    /// Required by the receiver and by the consumer, which verifies every event again.
     #[arg(long, env = "WEBHOOK_SECRETS", hide_env_values = true, hide_default_value = true, default_value = "")]
     pub webhook_secrets: Secret<String>,
 
@@ -82,6 +83,12 @@ impl WebhookSettings {
 
     pub fn retention_interval(&self) -> Duration {
         Duration::from_secs(self.webhook_retention_interval_s)
+    }
+
+    /// How old a signature may be when the consumer verifies it: as old as the dedup
+    /// retention allows (see [`Freshness::within_dedup_retention`]).
+    pub fn consumer_freshness(&self) -> Freshness {
+        Freshness::within_dedup_retention(self.webhook_retention_days)
     }
 
     pub fn max_body_bytes(&self) -> usize {
