@@ -22,6 +22,7 @@ pub mod publish;
 pub mod receiver;
 pub mod retention;
 pub mod secrets;
+pub mod server;
 pub mod settings;
 pub mod signature;
 
@@ -37,7 +38,8 @@ use tokio_util::sync::CancellationToken;
 pub use consumer::{IngestError, IngestHandler};
 pub use envelope::{Envelope, SignatureHeaders};
 pub use publish::IngestPublisher;
-pub use receiver::ReceiverState;
+pub use receiver::{ReceiverState, RequestLimits};
+pub use server::ConnectionLimits;
 pub use secrets::{SecretsError, WebhookSecrets};
 pub use settings::{Mode, WebhookSettings, KNOWN_PROVIDERS};
 
@@ -86,10 +88,10 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
             connector.await;
             Ok(())
         });
-        let state = ReceiverState::new(secrets.clone(), publisher.clone(), settings.max_body_bytes());
-        let until = stop.clone();
+        let state = ReceiverState::new(secrets.clone(), publisher.clone(), settings.request_limits());
+        let (connections, until) = (settings.connection_limits(), stop.clone());
         tasks.spawn(async move {
-            let served = receiver::serve(listener, state, until).await;
+            let served = receiver::serve(listener, state, connections, until).await;
             publisher.close().await;
             served.map_err(RunError::Receiver)
         });
