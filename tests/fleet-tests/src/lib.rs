@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, DEADLINE};
-pub use webhooks::{event_body, now_s, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET};
+pub use webhooks::{event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET};
 
 fn base_database_url() -> String {
     std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())

@@ -11,7 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use fleet_broker::{BrokerConfig, BrokerHealth, Delivery as BrokerDelivery, Disposition, Handler, Queue};
 use fleet_runtime::{Readiness, Secret};
 use fleet_webhook_ingest::signature::sign;
-use fleet_webhook_ingest::{IngestHandler, Mode, WebhookDeps, WebhookSecrets, WebhookSettings};
+use chrono::Utc;
+use fleet_webhook_ingest::{Envelope, IngestHandler, Mode, SignatureHeaders, WebhookDeps, WebhookSecrets, WebhookSettings};
 use serde_json::{json, Value};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -74,7 +75,8 @@ impl TestFleet {
     pub async fn spawn_webhook_ingest_with(&mut self, receiver_broker: BrokerConfig, secrets: &[&str]) -> WebhookIngest {
         let base_url = self.spawn_webhook_run(Mode::Receiver, receiver_broker, secrets).await;
         let outcomes = Arc::new(Mutex::new(Vec::new()));
-        let handler = Arc::new(Tally { inner: IngestHandler::new(self.store.clone()), outcomes: outcomes.clone() });
+        let inner = IngestHandler::new(self.store.clone(), webhook_secrets(secrets), WebhookSettings::default().consumer_freshness());
+        let handler = Arc::new(Tally { inner, outcomes: outcomes.clone() });
         let (broker, shutdown) = (self.broker.clone(), self.shutdown.clone());
         self.workers.push(tokio::spawn(async move {
             fleet_broker::consume_with_health(broker, Queue::WebhooksIngest, handler, 4, shutdown, &BrokerHealth::new())
@@ -173,6 +175,12 @@ impl SignedDelivery {
         SignedDelivery { id: id.to_owned(), timestamp, signature: sign(key, id, timestamp, &body), body }
     }
 
+    /// The `webhook.v2` message the receiver would publish for it.
+    pub fn envelope(&self, provider: &str) -> Vec<u8> {
+        let headers = SignatureHeaders { id: self.id.clone(), timestamp: self.timestamp.to_string(), signature: self.signature.clone() };
+        Envelope::new(provider, headers, Utc::now(), &self.body).to_bytes()
+    }
+
     /// POSTs it with the three headers; returns the status.
     pub async fn post(&self, http: &reqwest::Client, url: &str) -> reqwest::StatusCode {
         http.post(url)
@@ -186,6 +194,11 @@ impl SignedDelivery {
             .expect("the receiver answers")
             .status()
     }
+}
+
+/// The receiver's secrets, as the consumer parses them.
+pub fn webhook_secrets(secrets: &[&str]) -> WebhookSecrets {
+    WebhookSecrets::parse(&secrets.join(",")).expect("valid secrets")
 }
 
 pub fn now_s() -> i64 {

@@ -4,15 +4,14 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use fleet_broker::Queue;
 use fleet_core::{Event, Status};
 use fleet_store::{Transition, TransitionOutcome, WebhookOutcome};
 use fleet_tests::{
-    event_body, eventually, hash_of, intent, now_s, op_of, BrokerProxy, SignedDelivery, TestFleet, OTHER_SECRET, WEBHOOK_SECRET,
+    event_body, eventually, hash_of, intent, now_s, op_of, webhook_secrets, BrokerProxy, SignedDelivery, TestFleet, OTHER_SECRET, WEBHOOK_SECRET,
 };
 use fleet_webhook_ingest::retention::{prune_once, Retention};
-use fleet_webhook_ingest::{Envelope, IngestHandler};
+use fleet_webhook_ingest::{IngestHandler, WebhookSettings};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -169,8 +168,8 @@ async fn the_same_event_three_times_even_concurrently_is_applied_once_and_counte
     let (op2, payment2) = accepted_payment(&fleet).await;
     let object = settled(fleet.sim_payment(&op2).await, "succeeded");
     assert_eq!(object["id"], payment2.as_str());
-    let message = Envelope::new("payments", "evt_direct", Utc::now(), &event_body("evt_direct", "payment.succeeded", &object)).to_bytes();
-    let handler = Arc::new(IngestHandler::new(fleet.store.clone()));
+    let message = SignedDelivery::new(WEBHOOK_SECRET, "evt_direct", event_body("evt_direct", "payment.succeeded", &object)).envelope("payments");
+    let handler = Arc::new(IngestHandler::new(fleet.store.clone(), webhook_secrets(&[WEBHOOK_SECRET]), WebhookSettings::default().consumer_freshness()));
     let runs: Vec<_> = (0..3)
         .map(|_| {
             let (handler, message) = (handler.clone(), message.clone());

@@ -1,16 +1,23 @@
-//! The consumer of `webhooks.ingest`: one verified event per message, handed to
+//! The consumer of `webhooks.ingest`: one event per message, verified here against the
+//! provider's signature (the receiver's secrets, the same check as at the edge, see
+//! [`crate::signature::Freshness`] for the time window), then handed to
 //! [`Store::ingest_webhook`], which deduplicates, links and applies it in one
-//! transaction. This file only maps what happened to the message's fate, in one place:
-//! a body that can never be used is dead-lettered with a reason (the signed bytes are
-//! kept there), a store failure is retried, everything else is acked.
+//! transaction. Nothing on the queue is trusted because it is on the queue: the broker
+//! is shared, and an unsigned or forged message is dead-lettered before it can touch a
+//! row or write a deduplication record. This file maps what happened to the message's
+//! fate, in one place: a message that can never be used is dead-lettered with a reason
+//! (its bytes are kept there), a store failure is retried, everything else is acked.
 
 use fleet_broker::{Delivery, Disposition, Handler};
 use fleet_store::{Store, StoreError, WebhookOutcome};
 use tracing::{debug, info, warn};
 
+use crate::clock::unix_now;
 use crate::envelope::{Envelope, EnvelopeError};
 use crate::event::{parse_event, EventError};
+use crate::secrets::WebhookSecrets;
 use crate::settings::KNOWN_PROVIDERS;
+use crate::signature::{Freshness, Rejection};
 
 /// Why one message could not be ingested.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +26,8 @@ pub enum IngestError {
     Envelope(#[from] EnvelopeError),
     #[error("unknown provider")]
     UnknownProvider,
+    #[error("no valid provider signature: {0}")]
+    Signature(#[from] Rejection),
     #[error("unusable event: {0}")]
     Event(#[from] EventError),
     #[error(transparent)]
@@ -31,6 +40,9 @@ impl IngestError {
         match self {
             IngestError::Envelope(e) => Disposition::dead_letter(e.reason()),
             IngestError::UnknownProvider => Disposition::dead_letter("unknown_provider"),
+            // Signed, but too old for its deduplication row to prove it is no replay.
+            IngestError::Signature(Rejection::TimestampOutOfTolerance) => Disposition::dead_letter("signature_expired"),
+            IngestError::Signature(_) => Disposition::dead_letter("signature_invalid"),
             IngestError::Event(e) => Disposition::dead_letter(e.reason()),
             IngestError::Store(_) => Disposition::Retry,
         }
@@ -39,11 +51,15 @@ impl IngestError {
 
 pub struct IngestHandler {
     store: Store,
+    secrets: WebhookSecrets,
+    freshness: Freshness,
 }
 
 impl IngestHandler {
-    pub fn new(store: Store) -> IngestHandler {
-        IngestHandler { store }
+    /// `secrets` are the receiver's (`WEBHOOK_SECRETS`); `freshness` is how old a
+    /// signature may be when it is consumed.
+    pub fn new(store: Store, secrets: WebhookSecrets, freshness: Freshness) -> IngestHandler {
+        IngestHandler { store, secrets, freshness }
     }
 
     /// Ingests one `webhook.v1` message. Safe to call any number of times, concurrently,
@@ -53,7 +69,8 @@ impl IngestHandler {
         if !KNOWN_PROVIDERS.contains(&envelope.provider.as_str()) {
             return Err(IngestError::UnknownProvider);
         }
-        let event = parse_event(&envelope, &body)?;
+        let verified = envelope.verify(body, &self.secrets, unix_now(), self.freshness)?;
+        let event = parse_event(&verified)?;
         let outcome = self.store.ingest_webhook(&event).await?;
         log(&event.event_id, &event.event_type, &outcome);
         Ok(outcome)

@@ -1,18 +1,26 @@
-//! `webhook.v1`: the message the receiver publishes to `webhooks.ingest` once a delivery
-//! is verified. It carries the provider (from the path), the event id (`webhook-id`,
-//! the dedup key), when it was received, and the raw body byte for byte (base64), so
-//! the consumer hashes and parses exactly what was signed. Only the receiver publishes
-//! to this queue; like every queue it is internal to the fleet.
+//! `webhook.v2`: the message the receiver publishes to `webhooks.ingest` once a delivery
+//! is verified. It carries the provider (from the path), when it was received, the
+//! provider's three signature headers as received, and the raw body byte for byte
+//! (base64), so that the consumer verifies the signature again, over exactly what was
+//! signed, before anything of it is applied. Where a message came from proves nothing:
+//! anything that can publish to the queue could have put it there.
+//!
+//! `webhook.v1` envelopes carried no signature; one is refused as unsigned.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-pub const ENVELOPE_SCHEMA: &str = "webhook.v1";
+use crate::secrets::WebhookSecrets;
+use crate::signature::{self, Freshness, Rejection, SignedHeaders};
+
+pub const ENVELOPE_SCHEMA: &str = "webhook.v2";
+/// The schema before envelopes carried the provider's signature.
+pub const UNSIGNED_SCHEMA: &str = "webhook.v1";
 
 /// Largest envelope the consumer reads: a body at the receiver's largest limit (1 MiB),
-/// base64-expanded, plus the other fields.
+/// base64-expanded, plus the signature headers (at most 8.3 KiB) and the other fields.
 pub const MAX_ENVELOPE_BYTES: usize = 1_400 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,20 +28,50 @@ pub const MAX_ENVELOPE_BYTES: usize = 1_400 * 1024;
 pub struct Envelope {
     pub schema: String,
     pub provider: String,
-    pub event_id: String,
     pub received_at: DateTime<Utc>,
+    pub headers: SignatureHeaders,
     pub body_b64: String,
 }
 
-/// Why a message on `webhooks.ingest` is not an envelope: its dead-letter reason.
+/// The Standard Webhooks headers of a delivery, under their header names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignatureHeaders {
+    #[serde(rename = "webhook-id")]
+    pub id: String,
+    #[serde(rename = "webhook-timestamp")]
+    pub timestamp: String,
+    #[serde(rename = "webhook-signature")]
+    pub signature: String,
+}
+
+impl From<&SignedHeaders<'_>> for SignatureHeaders {
+    fn from(headers: &SignedHeaders<'_>) -> SignatureHeaders {
+        SignatureHeaders { id: headers.id.to_owned(), timestamp: headers.timestamp.to_string(), signature: headers.signatures.to_owned() }
+    }
+}
+
+/// An event whose provider signature the consumer verified: only this is ever applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    pub provider: String,
+    /// The signed `webhook-id`: the deduplication key.
+    pub event_id: String,
+    pub received_at: DateTime<Utc>,
+    pub body: Vec<u8>,
+}
+
+/// Why a message on `webhooks.ingest` is not usable: its dead-letter reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum EnvelopeError {
     #[error("larger than {MAX_ENVELOPE_BYTES} bytes")]
     Oversized,
-    #[error("not a webhook.v1 envelope")]
+    #[error("not a webhook envelope")]
     Malformed,
     #[error("unknown envelope schema")]
     UnsupportedSchema,
+    #[error("a webhook.v1 envelope carries no provider signature")]
+    Unsigned,
 }
 
 impl EnvelopeError {
@@ -42,61 +80,116 @@ impl EnvelopeError {
             EnvelopeError::Oversized => "oversized",
             EnvelopeError::Malformed => "malformed",
             EnvelopeError::UnsupportedSchema => "unsupported_schema",
+            EnvelopeError::Unsigned => "signature_invalid",
         }
     }
 }
 
+/// Only the schema, read first so that an older or newer envelope is named as such.
+#[derive(Deserialize)]
+struct SchemaOnly {
+    schema: String,
+}
+
 impl Envelope {
-    pub fn new(provider: &str, event_id: &str, received_at: DateTime<Utc>, body: &[u8]) -> Envelope {
-        Envelope {
-            schema: ENVELOPE_SCHEMA.to_owned(),
-            provider: provider.to_owned(),
-            event_id: event_id.to_owned(),
-            received_at,
-            body_b64: STANDARD.encode(body),
-        }
+    pub fn new(provider: &str, headers: SignatureHeaders, received_at: DateTime<Utc>, body: &[u8]) -> Envelope {
+        Envelope { schema: ENVELOPE_SCHEMA.to_owned(), provider: provider.to_owned(), received_at, headers, body_b64: STANDARD.encode(body) }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("an envelope always serialises")
     }
 
-    /// The envelope and the raw body it carries.
+    /// The envelope and the raw body it carries; nothing in it is verified yet.
     pub fn parse(bytes: &[u8]) -> Result<(Envelope, Vec<u8>), EnvelopeError> {
         if bytes.len() > MAX_ENVELOPE_BYTES {
             return Err(EnvelopeError::Oversized);
         }
-        let envelope: Envelope = serde_json::from_slice(bytes).map_err(|_| EnvelopeError::Malformed)?;
-        if envelope.schema != ENVELOPE_SCHEMA {
-            return Err(EnvelopeError::UnsupportedSchema);
+        let schema: SchemaOnly = serde_json::from_slice(bytes).map_err(|_| EnvelopeError::Malformed)?;
+        match schema.schema.as_str() {
+            ENVELOPE_SCHEMA => {}
+            UNSIGNED_SCHEMA => return Err(EnvelopeError::Unsigned),
+            _ => return Err(EnvelopeError::UnsupportedSchema),
         }
+        let envelope: Envelope = serde_json::from_slice(bytes).map_err(|_| EnvelopeError::Malformed)?;
         let body = STANDARD.decode(&envelope.body_b64).map_err(|_| EnvelopeError::Malformed)?;
         Ok((envelope, body))
+    }
+
+    /// Checks the provider's signature over `body` with the receiver's secrets: the same
+    /// header rules and the same HMAC as at the edge, within the consumer's `freshness`.
+    pub fn verify(self, body: Vec<u8>, secrets: &WebhookSecrets, now_unix_s: i64, freshness: Freshness) -> Result<Verified, Rejection> {
+        let h = &self.headers;
+        let signed = SignedHeaders::parse(h.id.as_bytes(), h.timestamp.as_bytes(), h.signature.as_bytes())?;
+        signature::verify_within(secrets, &signed, &body, now_unix_s, freshness)?;
+        Ok(Verified { provider: self.provider, event_id: signed.id.to_owned(), received_at: self.received_at, body })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signature::sign;
 
-    #[test]
-    fn round_trips_the_body_byte_for_byte() {
-        let body = b"{\"id\": \"evt_1\",\n \"x\": \"\xc3\xa9\"}";
-        let at = DateTime::parse_from_rfc3339("2026-11-29T22:00:00.123Z").unwrap().with_timezone(&Utc);
-        let envelope = Envelope::new("payments", "evt_1", at, body);
-        let (parsed, raw) = Envelope::parse(&envelope.to_bytes()).unwrap();
-        assert_eq!((parsed, raw.as_slice()), (envelope, &body[..]));
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const NOW: i64 = 1_767_225_600;
+
+    fn secrets() -> WebhookSecrets {
+        WebhookSecrets::parse(SECRET).unwrap()
+    }
+
+    fn signed(id: &str, timestamp: i64, body: &[u8]) -> SignatureHeaders {
+        let signature = sign(secrets().keys().next().unwrap(), id, timestamp, body);
+        SignatureHeaders { id: id.to_owned(), timestamp: timestamp.to_string(), signature }
+    }
+
+    fn at() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-29T22:00:00.123Z").unwrap().with_timezone(&Utc)
     }
 
     #[test]
-    fn refuses_what_is_not_an_envelope() {
+    fn round_trips_the_headers_and_the_body_byte_for_byte() {
+        let body = b"{\"id\": \"evt_1\",\n \"x\": \"\xc3\xa9\"}";
+        let envelope = Envelope::new("payments", signed("evt_1", NOW, body), at(), body);
+        let (parsed, raw) = Envelope::parse(&envelope.to_bytes()).unwrap();
+        assert_eq!((&parsed, raw.as_slice()), (&envelope, &body[..]));
+        let verified = parsed.verify(raw, &secrets(), NOW, Freshness::AT_RECEIPT).unwrap();
+        assert_eq!(verified, Verified { provider: "payments".into(), event_id: "evt_1".into(), received_at: at(), body: body.to_vec() });
+    }
+
+    #[test]
+    fn a_changed_body_id_or_timestamp_fails_verification() {
+        let body = br#"{"type":"payment.succeeded"}"#;
+        let verify = |headers: SignatureHeaders, body: &[u8]| {
+            let (envelope, raw) = Envelope::parse(&Envelope::new("payments", headers, at(), body).to_bytes()).unwrap();
+            envelope.verify(raw, &secrets(), NOW, Freshness::within_dedup_retention(7))
+        };
+        assert!(verify(signed("evt_1", NOW, body), body).is_ok());
+        assert_eq!(verify(signed("evt_1", NOW, body), br#"{"type":"payment.failed"}"#), Err(Rejection::NoMatchingSignature));
+        assert_eq!(verify(SignatureHeaders { id: "evt_2".into(), ..signed("evt_1", NOW, body) }, body), Err(Rejection::NoMatchingSignature));
+        let later = (NOW + 1).to_string();
+        assert_eq!(verify(SignatureHeaders { timestamp: later, ..signed("evt_1", NOW, body) }, body), Err(Rejection::NoMatchingSignature));
+        assert!(matches!(verify(SignatureHeaders { signature: String::new(), ..signed("evt_1", NOW, body) }, body), Err(Rejection::MalformedHeader(_))));
+        // Days old is fine on the queue (a backlog); older than the dedup retention is not.
+        assert!(verify(signed("evt_1", NOW - 6 * 86_400, body), body).is_ok());
+        assert_eq!(verify(signed("evt_1", NOW - 7 * 86_400, body), body), Err(Rejection::TimestampOutOfTolerance));
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_signed_envelope() {
         assert_eq!(Envelope::parse(b"nope").unwrap_err(), EnvelopeError::Malformed);
-        let v2 = br#"{"schema":"webhook.v2","provider":"p","event_id":"e","received_at":"2026-11-29T22:00:00Z","body_b64":""}"#;
-        assert_eq!(Envelope::parse(v2).unwrap_err(), EnvelopeError::UnsupportedSchema);
-        let extra = br#"{"schema":"webhook.v1","provider":"p","event_id":"e","received_at":"2026-11-29T22:00:00Z","body_b64":"","x":1}"#;
-        assert_eq!(Envelope::parse(extra).unwrap_err(), EnvelopeError::Malformed);
-        let not_b64 = br#"{"schema":"webhook.v1","provider":"p","event_id":"e","received_at":"2026-11-29T22:00:00Z","body_b64":"!!"}"#;
-        assert_eq!(Envelope::parse(not_b64).unwrap_err(), EnvelopeError::Malformed);
+        let v1 = br#"{"schema":"webhook.v1","provider":"p","event_id":"e","received_at":"2026-11-29T22:00:00Z","body_b64":""}"#;
+        assert_eq!(Envelope::parse(v1).unwrap_err(), EnvelopeError::Unsigned);
+        assert_eq!(EnvelopeError::Unsigned.reason(), "signature_invalid");
+        let v3 = br#"{"schema":"webhook.v3"}"#;
+        assert_eq!(Envelope::parse(v3).unwrap_err(), EnvelopeError::UnsupportedSchema);
+        let headers = r#""headers":{"webhook-id":"e","webhook-timestamp":"1","webhook-signature":"v1,x"}"#;
+        let extra = format!(r#"{{"schema":"webhook.v2","provider":"p","received_at":"2026-11-29T22:00:00Z",{headers},"body_b64":"","x":1}}"#);
+        assert_eq!(Envelope::parse(extra.as_bytes()).unwrap_err(), EnvelopeError::Malformed);
+        let no_headers = br#"{"schema":"webhook.v2","provider":"p","received_at":"2026-11-29T22:00:00Z","body_b64":""}"#;
+        assert_eq!(Envelope::parse(no_headers).unwrap_err(), EnvelopeError::Malformed);
+        let not_b64 = format!(r#"{{"schema":"webhook.v2","provider":"p","received_at":"2026-11-29T22:00:00Z",{headers},"body_b64":"!!"}}"#);
+        assert_eq!(Envelope::parse(not_b64.as_bytes()).unwrap_err(), EnvelopeError::Malformed);
         assert_eq!(Envelope::parse(&vec![b' '; MAX_ENVELOPE_BYTES + 1]).unwrap_err(), EnvelopeError::Oversized);
     }
 }

@@ -6,7 +6,7 @@ use fleet_core::hash_value;
 use fleet_store::{ReportedObject, WebhookEvent};
 use serde_json::{Map, Value};
 
-use crate::envelope::Envelope;
+use crate::envelope::Verified;
 
 /// Longest type or object field kept (ids, references, codes are far shorter).
 const MAX_FIELD_CHARS: usize = 255;
@@ -33,8 +33,9 @@ impl EventError {
     }
 }
 
-pub fn parse_event(envelope: &Envelope, body: &[u8]) -> Result<WebhookEvent, EventError> {
-    let value: Value = serde_json::from_slice(body).map_err(|_| EventError::NotAnObject)?;
+/// Only a [`Verified`] delivery is read: nothing unsigned reaches the store.
+pub fn parse_event(delivery: &Verified) -> Result<WebhookEvent, EventError> {
+    let value: Value = serde_json::from_slice(&delivery.body).map_err(|_| EventError::NotAnObject)?;
     let event = value.as_object().ok_or(EventError::NotAnObject)?;
     let event_type = text(event, "type")?.ok_or(EventError::Missing("type"))?;
     let object = event
@@ -49,10 +50,10 @@ pub fn parse_event(envelope: &Envelope, body: &[u8]) -> Result<WebhookEvent, Eve
         Some(v) => Some(v.as_i64().ok_or(EventError::Invalid("amount_minor"))?),
     };
     Ok(WebhookEvent {
-        provider: envelope.provider.clone(),
-        event_id: envelope.event_id.clone(),
+        provider: delivery.provider.clone(),
+        event_id: delivery.event_id.clone(),
         event_type,
-        received_at: envelope.received_at,
+        received_at: delivery.received_at,
         payload_hash: hash_value(&value).as_str().to_owned(),
         object: ReportedObject {
             id: text(object, "id")?,
@@ -81,8 +82,8 @@ mod tests {
     use chrono::Utc;
     use serde_json::json;
 
-    fn envelope() -> Envelope {
-        Envelope::new("payments", "evt_1", Utc::now(), b"")
+    fn delivery(body: &[u8]) -> Verified {
+        Verified { provider: "payments".into(), event_id: "evt_1".into(), received_at: Utc::now(), body: body.to_vec() }
     }
 
     #[test]
@@ -90,7 +91,7 @@ mod tests {
         let body = json!({"id": "evt_1", "type": "payment.succeeded", "created_at": "2026-11-29T22:00:00Z",
             "data": {"object": {"id": "pay_1", "status": "succeeded", "reference": "op_X", "amount_minor": 100,
                                 "currency": "KZT", "beneficiary_id": "vendor_77"}}});
-        let event = parse_event(&envelope(), &serde_json::to_vec(&body).unwrap()).unwrap();
+        let event = parse_event(&delivery(&serde_json::to_vec(&body).unwrap())).unwrap();
         assert_eq!(event.event_type, "payment.succeeded");
         assert_eq!(event.event_id, "evt_1");
         assert_eq!(event.object.id.as_deref(), Some("pay_1"));
@@ -98,14 +99,14 @@ mod tests {
         assert_eq!(event.object.amount_minor, Some(100));
         assert_eq!(event.payload_hash, hash_value(&body).as_str());
         // Whitespace does not change the hash: it is over the canonical form.
-        let pretty = parse_event(&envelope(), &serde_json::to_vec_pretty(&body).unwrap()).unwrap();
+        let pretty = parse_event(&delivery(&serde_json::to_vec_pretty(&body).unwrap())).unwrap();
         assert_eq!(pretty.payload_hash, event.payload_hash);
     }
 
     #[test]
     fn refuses_bodies_that_are_not_events() {
-        let parse = |v: Value| parse_event(&envelope(), &serde_json::to_vec(&v).unwrap()).unwrap_err();
-        assert_eq!(parse_event(&envelope(), b"not json").unwrap_err(), EventError::NotAnObject);
+        let parse = |v: Value| parse_event(&delivery(&serde_json::to_vec(&v).unwrap())).unwrap_err();
+        assert_eq!(parse_event(&delivery(b"not json")).unwrap_err(), EventError::NotAnObject);
         assert_eq!(parse(json!([1])), EventError::NotAnObject);
         assert_eq!(parse(json!({"data": {"object": {}}})), EventError::Missing("type"));
         assert_eq!(parse(json!({"type": "payment.succeeded"})), EventError::Missing("data"));

@@ -3,14 +3,18 @@
 //! Two halves, in one binary, scaled separately (`WEBHOOK_MODE`):
 //! - the **receiver** ([`receiver`]): `POST /webhooks/{provider}` on `WEBHOOK_ADDR`;
 //!   Standard Webhooks verification over the raw bytes ([`signature`], pure), then a
-//!   `webhook.v1` envelope ([`envelope`]) published to `webhooks.ingest` with a
-//!   publisher confirm, then 204; 503 when the broker does not confirm;
-//! - the **consumer** ([`consumer`]): one transaction per event (dedup insert, link,
-//!   the state machine's verdict) in `fleet_store`, plus the [`retention`] job.
+//!   `webhook.v2` envelope ([`envelope`]: the signature headers and the raw body)
+//!   published to `webhooks.ingest` with a publisher confirm, then 204; 503 when the
+//!   broker does not confirm;
+//! - the **consumer** ([`consumer`]): the same signature verified again (nothing on
+//!   the queue is trusted for being there), then one transaction per event (dedup
+//!   insert, link, the state machine's verdict) in `fleet_store`, plus the
+//!   [`retention`] job.
 //!
 //! Rows are the truth here too: the receiver stores nothing, and the consumer's only
 //! effect is what its transaction committed, so a redelivery at any point is harmless.
 
+mod clock;
 pub mod consumer;
 pub mod envelope;
 pub mod event;
@@ -18,6 +22,7 @@ pub mod publish;
 pub mod receiver;
 pub mod retention;
 pub mod secrets;
+pub mod server;
 pub mod settings;
 pub mod signature;
 
@@ -31,9 +36,10 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use consumer::{IngestError, IngestHandler};
-pub use envelope::Envelope;
+pub use envelope::{Envelope, SignatureHeaders};
 pub use publish::IngestPublisher;
-pub use receiver::ReceiverState;
+pub use receiver::{ReceiverState, RequestLimits};
+pub use server::ConnectionLimits;
 pub use secrets::{SecretsError, WebhookSecrets};
 pub use settings::{Mode, WebhookSettings, KNOWN_PROVIDERS};
 
@@ -70,8 +76,9 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
     let settings = deps.settings;
     let stop = shutdown.child_token();
     let mut tasks: JoinSet<Result<(), RunError>> = JoinSet::new();
+    // Both halves need the secrets: the receiver verifies at the edge, the consumer again.
+    let secrets = settings.secrets()?;
     if settings.mode.receives() {
-        let secrets = settings.secrets()?;
         let listener = deps.listener.ok_or(RunError::NoListener)?;
         let publisher = IngestPublisher::new(deps.broker.clone(), deps.health.clone());
         let ready = publisher.clone();
@@ -81,16 +88,16 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
             connector.await;
             Ok(())
         });
-        let state = ReceiverState::new(secrets, publisher.clone(), settings.max_body_bytes());
-        let until = stop.clone();
+        let state = ReceiverState::new(secrets.clone(), publisher.clone(), settings.request_limits());
+        let (connections, until) = (settings.connection_limits(), stop.clone());
         tasks.spawn(async move {
-            let served = receiver::serve(listener, state, until).await;
+            let served = receiver::serve(listener, state, connections, until).await;
             publisher.close().await;
             served.map_err(RunError::Receiver)
         });
     }
     if settings.mode.consumes() {
-        let handler = Arc::new(IngestHandler::new(deps.store.clone()));
+        let handler = Arc::new(IngestHandler::new(deps.store.clone(), secrets, settings.consumer_freshness()));
         let (broker, health, concurrency, until) = (deps.broker.clone(), deps.health.clone(), deps.concurrency, stop.clone());
         tasks.spawn(async move { Ok(fleet_broker::consume_with_health(broker, Queue::WebhooksIngest, handler, concurrency, until, &health).await?) });
         let policy = retention::Retention {

@@ -18,10 +18,9 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    if cli.webhook.mode.receives() {
-        // Refuse bad secrets before anything starts; the error never repeats a secret.
-        cli.webhook.secrets()?;
-    }
+    // Refuse bad secrets before anything starts (both halves verify signatures); the
+    // error never repeats a secret.
+    cli.webhook.secrets()?;
     let boot = fleet_boot::start("webhook-ingest", &cli.common, admin_addrs::WEBHOOK_INGEST).await?;
     let listener = match cli.webhook.mode.receives() {
         true => Some(

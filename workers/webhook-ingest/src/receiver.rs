@@ -1,5 +1,6 @@
 //! The HTTP receiver: `POST /webhooks/{provider}`. It verifies the Standard Webhooks
-//! signature over the raw bytes, publishes a `webhook.v1` envelope to `webhooks.ingest`
+//! signature over the raw bytes, publishes a `webhook.v2` envelope (the signature headers
+//! and the raw body, for the consumer to verify again) to `webhooks.ingest`
 //! and waits for the broker's confirm, and only then answers 204. It stores nothing: a
 //! refused delivery leaves no trace but a log line and a counter, and an accepted one is
 //! the consumer's from the moment the broker confirmed it.
@@ -10,12 +11,14 @@
 //! | 400 | a signature header missing, repeated, malformed or too long |
 //! | 401 | no matching signature, or the timestamp is more than 300 s away |
 //! | 404 | unknown provider |
-//! | 408 | the body did not arrive within [`BODY_READ_TIMEOUT`] |
+//! | 408 | the body did not arrive within `WEBHOOK_BODY_TIMEOUT_MS` |
 //! | 413 | body larger than `WEBHOOK_MAX_BODY_BYTES` |
-//! | 503 | the broker did not confirm: the provider retries later, nothing is lost |
+//! | 503 | every request slot stayed taken for `WEBHOOK_BODY_TIMEOUT_MS`, or the broker did not confirm: the provider retries later, nothing is lost |
+//!
+//! Connections themselves are bounded by [`crate::server`].
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -27,30 +30,45 @@ use chrono::Utc;
 use fleet_runtime::metric_names as m;
 use serde_json::json;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::clock::unix_now;
 use crate::envelope::Envelope;
 use crate::publish::IngestPublisher;
 use crate::secrets::WebhookSecrets;
+use crate::server::{self, ConnectionLimits};
 use crate::settings::KNOWN_PROVIDERS;
 use crate::signature::{self, SignedHeaders};
 
-/// A provider that cannot send its body within this long is not waited for.
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a 503 asks the provider to wait before retrying.
 const RETRY_AFTER_S: &str = "5";
+
+/// Bounds on the requests the handler reads: how large a body may be, how long its
+/// reading may take, and how many are read (and published) at once, which bounds the
+/// memory bodies hold to about `max_concurrent × 5 × max_body_bytes` (the body, its
+/// base64 envelope, the serialised message and the frames being published).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    pub max_body_bytes: usize,
+    pub max_concurrent: usize,
+    /// From the end of the head: waiting for a turn, then reading the whole body.
+    pub body_timeout: Duration,
+}
 
 #[derive(Clone)]
 pub struct ReceiverState {
     secrets: Arc<WebhookSecrets>,
     publisher: Arc<IngestPublisher>,
-    max_body_bytes: usize,
+    limits: RequestLimits,
+    turns: Arc<Semaphore>,
 }
 
 impl ReceiverState {
-    pub fn new(secrets: WebhookSecrets, publisher: Arc<IngestPublisher>, max_body_bytes: usize) -> ReceiverState {
-        ReceiverState { secrets: Arc::new(secrets), publisher, max_body_bytes }
+    pub fn new(secrets: WebhookSecrets, publisher: Arc<IngestPublisher>, limits: RequestLimits) -> ReceiverState {
+        ReceiverState { secrets: Arc::new(secrets), publisher, limits, turns: Arc::new(Semaphore::new(limits.max_concurrent)) }
     }
 }
 
@@ -63,11 +81,8 @@ pub fn router(state: ReceiverState) -> Router {
 }
 
 /// Serves the receiver on `listener` until `shutdown`; in-flight requests finish first.
-pub async fn serve(listener: TcpListener, state: ReceiverState, shutdown: CancellationToken) -> std::io::Result<()> {
-    if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "webhook receiver listening");
-    }
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await
+pub async fn serve(listener: TcpListener, state: ReceiverState, connections: ConnectionLimits, shutdown: CancellationToken) -> std::io::Result<()> {
+    server::serve(listener, router(state), connections, shutdown).await
 }
 
 async fn receive(State(state): State<ReceiverState>, Path(provider): Path<String>, headers: HeaderMap, body: Body) -> Response {
@@ -78,7 +93,14 @@ async fn receive(State(state): State<ReceiverState>, Path(provider): Path<String
         Ok(signed) => signed,
         Err(rejection) => return rejected(provider, rejection),
     };
-    let body = match read_body(body, state.max_body_bytes).await {
+    let deadline = Instant::now() + state.limits.body_timeout;
+    // Held until the answer: the body and its envelope live that long.
+    let Ok(Ok(_turn)) = tokio::time::timeout_at(deadline, state.turns.clone().acquire_owned()).await else {
+        warn!(provider, "webhook receiver busy: every request slot is taken; answering 503");
+        count(provider, "receiver_busy");
+        return unavailable("receiver_busy");
+    };
+    let body = match read_body(body, state.limits.max_body_bytes, deadline).await {
         Ok(body) => body,
         Err(status) => {
             count(provider, "rejected_request");
@@ -88,7 +110,7 @@ async fn receive(State(state): State<ReceiverState>, Path(provider): Path<String
     if let Err(rejection) = signature::verify(&state.secrets, &signed, &body, unix_now()) {
         return rejected(provider, rejection);
     }
-    let envelope = Envelope::new(provider, signed.id, Utc::now(), &body);
+    let envelope = Envelope::new(provider, (&signed).into(), Utc::now(), &body);
     match state.publisher.publish(&envelope.to_bytes()).await {
         Ok(()) => {
             info!(provider, event_id = signed.id, "webhook accepted");
@@ -97,16 +119,21 @@ async fn receive(State(state): State<ReceiverState>, Path(provider): Path<String
         Err(e) => {
             warn!(provider, event_id = signed.id, error = %e, "broker did not confirm the webhook; answering 503");
             count(provider, "broker_unavailable");
-            let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, "broker_unavailable");
-            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static(RETRY_AFTER_S));
-            response
+            unavailable("broker_unavailable")
         }
     }
 }
 
-/// Reads at most `limit` bytes within [`BODY_READ_TIMEOUT`].
-async fn read_body(body: Body, limit: usize) -> Result<Bytes, StatusCode> {
-    match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, limit)).await {
+/// 503 with `Retry-After`: the provider retries, nothing is lost.
+fn unavailable(code: &'static str) -> Response {
+    let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, code);
+    response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static(RETRY_AFTER_S));
+    response
+}
+
+/// Reads at most `limit` bytes before `deadline`.
+async fn read_body(body: Body, limit: usize, deadline: Instant) -> Result<Bytes, StatusCode> {
+    match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(bytes)) => Ok(bytes),
         // Over the limit, or the client went away mid-body (it will not read the answer).
         Ok(Err(_)) => Err(StatusCode::PAYLOAD_TOO_LARGE),
@@ -130,7 +157,3 @@ fn count(provider: &'static str, outcome: &'static str) {
     metrics::counter!(m::WEBHOOK_EVENTS_TOTAL, "provider" => provider, "outcome" => outcome).increment(1);
 }
 
-fn unix_now() -> i64 {
-    // A clock before 1970 makes every timestamp "out of tolerance", which is the safe side.
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}

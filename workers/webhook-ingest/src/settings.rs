@@ -7,7 +7,10 @@ use clap::{Args, ValueEnum};
 use fleet_runtime::Secret;
 use fleet_store::MIN_WEBHOOK_RETENTION_DAYS;
 
+use crate::receiver::RequestLimits;
 use crate::secrets::{SecretsError, WebhookSecrets};
+use crate::server::ConnectionLimits;
+use crate::signature::Freshness;
 
 /// Which halves this process runs; they scale separately.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -50,7 +53,7 @@ pub struct WebhookSettings {
     pub webhook_addr: SocketAddr,
 
     /// Signing secrets, comma-separated `whsec_<base64>`, newest first (never printed).
-    /// Required by the receiver.
+    /// Required by the receiver and by the consumer, which verifies every event again.
     #[arg(long, env = "WEBHOOK_SECRETS", hide_env_values = true, hide_default_value = true, default_value = "")]
     pub webhook_secrets: Secret<String>,
 
@@ -58,6 +61,28 @@ pub struct WebhookSettings {
     #[arg(long, env = "WEBHOOK_MAX_BODY_BYTES", default_value_t = 256 * 1024,
           value_parser = clap::value_parser!(u32).range(1_024..=1_048_576))]
     pub webhook_max_body_bytes: u32,
+
+    /// Most connections the receiver keeps open; more wait in the accept backlog.
+    #[arg(long, env = "WEBHOOK_MAX_CONNECTIONS", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..=16_384))]
+    pub webhook_max_connections: u32,
+
+    /// Most requests whose body is read or published at once; a request that finds no
+    /// slot within WEBHOOK_BODY_TIMEOUT_MS gets 503.
+    #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_REQUESTS", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1_024))]
+    pub webhook_max_concurrent_requests: u32,
+
+    /// How long a request head (line and headers) may take to arrive, also between two
+    /// requests on a kept-alive connection; the connection is closed after it.
+    #[arg(long, env = "WEBHOOK_HEADER_TIMEOUT_MS", default_value_t = 5_000,
+          value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub webhook_header_timeout_ms: u64,
+
+    /// How long a request may wait for a slot and read its body, from the end of its head.
+    #[arg(long, env = "WEBHOOK_BODY_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(100..=120_000))]
+    pub webhook_body_timeout_ms: u64,
 
     /// How long event ids are kept for deduplication. The protocol needs at least 7 days.
     #[arg(long, env = "WEBHOOK_RETENTION_DAYS", default_value_t = 30,
@@ -84,8 +109,25 @@ impl WebhookSettings {
         Duration::from_secs(self.webhook_retention_interval_s)
     }
 
-    pub fn max_body_bytes(&self) -> usize {
-        self.webhook_max_body_bytes as usize
+    /// How old a signature may be when the consumer verifies it: as old as the dedup
+    /// retention allows (see [`Freshness::within_dedup_retention`]).
+    pub fn consumer_freshness(&self) -> Freshness {
+        Freshness::within_dedup_retention(self.webhook_retention_days)
+    }
+
+    pub fn request_limits(&self) -> RequestLimits {
+        RequestLimits {
+            max_body_bytes: self.webhook_max_body_bytes as usize,
+            max_concurrent: self.webhook_max_concurrent_requests as usize,
+            body_timeout: Duration::from_millis(self.webhook_body_timeout_ms),
+        }
+    }
+
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: self.webhook_max_connections as usize,
+            header_timeout: Duration::from_millis(self.webhook_header_timeout_ms),
+        }
     }
 }
 
@@ -96,6 +138,10 @@ impl Default for WebhookSettings {
             webhook_addr: SocketAddr::from(([127, 0, 0, 1], 8091)),
             webhook_secrets: Secret::new(String::new()),
             webhook_max_body_bytes: 256 * 1024,
+            webhook_max_connections: 256,
+            webhook_max_concurrent_requests: 16,
+            webhook_header_timeout_ms: 5_000,
+            webhook_body_timeout_ms: 10_000,
             webhook_retention_days: 30,
             webhook_retention_interval_s: 3_600,
             webhook_retention_batch: 1_000,
@@ -128,6 +174,19 @@ mod tests {
         assert_eq!(cli.webhook.secrets().unwrap().len(), 1);
         let help = Cli::command().render_long_help().to_string();
         assert!(help.contains("WEBHOOK_SECRETS"));
+    }
+
+    #[test]
+    fn the_receiver_bounds_have_defaults_and_refuse_zero() {
+        let cli = Cli::try_parse_from(["bin"]).unwrap();
+        assert_eq!(cli.webhook.connection_limits(), ConnectionLimits { max_connections: 256, header_timeout: Duration::from_secs(5) });
+        let requests = RequestLimits { max_body_bytes: 256 * 1024, max_concurrent: 16, body_timeout: Duration::from_secs(10) };
+        assert_eq!(cli.webhook.request_limits(), requests);
+        assert_eq!(WebhookSettings::default().request_limits(), requests);
+        assert_eq!(WebhookSettings::default().connection_limits(), cli.webhook.connection_limits());
+        for zero in ["--webhook-max-connections=0", "--webhook-max-concurrent-requests=0", "--webhook-header-timeout-ms=0", "--webhook-body-timeout-ms=0"] {
+            assert!(Cli::try_parse_from(["bin", zero]).is_err(), "{zero}");
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub enum Rejection {
     MalformedHeader(&'static str),
     #[error("header {0} is too long")]
     HeaderTooLong(&'static str),
-    #[error("webhook-timestamp is more than {TOLERANCE_S} s away from now")]
+    #[error("webhook-timestamp is outside the accepted window around now")]
     TimestampOutOfTolerance,
     #[error("no v1 signature matches a configured secret")]
     NoMatchingSignature,
@@ -128,9 +128,60 @@ fn bounded(name: &'static str, value: &[u8], max: usize) -> Result<(), Rejection
     }
 }
 
-/// Verifies a delivery received at `now_unix_s`.
+/// How far from "now" a signature's timestamp may be, each way, for it to be accepted.
+///
+/// The receiver holds a delivery to Standard Webhooks' window ([`Freshness::AT_RECEIPT`]):
+/// that is what stops a captured delivery from being replayed at the edge. The consumer
+/// verifies the same signature again, later (a backlog, a redelivery, a message moved
+/// back from the dead-letter queue), so the five minutes cannot hold there; what stops a
+/// replay on the queue is the deduplication row of the event id, and that row only lives
+/// for the retention. So the consumer accepts a signature as old as the retention, less
+/// a margin ([`Freshness::within_dedup_retention`]), and nothing older.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Freshness {
+    pub max_age_s: u64,
+    pub max_ahead_s: u64,
+}
+
+/// Slack the consumer's window keeps for the receiver's own tolerance and for clocks
+/// that differ between the receiver, the consumer and the database.
+pub const CONSUMER_CLOCK_MARGIN_S: u64 = 3_600;
+
+impl Freshness {
+    /// At the edge: five minutes either way (Stripe and Svix use the same).
+    pub const AT_RECEIPT: Freshness = Freshness { max_age_s: TOLERANCE_S, max_ahead_s: TOLERANCE_S };
+
+    /// On the queue: a signature whose event's deduplication row, kept `retention_days`
+    /// from receipt, is certainly still there, so a replayed copy is found a duplicate.
+    /// A delivery is received within [`TOLERANCE_S`] of its timestamp, and the row is
+    /// pruned no sooner than `retention_days` after receipt.
+    pub const fn within_dedup_retention(retention_days: u32) -> Freshness {
+        let retention_s = retention_days as u64 * 86_400;
+        Freshness { max_age_s: retention_s.saturating_sub(CONSUMER_CLOCK_MARGIN_S), max_ahead_s: CONSUMER_CLOCK_MARGIN_S }
+    }
+
+    fn admits(self, timestamp: i64, now_unix_s: i64) -> bool {
+        match timestamp <= now_unix_s {
+            true => now_unix_s.abs_diff(timestamp) <= self.max_age_s,
+            false => now_unix_s.abs_diff(timestamp) <= self.max_ahead_s,
+        }
+    }
+}
+
+/// Verifies a delivery received at `now_unix_s`, at the edge.
 pub fn verify(secrets: &WebhookSecrets, headers: &SignedHeaders<'_>, body: &[u8], now_unix_s: i64) -> Result<(), Rejection> {
-    if now_unix_s.abs_diff(headers.timestamp) > TOLERANCE_S {
+    verify_within(secrets, headers, body, now_unix_s, Freshness::AT_RECEIPT)
+}
+
+/// Verifies a signature over `<id>.<timestamp>.<body>` whose timestamp `freshness` admits.
+pub fn verify_within(
+    secrets: &WebhookSecrets,
+    headers: &SignedHeaders<'_>,
+    body: &[u8],
+    now_unix_s: i64,
+    freshness: Freshness,
+) -> Result<(), Rejection> {
+    if !freshness.admits(headers.timestamp, now_unix_s) {
         return Err(Rejection::TimestampOutOfTolerance);
     }
     let tags: Vec<[u8; 32]> = secrets.keys().map(|key| tag(key, headers.id, headers.timestamp, body)).collect();

@@ -137,3 +137,27 @@ fn rejections_map_to_400_for_shape_and_401_for_authenticity() {
     assert_eq!(Rejection::TimestampOutOfTolerance.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(Rejection::NoMatchingSignature.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[test]
+fn the_consumer_window_reaches_back_to_the_dedup_retention_less_a_margin() {
+    let window = Freshness::within_dedup_retention(7);
+    assert_eq!(window, Freshness { max_age_s: 7 * 86_400 - CONSUMER_CLOCK_MARGIN_S, max_ahead_s: CONSUMER_CLOCK_MARGIN_S });
+    let at = |ts: i64| {
+        let sig = sign(&key(OLD), "evt_1", ts, BODY);
+        let ts_text = ts.to_string();
+        let headers = SignedHeaders::parse(b"evt_1", ts_text.as_bytes(), sig.as_bytes()).unwrap();
+        verify_within(&secrets(&[OLD]), &headers, BODY, NOW, window)
+    };
+    let oldest = NOW - i64::try_from(window.max_age_s).unwrap();
+    assert_eq!(at(oldest), Ok(()));
+    assert_eq!(at(oldest - 1), Err(Rejection::TimestampOutOfTolerance));
+    assert_eq!(at(NOW - 301), Ok(()), "a backlog is not a reason to refuse");
+    assert_eq!(at(NOW + 3_600), Ok(()));
+    assert_eq!(at(NOW + 3_601), Err(Rejection::TimestampOutOfTolerance));
+    // The window never lets a wrong signature through.
+    let sig = sign(&key(NEW), "evt_1", NOW, BODY);
+    let now_text = NOW.to_string();
+    let headers = SignedHeaders::parse(b"evt_1", now_text.as_bytes(), sig.as_bytes()).unwrap();
+    assert_eq!(verify_within(&secrets(&[OLD]), &headers, BODY, NOW, window), Err(Rejection::NoMatchingSignature));
+    assert_eq!(Freshness::AT_RECEIPT, Freshness { max_age_s: TOLERANCE_S, max_ahead_s: TOLERANCE_S });
+}
