@@ -10,6 +10,7 @@ pub mod intent;
 pub mod outcome;
 pub mod reconcile;
 pub mod state;
+pub mod strict_json;
 pub mod webhook;
 
 pub use doorbell::Doorbell;
