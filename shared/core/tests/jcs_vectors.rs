@@ -16,14 +16,21 @@ fn vectors() -> Vec<Value> {
 }
 
 fn field<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or_else(|| panic!("{key} missing in {}", v["name"]))
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} missing in {}", v["name"]))
 }
 
 #[test]
 fn both_reference_implementations_agree_with_each_other() {
     for v in vectors() {
         assert_eq!(field(&v, "python"), field(&v, "node"), "{}", v["name"]);
-        assert_eq!(field(&v, "sha256"), field(&v, "node_sha256"), "{}", v["name"]);
+        assert_eq!(
+            field(&v, "sha256"),
+            field(&v, "node_sha256"),
+            "{}",
+            v["name"]
+        );
     }
 }
 
@@ -32,26 +39,46 @@ fn canonical_values_match_python_and_node() {
     for v in vectors().iter().filter(|v| v["kind"] == "value") {
         let name = field(v, "name");
         let text = field(v, "text");
-        assert_eq!(check_strict(text), Ok(()), "{name}: the strict reading accepts it");
+        assert_eq!(
+            check_strict(text),
+            Ok(()),
+            "{name}: the strict reading accepts it"
+        );
         let value: Value = serde_json::from_str(text).unwrap();
         let ours = canonical_json(&value);
         assert_eq!(ours, field(v, "python"), "{name}: python rfc8785");
         assert_eq!(ours, field(v, "node"), "{name}: npm canonicalize");
-        assert_eq!(hash_value(&value).as_str(), field(v, "sha256"), "{name}: hash");
+        assert_eq!(
+            hash_value(&value).as_str(),
+            field(v, "sha256"),
+            "{name}: hash"
+        );
     }
 }
 
 #[test]
 fn intent_payload_hashes_match_python_and_node() {
-    let intents: Vec<_> = vectors().into_iter().filter(|v| v["kind"] == "intent").collect();
+    let intents: Vec<_> = vectors()
+        .into_iter()
+        .filter(|v| v["kind"] == "intent")
+        .collect();
     assert!(intents.len() >= 3);
     for v in &intents {
         let name = field(v, "name");
-        let intent = parse_intent(field(v, "text").as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let intent =
+            parse_intent(field(v, "text").as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
         let ours = canonical_json(&intent.snapshot.to_json());
         assert_eq!(ours, field(v, "python"), "{name}: python rfc8785");
         assert_eq!(ours, field(v, "node"), "{name}: npm canonicalize");
-        assert_eq!(intent.payload_hash.as_str(), field(v, "sha256"), "{name}: payload hash");
-        assert_eq!(intent.payload_hash.as_str(), field(v, "node_sha256"), "{name}: payload hash (node)");
+        assert_eq!(
+            intent.payload_hash.as_str(),
+            field(v, "sha256"),
+            "{name}: payload hash"
+        );
+        assert_eq!(
+            intent.payload_hash.as_str(),
+            field(v, "node_sha256"),
+            "{name}: payload hash (node)"
+        );
     }
 }
