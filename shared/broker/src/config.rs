@@ -7,8 +7,13 @@ use std::{fmt, str::FromStr};
 
 /// Prefetch used by [`BrokerConfig::new`]; catalogue C-28 expects at most 32.
 pub const DEFAULT_PREFETCH: u16 = 32;
-/// `x-delivery-limit` used by [`BrokerConfig::new`]: the broker's poison-message backstop.
+/// `x-delivery-limit` used by [`BrokerConfig::new`]: the broker's poison-message backstop
+/// for deliveries that are never settled (a handler that crashes its process).
 pub const DEFAULT_DELIVERY_LIMIT: u32 = 20;
+/// Retries used by [`BrokerConfig::new`]: how often a `Disposition::Retry` message is
+/// parked and tried again before it is dead-lettered `retries_exhausted`. With the
+/// retry delays below that is about 76 s of failures in a row (a Postgres restart fits).
+pub const DEFAULT_RETRY_LIMIT: u32 = 20;
 /// Connect timeout used by [`BrokerConfig::new`].
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// AMQP heartbeat requested when the URL has no `heartbeat=` parameter. Without it the
@@ -23,8 +28,9 @@ pub const CLOSE_TIMEOUT_MS: u64 = 2_000;
 pub const RECONNECT_BACKOFF_MIN_MS: u64 = 100;
 /// See [`RECONNECT_BACKOFF_MIN_MS`].
 pub const RECONNECT_BACKOFF_MAX_MS: u64 = 10_000;
-/// Delay before a `Disposition::Retry` nack: exponential in the delivery count from MIN
-/// to MAX, so a Postgres outage does not become a hot requeue loop.
+/// How long a `Disposition::Retry` message waits in its retry queue before it is tried
+/// again: exponential in its earlier retries from MIN to MAX, so a Postgres outage does
+/// not become a hot loop. The wait holds no consumer slot.
 pub const RETRY_BACKOFF_MIN_MS: u64 = 100;
 /// See [`RETRY_BACKOFF_MIN_MS`].
 pub const RETRY_BACKOFF_MAX_MS: u64 = 5_000;
@@ -94,6 +100,9 @@ pub struct BrokerConfig {
     pub prefetch: u16,
     /// `x-delivery-limit` of every work queue (must be > 0).
     pub delivery_limit: u32,
+    /// Tries after the first that a message answered `Disposition::Retry` gets; then it
+    /// is dead-lettered `retries_exhausted`.
+    pub retry_limit: u32,
     /// Bound on establishing one connection (TCP + AMQP handshake).
     pub connect_timeout_ms: u64,
 }
@@ -106,6 +115,7 @@ impl BrokerConfig {
             namespace: String::new(),
             prefetch: DEFAULT_PREFETCH,
             delivery_limit: DEFAULT_DELIVERY_LIMIT,
+            retry_limit: DEFAULT_RETRY_LIMIT,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
         }
     }
@@ -124,6 +134,12 @@ impl BrokerConfig {
     /// The broker-side name of a work queue's dead-letter queue: `<queue name>.dead`.
     pub fn dead_letter_queue_name(&self, q: Queue) -> String {
         format!("{}.dead", self.queue_name(q))
+    }
+
+    /// The broker-side name of a work queue's retry queue: `<queue name>.retry`. A message
+    /// waits there, unconsumed, until its per-message TTL sends it back to the work queue.
+    pub fn retry_queue_name(&self, q: Queue) -> String {
+        format!("{}.retry", self.queue_name(q))
     }
 
     /// The broker-side name of the shared dead-letter exchange: `<ns.>fleet.dlx`.
@@ -191,6 +207,7 @@ impl fmt::Debug for BrokerConfig {
             .field("namespace", &self.namespace)
             .field("prefetch", &self.prefetch)
             .field("delivery_limit", &self.delivery_limit)
+            .field("retry_limit", &self.retry_limit)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .finish()
     }
@@ -214,6 +231,10 @@ mod tests {
             "webhooks.ingest.dead"
         );
         assert_eq!(cfg.dead_letter_exchange_name(), "fleet.dlx");
+        assert_eq!(
+            cfg.retry_queue_name(Queue::IntentsPrepare),
+            "intents.prepare.retry"
+        );
     }
 
     #[test]
@@ -225,6 +246,10 @@ mod tests {
             "t01.operations.reconcile.dead"
         );
         assert_eq!(cfg.dead_letter_exchange_name(), "t01.fleet.dlx");
+        assert_eq!(
+            cfg.retry_queue_name(Queue::WebhooksIngest),
+            "t01.webhooks.ingest.retry"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::{
         BrokerConfig, Queue, DRAIN_TIMEOUT_MS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MIN_MS,
     },
     connection::{self, random_u64, Backoff},
-    dead_letter::DeadLetterer,
+    dead_letter::{retries_of, DeadLetterer},
     disposition::{delivery_count, settle, Delivery, Disposition, Handler, SettleContext},
     error::BrokerError,
     health::BrokerHealth,
@@ -131,6 +131,7 @@ struct Session {
     consumer: Consumer,
     dead_letterer: DeadLetterer,
     queue: Queue,
+    retry_limit: u32,
     /// Cancelled by a handler task that found the session unusable (see `settle`).
     rebuild: CancellationToken,
 }
@@ -146,6 +147,7 @@ impl Session {
                 consumer,
                 dead_letterer,
                 queue,
+                retry_limit: cfg.retry_limit,
                 rebuild: CancellationToken::new(),
             })),
             Err(err) => {
@@ -243,6 +245,7 @@ async fn process<H: Handler>(
         body: &delivery.data,
         redelivered: delivery.redelivered,
         delivery_count: count,
+        retries: retries_of(&delivery.properties),
     };
     let disposition = match AssertUnwindSafe(handler.handle(view)).catch_unwind().await {
         Ok(disposition) => disposition,
@@ -259,6 +262,7 @@ async fn process<H: Handler>(
         dead_letterer: &session.dead_letterer,
         shutdown: &shutdown,
         rebuild: &session.rebuild,
+        retry_limit: session.retry_limit,
     };
     settle(
         &ctx,

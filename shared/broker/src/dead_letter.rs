@@ -1,7 +1,8 @@
-//! Dead-lettering with a reason: the consumer publishes a rejected body to the queue's
-//! dead-letter exchange with `x-fleet-reason` / `x-fleet-queue` headers, with a
-//! confirm, before it acks the original. Also [`dead_letters`], which drains a
-//! dead-letter queue so tests can assert "dead-lettered with reason X".
+//! Moving a message elsewhere before acking it, always with a confirm first: to the
+//! queue's dead-letter queue with `x-fleet-reason` / `x-fleet-queue` headers, or to its
+//! retry queue with `x-fleet-retries` and a per-message TTL (parked for a later try).
+//! Also [`dead_letters`], which drains a dead-letter queue so tests can assert
+//! "dead-lettered with reason X".
 
 use crate::{
     config::{BrokerConfig, Queue, DEAD_LETTERS_MAX_BATCH},
@@ -15,19 +16,25 @@ use lapin::{
     types::{AMQPValue, FieldTable, LongString},
     BasicProperties, Channel,
 };
+use std::time::Duration;
 use tokio::sync::Mutex;
 
 /// Header naming why the fleet dead-lettered a message (a short, bounded code).
 pub const REASON_HEADER: &str = "x-fleet-reason";
 /// Header naming the work queue (wire name) the message was rejected from.
 pub const QUEUE_HEADER: &str = "x-fleet-queue";
+/// Header counting how often a message was parked for a retry (absent: never).
+pub const RETRIES_HEADER: &str = "x-fleet-retries";
+/// Set by quorum queues on each delivery; a parked copy starts a fresh count.
+const DELIVERY_COUNT_HEADER: &str = "x-delivery-count";
 
-/// Publishes rejected messages of one work queue to its dead-letter queue.
+/// Publishes messages of one work queue to its dead-letter queue or its retry queue.
 pub(crate) struct DeadLetterer {
     // Serialised for the same reason as `Publisher`: one confirm in flight per channel.
     channel: Mutex<Channel>,
     exchange: String,
     routing_key: String,
+    retry_queue: String,
     queue: Queue,
 }
 
@@ -38,8 +45,38 @@ impl DeadLetterer {
             channel: Mutex::new(channel),
             exchange: cfg.dead_letter_exchange_name(),
             routing_key: cfg.queue_name(queue),
+            retry_queue: cfg.retry_queue_name(queue),
             queue,
         }
+    }
+
+    /// Publishes `body` to the retry queue, where it waits `delay` (its TTL) and then goes
+    /// back to the work queue, marked as retried `retries` times. Returns once the broker
+    /// confirmed it (only then may the original be acked).
+    pub(crate) async fn park(
+        &self,
+        body: &[u8],
+        original: &BasicProperties,
+        retries: u32,
+        delay: Duration,
+    ) -> Result<(), BrokerError> {
+        let mut headers = original
+            .headers()
+            .as_ref()
+            .map(|h| h.inner().clone())
+            .unwrap_or_default();
+        headers.remove(DELIVERY_COUNT_HEADER);
+        headers.insert(
+            RETRIES_HEADER.into(),
+            AMQPValue::LongLongInt(i64::from(retries)),
+        );
+        let props = original
+            .clone()
+            .with_delivery_mode(PERSISTENT)
+            .with_expiration(delay.as_millis().to_string().into())
+            .with_headers(FieldTable::from(headers));
+        let channel = self.channel.lock().await;
+        publish_confirmed(&channel, "", &self.retry_queue, body, props).await
     }
 
     /// Publishes `body` with the original properties plus the reason headers, and
@@ -124,6 +161,20 @@ fn reason_of(headers: Option<&FieldTable>) -> Option<String> {
         .map(|r| format!("broker:{r}"))
 }
 
+/// How often the message was parked for a retry: `x-fleet-retries`, 0 if absent.
+pub(crate) fn retries_of(props: &BasicProperties) -> u32 {
+    let value = props
+        .headers()
+        .as_ref()
+        .and_then(|h| h.inner().get(RETRIES_HEADER).cloned());
+    match value {
+        Some(AMQPValue::LongLongInt(v)) => u32::try_from(v.max(0)).unwrap_or(u32::MAX),
+        Some(AMQPValue::LongInt(v)) => u32::try_from(v.max(0)).unwrap_or(u32::MAX),
+        Some(AMQPValue::LongUInt(v)) => v,
+        _ => 0,
+    }
+}
+
 fn as_text(value: &AMQPValue) -> Option<String> {
     match value {
         AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
@@ -151,5 +202,16 @@ mod tests {
         h.insert(REASON_HEADER.into(), long_string("malformed"));
         assert_eq!(reason_of(Some(&h)).as_deref(), Some("malformed"));
         assert_eq!(reason_of(None), None);
+    }
+
+    #[test]
+    fn retries_are_read_from_the_header_and_default_to_zero() {
+        assert_eq!(retries_of(&BasicProperties::default()), 0);
+        let mut h = FieldTable::default();
+        h.insert(RETRIES_HEADER.into(), AMQPValue::LongLongInt(3));
+        assert_eq!(retries_of(&BasicProperties::default().with_headers(h)), 3);
+        let mut h = FieldTable::default();
+        h.insert(RETRIES_HEADER.into(), AMQPValue::LongLongInt(-4));
+        assert_eq!(retries_of(&BasicProperties::default().with_headers(h)), 0);
     }
 }

@@ -1,10 +1,15 @@
 //! What a handler decides for one delivery, and the single place that decision becomes
-//! ack, nack-with-requeue or dead-letter-then-ack on the broker.
+//! ack, park-for-a-retry-then-ack or dead-letter-then-ack on the broker.
+//!
+//! A retry never waits inside the consumer: a message that keeps failing would otherwise
+//! hold a handler slot and a prefetch slot for every wait, and enough of them stall the
+//! messages behind them. It is parked in the queue's retry queue instead (confirmed,
+//! then the original acked) and comes back after its delay, up to the retry limit.
 
 use crate::{
     config::{Queue, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MIN_MS},
     connection::capped_exponential_ms,
-    dead_letter::DeadLetterer,
+    dead_letter::{retries_of, DeadLetterer},
     metric_names::{ACK_FAILURES_TOTAL, MESSAGES_CONSUMED_TOTAL, MESSAGES_DEAD_LETTERED_TOTAL},
 };
 use lapin::{
@@ -21,8 +26,9 @@ use tracing::{error, warn};
 pub enum Disposition {
     /// Done (the handler committed its Postgres transaction, or there was nothing to do).
     Ack,
-    /// Transient failure (e.g. Postgres down): nack with requeue after a short bounded
-    /// backoff that grows with the delivery count; `x-delivery-limit` is the backstop.
+    /// Transient failure (e.g. Postgres down): the message is parked in the retry queue
+    /// and delivered again after a delay that grows with its retries; after
+    /// `BrokerConfig::retry_limit` retries it is dead-lettered `retries_exhausted`.
     Retry,
     /// Contract violation: publish the body to the dead-letter queue with
     /// `x-fleet-reason: <reason>` and `x-fleet-queue`, with confirm, then ack.
@@ -53,6 +59,8 @@ pub struct Delivery<'a> {
     pub redelivered: bool,
     /// `x-delivery-count` (failed earlier deliveries, set by quorum queues), 0 if absent.
     pub delivery_count: u32,
+    /// How often this message was parked for a retry before (`x-fleet-retries`).
+    pub retries: u32,
 }
 
 impl std::fmt::Debug for Delivery<'_> {
@@ -61,6 +69,7 @@ impl std::fmt::Debug for Delivery<'_> {
             .field("body_len", &self.body.len())
             .field("redelivered", &self.redelivered)
             .field("delivery_count", &self.delivery_count)
+            .field("retries", &self.retries)
             .finish()
     }
 }
@@ -98,7 +107,12 @@ pub(crate) struct SettleContext<'a> {
     /// Cancelled to make the consumer rebuild its session (fresh connection and a
     /// re-declared topology), e.g. when the dead-letter route is broken.
     pub(crate) rebuild: &'a CancellationToken,
+    /// Retries a message gets before it is dead-lettered `retries_exhausted`.
+    pub(crate) retry_limit: u32,
 }
+
+/// The dead-letter reason of a message whose retries are used up.
+pub const RETRIES_EXHAUSTED: &str = "retries_exhausted";
 
 /// Applies a disposition to the delivery behind `acker`. Never panics; an ack or nack
 /// that is not sent is logged and counted, and the broker will redeliver the message.
@@ -111,6 +125,17 @@ pub(crate) async fn settle(
     delivery_count: u32,
 ) {
     let queue = ctx.queue.wire_name();
+    let retries = retries_of(props);
+    let disposition = match disposition {
+        Disposition::Retry if retries >= ctx.retry_limit => {
+            warn!(
+                queue,
+                retries, "message failed on every retry; dead-lettering it"
+            );
+            Disposition::dead_letter(RETRIES_EXHAUSTED)
+        }
+        other => other,
+    };
     match disposition {
         Disposition::Ack => {
             count_consumed(queue, "ack");
@@ -118,7 +143,21 @@ pub(crate) async fn settle(
         }
         Disposition::Retry => {
             count_consumed(queue, "retry");
-            retry_later(ctx, acker, delivery_count).await;
+            let delay = retry_delay(retries);
+            match ctx
+                .dead_letterer
+                .park(body, props, retries + 1, delay)
+                .await
+            {
+                Ok(()) => ack(ctx.queue, acker).await,
+                Err(err) => {
+                    // Acking now would lose the message: hold it and requeue it instead,
+                    // on a rebuilt session whose declare restores a deleted retry queue.
+                    error!(queue, error = %err, "parking a retry failed; requeueing");
+                    ctx.rebuild.cancel();
+                    retry_later(ctx, acker, delivery_count).await;
+                }
+            }
         }
         Disposition::DeadLetter { reason } => {
             match ctx.dead_letterer.publish(body, props, &reason).await {
@@ -159,15 +198,17 @@ fn reason_label(reason: &str) -> String {
     }
 }
 
-/// The delay before a retry nack, growing with the delivery count.
-pub(crate) fn retry_delay(delivery_count: u32) -> Duration {
+/// How long a message waits before its next try, growing with its earlier tries.
+pub(crate) fn retry_delay(tries_before: u32) -> Duration {
     Duration::from_millis(capped_exponential_ms(
         RETRY_BACKOFF_MIN_MS,
         RETRY_BACKOFF_MAX_MS,
-        delivery_count,
+        tries_before,
     ))
 }
 
+/// The fallback when a message cannot be parked (the broker refused the publish): hold
+/// it for the delay, then nack it with requeue. Rare, and `x-delivery-limit` bounds it.
 async fn retry_later(ctx: &SettleContext<'_>, acker: &Acker, delivery_count: u32) {
     // On shutdown, hand the message back at once instead of holding it.
     tokio::select! {
@@ -238,6 +279,7 @@ mod tests {
             body: b"secret-pan",
             redelivered: false,
             delivery_count: 0,
+            retries: 0,
         };
         let shown = format!("{d:?}");
         assert!(

@@ -3,14 +3,15 @@
 //! Messages are doorbells, Postgres rows are truth: this crate only has to make sure a
 //! bell is rung reliably (publisher confirms, persistent messages, `mandatory`) and that
 //! a delivery is settled only after its handler returned (manual acks, bounded
-//! prefetch and concurrency, dead-letter with a reason, the broker's delivery limit as
-//! a backstop). Losing or duplicating a bell is survivable by design; acking one whose
+//! prefetch and concurrency, retries parked outside the consumer and bounded,
+//! dead-letter with a reason, the broker's delivery limit as a backstop). Losing or duplicating a bell is survivable by design; acking one whose
 //! work was not committed is not.
 //!
 //! - [`topology`]: the one declaration of queues, dead-letter exchange and bindings.
 //! - [`Publisher`]: publish with confirm, reconnecting on the next call after a failure.
 //! - [`consume`] / [`consume_with_health`]: the consumer loop; a [`Handler`] returns a
-//!   [`Disposition`] that is mapped to ack / nack / dead-letter in one place.
+//!   [`Disposition`] that is mapped to ack / park for a later retry / dead-letter in one
+//!   place.
 //! - [`BrokerHealth`]: readiness for `/readyz`.
 //! - Test helpers: [`delete_namespace`], [`dead_letters`], [`message_count`].
 
@@ -27,19 +28,20 @@ pub mod topology;
 
 pub use config::{
     BrokerConfig, Queue, CLOSE_TIMEOUT_MS, DEAD_LETTERS_MAX_BATCH, DEFAULT_CONNECT_TIMEOUT_MS,
-    DEFAULT_DELIVERY_LIMIT, DEFAULT_HEARTBEAT_S, DEFAULT_PREFETCH, DRAIN_TIMEOUT_MS,
-    MAX_NAMESPACE_LEN, PUBLISHER_WATCH_INTERVAL_MS, PUBLISH_CONFIRM_TIMEOUT_MS,
+    DEFAULT_DELIVERY_LIMIT, DEFAULT_HEARTBEAT_S, DEFAULT_PREFETCH, DEFAULT_RETRY_LIMIT,
+    DRAIN_TIMEOUT_MS, MAX_NAMESPACE_LEN, PUBLISHER_WATCH_INTERVAL_MS, PUBLISH_CONFIRM_TIMEOUT_MS,
     PUBLISH_RECONNECT_ATTEMPTS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MIN_MS,
     RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MIN_MS,
 };
 pub use consumer::{consume, consume_with_health};
-pub use dead_letter::{dead_letters, QUEUE_HEADER, REASON_HEADER};
-pub use disposition::{Delivery, Disposition, Handler};
+pub use dead_letter::{dead_letters, QUEUE_HEADER, REASON_HEADER, RETRIES_HEADER};
+pub use disposition::{Delivery, Disposition, Handler, RETRIES_EXHAUSTED};
 pub use error::BrokerError;
 pub use health::BrokerHealth;
 pub use publisher::Publisher;
 pub use topology::{
-    dead_letter_count, declare_topology, delete_namespace, message_count, work_queue_arguments,
+    dead_letter_count, declare_topology, delete_namespace, message_count, retry_queue_arguments,
+    work_queue_arguments,
 };
 
 /// The lapin version this crate is built on, for callers that need its types

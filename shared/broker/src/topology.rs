@@ -4,7 +4,10 @@
 //! Per work queue `Q` (names via [`BrokerConfig`]):
 //! - `Q`: durable quorum queue, `x-delivery-limit`, dead-lettering to `<ns.>fleet.dlx`
 //!   with routing key `Q` (default at-most-once dead-letter strategy);
-//! - `Q.dead`: durable quorum queue bound to `<ns.>fleet.dlx` with routing key `Q`.
+//! - `Q.dead`: durable quorum queue bound to `<ns.>fleet.dlx` with routing key `Q`;
+//! - `Q.retry`: durable quorum queue nobody consumes. A message the consumer parks there
+//!   (with a per-message TTL) is dead-lettered back to `Q` through the default exchange
+//!   when its TTL ends, at-least-once (the broker keeps it until `Q` has confirmed it).
 //!
 //! Work queues are published to through the default exchange (routing key = queue name).
 
@@ -79,6 +82,17 @@ pub async fn declare_topology(channel: &Channel, cfg: &BrokerConfig) -> Result<(
             .await
             .map_err(BrokerError::declare("queue.declare work queue"))?;
     }
+    // After the work queues: a retry queue's dead-letter target exists before it does.
+    for q in Queue::ALL {
+        channel
+            .queue_declare(
+                short(&cfg.retry_queue_name(q))?,
+                QueueDeclareOptions::durable(),
+                retry_queue_arguments(cfg, q),
+            )
+            .await
+            .map_err(BrokerError::declare("queue.declare retry queue"))?;
+    }
     debug!(namespace = %cfg.namespace, "broker topology declared");
     Ok(())
 }
@@ -99,6 +113,27 @@ pub fn work_queue_arguments(cfg: &BrokerConfig, q: Queue) -> FieldTable {
         "x-dead-letter-routing-key".into(),
         long_string(&cfg.queue_name(q)),
     );
+    args
+}
+
+/// The arguments of a work queue's retry queue; exposed so tests can prove the broker
+/// stored them.
+pub fn retry_queue_arguments(cfg: &BrokerConfig, q: Queue) -> FieldTable {
+    let mut args = FieldTable::default();
+    args.insert("x-queue-type".into(), long_string("quorum"));
+    // The default exchange routes by queue name: straight back to the work queue.
+    args.insert("x-dead-letter-exchange".into(), long_string(""));
+    args.insert(
+        "x-dead-letter-routing-key".into(),
+        long_string(&cfg.queue_name(q)),
+    );
+    // At-least-once dead-lettering (it requires reject-publish): an expired message
+    // leaves the retry queue only once the work queue has confirmed it.
+    args.insert(
+        "x-dead-letter-strategy".into(),
+        long_string("at-least-once"),
+    );
+    args.insert("x-overflow".into(), long_string("reject-publish"));
     args
 }
 
@@ -156,8 +191,9 @@ pub async fn delete_namespace(cfg: &BrokerConfig) {
 
 async fn try_delete_namespace(cfg: &BrokerConfig) -> Result<(), BrokerError> {
     let conn = connection::open(cfg, "teardown").await?;
-    let mut names: Vec<String> = Vec::with_capacity(Queue::ALL.len() * 2);
+    let mut names: Vec<String> = Vec::with_capacity(Queue::ALL.len() * 3);
     for q in Queue::ALL {
+        names.push(cfg.retry_queue_name(q));
         names.push(cfg.queue_name(q));
         names.push(cfg.dead_letter_queue_name(q));
     }

@@ -1,6 +1,6 @@
 //! The consumer loop against a real broker: settlement only after the handler returned,
-//! dead-lettering with a reason, retry with redelivery, the concurrency bound,
-//! resubscription after the broker dropped us, and shutdown.
+//! dead-lettering with a reason, retries parked outside the consumer and bounded, the
+//! concurrency bound, resubscription after the broker dropped us, and shutdown.
 
 mod common;
 
@@ -25,6 +25,7 @@ struct Seen {
     body: Vec<u8>,
     redelivered: bool,
     delivery_count: u32,
+    retries: u32,
 }
 
 impl Seen {
@@ -33,6 +34,7 @@ impl Seen {
             body: d.body.to_vec(),
             redelivered: d.redelivered,
             delivery_count: d.delivery_count,
+            retries: d.retries,
         }
     }
 }
@@ -198,7 +200,7 @@ async fn dead_letter_moves_the_body_with_its_reason_and_empties_the_work_queue()
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn retry_requeues_and_the_redelivery_is_flagged_and_counted() {
+async fn a_retry_is_parked_and_comes_back_counted_as_retried() {
     in_namespace(fresh_config(), |cfg| async move {
         let publisher = Publisher::connect(&cfg).await.expect("publisher");
         publisher.publish(Q, b"{\"n\":2}").await.expect("publish");
@@ -220,9 +222,16 @@ async fn retry_requeues_and_the_redelivery_is_flagged_and_counted() {
 
         let seen = handler.seen();
         assert_eq!(seen.len(), 2, "{seen:?}");
-        assert_eq!((seen[0].redelivered, seen[0].delivery_count), (false, 0));
-        assert!(seen[1].redelivered, "{seen:?}");
-        assert_eq!(seen[1].delivery_count, 1, "{seen:?}");
+        assert_eq!(seen[0].retries, 0, "{seen:?}");
+        // The original was acked once its parked copy was confirmed: the copy is a new
+        // message (not a redelivery) that carries its retry count.
+        assert_eq!(seen[1].body, seen[0].body);
+        assert_eq!(seen[1].retries, 1, "{seen:?}");
+        assert_eq!(
+            (seen[1].redelivered, seen[1].delivery_count),
+            (false, 0),
+            "{seen:?}"
+        );
         assert_eq!(message_count(&cfg, Q).await.unwrap(), 0);
         assert_eq!(dead_letter_count(&cfg, Q).await.unwrap(), 0);
     })
@@ -468,6 +477,110 @@ async fn dead_lettering_heals_after_the_dead_letter_exchange_was_deleted() {
         assert_eq!(message_count(&cfg, Q).await.unwrap(), 0);
         let dead = dead_letters(&cfg, Q).await.expect("drain");
         assert_eq!(dead, vec![(b"{{{".to_vec(), Some("malformed".to_owned()))]);
+    })
+    .await;
+}
+
+/// Fails transiently on every body starting with `poison`, acks the rest, and records
+/// when each good one arrived.
+struct PoisonFails {
+    good: Mutex<Vec<Vec<u8>>>,
+    poison_tries: AtomicUsize,
+}
+
+impl Handler for PoisonFails {
+    async fn handle(&self, delivery: Delivery<'_>) -> Disposition {
+        if delivery.body.starts_with(b"poison") {
+            self.poison_tries.fetch_add(1, Ordering::SeqCst);
+            Disposition::Retry
+        } else {
+            self.good.lock().unwrap().push(delivery.body.to_vec());
+            Disposition::Ack
+        }
+    }
+}
+
+// A message that keeps failing waits for its next try outside the consumer: it holds no
+// handler slot and no prefetch slot, so messages behind it are not held back.
+#[tokio::test(flavor = "multi_thread")]
+async fn messages_that_keep_failing_do_not_hold_back_the_ones_behind_them() {
+    in_namespace(fresh_config(), |cfg| async move {
+        let publisher = Publisher::connect(&cfg).await.expect("publisher");
+        for i in 0..40 {
+            publisher
+                .publish(Q, format!("poison {i}").as_bytes())
+                .await
+                .expect("publish");
+        }
+        for i in 0..5 {
+            publisher
+                .publish(Q, format!("good {i}").as_bytes())
+                .await
+                .expect("publish");
+        }
+        let handler = Arc::new(PoisonFails {
+            good: Mutex::new(Vec::new()),
+            poison_tries: AtomicUsize::new(0),
+        });
+        let shutdown = CancellationToken::new();
+        let started = tokio::time::Instant::now();
+        let task = tokio::spawn(consume(
+            cfg.clone(),
+            Q,
+            handler.clone(),
+            4,
+            shutdown.clone(),
+        ));
+        eventually("the five good messages to be handled", || async {
+            handler.good.lock().unwrap().len() == 5
+        })
+        .await;
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "the good messages waited {took:?} behind the failing ones"
+        );
+        stop(shutdown, task).await;
+    })
+    .await;
+}
+
+// A message that fails on every try is dead-lettered once its retries are used up, with
+// a reason, instead of cycling for ever.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_that_always_fails_is_dead_lettered_after_its_retries() {
+    let mut cfg = fresh_config();
+    cfg.retry_limit = 2;
+    in_namespace(cfg, |cfg| async move {
+        let publisher = Publisher::connect(&cfg).await.expect("publisher");
+        publisher
+            .publish(Q, b"{\"always\":\"fails\"}")
+            .await
+            .expect("publish");
+        let handler = Scripted::new(vec![Disposition::Retry]);
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(consume(
+            cfg.clone(),
+            Q,
+            handler.clone(),
+            2,
+            shutdown.clone(),
+        ));
+        eventually("the message reaches the dead-letter queue", || async {
+            dead_letter_count(&cfg, Q).await.unwrap() == 1
+        })
+        .await;
+        stop(shutdown, task).await;
+        let tries: Vec<u32> = handler.seen().iter().map(|s| s.retries).collect();
+        assert_eq!(tries, [0, 1, 2], "the first try and two retries");
+        assert_eq!(
+            dead_letters(&cfg, Q).await.expect("drain"),
+            vec![(
+                b"{\"always\":\"fails\"}".to_vec(),
+                Some("retries_exhausted".to_owned())
+            )]
+        );
+        assert_eq!(message_count(&cfg, Q).await.unwrap(), 0);
     })
     .await;
 }

@@ -12,9 +12,11 @@ use fleet_broker::{
         types::{AMQPValue, FieldTable},
         ExchangeKind,
     },
-    message_count, work_queue_arguments, BrokerError, Delivery, Disposition, Handler, Queue,
+    message_count, retry_queue_arguments, work_queue_arguments, BrokerError, Delivery, Disposition,
+    Handler, Queue,
 };
-use std::{cell::RefCell, sync::Arc};
+use std::{sync::Arc, time::Duration};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// Re-declares `name` with `args` on a fresh channel (a refusal closes the channel).
@@ -43,7 +45,11 @@ async fn declaring_twice_is_idempotent_and_queues_are_quorum_with_delivery_limit
 
         // Everything exists.
         for q in Queue::ALL {
-            for name in [cfg.queue_name(q), cfg.dead_letter_queue_name(q)] {
+            for name in [
+                cfg.queue_name(q),
+                cfg.dead_letter_queue_name(q),
+                cfg.retry_queue_name(q),
+            ] {
                 channel
                     .queue_declare(
                         name.as_str().into(),
@@ -70,6 +76,21 @@ async fn declaring_twice_is_idempotent_and_queues_are_quorum_with_delivery_limit
             .expect("dead-letter exchange exists");
 
         // The broker stored our arguments: the same ones are accepted, any change is refused.
+        for q in Queue::ALL {
+            let name = cfg.retry_queue_name(q);
+            redeclare(&conn, &name, retry_queue_arguments(&cfg, q))
+                .await
+                .expect("same retry queue args accepted");
+            let mut at_most_once = retry_queue_arguments(&cfg, q);
+            at_most_once.insert(
+                "x-dead-letter-strategy".into(),
+                AMQPValue::LongString("at-most-once".into()),
+            );
+            let err = redeclare(&conn, &name, at_most_once)
+                .await
+                .expect_err("the retry queue dead-letters at least once");
+            assert!(is_precondition_failed(&err), "{err}");
+        }
         for q in Queue::ALL {
             let name = cfg.queue_name(q);
             redeclare(&conn, &name, work_queue_arguments(&cfg, q))
@@ -122,19 +143,23 @@ async fn declaring_twice_is_idempotent_and_queues_are_quorum_with_delivery_limit
     .await;
 }
 
-/// Always fails transiently: only the broker's delivery limit can stop it.
-struct AlwaysRetry;
+/// Takes a delivery and never settles it, as a handler whose process crashes would.
+struct NeverSettles {
+    started: Notify,
+}
 
-impl Handler for AlwaysRetry {
+impl Handler for NeverSettles {
     async fn handle(&self, _delivery: Delivery<'_>) -> Disposition {
-        Disposition::Retry
+        self.started.notify_one();
+        std::future::pending().await
     }
 }
 
-// Catalogue C-27 (backstop half): a message that never succeeds is dead-lettered by the
-// broker once x-delivery-limit is exceeded, so it is never dropped.
+// Catalogue C-27 (backstop half): a message whose handling never settles (its consumer
+// dies every time) is dead-lettered by the broker once x-delivery-limit is exceeded, so
+// it is never dropped and never cycles for ever.
 #[tokio::test(flavor = "multi_thread")]
-async fn the_delivery_limit_dead_letters_a_message_that_always_retries() {
+async fn the_delivery_limit_dead_letters_a_message_whose_consumer_keeps_dying() {
     let mut cfg = fresh_config();
     cfg.delivery_limit = 2;
     in_namespace(cfg, |cfg| async move {
@@ -146,29 +171,49 @@ async fn the_delivery_limit_dead_letters_a_message_that_always_retries() {
             .await
             .expect("publish");
 
-        let shutdown = CancellationToken::new();
-        let consumer = tokio::spawn(consume(
-            cfg.clone(),
-            Queue::OperationsExecute,
-            Arc::new(AlwaysRetry),
-            1,
-            shutdown.clone(),
-        ));
-
-        let seen = RefCell::new(Vec::new());
-        eventually("the broker dead-letters the poison message", || async {
-            let drained = dead_letters(&cfg, Queue::OperationsExecute)
-                .await
-                .expect("drain");
-            seen.borrow_mut().extend(drained);
-            !seen.borrow().is_empty()
-        })
-        .await;
-        shutdown.cancel();
-        consumer.await.expect("join").expect("consume");
-
+        let mut crashes = 0;
+        while fleet_broker::dead_letter_count(&cfg, Queue::OperationsExecute)
+            .await
+            .expect("count")
+            == 0
+        {
+            assert!(
+                crashes <= 5,
+                "still not dead-lettered after {crashes} crashes"
+            );
+            let handler = Arc::new(NeverSettles {
+                started: Notify::new(),
+            });
+            let consumer = tokio::spawn(consume(
+                cfg.clone(),
+                Queue::OperationsExecute,
+                handler.clone(),
+                1,
+                CancellationToken::new(),
+            ));
+            // Either the consumer takes the message (then it dies holding it), or the
+            // broker has just dead-lettered it and there is nothing to take.
+            let took =
+                tokio::time::timeout(Duration::from_secs(3), handler.started.notified()).await;
+            consumer.abort();
+            let _ = consumer.await;
+            crashes += usize::from(took.is_ok());
+            if took.is_ok() {
+                eventually("the broker takes the message back", || async {
+                    let ready = message_count(&cfg, Queue::OperationsExecute).await.unwrap();
+                    let dead = fleet_broker::dead_letter_count(&cfg, Queue::OperationsExecute)
+                        .await
+                        .unwrap();
+                    ready + dead == 1
+                })
+                .await;
+            }
+        }
+        assert_eq!(crashes, 3, "delivered delivery_limit + 1 times");
         assert_eq!(
-            seen.into_inner(),
+            dead_letters(&cfg, Queue::OperationsExecute)
+                .await
+                .expect("drain"),
             vec![(
                 b"{\"poison\":true}".to_vec(),
                 Some("broker:delivery_limit".to_owned())

@@ -1,7 +1,8 @@
 //! ISO 4217 active currency codes: an intent naming anything else is refused at the
 //! edge instead of failing later at the provider.
 
-const ISO_4217: &[&str] = &[
+/// Sorted, so lookups can binary-search; the intent JSON Schema lists the same codes.
+pub const ISO_4217: &[&str] = &[
     "AED", "AFN", "ALL", "AMD", "ANG", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT", "BGN",
     "BHD", "BIF", "BMD", "BND", "BOB", "BRL", "BSD", "BTN", "BWP", "BYN", "BZD", "CAD", "CDF", "CHF",
     "CLP", "CNY", "COP", "CRC", "CUP", "CVE", "CZK", "DJF", "DKK", "DOP", "DZD", "EGP", "ERN", "ETB",

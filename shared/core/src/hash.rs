@@ -1,5 +1,5 @@
-//! The approved snapshot and its hash (PROTOCOL.md §2): RFC 8785 canonical JSON of exactly
-//! the snapshot members, SHA-256, `sha256:` + lower-case hex. Any agent with an RFC 8785
+//! The approved snapshot and its hash (docs/protocol.md): RFC 8785 canonical JSON of
+//! exactly the snapshot members, SHA-256, `sha256:` + lower-case hex. Any agent with an RFC 8785
 //! library computes the same value, so the hash a person approves can be checked anywhere.
 
 use serde_json::{json, Value};
@@ -42,8 +42,9 @@ impl Snapshot {
 
 /// RFC 8785 serialisation of `value`.
 pub fn canonical_json(value: &Value) -> String {
-    // Serialising a serde_json::Value cannot fail: it has only string keys, and the
-    // intent validation already refused non-integer and out-of-range numbers.
+    // Serialising a serde_json::Value cannot fail: it has only string keys and finite
+    // numbers (JSON has no NaN or infinity, and a number that overflows a double was
+    // refused by the strict reading). Numbers are written as ECMAScript writes doubles.
     serde_json_canonicalizer::to_string(value).expect("a JSON value always canonicalises")
 }
 

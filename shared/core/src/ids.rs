@@ -26,7 +26,7 @@ impl OperationId {
         &self.0
     }
 
-    /// The idempotency key sent to providers: the operation id itself (PROTOCOL.md §2),
+    /// The idempotency key sent to providers: the operation id itself (docs/protocol.md),
     /// the same on every attempt, forever.
     pub fn idempotency_key(&self) -> IdempotencyKey {
         IdempotencyKey(self.0.clone())

@@ -1,6 +1,8 @@
-//! intent.v1 (PROTOCOL.md §1): parsing and validation of what an agent enqueues.
+//! intent.v1 (docs/protocol.md): parsing and validation of what an agent enqueues.
 //! Parse, don't validate: a `ValidIntent` can only be built by `parse_intent`, and every
 //! refusal carries a bounded reason code for the dead-letter header and metrics.
+//! The JSON Schema `shared/schemas/intent.v1.json` states the same limits; a test keeps
+//! the two in agreement.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -8,16 +10,18 @@ use serde_json::{Map, Value};
 use crate::currency::is_iso_4217;
 use crate::hash::Snapshot;
 use crate::ids::{OperationId, PayloadHash};
+use crate::strict_json::{check_strict, Ambiguity, StrictJsonError};
+pub use crate::strict_json::MAX_SAFE_INTEGER;
 
 pub const SCHEMA: &str = "intent.v1";
 /// Messages larger than this are refused before parsing.
 pub const MAX_INTENT_BYTES: usize = 64 * 1024;
-/// Every number in a snapshot must be an integer that IEEE-754 doubles hold exactly, so
-/// that every RFC 8785 implementation (several refuse larger ones) hashes it the same.
-pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 pub const MAX_APPROVAL_TTL_SECONDS: i64 = 30 * 24 * 3600;
-const MAX_TEXT_LEN: usize = 256;
-const MAX_RATIONALE_LEN: usize = 4096;
+/// Identifier-like text (ids, versions, names), in characters (Unicode scalar values,
+/// what JSON Schema's `maxLength` counts), not bytes.
+pub const MAX_TEXT_CHARS: usize = 256;
+/// The free-text rationale shown to the approver, in characters.
+pub const MAX_RATIONALE_CHARS: usize = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -51,6 +55,10 @@ pub enum IntentError {
     Oversized(usize),
     #[error("message is not a UTF-8 JSON object: {0}")]
     Malformed(String),
+    /// JSON that parsers may read differently (duplicate names, lone surrogates, numbers
+    /// no double holds) or that cannot be stored (U+0000). `at` is a member path.
+    #[error("{at}: {kind} (JSON that parsers read differently, or U+0000)")]
+    Ambiguous { kind: Ambiguity, at: String },
     #[error("schema {0:?} is not supported (expected \"intent.v1\")")]
     UnsupportedSchema(String),
     #[error("action {0:?} is not one of payment.create, refund.create, crm.deal.create, crm.deal.update")]
@@ -64,6 +72,7 @@ impl IntentError {
         match self {
             IntentError::Oversized(_) => "oversized",
             IntentError::Malformed(_) => "malformed",
+            IntentError::Ambiguous { kind, .. } => kind.code(),
             IntentError::UnsupportedSchema(_) => "unsupported_schema",
             IntentError::UnknownAction(_) => "unknown_action",
             IntentError::InvalidField { .. } => "invalid_field",
@@ -149,6 +158,10 @@ pub fn parse_intent(bytes: &[u8]) -> Result<ValidIntent, IntentError> {
         return Err(IntentError::Oversized(bytes.len()));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| IntentError::Malformed(e.to_string()))?;
+    check_strict(text).map_err(|e| match e {
+        StrictJsonError::Malformed(m) => IntentError::Malformed(m),
+        StrictJsonError::Ambiguous { kind, at } => IntentError::Ambiguous { kind, at },
+    })?;
     let raw: Value = serde_json::from_str(text).map_err(|e| IntentError::Malformed(e.to_string()))?;
     let Value::Object(object) = raw else {
         return Err(IntentError::Malformed("top level is not a JSON object".into()));
@@ -185,8 +198,8 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
     if !(1..=MAX_APPROVAL_TTL_SECONDS).contains(&e.approval_ttl_seconds) {
         return Err(IntentError::field("approval_ttl_seconds", format!("must be between 1 and {MAX_APPROVAL_TTL_SECONDS}")));
     }
-    if e.rationale.as_ref().is_some_and(|r| r.len() > MAX_RATIONALE_LEN) {
-        return Err(IntentError::field("rationale", format!("longer than {MAX_RATIONALE_LEN} bytes")));
+    if e.rationale.as_ref().is_some_and(|r| r.chars().count() > MAX_RATIONALE_CHARS) {
+        return Err(IntentError::field("rationale", format!("longer than {MAX_RATIONALE_CHARS} characters")));
     }
     let supersedes = match &e.supersedes {
         Some(s) => Some(OperationId::parse(s).map_err(|p| IntentError::field("supersedes", p))?),
@@ -196,8 +209,9 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
         return Err(IntentError::field("supersedes", "an operation cannot supersede itself"));
     }
     let payload = Value::Object(e.payload);
+    // Numbers elsewhere in the payload (a CRM patch's `probability: 0.35`) may be any
+    // double: the strict reading already refused those parsers would read differently.
     validate_payload(action, &payload)?;
-    check_numbers("payload", &payload)?;
     let snapshot = Snapshot {
         operation_id: e.operation_id,
         tenant_id: e.tenant_id,
@@ -221,8 +235,8 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
 }
 
 fn text(field: &str, value: &str) -> Result<(), IntentError> {
-    if value.is_empty() || value.len() > MAX_TEXT_LEN {
-        return Err(IntentError::field(field, format!("must be 1 to {MAX_TEXT_LEN} bytes")));
+    if value.is_empty() || value.chars().count() > MAX_TEXT_CHARS {
+        return Err(IntentError::field(field, format!("must be 1 to {MAX_TEXT_CHARS} characters")));
     }
     if value.chars().any(char::is_control) {
         return Err(IntentError::field(field, "must not contain control characters"));
@@ -275,21 +289,6 @@ fn validate_payload(action: Action, payload: &Value) -> Result<(), IntentError> 
             }
             Ok(())
         }
-    }
-}
-
-/// Refuses floats and integers beyond ±(2^53 − 1) anywhere in the snapshot.
-fn check_numbers(path: &str, value: &Value) -> Result<(), IntentError> {
-    match value {
-        Value::Number(n) => match n.as_i64() {
-            Some(i) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) => Ok(()),
-            Some(_) => Err(IntentError::field(path, "integer outside ±(2^53 − 1)")),
-            None if n.is_u64() => Err(IntentError::field(path, "integer outside ±(2^53 − 1)")),
-            None => Err(IntentError::field(path, "numbers must be integers (money is in minor units)")),
-        },
-        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, v)| check_numbers(&format!("{path}[{i}]"), v)),
-        Value::Object(map) => map.iter().try_for_each(|(k, v)| check_numbers(&format!("{path}.{k}"), v)),
-        Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
     }
 }
 

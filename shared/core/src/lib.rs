@@ -11,6 +11,7 @@ pub mod intent;
 pub mod outcome;
 pub mod reconcile;
 pub mod state;
+pub mod strict_json;
 pub mod webhook;
 
 pub use answer::answer_summary;

@@ -1,5 +1,7 @@
-//! Store errors. Every one of them is transient from a worker's point of view (the row
-//! is unchanged or the transaction rolled back), so workers map them to "retry later".
+//! Store errors. Almost every one is transient from a worker's point of view (the row is
+//! unchanged or the transaction rolled back), so workers map them to "retry later". The
+//! exception is Postgres refusing the values themselves ([`StoreError::refuses_content`]):
+//! the same message would be refused on every retry.
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -13,11 +15,60 @@ pub enum StoreError {
     Config(String),
 }
 
+impl StoreError {
+    /// The SQLSTATE of an error the server reported, e.g. `22021`.
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            StoreError::Db(e) => e.as_db_error().map(|db| db.code().code()),
+            StoreError::Pool(_) | StoreError::Migrate(_) | StoreError::Config(_) => None,
+        }
+    }
+
+    /// Whether Postgres refused the statement because of the values it carried: a data
+    /// exception (SQLSTATE class 22, e.g. U+0000 in text, a number out of a column's
+    /// range) or an integrity constraint (class 23). Retrying sends the same values, so
+    /// the message is refused for good instead of retried as if the database were down.
+    pub fn refuses_content(&self) -> bool {
+        self.sqlstate().is_some_and(refuses_content)
+    }
+}
+
+/// See [`StoreError::refuses_content`]. Connection failures, lock timeouts, deadlocks,
+/// serialisation failures and shutdowns (classes 08, 40, 53, 55, 57, …) stay transient.
+pub(crate) fn refuses_content(sqlstate: &str) -> bool {
+    sqlstate.starts_with("22") || sqlstate.starts_with("23")
+}
+
 /// The server's code and message (never its DETAIL, which can quote row values); the
 /// client error's own text otherwise ("db error" alone tells an operator nothing).
 fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_exceptions_and_constraint_violations_refuse_the_content() {
+        for code in ["22021", "22P05", "22003", "22001", "23505", "23514", "23000", "23503"] {
+            assert!(refuses_content(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn unavailability_and_concurrency_failures_are_transient() {
+        for code in ["08006", "08001", "40001", "40P01", "53300", "55P03", "57P01", "57014", "XX000", "42P01"] {
+            assert!(!refuses_content(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn errors_without_a_server_code_are_transient() {
+        assert!(!StoreError::Config("x".into()).refuses_content());
+        assert_eq!(StoreError::Migrate("x".into()).sqlstate(), None);
     }
 }

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};
-pub use wait::{eventually, DEADLINE};
+pub use wait::{eventually, eventually_within, DEADLINE};
 pub use webhooks::{event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET};
 
 fn base_database_url() -> String {

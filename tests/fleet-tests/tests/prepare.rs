@@ -1,8 +1,13 @@
 //! fleet-prepare against real RabbitMQ and Postgres: idempotent by operation_id, and every
 //! contract violation dead-lettered at once with its reason, with nothing written.
 
-use fleet_broker::Queue;
-use fleet_tests::{intent, intent_bytes, op_of, with_amount, TestFleet};
+use std::time::Duration;
+
+use fleet_broker::{Disposition, Queue};
+use fleet_core::parse_intent;
+use fleet_prepare::{disposition, store_intent, Intake};
+use fleet_store::Store;
+use fleet_tests::{deal_update_intent, eventually_within, intent, intent_bytes, op_of, with_amount, TestFleet};
 use serde_json::json;
 
 #[tokio::test]
@@ -75,5 +80,82 @@ async fn bad_messages_are_dead_lettered_with_a_reason_and_write_nothing() {
     }
     assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 0, "nothing is written for a refused message");
     assert_eq!(fleet.count("SELECT count(*) FROM operation_events").await, 0);
+    fleet.stop().await;
+}
+
+/// An intent that passes the old validation but that Postgres cannot store: a NUL in the
+/// free-text rationale (text and jsonb refuse U+0000).
+fn poison_intent() -> serde_json::Value {
+    let mut i = intent();
+    i["rationale"] = json!("looks fine\u{0000}until it is stored");
+    i
+}
+
+#[tokio::test]
+async fn forty_poison_intents_do_not_hold_back_five_valid_ones_behind_them() {
+    let fleet = TestFleet::start().await;
+    let prepare = fleet.spawn_process("fleet-prepare", &[]);
+    prepare.wait_for_log("consumer subscribed").await;
+    let poison: Vec<_> = (0..40).map(|_| poison_intent()).collect();
+    let valid: Vec<_> = (0..5).map(|_| intent()).collect();
+    for i in poison.iter().chain(&valid) {
+        fleet.submit(i).await;
+    }
+    let ids = valid.iter().map(|i| format!("'{}'", op_of(i))).collect::<Vec<_>>().join(",");
+    let query = format!("SELECT count(*) FROM operations WHERE operation_id IN ({ids})");
+    eventually_within(Duration::from_secs(5), "the five valid intents to be prepared", || async {
+        (fleet.count(&query).await == 5).then_some(())
+    })
+    .await;
+    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 40).await;
+    assert_eq!(dead.len(), 40);
+    assert!(dead.iter().all(|(_, reason)| reason.as_deref() == Some("nul_character")), "{:?}", dead.iter().map(|d| &d.1).collect::<Vec<_>>());
+    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 5, "nothing is written for a poison intent");
+    drop(prepare);
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn a_value_postgres_cannot_store_is_refused_for_good_not_retried() {
+    let fleet = TestFleet::start().await;
+    // Validation refuses U+0000 today; build an intent past it to stand for any value a
+    // future gap lets through.
+    let mut slipped = parse_intent(&intent_bytes(&intent())).unwrap();
+    slipped.rationale = Some("slipped past validation\u{0}".into());
+    let outcome = store_intent(&fleet.store, slipped).await;
+    let Intake::Refused(refusal) = &outcome else { panic!("expected a refusal, got {outcome:?}") };
+    assert_eq!(refusal.reason, "database_refused");
+    assert_eq!(disposition(&outcome), Disposition::dead_letter("database_refused"));
+    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 0);
+
+    // A database that cannot be reached says nothing about the intent: retried.
+    let unreachable = Store::connect("postgres://postgres@127.0.0.1:1/fleet", 1).unwrap();
+    let outcome = store_intent(&unreachable, parse_intent(&intent_bytes(&intent())).unwrap()).await;
+    assert!(matches!(outcome, Intake::Unavailable(_)), "{outcome:?}");
+    assert_eq!(disposition(&outcome), Disposition::Retry);
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn doubles_survive_jsonb_so_the_stored_snapshot_hashes_to_the_approved_hash() {
+    let fleet = TestFleet::start().await;
+    // Postgres keeps jsonb numbers as exact decimals (1e21 comes back as
+    // 1000000000000000000000, -0.0 as 0.0): the hash is taken over the double each one
+    // denotes, so it must not change.
+    let patch = r#"{"probability": 0.35, "score": 1e21, "big": 1.7976931348623157e308, "tiny": 5e-324,
+        "third": 0.30000000000000004, "neg_zero": -0.0, "micro": 1e-7, "written_long": 0.1000000000000000055511151231257827,
+        "list": [1.5e300, -2.5e-300, 123456789012345680000.0], "int": 9007199254740991, "stage": "won"}"#;
+    let mut i = deal_update_intent("deal_1", 3, json!({}));
+    i["payload"]["patch"] = json!("PATCH");
+    let text = serde_json::to_string(&i).unwrap().replace("\"PATCH\"", patch);
+    let intent = parse_intent(text.as_bytes()).unwrap();
+    let op = intent.operation_id.as_str().to_owned();
+    let approved_hash = intent.payload_hash.clone();
+    assert!(matches!(store_intent(&fleet.store, intent).await, Intake::Prepared(_)));
+    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(row.payload_hash, approved_hash.as_str());
+    assert_eq!(row.snapshot().hash(), approved_hash, "the stored snapshot hashes as it did before it was stored");
+    let stored_text: String = fleet.sql().await.query_one("SELECT payload::text FROM operations WHERE operation_id = $1", &[&op]).await.unwrap().get(0);
+    assert!(stored_text.contains("1000000000000000000000"), "Postgres did rewrite the digits: {stored_text}");
     fleet.stop().await;
 }

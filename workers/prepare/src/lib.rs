@@ -5,6 +5,7 @@
 
 mod guard;
 mod handler;
+mod intake;
 
 use std::sync::Arc;
 
@@ -13,7 +14,8 @@ use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
 pub use guard::ProviderCapabilities;
-pub use handler::PrepareHandler;
+pub use handler::{disposition, PrepareHandler};
+pub use intake::{intake, store_intent, Intake, Refusal};
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct PrepareDeps {

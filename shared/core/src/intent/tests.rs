@@ -89,8 +89,12 @@ fn unknown_schema_and_action_have_their_own_codes() {
 
 #[test]
 fn money_must_be_a_positive_safe_integer_in_an_iso_currency() {
-    for bad in [json!(12500.0), json!(12500.5), json!("12500"), json!(0), json!(-5), json!(9007199254740992_i64), json!(u64::MAX)] {
+    for bad in [json!(12500.0), json!(12500.5), json!(1.25e6), json!("12500"), json!(0), json!(-5)] {
         assert_eq!(code(&with(&["payload", "amount_minor"], bad.clone())), "invalid_field", "{bad}");
+    }
+    // Integers no double holds exactly are refused before any field is looked at.
+    for bad in [json!(9007199254740992_i64), json!(u64::MAX)] {
+        assert_eq!(code(&with(&["payload", "amount_minor"], bad.clone())), "number_out_of_range", "{bad}");
     }
     assert!(parse(&with(&["payload", "amount_minor"], json!(MAX_SAFE_INTEGER))).is_ok());
     for bad in [json!("kzt"), json!("KZ"), json!("ABC"), json!(398)] {
@@ -132,9 +136,72 @@ fn every_action_has_its_payload_shape() {
     assert_eq!(ok("crm.deal.update", "crm", json!("deal_1"), update.clone()).unwrap().action, Action::CrmDealUpdate);
     // A shape that belongs to another action is refused.
     assert!(ok("refund.create", "payments", Value::Null, deal).is_err());
-    // An update needs its target and a non-empty patch; floats are refused inside it too.
+    // An update needs its target, an integer version and a non-empty patch.
     assert!(ok("crm.deal.update", "crm", Value::Null, update).is_err());
     assert!(ok("crm.deal.update", "crm", json!("deal_1"), json!({"expected_version": 3, "patch": {}})).is_err());
-    assert!(ok("crm.deal.update", "crm", json!("deal_1"), json!({"expected_version": 3, "patch": {"p": 0.5}})).is_err());
     assert!(ok("crm.deal.update", "crm", json!("deal_1"), json!({"expected_version": 3.0, "patch": {"p": 1}})).is_err());
+    // Numbers that are not money may be any double.
+    assert!(ok("crm.deal.update", "crm", json!("deal_1"), json!({"expected_version": 3, "patch": {"probability": 0.35, "score": 1e21}})).is_ok());
+}
+
+fn raw_code(text: &str) -> &'static str {
+    parse_intent(text.as_bytes()).unwrap_err().code()
+}
+
+/// The seed intent as text, with `payload` replaced by `payload_text` verbatim.
+fn with_raw_payload(payload_text: &str) -> String {
+    let mut v = seed_intent();
+    v["payload"] = json!("PAYLOAD");
+    serde_json::to_string(&v).unwrap().replace("\"PAYLOAD\"", payload_text)
+}
+
+#[test]
+fn json_that_parsers_read_differently_is_refused_with_its_own_code() {
+    let seed = serde_json::to_string(&seed_intent()).unwrap();
+    // A duplicate at the top level: some parsers keep the first, serde_json the last.
+    let twice = seed.replacen("\"tenant_id\":\"org_482\"", "\"tenant_id\":\"org_482\",\"tenant_id\":\"org_999\"", 1);
+    assert_eq!(raw_code(&twice), "duplicate_member");
+    let nested = with_raw_payload(r#"{"invoice_id":"inv_1","beneficiary_id":"v","amount_minor":1,"amount_minor":1000000,"currency":"KZT"}"#);
+    assert_eq!(raw_code(&nested), "duplicate_member");
+    let lone = seed.replace("org_482", "org_\\ud800");
+    assert_eq!(raw_code(&lone), "invalid_unicode");
+    let huge = with_raw_payload(r#"{"invoice_id":"inv_1","beneficiary_id":"v","amount_minor":1e400,"currency":"KZT"}"#);
+    assert_eq!(raw_code(&huge), "number_out_of_range");
+}
+
+#[test]
+fn nul_is_refused_anywhere_even_in_the_free_text_rationale() {
+    assert_eq!(code(&with(&["rationale"], json!("due today\u{0}"))), "nul_character");
+    assert_eq!(code(&with(&["payload", "invoice_id"], json!("inv\u{0}"))), "nul_character");
+    // Other control characters remain allowed in the rationale (it is prose), not in ids.
+    assert!(parse(&with(&["rationale"], json!("line one\nline two\ttabbed"))).is_ok());
+    assert_eq!(code(&with(&["tenant_id"], json!("org\u{1}"))), "invalid_field");
+}
+
+#[test]
+fn text_limits_count_characters_not_bytes() {
+    let cyrillic = "ж".repeat(MAX_TEXT_CHARS);
+    assert!(parse(&with(&["tenant_id"], json!(cyrillic))).is_ok(), "256 two-byte characters fit");
+    assert_eq!(code(&with(&["tenant_id"], json!("ж".repeat(MAX_TEXT_CHARS + 1)))), "invalid_field");
+    let clefs = "\u{1d11e}".repeat(MAX_RATIONALE_CHARS);
+    assert!(parse(&with(&["rationale"], json!(clefs))).is_ok(), "4096 four-byte characters fit");
+    assert_eq!(code(&with(&["rationale"], json!("x".repeat(MAX_RATIONALE_CHARS + 1)))), "invalid_field");
+}
+
+#[test]
+fn a_float_and_the_same_value_written_otherwise_hash_alike() {
+    let update = |patch: &str| {
+        let mut v = seed_intent();
+        v["action"] = json!("crm.deal.update");
+        v["provider"] = json!("crm");
+        v["target"] = json!("deal_1");
+        v["payload"] = json!("PAYLOAD");
+        let text = serde_json::to_string(&v).unwrap().replace("\"PAYLOAD\"", &format!(r#"{{"expected_version":3,"patch":{patch}}}"#));
+        parse_intent(text.as_bytes()).unwrap().payload_hash
+    };
+    // RFC 8785 hashes the double, not the digits the agent wrote.
+    assert_eq!(update(r#"{"p":0.35}"#), update(r#"{"p":3.5e-1}"#));
+    assert_eq!(update(r#"{"s":1e21}"#), update(r#"{"s":1000000000000000000000.0}"#));
+    assert_eq!(update(r#"{"s":-0.0}"#), update(r#"{"s":0}"#));
+    assert_ne!(update(r#"{"p":0.35}"#), update(r#"{"p":0.350000000000001}"#));
 }
