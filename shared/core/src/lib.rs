@@ -2,6 +2,8 @@
 //! machine and provider outcome classification. Time and randomness are inputs here,
 //! never read inside, so everything is testable without services.
 
+pub mod access;
+pub mod approval;
 pub mod currency;
 pub mod doorbell;
 pub mod hash;
@@ -10,11 +12,15 @@ pub mod intent;
 pub mod outcome;
 pub mod reconcile;
 pub mod state;
+pub mod waiting;
 pub mod webhook;
 
+pub use access::{ApiAction, Role, Token, TokenHash};
+pub use approval::ApprovalStatus;
 pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};
 pub use ids::{IdempotencyKey, OperationId, PayloadHash};
 pub use intent::{parse_intent, Action, IntentError, ValidIntent};
 pub use outcome::{classify_deal_create, classify_deal_update, classify_payment, CallResult, NoAnswerKind, Outcome, ProviderAnswer};
 pub use state::{transition, Event, Refused, Status};
+pub use waiting::{wait_is_over, WaitFor, WaitState};

@@ -26,6 +26,8 @@ pub const INTENTS_PREPARED_TOTAL: &str = "fleet_intents_prepared_total";
 pub const END_TO_END_SECONDS: &str = "fleet_end_to_end_seconds";
 pub const BUILD_INFO: &str = "fleet_build_info";
 pub const RECONCILE_SWEEPS_TOTAL: &str = "fleet_reconcile_sweeps_total";
+pub const API_REQUESTS_TOTAL: &str = "fleet_api_requests_total";
+pub const API_WAITING_REQUESTS: &str = "fleet_api_waiting_requests";
 
 // Process metrics, rendered from /proc/self on each scrape (standard Prometheus names,
 // so stock dashboards work).
@@ -64,4 +66,6 @@ pub const ALL: &[&str] = &[
     INTENTS_PREPARED_TOTAL,
     END_TO_END_SECONDS,
     BUILD_INFO,
+    API_REQUESTS_TOTAL,
+    API_WAITING_REQUESTS,
 ];
