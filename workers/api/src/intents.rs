@@ -39,6 +39,7 @@ const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
          headers(("Location" = String, description = "/v1/operations/{operation_id}"))),
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
         (status = 403, description = "`role_not_allowed` (only agents submit) or `tenant_not_granted`; nothing is written.", body = ErrorBody),
+        (status = 408, description = "`body_timeout`: the body did not arrive within 10 s.", body = ErrorBody),
         (status = 409, description = "`operation_id_conflict`: the id names another snapshot.", body = ErrorBody),
         (status = 413, description = "`oversized`: more than 64 KiB.", body = ErrorBody),
         (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `supersedes_executed`, …) and `field` the offending field.", body = ErrorBody),

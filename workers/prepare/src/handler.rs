@@ -19,7 +19,9 @@ impl PrepareHandler {
 }
 
 fn dead_letter(reason: &'static str) -> Disposition {
-    Disposition::DeadLetter { reason: reason.to_owned() }
+    Disposition::DeadLetter {
+        reason: reason.to_owned(),
+    }
 }
 
 impl Handler for PrepareHandler {

@@ -55,7 +55,11 @@ pub fn validate(body: &[u8], providers: &ProviderCapabilities) -> Result<ValidIn
             IntentError::InvalidField { field, .. } => Some(field.clone()),
             _ => None,
         };
-        warn!(reason = e.code(), field = field.as_deref(), "intent refused");
+        warn!(
+            reason = e.code(),
+            field = field.as_deref(),
+            "intent refused"
+        );
         counted(e.code(), field)
     })?;
     if let Err(reason) = guard::check(intent.action, &intent.snapshot.provider, providers) {
@@ -67,7 +71,11 @@ pub fn validate(body: &[u8], providers: &ProviderCapabilities) -> Result<ValidIn
 
 /// Writes a validated intent; `submitted_by` is the authenticated principal, if the
 /// intake has one.
-pub async fn write(store: &Store, intent: &ValidIntent, submitted_by: Option<&str>) -> Result<Written, WriteError> {
+pub async fn write(
+    store: &Store,
+    intent: &ValidIntent,
+    submitted_by: Option<&str>,
+) -> Result<Written, WriteError> {
     let op = intent.operation_id.as_str();
     let supersedes = intent.supersedes.as_ref().map(|o| o.as_str());
     match store.insert_prepared(intent, submitted_by).await? {
@@ -80,13 +88,22 @@ pub async fn write(store: &Store, intent: &ValidIntent, submitted_by: Option<&st
             Ok(Written::Inserted)
         }
         PrepareOutcome::AlreadyPrepared => {
-            info!(operation_id = op, "same snapshot prepared before; nothing to do");
+            info!(
+                operation_id = op,
+                "same snapshot prepared before; nothing to do"
+            );
             metrics::counter!(m::INTENTS_PREPARED_TOTAL, "outcome" => "duplicate").increment(1);
             Ok(Written::AlreadyPrepared)
         }
         PrepareOutcome::Refused(reason) => {
-            warn!(operation_id = op, supersedes, reason, "intent refused: it cannot replace that operation");
-            Err(WriteError::Refused(counted(reason, Some("supersedes".to_owned()))))
+            warn!(
+                operation_id = op,
+                supersedes, reason, "intent refused: it cannot replace that operation"
+            );
+            Err(WriteError::Refused(counted(
+                reason,
+                Some("supersedes".to_owned()),
+            )))
         }
         PrepareOutcome::Conflict { stored_hash } => {
             warn!(operation_id = op, payload_hash = %intent.payload_hash, stored_hash = %stored_hash, reason = "operation_id_conflict", "intent refused: the id names another snapshot");
