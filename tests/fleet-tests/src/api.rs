@@ -24,14 +24,25 @@ impl ApiProcess {
 
     /// The value of an unlabelled gauge on `/metrics`.
     pub async fn gauge(&self, http: &reqwest::Client, name: &str) -> Option<f64> {
-        let text = http.get(format!("{}/metrics", self.admin_url)).send().await.ok()?.text().await.ok()?;
-        text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        let text = http
+            .get(format!("{}/metrics", self.admin_url))
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
     }
 }
 
 /// The `addr` field of the first JSON log line whose message is `message`.
 fn logged_addr(log: &str, message: &str) -> Option<String> {
-    log.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|v| v["message"] == message).and_then(|v| v["addr"].as_str().map(str::to_owned))
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["message"] == message)
+        .and_then(|v| v["addr"].as_str().map(str::to_owned))
 }
 
 impl TestFleet {
@@ -42,22 +53,39 @@ impl TestFleet {
         let process = self.spawn_process("fleet-api", &all);
         let (base_url, admin_url) = eventually("fleet-api to listen", || async {
             let log = process.log_text();
-            Some((format!("http://{}", logged_addr(&log, "api listening")?), format!("http://{}", logged_addr(&log, "admin server listening")?)))
+            Some((
+                format!("http://{}", logged_addr(&log, "api listening")?),
+                format!("http://{}", logged_addr(&log, "admin server listening")?),
+            ))
         })
         .await;
         let (http, ready) = (self.http.clone(), format!("{admin_url}/readyz"));
         eventually("fleet-api to be ready", || {
             let (http, ready) = (http.clone(), ready.clone());
-            async move { http.get(ready).send().await.ok()?.status().is_success().then_some(()) }
+            async move {
+                http.get(ready)
+                    .send()
+                    .await
+                    .ok()?
+                    .status()
+                    .is_success()
+                    .then_some(())
+            }
         })
         .await;
-        ApiProcess { base_url, admin_url, process }
+        ApiProcess {
+            base_url,
+            admin_url,
+            process,
+        }
     }
 
     /// A new token for `principal` (an agent unless `role` says otherwise).
     pub async fn token(&self, principal: &str, role: Role, tenants: &[&str]) -> String {
         let tenants: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
-        let (token, _, _) = fleetctl::token::issue(&self.store, principal, role, &tenants).await.expect("issue a token");
+        let (token, _, _) = fleetctl::token::issue(&self.store, principal, role, &tenants)
+            .await
+            .expect("issue a token");
         token.expose().to_owned()
     }
 
@@ -73,12 +101,24 @@ impl TestFleet {
             .output()
             .await
             .expect("run fleetctl");
-        assert!(output.status.success(), "fleetctl {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "fleetctl {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         output
     }
 
     /// `SELECT operation_view(o)` for one operation, straight from the database.
     pub async fn view_in_db(&self, op: &str) -> Value {
-        self.sql().await.query_one("SELECT operation_view(o) FROM operations o WHERE operation_id = $1", &[&op]).await.unwrap().get(0)
+        self.sql()
+            .await
+            .query_one(
+                "SELECT operation_view(o) FROM operations o WHERE operation_id = $1",
+                &[&op],
+            )
+            .await
+            .unwrap()
+            .get(0)
     }
 }
