@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use fleet_core::{wait_is_over, WaitFor};
+use fleet_core::{wait_is_over, WaitFor, WaitState};
 use fleet_runtime::metric_names as m;
 use fleet_store::Store;
 use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
@@ -83,6 +83,8 @@ impl Waiters {
 
     /// Polls until `shutdown` (see the module docs).
     pub async fn run(self: Arc<Self>, store: Store, every: Duration, shutdown: CancellationToken) {
+        // Logged when reads start failing and when they recover, not at every tick.
+        let mut failing = false;
         loop {
             let ids = self.waited_on();
             if ids.is_empty() {
@@ -97,24 +99,35 @@ impl Waiters {
             }
             match store.wait_states(&ids).await {
                 Ok(states) => {
-                    let mut pending = lock(&self.pending);
-                    for (id, state) in states {
-                        if let Some(waits) = pending.get_mut(&id) {
-                            let (over, waiting): (Vec<_>, Vec<_>) = waits
-                                .drain(..)
-                                .partition(|(wait_for, _)| wait_is_over(*wait_for, state));
-                            *waits = waiting;
-                            for (_, tx) in over {
-                                // A waiter that already gave up is simply gone.
-                                let _ = tx.send(());
-                            }
-                        }
+                    if std::mem::take(&mut failing) {
+                        tracing::info!("the waited-on operations can be read again");
                     }
+                    self.wake(states);
                 }
                 // Waiters keep waiting (their own timeout bounds them); the next tick retries.
                 Err(e) => {
-                    tracing::warn!(error = %e, waiting = ids.len(), "could not read the waited-on operations")
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::warn!(error = %e, waiting = ids.len(), "could not read the waited-on operations; retrying at every tick");
+                    }
                 }
+            }
+        }
+    }
+
+    /// Wakes every waiter whose wait these states end.
+    fn wake(&self, states: Vec<(String, WaitState)>) {
+        let mut pending = lock(&self.pending);
+        for (id, state) in states {
+            let Some(waits) = pending.get_mut(&id) else {
+                continue;
+            };
+            let (over, waiting): (Vec<_>, Vec<_>) = waits
+                .drain(..)
+                .partition(|(wait_for, _)| wait_is_over(*wait_for, state));
+            *waits = waiting;
+            for (_, tx) in over {
+                // A waiter that already gave up is simply gone.
+                let _ = tx.send(());
             }
         }
     }
@@ -138,6 +151,30 @@ mod tests {
         assert!(waiters.slot().is_none(), "a third waiter is refused");
         drop(a);
         assert!(waiters.slot().is_some(), "a freed place is reused");
+    }
+
+    #[test]
+    fn only_the_waiters_whose_wait_is_over_are_woken() {
+        use fleet_core::{ApprovalStatus, Status};
+        let waiters = Waiters::new(4);
+        let mut decision = waiters.register("op_a", WaitFor::Decision);
+        let mut done = waiters.register("op_a", WaitFor::Final);
+        let approved = WaitState {
+            status: Status::InProgress,
+            approval: ApprovalStatus::Approved,
+            escalated: false,
+        };
+        waiters.wake(vec![("op_a".to_owned(), approved)]);
+        assert!(decision.try_recv().is_ok(), "the decision is known");
+        assert!(done.try_recv().is_err(), "the operation is not final yet");
+        assert_eq!(waiters.waited_on(), vec!["op_a".to_owned()]);
+        let succeeded = WaitState {
+            status: Status::Succeeded,
+            ..approved
+        };
+        waiters.wake(vec![("op_a".to_owned(), succeeded)]);
+        assert!(done.try_recv().is_ok());
+        assert!(waiters.waited_on().is_empty());
     }
 
     #[test]
