@@ -3,6 +3,8 @@
 //! never read inside, so everything is testable without services.
 
 pub mod answer;
+pub mod access;
+pub mod approval;
 pub mod currency;
 pub mod doorbell;
 pub mod hash;
@@ -12,12 +14,16 @@ pub mod outcome;
 pub mod reconcile;
 pub mod state;
 pub mod strict_json;
+pub use answer::answer_summary;
+pub mod waiting;
 pub mod webhook;
 
-pub use answer::answer_summary;
+pub use access::{ApiAction, Role, Token, TokenHash};
+pub use approval::ApprovalStatus;
 pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};
 pub use ids::{IdempotencyKey, OperationId, PayloadHash};
 pub use intent::{parse_intent, Action, IntentError, ValidIntent};
 pub use outcome::{classify_deal_create, classify_deal_update, classify_payment, CallResult, NoAnswerKind, Outcome, ProviderAnswer};
 pub use state::{transition, Event, Refused, Status};
+pub use waiting::{wait_is_over, WaitFor, WaitState};

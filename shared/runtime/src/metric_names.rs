@@ -27,6 +27,8 @@ pub const END_TO_END_SECONDS: &str = "fleet_end_to_end_seconds";
 pub const BUILD_INFO: &str = "fleet_build_info";
 pub const RECONCILE_SWEEPS_TOTAL: &str = "fleet_reconcile_sweeps_total";
 pub const DUPLICATE_EFFECTS_DETECTED_TOTAL: &str = "fleet_duplicate_effects_detected_total";
+pub const API_REQUESTS_TOTAL: &str = "fleet_api_requests_total";
+pub const API_WAITING_REQUESTS: &str = "fleet_api_waiting_requests";
 
 // Process metrics, rendered from /proc/self on each scrape (standard Prometheus names,
 // so stock dashboards work).
@@ -66,4 +68,6 @@ pub const ALL: &[&str] = &[
     INTENTS_PREPARED_TOTAL,
     END_TO_END_SECONDS,
     BUILD_INFO,
+    API_REQUESTS_TOTAL,
+    API_WAITING_REQUESTS,
 ];

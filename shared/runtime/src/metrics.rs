@@ -214,6 +214,18 @@ const DESCRIPTIONS: &[Description] = &[
         Unit::Count,
         "Always 1; labels carry the component and version of the running build.",
     ),
+    describe(
+        names::API_REQUESTS_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "HTTP API requests answered (route: the route template, status: the HTTP status code).",
+    ),
+    describe(
+        names::API_WAITING_REQUESTS,
+        Kind::Gauge,
+        Unit::Count,
+        "HTTP API requests waiting on an operation (wait_for) right now; bounded by API_MAX_WAITERS.",
+    ),
 ];
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();

@@ -9,10 +9,12 @@ mod error;
 mod migrate;
 mod pool;
 mod prepare;
+mod principals;
 mod read;
 mod rows;
 mod sweep;
 mod transition;
+mod views;
 mod webhooks;
 
 pub use approval::{ApprovalOutcome, RejectOutcome};
@@ -22,10 +24,12 @@ pub use error::StoreError;
 pub use migrate::{create_database_if_missing, drop_database, migrate};
 pub use pool::Store;
 pub use prepare::PrepareOutcome;
+pub use principals::{NewToken, Principal, TokenCreated, TokenListing, TokenRevoked};
 pub use read::FleetGauges;
 pub use sweep::{record_lookup_on, AttemptAgesMs};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
 pub use transition::{transition_in, Transition, TransitionOutcome};
+pub use views::{PageKey, ViewFilter};
 pub use webhooks::{
     check_identity, decide as decide_webhook, EventKind, Family, ObjectIdentity, Reported, ReportedObject, RowIdentity, StoredWebhook,
     WebhookDecision, WebhookEvent, WebhookOutcome, MIN_WEBHOOK_RETENTION_DAYS, WEBHOOK_ACTOR,

@@ -37,6 +37,16 @@ impl WorkerProcess {
         let _ = self.child.wait();
     }
 
+    /// SIGTERM: a worker drains and exits.
+    pub fn terminate(&self) {
+        self.signal("-TERM");
+    }
+
+    /// The exit status, once the process has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     pub fn pause(&self) {
         self.signal("-STOP");
     }

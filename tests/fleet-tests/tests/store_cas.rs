@@ -32,7 +32,7 @@ async fn prepared() -> (TestFleet, String, String) {
 async fn prepare_one(fleet: &TestFleet) -> (String, String) {
     let i = intent();
     let valid = fleet_core::parse_intent(&serde_json::to_vec(&i).unwrap()).unwrap();
-    fleet.store.insert_prepared(&valid).await.unwrap();
+    fleet.store.insert_prepared(&valid, None).await.unwrap();
     (op_of(&i), hash_of(&i))
 }
 

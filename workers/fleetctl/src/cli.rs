@@ -105,6 +105,11 @@ pub enum Command {
     },
     /// Ring the reconcile doorbell for an operation now.
     Reconcile { operation_id: String },
+    /// Bearer tokens for the HTTP API (create, revoke, list).
+    Token {
+        #[command(subcommand)]
+        command: crate::token::TokenCommand,
+    },
     /// Run the whole pipeline on this machine and print what happened.
     Demo(crate::demo::DemoArgs),
     /// Measure throughput, latency and cost of the fleet on this machine (issue 7).

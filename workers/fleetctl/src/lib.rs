@@ -10,5 +10,6 @@ pub mod inspect;
 pub mod operator;
 pub mod processes;
 pub mod submit;
+pub mod token;
 
 pub use approval::{approve_and_ring, ApproveError};

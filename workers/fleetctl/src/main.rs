@@ -4,7 +4,7 @@ use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
 use fleetctl::cli::{Cli, Command};
-use fleetctl::{approval, bench, demo, hash, inspect, operator, submit};
+use fleetctl::{approval, bench, demo, hash, inspect, operator, submit, token};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -39,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
             operator::reconcile(&publisher, &operation_id).await?;
             publisher.close().await;
         }
+        Command::Token { command } => token::run(&store()?, command).await?,
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
         Command::Bench(args) => bench::run(&cli.conn, args).await?,
     }

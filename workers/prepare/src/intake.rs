@@ -1,7 +1,10 @@
-//! The one way an intent becomes a pending-approval operation, whoever carried it (the
-//! `intents.prepare` consumer, or any other intake): validate, check the provider can
-//! execute it safely, write it, and say what that means for the sender. Logs and the
-//! `fleet_intents_prepared_total` counter are written here, once per intent.
+//! The intake of one intent.v1, whichever way it came (the `intents.prepare` queue or the
+//! HTTP API): validate (the contract, then the capability guard), then write the immutable
+//! snapshot, idempotent by operation id, and say what that means for the sender. Every
+//! intake calls these functions, so an intent is accepted, refused or found conflicting
+//! the same way, writes the same row, and is logged and counted (the
+//! `fleet_intents_prepared_total` counter) once, here. Nothing here rings a doorbell: a
+//! prepared operation waits for a person's approval, and approving rings execute.
 
 use fleet_core::{parse_intent, IntentError, ValidIntent};
 use fleet_runtime::metric_names as m;
@@ -39,26 +42,74 @@ impl Refusal {
     }
 }
 
-/// Validates `bytes` as an intent.v1 message and, if it passes, stores it.
+/// Validates `bytes` as an intent.v1 message and, if it passes, stores it (the queue's
+/// intake: no authenticated submitter).
 pub async fn intake(store: &Store, providers: &ProviderCapabilities, bytes: &[u8]) -> Intake {
+    match validate(bytes, providers) {
+        Ok(intent) => store_intent(store, intent).await,
+        Err(refusal) => Intake::Refused(refusal),
+    }
+}
+
+/// Parses and checks raw bytes; a refusal is logged and counted here.
+pub fn validate(bytes: &[u8], providers: &ProviderCapabilities) -> Result<ValidIntent, Refusal> {
     let intent = match parse_intent(bytes) {
         Ok(intent) => intent,
-        Err(e) => return refused(refusal_of(&e)),
+        Err(e) => return Err(counted(refusal_of(&e))),
     };
     if let Err(reason) = guard::check(intent.action, &intent.snapshot.provider, intent.approval_ttl_seconds, providers) {
         warn!(operation_id = %intent.operation_id, action = intent.action.wire_name(), provider = %intent.snapshot.provider, reason, "intent refused");
-        return refused(Refusal::new(reason, Some("provider")));
+        return Err(counted(Refusal::new(reason, Some("provider"))));
     }
-    store_intent(store, intent).await
+    Ok(intent)
+}
+
+/// What [`write`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    Inserted,
+    /// The same snapshot was prepared before: nothing to do.
+    AlreadyPrepared,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The operation id names another snapshot; the stored one is untouched.
+    #[error("operation_id_conflict")]
+    Conflict,
+    /// Refused for good (it may not replace the operation it supersedes, or Postgres
+    /// cannot store its values); nothing was written.
+    #[error("{}", .0.reason)]
+    Refused(Refusal),
+    /// Postgres failed; nothing was decided, so the caller may try again.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Writes a validated intent on behalf of `submitted_by` (the authenticated principal, for
+/// an intake that has one).
+pub async fn write(store: &Store, intent: &ValidIntent, submitted_by: Option<&str>) -> Result<Written, WriteError> {
+    match store_intent_by(store, intent.clone(), submitted_by).await {
+        Intake::Prepared(_) => Ok(Written::Inserted),
+        Intake::AlreadyPrepared(_) => Ok(Written::AlreadyPrepared),
+        Intake::Refused(r) if r.reason == "operation_id_conflict" => Err(WriteError::Conflict),
+        Intake::Refused(r) => Err(WriteError::Refused(r)),
+        Intake::Unavailable(e) => Err(WriteError::Store(e)),
+    }
+}
+
+/// Writes an intent that passed validation, from the queue (no authenticated submitter).
+pub async fn store_intent(store: &Store, intent: ValidIntent) -> Intake {
+    store_intent_by(store, intent, None).await
 }
 
 /// Writes an intent that passed validation, mapping every store answer to its meaning.
 /// Postgres refusing the values (a gap in validation) is a refusal, never a retry.
-pub async fn store_intent(store: &Store, intent: ValidIntent) -> Intake {
+pub async fn store_intent_by(store: &Store, intent: ValidIntent, submitted_by: Option<&str>) -> Intake {
     let op = &intent.operation_id;
-    match store.insert_prepared(&intent).await {
+    match store.insert_prepared(&intent, submitted_by).await {
         Ok(PrepareOutcome::Inserted) => {
-            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), "prepared, approval pending");
+            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, "prepared, approval pending");
             count("prepared");
             if intent.supersedes.is_some() {
                 metrics::counter!(m::APPROVALS_RENEWED_TOTAL, "action" => intent.action.wire_name()).increment(1);
@@ -105,8 +156,12 @@ fn refusal_of(e: &IntentError) -> Refusal {
 }
 
 fn refused(refusal: Refusal) -> Intake {
+    Intake::Refused(counted(refusal))
+}
+
+fn counted(refusal: Refusal) -> Refusal {
     count(refusal.reason);
-    Intake::Refused(refusal)
+    refusal
 }
 
 fn count(outcome: &'static str) {

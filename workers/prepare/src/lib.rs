@@ -1,11 +1,12 @@
 //! fleet-prepare: turns intent.v1 messages into immutable, pending-approval operations.
 //! It makes no external call, and refuses actions on providers that cannot execute them
 //! safely (the capability guard). A message that breaks the contract is dead-lettered at
-//! once with its reason and nothing is written for it.
+//! once with its reason and nothing is written for it. The HTTP API validates and
+//! writes intents with the same [`intake`] functions.
 
 mod guard;
 mod handler;
-mod intake;
+pub mod intake;
 
 use std::sync::Arc;
 

@@ -106,7 +106,7 @@ pub async fn prepare_and_approve(store: &Store, intents: &Arc<Vec<BenchIntent>>)
         set.spawn(async move {
             for i in dealt(intents.len(), SETUP_TASKS, w) {
                 let it = &intents[i].intent;
-                let inserted = store.insert_prepared(it).await?;
+                let inserted = store.insert_prepared(it, None).await?;
                 anyhow::ensure!(matches!(inserted, PrepareOutcome::Inserted), "{}: insert_prepared said {inserted:?}", it.operation_id);
                 let approved = store.approve(it.operation_id.as_str(), it.payload_hash.as_str(), APPROVER).await?;
                 anyhow::ensure!(approved == ApprovalOutcome::Approved, "{}: approve said {approved:?}", it.operation_id);

@@ -1,9 +1,11 @@
 //! `fleetctl demo`: the whole pipeline on one machine, with real processes. It migrates,
-//! starts the provider simulator and the four workers, submits the seed example (invoice
-//! inv_9182, 12,500.00 KZT to vendor_77) and a few dozen more intents, approves them the
-//! way a person would, waits until every operation is final, and prints a table of final
-//! states next to the effects the provider actually holds.
+//! starts the provider simulator, the four workers and the HTTP API, submits the seed
+//! example (invoice inv_9182, 12,500.00 KZT to vendor_77) through the API as an agent
+//! would and a few dozen more intents to the queue, approves them the way a person would,
+//! waits until every operation is final, and prints a table of final states next to the
+//! effects the provider actually holds.
 
+mod api;
 mod intents;
 mod processes;
 mod report;
@@ -33,6 +35,9 @@ pub struct DemoArgs {
     /// Address of the provider simulator the demo starts.
     #[arg(long, default_value = "127.0.0.1:8090")]
     pub sim_addr: String,
+    /// Address of the HTTP API the demo starts.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub api_addr: String,
     /// How long to wait for every operation to become final.
     #[arg(long, default_value_t = 120)]
     pub timeout_s: u64,
@@ -45,24 +50,26 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
     println!("migrated {}", conn.database_url);
 
     let bin_dir = crate::processes::bin_dir(args.bin_dir.as_deref())?;
-    let mut fleet = Fleet::start(&bin_dir, &args.log_dir, conn, &args.sim_addr).await?;
-    let outcome = drive(conn, &args, fleet.sim_url()).await;
+    let mut fleet = Fleet::start(&bin_dir, &args.log_dir, conn, &args.sim_addr, &args.api_addr).await?;
+    let outcome = drive(conn, &args, fleet.sim_url(), fleet.api_url()).await;
     fleet.stop().await;
     println!("logs: {}", args.log_dir.display());
     outcome
 }
 
-async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str) -> anyhow::Result<()> {
+async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str, api_url: &str) -> anyhow::Result<()> {
     let store = Store::connect(conn.database_url.expose(), 4)?;
     let broker = conn.broker();
     let publisher = Publisher::connect(&broker).await?;
     let plan = intents::plan(args.count);
 
-    for intent in &plan.intents {
+    let (seed, rest) = plan.intents.split_first().expect("the plan starts with the seed example");
+    api::submit(&store, api_url, seed).await?;
+    for intent in rest {
         publisher.publish(Queue::IntentsPrepare, &intent.bytes).await?;
     }
     publisher.publish(Queue::IntentsPrepare, &plan.invalid).await?;
-    println!("submitted {} intents and 1 invalid message", plan.intents.len());
+    println!("submitted {} intents and 1 invalid message to the queue", rest.len());
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout_s);
     let ids: Vec<OperationId> = plan.intents.iter().map(|i| i.intent.operation_id.clone()).collect();

@@ -1,5 +1,5 @@
-//! The demo's processes: the provider simulator and the four workers on their default
-//! admin addresses (started and stopped by [`crate::processes`]).
+//! The demo's processes: the provider simulator, the four workers and the HTTP API on
+//! their default admin addresses (started and stopped by [`crate::processes`]).
 
 use std::path::Path;
 
@@ -14,10 +14,11 @@ const DEMO_WEBHOOK_SECRET: &str = "whsec_ZGV2LW9ubHktd2ViaG9vay1zZWNyZXQh";
 pub struct Fleet {
     procs: Vec<Proc>,
     sim_url: String,
+    api_url: String,
 }
 
 impl Fleet {
-    pub async fn start(bin_dir: &Path, log_dir: &Path, conn: &Connection, sim_addr: &str) -> anyhow::Result<Fleet> {
+    pub async fn start(bin_dir: &Path, log_dir: &Path, conn: &Connection, sim_addr: &str, api_addr: &str) -> anyhow::Result<Fleet> {
         let client = reqwest::Client::new();
         let sim_url = format!("http://{sim_addr}");
         let sim = "fleet-provider-sim";
@@ -33,6 +34,7 @@ impl Fleet {
             ("PAYMENTS_URL", sim_url.as_str()),
             ("CRM_URL", sim_url.as_str()),
             ("WEBHOOK_SECRETS", webhook_secrets.as_str()),
+            ("API_ADDR", api_addr),
             ("LOG_FORMAT", "json"),
         ];
         let workers = [
@@ -40,20 +42,25 @@ impl Fleet {
             ("fleet-execute", admin_addrs::EXECUTE),
             ("fleet-reconcile", admin_addrs::RECONCILE),
             ("fleet-webhook-ingest", admin_addrs::WEBHOOK_INGEST),
+            ("fleet-api", admin_addrs::API),
         ];
         for (name, _) in workers {
             procs.push(processes::spawn(bin_dir, log_dir, name, name, &envs)?);
         }
-        let fleet = Fleet { procs, sim_url };
+        let fleet = Fleet { procs, sim_url, api_url: format!("http://{api_addr}") };
         for (name, admin) in workers {
             processes::wait_http_ok(&client, &format!("http://{admin}/readyz"), name).await?;
         }
-        println!("started the provider simulator and {} workers", workers.len());
+        println!("started the provider simulator, {} workers and the HTTP API", workers.len() - 1);
         Ok(fleet)
     }
 
     pub fn sim_url(&self) -> &str {
         &self.sim_url
+    }
+
+    pub fn api_url(&self) -> &str {
+        &self.api_url
     }
 
     /// SIGTERM every process (workers drain in-flight work), then wait; kill stragglers.

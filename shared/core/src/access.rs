@@ -1,0 +1,228 @@
+//! Who may call the HTTP API and what for: principals' roles, what each role may do, and
+//! the bearer tokens that authenticate them. Pure: the random bytes of a new token are an
+//! input, and only the SHA-256 of a token is ever stored or compared.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+/// A principal's role. Stored with the principal; routes check it through [`Role::may`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A program that proposes side effects (submits intents) and follows them.
+    Agent,
+    /// A person who approves or rejects what agents proposed.
+    Approver,
+    /// A person who settles escalated operations.
+    Operator,
+    /// A person who manages principals and tokens.
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Agent, Role::Approver, Role::Operator, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Agent => "agent",
+            Role::Approver => "approver",
+            Role::Operator => "operator",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Whether this role may do `what` (tenant grants are checked separately).
+    pub fn may(self, what: ApiAction) -> bool {
+        match (what, self) {
+            // Only agents propose: whoever approves never also proposes through the API.
+            (ApiAction::SubmitIntent, Role::Agent) => true,
+            (ApiAction::SubmitIntent, Role::Approver | Role::Operator | Role::Admin) => false,
+            (
+                ApiAction::ReadOperations,
+                Role::Agent | Role::Approver | Role::Operator | Role::Admin,
+            ) => true,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an API request asks to do, for [`Role::may`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiAction {
+    SubmitIntent,
+    ReadOperations,
+}
+
+/// Whether `name` can name a principal: 1 to 128 letters, digits and `._@:-`, starting
+/// with a letter or digit (it appears in logs and in `submitted_by`, so nothing else).
+pub fn is_principal_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && name.len() <= 128
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b".-_@:".contains(&b))
+}
+
+/// Every token starts with this, so a leaked one is recognisable (and scannable) as ours.
+pub const TOKEN_PREFIX: &str = "fleet_";
+/// Random bytes in a token: 256 bits, far beyond guessing.
+pub const TOKEN_SECRET_BYTES: usize = 32;
+/// Characters of the token kept in clear to name it (`fleet_` + 8 hex digits): enough to
+/// tell tokens apart in a listing, far too few to use.
+pub const TOKEN_DISPLAY_LEN: usize = TOKEN_PREFIX.len() + 8;
+const TOKEN_LEN: usize = TOKEN_PREFIX.len() + 2 * TOKEN_SECRET_BYTES;
+
+/// A bearer token in clear: shown once when created, never stored.
+pub struct Token(String);
+
+impl Token {
+    /// The token made of these random bytes (from the operating system's generator).
+    pub fn from_secret_bytes(bytes: &[u8; TOKEN_SECRET_BYTES]) -> Token {
+        Token(format!("{TOKEN_PREFIX}{}", hex::encode(bytes)))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// What is stored to recognise it.
+    pub fn hash(&self) -> TokenHash {
+        TokenHash::of(&self.0)
+    }
+
+    /// The clear beginning that names it in listings and `revoke`.
+    pub fn display_prefix(&self) -> &str {
+        &self.0[..TOKEN_DISPLAY_LEN]
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token([redacted])")
+    }
+}
+
+/// `sha256:` + lower-case hex of SHA-256 over the token's bytes. Tokens carry 256 random
+/// bits, so a plain (unsalted, fast) hash is enough: nothing can be guessed from it, and
+/// looking a presented token up by its hash compares no secret byte by byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenHash(String);
+
+impl TokenHash {
+    fn of(token: &str) -> TokenHash {
+        TokenHash(format!(
+            "sha256:{}",
+            hex::encode(Sha256::digest(token.as_bytes()))
+        ))
+    }
+
+    /// The hash of a presented token, or `None` when it cannot be one of ours (wrong
+    /// prefix, length or alphabet): such a request is refused without a database query.
+    pub fn of_presented(token: &str) -> Option<TokenHash> {
+        let secret = token.strip_prefix(TOKEN_PREFIX)?;
+        let well_formed = token.len() == TOKEN_LEN
+            && secret
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        well_formed.then(|| TokenHash::of(token))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_round_trip_and_unknown_ones_are_refused() {
+        for role in Role::ALL {
+            assert_eq!(Role::parse(role.as_str()), Some(role));
+        }
+        assert_eq!(Role::parse("root"), None);
+        assert_eq!(Role::parse("Agent"), None);
+    }
+
+    #[test]
+    fn only_agents_submit_and_every_role_reads() {
+        for role in Role::ALL {
+            assert_eq!(
+                role.may(ApiAction::SubmitIntent),
+                role == Role::Agent,
+                "{role}"
+            );
+            assert!(role.may(ApiAction::ReadOperations), "{role}");
+        }
+    }
+
+    #[test]
+    fn principal_names_are_plain_identifiers() {
+        for good in [
+            "agent-7",
+            "billing.bot@org_482",
+            "a",
+            "svc:reports",
+            &"x".repeat(128),
+        ] {
+            assert!(is_principal_name(good), "{good}");
+        }
+        for bad in [
+            "",
+            "-agent",
+            "agent 7",
+            "agent\n",
+            "émile",
+            &"x".repeat(129),
+        ] {
+            assert!(!is_principal_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_token_is_prefixed_high_entropy_hex_and_hashes_to_what_is_presented() {
+        let token = Token::from_secret_bytes(&[0xab; TOKEN_SECRET_BYTES]);
+        assert!(token.expose().starts_with("fleet_abab"));
+        assert_eq!(token.expose().len(), 70);
+        assert_eq!(token.display_prefix(), "fleet_abababab");
+        assert_eq!(TokenHash::of_presented(token.expose()), Some(token.hash()));
+        assert!(token.hash().as_str().starts_with("sha256:") && token.hash().as_str().len() == 71);
+        assert!(!token.hash().as_str().contains(token.expose()));
+        assert_eq!(format!("{token:?}"), "Token([redacted])");
+    }
+
+    #[test]
+    fn what_cannot_be_a_token_is_refused_before_any_lookup() {
+        let good = Token::from_secret_bytes(&[7; TOKEN_SECRET_BYTES])
+            .expose()
+            .to_owned();
+        for bad in [
+            "",
+            "fleet_",
+            &good[..good.len() - 1],
+            &format!("{good}0"),
+            &good.replace("fleet_", "fleat_"),
+            &good.to_uppercase(),
+            &format!("fleet_{}", "g".repeat(64)),
+        ] {
+            assert_eq!(TokenHash::of_presented(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn different_bytes_make_different_tokens_and_hashes() {
+        let a = Token::from_secret_bytes(&[1; TOKEN_SECRET_BYTES]);
+        let b = Token::from_secret_bytes(&[2; TOKEN_SECRET_BYTES]);
+        assert_ne!(a.expose(), b.expose());
+        assert_ne!(a.hash(), b.hash());
+    }
+}

@@ -1,0 +1,134 @@
+//! The operation as callers of the HTTP API see it: whatever the SQL function
+//! `operation_view` returns (the outcome events use the same function, so the two never
+//! disagree), always scoped to the tenants the caller may act for.
+
+use chrono::{DateTime, Utc};
+use fleet_core::{ApprovalStatus, Status, WaitState};
+use serde_json::Value;
+
+use crate::{Store, StoreError};
+
+/// Where a page of a listing ends: the next page starts strictly after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageKey {
+    pub created_at: DateTime<Utc>,
+    pub operation_id: String,
+}
+
+/// What a listing keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ViewFilter {
+    pub status: Option<Status>,
+    pub approval: Option<ApprovalStatus>,
+}
+
+const ONE: &str = "SELECT operation_view(o) FROM operations o WHERE o.operation_id = $1 AND o.tenant_id = ANY($2)";
+
+/// Newest first, `$6` rows at most. Each tenant's rows are read from its own index range
+/// (`operations_tenant_created`) up to the page size and the ranges merged, so a page
+/// costs the same with ten rows of history or ten million.
+fn page_sql(after: bool) -> String {
+    // The first page binds no key: its two parameters are still named (and typed) so
+    // that both statements take the same arguments.
+    let after = if after {
+        "AND (o.created_at, o.operation_id) < ($4::timestamptz, $5::text)"
+    } else {
+        "AND $4::timestamptz IS NULL AND $5::text IS NULL"
+    };
+    format!(
+        "SELECT v.view, v.created_at, v.operation_id
+         FROM unnest($1::text[]) AS t(tenant_id)
+         CROSS JOIN LATERAL (
+             SELECT operation_view(o) AS view, o.created_at, o.operation_id
+             FROM operations o
+             WHERE o.tenant_id = t.tenant_id
+               AND ($2::text IS NULL OR o.status = $2)
+               AND ($3::text IS NULL OR o.approval_status = $3)
+               {after}
+             ORDER BY o.created_at DESC, o.operation_id DESC
+             LIMIT $6
+         ) v
+         ORDER BY v.created_at DESC, v.operation_id DESC
+         LIMIT $6"
+    )
+}
+
+impl Store {
+    /// The view of one operation, if it belongs to one of `tenants`.
+    pub async fn operation_view(
+        &self,
+        operation_id: &str,
+        tenants: &[String],
+    ) -> Result<Option<Value>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(ONE).await?;
+        Ok(client
+            .query_opt(&stmt, &[&operation_id, &tenants])
+            .await?
+            .map(|r| r.get(0)))
+    }
+
+    /// One page of the views of `tenants`' operations, newest first, after `after`.
+    pub async fn operation_views(
+        &self,
+        tenants: &[String],
+        filter: ViewFilter,
+        after: Option<&PageKey>,
+        limit: i64,
+    ) -> Result<Vec<(Value, PageKey)>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(&page_sql(after.is_some())).await?;
+        let rows = client
+            .query(
+                &stmt,
+                &[
+                    &tenants,
+                    &filter.status.map(Status::as_str),
+                    &filter.approval.map(ApprovalStatus::as_str),
+                    &after.map(|k| k.created_at),
+                    &after.map(|k| k.operation_id.as_str()),
+                    &limit,
+                ],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                (
+                    r.get(0),
+                    PageKey {
+                        created_at: r.get(1),
+                        operation_id: r.get(2),
+                    },
+                )
+            })
+            .collect())
+    }
+
+    /// What decides a wait, for many operations in one statement (by primary key).
+    pub async fn wait_states(
+        &self,
+        operation_ids: &[String],
+    ) -> Result<Vec<(String, WaitState)>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("SELECT operation_id, status, approval_status, escalated_at IS NOT NULL FROM operations WHERE operation_id = ANY($1)")
+            .await?;
+        let rows = client.query(&stmt, &[&operation_ids]).await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                let status = Status::parse(r.get(1))?;
+                let approval = ApprovalStatus::parse(r.get(2))?;
+                Some((
+                    r.get(0),
+                    WaitState {
+                        status,
+                        approval,
+                        escalated: r.get(3),
+                    },
+                ))
+            })
+            .collect())
+    }
+}

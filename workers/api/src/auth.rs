@@ -1,0 +1,92 @@
+//! Authentication: `Authorization: Bearer <token>` → the principal it belongs to. The
+//! token is hashed at once and only its hash is looked up; the token itself is never
+//! logged, stored or echoed. Anything wrong with it is one answer, 401, so a caller
+//! cannot tell a revoked token from one that never existed.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use fleet_core::{ApiAction, TokenHash};
+use fleet_store::Principal;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Principal);
+
+impl Caller {
+    /// Refuses a caller whose role may not do `what`.
+    pub fn may(&self, what: ApiAction) -> Result<(), ApiError> {
+        if self.0.role.may(what) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden("role_not_allowed"))
+        }
+    }
+}
+
+fn presented_hash(parts: &Parts) -> Option<TokenHash> {
+    let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    TokenHash::of_presented(token.trim())
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let hash = presented_hash(parts).ok_or(ApiError::Unauthorized)?;
+        let principal = state
+            .store
+            .authenticate(&hash)
+            .await?
+            .ok_or(ApiError::Unauthorized)?;
+        Ok(Caller(principal))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Request;
+    use fleet_core::access::TOKEN_SECRET_BYTES;
+    use fleet_core::Token;
+
+    fn parts(auth: Option<&str>) -> Parts {
+        let mut builder = Request::builder();
+        if let Some(a) = auth {
+            builder = builder.header(AUTHORIZATION, a);
+        }
+        builder.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn only_a_well_formed_bearer_token_is_looked_up() {
+        let token = Token::from_secret_bytes(&[9; TOKEN_SECRET_BYTES]);
+        let good = format!("Bearer {}", token.expose());
+        assert_eq!(presented_hash(&parts(Some(&good))), Some(token.hash()));
+        assert_eq!(
+            presented_hash(&parts(Some(&format!("bearer {}", token.expose())))),
+            Some(token.hash())
+        );
+        for bad in [
+            None,
+            Some(""),
+            Some("Bearer"),
+            Some("Bearer "),
+            Some("Basic dXNlcjpwYXNz"),
+            Some(token.expose()),
+            Some("Bearer fleet_nothex"),
+        ] {
+            assert_eq!(presented_hash(&parts(bad)), None, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Every refusal the API answers, in one place: its status, its bounded code and the
+//! body `{"error": {"code": …, "field": …}}`. A code never quotes a submitted value.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// No, a malformed, an unknown or a revoked bearer token.
+    Unauthorized,
+    /// Authenticated, but not for this: `role_not_allowed` or `tenant_not_granted`.
+    Forbidden(&'static str),
+    /// No such operation among the caller's tenants (another tenant's is not found either).
+    NotFound,
+    /// The operation id names another snapshot.
+    Conflict,
+    /// The intent breaks the contract: the prepare worker's dead-letter reason.
+    Invalid {
+        code: &'static str,
+        field: Option<String>,
+    },
+    /// A query parameter is unknown or out of range.
+    BadQuery { field: Option<&'static str> },
+    /// The body is larger than an intent may be.
+    Oversized,
+    /// The body did not arrive in time.
+    BodyTimeout,
+    /// Every wait slot is taken; try again shortly.
+    TooManyWaiters,
+    /// Postgres did not answer; nothing was decided, the same request may be sent again.
+    Unavailable,
+}
+
+/// The error body.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// A bounded code, e.g. `unauthorized`, `tenant_not_granted`, `invalid_field`.
+    pub code: String,
+    /// The offending field (`payload.amount_minor`, `limit`, …) when there is one.
+    pub field: Option<String>,
+}
+
+const RETRY_AFTER_S: HeaderValue = HeaderValue::from_static("1");
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::Conflict => StatusCode::CONFLICT,
+            ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::BadQuery { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Oversized => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            ApiError::TooManyWaiters => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(code) => code,
+            ApiError::NotFound => "not_found",
+            ApiError::Conflict => "operation_id_conflict",
+            ApiError::Invalid { code, .. } => code,
+            ApiError::BadQuery { .. } => "invalid_query",
+            ApiError::Oversized => "oversized",
+            ApiError::BodyTimeout => "body_timeout",
+            ApiError::TooManyWaiters => "too_many_waiters",
+            ApiError::Unavailable => "unavailable",
+        }
+    }
+
+    fn field(&self) -> Option<String> {
+        match self {
+            ApiError::Invalid { field, .. } => field.clone(),
+            ApiError::BadQuery { field } => field.map(str::to_owned),
+            ApiError::Conflict => Some("operation_id".to_owned()),
+            ApiError::Unauthorized
+            | ApiError::Forbidden(_)
+            | ApiError::NotFound
+            | ApiError::Oversized
+            | ApiError::BodyTimeout
+            | ApiError::TooManyWaiters
+            | ApiError::Unavailable => None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code().to_owned(),
+                field: self.field(),
+            },
+        };
+        let mut response = (self.status(), Json(body)).into_response();
+        let headers = response.headers_mut();
+        match self {
+            ApiError::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::TooManyWaiters | ApiError::Unavailable => {
+                headers.insert(header::RETRY_AFTER, RETRY_AFTER_S);
+            }
+            ApiError::Forbidden(_)
+            | ApiError::NotFound
+            | ApiError::Conflict
+            | ApiError::Invalid { .. }
+            | ApiError::BadQuery { .. }
+            | ApiError::Oversized
+            | ApiError::BodyTimeout => {}
+        }
+        response
+    }
+}
+
+impl From<fleet_store::StoreError> for ApiError {
+    fn from(e: fleet_store::StoreError) -> Self {
+        // Logged once, here, where it becomes the answer.
+        tracing::warn!(error = %e, "postgres failed; answering 503");
+        ApiError::Unavailable
+    }
+}

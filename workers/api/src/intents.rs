@@ -1,0 +1,96 @@
+//! `POST /v1/intents`: an intent.v1 validated and written by the prepare worker's own
+//! intake functions (so the API and the queue accept, refuse and store exactly alike),
+//! answered synchronously with the operation's view.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use fleet_core::intent::MAX_INTENT_BYTES;
+use fleet_core::ApiAction;
+use fleet_prepare::intake::{self, WriteError, Written};
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::openapi::{IntentV1, OperationView};
+use crate::state::AppState;
+
+/// A client that cannot send 64 KiB within this long is not waited for.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Submit an intent.
+///
+/// Validated exactly as the `intents.prepare` queue validates it (the same code), then
+/// stored as a pending-approval operation recorded as submitted by the caller. The same
+/// intent again is a no-op answered 200; the same `operation_id` with another snapshot is
+/// refused (409) and the stored operation is untouched.
+#[utoipa::path(
+    post,
+    path = "/v1/intents",
+    tag = "intents",
+    request_body(content = IntentV1, content_type = "application/json", description = "An intent.v1 message, at most 64 KiB."),
+    responses(
+        (status = 202, description = "Stored; approval pending.", body = OperationView,
+         headers(("Location" = String, description = "/v1/operations/{operation_id}"))),
+        (status = 200, description = "The same intent was stored before; its current view.", body = OperationView,
+         headers(("Location" = String, description = "/v1/operations/{operation_id}"))),
+        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
+        (status = 403, description = "`role_not_allowed` (only agents submit) or `tenant_not_granted`; nothing is written.", body = ErrorBody),
+        (status = 408, description = "`body_timeout`: the body did not arrive within 10 s.", body = ErrorBody),
+        (status = 409, description = "`operation_id_conflict`: the id names another snapshot.", body = ErrorBody),
+        (status = 413, description = "`oversized`: more than 64 KiB.", body = ErrorBody),
+        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `supersedes_executed`, …) and `field` the offending field.", body = ErrorBody),
+        (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn submit_intent(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Body,
+) -> Result<Response, ApiError> {
+    caller.may(ApiAction::SubmitIntent)?;
+    let bytes = match tokio::time::timeout(
+        BODY_READ_TIMEOUT,
+        axum::body::to_bytes(body, MAX_INTENT_BYTES),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => bytes,
+        // Over the limit, or the client went away mid-body.
+        Ok(Err(_)) => return Err(ApiError::Oversized),
+        Err(_) => return Err(ApiError::BodyTimeout),
+    };
+    let intent = intake::validate(&bytes, &state.providers).map_err(|r| ApiError::Invalid {
+        code: r.reason,
+        field: r.field,
+    })?;
+    if !caller.0.acts_for(&intent.snapshot.tenant_id) {
+        tracing::warn!(principal = %caller.0.name, operation_id = intent.operation_id.as_str(), "intent refused: tenant not granted");
+        return Err(ApiError::Forbidden("tenant_not_granted"));
+    }
+    let status = match intake::write(&state.store, &intent, Some(&caller.0.name)).await {
+        Ok(Written::Inserted) => StatusCode::ACCEPTED,
+        Ok(Written::AlreadyPrepared) => StatusCode::OK,
+        Err(WriteError::Conflict) => return Err(ApiError::Conflict),
+        Err(WriteError::Refused(r)) => {
+            return Err(ApiError::Invalid {
+                code: r.reason,
+                field: r.field,
+            })
+        }
+        Err(WriteError::Store(e)) => return Err(e.into()),
+    };
+    let op = intent.operation_id.as_str();
+    let view = state
+        .store
+        .operation_view(op, &caller.0.tenants)
+        .await?
+        .ok_or(ApiError::Unavailable)?;
+    let location = HeaderValue::from_str(&format!("/v1/operations/{op}"))
+        .map_err(|_| ApiError::Unavailable)?;
+    Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+}

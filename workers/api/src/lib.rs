@@ -1,0 +1,125 @@
+//! fleet-api: the HTTP API for agents. Callers are principals authenticated by bearer
+//! tokens and scoped to the tenants they were granted.
+//!
+//! | route | what |
+//! |---|---|
+//! | `POST /v1/intents` | submit an intent.v1 ([`intents`]), validated and written by the prepare worker's own intake |
+//! | `GET /v1/operations/{id}` | one operation's view, optionally waiting for its decision or its end ([`operations`], [`waiters`]) |
+//! | `GET /v1/operations` | the caller's operations, newest first, keyset-paginated ([`cursor`]) |
+//! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
+//!
+//! Every operation is shown as the SQL function `operation_view` returns it. The API
+//! holds no state of its own but the list of waiting requests: any number of replicas
+//! may run behind a load balancer.
+
+pub mod auth;
+pub mod cursor;
+pub mod error;
+pub mod intents;
+pub mod openapi;
+pub mod operations;
+pub mod settings;
+pub mod state;
+pub mod waiters;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::header;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use fleet_prepare::ProviderCapabilities;
+use fleet_runtime::metric_names as m;
+use fleet_store::Store;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use settings::ApiSettings;
+pub use state::AppState;
+pub use waiters::Waiters;
+
+use crate::error::ApiError;
+
+/// Everything `run` needs, built by `main` (or by a test).
+pub struct ApiDeps {
+    pub store: Store,
+    pub providers: ProviderCapabilities,
+    pub settings: ApiSettings,
+    /// Bound by `main` from `API_ADDR` (or by a test on port 0).
+    pub listener: TcpListener,
+}
+
+/// The routes and the OpenAPI document describing exactly them.
+pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(intents::submit_intent))
+        .routes(routes!(operations::get_operation))
+        .routes(routes!(operations::list_operations))
+        .with_state(state)
+        .split_for_parts();
+    let json = Arc::new(doc.to_json().expect("the OpenAPI document serialises"));
+    let router = router
+        .route(
+            "/openapi.json",
+            get(move || async move {
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    json.to_string(),
+                )
+            }),
+        )
+        .fallback(|| async { ApiError::NotFound })
+        .layer(middleware::from_fn(observe));
+    (router, doc)
+}
+
+/// Counts and logs every answer by route template and status (never the path itself, which
+/// carries an operation id, nor any header).
+async fn observe(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    metrics::counter!(m::API_REQUESTS_TOTAL, "route" => route.clone(), "status" => status.to_string()).increment(1);
+    tracing::info!(%method, route, status, elapsed_ms = started.elapsed().as_millis() as u64, "answered");
+    response.into_response()
+}
+
+/// Serves the API on `listener` until `shutdown` is cancelled; waiting requests then
+/// answer at once and in-flight requests finish before it returns.
+pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<()> {
+    let waiters = Arc::new(Waiters::new(deps.settings.max_waiters()));
+    let poller = tokio::spawn(waiters.clone().run(
+        deps.store.clone(),
+        deps.settings.wait_poll(),
+        shutdown.clone(),
+    ));
+    let state = AppState {
+        store: deps.store,
+        providers: deps.providers,
+        waiters,
+        shutdown: shutdown.clone(),
+    };
+    let (router, _) = app(state);
+    if let Ok(addr) = deps.listener.local_addr() {
+        tracing::info!(%addr, "api listening");
+    }
+    let served = axum::serve(deps.listener, router)
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await;
+    shutdown.cancel();
+    if let Err(e) = poller.await {
+        tracing::warn!(error = %e, "the wait poller failed");
+    }
+    served
+}

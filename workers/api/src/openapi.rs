@@ -1,0 +1,128 @@
+//! The OpenAPI 3.1 document, generated from the handlers themselves: every route is
+//! registered through `utoipa_axum`'s router together with its `#[utoipa::path]`, so a
+//! route cannot exist without being documented. The schemas below document what the
+//! handlers send and receive; they are never built (the API answers with what the SQL
+//! function `operation_view` returns), and a test compares `OperationView`'s properties
+//! with the keys of a real view.
+
+#![allow(dead_code)]
+
+use serde::Serialize;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use crate::error::{ErrorBody, ErrorDetail};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "fleet API",
+        description = "Submit intents and follow the operations they become. Every request carries `Authorization: Bearer <token>` (`fleetctl token create`); a caller sees and submits only for the tenants its principal was granted.",
+    ),
+    modifiers(&BearerAuth),
+    components(schemas(ErrorBody, ErrorDetail, IntentV1, OperationView, OperationPage)),
+    tags(
+        (name = "intents", description = "Proposing side effects."),
+        (name = "operations", description = "Following them."),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        if let Some(components) = openapi.components.as_mut() {
+            let mut scheme = Http::new(HttpAuthScheme::Bearer);
+            scheme.description = Some(
+                "A token made by `fleetctl token create` (`fleet_` + 64 hex digits).".to_owned(),
+            );
+            components.add_security_scheme("bearer", SecurityScheme::Http(scheme));
+        }
+    }
+}
+
+/// An intent.v1 message: what an agent proposes. The snapshot (operation_id, tenant_id,
+/// action, provider, target, payload, policy_version, data_version) is what a person
+/// approves, by its hash.
+#[derive(Serialize, ToSchema)]
+pub struct IntentV1 {
+    /// Always `intent.v1`.
+    #[schema(example = "intent.v1")]
+    schema: String,
+    /// `op_` + a 26-character ULID, made by the agent before it submits, so that a resent
+    /// intent is the same operation.
+    #[schema(example = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")]
+    operation_id: String,
+    #[schema(example = "org_482")]
+    tenant_id: String,
+    /// `payment.create`, `refund.create`, `crm.deal.create` or `crm.deal.update`.
+    #[schema(example = "payment.create")]
+    action: String,
+    /// `payments` for payments and refunds, `crm` for deals.
+    #[schema(example = "payments")]
+    provider: String,
+    /// The deal id for `crm.deal.update`; null otherwise.
+    target: Option<String>,
+    /// The action's fields; money is an integer in minor units.
+    #[schema(value_type = Object, example = json!({"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"}))]
+    payload: serde_json::Value,
+    #[schema(example = "payments-v3")]
+    policy_version: String,
+    #[schema(example = "inv_9182@7")]
+    data_version: String,
+    /// How long the approval may wait, 1 s to 30 days.
+    #[schema(example = 3600)]
+    approval_ttl_seconds: i64,
+    /// Shown to the approver; not part of the snapshot.
+    rationale: Option<String>,
+    /// The operation this one corrects (it is cancelled if it never started).
+    supersedes: Option<String>,
+}
+
+/// An operation as agents and people see it (timestamps RFC 3339, UTC).
+#[derive(Serialize, ToSchema)]
+pub struct OperationView {
+    operation_id: String,
+    tenant_id: String,
+    action: String,
+    provider: String,
+    target: Option<String>,
+    supersedes: Option<String>,
+    #[schema(value_type = Object)]
+    payload: serde_json::Value,
+    /// `sha256:` + hex of the RFC 8785 snapshot: what an approver approves.
+    payload_hash: String,
+    policy_version: String,
+    data_version: String,
+    /// not_started, in_progress, accepted, unknown, succeeded, failed, cancelled, disputed.
+    status: String,
+    /// Why it is in this status, when a reason was recorded (e.g. `superseded`).
+    reason: Option<String>,
+    /// The provider's error code of a failed operation.
+    error_code: Option<String>,
+    /// The provider's id of the effect.
+    external_id: Option<String>,
+    /// Waiting for a person (an operator) to settle it.
+    escalated: bool,
+    /// pending, approved, rejected, expired.
+    approval_status: String,
+    approval_expires_at: String,
+    decided_by: Option<String>,
+    decided_at: Option<String>,
+    /// The principal that submitted it through the API (null for the queue).
+    submitted_by: Option<String>,
+    created_at: String,
+    updated_at: String,
+    unknown_since: Option<String>,
+    escalated_at: Option<String>,
+    resolved_at: Option<String>,
+}
+
+/// One page of a listing.
+#[derive(Serialize, ToSchema)]
+pub struct OperationPage {
+    data: Vec<OperationView>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    next_cursor: Option<String>,
+}

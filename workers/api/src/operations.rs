@@ -1,0 +1,235 @@
+//! `GET /v1/operations/{id}` (optionally waiting for the decision or the end) and
+//! `GET /v1/operations` (a tenant-scoped listing with keyset pagination). Every answer is
+//! the SQL function `operation_view`'s, unchanged.
+
+use std::time::Duration;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use fleet_core::{ApiAction, ApprovalStatus, OperationId, Status, WaitFor, WaitState};
+use fleet_store::ViewFilter;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use utoipa::IntoParams;
+
+use crate::auth::Caller;
+use crate::cursor;
+use crate::error::{ApiError, ErrorBody};
+use crate::openapi::{OperationPage, OperationView};
+use crate::state::AppState;
+
+/// The longest a request may wait.
+pub const MAX_WAIT_S: u64 = 60;
+const DEFAULT_WAIT_S: u64 = 30;
+pub const MAX_PAGE: i64 = 100;
+const DEFAULT_PAGE: i64 = 50;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WaitQuery {
+    /// Hold the request until the approval is decided (`decision`: approved, rejected or
+    /// expired) or the operation is final (`final`: succeeded, failed, cancelled,
+    /// disputed). Either wait also ends when the operation is escalated to a person, and a
+    /// wait for the decision ends when the operation becomes final.
+    #[param(value_type = Option<String>, pattern = "^(decision|final)$")]
+    wait_for: Option<String>,
+    /// The longest to hold the request, in seconds (0 to 60, default 30). When it runs
+    /// out the answer is 200 with the current view: look at it, and ask again.
+    #[param(value_type = Option<u64>, maximum = 60)]
+    timeout_s: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only operations in this status.
+    #[param(value_type = Option<String>)]
+    status: Option<String>,
+    /// Only operations with this approval status (`pending`, `approved`, `rejected`, `expired`).
+    #[param(value_type = Option<String>)]
+    approval_status: Option<String>,
+    /// Page size, 1 to 100 (default 50).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
+    limit: Option<String>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    q.map(|Query(q)| q)
+        .map_err(|_| ApiError::BadQuery { field: None })
+}
+
+/// Read an operation, optionally waiting.
+///
+/// Operations outside the caller's tenants are not found (404), exactly like operations
+/// that do not exist.
+#[utoipa::path(
+    get,
+    path = "/v1/operations/{id}",
+    tag = "operations",
+    params(("id" = String, Path, description = "The operation id (`op_` + ULID)."), WaitQuery),
+    responses(
+        (status = 200, description = "The operation: when waiting, once the wait is over or, at the timeout, as it is then.", body = OperationView),
+        (status = 400, description = "`invalid_query`: an unknown parameter, `wait_for` not `decision` or `final`, `timeout_s` above 60.", body = ErrorBody),
+        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
+        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
+        (status = 429, description = "`too_many_waiters`: every wait slot of this process is taken; retry after `Retry-After`.", body = ErrorBody),
+        (status = 503, description = "Postgres did not answer.", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_operation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    q: Result<Query<WaitQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.may(ApiAction::ReadOperations)?;
+    let q = query(q)?;
+    let wait_for = match q.wait_for.as_deref() {
+        None => None,
+        Some(w) => Some(WaitFor::parse(w).ok_or(ApiError::BadQuery {
+            field: Some("wait_for"),
+        })?),
+    };
+    let timeout_s = match q.timeout_s.as_deref() {
+        None => DEFAULT_WAIT_S,
+        Some(_) if wait_for.is_none() => {
+            return Err(ApiError::BadQuery {
+                field: Some("timeout_s"),
+            })
+        }
+        Some(t) => t
+            .parse()
+            .ok()
+            .filter(|t| *t <= MAX_WAIT_S)
+            .ok_or(ApiError::BadQuery {
+                field: Some("timeout_s"),
+            })?,
+    };
+    OperationId::parse(&id).map_err(|_| ApiError::NotFound)?;
+    let tenants = &caller.0.tenants;
+    let view = state
+        .store
+        .operation_view(&id, tenants)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let Some(wait_for) = wait_for else {
+        return Ok(Json(view));
+    };
+    if wait_state(&view).is_none_or(|s| fleet_core::wait_is_over(wait_for, s)) {
+        return Ok(Json(view));
+    }
+    let _slot = state.waiters.slot().ok_or(ApiError::TooManyWaiters)?;
+    let over = state.waiters.register(&id, wait_for);
+    tokio::select! {
+        _ = over => {}
+        _ = tokio::time::sleep(Duration::from_secs(timeout_s)) => {}
+        // A draining process answers at once rather than holding its shutdown.
+        _ = state.shutdown.cancelled() => {}
+    }
+    let view = state
+        .store
+        .operation_view(&id, tenants)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    Ok(Json(view))
+}
+
+/// What decides a wait, read from a view (the view is the one truth the caller gets).
+fn wait_state(view: &Value) -> Option<WaitState> {
+    Some(WaitState {
+        status: Status::parse(view["status"].as_str()?)?,
+        approval: ApprovalStatus::parse(view["approval_status"].as_str()?)?,
+        escalated: view["escalated"].as_bool()?,
+    })
+}
+
+/// List operations, newest first.
+///
+/// Only operations of the caller's tenants. Pages are cut by an opaque cursor: pass the
+/// `next_cursor` of a page to get the next one; it is `null` on the last page.
+#[utoipa::path(
+    get,
+    path = "/v1/operations",
+    tag = "operations",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "One page.", body = OperationPage),
+        (status = 400, description = "`invalid_query`: an unknown parameter or status, `limit` outside 1..100, a cursor this API did not hand out.", body = ErrorBody),
+        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
+        (status = 503, description = "Postgres did not answer.", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_operations(
+    State(state): State<AppState>,
+    caller: Caller,
+    q: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.may(ApiAction::ReadOperations)?;
+    let q = query(q)?;
+    let bad = |field| ApiError::BadQuery { field: Some(field) };
+    let filter = ViewFilter {
+        status: q
+            .status
+            .as_deref()
+            .map(|s| Status::parse(s).ok_or(bad("status")))
+            .transpose()?,
+        approval: q
+            .approval_status
+            .as_deref()
+            .map(|s| ApprovalStatus::parse(s).ok_or(bad("approval_status")))
+            .transpose()?,
+    };
+    let limit = match q.limit.as_deref() {
+        None => DEFAULT_PAGE,
+        Some(l) => l
+            .parse()
+            .ok()
+            .filter(|l| (1..=MAX_PAGE).contains(l))
+            .ok_or(bad("limit"))?,
+    };
+    let after = q
+        .cursor
+        .as_deref()
+        .map(|c| cursor::decode(c).ok_or(bad("cursor")))
+        .transpose()?;
+    // One row more than asked says whether another page follows.
+    let mut rows = state
+        .store
+        .operation_views(&caller.0.tenants, filter, after.as_ref(), limit + 1)
+        .await?;
+    let more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    let next_cursor = if more {
+        rows.last().map(|(_, key)| cursor::encode(key))
+    } else {
+        None
+    };
+    let data: Vec<Value> = rows.into_iter().map(|(view, _)| view).collect();
+    Ok(Json(json!({"data": data, "next_cursor": next_cursor})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_says_what_decides_a_wait() {
+        let view = json!({"status": "unknown", "approval_status": "approved", "escalated": true});
+        assert_eq!(
+            wait_state(&view),
+            Some(WaitState {
+                status: Status::Unknown,
+                approval: ApprovalStatus::Approved,
+                escalated: true
+            })
+        );
+        assert_eq!(wait_state(&json!({"status": "unknown"})), None);
+    }
+}
