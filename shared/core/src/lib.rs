@@ -4,6 +4,7 @@
 
 pub mod currency;
 pub mod doorbell;
+pub mod events;
 pub mod hash;
 pub mod ids;
 pub mod intent;
