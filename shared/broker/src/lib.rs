@@ -8,7 +8,8 @@
 //! work was not committed is not.
 //!
 //! - [`topology`]: the one declaration of queues, dead-letter exchange and bindings.
-//! - [`Publisher`]: publish with confirm, reconnecting on the next call after a failure.
+//! - [`Publisher`]: publish with confirm, reconnecting on the next call after a failure;
+//!   [`Publisher::publish_events`] puts a batch of outcome events on `fleet.events`.
 //! - [`consume`] / [`consume_with_health`]: the consumer loop; a [`Handler`] returns a
 //!   [`Disposition`] that is mapped to ack / nack / dead-letter in one place.
 //! - [`BrokerHealth`]: readiness for `/readyz`.
@@ -37,7 +38,7 @@ pub use dead_letter::{dead_letters, QUEUE_HEADER, REASON_HEADER};
 pub use disposition::{Delivery, Disposition, Handler};
 pub use error::BrokerError;
 pub use health::BrokerHealth;
-pub use publisher::Publisher;
+pub use publisher::{EventMessage, EventsPublished, Publisher};
 pub use topology::{
     dead_letter_count, declare_topology, delete_namespace, message_count, work_queue_arguments,
 };

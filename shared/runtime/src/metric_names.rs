@@ -26,6 +26,10 @@ pub const INTENTS_PREPARED_TOTAL: &str = "fleet_intents_prepared_total";
 pub const END_TO_END_SECONDS: &str = "fleet_end_to_end_seconds";
 pub const BUILD_INFO: &str = "fleet_build_info";
 pub const RECONCILE_SWEEPS_TOTAL: &str = "fleet_reconcile_sweeps_total";
+pub const EVENTS_PUBLISHED_TOTAL: &str = "fleet_events_published_total";
+pub const EVENTS_PUBLISH_FAILURES_TOTAL: &str = "fleet_events_publish_failures_total";
+pub const OUTBOX_BACKLOG: &str = "fleet_outbox_backlog";
+pub const OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS: &str = "fleet_outbox_oldest_unpublished_age_seconds";
 
 // Process metrics, rendered from /proc/self on each scrape (standard Prometheus names,
 // so stock dashboards work).
@@ -64,4 +68,8 @@ pub const ALL: &[&str] = &[
     INTENTS_PREPARED_TOTAL,
     END_TO_END_SECONDS,
     BUILD_INFO,
+    EVENTS_PUBLISHED_TOTAL,
+    EVENTS_PUBLISH_FAILURES_TOTAL,
+    OUTBOX_BACKLOG,
+    OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS,
 ];

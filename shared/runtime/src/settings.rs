@@ -38,6 +38,7 @@ pub mod admin_addrs {
     pub const EXECUTE: SocketAddr = local(9102);
     pub const RECONCILE: SocketAddr = local(9103);
     pub const WEBHOOK_INGEST: SocketAddr = local(9104);
+    pub const RELAY: SocketAddr = local(9105);
 }
 
 /// Settings every worker shares: where Postgres and RabbitMQ are, logging, and the bounds
@@ -68,7 +69,8 @@ pub struct CommonArgs {
     pub amqp_namespace: String,
 
     /// Admin listen address for /metrics, /livez, /readyz [default: per binary, see
-    /// `admin_addrs`: prepare 9101, execute 9102, reconcile 9103, webhook-ingest 9104].
+    /// `admin_addrs`: prepare 9101, execute 9102, reconcile 9103, webhook-ingest 9104,
+    /// relay 9105].
     #[arg(long, env = "ADMIN_ADDR")]
     pub admin_addr: Option<SocketAddr>,
 
