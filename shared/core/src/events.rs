@@ -125,7 +125,11 @@ impl OutcomeEvent {
 
     /// `<type>.<tenant segment>`, e.g. `fleet.operation.succeeded.acme`.
     pub fn routing_key(&self) -> String {
-        format!("{}.{}", self.event_type.cloudevents_type(), tenant_segment(&self.tenant_id))
+        format!(
+            "{}.{}",
+            self.event_type.cloudevents_type(),
+            tenant_segment(&self.tenant_id)
+        )
     }
 
     /// The structured-mode CloudEvent.

@@ -29,7 +29,8 @@ pub const RECONCILE_SWEEPS_TOTAL: &str = "fleet_reconcile_sweeps_total";
 pub const EVENTS_PUBLISHED_TOTAL: &str = "fleet_events_published_total";
 pub const EVENTS_PUBLISH_FAILURES_TOTAL: &str = "fleet_events_publish_failures_total";
 pub const OUTBOX_BACKLOG: &str = "fleet_outbox_backlog";
-pub const OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS: &str = "fleet_outbox_oldest_unpublished_age_seconds";
+pub const OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS: &str =
+    "fleet_outbox_oldest_unpublished_age_seconds";
 
 // Process metrics, rendered from /proc/self on each scrape (standard Prometheus names,
 // so stock dashboards work).

@@ -97,18 +97,32 @@ impl Store {
         let count = taken.len();
         let confirmed = publish(taken).await;
         let mark = tx.prepare_cached(MARK).await?;
-        let mut marked: Vec<(i64, String)> = tx.query(&mark, &[&confirmed]).await?.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let mut marked: Vec<(i64, String)> = tx
+            .query(&mark, &[&confirmed])
+            .await?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
         tx.commit().await?;
         marked.sort_unstable_by_key(|(id, _)| *id);
-        let published = marked.iter().filter_map(|(_, t)| EventType::parse(t)).collect();
-        Ok(Relayed { taken: count, published })
+        let published = marked
+            .iter()
+            .filter_map(|(_, t)| EventType::parse(t))
+            .collect();
+        Ok(Relayed {
+            taken: count,
+            published,
+        })
     }
 
     pub async fn outbox_gauges(&self) -> Result<OutboxGauges, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(GAUGES).await?;
         let r = client.query_one(&stmt, &[]).await?;
-        Ok(OutboxGauges { backlog: r.get("backlog"), oldest_unpublished_age_s: r.get("oldest") })
+        Ok(OutboxGauges {
+            backlog: r.get("backlog"),
+            oldest_unpublished_age_s: r.get("oldest"),
+        })
     }
 
     /// Deletes at most `batch` events published more than `older_than_s` seconds ago (by
@@ -116,11 +130,15 @@ impl Store {
     /// many it deleted; the caller repeats while a full batch came back.
     pub async fn prune_outbox(&self, older_than_s: u64, batch: i64) -> Result<u64, StoreError> {
         if batch < 1 {
-            return Err(StoreError::Config("outbox retention batch must be at least 1".into()));
+            return Err(StoreError::Config(
+                "outbox retention batch must be at least 1".into(),
+            ));
         }
         let client = self.client().await?;
         let stmt = client.prepare_cached(PRUNE).await?;
-        Ok(client.execute(&stmt, &[&(older_than_s as f64), &batch]).await?)
+        Ok(client
+            .execute(&stmt, &[&(older_than_s as f64), &batch])
+            .await?)
     }
 }
 
@@ -128,7 +146,11 @@ fn outbox_row(r: &tokio_postgres::Row) -> Result<OutboxRow, StoreError> {
     let stored: String = r.get("event_type");
     // The table's CHECK allows only the known types; a newer schema than this binary
     // must stop the relay loudly rather than publish something it cannot name.
-    let event_type = EventType::parse(&stored).ok_or_else(|| StoreError::Config(format!("outbox event type {stored:?} is unknown to this build")))?;
+    let event_type = EventType::parse(&stored).ok_or_else(|| {
+        StoreError::Config(format!(
+            "outbox event type {stored:?} is unknown to this build"
+        ))
+    })?;
     let data: Value = r.get("data");
     Ok(OutboxRow {
         id: r.get("id"),

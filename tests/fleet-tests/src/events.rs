@@ -19,7 +19,10 @@ use crate::{eventually, TestFleet};
 
 /// Relay settings for tests: a short poll so a test never waits on the backstop long.
 pub fn fast_relay() -> RelaySettings {
-    RelaySettings { relay_poll_interval_ms: 200, ..RelaySettings::default() }
+    RelaySettings {
+        relay_poll_interval_ms: 200,
+        ..RelaySettings::default()
+    }
 }
 
 /// One event as a consumer received it.
@@ -41,7 +44,10 @@ impl TappedEvent {
 
     /// The short type: `succeeded` for `fleet.operation.succeeded`.
     pub fn short_type(&self) -> &str {
-        self.body["type"].as_str().and_then(|t| t.strip_prefix("fleet.operation.")).unwrap_or_default()
+        self.body["type"]
+            .as_str()
+            .and_then(|t| t.strip_prefix("fleet.operation."))
+            .unwrap_or_default()
     }
 
     pub fn sequence(&self) -> i64 {
@@ -68,7 +74,10 @@ impl EventTap {
 
     /// The events of one operation, in arrival order (duplicates included).
     pub fn of(&self, op: &str) -> Vec<TappedEvent> {
-        self.events().into_iter().filter(|e| e.subject() == op).collect()
+        self.events()
+            .into_iter()
+            .filter(|e| e.subject() == op)
+            .collect()
     }
 
     /// Waits until the operation's events include every short type of `types`, and
@@ -76,7 +85,10 @@ impl EventTap {
     pub async fn until_types(&self, op: &str, types: &[&str]) -> Vec<TappedEvent> {
         eventually(&format!("events {types:?} of {op}"), || async {
             let got = self.of(op);
-            types.iter().all(|t| got.iter().any(|e| e.short_type() == *t)).then_some(got)
+            types
+                .iter()
+                .all(|t| got.iter().any(|e| e.short_type() == *t))
+                .then_some(got)
         })
         .await
     }
@@ -91,19 +103,43 @@ impl Drop for EventTap {
 impl TestFleet {
     /// Binds a fresh exclusive queue to `fleet.events` with `binding` (e.g. `#`).
     pub async fn tap_events(&self, binding: &str) -> EventTap {
-        let conn = Connection::connect(&self.broker.amqp_url, ConnectionProperties::default()).await.expect("tap connection");
+        let conn = Connection::connect(&self.broker.amqp_url, ConnectionProperties::default())
+            .await
+            .expect("tap connection");
         let channel = conn.create_channel().await.expect("tap channel");
         let queue = channel
-            .queue_declare("".into(), QueueDeclareOptions { exclusive: true, auto_delete: true, ..Default::default() }, FieldTable::default())
+            .queue_declare(
+                "".into(),
+                QueueDeclareOptions {
+                    exclusive: true,
+                    auto_delete: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
             .await
             .expect("tap queue");
         let exchange = self.broker.events_exchange_name();
         channel
-            .queue_bind(queue.name().clone(), exchange.as_str().into(), binding.into(), QueueBindOptions::default(), FieldTable::default())
+            .queue_bind(
+                queue.name().clone(),
+                exchange.as_str().into(),
+                binding.into(),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
             .await
             .expect("bind the tap");
         let mut consumer = channel
-            .basic_consume(queue.name().clone(), "tap".into(), BasicConsumeOptions { no_ack: true, ..Default::default() }, FieldTable::default())
+            .basic_consume(
+                queue.name().clone(),
+                "tap".into(),
+                BasicConsumeOptions {
+                    no_ack: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
             .await
             .expect("consume the tap");
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -121,19 +157,32 @@ impl TestFleet {
                 sink.lock().unwrap().push(event);
             }
         });
-        EventTap { received, task, _conn: conn }
+        EventTap {
+            received,
+            task,
+            _conn: conn,
+        }
     }
 
     /// Starts the relay in-process (its own publisher, like the binary).
     pub async fn spawn_relay(&mut self, settings: RelaySettings) {
-        let publisher = Publisher::connect_with_health(&self.broker, &BrokerHealth::new()).await.expect("relay publisher");
-        let deps = RelayDeps { store: self.store.clone(), publisher, namespace: self.broker.namespace.clone(), settings };
+        let publisher = Publisher::connect_with_health(&self.broker, &BrokerHealth::new())
+            .await
+            .expect("relay publisher");
+        let deps = RelayDeps {
+            store: self.store.clone(),
+            publisher,
+            namespace: self.broker.namespace.clone(),
+            settings,
+        };
         let shutdown = self.shutdown.clone();
-        self.workers.push(tokio::spawn(fleet_relay::run(deps, shutdown)));
+        self.workers
+            .push(tokio::spawn(fleet_relay::run(deps, shutdown)));
     }
 
     /// Outbox rows not yet published.
     pub async fn outbox_backlog(&self) -> i64 {
-        self.count("SELECT count(*) FROM operation_outbox WHERE published_at IS NULL").await
+        self.count("SELECT count(*) FROM operation_outbox WHERE published_at IS NULL")
+            .await
     }
 }

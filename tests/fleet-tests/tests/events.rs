@@ -5,7 +5,10 @@
 //! or cut off from the broker, loses nothing.
 
 use fleet_core::events::tenant_segment;
-use fleet_tests::{contract, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy, TappedEvent, TestFleet};
+use fleet_tests::{
+    contract, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy, TappedEvent,
+    TestFleet,
+};
 use fleetctl::operator::{resolve, Resolution, Resolve};
 use serde_json::{json, Value};
 
@@ -23,12 +26,25 @@ fn sequences(events: &[TappedEvent]) -> Vec<i64> {
 /// The first copy of each event id, in arrival order (what a deduplicating consumer keeps).
 fn first_copies(events: &[TappedEvent]) -> Vec<TappedEvent> {
     let mut seen = std::collections::HashSet::new();
-    events.iter().filter(|e| seen.insert(e.id().to_owned())).cloned().collect()
+    events
+        .iter()
+        .filter(|e| seen.insert(e.id().to_owned()))
+        .cloned()
+        .collect()
 }
 
 /// The operation view as the database renders it now.
 async fn view_now(fleet: &TestFleet, op: &str) -> Value {
-    fleet.sql().await.query_one("SELECT operation_view(o) FROM operations o WHERE operation_id = $1", &[&op]).await.unwrap().get(0)
+    fleet
+        .sql()
+        .await
+        .query_one(
+            "SELECT operation_view(o) FROM operations o WHERE operation_id = $1",
+            &[&op],
+        )
+        .await
+        .unwrap()
+        .get(0)
 }
 
 /// Submits `i`, waits until it is prepared, approves it.
@@ -39,7 +55,10 @@ async fn submit_and_approve(fleet: &TestFleet, i: &Value) {
 }
 
 async fn outbox_drained(fleet: &TestFleet) {
-    fleet_tests::eventually("the outbox to drain", || async { (fleet.outbox_backlog().await == 0).then_some(()) }).await;
+    fleet_tests::eventually("the outbox to drain", || async {
+        (fleet.outbox_backlog().await == 0).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -55,7 +74,11 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
     fleet.reaches(&op, "succeeded").await;
     let events = tap.until_types(&op, &HAPPY_PATH).await;
     outbox_drained(&fleet).await;
-    let events = tap.of(&op).into_iter().take(events.len().max(4)).collect::<Vec<_>>();
+    let events = tap
+        .of(&op)
+        .into_iter()
+        .take(events.len().max(4))
+        .collect::<Vec<_>>();
     assert_eq!(types(&events), HAPPY_PATH, "in order, once each");
     assert_eq!(sequences(&events), [1, 2, 3, 4]);
     let source = format!("/fleet/{}", fleet.broker.namespace);
@@ -68,8 +91,12 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
         assert_eq!(b["type"], format!("fleet.operation.{t}"));
         assert_eq!(b["subject"], op.as_str());
         assert_eq!(b["datacontenttype"], "application/json");
-        chrono::DateTime::parse_from_rfc3339(b["time"].as_str().unwrap()).expect("time is RFC 3339");
-        assert_eq!(e.content_type.as_deref(), Some("application/cloudevents+json"));
+        chrono::DateTime::parse_from_rfc3339(b["time"].as_str().unwrap())
+            .expect("time is RFC 3339");
+        assert_eq!(
+            e.content_type.as_deref(),
+            Some("application/cloudevents+json")
+        );
         assert_eq!(e.message_id.as_deref(), Some(e.id()));
         assert_eq!(e.amqp_type.as_deref(), b["type"].as_str());
         assert_eq!(e.routing_key, format!("fleet.operation.{t}.org_482"));
@@ -77,14 +104,30 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
         assert_eq!(b["data"]["tenant_id"], "org_482");
     }
     // Each event carries the view as the change left it.
-    let status = |e: &TappedEvent| (e.body["data"]["status"].as_str().unwrap().to_owned(), e.body["data"]["approval_status"].as_str().unwrap().to_owned());
+    let status = |e: &TappedEvent| {
+        (
+            e.body["data"]["status"].as_str().unwrap().to_owned(),
+            e.body["data"]["approval_status"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        )
+    };
     let seen: Vec<(String, String)> = events.iter().map(status).collect();
-    let expected = [("not_started", "pending"), ("not_started", "approved"), ("in_progress", "approved"), ("succeeded", "approved")];
+    let expected = [
+        ("not_started", "pending"),
+        ("not_started", "approved"),
+        ("in_progress", "approved"),
+        ("succeeded", "approved"),
+    ];
     assert_eq!(seen, expected.map(|(s, a)| (s.to_owned(), a.to_owned())));
     assert_eq!(events[1].body["data"]["decided_by"], "test-approver");
     // The last event is the operation view itself, plus its sequence.
     let mut last = events[3].body["data"].clone();
-    assert_eq!(last.as_object_mut().unwrap().remove("sequence"), Some(json!(4)));
+    assert_eq!(
+        last.as_object_mut().unwrap().remove("sequence"),
+        Some(json!(4))
+    );
     assert_eq!(last, view_now(&fleet, &op).await);
     fleet.stop().await;
 }
@@ -94,7 +137,9 @@ async fn a_consumer_binds_by_type_or_by_tenant_and_a_tenant_with_dots_stays_one_
     let mut fleet = TestFleet::start().await;
     let dotted = "acme.kz";
     let succeeded_only = fleet.tap_events("fleet.operation.succeeded.*").await;
-    let acme_only = fleet.tap_events(&format!("fleet.operation.*.{}", tenant_segment(dotted))).await;
+    let acme_only = fleet
+        .tap_events(&format!("fleet.operation.*.{}", tenant_segment(dotted)))
+        .await;
     let everything = fleet.tap_events("#").await;
     fleet.spawn_prepare();
     fleet.spawn_execute();
@@ -111,7 +156,11 @@ async fn a_consumer_binds_by_type_or_by_tenant_and_a_tenant_with_dots_stays_one_
     }
     outbox_drained(&fleet).await;
     let got = succeeded_only.events();
-    assert_eq!(types(&got), ["succeeded", "succeeded"], "both tenants, one type");
+    assert_eq!(
+        types(&got),
+        ["succeeded", "succeeded"],
+        "both tenants, one type"
+    );
     let got = acme_only.events();
     assert_eq!(types(&got), HAPPY_PATH, "one tenant, every type");
     assert!(got.iter().all(|e| e.subject() == op_of(&acme)));
@@ -130,18 +179,34 @@ async fn a_rejected_operation_publishes_prepared_then_rejected() {
     let op = op_of(&i);
     fleet.submit(&i).await;
     fleet.prepared(&op).await;
-    fleet.store.reject(&op, "bob", "wrong beneficiary").await.unwrap();
+    fleet
+        .store
+        .reject(&op, "bob", "wrong beneficiary")
+        .await
+        .unwrap();
     let events = tap.until_types(&op, &["prepared", "rejected"]).await;
     assert_eq!(types(&events), ["prepared", "rejected"]);
     assert_eq!(sequences(&events), [1, 2]);
     let data = &events[1].body["data"];
-    assert_eq!((data["status"].as_str(), data["approval_status"].as_str(), data["reason"].as_str()), (Some("cancelled"), Some("rejected"), Some("approval_rejected")));
+    assert_eq!(
+        (
+            data["status"].as_str(),
+            data["approval_status"].as_str(),
+            data["reason"].as_str()
+        ),
+        (
+            Some("cancelled"),
+            Some("rejected"),
+            Some("approval_rejected")
+        )
+    );
     assert_eq!(data["decided_by"], "bob");
     fleet.stop().await;
 }
 
 #[tokio::test]
-async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_publishes_each_step() {
+async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_publishes_each_step()
+{
     let mut fleet = TestFleet::start().await;
     let tap = fleet.tap_events("#").await;
     fleet.spawn_prepare();
@@ -150,7 +215,9 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
     let i = intent();
     let op = op_of(&i);
     // The provider commits the payment and drops the answer: unknown.
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
+    fleet
+        .sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"}))
+        .await;
     submit_and_approve(&fleet, &i).await;
     fleet.reaches(&op, "unknown").await;
     // Someone else created a second payment with our reference: reconcile cannot choose.
@@ -167,16 +234,48 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.escalated(&op).await;
     tap.until_types(&op, &["escalated"]).await;
-    let r = Resolve { op: &op, outcome: Resolution::Failed, external_id: None, evidence: "both refunded by the provider", by: "dana" };
+    let r = Resolve {
+        op: &op,
+        outcome: Resolution::Failed,
+        external_id: None,
+        evidence: "both refunded by the provider",
+        by: "dana",
+    };
     resolve(&fleet.store, r).await.unwrap();
     let events = tap.until_types(&op, &["resolved"]).await;
-    assert_eq!(types(&events), ["prepared", "approved", "executing", "unknown", "escalated", "resolved"]);
+    assert_eq!(
+        types(&events),
+        [
+            "prepared",
+            "approved",
+            "executing",
+            "unknown",
+            "escalated",
+            "resolved"
+        ]
+    );
     assert_eq!(sequences(&events), [1, 2, 3, 4, 5, 6]);
-    let (unknown, escalated, resolved) = (&events[3].body["data"], &events[4].body["data"], &events[5].body["data"]);
-    assert_eq!((unknown["status"].as_str(), unknown["escalated"].as_bool()), (Some("unknown"), Some(false)));
-    assert_eq!((escalated["status"].as_str(), escalated["escalated"].as_bool()), (Some("unknown"), Some(true)));
+    let (unknown, escalated, resolved) = (
+        &events[3].body["data"],
+        &events[4].body["data"],
+        &events[5].body["data"],
+    );
+    assert_eq!(
+        (unknown["status"].as_str(), unknown["escalated"].as_bool()),
+        (Some("unknown"), Some(false))
+    );
+    assert_eq!(
+        (
+            escalated["status"].as_str(),
+            escalated["escalated"].as_bool()
+        ),
+        (Some("unknown"), Some(true))
+    );
     assert_eq!(escalated["reason"], "multiple_matches");
-    assert_eq!((resolved["status"].as_str(), resolved["reason"].as_str()), (Some("failed"), Some("operator_resolution")));
+    assert_eq!(
+        (resolved["status"].as_str(), resolved["reason"].as_str()),
+        (Some("failed"), Some("operator_resolution"))
+    );
     fleet.stop().await;
 }
 
@@ -187,7 +286,8 @@ async fn a_relay_killed_between_the_confirm_and_its_commit_loses_nothing_and_rep
     fleet.spawn_prepare();
     fleet.spawn_execute();
     let poll = ("RELAY_POLL_INTERVAL_MS", "200");
-    let mut doomed = fleet.spawn_process("fleet-relay", &[poll, ("FLEET_PAUSE_AT", "after_publish")]);
+    let mut doomed =
+        fleet.spawn_process("fleet-relay", &[poll, ("FLEET_PAUSE_AT", "after_publish")]);
     let i = intent();
     let op = op_of(&i);
     fleet.submit(&i).await;
@@ -197,17 +297,35 @@ async fn a_relay_killed_between_the_confirm_and_its_commit_loses_nothing_and_rep
     tap.until_types(&op, &["prepared"]).await;
     assert!(fleet.approve(&op, &hash_of(&i)).await.unwrap());
     fleet.reaches(&op, "succeeded").await;
-    assert_eq!(fleet.outbox_backlog().await, 4, "nothing was marked published");
+    assert_eq!(
+        fleet.outbox_backlog().await,
+        4,
+        "nothing was marked published"
+    );
     doomed.kill9();
     let _healthy = fleet.spawn_process("fleet-relay", &[poll]);
     let events = tap.until_types(&op, &HAPPY_PATH).await;
     outbox_drained(&fleet).await;
-    let events = tap.of(&op).into_iter().take(events.len().max(5)).collect::<Vec<_>>();
-    assert_eq!(types(&events), ["prepared", "prepared", "approved", "executing", "succeeded"], "prepared again, then the rest in order");
-    assert_eq!(events[0].body, events[1].body, "the repeat is the same event: same id, same content");
+    let events = tap
+        .of(&op)
+        .into_iter()
+        .take(events.len().max(5))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        types(&events),
+        ["prepared", "prepared", "approved", "executing", "succeeded"],
+        "prepared again, then the rest in order"
+    );
+    assert_eq!(
+        events[0].body, events[1].body,
+        "the repeat is the same event: same id, same content"
+    );
     let kept = first_copies(&events);
     assert_eq!(sequences(&kept), [1, 2, 3, 4]);
-    assert_eq!(kept.iter().map(|e| e.id().to_owned()).collect::<Vec<_>>(), (1..=4).map(|n| format!("{op}.{n}")).collect::<Vec<_>>());
+    assert_eq!(
+        kept.iter().map(|e| e.id().to_owned()).collect::<Vec<_>>(),
+        (1..=4).map(|n| format!("{op}.{n}")).collect::<Vec<_>>()
+    );
     fleet.stop().await;
 }
 
@@ -220,7 +338,13 @@ async fn a_broker_outage_under_the_relay_loses_nothing_and_keeps_the_order() {
     let proxy = BrokerProxy::start(&fleet.broker).await;
     proxy.set_up(true);
     let through_proxy = proxy.broker_config(&fleet.broker).amqp_url;
-    let relay = fleet.spawn_process("fleet-relay", &[("AMQP_URL", &through_proxy), ("RELAY_POLL_INTERVAL_MS", "200")]);
+    let relay = fleet.spawn_process(
+        "fleet-relay",
+        &[
+            ("AMQP_URL", &through_proxy),
+            ("RELAY_POLL_INTERVAL_MS", "200"),
+        ],
+    );
     let i = intent();
     let op = op_of(&i);
     fleet.submit(&i).await;
@@ -230,8 +354,14 @@ async fn a_broker_outage_under_the_relay_loses_nothing_and_keeps_the_order() {
     proxy.cut();
     assert!(fleet.approve(&op, &hash_of(&i)).await.unwrap());
     fleet.reaches(&op, "succeeded").await;
-    relay.wait_for_log("events not confirmed by the broker").await;
-    assert_eq!(fleet.outbox_backlog().await, 3, "approved, executing, succeeded wait in the outbox");
+    relay
+        .wait_for_log("events not confirmed by the broker")
+        .await;
+    assert_eq!(
+        fleet.outbox_backlog().await,
+        3,
+        "approved, executing, succeeded wait in the outbox"
+    );
     assert_eq!(types(&tap.of(&op)), ["prepared"]);
     proxy.set_up(true);
     tap.until_types(&op, &HAPPY_PATH).await;

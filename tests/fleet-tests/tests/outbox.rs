@@ -15,39 +15,199 @@ async fn prepared_fleet() -> (TestFleet, String, serde_json::Value) {
     (fleet, op_of(&i), i)
 }
 
-/// (history kind, to_status, actor, reason) → the event type, or None for bookkeeping.
-const MAPPING: &[(&str, Option<&str>, &str, Option<&str>, Option<&str>)] = &[
+/// (history kind, to_status, actor, reason, the event type or None for bookkeeping).
+type Case = (
+    &'static str,
+    Option<&'static str>,
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+);
+
+const MAPPING: &[Case] = &[
     ("approved", None, "approver:bob", None, Some("approved")),
-    ("approval_expired", None, "approver", Some("approval_expired"), Some("approval_expired")),
-    ("transition", Some("cancelled"), "approver:bob", Some("approval_rejected"), Some("rejected")),
-    ("transition", Some("cancelled"), "reconcile", Some("approval_expired"), Some("approval_expired")),
-    ("transition", Some("cancelled"), "execute", Some("approval_expired"), Some("approval_expired")),
-    ("transition", Some("cancelled"), "prepare", Some("superseded"), Some("superseded")),
-    ("transition", Some("cancelled"), "execute", Some("policy_outdated"), Some("cancelled")),
-    ("transition", Some("cancelled"), "execute", Some("version_conflict"), Some("cancelled")),
-    ("transition", Some("in_progress"), "execute", None, Some("executing")),
-    ("transition", Some("accepted"), "execute", None, Some("accepted")),
-    ("transition", Some("unknown"), "execute", Some("timeout"), Some("unknown")),
-    ("transition", Some("unknown"), "reconcile", Some("lease_expired"), Some("unknown")),
-    ("transition", Some("not_started"), "execute", Some("connection_refused"), Some("requeued")),
-    ("transition", Some("not_started"), "reconcile", Some("lookup_proved_absence"), Some("requeued")),
-    ("transition", Some("succeeded"), "webhook-ingest", Some("webhook"), Some("succeeded")),
-    ("transition", Some("succeeded"), "reconcile", Some("reconciled"), Some("succeeded")),
-    ("transition", Some("failed"), "execute", Some("provider_rejected"), Some("failed")),
-    ("escalated", Some("unknown"), "reconcile", Some("multiple_matches"), Some("escalated")),
-    ("webhook_conflict", None, "webhook-ingest", Some("webhook_mismatch"), Some("escalated")),
-    ("webhook_conflict", None, "webhook-ingest", Some("webhook_on_disputed"), None),
+    (
+        "approval_expired",
+        None,
+        "approver",
+        Some("approval_expired"),
+        Some("approval_expired"),
+    ),
+    (
+        "transition",
+        Some("cancelled"),
+        "approver:bob",
+        Some("approval_rejected"),
+        Some("rejected"),
+    ),
+    (
+        "transition",
+        Some("cancelled"),
+        "reconcile",
+        Some("approval_expired"),
+        Some("approval_expired"),
+    ),
+    (
+        "transition",
+        Some("cancelled"),
+        "execute",
+        Some("approval_expired"),
+        Some("approval_expired"),
+    ),
+    (
+        "transition",
+        Some("cancelled"),
+        "prepare",
+        Some("superseded"),
+        Some("superseded"),
+    ),
+    (
+        "transition",
+        Some("cancelled"),
+        "execute",
+        Some("policy_outdated"),
+        Some("cancelled"),
+    ),
+    (
+        "transition",
+        Some("cancelled"),
+        "execute",
+        Some("version_conflict"),
+        Some("cancelled"),
+    ),
+    (
+        "transition",
+        Some("in_progress"),
+        "execute",
+        None,
+        Some("executing"),
+    ),
+    (
+        "transition",
+        Some("accepted"),
+        "execute",
+        None,
+        Some("accepted"),
+    ),
+    (
+        "transition",
+        Some("unknown"),
+        "execute",
+        Some("timeout"),
+        Some("unknown"),
+    ),
+    (
+        "transition",
+        Some("unknown"),
+        "reconcile",
+        Some("lease_expired"),
+        Some("unknown"),
+    ),
+    (
+        "transition",
+        Some("not_started"),
+        "execute",
+        Some("connection_refused"),
+        Some("requeued"),
+    ),
+    (
+        "transition",
+        Some("not_started"),
+        "reconcile",
+        Some("lookup_proved_absence"),
+        Some("requeued"),
+    ),
+    (
+        "transition",
+        Some("succeeded"),
+        "webhook-ingest",
+        Some("webhook"),
+        Some("succeeded"),
+    ),
+    (
+        "transition",
+        Some("succeeded"),
+        "reconcile",
+        Some("reconciled"),
+        Some("succeeded"),
+    ),
+    (
+        "transition",
+        Some("failed"),
+        "execute",
+        Some("provider_rejected"),
+        Some("failed"),
+    ),
+    (
+        "escalated",
+        Some("unknown"),
+        "reconcile",
+        Some("multiple_matches"),
+        Some("escalated"),
+    ),
+    (
+        "webhook_conflict",
+        None,
+        "webhook-ingest",
+        Some("webhook_mismatch"),
+        Some("escalated"),
+    ),
+    (
+        "webhook_conflict",
+        None,
+        "webhook-ingest",
+        Some("webhook_on_disputed"),
+        None,
+    ),
     ("lookup", None, "reconcile", None, None),
-    ("transition", Some("succeeded"), "operator:dana", Some("operator_resolution"), Some("resolved")),
-    ("transition", Some("failed"), "operator:dana", Some("operator_resolution"), Some("resolved")),
-    ("transition", Some("cancelled"), "operator:dana", Some("operator_resolution"), Some("resolved")),
-    ("transition", Some("disputed"), "operator:dana", Some("disputed"), Some("disputed")),
-    ("a_kind_added_later", Some("succeeded"), "someone", None, None),
+    (
+        "transition",
+        Some("succeeded"),
+        "operator:dana",
+        Some("operator_resolution"),
+        Some("resolved"),
+    ),
+    (
+        "transition",
+        Some("failed"),
+        "operator:dana",
+        Some("operator_resolution"),
+        Some("resolved"),
+    ),
+    (
+        "transition",
+        Some("cancelled"),
+        "operator:dana",
+        Some("operator_resolution"),
+        Some("resolved"),
+    ),
+    (
+        "transition",
+        Some("disputed"),
+        "operator:dana",
+        Some("disputed"),
+        Some("disputed"),
+    ),
+    (
+        "a_kind_added_later",
+        Some("succeeded"),
+        "someone",
+        None,
+        None,
+    ),
 ];
 
 /// (sequence, event type) of the operation's outbox rows, in id order.
 async fn outbox(fleet: &TestFleet, op: &str) -> Vec<(i32, String)> {
-    let rows = fleet.sql().await.query("SELECT sequence, event_type FROM operation_outbox WHERE operation_id = $1 ORDER BY id", &[&op]).await.unwrap();
+    let rows = fleet
+        .sql()
+        .await
+        .query(
+            "SELECT sequence, event_type FROM operation_outbox WHERE operation_id = $1 ORDER BY id",
+            &[&op],
+        )
+        .await
+        .unwrap();
     rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
@@ -55,7 +215,11 @@ async fn outbox(fleet: &TestFleet, op: &str) -> Vec<(i32, String)> {
 async fn every_history_kind_maps_to_its_documented_event_type_and_bookkeeping_to_none() {
     let (fleet, op, _) = prepared_fleet().await;
     let sql = fleet.sql().await;
-    assert_eq!(outbox(&fleet, &op).await, vec![(1, "prepared".to_owned())], "prepare's own insert wrote the first event");
+    assert_eq!(
+        outbox(&fleet, &op).await,
+        vec![(1, "prepared".to_owned())],
+        "prepare's own insert wrote the first event"
+    );
     let mut expected_len = 1;
     for (kind, to, actor, reason, expected) in MAPPING {
         sql.execute(
@@ -68,14 +232,31 @@ async fn every_history_kind_maps_to_its_documented_event_type_and_bookkeeping_to
         match expected {
             Some(t) => {
                 expected_len += 1;
-                assert_eq!(rows.len(), expected_len, "{kind}/{to:?}/{actor}/{reason:?} wrote no event");
-                assert_eq!(rows.last().unwrap(), &(expected_len as i32, (*t).to_owned()), "{kind}/{to:?}/{actor}/{reason:?}");
+                assert_eq!(
+                    rows.len(),
+                    expected_len,
+                    "{kind}/{to:?}/{actor}/{reason:?} wrote no event"
+                );
+                assert_eq!(
+                    rows.last().unwrap(),
+                    &(expected_len as i32, (*t).to_owned()),
+                    "{kind}/{to:?}/{actor}/{reason:?}"
+                );
             }
-            None => assert_eq!(rows.len(), expected_len, "{kind}/{to:?}/{actor}/{reason:?} must write no event"),
+            None => assert_eq!(
+                rows.len(),
+                expected_len,
+                "{kind}/{to:?}/{actor}/{reason:?} must write no event"
+            ),
         }
     }
     // Becoming unknown and escalated in one step is reported as escalated.
-    sql.execute("UPDATE operations SET escalated_at = now() WHERE operation_id = $1", &[&op]).await.unwrap();
+    sql.execute(
+        "UPDATE operations SET escalated_at = now() WHERE operation_id = $1",
+        &[&op],
+    )
+    .await
+    .unwrap();
     sql.execute(
         "INSERT INTO operation_events (operation_id, kind, to_status, fence, actor, reason) VALUES ($1, 'transition', 'unknown', 1, 'execute', 'idempotency_key_reused')",
         &[&op],
@@ -84,8 +265,15 @@ async fn every_history_kind_maps_to_its_documented_event_type_and_bookkeeping_to
     .unwrap();
     assert_eq!(outbox(&fleet, &op).await.last().unwrap().1, "escalated");
     // Every documented type occurs above, and the table accepts exactly the domain's types.
-    let produced: BTreeSet<String> = outbox(&fleet, &op).await.into_iter().map(|(_, t)| t).collect();
-    let known: BTreeSet<String> = EventType::ALL.iter().map(|t| t.as_str().to_owned()).collect();
+    let produced: BTreeSet<String> = outbox(&fleet, &op)
+        .await
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    let known: BTreeSet<String> = EventType::ALL
+        .iter()
+        .map(|t| t.as_str().to_owned())
+        .collect();
     assert_eq!(produced, known);
     let bad = sql
         .execute(
@@ -93,7 +281,10 @@ async fn every_history_kind_maps_to_its_documented_event_type_and_bookkeeping_to
             &[&op],
         )
         .await;
-    assert!(bad.is_err(), "an event type the domain does not know is refused");
+    assert!(
+        bad.is_err(),
+        "an event type the domain does not know is refused"
+    );
     fleet.stop().await;
 }
 
@@ -124,8 +315,16 @@ async fn concurrent_writers_of_one_operation_draw_distinct_sequences_in_commit_o
     }
     let rows = outbox(&fleet, &op).await;
     let sequences: Vec<i32> = rows.iter().map(|(s, _)| *s).collect();
-    assert_eq!(sequences, (1..=writers + 1).collect::<Vec<i32>>(), "dense, distinct, and in id (commit) order");
-    let counter = fleet.count(&format!("SELECT event_sequence::int8 FROM operations WHERE operation_id = '{op}'")).await;
+    assert_eq!(
+        sequences,
+        (1..=writers + 1).collect::<Vec<i32>>(),
+        "dense, distinct, and in id (commit) order"
+    );
+    let counter = fleet
+        .count(&format!(
+            "SELECT event_sequence::int8 FROM operations WHERE operation_id = '{op}'"
+        ))
+        .await;
     assert_eq!(counter, i64::from(writers + 1));
     fleet.stop().await;
 }
@@ -138,11 +337,22 @@ async fn a_second_relay_never_takes_the_next_event_of_an_operation_whose_head_th
     let first = fleet
         .store
         .relay_outbox(10, |rows| async move {
-            assert_eq!(rows.iter().map(|r| r.event.sequence).collect::<Vec<_>>(), vec![1]);
+            assert_eq!(
+                rows.iter().map(|r| r.event.sequence).collect::<Vec<_>>(),
+                vec![1]
+            );
             // While the first relay holds `prepared`, the operation is approved.
             assert!(f.approve(o, &hash).await.unwrap());
-            let second = store.relay_outbox(10, |rows| async move { panic!("the second relay was handed {rows:?}") }).await.unwrap();
-            assert_eq!(second.taken, 0, "prepared is held, approved is not a head yet");
+            let second = store
+                .relay_outbox(10, |rows| async move {
+                    panic!("the second relay was handed {rows:?}")
+                })
+                .await
+                .unwrap();
+            assert_eq!(
+                second.taken, 0,
+                "prepared is held, approved is not a head yet"
+            );
             rows.iter().map(|r| r.id).collect()
         })
         .await
@@ -152,14 +362,26 @@ async fn a_second_relay_never_takes_the_next_event_of_an_operation_whose_head_th
     let next = fleet
         .store
         .relay_outbox(10, |rows| async move {
-            assert_eq!(rows.iter().map(|r| (r.event.sequence, r.event.event_type)).collect::<Vec<_>>(), vec![(2, EventType::Approved)]);
+            assert_eq!(
+                rows.iter()
+                    .map(|r| (r.event.sequence, r.event.event_type))
+                    .collect::<Vec<_>>(),
+                vec![(2, EventType::Approved)]
+            );
             Vec::new() // the broker confirmed nothing
         })
         .await
         .unwrap();
     assert_eq!((next.taken, next.published.len()), (1, 0));
     // Unconfirmed means unpublished: the next round is handed the same event again.
-    let again = fleet.store.relay_outbox(10, |rows| async move { rows.iter().map(|r| r.id).collect() }).await.unwrap();
+    let again = fleet
+        .store
+        .relay_outbox(
+            10,
+            |rows| async move { rows.iter().map(|r| r.id).collect() },
+        )
+        .await
+        .unwrap();
     assert_eq!(again.published, vec![EventType::Approved]);
     assert_eq!(fleet.outbox_backlog().await, 0);
     fleet.stop().await;
@@ -180,9 +402,16 @@ async fn one_round_takes_only_the_head_of_each_operation() {
         let r = fleet
             .store
             .relay_outbox(10, |rows| async move {
-                let heads: Vec<(String, i32)> = rows.iter().map(|r| (r.event.operation_id.clone(), r.event.sequence)).collect();
+                let heads: Vec<(String, i32)> = rows
+                    .iter()
+                    .map(|r| (r.event.operation_id.clone(), r.event.sequence))
+                    .collect();
                 let ops: BTreeSet<&String> = heads.iter().map(|(op, _)| op).collect();
-                assert_eq!(ops.len(), heads.len(), "two events of one operation in one batch: {heads:?}");
+                assert_eq!(
+                    ops.len(),
+                    heads.len(),
+                    "two events of one operation in one batch: {heads:?}"
+                );
                 rows.iter().map(|r| r.id).collect()
             })
             .await
@@ -192,7 +421,10 @@ async fn one_round_takes_only_the_head_of_each_operation() {
         }
         rounds.push(r.published);
     }
-    assert_eq!(rounds, vec![vec![EventType::Prepared; 2], vec![EventType::Approved; 2]]);
+    assert_eq!(
+        rounds,
+        vec![vec![EventType::Prepared; 2], vec![EventType::Approved; 2]]
+    );
     fleet.stop().await;
 }
 
@@ -201,16 +433,45 @@ async fn retention_deletes_only_published_events_older_than_the_retention() {
     let (fleet, op, i) = prepared_fleet().await;
     fleet.approve(&op, &hash_of(&i)).await.unwrap();
     // prepared published long ago, approved just now; a third event never published.
-    fleet.store.relay_outbox(10, |rows| async move { rows.iter().map(|r| r.id).collect() }).await.unwrap();
-    fleet.store.relay_outbox(10, |rows| async move { rows.iter().map(|r| r.id).collect() }).await.unwrap();
+    fleet
+        .store
+        .relay_outbox(
+            10,
+            |rows| async move { rows.iter().map(|r| r.id).collect() },
+        )
+        .await
+        .unwrap();
+    fleet
+        .store
+        .relay_outbox(
+            10,
+            |rows| async move { rows.iter().map(|r| r.id).collect() },
+        )
+        .await
+        .unwrap();
     let sql = fleet.sql().await;
     sql.execute("UPDATE operation_outbox SET published_at = now() - interval '2 hours' WHERE operation_id = $1 AND sequence = 1", &[&op]).await.unwrap();
-    fleet.store.reject(&op, "bob", "changed my mind").await.unwrap();
+    fleet
+        .store
+        .reject(&op, "bob", "changed my mind")
+        .await
+        .unwrap();
     sql.execute("UPDATE operation_outbox SET occurred_at = now() - interval '3 hours' WHERE operation_id = $1 AND sequence = 3", &[&op]).await.unwrap();
     assert_eq!(fleet.store.prune_outbox(3_600, 100).await.unwrap(), 1);
-    assert_eq!(outbox(&fleet, &op).await, vec![(2, "approved".to_owned()), (3, "rejected".to_owned())]);
-    assert_eq!(fleet.store.prune_outbox(0, 100).await.unwrap(), 1, "retention 0 deletes every published event");
-    assert_eq!(outbox(&fleet, &op).await, vec![(3, "rejected".to_owned())], "an unpublished event is never deleted");
+    assert_eq!(
+        outbox(&fleet, &op).await,
+        vec![(2, "approved".to_owned()), (3, "rejected".to_owned())]
+    );
+    assert_eq!(
+        fleet.store.prune_outbox(0, 100).await.unwrap(),
+        1,
+        "retention 0 deletes every published event"
+    );
+    assert_eq!(
+        outbox(&fleet, &op).await,
+        vec![(3, "rejected".to_owned())],
+        "an unpublished event is never deleted"
+    );
     assert!(fleet.store.prune_outbox(0, 0).await.is_err());
     fleet.stop().await;
 }

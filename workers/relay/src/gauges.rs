@@ -21,7 +21,8 @@ pub async fn run(store: Store, shutdown: CancellationToken) {
         match store.outbox_gauges().await {
             Ok(g) => {
                 metrics::gauge!(m::OUTBOX_BACKLOG).set(g.backlog as f64);
-                metrics::gauge!(m::OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS).set(g.oldest_unpublished_age_s);
+                metrics::gauge!(m::OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS)
+                    .set(g.oldest_unpublished_age_s);
             }
             Err(e) => tracing::warn!(error = %e, "could not compute the outbox gauges"),
         }

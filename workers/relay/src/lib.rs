@@ -42,7 +42,11 @@ pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
     let (w, until) = (wake.clone(), shutdown.clone());
     let listener = tokio::spawn(async move { store.forward_outbox_wakeups(w, until).await });
     let gauges = tokio::spawn(gauges::run(deps.store.clone(), shutdown.clone()));
-    let retention = tokio::spawn(retention::run(deps.store.clone(), deps.settings.outbox_retention_s, shutdown.clone()));
+    let retention = tokio::spawn(retention::run(
+        deps.store.clone(),
+        deps.settings.outbox_retention_s,
+        shutdown.clone(),
+    ));
     let round = Round {
         store: deps.store.clone(),
         publisher: deps.publisher.clone(),

@@ -6,7 +6,10 @@ use fleet_relay::{RelayDeps, RelaySettings};
 use fleet_runtime::{admin_addrs, CommonArgs};
 
 #[derive(Parser)]
-#[command(name = "fleet-relay", about = "Publishes outcome events from the outbox to fleet.events as CloudEvents")]
+#[command(
+    name = "fleet-relay",
+    about = "Publishes outcome events from the outbox to fleet.events as CloudEvents"
+)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,

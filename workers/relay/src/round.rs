@@ -29,7 +29,10 @@ struct Rendered {
 impl Round {
     /// Runs one round. Counts what was published after the commit that recorded it.
     pub async fn run(&self) -> Result<Relayed, StoreError> {
-        let relayed = self.store.relay_outbox(self.batch, |rows| self.publish(rows)).await?;
+        let relayed = self
+            .store
+            .relay_outbox(self.batch, |rows| self.publish(rows))
+            .await?;
         for t in &relayed.published {
             metrics::counter!(m::EVENTS_PUBLISHED_TOTAL, "type" => t.as_str()).increment(1);
         }
@@ -49,7 +52,13 @@ impl Round {
             .collect();
         let messages: Vec<EventMessage<'_>> = rendered
             .iter()
-            .map(|r| EventMessage { routing_key: &r.routing_key, message_id: &r.id, event_type: &r.event_type, content_type: CONTENT_TYPE, body: &r.body })
+            .map(|r| EventMessage {
+                routing_key: &r.routing_key,
+                message_id: &r.id,
+                event_type: &r.event_type,
+                content_type: CONTENT_TYPE,
+                body: &r.body,
+            })
             .collect();
         let outcome = self.publisher.publish_events(&messages).await;
         let failed = outcome.confirmed.iter().filter(|ok| !**ok).count();

@@ -32,7 +32,11 @@ impl RelaySettings {
 
 impl Default for RelaySettings {
     fn default() -> Self {
-        RelaySettings { relay_batch: 100, relay_poll_interval_ms: 1_000, outbox_retention_s: 86_400 }
+        RelaySettings {
+            relay_batch: 100,
+            relay_poll_interval_ms: 1_000,
+            outbox_retention_s: 86_400,
+        }
     }
 }
 
@@ -64,6 +68,12 @@ mod tests {
         assert!(Cli::try_parse_from(["bin", "--relay-batch=1001"]).is_err());
         assert!(Cli::try_parse_from(["bin", "--relay-poll-interval-ms=5"]).is_err());
         assert!(Cli::try_parse_from(["bin", "--outbox-retention-s=2592001"]).is_err());
-        assert_eq!(Cli::try_parse_from(["bin", "--outbox-retention-s=0"]).unwrap().relay.outbox_retention_s, 0);
+        assert_eq!(
+            Cli::try_parse_from(["bin", "--outbox-retention-s=0"])
+                .unwrap()
+                .relay
+                .outbox_retention_s,
+            0
+        );
     }
 }

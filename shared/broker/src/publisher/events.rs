@@ -49,13 +49,21 @@ impl Publisher {
     pub async fn publish_events(&self, events: &[EventMessage<'_>]) -> EventsPublished {
         let mut confirmed = vec![false; events.len()];
         if events.is_empty() {
-            return EventsPublished { confirmed, error: None };
+            return EventsPublished {
+                confirmed,
+                error: None,
+            };
         }
         let inner = &self.inner;
         let exchange = inner.cfg.events_exchange_name();
         let exchange_name = match short(&exchange) {
             Ok(name) => name,
-            Err(error) => return EventsPublished { confirmed, error: Some(error) },
+            Err(error) => {
+                return EventsPublished {
+                    confirmed,
+                    error: Some(error),
+                }
+            }
         };
         let mut live = inner.live.lock().await;
         let current = match &mut *live {
@@ -68,7 +76,12 @@ impl Publisher {
                         inner.probe.set(&fresh.conn, &fresh.channel);
                         slot.insert(fresh)
                     }
-                    Err(error) => return EventsPublished { confirmed, error: Some(error) },
+                    Err(error) => {
+                        return EventsPublished {
+                            confirmed,
+                            error: Some(error),
+                        }
+                    }
                 }
             }
         };
@@ -80,7 +93,10 @@ impl Publisher {
                 .with_content_type(e.content_type.into())
                 .with_message_id(e.message_id.into())
                 .with_type(e.event_type.into());
-            let options = BasicPublishOptions { mandatory: false, immediate: false };
+            let options = BasicPublishOptions {
+                mandatory: false,
+                immediate: false,
+            };
             let sent = match short(e.routing_key) {
                 Ok(key) => current
                     .channel
@@ -100,14 +116,26 @@ impl Publisher {
         }
         let deadline = Instant::now() + Duration::from_millis(PUBLISH_CONFIRM_TIMEOUT_MS);
         for (i, confirm) in pending.iter_mut().enumerate() {
-            let Some(confirm) = confirm.take() else { continue };
+            let Some(confirm) = confirm.take() else {
+                continue;
+            };
             let outcome = match tokio::time::timeout_at(deadline, confirm).await {
-                Err(_) => Err(BrokerError::ConfirmTimeout { target: exchange.clone(), timeout_ms: PUBLISH_CONFIRM_TIMEOUT_MS }),
-                Ok(Err(e)) => Err(BrokerError::Amqp { op: "publisher confirm", source: e }),
+                Err(_) => Err(BrokerError::ConfirmTimeout {
+                    target: exchange.clone(),
+                    timeout_ms: PUBLISH_CONFIRM_TIMEOUT_MS,
+                }),
+                Ok(Err(e)) => Err(BrokerError::Amqp {
+                    op: "publisher confirm",
+                    source: e,
+                }),
                 // Not mandatory, so never returned: an ack is the broker's responsibility.
                 Ok(Ok(Confirmation::Ack(_))) => Ok(()),
-                Ok(Ok(Confirmation::Nack(_))) => Err(BrokerError::Nacked { target: exchange.clone() }),
-                Ok(Ok(Confirmation::NotRequested)) => Err(BrokerError::Config("publisher channel is not in confirm mode".into())),
+                Ok(Ok(Confirmation::Nack(_))) => Err(BrokerError::Nacked {
+                    target: exchange.clone(),
+                }),
+                Ok(Ok(Confirmation::NotRequested)) => Err(BrokerError::Config(
+                    "publisher channel is not in confirm mode".into(),
+                )),
             };
             match outcome {
                 Ok(()) => confirmed[i] = true,

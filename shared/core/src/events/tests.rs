@@ -17,8 +17,16 @@ fn every_type_round_trips_and_has_one_wire_name() {
     let mut names: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
     for t in EventType::ALL {
         assert_eq!(EventType::parse(t.as_str()), Some(t));
-        assert_eq!(t.cloudevents_type(), format!("fleet.operation.{}", t.as_str()));
-        assert!(t.as_str().bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{t:?} must be one routing-key word");
+        assert_eq!(
+            t.cloudevents_type(),
+            format!("fleet.operation.{}", t.as_str())
+        );
+        assert!(
+            t.as_str()
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_'),
+            "{t:?} must be one routing-key word"
+        );
     }
     names.sort_unstable();
     names.dedup();
@@ -38,7 +46,11 @@ fn the_envelope_is_a_structured_cloudevent() {
     assert_eq!(v["time"], "2026-11-29T22:00:00.123456Z");
     assert_eq!(v["datacontenttype"], "application/json");
     assert_eq!(v["data"]["sequence"], 3);
-    assert_eq!(v.as_object().unwrap().len(), 8, "no attribute beyond the documented ones: {v}");
+    assert_eq!(
+        v.as_object().unwrap().len(),
+        8,
+        "no attribute beyond the documented ones: {v}"
+    );
     let parsed: serde_json::Value = serde_json::from_slice(&e.to_bytes("/fleet/ns1")).unwrap();
     assert_eq!(parsed, v);
 }
@@ -47,14 +59,23 @@ fn the_envelope_is_a_structured_cloudevent() {
 fn the_id_is_stable_and_differs_per_sequence() {
     let a = event(EventType::Succeeded, "acme");
     assert_eq!(a.id(), a.clone().id());
-    let b = OutcomeEvent { sequence: 4, ..a.clone() };
+    let b = OutcomeEvent {
+        sequence: 4,
+        ..a.clone()
+    };
     assert_ne!(a.id(), b.id());
 }
 
 #[test]
 fn routing_keys_are_type_then_tenant() {
-    assert_eq!(event(EventType::Succeeded, "acme").routing_key(), "fleet.operation.succeeded.acme");
-    assert_eq!(event(EventType::ApprovalExpired, "org_7-b").routing_key(), "fleet.operation.approval_expired.org_7-b");
+    assert_eq!(
+        event(EventType::Succeeded, "acme").routing_key(),
+        "fleet.operation.succeeded.acme"
+    );
+    assert_eq!(
+        event(EventType::ApprovalExpired, "org_7-b").routing_key(),
+        "fleet.operation.approval_expired.org_7-b"
+    );
 }
 
 #[test]
@@ -66,13 +87,24 @@ fn tenant_dots_wildcards_and_unicode_stay_inside_one_word() {
     assert_eq!(tenant_segment("Қаз"), "%D2%9A%D0%B0%D0%B7");
     for tenant in ["acme.kz", "a*b#c", "x.y.z", "~tilde", "Қаз"] {
         let segment = tenant_segment(tenant);
-        assert!(!segment.contains(['.', '*', '#', '~']), "{tenant} → {segment}");
+        assert!(
+            !segment.contains(['.', '*', '#', '~']),
+            "{tenant} → {segment}"
+        );
     }
 }
 
 #[test]
 fn distinct_tenants_get_distinct_segments() {
-    let tenants = ["acme", "acme.kz", "acme%2Ekz", "acme_kz", "ACME", "a.b", "a%2Eb"];
+    let tenants = [
+        "acme",
+        "acme.kz",
+        "acme%2Ekz",
+        "acme_kz",
+        "ACME",
+        "a.b",
+        "a%2Eb",
+    ];
     let mut segments: Vec<String> = tenants.iter().map(|t| tenant_segment(t)).collect();
     segments.sort();
     segments.dedup();
@@ -88,9 +120,17 @@ fn a_long_tenant_is_replaced_by_its_digest_and_the_key_fits_amqp() {
     assert!(segment.starts_with('~') && segment.len() == 33, "{segment}");
     assert_ne!(segment, tenant_segment(&".".repeat(255)));
     for t in EventType::ALL {
-        let key = OutcomeEvent { event_type: t, ..event(t, &long) }.routing_key();
+        let key = OutcomeEvent {
+            event_type: t,
+            ..event(t, &long)
+        }
+        .routing_key();
         assert!(key.len() <= 255, "{key}");
-        let key = OutcomeEvent { event_type: t, ..event(t, &"é".repeat(128)) }.routing_key();
+        let key = OutcomeEvent {
+            event_type: t,
+            ..event(t, &"é".repeat(128))
+        }
+        .routing_key();
         assert!(key.len() <= 255, "{key}");
     }
 }

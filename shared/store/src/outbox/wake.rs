@@ -28,7 +28,10 @@ impl Store {
         loop {
             match listen(&self.config, &wake, &shutdown).await {
                 Ok(()) => return,
-                Err(reason) => warn!(reason, "outbox listener lost; the relay polls until it is back"),
+                Err(reason) => warn!(
+                    reason,
+                    "outbox listener lost; the relay polls until it is back"
+                ),
             }
             tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -40,7 +43,11 @@ impl Store {
 }
 
 /// One connection's life: `Ok` at shutdown, `Err` with a reason when the connection ends.
-async fn listen(config: &tokio_postgres::Config, wake: &Notify, shutdown: &CancellationToken) -> Result<(), String> {
+async fn listen(
+    config: &tokio_postgres::Config,
+    wake: &Notify,
+    shutdown: &CancellationToken,
+) -> Result<(), String> {
     let (client, mut connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
     let mut messages = stream::poll_fn(move |cx| connection.poll_message(cx));
     // The connection only makes progress while its messages are polled, so the LISTEN
@@ -64,7 +71,10 @@ async fn listen(config: &tokio_postgres::Config, wake: &Notify, shutdown: &Cance
     }
 }
 
-fn handle(message: Option<Result<AsyncMessage, tokio_postgres::Error>>, wake: &Notify) -> Result<(), String> {
+fn handle(
+    message: Option<Result<AsyncMessage, tokio_postgres::Error>>,
+    wake: &Notify,
+) -> Result<(), String> {
     match message {
         Some(Ok(AsyncMessage::Notification(_))) => {
             wake.notify_one();
