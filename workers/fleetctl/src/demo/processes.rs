@@ -1,5 +1,5 @@
-//! The demo's processes: the provider simulator and the four workers on their default
-//! admin addresses (started and stopped by [`crate::processes`]).
+//! The demo's processes: the provider simulator, the four workers and the outcome-event
+//! relay on their default admin addresses (started and stopped by [`crate::processes`]).
 
 use std::path::Path;
 
@@ -40,6 +40,7 @@ impl Fleet {
             ("fleet-execute", admin_addrs::EXECUTE),
             ("fleet-reconcile", admin_addrs::RECONCILE),
             ("fleet-webhook-ingest", admin_addrs::WEBHOOK_INGEST),
+            ("fleet-relay", admin_addrs::RELAY),
         ];
         for (name, _) in workers {
             procs.push(processes::spawn(bin_dir, log_dir, name, name, &envs)?);
@@ -48,7 +49,7 @@ impl Fleet {
         for (name, admin) in workers {
             processes::wait_http_ok(&client, &format!("http://{admin}/readyz"), name).await?;
         }
-        println!("started the provider simulator and {} workers", workers.len());
+        println!("started the provider simulator, {} workers and the event relay", workers.len() - 1);
         Ok(fleet)
     }
 
