@@ -147,6 +147,11 @@ impl BrokerConfig {
         self.namespaced("fleet.dlx")
     }
 
+    /// The broker-side name of the outcome events exchange (topic): `<ns.>fleet.events`.
+    pub fn events_exchange_name(&self) -> String {
+        self.namespaced("fleet.events")
+    }
+
     /// `host:port` of the broker: safe to log, unlike `amqp_url`.
     pub fn log_target(&self) -> String {
         match AMQPUri::from_str(&self.amqp_url) {

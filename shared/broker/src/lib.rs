@@ -8,7 +8,8 @@
 //! work was not committed is not.
 //!
 //! - [`topology`]: the one declaration of queues, dead-letter exchange and bindings.
-//! - [`Publisher`]: publish with confirm, reconnecting on the next call after a failure.
+//! - [`Publisher`]: publish with confirm, reconnecting on the next call after a failure;
+//!   [`Publisher::publish_events`] puts a batch of outcome events on `fleet.events`.
 //! - [`consume`] / [`consume_with_health`]: the consumer loop; a [`Handler`] returns a
 //!   [`Disposition`] that is mapped to ack / park for a later retry / dead-letter in one
 //!   place.
@@ -38,7 +39,7 @@ pub use dead_letter::{dead_letters, QUEUE_HEADER, REASON_HEADER, RETRIES_HEADER}
 pub use disposition::{Delivery, Disposition, Handler, RETRIES_EXHAUSTED};
 pub use error::BrokerError;
 pub use health::BrokerHealth;
-pub use publisher::Publisher;
+pub use publisher::{EventMessage, EventsPublished, Publisher};
 pub use topology::{
     dead_letter_count, declare_topology, delete_namespace, message_count, retry_queue_arguments,
     work_queue_arguments,

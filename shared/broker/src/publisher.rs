@@ -32,6 +32,10 @@ use std::{
 use tokio::sync::Mutex;
 use tracing::{info, warn};
 
+mod events;
+
+pub use events::{EventMessage, EventsPublished};
+
 /// AMQP delivery mode 2: the broker writes the message to disk.
 pub(crate) const PERSISTENT: u8 = 2;
 /// Every fleet message body is JSON.

@@ -10,6 +10,9 @@
 //!   when its TTL ends, at-least-once (the broker keeps it until `Q` has confirmed it).
 //!
 //! Work queues are published to through the default exchange (routing key = queue name).
+//!
+//! Plus `<ns.>fleet.events`: a durable topic exchange for outcome events. The fleet binds
+//! no queue to it; agents and bots bind their own.
 
 use crate::{
     config::{BrokerConfig, Queue},
@@ -49,6 +52,16 @@ pub async fn declare_topology(channel: &Channel, cfg: &BrokerConfig) -> Result<(
         .map_err(BrokerError::declare(
             "exchange.declare dead-letter exchange",
         ))?;
+
+    channel
+        .exchange_declare(
+            short(&cfg.events_exchange_name())?,
+            ExchangeKind::Topic,
+            durable,
+            FieldTable::default(),
+        )
+        .await
+        .map_err(BrokerError::declare("exchange.declare events exchange"))?;
 
     // Dead-letter queues first: when a work queue exists its dead-letter route does too.
     for q in Queue::ALL {
@@ -175,7 +188,7 @@ async fn passive_count(cfg: &BrokerConfig, name: &str) -> Result<u32, BrokerErro
     result
 }
 
-/// Deletes every queue and the exchange of `cfg.namespace` (test teardown).
+/// Deletes every queue and exchange of `cfg.namespace` (test teardown).
 ///
 /// Refuses the empty (production) namespace. Failures are logged, not returned: a
 /// teardown must not mask the test's own result.
@@ -218,19 +231,19 @@ async fn try_delete_namespace(cfg: &BrokerConfig) -> Result<(), BrokerError> {
             warn!(queue = %name, error = %err, "queue delete failed");
         }
     }
-    let channel = conn
-        .create_channel()
-        .await
-        .map_err(BrokerError::amqp("channel.open"))?;
-    if let Err(err) = channel
-        .exchange_delete(
-            short(&cfg.dead_letter_exchange_name())?,
-            ExchangeDeleteOptions::default(),
-        )
-        .await
-    {
-        failures += 1;
-        warn!(error = %err, "exchange delete failed");
+    for exchange in [cfg.dead_letter_exchange_name(), cfg.events_exchange_name()] {
+        let channel = conn
+            .create_channel()
+            .await
+            .map_err(BrokerError::amqp("channel.open"))?;
+        if let Err(err) = channel
+            .exchange_delete(short(&exchange)?, ExchangeDeleteOptions::default())
+            .await
+        {
+            failures += 1;
+            warn!(exchange = %exchange, error = %err, "exchange delete failed");
+        }
+        channel.close(200, "OK".into()).await.ok();
     }
     connection::close_quietly(&conn, "teardown done").await;
     if failures > 0 {

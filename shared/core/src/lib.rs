@@ -7,6 +7,7 @@ pub mod access;
 pub mod approval;
 pub mod currency;
 pub mod doorbell;
+pub mod events;
 pub mod hash;
 pub mod ids;
 pub mod intent;

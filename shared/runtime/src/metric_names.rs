@@ -29,6 +29,11 @@ pub const RECONCILE_SWEEPS_TOTAL: &str = "fleet_reconcile_sweeps_total";
 pub const DUPLICATE_EFFECTS_DETECTED_TOTAL: &str = "fleet_duplicate_effects_detected_total";
 pub const API_REQUESTS_TOTAL: &str = "fleet_api_requests_total";
 pub const API_WAITING_REQUESTS: &str = "fleet_api_waiting_requests";
+pub const EVENTS_PUBLISHED_TOTAL: &str = "fleet_events_published_total";
+pub const EVENTS_PUBLISH_FAILURES_TOTAL: &str = "fleet_events_publish_failures_total";
+pub const OUTBOX_BACKLOG: &str = "fleet_outbox_backlog";
+pub const OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS: &str =
+    "fleet_outbox_oldest_unpublished_age_seconds";
 
 // Process metrics, rendered from /proc/self on each scrape (standard Prometheus names,
 // so stock dashboards work).
@@ -70,4 +75,8 @@ pub const ALL: &[&str] = &[
     BUILD_INFO,
     API_REQUESTS_TOTAL,
     API_WAITING_REQUESTS,
+    EVENTS_PUBLISHED_TOTAL,
+    EVENTS_PUBLISH_FAILURES_TOTAL,
+    OUTBOX_BACKLOG,
+    OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS,
 ];

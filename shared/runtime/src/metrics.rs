@@ -209,6 +209,32 @@ const DESCRIPTIONS: &[Description] = &[
         "Time from approval to a final status (labels: action, outcome).",
     ),
     describe(
+        names::EVENTS_PUBLISHED_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Outcome events the broker confirmed and the relay marked published (label: type, \
+         the short event type).",
+    ),
+    describe(
+        names::EVENTS_PUBLISH_FAILURES_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Outcome events the broker did not confirm; they stay in the outbox and are published again.",
+    ),
+    describe(
+        names::OUTBOX_BACKLOG,
+        Kind::Gauge,
+        Unit::Count,
+        "Outcome events in the outbox not yet published, from Postgres (computed by fleet-relay).",
+    ),
+    describe(
+        names::OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS,
+        Kind::Gauge,
+        Unit::Seconds,
+        "Age of the oldest unpublished outcome event (now() - the change it reports), from \
+         Postgres; 0 when the outbox is drained.",
+    ),
+    describe(
         names::BUILD_INFO,
         Kind::Gauge,
         Unit::Count,

@@ -39,6 +39,7 @@ pub mod admin_addrs {
     pub const RECONCILE: SocketAddr = local(9103);
     pub const WEBHOOK_INGEST: SocketAddr = local(9104);
     pub const API: SocketAddr = local(9105);
+    pub const RELAY: SocketAddr = local(9106);
 }
 
 /// Settings every worker shares: where Postgres and RabbitMQ are, logging, and the bounds
@@ -70,7 +71,7 @@ pub struct CommonArgs {
 
     /// Admin listen address for /metrics, /livez, /readyz [default: per binary, see
     /// `admin_addrs`: prepare 9101, execute 9102, reconcile 9103, webhook-ingest 9104,
-    /// api 9105].
+    /// api 9105, relay 9106].
     #[arg(long, env = "ADMIN_ADDR")]
     pub admin_addr: Option<SocketAddr>,
 

@@ -1,5 +1,6 @@
 //! The connection pool and the handle every worker holds.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -14,6 +15,8 @@ const GENERIC_PLANS: &str = "-c plan_cache_mode=force_generic_plan";
 #[derive(Clone)]
 pub struct Store {
     pub(crate) pool: Pool,
+    /// For the one connection that cannot come from the pool: the outbox LISTEN.
+    pub(crate) config: Arc<tokio_postgres::Config>,
 }
 
 impl std::fmt::Debug for Store {
@@ -39,7 +42,7 @@ impl Store {
         config.options(options);
         // `Fast` skips a round trip per checkout; a broken connection surfaces as a query
         // error, which every caller already treats as transient.
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(max_size)
             .runtime(Runtime::Tokio1)
@@ -47,7 +50,7 @@ impl Store {
             .create_timeout(Some(Duration::from_secs(5)))
             .build()
             .map_err(|e| StoreError::Config(e.to_string()))?;
-        Ok(Store { pool })
+        Ok(Store { pool, config: Arc::new(config) })
     }
 
     /// Closes the pool: connections are dropped and later checkouts fail.

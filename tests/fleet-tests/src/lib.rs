@@ -3,6 +3,7 @@
 //! functions started in-process on demand. Everything is torn down when it is dropped.
 
 mod api;
+mod events;
 mod intents;
 mod processes;
 mod wait;
@@ -25,6 +26,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use api::ApiProcess;
+pub use events::{fast_relay, EventTap, TappedEvent};
 pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, eventually_within, DEADLINE};

@@ -216,6 +216,8 @@ pub struct BrokerProxy {
     pub addr: SocketAddr,
     up: Arc<AtomicBool>,
     task: JoinHandle<()>,
+    /// The forwarding tasks of open connections, for [`BrokerProxy::cut`].
+    live: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
 }
 
 impl BrokerProxy {
@@ -225,7 +227,8 @@ impl BrokerProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let up = Arc::new(AtomicBool::new(false));
-        let flag = up.clone();
+        let live: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+        let (flag, forwards) = (up.clone(), live.clone());
         let task = tokio::spawn(async move {
             while let Ok((mut client, _)) = listener.accept().await {
                 if !flag.load(Ordering::Acquire) {
@@ -233,18 +236,28 @@ impl BrokerProxy {
                     continue;
                 }
                 let target = target.clone();
-                tokio::spawn(async move {
+                let forward = tokio::spawn(async move {
                     if let Ok(mut server) = TcpStream::connect(&target).await {
                         let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
                     }
                 });
+                forwards.lock().unwrap().push(forward.abort_handle());
             }
         });
-        BrokerProxy { addr, up, task }
+        BrokerProxy { addr, up, task, live }
     }
 
     pub fn set_up(&self, up: bool) {
         self.up.store(up, Ordering::Release);
+    }
+
+    /// An outage in the middle of things: refuses new connections and drops every open
+    /// one (both sides see their TCP connection end).
+    pub fn cut(&self) {
+        self.set_up(false);
+        for forward in self.live.lock().unwrap().drain(..) {
+            forward.abort();
+        }
     }
 
     /// `base` (same namespace and credentials) reached through this proxy.

@@ -63,7 +63,8 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
         ("LOOKUP_RECHECK_MS", "200"),
         ("RUST_LOG", "trace"),
     ];
-    let workers: Vec<_> = ["fleet-prepare", "fleet-execute", "fleet-reconcile", "fleet-webhook-ingest"].into_iter().map(|w| fleet.spawn_process(w, &env)).collect();
+    let workers: Vec<_> =
+        ["fleet-prepare", "fleet-execute", "fleet-reconcile", "fleet-webhook-ingest", "fleet-relay"].into_iter().map(|w| fleet.spawn_process(w, &env)).collect();
     fleet.sim_post("/_sim/webhooks/config", json!({"url": format!("http://{webhook_addr}/webhooks/payments"), "secret": secret})).await;
 
     // A payment whose beneficiary is a card number: accepted, settled, webhook applied.
@@ -96,11 +97,14 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
     fleet.submit(&with_amount(intent(), json!(PAN))).await;
     fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
 
+    // The relay published every outcome event, whose data carries the payload.
+    eventually("the outbox to drain", || async { (fleet.outbox_backlog().await == 0).then_some(()) }).await;
     let logs: Vec<(String, String)> = workers.iter().map(|w| (w.name.clone(), w.log_text())).collect();
     drop(workers);
     assert!(logs.iter().all(|(_, text)| text.lines().count() > 5), "every worker logged");
     // Positive control: the scan reads real lines, which do name the operation.
     assert!(logs.iter().any(|(name, text)| name == "fleet-execute" && text.contains(&carded_op)));
+    assert!(logs.iter().any(|(name, text)| name == "fleet-relay" && text.contains(&carded_op)), "the relay's TRACE lines were scanned");
     let canaries = [API_KEY, DB_PASSWORD, secret.as_str(), WEBHOOK_SECRET_B64, PAN, "Bearer "];
     for (name, text) in &logs {
         for line in text.lines() {

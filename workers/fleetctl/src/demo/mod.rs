@@ -1,9 +1,9 @@
 //! `fleetctl demo`: the whole pipeline on one machine, with real processes. It migrates,
-//! starts the provider simulator, the four workers and the HTTP API, submits the seed
-//! example (invoice inv_9182, 12,500.00 KZT to vendor_77) through the API as an agent
-//! would and a few dozen more intents to the queue, approves them the way a person would,
-//! waits until every operation is final, and prints a table of final states next to the
-//! effects the provider actually holds.
+//! starts the provider simulator, the four workers, the HTTP API and the event relay,
+//! submits the seed example (invoice inv_9182, 12,500.00 KZT to vendor_77) through the API
+//! as an agent would and a few dozen more intents to the queue, approves them the way a
+//! person would, waits until every operation is final and its outcome events are
+//! published, and prints a table of final states next to the effects the provider holds.
 
 mod api;
 mod intents;
@@ -89,6 +89,8 @@ async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str, api_url: &str)
     // Settled for the machine: final, or escalated to a person (reported as such).
     let settled = |row: Option<&fleet_store::OperationRow>| row.is_some_and(|r| r.status().is_final() || r.escalated_at.is_some());
     report::wait_until(&store, &ids, deadline, settled, "final or escalated").await?;
+    report::wait_for_events(&store, deadline).await?;
+    println!("outcome events: every one published to {}", broker.events_exchange_name());
     let dead = fleet_broker::dead_letters(&broker, Queue::IntentsPrepare).await?;
     report::print(&store, &plan, sim_url, &dead).await?;
     publisher.close().await;

@@ -1,5 +1,6 @@
-//! The demo's processes: the provider simulator, the four workers and the HTTP API on
-//! their default admin addresses (started and stopped by [`crate::processes`]).
+//! The demo's processes: the provider simulator, the four workers, the HTTP API and the
+//! outcome-event relay on their default admin addresses (started and stopped by
+//! [`crate::processes`]).
 
 use std::path::Path;
 
@@ -43,6 +44,7 @@ impl Fleet {
             ("fleet-reconcile", admin_addrs::RECONCILE),
             ("fleet-webhook-ingest", admin_addrs::WEBHOOK_INGEST),
             ("fleet-api", admin_addrs::API),
+            ("fleet-relay", admin_addrs::RELAY),
         ];
         for (name, _) in workers {
             procs.push(processes::spawn(bin_dir, log_dir, name, name, &envs)?);
@@ -51,7 +53,7 @@ impl Fleet {
         for (name, admin) in workers {
             processes::wait_http_ok(&client, &format!("http://{admin}/readyz"), name).await?;
         }
-        println!("started the provider simulator, {} workers and the HTTP API", workers.len() - 1);
+        println!("started the provider simulator, {} workers, the HTTP API and the event relay", workers.len() - 2);
         Ok(fleet)
     }
 

@@ -34,6 +34,18 @@ pub async fn wait_until(
     }
 }
 
+/// Polls until the relay has published every outcome event, or fails at `deadline`.
+pub async fn wait_for_events(store: &Store, deadline: Instant) -> anyhow::Result<()> {
+    loop {
+        let backlog = store.outbox_gauges().await?.backlog;
+        if backlog == 0 {
+            return Ok(());
+        }
+        anyhow::ensure!(Instant::now() < deadline, "{backlog} outcome events are not published before the deadline");
+        sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn effects(client: &reqwest::Client, sim_url: &str, reference: &str) -> anyhow::Result<i64> {
     let v: Value = client.get(format!("{sim_url}/_sim/effects")).query(&[("reference", reference)]).send().await?.error_for_status()?.json().await?;
     Ok(v["payments"].as_i64().unwrap_or(0))

@@ -1,0 +1,98 @@
+-- Outcome events: every history row that matters to an agent or a person also writes an
+-- outbox row, in the same transaction, by a trigger on operation_events. A relay publishes
+-- the rows to the `fleet.events` exchange and marks them published after the broker's
+-- confirm. Which history rows become which event type is decided here, once.
+
+-- The sequence number of the operation's latest outcome event (0: none yet). Every writer
+-- of operation_events holds the operation's row lock until it commits, and the trigger
+-- bumps this counter with an UPDATE, which takes that lock itself: two transactions can
+-- never draw the same number, and numbers commit in order. Published outbox rows are
+-- pruned, so the counter cannot be derived from them.
+ALTER TABLE operations ADD COLUMN event_sequence integer NOT NULL DEFAULT 0;
+
+CREATE TABLE operation_outbox (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    operation_id text NOT NULL,
+    -- 1, 2, 3, … per operation, in the order the events happened.
+    sequence     integer NOT NULL CHECK (sequence > 0),
+    -- The short type (`succeeded`); the published type is `fleet.operation.<event_type>`.
+    event_type   text NOT NULL CHECK (event_type IN (
+                     'prepared', 'approved', 'rejected', 'approval_expired', 'superseded',
+                     'executing', 'accepted', 'succeeded', 'failed', 'cancelled', 'unknown',
+                     'requeued', 'escalated', 'resolved', 'disputed')),
+    tenant_id    text NOT NULL,
+    -- The operation_events row this event reports.
+    history_id   bigint NOT NULL,
+    occurred_at  timestamptz NOT NULL,
+    -- operation_view() of the row right after the change, plus its `sequence`.
+    data         jsonb NOT NULL,
+    published_at timestamptz,
+    CONSTRAINT operation_outbox_sequence UNIQUE (operation_id, sequence)
+);
+-- The relay's work list, in commit-compatible id order; only unpublished rows are indexed.
+CREATE INDEX operation_outbox_unpublished ON operation_outbox (id) WHERE published_at IS NULL;
+-- Retention deletes published rows oldest first.
+CREATE INDEX operation_outbox_published ON operation_outbox (published_at) WHERE published_at IS NOT NULL;
+
+-- The event type of a history row, or NULL for bookkeeping (lookups, a webhook noted on a
+-- disputed row, anything new). A transition to unknown that also escalated the row is
+-- reported as `escalated` by the trigger, which sees the row.
+CREATE FUNCTION outcome_event_type(kind text, to_status text, actor text, reason text)
+RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN kind = 'prepared' THEN 'prepared'
+        WHEN kind = 'approved' THEN 'approved'
+        WHEN kind = 'approval_expired' THEN 'approval_expired'
+        WHEN kind = 'escalated' THEN 'escalated'
+        -- A webhook that contradicts the row escalates it; on a disputed row it is only noted.
+        WHEN kind = 'webhook_conflict' THEN
+            CASE WHEN reason IS DISTINCT FROM 'webhook_on_disputed' THEN 'escalated' END
+        WHEN kind <> 'transition' THEN NULL
+        WHEN actor LIKE 'operator:%' THEN
+            CASE WHEN to_status = 'disputed' THEN 'disputed' ELSE 'resolved' END
+        WHEN to_status = 'in_progress' THEN 'executing'
+        WHEN to_status = 'not_started' THEN 'requeued'
+        WHEN to_status = 'accepted' THEN 'accepted'
+        WHEN to_status = 'unknown' THEN 'unknown'
+        WHEN to_status = 'succeeded' THEN 'succeeded'
+        WHEN to_status = 'failed' THEN 'failed'
+        WHEN to_status = 'disputed' THEN 'disputed'
+        WHEN to_status = 'cancelled' THEN
+            CASE reason
+                WHEN 'approval_rejected' THEN 'rejected'
+                WHEN 'approval_expired' THEN 'approval_expired'
+                WHEN 'superseded' THEN 'superseded'
+                ELSE 'cancelled'
+            END
+    END
+$$;
+
+-- Runs at the end of the statement that wrote the history row, so the operation row it
+-- reads is the one that statement left (a CTE's UPDATE included). One UPDATE and one
+-- INSERT, inside the writer's own transaction: no extra round trip.
+CREATE FUNCTION operation_events_to_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    event_type text := outcome_event_type(NEW.kind, NEW.to_status, NEW.actor, NEW.reason);
+    op operations;
+BEGIN
+    UPDATE operations SET event_sequence = event_sequence + 1
+    WHERE operation_id = NEW.operation_id
+    RETURNING * INTO STRICT op;
+    IF event_type = 'unknown' AND op.escalated_at IS NOT NULL THEN
+        event_type := 'escalated';
+    END IF;
+    INSERT INTO operation_outbox (operation_id, sequence, event_type, tenant_id, history_id, occurred_at, data)
+    VALUES (op.operation_id, op.event_sequence, event_type, op.tenant_id, NEW.id, NEW.at,
+            operation_view(op) || jsonb_build_object('sequence', op.event_sequence));
+    -- One wake-up per transaction (identical notifications are folded at commit); the
+    -- relay also polls, so a lost notification only delays.
+    PERFORM pg_notify('fleet_outbox', '');
+    RETURN NULL;
+END $$;
+
+-- WHEN keeps bookkeeping rows from queueing a trigger call at all.
+CREATE TRIGGER operation_events_outbox
+    AFTER INSERT ON operation_events
+    FOR EACH ROW
+    WHEN (outcome_event_type(NEW.kind, NEW.to_status, NEW.actor, NEW.reason) IS NOT NULL)
+    EXECUTE FUNCTION operation_events_to_outbox();

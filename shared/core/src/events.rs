@@ -1,0 +1,190 @@
+//! Outcome events as agents and people receive them: the event types, the CloudEvents 1.0
+//! envelope (structured JSON mode) and the routing key on the `fleet.events` exchange.
+//! Which history rows become which type is decided where the rows are written (the
+//! outbox trigger of the database); this module names those types and shapes what is
+//! published. Pure: the outbox row comes in, bytes and a routing key go out.
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// The CloudEvents version every event declares.
+pub const SPEC_VERSION: &str = "1.0";
+/// The AMQP content type of a structured-mode CloudEvent.
+pub const CONTENT_TYPE: &str = "application/cloudevents+json";
+/// The content type of `data` (the operation view).
+pub const DATA_CONTENT_TYPE: &str = "application/json";
+/// Every event type is this prefix plus [`EventType::as_str`].
+pub const TYPE_PREFIX: &str = "fleet.operation.";
+/// An encoded tenant longer than this is replaced by its digest, so that the routing key
+/// (type, a dot, tenant) always fits AMQP's 255-byte limit.
+pub const MAX_TENANT_SEGMENT: usize = 200;
+
+/// What happened to an operation. The wire name is `fleet.operation.<as_str>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// Stored; a person's approval is requested.
+    Prepared,
+    Approved,
+    /// A person rejected it; the operation is cancelled.
+    Rejected,
+    /// Nobody approved it in time (once when a late approval is refused, once when the
+    /// operation is cancelled for it).
+    ApprovalExpired,
+    /// A corrected intent replaced it before it ran; the operation is cancelled.
+    Superseded,
+    /// A worker claimed it and is about to call the provider.
+    Executing,
+    /// The provider accepted it asynchronously; the final answer follows.
+    Accepted,
+    Succeeded,
+    Failed,
+    /// Cancelled before any provider call for another reason (hash or policy mismatch),
+    /// or after a conditional update met another version.
+    Cancelled,
+    /// The effect may or may not exist; reconciliation is working on it.
+    Unknown,
+    /// Proven not to have happened; it waits for another attempt with the same key.
+    Requeued,
+    /// A person must decide (ambiguous lookup, a contradicting webhook, …).
+    Escalated,
+    /// An operator settled it (succeeded, failed or cancelled) with evidence.
+    Resolved,
+    /// An operator took it out of the workers' hands for investigation.
+    Disputed,
+}
+
+impl EventType {
+    pub const ALL: [EventType; 15] = [
+        EventType::Prepared,
+        EventType::Approved,
+        EventType::Rejected,
+        EventType::ApprovalExpired,
+        EventType::Superseded,
+        EventType::Executing,
+        EventType::Accepted,
+        EventType::Succeeded,
+        EventType::Failed,
+        EventType::Cancelled,
+        EventType::Unknown,
+        EventType::Requeued,
+        EventType::Escalated,
+        EventType::Resolved,
+        EventType::Disputed,
+    ];
+
+    /// The short name, as stored in the outbox and used as a metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Prepared => "prepared",
+            EventType::Approved => "approved",
+            EventType::Rejected => "rejected",
+            EventType::ApprovalExpired => "approval_expired",
+            EventType::Superseded => "superseded",
+            EventType::Executing => "executing",
+            EventType::Accepted => "accepted",
+            EventType::Succeeded => "succeeded",
+            EventType::Failed => "failed",
+            EventType::Cancelled => "cancelled",
+            EventType::Unknown => "unknown",
+            EventType::Requeued => "requeued",
+            EventType::Escalated => "escalated",
+            EventType::Resolved => "resolved",
+            EventType::Disputed => "disputed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EventType> {
+        EventType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// The CloudEvents `type`, e.g. `fleet.operation.succeeded`.
+    pub fn cloudevents_type(self) -> String {
+        format!("{TYPE_PREFIX}{}", self.as_str())
+    }
+}
+
+/// One outbox row, as published.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutcomeEvent {
+    pub operation_id: String,
+    /// 1, 2, 3, … per operation, in the order the events happened.
+    pub sequence: i32,
+    pub event_type: EventType,
+    pub tenant_id: String,
+    /// RFC 3339, UTC: when the change committed (the database clock).
+    pub time: String,
+    /// The operation view after the change, with `sequence`.
+    pub data: Value,
+}
+
+impl OutcomeEvent {
+    /// Unique per event and identical on every republish: consumers deduplicate on it.
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.operation_id, self.sequence)
+    }
+
+    /// `<type>.<tenant segment>`, e.g. `fleet.operation.succeeded.acme`.
+    pub fn routing_key(&self) -> String {
+        format!(
+            "{}.{}",
+            self.event_type.cloudevents_type(),
+            tenant_segment(&self.tenant_id)
+        )
+    }
+
+    /// The structured-mode CloudEvent.
+    pub fn cloud_event(&self, source: &str) -> Value {
+        json!({
+            "specversion": SPEC_VERSION,
+            "id": self.id(),
+            "source": source,
+            "type": self.event_type.cloudevents_type(),
+            "subject": self.operation_id,
+            "time": self.time,
+            "datacontenttype": DATA_CONTENT_TYPE,
+            "data": self.data,
+        })
+    }
+
+    pub fn to_bytes(&self, source: &str) -> Vec<u8> {
+        serde_json::to_vec(&self.cloud_event(source)).expect("a JSON value always serialises")
+    }
+}
+
+/// The CloudEvents `source` of a deployment: `/fleet`, or `/fleet/<namespace>` when the
+/// broker names are namespaced.
+pub fn source(namespace: &str) -> String {
+    match namespace {
+        "" => "/fleet".to_owned(),
+        ns => format!("/fleet/{}", percent_encode(ns)),
+    }
+}
+
+/// A tenant id as one routing-key word. Tenant ids may hold any printable character,
+/// dots and the binding wildcards `*` and `#` included, so every byte outside
+/// `[A-Za-z0-9_-]` is written `%XX` (upper-case hex of the UTF-8 byte): `acme.kz` →
+/// `acme%2Ekz`. An encoding longer than [`MAX_TENANT_SEGMENT`] becomes `~` plus the first
+/// 32 hex digits of the id's SHA-256; no plain encoding contains `~`.
+pub fn tenant_segment(tenant_id: &str) -> String {
+    let encoded = percent_encode(tenant_id);
+    if encoded.len() <= MAX_TENANT_SEGMENT {
+        return encoded;
+    }
+    let digest = hex::encode(Sha256::digest(tenant_id.as_bytes()));
+    format!("~{}", &digest[..32])
+}
+
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+use super::*;
+use serde_json::json;
+
+fn event(event_type: EventType, tenant_id: &str) -> OutcomeEvent {
+    OutcomeEvent {
+        operation_id: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".into(),
+        sequence: 3,
+        event_type,
+        tenant_id: tenant_id.into(),
+        time: "2026-11-29T22:00:00.123456Z".into(),
+        data: json!({"operation_id": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8", "status": "succeeded", "sequence": 3}),
+    }
+}
+
+#[test]
+fn every_type_round_trips_and_has_one_wire_name() {
+    let mut names: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
+    for t in EventType::ALL {
+        assert_eq!(EventType::parse(t.as_str()), Some(t));
+        assert_eq!(
+            t.cloudevents_type(),
+            format!("fleet.operation.{}", t.as_str())
+        );
+        assert!(
+            t.as_str()
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_'),
+            "{t:?} must be one routing-key word"
+        );
+    }
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), EventType::ALL.len());
+    assert_eq!(EventType::parse("fleet.operation.succeeded"), None);
+}
+
+#[test]
+fn the_envelope_is_a_structured_cloudevent() {
+    let e = event(EventType::Succeeded, "acme");
+    let v = e.cloud_event("/fleet/ns1");
+    assert_eq!(v["specversion"], "1.0");
+    assert_eq!(v["id"], "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8.3");
+    assert_eq!(v["source"], "/fleet/ns1");
+    assert_eq!(v["type"], "fleet.operation.succeeded");
+    assert_eq!(v["subject"], "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8");
+    assert_eq!(v["time"], "2026-11-29T22:00:00.123456Z");
+    assert_eq!(v["datacontenttype"], "application/json");
+    assert_eq!(v["data"]["sequence"], 3);
+    assert_eq!(
+        v.as_object().unwrap().len(),
+        8,
+        "no attribute beyond the documented ones: {v}"
+    );
+    let parsed: serde_json::Value = serde_json::from_slice(&e.to_bytes("/fleet/ns1")).unwrap();
+    assert_eq!(parsed, v);
+}
+
+#[test]
+fn the_id_is_stable_and_differs_per_sequence() {
+    let a = event(EventType::Succeeded, "acme");
+    assert_eq!(a.id(), a.clone().id());
+    let b = OutcomeEvent {
+        sequence: 4,
+        ..a.clone()
+    };
+    assert_ne!(a.id(), b.id());
+}
+
+#[test]
+fn routing_keys_are_type_then_tenant() {
+    assert_eq!(
+        event(EventType::Succeeded, "acme").routing_key(),
+        "fleet.operation.succeeded.acme"
+    );
+    assert_eq!(
+        event(EventType::ApprovalExpired, "org_7-b").routing_key(),
+        "fleet.operation.approval_expired.org_7-b"
+    );
+}
+
+#[test]
+fn tenant_dots_wildcards_and_unicode_stay_inside_one_word() {
+    assert_eq!(tenant_segment("acme.kz"), "acme%2Ekz");
+    assert_eq!(tenant_segment("a*b#c"), "a%2Ab%23c");
+    assert_eq!(tenant_segment("50%"), "50%25");
+    assert_eq!(tenant_segment("a b"), "a%20b");
+    assert_eq!(tenant_segment("Қаз"), "%D2%9A%D0%B0%D0%B7");
+    for tenant in ["acme.kz", "a*b#c", "x.y.z", "~tilde", "Қаз"] {
+        let segment = tenant_segment(tenant);
+        assert!(
+            !segment.contains(['.', '*', '#', '~']),
+            "{tenant} → {segment}"
+        );
+    }
+}
+
+#[test]
+fn distinct_tenants_get_distinct_segments() {
+    let tenants = [
+        "acme",
+        "acme.kz",
+        "acme%2Ekz",
+        "acme_kz",
+        "ACME",
+        "a.b",
+        "a%2Eb",
+    ];
+    let mut segments: Vec<String> = tenants.iter().map(|t| tenant_segment(t)).collect();
+    segments.sort();
+    segments.dedup();
+    assert_eq!(segments.len(), tenants.len());
+}
+
+#[test]
+fn a_long_tenant_is_replaced_by_its_digest_and_the_key_fits_amqp() {
+    let short = "t".repeat(MAX_TENANT_SEGMENT);
+    assert_eq!(tenant_segment(&short), short);
+    let long = ".".repeat(256); // 768 bytes once encoded
+    let segment = tenant_segment(&long);
+    assert!(segment.starts_with('~') && segment.len() == 33, "{segment}");
+    assert_ne!(segment, tenant_segment(&".".repeat(255)));
+    for t in EventType::ALL {
+        let key = OutcomeEvent {
+            event_type: t,
+            ..event(t, &long)
+        }
+        .routing_key();
+        assert!(key.len() <= 255, "{key}");
+        let key = OutcomeEvent {
+            event_type: t,
+            ..event(t, &"é".repeat(128))
+        }
+        .routing_key();
+        assert!(key.len() <= 255, "{key}");
+    }
+}
+
+#[test]
+fn the_source_names_the_namespace() {
+    assert_eq!(source(""), "/fleet");
+    assert_eq!(source("t01abc"), "/fleet/t01abc");
+    assert_eq!(source("a b"), "/fleet/a%20b");
+}

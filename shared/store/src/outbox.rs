@@ -1,0 +1,166 @@
+//! The outcome outbox: rows written by the database in the same transaction as the
+//! change they report (the `operation_events` trigger), taken here by the relay.
+//!
+//! - [`Store::relay_outbox`]: take the next events, hand them to a publisher while they
+//!   stay locked, mark what the broker confirmed, commit.
+//! - [`Store::outbox_gauges`]: backlog and the age of its oldest event.
+//! - [`Store::prune_outbox`]: one bounded retention batch of published rows.
+//! - [`Store::forward_outbox_wakeups`]: LISTEN for the trigger's notifications.
+//!
+//! Order per operation with any number of relays: a relay takes only the *head* of each
+//! operation's queue (an unpublished event with no unpublished event before it), locked
+//! `FOR UPDATE SKIP LOCKED`, and keeps it locked until its commit marks it published. The
+//! next event of that operation is not a head until that commit, and a head another relay
+//! holds is skipped; so one operation's events are published one at a time, in sequence
+//! order, while different operations go out in parallel and in batches.
+
+mod wake;
+
+pub use wake::OUTBOX_CHANNEL;
+
+use std::future::Future;
+
+use fleet_core::events::{EventType, OutcomeEvent};
+use serde_json::Value;
+
+use crate::{Store, StoreError};
+
+/// One outbox row: its id (the relay's handle) and the event it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub event: OutcomeEvent,
+}
+
+/// What one [`Store::relay_outbox`] call did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Relayed {
+    /// Events taken (and handed to the publisher).
+    pub taken: usize,
+    /// Events marked published by the commit, in id order.
+    pub published: Vec<EventType>,
+}
+
+/// The outbox as the relay's gauges show it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OutboxGauges {
+    pub backlog: i64,
+    /// `now() - occurred_at` of the oldest unpublished event; 0 when there is none.
+    pub oldest_unpublished_age_s: f64,
+}
+
+const TAKE: &str = "
+SELECT o.id, o.operation_id, o.sequence, o.event_type, o.tenant_id, fleet_utc(o.occurred_at) AS time, o.data
+FROM operation_outbox o
+WHERE o.published_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM operation_outbox p
+                  WHERE p.operation_id = o.operation_id AND p.sequence < o.sequence AND p.published_at IS NULL)
+ORDER BY o.id
+LIMIT $1
+FOR UPDATE OF o SKIP LOCKED";
+
+const MARK: &str = "UPDATE operation_outbox SET published_at = now() WHERE id = ANY($1) AND published_at IS NULL RETURNING id, event_type";
+
+const GAUGES: &str = "
+SELECT count(*) AS backlog, COALESCE(EXTRACT(EPOCH FROM now() - min(occurred_at)), 0)::float8 AS oldest
+FROM operation_outbox WHERE published_at IS NULL";
+
+const PRUNE: &str = "
+WITH doomed AS (
+    SELECT id FROM operation_outbox
+    WHERE published_at < now() - make_interval(secs => $1)
+    ORDER BY published_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM operation_outbox o USING doomed d WHERE o.id = d.id";
+
+impl Store {
+    /// Takes up to `limit` events (the head of each operation's queue, oldest first),
+    /// calls `publish` with them while they stay locked, then marks the ids `publish`
+    /// returns (those the broker confirmed) published and commits. An event not returned,
+    /// or a commit that fails, leaves the row to be published again: at least once.
+    /// `publish` is not called when nothing is waiting.
+    pub async fn relay_outbox<F, Fut>(&self, limit: i64, publish: F) -> Result<Relayed, StoreError>
+    where
+        F: FnOnce(Vec<OutboxRow>) -> Fut,
+        Fut: Future<Output = Vec<i64>>,
+    {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let take = tx.prepare_cached(TAKE).await?;
+        let rows = tx.query(&take, &[&limit]).await?;
+        if rows.is_empty() {
+            return Ok(Relayed::default());
+        }
+        let taken = rows.iter().map(outbox_row).collect::<Result<Vec<_>, _>>()?;
+        let count = taken.len();
+        let confirmed = publish(taken).await;
+        let mark = tx.prepare_cached(MARK).await?;
+        let mut marked: Vec<(i64, String)> = tx
+            .query(&mark, &[&confirmed])
+            .await?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        tx.commit().await?;
+        marked.sort_unstable_by_key(|(id, _)| *id);
+        let published = marked
+            .iter()
+            .filter_map(|(_, t)| EventType::parse(t))
+            .collect();
+        Ok(Relayed {
+            taken: count,
+            published,
+        })
+    }
+
+    pub async fn outbox_gauges(&self) -> Result<OutboxGauges, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(GAUGES).await?;
+        let r = client.query_one(&stmt, &[]).await?;
+        Ok(OutboxGauges {
+            backlog: r.get("backlog"),
+            oldest_unpublished_age_s: r.get("oldest"),
+        })
+    }
+
+    /// Deletes at most `batch` events published more than `older_than_s` seconds ago (by
+    /// the database clock), oldest first, skipping rows another pruner holds. Returns how
+    /// many it deleted; the caller repeats while a full batch came back.
+    pub async fn prune_outbox(&self, older_than_s: u64, batch: i64) -> Result<u64, StoreError> {
+        if batch < 1 {
+            return Err(StoreError::Config(
+                "outbox retention batch must be at least 1".into(),
+            ));
+        }
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(PRUNE).await?;
+        Ok(client
+            .execute(&stmt, &[&(older_than_s as f64), &batch])
+            .await?)
+    }
+}
+
+fn outbox_row(r: &tokio_postgres::Row) -> Result<OutboxRow, StoreError> {
+    let stored: String = r.get("event_type");
+    // The table's CHECK allows only the known types; a newer schema than this binary
+    // must stop the relay loudly rather than publish something it cannot name.
+    let event_type = EventType::parse(&stored).ok_or_else(|| {
+        StoreError::Config(format!(
+            "outbox event type {stored:?} is unknown to this build"
+        ))
+    })?;
+    let data: Value = r.get("data");
+    Ok(OutboxRow {
+        id: r.get("id"),
+        event: OutcomeEvent {
+            operation_id: r.get("operation_id"),
+            sequence: r.get("sequence"),
+            event_type,
+            tenant_id: r.get("tenant_id"),
+            time: r.get("time"),
+            data,
+        },
+    })
+}

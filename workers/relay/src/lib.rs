@@ -1,0 +1,87 @@
+//! fleet-relay: publishes outcome events. The database writes an outbox row in the same
+//! transaction as every change that matters to an agent or a person; this worker takes
+//! them in order, publishes each as a CloudEvent (structured JSON) to the `fleet.events`
+//! topic exchange with a publisher confirm, and only then marks it published. A crash or
+//! a broker outage between the two leaves the row to be published again: at least once,
+//! with the same event id, and in sequence order per operation (see `fleet_store`'s
+//! outbox module for why several replicas keep that order).
+//!
+//! It wakes on the database's notification of each such commit, and polls every
+//! `RELAY_POLL_INTERVAL_MS` in case one was lost.
+
+mod gauges;
+mod pause;
+pub mod retention;
+mod round;
+mod settings;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet_broker::Publisher;
+use fleet_store::Store;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+pub use round::Round;
+pub use settings::RelaySettings;
+
+pub struct RelayDeps {
+    pub store: Store,
+    pub publisher: Publisher,
+    /// The broker namespace, named in every event's `source`.
+    pub namespace: String,
+    pub settings: RelaySettings,
+}
+
+/// Relays until `shutdown`, then finishes the round in hand and closes the publisher.
+pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
+    let wake = Arc::new(Notify::new());
+    let store = deps.store.clone();
+    let (w, until) = (wake.clone(), shutdown.clone());
+    let listener = tokio::spawn(async move { store.forward_outbox_wakeups(w, until).await });
+    let gauges = tokio::spawn(gauges::run(deps.store.clone(), shutdown.clone()));
+    let retention = tokio::spawn(retention::run(
+        deps.store.clone(),
+        deps.settings.outbox_retention_s,
+        shutdown.clone(),
+    ));
+    let round = Round {
+        store: deps.store.clone(),
+        publisher: deps.publisher.clone(),
+        source: fleet_core::events::source(&deps.namespace),
+        batch: deps.settings.relay_batch,
+    };
+    info!(batch = round.batch, source = %round.source, "relaying outcome events");
+    relay(&round, &wake, deps.settings.poll_interval(), &shutdown).await;
+    shutdown.cancel();
+    let _ = tokio::join!(listener, gauges, retention);
+    deps.publisher.close().await;
+}
+
+async fn relay(round: &Round, wake: &Notify, poll: Duration, shutdown: &CancellationToken) {
+    while !shutdown.is_cancelled() {
+        match round.run().await {
+            // Everything taken went out: the next events of those operations are heads
+            // now, and a full batch may have left others waiting.
+            Ok(r) if r.taken > 0 && r.published.len() == r.taken => continue,
+            Ok(r) if r.taken == 0 => {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = wake.notified() => {}
+                    () = tokio::time::sleep(poll) => {}
+                }
+                continue;
+            }
+            // The broker did not confirm everything (already logged by the round).
+            Ok(_) => {}
+            Err(e) => warn!(error = %e, "relay round failed; retrying after the poll interval"),
+        }
+        // After a failure, notifications do not shorten the wait: no hot retry loop.
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(poll) => {}
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! fleet-relay: publishes the outcome outbox to the `fleet.events` exchange.
+
+use clap::Parser;
+use fleet_broker::Publisher;
+use fleet_relay::{RelayDeps, RelaySettings};
+use fleet_runtime::{admin_addrs, CommonArgs};
+
+#[derive(Parser)]
+#[command(
+    name = "fleet-relay",
+    about = "Publishes outcome events from the outbox to fleet.events as CloudEvents"
+)]
+struct Cli {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    relay: RelaySettings,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let boot = fleet_boot::start("relay", &cli.common, admin_addrs::RELAY).await?;
+    let deps = RelayDeps {
+        store: boot.store.clone(),
+        publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
+        namespace: boot.broker.namespace.clone(),
+        settings: cli.relay,
+    };
+    fleet_relay::run(deps, boot.shutdown.clone()).await;
+    boot.finish().await;
+    Ok(())
+}

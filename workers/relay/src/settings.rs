@@ -1,0 +1,79 @@
+//! The relay's own settings (flags with env), on top of the common ones.
+
+use std::time::Duration;
+
+use clap::Args;
+
+#[derive(Debug, Clone, Args)]
+pub struct RelaySettings {
+    /// Events taken per round (at most one per operation, so that an operation's events
+    /// go out one after the other); each round is one publish-and-confirm batch.
+    #[arg(long, env = "RELAY_BATCH", default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..=1_000))]
+    pub relay_batch: i64,
+
+    /// Longest wait between two looks at the outbox. The database notifies the relay of
+    /// every commit that wrote an event; this poll only covers a lost notification.
+    #[arg(long, env = "RELAY_POLL_INTERVAL_MS", default_value_t = 1_000,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub relay_poll_interval_ms: u64,
+
+    /// How long published events stay in the outbox (for inspection) before they are
+    /// deleted; 0 deletes them at the next retention run.
+    #[arg(long, env = "OUTBOX_RETENTION_S", default_value_t = 86_400,
+          value_parser = clap::value_parser!(u64).range(0..=2_592_000))]
+    pub outbox_retention_s: u64,
+}
+
+impl RelaySettings {
+    pub fn poll_interval(&self) -> Duration {
+        Duration::from_millis(self.relay_poll_interval_ms)
+    }
+}
+
+impl Default for RelaySettings {
+    fn default() -> Self {
+        RelaySettings {
+            relay_batch: 100,
+            relay_poll_interval_ms: 1_000,
+            outbox_retention_s: 86_400,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        relay: RelaySettings,
+    }
+
+    #[test]
+    fn defaults_match_and_bounds_are_enforced() {
+        let cli = Cli::try_parse_from(["bin"]).unwrap();
+        let d = RelaySettings::default();
+        if std::env::var_os("RELAY_BATCH").is_none() {
+            assert_eq!(cli.relay.relay_batch, d.relay_batch);
+        }
+        if std::env::var_os("RELAY_POLL_INTERVAL_MS").is_none() {
+            assert_eq!(cli.relay.poll_interval(), d.poll_interval());
+        }
+        if std::env::var_os("OUTBOX_RETENTION_S").is_none() {
+            assert_eq!(cli.relay.outbox_retention_s, d.outbox_retention_s);
+        }
+        assert!(Cli::try_parse_from(["bin", "--relay-batch=0"]).is_err());
+        assert!(Cli::try_parse_from(["bin", "--relay-batch=1001"]).is_err());
+        assert!(Cli::try_parse_from(["bin", "--relay-poll-interval-ms=5"]).is_err());
+        assert!(Cli::try_parse_from(["bin", "--outbox-retention-s=2592001"]).is_err());
+        assert_eq!(
+            Cli::try_parse_from(["bin", "--outbox-retention-s=0"])
+                .unwrap()
+                .relay
+                .outbox_retention_s,
+            0
+        );
+    }
+}
