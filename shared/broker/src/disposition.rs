@@ -5,6 +5,9 @@
 //! hold a handler slot and a prefetch slot for every wait, and enough of them stall the
 //! messages behind them. It is parked in the queue's retry queue instead (confirmed,
 //! then the original acked) and comes back after its delay, up to the retry limit.
+//! The broker expires messages at the head of a queue only, so one may come back up to
+//! the longest delay late when a message parked for longer is ahead of it: a delay, never
+//! a block, and only for messages that already failed.
 
 use crate::{
     config::{Queue, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MIN_MS},

@@ -155,7 +155,7 @@ impl Handler for NeverSettles {
     }
 }
 
-// Catalogue C-27 (backstop half): a message whose handling never settles (its consumer
+// A message whose handling never settles (its consumer
 // dies every time) is dead-lettered by the broker once x-delivery-limit is exceeded, so
 // it is never dropped and never cycles for ever.
 #[tokio::test(flavor = "multi_thread")]

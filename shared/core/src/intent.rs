@@ -57,7 +57,7 @@ pub enum IntentError {
     Malformed(String),
     /// JSON that parsers may read differently (duplicate names, lone surrogates, numbers
     /// no double holds) or that cannot be stored (U+0000). `at` is a member path.
-    #[error("{at}: {kind} (JSON that parsers read differently, or U+0000)")]
+    #[error("{at}: {}", kind.problem())]
     Ambiguous { kind: Ambiguity, at: String },
     #[error("schema {0:?} is not supported (expected \"intent.v1\")")]
     UnsupportedSchema(String),

@@ -40,7 +40,8 @@ impl Ambiguity {
         }
     }
 
-    fn problem(self) -> &'static str {
+    /// What the rule refuses, in words (never the offending value).
+    pub fn problem(self) -> &'static str {
         match self {
             Ambiguity::DuplicateMember => "member name appears twice in one object",
             Ambiguity::InvalidUnicode => "escaped UTF-16 surrogate without its pair",

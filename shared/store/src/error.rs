@@ -54,14 +54,19 @@ mod tests {
 
     #[test]
     fn data_exceptions_and_constraint_violations_refuse_the_content() {
-        for code in ["22021", "22P05", "22003", "22001", "23505", "23514", "23000", "23503"] {
+        for code in [
+            "22021", "22P05", "22003", "22001", "23505", "23514", "23000", "23503",
+        ] {
             assert!(refuses_content(code), "{code}");
         }
     }
 
     #[test]
     fn unavailability_and_concurrency_failures_are_transient() {
-        for code in ["08006", "08001", "40001", "40P01", "53300", "55P03", "57P01", "57014", "XX000", "42P01"] {
+        for code in [
+            "08006", "08001", "40001", "40P01", "53300", "55P03", "57P01", "57014", "XX000",
+            "42P01",
+        ] {
             assert!(!refuses_content(code), "{code}");
         }
     }

@@ -38,7 +38,10 @@ pub struct Refusal {
 
 impl Refusal {
     fn new(reason: &'static str, field: Option<&str>) -> Self {
-        Refusal { reason, field: field.map(str::to_owned) }
+        Refusal {
+            reason,
+            field: field.map(str::to_owned),
+        }
     }
 }
 
@@ -148,10 +151,17 @@ fn refusal_of(e: &IntentError) -> Refusal {
     let field = match e {
         IntentError::InvalidField { field, .. } => Some(field.as_str()),
         IntentError::Ambiguous { at, .. } => Some(at.as_str()),
-        IntentError::Oversized(_) | IntentError::Malformed(_) | IntentError::UnsupportedSchema(_) | IntentError::UnknownAction(_) => None,
+        IntentError::Oversized(_)
+        | IntentError::Malformed(_)
+        | IntentError::UnsupportedSchema(_)
+        | IntentError::UnknownAction(_) => None,
     };
     let refusal = Refusal::new(e.code(), field);
-    warn!(reason = refusal.reason, field = refusal.field.as_deref(), "intent refused");
+    warn!(
+        reason = refusal.reason,
+        field = refusal.field.as_deref(),
+        "intent refused"
+    );
     refusal
 }
 
