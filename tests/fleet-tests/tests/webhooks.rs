@@ -305,10 +305,20 @@ async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_app
 async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
     let mut fleet = payments_fleet().await;
     let ingest = fleet.spawn_webhook_ingest().await;
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
+    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit", "times": 2})).await;
     let op = approved(&fleet).await;
     fleet.reaches(&op, "unknown").await;
     let payment = settled(fleet.sim_payment(&op).await, "succeeded");
+
+    // A matching, signed event settles an unknown operation without another call.
+    let other = approved(&fleet).await;
+    fleet.reaches(&other, "unknown").await;
+    let other_payment = settled(fleet.sim_payment(&other).await, "succeeded");
+    let settles = SignedDelivery::new(WEBHOOK_SECRET, "evt_settles", event_body("evt_settles", "payment.succeeded", &other_payment));
+    assert_eq!(settles.post(&fleet.http, &ingest.url()).await, StatusCode::NO_CONTENT);
+    let row = fleet.reaches(&other, "succeeded").await;
+    assert_eq!(row.external_id.as_deref(), other_payment["id"].as_str());
+    assert_eq!((fleet.sim_posts(&other).await, fleet.sim_effects(&other).await), (1, 1), "resolved without another provider call");
 
     let mut other_amount = payment.clone();
     other_amount["amount_minor"] = json!(payment["amount_minor"].as_i64().unwrap() + 1);
@@ -319,11 +329,14 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
     assert_eq!(row.status, "unknown", "a webhook that does not match never resolves the operation");
     assert!(row.escalated_at.is_some());
 
+    // Once escalated it is a person's: even a matching event is only evidence for them.
     let matching = SignedDelivery::new(WEBHOOK_SECRET, "evt_match", event_body("evt_match", "payment.succeeded", &payment));
     assert_eq!(matching.post(&fleet.http, &ingest.url()).await, StatusCode::NO_CONTENT);
-    let row = fleet.reaches(&op, "succeeded").await;
-    assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
-    assert_eq!((fleet.sim_posts(&op).await, fleet.sim_effects(&op).await), (1, 1), "resolved without another provider call");
+    wait_for_outcome(&fleet, "evt_match", "escalated").await;
+    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(row.status, "unknown", "escalated means hands off");
+    let noted = fleet.store.events(&op).await.unwrap().into_iter().any(|e| e.reason.as_deref() == Some("operation_escalated"));
+    assert!(noted, "the event is in the operation's history");
     fleet.stop().await;
 }
 
