@@ -44,9 +44,10 @@ RETURNS text LANGUAGE sql IMMUTABLE AS $$
         WHEN kind = 'approved' THEN 'approved'
         WHEN kind = 'approval_expired' THEN 'approval_expired'
         WHEN kind = 'escalated' THEN 'escalated'
-        -- A webhook that contradicts the row escalates it; on a disputed row it is only noted.
+        -- A webhook that contradicts the row escalates it; on a disputed row, or on a row
+        -- already escalated to a person, it is only noted.
         WHEN kind = 'webhook_conflict' THEN
-            CASE WHEN reason IS DISTINCT FROM 'webhook_on_disputed' THEN 'escalated' END
+            CASE WHEN reason NOT IN ('webhook_on_disputed', 'operation_escalated') OR reason IS NULL THEN 'escalated' END
         WHEN kind <> 'transition' THEN NULL
         WHEN actor LIKE 'operator:%' THEN
             CASE WHEN to_status = 'disputed' THEN 'disputed' ELSE 'resolved' END
