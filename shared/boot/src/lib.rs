@@ -53,7 +53,9 @@ pub async fn start(component: &'static str, common: &CommonArgs, default_admin: 
 
 /// The broker settings a worker's flags describe.
 pub fn broker_config(common: &CommonArgs) -> BrokerConfig {
-    let mut cfg = BrokerConfig::new(common.amqp_url.expose()).with_namespace(common.amqp_namespace.clone());
+    let mut cfg = BrokerConfig::new(common.amqp_url.expose())
+        .with_namespace(common.amqp_namespace.clone())
+        .with_topology(common.amqp_topology.into());
     cfg.prefetch = common.prefetch;
     cfg
 }

@@ -79,6 +79,28 @@ impl fmt::Display for Queue {
     }
 }
 
+/// What a binary does with the topology when it connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TopologyMode {
+    /// Declare every exchange, queue and binding (idempotently). Needs the broker's
+    /// `configure` permission on all of them: development, tests, an admin user.
+    #[default]
+    Declare,
+    /// Only check, passively, that every exchange and queue exists; an admin declared
+    /// them beforehand (`fleetctl broker setup`). Needs no `configure` permission, so a
+    /// component's own least-privilege user can neither create nor delete any of them.
+    Verify,
+}
+
+impl From<fleet_runtime::AmqpTopology> for TopologyMode {
+    fn from(setting: fleet_runtime::AmqpTopology) -> TopologyMode {
+        match setting {
+            fleet_runtime::AmqpTopology::Declare => TopologyMode::Declare,
+            fleet_runtime::AmqpTopology::Verify => TopologyMode::Verify,
+        }
+    }
+}
+
 /// How to reach the broker and how the topology is shaped.
 ///
 /// `Debug` is written by hand so the password in `amqp_url` never reaches a log.
@@ -96,6 +118,8 @@ pub struct BrokerConfig {
     pub delivery_limit: u32,
     /// Bound on establishing one connection (TCP + AMQP handshake).
     pub connect_timeout_ms: u64,
+    /// Declare the topology, or only verify it exists.
+    pub topology: TopologyMode,
 }
 
 impl BrokerConfig {
@@ -107,7 +131,14 @@ impl BrokerConfig {
             prefetch: DEFAULT_PREFETCH,
             delivery_limit: DEFAULT_DELIVERY_LIMIT,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            topology: TopologyMode::Declare,
         }
+    }
+
+    /// The same config, handling the topology as `mode` says.
+    pub fn with_topology(mut self, mode: TopologyMode) -> Self {
+        self.topology = mode;
+        self
     }
 
     /// The same config in another namespace (tests).
@@ -124,6 +155,14 @@ impl BrokerConfig {
     /// The broker-side name of a work queue's dead-letter queue: `<queue name>.dead`.
     pub fn dead_letter_queue_name(&self, q: Queue) -> String {
         format!("{}.dead", self.queue_name(q))
+    }
+
+    /// The broker-side name of the exchange a work queue is published to:
+    /// `<ns.>fleet.to.<queue>`. Every queue has its own, so that the broker's `write`
+    /// permission, which names exchanges, says who may publish to which queue; the
+    /// default exchange reaches every queue and is never granted.
+    pub fn entry_exchange_name(&self, q: Queue) -> String {
+        self.namespaced(&format!("fleet.to.{}", q.wire_name()))
     }
 
     /// The broker-side name of the shared dead-letter exchange: `<ns.>fleet.dlx`.
@@ -192,6 +231,7 @@ impl fmt::Debug for BrokerConfig {
             .field("prefetch", &self.prefetch)
             .field("delivery_limit", &self.delivery_limit)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("topology", &self.topology)
             .finish()
     }
 }
@@ -214,6 +254,11 @@ mod tests {
             "webhooks.ingest.dead"
         );
         assert_eq!(cfg.dead_letter_exchange_name(), "fleet.dlx");
+        assert_eq!(
+            cfg.entry_exchange_name(Queue::WebhooksIngest),
+            "fleet.to.webhooks.ingest"
+        );
+        assert_eq!(cfg.topology, TopologyMode::Declare);
     }
 
     #[test]
@@ -225,6 +270,10 @@ mod tests {
             "t01.operations.reconcile.dead"
         );
         assert_eq!(cfg.dead_letter_exchange_name(), "t01.fleet.dlx");
+        assert_eq!(
+            cfg.entry_exchange_name(Queue::IntentsPrepare),
+            "t01.fleet.to.intents.prepare"
+        );
     }
 
     #[test]

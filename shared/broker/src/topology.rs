@@ -4,12 +4,19 @@
 //! Per work queue `Q` (names via [`BrokerConfig`]):
 //! - `Q`: durable quorum queue, `x-delivery-limit`, dead-lettering to `<ns.>fleet.dlx`
 //!   with routing key `Q` (default at-most-once dead-letter strategy);
-//! - `Q.dead`: durable quorum queue bound to `<ns.>fleet.dlx` with routing key `Q`.
+//! - `Q.dead`: durable quorum queue bound to `<ns.>fleet.dlx` with routing key `Q`;
+//! - `<ns.>fleet.to.Q`: durable direct exchange bound to `Q` with routing key `Q`.
 //!
-//! Work queues are published to through the default exchange (routing key = queue name).
+//! Work queues are published to through their own `fleet.to.Q` exchange, never the
+//! default exchange: the broker grants `write` per exchange, so one exchange per queue
+//! is what lets a user publish to one queue and not to another.
+//!
+//! With [`TopologyMode::Verify`] nothing is declared: every exchange and queue is
+//! checked with a passive declare, which needs no permission (bindings cannot be checked
+//! that way; a missing one makes a `mandatory` publish come back unroutable).
 
 use crate::{
-    config::{BrokerConfig, Queue},
+    config::{BrokerConfig, Queue, TopologyMode},
     connection,
     error::BrokerError,
 };
@@ -30,6 +37,13 @@ use tracing::{debug, error, warn};
 /// a different `delivery_limit`), which closes `channel`.
 pub async fn declare_topology(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerError> {
     cfg.validate()?;
+    match cfg.topology {
+        TopologyMode::Declare => declare(channel, cfg).await,
+        TopologyMode::Verify => verify(channel, cfg).await,
+    }
+}
+
+async fn declare(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerError> {
     let dlx = cfg.dead_letter_exchange_name();
     let durable = ExchangeDeclareOptions {
         durable: true,
@@ -78,9 +92,82 @@ pub async fn declare_topology(channel: &Channel, cfg: &BrokerConfig) -> Result<(
             )
             .await
             .map_err(BrokerError::declare("queue.declare work queue"))?;
+        let entry = cfg.entry_exchange_name(q);
+        channel
+            .exchange_declare(
+                short(&entry)?,
+                ExchangeKind::Direct,
+                durable,
+                FieldTable::default(),
+            )
+            .await
+            .map_err(BrokerError::declare("exchange.declare entry exchange"))?;
+        channel
+            .queue_bind(
+                short(&cfg.queue_name(q))?,
+                short(&entry)?,
+                short(&cfg.queue_name(q))?,
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(BrokerError::declare("queue.bind work queue"))?;
     }
     debug!(namespace = %cfg.namespace, "broker topology declared");
     Ok(())
+}
+
+/// Passive declares of every exchange and queue: fails (and closes `channel`) with
+/// NOT_FOUND if one is missing.
+async fn verify(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerError> {
+    let passive_exchange = ExchangeDeclareOptions {
+        passive: true,
+        ..ExchangeDeclareOptions::default()
+    };
+    let mut exchanges = vec![cfg.dead_letter_exchange_name()];
+    exchanges.extend(Queue::ALL.map(|q| cfg.entry_exchange_name(q)));
+    for name in &exchanges {
+        channel
+            .exchange_declare(
+                short(name)?,
+                ExchangeKind::Direct,
+                passive_exchange,
+                FieldTable::default(),
+            )
+            .await
+            .map_err(BrokerError::amqp("exchange.declare passive"))?;
+    }
+    for q in Queue::ALL {
+        for name in [cfg.queue_name(q), cfg.dead_letter_queue_name(q)] {
+            channel
+                .queue_declare(
+                    short(&name)?,
+                    QueueDeclareOptions::durable().passive(),
+                    FieldTable::default(),
+                )
+                .await
+                .map_err(BrokerError::amqp("queue.declare passive"))?;
+        }
+    }
+    debug!(namespace = %cfg.namespace, "broker topology verified");
+    Ok(())
+}
+
+/// Declares (or, with [`TopologyMode::Verify`], checks) the topology on a connection of
+/// its own: what an admin runs once before least-privilege users connect.
+pub async fn ensure_topology(cfg: &BrokerConfig) -> Result<(), BrokerError> {
+    cfg.validate()?;
+    let conn = connection::open(cfg, "topology").await?;
+    let result = async {
+        let channel = conn
+            .create_channel()
+            .await
+            .map_err(BrokerError::amqp("channel.open"))?;
+        declare_topology(&channel, cfg).await
+    }
+    .await;
+    connection::close_quietly(&conn, "topology done").await;
+    result
 }
 
 /// The arguments of a work queue; exposed so tests can prove the broker stored them.
@@ -140,7 +227,7 @@ async fn passive_count(cfg: &BrokerConfig, name: &str) -> Result<u32, BrokerErro
     result
 }
 
-/// Deletes every queue and the exchange of `cfg.namespace` (test teardown).
+/// Deletes every queue and exchange of `cfg.namespace` (test teardown).
 ///
 /// Refuses the empty (production) namespace. Failures are logged, not returned: a
 /// teardown must not mask the test's own result.
@@ -182,19 +269,26 @@ async fn try_delete_namespace(cfg: &BrokerConfig) -> Result<(), BrokerError> {
             warn!(queue = %name, error = %err, "queue delete failed");
         }
     }
-    let channel = conn
-        .create_channel()
-        .await
-        .map_err(BrokerError::amqp("channel.open"))?;
-    if let Err(err) = channel
-        .exchange_delete(
-            short(&cfg.dead_letter_exchange_name())?,
-            ExchangeDeleteOptions::default(),
-        )
-        .await
-    {
-        failures += 1;
-        warn!(error = %err, "exchange delete failed");
+    let mut exchanges = vec![cfg.dead_letter_exchange_name()];
+    exchanges.extend(Queue::ALL.map(|q| cfg.entry_exchange_name(q)));
+    for name in &exchanges {
+        let deleted = async {
+            let channel = conn
+                .create_channel()
+                .await
+                .map_err(BrokerError::amqp("channel.open"))?;
+            channel
+                .exchange_delete(short(name)?, ExchangeDeleteOptions::default())
+                .await
+                .map_err(BrokerError::amqp("exchange.delete"))?;
+            channel.close(200, "OK".into()).await.ok();
+            Ok::<(), BrokerError>(())
+        }
+        .await;
+        if let Err(err) = deleted {
+            failures += 1;
+            warn!(exchange = %name, error = %err, "exchange delete failed");
+        }
     }
     connection::close_quietly(&conn, "teardown done").await;
     if failures > 0 {

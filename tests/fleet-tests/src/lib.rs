@@ -2,6 +2,7 @@
 //! namespace, the provider simulator over real HTTP, and the workers' own `run`
 //! functions started in-process on demand. Everything is torn down when it is dropped.
 
+mod broker_users;
 mod intents;
 mod processes;
 mod wait;
@@ -23,6 +24,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use broker_users::BrokerUsers;
 pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, DEADLINE};

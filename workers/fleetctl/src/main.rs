@@ -3,8 +3,8 @@
 use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
-use fleetctl::cli::{Cli, Command};
-use fleetctl::{approval, bench, demo, hash, inspect, operator, submit};
+use fleetctl::cli::{BrokerCommand, Cli, Command};
+use fleetctl::{approval, bench, broker_setup, demo, hash, inspect, operator, submit};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -39,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
             operator::reconcile(&publisher, &operation_id).await?;
             publisher.close().await;
         }
+        Command::Broker { command: BrokerCommand::Setup(args) } => broker_setup::run(&cli.conn.broker(), &args).await?,
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
         Command::Bench(args) => bench::run(&cli.conn, args).await?,
     }
