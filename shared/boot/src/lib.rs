@@ -65,7 +65,9 @@ async fn start_with(component: &'static str, common: &CommonArgs, default_admin:
 
 /// The broker settings a worker's flags describe.
 pub fn broker_config(common: &CommonArgs) -> BrokerConfig {
-    let mut cfg = BrokerConfig::new(common.amqp_url.expose()).with_namespace(common.amqp_namespace.clone());
+    let mut cfg = BrokerConfig::new(common.amqp_url.expose())
+        .with_namespace(common.amqp_namespace.clone())
+        .with_topology(common.amqp_topology.into());
     cfg.prefetch = common.prefetch;
     cfg
 }

@@ -85,6 +85,28 @@ impl fmt::Display for Queue {
     }
 }
 
+/// What a binary does with the topology when it connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TopologyMode {
+    /// Declare every exchange, queue and binding (idempotently). Needs the broker's
+    /// `configure` permission on all of them: development, tests, an admin user.
+    #[default]
+    Declare,
+    /// Only check, passively, that every exchange and queue exists; an admin declared
+    /// them beforehand (`fleetctl broker setup`). Needs no `configure` permission, so a
+    /// component's own least-privilege user can neither create nor delete any of them.
+    Verify,
+}
+
+impl From<fleet_runtime::AmqpTopology> for TopologyMode {
+    fn from(setting: fleet_runtime::AmqpTopology) -> TopologyMode {
+        match setting {
+            fleet_runtime::AmqpTopology::Declare => TopologyMode::Declare,
+            fleet_runtime::AmqpTopology::Verify => TopologyMode::Verify,
+        }
+    }
+}
+
 /// How to reach the broker and how the topology is shaped.
 ///
 /// `Debug` is written by hand so the password in `amqp_url` never reaches a log.
@@ -105,6 +127,8 @@ pub struct BrokerConfig {
     pub retry_limit: u32,
     /// Bound on establishing one connection (TCP + AMQP handshake).
     pub connect_timeout_ms: u64,
+    /// Declare the topology, or only verify it exists.
+    pub topology: TopologyMode,
 }
 
 impl BrokerConfig {
@@ -117,7 +141,14 @@ impl BrokerConfig {
             delivery_limit: DEFAULT_DELIVERY_LIMIT,
             retry_limit: DEFAULT_RETRY_LIMIT,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            topology: TopologyMode::Declare,
         }
+    }
+
+    /// The same config, handling the topology as `mode` says.
+    pub fn with_topology(mut self, mode: TopologyMode) -> Self {
+        self.topology = mode;
+        self
     }
 
     /// The same config in another namespace (tests).
@@ -140,6 +171,14 @@ impl BrokerConfig {
     /// waits there, unconsumed, until its per-message TTL sends it back to the work queue.
     pub fn retry_queue_name(&self, q: Queue) -> String {
         format!("{}.retry", self.queue_name(q))
+    }
+
+    /// The broker-side name of the exchange a work queue is published to:
+    /// `<ns.>fleet.to.<queue>`. Every queue has its own, so that the broker's `write`
+    /// permission, which names exchanges, says who may publish to which queue; the
+    /// default exchange reaches every queue and is never granted.
+    pub fn entry_exchange_name(&self, q: Queue) -> String {
+        self.namespaced(&format!("fleet.to.{}", q.wire_name()))
     }
 
     /// The broker-side name of the shared dead-letter exchange: `<ns.>fleet.dlx`.
@@ -214,6 +253,7 @@ impl fmt::Debug for BrokerConfig {
             .field("delivery_limit", &self.delivery_limit)
             .field("retry_limit", &self.retry_limit)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("topology", &self.topology)
             .finish()
     }
 }
@@ -240,6 +280,11 @@ mod tests {
             cfg.retry_queue_name(Queue::IntentsPrepare),
             "intents.prepare.retry"
         );
+        assert_eq!(
+            cfg.entry_exchange_name(Queue::WebhooksIngest),
+            "fleet.to.webhooks.ingest"
+        );
+        assert_eq!(cfg.topology, TopologyMode::Declare);
     }
 
     #[test]
@@ -254,6 +299,10 @@ mod tests {
         assert_eq!(
             cfg.retry_queue_name(Queue::WebhooksIngest),
             "t01.webhooks.ingest.retry"
+        );
+        assert_eq!(
+            cfg.entry_exchange_name(Queue::IntentsPrepare),
+            "t01.fleet.to.intents.prepare"
         );
     }
 

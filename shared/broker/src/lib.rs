@@ -7,7 +7,10 @@
 //! dead-letter with a reason, the broker's delivery limit as a backstop). Losing or duplicating a bell is survivable by design; acking one whose
 //! work was not committed is not.
 //!
-//! - [`topology`]: the one declaration of queues, dead-letter exchange and bindings.
+//! - [`topology`]: the one declaration of queues, exchanges and bindings (or, for a
+//!   least-privilege user, the check that they exist).
+//! - [`permissions`]: what each component's broker user may do, as the broker's
+//!   configure / write / read patterns.
 //! - [`Publisher`]: publish with confirm, reconnecting on the next call after a failure;
 //!   [`Publisher::publish_events`] puts a batch of outcome events on `fleet.events`.
 //! - [`consume`] / [`consume_with_health`]: the consumer loop; a [`Handler`] returns a
@@ -24,12 +27,14 @@ mod disposition;
 mod error;
 mod health;
 mod metric_names;
+pub mod permissions;
 mod publisher;
 pub mod topology;
 
 pub use config::{
-    BrokerConfig, Queue, CLOSE_TIMEOUT_MS, DEAD_LETTERS_MAX_BATCH, DEFAULT_CONNECT_TIMEOUT_MS,
-    DEFAULT_DELIVERY_LIMIT, DEFAULT_HEARTBEAT_S, DEFAULT_PREFETCH, DEFAULT_RETRY_LIMIT,
+    BrokerConfig, Queue, TopologyMode, CLOSE_TIMEOUT_MS, DEAD_LETTERS_MAX_BATCH,
+    DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DELIVERY_LIMIT, DEFAULT_HEARTBEAT_S, DEFAULT_PREFETCH,
+    DEFAULT_RETRY_LIMIT,
     DRAIN_TIMEOUT_MS, MAX_NAMESPACE_LEN, PUBLISHER_WATCH_INTERVAL_MS, PUBLISH_CONFIRM_TIMEOUT_MS,
     PUBLISH_RECONNECT_ATTEMPTS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MIN_MS,
     RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MIN_MS,
@@ -41,7 +46,8 @@ pub use error::BrokerError;
 pub use health::BrokerHealth;
 pub use publisher::{EventMessage, EventsPublished, Publisher};
 pub use topology::{
-    dead_letter_count, declare_topology, delete_namespace, message_count, retry_queue_arguments,
+    dead_letter_count, declare_topology, delete_namespace, ensure_topology, message_count,
+    retry_queue_arguments,
     work_queue_arguments,
 };
 

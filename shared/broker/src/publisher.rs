@@ -96,8 +96,8 @@ impl Publisher {
         Ok(Publisher { inner })
     }
 
-    /// Publishes `body` to `queue` (persistent, `application/json`, `mandatory`) and
-    /// waits for the broker's confirm.
+    /// Publishes `body` to `queue` through its entry exchange (persistent,
+    /// `application/json`, `mandatory`) and waits for the broker's confirm.
     ///
     /// `Ok` means the broker took responsibility for the message. Any `Err` means it
     /// may or may not have: the caller decides (republishing is safe, messages are
@@ -105,7 +105,10 @@ impl Publisher {
     /// [`PUBLISH_RECONNECT_ATTEMPTS`] bounded attempts.
     pub async fn publish(&self, queue: Queue, body: &[u8]) -> Result<(), BrokerError> {
         let inner = &self.inner;
-        let target = inner.cfg.queue_name(queue);
+        let (exchange, routing_key) = (
+            inner.cfg.entry_exchange_name(queue),
+            inner.cfg.queue_name(queue),
+        );
         let mut live = inner.live.lock().await;
         let current: &Live = match &mut *live {
             Some(current) if current.usable() => current,
@@ -120,7 +123,8 @@ impl Publisher {
         let props = BasicProperties::default()
             .with_delivery_mode(PERSISTENT)
             .with_content_type(CONTENT_TYPE_JSON.into());
-        let result = publish_confirmed(&current.channel, "", &target, body, props).await;
+        let result =
+            publish_confirmed(&current.channel, &exchange, &routing_key, body, props).await;
         if result.as_ref().is_err_and(BrokerError::breaks_channel) {
             // The channel state is unknown (a late confirm could be misattributed):
             // drop the connection and start clean.

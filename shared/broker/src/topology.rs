@@ -7,15 +7,24 @@
 //! - `Q.dead`: durable quorum queue bound to `<ns.>fleet.dlx` with routing key `Q`;
 //! - `Q.retry`: durable quorum queue nobody consumes. A message the consumer parks there
 //!   (with a per-message TTL) is dead-lettered back to `Q` through the default exchange
-//!   when its TTL ends, at-least-once (the broker keeps it until `Q` has confirmed it).
+//!   when its TTL ends, at-least-once (the broker keeps it until `Q` has confirmed it);
+//! - `<ns.>fleet.to.Q`: durable direct exchange bound to `Q` with routing key `Q`, and to
+//!   `Q.retry` with routing key `Q.retry`.
 //!
-//! Work queues are published to through the default exchange (routing key = queue name).
+//! Work queues (and their retry queues) are published to through their own `fleet.to.Q`
+//! exchange, never the default exchange: the broker grants `write` per exchange, so one
+//! exchange per queue is what lets a user publish to one queue and not to another. (The
+//! broker's own dead-lettering back from `Q.retry` needs no user permission.)
 //!
 //! Plus `<ns.>fleet.events`: a durable topic exchange for outcome events. The fleet binds
 //! no queue to it; agents and bots bind their own.
+//!
+//! With [`TopologyMode::Verify`] nothing is declared: every exchange and queue is
+//! checked with a passive declare, which needs no permission (bindings cannot be checked
+//! that way; a missing one makes a `mandatory` publish come back unroutable).
 
 use crate::{
-    config::{BrokerConfig, Queue},
+    config::{BrokerConfig, Queue, TopologyMode},
     connection,
     error::BrokerError,
 };
@@ -29,13 +38,21 @@ use lapin::{
 };
 use tracing::{debug, error, warn};
 
-/// Declares the dead-letter exchange, the dead-letter queues and the work queues.
+/// Declares the dead-letter and events exchanges, the dead-letter queues, the work queues
+/// with their entry exchanges, and the retry queues.
 ///
 /// Safe to call any number of times with the same config. Fails with
 /// [`BrokerError::TopologyMismatch`] if a queue exists with other arguments (for example
 /// a different `delivery_limit`), which closes `channel`.
 pub async fn declare_topology(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerError> {
     cfg.validate()?;
+    match cfg.topology {
+        TopologyMode::Declare => declare(channel, cfg).await,
+        TopologyMode::Verify => verify(channel, cfg).await,
+    }
+}
+
+async fn declare(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerError> {
     let dlx = cfg.dead_letter_exchange_name();
     let durable = ExchangeDeclareOptions {
         durable: true,
@@ -52,7 +69,6 @@ pub async fn declare_topology(channel: &Channel, cfg: &BrokerConfig) -> Result<(
         .map_err(BrokerError::declare(
             "exchange.declare dead-letter exchange",
         ))?;
-
     channel
         .exchange_declare(
             short(&cfg.events_exchange_name())?,
@@ -94,20 +110,113 @@ pub async fn declare_topology(channel: &Channel, cfg: &BrokerConfig) -> Result<(
             )
             .await
             .map_err(BrokerError::declare("queue.declare work queue"))?;
+        let entry = cfg.entry_exchange_name(q);
+        channel
+            .exchange_declare(
+                short(&entry)?,
+                ExchangeKind::Direct,
+                durable,
+                FieldTable::default(),
+            )
+            .await
+            .map_err(BrokerError::declare("exchange.declare entry exchange"))?;
+        channel
+            .queue_bind(
+                short(&cfg.queue_name(q))?,
+                short(&entry)?,
+                short(&cfg.queue_name(q))?,
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(BrokerError::declare("queue.bind work queue"))?;
     }
     // After the work queues: a retry queue's dead-letter target exists before it does.
     for q in Queue::ALL {
+        let retry = cfg.retry_queue_name(q);
         channel
             .queue_declare(
-                short(&cfg.retry_queue_name(q))?,
+                short(&retry)?,
                 QueueDeclareOptions::durable(),
                 retry_queue_arguments(cfg, q),
             )
             .await
             .map_err(BrokerError::declare("queue.declare retry queue"))?;
+        channel
+            .queue_bind(
+                short(&retry)?,
+                short(&cfg.entry_exchange_name(q))?,
+                short(&retry)?,
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(BrokerError::declare("queue.bind retry queue"))?;
     }
     debug!(namespace = %cfg.namespace, "broker topology declared");
     Ok(())
+}
+
+/// Passive declares of every exchange and queue: fails (and closes `channel`) with
+/// NOT_FOUND if one is missing.
+async fn verify(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerError> {
+    let passive_exchange = ExchangeDeclareOptions {
+        passive: true,
+        ..ExchangeDeclareOptions::default()
+    };
+    let mut exchanges = vec![cfg.dead_letter_exchange_name()];
+    exchanges.extend(Queue::ALL.map(|q| cfg.entry_exchange_name(q)));
+    for name in &exchanges {
+        channel
+            .exchange_declare(
+                short(name)?,
+                ExchangeKind::Direct,
+                passive_exchange,
+                FieldTable::default(),
+            )
+            .await
+            .map_err(BrokerError::amqp("exchange.declare passive"))?;
+    }
+    channel
+        .exchange_declare(
+            short(&cfg.events_exchange_name())?,
+            ExchangeKind::Topic,
+            passive_exchange,
+            FieldTable::default(),
+        )
+        .await
+        .map_err(BrokerError::amqp("exchange.declare passive"))?;
+    for q in Queue::ALL {
+        for name in [cfg.queue_name(q), cfg.dead_letter_queue_name(q), cfg.retry_queue_name(q)] {
+            channel
+                .queue_declare(
+                    short(&name)?,
+                    QueueDeclareOptions::durable().passive(),
+                    FieldTable::default(),
+                )
+                .await
+                .map_err(BrokerError::amqp("queue.declare passive"))?;
+        }
+    }
+    debug!(namespace = %cfg.namespace, "broker topology verified");
+    Ok(())
+}
+
+/// Declares (or, with [`TopologyMode::Verify`], checks) the topology on a connection of
+/// its own: what an admin runs once before least-privilege users connect.
+pub async fn ensure_topology(cfg: &BrokerConfig) -> Result<(), BrokerError> {
+    cfg.validate()?;
+    let conn = connection::open(cfg, "topology").await?;
+    let result = async {
+        let channel = conn
+            .create_channel()
+            .await
+            .map_err(BrokerError::amqp("channel.open"))?;
+        declare_topology(&channel, cfg).await
+    }
+    .await;
+    connection::close_quietly(&conn, "topology done").await;
+    result
 }
 
 /// The arguments of a work queue; exposed so tests can prove the broker stored them.
@@ -206,9 +315,9 @@ async fn try_delete_namespace(cfg: &BrokerConfig) -> Result<(), BrokerError> {
     let conn = connection::open(cfg, "teardown").await?;
     let mut names: Vec<String> = Vec::with_capacity(Queue::ALL.len() * 3);
     for q in Queue::ALL {
-        names.push(cfg.retry_queue_name(q));
         names.push(cfg.queue_name(q));
         names.push(cfg.dead_letter_queue_name(q));
+        names.push(cfg.retry_queue_name(q));
     }
     let mut failures = 0usize;
     for name in &names {
@@ -231,19 +340,26 @@ async fn try_delete_namespace(cfg: &BrokerConfig) -> Result<(), BrokerError> {
             warn!(queue = %name, error = %err, "queue delete failed");
         }
     }
-    for exchange in [cfg.dead_letter_exchange_name(), cfg.events_exchange_name()] {
-        let channel = conn
-            .create_channel()
-            .await
-            .map_err(BrokerError::amqp("channel.open"))?;
-        if let Err(err) = channel
-            .exchange_delete(short(&exchange)?, ExchangeDeleteOptions::default())
-            .await
-        {
-            failures += 1;
-            warn!(exchange = %exchange, error = %err, "exchange delete failed");
+    let mut exchanges = vec![cfg.dead_letter_exchange_name(), cfg.events_exchange_name()];
+    exchanges.extend(Queue::ALL.map(|q| cfg.entry_exchange_name(q)));
+    for name in &exchanges {
+        let deleted = async {
+            let channel = conn
+                .create_channel()
+                .await
+                .map_err(BrokerError::amqp("channel.open"))?;
+            channel
+                .exchange_delete(short(name)?, ExchangeDeleteOptions::default())
+                .await
+                .map_err(BrokerError::amqp("exchange.delete"))?;
+            channel.close(200, "OK".into()).await.ok();
+            Ok::<(), BrokerError>(())
         }
-        channel.close(200, "OK".into()).await.ok();
+        .await;
+        if let Err(err) = deleted {
+            failures += 1;
+            warn!(exchange = %name, error = %err, "exchange delete failed");
+        }
     }
     connection::close_quietly(&conn, "teardown done").await;
     if failures > 0 {

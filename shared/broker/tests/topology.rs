@@ -5,7 +5,7 @@ mod common;
 
 use common::{eventually, fresh_config, in_namespace, raw_channel};
 use fleet_broker::{
-    consume, dead_letters, declare_topology,
+    consume, dead_letters, declare_topology, ensure_topology,
     lapin::{
         self,
         options::{ExchangeDeclareOptions, QueueDeclareOptions},
@@ -13,7 +13,7 @@ use fleet_broker::{
         ExchangeKind,
     },
     message_count, retry_queue_arguments, work_queue_arguments, BrokerError, Delivery, Disposition,
-    Handler, Queue,
+    Handler, Publisher, Queue, TopologyMode,
 };
 use std::{sync::Arc, time::Duration};
 use tokio::sync::Notify;
@@ -225,6 +225,43 @@ async fn the_delivery_limit_dead_letters_a_message_whose_consumer_keeps_dying() 
                 .expect("count"),
             0
         );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verify_mode_declares_nothing_and_passes_once_an_admin_declared_the_topology() {
+    in_namespace(fresh_config(), |cfg| async move {
+        let verify = cfg.clone().with_topology(TopologyMode::Verify);
+        let err = Publisher::connect(&verify)
+            .await
+            .expect_err("nothing to verify yet");
+        assert!(err.to_string().contains("NOT_FOUND"), "{err}");
+        let (conn, channel) = raw_channel(&cfg).await;
+        let still_missing = channel
+            .queue_declare(
+                cfg.queue_name(Queue::IntentsPrepare).as_str().into(),
+                QueueDeclareOptions::durable().passive(),
+                FieldTable::default(),
+            )
+            .await;
+        assert!(still_missing.is_err(), "verify mode created a queue");
+        conn.close(200, "OK".into()).await.ok();
+
+        ensure_topology(&cfg).await.expect("the admin declares");
+        let publisher = Publisher::connect(&verify)
+            .await
+            .expect("verified once declared");
+        // Published through the queue's own entry exchange, it lands on the queue.
+        publisher
+            .publish(Queue::IntentsPrepare, b"{}")
+            .await
+            .expect("routed through fleet.to.intents.prepare");
+        eventually("the message to land", || async {
+            message_count(&cfg, Queue::IntentsPrepare).await.unwrap() == 1
+        })
+        .await;
+        publisher.close().await;
     })
     .await;
 }

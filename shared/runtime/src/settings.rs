@@ -42,6 +42,14 @@ pub mod admin_addrs {
     pub const RELAY: SocketAddr = local(9106);
 }
 
+/// What a binary does with the broker topology when it connects (`AMQP_TOPOLOGY`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum AmqpTopology {
+    #[default]
+    Declare,
+    Verify,
+}
+
 /// Settings every worker shares: where Postgres and RabbitMQ are, logging, and the bounds
 /// on concurrent work.
 #[derive(Debug, Clone, Args)]
@@ -68,6 +76,12 @@ pub struct CommonArgs {
     /// broker do not see each other's messages. Empty in production.
     #[arg(long, env = "AMQP_NAMESPACE", default_value = "")]
     pub amqp_namespace: String,
+
+    /// `declare`: declare the broker's queues and exchanges at start (needs the broker's
+    /// configure permission); `verify`: only check that they exist, for a
+    /// least-privilege broker user (`fleetctl broker setup` declared them).
+    #[arg(long, env = "AMQP_TOPOLOGY", value_enum, default_value_t = AmqpTopology::Declare)]
+    pub amqp_topology: AmqpTopology,
 
     /// Admin listen address for /metrics, /livez, /readyz [default: per binary, see
     /// `admin_addrs`: prepare 9101, execute 9102, reconcile 9103, webhook-ingest 9104,

@@ -4,6 +4,7 @@
 
 mod api;
 mod events;
+mod broker_users;
 mod intents;
 mod processes;
 mod wait;
@@ -27,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use api::ApiProcess;
 pub use events::{fast_relay, EventTap, TappedEvent};
+pub use broker_users::BrokerUsers;
 pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, eventually_within, DEADLINE};

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use fleet_broker::BrokerConfig;
-use fleet_runtime::RedactedUrl;
+use fleet_runtime::{AmqpTopology, RedactedUrl};
 
 #[derive(Parser)]
 #[command(name = "fleetctl", version, about = "Approve, inspect and operate the fleet")]
@@ -26,11 +26,15 @@ pub struct Connection {
     /// Prefix of every queue name (empty in production).
     #[arg(long, global = true, env = "AMQP_NAMESPACE", default_value = "")]
     pub amqp_namespace: String,
+    /// `verify` with a least-privilege broker user (the agent's for submit, the
+    /// operator's for approve and reconcile): check the topology, never declare it.
+    #[arg(long, global = true, env = "AMQP_TOPOLOGY", value_enum, default_value_t = AmqpTopology::Declare)]
+    pub amqp_topology: AmqpTopology,
 }
 
 impl Connection {
     pub fn broker(&self) -> BrokerConfig {
-        BrokerConfig::new(self.amqp_url.expose()).with_namespace(self.amqp_namespace.clone())
+        BrokerConfig::new(self.amqp_url.expose()).with_namespace(self.amqp_namespace.clone()).with_topology(self.amqp_topology.into())
     }
 }
 
@@ -110,8 +114,20 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::token::TokenCommand,
     },
+    /// Broker administration.
+    Broker {
+        #[command(subcommand)]
+        command: BrokerCommand,
+    },
     /// Run the whole pipeline on this machine and print what happened.
     Demo(crate::demo::DemoArgs),
     /// Measure throughput, latency and cost of the fleet on this machine (issue 7).
     Bench(crate::bench::BenchArgs),
+}
+
+#[derive(Subcommand)]
+pub enum BrokerCommand {
+    /// As the broker admin of AMQP_URL: declare the topology, then create or update one
+    /// least-privilege user per component (management API; idempotent).
+    Setup(crate::broker_setup::BrokerSetupArgs),
 }

@@ -3,6 +3,7 @@
 
 pub mod approval;
 pub mod bench;
+pub mod broker_setup;
 pub mod cli;
 pub mod demo;
 pub mod hash;

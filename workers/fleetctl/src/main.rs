@@ -3,8 +3,8 @@
 use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
-use fleetctl::cli::{Cli, Command};
-use fleetctl::{approval, bench, demo, hash, inspect, operator, submit, token};
+use fleetctl::cli::{BrokerCommand, Cli, Command};
+use fleetctl::{approval, bench, broker_setup, demo, hash, inspect, operator, submit, token};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -40,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
             publisher.close().await;
         }
         Command::Token { command } => token::run(&store()?, command).await?,
+        Command::Broker { command: BrokerCommand::Setup(args) } => broker_setup::run(&cli.conn.broker(), &args).await?,
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
         Command::Bench(args) => bench::run(&cli.conn, args).await?,
     }

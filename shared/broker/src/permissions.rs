@@ -1,0 +1,221 @@
+//! What each fleet component may do on the broker, as RabbitMQ's per-vhost permissions:
+//! three regular expressions over exchange and queue names, for `configure` (declare,
+//! delete), `write` (publish to an exchange, bind a queue) and `read` (consume, get).
+//! Pure: names in, patterns out; `fleetctl broker setup` applies them.
+//!
+//! Every component runs with [`TopologyMode::Verify`](crate::TopologyMode): an admin
+//! declared the topology, so no component may configure anything. Each may publish only
+//! to the entry exchanges of the queues it rings, and read only the queue it consumes;
+//! a consumer may also write to the dead-letter exchange, where it files rejected
+//! messages. No one may write to the default exchange, which reaches every queue.
+
+use std::fmt;
+
+use crate::config::{BrokerConfig, Queue};
+
+/// A component that connects to the broker with a user of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Proposes operations: publishes intents.
+    Agent,
+    /// `fleet-prepare`: consumes intents.
+    Prepare,
+    /// `fleet-execute`: consumes execute bells, rings reconcile.
+    Execute,
+    /// `fleet-reconcile`: consumes reconcile bells, rings execute (redrive).
+    Reconcile,
+    /// `fleet-webhook-ingest`: the receiver publishes verified webhooks, the consumer
+    /// reads them. The only publisher of `webhooks.ingest`.
+    WebhookIngest,
+    /// A person with `fleetctl`: `approve` rings execute, `reconcile` rings reconcile.
+    Operator,
+    /// `fleet-relay`: publishes outcome events to `fleet.events`.
+    Relay,
+}
+
+impl Role {
+    pub const ALL: [Role; 7] = [
+        Role::Agent,
+        Role::Prepare,
+        Role::Execute,
+        Role::Reconcile,
+        Role::WebhookIngest,
+        Role::Operator,
+        Role::Relay,
+    ];
+
+    /// The role's name: the suffix of its user name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Agent => "agent",
+            Role::Prepare => "prepare",
+            Role::Execute => "execute",
+            Role::Reconcile => "reconcile",
+            Role::WebhookIngest => "webhook-ingest",
+            Role::Operator => "operator",
+            Role::Relay => "relay",
+        }
+    }
+
+    /// The queues this role publishes to.
+    pub fn publishes(self) -> &'static [Queue] {
+        match self {
+            Role::Agent => &[Queue::IntentsPrepare],
+            Role::Prepare => &[],
+            Role::Execute => &[Queue::OperationsReconcile],
+            Role::Reconcile => &[Queue::OperationsExecute],
+            Role::WebhookIngest => &[Queue::WebhooksIngest],
+            Role::Operator => &[Queue::OperationsExecute, Queue::OperationsReconcile],
+            Role::Relay => &[],
+        }
+    }
+
+    /// The queue this role consumes, if any.
+    pub fn consumes(self) -> Option<Queue> {
+        match self {
+            Role::Prepare => Some(Queue::IntentsPrepare),
+            Role::Execute => Some(Queue::OperationsExecute),
+            Role::Reconcile => Some(Queue::OperationsReconcile),
+            Role::WebhookIngest => Some(Queue::WebhooksIngest),
+            Role::Agent | Role::Operator | Role::Relay => None,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One user's permissions on the vhost, as the broker takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permissions {
+    pub configure: String,
+    pub write: String,
+    pub read: String,
+}
+
+/// The least `role` needs, for the names of `cfg` (its namespace included).
+pub fn permissions(cfg: &BrokerConfig, role: Role) -> Permissions {
+    let mut write: Vec<String> = role
+        .publishes()
+        .iter()
+        .map(|&q| cfg.entry_exchange_name(q))
+        .collect();
+    let mut read = Vec::new();
+    if let Some(q) = role.consumes() {
+        // Rejected messages go to the dead-letter exchange; a message parked for a retry
+        // goes to the queue's own entry exchange (bound to its retry queue).
+        write.push(cfg.dead_letter_exchange_name());
+        let entry = cfg.entry_exchange_name(q);
+        if !write.contains(&entry) {
+            write.push(entry);
+        }
+        read.push(cfg.queue_name(q));
+    }
+    if role == Role::Relay {
+        write.push(cfg.events_exchange_name());
+    }
+    Permissions {
+        configure: exactly(&[]),
+        write: exactly(&write),
+        read: exactly(&read),
+    }
+}
+
+/// A pattern matching exactly these names and nothing else (`^$` for none: the broker
+/// has no resource with an empty name).
+fn exactly(names: &[String]) -> String {
+    let alternatives: Vec<String> = names.iter().map(|n| escape(n)).collect();
+    match alternatives.as_slice() {
+        [] => "^$".to_owned(),
+        [one] => format!("^{one}$"),
+        many => format!("^({})$", many.join("|")),
+    }
+}
+
+fn escape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() * 2);
+    for c in name.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(namespace: &str) -> BrokerConfig {
+        BrokerConfig::new("amqp://u:p@127.0.0.1:5672/%2f").with_namespace(namespace)
+    }
+
+    #[test]
+    fn each_role_writes_only_the_entries_it_rings_and_reads_only_its_queue() {
+        let cfg = cfg("");
+        let table: Vec<(Role, String, String)> = Role::ALL
+            .iter()
+            .map(|&r| {
+                let p = permissions(&cfg, r);
+                assert_eq!(p.configure, "^$", "{r}: no role configures anything");
+                (r, p.write, p.read)
+            })
+            .collect();
+        let expected = [
+            (Role::Agent, r"^fleet\.to\.intents\.prepare$", "^$"),
+            (Role::Prepare, r"^(fleet\.dlx|fleet\.to\.intents\.prepare)$", r"^intents\.prepare$"),
+            (
+                Role::Execute,
+                r"^(fleet\.to\.operations\.reconcile|fleet\.dlx|fleet\.to\.operations\.execute)$",
+                r"^operations\.execute$",
+            ),
+            (
+                Role::Reconcile,
+                r"^(fleet\.to\.operations\.execute|fleet\.dlx|fleet\.to\.operations\.reconcile)$",
+                r"^operations\.reconcile$",
+            ),
+            (
+                Role::WebhookIngest,
+                r"^(fleet\.to\.webhooks\.ingest|fleet\.dlx)$",
+                r"^webhooks\.ingest$",
+            ),
+            (
+                Role::Operator,
+                r"^(fleet\.to\.operations\.execute|fleet\.to\.operations\.reconcile)$",
+                "^$",
+            ),
+            (Role::Relay, r"^fleet\.events$", "^$"),
+        ];
+        let expected: Vec<(Role, String, String)> = expected
+            .into_iter()
+            .map(|(r, w, rd)| (r, w.to_owned(), rd.to_owned()))
+            .collect();
+        assert_eq!(table, expected);
+    }
+
+    #[test]
+    fn only_webhook_ingest_may_publish_to_webhooks_ingest() {
+        let cfg = cfg("");
+        let entry = cfg.entry_exchange_name(Queue::WebhooksIngest);
+        let writers: Vec<Role> = Role::ALL
+            .into_iter()
+            .filter(|&r| permissions(&cfg, r).write.contains(&escape(&entry)))
+            .collect();
+        assert_eq!(writers, vec![Role::WebhookIngest]);
+        // Nobody is granted the default exchange (`amq.default` to the broker).
+        assert!(Role::ALL
+            .iter()
+            .all(|&r| !permissions(&cfg, r).write.contains("amq")));
+    }
+
+    #[test]
+    fn the_namespace_is_part_of_every_name_and_escaped() {
+        let p = permissions(&cfg("t01a-b"), Role::Agent);
+        assert_eq!(p.write, r"^t01a\-b\.fleet\.to\.intents\.prepare$");
+        assert_eq!(escape("a.b*c(d)"), r"a\.b\*c\(d\)");
+    }
+}
