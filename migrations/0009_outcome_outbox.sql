@@ -1,14 +1,13 @@
 -- Outcome events: every history row that matters to an agent or a person also writes an
--- outbox row, in the same transaction, by a trigger on operation_events. A relay publishes
+-- outbox row, in the same transaction, by triggers on operation_events. A relay publishes
 -- the rows to the `fleet.events` exchange and marks them published after the broker's
 -- confirm. Which history rows become which event type is decided here, once.
 
--- The sequence number of the operation's latest outcome event (0: none yet). Every writer
--- of operation_events holds the operation's row lock until it commits, and the trigger
--- bumps this counter with an UPDATE, which takes that lock itself: two transactions can
--- never draw the same number, and numbers commit in order. Published outbox rows are
--- pruned, so the counter cannot be derived from them.
-ALTER TABLE operations ADD COLUMN event_sequence integer NOT NULL DEFAULT 0;
+-- The sequence number of the outcome event a history row produced (NULL: bookkeeping, no
+-- event): 1, 2, 3, … per operation. Kept on the history, which is never deleted, because
+-- published outbox rows are pruned; and numbered before the insert, so it costs no second
+-- write of the operation row.
+ALTER TABLE operation_events ADD COLUMN event_sequence integer;
 
 CREATE TABLE operation_outbox (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -68,30 +67,44 @@ RETURNS text LANGUAGE sql IMMUTABLE AS $$
     END
 $$;
 
+-- Numbers a history row that produces an event. Every writer of history already holds the
+-- operation's row lock until it commits; taking it here as well makes that true for any
+-- writer, so two transactions never draw the same number and numbers commit in order.
+CREATE FUNCTION operation_events_number() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM operations WHERE operation_id = NEW.operation_id FOR NO KEY UPDATE;
+    NEW.event_sequence := 1 + COALESCE(
+        (SELECT max(e.event_sequence) FROM operation_events e WHERE e.operation_id = NEW.operation_id), 0);
+    RETURN NEW;
+END $$;
+
 -- Runs at the end of the statement that wrote the history row, so the operation row it
--- reads is the one that statement left (a CTE's UPDATE included). One UPDATE and one
--- INSERT, inside the writer's own transaction: no extra round trip.
+-- reads is the one that statement left (a CTE's UPDATE included). One read by primary key
+-- and one INSERT, inside the writer's own transaction: no extra round trip.
 CREATE FUNCTION operation_events_to_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     event_type text := outcome_event_type(NEW.kind, NEW.to_status, NEW.actor, NEW.reason);
     op operations;
 BEGIN
-    UPDATE operations SET event_sequence = event_sequence + 1
-    WHERE operation_id = NEW.operation_id
-    RETURNING * INTO STRICT op;
+    SELECT * INTO STRICT op FROM operations WHERE operation_id = NEW.operation_id;
     IF event_type = 'unknown' AND op.escalated_at IS NOT NULL THEN
         event_type := 'escalated';
     END IF;
     INSERT INTO operation_outbox (operation_id, sequence, event_type, tenant_id, history_id, occurred_at, data)
-    VALUES (op.operation_id, op.event_sequence, event_type, op.tenant_id, NEW.id, NEW.at,
-            operation_view(op) || jsonb_build_object('sequence', op.event_sequence));
+    VALUES (op.operation_id, NEW.event_sequence, event_type, op.tenant_id, NEW.id, NEW.at,
+            operation_view(op) || jsonb_build_object('sequence', NEW.event_sequence));
     -- One wake-up per transaction (identical notifications are folded at commit); the
     -- relay also polls, so a lost notification only delays.
     PERFORM pg_notify('fleet_outbox', '');
     RETURN NULL;
 END $$;
 
--- WHEN keeps bookkeeping rows from queueing a trigger call at all.
+-- WHEN keeps bookkeeping rows from calling either function at all.
+CREATE TRIGGER operation_events_number
+    BEFORE INSERT ON operation_events
+    FOR EACH ROW
+    WHEN (outcome_event_type(NEW.kind, NEW.to_status, NEW.actor, NEW.reason) IS NOT NULL)
+    EXECUTE FUNCTION operation_events_number();
 CREATE TRIGGER operation_events_outbox
     AFTER INSERT ON operation_events
     FOR EACH ROW

@@ -5,9 +5,10 @@
 //! or cut off from the broker, loses nothing.
 
 use fleet_core::events::tenant_segment;
+use fleet_reconcile::Reconciler;
 use fleet_tests::{
-    contract, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy, TappedEvent,
-    TestFleet,
+    contract, eventually, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy,
+    TappedEvent, TestFleet,
 };
 use fleetctl::operator::{resolve, Resolution, Resolve};
 use serde_json::{json, Value};
@@ -55,7 +56,7 @@ async fn submit_and_approve(fleet: &TestFleet, i: &Value) {
 }
 
 async fn outbox_drained(fleet: &TestFleet) {
-    fleet_tests::eventually("the outbox to drain", || async {
+    eventually("the outbox to drain", || async {
         (fleet.outbox_backlog().await == 0).then_some(())
     })
     .await;
@@ -231,8 +232,19 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
         .await
         .unwrap();
     assert_eq!(second.status().as_u16(), 201);
-    fleet.spawn_reconcile(contract(300), fast_reconcile());
-    fleet.escalated(&op).await;
+    // Reconciled by direct calls, so that no sweeper touches the row while the operator
+    // decides (a concurrent lookup record makes the decision stale, by design).
+    let reconciler = Reconciler::new(&fleet.reconcile_deps(contract(300), fast_reconcile()));
+    eventually("reconcile to escalate", || async {
+        reconciler.reconcile(&op).await.unwrap();
+        fleet
+            .store
+            .get(&op)
+            .await
+            .unwrap()
+            .filter(|r| r.escalated_at.is_some())
+    })
+    .await;
     tap.until_types(&op, &["escalated"]).await;
     let r = Resolve {
         op: &op,

@@ -11,7 +11,7 @@
 
 mod gauges;
 mod pause;
-pub mod retention;
+mod retention;
 mod round;
 mod settings;
 
@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-pub use round::Round;
+use round::Round;
 pub use settings::RelaySettings;
 
 pub struct RelayDeps {

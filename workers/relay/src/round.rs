@@ -10,7 +10,7 @@ use tracing::{debug, warn};
 use crate::pause;
 
 /// What a round needs; built once per relay.
-pub struct Round {
+pub(crate) struct Round {
     pub store: Store,
     pub publisher: Publisher,
     /// The CloudEvents `source` of this deployment.
