@@ -173,6 +173,13 @@ impl BrokerConfig {
         format!("{}.retry", self.queue_name(q))
     }
 
+    /// The broker-side name of the exchange a consumer parks messages through:
+    /// `<ns.>fleet.retry.<queue>`, bound to the retry queue only, so that the consumer's
+    /// write permission reaches its retry queue and not its work queue.
+    pub fn retry_exchange_name(&self, q: Queue) -> String {
+        self.namespaced(&format!("fleet.retry.{}", q.wire_name()))
+    }
+
     /// The broker-side name of the exchange a work queue is published to:
     /// `<ns.>fleet.to.<queue>`. Every queue has its own, so that the broker's `write`
     /// permission, which names exchanges, says who may publish to which queue; the

@@ -34,9 +34,9 @@ pub(crate) struct DeadLetterer {
     channel: Mutex<Channel>,
     exchange: String,
     routing_key: String,
-    /// The work queue's own entry exchange, bound to the retry queue by its name: the
-    /// consumer never needs the default exchange.
-    entry_exchange: String,
+    /// The work queue's retry exchange, bound to its retry queue only: the consumer never
+    /// needs the default exchange, nor the right to publish to its own work queue.
+    retry_exchange: String,
     retry_queue: String,
     queue: Queue,
 }
@@ -48,7 +48,7 @@ impl DeadLetterer {
             channel: Mutex::new(channel),
             exchange: cfg.dead_letter_exchange_name(),
             routing_key: cfg.queue_name(queue),
-            entry_exchange: cfg.entry_exchange_name(queue),
+            retry_exchange: cfg.retry_exchange_name(queue),
             retry_queue: cfg.retry_queue_name(queue),
             queue,
         }
@@ -80,7 +80,7 @@ impl DeadLetterer {
             .with_expiration(delay.as_millis().to_string().into())
             .with_headers(FieldTable::from(headers));
         let channel = self.channel.lock().await;
-        publish_confirmed(&channel, &self.entry_exchange, &self.retry_queue, body, props).await
+        publish_confirmed(&channel, &self.retry_exchange, &self.retry_queue, body, props).await
     }
 
     /// Publishes `body` with the original properties plus the reason headers, and

@@ -106,12 +106,9 @@ pub fn permissions(cfg: &BrokerConfig, role: Role) -> Permissions {
     let mut read = Vec::new();
     if let Some(q) = role.consumes() {
         // Rejected messages go to the dead-letter exchange; a message parked for a retry
-        // goes to the queue's own entry exchange (bound to its retry queue).
+        // goes through the queue's retry exchange (bound to its retry queue only).
         write.push(cfg.dead_letter_exchange_name());
-        let entry = cfg.entry_exchange_name(q);
-        if !write.contains(&entry) {
-            write.push(entry);
-        }
+        write.push(cfg.retry_exchange_name(q));
         read.push(cfg.queue_name(q));
     }
     if role == Role::Relay {
@@ -167,20 +164,20 @@ mod tests {
             .collect();
         let expected = [
             (Role::Agent, r"^fleet\.to\.intents\.prepare$", "^$"),
-            (Role::Prepare, r"^(fleet\.dlx|fleet\.to\.intents\.prepare)$", r"^intents\.prepare$"),
+            (Role::Prepare, r"^(fleet\.dlx|fleet\.retry\.intents\.prepare)$", r"^intents\.prepare$"),
             (
                 Role::Execute,
-                r"^(fleet\.to\.operations\.reconcile|fleet\.dlx|fleet\.to\.operations\.execute)$",
+                r"^(fleet\.to\.operations\.reconcile|fleet\.dlx|fleet\.retry\.operations\.execute)$",
                 r"^operations\.execute$",
             ),
             (
                 Role::Reconcile,
-                r"^(fleet\.to\.operations\.execute|fleet\.dlx|fleet\.to\.operations\.reconcile)$",
+                r"^(fleet\.to\.operations\.execute|fleet\.dlx|fleet\.retry\.operations\.reconcile)$",
                 r"^operations\.reconcile$",
             ),
             (
                 Role::WebhookIngest,
-                r"^(fleet\.to\.webhooks\.ingest|fleet\.dlx)$",
+                r"^(fleet\.to\.webhooks\.ingest|fleet\.dlx|fleet\.retry\.webhooks\.ingest)$",
                 r"^webhooks\.ingest$",
             ),
             (

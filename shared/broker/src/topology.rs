@@ -8,8 +8,9 @@
 //! - `Q.retry`: durable quorum queue nobody consumes. A message the consumer parks there
 //!   (with a per-message TTL) is dead-lettered back to `Q` through the default exchange
 //!   when its TTL ends, at-least-once (the broker keeps it until `Q` has confirmed it);
-//! - `<ns.>fleet.to.Q`: durable direct exchange bound to `Q` with routing key `Q`, and to
-//!   `Q.retry` with routing key `Q.retry`.
+//! - `<ns.>fleet.to.Q`: durable direct exchange bound to `Q` with routing key `Q`;
+//! - `<ns.>fleet.retry.Q`: durable direct exchange bound to `Q.retry` (routing key
+//!   `Q.retry`), through which Q's consumer parks a message.
 //!
 //! Work queues (and their retry queues) are published to through their own `fleet.to.Q`
 //! exchange, never the default exchange: the broker grants `write` per exchange, so one
@@ -134,6 +135,16 @@ async fn declare(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerErro
     // After the work queues: a retry queue's dead-letter target exists before it does.
     for q in Queue::ALL {
         let retry = cfg.retry_queue_name(q);
+        let retry_exchange = cfg.retry_exchange_name(q);
+        channel
+            .exchange_declare(
+                short(&retry_exchange)?,
+                ExchangeKind::Direct,
+                durable,
+                FieldTable::default(),
+            )
+            .await
+            .map_err(BrokerError::declare("exchange.declare retry exchange"))?;
         channel
             .queue_declare(
                 short(&retry)?,
@@ -145,7 +156,7 @@ async fn declare(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerErro
         channel
             .queue_bind(
                 short(&retry)?,
-                short(&cfg.entry_exchange_name(q))?,
+                short(&retry_exchange)?,
                 short(&retry)?,
                 QueueBindOptions::default(),
                 FieldTable::default(),
@@ -166,6 +177,7 @@ async fn verify(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerError
     };
     let mut exchanges = vec![cfg.dead_letter_exchange_name()];
     exchanges.extend(Queue::ALL.map(|q| cfg.entry_exchange_name(q)));
+    exchanges.extend(Queue::ALL.map(|q| cfg.retry_exchange_name(q)));
     for name in &exchanges {
         channel
             .exchange_declare(
@@ -342,6 +354,7 @@ async fn try_delete_namespace(cfg: &BrokerConfig) -> Result<(), BrokerError> {
     }
     let mut exchanges = vec![cfg.dead_letter_exchange_name(), cfg.events_exchange_name()];
     exchanges.extend(Queue::ALL.map(|q| cfg.entry_exchange_name(q)));
+    exchanges.extend(Queue::ALL.map(|q| cfg.retry_exchange_name(q)));
     for name in &exchanges {
         let deleted = async {
             let channel = conn
