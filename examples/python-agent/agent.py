@@ -243,8 +243,9 @@ def main() -> int:
             print(f"no decision within {WAIT_S:.0f} s; the approval stays open until "
                   f"{view['approval_expires_at']}")
             return 0
-        by = f" by {view['decided_by']}" if view["decided_by"] else ""
-        print(f"decision: {view['approval_status']}{by}", flush=True)
+        if view["approval_status"] != "pending":  # else it ended (or was escalated) undecided
+            by = f" by {view['decided_by']}" if view["decided_by"] else ""
+            print(f"decision: {view['approval_status']}{by}", flush=True)
 
         view, events = follow(api, events, view, final, "final", deadline)
     except AgentError as e:
