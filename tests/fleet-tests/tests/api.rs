@@ -752,3 +752,47 @@ async fn the_openapi_document_lists_every_route_and_the_view_it_describes_is_the
     );
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn the_intent_schema_is_served_byte_for_byte_as_the_file_without_a_token_and_documented() {
+    let (fleet, api) = fleet_with_api().await;
+    let file = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/schemas/intent.v1.json"),
+    )
+    .unwrap();
+    let response = fleet
+        .http
+        .get(api.url("/v1/schemas/intent.v1.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/schema+json"
+    );
+    let served = response.bytes().await.unwrap();
+    assert!(
+        served[..] == file[..],
+        "the served schema differs from shared/schemas/intent.v1.json"
+    );
+    let schema: Value = serde_json::from_slice(&served).unwrap();
+    assert_eq!(schema["title"], json!("intent.v1"));
+
+    let doc: Value = fleet
+        .http
+        .get(api.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let operation = &doc["paths"]["/v1/schemas/intent.v1.json"]["get"];
+    assert!(
+        operation["responses"]["200"]["content"]["application/schema+json"].is_object(),
+        "the schema route is missing from the OpenAPI document: {}",
+        doc["paths"]
+    );
+    fleet.stop().await;
+}

@@ -6,6 +6,7 @@
 //! | `POST /v1/intents` | submit an intent.v1 ([`intents`]), validated and written by the prepare worker's own intake |
 //! | `GET /v1/operations/{id}` | one operation's view, optionally waiting for its decision or its end ([`operations`], [`waiters`]) |
 //! | `GET /v1/operations` | the caller's operations, newest first, keyset-paginated ([`cursor`]) |
+//! | `GET /v1/schemas/intent.v1.json` | the JSON Schema of intent.v1, embedded at build time ([`schemas`]) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
 //!
 //! Every operation is shown as the SQL function `operation_view` returns it. The API
@@ -18,6 +19,7 @@ pub mod error;
 pub mod intents;
 pub mod openapi;
 pub mod operations;
+pub mod schemas;
 pub mod settings;
 pub mod state;
 pub mod waiters;
@@ -61,6 +63,7 @@ pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(intents::submit_intent))
         .routes(routes!(operations::get_operation))
         .routes(routes!(operations::list_operations))
+        .routes(routes!(schemas::intent_v1_schema))
         .with_state(state)
         .split_for_parts();
     let json = Arc::new(doc.to_json().expect("the OpenAPI document serialises"));

@@ -24,6 +24,7 @@ use crate::error::{ErrorBody, ErrorDetail};
     tags(
         (name = "intents", description = "Proposing side effects."),
         (name = "operations", description = "Following them."),
+        (name = "schemas", description = "The contract, machine-readable."),
     )
 )]
 pub struct ApiDoc;
