@@ -5,6 +5,7 @@
 mod api;
 mod events;
 mod intents;
+mod mcp;
 mod processes;
 mod wait;
 mod webhooks;
@@ -27,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use api::ApiProcess;
 pub use events::{fast_relay, EventTap, TappedEvent};
+pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
 pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, eventually_within, DEADLINE};

@@ -22,6 +22,7 @@ use crate::state::AppState;
 /// What `get_operation` waits for.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum WaitForArg {
     /// Until a person approved or rejected it, or the approval expired.
     Decision,
