@@ -60,7 +60,7 @@ impl ServerHandler for FleetMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(catalogue()))
+        Ok(ListToolsResult::with_all_items(catalogue().to_vec()))
     }
 
     async fn call_tool(

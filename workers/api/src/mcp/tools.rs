@@ -5,6 +5,8 @@
 //! same operation id is the same operation (`idempotentHint`). The reads change nothing
 //! and look only at fleet's own records.
 
+use std::sync::LazyLock;
+
 use fleet_core::intent::proposal::{
     tool_name, DealCreateProposal, DealUpdateProposal, PaymentProposal, RefundProposal,
 };
@@ -17,12 +19,15 @@ use super::read::{GetOperationArgs, ListOperationsArgs};
 pub const GET_OPERATION: &str = "get_operation";
 pub const LIST_OPERATIONS: &str = "list_operations";
 
-/// Every tool, in the order they are listed.
-pub fn catalogue() -> Vec<Tool> {
-    let mut tools: Vec<Tool> = Action::ALL.into_iter().map(proposal_tool).collect();
-    tools.push(get_operation_tool());
-    tools.push(list_operations_tool());
-    tools
+/// Every tool, in the order they are listed (built once: the schemas never change).
+pub fn catalogue() -> &'static [Tool] {
+    static CATALOGUE: LazyLock<Vec<Tool>> = LazyLock::new(|| {
+        let mut tools: Vec<Tool> = Action::ALL.into_iter().map(proposal_tool).collect();
+        tools.push(get_operation_tool());
+        tools.push(list_operations_tool());
+        tools
+    });
+    &CATALOGUE
 }
 
 const HOW_A_PROPOSAL_GOES: &str = "The proposal is validated and stored, and the call answers at once with \
