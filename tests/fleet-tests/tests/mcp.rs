@@ -564,3 +564,42 @@ async fn refused_input_is_a_tool_error_with_the_dead_letter_reason_and_writes_no
     agent.close().await;
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn no_tool_argument_or_token_reaches_the_apis_log_even_at_trace() {
+    const PAN: &str = "4111111111111111";
+    let (fleet, api) = fleet_with_api(&[("RUST_LOG", "trace")]).await;
+    let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let agent = api.mcp(&token).await.expect("connect");
+    // A proposal whose beneficiary is a card number, read back; and a refused one.
+    let mut carded = payment();
+    carded["payload"]["beneficiary_id"] = json!(PAN);
+    let op = agent.call("payment_create", carded.clone()).await.ok()["operation_id"].clone();
+    let view = agent
+        .call("get_operation", json!({"operation_id": op}))
+        .await
+        .ok();
+    assert_eq!(view["payload"]["beneficiary_id"], json!(PAN));
+    carded["payload"]["currency"] = json!("kzt");
+    assert_eq!(
+        agent.call("payment_create", carded).await.refusal().0,
+        "invalid_field"
+    );
+    agent.close().await;
+    let log = api.process.log_text();
+    // Positive control: the lines scanned are the API's, about this operation.
+    assert!(
+        log.contains(op.as_str().unwrap()),
+        "the log names the operation"
+    );
+    assert!(log.contains("mcp tool called"));
+    for line in log.lines() {
+        for canary in [PAN, &token[6..], "Bearer "] {
+            assert!(
+                !line.contains(canary),
+                "the API logged a canary ({canary}): {line}"
+            );
+        }
+    }
+    fleet.stop().await;
+}
