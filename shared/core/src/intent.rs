@@ -13,6 +13,11 @@ use crate::ids::{OperationId, PayloadHash};
 use crate::strict_json::{check_strict, Ambiguity, StrictJsonError};
 pub use crate::strict_json::MAX_SAFE_INTEGER;
 
+pub mod payloads;
+pub mod proposal;
+
+pub use payloads::{DealCreatePayload, DealUpdatePayload, PaymentPayload, RefundPayload};
+
 pub const SCHEMA: &str = "intent.v1";
 /// Messages larger than this are refused before parsing.
 pub const MAX_INTENT_BYTES: usize = 64 * 1024;
@@ -115,41 +120,6 @@ struct Envelope {
     rationale: Option<String>,
     #[serde(default)]
     supersedes: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PaymentPayload {
-    invoice_id: String,
-    beneficiary_id: String,
-    amount_minor: i64,
-    currency: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RefundPayload {
-    payment_id: String,
-    amount_minor: i64,
-    currency: String,
-    reason: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DealCreatePayload {
-    name: String,
-    amount_minor: i64,
-    currency: String,
-    stage: String,
-    owner_id: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DealUpdatePayload {
-    expected_version: i64,
-    patch: Map<String, Value>,
 }
 
 /// Parses and validates one intent.v1 message from its raw bytes.

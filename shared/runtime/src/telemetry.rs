@@ -32,10 +32,16 @@ pub enum LogFormat {
 /// credentials never reach a log line through them.
 const CAPPED_AT_INFO: &[&str] = &["tokio_postgres", "postgres_protocol", "sqlx", "lapin", "amq_protocol", "hyper", "hyper_util", "reqwest", "h2", "rustls"];
 
+/// The MCP SDK logs every message it receives or sends at debug and trace (a tool call's
+/// arguments, so payload values), and at info, for each request of a stateless server, the
+/// client's description of itself and the start and end of the request: at most `warn`.
+const CAPPED_AT_WARN: &[&str] = &["rmcp"];
+
 /// A second, global filter: an event must pass both it and `RUST_LOG`, so it can only
 /// lower what `RUST_LOG` enables, never raise it.
 fn third_party_caps() -> Targets {
-    CAPPED_AT_INFO.iter().fold(Targets::new().with_default(LevelFilter::TRACE), |t, target| t.with_target(*target, LevelFilter::INFO))
+    let capped = CAPPED_AT_INFO.iter().fold(Targets::new().with_default(LevelFilter::TRACE), |t, target| t.with_target(*target, LevelFilter::INFO));
+    CAPPED_AT_WARN.iter().fold(capped, |t, target| t.with_target(*target, LevelFilter::WARN))
 }
 
 /// Installs the global `tracing` subscriber.

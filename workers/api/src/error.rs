@@ -81,7 +81,7 @@ impl ApiError {
         }
     }
 
-    fn field(&self) -> Option<String> {
+    pub fn field(&self) -> Option<String> {
         match self {
             ApiError::Invalid { field, .. } => field.clone(),
             ApiError::BadQuery { field } => field.map(str::to_owned),

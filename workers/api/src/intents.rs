@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use fleet_core::intent::MAX_INTENT_BYTES;
 use fleet_core::ApiAction;
-use fleet_prepare::intake::{self, WriteError, Written};
+use fleet_prepare::intake::{self, Refusal, WriteError, Written};
+use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -64,33 +65,50 @@ pub async fn submit_intent(
         Ok(Err(_)) => return Err(ApiError::Oversized),
         Err(_) => return Err(ApiError::BodyTimeout),
     };
-    let intent = intake::validate(&bytes, &state.providers).map_err(|r| ApiError::Invalid {
-        code: r.reason,
-        field: r.field,
-    })?;
+    let (created, view) = accept(&state, &caller, &bytes).await?;
+    let status = if created {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    let op = view["operation_id"].as_str().unwrap_or_default();
+    let location = HeaderValue::from_str(&format!("/v1/operations/{op}"))
+        .map_err(|_| ApiError::Unavailable)?;
+    Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+}
+
+/// Takes in one intent.v1 from `caller` (a body, or the MCP door's proposal): validated
+/// and written by the prepare worker's intake, then read back. Answers whether it was
+/// stored now (`false`: the same intent was stored before) and the operation's view.
+pub async fn accept(
+    state: &AppState,
+    caller: &Caller,
+    bytes: &[u8],
+) -> Result<(bool, Value), ApiError> {
+    let intent = intake::validate(bytes, &state.providers).map_err(invalid)?;
     if !caller.0.acts_for(&intent.snapshot.tenant_id) {
         tracing::warn!(principal = %caller.0.name, operation_id = intent.operation_id.as_str(), "intent refused: tenant not granted");
         return Err(ApiError::Forbidden("tenant_not_granted"));
     }
-    let status = match intake::write(&state.store, &intent, Some(&caller.0.name)).await {
-        Ok(Written::Inserted) => StatusCode::ACCEPTED,
-        Ok(Written::AlreadyPrepared) => StatusCode::OK,
+    let created = match intake::write(&state.store, &intent, Some(&caller.0.name)).await {
+        Ok(Written::Inserted) => true,
+        Ok(Written::AlreadyPrepared) => false,
         Err(WriteError::Conflict) => return Err(ApiError::Conflict),
-        Err(WriteError::Refused(r)) => {
-            return Err(ApiError::Invalid {
-                code: r.reason,
-                field: r.field,
-            })
-        }
+        Err(WriteError::Refused(r)) => return Err(invalid(r)),
         Err(WriteError::Store(e)) => return Err(e.into()),
     };
-    let op = intent.operation_id.as_str();
     let view = state
         .store
-        .operation_view(op, &caller.0.tenants)
+        .operation_view(intent.operation_id.as_str(), &caller.0.tenants)
         .await?
         .ok_or(ApiError::Unavailable)?;
-    let location = HeaderValue::from_str(&format!("/v1/operations/{op}"))
-        .map_err(|_| ApiError::Unavailable)?;
-    Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+    Ok((created, view))
+}
+
+/// The intake's refusal, as the API answers it (422 with the dead-letter reason).
+pub fn invalid(refusal: Refusal) -> ApiError {
+    ApiError::Invalid {
+        code: refusal.reason,
+        field: refusal.field,
+    }
 }

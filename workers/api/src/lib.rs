@@ -8,6 +8,7 @@
 //! | `GET /v1/operations` | the caller's operations, newest first, keyset-paginated ([`cursor`]) |
 //! | `GET /v1/schemas/intent.v1.json` | the JSON Schema of intent.v1, embedded at build time ([`schemas`]) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
+//! | `POST /mcp` | the same, as Model Context Protocol tools for agents ([`mcp`]) |
 //!
 //! Every operation is shown as the SQL function `operation_view` returns it. The API
 //! holds no state of its own but the list of waiting requests: any number of replicas
@@ -17,9 +18,11 @@ pub mod auth;
 pub mod cursor;
 pub mod error;
 pub mod intents;
+pub mod mcp;
 pub mod openapi;
 pub mod operations;
 pub mod schemas;
+pub mod public_url;
 pub mod settings;
 pub mod state;
 pub mod waiters;
@@ -59,6 +62,7 @@ pub struct ApiDeps {
 
 /// The routes and the OpenAPI document describing exactly them.
 pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let mcp = mcp::router(state.clone());
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(intents::submit_intent))
         .routes(routes!(operations::get_operation))
@@ -77,6 +81,7 @@ pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
                 )
             }),
         )
+        .merge(mcp)
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(observe));
     (router, doc)
@@ -101,6 +106,7 @@ async fn observe(request: Request, next: Next) -> Response {
 /// Serves the API on `listener` until `shutdown` is cancelled; waiting requests then
 /// answer at once and in-flight requests finish before it returns.
 pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<()> {
+    let public_url = deps.settings.public_url(deps.listener.local_addr()?);
     let waiters = Arc::new(Waiters::new(deps.settings.max_waiters()));
     let poller = tokio::spawn(waiters.clone().run(
         deps.store.clone(),
@@ -112,10 +118,12 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         providers: deps.providers,
         waiters,
         shutdown: shutdown.clone(),
+        public_url,
     };
+    let public_url = state.public_url.clone();
     let (router, _) = app(state);
     if let Ok(addr) = deps.listener.local_addr() {
-        tracing::info!(%addr, "api listening");
+        tracing::info!(%addr, %public_url, "api listening");
     }
     let served = axum::serve(deps.listener, router)
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())

@@ -21,9 +21,9 @@ use crate::state::AppState;
 
 /// The longest a request may wait.
 pub const MAX_WAIT_S: u64 = 60;
-const DEFAULT_WAIT_S: u64 = 30;
+pub const DEFAULT_WAIT_S: u64 = 30;
 pub const MAX_PAGE: i64 = 100;
-const DEFAULT_PAGE: i64 = 50;
+pub const DEFAULT_PAGE: i64 = 50;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -111,33 +111,52 @@ pub async fn get_operation(
                 field: Some("timeout_s"),
             })?,
     };
-    OperationId::parse(&id).map_err(|_| ApiError::NotFound)?;
-    let tenants = &caller.0.tenants;
+    let view = read_view(
+        &state,
+        &caller.0.tenants,
+        &id,
+        wait_for,
+        Duration::from_secs(timeout_s),
+    )
+    .await?;
+    Ok(Json(view))
+}
+
+/// The view of operation `id` among `tenants`: at once without `wait_for`; with it, once
+/// the wait is over or `timeout` ran out (or the process drains), as it is then. Shared
+/// by this route and the MCP door's `get_operation`.
+pub async fn read_view(
+    state: &AppState,
+    tenants: &[String],
+    id: &str,
+    wait_for: Option<WaitFor>,
+    timeout: Duration,
+) -> Result<Value, ApiError> {
+    OperationId::parse(id).map_err(|_| ApiError::NotFound)?;
     let view = state
         .store
-        .operation_view(&id, tenants)
+        .operation_view(id, tenants)
         .await?
         .ok_or(ApiError::NotFound)?;
     let Some(wait_for) = wait_for else {
-        return Ok(Json(view));
+        return Ok(view);
     };
     if wait_state(&view).is_none_or(|s| fleet_core::wait_is_over(wait_for, s)) {
-        return Ok(Json(view));
+        return Ok(view);
     }
     let _slot = state.waiters.slot().ok_or(ApiError::TooManyWaiters)?;
-    let over = state.waiters.register(&id, wait_for);
+    let over = state.waiters.register(id, wait_for);
     tokio::select! {
         _ = over => {}
-        _ = tokio::time::sleep(Duration::from_secs(timeout_s)) => {}
+        _ = tokio::time::sleep(timeout) => {}
         // A draining process answers at once rather than holding its shutdown.
         _ = state.shutdown.cancelled() => {}
     }
-    let view = state
+    state
         .store
-        .operation_view(&id, tenants)
+        .operation_view(id, tenants)
         .await?
-        .ok_or(ApiError::NotFound)?;
-    Ok(Json(view))
+        .ok_or(ApiError::NotFound)
 }
 
 /// What decides a wait, read from a view (the view is the one truth the caller gets).
@@ -174,18 +193,7 @@ pub async fn list_operations(
     caller.may(ApiAction::ReadOperations)?;
     let q = query(q)?;
     let bad = |field| ApiError::BadQuery { field: Some(field) };
-    let filter = ViewFilter {
-        status: q
-            .status
-            .as_deref()
-            .map(|s| Status::parse(s).ok_or(bad("status")))
-            .transpose()?,
-        approval: q
-            .approval_status
-            .as_deref()
-            .map(|s| ApprovalStatus::parse(s).ok_or(bad("approval_status")))
-            .transpose()?,
-    };
+    let filter = view_filter(q.status.as_deref(), q.approval_status.as_deref())?;
     let limit = match q.limit.as_deref() {
         None => DEFAULT_PAGE,
         Some(l) => l
@@ -194,15 +202,50 @@ pub async fn list_operations(
             .filter(|l| (1..=MAX_PAGE).contains(l))
             .ok_or(bad("limit"))?,
     };
-    let after = q
-        .cursor
-        .as_deref()
-        .map(|c| cursor::decode(c).ok_or(bad("cursor")))
+    let page = list_page(
+        &state,
+        &caller.0.tenants,
+        filter,
+        limit,
+        q.cursor.as_deref(),
+    )
+    .await?;
+    Ok(Json(page))
+}
+
+/// The listing's filter from its two optional names; an unknown one is `invalid_query`.
+pub fn view_filter(status: Option<&str>, approval: Option<&str>) -> Result<ViewFilter, ApiError> {
+    let bad = |field| ApiError::BadQuery { field: Some(field) };
+    Ok(ViewFilter {
+        status: status
+            .map(|s| Status::parse(s).ok_or(bad("status")))
+            .transpose()?,
+        approval: approval
+            .map(|s| ApprovalStatus::parse(s).ok_or(bad("approval_status")))
+            .transpose()?,
+    })
+}
+
+/// One page (`{"data": […], "next_cursor": …}`) of the operations of `tenants`, newest
+/// first, after `cursor`. Shared by this route and the MCP door's `list_operations`.
+pub async fn list_page(
+    state: &AppState,
+    tenants: &[String],
+    filter: ViewFilter,
+    limit: i64,
+    cursor: Option<&str>,
+) -> Result<Value, ApiError> {
+    let after = cursor
+        .map(|c| {
+            cursor::decode(c).ok_or(ApiError::BadQuery {
+                field: Some("cursor"),
+            })
+        })
         .transpose()?;
     // One row more than asked says whether another page follows.
     let mut rows = state
         .store
-        .operation_views(&caller.0.tenants, filter, after.as_ref(), limit + 1)
+        .operation_views(tenants, filter, after.as_ref(), limit + 1)
         .await?;
     let more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
@@ -212,7 +255,7 @@ pub async fn list_operations(
         None
     };
     let data: Vec<Value> = rows.into_iter().map(|(view, _)| view).collect();
-    Ok(Json(json!({"data": data, "next_cursor": next_cursor})))
+    Ok(json!({"data": data, "next_cursor": next_cursor}))
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::public_url::PublicUrl;
+
 #[derive(Debug, Clone, Args)]
 pub struct ApiSettings {
     /// Where the HTTP API listens (apart from ADMIN_ADDR).
@@ -21,6 +23,12 @@ pub struct ApiSettings {
     #[arg(long, env = "API_WAIT_POLL_MS", default_value_t = 250,
           value_parser = clap::value_parser!(u64).range(20..=10_000))]
     pub api_wait_poll_ms: u64,
+
+    /// The API's address as people and agents reach it (behind a proxy, not API_ADDR):
+    /// links handed out are built on it, e.g. an operation's approval page
+    /// `<API_PUBLIC_URL>/console/operations/<id>`. Default: http:// + the listening address.
+    #[arg(long, env = "API_PUBLIC_URL", value_parser = PublicUrl::parse)]
+    pub api_public_url: Option<PublicUrl>,
 }
 
 impl ApiSettings {
@@ -31,6 +39,13 @@ impl ApiSettings {
     pub fn max_waiters(&self) -> usize {
         self.api_max_waiters as usize
     }
+
+    /// `API_PUBLIC_URL`, or the address the API actually listens on (`listening`).
+    pub fn public_url(&self, listening: SocketAddr) -> PublicUrl {
+        self.api_public_url
+            .clone()
+            .unwrap_or_else(|| PublicUrl::listening_on(listening))
+    }
 }
 
 impl Default for ApiSettings {
@@ -39,6 +54,7 @@ impl Default for ApiSettings {
             api_addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             api_max_waiters: 256,
             api_wait_poll_ms: 250,
+            api_public_url: None,
         }
     }
 }
@@ -66,5 +82,19 @@ mod tests {
             .unwrap();
         assert_eq!(cli.api.api_addr.to_string(), "0.0.0.0:9000");
         assert_eq!(cli.api.wait_poll(), Duration::from_millis(100));
+        let listening = SocketAddr::from(([127, 0, 0, 1], 43210));
+        if std::env::var_os("API_PUBLIC_URL").is_none() {
+            assert_eq!(
+                cli.api.public_url(listening).as_str(),
+                "http://127.0.0.1:43210"
+            );
+        }
+        let cli =
+            Cli::try_parse_from(["bin", "--api-public-url=https://fleet.example.com/"]).unwrap();
+        assert_eq!(
+            cli.api.public_url(listening).as_str(),
+            "https://fleet.example.com"
+        );
+        assert!(Cli::try_parse_from(["bin", "--api-public-url=fleet.example.com"]).is_err());
     }
 }

@@ -6,6 +6,7 @@ use fleet_prepare::ProviderCapabilities;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
+use crate::public_url::PublicUrl;
 use crate::waiters::Waiters;
 
 #[derive(Clone)]
@@ -16,4 +17,6 @@ pub struct AppState {
     pub waiters: Arc<Waiters>,
     /// Cancelled at SIGTERM: waiting requests answer at once with the current view.
     pub shutdown: CancellationToken,
+    /// Where people and agents reach the API: the base of the links handed out.
+    pub public_url: PublicUrl,
 }

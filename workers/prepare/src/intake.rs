@@ -67,6 +67,13 @@ pub fn validate(bytes: &[u8], providers: &ProviderCapabilities) -> Result<ValidI
     Ok(intent)
 }
 
+/// The refusal of an intent found wrong before its bytes were read (an intake that
+/// assembles the intent itself, such as a tool's arguments), logged and counted as
+/// [`validate`] logs and counts its own.
+pub fn refuse(e: &IntentError) -> Refusal {
+    counted(refusal_of(e))
+}
+
 /// What [`write`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {

@@ -1,0 +1,349 @@
+//! An intent proposed as named arguments, one tool per action (the MCP door): every
+//! member of intent.v1 but those the tool implies (`schema`, `action`, `provider`).
+//! `operation_id` may be left out, and the server assigns one; an agent that may retry
+//! passes its own (and the same one again), so that a retried call is the same
+//! operation. `tenant_id` may be left out by a caller granted exactly one tenant.
+//!
+//! [`envelope`] only fills in what the tool implies and turns the arguments into the
+//! intent.v1 object; reading it is `parse_intent`'s job, as for any intent. So a proposal
+//! is refused for exactly the reasons, and with the codes, an intent on the queue is. The
+//! types below describe the arguments as JSON Schema (from the same payload types the
+//! reading uses); a test holds the description and the reading in agreement.
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::payloads::{self, DealCreatePayload, DealUpdatePayload, PaymentPayload, RefundPayload};
+use super::{Action, IntentError, SCHEMA};
+
+/// The arguments of `payment_create`, `refund_create` and `crm_deal_create`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Proposal<P> {
+    /// `op_` + a ULID (upper-case Crockford base32). Leave it out and one is assigned;
+    /// pass your own, and the same one on every retry, to make a retried call the same
+    /// operation rather than a second one.
+    #[serde(default)]
+    #[schemars(schema_with = "optional_operation_id")]
+    pub operation_id: Option<String>,
+    /// The tenant acted for. May be left out when your token is granted exactly one.
+    #[serde(default)]
+    #[schemars(schema_with = "optional_text")]
+    pub tenant_id: Option<String>,
+    /// What the action does, exactly as the person approving it will see it.
+    pub payload: P,
+    /// The policy you followed (e.g. `payments-v3`); an operation whose policy is no longer
+    /// in force is cancelled instead of executed.
+    #[schemars(schema_with = "payloads::text")]
+    pub policy_version: String,
+    /// The version of the data you looked at (e.g. `inv_9182@7`).
+    #[schemars(schema_with = "payloads::text")]
+    pub data_version: String,
+    /// How long the approval may wait, in seconds (1 to 2,592,000, 30 days).
+    #[schemars(schema_with = "payloads::approval_ttl_seconds")]
+    pub approval_ttl_seconds: i64,
+    /// Why, for the person approving (at most 4,096 characters; not part of the hash).
+    #[serde(default)]
+    #[schemars(schema_with = "payloads::rationale")]
+    pub rationale: Option<String>,
+    /// The operation this one corrects; it is cancelled if it never started, and this
+    /// proposal is refused if it did or might have.
+    #[serde(default)]
+    #[schemars(schema_with = "optional_operation_id")]
+    pub supersedes: Option<String>,
+}
+
+/// The arguments of `crm_deal_update`: a proposal with the deal it changes.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DealUpdateProposal {
+    /// `op_` + a ULID (upper-case Crockford base32). Leave it out and one is assigned;
+    /// pass your own, and the same one on every retry, to make a retried call the same
+    /// operation rather than a second one.
+    #[serde(default)]
+    #[schemars(schema_with = "optional_operation_id")]
+    pub operation_id: Option<String>,
+    /// The tenant acted for. May be left out when your token is granted exactly one.
+    #[serde(default)]
+    #[schemars(schema_with = "optional_text")]
+    pub tenant_id: Option<String>,
+    /// The id of the deal changed.
+    #[schemars(schema_with = "payloads::text")]
+    pub target: String,
+    /// The change, exactly as the person approving it will see it.
+    pub payload: DealUpdatePayload,
+    /// The policy you followed (e.g. `crm-v1`).
+    #[schemars(schema_with = "payloads::text")]
+    pub policy_version: String,
+    /// The version of the data you looked at (e.g. `deal_7@3`).
+    #[schemars(schema_with = "payloads::text")]
+    pub data_version: String,
+    /// How long the approval may wait, in seconds (1 to 2,592,000, 30 days).
+    #[schemars(schema_with = "payloads::approval_ttl_seconds")]
+    pub approval_ttl_seconds: i64,
+    /// Why, for the person approving (at most 4,096 characters; not part of the hash).
+    #[serde(default)]
+    #[schemars(schema_with = "payloads::rationale")]
+    pub rationale: Option<String>,
+    /// The operation this one corrects; it is cancelled if it never started, and this
+    /// proposal is refused if it did or might have.
+    #[serde(default)]
+    #[schemars(schema_with = "optional_operation_id")]
+    pub supersedes: Option<String>,
+}
+
+pub type PaymentProposal = Proposal<PaymentPayload>;
+pub type RefundProposal = Proposal<RefundPayload>;
+pub type DealCreateProposal = Proposal<DealCreatePayload>;
+
+fn nullable(schema: Schema) -> Schema {
+    json_schema!({"anyOf": [schema, {"type": "null"}]})
+}
+
+fn optional_operation_id(generator: &mut SchemaGenerator) -> Schema {
+    nullable(payloads::operation_id(generator))
+}
+
+fn optional_text(generator: &mut SchemaGenerator) -> Schema {
+    nullable(payloads::text(generator))
+}
+
+/// The tool that proposes `action`: its wire name with `_` for `.` (`payment_create`).
+pub fn tool_name(action: Action) -> &'static str {
+    match action {
+        Action::PaymentCreate => "payment_create",
+        Action::RefundCreate => "refund_create",
+        Action::CrmDealCreate => "crm_deal_create",
+        Action::CrmDealUpdate => "crm_deal_update",
+    }
+}
+
+pub fn action_of_tool(name: &str) -> Option<Action> {
+    Action::ALL.into_iter().find(|a| tool_name(*a) == name)
+}
+
+/// The provider that serves `action`, which the tool names for the agent.
+pub fn provider_of(action: Action) -> &'static str {
+    match action {
+        Action::PaymentCreate | Action::RefundCreate => "payments",
+        Action::CrmDealCreate | Action::CrmDealUpdate => "crm",
+    }
+}
+
+/// The members a proposal of `action` may carry.
+fn members(action: Action) -> &'static [&'static str] {
+    const COMMON: &[&str] = &[
+        "operation_id",
+        "tenant_id",
+        "payload",
+        "policy_version",
+        "data_version",
+        "approval_ttl_seconds",
+        "rationale",
+        "supersedes",
+    ];
+    const WITH_TARGET: &[&str] = &[
+        "operation_id",
+        "tenant_id",
+        "target",
+        "payload",
+        "policy_version",
+        "data_version",
+        "approval_ttl_seconds",
+        "rationale",
+        "supersedes",
+    ];
+    match action {
+        Action::CrmDealUpdate => WITH_TARGET,
+        Action::PaymentCreate | Action::RefundCreate | Action::CrmDealCreate => COMMON,
+    }
+}
+
+/// The intent.v1 object a proposal of `action` stands for. `assigned_id` is used when the
+/// arguments carry no `operation_id` (absent or null), `default_tenant` when they carry no
+/// `tenant_id` (the caller's only tenant; `None` when it has several). Refuses a member
+/// the tool does not take, the implied ones included (an agent cannot turn a payment
+/// tool into a refund); everything else is left to `parse_intent`.
+pub fn envelope(
+    action: Action,
+    mut arguments: Map<String, Value>,
+    assigned_id: &str,
+    default_tenant: Option<&str>,
+) -> Result<Map<String, Value>, IntentError> {
+    for implied in ["schema", "action", "provider"] {
+        if arguments.contains_key(implied) {
+            return Err(IntentError::InvalidField {
+                field: implied.to_owned(),
+                problem: "is implied by the tool and may not be given".to_owned(),
+            });
+        }
+    }
+    if arguments
+        .keys()
+        .any(|k| !members(action).contains(&k.as_str()))
+    {
+        // The member's name is the agent's text: it stays out of the field.
+        return Err(IntentError::InvalidField {
+            field: "arguments".to_owned(),
+            problem: "a member this tool does not take".to_owned(),
+        });
+    }
+    if arguments.get("operation_id").is_none_or(Value::is_null) {
+        arguments.insert("operation_id".to_owned(), Value::from(assigned_id));
+    }
+    if arguments.get("tenant_id").is_none_or(Value::is_null) {
+        let Some(tenant) = default_tenant else {
+            return Err(IntentError::InvalidField {
+                field: "tenant_id".to_owned(),
+                problem: "required: the caller acts for several tenants".to_owned(),
+            });
+        };
+        arguments.insert("tenant_id".to_owned(), Value::from(tenant));
+    }
+    arguments.insert("schema".to_owned(), Value::from(SCHEMA));
+    arguments.insert("action".to_owned(), Value::from(action.wire_name()));
+    arguments.insert("provider".to_owned(), Value::from(provider_of(action)));
+    Ok(arguments)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::parse_intent;
+
+    const ASSIGNED: &str = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8";
+
+    fn payment_args() -> Map<String, Value> {
+        json!({
+            "payload": {"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"},
+            "policy_version": "payments-v3",
+            "data_version": "inv_9182@7",
+            "approval_ttl_seconds": 3600,
+        })
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    fn read(envelope: Map<String, Value>) -> Result<crate::ValidIntent, IntentError> {
+        parse_intent(&serde_json::to_vec(&Value::Object(envelope)).unwrap())
+    }
+
+    #[test]
+    fn tool_names_round_trip() {
+        for action in Action::ALL {
+            assert_eq!(action_of_tool(tool_name(action)), Some(action));
+            assert_eq!(tool_name(action), action.wire_name().replace('.', "_"));
+        }
+        assert_eq!(action_of_tool("payment.create"), None);
+    }
+
+    #[test]
+    fn the_tool_fills_in_what_it_implies_and_an_assigned_id_and_the_only_tenant() {
+        let e = envelope(
+            Action::PaymentCreate,
+            payment_args(),
+            ASSIGNED,
+            Some("org_482"),
+        )
+        .unwrap();
+        let intent = read(e).unwrap();
+        assert_eq!(intent.operation_id.as_str(), ASSIGNED);
+        assert_eq!(intent.action, Action::PaymentCreate);
+        assert_eq!(intent.snapshot.provider, "payments");
+        assert_eq!(intent.snapshot.tenant_id, "org_482");
+        assert_eq!(intent.snapshot.target, None);
+    }
+
+    #[test]
+    fn the_agents_own_id_and_tenant_are_kept_and_null_means_absent() {
+        let mut args = payment_args();
+        args.insert(
+            "operation_id".into(),
+            json!("op_01JQ8R7D9M4KX2T3V4W5Y6Z7B9"),
+        );
+        args.insert("tenant_id".into(), json!("org_483"));
+        let intent =
+            read(envelope(Action::PaymentCreate, args, ASSIGNED, Some("org_482")).unwrap())
+                .unwrap();
+        assert_eq!(
+            intent.operation_id.as_str(),
+            "op_01JQ8R7D9M4KX2T3V4W5Y6Z7B9"
+        );
+        assert_eq!(intent.snapshot.tenant_id, "org_483");
+        let mut args = payment_args();
+        args.insert("operation_id".into(), Value::Null);
+        let intent =
+            read(envelope(Action::PaymentCreate, args, ASSIGNED, Some("org_482")).unwrap())
+                .unwrap();
+        assert_eq!(intent.operation_id.as_str(), ASSIGNED);
+    }
+
+    #[test]
+    fn a_caller_of_several_tenants_must_name_one() {
+        let e = envelope(Action::PaymentCreate, payment_args(), ASSIGNED, None).unwrap_err();
+        assert_eq!((e.code(), field(&e)), ("invalid_field", "tenant_id"));
+    }
+
+    fn field(e: &IntentError) -> &str {
+        match e {
+            IntentError::InvalidField { field, .. } => field,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn implied_members_and_members_the_tool_does_not_take_are_refused() {
+        for (member, value, expected) in [
+            ("action", json!("refund.create"), "action"),
+            ("provider", json!("payments"), "provider"),
+            ("schema", json!("intent.v1"), "schema"),
+            ("target", json!("deal_1"), "arguments"),
+            ("amount_minor", json!(5), "arguments"),
+        ] {
+            let mut args = payment_args();
+            args.insert(member.into(), value);
+            let e = envelope(Action::PaymentCreate, args, ASSIGNED, Some("org_482")).unwrap_err();
+            assert_eq!(
+                (e.code(), field(&e)),
+                ("invalid_field", expected),
+                "{member}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_deal_update_takes_its_target_and_the_reading_judges_the_rest() {
+        let args = json!({
+            "target": "deal_7",
+            "payload": {"expected_version": 3, "patch": {"stage": "won"}},
+            "policy_version": "crm-v1", "data_version": "deal_7@3", "approval_ttl_seconds": 600,
+        });
+        let e = envelope(
+            Action::CrmDealUpdate,
+            args.as_object().unwrap().clone(),
+            ASSIGNED,
+            Some("org_482"),
+        )
+        .unwrap();
+        let intent = read(e).unwrap();
+        assert_eq!(
+            (
+                intent.snapshot.provider.as_str(),
+                intent.snapshot.target.as_deref()
+            ),
+            ("crm", Some("deal_7"))
+        );
+        let mut zero = payment_args();
+        zero["payload"]["amount_minor"] = json!(0);
+        let e = read(envelope(Action::PaymentCreate, zero, ASSIGNED, Some("org_482")).unwrap())
+            .unwrap_err();
+        assert_eq!(
+            (e.code(), field(&e)),
+            ("invalid_field", "payload.amount_minor")
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! The MCP door: the API as Model Context Protocol tools, for agents whose framework calls
+//! tools over MCP. Served at `/mcp` with the streamable HTTP transport of the official
+//! Rust SDK (`rmcp`).
+//!
+//! | tool | what |
+//! |---|---|
+//! | `payment_create`, `refund_create`, `crm_deal_create`, `crm_deal_update` | propose one action: validated and stored exactly as `POST /v1/intents` stores an intent, answered at once with the approval link ([`propose`]) |
+//! | `get_operation` | the operation view, optionally waiting for the decision or the end ([`read`]) |
+//! | `list_operations` | the caller's operations, newest first, a page at a time ([`read`]) |
+//!
+//! Every HTTP request to `/mcp` must carry a bearer token of the API's own (checked here,
+//! before the SDK sees the request, with the same answer as every other route: 401); the
+//! tools act for that principal's tenants only.
+//!
+//! Stateless: no MCP session is kept (no `Mcp-Session-Id`), every request stands alone, so
+//! any replica may answer any request, like the rest of the API. Answers are plain JSON
+//! (no event stream): a tool call is one request and one answer.
+//!
+//! No tool approves anything, nor stands in for a person: a proposal is only ever
+//! approved in fleet by an approver, for its payload hash. An MCP client's own
+//! confirmation of a tool call is not an approval.
+
+mod answers;
+mod propose;
+mod read;
+mod server;
+mod tools;
+
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use fleet_core::intent::MAX_INTENT_BYTES;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::auth::Caller;
+use crate::state::AppState;
+
+/// A JSON-RPC request carries an intent's arguments plus a little framing.
+const MAX_REQUEST_BYTES: usize = 2 * MAX_INTENT_BYTES;
+
+/// `/mcp`, authenticated.
+pub fn router(state: AppState) -> Router {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_max_request_body_bytes(MAX_REQUEST_BYTES)
+        // The SDK's Host check protects servers that anyone on the machine may call from
+        // a page that rebinds a name to 127.0.0.1. Here every request must carry a bearer
+        // token, which such a page does not have; and behind a proxy the Host is the
+        // proxy's, whatever API_ADDR says.
+        .disable_allowed_hosts();
+    let for_tools = state.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(server::FleetMcp::new(for_tools.clone())),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route_service("/mcp", service)
+        .route_layer(middleware::from_fn_with_state(state, authenticate))
+}
+
+/// Admits a request with a valid bearer token and hands its principal to the tools (in the
+/// request's extensions, which the SDK passes on); anything else is the API's 401.
+async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    match Caller::from_request_parts(&mut parts, &state).await {
+        Ok(caller) => {
+            parts.extensions.insert(caller);
+            next.run(Request::from_parts(parts, body)).await
+        }
+        Err(refused) => refused.into_response(),
+    }
+}

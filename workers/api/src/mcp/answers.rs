@@ -1,0 +1,35 @@
+//! How a tool answers. A result carries its JSON twice, as MCP asks: as structured content
+//! and as text (for clients that only show text). A refusal is a tool error (`isError`)
+//! whose body is the HTTP API's error body, `{"error": {"code", "field"}}`, with the same
+//! bounded codes (for a proposal, the dead-letter reasons), so an agent reads the same
+//! refusal whichever door it came through. Protocol errors are left to the SDK (an
+//! unknown tool); everything about the call itself is a tool error the agent can read.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+
+/// A successful answer: `value`, plus `note` (one sentence for the model) when given.
+pub fn answer(value: Value, note: Option<String>) -> CallToolResult {
+    let mut result = CallToolResult::structured(value);
+    if let Some(note) = note {
+        result.content.push(ContentBlock::text(note));
+    }
+    result
+}
+
+/// A refusal, exactly as the HTTP API would word it.
+pub fn refusal(error: &ApiError) -> CallToolResult {
+    CallToolResult::structured_error(json!({
+        "error": {"code": error.code(), "field": error.field()}
+    }))
+}
+
+/// Arguments the tool cannot read (of the wrong shape or out of range); `field` names
+/// the argument when it is known.
+pub fn bad_arguments(field: Option<&'static str>) -> CallToolResult {
+    CallToolResult::structured_error(json!({
+        "error": {"code": "invalid_arguments", "field": field}
+    }))
+}

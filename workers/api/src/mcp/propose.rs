@@ -1,0 +1,134 @@
+//! The proposal tools, one per action. A call's arguments become an intent.v1 (the tool
+//! names the action and the provider; an operation id is assigned unless the agent gives
+//! one; the caller's only tenant is the default one), which then takes exactly the path
+//! of `POST /v1/intents`: the prepare worker's intake validates and writes it, idempotent
+//! by operation id, as submitted by the caller. The answer comes at once: nothing here
+//! waits for a person, or decides in one's place.
+
+use fleet_core::intent::proposal;
+use fleet_core::{Action, ApiAction, ApprovalStatus};
+use fleet_prepare::intake;
+use rmcp::model::CallToolResult;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::answers::{answer, refusal};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::intents::{accept, invalid};
+use crate::state::AppState;
+
+/// What a proposal tool answers.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Proposed {
+    /// The operation's id: pass it to get_operation, and again to this tool if you retry.
+    pub operation_id: String,
+    /// `sha256:` + hex of the RFC 8785 snapshot: exactly what the person approves.
+    pub payload_hash: String,
+    /// `pending_approval` until a person decides.
+    pub status: ProposalStatus,
+    /// The page where a person approves or rejects it: hand it to them. Nothing happens
+    /// before they approve.
+    pub approval_url: String,
+    /// When the approval expires if nobody decided (RFC 3339, UTC).
+    pub approval_expires_at: String,
+    /// `false` when this operation was proposed before (a retried call): nothing new
+    /// was created.
+    pub created: bool,
+}
+
+/// Where the approval stands. A retried call after the decision says which it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalStatus {
+    PendingApproval,
+    Approved,
+    Rejected,
+    Expired,
+}
+
+impl From<ApprovalStatus> for ProposalStatus {
+    fn from(approval: ApprovalStatus) -> Self {
+        match approval {
+            ApprovalStatus::Pending => ProposalStatus::PendingApproval,
+            ApprovalStatus::Approved => ProposalStatus::Approved,
+            ApprovalStatus::Rejected => ProposalStatus::Rejected,
+            ApprovalStatus::Expired => ProposalStatus::Expired,
+        }
+    }
+}
+
+pub async fn propose(
+    state: &AppState,
+    caller: &Caller,
+    action: Action,
+    arguments: Map<String, Value>,
+) -> CallToolResult {
+    match proposed(state, caller, action, arguments).await {
+        Ok(p) => {
+            let note = note(&p);
+            answer(serde_json::to_value(p).unwrap_or_default(), Some(note))
+        }
+        Err(e) => refusal(&e),
+    }
+}
+
+async fn proposed(
+    state: &AppState,
+    caller: &Caller,
+    action: Action,
+    arguments: Map<String, Value>,
+) -> Result<Proposed, ApiError> {
+    caller.may(ApiAction::SubmitIntent)?;
+    let only_tenant = match caller.0.tenants.as_slice() {
+        [one] => Some(one.as_str()),
+        _ => None,
+    };
+    let assigned = format!("op_{}", ulid::Ulid::new());
+    let intent = proposal::envelope(action, arguments, &assigned, only_tenant)
+        .map_err(|e| invalid(intake::refuse(&e)))?;
+    let (created, view) =
+        accept(state, caller, Value::Object(intent).to_string().as_bytes()).await?;
+    let text = |member: &str| view[member].as_str().map(str::to_owned);
+    let (Some(operation_id), Some(payload_hash), Some(approval_expires_at), Some(approval)) = (
+        text("operation_id"),
+        text("payload_hash"),
+        text("approval_expires_at"),
+        view["approval_status"]
+            .as_str()
+            .and_then(ApprovalStatus::parse),
+    ) else {
+        tracing::warn!("the operation view lacks a member a proposal answers with");
+        return Err(ApiError::Unavailable);
+    };
+    Ok(Proposed {
+        approval_url: state.public_url.approval_page(&operation_id),
+        operation_id,
+        payload_hash,
+        status: approval.into(),
+        approval_expires_at,
+        created,
+    })
+}
+
+/// One sentence for the model, so that it neither waits in silence nor takes the
+/// proposal for the deed.
+fn note(p: &Proposed) -> String {
+    let again = if p.created {
+        ""
+    } else {
+        "This operation was proposed before; nothing new was created. "
+    };
+    match p.status {
+        ProposalStatus::PendingApproval => format!(
+            "{again}Stored, not done: nothing happens until a person approves it at {} (before {}). \
+             Give them that link, then call get_operation with operation_id {} and wait_for \"final\" to learn the outcome.",
+            p.approval_url, p.approval_expires_at, p.operation_id
+        ),
+        ProposalStatus::Approved | ProposalStatus::Rejected | ProposalStatus::Expired => format!(
+            "{again}A decision was already made on it; call get_operation with operation_id {} for what happened.",
+            p.operation_id
+        ),
+    }
+}

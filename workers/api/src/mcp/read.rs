@@ -1,0 +1,229 @@
+//! `get_operation` and `list_operations`: the HTTP routes' reads (the same functions, the
+//! same waiters, the same tenant scoping), as tools. A view is `operation_view`'s,
+//! unchanged; `get_operation` adds one sentence saying what the view means for the agent,
+//! above all that `unknown` and `escalated` are not failures.
+
+use std::time::Duration;
+
+use fleet_core::{ApiAction, ApprovalStatus, Status, WaitFor};
+use rmcp::model::CallToolResult;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::answers::{answer, bad_arguments, refusal};
+use crate::auth::Caller;
+use crate::operations::{
+    list_page, read_view, view_filter, DEFAULT_PAGE, DEFAULT_WAIT_S, MAX_PAGE, MAX_WAIT_S,
+};
+use crate::state::AppState;
+
+/// What `get_operation` waits for.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum WaitForArg {
+    /// Until a person approved or rejected it, or the approval expired.
+    Decision,
+    /// Until it succeeded, failed, was cancelled or disputed.
+    Final,
+}
+
+/// The arguments of `get_operation`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetOperationArgs {
+    /// The id a proposal tool answered with (`op_…`).
+    pub operation_id: String,
+    /// Wait before answering: for the approval's decision, or for the end. Either wait
+    /// also ends when the operation is escalated to a person.
+    #[serde(default)]
+    pub wait_for: Option<WaitForArg>,
+    /// The longest to wait, in seconds (0 to 60, default 30); only with `wait_for`. When
+    /// it runs out the answer is the operation as it is then: look at it, and call again.
+    #[serde(default)]
+    #[schemars(range(max = 60))]
+    pub timeout_s: Option<u64>,
+}
+
+/// The arguments of `list_operations`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListOperationsArgs {
+    /// Only operations in this status: not_started, in_progress, accepted, unknown,
+    /// succeeded, failed, cancelled, disputed.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Only operations whose approval is pending, approved, rejected or expired.
+    #[serde(default)]
+    pub approval_status: Option<String>,
+    /// Page size, 1 to 100 (default 50).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// The `next_cursor` of the previous page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(arguments: Map<String, Value>) -> Option<T> {
+    serde_json::from_value(Value::Object(arguments)).ok()
+}
+
+/// `get_operation`. `cancelled` is the call's own token: a client that gives up (or goes
+/// away) withdraws its wait at once rather than holding a waiter's place until the timeout.
+pub async fn get_operation(
+    state: &AppState,
+    caller: &Caller,
+    arguments: Map<String, Value>,
+    cancelled: CancellationToken,
+) -> CallToolResult {
+    if let Err(e) = caller.may(ApiAction::ReadOperations) {
+        return refusal(&e);
+    }
+    let Some(args) = parse::<GetOperationArgs>(arguments) else {
+        return bad_arguments(None);
+    };
+    let timeout_s = match (args.wait_for, args.timeout_s) {
+        (_, Some(t)) if t > MAX_WAIT_S => return bad_arguments(Some("timeout_s")),
+        (None, Some(_)) => return bad_arguments(Some("timeout_s")),
+        (_, t) => t.unwrap_or(DEFAULT_WAIT_S),
+    };
+    let wait_for = args.wait_for.map(|w| match w {
+        WaitForArg::Decision => WaitFor::Decision,
+        WaitForArg::Final => WaitFor::Final,
+    });
+    let read = read_view(
+        state,
+        &caller.0.tenants,
+        &args.operation_id,
+        wait_for,
+        Duration::from_secs(timeout_s),
+    );
+    let view = tokio::select! {
+        view = read => view,
+        // Nobody reads this answer: the call was withdrawn.
+        _ = cancelled.cancelled() => return CallToolResult::error(Vec::new()),
+    };
+    match view {
+        Ok(view) => {
+            let note = reading(&view);
+            answer(view, Some(note))
+        }
+        Err(e) => refusal(&e),
+    }
+}
+
+/// `list_operations`.
+pub async fn list_operations(
+    state: &AppState,
+    caller: &Caller,
+    arguments: Map<String, Value>,
+) -> CallToolResult {
+    if let Err(e) = caller.may(ApiAction::ReadOperations) {
+        return refusal(&e);
+    }
+    let Some(args) = parse::<ListOperationsArgs>(arguments) else {
+        return bad_arguments(None);
+    };
+    let limit = args.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return bad_arguments(Some("limit"));
+    }
+    let page = match view_filter(args.status.as_deref(), args.approval_status.as_deref()) {
+        Ok(filter) => {
+            list_page(
+                state,
+                &caller.0.tenants,
+                filter,
+                limit,
+                args.cursor.as_deref(),
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match page {
+        Ok(page) => answer(page, None),
+        Err(e) => refusal(&e),
+    }
+}
+
+/// What a view means for the agent that proposed it, in one sentence.
+pub fn reading(view: &Value) -> String {
+    let text = |member: &str| view[member].as_str().unwrap_or("");
+    let approval = ApprovalStatus::parse(text("approval_status"));
+    let status = Status::parse(text("status"));
+    if view["escalated"].as_bool() == Some(true) {
+        return "Escalated: a person (an operator) is settling this operation. It is not a failure: \
+                do not propose it again; look again later."
+            .to_owned();
+    }
+    match (approval, status) {
+        (Some(ApprovalStatus::Pending), _) => format!(
+            "Waiting for a person to approve it (until {}). Nothing has happened yet.",
+            text("approval_expires_at")
+        ),
+        (Some(ApprovalStatus::Rejected), _) => format!(
+            "A person rejected it ({}); nothing was or will be done.",
+            text("decided_by")
+        ),
+        (Some(ApprovalStatus::Expired), _) => {
+            "Nobody approved it in time; nothing was or will be done.".to_owned()
+        }
+        (_, Some(Status::NotStarted)) => "Approved; waiting to be executed.".to_owned(),
+        (_, Some(Status::InProgress)) => "Approved; being executed now.".to_owned(),
+        (_, Some(Status::Accepted)) => {
+            "The provider accepted it and will report the final result; wait for it.".to_owned()
+        }
+        (_, Some(Status::Unknown)) => {
+            "Unknown: the provider's answer was lost (a timeout, a crash). It is not a failure: fleet \
+             is finding out whether it happened. Do not propose it again; wait for the final status."
+                .to_owned()
+        }
+        (_, Some(Status::Succeeded)) => format!(
+            "Succeeded: the provider holds the effect ({}).",
+            text("external_id")
+        ),
+        (_, Some(Status::Failed)) => format!(
+            "Failed: the provider refused it ({}); nothing happened.",
+            text("error_code")
+        ),
+        (_, Some(Status::Cancelled)) => format!(
+            "Cancelled ({}); nothing happened.",
+            text("reason")
+        ),
+        (_, Some(Status::Disputed)) => {
+            "Disputed after the fact; a person is handling it.".to_owned()
+        }
+        (_, None) => "See the status.".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn unknown_and_escalated_are_never_read_as_failures() {
+        let unknown =
+            json!({"status": "unknown", "approval_status": "approved", "escalated": false});
+        assert!(reading(&unknown).contains("not a failure"));
+        let escalated =
+            json!({"status": "unknown", "approval_status": "approved", "escalated": true});
+        assert!(reading(&escalated).starts_with("Escalated"));
+        assert!(reading(&escalated).contains("not a failure"));
+        let pending = json!({"status": "not_started", "approval_status": "pending", "escalated": false,
+                             "approval_expires_at": "2026-01-01T00:00:00Z"});
+        assert!(reading(&pending).contains("Nothing has happened yet"));
+        let done = json!({"status": "succeeded", "approval_status": "approved", "escalated": false,
+                          "external_id": "pay_1"});
+        assert_eq!(
+            reading(&done),
+            "Succeeded: the provider holds the effect (pay_1)."
+        );
+    }
+}

@@ -1,0 +1,101 @@
+//! The MCP server itself: what it says about itself, its tools, and the dispatch of a
+//! call to the tool, for the principal the request authenticated as.
+
+use axum::http::request::Parts;
+use fleet_core::intent::proposal::action_of_tool;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+use super::answers::refusal;
+use super::tools::{catalogue, GET_OPERATION, LIST_OPERATIONS};
+use super::{propose, read};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+const INSTRUCTIONS: &str = "fleet executes payments, refunds and CRM changes that a person approved, \
+exactly once. Propose one with its tool (payment_create, refund_create, crm_deal_create, crm_deal_update): \
+it is stored and answered at once with an approval link for a person. Nothing happens until that person \
+approves it in fleet; then follow it with get_operation (wait_for \"final\"). An operation that is \
+\"unknown\" or \"escalated\" is being settled, not failed: never propose it again. To retry a proposal \
+safely, call again with the operation_id it answered with.";
+
+/// One per request (the service is stateless); cheap to make.
+#[derive(Clone)]
+pub struct FleetMcp {
+    state: AppState,
+}
+
+impl FleetMcp {
+    pub fn new(state: AppState) -> FleetMcp {
+        FleetMcp { state }
+    }
+}
+
+/// The principal the request authenticated as (see `super::authenticate`).
+fn caller(context: &RequestContext<RoleServer>) -> Option<Caller> {
+    context
+        .extensions
+        .get::<Parts>()?
+        .extensions
+        .get::<Caller>()
+        .cloned()
+}
+
+impl ServerHandler for FleetMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("fleet", env!("CARGO_PKG_VERSION")).with_title("fleet"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(catalogue().to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(caller) = caller(&context) else {
+            // Only reachable if the route lost its authentication layer.
+            return Ok(refusal(&ApiError::Unauthorized).into());
+        };
+        let arguments = request.arguments.unwrap_or_default();
+        let state = &self.state;
+        let result: CallToolResult = match request.name.as_ref() {
+            GET_OPERATION => {
+                read::get_operation(state, &caller, arguments, context.ct.clone()).await
+            }
+            LIST_OPERATIONS => read::list_operations(state, &caller, arguments).await,
+            name => match action_of_tool(name) {
+                Some(action) => propose::propose(state, &caller, action, arguments).await,
+                None => {
+                    return Err(ErrorData::invalid_params(
+                        "no such tool; tools/list names them",
+                        None,
+                    ))
+                }
+            },
+        };
+        // The tool's name and whether it was refused, never its arguments.
+        tracing::info!(
+            principal = %caller.0.name,
+            tool = request.name.as_ref(),
+            refused = result.is_error == Some(true),
+            "mcp tool called"
+        );
+        Ok(result.into())
+    }
+}

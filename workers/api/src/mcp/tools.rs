@@ -1,0 +1,126 @@
+//! The tools as an agent discovers them: names, descriptions, input schemas generated from
+//! the types the calls are read with (for proposals, intent.v1's own payload types), and
+//! annotations that say the truth. A proposal changes the world outside fleet once a
+//! person approves it (`destructiveHint`, `openWorldHint`), and calling it again with the
+//! same operation id is the same operation (`idempotentHint`). The reads change nothing
+//! and look only at fleet's own records.
+
+use std::sync::LazyLock;
+
+use fleet_core::intent::proposal::{
+    tool_name, DealCreateProposal, DealUpdateProposal, PaymentProposal, RefundProposal,
+};
+use fleet_core::Action;
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+
+use super::propose::Proposed;
+use super::read::{GetOperationArgs, ListOperationsArgs};
+
+pub const GET_OPERATION: &str = "get_operation";
+pub const LIST_OPERATIONS: &str = "list_operations";
+
+/// Every tool, in the order they are listed (built once: the schemas never change).
+pub fn catalogue() -> &'static [Tool] {
+    static CATALOGUE: LazyLock<Vec<Tool>> = LazyLock::new(|| {
+        let mut tools: Vec<Tool> = Action::ALL.into_iter().map(proposal_tool).collect();
+        tools.push(get_operation_tool());
+        tools.push(list_operations_tool());
+        tools
+    });
+    &CATALOGUE
+}
+
+const HOW_A_PROPOSAL_GOES: &str = "The proposal is validated and stored, and the call answers at once with \
+its operation_id, payload_hash, status \"pending_approval\", approval_url (the page where a person \
+approves or rejects it: give it to them) and approval_expires_at. Nothing is done until a person approves \
+exactly this payload_hash in fleet; the confirmation your own client may ask for is not an approval, and \
+this tool never waits for one. Then call get_operation with wait_for \"final\" to learn what happened. \
+Calling again with the same operation_id and arguments is the same operation (created: false, nothing \
+new); the same operation_id with other arguments is refused. A refusal is a tool error \
+{\"error\": {\"code\", \"field\"}}: the reason the intent queue would refuse the same intent with \
+(invalid_field, operation_id_conflict, ...) and the member concerned, or tenant_not_granted.";
+
+fn proposal_tool(action: Action) -> Tool {
+    let (title, what) = match action {
+        Action::PaymentCreate => (
+            "Propose a payment",
+            "Propose paying an invoice to a beneficiary (payment.create at the payments provider).",
+        ),
+        Action::RefundCreate => (
+            "Propose a refund",
+            "Propose refunding all or part of a payment (refund.create at the payments provider).",
+        ),
+        Action::CrmDealCreate => (
+            "Propose a CRM deal",
+            "Propose creating a deal in the CRM (crm.deal.create).",
+        ),
+        Action::CrmDealUpdate => (
+            "Propose a CRM deal change",
+            "Propose changing fields of a CRM deal (crm.deal.update). The change applies only if the deal \
+             is still at payload.expected_version when it is executed; otherwise it is cancelled and a new \
+             proposal (with supersedes) is needed.",
+        ),
+    };
+    let tool = Tool::new(
+        tool_name(action),
+        format!("{what} {HOW_A_PROPOSAL_GOES}"),
+        JsonObject::new(),
+    );
+    let tool = match action {
+        Action::PaymentCreate => tool.with_input_schema::<PaymentProposal>(),
+        Action::RefundCreate => tool.with_input_schema::<RefundProposal>(),
+        Action::CrmDealCreate => tool.with_input_schema::<DealCreateProposal>(),
+        Action::CrmDealUpdate => tool.with_input_schema::<DealUpdateProposal>(),
+    };
+    tool.with_title(title)
+        .with_output_schema::<Proposed>()
+        .annotate(
+            ToolAnnotations::with_title(title)
+                .read_only(false)
+                .destructive(true)
+                .idempotent(true)
+                .open_world(true),
+        )
+}
+
+fn read_only(title: &str) -> ToolAnnotations {
+    ToolAnnotations::with_title(title)
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
+}
+
+fn get_operation_tool() -> Tool {
+    let title = "Read an operation";
+    Tool::new(
+        GET_OPERATION,
+        "Read one operation as fleet records it: status (not_started, in_progress, accepted, unknown, \
+         succeeded, failed, cancelled, disputed), approval_status (pending, approved, rejected, expired), \
+         escalated, external_id, error_code, reason, and the approved payload. With wait_for \"decision\" \
+         the call answers once a person approved or rejected it (or the approval expired); with \"final\" \
+         once it succeeded, failed, was cancelled or disputed. Either wait also ends when the operation \
+         is escalated to a person, and at timeout_s (default 30, at most 60) with the operation as it is \
+         then: look at it and call again. \"unknown\" means the provider's answer was lost and fleet is \
+         finding out; \"escalated\" means a person is settling it. Neither is a failure: never propose \
+         the action again because of them. Operations of other tenants are not found.",
+        JsonObject::new(),
+    )
+    .with_input_schema::<GetOperationArgs>()
+    .with_title(title)
+    .annotate(read_only(title))
+}
+
+fn list_operations_tool() -> Tool {
+    let title = "List operations";
+    Tool::new(
+        LIST_OPERATIONS,
+        "List the operations of your tenants, newest first, optionally only those in one status or \
+         approval status. Answers {\"data\": [operations], \"next_cursor\"}: pass next_cursor as cursor \
+         for the next page; it is null on the last page.",
+        JsonObject::new(),
+    )
+    .with_input_schema::<ListOperationsArgs>()
+    .with_title(title)
+    .annotate(read_only(title))
+}
