@@ -25,6 +25,7 @@ mod error;
 mod health;
 mod metric_names;
 mod publisher;
+mod series;
 pub mod topology;
 
 pub use config::{
@@ -40,6 +41,7 @@ pub use disposition::{Delivery, Disposition, Handler, RETRIES_EXHAUSTED};
 pub use error::BrokerError;
 pub use health::BrokerHealth;
 pub use publisher::{EventMessage, EventsPublished, Publisher};
+pub use series::{consumer_series_at_zero, publisher_series_at_zero};
 pub use topology::{
     dead_letter_count, declare_topology, delete_namespace, message_count, retry_queue_arguments,
     work_queue_arguments,

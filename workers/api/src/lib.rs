@@ -18,6 +18,7 @@ pub mod error;
 pub mod intents;
 pub mod openapi;
 pub mod operations;
+mod series;
 pub mod settings;
 pub mod state;
 pub mod waiters;
@@ -98,6 +99,7 @@ async fn observe(request: Request, next: Next) -> Response {
 /// Serves the API on `listener` until `shutdown` is cancelled; waiting requests then
 /// answer at once and in-flight requests finish before it returns.
 pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<()> {
+    series::series_at_zero();
     let waiters = Arc::new(Waiters::new(deps.settings.max_waiters()));
     let poller = tokio::spawn(waiters.clone().run(
         deps.store.clone(),

@@ -5,6 +5,7 @@ pub mod approval;
 pub mod bench;
 pub mod cli;
 pub mod demo;
+pub mod format;
 pub mod hash;
 pub mod inspect;
 pub mod operator;
