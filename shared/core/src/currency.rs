@@ -21,6 +21,63 @@ pub fn is_iso_4217(code: &str) -> bool {
     ISO_4217.binary_search(&code).is_ok()
 }
 
+/// Active codes whose minor unit is not a hundredth (ISO 4217's "minor unit" column);
+/// every other code in [`ISO_4217`] has two decimals. Sorted by code.
+const EXPONENTS_OTHER_THAN_TWO: &[(&str, u32)] = &[
+    ("BHD", 3),
+    ("BIF", 0),
+    ("CLP", 0),
+    ("DJF", 0),
+    ("GNF", 0),
+    ("IQD", 3),
+    ("ISK", 0),
+    ("JOD", 3),
+    ("JPY", 0),
+    ("KMF", 0),
+    ("KRW", 0),
+    ("KWD", 3),
+    ("LYD", 3),
+    ("OMR", 3),
+    ("PYG", 0),
+    ("RWF", 0),
+    ("TND", 3),
+    ("UGX", 0),
+    ("VND", 0),
+    ("VUV", 0),
+    ("XAF", 0),
+    ("XOF", 0),
+    ("XPF", 0),
+];
+
+/// How many decimals the currency's minor unit has: amounts are stored in minor units
+/// (`amount_minor`), so 1 major unit is `10^exponent` of them. `None` for a code that is
+/// not an active ISO 4217 code.
+pub fn minor_unit_exponent(code: &str) -> Option<u32> {
+    if !is_iso_4217(code) {
+        return None;
+    }
+    Some(match EXPONENTS_OTHER_THAN_TWO.binary_search_by(|(c, _)| c.cmp(&code)) {
+        Ok(i) => EXPONENTS_OTHER_THAN_TWO[i].1,
+        Err(_) => 2,
+    })
+}
+
+/// An amount in minor units as a person reads it, in major units with exactly the
+/// currency's decimals and its code: `1250000 KZT` is `12500.00 KZT`, `1250 JPY` is
+/// `1250 JPY`, `1250 KWD` is `1.250 KWD`. Integer arithmetic only, so no amount is ever
+/// rounded. `None` for a code that is not an active ISO 4217 code.
+pub fn format_minor(amount_minor: i64, code: &str) -> Option<String> {
+    let exponent = minor_unit_exponent(code)?;
+    let sign = if amount_minor < 0 { "-" } else { "" };
+    let magnitude = amount_minor.unsigned_abs();
+    if exponent == 0 {
+        return Some(format!("{sign}{magnitude} {code}"));
+    }
+    let scale = 10u64.pow(exponent);
+    let (major, minor) = (magnitude / scale, magnitude % scale);
+    Some(format!("{sign}{major}.{minor:0width$} {code}", width = exponent as usize))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -28,6 +85,39 @@ mod tests {
     #[test]
     fn list_is_sorted_so_binary_search_is_valid() {
         assert!(ISO_4217.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn exceptions_are_sorted_and_active_codes() {
+        assert!(EXPONENTS_OTHER_THAN_TWO.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(EXPONENTS_OTHER_THAN_TWO.iter().all(|(c, _)| is_iso_4217(c)));
+    }
+
+    #[test]
+    fn exponents_follow_iso_4217() {
+        assert_eq!(minor_unit_exponent("KZT"), Some(2));
+        assert_eq!(minor_unit_exponent("USD"), Some(2));
+        assert_eq!(minor_unit_exponent("JPY"), Some(0));
+        assert_eq!(minor_unit_exponent("KRW"), Some(0));
+        assert_eq!(minor_unit_exponent("KWD"), Some(3));
+        assert_eq!(minor_unit_exponent("BHD"), Some(3));
+        assert_eq!(minor_unit_exponent("XXX"), None);
+        assert_eq!(minor_unit_exponent("kzt"), None);
+    }
+
+    #[test]
+    fn amounts_are_formatted_in_major_units_with_the_currency_decimals() {
+        assert_eq!(format_minor(1_250_000, "KZT").as_deref(), Some("12500.00 KZT"));
+        assert_eq!(format_minor(5, "KZT").as_deref(), Some("0.05 KZT"));
+        assert_eq!(format_minor(100, "KZT").as_deref(), Some("1.00 KZT"));
+        assert_eq!(format_minor(1_250, "JPY").as_deref(), Some("1250 JPY"));
+        assert_eq!(format_minor(1_250, "KWD").as_deref(), Some("1.250 KWD"));
+        assert_eq!(format_minor(7, "KWD").as_deref(), Some("0.007 KWD"));
+        assert_eq!(format_minor(-1_999, "USD").as_deref(), Some("-19.99 USD"));
+        // The largest amount an intent may carry, 2^53 - 1, is not rounded.
+        assert_eq!(format_minor(9_007_199_254_740_991, "KZT").as_deref(), Some("90071992547409.91 KZT"));
+        assert_eq!(format_minor(i64::MIN, "USD").as_deref(), Some("-92233720368547758.08 USD"));
+        assert_eq!(format_minor(100, "XXX"), None);
     }
 
     #[test]

@@ -23,6 +23,10 @@ impl Doorbell {
         serde_json::to_vec(self).expect("a doorbell always serialises")
     }
 
+    /// Every reason [`Doorbell::parse`] refuses a bell with (the dead-letter reasons of the
+    /// doorbell queues, known before the first refusal).
+    pub const REFUSALS: [&'static str; 4] = ["oversized", "malformed", "unsupported_schema", "invalid_field"];
+
     /// Parses a doorbell; the error is the bounded dead-letter reason.
     pub fn parse(bytes: &[u8]) -> Result<OperationId, &'static str> {
         if bytes.len() > 1024 {
@@ -39,6 +43,15 @@ impl Doorbell {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_refusal_is_listed() {
+        let long = vec![b' '; 1025];
+        for bad in [&long[..], b"nope", br#"{"schema":"doorbell.v2","operation_id":"x"}"#, br#"{"schema":"doorbell.v1","operation_id":"x"}"#] {
+            let reason = Doorbell::parse(bad).unwrap_err();
+            assert!(Doorbell::REFUSALS.contains(&reason), "{reason}");
+        }
+    }
 
     #[test]
     fn round_trips_and_refuses_garbage() {

@@ -66,7 +66,10 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// A short, bounded label for metrics.
+    /// Every value [`Outcome::label`] gives, so the series can exist before the first call.
+    pub const LABELS: [&'static str; 6] = ["succeeded", "failed", "accepted", "version_conflict", "not_executed", "unknown"];
+
+    /// A short, bounded label for metrics (one of [`Outcome::LABELS`]).
     pub fn label(&self) -> &'static str {
         match self {
             Outcome::Succeeded { .. } => "succeeded",

@@ -16,7 +16,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::process::render_process_metrics;
+use crate::process::collect_process_metrics;
 use crate::readiness::Readiness;
 
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -57,9 +57,8 @@ fn router(state: AdminState) -> Router {
 }
 
 async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
-    let mut body = state.handle.render();
-    body.push('\n');
-    render_process_metrics(&mut body);
+    collect_process_metrics();
+    let body = state.handle.render();
     ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], body)
 }
 

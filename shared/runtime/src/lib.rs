@@ -20,7 +20,7 @@ pub use admin::serve_admin;
 pub use metrics::install_metrics;
 pub use readiness::{Readiness, ReadinessReport, SyncCheck};
 pub use redact::{RedactedUrl, Secret};
-pub use settings::{admin_addrs, AmqpTopology, CommonArgs, CrmArgs, PaymentsArgs};
+pub use settings::{admin_addrs, undocumented_arguments, AmqpTopology, CommonArgs, CrmArgs, PaymentsArgs};
 pub use shutdown::shutdown_token;
 pub use telemetry::{init_tracing, init_tracing_with_default, LogFormat};
 

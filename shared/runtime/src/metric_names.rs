@@ -35,11 +35,12 @@ pub const OUTBOX_BACKLOG: &str = "fleet_outbox_backlog";
 pub const OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS: &str =
     "fleet_outbox_oldest_unpublished_age_seconds";
 
-// Process metrics, rendered from /proc/self on each scrape (standard Prometheus names,
-// so stock dashboards work).
+// Process metrics, read at each scrape by the metrics-process crate (standard Prometheus
+// names, so stock dashboards work; see `process.rs`).
 pub const PROCESS_CPU_SECONDS_TOTAL: &str = "process_cpu_seconds_total";
 pub const PROCESS_RESIDENT_MEMORY_BYTES: &str = "process_resident_memory_bytes";
 pub const PROCESS_VIRTUAL_MEMORY_BYTES: &str = "process_virtual_memory_bytes";
+pub const PROCESS_VIRTUAL_MEMORY_MAX_BYTES: &str = "process_virtual_memory_max_bytes";
 pub const PROCESS_OPEN_FDS: &str = "process_open_fds";
 pub const PROCESS_MAX_FDS: &str = "process_max_fds";
 pub const PROCESS_THREADS: &str = "process_threads";

@@ -4,7 +4,7 @@
 //! `fleet_build_info{component,version} 1`.
 //!
 //! There is no built-in HTTP listener: `/metrics` is served by [`crate::admin`], which
-//! also appends process metrics read from `/proc/self` at scrape time.
+//! also reads the process metrics (see [`crate::process`]) at scrape time.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -284,6 +284,7 @@ fn build_and_install() -> PrometheusHandle {
         tracing::warn!(%error, "another metrics recorder is installed; fleet metrics will not be recorded");
     }
     describe_all();
+    crate::process::describe_process_metrics();
     spawn_upkeep(handle.clone());
     handle
 }

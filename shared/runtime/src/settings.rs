@@ -201,6 +201,30 @@ pub struct CrmArgs {
     pub crm_capabilities: Vec<String>,
 }
 
+/// Every argument (`command sub --arg`) and subcommand of `cmd` that `--help` would show
+/// without a description; each binary's tests require none.
+pub fn undocumented_arguments(cmd: &clap::Command) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_undocumented(cmd, cmd.get_name(), &mut out);
+    out
+}
+
+fn collect_undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+    for arg in cmd.get_arguments() {
+        let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+        if !builtin && !arg.is_hide_set() && arg.get_help().is_none() && arg.get_long_help().is_none() {
+            out.push(format!("{path} {}", arg.get_id()));
+        }
+    }
+    for sub in cmd.get_subcommands() {
+        let sub_path = format!("{path} {}", sub.get_name());
+        if sub.get_about().is_none() && sub.get_long_about().is_none() {
+            out.push(sub_path.clone());
+        }
+        collect_undocumented(sub, &sub_path, out);
+    }
+}
+
 fn bounded_usize(range: RangeInclusive<usize>) -> impl Fn(&str) -> Result<usize, String> + Clone {
     move |raw: &str| {
         let value: usize = raw
@@ -309,6 +333,17 @@ mod tests {
         assert!(Cli::try_parse_from(["bin", "--concurrency=5000"]).is_err());
         assert!(Cli::try_parse_from(["bin", "--prefetch=0"]).is_err());
         assert!(Cli::try_parse_from(["bin", "--payments-timeout-ms=0"]).is_err());
+    }
+
+    #[test]
+    fn shared_settings_all_have_help_and_a_missing_one_is_named() {
+        use clap::CommandFactory;
+        assert_eq!(undocumented_arguments(&Cli::command()), Vec::<String>::new());
+        let bare = clap::Command::new("bin")
+            .arg(clap::Arg::new("documented").long("documented").help("Has help."))
+            .arg(clap::Arg::new("bare").long("bare"))
+            .subcommand(clap::Command::new("sub").arg(clap::Arg::new("inner").long("inner")));
+        assert_eq!(undocumented_arguments(&bare), ["bin bare", "bin sub", "bin sub inner"]);
     }
 
     #[test]

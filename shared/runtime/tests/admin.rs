@@ -57,8 +57,15 @@ async fn admin_endpoints_serve_health_readiness_and_metrics() {
         "# HELP fleet_provider_calls_total Provider calls made",
         "fleet_build_info{component=\"execute\",version=\"0.1.0\"} 1",
         "fleet_build_info{component=\"reconcile\",version=\"0.1.0\"} 1",
-        "# TYPE process_cpu_seconds_total counter",
+        // Read by metrics-process at this scrape, under the standard names.
+        "# TYPE process_cpu_seconds_total gauge",
+        "process_cpu_seconds_total ",
         "process_resident_memory_bytes ",
+        "process_virtual_memory_bytes ",
+        "process_open_fds ",
+        "process_max_fds ",
+        "process_threads ",
+        "process_start_time_seconds ",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }

@@ -7,7 +7,7 @@
 pub enum StoreError {
     #[error("postgres: {}", describe(.0))]
     Db(#[from] tokio_postgres::Error),
-    #[error("postgres pool: {0}")]
+    #[error("postgres pool: {}", describe_pool(.0))]
     Pool(#[from] deadpool_postgres::PoolError),
     #[error("migration: {0}")]
     Migrate(String),
@@ -40,11 +40,32 @@ pub(crate) fn refuses_content(sqlstate: &str) -> bool {
 }
 
 /// The server's code and message (never its DETAIL, which can quote row values); the
-/// client error's own text otherwise ("db error" alone tells an operator nothing).
+/// client error's own text otherwise ("db error" alone tells an operator nothing). A
+/// database that is missing, or has no fleet tables yet, says what to run.
 fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        Some(db) => {
+            let code = db.code().code();
+            format!("{} ({code}){}", db.message(), migrate_hint(code))
+        }
         None => e.to_string(),
+    }
+}
+
+/// A connection that could not be opened carries the server's refusal inside.
+fn describe_pool(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(db) => describe(db),
+        other => other.to_string(),
+    }
+}
+
+/// What an operator should do when the server says the database (3D000) or a table
+/// (42P01) does not exist: the schema comes only from the migrations.
+fn migrate_hint(sqlstate: &str) -> &'static str {
+    match sqlstate {
+        "3D000" | "42P01" => "; the database or its tables do not exist yet: run `fleetctl migrate` (it creates both)",
+        _ => "",
     }
 }
 
@@ -69,6 +90,14 @@ mod tests {
         ] {
             assert!(!refuses_content(code), "{code}");
         }
+    }
+
+    #[test]
+    fn a_missing_database_or_table_says_to_migrate() {
+        assert!(migrate_hint("3D000").contains("fleetctl migrate"));
+        assert!(migrate_hint("42P01").contains("fleetctl migrate"));
+        assert_eq!(migrate_hint("23505"), "");
+        assert_eq!(migrate_hint("08006"), "");
     }
 
     #[test]

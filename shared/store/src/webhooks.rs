@@ -98,7 +98,11 @@ impl WebhookOutcome {
         }
     }
 
-    /// The `outcome` label of `fleet_webhook_events_total` (`new` = applied).
+    /// Every value [`WebhookOutcome::label`] gives, so the series can exist from the start.
+    pub const LABELS: [&'static str; 6] = ["new", "duplicate", "ignored_transition", "escalated", "unlinked", "ignored_type"];
+
+    /// The `outcome` label of `fleet_webhook_events_total` (`new` = applied; one of
+    /// [`WebhookOutcome::LABELS`]).
     pub fn label(&self) -> &'static str {
         match self {
             WebhookOutcome::Applied { .. } => "new",

@@ -8,10 +8,16 @@ use fleet_provider_sim::SimConfig;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Debug, Parser)]
-#[command(about = "Reference payments provider simulator (PROTOCOL.md §3, §6)")]
+#[command(
+    name = "fleet-provider-sim",
+    version,
+    about = "Simulates the payments provider and the CRM over HTTP, for tests and the demo"
+)]
 struct Args {
+    /// Where the simulator listens.
     #[arg(long, env = "SIM_ADDR", default_value = "127.0.0.1:8090")]
     addr: SocketAddr,
+    /// The API key callers must send as `Authorization: Bearer` (never printed).
     #[arg(
         long,
         env = "SIM_API_KEY",
@@ -19,19 +25,24 @@ struct Args {
         hide_env_values = true
     )]
     api_key: String,
+    /// How long a new payment stays invisible to the search by reference.
     #[arg(long, env = "SIM_SEARCH_LAG_MS", default_value_t = 0)]
     search_lag_ms: u64,
+    /// How long an idempotency key is remembered.
     #[arg(long, env = "SIM_KEY_RETENTION_S", default_value_t = 86_400)]
     key_retention_s: u64,
+    /// The status a new payment is answered with (`pending` completes later by webhook).
     #[arg(long, env = "SIM_DEFAULT_PAYMENT_STATUS", default_value = "succeeded",
           value_parser = ["succeeded", "pending"])]
     default_payment_status: String,
+    /// How long a new deal stays invisible to the search by external id.
     #[arg(long, env = "SIM_CRM_SEARCH_LAG_MS", default_value_t = 0)]
     crm_search_lag_ms: u64,
     /// Answer every deal create with `202 queued` and create the deal later.
     #[arg(long, env = "SIM_CRM_ASYNC_CREATE", default_value_t = false,
           action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     crm_async_create: bool,
+    /// With SIM_CRM_ASYNC_CREATE, how long after its 202 a queued deal is created.
     #[arg(long, env = "SIM_CRM_ASYNC_DELAY_MS", default_value_t = 500)]
     crm_async_delay_ms: u64,
 }
@@ -73,5 +84,21 @@ async fn shutdown_signal() -> anyhow::Result<()> {
     tokio::select! {
         result = tokio::signal::ctrl_c() => result.context("waiting for ctrl-c"),
         _ = terminate.recv() => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_argument_has_help_text() {
+        let cmd = super::Args::command();
+        let bare: Vec<_> = cmd
+            .get_arguments()
+            .filter(|a| !matches!(a.get_id().as_str(), "help" | "version") && a.get_help().is_none())
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert!(bare.is_empty(), "without help text: {bare:?}");
     }
 }

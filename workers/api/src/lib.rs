@@ -23,6 +23,7 @@ pub mod openapi;
 pub mod operations;
 pub mod schemas;
 pub mod public_url;
+mod series;
 pub mod settings;
 pub mod state;
 pub mod waiters;
@@ -107,6 +108,7 @@ async fn observe(request: Request, next: Next) -> Response {
 /// answer at once and in-flight requests finish before it returns.
 pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<()> {
     let public_url = deps.settings.public_url(deps.listener.local_addr()?);
+    series::series_at_zero();
     let waiters = Arc::new(Waiters::new(deps.settings.max_waiters()));
     let poller = tokio::spawn(waiters.clone().run(
         deps.store.clone(),

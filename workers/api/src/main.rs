@@ -10,6 +10,7 @@ use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
 #[derive(Parser)]
 #[command(
     name = "fleet-api",
+    version,
     about = "The HTTP API for agents: submit intents, follow operations"
 )]
 struct Cli {
@@ -46,4 +47,14 @@ async fn main() -> anyhow::Result<()> {
     fleet_api::run(deps, boot.shutdown.clone()).await?;
     boot.finish().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_argument_has_help_text() {
+        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+    }
 }

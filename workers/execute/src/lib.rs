@@ -10,6 +10,7 @@ mod lease;
 mod pause;
 mod perform;
 mod request;
+mod series;
 mod settings;
 
 use std::sync::Arc;
@@ -45,6 +46,7 @@ pub struct ExecuteDeps {
 
 /// Consumes `operations.execute` until `shutdown` is cancelled.
 pub async fn run(deps: ExecuteDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
+    series::series_at_zero();
     let broker = deps.broker.clone();
     let health = deps.health.clone();
     let concurrency = deps.concurrency;

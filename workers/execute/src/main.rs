@@ -8,7 +8,7 @@ use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
 use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
 
 #[derive(Parser)]
-#[command(name = "fleet-execute", about = "Claims approved operations and calls their provider once")]
+#[command(name = "fleet-execute", version, about = "Claims approved operations and calls their provider once")]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -49,4 +49,14 @@ async fn main() -> anyhow::Result<()> {
     fleet_execute::run(deps, boot.shutdown.clone()).await?;
     boot.finish().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_argument_has_help_text() {
+        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+    }
 }

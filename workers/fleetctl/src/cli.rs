@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use fleet_core::Status;
 use fleet_broker::BrokerConfig;
 use fleet_runtime::{AmqpTopology, RedactedUrl};
 
@@ -32,6 +34,41 @@ pub struct Connection {
     pub amqp_topology: AmqpTopology,
 }
 
+/// How `show` and `list` print operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned text for people.
+    Table,
+    /// Objects keyed by the `operations` column names, with `attempts` and `events`.
+    Json,
+}
+
+#[derive(Args, Clone, Copy, Debug)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Same as `-o json`.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+}
+
+impl OutputArgs {
+    pub fn format(self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            self.format
+        }
+    }
+}
+
+/// `--status`: one of the status names, listed in `--help` and in the error for any other.
+fn status_parser() -> impl TypedValueParser<Value = Status> {
+    PossibleValuesParser::new(Status::ALL.map(Status::as_str))
+        .map(|name| Status::parse(&name).expect("only the status names are possible values"))
+}
+
 impl Connection {
     pub fn broker(&self) -> BrokerConfig {
         BrokerConfig::new(self.amqp_url.expose()).with_namespace(self.amqp_namespace.clone()).with_topology(self.amqp_topology.into())
@@ -43,72 +80,99 @@ pub enum Command {
     /// Create the database if needed and apply every pending migration.
     Migrate,
     /// Print the payload hash of an intent.v1 file (what an approver approves).
-    Hash { file: PathBuf },
+    Hash {
+        /// The intent.v1 JSON file.
+        file: PathBuf,
+    },
     /// Validate an intent.v1 file and publish it to intents.prepare with a publisher confirm.
-    Submit { file: PathBuf },
+    Submit {
+        /// The intent.v1 JSON file.
+        file: PathBuf,
+    },
     /// Submit a corrected intent that replaces OP (it needs a new approval).
     Supersede {
+        /// The operation the correction replaces (op_…); it must not have started.
         operation_id: String,
+        /// The corrected intent.v1 JSON file (a new operation id, `supersedes` set to OP).
         #[arg(long)]
         file: PathBuf,
     },
     /// Approve the exact snapshot hash of a pending operation, then ring its execute bell.
     Approve {
+        /// The operation to approve (op_…).
         operation_id: String,
+        /// The payload hash you reviewed (sha256:…, from `fleetctl show` or `fleetctl hash`).
         #[arg(long)]
         hash: String,
+        /// Who approves (recorded with the decision).
         #[arg(long)]
         by: String,
     },
     /// Reject an operation that has not started; it is cancelled.
     Reject {
+        /// The operation to reject (op_…).
         operation_id: String,
+        /// Who rejects (recorded with the decision).
         #[arg(long)]
         by: String,
+        /// Why, in words (recorded with the decision).
         #[arg(long)]
         reason: String,
     },
     /// Show one operation with its attempts and events.
     Show {
+        /// The operation to show (op_…).
         operation_id: String,
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: OutputArgs,
     },
-    /// List operations, newest first.
+    /// List operations, newest first, with their amount, reason, escalation and age.
     List {
-        #[arg(long)]
-        status: Option<String>,
+        /// Only operations in this status.
+        #[arg(long, value_parser = status_parser())]
+        status: Option<Status>,
         /// Only operations escalated to an operator.
         #[arg(long)]
         escalated: bool,
-        #[arg(long, default_value_t = 50)]
+        /// At most this many operations (1 to 10000).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..=10_000))]
         limit: i64,
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Settle an unknown or accepted operation by hand, with evidence.
     Resolve {
+        /// The operation to settle (op_…).
         operation_id: String,
+        /// What the provider's records show became of it.
         #[arg(long, value_enum)]
         outcome: crate::operator::Resolution,
         /// The provider's id of the effect (required for succeeded unless already known).
         #[arg(long)]
         external_id: Option<String>,
+        /// What you checked, in words (recorded with the decision).
         #[arg(long)]
         evidence: String,
+        /// Who decides (recorded with the decision).
         #[arg(long)]
         by: String,
     },
     /// Take an operation out of the workers' hands for investigation.
     Dispute {
+        /// The operation to dispute (op_…).
         operation_id: String,
+        /// Who disputes (recorded with the decision).
         #[arg(long)]
         by: String,
+        /// Why, in words (recorded with the decision).
         #[arg(long)]
         reason: String,
     },
     /// Ring the reconcile doorbell for an operation now.
-    Reconcile { operation_id: String },
+    Reconcile {
+        /// The operation reconcile should look at (op_…); it must exist.
+        operation_id: String,
+    },
     /// Bearer tokens for the HTTP API (create, revoke, list).
     Token {
         #[command(subcommand)]
@@ -121,7 +185,7 @@ pub enum Command {
     },
     /// Run the whole pipeline on this machine and print what happened.
     Demo(crate::demo::DemoArgs),
-    /// Measure throughput, latency and cost of the fleet on this machine (issue 7).
+    /// Measure throughput, latency and cost of the fleet on this machine.
     Bench(crate::bench::BenchArgs),
 }
 
@@ -130,4 +194,58 @@ pub enum BrokerCommand {
     /// As the broker admin of AMQP_URL: declare the topology, then create or update one
     /// least-privilege user per component (management API; idempotent).
     Setup(crate::broker_setup::BrokerSetupArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_command_and_argument_has_help_text() {
+        assert_eq!(fleet_runtime::undocumented_arguments(&Cli::command()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn status_lists_its_values_and_refuses_others() {
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("list")
+            .unwrap()
+            .render_help()
+            .to_string();
+        for status in Status::ALL {
+            assert!(help.contains(status.as_str()), "{status:?} missing from:\n{help}");
+        }
+        let refused = Cli::try_parse_from(["fleetctl", "list", "--status", "pending"])
+            .err()
+            .expect("pending is not a status");
+        assert!(refused.to_string().contains("not_started"), "{refused}");
+        let Command::List { status, .. } = Cli::try_parse_from(["fleetctl", "list", "--status", "unknown"]).unwrap().command else {
+            panic!("list")
+        };
+        assert_eq!(status, Some(Status::Unknown));
+    }
+
+    #[test]
+    fn output_is_chosen_with_o_or_json() {
+        let format = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Command::List { output, .. } | Command::Show { output, .. } => output.format(),
+            _ => unreachable!(),
+        };
+        assert_eq!(format(&["fleetctl", "list"]), Format::Table);
+        assert_eq!(format(&["fleetctl", "list", "-o", "json"]), Format::Json);
+        assert_eq!(format(&["fleetctl", "list", "--output", "table"]), Format::Table);
+        assert_eq!(format(&["fleetctl", "list", "--json"]), Format::Json);
+        assert_eq!(format(&["fleetctl", "show", "op_x", "-o", "json"]), Format::Json);
+        assert!(Cli::try_parse_from(["fleetctl", "list", "-o", "yaml"]).is_err());
+        assert!(Cli::try_parse_from(["fleetctl", "list", "-o", "table", "--json"]).is_err());
+    }
+
+    #[test]
+    fn bench_help_speaks_of_the_fleet_only() {
+        let mut cmd = Cli::command();
+        let help = cmd.find_subcommand_mut("bench").unwrap().render_long_help().to_string();
+        assert!(!help.to_lowercase().contains("issue"), "{help}");
+    }
 }

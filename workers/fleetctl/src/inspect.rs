@@ -2,9 +2,13 @@
 //! of the operations table, with its `attempts` and `events` as arrays: scripts and
 //! dashboards read these names, so they are the columns' own.
 
+use chrono::Utc;
 use fleet_core::Status;
 use fleet_store::{OperationRow, Store};
 use serde_json::Value;
+
+use crate::cli::Format;
+use crate::format::{age, amount};
 
 pub async fn operation_json(store: &Store, row: &OperationRow) -> anyhow::Result<Value> {
     let mut v = serde_json::to_value(row)?;
@@ -13,11 +17,11 @@ pub async fn operation_json(store: &Store, row: &OperationRow) -> anyhow::Result
     Ok(v)
 }
 
-pub async fn show(store: &Store, op: &str, json: bool) -> anyhow::Result<()> {
+pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()> {
     let Some(row) = store.get(op).await? else {
         anyhow::bail!("no operation {op}");
     };
-    if json {
+    if format == Format::Json {
         println!("{}", serde_json::to_string_pretty(&operation_json(store, &row).await?)?);
         return Ok(());
     }
@@ -25,6 +29,9 @@ pub async fn show(store: &Store, op: &str, json: bool) -> anyhow::Result<()> {
     println!("operation   {}  ({} via {}, tenant {})", row.operation_id, row.action, row.provider, row.tenant_id);
     println!("status      {}{}", row.status, row.status_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default());
     println!("approval    {} until {} by {}", row.approval_status, row.approval_expires_at, opt(&row.decided_by));
+    if let Some(amount) = amount(&row.payload) {
+        println!("amount      {amount}");
+    }
     println!("hash        {}", row.payload_hash);
     println!("payload     {}", row.payload);
     println!("fence       {}  attempts {}  external_id {}", row.fence, row.attempts, opt(&row.external_id));
@@ -55,13 +62,9 @@ pub async fn show(store: &Store, op: &str, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn list(store: &Store, status: Option<&str>, escalated: bool, limit: i64, json: bool) -> anyhow::Result<()> {
-    let status = match status {
-        Some(s) => Some(Status::parse(s).ok_or_else(|| anyhow::anyhow!("unknown status {s:?}; one of not_started, in_progress, accepted, unknown, succeeded, failed, cancelled, disputed"))?),
-        None => None,
-    };
+pub async fn list(store: &Store, status: Option<Status>, escalated: bool, limit: i64, format: Format) -> anyhow::Result<()> {
     let rows = store.list(status, escalated, limit.clamp(1, 10_000)).await?;
-    if json {
+    if format == Format::Json {
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
             out.push(operation_json(store, row).await?);
@@ -69,16 +72,23 @@ pub async fn list(store: &Store, status: Option<&str>, escalated: bool, limit: i
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!("{:<30} {:<16} {:<12} {:<10} {:<24} CREATED", "OPERATION", "ACTION", "STATUS", "APPROVAL", "EXTERNAL_ID");
+    let now = Utc::now();
+    println!(
+        "{:<30} {:<16} {:<12} {:<26} {:>22} {:<10} {:<9} {:>5} EXTERNAL_ID",
+        "OPERATION", "ACTION", "STATUS", "REASON", "AMOUNT", "APPROVAL", "ESCALATED", "AGE"
+    );
     for r in rows {
         println!(
-            "{:<30} {:<16} {:<12} {:<10} {:<24} {}",
+            "{:<30} {:<16} {:<12} {:<26} {:>22} {:<10} {:<9} {:>5} {}",
             r.operation_id,
             r.action,
             r.status,
+            r.status_reason.as_deref().unwrap_or("-"),
+            amount(&r.payload).unwrap_or_else(|| "-".into()),
             r.approval_status,
+            if r.escalated_at.is_some() { "yes" } else { "-" },
+            age(r.created_at, now),
             r.external_id.as_deref().unwrap_or("-"),
-            r.created_at.format("%Y-%m-%d %H:%M:%S")
         );
     }
     Ok(())

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod broker_setup;
 pub mod cli;
 pub mod demo;
+pub mod format;
 pub mod hash;
 pub mod inspect;
 pub mod operator;

@@ -27,8 +27,8 @@ async fn main() -> anyhow::Result<()> {
             publisher.close().await;
         }
         Command::Reject { operation_id, by, reason } => approval::reject(&store()?, &operation_id, &by, &reason).await?,
-        Command::Show { operation_id, json } => inspect::show(&store()?, &operation_id, json).await?,
-        Command::List { status, escalated, limit, json } => inspect::list(&store()?, status.as_deref(), escalated, limit, json).await?,
+        Command::Show { operation_id, output } => inspect::show(&store()?, &operation_id, output.format()).await?,
+        Command::List { status, escalated, limit, output } => inspect::list(&store()?, status, escalated, limit, output.format()).await?,
         Command::Resolve { operation_id, outcome, external_id, evidence, by } => {
             let r = operator::Resolve { op: &operation_id, outcome, external_id: external_id.as_deref(), evidence: &evidence, by: &by };
             operator::resolve(&store()?, r).await?
@@ -36,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Dispute { operation_id, by, reason } => operator::dispute(&store()?, &operation_id, &by, &reason).await?,
         Command::Reconcile { operation_id } => {
             let publisher = Publisher::connect(&cli.conn.broker()).await?;
-            operator::reconcile(&publisher, &operation_id).await?;
+            operator::reconcile(&store()?, &publisher, &operation_id).await?;
             publisher.close().await;
         }
         Command::Token { command } => token::run(&store()?, command).await?,

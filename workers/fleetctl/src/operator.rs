@@ -79,9 +79,14 @@ pub async fn dispute(store: &Store, op: &str, by: &str, reason: &str) -> anyhow:
     }
 }
 
-/// Rings the reconcile doorbell now instead of waiting for the sweeper.
-pub async fn reconcile(publisher: &Publisher, op: &str) -> anyhow::Result<()> {
+/// Rings the reconcile doorbell now instead of waiting for the sweeper. An id with no
+/// operation behind it is an error: the doorbell would be consumed and do nothing, and the
+/// operator would believe a lookup was asked for.
+pub async fn reconcile(store: &Store, publisher: &Publisher, op: &str) -> anyhow::Result<()> {
     let id = OperationId::parse(op).map_err(anyhow::Error::msg)?;
+    if store.get(op).await?.is_none() {
+        bail!("no operation {op}");
+    }
     publisher.publish(Queue::OperationsReconcile, &Doorbell::new(&id).to_bytes()).await?;
     println!("reconcile rung for {op}");
     Ok(())

@@ -24,7 +24,10 @@ pub enum TokenCommand {
     },
     /// Revoke a token, named by its id (`tok_…`), its prefix (`fleet_` + 8 hex digits) or
     /// the token itself. Requests carrying it are refused from then on.
-    Revoke { token: String },
+    Revoke {
+        /// tok_…, fleet_ + 8 hex digits, or the whole token.
+        token: String,
+    },
     /// List tokens (never the tokens themselves), newest first.
     List,
 }

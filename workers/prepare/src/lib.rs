@@ -7,6 +7,7 @@
 mod guard;
 mod handler;
 pub mod intake;
+pub mod series;
 
 use std::sync::Arc;
 
@@ -29,6 +30,7 @@ pub struct PrepareDeps {
 
 /// Consumes `intents.prepare` until `shutdown` is cancelled.
 pub async fn run(deps: PrepareDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
+    series::series_at_zero();
     let handler = Arc::new(PrepareHandler::new(deps.store, deps.providers));
     fleet_broker::consume_with_health(deps.broker, Queue::IntentsPrepare, handler, deps.concurrency, shutdown, &deps.health).await
 }

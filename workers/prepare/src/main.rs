@@ -5,7 +5,7 @@ use fleet_prepare::ProviderCapabilities;
 use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
 
 #[derive(Parser)]
-#[command(name = "fleet-prepare", about = "Validates intent.v1 messages and stores pending-approval operations")]
+#[command(name = "fleet-prepare", version, about = "Validates intent.v1 messages and stores pending-approval operations")]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -36,4 +36,14 @@ async fn main() -> anyhow::Result<()> {
     fleet_prepare::run(deps, boot.shutdown.clone()).await?;
     boot.finish().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_argument_has_help_text() {
+        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+    }
 }

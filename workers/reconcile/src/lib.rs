@@ -9,6 +9,7 @@ mod gauges;
 mod handler;
 mod lookup;
 mod reconciler;
+mod series;
 mod settings;
 mod sweep;
 
@@ -43,10 +44,7 @@ pub struct ReconcileDeps {
 /// Consumes `operations.reconcile`, runs the sweeper and the gauges until `shutdown`.
 pub async fn run(deps: ReconcileDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
     let reconciler = Arc::new(Reconciler::new(&deps));
-    // Present from the start at zero, so the alert and the dashboard see every series.
-    for (provider, action) in [("payments", "payment.create"), ("payments", "refund.create"), ("crm", "crm.deal.create")] {
-        metrics::counter!(fleet_runtime::metric_names::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => provider, "action" => action).increment(0);
-    }
+    series::series_at_zero();
     let gauges = tokio::spawn(gauges::run(deps.store.clone(), deps.settings.sweep_interval(), shutdown.clone()));
     let sweeper = tokio::spawn(sweep::run(reconciler.clone(), deps.settings.clone(), deps.concurrency, shutdown.clone()));
     let handler = Arc::new(ReconcileHandler::new(reconciler));

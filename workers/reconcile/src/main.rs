@@ -8,7 +8,7 @@ use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
 use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
 
 #[derive(Parser)]
-#[command(name = "fleet-reconcile", about = "Reconciles uncertain operations with their provider")]
+#[command(name = "fleet-reconcile", version, about = "Reconciles uncertain operations with their provider")]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -50,4 +50,14 @@ async fn main() -> anyhow::Result<()> {
     fleet_reconcile::run(deps, boot.shutdown.clone()).await?;
     boot.finish().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_argument_has_help_text() {
+        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+    }
 }

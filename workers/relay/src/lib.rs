@@ -13,6 +13,7 @@ mod gauges;
 mod pause;
 mod retention;
 mod round;
+mod series;
 mod settings;
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ pub struct RelayDeps {
 
 /// Relays until `shutdown`, then finishes the round in hand and closes the publisher.
 pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
+    series::series_at_zero();
     let wake = Arc::new(Notify::new());
     let store = deps.store.clone();
     let (w, until) = (wake.clone(), shutdown.clone());

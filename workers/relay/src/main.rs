@@ -8,6 +8,7 @@ use fleet_runtime::{admin_addrs, CommonArgs};
 #[derive(Parser)]
 #[command(
     name = "fleet-relay",
+    version,
     about = "Publishes outcome events from the outbox to fleet.events as CloudEvents"
 )]
 struct Cli {
@@ -30,4 +31,14 @@ async fn main() -> anyhow::Result<()> {
     fleet_relay::run(deps, boot.shutdown.clone()).await;
     boot.finish().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_argument_has_help_text() {
+        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+    }
 }

@@ -22,6 +22,7 @@ pub mod publish;
 pub mod receiver;
 pub mod retention;
 pub mod secrets;
+mod series;
 pub mod server;
 pub mod settings;
 pub mod signature;
@@ -74,6 +75,7 @@ pub enum RunError {
 /// part fails for good, the others are stopped and the first error is returned.
 pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), RunError> {
     let settings = deps.settings;
+    series::series_at_zero(settings.mode);
     let stop = shutdown.child_token();
     let mut tasks: JoinSet<Result<(), RunError>> = JoinSet::new();
     // Both halves need the secrets: the receiver verifies at the edge, the consumer again.

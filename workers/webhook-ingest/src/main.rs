@@ -7,7 +7,7 @@ use fleet_runtime::{admin_addrs, CommonArgs};
 use fleet_webhook_ingest::{WebhookDeps, WebhookSettings};
 
 #[derive(Parser)]
-#[command(name = "fleet-webhook-ingest", about = "Receives signed provider webhooks and applies what they allow")]
+#[command(name = "fleet-webhook-ingest", version, about = "Receives signed provider webhooks and applies what they allow")]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -42,4 +42,14 @@ async fn main() -> anyhow::Result<()> {
     fleet_webhook_ingest::run(deps, boot.shutdown.clone()).await?;
     boot.finish().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_argument_has_help_text() {
+        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+    }
 }
