@@ -48,21 +48,23 @@ pub enum Command {
         #[arg(long)]
         file: PathBuf,
     },
-    /// Approve the exact snapshot hash of a pending operation, then ring its execute bell.
+    /// Approve the exact snapshot hash of a pending operation, through the API as the
+    /// principal of FLEET_TOKEN; it runs once its quorum of distinct approvers is reached.
     Approve {
         operation_id: String,
+        /// The payload hash you reviewed (`fleetctl show`, `fleetctl hash`).
         #[arg(long)]
         hash: String,
-        #[arg(long)]
-        by: String,
+        #[command(flatten)]
+        api: crate::decide::ApiConnection,
     },
-    /// Reject an operation that has not started; it is cancelled.
+    /// Reject an operation that has not started, through the API; it is cancelled.
     Reject {
         operation_id: String,
         #[arg(long)]
-        by: String,
-        #[arg(long)]
         reason: String,
+        #[command(flatten)]
+        api: crate::decide::ApiConnection,
     },
     /// Show one operation with its attempts and events.
     Show {
@@ -82,26 +84,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Settle an unknown or accepted operation by hand, with evidence.
+    /// Settle an unknown or accepted operation by hand, with evidence, through the API as
+    /// the operator of FLEET_TOKEN.
     Resolve {
         operation_id: String,
-        #[arg(long, value_enum)]
-        outcome: crate::operator::Resolution,
+        /// succeeded, failed or cancelled.
+        #[arg(long, value_parser = ["succeeded", "failed", "cancelled"])]
+        outcome: String,
         /// The provider's id of the effect (required for succeeded unless already known).
         #[arg(long)]
         external_id: Option<String>,
         #[arg(long)]
         evidence: String,
-        #[arg(long)]
-        by: String,
+        #[command(flatten)]
+        api: crate::decide::ApiConnection,
     },
-    /// Take an operation out of the workers' hands for investigation.
+    /// Take an operation out of the workers' hands for investigation, through the API.
     Dispute {
         operation_id: String,
         #[arg(long)]
-        by: String,
-        #[arg(long)]
         reason: String,
+        #[command(flatten)]
+        api: crate::decide::ApiConnection,
     },
     /// Ring the reconcile doorbell for an operation now.
     Reconcile { operation_id: String },
