@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use api::ApiProcess;
+pub use api::{admin_url_of, scrape_gauge, ApiProcess};
 pub use events::{fast_relay, EventTap, TappedEvent};
 pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};

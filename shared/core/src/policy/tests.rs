@@ -138,7 +138,7 @@ fn a_policy_file_that_could_mislead_is_refused_with_what_is_wrong() {
         (action(&format!("approvers = 2\n{}", band("KZT", 10, 1))), "fewer approvers"),
         (action(&format!("approvers = 1\n{}{}", band("KZT", 10, 3), band("KZT", 20, 2))), "fewer approvers"),
         (
-            format!("policy_version = \"p\"\n[actions.\"crm.deal.update\"]\napprovers = 1\n[[actions.\"crm.deal.update\".bands]]\ncurrency = \"EUR\"\nfrom_amount_minor = 1\napprovers = 2"),
+            "policy_version = \"p\"\n[actions.\"crm.deal.update\"]\napprovers = 1\n[[actions.\"crm.deal.update\".bands]]\ncurrency = \"EUR\"\nfrom_amount_minor = 1\napprovers = 2".to_owned(),
             "has no amount",
         ),
         ("policy_version = \"p\"\n[actions.\"payment.create\"\napprovers = 1".into(), "TOML parse error"),
