@@ -13,7 +13,9 @@
 //!   role it holds when it tries.
 //!
 //! The checks run in that order: the role first (it needs no lookup and reveals nothing),
-//! then the tenant, then maker-checker.
+//! then the tenant, then maker-checker. Decisions ask [`may_act_on`] with the operation's
+//! facts; reads ask [`may`] for the role and apply the same tenant rule in their query, so
+//! a listing never even reads another tenant's rows.
 
 use std::fmt;
 
