@@ -24,12 +24,22 @@ impl StoredFacts {
 
 impl Store {
     /// The facts of an operation, if it exists (whatever its tenant: the rules decide).
-    pub async fn operation_facts(&self, operation_id: &str) -> Result<Option<StoredFacts>, StoreError> {
+    pub async fn operation_facts(
+        &self,
+        operation_id: &str,
+    ) -> Result<Option<StoredFacts>, StoreError> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached("SELECT tenant_id, submitted_by FROM operations WHERE operation_id = $1").await?;
-        Ok(client.query_opt(&stmt, &[&operation_id]).await?.map(|r| StoredFacts {
-            tenant_id: r.get(0),
-            submitted_by: r.get(1),
-        }))
+        let stmt = client
+            .prepare_cached(
+                "SELECT tenant_id, submitted_by FROM operations WHERE operation_id = $1",
+            )
+            .await?;
+        Ok(client
+            .query_opt(&stmt, &[&operation_id])
+            .await?
+            .map(|r| StoredFacts {
+                tenant_id: r.get(0),
+                submitted_by: r.get(1),
+            }))
     }
 }

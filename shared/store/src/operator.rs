@@ -29,7 +29,9 @@ pub enum DecisionOutcome {
     /// A success without the provider's id of the effect, and none recorded.
     ExternalIdRequired,
     /// The state machine does not allow this decision from the operation's status.
-    Refused { status: String },
+    Refused {
+        status: String,
+    },
     /// The operation changed while the decision was made: look again.
     Stale,
 }
@@ -40,11 +42,18 @@ fn operator(by: &Decider<'_>) -> String {
 
 impl Store {
     /// Settles the operation as `r.outcome`, with the evidence in its history.
-    pub async fn resolve(&self, operation_id: &str, r: Resolve<'_>, by: &Decider<'_>) -> Result<DecisionOutcome, StoreError> {
+    pub async fn resolve(
+        &self,
+        operation_id: &str,
+        r: Resolve<'_>,
+        by: &Decider<'_>,
+    ) -> Result<DecisionOutcome, StoreError> {
         let Some(row) = self.get(operation_id).await? else {
             return Ok(DecisionOutcome::NotFound);
         };
-        if r.outcome.needs_external_id(r.external_id.is_some(), row.external_id.is_some()) {
+        if r.outcome
+            .needs_external_id(r.external_id.is_some(), row.external_id.is_some())
+        {
             return Ok(DecisionOutcome::ExternalIdRequired);
         }
         let actor = operator(by);
@@ -53,19 +62,32 @@ impl Store {
             evidence: Some(json!({ "evidence": r.evidence })),
             external_id: r.external_id,
             signed_in_with: Some(by.signed_in_with.as_str()),
-            ..Transition::new(operation_id, row.status(), row.fence, r.outcome.event(), &actor)
+            ..Transition::new(
+                operation_id,
+                row.status(),
+                row.fence,
+                r.outcome.event(),
+                &actor,
+            )
         };
         Ok(match self.transition(t, None).await? {
             TransitionOutcome::Moved { to, .. } => DecisionOutcome::Moved(to),
             // Already failed or cancelled, as asked: a repeated decision changes nothing.
-            TransitionOutcome::Refused(_) if row.status == r.outcome.as_str() => DecisionOutcome::Already(row.status()),
+            TransitionOutcome::Refused(_) if row.status == r.outcome.as_str() => {
+                DecisionOutcome::Already(row.status())
+            }
             TransitionOutcome::Refused(_) => DecisionOutcome::Refused { status: row.status },
             TransitionOutcome::Stale => DecisionOutcome::Stale,
         })
     }
 
     /// Takes the operation out of the workers' hands for investigation.
-    pub async fn dispute(&self, operation_id: &str, reason: &str, by: &Decider<'_>) -> Result<DecisionOutcome, StoreError> {
+    pub async fn dispute(
+        &self,
+        operation_id: &str,
+        reason: &str,
+        by: &Decider<'_>,
+    ) -> Result<DecisionOutcome, StoreError> {
         let Some(row) = self.get(operation_id).await? else {
             return Ok(DecisionOutcome::NotFound);
         };
@@ -77,7 +99,13 @@ impl Store {
             reason: Some("disputed"),
             evidence: Some(json!({ "reason": reason })),
             signed_in_with: Some(by.signed_in_with.as_str()),
-            ..Transition::new(operation_id, row.status(), row.fence, Event::OperatorDispute, &actor)
+            ..Transition::new(
+                operation_id,
+                row.status(),
+                row.fence,
+                Event::OperatorDispute,
+                &actor,
+            )
         };
         Ok(match self.transition(t, None).await? {
             TransitionOutcome::Moved { to, .. } => DecisionOutcome::Moved(to),

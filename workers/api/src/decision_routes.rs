@@ -101,7 +101,12 @@ pub async fn approve_operation(
     caller.may(ApiAction::Approve)?;
     let b = body(b)?;
     let who = caller.0.actor();
-    Ok(Json(state.decisions.approve(&who, caller.signed_in_with(), &id, &b.payload_hash).await?))
+    Ok(Json(
+        state
+            .decisions
+            .approve(&who, caller.signed_in_with(), &id, &b.payload_hash)
+            .await?,
+    ))
 }
 
 /// Reject an operation.
@@ -134,7 +139,12 @@ pub async fn reject_operation(
     caller.may(ApiAction::Reject)?;
     let b = body(b)?;
     let who = caller.0.actor();
-    Ok(Json(state.decisions.reject(&who, caller.signed_in_with(), &id, &b.reason).await?))
+    Ok(Json(
+        state
+            .decisions
+            .reject(&who, caller.signed_in_with(), &id, &b.reason)
+            .await?,
+    ))
 }
 
 /// Resolve an operation.
@@ -178,7 +188,12 @@ pub async fn resolve_operation(
         evidence: &b.evidence,
     };
     let who = caller.0.actor();
-    Ok(Json(state.decisions.resolve(&who, caller.signed_in_with(), &id, r).await?))
+    Ok(Json(
+        state
+            .decisions
+            .resolve(&who, caller.signed_in_with(), &id, r)
+            .await?,
+    ))
 }
 
 /// Dispute an operation.
@@ -212,5 +227,10 @@ pub async fn dispute_operation(
     caller.may(ApiAction::Dispute)?;
     let b = body(b)?;
     let who = caller.0.actor();
-    Ok(Json(state.decisions.dispute(&who, caller.signed_in_with(), &id, &b.reason).await?))
+    Ok(Json(
+        state
+            .decisions
+            .dispute(&who, caller.signed_in_with(), &id, &b.reason)
+            .await?,
+    ))
 }

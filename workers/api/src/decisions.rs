@@ -68,13 +68,17 @@ pub struct Decisions {
 
 /// Free text a person must give: not blank, at most [`MAX_TEXT_CHARS`].
 fn text(value: &str, field: &'static str) -> Result<(), DecisionError> {
-    let ok = !value.trim().is_empty() && value.chars().count() <= MAX_TEXT_CHARS && !value.contains('\0');
+    let ok = !value.trim().is_empty()
+        && value.chars().count() <= MAX_TEXT_CHARS
+        && !value.contains('\0');
     ok.then_some(()).ok_or(DecisionError::InvalidField(field))
 }
 
 fn external_id(value: &str) -> Result<(), DecisionError> {
-    let ok = (1..=MAX_EXTERNAL_ID_CHARS).contains(&value.chars().count()) && value.chars().all(|c| c.is_ascii_graphic());
-    ok.then_some(()).ok_or(DecisionError::InvalidField("external_id"))
+    let ok = (1..=MAX_EXTERNAL_ID_CHARS).contains(&value.chars().count())
+        && value.chars().all(|c| c.is_ascii_graphic());
+    ok.then_some(())
+        .ok_or(DecisionError::InvalidField("external_id"))
 }
 
 impl Decisions {
@@ -84,7 +88,12 @@ impl Decisions {
 
     /// Asks the rules whether `who` may do `what` to the operation `id`; an id that is
     /// not even well formed names no operation.
-    async fn authorize(&self, who: &Actor<'_>, what: OperationAction, id: &str) -> Result<OperationId, DecisionError> {
+    async fn authorize(
+        &self,
+        who: &Actor<'_>,
+        what: OperationAction,
+        id: &str,
+    ) -> Result<OperationId, DecisionError> {
         authz::may(who, what.api_action())?;
         let op = OperationId::parse(id).map_err(|_| Denial::NotFound)?;
         let stored = self.store.operation_facts(op.as_str()).await?;
@@ -94,11 +103,18 @@ impl Decisions {
 
     async fn view(&self, who: &Actor<'_>, op: &OperationId) -> Result<Value, DecisionError> {
         // Authorized a moment ago and operations are never deleted, so it is there.
-        self.store.operation_view(op.as_str(), who.tenants).await?.ok_or(DecisionError::Denied(Denial::NotFound))
+        self.store
+            .operation_view(op.as_str(), who.tenants)
+            .await?
+            .ok_or(DecisionError::Denied(Denial::NotFound))
     }
 
     async fn ring_execute(&self, op: &OperationId) {
-        if let Err(e) = self.publisher.publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes()).await {
+        if let Err(e) = self
+            .publisher
+            .publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes())
+            .await
+        {
             // The approval is committed; reconcile's sweeper rings approved operations
             // that wait too long (UNSTARTED_REDRIVE_MS).
             tracing::warn!(operation_id = %op, error = %e, "approved, but the execute bell could not be rung");
@@ -108,7 +124,13 @@ impl Decisions {
     /// `who` approves the snapshot whose hash is `payload_hash`. The operation is approved
     /// once its quorum of distinct approvers is reached; the answer's view says how many
     /// approvals it has of how many it needs.
-    pub async fn approve(&self, who: &Actor<'_>, signed_in: SignIn, id: &str, payload_hash: &str) -> Result<Value, DecisionError> {
+    pub async fn approve(
+        &self,
+        who: &Actor<'_>,
+        signed_in: SignIn,
+        id: &str,
+        payload_hash: &str,
+    ) -> Result<Value, DecisionError> {
         let op = self.authorize(who, OperationAction::Approve, id).await?;
         let by = Decider::new(who.name, signed_in);
         let outcome = self.store.approve(op.as_str(), payload_hash, &by).await?;
@@ -124,25 +146,38 @@ impl Decisions {
             ApprovalOutcome::NotFound => return Err(Denial::NotFound.into()),
             ApprovalOutcome::HashMismatch { .. } => return Err(DecisionError::HashMismatch),
             ApprovalOutcome::Expired => return Err(DecisionError::ApprovalExpired),
-            ApprovalOutcome::NotPending { approval_status, .. } if approval_status == "expired" => {
-                return Err(DecisionError::ApprovalExpired)
-            }
+            ApprovalOutcome::NotPending {
+                approval_status, ..
+            } if approval_status == "expired" => return Err(DecisionError::ApprovalExpired),
             ApprovalOutcome::NotPending { .. } => return Err(DecisionError::NotPending),
         }
         let view = self.view(who, &op).await?;
         // A repeated approval of an approved operation that has not started rings again:
         // the first bell may have been lost, and a second one is harmless.
-        if outcome == ApprovalOutcome::AlreadyCounted && view["approval_status"] == "approved" && view["status"] == "not_started" {
+        if outcome == ApprovalOutcome::AlreadyCounted
+            && view["approval_status"] == "approved"
+            && view["status"] == "not_started"
+        {
             self.ring_execute(&op).await;
         }
         Ok(view)
     }
 
     /// `who` rejects the operation: it is cancelled, whatever approvals it had.
-    pub async fn reject(&self, who: &Actor<'_>, signed_in: SignIn, id: &str, reason: &str) -> Result<Value, DecisionError> {
+    pub async fn reject(
+        &self,
+        who: &Actor<'_>,
+        signed_in: SignIn,
+        id: &str,
+        reason: &str,
+    ) -> Result<Value, DecisionError> {
         let op = self.authorize(who, OperationAction::Reject, id).await?;
         text(reason, "reason")?;
-        match self.store.reject(op.as_str(), &Decider::new(who.name, signed_in), reason).await? {
+        match self
+            .store
+            .reject(op.as_str(), &Decider::new(who.name, signed_in), reason)
+            .await?
+        {
             RejectOutcome::Rejected => {
                 tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, "rejected");
             }
@@ -154,22 +189,42 @@ impl Decisions {
     }
 
     /// `who`, an operator, settles the operation from the provider's records.
-    pub async fn resolve(&self, who: &Actor<'_>, signed_in: SignIn, id: &str, r: Resolve<'_>) -> Result<Value, DecisionError> {
+    pub async fn resolve(
+        &self,
+        who: &Actor<'_>,
+        signed_in: SignIn,
+        id: &str,
+        r: Resolve<'_>,
+    ) -> Result<Value, DecisionError> {
         let op = self.authorize(who, OperationAction::Resolve, id).await?;
         text(r.evidence, "evidence")?;
         if let Some(x) = r.external_id {
             external_id(x)?;
         }
-        let outcome = self.store.resolve(op.as_str(), r, &Decider::new(who.name, signed_in)).await?;
-        self.operator_outcome(who, signed_in, &op, outcome, "resolved").await
+        let outcome = self
+            .store
+            .resolve(op.as_str(), r, &Decider::new(who.name, signed_in))
+            .await?;
+        self.operator_outcome(who, signed_in, &op, outcome, "resolved")
+            .await
     }
 
     /// `who`, an operator, takes the operation out of the workers' hands.
-    pub async fn dispute(&self, who: &Actor<'_>, signed_in: SignIn, id: &str, reason: &str) -> Result<Value, DecisionError> {
+    pub async fn dispute(
+        &self,
+        who: &Actor<'_>,
+        signed_in: SignIn,
+        id: &str,
+        reason: &str,
+    ) -> Result<Value, DecisionError> {
         let op = self.authorize(who, OperationAction::Dispute, id).await?;
         text(reason, "reason")?;
-        let outcome = self.store.dispute(op.as_str(), reason, &Decider::new(who.name, signed_in)).await?;
-        self.operator_outcome(who, signed_in, &op, outcome, "disputed").await
+        let outcome = self
+            .store
+            .dispute(op.as_str(), reason, &Decider::new(who.name, signed_in))
+            .await?;
+        self.operator_outcome(who, signed_in, &op, outcome, "disputed")
+            .await
     }
 
     async fn operator_outcome(
@@ -186,7 +241,9 @@ impl Decisions {
             }
             DecisionOutcome::Already(_) => {}
             DecisionOutcome::NotFound => return Err(Denial::NotFound.into()),
-            DecisionOutcome::ExternalIdRequired => return Err(DecisionError::InvalidField("external_id")),
+            DecisionOutcome::ExternalIdRequired => {
+                return Err(DecisionError::InvalidField("external_id"))
+            }
             DecisionOutcome::Refused { .. } => return Err(DecisionError::NotAllowedInStatus),
             DecisionOutcome::Stale => return Err(DecisionError::ChangedMeanwhile),
         }
@@ -203,14 +260,25 @@ mod tests {
         assert!(text("wrong beneficiary", "reason").is_ok());
         assert!(text(&"x".repeat(MAX_TEXT_CHARS), "reason").is_ok());
         for bad in ["", "   ", "a\0b", &"x".repeat(MAX_TEXT_CHARS + 1)] {
-            assert!(matches!(text(bad, "reason"), Err(DecisionError::InvalidField("reason"))), "{bad:?}");
+            assert!(
+                matches!(
+                    text(bad, "reason"),
+                    Err(DecisionError::InvalidField("reason"))
+                ),
+                "{bad:?}"
+            );
         }
     }
 
     #[test]
     fn an_external_id_is_one_visible_token() {
         assert!(external_id("pay_01JQ8R7D9M").is_ok());
-        for bad in ["", "pay 1", "pay\n1", &"p".repeat(MAX_EXTERNAL_ID_CHARS + 1)] {
+        for bad in [
+            "",
+            "pay 1",
+            "pay\n1",
+            &"p".repeat(MAX_EXTERNAL_ID_CHARS + 1),
+        ] {
             assert!(external_id(bad).is_err(), "{bad:?}");
         }
     }

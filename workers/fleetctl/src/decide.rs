@@ -60,7 +60,11 @@ impl DecisionClient {
         }
         let code = answer["error"]["code"].as_str().unwrap_or("");
         let field = answer["error"]["field"].as_str();
-        anyhow::bail!("{decision} {op} refused ({} {code}): {}", status.as_u16(), explain(code, field))
+        anyhow::bail!(
+            "{decision} {op} refused ({} {code}): {}",
+            status.as_u16(),
+            explain(code, field)
+        )
     }
 }
 
@@ -87,26 +91,45 @@ fn explain(code: &str, field: Option<&str>) -> String {
 }
 
 fn quorum(view: &Value) -> String {
-    format!("{} of {}", view["approvals_received"], view["approvals_required"])
+    format!(
+        "{} of {}",
+        view["approvals_received"], view["approvals_required"]
+    )
 }
 
 pub async fn approve(client: &DecisionClient, op: &str, hash: &str) -> anyhow::Result<()> {
-    let view = client.decide(op, "approve", json!({ "payload_hash": hash })).await?;
+    let view = client
+        .decide(op, "approve", json!({ "payload_hash": hash }))
+        .await?;
     if view["approval_status"] == "approved" {
-        println!("approved {op} ({hash}): {} approvals; execution starts", quorum(&view));
+        println!(
+            "approved {op} ({hash}): {} approvals; execution starts",
+            quorum(&view)
+        );
     } else {
-        println!("approval of {op} recorded: {} approvals; waiting for another approver", quorum(&view));
+        println!(
+            "approval of {op} recorded: {} approvals; waiting for another approver",
+            quorum(&view)
+        );
     }
     Ok(())
 }
 
 pub async fn reject(client: &DecisionClient, op: &str, reason: &str) -> anyhow::Result<()> {
-    let view = client.decide(op, "reject", json!({ "reason": reason })).await?;
+    let view = client
+        .decide(op, "reject", json!({ "reason": reason }))
+        .await?;
     println!("rejected {op}: {}", view["status"].as_str().unwrap_or("?"));
     Ok(())
 }
 
-pub async fn resolve(client: &DecisionClient, op: &str, outcome: &str, external_id: Option<&str>, evidence: &str) -> anyhow::Result<()> {
+pub async fn resolve(
+    client: &DecisionClient,
+    op: &str,
+    outcome: &str,
+    external_id: Option<&str>,
+    evidence: &str,
+) -> anyhow::Result<()> {
     let body = json!({ "outcome": outcome, "external_id": external_id, "evidence": evidence });
     let view = client.decide(op, "resolve", body).await?;
     println!("{op} is now {}", view["status"].as_str().unwrap_or("?"));
@@ -114,7 +137,9 @@ pub async fn resolve(client: &DecisionClient, op: &str, outcome: &str, external_
 }
 
 pub async fn dispute(client: &DecisionClient, op: &str, reason: &str) -> anyhow::Result<()> {
-    client.decide(op, "dispute", json!({ "reason": reason })).await?;
+    client
+        .decide(op, "dispute", json!({ "reason": reason }))
+        .await?;
     println!("{op} is disputed; workers will not move it again");
     Ok(())
 }
