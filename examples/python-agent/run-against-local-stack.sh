@@ -127,7 +127,10 @@ approve_as_a_person() {
   done
   [[ -n $pending ]] || { echo "no operation waited for approval" >&2; return 1; }
   read -r op hash <<<"$pending"
-  "$BIN_DIR/fleetctl" approve "$op" --hash "$hash" --by alice
+  # A person approves with a token of their own, through the API (never the agent's).
+  local approver
+  approver=$("$BIN_DIR/fleetctl" token create --principal alice --role approver --tenant org_482 2>/dev/null | head -1)
+  FLEET_API_URL=$API_URL FLEET_TOKEN=$approver "$BIN_DIR/fleetctl" approve "$op" --hash "$hash"
 }
 
 # AGENT_AMQP_URL gives the agent another broker address: one nothing listens on makes it

@@ -29,16 +29,6 @@ const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
 /// Starts the shared parts of `component`. The admin server listens on `--admin-addr`
 /// (or `default_admin`) before any work begins, so `/livez` answers during start-up.
 pub async fn start(component: &'static str, common: &CommonArgs, default_admin: SocketAddr) -> anyhow::Result<Boot> {
-    start_with(component, common, default_admin, true).await
-}
-
-/// As [`start`], for a process that talks to no broker (the HTTP API): `/readyz` then
-/// depends on Postgres alone, so a broker outage does not take it out of rotation.
-pub async fn start_without_broker(component: &'static str, common: &CommonArgs, default_admin: SocketAddr) -> anyhow::Result<Boot> {
-    start_with(component, common, default_admin, false).await
-}
-
-async fn start_with(component: &'static str, common: &CommonArgs, default_admin: SocketAddr, uses_broker: bool) -> anyhow::Result<Boot> {
     init_tracing(common.log_format);
     let metrics = install_metrics(component);
     let shutdown = shutdown_token();
@@ -51,10 +41,8 @@ async fn start_with(component: &'static str, common: &CommonArgs, default_admin:
         let store = ping.clone();
         async move { store.ping(READINESS_TIMEOUT).await }
     });
-    if uses_broker {
-        let health = broker_health.clone();
-        readiness.add("broker", Arc::new(move || health.is_connected()));
-    }
+    let health = broker_health.clone();
+    readiness.add("broker", Arc::new(move || health.is_connected()));
     let addr = common.admin_addr_or(default_admin);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding the admin address {addr}"))?;
     let admin_addr = listener.local_addr()?;

@@ -1,12 +1,16 @@
-//! Who may call the HTTP API and what for: principals' roles, what each role may do, and
-//! the bearer tokens that authenticate them. Pure: the random bytes of a new token are an
+//! Who may call the HTTP API: principals' roles and the bearer tokens that authenticate
+//! them (what each role may do is in `authz`). Pure: the random bytes of a new token are an
 //! input, and only the SHA-256 of a token is ever stored or compared.
 
 use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-/// A principal's role. Stored with the principal; routes check it through [`Role::may`].
+// What each role may do is decided with the other authorization rules, in `authz`.
+pub use crate::authz::ApiAction;
+
+/// A principal's role. Stored with the principal; what it permits is `authz`'s to say
+/// ([`Role::may`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// A program that proposes side effects (submits intents) and follows them.
@@ -34,32 +38,12 @@ impl Role {
     pub fn parse(s: &str) -> Option<Role> {
         Role::ALL.into_iter().find(|r| r.as_str() == s)
     }
-
-    /// Whether this role may do `what` (tenant grants are checked separately).
-    pub fn may(self, what: ApiAction) -> bool {
-        match (what, self) {
-            // Only agents propose: whoever approves never also proposes through the API.
-            (ApiAction::SubmitIntent, Role::Agent) => true,
-            (ApiAction::SubmitIntent, Role::Approver | Role::Operator | Role::Admin) => false,
-            (
-                ApiAction::ReadOperations,
-                Role::Agent | Role::Approver | Role::Operator | Role::Admin,
-            ) => true,
-        }
-    }
 }
 
 impl fmt::Display for Role {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// What an API request asks to do, for [`Role::may`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApiAction {
-    SubmitIntent,
-    ReadOperations,
 }
 
 /// Whether `name` can name a principal: 1 to 128 letters, digits and `._@:-`, starting
@@ -151,18 +135,6 @@ mod tests {
         }
         assert_eq!(Role::parse("root"), None);
         assert_eq!(Role::parse("Agent"), None);
-    }
-
-    #[test]
-    fn only_agents_submit_and_every_role_reads() {
-        for role in Role::ALL {
-            assert_eq!(
-                role.may(ApiAction::SubmitIntent),
-                role == Role::Agent,
-                "{role}"
-            );
-            assert!(role.may(ApiAction::ReadOperations), "{role}");
-        }
     }
 
     #[test]

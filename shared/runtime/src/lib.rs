@@ -9,6 +9,7 @@
 pub mod admin;
 pub mod metric_names;
 pub mod metrics;
+pub mod policies;
 mod process;
 pub mod readiness;
 pub mod redact;
@@ -18,6 +19,7 @@ pub mod telemetry;
 
 pub use admin::serve_admin;
 pub use metrics::install_metrics;
+pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
 pub use readiness::{Readiness, ReadinessReport, SyncCheck};
 pub use redact::{RedactedUrl, Secret};
 pub use settings::{admin_addrs, undocumented_arguments, AmqpTopology, CommonArgs, CrmArgs, PaymentsArgs};

@@ -6,6 +6,8 @@ pub const OPERATIONS_UNKNOWN: &str = "fleet_operations_unknown";
 pub const OPERATIONS_ESCALATED: &str = "fleet_operations_escalated";
 pub const OLDEST_UNKNOWN_AGE_SECONDS: &str = "fleet_oldest_unknown_age_seconds";
 pub const OPERATIONS_BY_STATUS: &str = "fleet_operations_by_status";
+pub const APPROVALS_PENDING: &str = "fleet_approvals_pending";
+pub const APPROVALS_EXPIRING_SOON: &str = "fleet_approvals_expiring_soon";
 pub const TIME_TO_RECONCILIATION_SECONDS: &str = "fleet_time_to_reconciliation_seconds";
 pub const PROVIDER_CALLS_TOTAL: &str = "fleet_provider_calls_total";
 pub const PROVIDER_CALL_DURATION_SECONDS: &str = "fleet_provider_call_duration_seconds";
@@ -55,6 +57,8 @@ pub const ALL: &[&str] = &[
     OPERATIONS_ESCALATED,
     OLDEST_UNKNOWN_AGE_SECONDS,
     OPERATIONS_BY_STATUS,
+    APPROVALS_PENDING,
+    APPROVALS_EXPIRING_SOON,
     TIME_TO_RECONCILIATION_SECONDS,
     PROVIDER_CALLS_TOTAL,
     PROVIDER_CALL_DURATION_SECONDS,

@@ -98,6 +98,18 @@ const DESCRIPTIONS: &[Description] = &[
         "Operations per status, from Postgres (label: status).",
     ),
     describe(
+        names::APPROVALS_PENDING,
+        Kind::Gauge,
+        Unit::Count,
+        "Operations waiting for their approvers (pending, not started, window open), from Postgres (computed by fleet-reconcile only).",
+    ),
+    describe(
+        names::APPROVALS_EXPIRING_SOON,
+        Kind::Gauge,
+        Unit::Count,
+        "Pending approvals whose window closes within APPROVALS_EXPIRING_SOON_S (default 15 min), from Postgres (computed by fleet-reconcile only).",
+    ),
+    describe(
         names::TIME_TO_RECONCILIATION_SECONDS,
         Kind::Histogram(LIFECYCLE_BUCKETS_SECONDS),
         Unit::Seconds,

@@ -1,13 +1,21 @@
-//! Approval decisions. A person approves one exact snapshot hash; anything else is refused
-//! with the reason, and nothing changes.
+//! Approval decisions. A person approves one exact snapshot hash; an operation is
+//! approved once as many distinct people as its quorum requires (`approvals_required`)
+//! have approved that hash before the window closed. Anything else is refused with the
+//! reason, and nothing changes. Who may decide is not this module's question: callers ask
+//! `fleet_core::authz` first.
 
-use fleet_core::{Event, Status};
+use fleet_core::{judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event, Quorum, Status};
 
 use crate::{Store, StoreError, Transition, TransitionOutcome};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalOutcome {
+    /// This approval completed the quorum: the operation is approved and may run.
     Approved,
+    /// Recorded; more distinct approvers are needed.
+    Counted(Quorum),
+    /// This principal had approved before: nothing new was written.
+    AlreadyCounted,
     NotFound,
     /// The hash given is not the stored snapshot's: the approver saw something else.
     HashMismatch { stored: String },
@@ -19,25 +27,51 @@ pub enum ApprovalOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RejectOutcome {
     Rejected,
+    /// Rejected before (by anyone): nothing changed.
+    AlreadyRejected,
     NotFound,
     /// Execution already began, or the operation is final: too late to reject.
     TooLate { status: String },
 }
 
+/// Holds the operation's row lock for the rest of the transaction, so that approvals of
+/// one operation are decided one after the other and each sees the ones before it.
+/// (`FOR NO KEY UPDATE` is the lock an UPDATE of the row takes; it does not block the
+/// key-share locks that inserting rows referencing the operation takes.)
+const LOCK: &str = "
+SELECT approval_status, status, payload_hash, fence, approvals_required,
+       approval_expires_at <= now() AS expired
+FROM operations WHERE operation_id = $1 FOR NO KEY UPDATE";
+
+/// Run after [`LOCK`], so it sees an approval committed while this one waited for it.
+const APPROVED_BEFORE: &str = "SELECT EXISTS (SELECT 1 FROM approvals WHERE operation_id = $1 AND principal = $2)";
+
+const RECORD: &str = "
+INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash) VALUES ($1, $2, $3, $4)
+ON CONFLICT (operation_id, principal) DO NOTHING";
+
 /// The approval's compare-and-set (written as every CAS is, see `rows.rs`): `$5` is
-/// `pending`, `$6` `approved` and `$7` the status `not_started`, bound as parameters.
+/// `pending`, `$6` `approved` and `$7` the status `not_started`, bound as parameters. It
+/// approves only when the distinct approvals of the stored hash reach the quorum, and
+/// writes the history row either way: `approved`, or `approval_recorded` (bookkeeping,
+/// no outcome event) for an approval that leaves the quorum short.
 const APPROVE: &str = "
-WITH approved AS (
+WITH received AS (
+    SELECT count(*) AS n FROM approvals WHERE operation_id = $1 AND payload_hash = $2
+), approved AS (
     UPDATE operations SET approval_status = $6, approved_hash = $2, decided_by = $3,
         decided_at = now(), updated_at = now()
     WHERE operation_id = $1 AND approval_status = $5 AND payload_hash = $2
       AND approval_expires_at > now() AND status = $7
-    RETURNING operation_id, fence
+      AND approvals_required <= (SELECT n FROM received)
+    RETURNING operation_id
 ), event AS (
-    INSERT INTO operation_events (operation_id, kind, fence, actor, evidence)
-    SELECT operation_id, 'approved', fence, $4, jsonb_build_object('approved_hash', $2::text) FROM approved
+    INSERT INTO operation_events (operation_id, kind, fence, actor, evidence, signed_in_with)
+    SELECT $1, CASE WHEN EXISTS (SELECT 1 FROM approved) THEN 'approved' ELSE 'approval_recorded' END,
+           $9, $4, jsonb_build_object('approved_hash', $2::text, 'approvals_received', r.n), $8
+    FROM received r
 )
-SELECT count(*) AS approved FROM approved";
+SELECT (SELECT count(*) FROM approved) AS approved, (SELECT n FROM received) AS received";
 
 /// `$2` is `pending`, bound as a parameter (see `rows.rs`).
 const EXPIRE: &str = "
@@ -49,56 +83,97 @@ WITH expired AS (
 INSERT INTO operation_events (operation_id, kind, fence, actor, reason)
 SELECT operation_id, 'approval_expired', fence, 'approver', 'approval_expired' FROM expired";
 
+/// The actor of an approver's history rows.
+fn approver(by: &Decider<'_>) -> String {
+    format!("approver:{}", by.name)
+}
+
 impl Store {
-    /// Approves `hash` for the operation on behalf of `by`. One statement, one commit.
-    pub async fn approve(&self, operation_id: &str, hash: &str, by: &str) -> Result<ApprovalOutcome, StoreError> {
-        let actor = format!("approver:{by}");
-        let client = self.client().await?;
-        let approve = client.prepare_cached(APPROVE).await?;
-        let not_started = Status::NotStarted.as_str();
-        let row = client.query_one(&approve, &[&operation_id, &hash, &by, &actor, &"pending", &"approved", &not_started]).await?;
-        if row.get::<_, i64>("approved") == 1 {
-            return Ok(ApprovalOutcome::Approved);
-        }
-        drop(client);
-        let Some(op) = self.get(operation_id).await? else {
+    /// Records `by`'s approval of `hash`, and approves the operation if that completes
+    /// its quorum. One transaction; the execute bell is the caller's to ring after it.
+    pub async fn approve(&self, operation_id: &str, hash: &str, by: &Decider<'_>) -> Result<ApprovalOutcome, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let lock = tx.prepare_cached(LOCK).await?;
+        let Some(row) = tx.query_opt(&lock, &[&operation_id]).await? else {
             return Ok(ApprovalOutcome::NotFound);
         };
-        if op.approval_status == "pending" && op.approval_expired {
-            self.client().await?.execute(EXPIRE, &[&operation_id, &"pending"]).await?;
-            return Ok(ApprovalOutcome::Expired);
-        }
-        if op.approval_status != "pending" || op.status != Status::NotStarted.as_str() {
-            return Ok(ApprovalOutcome::NotPending { approval_status: op.approval_status, status: op.status });
-        }
-        if op.payload_hash != hash {
-            return Ok(ApprovalOutcome::HashMismatch { stored: op.payload_hash });
-        }
-        // The row changed between the two reads (decided concurrently): report what it is now.
-        let now = self.get(operation_id).await?.expect("operations are never deleted");
-        Ok(ApprovalOutcome::NotPending { approval_status: now.approval_status, status: now.status })
+        let (approval_status, status, stored_hash): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+        let (fence, required, expired): (i64, i16, bool) = (row.get(3), row.get(4), row.get(5));
+        let before = tx.prepare_cached(APPROVED_BEFORE).await?;
+        let approved_before: bool = tx.query_one(&before, &[&operation_id, &by.name]).await?.get(0);
+        let asked = ApprovalAsked {
+            // The CHECK constraints admit only known names.
+            approval: ApprovalStatus::parse(&approval_status).expect("approval_status CHECK"),
+            status: Status::parse(&status).expect("status CHECK"),
+            expired,
+            hash_matches: stored_hash == hash,
+            asker_approved_before: approved_before,
+        };
+        let outcome = match judge_approval(asked) {
+            ApprovalVerdict::AlreadyCounted => ApprovalOutcome::AlreadyCounted,
+            ApprovalVerdict::NotPending => ApprovalOutcome::NotPending { approval_status, status },
+            ApprovalVerdict::HashMismatch => ApprovalOutcome::HashMismatch { stored: stored_hash },
+            ApprovalVerdict::Expire => {
+                tx.execute(EXPIRE, &[&operation_id, &"pending"]).await?;
+                ApprovalOutcome::Expired
+            }
+            ApprovalVerdict::Count => {
+                let signed_in_with = by.signed_in_with.as_str();
+                let record = tx.prepare_cached(RECORD).await?;
+                if tx.execute(&record, &[&operation_id, &by.name, &signed_in_with, &hash]).await? == 0 {
+                    // Only reachable if the row lock did not serialise approvers.
+                    ApprovalOutcome::AlreadyCounted
+                } else {
+                    let approve = tx.prepare_cached(APPROVE).await?;
+                    let actor = approver(by);
+                    let not_started = Status::NotStarted.as_str();
+                    let row = tx
+                        .query_one(
+                            &approve,
+                            &[&operation_id, &hash, &by.name, &actor, &"pending", &"approved", &not_started, &signed_in_with, &fence],
+                        )
+                        .await?;
+                    if row.get::<_, i64>("approved") == 1 {
+                        ApprovalOutcome::Approved
+                    } else {
+                        ApprovalOutcome::Counted(Quorum { received: row.get("received"), required: i64::from(required) })
+                    }
+                }
+            }
+        };
+        tx.commit().await?;
+        Ok(outcome)
     }
 
-    /// Rejects a pending or approved operation that has not started: it is cancelled.
-    pub async fn reject(&self, operation_id: &str, by: &str, reason: &str) -> Result<RejectOutcome, StoreError> {
+    /// Rejects a pending or approved operation that has not started: it is cancelled. A
+    /// rejection of a rejected operation changes nothing and says so.
+    pub async fn reject(&self, operation_id: &str, by: &Decider<'_>, reason: &str) -> Result<RejectOutcome, StoreError> {
         let Some(op) = self.get(operation_id).await? else {
             return Ok(RejectOutcome::NotFound);
         };
-        if op.status() != Status::NotStarted || op.approval_status == "rejected" {
+        if op.approval_status == ApprovalStatus::Rejected.as_str() {
+            return Ok(RejectOutcome::AlreadyRejected);
+        }
+        if op.status() != Status::NotStarted {
             return Ok(RejectOutcome::TooLate { status: op.status });
         }
-        let actor = format!("approver:{by}");
+        let actor = approver(by);
         let t = Transition {
             reason: Some("approval_rejected"),
             evidence: Some(serde_json::json!({ "reason": reason })),
             approval_status: Some("rejected"),
-            decided_by: Some(by),
+            decided_by: Some(by.name),
+            signed_in_with: Some(by.signed_in_with.as_str()),
             ..Transition::new(operation_id, Status::NotStarted, op.fence, Event::CancelBeforeStart, &actor)
         };
         match self.transition(t, None).await? {
             TransitionOutcome::Moved { .. } => Ok(RejectOutcome::Rejected),
             TransitionOutcome::Refused(_) | TransitionOutcome::Stale => {
                 let now = self.get(operation_id).await?.expect("operations are never deleted");
+                if now.approval_status == ApprovalStatus::Rejected.as_str() {
+                    return Ok(RejectOutcome::AlreadyRejected);
+                }
                 Ok(RejectOutcome::TooLate { status: now.status })
             }
         }

@@ -4,9 +4,11 @@
 
 mod approval;
 mod audit;
+mod authz_facts;
 mod claim;
 mod error;
 mod migrate;
+mod operator;
 mod outbox;
 mod pool;
 mod prepare;
@@ -20,14 +22,16 @@ mod webhooks;
 
 pub use approval::{ApprovalOutcome, RejectOutcome};
 pub use audit::AuditDelays;
+pub use authz_facts::StoredFacts;
 pub use claim::{Claim, ClaimedOperation};
 pub use error::StoreError;
 pub use migrate::{create_database_if_missing, drop_database, migrate};
+pub use operator::{DecisionOutcome, Resolve};
 pub use outbox::{OutboxGauges, OutboxRow, Relayed, OUTBOX_CHANNEL};
 pub use pool::Store;
 pub use prepare::PrepareOutcome;
 pub use principals::{NewToken, Principal, TokenCreated, TokenListing, TokenRevoked};
-pub use read::FleetGauges;
+pub use read::{ApprovalGauges, FleetGauges};
 pub use sweep::{record_lookup_on, AttemptAgesMs};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
 pub use transition::{transition_in, Transition, TransitionOutcome};

@@ -19,8 +19,8 @@ const INSERT: &str = "
 WITH inserted AS (
     INSERT INTO operations (operation_id, tenant_id, action, provider, target, supersedes, rationale,
                             payload, payload_hash, policy_version, data_version, idempotency_key,
-                            approval_expires_at, submitted_by)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14)
+                            approval_expires_at, submitted_by, approvals_required)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15)
     ON CONFLICT (operation_id) DO NOTHING
     RETURNING operation_id
 ), event AS (
@@ -47,7 +47,7 @@ fn replaceable(status: &str, fence: i64, reason: Option<&str>) -> Result<bool, &
 impl Store {
     /// Inserts an intent that replaces `old` after a correction: in one transaction the old
     /// operation is cancelled (if it never started) and the new one inserted, linked to it.
-    async fn insert_superseding(&self, intent: &ValidIntent, old: &str, submitted_by: Option<&str>) -> Result<PrepareOutcome, StoreError> {
+    async fn insert_superseding(&self, intent: &ValidIntent, old: &str, approvals_required: i16, submitted_by: Option<&str>) -> Result<PrepareOutcome, StoreError> {
         if self.get(intent.operation_id.as_str()).await?.is_some() {
             // A redelivery of the correction itself: judged like any other redelivery.
             return self.compare_existing(intent).await;
@@ -68,7 +68,7 @@ impl Store {
             Ok(cancel) => cancel,
             Err(refusal) => return Ok(PrepareOutcome::Refused(refusal)),
         };
-        let inserted = insert_on(&tx, intent, submitted_by).await?;
+        let inserted = insert_on(&tx, intent, approvals_required, submitted_by).await?;
         if !inserted {
             drop(tx);
             return self.compare_existing(intent).await;
@@ -100,15 +100,16 @@ impl Store {
         }
     }
 
-    /// Inserts the prepared operation (approval pending, expiring after the intent's TTL)
-    /// with its `prepared` event, in one statement and one commit. `submitted_by` is the
-    /// authenticated principal of the intake that received it (none for the queue).
-    pub async fn insert_prepared(&self, intent: &ValidIntent, submitted_by: Option<&str>) -> Result<PrepareOutcome, StoreError> {
+    /// Inserts the prepared operation (approval pending, expiring after the intent's TTL,
+    /// needing `approvals_required` distinct approvers) with its `prepared` event, in one
+    /// statement and one commit. `submitted_by` is the authenticated principal of the
+    /// intake that received it (none for the queue).
+    pub async fn insert_prepared(&self, intent: &ValidIntent, approvals_required: i16, submitted_by: Option<&str>) -> Result<PrepareOutcome, StoreError> {
         if let Some(old) = &intent.supersedes {
-            return self.insert_superseding(intent, old.as_str(), submitted_by).await;
+            return self.insert_superseding(intent, old.as_str(), approvals_required, submitted_by).await;
         }
         let client = self.client().await?;
-        if insert_on(&client, intent, submitted_by).await? {
+        if insert_on(&client, intent, approvals_required, submitted_by).await? {
             return Ok(PrepareOutcome::Inserted);
         }
         drop(client);
@@ -117,7 +118,7 @@ impl Store {
 }
 
 /// The insert itself; `false` when the operation id already exists.
-async fn insert_on(client: &impl deadpool_postgres::GenericClient, intent: &ValidIntent, submitted_by: Option<&str>) -> Result<bool, StoreError> {
+async fn insert_on(client: &impl deadpool_postgres::GenericClient, intent: &ValidIntent, approvals_required: i16, submitted_by: Option<&str>) -> Result<bool, StoreError> {
     let s = &intent.snapshot;
     // Prepared once per connection: the hot path costs one round trip, not a Parse first.
     let insert = client.prepare_cached(INSERT).await?;
@@ -139,6 +140,7 @@ async fn insert_on(client: &impl deadpool_postgres::GenericClient, intent: &Vali
                 &intent.operation_id.idempotency_key().as_str(),
                 &(intent.approval_ttl_seconds as f64),
                 &submitted_by,
+                &approvals_required,
             ],
         )
         .await?;

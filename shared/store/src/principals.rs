@@ -4,7 +4,7 @@
 //! secret is ever compared byte by byte.
 
 use chrono::{DateTime, Utc};
-use fleet_core::{Role, TokenHash};
+use fleet_core::{Actor, Role, TokenHash};
 
 use crate::{Store, StoreError};
 
@@ -54,6 +54,15 @@ pub struct Principal {
 impl Principal {
     pub fn acts_for(&self, tenant_id: &str) -> bool {
         self.tenants.iter().any(|t| t == tenant_id)
+    }
+
+    /// The principal as the authorization rules see it.
+    pub fn actor(&self) -> Actor<'_> {
+        Actor {
+            name: &self.name,
+            role: self.role,
+            tenants: &self.tenants,
+        }
     }
 }
 

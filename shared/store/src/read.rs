@@ -96,3 +96,29 @@ impl Store {
         })
     }
 }
+
+/// The approvals waiting for people, for the fleet-wide gauges: pending operations whose
+/// window is still open, and those of them that close within the given window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApprovalGauges {
+    pub pending: i64,
+    pub expiring_soon: i64,
+}
+
+impl Store {
+    /// Read through the partial index on not-started rows' expiry, so the cost follows
+    /// the rows waiting to start, not the history.
+    pub async fn approval_gauges(&self, expiring_within_s: f64) -> Result<ApprovalGauges, StoreError> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT count(*) AS pending,
+                        count(*) FILTER (WHERE approval_expires_at <= now() + make_interval(secs => $1)) AS expiring_soon
+                 FROM operations
+                 WHERE status = 'not_started' AND approval_status = 'pending' AND approval_expires_at > now()",
+            )
+            .await?;
+        let r = client.query_one(&stmt, &[&expiring_within_s]).await?;
+        Ok(ApprovalGauges { pending: r.get("pending"), expiring_soon: r.get("expiring_soon") })
+    }
+}

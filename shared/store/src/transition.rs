@@ -34,6 +34,8 @@ pub struct Transition<'a> {
     /// Sets the approval columns too (a rejection cancels and records who decided).
     pub approval_status: Option<&'a str>,
     pub decided_by: Option<&'a str>,
+    /// How the person behind `actor` signed in (`token`, `oidc`), for a person's decision.
+    pub signed_in_with: Option<&'a str>,
 }
 
 impl<'a> Transition<'a> {
@@ -54,6 +56,7 @@ impl<'a> Transition<'a> {
             escalate: false,
             approval_status: None,
             decided_by: None,
+            signed_in_with: None,
         }
     }
 }
@@ -100,8 +103,8 @@ WITH moved AS (
         EXTRACT(EPOCH FROM (resolved_at - decided_at))::float8 AS approved_to_final_s,
         EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s
 ), event AS (
-    INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor, reason, evidence)
-    SELECT operation_id, $16, $2, $3, fence, $5, $6, $7 FROM moved
+    INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor, reason, evidence, signed_in_with)
+    SELECT operation_id, $16, $2, $3, fence, $5, $6, $7, $18 FROM moved
 )
 SELECT * FROM moved";
 
@@ -154,7 +157,7 @@ pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Opt
     let update = tx.prepare_cached(UPDATE).await?;
     // Escalated means hands off: only a person's decision moves such a row.
     let unescalated_only = !t.event.is_operator_decision();
-    let params: [Param<'_>; 17] = [
+    let params: [Param<'_>; 18] = [
         &t.operation_id,
         &t.expected.as_str(),
         &to.as_str(),
@@ -172,6 +175,7 @@ pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Opt
         &t.decided_by,
         &kind,
         &unescalated_only,
+        &t.signed_in_with,
     ];
     let moved = match attempt {
         Some(a) => {

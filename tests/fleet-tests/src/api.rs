@@ -24,17 +24,43 @@ impl ApiProcess {
 
     /// The value of an unlabelled gauge on `/metrics`.
     pub async fn gauge(&self, http: &reqwest::Client, name: &str) -> Option<f64> {
-        let text = http
-            .get(format!("{}/metrics", self.admin_url))
+        scrape_gauge(http, &self.admin_url, name).await
+    }
+
+    /// POSTs a JSON body as the bearer of `token`.
+    pub async fn post(&self, http: &reqwest::Client, token: &str, path: &str, body: &Value) -> reqwest::Response {
+        http.post(self.url(path))
+            .bearer_auth(token)
+            .json(body)
             .send()
             .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+            .unwrap()
     }
+}
+
+/// The value of an unlabelled gauge on the `/metrics` of the admin server at `admin_url`.
+pub async fn scrape_gauge(http: &reqwest::Client, admin_url: &str, name: &str) -> Option<f64> {
+    let text = http
+        .get(format!("{admin_url}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// `http://` + the address a worker process logged for its admin server, once it did.
+pub async fn admin_url_of(process: &WorkerProcess) -> String {
+    eventually(&format!("{} to log its admin address", process.name), || async {
+        Some(format!(
+            "http://{}",
+            logged_addr(&process.log_text(), "admin server listening")?
+        ))
+    })
+    .await
 }
 
 /// The `addr` field of the first JSON log line whose message is `message`.
@@ -89,18 +115,26 @@ impl TestFleet {
         token.expose().to_owned()
     }
 
-    /// Runs the `fleetctl` binary against this fleet's database and namespace.
-    pub async fn fleetctl(&self, args: &[&str]) -> Output {
-        let output = tokio::process::Command::new(bin_dir().join("fleetctl"))
+    /// Runs the `fleetctl` binary against this fleet's database and namespace, with `env`
+    /// on top, whatever its exit status.
+    pub async fn fleetctl_with(&self, env: &[(&str, &str)], args: &[&str]) -> Output {
+        tokio::process::Command::new(bin_dir().join("fleetctl"))
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("DATABASE_URL", &self.database_url)
             .env("AMQP_URL", &self.broker.amqp_url)
             .env("AMQP_NAMESPACE", &self.broker.namespace)
+            .envs(env.iter().copied())
             .args(args)
             .output()
             .await
-            .expect("run fleetctl");
+            .expect("run fleetctl")
+    }
+
+    /// Runs the `fleetctl` binary against this fleet's database and namespace; it must
+    /// succeed.
+    pub async fn fleetctl(&self, args: &[&str]) -> Output {
+        let output = self.fleetctl_with(&[], args).await;
         assert!(
             output.status.success(),
             "fleetctl {args:?} failed: {}",

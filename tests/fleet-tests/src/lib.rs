@@ -11,23 +11,25 @@ mod processes;
 mod wait;
 mod webhooks;
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
-use fleet_core::{Doorbell, OperationId};
+use fleet_core::{Decider, Doorbell, OperationId, PolicySet, SignIn};
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
-use fleet_prepare::{PrepareDeps, ProviderCapabilities};
+use fleet_prepare::{IntakeRules, PrepareDeps, ProviderCapabilities};
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
 use fleet_core::reconcile::ProviderContract;
 use fleet_provider_sim::{RunningSim, SimConfig};
 use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
 use fleet_runtime::Secret;
-use fleet_store::Store;
+use fleet_store::{ApprovalOutcome, Store};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use api::ApiProcess;
+pub use api::{admin_url_of, scrape_gauge, ApiProcess};
 pub use events::{fast_relay, EventTap, TappedEvent};
 pub use broker_users::BrokerUsers;
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
@@ -109,9 +111,11 @@ impl TestFleet {
         });
     }
 
-    /// Starts prepare with these provider guarantees (the capability guard's input).
+    /// Starts prepare with these provider guarantees (the capability guard's input) and
+    /// the repository's quorum policies.
     pub fn spawn_prepare_with(&mut self, providers: ProviderCapabilities) {
-        let deps = PrepareDeps { store: self.store.clone(), broker: self.broker.clone(), health: BrokerHealth::new(), providers, concurrency: 4 };
+        let rules = IntakeRules { providers, policies: Arc::new(policies()) };
+        let deps = PrepareDeps { store: self.store.clone(), broker: self.broker.clone(), health: BrokerHealth::new(), rules, concurrency: 4 };
         let shutdown = self.shutdown.clone();
         self.workers.push(tokio::spawn(async move {
             fleet_prepare::run(deps, shutdown).await.expect("prepare worker");
@@ -189,9 +193,17 @@ impl TestFleet {
         self.publisher.publish(Queue::OperationsExecute, &Doorbell::new(&op).to_bytes()).await.expect("ring execute");
     }
 
-    /// Approves through the same code path as `fleetctl approve` (which rings execute).
-    pub async fn approve(&self, op: &str, hash: &str) -> Result<bool, fleetctl::ApproveError> {
-        fleetctl::approve_and_ring(&self.store, &self.publisher, &OperationId::parse(op).unwrap(), hash, "test-approver").await
+    /// Approves as [`TEST_APPROVER`] through the store function behind fleet-api's
+    /// approve (what it calls once the caller is authorized), then rings execute as the
+    /// API does: `Ok(rung)`. Anything but an approval that completes the quorum is the
+    /// store's answer as an error. (Tests of who may approve go through the API.)
+    pub async fn approve(&self, op: &str, hash: &str) -> Result<bool, ApprovalOutcome> {
+        match self.store.approve(op, hash, &TEST_APPROVER).await.expect("approve") {
+            ApprovalOutcome::Approved => {}
+            other => return Err(other),
+        }
+        let bell = Doorbell::new(&OperationId::parse(op).unwrap()).to_bytes();
+        Ok(self.publisher.publish(Queue::OperationsExecute, &bell).await.is_ok())
     }
 
     /// Waits until prepare has stored the operation.
@@ -310,6 +322,24 @@ impl TestFleet {
         fleet_broker::delete_namespace(&self.broker).await;
         let _ = fleet_store::drop_database(&self.database_url).await;
     }
+}
+
+/// The approver of the harness's store-level approvals.
+pub const TEST_APPROVER: Decider<'static> = Decider { name: "test-approver", signed_in_with: SignIn::Token };
+
+/// A person deciding with a token, for the store's decision functions.
+pub fn decider(name: &str) -> Decider<'_> {
+    Decider::new(name, SignIn::Token)
+}
+
+/// The repository's quorum policy files (what `POLICY_DIR` points the processes at).
+pub fn policy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/policies")
+}
+
+/// The repository's quorum policies, as prepare and the API load them.
+pub fn policies() -> PolicySet {
+    fleet_runtime::load_policies(&policy_dir()).expect("the repository's policies load")
 }
 
 pub fn op_of(intent: &Value) -> String {

@@ -95,6 +95,7 @@ impl TestFleet {
             .env("PAYMENTS_MAX_REQUEST_S", "0")
             .env("CRM_MAX_REQUEST_S", "0")
             .env("ADMIN_ADDR", "127.0.0.1:0")
+            .env("POLICY_DIR", crate::policy_dir())
             .env("LOG_FORMAT", "json")
             .env("RUST_LOG", "info")
             .envs(env.iter().copied())

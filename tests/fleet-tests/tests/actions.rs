@@ -240,7 +240,7 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     let op = op_of(&first);
     fleet.submit(&first).await;
     fleet.prepared(&op).await;
-    fleet.store.approve(&op, &hash_of(&first), "test-approver").await.unwrap();
+    fleet.store.approve(&op, &hash_of(&first), &fleet_tests::TEST_APPROVER).await.unwrap();
     // Claimed once, then released as provably not sent: back to not_started, fence 1.
     let fleet_store::Claim::Claimed(claimed) = fleet.store.claim(&op, 0, "test", 30_000).await.unwrap() else { panic!("claimable") };
     let release = fleet_store::Transition::new(&op, fleet_core::Status::InProgress, claimed.fence, fleet_core::Event::ProviderNotSent, "test");

@@ -461,10 +461,18 @@ async fn a_long_poll_returns_the_decision_then_succeeded_after_fleetctl_approve(
     .await;
     assert!(!decision.is_finished() && !done.is_finished());
 
+    let alice = fleet.token("alice", Role::Approver, &[TENANT]).await;
     let approved = fleet
-        .fleetctl(&["approve", &op, "--hash", &hash_of(&i), "--by", "alice"])
+        .fleetctl_with(
+            &[("FLEET_API_URL", &api.base_url), ("FLEET_TOKEN", &alice)],
+            &["approve", &op, "--hash", &hash_of(&i)],
+        )
         .await;
-    assert!(String::from_utf8_lossy(&approved.stdout).contains("approved"));
+    assert!(
+        String::from_utf8_lossy(&approved.stdout).contains("approved"),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
     let decision = decision.await.unwrap();
     assert_eq!(decision["approval_status"], json!("approved"));
     assert_eq!(decision["decided_by"], json!("alice"));
@@ -709,6 +717,10 @@ async fn the_openapi_document_lists_every_route_and_the_view_it_describes_is_the
         ("/v1/intents", "post"),
         ("/v1/operations/{id}", "get"),
         ("/v1/operations", "get"),
+        ("/v1/operations/{id}/approve", "post"),
+        ("/v1/operations/{id}/reject", "post"),
+        ("/v1/operations/{id}/resolve", "post"),
+        ("/v1/operations/{id}/dispute", "post"),
     ] {
         let operation = &doc["paths"][path][method];
         assert!(

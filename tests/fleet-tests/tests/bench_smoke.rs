@@ -4,13 +4,15 @@
 
 use std::process::Command;
 
-use fleet_tests::bin_dir;
+use fleet_tests::{bin_dir, policy_dir};
 use serde_json::Value;
 
 fn smoke(mode: &[&str], name: &str, port_base: &str) -> Value {
     let dir = bin_dir();
     let json = dir.join(format!("bench-smoke-{name}.json"));
     let status = Command::new(dir.join("fleetctl"))
+        // The workers it starts read the repository's quorum policies.
+        .env("POLICY_DIR", policy_dir())
         .args(["bench", "--smoke", "--db-name", &format!("fleet_bench_smoke_{name}"), "--namespace", &format!("fleet-bench-smoke-{name}"), "--port-base", port_base])
         .args(mode)
         .arg("--bin-dir")

@@ -134,7 +134,10 @@ async fn the_fleet_runs_with_each_worker_holding_only_its_own_broker_user() {
     fleet.prepared(&op).await;
     let operator = Publisher::connect(&users.config(Role::Operator)).await.unwrap();
     let id = fleet_core::OperationId::parse(&op).unwrap();
-    assert!(fleetctl::approve_and_ring(&fleet.store, &operator, &id, &hash_of(&intent), "test-approver").await.unwrap());
+    // A person's approval is recorded (the API's store call), and the doorbell is rung with
+    // the operator's broker user, as fleetctl would.
+    assert!(matches!(fleet.store.approve(&op, &hash_of(&intent), &fleet_tests::TEST_APPROVER).await.unwrap(), fleet_store::ApprovalOutcome::Approved));
+    operator.publish(Queue::OperationsExecute, &fleet_core::Doorbell::new(&id).to_bytes()).await.expect("the operator rings execute");
     fleet.reaches(&op, "accepted").await;
     let mut payment = fleet.sim_payment(&op).await;
     payment["status"] = json!("succeeded");

@@ -169,7 +169,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     let deps = fleet.execute_deps(ExecuteSettings::default());
     let deps = fleet_execute::ExecuteDeps { payments: fleet.payments_client(200), ..deps };
     let handler = fleet_execute::ExecuteHandler::new(deps);
-    fleet.store.approve(&op, &hash_of(&i), "test-approver").await.unwrap();
+    fleet.store.approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER).await.unwrap();
     handler.resume(&OperationId::parse(&op).unwrap()).await.unwrap();
     assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status_reason.as_deref(), Some("timeout"));
     // The documented lag bound (3 s) is longer than the real one (1 s after creation).
@@ -259,7 +259,7 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
     fleet.submit(&i).await;
     fleet.prepared(&op).await;
     // Approved, but the doorbell is lost: approve without ringing.
-    fleet.store.approve(&op, &hash_of(&i), "test-approver").await.unwrap();
+    fleet.store.approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER).await.unwrap();
     fleet.spawn_execute();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, "succeeded").await;

@@ -10,7 +10,8 @@ use fleet_tests::{
     contract, eventually, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy,
     TappedEvent, TestFleet,
 };
-use fleetctl::operator::{resolve, Resolution, Resolve};
+use fleet_core::Resolution;
+use fleet_store::Resolve;
 use serde_json::{json, Value};
 
 const HAPPY_PATH: [&str; 4] = ["prepared", "approved", "executing", "succeeded"];
@@ -182,7 +183,7 @@ async fn a_rejected_operation_publishes_prepared_then_rejected() {
     fleet.prepared(&op).await;
     fleet
         .store
-        .reject(&op, "bob", "wrong beneficiary")
+        .reject(&op, &fleet_tests::decider("bob"), "wrong beneficiary")
         .await
         .unwrap();
     let events = tap.until_types(&op, &["prepared", "rejected"]).await;
@@ -247,13 +248,15 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
     .await;
     tap.until_types(&op, &["escalated"]).await;
     let r = Resolve {
-        op: &op,
         outcome: Resolution::Failed,
         external_id: None,
         evidence: "both refunded by the provider",
-        by: "dana",
     };
-    resolve(&fleet.store, r).await.unwrap();
+    fleet
+        .store
+        .resolve(&op, r, &fleet_tests::decider("dana"))
+        .await
+        .unwrap();
     let events = tap.until_types(&op, &["resolved"]).await;
     assert_eq!(
         types(&events),

@@ -68,7 +68,7 @@ async fn the_same_execute_doorbell_delivered_five_times_makes_one_provider_post(
 #[tokio::test]
 async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim() {
     let (fleet, op, hash) = prepared(intent()).await;
-    fleet.store.approve(&op, &hash, "test-approver").await.unwrap();
+    fleet.store.approve(&op, &hash, &fleet_tests::TEST_APPROVER).await.unwrap();
     // Slow provider: the first call is still in flight while the second worker tries.
     fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 300})).await;
     let a = Arc::new(ExecuteHandler::new(fleet.execute_deps(ExecuteSettings::default())));
@@ -88,7 +88,7 @@ async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_concurrent_claims_of_one_operation_yield_one_claim() {
     let (fleet, op, hash) = prepared(intent()).await;
-    fleet.store.approve(&op, &hash, "test-approver").await.unwrap();
+    fleet.store.approve(&op, &hash, &fleet_tests::TEST_APPROVER).await.unwrap();
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     let handles: Vec<_> = (0..32)
         .map(|i| {
@@ -138,11 +138,12 @@ async fn approving_with_a_hash_that_is_not_the_stored_one_is_refused_and_changes
     let before = fleet.store.get(&op).await.unwrap().unwrap();
     let other = hash_of(&fleet_tests::with_amount(intent(), json!(1)));
     let err = fleet.approve(&op, &other).await.unwrap_err();
-    assert!(matches!(err, fleetctl::ApproveError::HashMismatch { .. }), "{err}");
+    assert!(matches!(err, fleet_store::ApprovalOutcome::HashMismatch { .. }), "{err:?}");
     let after = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!((after.approval_status.as_str(), after.approved_hash.as_deref()), ("pending", None));
     assert_eq!(after.updated_at, before.updated_at);
     assert_eq!(fleet.store.events(&op).await.unwrap().len(), 1, "no approval event");
+    assert_eq!(fleet.count("SELECT count(*) FROM approvals").await, 0, "no approval recorded");
     assert_eq!(fleet_broker::message_count(&fleet.broker, Queue::OperationsExecute).await.unwrap(), 0, "no bell rung");
     fleet.stop().await;
 }

@@ -1,8 +1,10 @@
-//! Operator decisions through fleetctl's own functions: each is an event with its actor,
+//! Operator decisions through the store's decision functions (what fleet-api calls once
+//! the operator is authorized): each is an event with its actor and how they signed in,
 //! the state machine decides what is allowed, and workers never move a disputed row.
 
-use fleet_tests::{contract, fast_reconcile, hash_of, intent, op_of, TestFleet};
-use fleetctl::operator::{dispute, resolve, Resolution, Resolve};
+use fleet_core::Resolution;
+use fleet_store::{DecisionOutcome, Resolve};
+use fleet_tests::{contract, decider, fast_reconcile, hash_of, intent, op_of, TestFleet};
 use serde_json::json;
 
 async fn unknown_operation() -> (TestFleet, String) {
@@ -22,23 +24,25 @@ async fn unknown_operation() -> (TestFleet, String) {
 #[tokio::test]
 async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_theirs() {
     let (fleet, op) = unknown_operation().await;
-    let r = Resolve { op: &op, outcome: Resolution::Succeeded, external_id: Some("pay_checked_by_hand"), evidence: "seen in the provider dashboard", by: "dana" };
-    resolve(&fleet.store, r).await.unwrap();
+    let r = Resolve { outcome: Resolution::Succeeded, external_id: Some("pay_checked_by_hand"), evidence: "seen in the provider dashboard" };
+    assert_eq!(fleet.store.resolve(&op, r, &decider("dana")).await.unwrap(), DecisionOutcome::Moved(fleet_core::Status::Succeeded));
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!((row.status.as_str(), row.external_id.as_deref()), ("succeeded", Some("pay_checked_by_hand")));
     let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
     assert_eq!(last.actor, "operator:dana");
+    let signed_in: Option<String> = fleet.sql().await.query_one("SELECT signed_in_with FROM operation_events WHERE id = $1", &[&last.id]).await.unwrap().get(0);
+    assert_eq!(signed_in.as_deref(), Some("token"));
     assert_eq!(last.evidence.unwrap()["evidence"], json!("seen in the provider dashboard"));
     // A final operation cannot be resolved again.
-    let again = Resolve { op: &op, outcome: Resolution::Failed, external_id: None, evidence: "changed my mind", by: "dana" };
-    assert!(resolve(&fleet.store, again).await.is_err());
+    let again = Resolve { outcome: Resolution::Failed, external_id: None, evidence: "changed my mind" };
+    assert_eq!(fleet.store.resolve(&op, again, &decider("dana")).await.unwrap(), DecisionOutcome::Refused { status: "succeeded".into() });
     fleet.stop().await;
 }
 
 #[tokio::test]
 async fn workers_never_move_a_disputed_operation() {
     let (mut fleet, op) = unknown_operation().await;
-    dispute(&fleet.store, &op, "dana", "customer says charged twice").await.unwrap();
+    assert_eq!(fleet.store.dispute(&op, "customer says charged twice", &decider("dana")).await.unwrap(), DecisionOutcome::Moved(fleet_core::Status::Disputed));
     assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "disputed");
     // reconcile would find the payment; it must leave the disputed row alone.
     fleet.spawn_reconcile(contract(0), fast_reconcile());
@@ -56,8 +60,8 @@ async fn workers_never_move_a_disputed_operation() {
 #[tokio::test]
 async fn resolving_as_succeeded_without_an_external_id_is_refused() {
     let (fleet, op) = unknown_operation().await;
-    let r = Resolve { op: &op, outcome: Resolution::Succeeded, external_id: None, evidence: "trust me", by: "dana" };
-    assert!(resolve(&fleet.store, r).await.is_err());
+    let r = Resolve { outcome: Resolution::Succeeded, external_id: None, evidence: "trust me" };
+    assert_eq!(fleet.store.resolve(&op, r, &decider("dana")).await.unwrap(), DecisionOutcome::ExternalIdRequired);
     assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "unknown");
     fleet.stop().await;
 }

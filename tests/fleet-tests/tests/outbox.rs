@@ -450,7 +450,7 @@ async fn retention_deletes_only_published_events_older_than_the_retention() {
     sql.execute("UPDATE operation_outbox SET published_at = now() - interval '2 hours' WHERE operation_id = $1 AND sequence = 1", &[&op]).await.unwrap();
     fleet
         .store
-        .reject(&op, "bob", "changed my mind")
+        .reject(&op, &fleet_tests::decider("bob"), "changed my mind")
         .await
         .unwrap();
     sql.execute("UPDATE operation_outbox SET occurred_at = now() - interval '3 hours' WHERE operation_id = $1 AND sequence = 3", &[&op]).await.unwrap();

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use fleet_broker::{Disposition, Queue};
 use fleet_core::parse_intent;
-use fleet_prepare::{disposition, store_intent, Intake};
+use fleet_prepare::{disposition, store_intent, CheckedIntent, Intake};
 use fleet_store::Store;
 use fleet_tests::{deal_update_intent, eventually_within, intent, intent_bytes, op_of, with_amount, TestFleet};
 use serde_json::json;
@@ -115,6 +115,11 @@ async fn forty_poison_intents_do_not_hold_back_five_valid_ones_behind_them() {
     fleet.stop().await;
 }
 
+/// An intent past validation, needing one approver.
+fn checked(intent: fleet_core::ValidIntent) -> CheckedIntent {
+    CheckedIntent { intent, approvals_required: 1 }
+}
+
 #[tokio::test]
 async fn a_value_postgres_cannot_store_is_refused_for_good_not_retried() {
     let fleet = TestFleet::start().await;
@@ -122,7 +127,7 @@ async fn a_value_postgres_cannot_store_is_refused_for_good_not_retried() {
     // future gap lets through.
     let mut slipped = parse_intent(&intent_bytes(&intent())).unwrap();
     slipped.rationale = Some("slipped past validation\u{0}".into());
-    let outcome = store_intent(&fleet.store, slipped).await;
+    let outcome = store_intent(&fleet.store, checked(slipped)).await;
     let Intake::Refused(refusal) = &outcome else { panic!("expected a refusal, got {outcome:?}") };
     assert_eq!(refusal.reason, "database_refused");
     assert_eq!(disposition(&outcome), Disposition::dead_letter("database_refused"));
@@ -130,7 +135,7 @@ async fn a_value_postgres_cannot_store_is_refused_for_good_not_retried() {
 
     // A database that cannot be reached says nothing about the intent: retried.
     let unreachable = Store::connect("postgres://postgres@127.0.0.1:1/fleet", 1).unwrap();
-    let outcome = store_intent(&unreachable, parse_intent(&intent_bytes(&intent())).unwrap()).await;
+    let outcome = store_intent(&unreachable, checked(parse_intent(&intent_bytes(&intent())).unwrap())).await;
     assert!(matches!(outcome, Intake::Unavailable(_)), "{outcome:?}");
     assert_eq!(disposition(&outcome), Disposition::Retry);
     fleet.stop().await;
@@ -151,7 +156,7 @@ async fn doubles_survive_jsonb_so_the_stored_snapshot_hashes_to_the_approved_has
     let intent = parse_intent(text.as_bytes()).unwrap();
     let op = intent.operation_id.as_str().to_owned();
     let approved_hash = intent.payload_hash.clone();
-    assert!(matches!(store_intent(&fleet.store, intent).await, Intake::Prepared(_)));
+    assert!(matches!(store_intent(&fleet.store, checked(intent)).await, Intake::Prepared(_)));
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(row.payload_hash, approved_hash.as_str());
     assert_eq!(row.snapshot().hash(), approved_hash, "the stored snapshot hashes as it did before it was stored");

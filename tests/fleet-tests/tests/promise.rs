@@ -181,7 +181,7 @@ async fn payment_waiting_for_a_second_claim(fleet: &mut TestFleet) -> String {
     fleet.prepared(&op).await;
     fleet
         .store
-        .approve(&op, &hash_of(&i), "approver")
+        .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"))
         .await
         .unwrap();
     op
@@ -562,17 +562,18 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
     )
     .await;
     fleet.reaches(&op, "unknown").await;
-    fleetctl::operator::dispute(&fleet.store, &op, "dana", "customer says charged twice")
+    let dana = fleet_tests::decider("dana");
+    fleet
+        .store
+        .dispute(&op, "customer says charged twice", &dana)
         .await
         .unwrap();
-    let r = fleetctl::operator::Resolve {
-        op: &op,
-        outcome: fleetctl::operator::Resolution::Succeeded,
+    let r = fleet_store::Resolve {
+        outcome: fleet_core::Resolution::Succeeded,
         external_id: Some("pay_checked"),
         evidence: "one charge in the provider dashboard",
-        by: "dana",
     };
-    fleetctl::operator::resolve(&fleet.store, r).await.unwrap();
+    fleet.store.resolve(&op, r, &dana).await.unwrap();
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
         (row.status.as_str(), row.external_id.as_deref()),

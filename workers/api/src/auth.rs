@@ -6,24 +6,27 @@
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use fleet_core::{ApiAction, TokenHash};
+use fleet_core::authz;
+use fleet_core::{ApiAction, SignIn, TokenHash};
 use fleet_store::Principal;
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The authenticated caller of a request.
+/// The authenticated caller of a request (by a bearer token).
 #[derive(Debug, Clone)]
 pub struct Caller(pub Principal);
 
 impl Caller {
-    /// Refuses a caller whose role may not do `what`.
+    /// Refuses a caller whose role may not do `what` (the authorization rules' first
+    /// check, which needs no lookup).
     pub fn may(&self, what: ApiAction) -> Result<(), ApiError> {
-        if self.0.role.may(what) {
-            Ok(())
-        } else {
-            Err(ApiError::Forbidden("role_not_allowed"))
-        }
+        Ok(authz::may(&self.0.actor(), what)?)
+    }
+
+    /// How this caller signed in, as its decisions record it.
+    pub fn signed_in_with(&self) -> SignIn {
+        SignIn::Token
     }
 }
 

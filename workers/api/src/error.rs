@@ -7,6 +7,9 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::decisions::DecisionError;
+use fleet_core::Denial;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
     /// No, a malformed, an unknown or a revoked bearer token.
@@ -17,6 +20,10 @@ pub enum ApiError {
     NotFound,
     /// The operation id names another snapshot.
     Conflict,
+    /// A decision the operation's state does not allow now (`hash_mismatch`,
+    /// `approval_expired`, `not_pending`, `already_started`, `not_allowed_in_status`,
+    /// `changed_meanwhile`); nothing was written.
+    Refused(&'static str),
     /// The intent breaks the contract: the prepare worker's dead-letter reason.
     Invalid {
         code: &'static str,
@@ -56,7 +63,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::Conflict => StatusCode::CONFLICT,
+            ApiError::Conflict | ApiError::Refused(_) => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadQuery { .. } => StatusCode::BAD_REQUEST,
             ApiError::Oversized => StatusCode::PAYLOAD_TOO_LARGE,
@@ -72,6 +79,7 @@ impl ApiError {
             ApiError::Forbidden(code) => code,
             ApiError::NotFound => "not_found",
             ApiError::Conflict => "operation_id_conflict",
+            ApiError::Refused(code) => code,
             ApiError::Invalid { code, .. } => code,
             ApiError::BadQuery { .. } => "invalid_query",
             ApiError::Oversized => "oversized",
@@ -89,6 +97,7 @@ impl ApiError {
             ApiError::Unauthorized
             | ApiError::Forbidden(_)
             | ApiError::NotFound
+            | ApiError::Refused(_)
             | ApiError::Oversized
             | ApiError::BodyTimeout
             | ApiError::TooManyWaiters
@@ -117,12 +126,43 @@ impl IntoResponse for ApiError {
             ApiError::Forbidden(_)
             | ApiError::NotFound
             | ApiError::Conflict
+            | ApiError::Refused(_)
             | ApiError::Invalid { .. }
             | ApiError::BadQuery { .. }
             | ApiError::Oversized
             | ApiError::BodyTimeout => {}
         }
         response
+    }
+}
+
+impl From<Denial> for ApiError {
+    fn from(d: Denial) -> Self {
+        // Another tenant's operation is answered exactly like one that does not exist.
+        if d.is_not_found() {
+            ApiError::NotFound
+        } else {
+            ApiError::Forbidden(d.code())
+        }
+    }
+}
+
+impl From<DecisionError> for ApiError {
+    fn from(e: DecisionError) -> Self {
+        match e {
+            DecisionError::Denied(d) => d.into(),
+            DecisionError::HashMismatch => ApiError::Refused("hash_mismatch"),
+            DecisionError::ApprovalExpired => ApiError::Refused("approval_expired"),
+            DecisionError::NotPending => ApiError::Refused("not_pending"),
+            DecisionError::AlreadyStarted => ApiError::Refused("already_started"),
+            DecisionError::NotAllowedInStatus => ApiError::Refused("not_allowed_in_status"),
+            DecisionError::ChangedMeanwhile => ApiError::Refused("changed_meanwhile"),
+            DecisionError::InvalidField(field) => ApiError::Invalid {
+                code: "invalid_field",
+                field: Some(field.to_owned()),
+            },
+            DecisionError::Store(e) => e.into(),
+        }
     }
 }
 

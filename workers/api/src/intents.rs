@@ -10,7 +10,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use fleet_core::intent::MAX_INTENT_BYTES;
-use fleet_core::ApiAction;
+use fleet_core::{authz, ApiAction};
 use fleet_prepare::intake::{self, Refusal, WriteError, Written};
 use serde_json::Value;
 
@@ -43,7 +43,7 @@ const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
         (status = 408, description = "`body_timeout`: the body did not arrive within 10 s.", body = ErrorBody),
         (status = 409, description = "`operation_id_conflict`: the id names another snapshot.", body = ErrorBody),
         (status = 413, description = "`oversized`: more than 64 KiB.", body = ErrorBody),
-        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `supersedes_executed`, …) and `field` the offending field.", body = ErrorBody),
+        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `supersedes_executed`, …) and `field` the offending field.", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -85,12 +85,13 @@ pub async fn accept(
     caller: &Caller,
     bytes: &[u8],
 ) -> Result<(bool, Value), ApiError> {
-    let intent = intake::validate(bytes, &state.providers).map_err(invalid)?;
-    if !caller.0.acts_for(&intent.snapshot.tenant_id) {
-        tracing::warn!(principal = %caller.0.name, operation_id = intent.operation_id.as_str(), "intent refused: tenant not granted");
-        return Err(ApiError::Forbidden("tenant_not_granted"));
+    let checked = intake::validate(bytes, &state.intake).map_err(invalid)?;
+    let intent = &checked.intent;
+    if let Err(denial) = authz::may_submit(&caller.0.actor(), &intent.snapshot.tenant_id) {
+        tracing::warn!(principal = %caller.0.name, operation_id = intent.operation_id.as_str(), reason = denial.code(), "intent refused");
+        return Err(denial.into());
     }
-    let created = match intake::write(&state.store, &intent, Some(&caller.0.name)).await {
+    let created = match intake::write(&state.store, &checked, Some(&caller.0.name)).await {
         Ok(Written::Inserted) => true,
         Ok(Written::AlreadyPrepared) => false,
         Err(WriteError::Conflict) => return Err(ApiError::Conflict),

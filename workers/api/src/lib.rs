@@ -1,5 +1,6 @@
-//! fleet-api: the HTTP API for agents. Callers are principals authenticated by bearer
-//! tokens and scoped to the tenants they were granted.
+//! fleet-api: the HTTP API for agents and the people who decide on what they propose.
+//! Callers are principals authenticated by bearer tokens, scoped to the tenants they were
+//! granted; what each may do is decided by `fleet_core::authz`, nowhere else.
 //!
 //! | route | what |
 //! |---|---|
@@ -7,6 +8,7 @@
 //! | `GET /v1/operations/{id}` | one operation's view, optionally waiting for its decision or its end ([`operations`], [`waiters`]) |
 //! | `GET /v1/operations` | the caller's operations, newest first, keyset-paginated ([`cursor`]) |
 //! | `GET /v1/schemas/intent.v1.json` | the JSON Schema of intent.v1, embedded at build time ([`schemas`]) |
+//! | `POST /v1/operations/{id}/approve`, `/reject`, `/resolve`, `/dispute` | decisions ([`decision_routes`] over [`decisions`], which any other door can call too) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
 //! | `POST /mcp` | the same, as Model Context Protocol tools for agents ([`mcp`]) |
 //!
@@ -16,6 +18,8 @@
 
 pub mod auth;
 pub mod cursor;
+pub mod decision_routes;
+pub mod decisions;
 pub mod error;
 pub mod intents;
 pub mod mcp;
@@ -37,7 +41,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use fleet_prepare::ProviderCapabilities;
+use fleet_broker::Publisher;
+use fleet_prepare::IntakeRules;
 use fleet_runtime::metric_names as m;
 use fleet_store::Store;
 use tokio::net::TcpListener;
@@ -46,6 +51,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use decisions::{DecisionError, Decisions};
 pub use settings::ApiSettings;
 pub use state::AppState;
 pub use waiters::Waiters;
@@ -55,7 +61,10 @@ use crate::error::ApiError;
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct ApiDeps {
     pub store: Store,
-    pub providers: ProviderCapabilities,
+    /// Rings execute when an approval completes a quorum.
+    pub publisher: Publisher,
+    /// The capability guard's input and the quorum policies, as prepare's.
+    pub intake: IntakeRules,
     pub settings: ApiSettings,
     /// Bound by `main` from `API_ADDR` (or by a test on port 0).
     pub listener: TcpListener,
@@ -69,6 +78,10 @@ pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(operations::get_operation))
         .routes(routes!(operations::list_operations))
         .routes(routes!(schemas::intent_v1_schema))
+        .routes(routes!(decision_routes::approve_operation))
+        .routes(routes!(decision_routes::reject_operation))
+        .routes(routes!(decision_routes::resolve_operation))
+        .routes(routes!(decision_routes::dispute_operation))
         .with_state(state)
         .split_for_parts();
     let json = Arc::new(doc.to_json().expect("the OpenAPI document serialises"));
@@ -116,8 +129,9 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         shutdown.clone(),
     ));
     let state = AppState {
+        decisions: Decisions::new(deps.store.clone(), deps.publisher),
         store: deps.store,
-        providers: deps.providers,
+        intake: deps.intake,
         waiters,
         shutdown: shutdown.clone(),
         public_url,

@@ -1,17 +1,20 @@
-//! fleet-api: the HTTP API for agents (`API_ADDR`), with /metrics, /livez and /readyz on
-//! `ADMIN_ADDR`.
+//! fleet-api: the HTTP API for agents and approvers (`API_ADDR`), with /metrics, /livez
+//! and /readyz on `ADMIN_ADDR`.
+
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
 use fleet_api::{ApiDeps, ApiSettings};
-use fleet_prepare::ProviderCapabilities;
-use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
+use fleet_broker::Publisher;
+use fleet_prepare::{IntakeRules, ProviderCapabilities};
+use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs, PolicyArgs};
 
 #[derive(Parser)]
 #[command(
     name = "fleet-api",
     version,
-    about = "The HTTP API for agents: submit intents, follow operations"
+    about = "The HTTP API: agents submit intents and follow operations, people decide on them"
 )]
 struct Cli {
     #[command(flatten)]
@@ -22,6 +25,9 @@ struct Cli {
     /// Only PAYMENTS_KEY_RETENTION_S matters here: an approval may not outlive the key.
     #[command(flatten)]
     payments: PaymentsArgs,
+    /// The quorum policies, as prepare reads them.
+    #[command(flatten)]
+    policies: PolicyArgs,
     #[command(flatten)]
     api: ApiSettings,
 }
@@ -29,7 +35,10 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let boot = fleet_boot::start_without_broker("api", &cli.common, admin_addrs::API).await?;
+    // The broker carries the execute bell an approval rings; /readyz includes it.
+    let boot = fleet_boot::start("api", &cli.common, admin_addrs::API).await?;
+    let policies = Arc::new(cli.policies.load()?);
+    let publisher = Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?;
     let providers = ProviderCapabilities {
         payments: fleet_providers::payments::capabilities(),
         crm: fleet_providers::crm::declared_capabilities(&cli.crm).map_err(anyhow::Error::msg)?,
@@ -40,7 +49,8 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("binding the API address {}", cli.api.api_addr))?;
     let deps = ApiDeps {
         store: boot.store.clone(),
-        providers,
+        publisher,
+        intake: IntakeRules { providers, policies },
         settings: cli.api,
         listener,
     };

@@ -11,20 +11,22 @@ use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
+use crate::decision_routes::{ApproveBody, DisputeBody, RejectBody, ResolveBody};
 use crate::error::{ErrorBody, ErrorDetail};
 
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "fleet API",
-        description = "Submit intents and follow the operations they become. Every request carries `Authorization: Bearer <token>` (`fleetctl token create`); a caller sees and submits only for the tenants its principal was granted.",
+        description = "Submit intents, follow the operations they become, and decide on them. Every request carries `Authorization: Bearer <token>` (`fleetctl token create`); a caller sees, submits and decides only for the tenants its principal was granted, and only what its role permits (agents submit, approvers approve and reject, operators resolve and dispute).",
     ),
     modifiers(&BearerAuth),
-    components(schemas(ErrorBody, ErrorDetail, IntentV1, OperationView, OperationPage)),
+    components(schemas(ErrorBody, ErrorDetail, IntentV1, OperationView, OperationPage, ApproveBody, RejectBody, ResolveBody, DisputeBody)),
     tags(
         (name = "intents", description = "Proposing side effects."),
         (name = "operations", description = "Following them."),
         (name = "schemas", description = "The contract, machine-readable."),
+        (name = "decisions", description = "People deciding on them: approvers approve or reject, operators resolve or dispute."),
     )
 )]
 pub struct ApiDoc;
@@ -109,6 +111,12 @@ pub struct OperationView {
     /// pending, approved, rejected, expired.
     approval_status: String,
     approval_expires_at: String,
+    /// Distinct approvers the operation's quorum policy requires (fixed when it was prepared).
+    approvals_required: i64,
+    /// Distinct approvers who approved its hash so far: approved once this reaches
+    /// `approvals_required`.
+    approvals_received: i64,
+    /// The approver whose approval completed the quorum, or who rejected it.
     decided_by: Option<String>,
     decided_at: Option<String>,
     /// The principal that submitted it through the API (null for the queue).

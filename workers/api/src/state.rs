@@ -2,18 +2,22 @@
 
 use std::sync::Arc;
 
-use fleet_prepare::ProviderCapabilities;
+use fleet_prepare::IntakeRules;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::public_url::PublicUrl;
+use crate::decisions::Decisions;
 use crate::waiters::Waiters;
 
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
-    /// What the configured providers guarantee: the capability guard's input, as prepare's.
-    pub providers: ProviderCapabilities,
+    /// What an intent is checked against, as prepare checks it: the providers'
+    /// guarantees and the quorum policies.
+    pub intake: IntakeRules,
+    /// Approve, reject, resolve, dispute.
+    pub decisions: Decisions,
     pub waiters: Arc<Waiters>,
     /// Cancelled at SIGTERM: waiting requests answer at once with the current view.
     pub shutdown: CancellationToken,

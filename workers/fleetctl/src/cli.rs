@@ -97,27 +97,26 @@ pub enum Command {
         #[arg(long)]
         file: PathBuf,
     },
-    /// Approve the exact snapshot hash of a pending operation, then ring its execute bell.
+    /// Approve the exact snapshot hash of a pending operation, through the API as the
+    /// principal of FLEET_TOKEN; it runs once its quorum of distinct approvers is reached.
     Approve {
         /// The operation to approve (op_…).
         operation_id: String,
         /// The payload hash you reviewed (sha256:…, from `fleetctl show` or `fleetctl hash`).
         #[arg(long)]
         hash: String,
-        /// Who approves (recorded with the decision).
-        #[arg(long)]
-        by: String,
+        #[command(flatten)]
+        api: crate::decide::ApiConnection,
     },
-    /// Reject an operation that has not started; it is cancelled.
+    /// Reject an operation that has not started, through the API; it is cancelled.
     Reject {
         /// The operation to reject (op_…).
         operation_id: String,
-        /// Who rejects (recorded with the decision).
-        #[arg(long)]
-        by: String,
         /// Why, in words (recorded with the decision).
         #[arg(long)]
         reason: String,
+        #[command(flatten)]
+        api: crate::decide::ApiConnection,
     },
     /// Show one operation with its attempts and events.
     Show {
@@ -140,33 +139,32 @@ pub enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
-    /// Settle an unknown or accepted operation by hand, with evidence.
+    /// Settle an unknown or accepted operation by hand, with evidence, through the API as
+    /// the operator of FLEET_TOKEN.
     Resolve {
         /// The operation to settle (op_…).
         operation_id: String,
-        /// What the provider's records show became of it.
-        #[arg(long, value_enum)]
-        outcome: crate::operator::Resolution,
+        /// succeeded, failed or cancelled.
+        #[arg(long, value_parser = ["succeeded", "failed", "cancelled"])]
+        outcome: String,
         /// The provider's id of the effect (required for succeeded unless already known).
         #[arg(long)]
         external_id: Option<String>,
         /// What you checked, in words (recorded with the decision).
         #[arg(long)]
         evidence: String,
-        /// Who decides (recorded with the decision).
-        #[arg(long)]
-        by: String,
+        #[command(flatten)]
+        api: crate::decide::ApiConnection,
     },
-    /// Take an operation out of the workers' hands for investigation.
+    /// Take an operation out of the workers' hands for investigation, through the API.
     Dispute {
         /// The operation to dispute (op_…).
         operation_id: String,
-        /// Who disputes (recorded with the decision).
-        #[arg(long)]
-        by: String,
         /// Why, in words (recorded with the decision).
         #[arg(long)]
         reason: String,
+        #[command(flatten)]
+        api: crate::decide::ApiConnection,
     },
     /// Ring the reconcile doorbell for an operation now.
     Reconcile {

@@ -1,10 +1,10 @@
 //! fleetctl: the approver's and operator's command line, the demo and the bench.
 //! Each command is a small module; `main.rs` only parses and dispatches.
 
-pub mod approval;
 pub mod bench;
 pub mod broker_setup;
 pub mod cli;
+pub mod decide;
 pub mod demo;
 pub mod format;
 pub mod hash;
@@ -13,5 +13,3 @@ pub mod operator;
 pub mod processes;
 pub mod submit;
 pub mod token;
-
-pub use approval::{approve_and_ring, ApproveError};

@@ -4,7 +4,8 @@ use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
 use fleetctl::cli::{BrokerCommand, Cli, Command};
-use fleetctl::{approval, bench, broker_setup, demo, hash, inspect, operator, submit, token};
+use fleetctl::decide::{self, DecisionClient};
+use fleetctl::{bench, broker_setup, demo, hash, inspect, operator, submit, token};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -21,19 +22,14 @@ async fn main() -> anyhow::Result<()> {
         Command::Hash { file } => hash::run(&file)?,
         Command::Submit { file } => submit::run(&cli.conn.broker(), &file).await?,
         Command::Supersede { operation_id, file } => submit::supersede(&cli.conn.broker(), &operation_id, &file).await?,
-        Command::Approve { operation_id, hash, by } => {
-            let publisher = Publisher::connect(&cli.conn.broker()).await?;
-            approval::approve(&store()?, &publisher, &operation_id, &hash, &by).await?;
-            publisher.close().await;
-        }
-        Command::Reject { operation_id, by, reason } => approval::reject(&store()?, &operation_id, &by, &reason).await?,
+        Command::Approve { operation_id, hash, api } => decide::approve(&DecisionClient::from_args(&api), &operation_id, &hash).await?,
+        Command::Reject { operation_id, reason, api } => decide::reject(&DecisionClient::from_args(&api), &operation_id, &reason).await?,
         Command::Show { operation_id, output } => inspect::show(&store()?, &operation_id, output.format()).await?,
         Command::List { status, escalated, limit, output } => inspect::list(&store()?, status, escalated, limit, output.format()).await?,
-        Command::Resolve { operation_id, outcome, external_id, evidence, by } => {
-            let r = operator::Resolve { op: &operation_id, outcome, external_id: external_id.as_deref(), evidence: &evidence, by: &by };
-            operator::resolve(&store()?, r).await?
+        Command::Resolve { operation_id, outcome, external_id, evidence, api } => {
+            decide::resolve(&DecisionClient::from_args(&api), &operation_id, &outcome, external_id.as_deref(), &evidence).await?
         }
-        Command::Dispute { operation_id, by, reason } => operator::dispute(&store()?, &operation_id, &by, &reason).await?,
+        Command::Dispute { operation_id, reason, api } => decide::dispute(&DecisionClient::from_args(&api), &operation_id, &reason).await?,
         Command::Reconcile { operation_id } => {
             let publisher = Publisher::connect(&cli.conn.broker()).await?;
             operator::reconcile(&store()?, &publisher, &operation_id).await?;

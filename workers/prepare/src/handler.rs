@@ -3,17 +3,16 @@
 use fleet_broker::{Delivery, Disposition, Handler};
 use fleet_store::Store;
 
-use crate::guard::ProviderCapabilities;
-use crate::intake::{intake, Intake};
+use crate::intake::{intake, Intake, IntakeRules};
 
 pub struct PrepareHandler {
     store: Store,
-    providers: ProviderCapabilities,
+    rules: IntakeRules,
 }
 
 impl PrepareHandler {
-    pub fn new(store: Store, providers: ProviderCapabilities) -> Self {
-        Self { store, providers }
+    pub fn new(store: Store, rules: IntakeRules) -> Self {
+        Self { store, rules }
     }
 }
 
@@ -28,6 +27,6 @@ pub fn disposition(intake: &Intake) -> Disposition {
 
 impl Handler for PrepareHandler {
     async fn handle(&self, delivery: Delivery<'_>) -> Disposition {
-        disposition(&intake(&self.store, &self.providers, delivery.body).await)
+        disposition(&intake(&self.store, &self.rules, delivery.body).await)
     }
 }

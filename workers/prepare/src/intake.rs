@@ -4,14 +4,33 @@
 //! intake calls these functions, so an intent is accepted, refused or found conflicting
 //! the same way, writes the same row, and is logged and counted (the
 //! `fleet_intents_prepared_total` counter) once, here. Nothing here rings a doorbell: a
-//! prepared operation waits for a person's approval, and approving rings execute.
+//! prepared operation waits for its approvers, and the approval that completes its quorum
+//! rings execute.
 
-use fleet_core::{parse_intent, IntentError, ValidIntent};
+use std::sync::Arc;
+
+use fleet_core::{parse_intent, IntentError, PolicySet, ValidIntent};
 use fleet_runtime::metric_names as m;
 use fleet_store::{PrepareOutcome, Store, StoreError};
 use tracing::{info, warn};
 
 use crate::guard::{self, ProviderCapabilities};
+
+/// What an intent is checked against besides the contract: what the providers guarantee
+/// (the capability guard) and the quorum policies in force.
+#[derive(Debug, Clone)]
+pub struct IntakeRules {
+    pub providers: ProviderCapabilities,
+    pub policies: Arc<PolicySet>,
+}
+
+/// An intent that passed every check, with the number of distinct approvers its policy
+/// requires for it.
+#[derive(Debug, Clone)]
+pub struct CheckedIntent {
+    pub intent: ValidIntent,
+    pub approvals_required: u8,
+}
 
 /// The fate of one intent.
 #[derive(Debug)]
@@ -47,24 +66,34 @@ impl Refusal {
 
 /// Validates `bytes` as an intent.v1 message and, if it passes, stores it (the queue's
 /// intake: no authenticated submitter).
-pub async fn intake(store: &Store, providers: &ProviderCapabilities, bytes: &[u8]) -> Intake {
-    match validate(bytes, providers) {
-        Ok(intent) => store_intent(store, intent).await,
+pub async fn intake(store: &Store, rules: &IntakeRules, bytes: &[u8]) -> Intake {
+    match validate(bytes, rules) {
+        Ok(checked) => store_intent(store, checked).await,
         Err(refusal) => Intake::Refused(refusal),
     }
 }
 
-/// Parses and checks raw bytes; a refusal is logged and counted here.
-pub fn validate(bytes: &[u8], providers: &ProviderCapabilities) -> Result<ValidIntent, Refusal> {
+/// Parses and checks raw bytes: the contract, the capability guard, then the quorum
+/// policy the intent names. A refusal is logged and counted here.
+pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refusal> {
     let intent = match parse_intent(bytes) {
         Ok(intent) => intent,
         Err(e) => return Err(counted(refusal_of(&e))),
     };
-    if let Err(reason) = guard::check(intent.action, &intent.snapshot.provider, intent.approval_ttl_seconds, providers) {
+    if let Err(reason) = guard::check(intent.action, &intent.snapshot.provider, intent.approval_ttl_seconds, &rules.providers) {
         warn!(operation_id = %intent.operation_id, action = intent.action.wire_name(), provider = %intent.snapshot.provider, reason, "intent refused");
         return Err(counted(Refusal::new(reason, Some("provider"))));
     }
-    Ok(intent)
+    let s = &intent.snapshot;
+    match rules.policies.required_approvals(&s.policy_version, intent.action, &s.payload) {
+        Ok(approvals_required) => Ok(CheckedIntent { intent, approvals_required }),
+        Err(refusal) => {
+            // The version is the agent's text, not a secret; the log names it so the
+            // missing policy file can be found.
+            warn!(operation_id = %intent.operation_id, action = intent.action.wire_name(), policy_version = %s.policy_version, reason = refusal.reason(), field = refusal.field(), "intent refused: no quorum policy for it");
+            Err(counted(Refusal::new(refusal.reason(), Some(refusal.field()))))
+        }
+    }
 }
 
 /// The refusal of an intent found wrong before its bytes were read (an intake that
@@ -98,8 +127,8 @@ pub enum WriteError {
 
 /// Writes a validated intent on behalf of `submitted_by` (the authenticated principal, for
 /// an intake that has one).
-pub async fn write(store: &Store, intent: &ValidIntent, submitted_by: Option<&str>) -> Result<Written, WriteError> {
-    match store_intent_by(store, intent.clone(), submitted_by).await {
+pub async fn write(store: &Store, checked: &CheckedIntent, submitted_by: Option<&str>) -> Result<Written, WriteError> {
+    match store_intent_by(store, checked.clone(), submitted_by).await {
         Intake::Prepared(_) => Ok(Written::Inserted),
         Intake::AlreadyPrepared(_) => Ok(Written::AlreadyPrepared),
         Intake::Refused(r) if r.reason == "operation_id_conflict" => Err(WriteError::Conflict),
@@ -109,17 +138,18 @@ pub async fn write(store: &Store, intent: &ValidIntent, submitted_by: Option<&st
 }
 
 /// Writes an intent that passed validation, from the queue (no authenticated submitter).
-pub async fn store_intent(store: &Store, intent: ValidIntent) -> Intake {
-    store_intent_by(store, intent, None).await
+pub async fn store_intent(store: &Store, checked: CheckedIntent) -> Intake {
+    store_intent_by(store, checked, None).await
 }
 
 /// Writes an intent that passed validation, mapping every store answer to its meaning.
 /// Postgres refusing the values (a gap in validation) is a refusal, never a retry.
-pub async fn store_intent_by(store: &Store, intent: ValidIntent, submitted_by: Option<&str>) -> Intake {
+pub async fn store_intent_by(store: &Store, checked: CheckedIntent, submitted_by: Option<&str>) -> Intake {
+    let CheckedIntent { intent, approvals_required } = checked;
     let op = &intent.operation_id;
-    match store.insert_prepared(&intent, submitted_by).await {
+    match store.insert_prepared(&intent, i16::from(approvals_required), submitted_by).await {
         Ok(PrepareOutcome::Inserted) => {
-            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, "prepared, approval pending");
+            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, approvals_required, "prepared, approval pending");
             count("prepared");
             if intent.supersedes.is_some() {
                 metrics::counter!(m::APPROVALS_RENEWED_TOTAL, "action" => intent.action.wire_name()).increment(1);

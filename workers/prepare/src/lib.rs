@@ -1,7 +1,8 @@
 //! fleet-prepare: turns intent.v1 messages into immutable, pending-approval operations.
 //! It makes no external call, and refuses actions on providers that cannot execute them
 //! safely (the capability guard). A message that breaks the contract is dead-lettered at
-//! once with its reason and nothing is written for it. The HTTP API validates and
+//! once with its reason and nothing is written for it, as is an intent whose
+//! `policy_version` names no quorum policy in force (`POLICY_DIR`). The HTTP API validates and
 //! writes intents with the same [`intake`] functions.
 
 mod guard;
@@ -17,20 +18,20 @@ use tokio_util::sync::CancellationToken;
 
 pub use guard::ProviderCapabilities;
 pub use handler::{disposition, PrepareHandler};
-pub use intake::{intake, store_intent, Intake, Refusal};
+pub use intake::{intake, store_intent, CheckedIntent, Intake, IntakeRules, Refusal};
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct PrepareDeps {
     pub store: Store,
     pub broker: BrokerConfig,
     pub health: BrokerHealth,
-    pub providers: ProviderCapabilities,
+    pub rules: IntakeRules,
     pub concurrency: usize,
 }
 
 /// Consumes `intents.prepare` until `shutdown` is cancelled.
 pub async fn run(deps: PrepareDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
     series::series_at_zero();
-    let handler = Arc::new(PrepareHandler::new(deps.store, deps.providers));
+    let handler = Arc::new(PrepareHandler::new(deps.store, deps.rules));
     fleet_broker::consume_with_health(deps.broker, Queue::IntentsPrepare, handler, deps.concurrency, shutdown, &deps.health).await
 }

@@ -1,8 +1,10 @@
 //! fleet-prepare: consumes `intents.prepare`.
 
 use clap::Parser;
-use fleet_prepare::ProviderCapabilities;
-use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
+use std::sync::Arc;
+
+use fleet_prepare::{IntakeRules, ProviderCapabilities};
+use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs, PolicyArgs};
 
 #[derive(Parser)]
 #[command(name = "fleet-prepare", version, about = "Validates intent.v1 messages and stores pending-approval operations")]
@@ -15,12 +17,15 @@ struct Cli {
     /// Only PAYMENTS_KEY_RETENTION_S matters here: an approval may not outlive the key.
     #[command(flatten)]
     payments: PaymentsArgs,
+    #[command(flatten)]
+    policies: PolicyArgs,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let boot = fleet_boot::start("prepare", &cli.common, admin_addrs::PREPARE).await?;
+    let policies = Arc::new(cli.policies.load()?);
     let providers = ProviderCapabilities {
         payments: fleet_providers::payments::capabilities(),
         crm: fleet_providers::crm::declared_capabilities(&cli.crm).map_err(anyhow::Error::msg)?,
@@ -30,7 +35,7 @@ async fn main() -> anyhow::Result<()> {
         store: boot.store.clone(),
         broker: boot.broker.clone(),
         health: boot.broker_health.clone(),
-        providers,
+        rules: IntakeRules { providers, policies },
         concurrency: cli.common.concurrency,
     };
     fleet_prepare::run(deps, boot.shutdown.clone()).await?;

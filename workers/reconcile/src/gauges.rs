@@ -7,7 +7,9 @@ use fleet_runtime::metric_names as m;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
-pub async fn run(store: Store, every: Duration, shutdown: CancellationToken) {
+/// Every `every`, computes the gauges; pending approvals closing within `expiring_soon`
+/// count as expiring soon.
+pub async fn run(store: Store, every: Duration, expiring_soon: Duration, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -27,6 +29,13 @@ pub async fn run(store: Store, every: Duration, shutdown: CancellationToken) {
                 metrics::counter!(m::MANUAL_INVESTIGATIONS_TOTAL).absolute(g.operator_decisions.max(0) as u64);
             }
             Err(e) => tracing::warn!(error = %e, "could not compute the fleet gauges"),
+        }
+        match store.approval_gauges(expiring_soon.as_secs_f64()).await {
+            Ok(g) => {
+                metrics::gauge!(m::APPROVALS_PENDING).set(g.pending as f64);
+                metrics::gauge!(m::APPROVALS_EXPIRING_SOON).set(g.expiring_soon as f64);
+            }
+            Err(e) => tracing::warn!(error = %e, "could not compute the approval gauges"),
         }
     }
 }

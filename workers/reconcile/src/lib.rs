@@ -14,6 +14,7 @@ mod settings;
 mod sweep;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
 use fleet_core::reconcile::ProviderContract;
@@ -45,7 +46,12 @@ pub struct ReconcileDeps {
 pub async fn run(deps: ReconcileDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
     let reconciler = Arc::new(Reconciler::new(&deps));
     series::series_at_zero();
-    let gauges = tokio::spawn(gauges::run(deps.store.clone(), deps.settings.sweep_interval(), shutdown.clone()));
+    let gauges = tokio::spawn(gauges::run(
+        deps.store.clone(),
+        deps.settings.sweep_interval(),
+        Duration::from_secs(u64::from(deps.settings.approvals_expiring_soon_s)),
+        shutdown.clone(),
+    ));
     let sweeper = tokio::spawn(sweep::run(reconciler.clone(), deps.settings.clone(), deps.concurrency, shutdown.clone()));
     let handler = Arc::new(ReconcileHandler::new(reconciler));
     let consumed = fleet_broker::consume_with_health(deps.broker, Queue::OperationsReconcile, handler, deps.concurrency, shutdown.clone(), &deps.health).await;

@@ -30,6 +30,11 @@ pub struct ReconcileSettings {
     /// Deadline given to an operation a lookup found still pending.
     #[arg(long, env = "ACCEPTED_DEADLINE_S", default_value_t = 3_600, value_parser = clap::value_parser!(u32).range(1..))]
     pub accepted_deadline_s: u32,
+
+    /// A pending approval whose window closes within this many seconds counts as
+    /// expiring soon (`fleet_approvals_expiring_soon`, the approvals alert).
+    #[arg(long, env = "APPROVALS_EXPIRING_SOON_S", default_value_t = 900, value_parser = clap::value_parser!(u32).range(1..=86_400))]
+    pub approvals_expiring_soon_s: u32,
 }
 
 impl ReconcileSettings {
@@ -55,6 +60,7 @@ impl Default for ReconcileSettings {
             escalate_after_lookups: 5,
             lookup_recheck_ms: 5_000,
             accepted_deadline_s: 3_600,
+            approvals_expiring_soon_s: 900,
         }
     }
 }

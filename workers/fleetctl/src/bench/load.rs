@@ -2,13 +2,15 @@
 //!
 //! - [`prepare_and_approve`] (execute mode, before the workers start): each intent goes
 //!   through `Store::insert_prepared` (what fleet-prepare does with a valid intent) and
-//!   `Store::approve` (what `fleetctl approve` does before it rings), without a bell.
+//!   `Store::approve` (what fleet-api's approve does once the caller is authorized),
+//!   without a bell.
 //! - [`ring_all`] (execute mode, the measured phase): every execute bell at once, on
 //!   `--publishers` connections in parallel.
 //! - [`pipeline`]: intents are published to `intents.prepare` (paced by `--rate`), and a
 //!   poller finds each prepared operation and hands it to one of `--publishers`
-//!   approvers, which call `fleetctl::approve_and_ring`, the code path of `fleetctl
-//!   approve`.
+//!   approvers, which do what fleet-api's approve does once the caller is authorized
+//!   ([`approve_and_ring`]: `Store::approve`, then the execute bell). The bench measures
+//!   the workers, so it leaves the HTTP hop and its authorization out.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use fleet_broker::{Publisher, Queue};
-use fleet_core::{parse_intent, Doorbell, ValidIntent};
+use fleet_core::{parse_intent, Decider, Doorbell, OperationId, SignIn, ValidIntent};
 use fleet_store::{ApprovalOutcome, PrepareOutcome, Store};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -27,6 +29,8 @@ use tokio::time::Instant;
 /// The tenant of every operation the bench submits (history rows have others).
 pub const TENANT: &str = "org_bench";
 pub const APPROVER: &str = "bench-approver";
+/// The bench's approver, as its approvals record it.
+const BY: Decider<'static> = Decider { name: APPROVER, signed_in_with: SignIn::Token };
 /// How often the pipeline's approver looks for newly prepared operations.
 const APPROVER_POLL: Duration = Duration::from_millis(5);
 /// Upper bound on prepared operations one poll picks up.
@@ -106,9 +110,9 @@ pub async fn prepare_and_approve(store: &Store, intents: &Arc<Vec<BenchIntent>>)
         set.spawn(async move {
             for i in dealt(intents.len(), SETUP_TASKS, w) {
                 let it = &intents[i].intent;
-                let inserted = store.insert_prepared(it, None).await?;
+                let inserted = store.insert_prepared(it, 1, None).await?;
                 anyhow::ensure!(matches!(inserted, PrepareOutcome::Inserted), "{}: insert_prepared said {inserted:?}", it.operation_id);
-                let approved = store.approve(it.operation_id.as_str(), it.payload_hash.as_str(), APPROVER).await?;
+                let approved = store.approve(it.operation_id.as_str(), it.payload_hash.as_str(), &BY).await?;
                 anyhow::ensure!(approved == ApprovalOutcome::Approved, "{}: approve said {approved:?}", it.operation_id);
             }
             Ok(())
@@ -193,6 +197,14 @@ async fn submit_all(publishers: Vec<Publisher>, intents: Arc<Vec<BenchIntent>>, 
     Ok(start.elapsed().as_secs_f64())
 }
 
+/// Approves as the bench's approver, then rings the execute bell: `Ok(false)` when the
+/// bell could not be rung (reconcile's sweeper rings it later).
+async fn approve_and_ring(store: &Store, publisher: &Publisher, op: &OperationId, hash: &str) -> anyhow::Result<bool> {
+    let approved = store.approve(op.as_str(), hash, &BY).await?;
+    anyhow::ensure!(approved == ApprovalOutcome::Approved, "{op}: approve said {approved:?}");
+    Ok(publisher.publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes()).await.is_ok())
+}
+
 /// The approver: polls for prepared, pending operations of the bench and deals each to
 /// one of the approver tasks, which approve the hash the bench computed itself.
 async fn approve_as_prepared(store: &Store, approvers: &[Publisher], intents: &Arc<Vec<BenchIntent>>, tally: &Arc<BenchTally>) -> anyhow::Result<()> {
@@ -206,7 +218,7 @@ async fn approve_as_prepared(store: &Store, approvers: &[Publisher], intents: &A
         set.spawn(async move {
             while let Some(i) = rx.recv().await {
                 let it = &intents[i].intent;
-                let rung = crate::approve_and_ring(&store, &publisher, &it.operation_id, it.payload_hash.as_str(), APPROVER).await?;
+                let rung = approve_and_ring(&store, &publisher, &it.operation_id, it.payload_hash.as_str()).await?;
                 if rung {
                     tally.published.fetch_add(1, Ordering::Relaxed);
                 } else {

@@ -1,6 +1,7 @@
 //! The demo's intents: the seed example first, then a deterministic mix that shows each
 //! path: approved payments, payments the provider refuses (402), one rejected by its
-//! approver, and a message that breaks the contract (dead-lettered by prepare).
+//! approver, one large enough (1,500,000.00 KZT) that its policy asks for two distinct
+//! approvers, and a message that breaks the contract (dead-lettered by prepare).
 
 use fleet_core::{parse_intent, ValidIntent};
 use serde_json::json;
@@ -59,6 +60,9 @@ pub fn plan(count: usize) -> Plan {
         let msg = message(&invoice, &beneficiary, amount, currencies[i % 3], "Scheduled supplier payment.");
         intents.push(demo_intent(msg, i == 4));
     }
+    // payments-v3 asks for two distinct approvers at 1,000,000.00 KZT and above.
+    let large = message("inv_9300", "vendor_12", 150_000_000, "KZT", "Annual licence renewal, board-approved budget line 7.");
+    intents.push(demo_intent(large, false));
     let mut invalid = message("inv_bad", "vendor_1", 0, "USD", "amount sent as a float");
     invalid["payload"]["amount_minor"] = json!(125.5);
     Plan { intents, invalid: serde_json::to_vec(&invalid).expect("json serialises") }

@@ -1,9 +1,10 @@
 //! `fleetctl demo`: the whole pipeline on one machine, with real processes. It migrates,
 //! starts the provider simulator, the four workers, the HTTP API and the event relay,
 //! submits the seed example (invoice inv_9182, 12,500.00 KZT to vendor_77) through the API
-//! as an agent would and a few dozen more intents to the queue, approves them the way a
-//! person would, waits until every operation is final and its outcome events are
-//! published, and prints a table of final states next to the effects the provider holds.
+//! as an agent would and a few dozen more intents to the queue, approves them through the
+//! API the way people would (two distinct approvers for the large KZT payment), waits
+//! until every operation is final and its outcome events are published, and prints a
+//! table of final states next to the effects the provider holds.
 
 mod api;
 mod intents;
@@ -17,6 +18,7 @@ use clap::Args;
 use fleet_broker::{Publisher, Queue};
 use fleet_core::OperationId;
 use fleet_store::Store;
+use serde_json::{json, Value};
 
 use crate::cli::Connection;
 use processes::Fleet;
@@ -57,6 +59,12 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
     outcome
 }
 
+/// A payment's amount as a person reads it (the demo's currencies have two decimals).
+fn amount(payload: &Value) -> String {
+    let minor = payload["amount_minor"].as_i64().unwrap_or(0);
+    format!("{}.{:02} {}", minor / 100, minor % 100, payload["currency"].as_str().unwrap_or(""))
+}
+
 async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str, api_url: &str) -> anyhow::Result<()> {
     let store = Store::connect(conn.database_url.expose(), 4)?;
     let broker = conn.broker();
@@ -75,13 +83,26 @@ async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str, api_url: &str)
     let ids: Vec<OperationId> = plan.intents.iter().map(|i| i.intent.operation_id.clone()).collect();
     report::wait_until(&store, &ids, deadline, |row| row.is_some(), "prepared").await?;
 
+    let approvers = api::approvers(&store, api_url, &seed.intent.snapshot.tenant_id).await?;
     for intent in &plan.intents {
-        let op = &intent.intent.operation_id;
+        let op = intent.intent.operation_id.as_str();
         if intent.reject {
-            store.reject(op.as_str(), "demo-approver", "amount looks wrong").await?;
-        } else {
-            // The approver approves the hash they computed themselves from the intent.
-            crate::approve_and_ring(&store, &publisher, op, intent.intent.payload_hash.as_str(), "demo-approver").await?;
+            approvers[0].1.decide(op, "reject", json!({ "reason": "amount looks wrong" })).await?;
+            continue;
+        }
+        // Each approver approves the hash they computed themselves from the intent, one
+        // after the other, until the operation's quorum is reached.
+        let hash = json!({ "payload_hash": intent.intent.payload_hash.as_str() });
+        for (n, (name, approver)) in approvers.iter().enumerate() {
+            let view = approver.decide(op, "approve", hash.clone()).await?;
+            if view["approval_status"] == "approved" {
+                if n > 0 {
+                    println!("{op} approved by {name}: {} of {} distinct approvers", view["approvals_received"], view["approvals_required"]);
+                }
+                break;
+            }
+            anyhow::ensure!(n + 1 < approvers.len(), "{op} is still pending after every demo approver: {view}");
+            println!("{op} ({}) needs {} distinct approvers: {} of {} after {name}", amount(&intent.intent.snapshot.payload), view["approvals_required"], view["approvals_received"], view["approvals_required"]);
         }
     }
     println!("approved {} and rejected {}", plan.intents.iter().filter(|i| !i.reject).count(), plan.intents.iter().filter(|i| i.reject).count());

@@ -1,0 +1,297 @@
+//! Quorum policies: how many distinct approvers an operation needs before it may run. An
+//! intent names the policy it followed (`policy_version`); each version is a TOML file
+//! (`shared/policies/<policy_version>.toml`) that says, per action and per amount band in
+//! each currency, how many approvers are required:
+//!
+//! ```toml
+//! policy_version = "payments-v3"
+//!
+//! [actions."payment.create"]
+//! approvers = 1                    # below every band
+//!
+//! [[actions."payment.create".bands]]
+//! currency = "KZT"
+//! from_amount_minor = 100000000    # 1,000,000.00 KZT and above
+//! approvers = 2
+//! ```
+//!
+//! An operation's amount falls in the band of its currency with the highest
+//! `from_amount_minor` at or below it; no such band means the action's `approvers`. An
+//! action the policy does not name is not allowed under it. A larger amount never needs
+//! fewer approvers (a file that says otherwise is refused). Pure: the text is an input;
+//! reading the directory is the caller's.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::currency::is_iso_4217;
+use crate::intent::{Action, MAX_SAFE_INTEGER};
+
+/// The most approvers a policy may require: a quorum nobody can gather is a mistake.
+pub const MAX_APPROVERS: u8 = 10;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    policy_version: String,
+    actions: BTreeMap<String, ActionFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActionFile {
+    approvers: u8,
+    #[serde(default)]
+    bands: Vec<BandFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BandFile {
+    currency: String,
+    from_amount_minor: i64,
+    approvers: u8,
+}
+
+/// A policy file that cannot be used; the message names the file and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("policy {source_name}: {problem}")]
+pub struct PolicyError {
+    pub source_name: String,
+    pub problem: String,
+}
+
+/// Why an intent cannot be judged by the policies in force; it is refused at intake with
+/// the dead-letter reason `unknown_policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyRefusal {
+    /// No policy file for the intent's `policy_version`.
+    UnknownPolicy,
+    /// The policy exists but does not name the intent's action.
+    ActionNotInPolicy,
+}
+
+impl PolicyRefusal {
+    /// The dead-letter reason (both cases: the intent's policy says nothing about it).
+    pub fn reason(self) -> &'static str {
+        "unknown_policy"
+    }
+
+    /// The member of the intent the refusal is about.
+    pub fn field(self) -> &'static str {
+        match self {
+            PolicyRefusal::UnknownPolicy => "policy_version",
+            PolicyRefusal::ActionNotInPolicy => "action",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Band {
+    from_amount_minor: i64,
+    approvers: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ActionQuorum {
+    approvers: u8,
+    /// Per currency, sorted by `from_amount_minor`.
+    bands: BTreeMap<String, Vec<Band>>,
+}
+
+impl ActionQuorum {
+    fn required(&self, payload: &Value) -> u8 {
+        let (Some(amount), Some(currency)) = (
+            payload.get("amount_minor").and_then(Value::as_i64),
+            payload.get("currency").and_then(Value::as_str),
+        ) else {
+            return self.approvers;
+        };
+        self.bands
+            .get(currency)
+            .and_then(|bands| bands.iter().rev().find(|b| b.from_amount_minor <= amount))
+            .map_or(self.approvers, |b| b.approvers)
+    }
+}
+
+/// One policy version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    version: String,
+    actions: HashMap<Action, ActionQuorum>,
+}
+
+/// Whether the action's payload carries an amount (and so can fall in a band).
+fn has_amount(action: Action) -> bool {
+    match action {
+        Action::PaymentCreate | Action::RefundCreate | Action::CrmDealCreate => true,
+        Action::CrmDealUpdate => false,
+    }
+}
+
+impl Policy {
+    /// Parses and checks one policy file; `source_name` is the file's stem, which must be
+    /// the version the file declares (so the file an intent's version names is the one
+    /// that applies).
+    pub fn parse(source_name: &str, text: &str) -> Result<Policy, PolicyError> {
+        let fail = |problem: String| PolicyError {
+            source_name: source_name.to_owned(),
+            problem,
+        };
+        let file: PolicyFile = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        if file.policy_version != source_name {
+            return Err(fail(format!(
+                "declares policy_version {:?}; the file must be named after its version",
+                file.policy_version
+            )));
+        }
+        if file.actions.is_empty() {
+            return Err(fail("names no action".to_owned()));
+        }
+        let approvers_ok = |n: u8| (1..=MAX_APPROVERS).contains(&n);
+        let mut actions = HashMap::new();
+        for (name, rule) in file.actions {
+            let action =
+                Action::parse(&name).ok_or_else(|| fail(format!("unknown action {name:?}")))?;
+            if !approvers_ok(rule.approvers) {
+                return Err(fail(format!(
+                    "{name}: approvers must be 1 to {MAX_APPROVERS}"
+                )));
+            }
+            if !rule.bands.is_empty() && !has_amount(action) {
+                return Err(fail(format!("{name}: has no amount, so it has no bands")));
+            }
+            let mut bands: BTreeMap<String, Vec<Band>> = BTreeMap::new();
+            for band in rule.bands {
+                if !is_iso_4217(&band.currency) {
+                    return Err(fail(format!(
+                        "{name}: {:?} is not an ISO 4217 currency",
+                        band.currency
+                    )));
+                }
+                if !(1..=MAX_SAFE_INTEGER).contains(&band.from_amount_minor) {
+                    return Err(fail(format!(
+                        "{name}: from_amount_minor must be 1 to {MAX_SAFE_INTEGER}"
+                    )));
+                }
+                if !approvers_ok(band.approvers) {
+                    return Err(fail(format!(
+                        "{name}: approvers must be 1 to {MAX_APPROVERS}"
+                    )));
+                }
+                bands.entry(band.currency).or_default().push(Band {
+                    from_amount_minor: band.from_amount_minor,
+                    approvers: band.approvers,
+                });
+            }
+            for (currency, list) in &mut bands {
+                list.sort_by_key(|b| b.from_amount_minor);
+                if list
+                    .windows(2)
+                    .any(|w| w[0].from_amount_minor == w[1].from_amount_minor)
+                {
+                    return Err(fail(format!(
+                        "{name}: two {currency} bands start at the same amount"
+                    )));
+                }
+                let mut floor = rule.approvers;
+                for b in list.iter() {
+                    if b.approvers < floor {
+                        return Err(fail(format!(
+                            "{name}: the {currency} band from {} needs fewer approvers than a smaller amount",
+                            b.from_amount_minor
+                        )));
+                    }
+                    floor = b.approvers;
+                }
+            }
+            actions.insert(
+                action,
+                ActionQuorum {
+                    approvers: rule.approvers,
+                    bands,
+                },
+            );
+        }
+        Ok(Policy {
+            version: file.policy_version,
+            actions,
+        })
+    }
+
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// How many distinct approvers `action` with this payload needs, if the policy
+    /// allows the action at all.
+    pub fn required_approvals(&self, action: Action, payload: &Value) -> Option<u8> {
+        self.actions.get(&action).map(|q| q.required(payload))
+    }
+}
+
+/// Every policy in force, by version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicySet {
+    policies: BTreeMap<String, Policy>,
+}
+
+impl PolicySet {
+    /// The policies of these files: (file stem, text) each.
+    pub fn parse<'a>(
+        files: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<PolicySet, PolicyError> {
+        let mut policies = BTreeMap::new();
+        for (name, text) in files {
+            let policy = Policy::parse(name, text)?;
+            policies.insert(policy.version.clone(), policy);
+        }
+        Ok(PolicySet { policies })
+    }
+
+    pub fn versions(&self) -> impl Iterator<Item = &str> {
+        self.policies.keys().map(String::as_str)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+
+    /// How many distinct approvers an intent needs under the policy it names.
+    pub fn required_approvals(
+        &self,
+        policy_version: &str,
+        action: Action,
+        payload: &Value,
+    ) -> Result<u8, PolicyRefusal> {
+        self.policies
+            .get(policy_version)
+            .ok_or(PolicyRefusal::UnknownPolicy)?
+            .required_approvals(action, payload)
+            .ok_or(PolicyRefusal::ActionNotInPolicy)
+    }
+}
+
+/// Progress towards a quorum: `received` distinct approvals of `required`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quorum {
+    pub received: i64,
+    pub required: i64,
+}
+
+impl Quorum {
+    pub fn is_met(self) -> bool {
+        self.received >= self.required
+    }
+}
+
+impl std::fmt::Display for Quorum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of {}", self.received, self.required)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,166 @@
+use std::path::Path;
+
+use serde_json::json;
+
+use super::*;
+
+/// The policy files the repository ships, as the loader reads them.
+fn shipped() -> PolicySet {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
+    let files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| {
+            (
+                p.file_stem().unwrap().to_str().unwrap().to_owned(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
+        .collect();
+    PolicySet::parse(files.iter().map(|(n, t)| (n.as_str(), t.as_str()))).unwrap()
+}
+
+fn payment(amount_minor: i64, currency: &str) -> Value {
+    json!({"invoice_id": "inv_1", "beneficiary_id": "vendor_77", "amount_minor": amount_minor, "currency": currency})
+}
+
+#[test]
+fn the_shipped_policies_cover_every_version_the_fleet_uses() {
+    let set = shipped();
+    assert_eq!(
+        set.versions().collect::<Vec<_>>(),
+        ["crm-v1", "payments-v3", "refunds-v1"]
+    );
+    let refund = json!({"payment_id": "pay_1", "amount_minor": 500_000_000, "currency": "KZT", "reason": "r"});
+    assert_eq!(
+        set.required_approvals("refunds-v1", Action::RefundCreate, &refund),
+        Ok(1)
+    );
+    let deal = json!({"name": "n", "amount_minor": 990_000, "currency": "EUR", "stage": "s", "owner_id": "u"});
+    assert_eq!(
+        set.required_approvals("crm-v1", Action::CrmDealCreate, &deal),
+        Ok(1)
+    );
+    let update = json!({"expected_version": 3, "patch": {"stage": "won"}});
+    assert_eq!(
+        set.required_approvals("crm-v1", Action::CrmDealUpdate, &update),
+        Ok(1)
+    );
+}
+
+#[test]
+fn a_kzt_payment_of_a_million_or_more_needs_two_approvers() {
+    let set = shipped();
+    let required = |amount, currency| {
+        set.required_approvals(
+            "payments-v3",
+            Action::PaymentCreate,
+            &payment(amount, currency),
+        )
+    };
+    assert_eq!(required(1_250_000, "KZT"), Ok(1), "the seed: 12,500.00 KZT");
+    assert_eq!(required(99_999_999, "KZT"), Ok(1), "999,999.99 KZT");
+    assert_eq!(required(100_000_000, "KZT"), Ok(2), "1,000,000.00 KZT");
+    assert_eq!(required(MAX_SAFE_INTEGER, "KZT"), Ok(2));
+    // The band is KZT's: the same digits in another currency are another amount.
+    assert_eq!(required(100_000_000, "USD"), Ok(1));
+}
+
+#[test]
+fn an_unknown_version_or_an_action_it_does_not_name_is_refused() {
+    let set = shipped();
+    assert_eq!(
+        set.required_approvals("payments-v2", Action::PaymentCreate, &payment(1, "KZT")),
+        Err(PolicyRefusal::UnknownPolicy)
+    );
+    assert_eq!(
+        set.required_approvals("payments-v3", Action::RefundCreate, &payment(1, "KZT")),
+        Err(PolicyRefusal::ActionNotInPolicy)
+    );
+    for refusal in [
+        PolicyRefusal::UnknownPolicy,
+        PolicyRefusal::ActionNotInPolicy,
+    ] {
+        assert_eq!(refusal.reason(), "unknown_policy");
+    }
+    assert_eq!(PolicyRefusal::UnknownPolicy.field(), "policy_version");
+    assert_eq!(PolicyRefusal::ActionNotInPolicy.field(), "action");
+}
+
+#[test]
+fn the_highest_band_at_or_below_the_amount_applies() {
+    let text = r#"
+        policy_version = "tiers"
+        [actions."payment.create"]
+        approvers = 1
+        [[actions."payment.create".bands]]
+        currency = "EUR"
+        from_amount_minor = 5000000
+        approvers = 3
+        [[actions."payment.create".bands]]
+        currency = "EUR"
+        from_amount_minor = 100000
+        approvers = 2
+    "#;
+    let policy = Policy::parse("tiers", text).unwrap();
+    let required =
+        |amount| policy.required_approvals(Action::PaymentCreate, &payment(amount, "EUR"));
+    assert_eq!(required(99_999), Some(1));
+    assert_eq!(required(100_000), Some(2));
+    assert_eq!(required(4_999_999), Some(2));
+    assert_eq!(required(5_000_000), Some(3));
+    assert_eq!(
+        policy.required_approvals(Action::RefundCreate, &payment(1, "EUR")),
+        None
+    );
+}
+
+#[test]
+fn a_policy_file_that_could_mislead_is_refused_with_what_is_wrong() {
+    let action =
+        |body: &str| format!("policy_version = \"p\"\n[actions.\"payment.create\"]\n{body}");
+    let band = |currency: &str, from: i64, approvers: u8| {
+        format!("[[actions.\"payment.create\".bands]]\ncurrency = \"{currency}\"\nfrom_amount_minor = {from}\napprovers = {approvers}\n")
+    };
+    let cases: Vec<(String, &str)> = vec![
+        ("policy_version = \"q\"\n[actions.\"payment.create\"]\napprovers = 1".into(), "named after its version"),
+        ("policy_version = \"p\"\nactions = {}".into(), "names no action"),
+        ("policy_version = \"p\"".into(), "missing field"),
+        ("policy_version = \"p\"\n[actions.\"payment.delete\"]\napprovers = 1".into(), "unknown action"),
+        (action("approvers = 0"), "approvers must be 1 to 10"),
+        (action("approvers = 11"), "approvers must be 1 to 10"),
+        (action("approvers = 1\nquorum = 2"), "unknown field"),
+        (action(&format!("approvers = 1\n{}", band("KZ", 1, 2))), "not an ISO 4217 currency"),
+        (action(&format!("approvers = 1\n{}", band("KZT", 0, 2))), "from_amount_minor must be 1"),
+        (action(&format!("approvers = 1\n{}", band("KZT", 10, 0))), "approvers must be 1 to 10"),
+        (action(&format!("approvers = 1\n{}{}", band("KZT", 10, 2), band("KZT", 10, 3))), "start at the same amount"),
+        (action(&format!("approvers = 2\n{}", band("KZT", 10, 1))), "fewer approvers"),
+        (action(&format!("approvers = 1\n{}{}", band("KZT", 10, 3), band("KZT", 20, 2))), "fewer approvers"),
+        (
+            "policy_version = \"p\"\n[actions.\"crm.deal.update\"]\napprovers = 1\n[[actions.\"crm.deal.update\".bands]]\ncurrency = \"EUR\"\nfrom_amount_minor = 1\napprovers = 2".to_owned(),
+            "has no amount",
+        ),
+        ("policy_version = \"p\"\n[actions.\"payment.create\"\napprovers = 1".into(), "TOML parse error"),
+    ];
+    for (text, expected) in cases {
+        let err = Policy::parse("p", &text).expect_err(&text);
+        assert_eq!(err.source_name, "p");
+        assert!(err.to_string().contains(expected), "{text}\n→ {err}");
+    }
+}
+
+#[test]
+fn progress_reads_as_received_of_required() {
+    let half = Quorum {
+        received: 1,
+        required: 2,
+    };
+    assert_eq!(half.to_string(), "1 of 2");
+    assert!(!half.is_met());
+    assert!(Quorum {
+        received: 2,
+        required: 2
+    }
+    .is_met());
+}

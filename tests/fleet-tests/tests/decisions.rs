@@ -1,0 +1,713 @@
+//! People's decisions over HTTP, with fleet-api and fleet-execute as real processes:
+//! approval by an approver of the operation's tenant, never by the principal that
+//! submitted it; quorum by policy (a KZT payment of 1,000,000.00 or more needs two
+//! distinct approvers); refusals for the wrong role (403), another tenant (404) and a hash
+//! that is not the pending snapshot's (409); rejection; operators resolving and disputing;
+//! `fleetctl` deciding through the API with its token; an intent whose policy version has
+//! no policy refused at intake; and the approval gauges reconcile computes.
+
+use fleet_broker::Queue;
+use fleet_core::Role;
+use fleet_tests::{
+    admin_url_of, eventually, hash_of, intent, intent_bytes, op_of, scrape_gauge, with_amount,
+    ApiProcess, TestFleet, WorkerProcess,
+};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+const TENANT: &str = "org_482";
+const OTHER_TENANT: &str = "org_999";
+
+/// A fleet with the API and an execute worker as processes, and a principal of each kind.
+struct Desk {
+    fleet: TestFleet,
+    api: ApiProcess,
+    _execute: WorkerProcess,
+    /// The agent that submits (`billing-bot`).
+    agent: String,
+    /// Two approvers of the tenant (`alice`, `bob`).
+    alice: String,
+    bob: String,
+    /// An approver of another tenant.
+    mallory: String,
+    /// An operator of the tenant (`dana`).
+    dana: String,
+}
+
+async fn desk() -> Desk {
+    let fleet = TestFleet::start().await;
+    let api = fleet.spawn_api(&[]).await;
+    let execute = fleet.spawn_process("fleet-execute", &[]);
+    Desk {
+        agent: fleet.token("billing-bot", Role::Agent, &[TENANT]).await,
+        alice: fleet.token("alice", Role::Approver, &[TENANT]).await,
+        bob: fleet.token("bob", Role::Approver, &[TENANT]).await,
+        mallory: fleet
+            .token("mallory", Role::Approver, &[OTHER_TENANT])
+            .await,
+        dana: fleet.token("dana", Role::Operator, &[TENANT]).await,
+        fleet,
+        api,
+        _execute: execute,
+    }
+}
+
+impl Desk {
+    /// Submits as the agent; the intent must be stored.
+    async fn submit(&self, i: &Value) -> Value {
+        let response = self
+            .fleet
+            .http
+            .post(self.api.url("/v1/intents"))
+            .bearer_auth(&self.agent)
+            .header("content-type", "application/json")
+            .body(intent_bytes(i))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        response.json().await.unwrap()
+    }
+
+    /// `POST /v1/operations/{op}/{what}` as the bearer of `token`: (status, body).
+    async fn decide(&self, token: &str, op: &str, what: &str, body: Value) -> (StatusCode, Value) {
+        let path = format!("/v1/operations/{op}/{what}");
+        let response = self.api.post(&self.fleet.http, token, &path, &body).await;
+        (response.status(), response.json().await.unwrap())
+    }
+
+    async fn approve(&self, token: &str, i: &Value) -> (StatusCode, Value) {
+        self.decide(
+            token,
+            &op_of(i),
+            "approve",
+            json!({"payload_hash": hash_of(i)}),
+        )
+        .await
+    }
+
+    /// Waits (long-poll) until the operation is final, as the agent sees it.
+    async fn final_view(&self, op: &str) -> Value {
+        let path = format!("/v1/operations/{op}?wait_for=final&timeout_s=30");
+        let response = self
+            .fleet
+            .http
+            .get(self.api.url(&path))
+            .bearer_auth(&self.agent)
+            .send()
+            .await
+            .unwrap();
+        let view: Value = response.json().await.unwrap();
+        assert!(
+            ["succeeded", "failed", "cancelled", "disputed"]
+                .contains(&view["status"].as_str().unwrap()),
+            "not final within the wait: {view}"
+        );
+        view
+    }
+
+    async fn approvals(&self, op: &str) -> Vec<(String, String, String)> {
+        self.fleet
+            .sql()
+            .await
+            .query(
+                "SELECT principal, signed_in_with, payload_hash FROM approvals WHERE operation_id = $1 ORDER BY at",
+                &[&op],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect()
+    }
+
+    /// (kind, actor, signed_in_with) of the operation's history rows written by people.
+    async fn decisions(&self, op: &str) -> Vec<(String, String, Option<String>)> {
+        self.fleet
+            .sql()
+            .await
+            .query(
+                "SELECT kind, actor, signed_in_with FROM operation_events
+                 WHERE operation_id = $1 AND (actor LIKE 'approver:%' OR actor LIKE 'operator:%') ORDER BY id",
+                &[&op],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect()
+    }
+
+    /// The operation, approved through the API by alice, made `unknown` by the provider
+    /// answering 500 after committing it.
+    async fn unknown_operation(&self) -> String {
+        self.fleet
+            .sim_fault(
+                json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
+            )
+            .await;
+        let i = intent();
+        self.submit(&i).await;
+        assert_eq!(self.approve(&self.alice, &i).await.0, StatusCode::OK);
+        self.fleet.reaches(&op_of(&i), "unknown").await;
+        op_of(&i)
+    }
+
+    async fn stop(self) {
+        self.fleet.stop().await;
+    }
+}
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_approver_approves_over_http_and_the_payment_succeeds_once() {
+    let d = desk().await;
+    let i = intent();
+    let op = op_of(&i);
+    let prepared = d.submit(&i).await;
+    assert_eq!(
+        (
+            prepared["approvals_required"].as_i64(),
+            prepared["approvals_received"].as_i64()
+        ),
+        (Some(1), Some(0)),
+        "the seed's 12,500.00 KZT needs one approver"
+    );
+
+    let (status, view) = d.approve(&d.alice, &i).await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(view["approval_status"], "approved");
+    assert_eq!(
+        (
+            view["approvals_received"].as_i64(),
+            view["approvals_required"].as_i64()
+        ),
+        (Some(1), Some(1))
+    );
+    assert_eq!(view["decided_by"], "alice");
+    let done = d.final_view(&op).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(d.fleet.sim_effects(&op).await, 1);
+
+    // Approving again is the same answer and changes nothing.
+    let (status, again) = d.approve(&d.alice, &i).await;
+    assert_eq!(
+        (status, again["approvals_received"].as_i64()),
+        (StatusCode::OK, Some(1))
+    );
+    assert_eq!(
+        d.approvals(&op).await,
+        [("alice".to_owned(), "token".to_owned(), hash_of(&i))],
+        "one approval, with who approved, how they signed in and the hash they saw"
+    );
+    assert_eq!(
+        d.decisions(&op).await,
+        [(
+            "approved".to_owned(),
+            "approver:alice".to_owned(),
+            Some("token".to_owned())
+        )]
+    );
+    d.fleet.drained(Queue::OperationsExecute).await;
+    assert_eq!(d.fleet.sim_effects(&op).await, 1, "still one payment");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn the_submitting_principal_is_refused_even_when_it_holds_the_approver_role() {
+    let d = desk().await;
+    let i = intent();
+    let op = op_of(&i);
+    d.submit(&i).await;
+    // As the agent it is: refused by its role.
+    let (status, body) = d.approve(&d.agent, &i).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "role_not_allowed")
+    );
+    // The same principal made an approver (its tenants unchanged): still never its own.
+    d.fleet
+        .sql()
+        .await
+        .execute(
+            "UPDATE principals SET role = 'approver' WHERE name = 'billing-bot'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (status, body) = d.approve(&d.agent, &i).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "submitter_cannot_approve")
+    );
+    assert!(d.approvals(&op).await.is_empty(), "nothing recorded");
+    // Another approver of the tenant may.
+    assert_eq!(d.approve(&d.bob, &i).await.0, StatusCode::OK);
+    assert_eq!(d.final_view(&op).await["status"], "succeeded");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_token_is_refused_every_decision_with_403() {
+    let d = desk().await;
+    let i = intent();
+    let op = op_of(&i);
+    d.submit(&i).await;
+    for (what, body) in [
+        ("approve", json!({"payload_hash": hash_of(&i)})),
+        ("reject", json!({"reason": "no"})),
+        ("resolve", json!({"outcome": "failed", "evidence": "no"})),
+        ("dispute", json!({"reason": "no"})),
+    ] {
+        let (status, body) = d.decide(&d.agent, &op, what, body).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::FORBIDDEN, "role_not_allowed"),
+            "{what}"
+        );
+    }
+    let row = d.fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(
+        (row.status.as_str(), row.approval_status.as_str()),
+        ("not_started", "pending")
+    );
+    assert!(d.decisions(&op).await.is_empty());
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn another_tenants_approver_gets_404_exactly_like_a_missing_operation() {
+    let d = desk().await;
+    let i = intent();
+    let op = op_of(&i);
+    d.submit(&i).await;
+    let (status, theirs) = d.approve(&d.mallory, &i).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let missing = format!("op_{}", ulid::Ulid::new());
+    let (status, nothing) = d
+        .decide(
+            &d.mallory,
+            &missing,
+            "approve",
+            json!({"payload_hash": hash_of(&i)}),
+        )
+        .await;
+    assert_eq!(
+        (status, &nothing),
+        (StatusCode::NOT_FOUND, &theirs),
+        "the same answer"
+    );
+    assert_eq!(code(&theirs), "not_found");
+    let (status, _) = d
+        .decide(&d.mallory, &op, "reject", json!({"reason": "not mine"}))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(d.approvals(&op).await.is_empty());
+    assert_eq!(
+        d.fleet
+            .store
+            .get(&op)
+            .await
+            .unwrap()
+            .unwrap()
+            .approval_status,
+        "pending"
+    );
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn a_hash_that_is_not_the_pending_snapshots_is_409_and_records_nothing() {
+    let d = desk().await;
+    let i = intent();
+    let op = op_of(&i);
+    d.submit(&i).await;
+    let other = hash_of(&with_amount(intent(), json!(1)));
+    let (status, body) = d
+        .decide(&d.alice, &op, "approve", json!({"payload_hash": other}))
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "hash_mismatch")
+    );
+    let (status, body) = d
+        .decide(&d.alice, &op, "approve", json!({"hash": hash_of(&i)}))
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "malformed")
+    );
+    assert!(d.approvals(&op).await.is_empty());
+    let row = d.fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(
+        (row.approval_status.as_str(), row.approved_hash),
+        ("pending", None)
+    );
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
+    let d = desk().await;
+    let i = with_amount(intent(), json!(100_000_000)); // 1,000,000.00 KZT
+    let op = op_of(&i);
+    let prepared = d.submit(&i).await;
+    assert_eq!(prepared["approvals_required"], 2);
+
+    let (status, first) = d.approve(&d.alice, &i).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (
+            first["approval_status"].as_str(),
+            first["approvals_received"].as_i64(),
+            first["approvals_required"].as_i64()
+        ),
+        (Some("pending"), Some(1), Some(2)),
+        "1 of 2: {first}"
+    );
+    // The same approver again is not a second approval.
+    let (status, again) = d.approve(&d.alice, &i).await;
+    assert_eq!(
+        (
+            status,
+            again["approval_status"].as_str(),
+            again["approvals_received"].as_i64()
+        ),
+        (StatusCode::OK, Some("pending"), Some(1))
+    );
+    assert_eq!(d.approvals(&op).await.len(), 1);
+    let row = d.fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(
+        (row.status.as_str(), row.fence),
+        ("not_started", 0),
+        "nothing ran on one approval"
+    );
+    assert_eq!(d.fleet.sim_posts(&op).await, 0);
+
+    let (status, second) = d.approve(&d.bob, &i).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (
+            second["approval_status"].as_str(),
+            second["approvals_received"].as_i64(),
+            second["decided_by"].as_str()
+        ),
+        (Some("approved"), Some(2), Some("bob"))
+    );
+    assert_eq!(d.final_view(&op).await["status"], "succeeded");
+    assert_eq!(d.fleet.sim_effects(&op).await, 1);
+    assert_eq!(
+        d.decisions(&op).await,
+        [
+            (
+                "approval_recorded".to_owned(),
+                "approver:alice".to_owned(),
+                Some("token".to_owned())
+            ),
+            (
+                "approved".to_owned(),
+                "approver:bob".to_owned(),
+                Some("token".to_owned())
+            ),
+        ]
+    );
+    // Just below the band, one approver is enough.
+    let below = with_amount(intent(), json!(99_999_999));
+    assert_eq!(d.submit(&below).await["approvals_required"], 1);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn an_intent_whose_policy_version_has_no_policy_is_refused_at_intake() {
+    let mut d = desk().await;
+    // The queue: dead-lettered with the reason, nothing written.
+    d.fleet.spawn_prepare();
+    let mut unknown = intent();
+    unknown["policy_version"] = json!("payments-v2");
+    d.fleet.submit(&unknown).await;
+    let dead = d.fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
+    assert_eq!(dead[0].1.as_deref(), Some("unknown_policy"));
+    // The API: the same reason, naming the field.
+    let response = d
+        .fleet
+        .http
+        .post(d.api.url("/v1/intents"))
+        .bearer_auth(&d.agent)
+        .body(intent_bytes(&unknown))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["error"],
+        json!({"code": "unknown_policy", "field": "policy_version"})
+    );
+    // A policy that does not name the action refuses it too.
+    let mut refund_under_payments = fleet_tests::refund_intent("pay_1", 100);
+    refund_under_payments["policy_version"] = json!("payments-v3");
+    let response = d
+        .fleet
+        .http
+        .post(d.api.url("/v1/intents"))
+        .bearer_auth(&d.agent)
+        .body(intent_bytes(&refund_under_payments))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["error"],
+        json!({"code": "unknown_policy", "field": "action"})
+    );
+    assert_eq!(d.fleet.count("SELECT count(*) FROM operations").await, 0);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn reject_over_http_cancels_records_the_approver_and_is_idempotent() {
+    let d = desk().await;
+    let i = with_amount(intent(), json!(150_000_000));
+    let op = op_of(&i);
+    d.submit(&i).await;
+    assert_eq!(d.approve(&d.alice, &i).await.0, StatusCode::OK, "1 of 2");
+    let (status, body) = d
+        .decide(&d.bob, &op, "reject", json!({"reason": "  "}))
+        .await;
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("reason"))
+    );
+    let (status, view) = d
+        .decide(
+            &d.bob,
+            &op,
+            "reject",
+            json!({"reason": "wrong beneficiary"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (
+            view["status"].as_str(),
+            view["approval_status"].as_str(),
+            view["decided_by"].as_str()
+        ),
+        (Some("cancelled"), Some("rejected"), Some("bob"))
+    );
+    let (status, again) = d
+        .decide(
+            &d.bob,
+            &op,
+            "reject",
+            json!({"reason": "wrong beneficiary"}),
+        )
+        .await;
+    assert_eq!((status, &again), (StatusCode::OK, &view));
+    // A rejected operation is not approved by anyone any more.
+    let (status, body) = d.approve(&d.bob, &i).await;
+    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
+    assert_eq!(d.fleet.sim_posts(&op).await, 0);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn an_operator_resolves_and_disputes_over_http_and_an_approver_is_refused() {
+    let d = desk().await;
+    let op = d.unknown_operation().await;
+    let resolve = json!({"outcome": "succeeded", "external_id": "pay_found_by_hand", "evidence": "one payment in the provider dashboard"});
+    let (status, body) = d.decide(&d.alice, &op, "resolve", resolve.clone()).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "role_not_allowed")
+    );
+    let (status, body) = d
+        .decide(
+            &d.dana,
+            &op,
+            "resolve",
+            json!({"outcome": "succeeded", "evidence": "trust me"}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("external_id"))
+    );
+    let (status, body) = d
+        .decide(
+            &d.dana,
+            &op,
+            "resolve",
+            json!({"outcome": "won", "evidence": "x"}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("outcome"))
+    );
+    let (status, view) = d.decide(&d.dana, &op, "resolve", resolve).await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(
+        (view["status"].as_str(), view["external_id"].as_str()),
+        (Some("succeeded"), Some("pay_found_by_hand"))
+    );
+    assert_eq!(
+        d.decisions(&op).await.last().unwrap(),
+        &(
+            "transition".to_owned(),
+            "operator:dana".to_owned(),
+            Some("token".to_owned())
+        )
+    );
+
+    let other = d.unknown_operation().await;
+    let (status, body) = d
+        .decide(
+            &d.alice,
+            &other,
+            "dispute",
+            json!({"reason": "customer says charged twice"}),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "role_not_allowed")
+    );
+    let (status, view) = d
+        .decide(
+            &d.dana,
+            &other,
+            "dispute",
+            json!({"reason": "customer says charged twice"}),
+        )
+        .await;
+    assert_eq!(
+        (status, view["status"].as_str()),
+        (StatusCode::OK, Some("disputed"))
+    );
+    let (status, again) = d
+        .decide(
+            &d.dana,
+            &other,
+            "dispute",
+            json!({"reason": "customer says charged twice"}),
+        )
+        .await;
+    assert_eq!(
+        (status, again["status"].as_str()),
+        (StatusCode::OK, Some("disputed")),
+        "a repeat changes nothing"
+    );
+    // A final operation is not disputed.
+    let (status, body) = d
+        .decide(&d.dana, &op, "dispute", json!({"reason": "late"}))
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "not_allowed_in_status")
+    );
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn fleetctl_approve_goes_through_the_api_with_its_token() {
+    let d = desk().await;
+    let i = with_amount(intent(), json!(200_000_000));
+    let op = op_of(&i);
+    d.submit(&i).await;
+    let hash = hash_of(&i);
+    let args = ["approve", op.as_str(), "--hash", hash.as_str()];
+    let as_ = |token| {
+        [
+            ("FLEET_API_URL", d.api.base_url.as_str()),
+            ("FLEET_TOKEN", token),
+        ]
+    };
+
+    let refused = d.fleet.fleetctl_with(&as_(&d.agent), &args).await;
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("role_not_allowed"), "{stderr}");
+    assert!(
+        !stderr.contains(&d.agent),
+        "the token is never printed: {stderr}"
+    );
+
+    let first = d.fleet.fleetctl_with(&as_(&d.alice), &args).await;
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&first.stdout).contains("1 of 2"),
+        "{}",
+        String::from_utf8_lossy(&first.stdout)
+    );
+    let second = d.fleet.fleetctl_with(&as_(&d.bob), &args).await;
+    assert!(
+        String::from_utf8_lossy(&second.stdout).contains("approved"),
+        "{}",
+        String::from_utf8_lossy(&second.stdout)
+    );
+    assert_eq!(d.final_view(&op).await["status"], "succeeded");
+    let principals: Vec<String> = d
+        .approvals(&op)
+        .await
+        .into_iter()
+        .map(|(p, _, _)| p)
+        .collect();
+    assert_eq!(principals, ["alice", "bob"]);
+    // No token: refused before anything is sent.
+    let anonymous = d
+        .fleet
+        .fleetctl_with(&[("FLEET_API_URL", d.api.base_url.as_str())], &args)
+        .await;
+    assert!(!anonymous.status.success());
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn reconcile_gauges_the_approvals_waiting_and_those_expiring_soon() {
+    let d = desk().await;
+    let reconcile = d
+        .fleet
+        .spawn_process("fleet-reconcile", &[("SWEEP_INTERVAL_MS", "100")]);
+    let admin = admin_url_of(&reconcile).await;
+    let mut soon = intent();
+    soon["approval_ttl_seconds"] = json!(600);
+    d.submit(&soon).await;
+    d.submit(&intent()).await;
+    let approved = intent();
+    d.submit(&approved).await;
+    d.approve(&d.alice, &approved).await;
+    let http = d.fleet.http.clone();
+    eventually(
+        "2 approvals pending, 1 expiring within 15 minutes",
+        || async {
+            let pending = scrape_gauge(&http, &admin, "fleet_approvals_pending").await?;
+            let expiring = scrape_gauge(&http, &admin, "fleet_approvals_expiring_soon").await?;
+            (pending == 2.0 && expiring == 1.0).then_some(())
+        },
+    )
+    .await;
+    // Once decided, an approval no longer waits.
+    d.decide(
+        &d.alice,
+        &op_of(&soon),
+        "reject",
+        json!({"reason": "too late in the day"}),
+    )
+    .await;
+    eventually("1 approval pending, none expiring", || async {
+        let pending = scrape_gauge(&http, &admin, "fleet_approvals_pending").await?;
+        let expiring = scrape_gauge(&http, &admin, "fleet_approvals_expiring_soon").await?;
+        (pending == 1.0 && expiring == 0.0).then_some(())
+    })
+    .await;
+    drop(reconcile);
+    d.stop().await;
+}

@@ -1,0 +1,99 @@
+//! Approvals of one operation arriving at the same moment, straight at the store function
+//! behind fleet-api's approve: distinct approvers are each counted and the operation is
+//! approved exactly once; the same approver twice is one approval.
+
+use fleet_store::ApprovalOutcome;
+use fleet_tests::{decider, hash_of, intent, op_of, TestFleet};
+
+/// Rounds of simultaneous approvals; a race between them shows within a few.
+const ROUNDS: usize = 20;
+
+/// Stores an intent needing `required` distinct approvers: (operation id, hash).
+async fn prepared(fleet: &TestFleet, required: i16) -> (String, String) {
+    let i = intent();
+    let valid = fleet_core::parse_intent(&serde_json::to_vec(&i).unwrap()).unwrap();
+    fleet
+        .store
+        .insert_prepared(&valid, required, None)
+        .await
+        .unwrap();
+    (op_of(&i), hash_of(&i))
+}
+
+async fn count(fleet: &TestFleet, sql: &str, op: &str) -> i64 {
+    fleet
+        .sql()
+        .await
+        .query_one(sql, &[&op])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn two_distinct_approvers_at_once_are_both_counted_and_approve_exactly_once() {
+    let fleet = TestFleet::start().await;
+    for _ in 0..ROUNDS {
+        let (op, hash) = prepared(&fleet, 2).await;
+        let approve = |name: &'static str| {
+            let (store, op, hash) = (fleet.store.clone(), op.clone(), hash.clone());
+            tokio::spawn(async move { store.approve(&op, &hash, &decider(name)).await.unwrap() })
+        };
+        let (a, b) = (approve("alice"), approve("bob"));
+        let mut outcomes = [a.await.unwrap(), b.await.unwrap()];
+        outcomes.sort_by_key(|o| matches!(o, ApprovalOutcome::Approved));
+        assert!(
+            matches!(outcomes, [ApprovalOutcome::Counted(q), ApprovalOutcome::Approved] if q.received == 1 && q.required == 2),
+            "{outcomes:?}"
+        );
+        let row = fleet.store.get(&op).await.unwrap().unwrap();
+        assert_eq!(row.approval_status, "approved");
+        assert_eq!(
+            count(
+                &fleet,
+                "SELECT count(*) FROM approvals WHERE operation_id = $1",
+                &op
+            )
+            .await,
+            2
+        );
+        assert_eq!(
+            count(&fleet, "SELECT count(*) FROM operation_events WHERE operation_id = $1 AND kind = 'approved'", &op).await,
+            1
+        );
+    }
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn the_same_approver_twice_at_once_is_one_approval() {
+    let fleet = TestFleet::start().await;
+    for _ in 0..ROUNDS {
+        let (op, hash) = prepared(&fleet, 2).await;
+        let approve = || {
+            let (store, op, hash) = (fleet.store.clone(), op.clone(), hash.clone());
+            tokio::spawn(async move { store.approve(&op, &hash, &decider("alice")).await.unwrap() })
+        };
+        let (a, b) = (approve(), approve());
+        let mut outcomes = [a.await.unwrap(), b.await.unwrap()];
+        outcomes.sort_by_key(|o| matches!(o, ApprovalOutcome::AlreadyCounted));
+        assert!(
+            matches!(outcomes, [ApprovalOutcome::Counted(q), ApprovalOutcome::AlreadyCounted] if q.received == 1),
+            "{outcomes:?}"
+        );
+        assert_eq!(
+            fleet.store.get(&op).await.unwrap().unwrap().approval_status,
+            "pending"
+        );
+        assert_eq!(
+            count(
+                &fleet,
+                "SELECT count(*) FROM approvals WHERE operation_id = $1",
+                &op
+            )
+            .await,
+            1
+        );
+    }
+    fleet.stop().await;
+}

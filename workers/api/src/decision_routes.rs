@@ -1,0 +1,236 @@
+//! The decision routes: `POST /v1/operations/{id}/approve`, `/reject`, `/resolve` and
+//! `/dispute`. Each is a thin JSON wrapper around the [`crate::decisions`] function of
+//! the same name, which holds the rules; these only read the body and name the answer.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::Json;
+use fleet_core::{ApiAction, Resolution};
+use fleet_store::Resolve;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::openapi::OperationView;
+use crate::state::AppState;
+
+/// An approval of one exact snapshot.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveBody {
+    /// The `payload_hash` of the snapshot the approver looked at (`sha256:` + 64 hex
+    /// digits). Anything but the pending snapshot's hash is refused (409 `hash_mismatch`).
+    #[schema(example = "sha256:2f0d7a0c6f7b1e6d4a1c9a8b3e5f7d9c1b3a5e7f9d1c3b5a7e9f1d3c5b7a9e1f")]
+    pub payload_hash: String,
+}
+
+/// A rejection; the operation is cancelled.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectBody {
+    /// Why (required, at most 4,096 characters); kept in the operation's history.
+    #[schema(example = "wrong beneficiary")]
+    pub reason: String,
+}
+
+/// An operator's resolution from the provider's records.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveBody {
+    /// `succeeded`, `failed` or `cancelled`.
+    #[schema(example = "succeeded", pattern = "^(succeeded|failed|cancelled)$")]
+    pub outcome: String,
+    /// The provider's id of the effect; required for `succeeded` unless the operation
+    /// already has one.
+    #[schema(example = "pay_3Mtw1H2eZvKYlo2C")]
+    pub external_id: Option<String>,
+    /// What the operator found (required, at most 4,096 characters).
+    #[schema(example = "provider dashboard shows the payment settled at 14:02")]
+    pub evidence: String,
+}
+
+/// A dispute: workers never move the operation again.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DisputeBody {
+    /// Why (required, at most 4,096 characters).
+    #[schema(example = "customer reports a double charge")]
+    pub reason: String,
+}
+
+/// A body that is not the JSON object the route takes.
+fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    b.map(|Json(b)| b).map_err(|_| ApiError::Invalid {
+        code: "malformed",
+        field: None,
+    })
+}
+
+/// Approve an operation.
+///
+/// Records the caller's approval of the snapshot with this hash. The operation is
+/// approved, and its execution starts, once as many distinct approvers as its quorum
+/// policy requires have approved it before it expired (`approvals_received` of
+/// `approvals_required` in the answer). Approving again changes nothing and answers 200.
+/// The principal that submitted the operation never approves it.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/approve",
+    tag = "decisions",
+    params(("id" = String, Path, description = "The operation id.")),
+    request_body(content = ApproveBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Approval recorded (or recorded before): the operation's view, with the quorum's progress.", body = OperationView),
+        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
+        (status = 403, description = "`role_not_allowed` (only approvers approve) or `submitter_cannot_approve` (the caller submitted it).", body = ErrorBody),
+        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
+        (status = 409, description = "`hash_mismatch` (not the pending snapshot's hash), `approval_expired`, or `not_pending` (decided already, or no longer waiting to run). Nothing was recorded.", body = ErrorBody),
+        (status = 422, description = "`malformed`: not a JSON object with `payload_hash`.", body = ErrorBody),
+        (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn approve_operation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    b: Result<Json<ApproveBody>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.may(ApiAction::Approve)?;
+    let b = body(b)?;
+    let who = caller.0.actor();
+    Ok(Json(
+        state
+            .decisions
+            .approve(&who, caller.signed_in_with(), &id, &b.payload_hash)
+            .await?,
+    ))
+}
+
+/// Reject an operation.
+///
+/// The operation is cancelled, whatever approvals it had, if it has not started.
+/// Rejecting it again changes nothing and answers 200.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/reject",
+    tag = "decisions",
+    params(("id" = String, Path, description = "The operation id.")),
+    request_body(content = RejectBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Rejected (or rejected before): the operation's view.", body = OperationView),
+        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
+        (status = 403, description = "`role_not_allowed`: only approvers reject.", body = ErrorBody),
+        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
+        (status = 409, description = "`already_started`: execution began or the operation ended.", body = ErrorBody),
+        (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason` (blank or too long).", body = ErrorBody),
+        (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn reject_operation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    b: Result<Json<RejectBody>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.may(ApiAction::Reject)?;
+    let b = body(b)?;
+    let who = caller.0.actor();
+    Ok(Json(
+        state
+            .decisions
+            .reject(&who, caller.signed_in_with(), &id, &b.reason)
+            .await?,
+    ))
+}
+
+/// Resolve an operation.
+///
+/// An operator settles an operation the workers could not (`unknown`, `accepted`,
+/// `disputed`, or an escalated one), from the provider's records; a `succeeded` one may
+/// be confirmed to close its escalation. Resolving a failed or cancelled operation to what
+/// it already is changes nothing and answers 200.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/resolve",
+    tag = "decisions",
+    params(("id" = String, Path, description = "The operation id.")),
+    request_body(content = ResolveBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Resolved: the operation's view.", body = OperationView),
+        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
+        (status = 403, description = "`role_not_allowed`: only operators resolve.", body = ErrorBody),
+        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
+        (status = 409, description = "`not_allowed_in_status` (e.g. resolving a payment not yet sent, or a failed one as succeeded), or `changed_meanwhile` (look again).", body = ErrorBody),
+        (status = 422, description = "`malformed`, or `invalid_field` with `field` `outcome`, `evidence` or `external_id` (required to resolve as succeeded when none is recorded).", body = ErrorBody),
+        (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn resolve_operation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    b: Result<Json<ResolveBody>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.may(ApiAction::Resolve)?;
+    let b = body(b)?;
+    let outcome = Resolution::parse(&b.outcome).ok_or(ApiError::Invalid {
+        code: "invalid_field",
+        field: Some("outcome".to_owned()),
+    })?;
+    let r = Resolve {
+        outcome,
+        external_id: b.external_id.as_deref(),
+        evidence: &b.evidence,
+    };
+    let who = caller.0.actor();
+    Ok(Json(
+        state
+            .decisions
+            .resolve(&who, caller.signed_in_with(), &id, r)
+            .await?,
+    ))
+}
+
+/// Dispute an operation.
+///
+/// An operator takes an operation that is not final out of the workers' hands for
+/// investigation; only an operator's resolution moves it again. Disputing it again
+/// changes nothing and answers 200.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/dispute",
+    tag = "decisions",
+    params(("id" = String, Path, description = "The operation id.")),
+    request_body(content = DisputeBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Disputed: the operation's view.", body = OperationView),
+        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
+        (status = 403, description = "`role_not_allowed`: only operators dispute.", body = ErrorBody),
+        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
+        (status = 409, description = "`not_allowed_in_status` (the operation is final), or `changed_meanwhile`.", body = ErrorBody),
+        (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason`.", body = ErrorBody),
+        (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn dispute_operation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    b: Result<Json<DisputeBody>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.may(ApiAction::Dispute)?;
+    let b = body(b)?;
+    let who = caller.0.actor();
+    Ok(Json(
+        state
+            .decisions
+            .dispute(&who, caller.signed_in_with(), &id, &b.reason)
+            .await?,
+    ))
+}

@@ -1,0 +1,285 @@
+//! The decisions people make on operations (approve, reject, resolve, dispute) as plain
+//! async functions that any door can call: the JSON routes of this API, a console's
+//! forms. Each one asks the authorization rules (`fleet_core::authz`: role, tenant,
+//! maker-checker) first, then decides through the store (one transaction, recording the
+//! principal and how it signed in), rings execute when an approval completes the quorum,
+//! and answers with the operation's view. Repeating a decision changes nothing and gets
+//! the same kind of answer, so a retried request or a double-clicked form is harmless.
+
+use fleet_broker::{Publisher, Queue};
+use fleet_core::authz::{self, Actor, Decider, Denial, OperationAction, SignIn};
+use fleet_core::{Doorbell, OperationId};
+use fleet_store::{ApprovalOutcome, DecisionOutcome, RejectOutcome, Resolve, Store, StoreError};
+use serde_json::Value;
+
+/// The longest free text a decision carries (a reason, evidence): enough for a paragraph
+/// and a few references, bounded like an intent's rationale.
+pub const MAX_TEXT_CHARS: usize = 4096;
+/// The longest provider id an operator may record.
+pub const MAX_EXTERNAL_ID_CHARS: usize = 255;
+
+/// Why a decision was not taken. Nothing was written for any of these.
+#[derive(Debug, thiserror::Error)]
+pub enum DecisionError {
+    /// Not allowed, or not found among the principal's tenants.
+    #[error("{0}")]
+    Denied(Denial),
+    /// The hash given is not the pending snapshot's: the approver saw something else.
+    #[error("hash_mismatch")]
+    HashMismatch,
+    /// The approval window closed before the quorum was reached.
+    #[error("approval_expired")]
+    ApprovalExpired,
+    /// The approval was already decided (approved by others, rejected) or the operation
+    /// no longer waits to run.
+    #[error("not_pending")]
+    NotPending,
+    /// Execution began or the operation ended: too late to reject.
+    #[error("already_started")]
+    AlreadyStarted,
+    /// The state machine does not allow this decision from the operation's status.
+    #[error("not_allowed_in_status")]
+    NotAllowedInStatus,
+    /// The operation changed while the decision was being made: look again.
+    #[error("changed_meanwhile")]
+    ChangedMeanwhile,
+    /// A value of the request is missing or out of its limits (`field` names it), or a
+    /// success is resolved without the provider's id of the effect (`external_id`).
+    #[error("invalid_field {0}")]
+    InvalidField(&'static str),
+    /// Postgres did not answer; nothing was decided.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<Denial> for DecisionError {
+    fn from(d: Denial) -> Self {
+        DecisionError::Denied(d)
+    }
+}
+
+/// The decision functions, with what they need: the store, and a publisher to ring
+/// execute. Cheap to clone.
+#[derive(Clone)]
+pub struct Decisions {
+    store: Store,
+    publisher: Publisher,
+}
+
+/// Free text a person must give: not blank, at most [`MAX_TEXT_CHARS`].
+fn text(value: &str, field: &'static str) -> Result<(), DecisionError> {
+    let ok = !value.trim().is_empty()
+        && value.chars().count() <= MAX_TEXT_CHARS
+        && !value.contains('\0');
+    ok.then_some(()).ok_or(DecisionError::InvalidField(field))
+}
+
+fn external_id(value: &str) -> Result<(), DecisionError> {
+    let ok = (1..=MAX_EXTERNAL_ID_CHARS).contains(&value.chars().count())
+        && value.chars().all(|c| c.is_ascii_graphic());
+    ok.then_some(())
+        .ok_or(DecisionError::InvalidField("external_id"))
+}
+
+impl Decisions {
+    pub fn new(store: Store, publisher: Publisher) -> Self {
+        Decisions { store, publisher }
+    }
+
+    /// Asks the rules whether `who` may do `what` to the operation `id`; an id that is
+    /// not even well formed names no operation.
+    async fn authorize(
+        &self,
+        who: &Actor<'_>,
+        what: OperationAction,
+        id: &str,
+    ) -> Result<OperationId, DecisionError> {
+        authz::may(who, what.api_action())?;
+        let op = OperationId::parse(id).map_err(|_| Denial::NotFound)?;
+        let stored = self.store.operation_facts(op.as_str()).await?;
+        authz::may_act_on(who, what, stored.as_ref().map(|s| s.facts()).as_ref())?;
+        Ok(op)
+    }
+
+    async fn view(&self, who: &Actor<'_>, op: &OperationId) -> Result<Value, DecisionError> {
+        // Authorized a moment ago and operations are never deleted, so it is there.
+        self.store
+            .operation_view(op.as_str(), who.tenants)
+            .await?
+            .ok_or(DecisionError::Denied(Denial::NotFound))
+    }
+
+    async fn ring_execute(&self, op: &OperationId) {
+        if let Err(e) = self
+            .publisher
+            .publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes())
+            .await
+        {
+            // The approval is committed; reconcile's sweeper rings approved operations
+            // that wait too long (UNSTARTED_REDRIVE_MS).
+            tracing::warn!(operation_id = %op, error = %e, "approved, but the execute bell could not be rung");
+        }
+    }
+
+    /// `who` approves the snapshot whose hash is `payload_hash`. The operation is approved
+    /// once its quorum of distinct approvers is reached; the answer's view says how many
+    /// approvals it has of how many it needs.
+    pub async fn approve(
+        &self,
+        who: &Actor<'_>,
+        signed_in: SignIn,
+        id: &str,
+        payload_hash: &str,
+    ) -> Result<Value, DecisionError> {
+        let op = self.authorize(who, OperationAction::Approve, id).await?;
+        let by = Decider::new(who.name, signed_in);
+        let outcome = self.store.approve(op.as_str(), payload_hash, &by).await?;
+        match &outcome {
+            ApprovalOutcome::Approved => {
+                tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, "approved: quorum reached");
+                self.ring_execute(&op).await;
+            }
+            ApprovalOutcome::Counted(quorum) => {
+                tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, %quorum, "approval recorded; quorum not reached");
+            }
+            ApprovalOutcome::AlreadyCounted => {}
+            ApprovalOutcome::NotFound => return Err(Denial::NotFound.into()),
+            ApprovalOutcome::HashMismatch { .. } => return Err(DecisionError::HashMismatch),
+            ApprovalOutcome::Expired => return Err(DecisionError::ApprovalExpired),
+            ApprovalOutcome::NotPending {
+                approval_status, ..
+            } if approval_status == "expired" => return Err(DecisionError::ApprovalExpired),
+            ApprovalOutcome::NotPending { .. } => return Err(DecisionError::NotPending),
+        }
+        let view = self.view(who, &op).await?;
+        // A repeated approval of an approved operation that has not started rings again:
+        // the first bell may have been lost, and a second one is harmless.
+        if outcome == ApprovalOutcome::AlreadyCounted
+            && view["approval_status"] == "approved"
+            && view["status"] == "not_started"
+        {
+            self.ring_execute(&op).await;
+        }
+        Ok(view)
+    }
+
+    /// `who` rejects the operation: it is cancelled, whatever approvals it had.
+    pub async fn reject(
+        &self,
+        who: &Actor<'_>,
+        signed_in: SignIn,
+        id: &str,
+        reason: &str,
+    ) -> Result<Value, DecisionError> {
+        let op = self.authorize(who, OperationAction::Reject, id).await?;
+        text(reason, "reason")?;
+        match self
+            .store
+            .reject(op.as_str(), &Decider::new(who.name, signed_in), reason)
+            .await?
+        {
+            RejectOutcome::Rejected => {
+                tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, "rejected");
+            }
+            RejectOutcome::AlreadyRejected => {}
+            RejectOutcome::NotFound => return Err(Denial::NotFound.into()),
+            RejectOutcome::TooLate { .. } => return Err(DecisionError::AlreadyStarted),
+        }
+        self.view(who, &op).await
+    }
+
+    /// `who`, an operator, settles the operation from the provider's records.
+    pub async fn resolve(
+        &self,
+        who: &Actor<'_>,
+        signed_in: SignIn,
+        id: &str,
+        r: Resolve<'_>,
+    ) -> Result<Value, DecisionError> {
+        let op = self.authorize(who, OperationAction::Resolve, id).await?;
+        text(r.evidence, "evidence")?;
+        if let Some(x) = r.external_id {
+            external_id(x)?;
+        }
+        let outcome = self
+            .store
+            .resolve(op.as_str(), r, &Decider::new(who.name, signed_in))
+            .await?;
+        self.operator_outcome(who, signed_in, &op, outcome, "resolved")
+            .await
+    }
+
+    /// `who`, an operator, takes the operation out of the workers' hands.
+    pub async fn dispute(
+        &self,
+        who: &Actor<'_>,
+        signed_in: SignIn,
+        id: &str,
+        reason: &str,
+    ) -> Result<Value, DecisionError> {
+        let op = self.authorize(who, OperationAction::Dispute, id).await?;
+        text(reason, "reason")?;
+        let outcome = self
+            .store
+            .dispute(op.as_str(), reason, &Decider::new(who.name, signed_in))
+            .await?;
+        self.operator_outcome(who, signed_in, &op, outcome, "disputed")
+            .await
+    }
+
+    async fn operator_outcome(
+        &self,
+        who: &Actor<'_>,
+        signed_in: SignIn,
+        op: &OperationId,
+        outcome: DecisionOutcome,
+        what: &'static str,
+    ) -> Result<Value, DecisionError> {
+        match outcome {
+            DecisionOutcome::Moved(to) => {
+                tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, to = to.as_str(), "{what} by an operator");
+            }
+            DecisionOutcome::Already(_) => {}
+            DecisionOutcome::NotFound => return Err(Denial::NotFound.into()),
+            DecisionOutcome::ExternalIdRequired => {
+                return Err(DecisionError::InvalidField("external_id"))
+            }
+            DecisionOutcome::Refused { .. } => return Err(DecisionError::NotAllowedInStatus),
+            DecisionOutcome::Stale => return Err(DecisionError::ChangedMeanwhile),
+        }
+        self.view(who, op).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_text_must_say_something_within_its_bound() {
+        assert!(text("wrong beneficiary", "reason").is_ok());
+        assert!(text(&"x".repeat(MAX_TEXT_CHARS), "reason").is_ok());
+        for bad in ["", "   ", "a\0b", &"x".repeat(MAX_TEXT_CHARS + 1)] {
+            assert!(
+                matches!(
+                    text(bad, "reason"),
+                    Err(DecisionError::InvalidField("reason"))
+                ),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_external_id_is_one_visible_token() {
+        assert!(external_id("pay_01JQ8R7D9M").is_ok());
+        for bad in [
+            "",
+            "pay 1",
+            "pay\n1",
+            &"p".repeat(MAX_EXTERNAL_ID_CHARS + 1),
+        ] {
+            assert!(external_id(bad).is_err(), "{bad:?}");
+        }
+    }
+}
