@@ -363,7 +363,13 @@ async fn the_consumer_resubscribes_after_the_broker_cancelled_it() {
             .expect("delete queue");
         conn.close(200, "OK".into()).await.ok();
 
-        // The consumer re-declares the topology and subscribes again.
+        // The consumer re-declares the topology and subscribes again. Wait for its queue to
+        // exist before connecting a publisher, whose own declaration would otherwise race
+        // the broker's cancel notification and re-create the queue under the old consumer.
+        eventually("the consumer re-declared its queue", || async {
+            fleet_broker::message_count(&cfg, Q).await.is_ok()
+        })
+        .await;
         let publisher = Publisher::connect(&cfg).await.expect("publisher");
         eventually(
             "a message published after the resubscription is handled",
