@@ -11,13 +11,16 @@ pub mod events;
 pub mod hash;
 pub mod ids;
 pub mod intent;
+pub mod money;
 pub mod outcome;
 pub mod reconcile;
+pub mod session;
 pub mod state;
 pub mod strict_json;
 pub use answer::answer_summary;
 pub mod waiting;
 pub mod webhook;
+pub mod wording;
 
 pub use access::{ApiAction, Role, Token, TokenHash};
 pub use approval::ApprovalStatus;
