@@ -8,6 +8,7 @@ pub mod demo;
 pub mod hash;
 pub mod inspect;
 pub mod operator;
+pub mod principal;
 pub mod processes;
 pub mod submit;
 pub mod token;

@@ -4,7 +4,7 @@ use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
 use fleetctl::cli::{Cli, Command};
-use fleetctl::{approval, bench, demo, hash, inspect, operator, submit, token};
+use fleetctl::{approval, bench, demo, hash, inspect, operator, principal, submit, token};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -40,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
             publisher.close().await;
         }
         Command::Token { command } => token::run(&store()?, command).await?,
+        Command::Principal { command } => principal::run(&store()?, command).await?,
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
         Command::Bench(args) => bench::run(&cli.conn, args).await?,
     }
