@@ -7,12 +7,14 @@
 //! | `GET /v1/operations/{id}` | one operation's view, optionally waiting for its decision or its end ([`operations`], [`waiters`]) |
 //! | `GET /v1/operations` | the caller's operations, newest first, keyset-paginated ([`cursor`]) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
+//! | `/console/…` | the console for approvers and operators, signed in with OpenID Connect ([`console`]) |
 //!
 //! Every operation is shown as the SQL function `operation_view` returns it. The API
 //! holds no state of its own but the list of waiting requests: any number of replicas
 //! may run behind a load balancer.
 
 pub mod auth;
+pub mod console;
 pub mod cursor;
 pub mod error;
 pub mod intents;
@@ -53,10 +55,13 @@ pub struct ApiDeps {
     pub settings: ApiSettings,
     /// Bound by `main` from `API_ADDR` (or by a test on port 0).
     pub listener: TcpListener,
+    /// The console, when an OpenID Connect issuer is configured.
+    pub console: Option<console::Console>,
 }
 
 /// The routes and the OpenAPI document describing exactly them.
 pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let console = console::router(state.clone());
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(intents::submit_intent))
         .routes(routes!(operations::get_operation))
@@ -74,6 +79,7 @@ pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
                 )
             }),
         )
+        .merge(console)
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(observe));
     (router, doc)
@@ -109,6 +115,7 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         providers: deps.providers,
         waiters,
         shutdown: shutdown.clone(),
+        console: deps.console.map(Arc::new),
     };
     let (router, _) = app(state);
     if let Ok(addr) = deps.listener.local_addr() {

@@ -21,11 +21,25 @@ pub struct ApiSettings {
     #[arg(long, env = "API_WAIT_POLL_MS", default_value_t = 250,
           value_parser = clap::value_parser!(u64).range(20..=10_000))]
     pub api_wait_poll_ms: u64,
+
+    /// The API's public base URL, as browsers reach it (default `http://` + API_ADDR).
+    /// The console's sign-in redirect is `<API_PUBLIC_URL>/console/auth/callback`, and
+    /// its cookies are `Secure` when this is https.
+    #[arg(long, env = "API_PUBLIC_URL")]
+    pub api_public_url: Option<String>,
 }
 
 impl ApiSettings {
     pub fn wait_poll(&self) -> Duration {
         Duration::from_millis(self.api_wait_poll_ms)
+    }
+
+    /// `API_PUBLIC_URL` without a trailing slash, or `http://` + the address listened on.
+    pub fn public_url(&self, listening: SocketAddr) -> String {
+        match &self.api_public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{listening}"),
+        }
     }
 
     pub fn max_waiters(&self) -> usize {
@@ -39,6 +53,7 @@ impl Default for ApiSettings {
             api_addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             api_max_waiters: 256,
             api_wait_poll_ms: 250,
+            api_public_url: None,
         }
     }
 }

@@ -6,6 +6,7 @@ use fleet_prepare::ProviderCapabilities;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
+use crate::console::Console;
 use crate::waiters::Waiters;
 
 #[derive(Clone)]
@@ -16,4 +17,6 @@ pub struct AppState {
     pub waiters: Arc<Waiters>,
     /// Cancelled at SIGTERM: waiting requests answer at once with the current view.
     pub shutdown: CancellationToken,
+    /// The console for people, when an OpenID Connect issuer is configured.
+    pub console: Option<Arc<Console>>,
 }
