@@ -3,6 +3,8 @@
 //! functions started in-process on demand. Everything is torn down when it is dropped.
 
 mod api;
+mod browser;
+mod console;
 mod events;
 mod intents;
 mod processes;
@@ -26,6 +28,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use api::ApiProcess;
+pub use browser::Browser;
+pub use console::{cookie_value, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn, TEST_USERS};
 pub use events::{fast_relay, EventTap, TappedEvent};
 pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};

@@ -107,8 +107,9 @@ pub struct Detail {
     pub lookup_failures: i32,
 }
 
+/// A time in the history tables (their headers say UTC).
 fn at(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
 impl Detail {
@@ -124,7 +125,7 @@ impl Detail {
             rationale: r.rationale.clone().filter(|s| !s.is_empty()),
             supersedes: r.supersedes.clone(),
             decided_by: r.decided_by.clone(),
-            decided_at: r.decided_at.map(at),
+            decided_at: r.decided_at.map(|t| format!("{} UTC", at(t))),
             external_id: r.external_id.clone(),
             error_code: r.error_code.clone(),
             lookup_failures: r.lookup_failures,
