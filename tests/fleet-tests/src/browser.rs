@@ -23,13 +23,23 @@ pub struct Browser {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl Browser {
     pub async fn start() -> Browser {
-        assert!(std::path::Path::new(CHROMIUM).exists(), "{CHROMIUM} is missing: .ci/browser installs Debian's chromium");
-        assert!(std::path::Path::new(CHROMEDRIVER).exists(), "{CHROMEDRIVER} is missing: .ci/browser installs Debian's chromium-driver");
+        assert!(
+            std::path::Path::new(CHROMIUM).exists(),
+            "{CHROMIUM} is missing: .ci/browser installs Debian's chromium"
+        );
+        assert!(
+            std::path::Path::new(CHROMEDRIVER).exists(),
+            "{CHROMEDRIVER} is missing: .ci/browser installs Debian's chromium-driver"
+        );
         let port = free_port();
         let driver = Command::new(CHROMEDRIVER)
             .arg(format!("--port={port}"))
@@ -54,7 +64,9 @@ impl Browser {
             &format!("--user-data-dir={}", profile.display()),
         ];
         let caps = json!({"goog:chromeOptions": {"binary": CHROMIUM, "args": args}});
-        let Value::Object(caps) = caps else { unreachable!() };
+        let Value::Object(caps) = caps else {
+            unreachable!()
+        };
         let url = format!("http://127.0.0.1:{port}");
         let client = eventually("chromedriver to start a browser", || {
             let (caps, url) = (caps.clone(), url.clone());
@@ -65,16 +77,29 @@ impl Browser {
             }
         })
         .await;
-        Browser { client, driver, profile }
+        Browser {
+            client,
+            driver,
+            profile,
+        }
     }
 
     pub async fn goto(&self, url: &str) {
-        self.client.goto(url).await.unwrap_or_else(|e| panic!("goto {url}: {e}"));
+        self.client
+            .goto(url)
+            .await
+            .unwrap_or_else(|e| panic!("goto {url}: {e}"));
     }
 
     /// Waits (up to 20 s) for an element matching `css`.
     pub async fn find(&self, css: &str) -> Element {
-        match self.client.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css(css)).await {
+        match self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(css))
+            .await
+        {
             Ok(e) => e,
             Err(e) => {
                 let at = self.client.current_url().await.ok();
@@ -85,7 +110,11 @@ impl Browser {
     }
 
     pub async fn click(&self, css: &str) {
-        self.find(css).await.click().await.unwrap_or_else(|e| panic!("click {css}: {e}"));
+        self.find(css)
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("click {css}: {e}"));
     }
 
     pub async fn text(&self, css: &str) -> String {
@@ -113,7 +142,9 @@ impl Browser {
     /// Saves a PNG of the window to `name` under `CONSOLE_SCREENSHOTS_DIR` (or the test
     /// logs), for the docs.
     pub async fn screenshot(&self, name: &str) {
-        let dir = std::env::var_os("CONSOLE_SCREENSHOTS_DIR").map(PathBuf::from).unwrap_or_else(|| crate::bin_dir().join("test-logs").join("screenshots"));
+        let dir = std::env::var_os("CONSOLE_SCREENSHOTS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate::bin_dir().join("test-logs").join("screenshots"));
         std::fs::create_dir_all(&dir).unwrap();
         let png = self.client.screenshot().await.expect("a screenshot");
         std::fs::write(dir.join(name), png).unwrap();

@@ -21,9 +21,25 @@ pub const TEST_USERS: &[(&str, &str)] = &[
 impl TestFleet {
     /// A test issuer on a free port of this machine, named `localhost` in its URL.
     pub async fn spawn_issuer(&self) -> RunningIssuer {
-        let users = TEST_USERS.iter().map(|(s, n)| TestUser { subject: (*s).into(), name: (*n).into() }).collect();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the issuer");
-        fleet_oidc_issuer::spawn(IssuerConfig { users, ..IssuerConfig::default() }, listener).await.expect("issuer")
+        let users = TEST_USERS
+            .iter()
+            .map(|(s, n)| TestUser {
+                subject: (*s).into(),
+                name: (*n).into(),
+            })
+            .collect();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the issuer");
+        fleet_oidc_issuer::spawn(
+            IssuerConfig {
+                users,
+                ..IssuerConfig::default()
+            },
+            listener,
+        )
+        .await
+        .expect("issuer")
     }
 
     /// fleet-api with its console signing people in with `issuer`.
@@ -39,29 +55,58 @@ impl TestFleet {
     /// A principal who signs in as `subject`.
     pub async fn person(&self, name: &str, role: Role, tenants: &[&str], subject: &str) {
         let tenants: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
-        let p = NewPrincipal { name, role, tenants: &tenants, oidc_subject: Some(subject) };
+        let p = NewPrincipal {
+            name,
+            role,
+            tenants: &tenants,
+            oidc_subject: Some(subject),
+        };
         let added = self.store.add_principal(&p).await.expect("add a principal");
-        assert!(matches!(added, PrincipalAdded::Added { .. } | PrincipalAdded::Updated { .. }), "{added:?}");
+        assert!(
+            matches!(
+                added,
+                PrincipalAdded::Added { .. } | PrincipalAdded::Updated { .. }
+            ),
+            "{added:?}"
+        );
     }
 }
 
 /// An HTTP client that follows no redirect, so every hop and cookie can be checked.
 pub fn no_redirects() -> reqwest::Client {
-    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
 }
 
 /// `name=value` of the `Set-Cookie` named `name`, with its attributes.
 pub fn set_cookie<'a>(r: &'a reqwest::Response, name: &str) -> Option<&'a str> {
-    r.headers().get_all(SET_COOKIE).iter().filter_map(|v| v.to_str().ok()).find(|v| v.starts_with(&format!("{name}=")))
+    r.headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
 }
 
 /// The value part of a `Set-Cookie` line.
 pub fn cookie_value(set_cookie: &str) -> String {
-    set_cookie.split(';').next().unwrap().split_once('=').unwrap().1.to_owned()
+    set_cookie
+        .split(';')
+        .next()
+        .unwrap()
+        .split_once('=')
+        .unwrap()
+        .1
+        .to_owned()
 }
 
 fn location(r: &reqwest::Response) -> String {
-    r.headers().get(LOCATION).and_then(|v| v.to_str().ok()).expect("a redirect").to_owned()
+    r.headers()
+        .get(LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .expect("a redirect")
+        .to_owned()
 }
 
 /// What a sign-in over HTTP gave: the session cookie's value, or the callback's answer.
@@ -74,11 +119,28 @@ pub enum SignedIn {
 /// once with `login_hint`), the callback with the sign-in cookie.
 pub async fn sign_in_over_http(api: &ApiProcess, subject: &str) -> SignedIn {
     let http = no_redirects();
-    let start = http.get(api.url("/console/login/start")).send().await.unwrap();
-    assert_eq!(start.status(), reqwest::StatusCode::SEE_OTHER, "start redirects to the issuer");
-    let sign_in_cookie = cookie_value(set_cookie(&start, "fleet_console_sign_in").expect("the sign-in cookie"));
-    let at_issuer = http.get(format!("{}&login_hint={subject}", location(&start))).send().await.unwrap();
-    assert!(at_issuer.status().is_redirection(), "the issuer signs {subject} in: {}", at_issuer.status());
+    let start = http
+        .get(api.url("/console/login/start"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        start.status(),
+        reqwest::StatusCode::SEE_OTHER,
+        "start redirects to the issuer"
+    );
+    let sign_in_cookie =
+        cookie_value(set_cookie(&start, "fleet_console_sign_in").expect("the sign-in cookie"));
+    let at_issuer = http
+        .get(format!("{}&login_hint={subject}", location(&start)))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        at_issuer.status().is_redirection(),
+        "the issuer signs {subject} in: {}",
+        at_issuer.status()
+    );
     let callback = http
         .get(location(&at_issuer))
         .header(COOKIE, format!("fleet_console_sign_in={sign_in_cookie}"))
@@ -86,7 +148,9 @@ pub async fn sign_in_over_http(api: &ApiProcess, subject: &str) -> SignedIn {
         .await
         .unwrap();
     match set_cookie(&callback, "fleet_console").map(cookie_value) {
-        Some(session) if callback.status().is_success() && !session.is_empty() => SignedIn::Session(session),
+        Some(session) if callback.status().is_success() && !session.is_empty() => {
+            SignedIn::Session(session)
+        }
         _ => {
             let status = callback.status();
             SignedIn::Refused(status, callback.text().await.unwrap())
@@ -104,6 +168,9 @@ pub async fn session_of(api: &ApiProcess, subject: &str) -> String {
 
 /// The value of the hidden `form_token` input of a console page.
 pub fn form_token(page: &str) -> String {
-    let at = page.find("name=\"form_token\" value=\"").expect("a form token on the page") + 25;
+    let at = page
+        .find("name=\"form_token\" value=\"")
+        .expect("a form token on the page")
+        + 25;
     page[at..at + 64].to_owned()
 }
