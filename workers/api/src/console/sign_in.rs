@@ -10,7 +10,7 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::header::SET_COOKIE;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
 use axum::Form;
 use fleet_core::session::SessionSecret;
 use serde::Deserialize;
@@ -182,14 +182,12 @@ pub async fn callback(
         }
         .render(),
     );
-    (
-        [
-            clear_sign_in,
-            session_cookie(&secret, c.session_ttl_s, c.secure_cookies),
-        ],
-        page,
-    )
-        .into_response()
+    // Two cookies: `AppendHeaders`, since a plain header array keeps only the last one.
+    let cookies = AppendHeaders([
+        clear_sign_in,
+        session_cookie(&secret, c.session_ttl_s, c.secure_cookies),
+    ]);
+    (cookies, page).into_response()
 }
 
 #[derive(Debug, Deserialize)]
