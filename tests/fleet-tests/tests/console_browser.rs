@@ -134,6 +134,12 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
         browser.client.source().await.unwrap().contains(&hash),
         "the page carries the hash it approves"
     );
+    // The exact snapshot and its hash, on demand.
+    browser.click("details summary").await;
+    assert!(browser
+        .text("pre.canonical")
+        .await
+        .contains("\"amount_minor\":1250000"));
     browser.screenshot("console-approval.png").await;
 
     browser.click("#approve").await;
@@ -148,6 +154,8 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
         done.contains("in_progress → succeeded"),
         "the timeline shows the outcome: {done}"
     );
+    // Tall enough for the attempts, the lookups and the timeline.
+    browser.client.set_window_size(1280, 1500).await.unwrap();
     browser.screenshot("console-operation.png").await;
 
     let row = fleet.store.get(&op).await.unwrap().unwrap();
