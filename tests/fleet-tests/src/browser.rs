@@ -159,8 +159,16 @@ impl Browser {
         self.find("header.top").await;
     }
 
-    pub async fn close(mut self) {
+    /// Ends the WebDriver session (the browser quits), then the driver.
+    pub async fn close(self) {
         let _ = self.client.clone().close().await;
+    }
+}
+
+/// Also when a test fails half-way: the driver is killed, which takes its browser with
+/// it, and the profile is removed.
+impl Drop for Browser {
+    fn drop(&mut self) {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
         let _ = std::fs::remove_dir_all(&self.profile);
