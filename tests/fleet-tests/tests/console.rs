@@ -654,3 +654,81 @@ async fn a_crm_update_is_shown_beside_the_deals_current_values() {
     assert!(text.contains("the CRM holds version <strong>2</strong> now — the update will be refused as a conflict"), "{text}");
     c.fleet.stop().await;
 }
+
+#[tokio::test]
+async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
+    let c = console().await;
+    c.fleet
+        .person("dana", Role::Operator, &[TENANT], "sub-dana")
+        .await;
+    let i = intent();
+    let op = op_of(&i);
+    c.submit(&i).await;
+    let alice = session_of(&c.api, "sub-alice").await;
+    let dana = session_of(&c.api, "sub-dana").await;
+    let alices = form_token(&c.get(&alice, "/console").await.text().await.unwrap());
+    let danas = form_token(&c.get(&dana, "/console").await.text().await.unwrap());
+    let dispute = format!("/console/operations/{op}/dispute");
+    let r = c
+        .post(
+            &alice,
+            &dispute,
+            &[("reason", "looks odd"), ("form_token", &alices)],
+        )
+        .await;
+    assert_eq!(
+        r.status(),
+        StatusCode::FORBIDDEN,
+        "an approver does not dispute"
+    );
+    let r = c
+        .post(
+            &dana,
+            &format!("/console/operations/{op}/approve"),
+            &[("payload_hash", &hash_of(&i)), ("form_token", &danas)],
+        )
+        .await;
+    assert_eq!(
+        r.status(),
+        StatusCode::FORBIDDEN,
+        "an operator does not approve"
+    );
+    let r = c
+        .post(
+            &dana,
+            &dispute,
+            &[
+                ("reason", "customer reports a double charge"),
+                ("form_token", &danas),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (r.status(), location(&r).to_owned()),
+        (
+            StatusCode::SEE_OTHER,
+            format!("/console/operations/{op}?done=disputed")
+        )
+    );
+    let r = c
+        .post(
+            &dana,
+            &dispute,
+            &[("reason", "again"), ("form_token", &danas)],
+        )
+        .await;
+    assert_eq!(
+        location(&r).to_owned(),
+        format!("/console/operations/{op}?done=already")
+    );
+    assert_eq!(c.approval(&op).await.0, "disputed");
+    let last = c.fleet.store.events(&op).await.unwrap().pop().unwrap();
+    assert_eq!(
+        (
+            last.actor.as_str(),
+            last.evidence.unwrap()["reason"].as_str()
+        ),
+        ("operator:dana", Some("customer reports a double charge"))
+    );
+    c.fleet.stop().await;
+}
