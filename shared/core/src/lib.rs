@@ -12,15 +12,18 @@ pub mod events;
 pub mod hash;
 pub mod ids;
 pub mod intent;
+pub mod money;
 pub mod outcome;
 pub mod policy;
 pub mod reconcile;
 pub mod resolution;
+pub mod session;
 pub mod state;
 pub mod strict_json;
 pub use answer::answer_summary;
 pub mod waiting;
 pub mod webhook;
+pub mod wording;
 
 pub use access::{Role, Token, TokenHash};
 pub use authz::{Actor, ApiAction, Decider, Denial, OperationAction, OperationFacts, SignIn};

@@ -27,6 +27,9 @@ pub enum TokenCreated {
     /// The principal exists with another role: nothing was written (a role is changed
     /// deliberately, never as a side effect of issuing a token).
     RoleMismatch { existing: String },
+    /// The principal was removed: nothing was written (`fleetctl principal add` brings
+    /// it back deliberately).
+    Removed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +85,7 @@ const AUTHENTICATE: &str = "
 SELECT p.name, p.role,
        ARRAY(SELECT tenant_id FROM principal_tenants pt WHERE pt.principal = p.name ORDER BY tenant_id) AS tenants
 FROM api_tokens t JOIN principals p ON p.name = t.principal
-WHERE t.token_hash = $1 AND t.revoked_at IS NULL";
+WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND p.removed_at IS NULL";
 
 impl Store {
     /// The principal a presented token belongs to, if the token exists and is not revoked.
@@ -110,13 +113,16 @@ impl Store {
             &[&t.principal, &t.role.as_str()],
         )
         .await?;
-        let existing: String = tx
+        let row = tx
             .query_one(
-                "SELECT role FROM principals WHERE name = $1 FOR UPDATE",
+                "SELECT role, removed_at IS NOT NULL FROM principals WHERE name = $1 FOR UPDATE",
                 &[&t.principal],
             )
-            .await?
-            .get(0);
+            .await?;
+        let (existing, removed): (String, bool) = (row.get(0), row.get(1));
+        if removed {
+            return Ok(TokenCreated::Removed);
+        }
         if existing != t.role.as_str() {
             return Ok(TokenCreated::RoleMismatch { existing });
         }

@@ -3,6 +3,8 @@
 //! functions started in-process on demand. Everything is torn down when it is dropped.
 
 mod api;
+mod browser;
+mod console;
 mod events;
 mod broker_users;
 mod intents;
@@ -30,6 +32,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use api::{admin_url_of, scrape_gauge, ApiProcess};
+pub use browser::Browser;
+pub use console::{cookie_value, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn, TEST_USERS};
 pub use events::{fast_relay, EventTap, TappedEvent};
 pub use broker_users::BrokerUsers;
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};

@@ -11,12 +11,14 @@
 //! | `POST /v1/operations/{id}/approve`, `/reject`, `/resolve`, `/dispute` | decisions ([`decision_routes`] over [`decisions`], which any other door can call too) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
 //! | `POST /mcp` | the same, as Model Context Protocol tools for agents ([`mcp`]) |
+//! | `/console/…` | the console for approvers and operators, signed in with OpenID Connect ([`console`]) |
 //!
 //! Every operation is shown as the SQL function `operation_view` returns it. The API
 //! holds no state of its own but the list of waiting requests: any number of replicas
 //! may run behind a load balancer.
 
 pub mod auth;
+pub mod console;
 pub mod cursor;
 pub mod decision_routes;
 pub mod decisions;
@@ -68,11 +70,14 @@ pub struct ApiDeps {
     pub settings: ApiSettings,
     /// Bound by `main` from `API_ADDR` (or by a test on port 0).
     pub listener: TcpListener,
+    /// The console, when an OpenID Connect issuer is configured.
+    pub console: Option<console::Console>,
 }
 
 /// The routes and the OpenAPI document describing exactly them.
 pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let mcp = mcp::router(state.clone());
+    let console = console::router(state.clone());
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(intents::submit_intent))
         .routes(routes!(operations::get_operation))
@@ -96,6 +101,7 @@ pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             }),
         )
         .merge(mcp)
+        .merge(console)
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(observe));
     (router, doc)
@@ -135,6 +141,7 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         waiters,
         shutdown: shutdown.clone(),
         public_url,
+        console: deps.console.map(Arc::new),
     };
     let public_url = state.public_url.clone();
     let (router, _) = app(state);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
+use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::{ApiDeps, ApiSettings};
 use fleet_broker::Publisher;
 use fleet_prepare::{IntakeRules, ProviderCapabilities};
@@ -30,6 +31,16 @@ struct Cli {
     policies: PolicyArgs,
     #[command(flatten)]
     api: ApiSettings,
+    #[command(flatten)]
+    console: ConsoleSettings,
+}
+
+/// The CRM client the console reads a deal's current values with: a page waits for it,
+/// so at most two seconds.
+fn console_crm(args: &CrmArgs) -> Option<fleet_providers::CrmClient> {
+    let mut config = fleet_providers::CrmConfig::from_args(args);
+    config.timeout_ms = config.timeout_ms.min(2_000);
+    fleet_providers::CrmClient::new(config).ok()
 }
 
 #[tokio::main]
@@ -47,12 +58,15 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(cli.api.api_addr)
         .await
         .with_context(|| format!("binding the API address {}", cli.api.api_addr))?;
+    let public_url = cli.api.public_url(listener.local_addr()?);
+    let console = Console::from_settings(&cli.console, public_url.as_str(), console_crm(&cli.crm)).map_err(anyhow::Error::msg)?;
     let deps = ApiDeps {
         store: boot.store.clone(),
         publisher,
         intake: IntakeRules { providers, policies },
         settings: cli.api,
         listener,
+        console,
     };
     fleet_api::run(deps, boot.shutdown.clone()).await?;
     boot.finish().await;

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::public_url::PublicUrl;
 use crate::decisions::Decisions;
+use crate::console::Console;
 use crate::waiters::Waiters;
 
 #[derive(Clone)]
@@ -23,4 +24,6 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Where people and agents reach the API: the base of the links handed out.
     pub public_url: PublicUrl,
+    /// The console for people, when an OpenID Connect issuer is configured.
+    pub console: Option<Arc<Console>>,
 }

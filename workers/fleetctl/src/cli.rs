@@ -181,6 +181,12 @@ pub enum Command {
         #[command(subcommand)]
         command: BrokerCommand,
     },
+    /// People and bots who may act (add, list, remove); people sign in to the console
+    /// by their OpenID Connect subject.
+    Principal {
+        #[command(subcommand)]
+        command: crate::principal::PrincipalCommand,
+    },
     /// Run the whole pipeline on this machine and print what happened.
     Demo(crate::demo::DemoArgs),
     /// Measure throughput, latency and cost of the fleet on this machine.

@@ -10,6 +10,7 @@ pub mod format;
 pub mod hash;
 pub mod inspect;
 pub mod operator;
+pub mod principal;
 pub mod processes;
 pub mod submit;
 pub mod token;

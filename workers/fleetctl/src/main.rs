@@ -5,7 +5,7 @@ use fleet_broker::Publisher;
 use fleet_store::Store;
 use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::decide::{self, DecisionClient};
-use fleetctl::{bench, broker_setup, demo, hash, inspect, operator, submit, token};
+use fleetctl::{bench, broker_setup, demo, hash, inspect, operator, principal, submit, token};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -37,6 +37,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Token { command } => token::run(&store()?, command).await?,
         Command::Broker { command: BrokerCommand::Setup(args) } => broker_setup::run(&cli.conn.broker(), &args).await?,
+        Command::Principal { command } => principal::run(&store()?, command).await?,
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
         Command::Bench(args) => bench::run(&cli.conn, args).await?,
     }

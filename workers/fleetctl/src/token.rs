@@ -32,7 +32,7 @@ pub enum TokenCommand {
     List,
 }
 
-fn parse_role(s: &str) -> Result<Role, String> {
+pub(crate) fn parse_role(s: &str) -> Result<Role, String> {
     Role::parse(s).ok_or_else(|| format!("{s:?} is not a role: agent, approver, operator or admin"))
 }
 
@@ -56,6 +56,17 @@ pub fn new_token() -> anyhow::Result<Token> {
     Ok(Token::from_secret_bytes(&bytes))
 }
 
+/// Refuses a tenant name the tables would refuse (or that could not be shown safely).
+pub(crate) fn check_tenants(tenants: &[String]) -> anyhow::Result<()> {
+    for t in tenants {
+        anyhow::ensure!(
+            !t.is_empty() && t.len() <= 256 && !t.chars().any(char::is_control),
+            "{t:?} cannot name a tenant: 1 to 256 bytes, no control characters"
+        );
+    }
+    Ok(())
+}
+
 /// Creates a token and returns it with its id (for `create` and the demo).
 pub async fn issue(
     store: &Store,
@@ -64,12 +75,7 @@ pub async fn issue(
     tenants: &[String],
 ) -> anyhow::Result<(Token, String, Vec<String>)> {
     anyhow::ensure!(is_principal_name(principal), "{principal:?} cannot name a principal: 1 to 128 letters, digits and ._@:- starting with a letter or digit");
-    for t in tenants {
-        anyhow::ensure!(
-            !t.is_empty() && t.len() <= 256 && !t.chars().any(char::is_control),
-            "{t:?} cannot name a tenant: 1 to 256 bytes, no control characters"
-        );
-    }
+    check_tenants(tenants)?;
     let token = new_token()?;
     let token_id = format!("tok_{}", ulid::Ulid::new());
     let new = NewToken {
@@ -84,6 +90,9 @@ pub async fn issue(
         TokenCreated::Created { tenants } => Ok((token, token_id, tenants)),
         TokenCreated::RoleMismatch { existing } => {
             anyhow::bail!("refused: {principal} is a principal with role {existing}, not {role}")
+        }
+        TokenCreated::Removed => {
+            anyhow::bail!("refused: {principal} was removed; `fleetctl principal add` brings it back")
         }
     }
 }

@@ -1,0 +1,177 @@
+//! A snapshot in words, as the approver reads it: who receives what amount, for what
+//! ("Pay 12,500.00 KZT to vendor_77 for invoice inv_9182"), and how long is left to decide.
+//! Pure: the snapshot and the seconds left (read with the database clock) are inputs.
+
+use serde_json::{Map, Value};
+
+use crate::money::format_amount;
+
+/// One sentence saying what the operation will do once approved. Every value comes from
+/// the stored snapshot (already validated); anything unreadable is said plainly rather
+/// than guessed.
+pub fn describe(action: &str, target: Option<&str>, payload: &Value) -> String {
+    let text = |k: &str| payload.get(k).and_then(Value::as_str);
+    let amount = || {
+        let minor = payload.get("amount_minor")?.as_i64()?;
+        format_amount(minor, text("currency")?)
+    };
+    let described = match action {
+        "payment.create" => (|| {
+            Some(format!(
+                "Pay {} to {} for invoice {}",
+                amount()?,
+                text("beneficiary_id")?,
+                text("invoice_id")?
+            ))
+        })(),
+        "refund.create" => (|| {
+            Some(format!(
+                "Refund {} of payment {} (reason: {})",
+                amount()?,
+                text("payment_id")?,
+                text("reason")?
+            ))
+        })(),
+        "crm.deal.create" => (|| {
+            Some(format!(
+                "Create deal \"{}\" worth {} at stage {}, owned by {}",
+                text("name")?,
+                amount()?,
+                text("stage")?,
+                text("owner_id")?
+            ))
+        })(),
+        "crm.deal.update" => (|| {
+            let version = payload.get("expected_version")?.as_i64()?;
+            let patch = payload.get("patch")?.as_object()?;
+            Some(format!(
+                "Update deal {} at version {version}: {}",
+                target?,
+                patch_in_words(patch)
+            ))
+        })(),
+        _ => None,
+    };
+    described.unwrap_or_else(|| format!("{action} (its payload cannot be read as one)"))
+}
+
+/// `set amount_minor to 5000, stage to "won"`, members sorted by name (the canonical
+/// order, whatever order the map keeps).
+fn patch_in_words(patch: &Map<String, Value>) -> String {
+    let mut members: Vec<(&String, &Value)> = patch.iter().collect();
+    members.sort_by(|a, b| a.0.cmp(b.0));
+    let changes: Vec<String> = members
+        .into_iter()
+        .map(|(k, v)| format!("{k} to {}", value_in_words(v)))
+        .collect();
+    format!("set {}", changes.join(", "))
+}
+
+/// A JSON value as a person reads it: text in quotes, `null` as "nothing", the rest as JSON.
+pub fn value_in_words(v: &Value) -> String {
+    match v {
+        Value::Null => "nothing".to_owned(),
+        Value::String(s) => format!("\"{s}\""),
+        Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_) => v.to_string(),
+    }
+}
+
+/// "expires in 54 min", "expires in 2 h 5 min", "expired 3 min ago": the time left to
+/// decide, from the seconds left by the database clock (negative once past).
+pub fn expiry_in_words(seconds_left: i64) -> String {
+    if seconds_left > 0 {
+        format!("expires in {}", duration_in_words(seconds_left))
+    } else {
+        format!(
+            "expired {} ago",
+            duration_in_words(seconds_left.saturating_neg().max(1))
+        )
+    }
+}
+
+/// A duration rounded down to its two largest units: "40 s", "54 min", "2 h 5 min",
+/// "3 d 4 h".
+pub fn duration_in_words(seconds: i64) -> String {
+    let s = seconds.max(0);
+    let (d, h, m) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s} s"),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, 0) => format!("{h} h"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (d, 0, _) => format!("{d} d"),
+        (d, h, _) => format!("{d} d {h} h"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_payment_says_who_receives_what_for_what() {
+        let p = json!({"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"});
+        assert_eq!(
+            describe("payment.create", None, &p),
+            "Pay 12,500.00 KZT to vendor_77 for invoice inv_9182"
+        );
+        let yen = json!({"invoice_id": "inv_1", "beneficiary_id": "v_1", "amount_minor": 1250000, "currency": "JPY"});
+        assert_eq!(
+            describe("payment.create", None, &yen),
+            "Pay 1,250,000 JPY to v_1 for invoice inv_1"
+        );
+    }
+
+    #[test]
+    fn refunds_and_deals_in_words() {
+        let refund = json!({"payment_id": "pay_01J", "amount_minor": 2500, "currency": "USD", "reason": "duplicate charge"});
+        assert_eq!(
+            describe("refund.create", None, &refund),
+            "Refund 25.00 USD of payment pay_01J (reason: duplicate charge)"
+        );
+        let create = json!({"name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"});
+        assert_eq!(
+            describe("crm.deal.create", None, &create),
+            "Create deal \"Acme renewal\" worth 9,900.00 EUR at stage proposal, owned by u_7"
+        );
+        let update = json!({"expected_version": 3, "patch": {"stage": "won", "amount_minor": 5000, "note": null}});
+        assert_eq!(
+            describe("crm.deal.update", Some("deal_01J"), &update),
+            "Update deal deal_01J at version 3: set amount_minor to 5000, note to nothing, stage to \"won\""
+        );
+    }
+
+    #[test]
+    fn an_unreadable_payload_is_said_plainly() {
+        assert_eq!(
+            describe("payment.create", None, &json!({"amount_minor": 5})),
+            "payment.create (its payload cannot be read as one)"
+        );
+        assert_eq!(
+            describe(
+                "crm.deal.update",
+                None,
+                &json!({"expected_version": 3, "patch": {}})
+            ),
+            "crm.deal.update (its payload cannot be read as one)"
+        );
+        let bad_currency =
+            json!({"invoice_id": "i", "beneficiary_id": "b", "amount_minor": 5, "currency": "XYZ"});
+        assert!(describe("payment.create", None, &bad_currency).contains("cannot be read"));
+    }
+
+    #[test]
+    fn time_left_in_words() {
+        assert_eq!(expiry_in_words(54 * 60 + 59), "expires in 54 min");
+        assert_eq!(expiry_in_words(40), "expires in 40 s");
+        assert_eq!(expiry_in_words(2 * 3600 + 5 * 60), "expires in 2 h 5 min");
+        assert_eq!(expiry_in_words(3600), "expires in 1 h");
+        assert_eq!(
+            expiry_in_words(3 * 86_400 + 4 * 3600 + 7),
+            "expires in 3 d 4 h"
+        );
+        assert_eq!(expiry_in_words(-180), "expired 3 min ago");
+        assert_eq!(expiry_in_words(0), "expired 1 s ago");
+    }
+}

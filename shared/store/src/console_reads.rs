@@ -1,0 +1,145 @@
+//! What the console shows, always scoped to the tenants of the person asking: the
+//! approval inbox (soonest expiry first), the operator's queue (unknown and escalated
+//! operations), a search, and one operation with its view and the time left to decide
+//! by the database clock.
+
+use fleet_core::Status;
+use serde_json::Value;
+use tokio_postgres::Row;
+
+use crate::rows::OPERATION_COLUMNS;
+use crate::{OperationRow, Store, StoreError};
+
+/// One operation as the console shows it.
+#[derive(Debug, Clone)]
+pub struct ConsoleOperation {
+    pub row: OperationRow,
+    /// The SQL function `operation_view`'s answer (the API's and the events' view).
+    pub view: Value,
+    /// Seconds until the approval expires, by the database clock (negative once past).
+    pub expires_in_s: i64,
+    /// The reason of the latest event that gave one (why it is unknown or escalated).
+    pub latest_reason: Option<String>,
+}
+
+/// What the operations search keeps; every filter is optional.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OperationSearch<'a> {
+    /// The whole id, or its beginning.
+    pub id_prefix: Option<&'a str>,
+    pub status: Option<Status>,
+    /// One of the caller's tenants.
+    pub tenant: Option<&'a str>,
+}
+
+fn select(where_order: &str) -> String {
+    format!(
+        "SELECT {OPERATION_COLUMNS}, operation_view(o) AS view,
+                floor(EXTRACT(EPOCH FROM o.approval_expires_at - now()))::bigint AS expires_in_s,
+                (SELECT e.reason FROM operation_events e
+                 WHERE e.operation_id = o.operation_id AND e.reason IS NOT NULL
+                 ORDER BY e.id DESC LIMIT 1) AS latest_reason
+         FROM operations o {where_order}"
+    )
+}
+
+fn console_operation(r: &Row) -> ConsoleOperation {
+    ConsoleOperation {
+        row: OperationRow::from_row(r),
+        view: r.get("view"),
+        expires_in_s: r.get("expires_in_s"),
+        latest_reason: r.get("latest_reason"),
+    }
+}
+
+impl Store {
+    /// One operation of `tenants` (another tenant's is not found, like a missing one).
+    pub async fn console_operation(
+        &self,
+        operation_id: &str,
+        tenants: &[String],
+    ) -> Result<Option<ConsoleOperation>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(&select(
+                "WHERE o.operation_id = $1 AND o.tenant_id = ANY($2)",
+            ))
+            .await?;
+        Ok(client
+            .query_opt(&stmt, &[&operation_id, &tenants])
+            .await?
+            .as_ref()
+            .map(console_operation))
+    }
+
+    /// Approvals waiting for a person in `tenants`, soonest expiry first. The statuses
+    /// are written into the text so the partial index on unstarted rows serves it.
+    pub async fn approval_inbox(
+        &self,
+        tenants: &[String],
+        limit: i64,
+    ) -> Result<Vec<ConsoleOperation>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(&select(
+                "WHERE o.status = 'not_started' AND o.approval_status = 'pending'
+                   AND o.approval_expires_at > now() AND o.tenant_id = ANY($1)
+                 ORDER BY o.approval_expires_at, o.operation_id LIMIT $2",
+            ))
+            .await?;
+        let rows = client.query(&stmt, &[&tenants, &limit]).await?;
+        Ok(rows.iter().map(console_operation).collect())
+    }
+
+    /// Operations waiting for an operator in `tenants`: unknown ones, and escalated ones
+    /// not resolved since; the longest waiting first.
+    pub async fn operator_queue(
+        &self,
+        tenants: &[String],
+        limit: i64,
+    ) -> Result<Vec<ConsoleOperation>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(&select(
+                "WHERE o.tenant_id = ANY($1)
+                   AND (o.status = 'unknown'
+                        OR (o.escalated_at IS NOT NULL AND (o.resolved_at IS NULL OR o.escalated_at > o.resolved_at)))
+                 ORDER BY COALESCE(o.escalated_at, o.unknown_since, o.updated_at), o.operation_id LIMIT $2",
+            ))
+            .await?;
+        let rows = client.query(&stmt, &[&tenants, &limit]).await?;
+        Ok(rows.iter().map(console_operation).collect())
+    }
+
+    /// Operations of `tenants` matching `search`, newest first.
+    pub async fn search_operations(
+        &self,
+        tenants: &[String],
+        search: OperationSearch<'_>,
+        limit: i64,
+    ) -> Result<Vec<ConsoleOperation>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(&select(
+                "WHERE o.tenant_id = ANY($1)
+                   AND ($2::text IS NULL OR starts_with(o.operation_id, $2))
+                   AND ($3::text IS NULL OR o.status = $3)
+                   AND ($4::text IS NULL OR o.tenant_id = $4)
+                 ORDER BY o.created_at DESC, o.operation_id DESC LIMIT $5",
+            ))
+            .await?;
+        let rows = client
+            .query(
+                &stmt,
+                &[
+                    &tenants,
+                    &search.id_prefix,
+                    &search.status.map(Status::as_str),
+                    &search.tenant,
+                    &limit,
+                ],
+            )
+            .await?;
+        Ok(rows.iter().map(console_operation).collect())
+    }
+}

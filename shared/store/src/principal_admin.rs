@@ -1,0 +1,199 @@
+//! Managing principals (`fleetctl principal add | list | remove`): who may sign in to the
+//! console (by the issuer's subject), with which role, for which tenants. Removing a
+//! principal keeps its name, which the history cites, and takes everything else away in
+//! one transaction: tenants, tokens, sessions and subject.
+
+use chrono::{DateTime, Utc};
+use fleet_core::Role;
+
+use crate::{Store, StoreError};
+
+/// A principal to add, or to grant more tenants (and a subject it has none of).
+#[derive(Debug)]
+pub struct NewPrincipal<'a> {
+    pub name: &'a str,
+    pub role: Role,
+    pub tenants: &'a [String],
+    pub oidc_subject: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrincipalAdded {
+    /// Created, or reinstated after a removal; `tenants` is every tenant it now has.
+    Added { tenants: Vec<String> },
+    /// It existed with this role: the tenants add up, the subject is set if it had none.
+    Updated { tenants: Vec<String> },
+    /// It exists with another role: nothing was written.
+    RoleMismatch { existing: String },
+    /// It already signs in as another subject: nothing was written (remove it first).
+    SubjectMismatch,
+    /// Another principal signs in as this subject: nothing was written.
+    SubjectTaken { by: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrincipalRemoved {
+    Removed {
+        tokens_revoked: u64,
+        sessions_ended: u64,
+    },
+    AlreadyRemoved,
+    NotFound,
+}
+
+/// One principal as `fleetctl principal list` shows it.
+#[derive(Debug, Clone)]
+pub struct PrincipalListing {
+    pub name: String,
+    pub role: String,
+    pub tenants: Vec<String>,
+    pub oidc_subject: Option<String>,
+    pub active_tokens: i64,
+    pub created_at: DateTime<Utc>,
+    pub removed_at: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// Adds (or reinstates, or extends) a principal in one transaction.
+    pub async fn add_principal(&self, p: &NewPrincipal<'_>) -> Result<PrincipalAdded, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let inserted = tx
+            .execute(
+                "INSERT INTO principals (name, role) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                &[&p.name, &p.role.as_str()],
+            )
+            .await?
+            == 1;
+        let row = tx
+            .query_one(
+                "SELECT role, oidc_subject, removed_at IS NOT NULL AS removed FROM principals WHERE name = $1 FOR UPDATE",
+                &[&p.name],
+            )
+            .await?;
+        let (role, subject, removed): (String, Option<String>, bool) =
+            (row.get(0), row.get(1), row.get(2));
+        if removed {
+            // A removed principal has nothing left to contradict: it comes back as asked.
+            tx.execute(
+                "UPDATE principals SET role = $2, removed_at = NULL WHERE name = $1",
+                &[&p.name, &p.role.as_str()],
+            )
+            .await?;
+        } else if role != p.role.as_str() {
+            return Ok(PrincipalAdded::RoleMismatch { existing: role });
+        }
+        if let Some(wanted) = p.oidc_subject {
+            match subject.as_deref() {
+                Some(has) if has != wanted => return Ok(PrincipalAdded::SubjectMismatch),
+                Some(_) => {}
+                None => {
+                    let holder = tx
+                        .query_opt(
+                            "SELECT name FROM principals WHERE oidc_subject = $1",
+                            &[&wanted],
+                        )
+                        .await?;
+                    if let Some(holder) = holder {
+                        return Ok(PrincipalAdded::SubjectTaken { by: holder.get(0) });
+                    }
+                    tx.execute(
+                        "UPDATE principals SET oidc_subject = $2 WHERE name = $1",
+                        &[&p.name, &wanted],
+                    )
+                    .await?;
+                }
+            }
+        }
+        tx.execute(
+            "INSERT INTO principal_tenants (principal, tenant_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING",
+            &[&p.name, &p.tenants],
+        )
+        .await?;
+        let tenants: Vec<String> = tx
+            .query_one(
+                "SELECT ARRAY(SELECT tenant_id FROM principal_tenants WHERE principal = $1 ORDER BY tenant_id)",
+                &[&p.name],
+            )
+            .await?
+            .get(0);
+        tx.commit().await?;
+        Ok(if inserted || removed {
+            PrincipalAdded::Added { tenants }
+        } else {
+            PrincipalAdded::Updated { tenants }
+        })
+    }
+
+    /// Every principal, by name, removed ones included (marked).
+    pub async fn list_principals(&self) -> Result<Vec<PrincipalListing>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT p.name, p.role, p.oidc_subject, p.created_at, p.removed_at,
+                        ARRAY(SELECT tenant_id FROM principal_tenants pt WHERE pt.principal = p.name ORDER BY tenant_id) AS tenants,
+                        (SELECT count(*) FROM api_tokens t WHERE t.principal = p.name AND t.revoked_at IS NULL) AS active_tokens
+                 FROM principals p ORDER BY p.name",
+                &[],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| PrincipalListing {
+                name: r.get("name"),
+                role: r.get("role"),
+                tenants: r.get("tenants"),
+                oidc_subject: r.get("oidc_subject"),
+                active_tokens: r.get("active_tokens"),
+                created_at: r.get("created_at"),
+                removed_at: r.get("removed_at"),
+            })
+            .collect())
+    }
+
+    /// Removes a principal: its tokens are revoked, its sessions ended, its tenants and
+    /// subject taken away, all at once; it can no longer sign in, call the API or act.
+    pub async fn remove_principal(&self, name: &str) -> Result<PrincipalRemoved, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let Some(row) = tx
+            .query_opt(
+                "SELECT removed_at IS NOT NULL FROM principals WHERE name = $1 FOR UPDATE",
+                &[&name],
+            )
+            .await?
+        else {
+            return Ok(PrincipalRemoved::NotFound);
+        };
+        if row.get::<_, bool>(0) {
+            return Ok(PrincipalRemoved::AlreadyRemoved);
+        }
+        let tokens_revoked = tx
+            .execute(
+                "UPDATE api_tokens SET revoked_at = now() WHERE principal = $1 AND revoked_at IS NULL",
+                &[&name],
+            )
+            .await?;
+        let sessions_ended = tx
+            .execute(
+                "DELETE FROM console_sessions WHERE principal = $1",
+                &[&name],
+            )
+            .await?;
+        tx.execute(
+            "DELETE FROM principal_tenants WHERE principal = $1",
+            &[&name],
+        )
+        .await?;
+        tx.execute(
+            "UPDATE principals SET oidc_subject = NULL, removed_at = now() WHERE name = $1",
+            &[&name],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(PrincipalRemoved::Removed {
+            tokens_revoked,
+            sessions_ended,
+        })
+    }
+}

@@ -1,0 +1,176 @@
+//! A real, headless Chromium (Debian's `chromium`, driven through Debian's
+//! `chromedriver`) for the console tests: a fresh profile per browser, nothing fetched
+//! from the network, and closed when the test ends.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{json, Value};
+
+use crate::eventually;
+
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+pub struct Browser {
+    pub client: Client,
+    driver: Child,
+    profile: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Browser {
+    pub async fn start() -> Browser {
+        assert!(
+            std::path::Path::new(CHROMIUM).exists(),
+            "{CHROMIUM} is missing: .ci/browser installs Debian's chromium"
+        );
+        assert!(
+            std::path::Path::new(CHROMEDRIVER).exists(),
+            "{CHROMEDRIVER} is missing: .ci/browser installs Debian's chromium-driver"
+        );
+        let port = free_port();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let profile = std::env::temp_dir().join(format!("fleet-chromium-{}", ulid::Ulid::new()));
+        std::fs::create_dir_all(&profile).unwrap();
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,1000",
+            &format!("--user-data-dir={}", profile.display()),
+        ];
+        let caps = json!({"goog:chromeOptions": {"binary": CHROMIUM, "args": args}});
+        let Value::Object(caps) = caps else {
+            unreachable!()
+        };
+        let url = format!("http://127.0.0.1:{port}");
+        let client = eventually("chromedriver to start a browser", || {
+            let (caps, url) = (caps.clone(), url.clone());
+            async move {
+                let mut builder = ClientBuilder::new(HttpConnector::new());
+                builder.capabilities(caps);
+                builder.connect(&url).await.ok()
+            }
+        })
+        .await;
+        Browser {
+            client,
+            driver,
+            profile,
+        }
+    }
+
+    pub async fn goto(&self, url: &str) {
+        self.client
+            .goto(url)
+            .await
+            .unwrap_or_else(|e| panic!("goto {url}: {e}"));
+    }
+
+    /// Waits (up to 20 s) for an element matching `css`.
+    pub async fn find(&self, css: &str) -> Element {
+        match self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(css))
+            .await
+        {
+            Ok(e) => e,
+            Err(e) => {
+                let at = self.client.current_url().await.ok();
+                let page = self.client.source().await.unwrap_or_default();
+                panic!("no {css} on {at:?}: {e}\n{page}")
+            }
+        }
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.find(css)
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        self.find(css).await.text().await.unwrap()
+    }
+
+    /// The whole page's visible text.
+    pub async fn page_text(&self) -> String {
+        self.text("body").await
+    }
+
+    pub async fn path(&self) -> String {
+        self.client.current_url().await.unwrap().path().to_owned()
+    }
+
+    /// Waits until the page (reloaded each time) shows `needle`.
+    pub async fn reload_until_shows(&self, needle: &str) {
+        eventually(&format!("the page to show {needle:?}"), || async {
+            self.client.refresh().await.ok()?;
+            self.page_text().await.contains(needle).then_some(())
+        })
+        .await;
+    }
+
+    /// Saves a PNG of the window to `name` under `CONSOLE_SCREENSHOTS_DIR` (or the test
+    /// logs), for the docs.
+    pub async fn screenshot(&self, name: &str) {
+        let dir = std::env::var_os("CONSOLE_SCREENSHOTS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate::bin_dir().join("test-logs").join("screenshots"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let png = self.client.screenshot().await.expect("a screenshot");
+        std::fs::write(dir.join(name), png).unwrap();
+    }
+
+    /// Signs in at the console's login page as the test issuer's `subject`, and waits for
+    /// the console's first page.
+    pub async fn sign_in(&self, console_url: &str, subject: &str) {
+        self.goto(&format!("{console_url}/console")).await;
+        self.click("#sign-in").await;
+        self.click(&format!("button[value=\"{subject}\"]")).await;
+        self.find("header.top").await;
+    }
+
+    /// Ends the WebDriver session (the browser quits), then the driver.
+    pub async fn close(self) {
+        let _ = self.client.clone().close().await;
+    }
+}
+
+/// Also when a test fails half-way: the driver is killed, which takes its browser with
+/// it, and the profile is removed.
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}

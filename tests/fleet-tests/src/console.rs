@@ -1,0 +1,176 @@
+//! The console under test: the test OpenID Connect issuer in-process, fleet-api as a real
+//! process configured to sign people in with it, principals with subjects, and a person
+//! signing in over plain HTTP (cookies carried by hand, redirects followed one by one).
+
+use fleet_core::Role;
+use fleet_oidc_issuer::{IssuerConfig, RunningIssuer, TestUser};
+use fleet_store::{NewPrincipal, PrincipalAdded};
+use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
+
+use crate::{ApiProcess, TestFleet};
+
+/// The test users: (subject, name shown by the issuer).
+pub const TEST_USERS: &[(&str, &str)] = &[
+    ("sub-alice", "Alice"),
+    ("sub-bob", "Bob"),
+    ("sub-dana", "Dana"),
+    ("sub-agent", "The billing agent"),
+    ("sub-stranger", "Nobody we know"),
+];
+
+impl TestFleet {
+    /// A test issuer on a free port of this machine, named `localhost` in its URL.
+    pub async fn spawn_issuer(&self) -> RunningIssuer {
+        let users = TEST_USERS
+            .iter()
+            .map(|(s, n)| TestUser {
+                subject: (*s).into(),
+                name: (*n).into(),
+            })
+            .collect();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the issuer");
+        fleet_oidc_issuer::spawn(
+            IssuerConfig {
+                users,
+                ..IssuerConfig::default()
+            },
+            listener,
+        )
+        .await
+        .expect("issuer")
+    }
+
+    /// fleet-api with its console signing people in with `issuer`.
+    pub async fn spawn_console(&self, issuer: &RunningIssuer) -> ApiProcess {
+        self.spawn_api(&[
+            ("OIDC_ISSUER_URL", &issuer.issuer_url),
+            ("OIDC_CLIENT_ID", &issuer.client_id),
+            ("OIDC_CLIENT_SECRET", &issuer.client_secret),
+        ])
+        .await
+    }
+
+    /// A principal who signs in as `subject`.
+    pub async fn person(&self, name: &str, role: Role, tenants: &[&str], subject: &str) {
+        let tenants: Vec<String> = tenants.iter().map(|t| t.to_string()).collect();
+        let p = NewPrincipal {
+            name,
+            role,
+            tenants: &tenants,
+            oidc_subject: Some(subject),
+        };
+        let added = self.store.add_principal(&p).await.expect("add a principal");
+        assert!(
+            matches!(
+                added,
+                PrincipalAdded::Added { .. } | PrincipalAdded::Updated { .. }
+            ),
+            "{added:?}"
+        );
+    }
+}
+
+/// An HTTP client that follows no redirect, so every hop and cookie can be checked.
+pub fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// `name=value` of the `Set-Cookie` named `name`, with its attributes.
+pub fn set_cookie<'a>(r: &'a reqwest::Response, name: &str) -> Option<&'a str> {
+    r.headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+}
+
+/// The value part of a `Set-Cookie` line.
+pub fn cookie_value(set_cookie: &str) -> String {
+    set_cookie
+        .split(';')
+        .next()
+        .unwrap()
+        .split_once('=')
+        .unwrap()
+        .1
+        .to_owned()
+}
+
+fn location(r: &reqwest::Response) -> String {
+    r.headers()
+        .get(LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .expect("a redirect")
+        .to_owned()
+}
+
+/// What a sign-in over HTTP gave: the session cookie's value, or the callback's answer.
+pub enum SignedIn {
+    Session(String),
+    Refused(reqwest::StatusCode, String),
+}
+
+/// Signs `subject` in to the console at `api` over HTTP: start, the issuer (signing in at
+/// once with `login_hint`), the callback with the sign-in cookie.
+pub async fn sign_in_over_http(api: &ApiProcess, subject: &str) -> SignedIn {
+    let http = no_redirects();
+    let start = http
+        .get(api.url("/console/login/start"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        start.status(),
+        reqwest::StatusCode::SEE_OTHER,
+        "start redirects to the issuer"
+    );
+    let sign_in_cookie =
+        cookie_value(set_cookie(&start, "fleet_console_sign_in").expect("the sign-in cookie"));
+    let at_issuer = http
+        .get(format!("{}&login_hint={subject}", location(&start)))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        at_issuer.status().is_redirection(),
+        "the issuer signs {subject} in: {}",
+        at_issuer.status()
+    );
+    let callback = http
+        .get(location(&at_issuer))
+        .header(COOKIE, format!("fleet_console_sign_in={sign_in_cookie}"))
+        .send()
+        .await
+        .unwrap();
+    match set_cookie(&callback, "fleet_console").map(cookie_value) {
+        Some(session) if callback.status().is_success() && !session.is_empty() => {
+            SignedIn::Session(session)
+        }
+        _ => {
+            let status = callback.status();
+            SignedIn::Refused(status, callback.text().await.unwrap())
+        }
+    }
+}
+
+/// The session cookie of `subject`, who must be allowed in.
+pub async fn session_of(api: &ApiProcess, subject: &str) -> String {
+    match sign_in_over_http(api, subject).await {
+        SignedIn::Session(s) => s,
+        SignedIn::Refused(status, body) => panic!("{subject} was refused ({status}): {body}"),
+    }
+}
+
+/// The value of the hidden `form_token` input of a console page.
+pub fn form_token(page: &str) -> String {
+    let at = page
+        .find("name=\"form_token\" value=\"")
+        .expect("a form token on the page")
+        + 25;
+    page[at..at + 64].to_owned()
+}

@@ -1,0 +1,415 @@
+//! The console in a real browser (headless Chromium): people sign in through the test
+//! OpenID Connect issuer, read what waits for them in words, and decide with the forms
+//! the pages show. fleet-api runs as a real process; execute and reconcile in-process.
+//! With `CONSOLE_SCREENSHOTS_DIR=docs/img`, the first test writes the README's pictures.
+
+use fleet_core::Role;
+use fleet_tests::{
+    contract, fast_reconcile, hash_of, intent, op_of, ApiProcess, Browser, TestFleet,
+};
+use serde_json::{json, Value};
+
+const TENANT: &str = "org_482";
+
+async fn submit_over_api(fleet: &TestFleet, api: &ApiProcess, token: &str, intent: &Value) {
+    let r = fleet
+        .http
+        .post(api.url("/v1/intents"))
+        .bearer_auth(token)
+        .json(intent)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        r.status().is_success(),
+        "intent refused: {} {}",
+        r.status(),
+        r.text().await.unwrap()
+    );
+}
+
+/// A payment of `amount_minor` `currency` to `vendor`, approvable for `ttl_s` seconds.
+fn payment(vendor: &str, invoice: &str, amount_minor: i64, currency: &str, ttl_s: i64) -> Value {
+    let mut i = intent();
+    i["payload"] = json!({"invoice_id": invoice, "beneficiary_id": vendor, "amount_minor": amount_minor, "currency": currency});
+    i["data_version"] = json!(format!("{invoice}@1"));
+    i["approval_ttl_seconds"] = json!(ttl_s);
+    i
+}
+
+/// Posts a form the page does not offer, from inside the signed-in page (what a person
+/// editing the page, or a stale copy of it, would send): the session's form token is read
+/// from the page, so only the decision itself can refuse it.
+async fn post_from_page(browser: &Browser, action: &str, fields: Value) {
+    let script = "const f = document.createElement('form'); f.method = 'post'; f.action = arguments[0];
+        const fields = Object.assign({form_token: document.querySelector('input[name=form_token]').value}, arguments[1]);
+        for (const [k, v] of Object.entries(fields)) { const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i); }
+        document.body.appendChild(f); f.submit();";
+    browser
+        .client
+        .execute(script, vec![json!(action), fields])
+        .await
+        .expect("post the form");
+}
+
+async fn db_status(fleet: &TestFleet, op: &str) -> (String, String) {
+    let row = fleet.store.get(op).await.unwrap().unwrap();
+    (row.status, row.approval_status)
+}
+
+#[tokio::test]
+async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_succeed() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_execute();
+    // The console's approval rings no doorbell yet; reconcile's sweeper rings approved rows.
+    fleet.spawn_reconcile(contract(300), fast_reconcile());
+    let issuer = fleet.spawn_issuer().await;
+    let api = fleet.spawn_console(&issuer).await;
+    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    fleet
+        .person("alice", Role::Approver, &[TENANT], "sub-alice")
+        .await;
+    let seed = intent();
+    let op = op_of(&seed);
+    submit_over_api(&fleet, &api, &agent, &seed).await;
+    // Two more waiting, one expiring sooner, so the inbox has an order to show.
+    submit_over_api(
+        &fleet,
+        &api,
+        &agent,
+        &payment("vendor_12", "inv_3310", 1_250_000, "JPY", 7200),
+    )
+    .await;
+    submit_over_api(
+        &fleet,
+        &api,
+        &agent,
+        &payment("vendor_3", "inv_77", 4_250, "KWD", 900),
+    )
+    .await;
+
+    let browser = Browser::start().await;
+    browser.sign_in(&api.base_url, "sub-alice").await;
+    assert_eq!(browser.path().await, "/console");
+    let inbox = browser.page_text().await;
+    let seed_words = "Pay 12,500.00 KZT to vendor_77 for invoice inv_9182";
+    for words in [
+        "Pay 4.250 KWD to vendor_3 for invoice inv_77",
+        "Pay 1,250,000 JPY to vendor_12 for invoice inv_3310",
+        seed_words,
+    ] {
+        assert!(inbox.contains(words), "the inbox says {words:?}: {inbox}");
+    }
+    let soonest = inbox.find("4.250 KWD").unwrap();
+    assert!(
+        soonest < inbox.find("12,500.00 KZT").unwrap()
+            && inbox.find("12,500.00 KZT").unwrap() < inbox.find("1,250,000 JPY").unwrap(),
+        "soonest expiry first: {inbox}"
+    );
+    assert!(
+        inbox.contains("expires in 59 min") || inbox.contains("expires in 1 h"),
+        "{inbox}"
+    );
+    browser.screenshot("console-inbox.png").await;
+
+    browser
+        .click(&format!("a[href=\"/console/operations/{op}\"]"))
+        .await;
+    let page = browser.page_text().await;
+    for fact in [
+        seed_words,
+        TENANT,
+        "payments-v3",
+        "inv_9182@7",
+        "Invoice is due today and matches PO 5531.",
+        "billing-bot",
+    ] {
+        assert!(
+            page.contains(fact),
+            "the approval page shows {fact:?}: {page}"
+        );
+    }
+    let hash = hash_of(&seed);
+    assert!(
+        browser.client.source().await.unwrap().contains(&hash),
+        "the page carries the hash it approves"
+    );
+    // The exact snapshot and its hash, on demand.
+    browser.click("details summary").await;
+    assert!(browser
+        .text("pre.canonical")
+        .await
+        .contains("\"amount_minor\":1250000"));
+    browser.screenshot("console-approval.png").await;
+
+    browser.click("#approve").await;
+    assert!(browser
+        .text(".banner.ok")
+        .await
+        .contains("You approved this snapshot."));
+    browser.reload_until_shows("succeeded").await;
+    let done = browser.page_text().await;
+    assert!(done.contains("alice"), "decided by alice: {done}");
+    assert!(
+        done.contains("in_progress → succeeded"),
+        "the timeline shows the outcome: {done}"
+    );
+    // Tall enough for the attempts, the lookups and the timeline.
+    browser.client.set_window_size(1280, 1500).await.unwrap();
+    browser.screenshot("console-operation.png").await;
+
+    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            row.status.as_str(),
+            row.decided_by.as_deref(),
+            row.approved_hash.as_deref()
+        ),
+        ("succeeded", Some("alice"), Some(hash.as_str()))
+    );
+    assert_eq!(fleet.sim_effects(&op).await, 1);
+    browser.close().await;
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn the_agents_own_principal_and_the_submitter_are_refused() {
+    let fleet = TestFleet::start().await;
+    let issuer = fleet.spawn_issuer().await;
+    let api = fleet.spawn_console(&issuer).await;
+    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    // The agent's principal can also sign in as a person.
+    fleet
+        .person("billing-bot", Role::Agent, &[TENANT], "sub-agent")
+        .await;
+    fleet
+        .person("alice", Role::Approver, &[TENANT], "sub-alice")
+        .await;
+    let by_agent = intent();
+    submit_over_api(&fleet, &api, &agent, &by_agent).await;
+    // An operation alice submitted herself (through an intake that recorded her).
+    let by_alice = intent();
+    let valid = fleet_core::parse_intent(&serde_json::to_vec(&by_alice).unwrap()).unwrap();
+    fleet
+        .store
+        .insert_prepared(&valid, Some("alice"))
+        .await
+        .unwrap();
+
+    let browser = Browser::start().await;
+    browser.sign_in(&api.base_url, "sub-agent").await;
+    let op = op_of(&by_agent);
+    browser
+        .goto(&api.url(&format!("/console/operations/{op}")))
+        .await;
+    assert!(browser
+        .text("#cannot-approve")
+        .await
+        .contains("Your role (agent) does not approve"));
+    assert!(
+        browser
+            .client
+            .find(fantoccini::Locator::Css("#approve"))
+            .await
+            .is_err(),
+        "no approve button for the agent"
+    );
+    post_from_page(
+        &browser,
+        &format!("/console/operations/{op}/approve"),
+        json!({"payload_hash": hash_of(&by_agent)}),
+    )
+    .await;
+    let refused = browser.text(".banner.refused").await;
+    assert!(
+        refused.contains("your role may not take this decision"),
+        "{refused}"
+    );
+    assert_eq!(
+        db_status(&fleet, &op).await,
+        ("not_started".into(), "pending".into())
+    );
+    browser.close().await;
+
+    let browser = Browser::start().await;
+    browser.sign_in(&api.base_url, "sub-alice").await;
+    let mine = op_of(&by_alice);
+    browser
+        .goto(&api.url(&format!("/console/operations/{mine}")))
+        .await;
+    assert!(browser
+        .text("#cannot-approve")
+        .await
+        .contains("You submitted this operation"));
+    post_from_page(
+        &browser,
+        &format!("/console/operations/{mine}/approve"),
+        json!({"payload_hash": hash_of(&by_alice)}),
+    )
+    .await;
+    let refused = browser.text(".banner.refused").await;
+    assert!(
+        refused.contains("you submitted this operation: another person must approve it"),
+        "{refused}"
+    );
+    assert_eq!(
+        db_status(&fleet, &mine).await,
+        ("not_started".into(), "pending".into())
+    );
+    browser.close().await;
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
+    let fleet = TestFleet::start().await;
+    let issuer = fleet.spawn_issuer().await;
+    let api = fleet.spawn_console(&issuer).await;
+    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    fleet
+        .person("alice", Role::Approver, &[TENANT], "sub-alice")
+        .await;
+    let first = intent();
+    let a = op_of(&first);
+    submit_over_api(&fleet, &api, &agent, &first).await;
+
+    let browser = Browser::start().await;
+    browser.sign_in(&api.base_url, "sub-alice").await;
+    browser
+        .goto(&api.url(&format!("/console/operations/{a}")))
+        .await;
+    assert!(browser.page_text().await.contains("Pay 12,500.00 KZT"));
+    // While the page is open, the agent corrects the amount: a new operation replaces it.
+    let mut corrected = intent();
+    corrected["payload"]["amount_minor"] = json!(1_350_000);
+    corrected["supersedes"] = json!(a);
+    let b = op_of(&corrected);
+    submit_over_api(&fleet, &api, &agent, &corrected).await;
+    browser.click("#approve").await;
+    let refused = browser.text(".banner.refused").await;
+    assert!(
+        refused.contains("no longer waiting for a decision"),
+        "{refused}"
+    );
+    assert_eq!(
+        db_status(&fleet, &a).await,
+        ("cancelled".into(), "pending".into())
+    );
+    assert_eq!(
+        db_status(&fleet, &b).await,
+        ("not_started".into(), "pending".into())
+    );
+
+    // The new page, with its approval form bound to another snapshot's hash (a page from
+    // before the correction), approves nothing either.
+    browser
+        .goto(&api.url(&format!("/console/operations/{b}")))
+        .await;
+    assert!(browser.page_text().await.contains("Pay 13,500.00 KZT"));
+    browser
+        .client
+        .execute(
+            "document.querySelector('input[name=payload_hash]').value = arguments[0];",
+            vec![json!(hash_of(&first))],
+        )
+        .await
+        .unwrap();
+    browser.click("#approve").await;
+    let refused = browser.text(".banner.refused").await;
+    assert!(
+        refused.contains("no longer shows the pending snapshot"),
+        "{refused}"
+    );
+    assert_eq!(
+        db_status(&fleet, &b).await,
+        ("not_started".into(), "pending".into())
+    );
+    browser.close().await;
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_execute();
+    let issuer = fleet.spawn_issuer().await;
+    let api = fleet.spawn_console(&issuer).await;
+    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    fleet
+        .person("dana", Role::Operator, &[TENANT], "sub-dana")
+        .await;
+    let i = intent();
+    let op = op_of(&i);
+    submit_over_api(&fleet, &api, &agent, &i).await;
+    // The provider commits the payment but answers 500: the outcome is unknown.
+    fleet
+        .sim_fault(
+            json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
+        )
+        .await;
+    fleet.approve(&op, &hash_of(&i)).await.unwrap();
+    let row = fleet.reaches(&op, "unknown").await;
+    let escalate = fleet_store::Transition {
+        escalate: true,
+        reason: Some("lookup_ambiguous"),
+        ..fleet_store::Transition::new(
+            &op,
+            fleet_core::Status::Unknown,
+            row.fence,
+            fleet_core::Event::Escalate,
+            "reconcile",
+        )
+    };
+    fleet.store.transition(escalate, None).await.unwrap();
+
+    let browser = Browser::start().await;
+    browser.sign_in(&api.base_url, "sub-dana").await;
+    browser.click("a[href=\"/console/queue\"]").await;
+    let queue = browser.page_text().await;
+    assert!(
+        queue.contains("Pay 12,500.00 KZT to vendor_77")
+            && queue.contains("escalated")
+            && queue.contains("lookup_ambiguous"),
+        "{queue}"
+    );
+    browser
+        .click(&format!("a[href=\"/console/operations/{op}\"]"))
+        .await;
+    let page = browser.page_text().await;
+    assert!(
+        page.contains("unknown") && page.contains("500"),
+        "the attempt and the provider's answer: {page}"
+    );
+    browser
+        .find("#external_id")
+        .await
+        .send_keys("pay_checked_by_hand")
+        .await
+        .unwrap();
+    browser
+        .find("#evidence")
+        .await
+        .send_keys("seen in the provider's dashboard")
+        .await
+        .unwrap();
+    browser.click("#resolve").await;
+    assert!(browser
+        .text(".banner.ok")
+        .await
+        .contains("You resolved this operation."));
+    assert!(browser.page_text().await.contains("operator:dana"));
+
+    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(
+        (row.status.as_str(), row.external_id.as_deref()),
+        ("succeeded", Some("pay_checked_by_hand"))
+    );
+    let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    assert_eq!(last.actor, "operator:dana");
+    assert_eq!(
+        last.evidence.unwrap()["evidence"],
+        json!("seen in the provider's dashboard")
+    );
+    browser.close().await;
+    fleet.stop().await;
+}

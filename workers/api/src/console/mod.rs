@@ -1,0 +1,163 @@
+//! The console under `/console`: server-rendered pages for people. Approvers see what
+//! waits for them in words and approve the exact snapshot shown; operators settle what
+//! the workers could not. People sign in with OpenID Connect ([`oidc`], [`sign_in`]);
+//! sessions live in Postgres and in an HttpOnly, SameSite=Strict cookie ([`session`]);
+//! every form carries the session's form token and every decision goes through
+//! [`decide`]. No page runs a script: the Content-Security-Policy allows none.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /console` | the inbox: pending approvals in my tenants, soonest expiry first |
+//! | `GET /console/operations` | search by id, status, tenant |
+//! | `GET /console/operations/{id}` | one operation: the snapshot in words, the decision forms, attempts, lookups, timeline |
+//! | `GET /console/queue` | the operator queue: unknown and escalated operations, with why |
+//! | `POST /console/operations/{id}/{approve,reject,resolve,dispute}` | decisions ([`forms`]) |
+//! | `GET /console/login`, `/console/login/start`, `/console/auth/callback`; `POST /console/logout` | signing in and out |
+
+pub mod decide;
+pub mod forms;
+pub mod oidc;
+pub mod pages;
+pub mod present;
+pub mod session;
+pub mod settings;
+pub mod sign_in;
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::{header, HeaderValue};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use fleet_providers::CrmClient;
+
+pub use settings::ConsoleSettings;
+
+use crate::state::AppState;
+
+/// What the console needs besides the store: the issuer, where it is served, the CRM to
+/// show a deal's current values.
+pub struct Console {
+    pub oidc: oidc::Oidc,
+    /// Cookies get `Secure` when the public URL is https.
+    pub secure_cookies: bool,
+    pub session_ttl_s: u64,
+    pub crm: Option<CrmClient>,
+}
+
+impl Console {
+    /// The console for `settings`, served at `public_url` (`API_PUBLIC_URL`); `None`
+    /// when no issuer is configured.
+    pub fn from_settings(
+        settings: &ConsoleSettings,
+        public_url: &str,
+        crm: Option<CrmClient>,
+    ) -> Result<Option<Console>, String> {
+        let Some(issuer) = settings.oidc_issuer_url.as_deref() else {
+            return Ok(None);
+        };
+        let base = public_url.trim_end_matches('/');
+        let redirect = format!("{base}/console/auth/callback");
+        let oidc = oidc::Oidc::new(
+            issuer,
+            &settings.oidc_client_id,
+            settings.oidc_client_secret.expose(),
+            &redirect,
+        )?;
+        Ok(Some(Console {
+            oidc,
+            secure_cookies: base.starts_with("https://"),
+            session_ttl_s: settings.console_session_ttl_s,
+            crm,
+        }))
+    }
+}
+
+/// No script of any origin, styles and images from the console only, forms posted to
+/// the console only, never framed.
+pub const CONTENT_SECURITY_POLICY: &str =
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if !h.contains_key(header::CACHE_CONTROL) {
+        // Pages name people, tenants and amounts: never kept by a cache.
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+const STYLESHEET: &str = include_str!("../../assets/console.css");
+
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=3600"),
+        ],
+        STYLESHEET,
+    )
+        .into_response()
+}
+
+/// The console's routes (empty when no issuer is configured).
+pub fn router(state: AppState) -> Router {
+    if state.console.is_none() {
+        return Router::new();
+    }
+    Router::new()
+        .route("/console", get(pages::inbox))
+        .route("/console/operations", get(pages::operations))
+        .route("/console/operations/{id}", get(pages::operation))
+        .route("/console/queue", get(pages::queue))
+        .route("/console/operations/{id}/approve", post(forms::approve))
+        .route("/console/operations/{id}/reject", post(forms::reject))
+        .route("/console/operations/{id}/resolve", post(forms::resolve))
+        .route("/console/operations/{id}/dispute", post(forms::dispute))
+        .route("/console/login", get(sign_in::login_page))
+        .route("/console/login/start", get(sign_in::start))
+        .route("/console/auth/callback", get(sign_in::callback))
+        .route("/console/logout", post(sign_in::logout))
+        .route("/console/assets/console.css", get(stylesheet))
+        .layer(middleware::from_fn(security_headers))
+        .with_state(state)
+}
+
+/// The console as configured (routes exist only when it is).
+pub(crate) fn console(state: &AppState) -> &Arc<Console> {
+    state
+        .console
+        .as_ref()
+        .expect("console routes are mounted only with a console")
+}
+
+/// A rendered template, or a plain 500 if a template could not render (a bug).
+pub(crate) fn html(rendered: askama::Result<String>) -> Response {
+    match rendered {
+        Ok(body) => Html(body).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "a console page did not render");
+            (
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "the page could not be rendered",
+            )
+                .into_response()
+        }
+    }
+}

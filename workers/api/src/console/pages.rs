@@ -1,0 +1,269 @@
+//! The console's pages (GET only: reading never changes anything).
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use fleet_core::{OperationId, Status};
+use fleet_store::{ConsoleOperation, OperationSearch};
+use serde::Deserialize;
+
+use super::present::{Allowed, AttemptLine, Card, DealChange, Detail, EventLine, Me};
+use super::session::Signed;
+use super::{console, html};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Rows on one list page.
+const PAGE_ROWS: i64 = 100;
+
+#[derive(Template)]
+#[template(path = "console/inbox.html")]
+struct InboxPage {
+    me: Me,
+    items: Vec<Card>,
+}
+
+#[derive(Template)]
+#[template(path = "console/queue.html")]
+struct QueuePage {
+    me: Me,
+    items: Vec<Card>,
+}
+
+#[derive(Template)]
+#[template(path = "console/operations.html")]
+struct OperationsPage {
+    me: Me,
+    items: Vec<Card>,
+    q_id: String,
+    q_status: String,
+    q_tenant: String,
+    statuses: Vec<&'static str>,
+    tenants: Vec<String>,
+}
+
+/// A message at the top of the operation page.
+pub struct Banner {
+    /// `ok` or `refused`.
+    pub kind: &'static str,
+    pub text: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/operation.html")]
+pub struct OperationPage {
+    me: Me,
+    card: Card,
+    detail: Detail,
+    deal: Option<DealChange>,
+    allowed: Allowed,
+    banner: Option<Banner>,
+    attempts: Vec<AttemptLine>,
+    lookups: Vec<EventLine>,
+    timeline: Vec<EventLine>,
+}
+
+#[derive(Template)]
+#[template(path = "console/error.html")]
+struct ErrorPage {
+    title: String,
+    message: String,
+}
+
+pub fn error_page(status: StatusCode, title: &str, message: &str) -> Response {
+    let mut r = html(
+        ErrorPage {
+            title: title.into(),
+            message: message.into(),
+        }
+        .render(),
+    );
+    *r.status_mut() = status;
+    r
+}
+
+fn cards(ops: &[ConsoleOperation]) -> Vec<Card> {
+    ops.iter().map(Card::of).collect()
+}
+
+fn me(s: &Signed) -> Me {
+    Me::of(&s.principal, s.secret.form_token())
+}
+
+pub async fn inbox(State(state): State<AppState>, signed: Signed) -> Result<Response, ApiError> {
+    let ops = state
+        .store
+        .approval_inbox(&signed.principal.tenants, PAGE_ROWS)
+        .await?;
+    Ok(html(
+        InboxPage {
+            me: me(&signed),
+            items: cards(&ops),
+        }
+        .render(),
+    ))
+}
+
+pub async fn queue(State(state): State<AppState>, signed: Signed) -> Result<Response, ApiError> {
+    let ops = state
+        .store
+        .operator_queue(&signed.principal.tenants, PAGE_ROWS)
+        .await?;
+    Ok(html(
+        QueuePage {
+            me: me(&signed),
+            items: cards(&ops),
+        }
+        .render(),
+    ))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct SearchQuery {
+    id: Option<String>,
+    status: Option<String>,
+    tenant: Option<String>,
+}
+
+pub async fn operations(
+    State(state): State<AppState>,
+    signed: Signed,
+    Query(q): Query<SearchQuery>,
+) -> Result<Response, ApiError> {
+    let nonempty = |s: &Option<String>| {
+        s.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let (id, status, tenant) = (nonempty(&q.id), nonempty(&q.status), nonempty(&q.tenant));
+    let search = OperationSearch {
+        id_prefix: id.as_deref(),
+        // An unknown status or someone else's tenant matches nothing rather than erroring.
+        status: status.as_deref().and_then(Status::parse),
+        tenant: tenant.as_deref(),
+    };
+    let ops = if status.is_some() && search.status.is_none() {
+        Vec::new()
+    } else {
+        state
+            .store
+            .search_operations(&signed.principal.tenants, search, PAGE_ROWS)
+            .await?
+    };
+    Ok(html(
+        OperationsPage {
+            me: me(&signed),
+            items: cards(&ops),
+            q_id: id.unwrap_or_default(),
+            q_status: status.unwrap_or_default(),
+            q_tenant: tenant.unwrap_or_default(),
+            statuses: Status::ALL.iter().map(|s| s.as_str()).collect(),
+            tenants: signed.principal.tenants.clone(),
+        }
+        .render(),
+    ))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
+/// What a finished decision says when the browser comes back to the page.
+fn done_banner(done: Option<&str>) -> Option<Banner> {
+    let text = match done? {
+        "approved" => "You approved this snapshot.",
+        "rejected" => "You rejected this operation; it is cancelled.",
+        "resolved" => "You resolved this operation.",
+        "disputed" => "You disputed this operation; the workers will not move it again.",
+        "already" => "You had already taken this decision; nothing changed.",
+        _ => return None,
+    };
+    Some(Banner {
+        kind: "ok",
+        text: text.to_owned(),
+    })
+}
+
+pub async fn operation(
+    State(state): State<AppState>,
+    signed: Signed,
+    Path(id): Path<String>,
+    Query(q): Query<DoneQuery>,
+) -> Result<Response, ApiError> {
+    let banner = done_banner(q.done.as_deref());
+    Ok(match operation_page(&state, &signed, &id, banner).await? {
+        Some(page) => html(page.render()),
+        None => not_found(),
+    })
+}
+
+pub fn not_found() -> Response {
+    error_page(
+        StatusCode::NOT_FOUND,
+        "Not found",
+        "No such operation among your tenants.",
+    )
+}
+
+/// The operation page as `signed` may see it, `None` when it is not theirs to see.
+pub async fn operation_page(
+    state: &AppState,
+    signed: &Signed,
+    id: &str,
+    banner: Option<Banner>,
+) -> Result<Option<OperationPage>, ApiError> {
+    if OperationId::parse(id).is_err() {
+        return Ok(None);
+    }
+    let Some(op) = state
+        .store
+        .console_operation(id, &signed.principal.tenants)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let attempts = state.store.attempts(id).await?;
+    let events = state.store.events(id).await?;
+    let deal = match (&op.row.target, op.row.action.as_str(), &console(state).crm) {
+        (Some(deal_id), "crm.deal.update", Some(crm)) => {
+            DealChange::of(&op, crm.get_deal(deal_id).await.map_err(|e| e.to_string()))
+        }
+        (_, "crm.deal.update", None) => DealChange::of(&op, Err("no CRM is configured".into())),
+        _ => None,
+    };
+    let card = Card::of(&op);
+    let allowed = Allowed::of(&signed.principal, &card);
+    let timeline: Vec<EventLine> = events.iter().map(EventLine::of).collect();
+    let lookups = events
+        .iter()
+        .filter(|e| e.kind == "lookup")
+        .map(EventLine::of)
+        .collect();
+    Ok(Some(OperationPage {
+        me: me(signed),
+        detail: Detail::of(&op),
+        card,
+        deal,
+        allowed,
+        banner,
+        attempts: attempts.iter().map(AttemptLine::of).collect(),
+        lookups,
+        timeline,
+    }))
+}
+
+impl OperationPage {
+    /// The page with a refusal at its top, answered with `status`.
+    pub fn refused(mut self, status: StatusCode, text: String) -> Response {
+        self.banner = Some(Banner {
+            kind: "refused",
+            text,
+        });
+        let mut r = html(self.render());
+        *r.status_mut() = status;
+        r.into_response()
+    }
+}

@@ -1,0 +1,140 @@
+//! Console sessions in the browser: the session cookie (HttpOnly, SameSite=Strict, Secure
+//! over https, path /console), the short-lived cookie of a sign-in in progress
+//! (SameSite=Lax: the issuer sends the browser back from another site, and only a Lax
+//! cookie comes along on that navigation), and the [`Signed`] extractor that turns a
+//! session cookie into its principal, or sends the browser to sign in.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::{COOKIE, SET_COOKIE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Redirect, Response};
+use fleet_core::session::{SessionSecret, SESSION_SECRET_BYTES};
+use fleet_store::Principal;
+
+use crate::state::AppState;
+
+pub const SESSION_COOKIE: &str = "fleet_console";
+pub const SIGN_IN_COOKIE: &str = "fleet_console_sign_in";
+/// How long a started sign-in may take at the issuer, in seconds.
+pub const SIGN_IN_TTL_S: u64 = 600;
+
+/// A signed-in person: the principal (role and tenants as they are now) and the session's
+/// secret, from which every form's token is derived.
+pub struct Signed {
+    pub principal: Principal,
+    pub secret: SessionSecret,
+}
+
+/// The value of the cookie `name`, from every `Cookie` header of the request.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// A fresh session secret from the operating system's random generator.
+pub fn new_secret() -> Result<SessionSecret, getrandom::Error> {
+    let mut bytes = [0u8; SESSION_SECRET_BYTES];
+    getrandom::fill(&mut bytes)?;
+    Ok(SessionSecret::from_secret_bytes(&bytes))
+}
+
+/// `Set-Cookie` for `name=value` with the console's attributes; `max_age_s` 0 deletes it.
+pub fn set_cookie(
+    name: &str,
+    value: &str,
+    path: &str,
+    same_site: &str,
+    max_age_s: u64,
+    secure: bool,
+) -> HeaderValue {
+    let secure = if secure { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{name}={value}; Path={path}; Max-Age={max_age_s}; HttpOnly; SameSite={same_site}{secure}"
+    ))
+    .expect("cookie values are URL-safe text")
+}
+
+pub fn session_cookie(
+    secret: &SessionSecret,
+    ttl_s: u64,
+    secure: bool,
+) -> (axum::http::HeaderName, HeaderValue) {
+    (
+        SET_COOKIE,
+        set_cookie(
+            SESSION_COOKIE,
+            secret.expose(),
+            "/console",
+            "Strict",
+            ttl_s,
+            secure,
+        ),
+    )
+}
+
+pub fn cleared_session_cookie(secure: bool) -> (axum::http::HeaderName, HeaderValue) {
+    (
+        SET_COOKIE,
+        set_cookie(SESSION_COOKIE, "", "/console", "Strict", 0, secure),
+    )
+}
+
+fn to_sign_in() -> Response {
+    Redirect::to("/console/login").into_response()
+}
+
+impl FromRequestParts<AppState> for Signed {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let Some(secret) =
+            cookie(&parts.headers, SESSION_COOKIE).and_then(|v| SessionSecret::of_presented(&v))
+        else {
+            return Err(to_sign_in());
+        };
+        match state.store.session_principal(&secret.hash()).await {
+            Ok(Some(principal)) => Ok(Signed { principal, secret }),
+            Ok(None) => Err(to_sign_in()),
+            Err(e) => Err(crate::error::ApiError::from(e).into_response()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_are_found_by_name_across_headers() {
+        let mut h = HeaderMap::new();
+        h.append(COOKIE, HeaderValue::from_static("a=1; fleet_console=fcs_x"));
+        h.append(
+            COOKIE,
+            HeaderValue::from_static("fleet_console_sign_in=s.n.v"),
+        );
+        assert_eq!(cookie(&h, SESSION_COOKIE).as_deref(), Some("fcs_x"));
+        assert_eq!(cookie(&h, SIGN_IN_COOKIE).as_deref(), Some("s.n.v"));
+        assert_eq!(cookie(&h, "b"), None);
+    }
+
+    #[test]
+    fn the_session_cookie_is_http_only_strict_and_secure_over_https() {
+        let s = set_cookie(SESSION_COOKIE, "v", "/console", "Strict", 60, true);
+        assert_eq!(
+            s.to_str().unwrap(),
+            "fleet_console=v; Path=/console; Max-Age=60; HttpOnly; SameSite=Strict; Secure"
+        );
+        let plain = set_cookie(SESSION_COOKIE, "v", "/console", "Strict", 60, false);
+        assert!(!plain.to_str().unwrap().contains("Secure"));
+    }
+}

@@ -1,0 +1,127 @@
+//! `fleetctl principal`: who may sign in to the console and act, with which role, for
+//! which tenants. A person is matched by the subject the configured OpenID Connect issuer
+//! gives them (`--oidc-subject`); bots keep using tokens (`fleetctl token`).
+
+use clap::Subcommand;
+use fleet_core::access::is_principal_name;
+use fleet_core::Role;
+use fleet_store::{NewPrincipal, PrincipalAdded, PrincipalRemoved, Store};
+
+#[derive(Subcommand, Debug)]
+pub enum PrincipalCommand {
+    /// Add a principal, or grant an existing one more tenants (and a subject if it has
+    /// none). A removed principal is brought back.
+    Add {
+        /// Its name, recorded on every decision it makes.
+        #[arg(long)]
+        name: String,
+        /// agent, approver, operator or admin.
+        #[arg(long, value_parser = crate::token::parse_role)]
+        role: Role,
+        /// A tenant it may act for (repeat for several); grants add up.
+        #[arg(long = "tenant", required = true)]
+        tenants: Vec<String>,
+        /// The `sub` claim the OpenID Connect issuer gives this person: what signs them
+        /// in to the console.
+        #[arg(long)]
+        oidc_subject: Option<String>,
+    },
+    /// List principals with their roles, tenants, subjects and active tokens.
+    List,
+    /// Remove a principal: its tokens are revoked, its console sessions ended, its
+    /// tenants and subject taken away. Its name stays in the history.
+    Remove { name: String },
+}
+
+pub async fn run(store: &Store, command: PrincipalCommand) -> anyhow::Result<()> {
+    match command {
+        PrincipalCommand::Add {
+            name,
+            role,
+            tenants,
+            oidc_subject,
+        } => add(store, &name, role, &tenants, oidc_subject.as_deref()).await,
+        PrincipalCommand::List => list(store).await,
+        PrincipalCommand::Remove { name } => remove(store, &name).await,
+    }
+}
+
+async fn add(
+    store: &Store,
+    name: &str,
+    role: Role,
+    tenants: &[String],
+    oidc_subject: Option<&str>,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(is_principal_name(name), "{name:?} cannot name a principal: 1 to 128 letters, digits and ._@:- starting with a letter or digit");
+    crate::token::check_tenants(tenants)?;
+    if let Some(sub) = oidc_subject {
+        anyhow::ensure!(
+            !sub.is_empty() && sub.len() <= 255 && !sub.chars().any(char::is_control),
+            "an OpenID Connect subject is 1 to 255 bytes without control characters"
+        );
+    }
+    let new = NewPrincipal {
+        name,
+        role,
+        tenants,
+        oidc_subject,
+    };
+    let tenants = match store.add_principal(&new).await? {
+        PrincipalAdded::Added { tenants } => {
+            print!("added {name} ({role})");
+            tenants
+        }
+        PrincipalAdded::Updated { tenants } => {
+            print!("updated {name} ({role})");
+            tenants
+        }
+        PrincipalAdded::RoleMismatch { existing } => {
+            anyhow::bail!("refused: {name} is a principal with role {existing}, not {role}")
+        }
+        PrincipalAdded::SubjectMismatch => anyhow::bail!(
+            "refused: {name} already signs in as another subject; remove it and add it again to change it"
+        ),
+        PrincipalAdded::SubjectTaken { by } => {
+            anyhow::bail!("refused: that subject already signs in as {by}")
+        }
+    };
+    println!(", tenants {}", tenants.join(", "));
+    Ok(())
+}
+
+async fn list(store: &Store) -> anyhow::Result<()> {
+    println!(
+        "{:<24} {:<9} {:<28} {:<7} {:<8} tenants",
+        "name", "role", "oidc subject", "tokens", "removed"
+    );
+    for p in store.list_principals().await? {
+        let removed = p
+            .removed_at
+            .map_or("-".to_owned(), |at| at.format("%Y-%m-%d").to_string());
+        println!(
+            "{:<24} {:<9} {:<28} {:<7} {:<8} {}",
+            p.name,
+            p.role,
+            p.oidc_subject.as_deref().unwrap_or("-"),
+            p.active_tokens,
+            removed,
+            p.tenants.join(",")
+        );
+    }
+    Ok(())
+}
+
+async fn remove(store: &Store, name: &str) -> anyhow::Result<()> {
+    match store.remove_principal(name).await? {
+        PrincipalRemoved::Removed {
+            tokens_revoked,
+            sessions_ended,
+        } => println!(
+            "removed {name}: {tokens_revoked} token(s) revoked, {sessions_ended} console session(s) ended"
+        ),
+        PrincipalRemoved::AlreadyRemoved => println!("{name} was already removed"),
+        PrincipalRemoved::NotFound => anyhow::bail!("no principal is named {name}"),
+    }
+    Ok(())
+}
