@@ -192,7 +192,7 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
     let valid = fleet_core::parse_intent(&serde_json::to_vec(&by_alice).unwrap()).unwrap();
     fleet
         .store
-        .insert_prepared(&valid, Some("alice"))
+        .insert_prepared(&valid, 1, Some("alice"))
         .await
         .unwrap();
 

@@ -33,15 +33,23 @@ fn luhn(digits: &str) -> bool {
     sum.is_multiple_of(10)
 }
 
-/// Every run of 13 to 19 digits that passes the Luhn check: a card number by its shape.
+/// Every number of 13 to 19 digits standing on its own (not inside a longer word such as
+/// a hex hash or an id, where digit runs of that length occur by chance) that passes the
+/// Luhn check: a card number by its shape.
 fn card_like_numbers(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_ascii_digit()).filter(|run| (13..=19).contains(&run.len()) && luhn(run)).map(str::to_owned).collect()
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| word.chars().all(|c| c.is_ascii_digit()) && (13..=19).contains(&word.len()) && luhn(word))
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
 fn the_luhn_scan_finds_card_numbers_and_ignores_other_digits() {
     assert_eq!(card_like_numbers(&format!("x {PAN} y")), vec![PAN.to_owned()]);
     assert!(card_like_numbers("op_01J 1250000 4111111111111112 12345").is_empty());
+    assert_eq!(card_like_numbers(&format!("\"pan\":\"{PAN}\",")), vec![PAN.to_owned()]);
+    // A hash whose hex happens to hold a Luhn-valid run of digits is not a card number.
+    assert!(card_like_numbers("sha256:48b8a230027060764474c8fbd21a16311c828e7814aa545dfc7b0811946b2502").is_empty());
 }
 
 #[tokio::test]
