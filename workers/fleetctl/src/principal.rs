@@ -30,7 +30,10 @@ pub enum PrincipalCommand {
     List,
     /// Remove a principal: its tokens are revoked, its console sessions ended, its
     /// tenants and subject taken away. Its name stays in the history.
-    Remove { name: String },
+    Remove {
+        /// The principal's name.
+        name: String,
+    },
 }
 
 pub async fn run(store: &Store, command: PrincipalCommand) -> anyhow::Result<()> {
