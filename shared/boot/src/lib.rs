@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use fleet_broker::{BrokerConfig, BrokerHealth};
-use fleet_runtime::{init_tracing, install_metrics, serve_admin, shutdown_token, CommonArgs, Readiness};
+use fleet_runtime::{
+    init_tracing, install_metrics, serve_admin, shutdown_token, CommonArgs, Readiness,
+};
 use fleet_store::Store;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -28,11 +30,16 @@ const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Starts the shared parts of `component`. The admin server listens on `--admin-addr`
 /// (or `default_admin`) before any work begins, so `/livez` answers during start-up.
-pub async fn start(component: &'static str, common: &CommonArgs, default_admin: SocketAddr) -> anyhow::Result<Boot> {
+pub async fn start(
+    component: &'static str,
+    common: &CommonArgs,
+    default_admin: SocketAddr,
+) -> anyhow::Result<Boot> {
     init_tracing(common.log_format);
     let metrics = install_metrics(component);
     let shutdown = shutdown_token();
-    let store = Store::connect(common.database_url.expose(), common.db_pool_size).context("postgres settings")?;
+    let store = Store::connect(common.database_url.expose(), common.db_pool_size)
+        .context("postgres settings")?;
     let broker = broker_config(common);
     let broker_health = BrokerHealth::new();
     let readiness = Readiness::new();
@@ -44,11 +51,26 @@ pub async fn start(component: &'static str, common: &CommonArgs, default_admin: 
     let health = broker_health.clone();
     readiness.add("broker", Arc::new(move || health.is_connected()));
     let addr = common.admin_addr_or(default_admin);
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding the admin address {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the admin address {addr}"))?;
     let admin_addr = listener.local_addr()?;
-    let admin = tokio::spawn(serve_admin(listener, metrics, readiness.clone(), shutdown.clone()));
+    let admin = tokio::spawn(serve_admin(
+        listener,
+        metrics,
+        readiness.clone(),
+        shutdown.clone(),
+    ));
     tracing::info!(component, version = env!("CARGO_PKG_VERSION"), database = %common.database_url, broker = %common.amqp_url, %admin_addr, "starting");
-    Ok(Boot { store, broker, broker_health, readiness, shutdown, admin_addr, admin })
+    Ok(Boot {
+        store,
+        broker,
+        broker_health,
+        readiness,
+        shutdown,
+        admin_addr,
+        admin,
+    })
 }
 
 /// The broker settings a worker's flags describe.

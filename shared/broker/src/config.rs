@@ -5,7 +5,7 @@ use crate::error::BrokerError;
 use lapin::uri::AMQPUri;
 use std::{fmt, str::FromStr};
 
-/// Prefetch used by [`BrokerConfig::new`]; catalogue C-28 expects at most 32.
+/// Prefetch used by [`BrokerConfig::new`]; kept at most 32 so a crash loop cannot push innocent messages to the delivery limit.
 pub const DEFAULT_PREFETCH: u16 = 32;
 /// `x-delivery-limit` used by [`BrokerConfig::new`]: the broker's poison-message backstop
 /// for deliveries that are never settled (a handler that crashes its process).

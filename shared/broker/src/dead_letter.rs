@@ -80,7 +80,14 @@ impl DeadLetterer {
             .with_expiration(delay.as_millis().to_string().into())
             .with_headers(FieldTable::from(headers));
         let channel = self.channel.lock().await;
-        publish_confirmed(&channel, &self.retry_exchange, &self.retry_queue, body, props).await
+        publish_confirmed(
+            &channel,
+            &self.retry_exchange,
+            &self.retry_queue,
+            body,
+            props,
+        )
+        .await
     }
 
     /// Publishes `body` with the original properties plus the reason headers, and

@@ -35,10 +35,9 @@ pub mod topology;
 pub use config::{
     BrokerConfig, Queue, TopologyMode, CLOSE_TIMEOUT_MS, DEAD_LETTERS_MAX_BATCH,
     DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DELIVERY_LIMIT, DEFAULT_HEARTBEAT_S, DEFAULT_PREFETCH,
-    DEFAULT_RETRY_LIMIT,
-    DRAIN_TIMEOUT_MS, MAX_NAMESPACE_LEN, PUBLISHER_WATCH_INTERVAL_MS, PUBLISH_CONFIRM_TIMEOUT_MS,
-    PUBLISH_RECONNECT_ATTEMPTS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MIN_MS,
-    RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MIN_MS,
+    DEFAULT_RETRY_LIMIT, DRAIN_TIMEOUT_MS, MAX_NAMESPACE_LEN, PUBLISHER_WATCH_INTERVAL_MS,
+    PUBLISH_CONFIRM_TIMEOUT_MS, PUBLISH_RECONNECT_ATTEMPTS, RECONNECT_BACKOFF_MAX_MS,
+    RECONNECT_BACKOFF_MIN_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MIN_MS,
 };
 pub use consumer::{consume, consume_with_health};
 pub use dead_letter::{dead_letters, QUEUE_HEADER, REASON_HEADER, RETRIES_HEADER};
@@ -49,8 +48,7 @@ pub use publisher::{EventMessage, EventsPublished, Publisher};
 pub use series::{consumer_series_at_zero, publisher_series_at_zero};
 pub use topology::{
     dead_letter_count, declare_topology, delete_namespace, ensure_topology, message_count,
-    retry_queue_arguments,
-    work_queue_arguments,
+    retry_queue_arguments, work_queue_arguments,
 };
 
 /// The lapin version this crate is built on, for callers that need its types

@@ -164,7 +164,11 @@ mod tests {
             .collect();
         let expected = [
             (Role::Agent, r"^fleet\.to\.intents\.prepare$", "^$"),
-            (Role::Prepare, r"^(fleet\.dlx|fleet\.retry\.intents\.prepare)$", r"^intents\.prepare$"),
+            (
+                Role::Prepare,
+                r"^(fleet\.dlx|fleet\.retry\.intents\.prepare)$",
+                r"^intents\.prepare$",
+            ),
             (
                 Role::Execute,
                 r"^(fleet\.to\.operations\.reconcile|fleet\.dlx|fleet\.retry\.operations\.execute)$",

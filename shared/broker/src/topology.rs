@@ -199,7 +199,11 @@ async fn verify(channel: &Channel, cfg: &BrokerConfig) -> Result<(), BrokerError
         .await
         .map_err(BrokerError::amqp("exchange.declare passive"))?;
     for q in Queue::ALL {
-        for name in [cfg.queue_name(q), cfg.dead_letter_queue_name(q), cfg.retry_queue_name(q)] {
+        for name in [
+            cfg.queue_name(q),
+            cfg.dead_letter_queue_name(q),
+            cfg.retry_queue_name(q),
+        ] {
             channel
                 .queue_declare(
                     short(&name)?,

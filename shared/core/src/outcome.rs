@@ -94,7 +94,7 @@ fn unknown(reason: impl Into<String>) -> Outcome {
     Outcome::Unknown { reason: reason.into(), escalate: false }
 }
 
-/// Classifies one call to the reference payments API (PROTOCOL.md §3; refunds share it).
+/// Classifies one call to the reference payments API (docs/protocol.md; refunds share it).
 pub fn classify_payment(call: &CallResult) -> Outcome {
     match transport(call) {
         Ok(answer) => classify_payment_answer(answer),
@@ -152,7 +152,7 @@ fn classify_crm_common(answer: &ProviderAnswer) -> Outcome {
     }
 }
 
-/// `POST /v1/deals` (PROTOCOL.md §4): no idempotency key, so anything but a complete
+/// `POST /v1/deals` (the reference CRM API): no idempotency key, so anything but a complete
 /// answer is unknown and only a search by external id may settle it.
 pub fn classify_deal_create(call: &CallResult) -> Outcome {
     let answer = match transport(call) {
