@@ -27,19 +27,22 @@ pub enum Role {
     /// `fleet-webhook-ingest`: the receiver publishes verified webhooks, the consumer
     /// reads them. The only publisher of `webhooks.ingest`.
     WebhookIngest,
-    /// A person with `fleetctl`: `approve` rings execute, `reconcile` rings reconcile.
+    /// `fleet-api`: an approval that completes a quorum rings execute.
+    Api,
+    /// A person with `fleetctl`: `reconcile` rings reconcile.
     Operator,
     /// `fleet-relay`: publishes outcome events to `fleet.events`.
     Relay,
 }
 
 impl Role {
-    pub const ALL: [Role; 7] = [
+    pub const ALL: [Role; 8] = [
         Role::Agent,
         Role::Prepare,
         Role::Execute,
         Role::Reconcile,
         Role::WebhookIngest,
+        Role::Api,
         Role::Operator,
         Role::Relay,
     ];
@@ -52,6 +55,7 @@ impl Role {
             Role::Execute => "execute",
             Role::Reconcile => "reconcile",
             Role::WebhookIngest => "webhook-ingest",
+            Role::Api => "api",
             Role::Operator => "operator",
             Role::Relay => "relay",
         }
@@ -65,7 +69,8 @@ impl Role {
             Role::Execute => &[Queue::OperationsReconcile],
             Role::Reconcile => &[Queue::OperationsExecute],
             Role::WebhookIngest => &[Queue::WebhooksIngest],
-            Role::Operator => &[Queue::OperationsExecute, Queue::OperationsReconcile],
+            Role::Api => &[Queue::OperationsExecute],
+            Role::Operator => &[Queue::OperationsReconcile],
             Role::Relay => &[],
         }
     }
@@ -77,7 +82,7 @@ impl Role {
             Role::Execute => Some(Queue::OperationsExecute),
             Role::Reconcile => Some(Queue::OperationsReconcile),
             Role::WebhookIngest => Some(Queue::WebhooksIngest),
-            Role::Agent | Role::Operator | Role::Relay => None,
+            Role::Agent | Role::Api | Role::Operator | Role::Relay => None,
         }
     }
 }
@@ -184,11 +189,8 @@ mod tests {
                 r"^(fleet\.to\.webhooks\.ingest|fleet\.dlx|fleet\.retry\.webhooks\.ingest)$",
                 r"^webhooks\.ingest$",
             ),
-            (
-                Role::Operator,
-                r"^(fleet\.to\.operations\.execute|fleet\.to\.operations\.reconcile)$",
-                "^$",
-            ),
+            (Role::Api, r"^fleet\.to\.operations\.execute$", "^$"),
+            (Role::Operator, r"^fleet\.to\.operations\.reconcile$", "^$"),
             (Role::Relay, r"^fleet\.events$", "^$"),
         ];
         let expected: Vec<(Role, String, String)> = expected

@@ -55,6 +55,48 @@ pub fn is_principal_name(name: &str) -> bool {
         && bytes.all(|b| b.is_ascii_alphanumeric() || b".-_@:".contains(&b))
 }
 
+/// A role and tenants a sign-in's ID token claimed, when the console takes them from
+/// claims instead of the principals table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedAccess {
+    pub role: Role,
+    pub tenants: Vec<String>,
+}
+
+/// The most tenants one claim may grant.
+pub const MAX_CLAIMED_TENANTS: usize = 256;
+
+/// Reads the role claim (one role's name) and the tenants claim (an array of tenant ids)
+/// of a verified ID token. Anything else — a missing claim, an unknown role, a tenant that
+/// is not a short visible word — refuses the sign-in (the reason says which): a person is
+/// never given a default role or tenant by accident.
+pub fn claimed_access(
+    role: Option<&serde_json::Value>,
+    tenants: Option<&serde_json::Value>,
+) -> Result<ClaimedAccess, &'static str> {
+    let role = role
+        .and_then(|r| r.as_str())
+        .and_then(Role::parse)
+        .ok_or("the role claim is missing or names no role")?;
+    let tenants = tenants
+        .and_then(|t| t.as_array())
+        .ok_or("the tenants claim is missing or not a list")?;
+    let valid = |t: &str| (1..=128).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_graphic());
+    let mut out: Vec<String> = Vec::with_capacity(tenants.len());
+    for t in tenants {
+        match t.as_str() {
+            Some(t) if valid(t) => out.push(t.to_owned()),
+            _ => return Err("a tenant in the tenants claim is not a tenant id"),
+        }
+    }
+    if out.len() > MAX_CLAIMED_TENANTS {
+        return Err("the tenants claim lists too many tenants");
+    }
+    out.sort();
+    out.dedup();
+    Ok(ClaimedAccess { role, tenants: out })
+}
+
 /// Every token starts with this, so a leaked one is recognisable (and scannable) as ours.
 pub const TOKEN_PREFIX: &str = "fleet_";
 /// Random bytes in a token: 256 bits, far beyond guessing.
@@ -126,6 +168,27 @@ impl TokenHash {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn claims_give_a_role_and_tenants_only_when_both_are_well_formed() {
+        let got = claimed_access(Some(&json!("approver")), Some(&json!(["org_9", "org_482", "org_9"]))).unwrap();
+        assert_eq!(got, ClaimedAccess { role: Role::Approver, tenants: vec!["org_482".into(), "org_9".into()] });
+        let refused = [
+            (None, Some(json!(["org_1"]))),
+            (Some(json!("root")), Some(json!(["org_1"]))),
+            (Some(json!(["approver"])), Some(json!(["org_1"]))),
+            (Some(json!("approver")), None),
+            (Some(json!("approver")), Some(json!("org_1"))),
+            (Some(json!("approver")), Some(json!(["org 1"]))),
+            (Some(json!("approver")), Some(json!([7]))),
+            (Some(json!("approver")), Some(json!([""]))),
+        ];
+        for (role, tenants) in refused {
+            assert!(claimed_access(role.as_ref(), tenants.as_ref()).is_err(), "{role:?} {tenants:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -25,7 +25,7 @@ pub mod waiting;
 pub mod webhook;
 pub mod wording;
 
-pub use access::{Role, Token, TokenHash};
+pub use access::{claimed_access, ClaimedAccess, Role, Token, TokenHash};
 pub use authz::{Actor, ApiAction, Decider, Denial, OperationAction, OperationFacts, SignIn};
 pub use approval::{judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict};
 pub use doorbell::Doorbell;

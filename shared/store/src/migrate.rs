@@ -32,3 +32,26 @@ pub async fn migrate(database_url: &str) -> Result<(), StoreError> {
     pool.close().await;
     result
 }
+
+/// Sets the password of each component role given (`fleetctl migrate` passes those found
+/// in the environment). Roles belong to the cluster: this changes them for every database
+/// of the server.
+pub async fn set_role_passwords(database_url: &str, passwords: &[(crate::DbRole, String)]) -> Result<(), StoreError> {
+    if passwords.is_empty() {
+        return Ok(());
+    }
+    let pool = PgPoolOptions::new().max_connections(1).connect(database_url).await.map_err(err)?;
+    for (role, password) in passwords {
+        // ALTER ROLE takes no parameters: the password is written as a quoted literal.
+        let literal = format!("'{}'", password.replace('\'', "''"));
+        let statement = format!("ALTER ROLE {} PASSWORD {literal}", role.name());
+        // The role name is one of ours; the password is quoted above.
+        if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(statement)).execute(&pool).await {
+            pool.close().await;
+            // Never the statement itself: it holds the password.
+            return Err(StoreError::Migrate(format!("setting the password of {}: {}", role.name(), e.as_database_error().map_or("no answer".into(), |d| d.message().to_owned()))));
+        }
+    }
+    pool.close().await;
+    Ok(())
+}

@@ -4,7 +4,7 @@
 //! principal is removed.
 
 use fleet_core::session::SessionHash;
-use fleet_core::Role;
+use fleet_core::{ClaimedAccess, Role};
 use tokio_postgres::Row;
 
 use crate::{Principal, Store, StoreError};
@@ -50,6 +50,7 @@ impl Store {
         hash: &SessionHash,
         principal: &str,
         signed_in_with: &str,
+        claimed: Option<&ClaimedAccess>,
         ttl_s: u64,
     ) -> Result<bool, StoreError> {
         let client = self.client().await?;
@@ -62,19 +63,21 @@ impl Store {
             )
             .await?;
         let ttl_s = ttl_s as f64;
+        let role = claimed.map(|c| c.role.as_str());
+        let tenants = claimed.map(|c| c.tenants.as_slice());
         let started = client
             .execute(
-                "INSERT INTO console_sessions (session_hash, principal, signed_in_with, expires_at)
-                 SELECT $1, name, $3, now() + make_interval(secs => $4)
+                "INSERT INTO console_sessions (session_hash, principal, signed_in_with, expires_at, role, tenants)
+                 SELECT $1, name, $3, now() + make_interval(secs => $4), $5, $6
                  FROM principals WHERE name = $2 AND removed_at IS NULL",
-                &[&hash.as_str(), &principal, &signed_in_with, &ttl_s],
+                &[&hash.as_str(), &principal, &signed_in_with, &ttl_s, &role, &tenants],
             )
             .await?;
         Ok(started == 1)
     }
 
     /// The principal of a live session (not expired, principal not removed), with its
-    /// current role and tenants.
+    /// current role and tenants, or those its sign-in's claims gave the session.
     pub async fn session_principal(
         &self,
         hash: &SessionHash,
@@ -82,7 +85,9 @@ impl Store {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(&format!(
-                "SELECT p.name, p.role, {TENANTS}
+                "SELECT p.name, COALESCE(s.role, p.role) AS role,
+                        COALESCE(s.tenants, ARRAY(SELECT tenant_id FROM principal_tenants pt
+                                                  WHERE pt.principal = p.name ORDER BY tenant_id)) AS tenants
                  FROM console_sessions s JOIN principals p ON p.name = s.principal
                  WHERE s.session_hash = $1 AND s.expires_at > now() AND p.removed_at IS NULL"
             ))

@@ -23,7 +23,9 @@ struct BatchMove {
     from: Status,
     event: Event,
     reason: &'static str,
-    approval_status: Option<&'static str>,
+    /// Also mark the approval expired (through `fleet_expire_approval`, the one change to
+    /// an approval column a worker's database role may make).
+    expire_approval: bool,
 }
 
 fn secs(d: Duration) -> f64 {
@@ -41,7 +43,7 @@ impl Store {
             from: Status::InProgress,
             event: Event::LeaseExpired,
             reason: "lease_expired",
-            approval_status: None,
+            expire_approval: false,
         };
         self.move_batch(expired, batch).await
     }
@@ -109,7 +111,7 @@ impl Store {
             from: Status::NotStarted,
             event: Event::CancelBeforeStart,
             reason: "approval_expired",
-            approval_status: Some("expired"),
+            expire_approval: true,
         };
         Ok(self.move_batch(expired, batch).await?.len())
     }
@@ -126,10 +128,12 @@ impl Store {
             let op: String = r.get(0);
             let t = Transition {
                 reason: Some(m.reason),
-                approval_status: m.approval_status,
                 ..Transition::new(&op, m.from, r.get(1), m.event, "reconcile")
             };
             if let o @ TransitionOutcome::Moved { .. } = transition_in(&tx, t, None).await? {
+                if m.expire_approval {
+                    tx.execute("SELECT fleet_expire_approval($1)", &[&op]).await?;
+                }
                 moved.push((op, o));
             }
         }

@@ -77,8 +77,14 @@ pub enum TransitionOutcome {
 }
 
 /// The compare-and-set (written as every CAS is, see `rows.rs`): `$2`, the expected
-/// status, is a parameter like every other status value.
-const UPDATE: &str = "
+/// status, is a parameter like every other status value. `$decided` is the part that
+/// records a person's decision in the approval columns, which only the API's database
+/// role may update: a worker's statement names none of them, so it needs no privilege on
+/// them (and holds none).
+macro_rules! transition_sql {
+    ($decided:literal, $guard:literal) => {
+        concat!(
+            "
 WITH moved AS (
     UPDATE operations SET
         status = $3,
@@ -91,14 +97,15 @@ WITH moved AS (
         unknown_since = CASE WHEN $3 = 'unknown' THEN COALESCE(unknown_since, now()) ELSE unknown_since END,
         escalated_at = CASE WHEN $13 THEN COALESCE(escalated_at, now()) ELSE escalated_at END,
         resolved_at = CASE WHEN $3 IN ('succeeded', 'failed', 'cancelled', 'disputed') THEN now() ELSE resolved_at END,
-        approval_status = COALESCE($14, approval_status),
-        decided_by = COALESCE($15, decided_by),
-        decided_at = CASE WHEN $14::text IS NULL THEN decided_at ELSE now() END,
         lease_owner = CASE WHEN $3 = 'in_progress' THEN lease_owner END,
-        lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,
+        lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,",
+            $decided,
+            "
         updated_at = now()
     WHERE operation_id = $1 AND status = $2 AND fence = $4
-      AND (NOT $17 OR escalated_at IS NULL)
+      AND (NOT $17 OR escalated_at IS NULL)",
+            $guard,
+            "
     RETURNING operation_id, fence,
         EXTRACT(EPOCH FROM (resolved_at - decided_at))::float8 AS approved_to_final_s,
         EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s
@@ -106,7 +113,27 @@ WITH moved AS (
     INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor, reason, evidence, signed_in_with)
     SELECT operation_id, $16, $2, $3, fence, $5, $6, $7, $18 FROM moved
 )
-SELECT * FROM moved";
+SELECT * FROM moved"
+        )
+    };
+}
+
+/// A move that records no decision: `$14` and `$15` are NULL (named in the guard, which
+/// keeps one parameter list for both statements).
+const UPDATE: &str = transition_sql!(
+    "",
+    "
+      AND $14::text IS NULL AND $15::text IS NULL"
+);
+
+/// A move that records a person's decision (a rejection cancels and says who decided).
+const UPDATE_DECIDED: &str = transition_sql!(
+    "
+        approval_status = COALESCE($14, approval_status),
+        decided_by = COALESCE($15, decided_by),
+        decided_at = CASE WHEN $14::text IS NULL THEN decided_at ELSE now() END,",
+    ""
+);
 
 const RECORD_ATTEMPT: &str = "
 UPDATE attempts SET finished_at = now(), outcome = $3, http_status = $4, replayed = $5, external_id = $6,
@@ -154,7 +181,8 @@ pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Opt
         Event::Escalate => "escalated",
         _ => "transition",
     };
-    let update = tx.prepare_cached(UPDATE).await?;
+    let decides = t.approval_status.is_some() || t.decided_by.is_some();
+    let update = tx.prepare_cached(if decides { UPDATE_DECIDED } else { UPDATE }).await?;
     // Escalated means hands off: only a person's decision moves such a row.
     let unescalated_only = !t.event.is_operator_decision();
     let params: [Param<'_>; 18] = [

@@ -16,16 +16,25 @@ pub const TEST_USERS: &[(&str, &str)] = &[
     ("sub-dana", "Dana"),
     ("sub-agent", "The billing agent"),
     ("sub-stranger", "Nobody we know"),
+    ("sub-erin", "Erin"),
 ];
+
+/// The claims the issuer adds for Erin, whose role and tenants a console configured with
+/// [`CLAIMED_ROLE`] and [`CLAIMED_TENANTS`] takes from her ID token.
+pub const CLAIMED_ROLE: &str = "fleet_role";
+pub const CLAIMED_TENANTS: &str = "fleet_tenants";
 
 impl TestFleet {
     /// A test issuer on a free port of this machine, named `localhost` in its URL.
     pub async fn spawn_issuer(&self) -> RunningIssuer {
         let users = TEST_USERS
             .iter()
-            .map(|(s, n)| TestUser {
-                subject: (*s).into(),
-                name: (*n).into(),
+            .map(|(s, n)| match *s {
+                "sub-erin" => TestUser::new(s, n).with_claims(serde_json::json!({
+                    CLAIMED_ROLE: "approver",
+                    CLAIMED_TENANTS: ["org_482"],
+                })),
+                _ => TestUser::new(s, n),
             })
             .collect();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use api::{admin_url_of, scrape_gauge, ApiProcess};
 pub use browser::Browser;
-pub use console::{cookie_value, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn, TEST_USERS};
+pub use console::{cookie_value, CLAIMED_ROLE, CLAIMED_TENANTS, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn, TEST_USERS};
 pub use events::{fast_relay, EventTap, TappedEvent};
 pub use broker_users::BrokerUsers;
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};

@@ -73,6 +73,15 @@ impl Drop for WorkerProcess {
 }
 
 impl TestFleet {
+    /// The database URL `binary` runs with: its component's own role, as in production
+    /// (the test's own connections and `fleetctl` use the migrating owner's).
+    pub fn database_url_of(&self, binary: &str) -> String {
+        match fleet_store::DbRole::of_binary(binary) {
+            Some(role) => fleet_store::role_url(&self.database_url, role, role.password_from_env().as_deref()).expect("the test database URL"),
+            None => self.database_url.clone(),
+        }
+    }
+
     /// Starts `binary` (e.g. "fleet-execute") against this fleet, with extra settings.
     pub fn spawn_process(&self, binary: &str, env: &[(&str, &str)]) -> WorkerProcess {
         let bin = bin_dir().join(binary);
@@ -85,7 +94,7 @@ impl TestFleet {
         let child = Command::new(&bin)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("DATABASE_URL", &self.database_url)
+            .env("DATABASE_URL", self.database_url_of(binary))
             .env("AMQP_URL", &self.broker.amqp_url)
             .env("AMQP_NAMESPACE", &self.broker.namespace)
             .env("PAYMENTS_URL", &self.sim.base_url)

@@ -124,7 +124,7 @@ async fn the_fleet_runs_with_each_worker_holding_only_its_own_broker_user() {
         w.wait_for_log("consumer subscribed").await;
     }
 
-    // The agent submits, an operator approves, the provider answers `pending`, and its
+    // The agent submits, an approver approves, the provider answers `pending`, and its
     // signed webhook settles the payment: every hop with the hop's own user.
     fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"})).await;
     let intent = intent();
@@ -132,12 +132,11 @@ async fn the_fleet_runs_with_each_worker_holding_only_its_own_broker_user() {
     let agent = Publisher::connect(&users.config(Role::Agent)).await.unwrap();
     agent.publish(Queue::IntentsPrepare, &serde_json::to_vec(&intent).unwrap()).await.expect("the agent submits");
     fleet.prepared(&op).await;
-    let operator = Publisher::connect(&users.config(Role::Operator)).await.unwrap();
-    let id = fleet_core::OperationId::parse(&op).unwrap();
-    // A person's approval is recorded (the API's store call), and the doorbell is rung with
-    // the operator's broker user, as fleetctl would.
-    assert!(matches!(fleet.store.approve(&op, &hash_of(&intent), &fleet_tests::TEST_APPROVER).await.unwrap(), fleet_store::ApprovalOutcome::Approved));
-    operator.publish(Queue::OperationsExecute, &fleet_core::Doorbell::new(&id).to_bytes()).await.expect("the operator rings execute");
+    // An approver approves over the API, which rings execute with its own broker user.
+    let api = fleet.spawn_api(&users.env(Role::Api).iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>()).await;
+    let approver = fleet.token("alice", fleet_core::Role::Approver, &["org_482"]).await;
+    let approved = api.post(&fleet.http, &approver, &format!("/v1/operations/{op}/approve"), &json!({"payload_hash": hash_of(&intent)})).await;
+    assert_eq!(approved.status(), StatusCode::OK);
     fleet.reaches(&op, "accepted").await;
     let mut payment = fleet.sim_payment(&op).await;
     payment["status"] = json!("succeeded");
@@ -149,8 +148,7 @@ async fn the_fleet_runs_with_each_worker_holding_only_its_own_broker_user() {
     // And the agent's user still cannot reach the webhook queue.
     assert!(agent.publish(Queue::WebhooksIngest, &delivery.envelope("payments")).await.is_err());
     agent.close().await;
-    operator.close().await;
-    drop(workers);
+    drop((workers, api));
     users.remove().await;
     fleet.stop().await;
 }

@@ -732,3 +732,83 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
     );
     c.fleet.stop().await;
 }
+
+#[tokio::test]
+async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() {
+    use fleet_tests::{CLAIMED_ROLE, CLAIMED_TENANTS};
+    let fleet = TestFleet::start().await;
+    let issuer = fleet.spawn_issuer().await;
+    let api = fleet
+        .spawn_api(&[
+            ("OIDC_ISSUER_URL", &issuer.issuer_url),
+            ("OIDC_CLIENT_ID", &issuer.client_id),
+            ("OIDC_CLIENT_SECRET", &issuer.client_secret),
+            ("OIDC_ROLE_CLAIM", CLAIMED_ROLE),
+            ("OIDC_TENANTS_CLAIM", CLAIMED_TENANTS),
+        ])
+        .await;
+    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    // The table says Erin is an agent of no tenant; her ID token says approver of org_482.
+    fleet.person("erin", Role::Agent, &[], "sub-erin").await;
+    // Alice's ID token carries no access claims: with claims configured she is refused,
+    // whatever the table says.
+    fleet
+        .person("alice", Role::Approver, &[TENANT], "sub-alice")
+        .await;
+    let i = intent();
+    let (op, hash) = (op_of(&i), hash_of(&i));
+    let submitted = fleet
+        .http
+        .post(api.url("/v1/intents"))
+        .bearer_auth(&agent)
+        .json(&i)
+        .send()
+        .await
+        .unwrap();
+    assert!(submitted.status().is_success());
+
+    match sign_in_over_http(&api, "sub-alice").await {
+        SignedIn::Refused(status, body) => {
+            assert_eq!(status, StatusCode::FORBIDDEN);
+            assert!(body.contains("did not say what you may do here"), "{body}");
+        }
+        SignedIn::Session(_) => panic!("a sign-in without access claims must be refused"),
+    }
+
+    let erin = session_of(&api, "sub-erin").await;
+    let get = |path: String| {
+        no_redirects()
+            .get(api.url(&path))
+            .header(COOKIE, format!("fleet_console={erin}"))
+            .send()
+    };
+    let page = get(format!("/console/operations/{op}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let token = form_token(&page);
+    let r = no_redirects()
+        .post(api.url(&format!("/console/operations/{op}/approve")))
+        .header(COOKIE, format!("fleet_console={erin}"))
+        .form(&[("payload_hash", hash.as_str()), ("form_token", &token)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status(), location(&r).to_owned()),
+        (
+            StatusCode::SEE_OTHER,
+            format!("/console/operations/{op}?done=approved")
+        )
+    );
+    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(
+        (row.approval_status.as_str(), row.decided_by.as_deref()),
+        ("approved", Some("erin"))
+    );
+    let by_oidc = format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}' AND kind = 'approved' AND actor LIKE '%erin' AND signed_in_with = 'oidc'");
+    assert_eq!(fleet.count(&by_oidc).await, 1);
+    fleet.stop().await;
+}

@@ -56,11 +56,9 @@ fn the_luhn_scan_finds_card_numbers_and_ignores_other_digits() {
 async fn no_canary_reaches_any_log_line_through_the_full_flow() {
     let fleet = TestFleet::start_with_sim(SimConfig { api_key: API_KEY.into(), default_payment_status: "pending".into(), ..Default::default() }).await;
     let secret = format!("whsec_{WEBHOOK_SECRET_B64}");
-    let dsn = fleet.database_url.replacen("postgres://postgres@", &format!("postgres://postgres:{DB_PASSWORD}@"), 1);
     let webhook_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let webhook_addr = format!("127.0.0.1:{webhook_port}");
     let env = [
-        ("DATABASE_URL", dsn.as_str()),
         ("PAYMENTS_API_KEY", API_KEY),
         ("CRM_API_KEY", API_KEY),
         ("WEBHOOK_SECRETS", secret.as_str()),
@@ -72,7 +70,16 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
         ("RUST_LOG", "trace"),
     ];
     let workers: Vec<_> =
-        ["fleet-prepare", "fleet-execute", "fleet-reconcile", "fleet-webhook-ingest", "fleet-relay"].into_iter().map(|w| fleet.spawn_process(w, &env)).collect();
+        ["fleet-prepare", "fleet-execute", "fleet-reconcile", "fleet-webhook-ingest", "fleet-relay"]
+            .into_iter()
+            .map(|w| {
+                // Each worker's own role, with a password in its URL (the server trusts local
+                // connections, so any password logs in): it must never reach a log line.
+                let role = fleet_store::DbRole::of_binary(w).unwrap();
+                let dsn = fleet_store::role_url(&fleet.database_url, role, Some(DB_PASSWORD)).unwrap();
+                fleet.spawn_process(w, &[env.as_slice(), &[("DATABASE_URL", dsn.as_str())]].concat())
+            })
+            .collect();
     fleet.sim_post("/_sim/webhooks/config", json!({"url": format!("http://{webhook_addr}/webhooks/payments"), "secret": secret})).await;
 
     // A payment whose beneficiary is a card number: accepted, settled, webhook applied.

@@ -272,7 +272,18 @@ async fn a_proposed_payment_answers_at_once_with_the_approval_link_and_after_app
     .await;
     assert!(!done.is_finished());
     let hash = proposed["payload_hash"].as_str().unwrap();
-    assert_eq!(fleet.approve(&op, hash).await.ok(), Some(true));
+    // The approver's door: the HTTP API, with an approver's own token (an MCP client's
+    // "accept" is not an approval; nothing in the MCP door can approve).
+    let approver = fleet.token("alice", Role::Approver, &[TENANT]).await;
+    let approved = api
+        .post(
+            &http,
+            &approver,
+            &format!("/v1/operations/{op}/approve"),
+            &json!({ "payload_hash": hash }),
+        )
+        .await;
+    assert_eq!(approved.status(), StatusCode::OK);
     let done = done.await.unwrap();
     assert!(
         done.texts.iter().any(|t| t.starts_with("Succeeded")),

@@ -29,6 +29,27 @@ pub struct TestUser {
     pub subject: String,
     /// The `name` claim, and the button's label.
     pub name: String,
+    /// More claims for the ID token (an object; e.g. a role and tenants for a client that
+    /// takes them from a claim).
+    pub claims: serde_json::Map<String, serde_json::Value>,
+}
+
+impl TestUser {
+    pub fn new(subject: &str, name: &str) -> TestUser {
+        TestUser {
+            subject: subject.into(),
+            name: name.into(),
+            claims: serde_json::Map::new(),
+        }
+    }
+
+    /// The same user with `claims` in its ID tokens too.
+    pub fn with_claims(mut self, claims: serde_json::Value) -> TestUser {
+        if let serde_json::Value::Object(map) = claims {
+            self.claims.extend(map);
+        }
+        self
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -60,6 +81,7 @@ impl Default for IssuerConfig {
 struct Grant {
     subject: String,
     name: String,
+    claims: serde_json::Map<String, serde_json::Value>,
     redirect_uri: String,
     nonce: Option<String>,
     code_challenge: String,

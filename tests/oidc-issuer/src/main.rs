@@ -41,10 +41,7 @@ async fn main() -> anyhow::Result<()> {
         .users
         .split(',')
         .filter_map(|pair| pair.split_once('='))
-        .map(|(subject, name)| TestUser {
-            subject: subject.trim().into(),
-            name: name.trim().into(),
-        })
+        .map(|(subject, name)| TestUser::new(subject.trim(), name.trim()))
         .collect();
     let config = IssuerConfig {
         client_id: args.client_id,

@@ -169,6 +169,7 @@ fn sign_in(s: &Shared, p: &AuthorizeParams, subject: &str) -> Response {
     let grant = Grant {
         subject: user.subject.clone(),
         name: user.name.clone(),
+        claims: user.claims.clone(),
         redirect_uri: redirect_uri.clone(),
         nonce: p.nonce.clone(),
         code_challenge: p.code_challenge.clone().unwrap_or_default(),
@@ -260,6 +261,9 @@ async fn token(
     });
     if let Some(nonce) = grant.nonce {
         claims["nonce"] = json!(nonce);
+    }
+    for (k, v) in grant.claims {
+        claims[k] = v;
     }
     let body = json!({
         "access_token": random_token(),

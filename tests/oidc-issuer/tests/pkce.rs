@@ -10,10 +10,7 @@ use sha2::{Digest, Sha256};
 const VERIFIER: &str = "a-verifier-of-at-least-forty-three-characters-0123456789";
 
 async fn issuer() -> RunningIssuer {
-    let users = vec![TestUser {
-        subject: "sub-alice".into(),
-        name: "Alice".into(),
-    }];
+    let users = vec![TestUser::new("sub-alice", "Alice")];
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     fleet_oidc_issuer::spawn(
         IssuerConfig {

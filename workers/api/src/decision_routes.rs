@@ -105,7 +105,8 @@ pub async fn approve_operation(
         state
             .decisions
             .approve(&who, caller.signed_in_with(), &id, &b.payload_hash)
-            .await?,
+            .await?
+            .view,
     ))
 }
 
@@ -143,7 +144,8 @@ pub async fn reject_operation(
         state
             .decisions
             .reject(&who, caller.signed_in_with(), &id, &b.reason)
-            .await?,
+            .await?
+            .view,
     ))
 }
 
@@ -192,7 +194,8 @@ pub async fn resolve_operation(
         state
             .decisions
             .resolve(&who, caller.signed_in_with(), &id, r)
-            .await?,
+            .await?
+            .view,
     ))
 }
 
@@ -231,6 +234,7 @@ pub async fn dispute_operation(
         state
             .decisions
             .dispute(&who, caller.signed_in_with(), &id, &b.reason)
-            .await?,
+            .await?
+            .view,
     ))
 }

@@ -58,6 +58,14 @@ impl From<Denial> for DecisionError {
     }
 }
 
+/// A decision's answer: the operation's view after it, and whether this call changed
+/// anything (a repeated decision answers the same view with `changed: false`).
+#[derive(Debug)]
+pub struct Decided {
+    pub view: Value,
+    pub changed: bool,
+}
+
 /// The decision functions, with what they need: the store, and a publisher to ring
 /// execute. Cheap to clone.
 #[derive(Clone)]
@@ -130,7 +138,7 @@ impl Decisions {
         signed_in: SignIn,
         id: &str,
         payload_hash: &str,
-    ) -> Result<Value, DecisionError> {
+    ) -> Result<Decided, DecisionError> {
         let op = self.authorize(who, OperationAction::Approve, id).await?;
         let by = Decider::new(who.name, signed_in);
         let outcome = self.store.approve(op.as_str(), payload_hash, &by).await?;
@@ -160,7 +168,8 @@ impl Decisions {
         {
             self.ring_execute(&op).await;
         }
-        Ok(view)
+        let changed = outcome != ApprovalOutcome::AlreadyCounted;
+        Ok(Decided { view, changed })
     }
 
     /// `who` rejects the operation: it is cancelled, whatever approvals it had.
@@ -170,22 +179,24 @@ impl Decisions {
         signed_in: SignIn,
         id: &str,
         reason: &str,
-    ) -> Result<Value, DecisionError> {
+    ) -> Result<Decided, DecisionError> {
         let op = self.authorize(who, OperationAction::Reject, id).await?;
         text(reason, "reason")?;
-        match self
+        let changed = match self
             .store
             .reject(op.as_str(), &Decider::new(who.name, signed_in), reason)
             .await?
         {
             RejectOutcome::Rejected => {
                 tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, "rejected");
+                true
             }
-            RejectOutcome::AlreadyRejected => {}
+            RejectOutcome::AlreadyRejected => false,
             RejectOutcome::NotFound => return Err(Denial::NotFound.into()),
             RejectOutcome::TooLate { .. } => return Err(DecisionError::AlreadyStarted),
-        }
-        self.view(who, &op).await
+        };
+        let view = self.view(who, &op).await?;
+        Ok(Decided { view, changed })
     }
 
     /// `who`, an operator, settles the operation from the provider's records.
@@ -195,7 +206,7 @@ impl Decisions {
         signed_in: SignIn,
         id: &str,
         r: Resolve<'_>,
-    ) -> Result<Value, DecisionError> {
+    ) -> Result<Decided, DecisionError> {
         let op = self.authorize(who, OperationAction::Resolve, id).await?;
         text(r.evidence, "evidence")?;
         if let Some(x) = r.external_id {
@@ -216,7 +227,7 @@ impl Decisions {
         signed_in: SignIn,
         id: &str,
         reason: &str,
-    ) -> Result<Value, DecisionError> {
+    ) -> Result<Decided, DecisionError> {
         let op = self.authorize(who, OperationAction::Dispute, id).await?;
         text(reason, "reason")?;
         let outcome = self
@@ -234,20 +245,22 @@ impl Decisions {
         op: &OperationId,
         outcome: DecisionOutcome,
         what: &'static str,
-    ) -> Result<Value, DecisionError> {
-        match outcome {
+    ) -> Result<Decided, DecisionError> {
+        let changed = match outcome {
             DecisionOutcome::Moved(to) => {
                 tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, to = to.as_str(), "{what} by an operator");
+                true
             }
-            DecisionOutcome::Already(_) => {}
+            DecisionOutcome::Already(_) => false,
             DecisionOutcome::NotFound => return Err(Denial::NotFound.into()),
             DecisionOutcome::ExternalIdRequired => {
                 return Err(DecisionError::InvalidField("external_id"))
             }
             DecisionOutcome::Refused { .. } => return Err(DecisionError::NotAllowedInStatus),
             DecisionOutcome::Stale => return Err(DecisionError::ChangedMeanwhile),
-        }
-        self.view(who, op).await
+        };
+        let view = self.view(who, op).await?;
+        Ok(Decided { view, changed })
     }
 }
 

@@ -53,7 +53,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub use decisions::{DecisionError, Decisions};
+pub use decisions::{Decided, DecisionError, Decisions};
 pub use settings::ApiSettings;
 pub use state::AppState;
 pub use waiters::Waiters;

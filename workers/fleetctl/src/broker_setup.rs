@@ -46,7 +46,10 @@ pub struct RolePasswords {
     /// Password of the user for fleet-webhook-ingest.
     #[arg(long, env = "BROKER_WEBHOOK_INGEST_PASSWORD", hide_env_values = true)]
     pub webhook_ingest_password: Option<Secret<String>>,
-    /// Password of the user for operators (fleetctl approve, reconcile).
+    /// Password of the user for fleet-api (rings execute when an approval completes a quorum).
+    #[arg(long, env = "BROKER_API_PASSWORD", hide_env_values = true)]
+    pub api_password: Option<Secret<String>>,
+    /// Password of the user for operators (fleetctl reconcile).
     #[arg(long, env = "BROKER_OPERATOR_PASSWORD", hide_env_values = true)]
     pub operator_password: Option<Secret<String>>,
     /// Password of the user for fleet-relay (publishes outcome events).
@@ -62,6 +65,7 @@ impl RolePasswords {
             Role::Execute => self.execute_password.as_ref(),
             Role::Reconcile => self.reconcile_password.as_ref(),
             Role::WebhookIngest => self.webhook_ingest_password.as_ref(),
+            Role::Api => self.api_password.as_ref(),
             Role::Operator => self.operator_password.as_ref(),
             Role::Relay => self.relay_password.as_ref(),
         }

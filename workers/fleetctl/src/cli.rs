@@ -77,7 +77,10 @@ impl Connection {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Create the database if needed and apply every pending migration.
+    /// Create the database if needed, apply every pending migration (which creates one
+    /// login role per component: fleet_api, fleet_prepare, fleet_execute, fleet_reconcile,
+    /// fleet_webhook_ingest, fleet_relay), and set the password of each role whose
+    /// FLEET_DB_PASSWORD_<COMPONENT> is set (e.g. FLEET_DB_PASSWORD_EXECUTE).
     Migrate,
     /// Print the payload hash of an intent.v1 file (what an approver approves).
     Hash {

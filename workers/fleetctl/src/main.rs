@@ -18,6 +18,11 @@ async fn main() -> anyhow::Result<()> {
             fleet_store::create_database_if_missing(db).await?;
             fleet_store::migrate(db).await?;
             println!("migrated {}", cli.conn.database_url);
+            let passwords: Vec<_> = fleet_store::DbRole::ALL.into_iter().filter_map(|r| Some((r, r.password_from_env()?))).collect();
+            fleet_store::set_role_passwords(db, &passwords).await?;
+            for (role, _) in &passwords {
+                println!("set the password of the database role {}", role.name());
+            }
         }
         Command::Hash { file } => hash::run(&file)?,
         Command::Submit { file } => submit::run(&cli.conn.broker(), &file).await?,

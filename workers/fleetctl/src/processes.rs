@@ -83,3 +83,11 @@ pub async fn stop_all(procs: &mut [Proc]) {
         }
     }
 }
+
+/// The database URL the component `binary` runs with: the operator's URL with the
+/// component's role as user, and its password when `FLEET_DB_PASSWORD_<COMPONENT>` is set
+/// (the same setting `fleetctl migrate` reads to set it).
+pub fn component_database_url(operator_url: &str, binary: &str) -> anyhow::Result<String> {
+    let role = fleet_store::DbRole::of_binary(binary).ok_or_else(|| anyhow::anyhow!("{binary} has no database role"))?;
+    Ok(fleet_store::role_url(operator_url, role, role.password_from_env().as_deref())?)
+}

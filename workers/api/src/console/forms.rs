@@ -1,5 +1,6 @@
 //! The console's decision forms. Each POST must carry the session's form token (else 403
-//! and nothing changes), then calls [`super::decide`] and nothing else. A decision taken
+//! and nothing changes), then calls the same decision functions as the JSON routes
+//! ([`crate::decisions`]) and nothing else. A decision taken
 //! sends the browser back to the operation's page (303, so a reload posts nothing); a
 //! refusal answers the page itself with the reason at its top and what the operation is
 //! now.
@@ -8,11 +9,14 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use fleet_core::authz::{Denial, SignIn};
+use fleet_core::Resolution;
+use fleet_store::Resolve;
 use serde::Deserialize;
 
-use super::decide::{Author, DecideError, Decided, Decisions, Outcome, Refusal};
 use super::pages::{error_page, not_found, operation_page};
 use super::session::Signed;
+use crate::decisions::{DecisionError, Decided};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -45,18 +49,55 @@ impl Asked {
     }
 }
 
-fn status_of(r: &Refusal) -> StatusCode {
-    match r {
-        Refusal::NotFound => StatusCode::NOT_FOUND,
-        Refusal::RoleNotAllowed | Refusal::SubmitterCannotApprove => StatusCode::FORBIDDEN,
-        Refusal::HashMismatch
-        | Refusal::NotPending { .. }
-        | Refusal::Expired
-        | Refusal::TooLate { .. } => StatusCode::CONFLICT,
-        Refusal::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
-    }
+/// A refused decision in a person's words, with the status the page answers with; `None`
+/// for an operation the person may not see (the page is "not found", as over the API).
+fn refusal(e: &DecisionError) -> Option<(StatusCode, &'static str)> {
+    use DecisionError as E;
+    let conflict = StatusCode::CONFLICT;
+    let invalid = StatusCode::UNPROCESSABLE_ENTITY;
+    Some(match e {
+        E::Denied(Denial::NotFound | Denial::TenantNotGranted) | E::Store(_) => return None,
+        E::Denied(Denial::RoleNotAllowed) => {
+            (StatusCode::FORBIDDEN, "your role may not take this decision")
+        }
+        E::Denied(Denial::SubmitterCannotApprove) => (
+            StatusCode::FORBIDDEN,
+            "you submitted this operation: another person must approve it",
+        ),
+        E::HashMismatch => (
+            conflict,
+            "the page you approved from no longer shows the pending snapshot",
+        ),
+        E::ApprovalExpired => (conflict, "the approval window has expired"),
+        E::NotPending => (
+            conflict,
+            "the operation is no longer waiting for a decision",
+        ),
+        E::AlreadyStarted => (
+            conflict,
+            "execution has begun or the operation has ended: it is too late to reject it",
+        ),
+        E::NotAllowedInStatus => (
+            conflict,
+            "the operation's status does not allow this decision now",
+        ),
+        E::ChangedMeanwhile => (
+            conflict,
+            "the operation changed while you were deciding: look at it again",
+        ),
+        E::InvalidField("reason") => (invalid, "a reason is required (at most 4,096 characters)"),
+        E::InvalidField("evidence") => (invalid, "evidence is required (at most 4,096 characters)"),
+        E::InvalidField("external_id") => (
+            invalid,
+            "resolving as succeeded needs the provider's id of the effect (one word of visible characters)",
+        ),
+        E::InvalidField("outcome") => (invalid, "choose an outcome: succeeded, failed or cancelled"),
+        E::InvalidField(_) => (invalid, "a value of the form is missing or too long"),
+    })
 }
 
+/// Checks the form token, then takes the decision through the same functions as the
+/// JSON routes (authorization, quorum, the execute doorbell), as the signed-in person.
 async fn decide(
     state: AppState,
     signed: Signed,
@@ -71,59 +112,56 @@ async fn decide(
     {
         return Ok(error_page(StatusCode::FORBIDDEN, "Refused", "This form did not come from your console session; nothing was changed. Reload the page and try again."));
     }
-    let who = Author {
-        principal: &signed.principal,
-        signed_in_with: "oidc",
-    };
-    let decisions = Decisions::new(state.store.clone());
+    let who = signed.principal.actor();
+    let decisions = &state.decisions;
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let result = match asked {
         Asked::Approve => {
+            let hash = f.payload_hash.as_deref().unwrap_or_default();
+            decisions.approve(&who, SignIn::Oidc, &id, hash).await
+        }
+        Asked::Reject => {
             decisions
-                .approve(who, &id, f.payload_hash.as_deref().unwrap_or_default())
+                .reject(&who, SignIn::Oidc, &id, &text(&f.reason))
                 .await
         }
-        Asked::Reject => decisions.reject(who, &id, &text(&f.reason)).await,
-        Asked::Resolve => match f.outcome.as_deref().and_then(Outcome::parse) {
+        Asked::Resolve => match f.outcome.as_deref().and_then(Resolution::parse) {
             Some(outcome) => {
-                decisions
-                    .resolve(
-                        who,
-                        &id,
-                        outcome,
-                        f.external_id.as_deref(),
-                        &text(&f.evidence),
-                    )
-                    .await
+                let evidence = text(&f.evidence);
+                // An empty field of the form is no id at all.
+                let external_id = f.external_id.as_deref().map(str::trim).filter(|x| !x.is_empty());
+                let r = Resolve {
+                    outcome,
+                    external_id,
+                    evidence: &evidence,
+                };
+                decisions.resolve(&who, SignIn::Oidc, &id, r).await
             }
-            None => {
-                Err(Refusal::Invalid("choose an outcome: succeeded, failed or cancelled").into())
-            }
+            None => Err(DecisionError::InvalidField("outcome")),
         },
-        Asked::Dispute => decisions.dispute(who, &id, &text(&f.reason)).await,
+        Asked::Dispute => {
+            decisions
+                .dispute(&who, SignIn::Oidc, &id, &text(&f.reason))
+                .await
+        }
     };
-    let refusal = match result {
-        Ok(Decided::Done) => {
-            tracing::info!(principal = %signed.principal.name, operation_id = %id, decision = asked.done(), "console decision");
+    let error = match result {
+        Ok(Decided { changed, .. }) => {
+            let done = if changed { asked.done() } else { "already" };
+            tracing::info!(principal = %signed.principal.name, operation_id = %id, decision = done, "console decision");
             return Ok(
-                Redirect::to(&format!("/console/operations/{id}?done={}", asked.done()))
-                    .into_response(),
+                Redirect::to(&format!("/console/operations/{id}?done={done}")).into_response(),
             );
         }
-        Ok(Decided::AlreadyDone) => {
-            return Ok(
-                Redirect::to(&format!("/console/operations/{id}?done=already")).into_response(),
-            )
-        }
-        Err(DecideError::Store(e)) => return Err(e.into()),
-        Err(DecideError::Refused(r)) => r,
+        Err(DecisionError::Store(e)) => return Err(e.into()),
+        Err(e) => e,
     };
-    tracing::info!(principal = %signed.principal.name, operation_id = %id, refusal = ?refusal, "console decision refused");
+    tracing::info!(principal = %signed.principal.name, operation_id = %id, refusal = %error, "console decision refused");
+    let Some((status, words)) = refusal(&error) else {
+        return Ok(not_found());
+    };
     Ok(match operation_page(&state, &signed, &id, None).await? {
-        Some(page) => page.refused(
-            status_of(&refusal),
-            format!("Refused: {refusal}. Nothing was changed."),
-        ),
+        Some(page) => page.refused(status, format!("Refused: {words}. Nothing was changed.")),
         None => not_found(),
     })
 }

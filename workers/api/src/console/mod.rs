@@ -2,8 +2,8 @@
 //! waits for them in words and approve the exact snapshot shown; operators settle what
 //! the workers could not. People sign in with OpenID Connect ([`oidc`], [`sign_in`]);
 //! sessions live in Postgres and in an HttpOnly, SameSite=Strict cookie ([`session`]);
-//! every form carries the session's form token and every decision goes through
-//! [`decide`]. No page runs a script: the Content-Security-Policy allows none.
+//! every form carries the session's form token and every decision goes through the
+//! same functions as the JSON routes ([`crate::decisions`]). No page runs a script: the Content-Security-Policy allows none.
 //!
 //! | route | what |
 //! |---|---|
@@ -14,7 +14,6 @@
 //! | `POST /console/operations/{id}/{approve,reject,resolve,dispute}` | decisions ([`forms`]) |
 //! | `GET /console/login`, `/console/login/start`, `/console/auth/callback`; `POST /console/logout` | signing in and out |
 
-pub mod decide;
 pub mod forms;
 pub mod oidc;
 pub mod pages;
@@ -45,6 +44,15 @@ pub struct Console {
     pub secure_cookies: bool,
     pub session_ttl_s: u64,
     pub crm: Option<CrmClient>,
+    /// The ID-token claims that give a role and tenants, when the issuer says them.
+    pub access_claims: Option<AccessClaims>,
+}
+
+/// The names of the role claim and the tenants claim.
+#[derive(Debug, Clone)]
+pub struct AccessClaims {
+    pub role: String,
+    pub tenants: String,
 }
 
 impl Console {
@@ -71,6 +79,11 @@ impl Console {
             secure_cookies: base.starts_with("https://"),
             session_ttl_s: settings.console_session_ttl_s,
             crm,
+            access_claims: settings
+                .oidc_role_claim
+                .clone()
+                .zip(settings.oidc_tenants_claim.clone())
+                .map(|(role, tenants)| AccessClaims { role, tenants }),
         }))
     }
 }

@@ -57,6 +57,24 @@ impl PendingSignIn {
     }
 }
 
+/// A verified ID token: its subject, and every claim it carries (for a console that takes
+/// roles and tenants from configured claims).
+#[derive(Debug)]
+pub struct Verified {
+    pub subject: String,
+    pub claims: serde_json::Value,
+}
+
+/// The claims of a compact JWT (its middle part, base64url JSON); `Null` if unreadable.
+fn payload_of(jwt: &str) -> serde_json::Value {
+    use base64::Engine as _;
+    jwt.split('.')
+        .nth(1)
+        .and_then(|p| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(p).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SignInError {
     #[error("the issuer could not be reached or described itself wrongly: {0}")]
@@ -145,8 +163,9 @@ impl Oidc {
         Ok((url.to_string(), pending))
     }
 
-    /// Exchanges the code (with the PKCE verifier) and checks the ID token; its subject.
-    pub async fn finish(&self, code: &str, pending: PendingSignIn) -> Result<String, SignInError> {
+    /// Exchanges the code (with the PKCE verifier) and checks the ID token; its subject and
+    /// its claims.
+    pub async fn finish(&self, code: &str, pending: PendingSignIn) -> Result<Verified, SignInError> {
         let client = self.client().await?;
         let request = client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
@@ -160,7 +179,11 @@ impl Oidc {
             None => Err(SignInError::IdToken("the issuer sent no ID token".into())),
             Some(token) => token
                 .claims(&client.id_token_verifier(), &Nonce::new(pending.nonce))
-                .map(|claims| claims.subject().as_str().to_owned())
+                .map(|claims| Verified {
+                    subject: claims.subject().as_str().to_owned(),
+                    // The token passed every check above: its payload is the issuer's word.
+                    claims: payload_of(&token.to_string()),
+                })
                 .map_err(|e| SignInError::IdToken(e.to_string())),
         };
         if checked.is_err() {

@@ -130,8 +130,8 @@ pub async fn callback(
         )
             .into_response();
     }
-    let subject = match c.oidc.finish(&code, pending).await {
-        Ok(subject) => subject,
+    let verified = match c.oidc.finish(&code, pending).await {
+        Ok(verified) => verified,
         Err(e) => {
             tracing::warn!(error = %e, "console sign-in refused");
             return (
@@ -144,7 +144,8 @@ pub async fn callback(
                 .into_response();
         }
     };
-    let principal = match state.store.principal_by_oidc_subject(&subject).await {
+    let subject = verified.subject.as_str();
+    let principal = match state.store.principal_by_oidc_subject(subject).await {
         Ok(Some(p)) => p,
         Ok(None) => {
             tracing::warn!("console sign-in refused: the subject is no principal's");
@@ -152,6 +153,21 @@ pub async fn callback(
             return ([clear_sign_in], login_with(StatusCode::FORBIDDEN, &message)).into_response();
         }
         Err(e) => return crate::error::ApiError::from(e).into_response(),
+    };
+    // With claims configured, the issuer says the role and tenants of this sign-in.
+    let claimed = match &c.access_claims {
+        None => None,
+        Some(names) => {
+            let claims = &verified.claims;
+            match fleet_core::claimed_access(claims.get(&names.role), claims.get(&names.tenants)) {
+                Ok(access) => Some(access),
+                Err(why) => {
+                    tracing::warn!(principal = %principal.name, reason = why, "console sign-in refused: the ID token's access claims");
+                    let message = format!("You signed in as {subject}, but the sign-in service did not say what you may do here ({why}). Ask its administrator to set your role and tenants.");
+                    return ([clear_sign_in], login_with(StatusCode::FORBIDDEN, &message)).into_response();
+                }
+            }
+        }
     };
     let secret = match new_secret() {
         Ok(s) => s,
@@ -162,7 +178,13 @@ pub async fn callback(
     };
     match state
         .store
-        .start_session(&secret.hash(), &principal.name, "oidc", c.session_ttl_s)
+        .start_session(
+            &secret.hash(),
+            &principal.name,
+            "oidc",
+            claimed.as_ref(),
+            c.session_ttl_s,
+        )
         .await
     {
         Ok(true) => {}

@@ -87,8 +87,9 @@ impl BenchFleet {
             for i in 0..n {
                 let admin = SocketAddr::from((Ipv4Addr::LOCALHOST, ports.take()?));
                 let admin_s = admin.to_string();
+                let database_url = processes::component_database_url(spec.database_url, bin)?;
                 let mut envs: Vec<(&str, &str)> = vec![
-                    ("DATABASE_URL", spec.database_url),
+                    ("DATABASE_URL", &database_url),
                     ("AMQP_URL", spec.amqp_url),
                     ("AMQP_NAMESPACE", spec.namespace),
                     ("PAYMENTS_URL", &fleet.sim_url),

@@ -29,7 +29,6 @@ impl Fleet {
         // the caller provides WEBHOOK_SECRETS.
         let webhook_secrets = std::env::var("WEBHOOK_SECRETS").unwrap_or_else(|_| DEMO_WEBHOOK_SECRET.to_owned());
         let envs = [
-            ("DATABASE_URL", conn.database_url.expose()),
             ("AMQP_URL", conn.amqp_url.expose()),
             ("AMQP_NAMESPACE", conn.amqp_namespace.as_str()),
             ("PAYMENTS_URL", sim_url.as_str()),
@@ -47,6 +46,9 @@ impl Fleet {
             ("fleet-relay", admin_addrs::RELAY),
         ];
         for (name, _) in workers {
+            // Each component connects as its own database role (created by the migrations).
+            let database_url = processes::component_database_url(conn.database_url.expose(), name)?;
+            let envs = [envs.as_slice(), &[("DATABASE_URL", database_url.as_str())]].concat();
             procs.push(processes::spawn(bin_dir, log_dir, name, name, &envs)?);
         }
         let fleet = Fleet { procs, sim_url, api_url: format!("http://{api_addr}") };
@@ -70,3 +72,4 @@ impl Fleet {
         processes::stop_all(&mut self.procs).await;
     }
 }
+
