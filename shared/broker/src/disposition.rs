@@ -300,7 +300,7 @@ mod tests {
         );
     }
 
-    // Catalogue C-22: an ack that lapin reports as Ok(false) is counted, not trusted.
+    // An ack that lapin reports as Ok(false) was not done: it is counted, not trusted.
     #[tokio::test]
     async fn an_ack_returning_ok_false_is_reported_as_not_acked() {
         let delivery = AmqpDelivery::mock(1, "".into(), "q".into(), false, b"{}".to_vec());

@@ -389,7 +389,7 @@ async fn the_consumer_resubscribes_after_the_broker_cancelled_it() {
     .await;
 }
 
-// Catalogue C-21/C-25 in miniature: the broker drops the consumer's connection.
+// A broker restart or a network cut, in miniature: the broker drops the consumer's connection.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_consumer_reconnects_after_its_connection_is_killed() {
     in_namespace(fresh_config(), |cfg| async move {

@@ -25,7 +25,7 @@ impl Found {
         }
     }
 
-    /// Reads a payment or refund object of the reference API (PROTOCOL.md §3).
+    /// Reads a payment or refund object of the payments API (docs/design.md#payments-api).
     pub fn from_object(object: &Value) -> Option<Found> {
         let external_id = object.get("id")?.as_str()?.to_owned();
         match object.get("status")?.as_str()? {

@@ -1,4 +1,4 @@
-//! The operation state machine (DESIGN.md, "The state machine"): one pure function over
+//! The operation state machine (docs/design.md#the-operation-state-table): one pure function over
 //! an exhaustive match. No `_` arm over a status or an event, so adding either fails to
 //! compile until every transition is decided.
 

@@ -2,7 +2,7 @@
 //! know it: whether a create can be safely repeated under one key, whether the effect can
 //! be looked up, and whether updates can be made conditional on a version.
 
-/// A provider's guarantees (PROTOCOL.md §3–4).
+/// A provider's guarantees (docs/design.md#provider-contracts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     /// The provider deduplicates creates by `Idempotency-Key` (within its retention window).

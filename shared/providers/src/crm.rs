@@ -1,4 +1,4 @@
-//! Adapter for the reference CRM API (PROTOCOL.md §4, Salesforce-like): no idempotency
+//! Adapter for the reference CRM API (docs/design.md#crm-api, Salesforce-like): no idempotency
 //! keys, a non-unique external id field to search by, and versions for conditional
 //! updates. A create is made safe by searching before every create; an update by
 //! `If-Match` with the version the person approved.

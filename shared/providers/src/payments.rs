@@ -1,5 +1,6 @@
-//! Adapter for the reference payments API (PROTOCOL.md §3, Stripe-like): creates payments
-//! and refunds under an idempotency key, and looks them up by reference or id.
+//! Adapter for the reference payments API (docs/design.md#payments-api, Stripe-like):
+//! creates payments and refunds under an idempotency key, and looks them up by reference or
+//! id.
 //!
 //! A create is sent exactly once per call: no retry, no redirect. The transport result is
 //! reported as a [`CallResult`] for `fleet_core::outcome::classify_payment` to judge.

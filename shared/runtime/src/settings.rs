@@ -113,7 +113,7 @@ impl CommonArgs {
     }
 }
 
-/// Settings of the reference payments provider (PROTOCOL.md §3).
+/// Settings of the reference payments provider (docs/design.md#payments-api).
 #[derive(Debug, Clone, Args)]
 pub struct PaymentsArgs {
     /// Base URL of the payments API.
@@ -166,7 +166,7 @@ impl PaymentsArgs {
     }
 }
 
-/// Settings of the CRM provider (PROTOCOL.md §4).
+/// Settings of the CRM provider (docs/design.md#crm-api).
 #[derive(Debug, Clone, Args)]
 pub struct CrmArgs {
     /// Base URL of the CRM API.

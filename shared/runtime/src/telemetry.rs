@@ -7,7 +7,8 @@
 //!
 //! JSON format: one object per line, event fields flattened into the top level, plus
 //! `timestamp`, `level`, `target` and the current span (`span`) when there is one.
-//! Log identifiers and outcomes only; never payloads, tokens or keys (DESIGN.md, principle 9).
+//! Log identifiers and outcomes only; never payloads, tokens or keys
+//! (docs/design.md#no-secrets-in-logs).
 
 use std::io::IsTerminal;
 

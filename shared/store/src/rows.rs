@@ -27,7 +27,7 @@ use tokio_postgres::Row;
 // with statistics that say such an index is empty).
 
 /// The `operations` columns every read selects, plus two flags computed with the
-/// database clock (principle 8: time comes from Postgres).
+/// database clock (docs/design.md#database-clock: time comes from Postgres).
 pub(crate) const OPERATION_COLUMNS: &str = "operation_id, tenant_id, action, provider, target, supersedes, rationale, \
     payload, payload_hash, policy_version, data_version, idempotency_key, \
     approval_status, approval_expires_at, approved_hash, decided_by, decided_at, \

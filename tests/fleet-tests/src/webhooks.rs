@@ -205,7 +205,7 @@ pub fn now_s() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64
 }
 
-/// A PROTOCOL.md §5 event body about `object`.
+/// A provider event body about `object` (docs/design.md#provider-webhooks).
 pub fn event_body(id: &str, event_type: &str, object: &Value) -> Vec<u8> {
     serde_json::to_vec(&json!({"id": id, "type": event_type, "created_at": "2026-11-29T22:00:00Z", "data": {"object": object}})).unwrap()
 }

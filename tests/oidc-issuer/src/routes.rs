@@ -206,7 +206,7 @@ fn token_error(status: StatusCode, error: &str) -> Response {
         .into_response()
 }
 
-/// The client's id and secret from HTTP Basic (RFC 6749 §2.3.1) or from the form.
+/// The client's id and secret from HTTP Basic (RFC 6749, section 2.3.1) or from the form.
 fn client_credentials(headers: &HeaderMap, form: &TokenRequest) -> Option<(String, String)> {
     if let Some(basic) = headers
         .get(header::AUTHORIZATION)

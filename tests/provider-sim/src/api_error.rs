@@ -1,6 +1,6 @@
 //! The error answers of the provider API: `{"error": {"type", "code"[, "param"]}}`.
 //!
-//! `type` and `code` are the wire contract clients branch on (PROTOCOL.md §3); `param`
+//! `type` and `code` are the wire contract clients branch on (docs/design.md#payments-api); `param`
 //! names the offending request field, as Stripe does, to make failures readable.
 
 use axum::http::StatusCode;

@@ -24,7 +24,7 @@ use crate::reply::Reply;
 use crate::resource::{NewObject, Resource};
 use crate::state::App;
 
-/// Largest accepted request body (PROTOCOL.md bounds messages at 64 KiB too).
+/// Largest accepted request body (fleet bounds an intent at 64 KiB too).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Longest accepted idempotency key, as Stripe.

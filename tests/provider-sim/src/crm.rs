@@ -1,4 +1,4 @@
-//! The reference CRM API (PROTOCOL.md §4): deals with a non-unique `external_id`, no
+//! The reference CRM API (docs/design.md#crm-api): deals with a non-unique `external_id`, no
 //! idempotency keys, an eventually consistent search, versions with `ETag` / `If-Match`,
 //! and an optional asynchronous create.
 //!

@@ -1,4 +1,5 @@
-//! The reference payments provider simulator (PROTOCOL.md §3 and §6).
+//! The reference payments provider simulator (docs/design.md#payments-api), with its
+//! test-only admin API (docs/testing.md#the-provider-simulator).
 //!
 //! A real HTTP server with Stripe's idempotency semantics, an eventually consistent
 //! search, and a test-only admin API (`/_sim`) to inject faults around the commit point

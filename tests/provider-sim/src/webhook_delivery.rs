@@ -1,4 +1,5 @@
-//! Building, signing and sending the simulator's webhook events (PROTOCOL.md §5): the
+//! Building, signing and sending the simulator's webhook events
+//! (docs/design.md#provider-webhooks): the
 //! body `{"id", "type", "created_at", "data": {"object"}}`, the headers `webhook-id`,
 //! `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256(key,
 //! "<id>.<timestamp>.<body>")>`, and the at-least-once delivery policy described in

@@ -1,4 +1,5 @@
-//! Webhooks sent by the simulator (PROTOCOL.md §5) and their admin API (§6): where to
+//! Webhooks sent by the simulator (docs/design.md#provider-webhooks) and their admin API
+//! (docs/testing.md#the-provider-simulator): where to
 //! send, with which secret, and how badly (duplicates, delay, reordering); settling a
 //! pending payment; holding a create's answer so a test can make a webhook overtake it.
 //!

@@ -1,4 +1,4 @@
-//! The resume algorithm (DESIGN.md, execute): read the row, decide, claim, perform.
+//! The resume algorithm (docs/design.md#execute): read the row, decide, claim, perform.
 //! The doorbell only names the operation; everything else comes from the row.
 
 use fleet_broker::{Delivery, Disposition, Handler, Queue};

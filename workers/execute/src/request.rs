@@ -1,4 +1,5 @@
-//! The provider request, derived from the approved snapshot alone (INV-2): every attempt
+//! The provider request, derived from the approved snapshot alone
+//! (docs/design.md#same-request): every attempt
 //! of an operation sends the same body (and, for payments, the same key).
 
 use fleet_core::Action;

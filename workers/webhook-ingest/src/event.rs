@@ -1,6 +1,6 @@
-//! The provider event (PROTOCOL.md §5) read from the verified raw body: its type, the
-//! normalised fields of `data.object` that link and settle an operation, and the hash of
-//! the whole event. Parsed once here; the store trusts the typed result.
+//! The provider event (docs/design.md#provider-webhooks) read from the verified raw body:
+//! its type, the normalised fields of `data.object` that link and settle an operation, and
+//! the hash of the whole event. Parsed once here; the store trusts the typed result.
 
 use fleet_core::hash_value;
 use fleet_store::{ReportedObject, WebhookEvent};

@@ -1,5 +1,6 @@
-//! Standard Webhooks verification (PROTOCOL.md §5), with no I/O and no clock: the three
-//! headers, the raw body bytes, the secrets and "now" go in, a verdict comes out.
+//! Standard Webhooks verification (docs/design.md#provider-webhooks), with no I/O and no
+//! clock: the three headers, the raw body bytes, the secrets and "now" go in, a verdict
+//! comes out.
 //!
 //! The signed content is `<webhook-id>.<webhook-timestamp>.<raw body>`; the signature
 //! header is a space-separated list of `v1,<base64 HMAC-SHA256>` entries (other schemes

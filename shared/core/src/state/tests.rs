@@ -1,4 +1,4 @@
-//! Walks every (status, event) pair against the table of DESIGN.md, written out here a
+//! Walks every (status, event) pair against the table of docs/design.md, written out here a
 //! second time on purpose: the match in `transition` and this list must agree.
 
 use super::*;

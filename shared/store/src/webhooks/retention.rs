@@ -1,6 +1,7 @@
 //! Retention of the dedup table: events older than the configured age are deleted in
-//! bounded batches. A provider may redeliver for days (PROTOCOL.md §5), so the store
-//! refuses any age below [`MIN_WEBHOOK_RETENTION_DAYS`], whatever a caller asks.
+//! bounded batches. A provider may redeliver for days (docs/design.md#provider-webhooks),
+//! so the store refuses any age below [`MIN_WEBHOOK_RETENTION_DAYS`], whatever a caller
+//! asks.
 
 use crate::{Store, StoreError};
 

@@ -1,4 +1,4 @@
-//! The CRM API (PROTOCOL.md §4): non-unique external ids, search, versions with
+//! The CRM API (docs/design.md#crm-api): non-unique external ids, search, versions with
 //! `ETag` / `If-Match`, asynchronous creates, faults, and the admin helpers for deals.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The simulator's webhooks (PROTOCOL.md §5): signed deliveries on create and on
+//! The simulator's webhooks (docs/design.md#provider-webhooks): signed deliveries on create and on
 //! settle, duplicates, reordering, retries, and holding a create's answer.
 
 use std::collections::VecDeque;
