@@ -206,13 +206,14 @@ mod tests {
         args: BrokerSetupArgs,
     }
 
-    const ALL: [&str; 8] = [
+    const ALL: [&str; 9] = [
         "bin",
         "--agent-password=a",
         "--prepare-password=p",
         "--execute-password=e",
         "--reconcile-password=r",
         "--webhook-ingest-password=w",
+        "--api-password=i",
         "--operator-password=o",
         "--relay-password=l",
     ];
@@ -221,12 +222,12 @@ mod tests {
     fn one_user_per_role_named_with_the_prefix() {
         let cli = Cli::try_parse_from(ALL).unwrap();
         let names: Vec<String> = users(&cli.args).unwrap().into_iter().map(|u| u.name).collect();
-        assert_eq!(names, ["fleet-agent", "fleet-prepare", "fleet-execute", "fleet-reconcile", "fleet-webhook-ingest", "fleet-operator", "fleet-relay"]);
+        assert_eq!(names, ["fleet-agent", "fleet-prepare", "fleet-execute", "fleet-reconcile", "fleet-webhook-ingest", "fleet-api", "fleet-operator", "fleet-relay"]);
     }
 
     #[test]
     fn every_password_is_required_and_none_is_shown() {
-        let cli = Cli::try_parse_from(&ALL[..7]).unwrap();
+        let cli = Cli::try_parse_from(&ALL[..8]).unwrap();
         let error = users(&cli.args).unwrap_err().to_string();
         assert_eq!(error, "no password for the relay user: set BROKER_RELAY_PASSWORD");
         let cli = Cli::try_parse_from(ALL).unwrap();
