@@ -84,13 +84,13 @@ impl Store {
     ) -> Result<Option<Principal>, StoreError> {
         let client = self.client().await?;
         let stmt = client
-            .prepare_cached(&format!(
+            .prepare_cached(
                 "SELECT p.name, COALESCE(s.role, p.role) AS role,
                         COALESCE(s.tenants, ARRAY(SELECT tenant_id FROM principal_tenants pt
                                                   WHERE pt.principal = p.name ORDER BY tenant_id)) AS tenants
                  FROM console_sessions s JOIN principals p ON p.name = s.principal
-                 WHERE s.session_hash = $1 AND s.expires_at > now() AND p.removed_at IS NULL"
-            ))
+                 WHERE s.session_hash = $1 AND s.expires_at > now() AND p.removed_at IS NULL",
+            )
             .await?;
         Ok(client
             .query_opt(&stmt, &[&hash.as_str()])
