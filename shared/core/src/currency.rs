@@ -62,22 +62,6 @@ pub fn minor_unit_exponent(code: &str) -> Option<u32> {
     })
 }
 
-/// An amount in minor units as a person reads it, in major units with exactly the
-/// currency's decimals and its code: `1250000 KZT` is `12500.00 KZT`, `1250 JPY` is
-/// `1250 JPY`, `1250 KWD` is `1.250 KWD`. Integer arithmetic only, so no amount is ever
-/// rounded. `None` for a code that is not an active ISO 4217 code.
-pub fn format_minor(amount_minor: i64, code: &str) -> Option<String> {
-    let exponent = minor_unit_exponent(code)?;
-    let sign = if amount_minor < 0 { "-" } else { "" };
-    let magnitude = amount_minor.unsigned_abs();
-    if exponent == 0 {
-        return Some(format!("{sign}{magnitude} {code}"));
-    }
-    let scale = 10u64.pow(exponent);
-    let (major, minor) = (magnitude / scale, magnitude % scale);
-    Some(format!("{sign}{major}.{minor:0width$} {code}", width = exponent as usize))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,21 +87,6 @@ mod tests {
         assert_eq!(minor_unit_exponent("BHD"), Some(3));
         assert_eq!(minor_unit_exponent("XXX"), None);
         assert_eq!(minor_unit_exponent("kzt"), None);
-    }
-
-    #[test]
-    fn amounts_are_formatted_in_major_units_with_the_currency_decimals() {
-        assert_eq!(format_minor(1_250_000, "KZT").as_deref(), Some("12500.00 KZT"));
-        assert_eq!(format_minor(5, "KZT").as_deref(), Some("0.05 KZT"));
-        assert_eq!(format_minor(100, "KZT").as_deref(), Some("1.00 KZT"));
-        assert_eq!(format_minor(1_250, "JPY").as_deref(), Some("1250 JPY"));
-        assert_eq!(format_minor(1_250, "KWD").as_deref(), Some("1.250 KWD"));
-        assert_eq!(format_minor(7, "KWD").as_deref(), Some("0.007 KWD"));
-        assert_eq!(format_minor(-1_999, "USD").as_deref(), Some("-19.99 USD"));
-        // The largest amount an intent may carry, 2^53 - 1, is not rounded.
-        assert_eq!(format_minor(9_007_199_254_740_991, "KZT").as_deref(), Some("90071992547409.91 KZT"));
-        assert_eq!(format_minor(i64::MIN, "USD").as_deref(), Some("-92233720368547758.08 USD"));
-        assert_eq!(format_minor(100, "XXX"), None);
     }
 
     #[test]

@@ -3,47 +3,7 @@
 //! (KZT and EUR 2, JPY 0, KWD 3). Showing 1250000 as "12,500.00 KZT" instead of the raw
 //! integer is what lets an approver check the amount they approve.
 
-use crate::currency::is_iso_4217;
-
-/// Active codes whose minor unit is not 2 (ISO 4217, list one); every other active code
-/// has 2.
-const EXPONENTS: &[(&str, u32)] = &[
-    ("BHD", 3),
-    ("BIF", 0),
-    ("CLP", 0),
-    ("DJF", 0),
-    ("GNF", 0),
-    ("IQD", 3),
-    ("ISK", 0),
-    ("JOD", 3),
-    ("JPY", 0),
-    ("KMF", 0),
-    ("KRW", 0),
-    ("KWD", 3),
-    ("LYD", 3),
-    ("OMR", 3),
-    ("PYG", 0),
-    ("RWF", 0),
-    ("TND", 3),
-    ("UGX", 0),
-    ("VND", 0),
-    ("VUV", 0),
-    ("XAF", 0),
-    ("XOF", 0),
-    ("XPF", 0),
-];
-
-/// The ISO 4217 minor-unit exponent of an active currency code, `None` for anything else.
-pub fn minor_unit_exponent(code: &str) -> Option<u32> {
-    if !is_iso_4217(code) {
-        return None;
-    }
-    Some(
-        EXPONENTS
-            .binary_search_by(|(c, _)| c.cmp(&code))
-            .map_or(2, |i| EXPONENTS[i].1),
-    )
-}
+use crate::currency::minor_unit_exponent;
 
 /// `amount_minor` in major units with thousands grouped by commas and the currency's
 /// number of decimals, then the code: `12,500.00 KZT`, `1,250,000 JPY`, `1.250 KWD`.
@@ -77,32 +37,6 @@ fn group_thousands(digits: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::currency::ISO_4217;
-
-    #[test]
-    fn exponents_are_sorted_active_codes() {
-        assert!(EXPONENTS.windows(2).all(|w| w[0].0 < w[1].0));
-        assert!(EXPONENTS.iter().all(|(c, _)| is_iso_4217(c)));
-        assert!(ISO_4217.iter().all(|c| minor_unit_exponent(c).is_some()));
-    }
-
-    #[test]
-    fn the_exponent_follows_iso_4217() {
-        for (code, e) in [
-            ("KZT", 2),
-            ("EUR", 2),
-            ("USD", 2),
-            ("JPY", 0),
-            ("KRW", 0),
-            ("KWD", 3),
-            ("BHD", 3),
-            ("TND", 3),
-        ] {
-            assert_eq!(minor_unit_exponent(code), Some(e), "{code}");
-        }
-        assert_eq!(minor_unit_exponent("XXX"), None);
-        assert_eq!(minor_unit_exponent("kzt"), None);
-    }
 
     #[test]
     fn amounts_read_in_major_units() {
@@ -124,6 +58,12 @@ mod tests {
             format_amount(9_007_199_254_740_991, "USD").unwrap(),
             "90,071,992,547,409.91 USD"
         );
+        assert_eq!(format_amount(7, "KWD").unwrap(), "0.007 KWD");
+        assert_eq!(
+            format_amount(i64::MIN, "USD").unwrap(),
+            "-92,233,720,368,547,758.08 USD"
+        );
         assert_eq!(format_amount(100, "ABC"), None);
+        assert_eq!(format_amount(100, "kzt"), None);
     }
 }

@@ -101,7 +101,7 @@ async fn list_and_show_give_amounts_in_major_units_reason_escalation_and_age() {
             .collect::<Vec<_>>()
     };
     let row = line(&op_of(&kzt));
-    assert!(row.windows(2).any(|w| w == ["12500.00", "KZT"]), "{row:?}");
+    assert!(row.windows(2).any(|w| w == ["12,500.00", "KZT"]), "{row:?}");
     assert!(!row.contains(&"yes".to_owned()), "not escalated: {row:?}");
     assert!(
         row.iter().any(|c| c
@@ -109,7 +109,7 @@ async fn list_and_show_give_amounts_in_major_units_reason_escalation_and_age() {
             .is_some_and(|n| n.parse::<u32>().is_ok())),
         "an age in seconds: {row:?}"
     );
-    assert!(line(&op_of(&jpy)).windows(2).any(|w| w == ["1250", "JPY"]));
+    assert!(line(&op_of(&jpy)).windows(2).any(|w| w == ["1,250", "JPY"]));
     let row = line(&op_of(&kwd));
     assert!(row.windows(2).any(|w| w == ["1.250", "KWD"]), "{row:?}");
     for cell in ["lookup_failed_repeatedly", "yes", "3h"] {
@@ -121,7 +121,7 @@ async fn list_and_show_give_amounts_in_major_units_reason_escalation_and_age() {
     assert!(
         text(&out.stdout)
             .lines()
-            .any(|l| l.starts_with("amount") && l.ends_with("12500.00 KZT")),
+            .any(|l| l.starts_with("amount") && l.ends_with("12,500.00 KZT")),
         "{}",
         text(&out.stdout)
     );

@@ -2,17 +2,17 @@
 //! currency, and ages. JSON output keeps the stored values (minor units, timestamps).
 
 use chrono::{DateTime, Utc};
-use fleet_core::currency::format_minor;
+use fleet_core::money::format_amount;
 use serde_json::Value;
 
 /// The amount of an operation's payload (`amount_minor` and `currency`, as payments,
-/// refunds and deal creates carry them), in major units: `12500.00 KZT`. `None` when
+/// refunds and deal creates carry them), in major units: `12,500.00 KZT`. `None` when
 /// the payload carries no amount (a deal update).
 pub fn amount(payload: &Value) -> Option<String> {
     let minor = payload.get("amount_minor")?.as_i64()?;
     let currency = payload.get("currency")?.as_str()?;
     Some(
-        format_minor(minor, currency)
+        format_amount(minor, currency)
             .unwrap_or_else(|| format!("{minor} (minor units) {currency}")),
     )
 }
@@ -38,7 +38,7 @@ mod tests {
     #[test]
     fn amounts_are_in_major_units_with_their_currency() {
         let payment = json!({"invoice_id": "inv_1", "beneficiary_id": "v_1", "amount_minor": 1_250_000, "currency": "KZT"});
-        assert_eq!(amount(&payment).as_deref(), Some("12500.00 KZT"));
+        assert_eq!(amount(&payment).as_deref(), Some("12,500.00 KZT"));
         assert_eq!(
             amount(&json!({"amount_minor": 500, "currency": "JPY"})).as_deref(),
             Some("500 JPY")
