@@ -76,7 +76,11 @@ impl TestFleet {
         fleet_store::create_database_if_missing(&database_url).await.expect("create the test database");
         fleet_store::migrate(&database_url).await.expect("migrate the test database");
         let store = Store::connect(&database_url, 8).expect("pool");
-        let broker = BrokerConfig::new(amqp_url()).with_namespace(format!("t{}", ulid::Ulid::new().to_string().to_lowercase()));
+        let mut broker = BrokerConfig::new(amqp_url()).with_namespace(format!("t{}", ulid::Ulid::new().to_string().to_lowercase()));
+        // The tests share one broker with every other test running at the same moment (and
+        // each declares a dozen quorum queues): a handshake may wait its turn for longer
+        // than a worker's default bound.
+        broker.connect_timeout_ms = 30_000;
         let publisher = Publisher::connect(&broker).await.expect("broker");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the simulator");
         let sim = fleet_provider_sim::spawn(sim, listener).await.expect("simulator");
