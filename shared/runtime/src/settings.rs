@@ -201,6 +201,16 @@ pub struct CrmArgs {
     pub crm_capabilities: Vec<String>,
 }
 
+/// Every provider's settings: what the binaries that call providers (execute), look them
+/// up (reconcile) or judge intents against their guarantees (prepare, the API) flatten.
+#[derive(Debug, Clone, Args)]
+pub struct ProviderArgs {
+    #[command(flatten)]
+    pub payments: PaymentsArgs,
+    #[command(flatten)]
+    pub crm: CrmArgs,
+}
+
 /// Every argument (`command sub --arg`) and subcommand of `cmd` that `--help` would show
 /// without a description; each binary's tests require none.
 pub fn undocumented_arguments(cmd: &clap::Command) -> Vec<String> {

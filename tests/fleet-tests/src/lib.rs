@@ -24,7 +24,7 @@ use fleet_prepare::{IntakeRules, PrepareDeps, ProviderCapabilities};
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
 use fleet_core::reconcile::ProviderContract;
 use fleet_provider_sim::{RunningSim, SimConfig};
-use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
+use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig, ProviderConfig, ProviderConfigs, Providers};
 use fleet_runtime::Secret;
 use fleet_store::{ApprovalOutcome, Store};
 use serde_json::{json, Value};
@@ -107,12 +107,16 @@ impl TestFleet {
         CrmClient::new(CrmConfig { base_url: self.sim.base_url.clone(), api_key: Secret::new("sk_test_sim".into()), timeout_ms }).expect("crm client")
     }
 
+    /// Every provider at the simulator, which serves them all, as the harness documents
+    /// them: a 300 ms search lag, no request that commits after it was answered (the
+    /// simulator commits before it answers unless a test delays it), each provider's
+    /// reference guarantees. A test changes what it needs, then connects them.
+    pub fn provider_configs(&self) -> ProviderConfigs {
+        ProviderConfigs::all_at(&self.sim.base_url, "sk_test_sim", 5_000, 300, 0)
+    }
+
     pub fn spawn_prepare(&mut self) {
-        self.spawn_prepare_with(ProviderCapabilities {
-            payments: fleet_providers::payments::capabilities(),
-            crm: fleet_providers::crm::capabilities(),
-            payments_key_retention_s: 86_400,
-        });
+        self.spawn_prepare_with(self.provider_configs().capabilities());
     }
 
     /// Starts prepare with these provider guarantees (the capability guard's input) and
@@ -127,15 +131,16 @@ impl TestFleet {
     }
 
     pub fn execute_deps(&self, settings: ExecuteSettings) -> ExecuteDeps {
+        self.execute_deps_with(settings, &self.provider_configs())
+    }
+
+    pub fn execute_deps_with(&self, settings: ExecuteSettings, providers: &ProviderConfigs) -> ExecuteDeps {
         ExecuteDeps {
             store: self.store.clone(),
             broker: self.broker.clone(),
             health: BrokerHealth::new(),
             publisher: self.publisher.clone(),
-            payments: self.payments_client(5_000),
-            crm: self.crm_client(5_000),
-            crm_contract: ProviderContract { key_retention_ms: u64::MAX, ..contract(300) },
-            payments_contract: contract(300),
+            providers: connect(providers),
             settings,
             concurrency: 4,
         }
@@ -156,16 +161,25 @@ impl TestFleet {
         }));
     }
 
+    /// Reconcile with every provider documenting `contract`'s search lag and request
+    /// bound, and the payments provider its key retention (the others keep theirs).
     pub fn reconcile_deps(&self, contract: ProviderContract, settings: ReconcileSettings) -> ReconcileDeps {
+        let mut providers = self.provider_configs();
+        for name in fleet_core::catalogue::providers() {
+            documents(providers.provider_mut(name), contract);
+        }
+        let payments = providers.provider_mut("payments");
+        payments.capabilities.idempotent_create = Some(Duration::from_millis(contract.key_retention_ms));
+        self.reconcile_deps_with(&providers, settings)
+    }
+
+    pub fn reconcile_deps_with(&self, providers: &ProviderConfigs, settings: ReconcileSettings) -> ReconcileDeps {
         ReconcileDeps {
             store: self.store.clone(),
             broker: self.broker.clone(),
             health: BrokerHealth::new(),
             publisher: self.publisher.clone(),
-            payments: self.payments_client(5_000),
-            crm: self.crm_client(5_000),
-            contract,
-            crm_contract: ProviderContract { key_retention_ms: u64::MAX, ..contract },
+            providers: connect(providers),
             settings,
             concurrency: 4,
         }
@@ -356,6 +370,16 @@ pub fn hash_of(intent: &Value) -> String {
 
 pub fn fault(route: &str, kind: &str) -> Value {
     json!({"route": route, "kind": kind})
+}
+
+fn connect(providers: &ProviderConfigs) -> Arc<Providers> {
+    Arc::new(providers.connect().expect("the providers' clients"))
+}
+
+/// Makes `provider` document `contract`'s search lag and request bound.
+pub fn documents(provider: &mut ProviderConfig, contract: ProviderContract) {
+    provider.search_lag_ms = contract.search_lag_ms;
+    provider.max_request_ms = contract.max_request_ms;
 }
 
 /// A provider contract for tests: the simulator's lag bound and a long key retention.

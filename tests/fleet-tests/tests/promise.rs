@@ -11,7 +11,7 @@ use fleet_core::{Event, Status};
 use fleet_execute::ExecuteSettings;
 use fleet_store::{Transition, TransitionOutcome};
 use fleet_tests::{
-    contract, deal_create_intent, deal_update_intent, event_body, eventually, fast_reconcile,
+    contract, deal_create_intent, deal_update_intent, documents, event_body, eventually, fast_reconcile,
     hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
 };
 use serde_json::{json, Value};
@@ -45,21 +45,15 @@ fn slow_crm() -> ProviderContract {
     }
 }
 
-/// Execute and reconcile against the CRM with a 1 s client timeout and `crm` as its contract.
-fn spawn_crm_workers(fleet: &mut TestFleet, crm: ProviderContract) {
-    let deps = fleet.execute_deps(ExecuteSettings::default());
-    let crm_client = fleet.crm_client(1_000);
-    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps {
-        crm: crm_client.clone(),
-        crm_contract: crm,
-        ..deps
-    });
-    let deps = fleet.reconcile_deps(contract(300), fast_reconcile());
-    fleet.spawn_reconcile_deps(fleet_reconcile::ReconcileDeps {
-        crm: crm_client,
-        crm_contract: crm,
-        ..deps
-    });
+/// Execute and reconcile against the CRM with a `timeout_ms` client timeout and `crm` as
+/// its contract.
+fn spawn_crm_workers(fleet: &mut TestFleet, crm: ProviderContract, timeout_ms: u64) {
+    let mut providers = fleet.provider_configs();
+    let config = providers.provider_mut("crm");
+    documents(config, crm);
+    config.timeout_ms = timeout_ms;
+    fleet.spawn_execute_deps(fleet.execute_deps_with(ExecuteSettings::default(), &providers));
+    fleet.spawn_reconcile_deps(fleet.reconcile_deps_with(&providers, fast_reconcile()));
 }
 
 #[tokio::test]
@@ -68,7 +62,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
     fleet.spawn_prepare();
     // Every create commits 2.5 s after it arrived; the client gives up after 1 s.
     fleet.sim_fault(json!({"route": "POST /v1/deals", "kind": "delay", "delay_ms": 2_500, "probability": 1.0})).await;
-    spawn_crm_workers(&mut fleet, slow_crm());
+    spawn_crm_workers(&mut fleet, slow_crm(), 1_000);
     let mut ops = Vec::new();
     for _ in 0..3 {
         ops.push(submit_and_approve(&fleet, &deal_create_intent()).await);
@@ -115,19 +109,7 @@ async fn a_deal_update_refused_because_our_own_late_patch_landed_is_succeeded_no
         key_retention_ms: u64::MAX,
         ..contract(300)
     };
-    let deps = fleet.execute_deps(ExecuteSettings::default());
-    let crm_client = fleet.crm_client(2_000);
-    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps {
-        crm: crm_client.clone(),
-        crm_contract: understated,
-        ..deps
-    });
-    let deps = fleet.reconcile_deps(contract(300), fast_reconcile());
-    fleet.spawn_reconcile_deps(fleet_reconcile::ReconcileDeps {
-        crm: crm_client,
-        crm_contract: understated,
-        ..deps
-    });
+    spawn_crm_workers(&mut fleet, understated, 2_000);
 
     let op = submit_and_approve(
         &fleet,
