@@ -33,14 +33,16 @@ pub enum Action {
     RefundCreate,
     CrmDealCreate,
     CrmDealUpdate,
+    OrderStatusChange,
 }
 
 /// Every action, in catalogue order.
-pub static CATALOGUE: [&ActionSpec; 4] = [
+pub static CATALOGUE: [&ActionSpec; 5] = [
     &actions::payment_create::SPEC,
     &actions::refund_create::SPEC,
     &actions::deal_create::SPEC,
     &actions::deal_update::SPEC,
+    &actions::order_status_change::SPEC,
 ];
 
 // Each entry sits at its action's index, so `Action::spec` is an array read.
@@ -56,11 +58,12 @@ const _: () = {
 };
 
 impl Action {
-    pub const ALL: [Action; 4] = [
+    pub const ALL: [Action; 5] = [
         Action::PaymentCreate,
         Action::RefundCreate,
         Action::CrmDealCreate,
         Action::CrmDealUpdate,
+        Action::OrderStatusChange,
     ];
 
     /// The action's catalogue entry.
@@ -353,7 +356,7 @@ mod tests {
 
     #[test]
     fn providers_are_listed_once() {
-        assert_eq!(providers(), ["payments", "crm"]);
+        assert_eq!(providers(), ["payments", "crm", "orders"]);
         assert_eq!(webhook_providers(), ["payments"]);
     }
 }

@@ -67,6 +67,15 @@ impl Reading {
         Reading { lookup: Lookup::Ambiguous(reason), evidence }
     }
 
+    /// `lookup` with `evidence` that also names the effects found, as a search's does
+    /// (an empty list: the lookup proved the effect did not happen).
+    pub fn with_found(lookup: Lookup, mut evidence: Value) -> Reading {
+        if let Lookup::Matches(found) = &lookup {
+            evidence["found"] = found.iter().map(Found::external_id).collect();
+        }
+        Reading { lookup, evidence }
+    }
+
     /// The provider could not be asked (`error` says why, without any body).
     pub fn failed(via: &str, error: &str) -> Reading {
         Reading { lookup: Lookup::Failed, evidence: json!({"via": via, "error": error}) }

@@ -14,7 +14,7 @@ use fleet_runtime::{ProviderArgs, Secret};
 use crate::adapter::{Adapter, Operation, Request, Unbuildable};
 use crate::api::ConfigError;
 use crate::capabilities::Capabilities;
-use crate::{crm, payments, CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
+use crate::{crm, orders, payments, CrmClient, CrmConfig, OrdersClient, PaymentsClient, PaymentsConfig};
 
 /// One provider as configured.
 #[derive(Debug, Clone)]
@@ -81,9 +81,17 @@ impl ProviderConfigs {
             (c.crm_search_lag_ms, c.crm_max_request_s),
             crm::declared_capabilities(c)?,
         );
+        let o = &args.orders;
+        // An order is read by id, strongly consistent: no search lag.
+        let orders = ProviderConfig::documented(
+            (&o.orders_url, &o.orders_api_key, o.orders_timeout_ms),
+            (0, o.orders_max_request_s),
+            orders::capabilities(),
+        );
         Ok(ProviderConfigs(BTreeMap::from([
             ("payments", payments),
             ("crm", crm),
+            ("orders", orders),
         ])))
     }
 
@@ -110,6 +118,7 @@ impl ProviderConfigs {
                 at(payments::capabilities(Duration::from_secs(86_400))),
             ),
             ("crm", at(crm::capabilities())),
+            ("orders", at(orders::capabilities())),
         ]))
     }
 
@@ -167,6 +176,7 @@ fn adapter(name: &'static str, config: &ProviderConfig) -> Result<Box<dyn Adapte
             api_key,
             timeout_ms,
         })?),
+        "orders" => Box::new(OrdersClient::new(&base_url, &api_key, timeout_ms)?),
         other => return Err(ConfigError::UnknownProvider(other)),
     })
 }

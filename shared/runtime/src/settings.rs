@@ -201,6 +201,28 @@ pub struct CrmArgs {
     pub crm_capabilities: Vec<String>,
 }
 
+/// Settings of the orders provider (order status changes with a `from` precondition).
+#[derive(Debug, Clone, Args)]
+pub struct OrdersArgs {
+    /// Base URL of the orders API.
+    #[arg(long, env = "ORDERS_URL", default_value = "http://127.0.0.1:8090")]
+    pub orders_url: String,
+
+    /// API key sent as `Authorization: Bearer` (never printed).
+    #[arg(long, env = "ORDERS_API_KEY", hide_env_values = true, hide_default_value = true, default_value = "sk_test_sim")]
+    pub orders_api_key: Secret<String>,
+
+    /// Timeout of one orders call, connect to last body byte.
+    #[arg(long, env = "ORDERS_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub orders_timeout_ms: u64,
+
+    /// The orders provider's documented upper bound on how long a transition it accepted
+    /// may still commit after it started. Reconcile concludes "our transition did not
+    /// happen" from the order only once this has passed since the latest attempt began.
+    #[arg(long, env = "ORDERS_MAX_REQUEST_S", default_value_t = 120)]
+    pub orders_max_request_s: u64,
+}
+
 /// Every provider's settings: what the binaries that call providers (execute), look them
 /// up (reconcile) or judge intents against their guarantees (prepare, the API) flatten.
 #[derive(Debug, Clone, Args)]
@@ -209,6 +231,8 @@ pub struct ProviderArgs {
     pub payments: PaymentsArgs,
     #[command(flatten)]
     pub crm: CrmArgs,
+    #[command(flatten)]
+    pub orders: OrdersArgs,
 }
 
 /// Every argument (`command sub --arg`) and subcommand of `cmd` that `--help` would show

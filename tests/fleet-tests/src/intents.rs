@@ -55,3 +55,9 @@ pub fn deal_update_intent(deal_id: &str, expected_version: i64, patch: Value) ->
     let payload = json!({"expected_version": expected_version, "patch": patch});
     base("crm.deal.update", "crm", json!(deal_id), payload, "crm-v1", &format!("{deal_id}@{expected_version}"))
 }
+
+/// Moves `order_id` from `from` to `to` (an order the simulator holds).
+pub fn order_change_intent(order_id: &str, from: &str, to: &str) -> Value {
+    let payload = json!({"from": from, "to": to, "reason": "Shipped by carrier"});
+    base("order.status.change", "orders", json!(order_id), payload, "orders-v1", &format!("{order_id}@{from}"))
+}

@@ -37,7 +37,7 @@ pub use console::{cookie_value, form_token, no_redirects, session_of, set_cookie
 pub use events::{fast_relay, EventTap, TappedEvent};
 pub use broker_users::BrokerUsers;
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
-pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
+pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, order_change_intent, refund_intent, with_amount};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, eventually_within, DEADLINE};
 pub use webhooks::{event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET};
@@ -254,6 +254,17 @@ impl TestFleet {
         .await
     }
 
+    /// Waits until the operation's history holds an event of `kind` (`lookup`,
+    /// `audited`, …), and returns the first.
+    pub async fn recorded(&self, op: &str, kind: &str) -> fleet_store::EventRow {
+        let store = self.store.clone();
+        eventually(&format!("a {kind} event of {op}"), || {
+            let store = store.clone();
+            async move { store.events(op).await.unwrap().into_iter().find(|e| e.kind == kind) }
+        })
+        .await
+    }
+
     /// Waits until `queue` holds no ready message (every bell was taken).
     pub async fn drained(&self, queue: Queue) {
         let broker = self.broker.clone();
@@ -279,7 +290,13 @@ impl TestFleet {
 
     pub async fn sim_effects(&self, reference: &str) -> i64 {
         let v = self.sim_get(&format!("/_sim/effects?reference={reference}")).await;
-        ["payments", "refunds", "deals"].iter().map(|k| v[k].as_i64().unwrap_or(0)).sum()
+        ["payments", "refunds", "deals", "orders"].iter().map(|k| v[k].as_i64().unwrap_or(0)).sum()
+    }
+
+    /// An order the simulator holds, at `status`: its id.
+    pub async fn sim_order(&self, status: &str) -> String {
+        let order = self.sim_post("/_sim/orders", json!({ "status": status })).await;
+        order["id"].as_str().expect("an order id").to_owned()
     }
 
     /// The create requests (POSTs) the simulator received for this reference.

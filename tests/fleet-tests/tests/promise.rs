@@ -480,19 +480,7 @@ async fn a_payment_that_succeeded_after_an_uncertain_attempt_with_one_effect_is_
     .await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, "succeeded").await;
-    let store = fleet.store.clone();
-    let audited = eventually("the audit", || {
-        let (store, op) = (store.clone(), op.clone());
-        async move {
-            store
-                .events(&op)
-                .await
-                .unwrap()
-                .into_iter()
-                .find(|e| e.kind == "audited")
-        }
-    })
-    .await;
+    let audited = fleet.recorded(&op, "audited").await;
     assert_eq!(audited.reason.as_deref(), Some("single_effect"));
     assert!(fleet
         .store

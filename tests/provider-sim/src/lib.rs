@@ -1,4 +1,4 @@
-//! The reference payments provider simulator (PROTOCOL.md §3 and §6).
+//! The reference provider simulator: payments, the CRM and orders, with their webhooks.
 //!
 //! A real HTTP server with Stripe's idempotency semantics, an eventually consistent
 //! search, and a test-only admin API (`/_sim`) to inject faults around the commit point
@@ -16,6 +16,7 @@ mod faults;
 mod fields;
 mod idempotency;
 mod ledger;
+mod orders;
 mod payments;
 mod reads;
 mod refunds;

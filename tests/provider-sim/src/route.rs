@@ -13,10 +13,12 @@ pub enum Route {
     SearchDeals,
     GetDeal,
     PatchDeal,
+    TransitionOrder,
+    GetOrder,
 }
 
 impl Route {
-    pub const ALL: [Route; 10] = [
+    pub const ALL: [Route; 12] = [
         Route::CreatePayment,
         Route::SearchPayments,
         Route::GetPayment,
@@ -27,6 +29,8 @@ impl Route {
         Route::SearchDeals,
         Route::GetDeal,
         Route::PatchDeal,
+        Route::TransitionOrder,
+        Route::GetOrder,
     ];
 
     /// The name used on the admin wire, e.g. `POST /v1/payments`.
@@ -42,6 +46,8 @@ impl Route {
             Route::SearchDeals => "GET /v1/deals",
             Route::GetDeal => "GET /v1/deals/{id}",
             Route::PatchDeal => "PATCH /v1/deals/{id}",
+            Route::TransitionOrder => "POST /v1/orders/{id}/transitions",
+            Route::GetOrder => "GET /v1/orders/{id}",
         }
     }
 
@@ -52,15 +58,18 @@ impl Route {
     /// Whether requests on this route execute an effect (and so have a commit point).
     pub const fn creates(self) -> bool {
         match self {
-            Route::CreatePayment | Route::CreateRefund | Route::CreateDeal | Route::PatchDeal => {
-                true
-            }
+            Route::CreatePayment
+            | Route::CreateRefund
+            | Route::CreateDeal
+            | Route::PatchDeal
+            | Route::TransitionOrder => true,
             Route::SearchPayments
             | Route::GetPayment
             | Route::SearchRefunds
             | Route::GetRefund
             | Route::SearchDeals
-            | Route::GetDeal => false,
+            | Route::GetDeal
+            | Route::GetOrder => false,
         }
     }
 

@@ -12,6 +12,7 @@ use crate::crm::{CrmSettings, DealStore};
 use crate::faults::{FaultKind, FaultSet};
 use crate::idempotency::IdempotencyStore;
 use crate::ledger::{Ledger, ObjectStatus, Payment, Refund};
+use crate::orders::OrderStore;
 use crate::request_log::{LoggedRequest, RequestLog, Seq};
 use crate::route::Route;
 
@@ -20,6 +21,7 @@ pub struct SimState {
     pub payments: Ledger<Payment>,
     pub refunds: Ledger<Refund>,
     pub deals: DealStore,
+    pub orders: OrderStore,
     pub keys: IdempotencyStore,
     pub faults: FaultSet,
     pub requests: RequestLog,
@@ -34,6 +36,7 @@ impl SimState {
             payments: Ledger::default(),
             refunds: Ledger::default(),
             deals: DealStore::new(crm),
+            orders: OrderStore::default(),
             keys: IdempotencyStore::new(key_retention),
             faults: FaultSet::new(seed),
             requests: RequestLog::default(),
@@ -60,6 +63,7 @@ impl SimState {
         self.payments = Ledger::default();
         self.refunds = Ledger::default();
         self.deals.forget_all();
+        self.orders = OrderStore::default();
         self.keys.forget_all();
         self.faults.clear();
         self.requests = RequestLog::default();

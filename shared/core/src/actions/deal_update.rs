@@ -74,7 +74,6 @@ impl ActionPayload for DealUpdatePayload {
         };
         let version = deal.get("version").and_then(Value::as_i64);
         let applied = self.patch.iter().all(|(k, v)| deal.get(k) == Some(v));
-        let evidence = json!({"via": via, "deal_id": deal_id, "version": version, "expected_version": self.expected_version});
         let lookup = match version {
             Some(v) if v == self.expected_version => Lookup::Matches(vec![]),
             Some(v) if v == self.expected_version + 1 && applied => {
@@ -84,7 +83,8 @@ impl ActionPayload for DealUpdatePayload {
             }
             _ => Lookup::Ambiguous("version_moved"),
         };
-        Reading { lookup, evidence }
+        let evidence = json!({"via": via, "deal_id": deal_id, "version": version, "expected_version": self.expected_version});
+        Reading::with_found(lookup, evidence)
     }
 }
 

@@ -4,5 +4,6 @@
 
 pub mod deal_create;
 pub mod deal_update;
+pub mod order_status_change;
 pub mod payment_create;
 pub mod refund_create;

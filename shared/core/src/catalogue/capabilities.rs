@@ -130,6 +130,14 @@ mod tests {
                     conditional_update: true,
                 },
             )
+            .with(
+                "orders",
+                Capabilities {
+                    idempotent_create: None,
+                    lookup: true,
+                    conditional_update: true,
+                },
+            )
     }
 
     #[test]
@@ -194,6 +202,12 @@ mod tests {
         );
         assert_eq!(
             guard(Action::CrmDealUpdate, "crm", 3600, &blind),
+            Err("provider_cannot_update_conditionally")
+        );
+        // An orders provider without a precondition could apply a stale transition.
+        let unconditional = reference().with("orders", Capabilities { lookup: true, ..Capabilities::NONE });
+        assert_eq!(
+            guard(Action::OrderStatusChange, "orders", 3600, &unconditional),
             Err("provider_cannot_update_conditionally")
         );
         let keys_only = reference().with(

@@ -6,6 +6,7 @@ mod common;
 mod deals;
 mod faults;
 mod idempotency;
+mod orders;
 mod process;
 mod reads;
 mod refunds;

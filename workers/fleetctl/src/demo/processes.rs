@@ -34,6 +34,7 @@ impl Fleet {
             ("AMQP_NAMESPACE", conn.amqp_namespace.as_str()),
             ("PAYMENTS_URL", sim_url.as_str()),
             ("CRM_URL", sim_url.as_str()),
+            ("ORDERS_URL", sim_url.as_str()),
             ("WEBHOOK_SECRETS", webhook_secrets.as_str()),
             ("API_ADDR", api_addr),
             ("LOG_FORMAT", "json"),
