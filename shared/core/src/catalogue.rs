@@ -34,15 +34,17 @@ pub enum Action {
     CrmDealCreate,
     CrmDealUpdate,
     OrderStatusChange,
+    ContractSend,
 }
 
 /// Every action, in catalogue order.
-pub static CATALOGUE: [&ActionSpec; 5] = [
+pub static CATALOGUE: [&ActionSpec; 6] = [
     &actions::payment_create::SPEC,
     &actions::refund_create::SPEC,
     &actions::deal_create::SPEC,
     &actions::deal_update::SPEC,
     &actions::order_status_change::SPEC,
+    &actions::contract_send::SPEC,
 ];
 
 // Each entry sits at its action's index, so `Action::spec` is an array read.
@@ -58,12 +60,13 @@ const _: () = {
 };
 
 impl Action {
-    pub const ALL: [Action; 5] = [
+    pub const ALL: [Action; 6] = [
         Action::PaymentCreate,
         Action::RefundCreate,
         Action::CrmDealCreate,
         Action::CrmDealUpdate,
         Action::OrderStatusChange,
+        Action::ContractSend,
     ];
 
     /// The action's catalogue entry.
@@ -356,7 +359,7 @@ mod tests {
 
     #[test]
     fn providers_are_listed_once() {
-        assert_eq!(providers(), ["payments", "crm", "orders"]);
-        assert_eq!(webhook_providers(), ["payments"]);
+        assert_eq!(providers(), ["payments", "crm", "orders", "esign"]);
+        assert_eq!(webhook_providers(), ["payments", "esign"]);
     }
 }

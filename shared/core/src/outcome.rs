@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use crate::reconcile::Found;
+
 /// What the transport saw of one provider call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallResult {
@@ -116,16 +118,21 @@ pub(crate) fn unknown(reason: impl Into<String>) -> Outcome {
 
 /// Classifies one call to the reference payments API (docs/protocol.md; refunds share it).
 pub fn classify_payment(call: &CallResult) -> Outcome {
-    match transport(call) {
-        Ok(answer) => classify_payment_answer(answer),
-        Err(outcome) => outcome,
-    }
+    classify_keyed_create(call, Found::from_object)
 }
 
-fn classify_payment_answer(answer: &ProviderAnswer) -> Outcome {
+/// Classifies one create sent under an idempotency key the provider honours with
+/// Stripe's semantics (the payments API, the e-signature API): the created object, read
+/// by `created`, or what the key's bookkeeping says.
+pub fn classify_keyed_create(call: &CallResult, created: fn(&Value) -> Option<Found>) -> Outcome {
+    let answer = match transport(call) {
+        Ok(answer) => answer,
+        Err(outcome) => return outcome,
+    };
     let body = &answer.body;
     match answer.status {
-        200 | 201 => classify_created_object(body),
+        // A 2xx we cannot read proves the provider acted but not how: ask it.
+        200 | 201 => created(body).map_or_else(|| unknown("unreadable_success_body"), Outcome::from),
         402 => Outcome::Failed { code: error_code(body).unwrap_or("payment_rejected").to_owned() },
         400 if error_type(body) == Some("idempotency_error") => {
             // Same key, different parameters: the snapshot drifted between attempts.
@@ -140,17 +147,15 @@ fn classify_payment_answer(answer: &ProviderAnswer) -> Outcome {
     }
 }
 
-fn classify_created_object(body: &Value) -> Outcome {
-    let id = body.get("id").and_then(Value::as_str);
-    let status = body.get("status").and_then(Value::as_str);
-    match (id, status) {
-        (Some(id), Some("succeeded")) => Outcome::Succeeded { external_id: id.to_owned() },
-        (Some(id), Some("pending")) => Outcome::Accepted { external_id: Some(id.to_owned()) },
-        (Some(_), Some("failed")) => Outcome::Failed {
-            code: body.get("failure_code").and_then(Value::as_str).unwrap_or("payment_failed").to_owned(),
-        },
-        // A 2xx we cannot read proves the provider acted but not how: ask it.
-        _ => unknown("unreadable_success_body"),
+/// What a provider object found in an answer proves: its final status, or accepted while
+/// the provider is still working on it.
+impl From<Found> for Outcome {
+    fn from(found: Found) -> Outcome {
+        match found {
+            Found::Succeeded { external_id } => Outcome::Succeeded { external_id },
+            Found::Pending { external_id } => Outcome::Accepted { external_id: Some(external_id) },
+            Found::Failed { code, .. } => Outcome::Failed { code },
+        }
     }
 }
 

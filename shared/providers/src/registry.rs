@@ -14,7 +14,7 @@ use fleet_runtime::{ProviderArgs, Secret};
 use crate::adapter::{Adapter, Operation, Request, Unbuildable};
 use crate::api::ConfigError;
 use crate::capabilities::Capabilities;
-use crate::{crm, orders, payments, CrmClient, CrmConfig, OrdersClient, PaymentsClient, PaymentsConfig};
+use crate::{crm, esign, orders, payments, CrmClient, CrmConfig, EsignClient, OrdersClient, PaymentsClient, PaymentsConfig};
 
 /// One provider as configured.
 #[derive(Debug, Clone)]
@@ -88,10 +88,17 @@ impl ProviderConfigs {
             (0, o.orders_max_request_s),
             orders::capabilities(),
         );
+        let e = &args.esign;
+        let esign = ProviderConfig::documented(
+            (&e.esign_url, &e.esign_api_key, e.esign_timeout_ms),
+            (e.esign_search_lag_ms, e.esign_max_request_s),
+            esign::capabilities(Duration::from_secs(e.esign_key_retention_s)),
+        );
         Ok(ProviderConfigs(BTreeMap::from([
             ("payments", payments),
             ("crm", crm),
             ("orders", orders),
+            ("esign", esign),
         ])))
     }
 
@@ -119,6 +126,7 @@ impl ProviderConfigs {
             ),
             ("crm", at(crm::capabilities())),
             ("orders", at(orders::capabilities())),
+            ("esign", at(esign::capabilities(Duration::from_secs(3_600)))),
         ]))
     }
 
@@ -177,6 +185,7 @@ fn adapter(name: &'static str, config: &ProviderConfig) -> Result<Box<dyn Adapte
             timeout_ms,
         })?),
         "orders" => Box::new(OrdersClient::new(&base_url, &api_key, timeout_ms)?),
+        "esign" => Box::new(EsignClient::new(&base_url, &api_key, timeout_ms)?),
         other => return Err(ConfigError::UnknownProvider(other)),
     })
 }

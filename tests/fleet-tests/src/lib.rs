@@ -37,7 +37,7 @@ pub use console::{cookie_value, form_token, no_redirects, session_of, set_cookie
 pub use events::{fast_relay, EventTap, TappedEvent};
 pub use broker_users::BrokerUsers;
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
-pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, order_change_intent, refund_intent, with_amount};
+pub use intents::{contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes, order_change_intent, refund_intent, with_amount, CONTRACT_SHA256};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, eventually_within, DEADLINE};
 pub use webhooks::{event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET};
@@ -224,6 +224,16 @@ impl TestFleet {
         Ok(self.publisher.publish(Queue::OperationsExecute, &bell).await.is_ok())
     }
 
+    /// Submits `intent` to the queue, waits until it is prepared and approves it (ringing
+    /// execute): its operation id.
+    pub async fn submit_and_approve(&self, intent: &Value) -> String {
+        let op = op_of(intent);
+        self.submit(intent).await;
+        self.prepared(&op).await;
+        self.approve(&op, &hash_of(intent)).await.expect("approved");
+        op
+    }
+
     /// Waits until prepare has stored the operation.
     pub async fn prepared(&self, op: &str) -> fleet_store::OperationRow {
         let store = self.store.clone();
@@ -265,6 +275,31 @@ impl TestFleet {
         .await
     }
 
+    /// Rings execute for an operation whose key may be forgotten, and waits until it is
+    /// escalated with `key_retention_passed` having sent nothing.
+    pub async fn escalated_without_sending(&self, op: &str) -> fleet_store::OperationRow {
+        self.ring_execute(op).await;
+        let row = self.escalated(op).await;
+        assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("key_retention_passed")));
+        assert_eq!(self.sim_posts(op).await, 0, "nothing sent on a forgotten key");
+        row
+    }
+
+    /// Makes the operation's key look first used `ago` (a Postgres interval, e.g.
+    /// `'25 hours'`), by an attempt that provably never left: what a long backlog of
+    /// releases and redrives leaves behind.
+    pub async fn first_attempt_ago(&self, op: &str, ago: &str) {
+        let sql = self.sql().await;
+        sql.execute("UPDATE operations SET attempts = 1 WHERE operation_id = $1", &[&op]).await.unwrap();
+        sql.execute(
+            "INSERT INTO attempts (operation_id, fence, worker, started_at, finished_at, outcome, detail)
+             VALUES ($1, 0, 'execute:old', now() - $2::text::interval, now() - $2::text::interval, 'not_executed', 'connection_refused')",
+            &[&op, &ago],
+        )
+        .await
+        .unwrap();
+    }
+
     /// Waits until `queue` holds no ready message (every bell was taken).
     pub async fn drained(&self, queue: Queue) {
         let broker = self.broker.clone();
@@ -290,7 +325,7 @@ impl TestFleet {
 
     pub async fn sim_effects(&self, reference: &str) -> i64 {
         let v = self.sim_get(&format!("/_sim/effects?reference={reference}")).await;
-        ["payments", "refunds", "deals", "orders"].iter().map(|k| v[k].as_i64().unwrap_or(0)).sum()
+        ["payments", "refunds", "deals", "orders", "envelopes"].iter().map(|k| v[k].as_i64().unwrap_or(0)).sum()
     }
 
     /// An order the simulator holds, at `status`: its id.

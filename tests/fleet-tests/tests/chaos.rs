@@ -1,9 +1,10 @@
 //! The chaos soak: execute and reconcile run as real processes and are SIGKILLed at random
 //! every 0.5–2 s (and restarted) while the provider simulator injects every fault kind at
 //! 5% on every action's routes. The mix is mostly payments, with order status changes
-//! (a conditional update settled from the order) among them. At the end every operation
-//! must be final or escalated, and a checker reads the simulator's request log and
-//! counters and the operation log:
+//! (a conditional update settled from the order) and contracts (a keyed create the
+//! provider settles later, looked up past a one-second deadline) among them. At the end
+//! every operation must be final or escalated, and a checker reads the simulator's
+//! request log and counters and the operation log:
 //!
 //! - duplicates: operations with more than one provider effect (must be 0);
 //! - lost: approved operations neither final nor escalated (must be 0);
@@ -19,7 +20,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use fleet_provider_sim::SimConfig;
-use fleet_tests::{hash_of, intent, op_of, order_change_intent, TestFleet, WorkerProcess};
+use fleet_tests::{contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet, WorkerProcess};
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
 
@@ -43,7 +44,7 @@ impl Rng {
     }
 }
 
-const WORKER_ENV: [(&str, &str); 12] = [
+const WORKER_ENV: [(&str, &str); 16] = [
     ("LEASE_TTL_MS", "1000"),
     ("PAYMENTS_TIMEOUT_MS", "1000"),
     ("PAYMENTS_SEARCH_LAG_MS", "1000"),
@@ -51,6 +52,12 @@ const WORKER_ENV: [(&str, &str); 12] = [
     ("PAYMENTS_MAX_REQUEST_S", "2"),
     ("ORDERS_TIMEOUT_MS", "1000"),
     ("ORDERS_MAX_REQUEST_S", "2"),
+    ("ESIGN_TIMEOUT_MS", "1000"),
+    ("ESIGN_SEARCH_LAG_MS", "1000"),
+    ("ESIGN_MAX_REQUEST_S", "2"),
+    // A contract is sent by the provider a moment after it accepted it; no webhook here,
+    // so it is looked up once its deadline passed.
+    ("ACCEPTED_DEADLINE_S", "1"),
     ("SWEEP_INTERVAL_MS", "200"),
     ("LOOKUP_RECHECK_MS", "300"),
     ("UNSTARTED_REDRIVE_MS", "2000"),
@@ -59,20 +66,24 @@ const WORKER_ENV: [(&str, &str); 12] = [
     ("RUST_LOG", "warn"),
 ];
 
-/// Every side-effecting route of the mix, with the read that settles it.
-const ROUTES: [(&str, &str); 2] = [("POST /v1/payments", "GET /v1/payments"), ("POST /v1/orders/{id}/transitions", "GET /v1/orders/{id}")];
+/// Every side-effecting route of the mix, with the reads that settle it.
+const ROUTES: [(&str, &[&str]); 3] = [
+    ("POST /v1/payments", &["GET /v1/payments"]),
+    ("POST /v1/orders/{id}/transitions", &["GET /v1/orders/{id}"]),
+    ("POST /v1/envelopes", &["GET /v1/envelopes", "GET /v1/envelopes/{id}"]),
+];
 
 const FAULT_KINDS: [&str; 5] = ["drop_before_commit", "drop_after_commit", "error_before_commit", "error_after_commit", "delay"];
 
-/// Every 4th operation is an order status change.
-const ORDER_EVERY: usize = 4;
+/// Of every 8 operations, one is an order status change and one a contract.
+const MIX: usize = 8;
 
 /// Paths whose requests carry the operation's idempotency key.
-const KEYED_PATHS: [&str; 2] = ["/v1/payments", "/v1/refunds"];
+const KEYED_PATHS: [&str; 3] = ["/v1/payments", "/v1/refunds", "/v1/envelopes"];
 
 async fn inject_faults(fleet: &TestFleet) {
     let writes = ROUTES.iter().flat_map(|(write, _)| FAULT_KINDS.map(|kind| (*write, kind)));
-    let reads = ROUTES.iter().map(|(_, read)| (*read, "error_before_commit"));
+    let reads = ROUTES.iter().flat_map(|(_, reads)| reads.iter().map(|read| (*read, "error_before_commit")));
     for (route, kind) in writes.chain(reads) {
         let mut f = json!({"route": route, "kind": kind, "probability": 0.05});
         match kind {
@@ -158,7 +169,7 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
     let chaos_for = Duration::from_secs(env_or("CHAOS_SECONDS", 20));
     let seed = env_or("CHAOS_SEED", 0x5EED_F1EE7);
     let mut rng = Rng(seed | 1);
-    let mut fleet = TestFleet::start_with_sim(SimConfig { search_lag_ms: 200, ..Default::default() }).await;
+    let mut fleet = TestFleet::start_with_sim(SimConfig { search_lag_ms: 200, esign_search_lag_ms: 200, ..Default::default() }).await;
     inject_faults(&fleet).await;
     fleet.spawn_prepare();
 
@@ -169,10 +180,10 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
 
     let mut intents: Vec<Value> = Vec::with_capacity(n_ops);
     for n in 0..n_ops {
-        intents.push(if n % ORDER_EVERY == ORDER_EVERY - 1 {
-            order_change_intent(&fleet.sim_order("paid").await, "paid", "fulfilled")
-        } else {
-            intent()
+        intents.push(match n % MIX {
+            3 => order_change_intent(&fleet.sim_order("paid").await, "paid", "fulfilled"),
+            7 => contract_intent(&format!("cust_{n}")),
+            _ => intent(),
         });
     }
     let ops: Vec<(String, String)> = intents.iter().map(|i| (op_of(i), hash_of(i))).collect();

@@ -13,12 +13,13 @@ use serde_json::{json, Value};
 
 const TENANT: &str = "org_482";
 const OTHER_TENANT: &str = "org_999";
-const PROPOSALS: [&str; 5] = [
+const PROPOSALS: [&str; 6] = [
     "payment_create",
     "refund_create",
     "crm_deal_create",
     "crm_deal_update",
     "order_status_change",
+    "contract_send",
 ];
 
 /// The seed payment, as a `payment_create` call's arguments (no operation id, no tenant:
@@ -75,6 +76,7 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
             "crm_deal_create",
             "crm_deal_update",
             "order_status_change",
+            "contract_send",
             "get_operation",
             "list_operations"
         ])
@@ -86,6 +88,7 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
         "deal_create",
         "deal_update",
         "order_status_change",
+        "contract_send",
     ]) {
         let t = tools.iter().find(|t| t.name == *tool).unwrap();
         let a = t.annotations.as_ref().expect("annotations");

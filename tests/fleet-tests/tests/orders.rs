@@ -5,16 +5,8 @@
 
 use fleet_broker::Queue;
 use fleet_providers::Capabilities;
-use fleet_tests::{hash_of, op_of, order_change_intent, TestFleet};
-use serde_json::{json, Value};
-
-async fn submit_and_approve(fleet: &TestFleet, i: &Value) -> String {
-    let op = op_of(i);
-    fleet.submit(i).await;
-    fleet.prepared(&op).await;
-    fleet.approve(&op, &hash_of(i)).await.unwrap();
-    op
-}
+use fleet_tests::{op_of, order_change_intent, TestFleet};
+use serde_json::json;
 
 async fn running() -> TestFleet {
     let mut fleet = TestFleet::start().await;
@@ -28,7 +20,7 @@ async fn an_approved_status_change_moves_the_order_once_and_says_what_it_does() 
     let fleet = running().await;
     let order = fleet.sim_order("paid").await;
     let i = order_change_intent(&order, "paid", "fulfilled");
-    let op = submit_and_approve(&fleet, &i).await;
+    let op = fleet.submit_and_approve(&i).await;
     let row = fleet.reaches(&op, "succeeded").await;
     assert_eq!(
         row.external_id.as_deref(),
@@ -62,7 +54,7 @@ async fn an_order_someone_else_moved_is_cancelled_with_its_status_recorded_and_a
         )
         .await;
     let stale = order_change_intent(&order, "paid", "fulfilled");
-    let old = submit_and_approve(&fleet, &stale).await;
+    let old = fleet.submit_and_approve(&stale).await;
     let row = fleet.reaches(&old, "cancelled").await;
     assert_eq!(
         (row.status_reason.as_deref(), row.error_code.as_deref()),
@@ -82,7 +74,7 @@ async fn an_order_someone_else_moved_is_cancelled_with_its_status_recorded_and_a
     // A person approves the corrected intent, made against the status the order has now.
     let mut fresh = order_change_intent(&order, "on_hold", "fulfilled");
     fresh["supersedes"] = json!(old);
-    let new = submit_and_approve(&fleet, &fresh).await;
+    let new = fleet.submit_and_approve(&fresh).await;
     fleet.reaches(&new, "succeeded").await;
     let now = fleet.sim_get(&format!("/_sim/orders/{order}")).await;
     assert_eq!(
@@ -105,7 +97,7 @@ async fn an_order_already_at_the_target_status_by_our_own_transition_is_succeede
             json!({"status": "fulfilled", "transition_ref": op}),
         )
         .await;
-    submit_and_approve(&fleet, &i).await;
+    fleet.submit_and_approve(&i).await;
     let row = fleet.reaches(&op, "succeeded").await;
     assert_eq!(row.external_id.as_deref(), Some(order.as_str()));
     let attempts = fleet.store.attempts(&op).await.unwrap();

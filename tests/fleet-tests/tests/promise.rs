@@ -174,28 +174,9 @@ async fn execute_never_sends_on_a_key_past_its_retention_and_escalates_instead()
     let mut fleet = TestFleet::start().await;
     let op = payment_waiting_for_a_second_claim(&mut fleet).await;
     // The key was first used 25 h ago (a long backlog of releases and redrives).
-    let sql = fleet.sql().await;
-    sql.execute(
-        "UPDATE operations SET attempts = 1 WHERE operation_id = $1",
-        &[&op],
-    )
-    .await
-    .unwrap();
-    sql.execute("INSERT INTO attempts (operation_id, fence, worker, started_at, finished_at, outcome, detail) VALUES ($1, 0, 'execute:old', now() - interval '25 hours', now() - interval '25 hours', 'not_executed', 'connection_refused')", &[&op])
-        .await
-        .unwrap();
+    fleet.first_attempt_ago(&op, "25 hours").await;
     fleet.spawn_execute();
-    fleet.ring_execute(&op).await;
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (row.status.as_str(), row.status_reason.as_deref()),
-        ("unknown", Some("key_retention_passed"))
-    );
-    assert_eq!(
-        fleet.sim_posts(&op).await,
-        0,
-        "nothing sent on a forgotten key"
-    );
+    fleet.escalated_without_sending(&op).await;
     fleet.stop().await;
 }
 

@@ -6,8 +6,8 @@
 //! | `POST /_sim/faults` `{"route", "kind", "times"?, "probability"?, "status"?, "delay_ms"?}` | `201` the rule: `{"id": "flt_…", "route", "kind", "times" \| "probability", "status"?, "delay_ms"?}` |
 //! | `GET /_sim/faults` | `{"data": [rule, …]}` (`times` = firings left) |
 //! | `DELETE /_sim/faults` | `{"cleared": n}` |
-//! | `GET /_sim/effects?reference=R` | `{"reference": R, "payments": n, "refunds": m, "deals": d, "orders": o}` (`deals`: with `external_id` R; `orders`: transitions applied with `transition_ref` R) |
-//! | `GET /_sim/effects` | `{"payments": total, "refunds": total, "deals": total, "orders": transitions}` |
+//! | `GET /_sim/effects?reference=R` | `{"reference": R, "payments": n, "refunds": m, "deals": d, "orders": o}` (`deals`: with `external_id` R; `orders`: transitions applied with `transition_ref` R; `envelopes`: with `external_ref` R) |
+//! | `GET /_sim/effects` | `{"payments": total, "refunds": total, "deals": total, "orders": transitions, "envelopes": total}` |
 //! | `GET /_sim/requests[?reference=R]` | `{"data": [{"method", "path", "idempotency_key", "reference", "status", "replayed"}, …]}` |
 //! | `GET /_sim/clock` | `{"now": RFC 3339, "offset_seconds": n}` |
 //! | `POST /_sim/clock/advance` `{"seconds": n}` | same as `GET /_sim/clock` |
@@ -15,7 +15,8 @@
 //!
 //! `route` is one of `POST /v1/payments`, `GET /v1/payments`, `GET /v1/payments/{id}`, the
 //! same three for refunds, `POST /v1/deals`, `GET /v1/deals`, `GET /v1/deals/{id}`,
-//! `PATCH /v1/deals/{id}`, and `POST /v1/orders/{id}/transitions`, `GET /v1/orders/{id}`. `kind` is `drop_before_commit`, `drop_after_commit`,
+//! `PATCH /v1/deals/{id}`, `POST /v1/orders/{id}/transitions`, `GET /v1/orders/{id}`, and
+//! `POST /v1/envelopes`, `GET /v1/envelopes`, `GET /v1/envelopes/{id}`. `kind` is `drop_before_commit`, `drop_after_commit`,
 //! `error_before_commit` / `error_after_commit` (with `status`, 400–599), `delay` (with
 //! `delay_ms` ≤ 600000), `pending` (payments and refunds creates only) or `queued` (`POST
 //! /v1/deals` only, `delay_ms` optional); on read routes only `drop_before_commit`,
@@ -100,6 +101,7 @@ async fn effects(State(app): State<App>, Query(query): Query<ReferenceQuery>) ->
             "refunds": state.refunds.count_with_reference(&reference),
             "deals": state.deals.count_with_external_id(&reference, now),
             "orders": state.orders.count_with_ref(&reference),
+            "envelopes": state.envelopes.count_with_reference(&reference),
             "reference": reference,
         }),
         None => json!({
@@ -107,6 +109,7 @@ async fn effects(State(app): State<App>, Query(query): Query<ReferenceQuery>) ->
             "refunds": state.refunds.len(),
             "deals": state.deals.count(now),
             "orders": state.orders.count(),
+            "envelopes": state.envelopes.len(),
         }),
     };
     Json(body).into_response()

@@ -1,4 +1,5 @@
-//! The reference provider simulator: payments, the CRM and orders, with their webhooks.
+//! The reference provider simulator: payments, the CRM, orders and e-signatures, with
+//! their webhooks.
 //!
 //! A real HTTP server with Stripe's idempotency semantics, an eventually consistent
 //! search, and a test-only admin API (`/_sim`) to inject faults around the commit point
@@ -12,6 +13,7 @@ mod config;
 mod create;
 mod create_hook;
 mod crm;
+mod envelopes;
 mod faults;
 mod fields;
 mod idempotency;

@@ -15,10 +15,13 @@ pub enum Route {
     PatchDeal,
     TransitionOrder,
     GetOrder,
+    CreateEnvelope,
+    SearchEnvelopes,
+    GetEnvelope,
 }
 
 impl Route {
-    pub const ALL: [Route; 12] = [
+    pub const ALL: [Route; 15] = [
         Route::CreatePayment,
         Route::SearchPayments,
         Route::GetPayment,
@@ -31,6 +34,9 @@ impl Route {
         Route::PatchDeal,
         Route::TransitionOrder,
         Route::GetOrder,
+        Route::CreateEnvelope,
+        Route::SearchEnvelopes,
+        Route::GetEnvelope,
     ];
 
     /// The name used on the admin wire, e.g. `POST /v1/payments`.
@@ -48,6 +54,9 @@ impl Route {
             Route::PatchDeal => "PATCH /v1/deals/{id}",
             Route::TransitionOrder => "POST /v1/orders/{id}/transitions",
             Route::GetOrder => "GET /v1/orders/{id}",
+            Route::CreateEnvelope => "POST /v1/envelopes",
+            Route::SearchEnvelopes => "GET /v1/envelopes",
+            Route::GetEnvelope => "GET /v1/envelopes/{id}",
         }
     }
 
@@ -62,14 +71,17 @@ impl Route {
             | Route::CreateRefund
             | Route::CreateDeal
             | Route::PatchDeal
-            | Route::TransitionOrder => true,
+            | Route::TransitionOrder
+            | Route::CreateEnvelope => true,
             Route::SearchPayments
             | Route::GetPayment
             | Route::SearchRefunds
             | Route::GetRefund
             | Route::SearchDeals
             | Route::GetDeal
-            | Route::GetOrder => false,
+            | Route::GetOrder
+            | Route::SearchEnvelopes
+            | Route::GetEnvelope => false,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::create::{create, MAX_BODY_BYTES};
 use crate::ledger::{Payment, Refund};
 use crate::reads::{get as get_one, search};
 use crate::state::App;
+use crate::envelopes::{self, Envelope};
 use crate::{admin, crm, orders, route::Route};
 
 pub fn build(app: App) -> Router {
@@ -30,6 +31,11 @@ pub fn build(app: App) -> Router {
         .route(sub(Route::GetRefund), get(get_one::<Refund>))
         .route(sub(Route::CreateDeal), post(crm::create).get(crm::search))
         .route(sub(Route::GetDeal), get(crm::get).patch(crm::patch))
+        .route(
+            sub(Route::CreateEnvelope),
+            post(create::<Envelope>).get(search::<Envelope>),
+        )
+        .route(sub(Route::GetEnvelope), get(get_one::<Envelope>))
         .route(sub(Route::TransitionOrder), post(orders::transition))
         .route(sub(Route::GetOrder), get(orders::get))
         .fallback(|| async { ApiError::unrecognized_url().into_response() })
@@ -41,6 +47,7 @@ pub fn build(app: App) -> Router {
         .merge(crate::webhooks::routes())
         .merge(crm::admin_routes())
         .merge(orders::admin_routes())
+        .merge(envelopes::admin_routes())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
 }

@@ -60,11 +60,11 @@ pub struct IntentV1 {
     #[schema(example = "org_482")]
     tenant_id: String,
     /// An action of the catalogue: `payment.create`, `refund.create`, `crm.deal.create`,
-    /// `crm.deal.update` or `order.status.change`.
+    /// `crm.deal.update`, `order.status.change` or `contract.send`.
     #[schema(example = "payment.create")]
     action: String,
     /// The provider serving the action: `payments` for payments and refunds, `crm` for
-    /// deals, `orders` for order status changes.
+    /// deals, `orders` for order status changes, `esign` for contracts.
     #[schema(example = "payments")]
     provider: String,
     /// The deal id for `crm.deal.update`, the order id for `order.status.change`; null

@@ -6,7 +6,7 @@
 //! object would be searchable (its search lag); before that, the empty search proves
 //! nothing.
 
-use fleet_core::reconcile::{absence_provable, AttemptAges, Found, Lookup};
+use fleet_core::reconcile::{absence_provable, AttemptAges, Lookup};
 use fleet_core::Outcome;
 use fleet_store::{AttemptRecord, StoreError};
 use serde_json::{json, Value};
@@ -66,15 +66,7 @@ impl ExecuteHandler {
                     external_id = one.external_id(),
                     "the effect already exists; no create"
                 );
-                let ours = match one {
-                    Found::Failed { code, .. } => Outcome::Failed { code: code.clone() },
-                    Found::Pending { external_id } => Outcome::Accepted {
-                        external_id: Some(external_id.clone()),
-                    },
-                    Found::Succeeded { external_id } => Outcome::Succeeded {
-                        external_id: external_id.clone(),
-                    },
-                };
+                let ours = Outcome::from(one.clone());
                 return Ok(searched(ours, "found_by_search", &reading.evidence));
             }
             [] => {}

@@ -2,6 +2,7 @@
 //! it, the rules that belong to it (checks, the approver's sentence, the classification
 //! of its provider's answers, what a lookup proves) and its catalogue entry.
 
+pub mod contract_send;
 pub mod deal_create;
 pub mod deal_update;
 pub mod order_status_change;

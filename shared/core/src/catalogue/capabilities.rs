@@ -111,6 +111,7 @@ mod tests {
     use super::*;
 
     const DAY: Duration = Duration::from_secs(86_400);
+    const HOUR: Duration = Duration::from_secs(3_600);
 
     fn reference() -> ProviderCapabilities {
         ProviderCapabilities::default()
@@ -138,13 +139,21 @@ mod tests {
                     conditional_update: true,
                 },
             )
+            .with(
+                "esign",
+                Capabilities {
+                    idempotent_create: Some(HOUR),
+                    lookup: true,
+                    conditional_update: false,
+                },
+            )
     }
 
     #[test]
     fn the_reference_providers_serve_their_actions() {
         for action in Action::ALL {
             assert_eq!(
-                guard(action, action.spec().provider, 3600, &reference()),
+                guard(action, action.spec().provider, 1800, &reference()),
                 Ok(()),
                 "{action:?}"
             );
@@ -170,6 +179,9 @@ mod tests {
             guard(Action::CrmDealCreate, "crm", 7 * 86_400, &reference()),
             Ok(())
         );
+        // An e-signature key is kept one hour: a contract's approval window stays under it.
+        assert_eq!(guard(Action::ContractSend, "esign", 3_600 - 61, &reference()), Ok(()));
+        assert_eq!(guard(Action::ContractSend, "esign", 3_600, &reference()), Err("approval_outlives_key"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 mod admin;
 mod common;
 mod deals;
+mod envelopes;
 mod faults;
 mod idempotency;
 mod orders;

@@ -2,8 +2,9 @@
 //! path: approved payments, payments the provider refuses (402), one rejected by its
 //! approver, one large enough (1,500,000.00 KZT) that its policy asks for two distinct
 //! approvers, order status changes (one of an order someone else moved meanwhile, which
-//! is cancelled as a new decision), and a message that breaks the contract (dead-lettered
-//! by prepare).
+//! is cancelled as a new decision), contracts sent through the e-signature provider
+//! (accepted, then settled by its webhook), and a message that breaks the contract
+//! (dead-lettered by prepare).
 
 use fleet_core::{parse_intent, ValidIntent};
 use serde_json::json;
@@ -66,7 +67,32 @@ fn order_change(order_id: &str) -> serde_json::Value {
     })
 }
 
-/// `count` payments besides the seed, and a status change of each order in `orders`.
+/// Sends the master services agreement to `recipient_id`, approvable within the
+/// e-signature key's hour.
+fn contract(recipient_id: &str) -> serde_json::Value {
+    json!({
+        "schema": "intent.v1",
+        "operation_id": op_id(),
+        "tenant_id": "org_482",
+        "action": "contract.send",
+        "provider": "esign",
+        "target": null,
+        "payload": {
+            "template_id": "tpl_msa_v3",
+            "recipient_id": recipient_id,
+            "document_sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "subject": "Master services agreement, 2026 renewal"
+        },
+        "policy_version": "contracts-v1",
+        "data_version": format!("{recipient_id}@12"),
+        "approval_ttl_seconds": 1800,
+        "rationale": "The customer accepted the renewal quote.",
+        "supersedes": null
+    })
+}
+
+/// `count` payments besides the seed, a status change of each order in `orders`, and
+/// two contracts.
 pub fn plan(count: usize, orders: &[String]) -> Plan {
     let mut seed = message("inv_9182", "vendor_77", 1_250_000, "KZT", "Invoice is due today and matches PO 5531.");
     seed["data_version"] = json!("inv_9182@7");
@@ -85,6 +111,7 @@ pub fn plan(count: usize, orders: &[String]) -> Plan {
     let large = message("inv_9300", "vendor_12", 150_000_000, "KZT", "Annual licence renewal, board-approved budget line 7.");
     intents.push(demo_intent(large, false));
     intents.extend(orders.iter().map(|order| demo_intent(order_change(order), false)));
+    intents.extend(["cust_1042", "cust_2077"].map(|recipient| demo_intent(contract(recipient), false)));
     let mut invalid = message("inv_bad", "vendor_1", 0, "USD", "amount sent as a float");
     invalid["payload"]["amount_minor"] = json!(125.5);
     Plan { intents, invalid: serde_json::to_vec(&invalid).expect("json serialises") }

@@ -6,7 +6,8 @@
 //! until every operation is final and its outcome events are published, and prints a
 //! table of final states next to the effects the provider holds. Besides payments it
 //! moves a few orders from `paid` to `fulfilled`, one of which someone else puts on hold
-//! before it runs (cancelled: a new decision is needed).
+//! before it runs (cancelled: a new decision is needed), and sends two contracts, which
+//! the e-signature provider settles by signed webhooks.
 
 mod api;
 mod intents;
