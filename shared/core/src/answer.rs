@@ -9,8 +9,9 @@ use serde_json::{Map, Value};
 
 /// Top-level fields kept: what the classifiers, lookups and webhooks read (`id`,
 /// `status`, `failure_code`), what identifies the effect (`reference`, `external_id`,
-/// a refund's `payment_id`, a deal's `version`) and its amount.
-const KEPT: [&str; 9] = [
+/// a refund's `payment_id`, a deal's `version`, the transition an order last took) and
+/// its amount.
+const KEPT: [&str; 10] = [
     "id",
     "status",
     "failure_code",
@@ -18,13 +19,14 @@ const KEPT: [&str; 9] = [
     "external_id",
     "payment_id",
     "version",
+    "last_transition_ref",
     "amount_minor",
     "currency",
 ];
 
-/// Fields of an `error` object kept: its type and code, the parameter it names, and the
-/// version a conditional update met.
-const KEPT_IN_ERROR: [&str; 4] = ["type", "code", "param", "current_version"];
+/// Fields of an `error` object kept: its type and code, the parameter it names, and what
+/// a conditional update met (the version, or the status and the transition that set it).
+const KEPT_IN_ERROR: [&str; 6] = ["type", "code", "param", "current_version", "current_status", "last_transition_ref"];
 
 /// The allow-listed summary of a provider answer body, or `None` when nothing in it is
 /// kept (not a JSON object, or none of the fields above). A kept field must hold a

@@ -7,6 +7,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::catalogue::Target;
 use crate::currency::is_iso_4217;
 use crate::hash::Snapshot;
 use crate::ids::{OperationId, PayloadHash};
@@ -16,6 +17,7 @@ pub use crate::strict_json::MAX_SAFE_INTEGER;
 pub mod payloads;
 pub mod proposal;
 
+pub use crate::catalogue::Action;
 pub use payloads::{DealCreatePayload, DealUpdatePayload, PaymentPayload, RefundPayload};
 
 pub const SCHEMA: &str = "intent.v1";
@@ -27,31 +29,6 @@ pub const MAX_APPROVAL_TTL_SECONDS: i64 = 30 * 24 * 3600;
 pub const MAX_TEXT_CHARS: usize = 256;
 /// The free-text rationale shown to the approver, in characters.
 pub const MAX_RATIONALE_CHARS: usize = 4096;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    PaymentCreate,
-    RefundCreate,
-    CrmDealCreate,
-    CrmDealUpdate,
-}
-
-impl Action {
-    pub const ALL: [Action; 4] = [Action::PaymentCreate, Action::RefundCreate, Action::CrmDealCreate, Action::CrmDealUpdate];
-
-    pub fn wire_name(self) -> &'static str {
-        match self {
-            Action::PaymentCreate => "payment.create",
-            Action::RefundCreate => "refund.create",
-            Action::CrmDealCreate => "crm.deal.create",
-            Action::CrmDealUpdate => "crm.deal.update",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Action> {
-        Action::ALL.into_iter().find(|a| a.wire_name() == s)
-    }
-}
 
 /// Why an intent was refused. `code()` is the bounded dead-letter reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -66,7 +43,7 @@ pub enum IntentError {
     Ambiguous { kind: Ambiguity, at: String },
     #[error("schema {0:?} is not supported (expected \"intent.v1\")")]
     UnsupportedSchema(String),
-    #[error("action {0:?} is not one of payment.create, refund.create, crm.deal.create, crm.deal.update")]
+    #[error("action {0:?} is not one of {known}", known = known_actions())]
     UnknownAction(String),
     #[error("field {field}: {problem}")]
     InvalidField { field: String, problem: String },
@@ -84,9 +61,14 @@ impl IntentError {
         }
     }
 
-    fn field(field: &str, problem: impl Into<String>) -> Self {
+    pub(crate) fn field(field: &str, problem: impl Into<String>) -> Self {
         IntentError::InvalidField { field: field.to_owned(), problem: problem.into() }
     }
+}
+
+/// The catalogue's wire names, for a refusal that names what is known.
+fn known_actions() -> String {
+    Action::ALL.map(Action::wire_name).join(", ")
 }
 
 /// A validated intent.v1 message.
@@ -155,15 +137,15 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
     let _ = e.schema;
     let operation_id = OperationId::parse(&e.operation_id).map_err(|p| IntentError::field("operation_id", p))?;
     let action = Action::parse(&e.action).ok_or_else(|| IntentError::UnknownAction(e.action.clone()))?;
-    text("tenant_id", &e.tenant_id)?;
-    text("provider", &e.provider)?;
-    text("policy_version", &e.policy_version)?;
-    text("data_version", &e.data_version)?;
+    check_text("tenant_id", &e.tenant_id)?;
+    check_text("provider", &e.provider)?;
+    check_text("policy_version", &e.policy_version)?;
+    check_text("data_version", &e.data_version)?;
     if let Some(t) = &e.target {
-        text("target", t)?;
+        check_text("target", t)?;
     }
-    if action == Action::CrmDealUpdate && e.target.is_none() {
-        return Err(IntentError::field("target", "crm.deal.update needs the deal id as target"));
+    if let (Target::Required(what), None) = (action.spec().target, &e.target) {
+        return Err(IntentError::field("target", format!("{} needs {what} as target", action.wire_name())));
     }
     if !(1..=MAX_APPROVAL_TTL_SECONDS).contains(&e.approval_ttl_seconds) {
         return Err(IntentError::field("approval_ttl_seconds", format!("must be between 1 and {MAX_APPROVAL_TTL_SECONDS}")));
@@ -181,7 +163,7 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
     let payload = Value::Object(e.payload);
     // Numbers elsewhere in the payload (a CRM patch's `probability: 0.35`) may be any
     // double: the strict reading already refused those parsers would read differently.
-    validate_payload(action, &payload)?;
+    action.spec().check(&payload)?;
     let snapshot = Snapshot {
         operation_id: e.operation_id,
         tenant_id: e.tenant_id,
@@ -204,7 +186,8 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
     })
 }
 
-fn text(field: &str, value: &str) -> Result<(), IntentError> {
+/// Identifier-like text: 1 to [`MAX_TEXT_CHARS`] characters, no control characters.
+pub(crate) fn check_text(field: &str, value: &str) -> Result<(), IntentError> {
     if value.is_empty() || value.chars().count() > MAX_TEXT_CHARS {
         return Err(IntentError::field(field, format!("must be 1 to {MAX_TEXT_CHARS} characters")));
     }
@@ -214,11 +197,9 @@ fn text(field: &str, value: &str) -> Result<(), IntentError> {
     Ok(())
 }
 
-fn typed<T: for<'de> Deserialize<'de>>(payload: &Value) -> Result<T, IntentError> {
-    T::deserialize(payload).map_err(|e| IntentError::field("payload", e.to_string()))
-}
-
-fn money(amount_minor: i64, currency: &str) -> Result<(), IntentError> {
+/// `payload.amount_minor` and `payload.currency`: a positive safe integer in an active
+/// ISO 4217 currency.
+pub(crate) fn check_money(amount_minor: i64, currency: &str) -> Result<(), IntentError> {
     if !(1..=MAX_SAFE_INTEGER).contains(&amount_minor) {
         return Err(IntentError::field("payload.amount_minor", format!("must be an integer from 1 to {MAX_SAFE_INTEGER}")));
     }
@@ -226,40 +207,6 @@ fn money(amount_minor: i64, currency: &str) -> Result<(), IntentError> {
         return Err(IntentError::field("payload.currency", "must be an ISO 4217 code such as KZT or USD"));
     }
     Ok(())
-}
-
-fn validate_payload(action: Action, payload: &Value) -> Result<(), IntentError> {
-    match action {
-        Action::PaymentCreate => {
-            let p: PaymentPayload = typed(payload)?;
-            text("payload.invoice_id", &p.invoice_id)?;
-            text("payload.beneficiary_id", &p.beneficiary_id)?;
-            money(p.amount_minor, &p.currency)
-        }
-        Action::RefundCreate => {
-            let p: RefundPayload = typed(payload)?;
-            text("payload.payment_id", &p.payment_id)?;
-            text("payload.reason", &p.reason)?;
-            money(p.amount_minor, &p.currency)
-        }
-        Action::CrmDealCreate => {
-            let p: DealCreatePayload = typed(payload)?;
-            text("payload.name", &p.name)?;
-            text("payload.stage", &p.stage)?;
-            text("payload.owner_id", &p.owner_id)?;
-            money(p.amount_minor, &p.currency)
-        }
-        Action::CrmDealUpdate => {
-            let p: DealUpdatePayload = typed(payload)?;
-            if !(1..=MAX_SAFE_INTEGER).contains(&p.expected_version) {
-                return Err(IntentError::field("payload.expected_version", "must be a positive integer"));
-            }
-            if p.patch.is_empty() {
-                return Err(IntentError::field("payload.patch", "must set at least one field"));
-            }
-            Ok(())
-        }
-    }
 }
 
 #[cfg(test)]

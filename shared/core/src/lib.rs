@@ -2,10 +2,12 @@
 //! machine and provider outcome classification. Time and randomness are inputs here,
 //! never read inside, so everything is testable without services.
 
+pub mod actions;
 pub mod answer;
 pub mod access;
 pub mod approval;
 pub mod authz;
+pub mod catalogue;
 pub mod currency;
 pub mod doorbell;
 pub mod events;
@@ -31,9 +33,10 @@ pub use approval::{judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdic
 pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};
 pub use ids::{IdempotencyKey, OperationId, PayloadHash};
-pub use intent::{parse_intent, Action, IntentError, ValidIntent};
+pub use catalogue::{Action, ActionSpec, Effect, Subject, CATALOGUE};
+pub use intent::{parse_intent, IntentError, ValidIntent};
 pub use policy::{PolicyRefusal, PolicySet, Quorum};
-pub use outcome::{classify_deal_create, classify_deal_update, classify_payment, CallResult, NoAnswerKind, Outcome, ProviderAnswer};
+pub use outcome::{classify_deal_create, classify_deal_update, classify_payment, CallResult, NoAnswerKind, Outcome, Precondition, ProviderAnswer};
 pub use resolution::Resolution;
 pub use state::{transition, Event, Refused, Status};
 pub use waiting::{wait_is_over, WaitFor, WaitState};

@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use crate::reconcile::Found;
+
 /// What the transport saw of one provider call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallResult {
@@ -55,9 +57,10 @@ pub enum Outcome {
     /// The provider accepted and will settle later (webhook or lookup). A CRM that queues
     /// a create gives no id yet: the lookup finds it by our external id.
     Accepted { external_id: Option<String> },
-    /// A conditional update found another version: the approved change no longer applies.
-    /// Never retried with fresh data; a person must approve a new intent.
-    Conflict { current_version: Option<i64> },
+    /// A conditional update found its precondition broken (another version, another
+    /// status): the approved change no longer applies. Never retried with fresh data; a
+    /// person must approve a new intent. `current` is what the provider holds now.
+    Conflict { on: Precondition, current: Option<String> },
     /// Provably no effect and nothing saved under the key: the same key may be sent again.
     NotExecuted { reason: String },
     /// The effect may or may not exist; only a lookup (or a person) may settle it.
@@ -65,9 +68,28 @@ pub enum Outcome {
     Unknown { reason: String, escalate: bool },
 }
 
+/// What a conditional update was conditional on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precondition {
+    /// The object's version (`If-Match`).
+    Version,
+    /// The object's status (a transition's `from`).
+    Status,
+}
+
+impl Precondition {
+    /// The outcome label, the attempt's outcome and the cancelled row's reason.
+    pub fn code(self) -> &'static str {
+        match self {
+            Precondition::Version => "version_conflict",
+            Precondition::Status => "status_conflict",
+        }
+    }
+}
+
 impl Outcome {
     /// Every value [`Outcome::label`] gives, so the series can exist before the first call.
-    pub const LABELS: [&'static str; 6] = ["succeeded", "failed", "accepted", "version_conflict", "not_executed", "unknown"];
+    pub const LABELS: [&'static str; 7] = ["succeeded", "failed", "accepted", "version_conflict", "status_conflict", "not_executed", "unknown"];
 
     /// A short, bounded label for metrics (one of [`Outcome::LABELS`]).
     pub fn label(&self) -> &'static str {
@@ -75,37 +97,42 @@ impl Outcome {
             Outcome::Succeeded { .. } => "succeeded",
             Outcome::Failed { .. } => "failed",
             Outcome::Accepted { .. } => "accepted",
-            Outcome::Conflict { .. } => "version_conflict",
+            Outcome::Conflict { on, .. } => on.code(),
             Outcome::NotExecuted { .. } => "not_executed",
             Outcome::Unknown { .. } => "unknown",
         }
     }
 }
 
-fn error_code(body: &Value) -> Option<&str> {
+pub(crate) fn error_code(body: &Value) -> Option<&str> {
     body.pointer("/error/code").and_then(Value::as_str)
 }
 
-fn error_type(body: &Value) -> Option<&str> {
+pub(crate) fn error_type(body: &Value) -> Option<&str> {
     body.pointer("/error/type").and_then(Value::as_str)
 }
 
-fn unknown(reason: impl Into<String>) -> Outcome {
+pub(crate) fn unknown(reason: impl Into<String>) -> Outcome {
     Outcome::Unknown { reason: reason.into(), escalate: false }
 }
 
 /// Classifies one call to the reference payments API (docs/protocol.md; refunds share it).
 pub fn classify_payment(call: &CallResult) -> Outcome {
-    match transport(call) {
-        Ok(answer) => classify_payment_answer(answer),
-        Err(outcome) => outcome,
-    }
+    classify_keyed_create(call, Found::from_object)
 }
 
-fn classify_payment_answer(answer: &ProviderAnswer) -> Outcome {
+/// Classifies one create sent under an idempotency key the provider honours with
+/// Stripe's semantics (the payments API, the e-signature API): the created object, read
+/// by `created`, or what the key's bookkeeping says.
+pub fn classify_keyed_create(call: &CallResult, created: fn(&Value) -> Option<Found>) -> Outcome {
+    let answer = match transport(call) {
+        Ok(answer) => answer,
+        Err(outcome) => return outcome,
+    };
     let body = &answer.body;
     match answer.status {
-        200 | 201 => classify_created_object(body),
+        // A 2xx we cannot read proves the provider acted but not how: ask it.
+        200 | 201 => created(body).map_or_else(|| unknown("unreadable_success_body"), Outcome::from),
         402 => Outcome::Failed { code: error_code(body).unwrap_or("payment_rejected").to_owned() },
         400 if error_type(body) == Some("idempotency_error") => {
             // Same key, different parameters: the snapshot drifted between attempts.
@@ -120,22 +147,20 @@ fn classify_payment_answer(answer: &ProviderAnswer) -> Outcome {
     }
 }
 
-fn classify_created_object(body: &Value) -> Outcome {
-    let id = body.get("id").and_then(Value::as_str);
-    let status = body.get("status").and_then(Value::as_str);
-    match (id, status) {
-        (Some(id), Some("succeeded")) => Outcome::Succeeded { external_id: id.to_owned() },
-        (Some(id), Some("pending")) => Outcome::Accepted { external_id: Some(id.to_owned()) },
-        (Some(_), Some("failed")) => Outcome::Failed {
-            code: body.get("failure_code").and_then(Value::as_str).unwrap_or("payment_failed").to_owned(),
-        },
-        // A 2xx we cannot read proves the provider acted but not how: ask it.
-        _ => unknown("unreadable_success_body"),
+/// What a provider object found in an answer proves: its final status, or accepted while
+/// the provider is still working on it.
+impl From<Found> for Outcome {
+    fn from(found: Found) -> Outcome {
+        match found {
+            Found::Succeeded { external_id } => Outcome::Succeeded { external_id },
+            Found::Pending { external_id } => Outcome::Accepted { external_id: Some(external_id) },
+            Found::Failed { code, .. } => Outcome::Failed { code },
+        }
     }
 }
 
 /// Transport-level results shared by every classifier: only a complete answer is read.
-fn transport(call: &CallResult) -> Result<&ProviderAnswer, Outcome> {
+pub(crate) fn transport(call: &CallResult) -> Result<&ProviderAnswer, Outcome> {
     match call {
         CallResult::NotSent { .. } => Err(Outcome::NotExecuted { reason: "not_sent".into() }),
         CallResult::NoAnswer { kind } => Err(unknown(kind.as_str())),
@@ -143,8 +168,10 @@ fn transport(call: &CallResult) -> Result<&ProviderAnswer, Outcome> {
     }
 }
 
-/// Answers that mean the same for every CRM call.
-fn classify_crm_common(answer: &ProviderAnswer) -> Outcome {
+/// Answers that mean the same for every call to a provider without idempotency keys
+/// (nothing is saved for a replay): refused in front of the provider, a client error
+/// (definitive), anything else unknown.
+pub(crate) fn classify_unkeyed_common(answer: &ProviderAnswer) -> Outcome {
     match answer.status {
         401 | 403 | 429 => Outcome::NotExecuted { reason: format!("http_{}", answer.status) },
         s @ 400..=499 => Outcome::Failed { code: error_code(&answer.body).map(str::to_owned).unwrap_or_else(|| format!("http_{s}")) },
@@ -163,7 +190,7 @@ pub fn classify_deal_create(call: &CallResult) -> Outcome {
         (200 | 201, Some(id)) => Outcome::Succeeded { external_id: id.to_owned() },
         (200 | 201, None) => unknown("unreadable_success_body"),
         (202, id) => Outcome::Accepted { external_id: id.map(str::to_owned) },
-        _ => classify_crm_common(answer),
+        _ => classify_unkeyed_common(answer),
     }
 }
 
@@ -176,8 +203,11 @@ pub fn classify_deal_update(call: &CallResult) -> Outcome {
     match (answer.status, answer.body.get("id").and_then(Value::as_str)) {
         (200, Some(id)) => Outcome::Succeeded { external_id: id.to_owned() },
         (200, None) => unknown("unreadable_success_body"),
-        (412, _) => Outcome::Conflict { current_version: answer.body.pointer("/error/current_version").and_then(Value::as_i64) },
-        _ => classify_crm_common(answer),
+        (412, _) => Outcome::Conflict {
+            on: Precondition::Version,
+            current: answer.body.pointer("/error/current_version").and_then(Value::as_i64).map(|v| v.to_string()),
+        },
+        _ => classify_unkeyed_common(answer),
     }
 }
 
@@ -200,7 +230,7 @@ mod tests {
 
     #[test]
     fn a_conflict_after_an_uncertain_attempt_is_looked_up_not_cancelled() {
-        let conflict = Outcome::Conflict { current_version: Some(8) };
+        let conflict = Outcome::Conflict { on: Precondition::Version, current: Some("8".into()) };
         assert_eq!(settle_conflict(conflict.clone(), &[]), conflict);
         assert_eq!(settle_conflict(conflict.clone(), &[Some("not_executed")]), conflict);
         assert_eq!(settle_conflict(conflict.clone(), &[Some("unknown")]), unknown("conflict_after_uncertain_attempt"));
@@ -274,7 +304,7 @@ mod tests {
     #[test]
     fn a_412_on_a_deal_update_is_a_conflict_with_the_current_version() {
         let conflict = json!({"error": {"type": "version_conflict", "current_version": 4}});
-        assert_eq!(classify_deal_update(&answer(412, false, conflict)), Outcome::Conflict { current_version: Some(4) });
+        assert_eq!(classify_deal_update(&answer(412, false, conflict)), Outcome::Conflict { on: Precondition::Version, current: Some("4".into()) });
         assert_eq!(classify_deal_update(&answer(200, false, json!({"id": "deal_1", "version": 4}))), Outcome::Succeeded { external_id: "deal_1".into() });
         assert!(matches!(classify_deal_update(&answer(503, false, Value::Null)), Outcome::Unknown { .. }));
         assert!(matches!(classify_deal_update(&CallResult::NotSent { detail: "refused".into() }), Outcome::NotExecuted { .. }));

@@ -123,14 +123,6 @@ pub struct Policy {
     actions: HashMap<Action, ActionQuorum>,
 }
 
-/// Whether the action's payload carries an amount (and so can fall in a band).
-fn has_amount(action: Action) -> bool {
-    match action {
-        Action::PaymentCreate | Action::RefundCreate | Action::CrmDealCreate => true,
-        Action::CrmDealUpdate => false,
-    }
-}
-
 impl Policy {
     /// Parses and checks one policy file; `source_name` is the file's stem, which must be
     /// the version the file declares (so the file an intent's version names is the one
@@ -160,7 +152,7 @@ impl Policy {
                     "{name}: approvers must be 1 to {MAX_APPROVERS}"
                 )));
             }
-            if !rule.bands.is_empty() && !has_amount(action) {
+            if !rule.bands.is_empty() && !action.spec().has_amount {
                 return Err(fail(format!("{name}: has no amount, so it has no bands")));
             }
             let mut bands: BTreeMap<String, Vec<Band>> = BTreeMap::new();

@@ -8,7 +8,9 @@
 //! searchable (its search lag); and a same-key retry is allowed only while the key is still
 //! inside the provider's retention window. Anything ambiguous goes to a person.
 
-use serde_json::Value;
+use serde_json::{json, Value};
+
+use crate::catalogue::Subject;
 
 /// What one provider object says about the effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +27,7 @@ impl Found {
         }
     }
 
-    /// Reads a payment or refund object of the payments API (docs/design.md#payments-api).
+    /// Reads a payment or refund object of the reference payments API.
     pub fn from_object(object: &Value) -> Option<Found> {
         let external_id = object.get("id")?.as_str()?.to_owned();
         match object.get("status")?.as_str()? {
@@ -50,6 +52,47 @@ pub enum Lookup {
     /// The provider answered, but what it holds cannot be matched to this operation
     /// automatically (e.g. a deal whose version moved with other values).
     Ambiguous(&'static str),
+}
+
+/// What one lookup proved, with the evidence recorded for the operation's history (what
+/// was asked and the ids that came back, never whole objects).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub lookup: Lookup,
+    pub evidence: Value,
+}
+
+impl Reading {
+    pub fn ambiguous(reason: &'static str, evidence: Value) -> Reading {
+        Reading { lookup: Lookup::Ambiguous(reason), evidence }
+    }
+
+    /// `lookup` with `evidence` that also names the effects found, as a search's does
+    /// (an empty list: the lookup proved the effect did not happen).
+    pub fn with_found(lookup: Lookup, mut evidence: Value) -> Reading {
+        if let Lookup::Matches(found) = &lookup {
+            evidence["found"] = found.iter().map(Found::external_id).collect();
+        }
+        Reading { lookup, evidence }
+    }
+
+    /// The provider could not be asked (`error` says why, without any body).
+    pub fn failed(via: &str, error: &str) -> Reading {
+        Reading { lookup: Lookup::Failed, evidence: json!({"via": via, "error": error}) }
+    }
+}
+
+/// Reads what a search by our reference (or a read by the effect's id) returned: only
+/// objects whose `reference_field` is this operation's id count (a search result for
+/// something else must never settle it), each read by `found`. An object that cannot be
+/// read makes the whole lookup inconclusive.
+pub fn read_search(subject: &Subject<'_>, via: &str, objects: &[Value], reference_field: &str, found: fn(&Value) -> Option<Found>) -> Reading {
+    let ours: Vec<&Value> = objects.iter().filter(|o| o.get(reference_field).and_then(Value::as_str) == Some(subject.operation_id)).collect();
+    let ids: Vec<&str> = ours.iter().filter_map(|o| o.get("id").and_then(Value::as_str)).collect();
+    match ours.iter().map(|o| found(o)).collect::<Option<Vec<Found>>>() {
+        Some(found) => Reading { lookup: Lookup::Matches(found), evidence: json!({"via": via, "found": ids}) },
+        None => Reading { lookup: Lookup::Failed, evidence: json!({"via": via, "found": ids, "error": "unreadable object"}) },
+    }
 }
 
 /// The provider's documented contract, as configured by the operator.
@@ -174,7 +217,6 @@ pub fn audit_delay_ms(contract: ProviderContract) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     const CONTRACT: ProviderContract = ProviderContract { search_lag_ms: 60_000, max_request_ms: 0, key_retention_ms: 86_400_000, escalate_after_failed_lookups: 3 };
 
@@ -256,6 +298,18 @@ mod tests {
     fn no_attempt_means_nothing_was_sent() {
         let none = AttemptAges { newest_ms: None, newest_start_ms: None, oldest_ms: None, failed_lookups_so_far: 0 };
         assert_eq!(judge(&Lookup::Matches(vec![]), none, CONTRACT), Verdict::Absent);
+    }
+
+    #[test]
+    fn a_search_counts_only_objects_with_our_reference() {
+        let payload = json!({});
+        let subject = Subject { operation_id: "op_A", target: None, payload: &payload };
+        let objects = [json!({"id": "pay_1", "status": "succeeded", "reference": "op_A"}), json!({"id": "pay_2", "status": "succeeded", "reference": "op_B"})];
+        let read = read_search(&subject, "reference", &objects, "reference", Found::from_object);
+        assert_eq!(read.lookup, Lookup::Matches(vec![paid("pay_1")]));
+        assert_eq!(read.evidence, json!({"via": "reference", "found": ["pay_1"]}));
+        let odd = [json!({"id": "pay_3", "status": "weird", "reference": "op_A"})];
+        assert_eq!(read_search(&subject, "reference", &odd, "reference", Found::from_object).lookup, Lookup::Failed);
     }
 
     #[test]

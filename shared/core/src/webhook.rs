@@ -3,40 +3,25 @@
 //! and whether the state machine lets it move the row. The store's transactional code
 //! (`fleet_store`'s webhooks module) only carries the decision out.
 
+use crate::catalogue::{Action, CATALOGUE};
 use crate::{Event, Status};
 use serde_json::Value;
-
-/// The kind of provider object an event reports on, with the action that creates it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Payment,
-    Refund,
-}
-
-impl Family {
-    /// The operation action whose effect is an object of this family.
-    pub fn action(self) -> &'static str {
-        match self {
-            Family::Payment => "payment.create",
-            Family::Refund => "refund.create",
-        }
-    }
-}
 
 /// The object status an event reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reported {
     Succeeded,
     Failed,
-    /// Not final. The reference provider sends no such event type; a provider that sends
-    /// `payment.pending` / `refund.pending` anyway is heard and never moves a row.
+    /// Not final (`payment.pending`, an envelope's `created`): heard, never moves a row.
     Pending,
 }
 
 /// An event type as the consumer understands it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
-    Status { family: Family, reported: Reported },
+    /// `<object>.<status>` of an action whose catalogue entry names those events: a
+    /// report on the effect of an operation of `action`.
+    Status { action: Action, reported: Reported },
     /// Anything else (`deal.*`, a type added by the provider later): stored for
     /// deduplication, never applied.
     Unsupported,
@@ -44,16 +29,33 @@ pub enum EventKind {
 
 impl EventKind {
     pub fn of(event_type: &str) -> EventKind {
-        let (family, reported) = match event_type {
-            "payment.succeeded" => (Family::Payment, Reported::Succeeded),
-            "payment.failed" => (Family::Payment, Reported::Failed),
-            "payment.pending" => (Family::Payment, Reported::Pending),
-            "refund.succeeded" => (Family::Refund, Reported::Succeeded),
-            "refund.failed" => (Family::Refund, Reported::Failed),
-            "refund.pending" => (Family::Refund, Reported::Pending),
-            _ => return EventKind::Unsupported,
+        let Some((object, status)) = event_type.split_once('.') else {
+            return EventKind::Unsupported;
         };
-        EventKind::Status { family, reported }
+        for spec in CATALOGUE {
+            let Some(hooks) = spec.webhook.filter(|w| w.object == object) else {
+                continue;
+            };
+            let reported = if status == hooks.succeeded {
+                Reported::Succeeded
+            } else if status == hooks.failed {
+                Reported::Failed
+            } else if hooks.pending.contains(&status) {
+                Reported::Pending
+            } else {
+                return EventKind::Unsupported;
+            };
+            return EventKind::Status { action: spec.action, reported };
+        }
+        EventKind::Unsupported
+    }
+
+    /// The member of the reported object that echoes our operation id.
+    pub fn reference_field(self) -> &'static str {
+        match self {
+            EventKind::Status { action, .. } => action.spec().webhook.map_or("reference", |w| w.reference_field),
+            EventKind::Unsupported => "reference",
+        }
     }
 }
 
@@ -70,8 +72,8 @@ pub enum WebhookDecision {
     NoteOnDisputed,
 }
 
-/// The event's status report against the row's status. Exhaustive on purpose: a new status
-/// or report fails to compile until its decision is written here.
+/// The event's status report against the row's status. Exhaustive on purpose: a new
+/// status or report must be decided here, not fall through a wildcard.
 pub fn decide(status: Status, reported: Reported) -> WebhookDecision {
     use Status as S;
     use WebhookDecision as D;
@@ -124,13 +126,13 @@ pub struct ObjectIdentity<'a> {
 }
 
 /// Is the event about this operation's effect? A second object for one operation (other
-/// id), another reference, another amount or currency, an object of another family or
+/// id), another reference, another amount or currency, an object of another action or
 /// an event from another provider must never settle the row: `Err` names the mismatch and the row is escalated.
-pub fn check_identity(family: Family, provider: &str, row: RowIdentity<'_>, object: ObjectIdentity<'_>) -> Result<(), &'static str> {
+pub fn check_identity(action: Action, provider: &str, row: RowIdentity<'_>, object: ObjectIdentity<'_>) -> Result<(), &'static str> {
     if row.provider != provider {
         return Err("webhook_provider_mismatch");
     }
-    if row.action != family.action() {
+    if row.action != action.wire_name() {
         return Err("webhook_action_mismatch");
     }
     if let Some(reference) = object.reference {
@@ -204,10 +206,11 @@ mod tests {
 
     #[test]
     fn event_types_map_to_families_and_reports() {
-        assert_eq!(EventKind::of("payment.succeeded"), EventKind::Status { family: Family::Payment, reported: Reported::Succeeded });
-        assert_eq!(EventKind::of("refund.failed"), EventKind::Status { family: Family::Refund, reported: Reported::Failed });
-        assert_eq!(EventKind::of("payment.pending"), EventKind::Status { family: Family::Payment, reported: Reported::Pending });
-        for other in ["deal.created", "deal.updated", "payment.updated", "", "PAYMENT.SUCCEEDED"] {
+        assert_eq!(EventKind::of("payment.succeeded"), EventKind::Status { action: Action::PaymentCreate, reported: Reported::Succeeded });
+        assert_eq!(EventKind::of("refund.failed"), EventKind::Status { action: Action::RefundCreate, reported: Reported::Failed });
+        assert_eq!(EventKind::of("payment.pending"), EventKind::Status { action: Action::PaymentCreate, reported: Reported::Pending });
+        assert_eq!(EventKind::of("payment.succeeded").reference_field(), "reference");
+        for other in ["deal.created", "deal.updated", "payment.updated", "", "payment", "PAYMENT.SUCCEEDED"] {
             assert_eq!(EventKind::of(other), EventKind::Unsupported, "{other}");
         }
     }
@@ -217,15 +220,15 @@ mod tests {
         let payload = json!({"amount_minor": 1250000, "currency": "KZT"});
         let row = RowIdentity { operation_id: "op_A", provider: "payments", action: "payment.create", external_id: Some("pay_1"), payload: &payload };
         let good = ObjectIdentity { id: Some("pay_1"), reference: Some("op_A"), amount_minor: Some(1250000), currency: Some("KZT") };
-        assert_eq!(check_identity(Family::Payment, "payments", row, good), Ok(()));
-        assert_eq!(check_identity(Family::Refund, "payments", row, good), Err("webhook_action_mismatch"));
-        assert_eq!(check_identity(Family::Payment, "payments", row, ObjectIdentity { reference: Some("op_B"), ..good }), Err("webhook_reference_mismatch"));
-        assert_eq!(check_identity(Family::Payment, "payments", row, ObjectIdentity { id: Some("pay_2"), ..good }), Err("webhook_external_id_mismatch"));
-        assert_eq!(check_identity(Family::Payment, "payments", row, ObjectIdentity { amount_minor: Some(1), ..good }), Err("webhook_amount_mismatch"));
-        assert_eq!(check_identity(Family::Payment, "payments", row, ObjectIdentity { currency: Some("USD"), ..good }), Err("webhook_currency_mismatch"));
-        assert_eq!(check_identity(Family::Payment, "crm", row, good), Err("webhook_provider_mismatch"));
+        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, good), Ok(()));
+        assert_eq!(check_identity(Action::RefundCreate, "payments", row, good), Err("webhook_action_mismatch"));
+        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, ObjectIdentity { reference: Some("op_B"), ..good }), Err("webhook_reference_mismatch"));
+        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, ObjectIdentity { id: Some("pay_2"), ..good }), Err("webhook_external_id_mismatch"));
+        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, ObjectIdentity { amount_minor: Some(1), ..good }), Err("webhook_amount_mismatch"));
+        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, ObjectIdentity { currency: Some("USD"), ..good }), Err("webhook_currency_mismatch"));
+        assert_eq!(check_identity(Action::PaymentCreate, "crm", row, good), Err("webhook_provider_mismatch"));
         // The row has no external id yet (the execute worker has not recorded it): fine.
         let fresh = RowIdentity { external_id: None, ..row };
-        assert_eq!(check_identity(Family::Payment, "payments", fresh, ObjectIdentity { id: Some("pay_9"), ..good }), Ok(()));
+        assert_eq!(check_identity(Action::PaymentCreate, "payments", fresh, ObjectIdentity { id: Some("pay_9"), ..good }), Ok(()));
     }
 }

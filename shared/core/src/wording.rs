@@ -2,69 +2,17 @@
 //! ("Pay 12,500.00 KZT to vendor_77 for invoice inv_9182"), and how long is left to decide.
 //! Pure: the snapshot and the seconds left (read with the database clock) are inputs.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::money::format_amount;
+use crate::catalogue::Action;
 
-/// One sentence saying what the operation will do once approved. Every value comes from
-/// the stored snapshot (already validated); anything unreadable is said plainly rather
-/// than guessed.
+/// One sentence saying what the operation will do once approved, as its action's
+/// catalogue entry words it. Every value comes from the stored snapshot (already
+/// validated); anything unreadable is said plainly rather than guessed.
 pub fn describe(action: &str, target: Option<&str>, payload: &Value) -> String {
-    let text = |k: &str| payload.get(k).and_then(Value::as_str);
-    let amount = || {
-        let minor = payload.get("amount_minor")?.as_i64()?;
-        format_amount(minor, text("currency")?)
-    };
-    let described = match action {
-        "payment.create" => (|| {
-            Some(format!(
-                "Pay {} to {} for invoice {}",
-                amount()?,
-                text("beneficiary_id")?,
-                text("invoice_id")?
-            ))
-        })(),
-        "refund.create" => (|| {
-            Some(format!(
-                "Refund {} of payment {} (reason: {})",
-                amount()?,
-                text("payment_id")?,
-                text("reason")?
-            ))
-        })(),
-        "crm.deal.create" => (|| {
-            Some(format!(
-                "Create deal \"{}\" worth {} at stage {}, owned by {}",
-                text("name")?,
-                amount()?,
-                text("stage")?,
-                text("owner_id")?
-            ))
-        })(),
-        "crm.deal.update" => (|| {
-            let version = payload.get("expected_version")?.as_i64()?;
-            let patch = payload.get("patch")?.as_object()?;
-            Some(format!(
-                "Update deal {} at version {version}: {}",
-                target?,
-                patch_in_words(patch)
-            ))
-        })(),
-        _ => None,
-    };
-    described.unwrap_or_else(|| format!("{action} (its payload cannot be read as one)"))
-}
-
-/// `set amount_minor to 5000, stage to "won"`, members sorted by name (the canonical
-/// order, whatever order the map keeps).
-fn patch_in_words(patch: &Map<String, Value>) -> String {
-    let mut members: Vec<(&String, &Value)> = patch.iter().collect();
-    members.sort_by(|a, b| a.0.cmp(b.0));
-    let changes: Vec<String> = members
-        .into_iter()
-        .map(|(k, v)| format!("{k} to {}", value_in_words(v)))
-        .collect();
-    format!("set {}", changes.join(", "))
+    Action::parse(action)
+        .and_then(|a| a.spec().describe(target, payload))
+        .unwrap_or_else(|| format!("{action} (its payload cannot be read as one)"))
 }
 
 /// A JSON value as a person reads it: text in quotes, `null` as "nothing", the rest as JSON.

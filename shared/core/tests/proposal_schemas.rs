@@ -10,32 +10,21 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use fleet_core::intent::proposal::{
-    envelope, DealCreateProposal, DealUpdateProposal, PaymentProposal, RefundProposal,
-};
+use fleet_core::catalogue::Target;
+use fleet_core::intent::proposal::envelope;
 use fleet_core::{parse_intent, Action};
-use schemars::generate::SchemaSettings;
-use schemars::JsonSchema;
 use serde_json::{Map, Value};
 
 const ASSIGNED: &str = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8";
 const ONLY_TENANT: &str = "org_482";
 
-/// The root schema of `T`, generated as the MCP server generates its input schemas.
-fn generated<T: JsonSchema>() -> Value {
-    let schema = SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>();
-    serde_json::to_value(schema).unwrap()
+/// The root schema of the action's tool, as the catalogue generates it for the MCP server.
+fn tool_schema(action: Action) -> Value {
+    Value::Object(action.spec().proposal_schema())
 }
 
-fn tool_schema(action: Action) -> Value {
-    match action {
-        Action::PaymentCreate => generated::<PaymentProposal>(),
-        Action::RefundCreate => generated::<RefundProposal>(),
-        Action::CrmDealCreate => generated::<DealCreateProposal>(),
-        Action::CrmDealUpdate => generated::<DealUpdateProposal>(),
-    }
+fn takes_target(action: Action) -> bool {
+    matches!(action.spec().target, Target::Required(_))
 }
 
 fn intent_schema() -> Value {
@@ -67,13 +56,10 @@ fn resolved(schema: &Value, defs: &Value) -> Value {
     }
 }
 
-fn file_payload_def(action: Action) -> &'static str {
-    match action {
-        Action::PaymentCreate => "payment_create",
-        Action::RefundCreate => "refund_create",
-        Action::CrmDealCreate => "deal_create",
-        Action::CrmDealUpdate => "deal_update",
-    }
+/// The `$defs` entry of the action's payload in intent.v1.json: its wire name with `_`
+/// for `.`, without the CRM's prefix (`deal_update`).
+fn file_payload_def(action: Action) -> String {
+    action.wire_name().trim_start_matches("crm.").replace('.', "_")
 }
 
 #[test]
@@ -84,7 +70,7 @@ fn every_payload_member_is_described_as_intent_v1_states_it() {
         let tool = tool_schema(action);
         let tool_defs = tool.get("$defs").cloned().unwrap_or(Value::Null);
         let ours = resolved(&tool["properties"]["payload"], &tool_defs);
-        let theirs = resolved(&file_defs[file_payload_def(action)], file_defs);
+        let theirs = resolved(&file_defs[file_payload_def(action).as_str()], file_defs);
         assert_eq!(ours, theirs, "{}", action.wire_name());
         assert_eq!(tool["additionalProperties"], Value::Bool(false));
         if action == Action::CrmDealUpdate {
@@ -127,7 +113,7 @@ fn the_tool_schemas_are_documented_and_ask_only_for_what_the_agent_must_say() {
             "payload",
             "policy_version",
         ];
-        if action == Action::CrmDealUpdate {
+        if takes_target(action) {
             expected.push("target");
         }
         expected.sort();
@@ -173,9 +159,9 @@ fn as_tool_call(bytes: &[u8]) -> Option<(Action, Map<String, Value>)> {
     for implied in ["schema", "action", "provider"] {
         object.remove(implied);
     }
-    // Only the deal update tool takes a target; an intent for another action says
+    // Only the tools of targeted actions take a target; an intent for another action says
     // `"target": null`, which its tool call would simply leave out.
-    if action != Action::CrmDealUpdate && object.get("target") == Some(&Value::Null) {
+    if !takes_target(action) && object.get("target") == Some(&Value::Null) {
         object.remove("target");
     }
     Some((action, object))

@@ -1,6 +1,7 @@
 //! One provider API endpoint: base URL, credentials and the pooled client, shared by the
 //! adapters so each only describes its routes. A side-effecting request goes through
-//! `call`, which sends it once and reports what the transport saw.
+//! `call` (or [`Api::send`] for a [`Request`] an adapter built), which sends it once and
+//! reports what the transport saw.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use fleet_runtime::Secret;
 use reqwest::header::{HeaderValue, AUTHORIZATION};
 use reqwest::{Method, RequestBuilder, Url};
 
+use crate::adapter::Request;
 use crate::lookup::endpoint;
 use crate::transport::{build_client, call_label, classify_send_error, read_answer};
 
@@ -24,10 +26,13 @@ pub enum ConfigError {
     Timeout(&'static str),
     #[error("cannot build the HTTP client")]
     Client(#[source] reqwest::Error),
+    #[error("no adapter serves the provider {0:?}")]
+    UnknownProvider(&'static str),
 }
 
+/// One provider's endpoint. Cheap to clone (the connection pool is shared).
 #[derive(Clone)]
-pub(crate) struct Api {
+pub struct Api {
     provider: &'static str,
     http: reqwest::Client,
     base: Url,
@@ -70,8 +75,16 @@ impl Api {
         self.request(Method::GET, path)
     }
 
-    pub(crate) fn post(&self, path: &[&str]) -> RequestBuilder {
-        self.request(Method::POST, path)
+    /// Sends an adapter's request once, on behalf of `action` for operation `subject`.
+    pub(crate) async fn send(&self, request: &Request, action: &'static str, subject: &str) -> CallResult {
+        let mut http = self.request(request.method.clone(), &request.path()).json(&request.body);
+        if let Some(key) = &request.idempotency_key {
+            http = http.header("Idempotency-Key", key);
+        }
+        if let Some(version) = &request.if_match {
+            http = http.header("If-Match", format!("\"{version}\""));
+        }
+        self.call(http, action, subject).await
     }
 
     /// Sends a side-effecting request once. `subject` (an operation id) is logged; bodies

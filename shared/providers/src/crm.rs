@@ -1,14 +1,17 @@
-//! Adapter for the reference CRM API (docs/design.md#crm-api, Salesforce-like): no idempotency
-//! keys, a non-unique external id field to search by, and versions for conditional
-//! updates. A create is made safe by searching before every create; an update by
-//! `If-Match` with the version the person approved.
+//! Adapter for the reference CRM API (Salesforce-like): serves `crm.deal.create` and
+//! `crm.deal.update`. No idempotency keys, a non-unique external id field to search by,
+//! and versions for conditional updates. A create is made safe by searching before every
+//! create; an update by `If-Match` with the version the person approved.
 
-use fleet_core::outcome::CallResult;
+use fleet_core::actions::deal_create::DealCreatePayload;
+use fleet_core::actions::deal_update::DealUpdatePayload;
+use fleet_core::Action;
 use fleet_runtime::{CrmArgs, Secret};
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::adapter::{looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable};
 use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
 use crate::lookup::{get_list, get_object, LookupError};
@@ -31,16 +34,18 @@ impl CrmConfig {
 /// conditional updates. An operator can declare less (`CRM_CAPABILITIES`) for a CRM that
 /// offers less; prepare then refuses what cannot be executed safely.
 pub fn capabilities() -> Capabilities {
-    Capabilities { idempotent_create: false, lookup: true, conditional_update: true }
+    Capabilities { idempotent_create: None, lookup: true, conditional_update: true }
 }
 
 /// The capabilities an operator declared for the CRM (`CRM_CAPABILITIES`). An unknown
 /// name is an error rather than silently granting nothing.
 pub fn declared_capabilities(args: &CrmArgs) -> Result<Capabilities, String> {
-    let mut c = Capabilities { idempotent_create: false, lookup: false, conditional_update: false };
+    let mut c = Capabilities::NONE;
     for name in args.crm_capabilities.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         match name {
-            "idempotent_create" => c.idempotent_create = true,
+            // The CRM states no retention: a key it honours is trusted for as long as the
+            // CRM stores the deal.
+            "idempotent_create" => c.idempotent_create = Some(std::time::Duration::MAX),
             "lookup" => c.lookup = true,
             "conditional_update" => c.conditional_update = true,
             other => return Err(format!("unknown CRM capability {other:?} (idempotent_create, lookup, conditional_update)")),
@@ -70,18 +75,6 @@ impl CrmClient {
         Ok(CrmClient { api: Api::new("crm", &config.base_url, &config.api_key, config.timeout_ms)? })
     }
 
-    /// `POST /v1/deals` once. The CRM deduplicates nothing: call only after a search.
-    pub async fn create_deal(&self, request: &DealRequest) -> CallResult {
-        let http = self.api.post(&["v1", "deals"]).json(request);
-        self.api.call(http, "crm.deal.create", &request.external_id).await
-    }
-
-    /// `PATCH /v1/deals/{id}` with `If-Match: "<expected_version>"`, always.
-    pub async fn update_deal(&self, operation_id: &str, deal_id: &str, expected_version: i64, patch: &Value) -> CallResult {
-        let http = self.api.request(Method::PATCH, &["v1", "deals", deal_id]).header("If-Match", format!("\"{expected_version}\"")).json(patch);
-        self.api.call(http, "crm.deal.update", operation_id).await
-    }
-
     /// `GET /v1/deals?external_id=…`: every deal carrying it (eventually consistent).
     pub async fn find_deals_by_external_id(&self, external_id: &str) -> Result<Vec<Value>, LookupError> {
         get_list(self.api.get(&["v1", "deals"]).query(&[("external_id", external_id)])).await
@@ -90,5 +83,39 @@ impl CrmClient {
     /// `GET /v1/deals/{id}`; `None` on 404.
     pub async fn get_deal(&self, id: &str) -> Result<Option<Value>, LookupError> {
         get_object(self.api.get(&["v1", "deals", id])).await
+    }
+}
+
+impl Adapter for CrmClient {
+    fn api(&self) -> &Api {
+        &self.api
+    }
+
+    /// `POST /v1/deals` (the CRM deduplicates nothing: execute sends it only after a
+    /// search), or `PATCH /v1/deals/{id}` with `If-Match: "<expected_version>"`, always.
+    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
+        match op.action {
+            Action::CrmDealCreate => {
+                let p: DealCreatePayload = op.payload()?;
+                let body = DealRequest { external_id: op.subject.operation_id.to_owned(), name: p.name, amount_minor: p.amount_minor, currency: p.currency, stage: p.stage, owner_id: p.owner_id };
+                Ok(Request::new(Method::POST, &["v1", "deals"], &body))
+            }
+            Action::CrmDealUpdate => {
+                let p: DealUpdatePayload = op.payload()?;
+                Ok(Request::new(Method::PATCH, &["v1", "deals", op.target()?], &p.patch).with_if_match(p.expected_version))
+            }
+            other => Err(Unbuildable(other.wire_name())),
+        }
+    }
+
+    /// A create by the search on our external id (eventually consistent); an update by
+    /// the deal it changed.
+    fn look_up<'a>(&'a self, op: &'a Operation<'a>, _external_id: Option<&'a str>) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+        Box::pin(async move {
+            match op.target() {
+                Ok(deal_id) if op.action == Action::CrmDealUpdate => looked_one("deal", self.get_deal(deal_id).await),
+                _ => looked("external_id_search", self.find_deals_by_external_id(op.subject.operation_id).await),
+            }
+        })
     }
 }

@@ -1,6 +1,8 @@
-//! Provider adapters over reqwest. Each adapter turns one side-effecting call into a
-//! `fleet_core::outcome::CallResult` (what the transport saw; the domain classifies it)
-//! and offers the read-only lookups reconcile needs.
+//! Provider adapters over reqwest. Each adapter builds the one side-effecting request of
+//! the actions its provider serves, turns sending it into a
+//! `fleet_core::outcome::CallResult` (what the transport saw; the action's catalogue
+//! entry classifies it) and offers the read-only lookups reconcile needs. [`Providers`]
+//! holds them by provider name, with what each provider documents and guarantees.
 //!
 //! Rule for every adapter: a side-effecting request is sent once per call. No automatic
 //! retry and no redirect is ever followed; deciding to call again belongs to the state
@@ -9,15 +11,23 @@
 //! Metrics (`fleet_provider_calls_total`, `fleet_provider_call_duration_seconds`) are
 //! recorded by the caller, which knows the classified outcome.
 
+pub mod adapter;
 mod api;
 pub mod capabilities;
 pub mod crm;
+pub mod esign;
 mod lookup;
+pub mod orders;
 pub mod payments;
+mod registry;
 mod transport;
 
+pub use adapter::{Adapter, Operation, Request, Unbuildable};
+pub use api::{Api, ConfigError};
 pub use capabilities::Capabilities;
 pub use lookup::LookupError;
-pub use api::ConfigError;
+pub use registry::{Provider, ProviderConfig, ProviderConfigs, Providers};
 pub use crm::{CrmClient, CrmConfig, DealRequest};
+pub use esign::{EnvelopeRequest, EsignClient};
+pub use orders::{OrdersClient, TransitionRequest};
 pub use payments::{PaymentRequest, PaymentsClient, PaymentsConfig, RefundRequest};

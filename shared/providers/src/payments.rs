@@ -1,25 +1,33 @@
-//! Adapter for the reference payments API (docs/design.md#payments-api, Stripe-like):
-//! creates payments and refunds under an idempotency key, and looks them up by reference or
-//! id.
+//! Adapter for the reference payments API (Stripe-like): serves `payment.create` and
+//! `refund.create`, each a create under an idempotency key, and looks them up by id or
+//! by reference.
 //!
 //! A create is sent exactly once per call: no retry, no redirect. The transport result is
-//! reported as a [`CallResult`] for `fleet_core::outcome::classify_payment` to judge.
+//! reported as a [`CallResult`] for the action's catalogue entry to classify.
 //! Logs carry ids and statuses only: never the API key, never request or response bodies.
 
+use std::time::Duration;
+
+use fleet_core::actions::payment_create::PaymentPayload;
+use fleet_core::actions::refund_create::RefundPayload;
 use fleet_core::outcome::CallResult;
+use fleet_core::Action;
 use fleet_runtime::{PaymentsArgs, Secret};
+use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::adapter::{looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable};
 use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
 use crate::lookup::{get_list, get_object, LookupError};
 
-/// What the payments API guarantees: idempotent creates (24 h key retention), lookup by
-/// reference (eventually consistent, within the search lag) and by id, no conditional updates.
-pub fn capabilities() -> Capabilities {
+/// What the payments API guarantees: idempotent creates (keys kept `key_retention`, 24 h
+/// for the reference API), lookup by reference (eventually consistent, within the search
+/// lag) and by id, no conditional updates.
+pub fn capabilities(key_retention: Duration) -> Capabilities {
     Capabilities {
-        idempotent_create: true,
+        idempotent_create: Some(key_retention),
         lookup: true,
         conditional_update: false,
     }
@@ -83,13 +91,8 @@ impl PaymentsClient {
         idempotency_key: &str,
         request: &PaymentRequest,
     ) -> CallResult {
-        self.create(
-            &["v1", "payments"],
-            "payment.create",
-            idempotency_key,
-            request,
-        )
-        .await
+        let request = Request::new(Method::POST, &["v1", "payments"], request).with_key(idempotency_key);
+        self.api.send(&request, "payment.create", idempotency_key).await
     }
 
     /// `POST /v1/refunds` once, under `idempotency_key` (the operation id).
@@ -98,13 +101,8 @@ impl PaymentsClient {
         idempotency_key: &str,
         request: &RefundRequest,
     ) -> CallResult {
-        self.create(
-            &["v1", "refunds"],
-            "refund.create",
-            idempotency_key,
-            request,
-        )
-        .await
+        let request = Request::new(Method::POST, &["v1", "refunds"], request).with_key(idempotency_key);
+        self.api.send(&request, "refund.create", idempotency_key).await
     }
 
     /// `GET /v1/payments?reference=…`: every payment with that reference. Eventually
@@ -134,19 +132,50 @@ impl PaymentsClient {
         get_object(self.api.get(&["v1", "refunds", id])).await
     }
 
-    async fn create<B: Serialize>(
-        &self,
-        path: &[&str],
-        action: &'static str,
-        idempotency_key: &str,
-        body: &B,
-    ) -> CallResult {
-        let request = self.api.post(path).header("Idempotency-Key", idempotency_key).json(body);
-        self.api.call(request, action, idempotency_key).await
-    }
-
     async fn search(&self, path: &[&str], reference: &str) -> Result<Vec<Value>, LookupError> {
         get_list(self.api.get(path).query(&[("reference", reference)])).await
     }
 }
 
+impl Adapter for PaymentsClient {
+    fn api(&self) -> &Api {
+        &self.api
+    }
+
+    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
+        let reference = op.subject.operation_id.to_owned();
+        let (path, body) = match op.action {
+            Action::PaymentCreate => {
+                let p: PaymentPayload = op.payload()?;
+                let body = PaymentRequest { amount_minor: p.amount_minor, currency: p.currency, beneficiary_id: p.beneficiary_id, invoice_id: p.invoice_id, reference };
+                ("payments", serde_json::to_value(body))
+            }
+            Action::RefundCreate => {
+                let p: RefundPayload = op.payload()?;
+                let body = RefundRequest { payment_id: p.payment_id, amount_minor: p.amount_minor, currency: p.currency, reason: p.reason, reference };
+                ("refunds", serde_json::to_value(body))
+            }
+            other => return Err(Unbuildable(other.wire_name())),
+        };
+        let body = body.map_err(|_| Unbuildable(op.action.wire_name()))?;
+        Ok(Request::new(Method::POST, &["v1", path], &body).with_key(op.idempotency_key))
+    }
+
+    /// By the object's id when known (strongly consistent); not there, or no id yet: the
+    /// search by reference, which the lag rules judge.
+    fn look_up<'a>(&'a self, op: &'a Operation<'a>, external_id: Option<&'a str>) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+        Box::pin(async move {
+            let refund = op.action == Action::RefundCreate;
+            if let Some(id) = external_id {
+                let by_id = if refund { self.get_refund(id).await } else { self.get_payment(id).await };
+                match by_id {
+                    Ok(None) => {}
+                    other => return looked_one("external_id", other),
+                }
+            }
+            let reference = op.subject.operation_id;
+            let search = if refund { self.find_refunds_by_reference(reference).await } else { self.find_payments_by_reference(reference).await };
+            looked("reference", search)
+        })
+    }
+}

@@ -201,6 +201,74 @@ pub struct CrmArgs {
     pub crm_capabilities: Vec<String>,
 }
 
+/// Settings of the e-signature provider (contract delivery; keys kept a short time).
+#[derive(Debug, Clone, Args)]
+pub struct EsignArgs {
+    /// Base URL of the e-signature API.
+    #[arg(long, env = "ESIGN_URL", default_value = "http://127.0.0.1:8090")]
+    pub esign_url: String,
+
+    /// API key sent as `Authorization: Bearer` (never printed).
+    #[arg(long, env = "ESIGN_API_KEY", hide_env_values = true, hide_default_value = true, default_value = "sk_test_sim")]
+    pub esign_api_key: Secret<String>,
+
+    /// Timeout of one e-signature call, connect to last body byte.
+    #[arg(long, env = "ESIGN_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub esign_timeout_ms: u64,
+
+    /// The provider's documented bound on search lag: a search by `external_ref` proves
+    /// absence only for attempts older than this.
+    #[arg(long, env = "ESIGN_SEARCH_LAG_MS", default_value_t = 60_000)]
+    pub esign_search_lag_ms: u64,
+
+    /// How long the provider keeps an idempotency key (one hour for the reference API):
+    /// a same-key retry is safe only within it, and a contract's approval window must be
+    /// shorter.
+    #[arg(long, env = "ESIGN_KEY_RETENTION_S", default_value_t = 3_600)]
+    pub esign_key_retention_s: u64,
+
+    /// The provider's documented upper bound on how long a request it accepted may still
+    /// commit after it started.
+    #[arg(long, env = "ESIGN_MAX_REQUEST_S", default_value_t = 120)]
+    pub esign_max_request_s: u64,
+}
+
+/// Settings of the orders provider (order status changes with a `from` precondition).
+#[derive(Debug, Clone, Args)]
+pub struct OrdersArgs {
+    /// Base URL of the orders API.
+    #[arg(long, env = "ORDERS_URL", default_value = "http://127.0.0.1:8090")]
+    pub orders_url: String,
+
+    /// API key sent as `Authorization: Bearer` (never printed).
+    #[arg(long, env = "ORDERS_API_KEY", hide_env_values = true, hide_default_value = true, default_value = "sk_test_sim")]
+    pub orders_api_key: Secret<String>,
+
+    /// Timeout of one orders call, connect to last body byte.
+    #[arg(long, env = "ORDERS_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub orders_timeout_ms: u64,
+
+    /// The orders provider's documented upper bound on how long a transition it accepted
+    /// may still commit after it started. Reconcile concludes "our transition did not
+    /// happen" from the order only once this has passed since the latest attempt began.
+    #[arg(long, env = "ORDERS_MAX_REQUEST_S", default_value_t = 120)]
+    pub orders_max_request_s: u64,
+}
+
+/// Every provider's settings: what the binaries that call providers (execute), look them
+/// up (reconcile) or judge intents against their guarantees (prepare, the API) flatten.
+#[derive(Debug, Clone, Args)]
+pub struct ProviderArgs {
+    #[command(flatten)]
+    pub payments: PaymentsArgs,
+    #[command(flatten)]
+    pub crm: CrmArgs,
+    #[command(flatten)]
+    pub orders: OrdersArgs,
+    #[command(flatten)]
+    pub esign: EsignArgs,
+}
+
 /// Every argument (`command sub --arg`) and subcommand of `cmd` that `--help` would show
 /// without a description; each binary's tests require none.
 pub fn undocumented_arguments(cmd: &clap::Command) -> Vec<String> {

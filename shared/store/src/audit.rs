@@ -10,11 +10,12 @@ use crate::rows::OPERATION_COLUMNS;
 use crate::{OperationRow, Store, StoreError};
 
 /// How long after settling each provider's operations are audited: its maximum request
-/// time plus its search lag.
-#[derive(Debug, Clone, Copy)]
+/// time plus its search lag, by provider name. A provider not listed is audited after
+/// `otherwise`.
+#[derive(Debug, Clone)]
 pub struct AuditDelays {
-    pub payments: Duration,
-    pub crm: Duration,
+    pub by_provider: Vec<(String, Duration)>,
+    pub otherwise: Duration,
 }
 
 const RECORD: &str = "
@@ -42,19 +43,18 @@ impl Store {
             .prepare_cached(&format!(
                 "SELECT {OPERATION_COLUMNS} FROM operations
                  WHERE status = 'succeeded' AND audited_at IS NULL AND (unknown_since IS NOT NULL OR attempts > 1)
-                   AND resolved_at <= now() - make_interval(secs => CASE WHEN provider = 'crm' THEN $1::float8 ELSE $2::float8 END)
+                   AND resolved_at <= now() - make_interval(secs => COALESCE(
+                       (SELECT d.secs FROM unnest($1::text[], $2::float8[]) AS d(provider, secs) WHERE d.provider = operations.provider),
+                       $3::float8))
                    AND (next_lookup_at IS NULL OR next_lookup_at <= now())
-                 ORDER BY resolved_at LIMIT $3"
+                 ORDER BY resolved_at LIMIT $4"
             ))
             .await?;
+        let (providers, secs): (Vec<&str>, Vec<f64>) = delays.by_provider.iter().map(|(p, d)| (p.as_str(), d.as_secs_f64())).unzip();
         let rows = client
             .query(
                 &stmt,
-                &[
-                    &delays.crm.as_secs_f64(),
-                    &delays.payments.as_secs_f64(),
-                    &batch,
-                ],
+                &[&providers, &secs, &delays.otherwise.as_secs_f64(), &batch],
             )
             .await?;
         Ok(rows.iter().map(OperationRow::from_row).collect())

@@ -44,6 +44,6 @@ pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
 pub use transition::{transition_in, Transition, TransitionOutcome};
 pub use views::{PageKey, ViewFilter};
 pub use webhooks::{
-    check_identity, decide as decide_webhook, EventKind, Family, ObjectIdentity, Reported, ReportedObject, RowIdentity, StoredWebhook,
+    check_identity, decide as decide_webhook, EventKind, ObjectIdentity, Reported, ReportedObject, RowIdentity, StoredWebhook,
     WebhookDecision, WebhookEvent, WebhookOutcome, MIN_WEBHOOK_RETENTION_DAYS, WEBHOOK_ACTOR,
 };

@@ -31,14 +31,14 @@ WITH inserted AS (
 SELECT count(*) AS inserted FROM inserted";
 
 /// Whether the superseded operation can still be replaced: it was never claimed, or it
-/// ended without any possible effect (a provider-refused conditional update, or a claim
-/// that never happened).
+/// ended without any possible effect (a conditional update whose precondition the
+/// provider refused, or a claim that never happened).
 fn replaceable(status: &str, fence: i64, reason: Option<&str>) -> Result<bool, &'static str> {
     match (status, reason) {
         // Claimed before (fence > 0) means a request may have gone out under the old key:
         // a new operation with a new key could double it.
         ("not_started", _) if fence == 0 => Ok(true),
-        ("cancelled", Some("version_conflict")) => Ok(false),
+        ("cancelled", Some("version_conflict" | "status_conflict")) => Ok(false),
         ("cancelled", _) if fence == 0 => Ok(false),
         _ => Err("supersedes_executed"),
     }

@@ -1,7 +1,7 @@
 //! Row types, named exactly as the columns (scripts read `fleetctl show --json`).
 
 use chrono::{DateTime, Utc};
-use fleet_core::{Snapshot, Status};
+use fleet_core::{Action, Snapshot, Status, Subject};
 use serde::Serialize;
 use serde_json::Value;
 use tokio_postgres::Row;
@@ -130,6 +130,16 @@ impl OperationRow {
     /// The status as the domain type. The CHECK constraint guarantees a known name.
     pub fn status(&self) -> Status {
         Status::parse(&self.status).expect("the status CHECK constraint admits only known names")
+    }
+
+    /// What a provider call and a lookup are about: id, target and approved payload.
+    pub fn subject(&self) -> Subject<'_> {
+        Subject { operation_id: &self.operation_id, target: self.target.as_deref(), payload: &self.payload }
+    }
+
+    /// The row's action; `None` only for a row written behind the CHECK constraint's back.
+    pub fn action(&self) -> Option<Action> {
+        Action::parse(&self.action)
     }
 
     /// The snapshot as stored, for recomputing its hash before any call.

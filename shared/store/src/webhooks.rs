@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::{Store, StoreError, TransitionOutcome};
 
-pub use fleet_core::webhook::{check_identity, decide, EventKind, Family, ObjectIdentity, Reported, RowIdentity, WebhookDecision};
+pub use fleet_core::webhook::{check_identity, decide, EventKind, ObjectIdentity, Reported, RowIdentity, WebhookDecision};
 pub use retention::MIN_WEBHOOK_RETENTION_DAYS;
 
 /// The actor named in `operation_events` for everything a webhook did.

@@ -55,3 +55,21 @@ pub fn deal_update_intent(deal_id: &str, expected_version: i64, patch: Value) ->
     let payload = json!({"expected_version": expected_version, "patch": patch});
     base("crm.deal.update", "crm", json!(deal_id), payload, "crm-v1", &format!("{deal_id}@{expected_version}"))
 }
+
+/// Moves `order_id` from `from` to `to` (an order the simulator holds).
+pub fn order_change_intent(order_id: &str, from: &str, to: &str) -> Value {
+    let payload = json!({"from": from, "to": to, "reason": "Shipped by carrier"});
+    base("order.status.change", "orders", json!(order_id), payload, "orders-v1", &format!("{order_id}@{from}"))
+}
+
+/// The SHA-256 of the document the tests' contracts send.
+pub const CONTRACT_SHA256: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+/// Sends template `tpl_msa_v3` to `recipient_id`. The approval window (30 min) stays
+/// inside the e-signature key's hour.
+pub fn contract_intent(recipient_id: &str) -> Value {
+    let payload = json!({"template_id": "tpl_msa_v3", "recipient_id": recipient_id, "document_sha256": CONTRACT_SHA256, "subject": "Master services agreement"});
+    let mut i = base("contract.send", "esign", Value::Null, payload, "contracts-v1", &format!("{recipient_id}@12"));
+    i["approval_ttl_seconds"] = json!(1800);
+    i
+}

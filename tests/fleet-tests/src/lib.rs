@@ -24,7 +24,7 @@ use fleet_prepare::{IntakeRules, PrepareDeps, ProviderCapabilities};
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
 use fleet_core::reconcile::ProviderContract;
 use fleet_provider_sim::{RunningSim, SimConfig};
-use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
+use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig, ProviderConfig, ProviderConfigs, Providers};
 use fleet_runtime::Secret;
 use fleet_store::{ApprovalOutcome, Store};
 use serde_json::{json, Value};
@@ -37,7 +37,7 @@ pub use console::{cookie_value, CLAIMED_ROLE, CLAIMED_TENANTS, form_token, no_re
 pub use events::{fast_relay, EventTap, TappedEvent};
 pub use broker_users::BrokerUsers;
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
-pub use intents::{deal_create_intent, deal_update_intent, intent, intent_bytes, refund_intent, with_amount};
+pub use intents::{contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes, order_change_intent, refund_intent, with_amount, CONTRACT_SHA256};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, eventually_within, DEADLINE};
 pub use webhooks::{event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET};
@@ -111,12 +111,16 @@ impl TestFleet {
         CrmClient::new(CrmConfig { base_url: self.sim.base_url.clone(), api_key: Secret::new("sk_test_sim".into()), timeout_ms }).expect("crm client")
     }
 
+    /// Every provider at the simulator, which serves them all, as the harness documents
+    /// them: a 300 ms search lag, no request that commits after it was answered (the
+    /// simulator commits before it answers unless a test delays it), each provider's
+    /// reference guarantees. A test changes what it needs, then connects them.
+    pub fn provider_configs(&self) -> ProviderConfigs {
+        ProviderConfigs::all_at(&self.sim.base_url, "sk_test_sim", 5_000, 300, 0)
+    }
+
     pub fn spawn_prepare(&mut self) {
-        self.spawn_prepare_with(ProviderCapabilities {
-            payments: fleet_providers::payments::capabilities(),
-            crm: fleet_providers::crm::capabilities(),
-            payments_key_retention_s: 86_400,
-        });
+        self.spawn_prepare_with(self.provider_configs().capabilities());
     }
 
     /// Starts prepare with these provider guarantees (the capability guard's input) and
@@ -131,15 +135,16 @@ impl TestFleet {
     }
 
     pub fn execute_deps(&self, settings: ExecuteSettings) -> ExecuteDeps {
+        self.execute_deps_with(settings, &self.provider_configs())
+    }
+
+    pub fn execute_deps_with(&self, settings: ExecuteSettings, providers: &ProviderConfigs) -> ExecuteDeps {
         ExecuteDeps {
             store: self.store.clone(),
             broker: self.broker.clone(),
             health: BrokerHealth::new(),
             publisher: self.publisher.clone(),
-            payments: self.payments_client(5_000),
-            crm: self.crm_client(5_000),
-            crm_contract: ProviderContract { key_retention_ms: u64::MAX, ..contract(300) },
-            payments_contract: contract(300),
+            providers: connect(providers),
             settings,
             concurrency: 4,
         }
@@ -160,16 +165,25 @@ impl TestFleet {
         }));
     }
 
+    /// Reconcile with every provider documenting `contract`'s search lag and request
+    /// bound, and the payments provider its key retention (the others keep theirs).
     pub fn reconcile_deps(&self, contract: ProviderContract, settings: ReconcileSettings) -> ReconcileDeps {
+        let mut providers = self.provider_configs();
+        for name in fleet_core::catalogue::providers() {
+            documents(providers.provider_mut(name), contract);
+        }
+        let payments = providers.provider_mut("payments");
+        payments.capabilities.idempotent_create = Some(Duration::from_millis(contract.key_retention_ms));
+        self.reconcile_deps_with(&providers, settings)
+    }
+
+    pub fn reconcile_deps_with(&self, providers: &ProviderConfigs, settings: ReconcileSettings) -> ReconcileDeps {
         ReconcileDeps {
             store: self.store.clone(),
             broker: self.broker.clone(),
             health: BrokerHealth::new(),
             publisher: self.publisher.clone(),
-            payments: self.payments_client(5_000),
-            crm: self.crm_client(5_000),
-            contract,
-            crm_contract: ProviderContract { key_retention_ms: u64::MAX, ..contract },
+            providers: connect(providers),
             settings,
             concurrency: 4,
         }
@@ -214,6 +228,16 @@ impl TestFleet {
         Ok(self.publisher.publish(Queue::OperationsExecute, &bell).await.is_ok())
     }
 
+    /// Submits `intent` to the queue, waits until it is prepared and approves it (ringing
+    /// execute): its operation id.
+    pub async fn submit_and_approve(&self, intent: &Value) -> String {
+        let op = op_of(intent);
+        self.submit(intent).await;
+        self.prepared(&op).await;
+        self.approve(&op, &hash_of(intent)).await.expect("approved");
+        op
+    }
+
     /// Waits until prepare has stored the operation.
     pub async fn prepared(&self, op: &str) -> fleet_store::OperationRow {
         let store = self.store.clone();
@@ -244,6 +268,42 @@ impl TestFleet {
         .await
     }
 
+    /// Waits until the operation's history holds an event of `kind` (`lookup`,
+    /// `audited`, …), and returns the first.
+    pub async fn recorded(&self, op: &str, kind: &str) -> fleet_store::EventRow {
+        let store = self.store.clone();
+        eventually(&format!("a {kind} event of {op}"), || {
+            let store = store.clone();
+            async move { store.events(op).await.unwrap().into_iter().find(|e| e.kind == kind) }
+        })
+        .await
+    }
+
+    /// Rings execute for an operation whose key may be forgotten, and waits until it is
+    /// escalated with `key_retention_passed` having sent nothing.
+    pub async fn escalated_without_sending(&self, op: &str) -> fleet_store::OperationRow {
+        self.ring_execute(op).await;
+        let row = self.escalated(op).await;
+        assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("key_retention_passed")));
+        assert_eq!(self.sim_posts(op).await, 0, "nothing sent on a forgotten key");
+        row
+    }
+
+    /// Makes the operation's key look first used `ago` (a Postgres interval, e.g.
+    /// `'25 hours'`), by an attempt that provably never left: what a long backlog of
+    /// releases and redrives leaves behind.
+    pub async fn first_attempt_ago(&self, op: &str, ago: &str) {
+        let sql = self.sql().await;
+        sql.execute("UPDATE operations SET attempts = 1 WHERE operation_id = $1", &[&op]).await.unwrap();
+        sql.execute(
+            "INSERT INTO attempts (operation_id, fence, worker, started_at, finished_at, outcome, detail)
+             VALUES ($1, 0, 'execute:old', now() - $2::text::interval, now() - $2::text::interval, 'not_executed', 'connection_refused')",
+            &[&op, &ago],
+        )
+        .await
+        .unwrap();
+    }
+
     /// Waits until `queue` holds no ready message (every bell was taken).
     pub async fn drained(&self, queue: Queue) {
         let broker = self.broker.clone();
@@ -269,7 +329,13 @@ impl TestFleet {
 
     pub async fn sim_effects(&self, reference: &str) -> i64 {
         let v = self.sim_get(&format!("/_sim/effects?reference={reference}")).await;
-        ["payments", "refunds", "deals"].iter().map(|k| v[k].as_i64().unwrap_or(0)).sum()
+        ["payments", "refunds", "deals", "orders", "envelopes"].iter().map(|k| v[k].as_i64().unwrap_or(0)).sum()
+    }
+
+    /// An order the simulator holds, at `status`: its id.
+    pub async fn sim_order(&self, status: &str) -> String {
+        let order = self.sim_post("/_sim/orders", json!({ "status": status })).await;
+        order["id"].as_str().expect("an order id").to_owned()
     }
 
     /// The create requests (POSTs) the simulator received for this reference.
@@ -360,6 +426,16 @@ pub fn hash_of(intent: &Value) -> String {
 
 pub fn fault(route: &str, kind: &str) -> Value {
     json!({"route": route, "kind": kind})
+}
+
+fn connect(providers: &ProviderConfigs) -> Arc<Providers> {
+    Arc::new(providers.connect().expect("the providers' clients"))
+}
+
+/// Makes `provider` document `contract`'s search lag and request bound.
+pub fn documents(provider: &mut ProviderConfig, contract: ProviderContract) {
+    provider.search_lag_ms = contract.search_lag_ms;
+    provider.max_request_ms = contract.max_request_ms;
 }
 
 /// A provider contract for tests: the simulator's lag bound and a long key retention.

@@ -99,10 +99,14 @@ impl TestFleet {
             .env("AMQP_NAMESPACE", &self.broker.namespace)
             .env("PAYMENTS_URL", &self.sim.base_url)
             .env("CRM_URL", &self.sim.base_url)
+            .env("ORDERS_URL", &self.sim.base_url)
+            .env("ESIGN_URL", &self.sim.base_url)
             // The simulator commits every request before it answers unless a test injects a
             // delay; a test that does sets the matching bound itself.
             .env("PAYMENTS_MAX_REQUEST_S", "0")
             .env("CRM_MAX_REQUEST_S", "0")
+            .env("ORDERS_MAX_REQUEST_S", "0")
+            .env("ESIGN_MAX_REQUEST_S", "0")
             .env("ADMIN_ADDR", "127.0.0.1:0")
             .env("POLICY_DIR", crate::policy_dir())
             .env("LOG_FORMAT", "json")

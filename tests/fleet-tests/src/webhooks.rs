@@ -39,6 +39,12 @@ impl WebhookIngest {
         format!("{}/webhooks/payments", self.base_url)
     }
 
+    /// The receiver's endpoint for whichever provider sends (the simulator puts its
+    /// name for `{provider}`).
+    pub fn url_per_provider(&self) -> String {
+        format!("{}/webhooks/{{provider}}", self.base_url)
+    }
+
     pub fn outcomes(&self) -> Vec<String> {
         self.outcomes.lock().unwrap().clone()
     }

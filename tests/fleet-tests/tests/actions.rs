@@ -4,10 +4,9 @@
 
 use fleet_broker::Queue;
 use fleet_execute::ExecuteSettings;
-use fleet_prepare::ProviderCapabilities;
 use fleet_providers::Capabilities;
 use fleet_provider_sim::SimConfig;
-use fleet_tests::{contract, deal_create_intent, deal_update_intent, fast_reconcile, hash_of, intent, op_of, refund_intent, TestFleet};
+use fleet_tests::{contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent, op_of, refund_intent, TestFleet};
 use serde_json::{json, Value};
 
 async fn submit_and_approve(fleet: &TestFleet, i: &Value) -> String {
@@ -119,7 +118,7 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     fleet.spawn_execute();
     submit_and_approve(&fleet, &i).await;
     let row = fleet.escalated(&op).await;
-    assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("multiple_deals")));
+    assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("multiple_matches")));
     assert_eq!(row.external_id, None, "nothing picked");
     assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 0, "nothing created");
     assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["deals"], json!(2));
@@ -131,8 +130,9 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
     // The CRM queues the create for 1 s; its documented search lag (2 s) covers that.
     let mut fleet = TestFleet::start_with_sim(SimConfig { crm_async_create: true, crm_async_delay_ms: 1_000, ..Default::default() }).await;
     fleet.spawn_prepare();
-    let deps = fleet.execute_deps(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() });
-    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps { crm_contract: contract(2_000), ..deps });
+    let mut providers = fleet.provider_configs();
+    documents(providers.provider_mut("crm"), contract(2_000));
+    fleet.spawn_execute_deps(fleet.execute_deps_with(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() }, &providers));
     fleet.spawn_reconcile(contract(2_000), fast_reconcile());
     let op = submit_and_approve(&fleet, &deal_create_intent()).await;
     let accepted = fleet.reaches(&op, "accepted").await;
@@ -205,8 +205,7 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
 #[tokio::test]
 async fn an_intent_for_a_provider_without_idempotency_and_without_lookup_is_refused_at_prepare() {
     let mut fleet = TestFleet::start().await;
-    let none = Capabilities { idempotent_create: false, lookup: false, conditional_update: false };
-    fleet.spawn_prepare_with(ProviderCapabilities { payments: fleet_providers::payments::capabilities(), crm: none, payments_key_retention_s: 86_400 });
+    fleet.spawn_prepare_with(fleet.provider_configs().capabilities().with("crm", Capabilities::NONE));
     let i = deal_create_intent();
     fleet.submit(&i).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
@@ -221,8 +220,7 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
     // attempt alone must keep reconcile from ever concluding absence.
     let mut fleet = TestFleet::start_with_sim(SimConfig { crm_async_create: true, crm_async_delay_ms: 3_000, ..Default::default() }).await;
     fleet.spawn_prepare();
-    let deps = fleet.execute_deps(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() });
-    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps { crm_contract: contract(300), ..deps });
+    fleet.spawn_execute_deps(fleet.execute_deps(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() }));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let op = submit_and_approve(&fleet, &deal_create_intent()).await;
     let row = fleet.reaches(&op, "succeeded").await;

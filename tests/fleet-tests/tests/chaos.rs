@@ -1,13 +1,17 @@
 //! The chaos soak: execute and reconcile run as real processes and are SIGKILLed at random
 //! every 0.5–2 s (and restarted) while the provider simulator injects every fault kind at
-//! 5%. At the end every operation must be final or escalated, and a checker reads the
-//! simulator's request log and counters and the operation log:
+//! 5% on every action's routes. The mix is mostly payments, with order status changes
+//! (a conditional update settled from the order) and contracts (a keyed create the
+//! provider settles later, looked up past a one-second deadline) among them. At the end
+//! every operation must be final or escalated, and a checker reads the simulator's
+//! request log and counters and the operation log:
 //!
 //! - duplicates: operations with more than one provider effect (must be 0);
 //! - lost: approved operations neither final nor escalated (must be 0);
 //! - blind retries: a claim after `unknown` without a lookup that found nothing in
 //!   between (must be 0);
-//! - drift: a request under another key, or a row whose hash changed (must be 0).
+//! - drift: a keyed request under another key (or an unkeyed one with a key), or a row
+//!   whose hash changed (must be 0).
 //!
 //! CI runs 300 operations; `CHAOS_OPS=5000 CHAOS_SECONDS=300 cargo test -p fleet-tests
 //! --test chaos -- --nocapture` runs a large one. `CHAOS_SEED` replays a schedule.
@@ -16,7 +20,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use fleet_provider_sim::SimConfig;
-use fleet_tests::{hash_of, intent, op_of, TestFleet, WorkerProcess};
+use fleet_tests::{contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet, WorkerProcess};
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
 
@@ -40,12 +44,20 @@ impl Rng {
     }
 }
 
-const WORKER_ENV: [(&str, &str); 10] = [
+const WORKER_ENV: [(&str, &str); 16] = [
     ("LEASE_TTL_MS", "1000"),
     ("PAYMENTS_TIMEOUT_MS", "1000"),
     ("PAYMENTS_SEARCH_LAG_MS", "1000"),
     // The delay fault below holds a request 1.5 s, past the client's 1 s timeout.
     ("PAYMENTS_MAX_REQUEST_S", "2"),
+    ("ORDERS_TIMEOUT_MS", "1000"),
+    ("ORDERS_MAX_REQUEST_S", "2"),
+    ("ESIGN_TIMEOUT_MS", "1000"),
+    ("ESIGN_SEARCH_LAG_MS", "1000"),
+    ("ESIGN_MAX_REQUEST_S", "2"),
+    // A contract is sent by the provider a moment after it accepted it; no webhook here,
+    // so it is looked up once its deadline passed.
+    ("ACCEPTED_DEADLINE_S", "1"),
     ("SWEEP_INTERVAL_MS", "200"),
     ("LOOKUP_RECHECK_MS", "300"),
     ("UNSTARTED_REDRIVE_MS", "2000"),
@@ -54,17 +66,25 @@ const WORKER_ENV: [(&str, &str); 10] = [
     ("RUST_LOG", "warn"),
 ];
 
-const FAULTS: [(&str, &str); 6] = [
-    ("POST /v1/payments", "drop_before_commit"),
-    ("POST /v1/payments", "drop_after_commit"),
-    ("POST /v1/payments", "error_before_commit"),
-    ("POST /v1/payments", "error_after_commit"),
-    ("POST /v1/payments", "delay"),
-    ("GET /v1/payments", "error_before_commit"),
+/// Every side-effecting route of the mix, with the reads that settle it.
+const ROUTES: [(&str, &[&str]); 3] = [
+    ("POST /v1/payments", &["GET /v1/payments"]),
+    ("POST /v1/orders/{id}/transitions", &["GET /v1/orders/{id}"]),
+    ("POST /v1/envelopes", &["GET /v1/envelopes", "GET /v1/envelopes/{id}"]),
 ];
 
+const FAULT_KINDS: [&str; 5] = ["drop_before_commit", "drop_after_commit", "error_before_commit", "error_after_commit", "delay"];
+
+/// Of every 8 operations, one is an order status change and one a contract.
+const MIX: usize = 8;
+
+/// Paths whose requests carry the operation's idempotency key.
+const KEYED_PATHS: [&str; 3] = ["/v1/payments", "/v1/refunds", "/v1/envelopes"];
+
 async fn inject_faults(fleet: &TestFleet) {
-    for (route, kind) in FAULTS {
+    let writes = ROUTES.iter().flat_map(|(write, _)| FAULT_KINDS.map(|kind| (*write, kind)));
+    let reads = ROUTES.iter().flat_map(|(_, reads)| reads.iter().map(|read| (*read, "error_before_commit")));
+    for (route, kind) in writes.chain(reads) {
         let mut f = json!({"route": route, "kind": kind, "probability": 0.05});
         match kind {
             "error_before_commit" => f["status"] = json!(503),
@@ -93,7 +113,8 @@ async fn check(fleet: &TestFleet, ops: &[(String, String)]) -> Report {
     let mut report = Report::default();
     let requests: Value = fleet.http.get(format!("{}/_sim/requests", fleet.sim.base_url)).send().await.unwrap().json().await.unwrap();
     for r in requests["data"].as_array().unwrap() {
-        if r["idempotency_key"] != r["reference"] {
+        let keyed = KEYED_PATHS.contains(&r["path"].as_str().unwrap_or(""));
+        if (keyed && r["idempotency_key"] != r["reference"]) || (!keyed && !r["idempotency_key"].is_null()) {
             report.drift += 1;
         }
     }
@@ -148,7 +169,7 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
     let chaos_for = Duration::from_secs(env_or("CHAOS_SECONDS", 20));
     let seed = env_or("CHAOS_SEED", 0x5EED_F1EE7);
     let mut rng = Rng(seed | 1);
-    let mut fleet = TestFleet::start_with_sim(SimConfig { search_lag_ms: 200, ..Default::default() }).await;
+    let mut fleet = TestFleet::start_with_sim(SimConfig { search_lag_ms: 200, esign_search_lag_ms: 200, ..Default::default() }).await;
     inject_faults(&fleet).await;
     fleet.spawn_prepare();
 
@@ -157,7 +178,14 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
         .map(|name| (name, fleet.spawn_process(name, &WORKER_ENV)))
         .collect();
 
-    let intents: Vec<Value> = (0..n_ops).map(|_| intent()).collect();
+    let mut intents: Vec<Value> = Vec::with_capacity(n_ops);
+    for n in 0..n_ops {
+        intents.push(match n % MIX {
+            3 => order_change_intent(&fleet.sim_order("paid").await, "paid", "fulfilled"),
+            7 => contract_intent(&format!("cust_{n}")),
+            _ => intent(),
+        });
+    }
     let ops: Vec<(String, String)> = intents.iter().map(|i| (op_of(i), hash_of(i))).collect();
     for i in &intents {
         fleet.submit(i).await;

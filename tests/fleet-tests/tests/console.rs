@@ -5,8 +5,8 @@
 
 use fleet_core::Role;
 use fleet_tests::{
-    cookie_value, deal_update_intent, form_token, hash_of, intent, no_redirects, op_of, session_of,
-    set_cookie, sign_in_over_http, ApiProcess, SignedIn, TestFleet,
+    contract_intent, cookie_value, deal_update_intent, form_token, hash_of, intent, no_redirects, op_of,
+    order_change_intent, session_of, set_cookie, sign_in_over_http, ApiProcess, SignedIn, TestFleet,
 };
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION};
 use reqwest::StatusCode;
@@ -652,6 +652,27 @@ async fn a_crm_update_is_shown_beside_the_deals_current_values() {
         assert!(text.contains(row), "{row} in {text}");
     }
     assert!(text.contains("the CRM holds version <strong>2</strong> now — the update will be refused as a conflict"), "{text}");
+    c.fleet.stop().await;
+}
+
+#[tokio::test]
+async fn the_inbox_and_the_operation_page_say_what_an_order_change_and_a_contract_do() {
+    let c = console().await;
+    let order = order_change_intent("ord_5531", "paid", "fulfilled");
+    let contract = contract_intent("cust_1042");
+    c.submit(&order).await;
+    c.submit(&contract).await;
+    let alice = session_of(&c.api, "sub-alice").await;
+    let inbox = c.get(&alice, "/console").await.text().await.unwrap();
+    let order_line = "Move order ord_5531 from paid to fulfilled";
+    let contract_line = "Send contract template tpl_msa_v3 to recipient cust_1042";
+    for line in [order_line, contract_line] {
+        assert!(inbox.contains(line), "{line} in {inbox}");
+    }
+    for (op, line) in [(op_of(&order), order_line), (op_of(&contract), contract_line)] {
+        let page = c.get(&alice, &format!("/console/operations/{op}")).await.text().await.unwrap();
+        assert!(page.contains(&format!("<h1 class=\"headline\">{line}</h1>")), "{page}");
+    }
     c.fleet.stop().await;
 }
 

@@ -166,9 +166,9 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     fleet.prepared(&op).await;
     // The provider takes 500 ms; the worker gives up after 200 ms: unknown.
     fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 500})).await;
-    let deps = fleet.execute_deps(ExecuteSettings::default());
-    let deps = fleet_execute::ExecuteDeps { payments: fleet.payments_client(200), ..deps };
-    let handler = fleet_execute::ExecuteHandler::new(deps);
+    let mut providers = fleet.provider_configs();
+    providers.provider_mut("payments").timeout_ms = 200;
+    let handler = fleet_execute::ExecuteHandler::new(fleet.execute_deps_with(ExecuteSettings::default(), &providers));
     fleet.store.approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER).await.unwrap();
     handler.resume(&OperationId::parse(&op).unwrap()).await.unwrap();
     assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status_reason.as_deref(), Some("timeout"));

@@ -13,11 +13,13 @@ use serde_json::{json, Value};
 
 const TENANT: &str = "org_482";
 const OTHER_TENANT: &str = "org_999";
-const PROPOSALS: [&str; 4] = [
+const PROPOSALS: [&str; 6] = [
     "payment_create",
     "refund_create",
     "crm_deal_create",
     "crm_deal_update",
+    "order_status_change",
+    "contract_send",
 ];
 
 /// The seed payment, as a `payment_create` call's arguments (no operation id, no tenant:
@@ -73,6 +75,8 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
             "refund_create",
             "crm_deal_create",
             "crm_deal_update",
+            "order_status_change",
+            "contract_send",
             "get_operation",
             "list_operations"
         ])
@@ -83,6 +87,8 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
         "refund_create",
         "deal_create",
         "deal_update",
+        "order_status_change",
+        "contract_send",
     ]) {
         let t = tools.iter().find(|t| t.name == *tool).unwrap();
         let a = t.annotations.as_ref().expect("annotations");
@@ -128,7 +134,7 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
         assert!(!required.contains("operation_id") && !required.contains("tenant_id"));
         assert_eq!(
             required.contains("target"),
-            *tool == "crm_deal_update",
+            ["crm_deal_update", "order_status_change"].contains(tool),
             "{tool}"
         );
         if let Some(amount) = payload["properties"].get("amount_minor") {
@@ -195,6 +201,41 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
     assert!(agent
         .server_instructions()
         .is_some_and(|i| i.contains("Nothing happens until that person approves")));
+    agent.close().await;
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn an_order_status_change_is_proposed_with_its_target_and_runs_once_approved() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_execute();
+    let api = fleet.spawn_api(&[]).await;
+    let token = fleet.token("fulfilment-bot", Role::Agent, &[TENANT]).await;
+    let agent = api.mcp(&token).await.expect("connect");
+    let order = fleet.sim_order("paid").await;
+    let args = json!({
+        "target": order,
+        "payload": {"from": "paid", "to": "fulfilled", "reason": "Shipped by carrier"},
+        "policy_version": "orders-v1",
+        "data_version": format!("{order}@paid"),
+        "approval_ttl_seconds": 3600,
+    });
+    let proposed = agent.call("order_status_change", args).await.ok();
+    let op = proposed["operation_id"].as_str().unwrap().to_owned();
+    let view = fleet.view_in_db(&op).await;
+    assert_eq!(
+        (&view["action"], &view["provider"], &view["target"], &view["status"]),
+        (&json!("order.status.change"), &json!("orders"), &json!(order), &json!("not_started"))
+    );
+    assert_eq!(fleet.approve(&op, proposed["payload_hash"].as_str().unwrap()).await.ok(), Some(true));
+    let done = agent.call("get_operation", json!({"operation_id": op, "wait_for": "final", "timeout_s": 30})).await.ok();
+    assert_eq!((done["status"].clone(), done["external_id"].clone()), (json!("succeeded"), json!(order)));
+    assert_eq!(fleet.sim_get(&format!("/_sim/orders/{order}")).await["last_transition_ref"], json!(op));
+    // Without its target the tool refuses, with the reason the intent queue would give.
+    let refused = agent
+        .call("order_status_change", json!({"payload": {"from": "paid", "to": "fulfilled", "reason": "r"}, "policy_version": "orders-v1", "data_version": "d", "approval_ttl_seconds": 60}))
+        .await;
+    assert_eq!(refused.refusal(), ("invalid_field".to_owned(), json!("target")));
     agent.close().await;
     fleet.stop().await;
 }

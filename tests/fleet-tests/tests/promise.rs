@@ -11,7 +11,7 @@ use fleet_core::{Event, Status};
 use fleet_execute::ExecuteSettings;
 use fleet_store::{Transition, TransitionOutcome};
 use fleet_tests::{
-    contract, deal_create_intent, deal_update_intent, event_body, eventually, fast_reconcile,
+    contract, deal_create_intent, deal_update_intent, documents, event_body, eventually, fast_reconcile,
     hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
 };
 use serde_json::{json, Value};
@@ -45,21 +45,15 @@ fn slow_crm() -> ProviderContract {
     }
 }
 
-/// Execute and reconcile against the CRM with a 1 s client timeout and `crm` as its contract.
-fn spawn_crm_workers(fleet: &mut TestFleet, crm: ProviderContract) {
-    let deps = fleet.execute_deps(ExecuteSettings::default());
-    let crm_client = fleet.crm_client(1_000);
-    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps {
-        crm: crm_client.clone(),
-        crm_contract: crm,
-        ..deps
-    });
-    let deps = fleet.reconcile_deps(contract(300), fast_reconcile());
-    fleet.spawn_reconcile_deps(fleet_reconcile::ReconcileDeps {
-        crm: crm_client,
-        crm_contract: crm,
-        ..deps
-    });
+/// Execute and reconcile against the CRM with a `timeout_ms` client timeout and `crm` as
+/// its contract.
+fn spawn_crm_workers(fleet: &mut TestFleet, crm: ProviderContract, timeout_ms: u64) {
+    let mut providers = fleet.provider_configs();
+    let config = providers.provider_mut("crm");
+    documents(config, crm);
+    config.timeout_ms = timeout_ms;
+    fleet.spawn_execute_deps(fleet.execute_deps_with(ExecuteSettings::default(), &providers));
+    fleet.spawn_reconcile_deps(fleet.reconcile_deps_with(&providers, fast_reconcile()));
 }
 
 #[tokio::test]
@@ -68,7 +62,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
     fleet.spawn_prepare();
     // Every create commits 2.5 s after it arrived; the client gives up after 1 s.
     fleet.sim_fault(json!({"route": "POST /v1/deals", "kind": "delay", "delay_ms": 2_500, "probability": 1.0})).await;
-    spawn_crm_workers(&mut fleet, slow_crm());
+    spawn_crm_workers(&mut fleet, slow_crm(), 1_000);
     let mut ops = Vec::new();
     for _ in 0..3 {
         ops.push(submit_and_approve(&fleet, &deal_create_intent()).await);
@@ -115,19 +109,7 @@ async fn a_deal_update_refused_because_our_own_late_patch_landed_is_succeeded_no
         key_retention_ms: u64::MAX,
         ..contract(300)
     };
-    let deps = fleet.execute_deps(ExecuteSettings::default());
-    let crm_client = fleet.crm_client(2_000);
-    fleet.spawn_execute_deps(fleet_execute::ExecuteDeps {
-        crm: crm_client.clone(),
-        crm_contract: understated,
-        ..deps
-    });
-    let deps = fleet.reconcile_deps(contract(300), fast_reconcile());
-    fleet.spawn_reconcile_deps(fleet_reconcile::ReconcileDeps {
-        crm: crm_client,
-        crm_contract: understated,
-        ..deps
-    });
+    spawn_crm_workers(&mut fleet, understated, 2_000);
 
     let op = submit_and_approve(
         &fleet,
@@ -192,28 +174,9 @@ async fn execute_never_sends_on_a_key_past_its_retention_and_escalates_instead()
     let mut fleet = TestFleet::start().await;
     let op = payment_waiting_for_a_second_claim(&mut fleet).await;
     // The key was first used 25 h ago (a long backlog of releases and redrives).
-    let sql = fleet.sql().await;
-    sql.execute(
-        "UPDATE operations SET attempts = 1 WHERE operation_id = $1",
-        &[&op],
-    )
-    .await
-    .unwrap();
-    sql.execute("INSERT INTO attempts (operation_id, fence, worker, started_at, finished_at, outcome, detail) VALUES ($1, 0, 'execute:old', now() - interval '25 hours', now() - interval '25 hours', 'not_executed', 'connection_refused')", &[&op])
-        .await
-        .unwrap();
+    fleet.first_attempt_ago(&op, "25 hours").await;
     fleet.spawn_execute();
-    fleet.ring_execute(&op).await;
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (row.status.as_str(), row.status_reason.as_deref()),
-        ("unknown", Some("key_retention_passed"))
-    );
-    assert_eq!(
-        fleet.sim_posts(&op).await,
-        0,
-        "nothing sent on a forgotten key"
-    );
+    fleet.escalated_without_sending(&op).await;
     fleet.stop().await;
 }
 
@@ -498,19 +461,7 @@ async fn a_payment_that_succeeded_after_an_uncertain_attempt_with_one_effect_is_
     .await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, "succeeded").await;
-    let store = fleet.store.clone();
-    let audited = eventually("the audit", || {
-        let (store, op) = (store.clone(), op.clone());
-        async move {
-            store
-                .events(&op)
-                .await
-                .unwrap()
-                .into_iter()
-                .find(|e| e.kind == "audited")
-        }
-    })
-    .await;
+    let audited = fleet.recorded(&op, "audited").await;
     assert_eq!(audited.reason.as_deref(), Some("single_effect"));
     assert!(fleet
         .store

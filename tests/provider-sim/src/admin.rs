@@ -6,22 +6,23 @@
 //! | `POST /_sim/faults` `{"route", "kind", "times"?, "probability"?, "status"?, "delay_ms"?}` | `201` the rule: `{"id": "flt_…", "route", "kind", "times" \| "probability", "status"?, "delay_ms"?}` |
 //! | `GET /_sim/faults` | `{"data": [rule, …]}` (`times` = firings left) |
 //! | `DELETE /_sim/faults` | `{"cleared": n}` |
-//! | `GET /_sim/effects?reference=R` | `{"reference": R, "payments": n, "refunds": m, "deals": d}` (`deals`: with `external_id` R) |
-//! | `GET /_sim/effects` | `{"payments": total, "refunds": total, "deals": total}` |
+//! | `GET /_sim/effects?reference=R` | `{"reference": R, "payments": n, "refunds": m, "deals": d, "orders": o}` (`deals`: with `external_id` R; `orders`: transitions applied with `transition_ref` R; `envelopes`: with `external_ref` R) |
+//! | `GET /_sim/effects` | `{"payments": total, "refunds": total, "deals": total, "orders": transitions, "envelopes": total}` |
 //! | `GET /_sim/requests[?reference=R]` | `{"data": [{"method", "path", "idempotency_key", "reference", "status", "replayed"}, …]}` |
 //! | `GET /_sim/clock` | `{"now": RFC 3339, "offset_seconds": n}` |
 //! | `POST /_sim/clock/advance` `{"seconds": n}` | same as `GET /_sim/clock` |
 //! | `POST /_sim/reset` | `204` |
 //!
 //! `route` is one of `POST /v1/payments`, `GET /v1/payments`, `GET /v1/payments/{id}`, the
-//! same three for refunds, and `POST /v1/deals`, `GET /v1/deals`, `GET /v1/deals/{id}`,
-//! `PATCH /v1/deals/{id}`. `kind` is `drop_before_commit`, `drop_after_commit`,
+//! same three for refunds, `POST /v1/deals`, `GET /v1/deals`, `GET /v1/deals/{id}`,
+//! `PATCH /v1/deals/{id}`, `POST /v1/orders/{id}/transitions`, `GET /v1/orders/{id}`, and
+//! `POST /v1/envelopes`, `GET /v1/envelopes`, `GET /v1/envelopes/{id}`. `kind` is `drop_before_commit`, `drop_after_commit`,
 //! `error_before_commit` / `error_after_commit` (with `status`, 400–599), `delay` (with
 //! `delay_ms` ≤ 600000), `pending` (payments and refunds creates only) or `queued` (`POST
 //! /v1/deals` only, `delay_ms` optional); on read routes only `drop_before_commit`,
 //! `error_before_commit` and `delay` are accepted. Deals have no idempotency store: after
 //! commit means the deal was created (or queued) or patched, and the client gets the
-//! error or the dropped connection instead of the answer. Without `times` or `probability` a rule
+//! error or the dropped connection instead of the answer; so do order transitions. Without `times` or `probability` a rule
 //! fires once. Invalid bodies answer `400 {"error": {"type": "invalid_request", "code",
 //! "param"? | "message"?}}`.
 //!
@@ -29,7 +30,8 @@
 //! /v1/deals/{id}`, logged with the deal id as `reference` and path `/v1/deals/{id}`)
 //! that passed the API key check, in arrival order; `reference` of a deal create is its
 //! `external_id`; `status` is `null` while unanswered and for a dropped connection. The
-//! CRM's own admin helpers (`/_sim/deals`) are described in crm.rs.
+//! CRM's own admin helpers (`/_sim/deals`) are described in crm.rs, the orders' (`/_sim/orders`)
+//! in orders.rs; an order transition is logged with its `transition_ref` as `reference`.
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -98,12 +100,16 @@ async fn effects(State(app): State<App>, Query(query): Query<ReferenceQuery>) ->
             "payments": state.payments.count_with_reference(&reference),
             "refunds": state.refunds.count_with_reference(&reference),
             "deals": state.deals.count_with_external_id(&reference, now),
+            "orders": state.orders.count_with_ref(&reference),
+            "envelopes": state.envelopes.count_with_reference(&reference),
             "reference": reference,
         }),
         None => json!({
             "payments": state.payments.len(),
             "refunds": state.refunds.len(),
             "deals": state.deals.count(now),
+            "orders": state.orders.count(),
+            "envelopes": state.envelopes.len(),
         }),
     };
     Json(body).into_response()

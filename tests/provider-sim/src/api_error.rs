@@ -110,6 +110,11 @@ impl ApiError {
         Self::new(status, "api_error", "simulated_fault")
     }
 
+    /// The object is not in the state the admin request needs (409).
+    pub const fn conflict(code: &'static str) -> Self {
+        Self::new(StatusCode::CONFLICT, "invalid_request", code)
+    }
+
     pub const fn internal() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -24,6 +24,15 @@ pub struct SimConfig {
     /// How long after a queued create the deal appears (also for the `queued` fault
     /// without its own `delay_ms`).
     pub crm_async_delay_ms: u64,
+    /// How long an e-signature idempotency key is remembered (one hour for the
+    /// reference API).
+    pub esign_key_retention_s: u64,
+    /// How long a new envelope stays invisible to `GET /v1/envelopes?external_ref=`.
+    pub esign_search_lag_ms: u64,
+    /// Whether envelopes are sent on their own after `esign_send_delay_ms` (otherwise they
+    /// wait for `POST /_sim/envelopes/{id}/settle`).
+    pub esign_auto_send: bool,
+    pub esign_send_delay_ms: u64,
 }
 
 impl Default for SimConfig {
@@ -36,6 +45,10 @@ impl Default for SimConfig {
             crm_search_lag_ms: 0,
             crm_async_create: false,
             crm_async_delay_ms: 500,
+            esign_key_retention_s: 3_600,
+            esign_search_lag_ms: 0,
+            esign_auto_send: true,
+            esign_send_delay_ms: 200,
         }
     }
 }
@@ -51,6 +64,10 @@ impl fmt::Debug for SimConfig {
             .field("crm_search_lag_ms", &self.crm_search_lag_ms)
             .field("crm_async_create", &self.crm_async_create)
             .field("crm_async_delay_ms", &self.crm_async_delay_ms)
+            .field("esign_key_retention_s", &self.esign_key_retention_s)
+            .field("esign_search_lag_ms", &self.esign_search_lag_ms)
+            .field("esign_auto_send", &self.esign_auto_send)
+            .field("esign_send_delay_ms", &self.esign_send_delay_ms)
             .finish()
     }
 }

@@ -70,7 +70,7 @@ async fn handle<R: Resource>(
     let body = serde_json::from_slice::<Value>(&bytes).ok();
     let reference = body
         .as_ref()
-        .and_then(|b| b.get("reference")?.as_str())
+        .and_then(|b| b.get(R::REFERENCE)?.as_str())
         .map(str::to_owned);
     let logged_key = key.as_ref().ok().and_then(Option::clone);
     let (seq, fault) = app.arrive(R::CREATE, logged_key, reference.clone());
@@ -133,10 +133,7 @@ fn begin<R: Resource>(app: &App, key: &str, body: &Value) -> Result<R::Params, R
     let mut state = app.lock();
     let params = R::validate(body, &state).map_err(Reply::error)?;
     let now = state.now();
-    match state
-        .keys
-        .begin(key, fingerprint(R::CREATE.as_str(), body), now)
-    {
+    match R::keys(&mut state).begin(key, fingerprint(R::CREATE.as_str(), body), now) {
         Begin::Execute => Ok(params),
         Begin::Replay(saved) => Err(Reply::replay(saved)),
         Begin::InUse => Err(ApiError::key_in_use().into()),
@@ -163,6 +160,7 @@ fn commit<R: Resource>(app: &App, key: &str, params: R::Params, fault: Option<Fa
     });
     let mut saved = match executed {
         Ok((object, body)) => {
+            R::committed(app, &object);
             R::ledger_mut(&mut state).insert(object);
             SavedResponse {
                 status: StatusCode::CREATED,
@@ -180,7 +178,7 @@ fn commit<R: Resource>(app: &App, key: &str, params: R::Params, fault: Option<Fa
             body: ApiError::simulated(status).body(),
         };
     }
-    state.keys.complete(key, saved.clone());
+    R::keys(&mut state).complete(key, saved.clone());
     if fault == Some(FaultKind::DropAfterCommit) {
         Reply::Drop
     } else {

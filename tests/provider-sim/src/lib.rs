@@ -1,5 +1,5 @@
-//! The reference payments provider simulator (docs/design.md#payments-api), with its
-//! test-only admin API (docs/testing.md#the-provider-simulator).
+//! The reference provider simulator: payments, the CRM, orders and e-signatures, with
+//! their webhooks.
 //!
 //! A real HTTP server with Stripe's idempotency semantics, an eventually consistent
 //! search, and a test-only admin API (`/_sim`) to inject faults around the commit point
@@ -13,10 +13,12 @@ mod config;
 mod create;
 mod create_hook;
 mod crm;
+mod envelopes;
 mod faults;
 mod fields;
 mod idempotency;
 mod ledger;
+mod orders;
 mod payments;
 mod reads;
 mod refunds;

@@ -11,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 #[command(
     name = "fleet-provider-sim",
     version,
-    about = "Simulates the payments provider and the CRM over HTTP, for tests and the demo"
+    about = "Simulates the payments provider, the CRM, the orders API and the e-signature provider over HTTP, for tests and the demo"
 )]
 struct Args {
     /// Where the simulator listens.
@@ -45,6 +45,19 @@ struct Args {
     /// With SIM_CRM_ASYNC_CREATE, how long after its 202 a queued deal is created.
     #[arg(long, env = "SIM_CRM_ASYNC_DELAY_MS", default_value_t = 500)]
     crm_async_delay_ms: u64,
+    /// How long an e-signature idempotency key is remembered.
+    #[arg(long, env = "SIM_ESIGN_KEY_RETENTION_S", default_value_t = 3_600)]
+    esign_key_retention_s: u64,
+    /// How long a new envelope stays invisible to the search by external_ref.
+    #[arg(long, env = "SIM_ESIGN_SEARCH_LAG_MS", default_value_t = 0)]
+    esign_search_lag_ms: u64,
+    /// Send every envelope on its own (false: it waits for the admin route's settle).
+    #[arg(long, env = "SIM_ESIGN_AUTO_SEND", default_value_t = true,
+          action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    esign_auto_send: bool,
+    /// With SIM_ESIGN_AUTO_SEND, how long after its creation an envelope is sent.
+    #[arg(long, env = "SIM_ESIGN_SEND_DELAY_MS", default_value_t = 200)]
+    esign_send_delay_ms: u64,
 }
 
 #[tokio::main]
@@ -64,6 +77,10 @@ async fn main() -> anyhow::Result<()> {
         crm_search_lag_ms: args.crm_search_lag_ms,
         crm_async_create: args.crm_async_create,
         crm_async_delay_ms: args.crm_async_delay_ms,
+        esign_key_retention_s: args.esign_key_retention_s,
+        esign_search_lag_ms: args.esign_search_lag_ms,
+        esign_auto_send: args.esign_auto_send,
+        esign_send_delay_ms: args.esign_send_delay_ms,
     };
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await

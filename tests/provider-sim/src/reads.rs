@@ -1,11 +1,12 @@
 //! The read routes shared by every resource: search by reference (eventually consistent,
 //! lagging by `search_lag_ms`) and get by id (strongly consistent).
 
+use std::collections::HashMap;
+
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::api_error::ApiError;
@@ -15,23 +16,18 @@ use crate::resource::Resource;
 use crate::route::Route;
 use crate::state::App;
 
-#[derive(Debug, Deserialize)]
-pub struct SearchQuery {
-    reference: Option<String>,
-}
-
 pub async fn search<R: Resource>(
     State(app): State<App>,
-    query: Result<Query<SearchQuery>, QueryRejection>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Response {
     if let Some(reply) = suffer_fault(&app, R::SEARCH).await {
         return reply.into_response();
     }
-    let Some(reference) = query.ok().and_then(|Query(q)| q.reference) else {
-        return ApiError::invalid("parameter_missing", "reference").into_response();
+    let Some(reference) = query.ok().and_then(|Query(mut q)| q.remove(R::REFERENCE)) else {
+        return ApiError::invalid("parameter_missing", R::REFERENCE).into_response();
     };
     let state = app.lock();
-    let lag = app.search_lag();
+    let lag = R::search_lag(&app);
     let visible_until = state.now() - lag;
     // With no lag everything is visible at once, whatever the wall clock does.
     let data: Vec<&R> = R::ledger(&state)

@@ -10,6 +10,7 @@ use axum::Json;
 use serde_json::Value;
 
 use crate::api_error::ApiError;
+use crate::faults::FaultKind;
 use crate::idempotency::SavedResponse;
 
 /// Response extension: close this connection without answering.
@@ -93,4 +94,39 @@ impl IntoResponse for Reply {
             }
         }
     }
+}
+
+/// The answer of a fault that strikes a write without an idempotency key before anything
+/// executes.
+pub fn before_commit(fault: Option<FaultKind>) -> Option<Reply> {
+    match fault? {
+        FaultKind::DropBeforeCommit => Some(Reply::Drop),
+        FaultKind::ErrorBeforeCommit(status) => Some(ApiError::simulated(status).into()),
+        _ => None,
+    }
+}
+
+/// What the client of such a write gets once it executed: the real answer unless a fault
+/// replaces it (the effect stays either way).
+pub fn after_commit<T: From<Reply>>(fault: Option<FaultKind>, committed: T) -> T {
+    match fault {
+        Some(FaultKind::DropAfterCommit) => Reply::Drop.into(),
+        Some(FaultKind::ErrorAfterCommit(status)) => Reply::from(ApiError::simulated(status)).into(),
+        _ => committed,
+    }
+}
+
+/// The part of a write without an idempotency key before its commit, in the order every
+/// such route follows: a fault in front of the provider, the body, its validation (a 400
+/// that changes nothing), a `delay` fault. `Err` is the answer when nothing may execute.
+pub async fn before_write<T>(fault: Option<FaultKind>, body: Option<Value>, validate: impl FnOnce(&Value) -> Result<T, ApiError>) -> Result<T, Reply> {
+    if let Some(reply) = before_commit(fault) {
+        return Err(reply);
+    }
+    let body = body.ok_or_else(|| Reply::from(ApiError::invalid_json()))?;
+    let valid = validate(&body).map_err(Reply::from)?;
+    if let Some(FaultKind::Delay(delay)) = fault {
+        tokio::time::sleep(delay).await;
+    }
+    Ok(valid)
 }

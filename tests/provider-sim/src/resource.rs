@@ -2,13 +2,14 @@
 //! everything else (idempotency, faults, search, logging) is shared by `create.rs` and
 //! `reads.rs`, written once for any `Resource`.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Value;
 
 use crate::api_error::ApiError;
+use crate::idempotency::IdempotencyStore;
 use crate::ledger::{Ledger, ObjectStatus, Record};
 use crate::route::Route;
-use crate::state::SimState;
+use crate::state::{App, SimState};
 
 /// What the shared create flow decided about a new object before the resource fills it.
 #[derive(Clone, Copy, Debug)]
@@ -22,8 +23,26 @@ pub trait Resource: Record + Send + Sync + 'static {
     const SEARCH: Route;
     const GET: Route;
 
+    /// The body member that carries the caller's reference, also the search's query
+    /// parameter (`reference`, an envelope's `external_ref`).
+    const REFERENCE: &'static str = "reference";
+
     /// The validated body of a create request.
     type Params: Send + 'static;
+
+    /// Where this resource's idempotency keys are kept (and for how long).
+    fn keys(state: &mut SimState) -> &mut IdempotencyStore {
+        &mut state.keys
+    }
+
+    /// How long a new object stays invisible to the search.
+    fn search_lag(app: &App) -> TimeDelta {
+        app.search_lag()
+    }
+
+    /// Called once an object is committed (the lock is held): what the provider starts
+    /// doing on its own afterwards.
+    fn committed(_app: &App, _object: &Self) {}
 
     fn ledger(state: &SimState) -> &Ledger<Self>;
     fn ledger_mut(state: &mut SimState) -> &mut Ledger<Self>;

@@ -13,10 +13,15 @@ pub enum Route {
     SearchDeals,
     GetDeal,
     PatchDeal,
+    TransitionOrder,
+    GetOrder,
+    CreateEnvelope,
+    SearchEnvelopes,
+    GetEnvelope,
 }
 
 impl Route {
-    pub const ALL: [Route; 10] = [
+    pub const ALL: [Route; 15] = [
         Route::CreatePayment,
         Route::SearchPayments,
         Route::GetPayment,
@@ -27,6 +32,11 @@ impl Route {
         Route::SearchDeals,
         Route::GetDeal,
         Route::PatchDeal,
+        Route::TransitionOrder,
+        Route::GetOrder,
+        Route::CreateEnvelope,
+        Route::SearchEnvelopes,
+        Route::GetEnvelope,
     ];
 
     /// The name used on the admin wire, e.g. `POST /v1/payments`.
@@ -42,6 +52,11 @@ impl Route {
             Route::SearchDeals => "GET /v1/deals",
             Route::GetDeal => "GET /v1/deals/{id}",
             Route::PatchDeal => "PATCH /v1/deals/{id}",
+            Route::TransitionOrder => "POST /v1/orders/{id}/transitions",
+            Route::GetOrder => "GET /v1/orders/{id}",
+            Route::CreateEnvelope => "POST /v1/envelopes",
+            Route::SearchEnvelopes => "GET /v1/envelopes",
+            Route::GetEnvelope => "GET /v1/envelopes/{id}",
         }
     }
 
@@ -52,15 +67,21 @@ impl Route {
     /// Whether requests on this route execute an effect (and so have a commit point).
     pub const fn creates(self) -> bool {
         match self {
-            Route::CreatePayment | Route::CreateRefund | Route::CreateDeal | Route::PatchDeal => {
-                true
-            }
+            Route::CreatePayment
+            | Route::CreateRefund
+            | Route::CreateDeal
+            | Route::PatchDeal
+            | Route::TransitionOrder
+            | Route::CreateEnvelope => true,
             Route::SearchPayments
             | Route::GetPayment
             | Route::SearchRefunds
             | Route::GetRefund
             | Route::SearchDeals
-            | Route::GetDeal => false,
+            | Route::GetDeal
+            | Route::GetOrder
+            | Route::SearchEnvelopes
+            | Route::GetEnvelope => false,
         }
     }
 

@@ -13,7 +13,8 @@ use crate::create::{create, MAX_BODY_BYTES};
 use crate::ledger::{Payment, Refund};
 use crate::reads::{get as get_one, search};
 use crate::state::App;
-use crate::{admin, crm, route::Route};
+use crate::envelopes::{self, Envelope};
+use crate::{admin, crm, orders, route::Route};
 
 pub fn build(app: App) -> Router {
     // Paths are relative to the `/v1` nest; the route names in route.rs are the full ones.
@@ -30,6 +31,13 @@ pub fn build(app: App) -> Router {
         .route(sub(Route::GetRefund), get(get_one::<Refund>))
         .route(sub(Route::CreateDeal), post(crm::create).get(crm::search))
         .route(sub(Route::GetDeal), get(crm::get).patch(crm::patch))
+        .route(
+            sub(Route::CreateEnvelope),
+            post(create::<Envelope>).get(search::<Envelope>),
+        )
+        .route(sub(Route::GetEnvelope), get(get_one::<Envelope>))
+        .route(sub(Route::TransitionOrder), post(orders::transition))
+        .route(sub(Route::GetOrder), get(orders::get))
         .fallback(|| async { ApiError::unrecognized_url().into_response() })
         .layer(from_fn_with_state(app.clone(), crate::create_hook::announce_creates))
         .layer(from_fn_with_state(app.clone(), require_api_key));
@@ -38,6 +46,8 @@ pub fn build(app: App) -> Router {
         .merge(admin::routes())
         .merge(crate::webhooks::routes())
         .merge(crm::admin_routes())
+        .merge(orders::admin_routes())
+        .merge(envelopes::admin_routes())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
 }

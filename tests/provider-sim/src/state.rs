@@ -4,6 +4,7 @@
 //! and none is ever held across an `.await` (delays happen between two sections).
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -11,7 +12,9 @@ use crate::config::SimConfig;
 use crate::crm::{CrmSettings, DealStore};
 use crate::faults::{FaultKind, FaultSet};
 use crate::idempotency::IdempotencyStore;
+use crate::envelopes::{Envelope, EsignSettings};
 use crate::ledger::{Ledger, ObjectStatus, Payment, Refund};
+use crate::orders::OrderStore;
 use crate::request_log::{LoggedRequest, RequestLog, Seq};
 use crate::route::Route;
 
@@ -19,8 +22,12 @@ use crate::route::Route;
 pub struct SimState {
     pub payments: Ledger<Payment>,
     pub refunds: Ledger<Refund>,
+    pub envelopes: Ledger<Envelope>,
     pub deals: DealStore,
+    pub orders: OrderStore,
     pub keys: IdempotencyStore,
+    /// The e-signature provider's keys, kept for its own (shorter) retention.
+    pub esign_keys: IdempotencyStore,
     pub faults: FaultSet,
     pub requests: RequestLog,
     pub webhooks: crate::webhooks::WebhookState,
@@ -29,12 +36,15 @@ pub struct SimState {
 }
 
 impl SimState {
-    fn new(key_retention: TimeDelta, seed: u64, crm: CrmSettings) -> Self {
+    fn new(key_retention: TimeDelta, esign_key_retention: TimeDelta, seed: u64, crm: CrmSettings) -> Self {
         Self {
             payments: Ledger::default(),
             refunds: Ledger::default(),
+            envelopes: Ledger::default(),
             deals: DealStore::new(crm),
+            orders: OrderStore::default(),
             keys: IdempotencyStore::new(key_retention),
+            esign_keys: IdempotencyStore::new(esign_key_retention),
             faults: FaultSet::new(seed),
             requests: RequestLog::default(),
             webhooks: Default::default(),
@@ -59,8 +69,11 @@ impl SimState {
     pub fn reset(&mut self) {
         self.payments = Ledger::default();
         self.refunds = Ledger::default();
+        self.envelopes = Ledger::default();
         self.deals.forget_all();
+        self.orders = OrderStore::default();
         self.keys.forget_all();
+        self.esign_keys.forget_all();
         self.faults.clear();
         self.requests = RequestLog::default();
         self.webhooks = Default::default();
@@ -72,6 +85,7 @@ struct Shared {
     state: Mutex<SimState>,
     api_key: String,
     search_lag: TimeDelta,
+    esign: EsignSettings,
     default_status: ObjectStatus,
     webhook_runtime: crate::webhooks::WebhookRuntime,
 }
@@ -90,11 +104,17 @@ impl App {
         Ok(Self(Arc::new(Shared {
             state: Mutex::new(SimState::new(
                 retention,
+                seconds(config.esign_key_retention_s)?,
                 seed,
                 CrmSettings::from_config(config)?,
             )),
             api_key: config.api_key.clone(),
             search_lag,
+            esign: EsignSettings {
+                search_lag: TimeDelta::try_milliseconds(i64::try_from(config.esign_search_lag_ms)?)
+                    .ok_or_else(|| anyhow::anyhow!("esign_search_lag_ms is out of range"))?,
+                send_after: config.esign_auto_send.then(|| Duration::from_millis(config.esign_send_delay_ms)),
+            },
             default_status: config.default_status()?,
             webhook_runtime: crate::webhooks::WebhookRuntime::new()?,
         })))
@@ -112,6 +132,10 @@ impl App {
 
     pub fn search_lag(&self) -> TimeDelta {
         self.0.search_lag
+    }
+
+    pub fn esign(&self) -> EsignSettings {
+        self.0.esign
     }
 
     pub fn default_status(&self) -> ObjectStatus {

@@ -27,7 +27,18 @@ const MIN_REORDER_WINDOW: Duration = Duration::from_millis(100);
 pub struct OutgoingEvent {
     pub id: String,
     pub event_type: String,
+    /// The provider that sends it: what `{provider}` in the configured URL becomes.
+    pub provider: &'static str,
     pub body: Vec<u8>,
+}
+
+/// Which of the simulated providers an event type comes from.
+fn provider_of(event_type: &str) -> &'static str {
+    if event_type.starts_with("envelope.") {
+        "esign"
+    } else {
+        "payments"
+    }
 }
 
 /// A new event about `object`, stamped with the simulator's clock.
@@ -42,8 +53,24 @@ pub fn new_event(state: &SimState, event_type: &str, object: Value) -> OutgoingE
     OutgoingEvent {
         id,
         event_type: event_type.to_owned(),
+        provider: provider_of(event_type),
         body: serde_json::to_vec(&body).expect("an event serialises"),
     }
+}
+
+/// An event about `object`, when webhooks are configured (built under the state's lock,
+/// so the event's time is the change's).
+pub fn event_if_configured(state: &SimState, event_type: &str, object: &Value) -> Option<OutgoingEvent> {
+    state.webhooks.config.is_some().then(|| new_event(state, event_type, object.clone()))
+}
+
+/// Sends `event`, if there is one, once the state's lock is released; its id.
+pub fn dispatch_if_any(app: &App, event: Option<OutgoingEvent>) -> Option<String> {
+    let id = event.as_ref().map(|e| e.id.clone());
+    if let Some(event) = event {
+        dispatch(app, event);
+    }
+    id
 }
 
 /// Sends `event` as webhooks are configured right now; nothing when they are off.
@@ -92,13 +119,14 @@ async fn deliver(app: &App, config: &WebhookConfig, event: OutgoingEvent) {
 }
 
 async fn deliver_copy(app: App, config: WebhookConfig, event: Arc<OutgoingEvent>, copy: u32) {
+    let url = config.url.replace("{provider}", event.provider);
     let mut backoff = FIRST_RETRY;
     for attempt in 1..=MAX_ATTEMPTS {
         let timestamp = app.lock().now().timestamp();
         let sent = app
             .webhook_runtime()
             .client
-            .post(&config.url)
+            .post(&url)
             .header("content-type", "application/json")
             .header("webhook-id", &event.id)
             .header("webhook-timestamp", timestamp.to_string())

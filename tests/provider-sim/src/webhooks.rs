@@ -13,7 +13,10 @@
 //!
 //! What is sent: once webhooks are configured, an object created `succeeded` (or
 //! `failed`) announces itself with `payment.succeeded` / `refund.succeeded` (…`failed`)
-//! right after its commit, a `pending` one only when it is settled. Each event goes
+//! right after its commit, a `pending` one only when it is settled; an envelope with
+//! `envelope.sent` / `envelope.delivery_failed` once it is sent (envelopes.rs). A `{provider}`
+//! in the URL becomes the sending provider (`payments`, `esign`), so one receiver with a
+//! route per provider hears both. Each event goes
 //! `1 + duplicate` times, concurrently, with the same `webhook-id`, each attempt signed
 //! afresh with the simulator's clock (`/_sim/clock/advance` makes stale timestamps).
 //! `delay_ms` waits before sending; `reorder` holds events for `delay_ms` (at least
@@ -40,7 +43,7 @@ use tokio::sync::Notify;
 use crate::api_error::ApiError;
 use crate::ledger::ObjectStatus;
 use crate::state::App;
-use crate::webhook_delivery::{dispatch, new_event};
+use crate::webhook_delivery::{dispatch_if_any, event_if_configured};
 
 const MAX_DUPLICATE: u32 = 10;
 const MAX_DELAY_MS: u64 = 60_000;
@@ -215,21 +218,13 @@ async fn settle(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> 
             return ApiError::not_found().into_response();
         };
         if payment.status != ObjectStatus::Pending {
-            let body = json!({"error": {"type": "invalid_request", "code": "payment_not_pending"}});
-            return (StatusCode::CONFLICT, Json(body)).into_response();
+            return ApiError::conflict("payment_not_pending").into_response();
         }
         payment.status = status;
         let object = serde_json::to_value(&*payment).expect("a payment serialises");
-        let event = state
-            .webhooks
-            .config
-            .is_some()
-            .then(|| new_event(&state, event_type, object.clone()));
+        let event = event_if_configured(&state, event_type, &object);
         (object, event)
     };
-    let event_id = event.as_ref().map(|e| e.id.clone());
-    if let Some(event) = event {
-        dispatch(&app, event);
-    }
+    let event_id = dispatch_if_any(&app, event);
     Json(json!({"payment": payment, "event_id": event_id})).into_response()
 }

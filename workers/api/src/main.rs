@@ -8,8 +8,9 @@ use clap::Parser;
 use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::{ApiDeps, ApiSettings};
 use fleet_broker::Publisher;
-use fleet_prepare::{IntakeRules, ProviderCapabilities};
-use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs, PolicyArgs};
+use fleet_prepare::IntakeRules;
+use fleet_providers::ProviderConfigs;
+use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PolicyArgs, ProviderArgs};
 
 #[derive(Parser)]
 #[command(
@@ -20,12 +21,10 @@ use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs, PolicyArgs};
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
-    /// Only CRM_CAPABILITIES matters here: intents are checked as prepare checks them.
+    /// What the providers guarantee (intents are checked as prepare checks them), and the
+    /// CRM the console reads a deal's current values from.
     #[command(flatten)]
-    crm: CrmArgs,
-    /// Only PAYMENTS_KEY_RETENTION_S matters here: an approval may not outlive the key.
-    #[command(flatten)]
-    payments: PaymentsArgs,
+    providers: ProviderArgs,
     /// The quorum policies, as prepare reads them.
     #[command(flatten)]
     policies: PolicyArgs,
@@ -50,16 +49,12 @@ async fn main() -> anyhow::Result<()> {
     let boot = fleet_boot::start("api", &cli.common, admin_addrs::API).await?;
     let policies = Arc::new(cli.policies.load()?);
     let publisher = Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?;
-    let providers = ProviderCapabilities {
-        payments: fleet_providers::payments::capabilities(),
-        crm: fleet_providers::crm::declared_capabilities(&cli.crm).map_err(anyhow::Error::msg)?,
-        payments_key_retention_s: cli.payments.payments_key_retention_s,
-    };
+    let providers = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?.capabilities();
     let listener = tokio::net::TcpListener::bind(cli.api.api_addr)
         .await
         .with_context(|| format!("binding the API address {}", cli.api.api_addr))?;
     let public_url = cli.api.public_url(listener.local_addr()?);
-    let console = Console::from_settings(&cli.console, public_url.as_str(), console_crm(&cli.crm)).map_err(anyhow::Error::msg)?;
+    let console = Console::from_settings(&cli.console, public_url.as_str(), console_crm(&cli.providers.crm)).map_err(anyhow::Error::msg)?;
     let deps = ApiDeps {
         store: boot.store.clone(),
         publisher,

@@ -59,13 +59,16 @@ pub struct IntentV1 {
     operation_id: String,
     #[schema(example = "org_482")]
     tenant_id: String,
-    /// `payment.create`, `refund.create`, `crm.deal.create` or `crm.deal.update`.
+    /// An action of the catalogue: `payment.create`, `refund.create`, `crm.deal.create`,
+    /// `crm.deal.update`, `order.status.change` or `contract.send`.
     #[schema(example = "payment.create")]
     action: String,
-    /// `payments` for payments and refunds, `crm` for deals.
+    /// The provider serving the action: `payments` for payments and refunds, `crm` for
+    /// deals, `orders` for order status changes, `esign` for contracts.
     #[schema(example = "payments")]
     provider: String,
-    /// The deal id for `crm.deal.update`; null otherwise.
+    /// The deal id for `crm.deal.update`, the order id for `order.status.change`; null
+    /// otherwise.
     target: Option<String>,
     /// The action's fields; money is an integer in minor units.
     #[schema(value_type = Object, example = json!({"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"}))]

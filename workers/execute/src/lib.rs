@@ -1,23 +1,23 @@
 //! fleet-execute: claims an approved operation with a fenced lease and calls its provider
-//! once, with the operation's idempotency key (or, for a CRM without keys, after a
-//! search by external id). Any answer that does not prove the outcome
-//! makes the operation `unknown` for reconcile; this worker never retries it blindly.
+//! once, as its action's catalogue entry says: with the operation's idempotency key, or
+//! conditional on what was approved, or (for a provider without keys) after a search by
+//! our reference. Any answer that does not prove the outcome makes the operation
+//! `unknown` for reconcile; this worker never retries it blindly.
 
-mod deal_create;
+mod call;
 mod decide;
 mod handler;
 mod lease;
 mod pause;
 mod perform;
-mod request;
+mod searched_create;
 mod series;
 mod settings;
 
 use std::sync::Arc;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
-use fleet_core::reconcile::ProviderContract;
-use fleet_providers::{CrmClient, PaymentsClient};
+use fleet_providers::Providers;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -32,14 +32,10 @@ pub struct ExecuteDeps {
     pub health: BrokerHealth,
     /// Rings `operations.reconcile` after an ambiguous outcome.
     pub publisher: Publisher,
-    pub payments: PaymentsClient,
-    pub crm: CrmClient,
-    /// The CRM's documented search lag and maximum request time: a deal create waits for
-    /// both after an earlier uncertain attempt before it may create again.
-    pub crm_contract: ProviderContract,
-    /// The payments provider's key retention: no request is sent on a key the provider may
-    /// have forgotten.
-    pub payments_contract: ProviderContract,
+    /// Every provider, with what it documents: a searched create waits for a provider's
+    /// search lag and maximum request time after an earlier uncertain attempt, and no
+    /// request is sent on a key the provider may have forgotten.
+    pub providers: Arc<Providers>,
     pub settings: ExecuteSettings,
     pub concurrency: usize,
 }

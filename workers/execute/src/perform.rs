@@ -1,21 +1,16 @@
 //! One claimed attempt: call the provider once (resending only what provably never left),
 //! hold the lease meanwhile, then record the answer with the fence.
 
-use std::time::Duration;
-
-use fleet_core::outcome::{classify_deal_update, classify_payment, settle_conflict};
 use fleet_core::reconcile::key_trusted;
-use fleet_core::{answer_summary, CallResult, Event, OperationId, Outcome, Status};
+use fleet_core::{answer_summary, CallResult, Effect, Event, OperationId, Outcome, Status};
 use fleet_runtime::metric_names as m;
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
 use tracing::{error, info, warn};
 
+use crate::call::Call;
 use crate::handler::ExecuteHandler;
 use crate::{lease, pause};
-use crate::request::{self, ProviderRequest};
-
-const NOT_SENT_BACKOFF: Duration = Duration::from_millis(200);
 
 impl ExecuteHandler {
     pub(crate) async fn perform(&self, claimed: ClaimedOperation, claim_sent_at: Instant) -> Result<(), StoreError> {
@@ -29,13 +24,13 @@ impl ExecuteHandler {
             let outcome = Outcome::Unknown { reason: "snapshot_hash_mismatch".into(), escalate: true };
             return self.record(&claimed, &outcome, AttemptRecord { outcome: "unknown", detail: Some("snapshot_hash_mismatch".into()), ..Default::default() }).await;
         }
-        let Some(request) = request::build(row) else {
+        let Some(call) = self.call_of(row) else {
             // prepare validated this shape; reaching here is a bug, never a reason to guess.
             error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");
             let outcome = Outcome::Unknown { reason: "unbuildable_request".into(), escalate: true };
             return self.record(&claimed, &outcome, AttemptRecord { outcome: "unknown", detail: Some("unbuildable_request".into()), ..Default::default() }).await;
         };
-        if request.keyed() && row.attempts > 1 && !self.key_still_trusted(op, fence).await? {
+        if call.spec.effect == Effect::KeyedCreate && row.attempts > 1 && !self.key_still_trusted(&call, fence).await? {
             // The provider may have forgotten this key since its first use: a request now
             // could be a second effect. Only a lookup or a person may decide.
             warn!(operation_id = op, fence, "idempotency key past its retention; escalating without a call");
@@ -60,7 +55,7 @@ impl ExecuteHandler {
         let answered = tokio::select! {
             biased;
             lost = &mut keeper => Err(lost.unwrap_or(lease::LeaseLost::RenewalTimedOut)),
-            answered = self.call(&request, &row.idempotency_key, fence) => Ok(answered),
+            answered = self.call(&call, fence) => Ok(answered),
         };
         keeper.abort();
         let (outcome, attempt) = match answered {
@@ -87,55 +82,9 @@ impl ExecuteHandler {
 
     /// Whether the key's first use (the operation's first attempt) is recent enough that
     /// the provider still deduplicates it, by the database clock.
-    async fn key_still_trusted(&self, op: &str, fence: i64) -> Result<bool, StoreError> {
-        let ages = self.deps.store.attempt_ages_before(op, fence).await?;
-        Ok(ages.oldest.is_none_or(|first_use| key_trusted(first_use, self.deps.payments_contract)))
-    }
-
-    /// The one provider call of this claim, by action.
-    async fn call(&self, request: &ProviderRequest, key: &str, fence: i64) -> Result<(Outcome, AttemptRecord), StoreError> {
-        let classified = |call: CallResult, classify: fn(&CallResult) -> Outcome| {
-            let outcome = classify(&call);
-            let record = attempt_record(&call, &outcome);
-            (outcome, record)
-        };
-        Ok(match request {
-            ProviderRequest::Payment(p) => classified(self.send(|| self.deps.payments.create_payment(key, p)).await, classify_payment),
-            ProviderRequest::Refund(r) => classified(self.send(|| self.deps.payments.create_refund(key, r)).await, classify_payment),
-            ProviderRequest::DealUpdate { deal_id, expected_version, patch } => {
-                let call = self.send(|| self.deps.crm.update_deal(key, deal_id, *expected_version, patch)).await;
-                let mut outcome = classify_deal_update(&call);
-                if matches!(outcome, Outcome::Conflict { .. }) {
-                    // Rare path: an earlier request of ours (the key is the operation id)
-                    // may be what moved the version.
-                    let earlier = self.deps.store.attempts(key).await?;
-                    let earlier: Vec<Option<&str>> = earlier.iter().filter(|a| a.fence < fence).map(|a| a.outcome.as_deref()).collect();
-                    outcome = settle_conflict(outcome, &earlier);
-                }
-                let record = attempt_record(&call, &outcome);
-                (outcome, record)
-            }
-            ProviderRequest::DealCreate(d) => return self.create_deal_safely(d, fence).await,
-        })
-    }
-
-    /// Sends a request; sends it again (same key, same body) only when the previous send
-    /// provably never reached the provider, at most `not_sent_retries` times in all.
-    async fn send<F, Fut>(&self, send: F) -> CallResult
-    where
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = CallResult>,
-    {
-        let mut sends = 0;
-        loop {
-            sends += 1;
-            let call = send().await;
-            let provably_unsent = matches!(call, CallResult::NotSent { .. });
-            if !provably_unsent || sends >= self.deps.settings.not_sent_retries {
-                return call;
-            }
-            tokio::time::sleep(NOT_SENT_BACKOFF * sends).await;
-        }
+    async fn key_still_trusted(&self, call: &Call<'_>, fence: i64) -> Result<bool, StoreError> {
+        let ages = self.deps.store.attempt_ages_before(call.op.subject.operation_id, fence).await?;
+        Ok(ages.oldest.is_none_or(|first_use| key_trusted(first_use, call.provider.contract())))
     }
 
     /// Records the attempt and moves the row, both fenced, in one transaction.
@@ -169,10 +118,10 @@ impl ExecuteHandler {
                 deadline_secs: Some(f64::from(self.deps.settings.accepted_deadline_s)),
                 ..base
             },
-            Outcome::Conflict { .. } => Transition {
+            Outcome::Conflict { on, .. } => Transition {
                 event: Event::ProviderConflict,
-                reason: Some("version_conflict"),
-                error_code: Some("version_conflict"),
+                reason: Some(on.code()),
+                error_code: Some(on.code()),
                 result,
                 ..base
             },
@@ -182,9 +131,9 @@ impl ExecuteHandler {
         match self.deps.store.transition(t, Some(&attempt)).await? {
             TransitionOutcome::Moved { to, .. } => {
                 info!(operation_id = op, fence = claimed.fence, outcome = outcome.label(), status = %to, "recorded");
-                if let Outcome::Conflict { current_version } = outcome {
+                if let Outcome::Conflict { on, current } = outcome {
                     metrics::counter!(m::VERSION_CONFLICTS_TOTAL, "provider" => row.provider.clone()).increment(1);
-                    warn!(operation_id = op, current_version, "version conflict: cancelled; a new intent and approval are needed");
+                    warn!(operation_id = op, conflict = on.code(), current = current.as_deref(), "precondition no longer holds: cancelled; a new intent and approval are needed");
                 }
                 if to == Status::Unknown {
                     self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid")).await;
@@ -210,7 +159,7 @@ pub(crate) fn attempt_record(call: &CallResult, outcome: &Outcome) -> AttemptRec
     let detail = match outcome {
         Outcome::Failed { code } => Some(code.clone()),
         Outcome::NotExecuted { reason } | Outcome::Unknown { reason, .. } => Some(reason.clone()),
-        Outcome::Conflict { current_version } => Some(format!("version_conflict current_version={}", current_version.map_or("?".into(), |v| v.to_string()))),
+        Outcome::Conflict { on, current } => Some(format!("{} current={}", on.code(), current.as_deref().unwrap_or("?"))),
         Outcome::Succeeded { .. } | Outcome::Accepted { .. } => None,
     };
     let base = AttemptRecord { outcome: outcome.label(), external_id, detail, ..Default::default() };

@@ -3,16 +3,8 @@
 //! its first occurrence (and `increase()` does not miss that first one).
 
 use fleet_broker::Queue;
-use fleet_core::{Action, Doorbell, Outcome};
+use fleet_core::{Doorbell, Effect, Outcome, CATALOGUE};
 use fleet_runtime::metric_names as m;
-
-/// Which provider serves each action (what the capability guard admits).
-const PROVIDER_OF: [(Action, &str); 4] = [
-    (Action::PaymentCreate, "payments"),
-    (Action::RefundCreate, "payments"),
-    (Action::CrmDealCreate, "crm"),
-    (Action::CrmDealUpdate, "crm"),
-];
 
 /// The final statuses a claimed operation can reach here (`fleet_end_to_end_seconds`).
 const FINAL: [&str; 3] = ["succeeded", "failed", "cancelled"];
@@ -20,8 +12,8 @@ const FINAL: [&str; 3] = ["succeeded", "failed", "cancelled"];
 pub fn series_at_zero() {
     fleet_broker::consumer_series_at_zero(Queue::OperationsExecute, &Doorbell::REFUSALS);
     fleet_broker::publisher_series_at_zero(&[Queue::OperationsReconcile]);
-    for (action, provider) in PROVIDER_OF {
-        let action = action.wire_name();
+    for spec in CATALOGUE {
+        let (action, provider) = (spec.wire_name, spec.provider);
         for outcome in Outcome::LABELS {
             let labels = [
                 ("provider", provider),
@@ -34,9 +26,11 @@ pub fn series_at_zero() {
         }
         metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => action).increment(0);
         metrics::counter!(m::FENCED_OUT_TOTAL, "action" => action).increment(0);
+        // Only a conditional update can meet a conflict.
+        if spec.effect == Effect::ConditionalUpdate {
+            metrics::counter!(m::VERSION_CONFLICTS_TOTAL, "provider" => provider).increment(0);
+        }
     }
-    // Only a conditional update (crm.deal.update, on the CRM) can meet a version conflict.
-    metrics::counter!(m::VERSION_CONFLICTS_TOTAL, "provider" => "crm").increment(0);
     for to in FINAL {
         let _ = metrics::histogram!(m::END_TO_END_SECONDS, "to" => to);
     }

@@ -5,7 +5,6 @@
 //! `policy_version` names no quorum policy in force (`POLICY_DIR`). The HTTP API validates and
 //! writes intents with the same [`intake`] functions.
 
-mod guard;
 mod handler;
 pub mod intake;
 pub mod series;
@@ -16,7 +15,7 @@ use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Queue};
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
-pub use guard::ProviderCapabilities;
+pub use fleet_core::catalogue::ProviderCapabilities;
 pub use handler::{disposition, PrepareHandler};
 pub use intake::{intake, store_intent, CheckedIntent, Intake, IntakeRules, Refusal};
 

@@ -3,20 +3,19 @@
 use clap::Parser;
 use std::sync::Arc;
 
-use fleet_prepare::{IntakeRules, ProviderCapabilities};
-use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs, PolicyArgs};
+use fleet_prepare::IntakeRules;
+use fleet_providers::ProviderConfigs;
+use fleet_runtime::{admin_addrs, CommonArgs, PolicyArgs, ProviderArgs};
 
 #[derive(Parser)]
 #[command(name = "fleet-prepare", version, about = "Validates intent.v1 messages and stores pending-approval operations")]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
-    /// Only CRM_CAPABILITIES matters here: what the configured CRM guarantees.
+    /// Only what the providers guarantee matters here (`CRM_CAPABILITIES`, the key
+    /// retentions): the capability guard's input.
     #[command(flatten)]
-    crm: CrmArgs,
-    /// Only PAYMENTS_KEY_RETENTION_S matters here: an approval may not outlive the key.
-    #[command(flatten)]
-    payments: PaymentsArgs,
+    providers: ProviderArgs,
     #[command(flatten)]
     policies: PolicyArgs,
 }
@@ -26,11 +25,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let boot = fleet_boot::start("prepare", &cli.common, admin_addrs::PREPARE).await?;
     let policies = Arc::new(cli.policies.load()?);
-    let providers = ProviderCapabilities {
-        payments: fleet_providers::payments::capabilities(),
-        crm: fleet_providers::crm::declared_capabilities(&cli.crm).map_err(anyhow::Error::msg)?,
-        payments_key_retention_s: cli.payments.payments_key_retention_s,
-    };
+    let providers = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?.capabilities();
     let deps = fleet_prepare::PrepareDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),

@@ -6,8 +6,7 @@
 
 use std::time::Duration;
 
-use fleet_core::reconcile::{audit, audit_delay_ms, AuditFinding};
-use fleet_core::Action;
+use fleet_core::reconcile::{audit, AuditFinding};
 use fleet_runtime::metric_names as m;
 use fleet_store::{AuditDelays, OperationRow, StoreError};
 use serde_json::json;
@@ -18,17 +17,17 @@ use crate::Reconciler;
 
 impl Reconciler {
     pub(crate) fn audit_delays(&self) -> AuditDelays {
-        AuditDelays {
-            payments: Duration::from_millis(audit_delay_ms(self.contract)),
-            crm: Duration::from_millis(audit_delay_ms(self.crm_contract)),
-        }
+        let by_provider = self.providers.audit_delays().into_iter().map(|(p, d)| (p.to_owned(), d)).collect();
+        // A provider this build does not know: as late as any it knows.
+        let otherwise = self.providers.audit_delays().into_iter().map(|(_, d)| d).max().unwrap_or(Duration::ZERO);
+        AuditDelays { by_provider, otherwise }
     }
 
     /// Audits one succeeded operation (taken from `Store::due_audits`).
     pub(crate) async fn audit(&self, row: &OperationRow) -> Result<(), StoreError> {
         let op = row.operation_id.as_str();
-        if Action::parse(&row.action) == Some(Action::CrmDealUpdate) {
-            // A conditional update cannot apply twice: the version moves with the first.
+        if row.action().is_some_and(|a| !a.spec().may_duplicate()) {
+            // A conditional update cannot apply twice: its precondition moves with the first.
             self.store.record_audit(op, false, &json!({"via": "conditional_update"})).await?;
             return Ok(());
         }

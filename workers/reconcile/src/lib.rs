@@ -17,8 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
-use fleet_core::reconcile::ProviderContract;
-use fleet_providers::{CrmClient, PaymentsClient};
+use fleet_providers::Providers;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -32,12 +31,9 @@ pub struct ReconcileDeps {
     pub health: BrokerHealth,
     /// Rings `operations.execute` for operations sent back for a same-key retry.
     pub publisher: Publisher,
-    pub payments: PaymentsClient,
-    pub crm: CrmClient,
-    /// The payments provider's documented contract (search lag, key retention).
-    pub contract: ProviderContract,
-    /// The CRM's: it has no keys, so no retention limit; its search lag bounds absence.
-    pub crm_contract: ProviderContract,
+    /// Every provider, with its documented contract (search lag, maximum request time,
+    /// key retention).
+    pub providers: Arc<Providers>,
     pub settings: ReconcileSettings,
     pub concurrency: usize,
 }

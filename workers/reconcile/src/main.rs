@@ -1,11 +1,12 @@
 //! fleet-reconcile: consumes `operations.reconcile`, sweeps, computes the fleet gauges.
 
+use std::sync::Arc;
+
 use clap::Parser;
 use fleet_broker::Publisher;
-use fleet_core::reconcile::ProviderContract;
-use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig};
+use fleet_providers::ProviderConfigs;
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
-use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PaymentsArgs};
+use fleet_runtime::{admin_addrs, CommonArgs, ProviderArgs};
 
 #[derive(Parser)]
 #[command(name = "fleet-reconcile", version, about = "Reconciles uncertain operations with their provider")]
@@ -13,9 +14,7 @@ struct Cli {
     #[command(flatten)]
     common: CommonArgs,
     #[command(flatten)]
-    payments: PaymentsArgs,
-    #[command(flatten)]
-    crm: CrmArgs,
+    providers: ProviderArgs,
     #[command(flatten)]
     reconcile: ReconcileSettings,
 }
@@ -24,26 +23,12 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let boot = fleet_boot::start("reconcile", &cli.common, admin_addrs::RECONCILE).await?;
-    let contract = ProviderContract {
-        search_lag_ms: cli.payments.payments_search_lag_ms,
-        max_request_ms: cli.payments.payments_max_request_s.saturating_mul(1000),
-        key_retention_ms: cli.payments.payments_key_retention_s.saturating_mul(1000),
-        escalate_after_failed_lookups: cli.reconcile.escalate_after_lookups,
-    };
     let deps = ReconcileDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),
         health: boot.broker_health.clone(),
         publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
-        payments: PaymentsClient::new(PaymentsConfig::from_args(&cli.payments))?,
-        crm: CrmClient::new(CrmConfig::from_args(&cli.crm))?,
-        contract,
-        crm_contract: ProviderContract {
-            search_lag_ms: cli.crm.crm_search_lag_ms,
-            max_request_ms: cli.crm.crm_max_request_s.saturating_mul(1000),
-            key_retention_ms: u64::MAX,
-            ..contract
-        },
+        providers: Arc::new(ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?.connect()?),
         settings: cli.reconcile,
         concurrency: cli.common.concurrency,
     };

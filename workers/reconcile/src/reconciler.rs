@@ -2,25 +2,25 @@
 //! of the domain's `judge`. Every move is a fenced compare-and-set, so two reconcilers on
 //! one operation resolve it once.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_broker::{Publisher, Queue};
-use fleet_core::reconcile::{judge, AttemptAges, Found, ProviderContract, Verdict};
+use fleet_core::reconcile::{judge, AttemptAges, Found, Reading, Verdict};
 use fleet_core::{Doorbell, Event, OperationId, Status};
+use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{record_lookup_on, transition_in, AttemptRow, OperationRow, Store, StoreError, Transition, TransitionOutcome, WebhookOutcome};
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
-use crate::lookup::{look_up, LookupOutcome, Providers};
+use crate::lookup::{contract_of, look_up};
 use crate::{ReconcileDeps, ReconcileSettings};
 
 pub struct Reconciler {
     pub(crate) store: Store,
     publisher: Publisher,
-    pub(crate) providers: Providers,
-    pub(crate) contract: ProviderContract,
-    pub(crate) crm_contract: ProviderContract,
+    pub(crate) providers: Arc<Providers>,
     pub(crate) settings: ReconcileSettings,
 }
 
@@ -32,9 +32,7 @@ impl Reconciler {
         Self {
             store: deps.store.clone(),
             publisher: deps.publisher.clone(),
-            providers: Providers { payments: deps.payments.clone(), crm: deps.crm.clone() },
-            contract: deps.contract,
-            crm_contract: deps.crm_contract,
+            providers: deps.providers.clone(),
             settings: deps.settings.clone(),
         }
     }
@@ -84,10 +82,10 @@ impl Reconciler {
             return self.resolve(row, Status::Unknown, &found, evidence).await;
         }
         let external_id = row.external_id.clone().or_else(|| attempts.iter().rev().find_map(|a| a.external_id.clone()));
-        let LookupOutcome { lookup, evidence } = look_up(&self.providers, row, external_id.as_deref()).await;
+        let Reading { lookup, evidence } = look_up(&self.providers, row, external_id.as_deref()).await;
         let ages = self.store.attempt_ages(op).await?;
         let ages = AttemptAges { newest_ms: ages.newest, newest_start_ms: ages.newest_start, oldest_ms: ages.oldest, failed_lookups_so_far: row.lookup_failures.max(0) as u32 };
-        let contract = if row.provider == "crm" { self.crm_contract } else { self.contract };
+        let contract = contract_of(&self.providers, row, self.settings.escalate_after_lookups);
         let accepted_earlier = attempts.iter().any(|a| a.outcome.as_deref() == Some("accepted"));
         let out_of_patience = row.lookup_failures.max(0) as u32 + 1 >= contract.escalate_after_failed_lookups;
         match judge(&lookup, ages, contract) {
@@ -127,7 +125,7 @@ impl Reconciler {
     /// Past its deadline an accepted operation is looked up; a final answer settles it,
     /// anything else makes it unknown (reconcile then keeps asking, or escalates).
     async fn settle_accepted(&self, row: &OperationRow) -> Result<(), StoreError> {
-        let LookupOutcome { lookup, evidence } = look_up(&self.providers, row, row.external_id.as_deref()).await;
+        let Reading { lookup, evidence } = look_up(&self.providers, row, row.external_id.as_deref()).await;
         if let fleet_core::reconcile::Lookup::Matches(found) = &lookup {
             if let [found @ (Found::Succeeded { .. } | Found::Failed { .. })] = found.as_slice() {
                 return self.resolve(row, Status::Accepted, found, evidence).await;

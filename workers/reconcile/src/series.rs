@@ -4,7 +4,7 @@
 //! successful read, and an alert relies on their absence until then.)
 
 use fleet_broker::Queue;
-use fleet_core::{Action, Doorbell};
+use fleet_core::{Action, Doorbell, CATALOGUE};
 use fleet_runtime::metric_names as m;
 
 /// The final statuses reconcile settles an unknown operation to.
@@ -13,12 +13,9 @@ const FINAL: [&str; 3] = ["succeeded", "failed", "cancelled"];
 pub fn series_at_zero() {
     fleet_broker::consumer_series_at_zero(Queue::OperationsReconcile, &Doorbell::REFUSALS);
     fleet_broker::publisher_series_at_zero(&[Queue::OperationsExecute]);
-    for (provider, action) in [
-        ("payments", "payment.create"),
-        ("payments", "refund.create"),
-        ("crm", "crm.deal.create"),
-    ] {
-        metrics::counter!(m::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => provider, "action" => action).increment(0);
+    // Only an effect that may happen twice is audited for a duplicate.
+    for spec in CATALOGUE.iter().filter(|s| s.may_duplicate()) {
+        metrics::counter!(m::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => spec.provider, "action" => spec.wire_name).increment(0);
     }
     // The sweeper counts the leases it expires under "any" (it moves them in bulk).
     for action in Action::ALL

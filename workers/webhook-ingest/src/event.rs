@@ -3,7 +3,7 @@
 //! the hash of the whole event. Parsed once here; the store trusts the typed result.
 
 use fleet_core::hash_value;
-use fleet_store::{ReportedObject, WebhookEvent};
+use fleet_store::{EventKind, ReportedObject, WebhookEvent};
 use serde_json::{Map, Value};
 
 use crate::envelope::Verified;
@@ -38,6 +38,9 @@ pub fn parse_event(delivery: &Verified) -> Result<WebhookEvent, EventError> {
     let value: Value = serde_json::from_slice(&delivery.body).map_err(|_| EventError::NotAnObject)?;
     let event = value.as_object().ok_or(EventError::NotAnObject)?;
     let event_type = text(event, "type")?.ok_or(EventError::Missing("type"))?;
+    // Where the object echoes our operation id depends on its kind (a payment's
+    // `reference`, an envelope's `external_ref`).
+    let reference_field = EventKind::of(&event_type).reference_field();
     let object = event
         .get("data")
         .and_then(Value::as_object)
@@ -57,7 +60,7 @@ pub fn parse_event(delivery: &Verified) -> Result<WebhookEvent, EventError> {
         payload_hash: hash_value(&value).as_str().to_owned(),
         object: ReportedObject {
             id: text(object, "id")?,
-            reference: text(object, "reference")?,
+            reference: text(object, reference_field)?,
             status: text(object, "status")?,
             amount_minor,
             currency: text(object, "currency")?,

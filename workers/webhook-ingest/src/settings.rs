@@ -1,6 +1,7 @@
 //! webhook-ingest's own settings (flags with env), on top of the common ones.
 
 use std::net::SocketAddr;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -39,8 +40,8 @@ impl Mode {
 }
 
 /// Providers whose webhooks are accepted, as they appear in `/webhooks/{provider}` and in
-/// `operations.provider`.
-pub const KNOWN_PROVIDERS: &[&str] = &["payments"];
+/// `operations.provider`: those whose events settle some action of the catalogue.
+pub static KNOWN_PROVIDERS: LazyLock<Vec<&'static str>> = LazyLock::new(fleet_core::catalogue::webhook_providers);
 
 #[derive(Debug, Clone, Args)]
 pub struct WebhookSettings {

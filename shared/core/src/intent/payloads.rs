@@ -1,90 +1,21 @@
-//! The payload of each action, as intent.v1 carries it. The same types are read by
-//! `parse_intent` (unknown members refused) and describe themselves, limits included, as
-//! JSON Schema (the MCP tools' input schemas), so what fleet reads and what it tells an
-//! agent it reads cannot drift apart. The limits repeat shared/schemas/intent.v1.json;
-//! a test holds the two in agreement.
+//! The member schemas the actions' payload types describe themselves with (the types are
+//! in `crate::actions`, one file per action, and re-exported here). The same types are
+//! read by `parse_intent` (unknown members refused) and describe themselves, limits
+//! included, as JSON Schema (the MCP tools' input schemas), so what fleet reads and what
+//! it tells an agent it reads cannot drift apart. The limits repeat
+//! shared/schemas/intent.v1.json; a test holds the two in agreement.
 
 use std::borrow::Cow;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
-use serde::Deserialize;
-use serde_json::{Map, Value};
 
 use super::{MAX_APPROVAL_TTL_SECONDS, MAX_RATIONALE_CHARS, MAX_SAFE_INTEGER, MAX_TEXT_CHARS};
 use crate::currency::ISO_4217;
 
-/// `payment.create`: pay an invoice to a beneficiary.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(inline)]
-pub struct PaymentPayload {
-    /// The invoice this payment settles; also the payment's reference at the provider.
-    #[schemars(schema_with = "text")]
-    pub invoice_id: String,
-    /// Who is paid.
-    #[schemars(schema_with = "text")]
-    pub beneficiary_id: String,
-    /// The amount in the currency's minor unit (12,500.00 KZT is 1250000), an integer.
-    #[schemars(schema_with = "amount_minor")]
-    pub amount_minor: i64,
-    /// An active ISO 4217 code, upper case.
-    #[schemars(schema_with = "currency")]
-    pub currency: String,
-}
-
-/// `refund.create`: give back (part of) a payment the provider holds.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(inline)]
-pub struct RefundPayload {
-    /// The provider's id of the payment refunded (`pay_…`).
-    #[schemars(schema_with = "text")]
-    pub payment_id: String,
-    /// The amount refunded in the currency's minor unit, an integer.
-    #[schemars(schema_with = "amount_minor")]
-    pub amount_minor: i64,
-    /// An active ISO 4217 code, upper case: the payment's.
-    #[schemars(schema_with = "currency")]
-    pub currency: String,
-    /// Why, as the provider records it.
-    #[schemars(schema_with = "text")]
-    pub reason: String,
-}
-
-/// `crm.deal.create`: a new deal in the CRM.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(inline)]
-pub struct DealCreatePayload {
-    #[schemars(schema_with = "text")]
-    pub name: String,
-    /// The deal's value in the currency's minor unit, an integer.
-    #[schemars(schema_with = "amount_minor")]
-    pub amount_minor: i64,
-    /// An active ISO 4217 code, upper case.
-    #[schemars(schema_with = "currency")]
-    pub currency: String,
-    /// The pipeline stage, e.g. `proposal`.
-    #[schemars(schema_with = "text")]
-    pub stage: String,
-    /// The CRM user who owns the deal.
-    #[schemars(schema_with = "text")]
-    pub owner_id: String,
-}
-
-/// `crm.deal.update`: change fields of a deal, only if it is still at the version read.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(inline)]
-pub struct DealUpdatePayload {
-    /// The deal's version the change was decided on; the update is refused if the deal
-    /// moved on meanwhile (a new proposal is needed then).
-    #[schemars(schema_with = "version")]
-    pub expected_version: i64,
-    /// The fields to set, at least one. Numbers here may be any double (0.35, 1e21).
-    #[schemars(schema_with = "patch")]
-    pub patch: Map<String, Value>,
-}
+pub use crate::actions::deal_create::DealCreatePayload;
+pub use crate::actions::deal_update::DealUpdatePayload;
+pub use crate::actions::payment_create::PaymentPayload;
+pub use crate::actions::refund_create::RefundPayload;
 
 // The member schemas, as shared/schemas/intent.v1.json states them.
 
@@ -106,7 +37,7 @@ pub fn currency(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"enum": ISO_4217})
 }
 
-fn version(_: &mut SchemaGenerator) -> Schema {
+pub fn version(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "integer", "minimum": 1, "maximum": MAX_SAFE_INTEGER})
 }
 
@@ -130,7 +61,7 @@ pub fn rationale(_: &mut SchemaGenerator) -> Schema {
 
 const NO_NUL: &str = r"^[^\u0000]*$";
 
-fn patch(generator: &mut SchemaGenerator) -> Schema {
+pub fn patch(generator: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",
         "minProperties": 1,

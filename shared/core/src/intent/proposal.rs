@@ -16,8 +16,9 @@ use serde_json::{Map, Value};
 
 use super::payloads::{self, DealCreatePayload, DealUpdatePayload, PaymentPayload, RefundPayload};
 use super::{Action, IntentError, SCHEMA};
+use crate::catalogue::Target;
 
-/// The arguments of `payment_create`, `refund_create` and `crm_deal_create`.
+/// The arguments of the tool of an action that names no target (`payment_create`, …).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Proposal<P> {
@@ -54,10 +55,11 @@ pub struct Proposal<P> {
     pub supersedes: Option<String>,
 }
 
-/// The arguments of `crm_deal_update`: a proposal with the deal it changes.
+/// The arguments of the tool of an action that changes a named object
+/// (`crm_deal_update`, …): a proposal with its target.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DealUpdateProposal {
+pub struct TargetedProposal<P> {
     /// `op_` + a ULID (upper-case Crockford base32). Leave it out and one is assigned;
     /// pass your own, and the same one on every retry, to make a retried call the same
     /// operation rather than a second one.
@@ -68,11 +70,11 @@ pub struct DealUpdateProposal {
     #[serde(default)]
     #[schemars(schema_with = "optional_text")]
     pub tenant_id: Option<String>,
-    /// The id of the deal changed.
+    /// The id of the object changed (the deal, the order).
     #[schemars(schema_with = "payloads::text")]
     pub target: String,
     /// The change, exactly as the person approving it will see it.
-    pub payload: DealUpdatePayload,
+    pub payload: P,
     /// The policy you followed (e.g. `crm-v1`).
     #[schemars(schema_with = "payloads::text")]
     pub policy_version: String,
@@ -96,6 +98,7 @@ pub struct DealUpdateProposal {
 pub type PaymentProposal = Proposal<PaymentPayload>;
 pub type RefundProposal = Proposal<RefundPayload>;
 pub type DealCreateProposal = Proposal<DealCreatePayload>;
+pub type DealUpdateProposal = TargetedProposal<DealUpdatePayload>;
 
 fn nullable(schema: Schema) -> Schema {
     json_schema!({"anyOf": [schema, {"type": "null"}]})
@@ -111,12 +114,7 @@ fn optional_text(generator: &mut SchemaGenerator) -> Schema {
 
 /// The tool that proposes `action`: its wire name with `_` for `.` (`payment_create`).
 pub fn tool_name(action: Action) -> &'static str {
-    match action {
-        Action::PaymentCreate => "payment_create",
-        Action::RefundCreate => "refund_create",
-        Action::CrmDealCreate => "crm_deal_create",
-        Action::CrmDealUpdate => "crm_deal_update",
-    }
+    action.spec().tool.name
 }
 
 pub fn action_of_tool(name: &str) -> Option<Action> {
@@ -125,10 +123,7 @@ pub fn action_of_tool(name: &str) -> Option<Action> {
 
 /// The provider that serves `action`, which the tool names for the agent.
 pub fn provider_of(action: Action) -> &'static str {
-    match action {
-        Action::PaymentCreate | Action::RefundCreate => "payments",
-        Action::CrmDealCreate | Action::CrmDealUpdate => "crm",
-    }
+    action.spec().provider
 }
 
 /// The members a proposal of `action` may carry.
@@ -154,9 +149,9 @@ fn members(action: Action) -> &'static [&'static str] {
         "rationale",
         "supersedes",
     ];
-    match action {
-        Action::CrmDealUpdate => WITH_TARGET,
-        Action::PaymentCreate | Action::RefundCreate | Action::CrmDealCreate => COMMON,
+    match action.spec().target {
+        Target::Required(_) => WITH_TARGET,
+        Target::Optional => COMMON,
     }
 }
 

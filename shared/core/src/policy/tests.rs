@@ -30,7 +30,7 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
     let set = shipped();
     assert_eq!(
         set.versions().collect::<Vec<_>>(),
-        ["crm-v1", "payments-v3", "refunds-v1"]
+        ["contracts-v1", "crm-v1", "orders-v1", "payments-v3", "refunds-v1"]
     );
     let refund = json!({"payment_id": "pay_1", "amount_minor": 500_000_000, "currency": "KZT", "reason": "r"});
     assert_eq!(
@@ -45,6 +45,11 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
     let update = json!({"expected_version": 3, "patch": {"stage": "won"}});
     assert_eq!(
         set.required_approvals("crm-v1", Action::CrmDealUpdate, &update),
+        Ok(1)
+    );
+    let order = json!({"from": "paid", "to": "fulfilled", "reason": "shipped"});
+    assert_eq!(
+        set.required_approvals("orders-v1", Action::OrderStatusChange, &order),
         Ok(1)
     );
 }

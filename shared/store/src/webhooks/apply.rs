@@ -8,7 +8,8 @@ use fleet_core::Status;
 use tokio_postgres::Row;
 use tracing::warn;
 
-use fleet_core::webhook::{check_identity, decide, EventKind, Family, Reported, RowIdentity, WebhookDecision, ON_DISPUTED};
+use fleet_core::webhook::{check_identity, decide, EventKind, Reported, RowIdentity, WebhookDecision, ON_DISPUTED};
+use fleet_core::Action;
 use super::{evidence, Decided, ReportedObject, StoredWebhook, WebhookEvent, WebhookOutcome, WEBHOOK_ACTOR};
 use crate::rows::OPERATION_COLUMNS;
 use crate::{transition_in, OperationRow, StoreError, Transition, TransitionOutcome};
@@ -71,8 +72,8 @@ pub(super) async fn ingest_in(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result
     }
     let settled = match EventKind::of(&ev.event_type) {
         EventKind::Unsupported => Settled::only(WebhookOutcome::IgnoredType),
-        EventKind::Status { family, reported } => match link(tx, ev).await? {
-            Some(row) => settle_in(tx, &row, ev, family, reported).await?,
+        EventKind::Status { action, reported } => match link(tx, ev).await? {
+            Some(row) => settle_in(tx, &row, ev, action, reported).await?,
             None => Settled::only(WebhookOutcome::Unlinked),
         },
     };
@@ -90,7 +91,7 @@ pub(super) async fn apply_unlinked_in(tx: &Transaction<'_>, operation_id: &str) 
         let ev = stored.event;
         let settled = match EventKind::of(&ev.event_type) {
             EventKind::Unsupported => Settled::only(WebhookOutcome::IgnoredType),
-            EventKind::Status { family, reported } => settle_in(tx, &row, &ev, family, reported).await?,
+            EventKind::Status { action, reported } => settle_in(tx, &row, &ev, action, reported).await?,
         };
         decided.push((ev.provider.clone(), finish(tx, &ev, settled).await?));
         // The next event is decided against the row as this one left it.
@@ -163,7 +164,7 @@ async fn lock_by_id(tx: &Transaction<'_>, operation_id: &str) -> Result<Option<O
 }
 
 /// Decides a linked status report against the held row and carries the decision out.
-async fn settle_in(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, family: Family, reported: Reported) -> Result<Settled, StoreError> {
+async fn settle_in(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, action: Action, reported: Reported) -> Result<Settled, StoreError> {
     let status = row.status();
     let identity = RowIdentity {
         operation_id: &row.operation_id,
@@ -172,7 +173,7 @@ async fn settle_in(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, 
         external_id: row.external_id.as_deref(),
         payload: &row.payload,
     };
-    let decision = match check_identity(family, &ev.provider, identity, ev.object.identity()) {
+    let decision = match check_identity(action, &ev.provider, identity, ev.object.identity()) {
         Ok(()) => decide(status, reported),
         Err(_) if status == Status::Disputed => WebhookDecision::NoteOnDisputed,
         Err(mismatch) => WebhookDecision::Escalate(mismatch),

@@ -23,7 +23,7 @@ use crate::api_error::ApiError;
 use crate::create::MAX_BODY_BYTES;
 use crate::faults::FaultKind;
 use crate::reads::suffer_fault;
-use crate::reply::Reply;
+use crate::reply::{after_commit, before_commit, before_write, Reply};
 use crate::route::Route;
 use crate::state::App;
 
@@ -191,19 +191,10 @@ async fn handle_create(app: App, bytes: Bytes) -> Outcome {
 }
 
 async fn decide_create(app: &App, body: Option<Value>, fault: Option<FaultKind>) -> Outcome {
-    if let Some(reply) = before_commit(fault) {
-        return reply.into();
-    }
-    let Some(body) = body else {
-        return ApiError::invalid_json().into();
-    };
-    let new = match NewDeal::validate(&body) {
+    let new = match before_write(fault, body, NewDeal::validate).await {
         Ok(new) => new,
-        Err(error) => return error.into(),
+        Err(reply) => return reply.into(),
     };
-    if let Some(FaultKind::Delay(delay)) = fault {
-        tokio::time::sleep(delay).await;
-    }
     let committed = {
         let mut state = app.lock();
         let now = state.now();
@@ -287,25 +278,6 @@ async fn decide_patch(
         }
     };
     after_commit(fault, committed)
-}
-
-/// The answer of a fault that strikes before anything executes.
-fn before_commit(fault: Option<FaultKind>) -> Option<Reply> {
-    match fault? {
-        FaultKind::DropBeforeCommit => Some(Reply::Drop),
-        FaultKind::ErrorBeforeCommit(status) => Some(ApiError::simulated(status).into()),
-        _ => None,
-    }
-}
-
-/// What the client gets once the write executed: the real answer unless a fault
-/// replaces it (the effect stays either way).
-fn after_commit(fault: Option<FaultKind>, committed: Outcome) -> Outcome {
-    match fault {
-        Some(FaultKind::DropAfterCommit) => Reply::Drop.into(),
-        Some(FaultKind::ErrorAfterCommit(status)) => ApiError::simulated(status).into(),
-        _ => committed,
-    }
 }
 
 #[cfg(test)]

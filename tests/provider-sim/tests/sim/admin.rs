@@ -36,7 +36,7 @@ async fn effect_totals_count_every_reference() {
     sim.create_payment("op_b", &payment_body("op_b")).await;
     assert_eq!(
         sim.admin_get("/_sim/effects").await,
-        json!({"payments": 2, "refunds": 0, "deals": 0})
+        json!({"payments": 2, "refunds": 0, "deals": 0, "orders": 0, "envelopes": 0})
     );
 }
 
@@ -73,7 +73,7 @@ async fn reset_forgets_everything() {
     assert_eq!(reset.status(), StatusCode::NO_CONTENT);
     assert_eq!(
         sim.admin_get("/_sim/effects").await,
-        json!({"payments": 0, "refunds": 0, "deals": 0})
+        json!({"payments": 0, "refunds": 0, "deals": 0, "orders": 0, "envelopes": 0})
     );
     assert_eq!(sim.admin_get("/_sim/requests").await, json!({"data": []}));
     assert_eq!(sim.admin_get("/_sim/clock").await["offset_seconds"], 0);

@@ -627,11 +627,11 @@ async fn effects_and_the_request_log_include_deals_and_reset_forgets_them() {
 
     assert_eq!(
         sim.effects("op_mixed").await,
-        json!({"reference": "op_mixed", "payments": 1, "refunds": 0, "deals": 1})
+        json!({"reference": "op_mixed", "payments": 1, "refunds": 0, "deals": 1, "orders": 0, "envelopes": 0})
     );
     assert_eq!(
         sim.admin_get("/_sim/effects").await,
-        json!({"payments": 1, "refunds": 0, "deals": 2})
+        json!({"payments": 1, "refunds": 0, "deals": 2, "orders": 0, "envelopes": 0})
     );
     let log = sim.requests("op_mixed").await;
     assert_eq!(log.len(), 2);

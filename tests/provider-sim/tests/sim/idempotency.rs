@@ -33,7 +33,7 @@ async fn create_then_replay_returns_the_same_body_marked_as_replayed() {
     assert_eq!(replayed, created);
     assert_eq!(
         sim.effects("op_replay").await,
-        json!({"reference": "op_replay", "payments": 1, "refunds": 0, "deals": 0})
+        json!({"reference": "op_replay", "payments": 1, "refunds": 0, "deals": 0, "orders": 0, "envelopes": 0})
     );
 }
 

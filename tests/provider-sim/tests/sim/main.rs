@@ -4,8 +4,10 @@
 mod admin;
 mod common;
 mod deals;
+mod envelopes;
 mod faults;
 mod idempotency;
+mod orders;
 mod process;
 mod reads;
 mod refunds;

@@ -48,7 +48,7 @@ async fn a_refund_is_created_replayed_found_and_fetched() {
     assert_eq!(fetched, refund);
     assert_eq!(
         sim.effects("op_refund").await,
-        json!({"reference": "op_refund", "payments": 0, "refunds": 1, "deals": 0})
+        json!({"reference": "op_refund", "payments": 0, "refunds": 1, "deals": 0, "orders": 0, "envelopes": 0})
     );
 }
 

@@ -7,9 +7,8 @@
 
 use std::sync::LazyLock;
 
-use fleet_core::intent::proposal::{
-    tool_name, DealCreateProposal, DealUpdateProposal, PaymentProposal, RefundProposal,
-};
+use std::sync::Arc;
+
 use fleet_core::Action;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 
@@ -40,38 +39,16 @@ new); the same operation_id with other arguments is refused. A refusal is a tool
 {\"error\": {\"code\", \"field\"}}: the reason the intent queue would refuse the same intent with \
 (invalid_field, operation_id_conflict, ...) and the member concerned, or tenant_not_granted.";
 
+/// The tool of one action, as its catalogue entry presents it; the input schema is the
+/// one generated from the action's proposal type (intent.v1's payload type inside).
 fn proposal_tool(action: Action) -> Tool {
-    let (title, what) = match action {
-        Action::PaymentCreate => (
-            "Propose a payment",
-            "Propose paying an invoice to a beneficiary (payment.create at the payments provider).",
-        ),
-        Action::RefundCreate => (
-            "Propose a refund",
-            "Propose refunding all or part of a payment (refund.create at the payments provider).",
-        ),
-        Action::CrmDealCreate => (
-            "Propose a CRM deal",
-            "Propose creating a deal in the CRM (crm.deal.create).",
-        ),
-        Action::CrmDealUpdate => (
-            "Propose a CRM deal change",
-            "Propose changing fields of a CRM deal (crm.deal.update). The change applies only if the deal \
-             is still at payload.expected_version when it is executed; otherwise it is cancelled and a new \
-             proposal (with supersedes) is needed.",
-        ),
-    };
+    let spec = action.spec();
     let tool = Tool::new(
-        tool_name(action),
-        format!("{what} {HOW_A_PROPOSAL_GOES}"),
-        JsonObject::new(),
+        spec.tool.name,
+        format!("{} {HOW_A_PROPOSAL_GOES}", spec.tool.what),
+        Arc::new(input_schema(spec.proposal_schema())),
     );
-    let tool = match action {
-        Action::PaymentCreate => tool.with_input_schema::<PaymentProposal>(),
-        Action::RefundCreate => tool.with_input_schema::<RefundProposal>(),
-        Action::CrmDealCreate => tool.with_input_schema::<DealCreateProposal>(),
-        Action::CrmDealUpdate => tool.with_input_schema::<DealUpdateProposal>(),
-    };
+    let title = spec.tool.title;
     tool.with_title(title)
         .with_output_schema::<Proposed>()
         .annotate(
@@ -81,6 +58,15 @@ fn proposal_tool(action: Action) -> Tool {
                 .idempotent(true)
                 .open_world(true),
         )
+}
+
+/// A proposal type's schema as an input schema: without the top-level title and
+/// description (the wrapper type's name and doc, noise to the model), as the SDK does for
+/// the schemas it generates itself.
+fn input_schema(mut schema: JsonObject) -> JsonObject {
+    schema.remove("title");
+    schema.remove("description");
+    schema
 }
 
 fn read_only(title: &str) -> ToolAnnotations {

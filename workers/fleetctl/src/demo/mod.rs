@@ -4,7 +4,10 @@
 //! as an agent would and a few dozen more intents to the queue, approves them through the
 //! API the way people would (two distinct approvers for the large KZT payment), waits
 //! until every operation is final and its outcome events are published, and prints a
-//! table of final states next to the effects the provider holds.
+//! table of final states next to the effects the provider holds. Besides payments it
+//! moves a few orders from `paid` to `fulfilled`, one of which someone else puts on hold
+//! before it runs (cancelled: a new decision is needed), and sends two contracts, which
+//! the e-signature provider settles by signed webhooks.
 
 mod api;
 mod intents;
@@ -59,6 +62,9 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
     outcome
 }
 
+/// Orders the demo moves from `paid` to `fulfilled`.
+const ORDERS: usize = 3;
+
 /// A payment's amount as a person reads it (the demo's currencies have two decimals).
 fn amount(payload: &Value) -> String {
     let minor = payload["amount_minor"].as_i64().unwrap_or(0);
@@ -69,7 +75,8 @@ async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str, api_url: &str)
     let store = Store::connect(conn.database_url.expose(), 4)?;
     let broker = conn.broker();
     let publisher = Publisher::connect(&broker).await?;
-    let plan = intents::plan(args.count);
+    let orders = report::seed_orders(sim_url, ORDERS).await?;
+    let plan = intents::plan(args.count, &orders);
 
     let (seed, rest) = plan.intents.split_first().expect("the plan starts with the seed example");
     api::submit(&store, api_url, seed).await?;
@@ -82,6 +89,11 @@ async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str, api_url: &str)
     let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout_s);
     let ids: Vec<OperationId> = plan.intents.iter().map(|i| i.intent.operation_id.clone()).collect();
     report::wait_until(&store, &ids, deadline, |row| row.is_some(), "prepared").await?;
+    // Someone else puts the last order on hold after the agent read it at `paid`.
+    if let Some(moved) = orders.last() {
+        report::move_order(sim_url, moved, "on_hold").await?;
+        println!("order {moved} was put on hold by someone else before its change was approved");
+    }
 
     let approvers = api::approvers(&store, api_url, &seed.intent.snapshot.tenant_id).await?;
     for intent in &plan.intents {

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use fleet_core::OperationId;
 use fleet_store::{OperationRow, Store};
-use serde_json::Value;
+use fleet_core::wording::describe;
+use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
 
 use super::intents::Plan;
@@ -46,15 +47,35 @@ pub async fn wait_for_events(store: &Store, deadline: Instant) -> anyhow::Result
     }
 }
 
+/// The effects the simulator holds for an operation, of every kind (payments, refunds,
+/// deals, order transitions, ...).
 async fn effects(client: &reqwest::Client, sim_url: &str, reference: &str) -> anyhow::Result<i64> {
     let v: Value = client.get(format!("{sim_url}/_sim/effects")).query(&[("reference", reference)]).send().await?.error_for_status()?.json().await?;
-    Ok(v["payments"].as_i64().unwrap_or(0))
+    let counts = v.as_object().into_iter().flatten().filter(|(k, _)| *k != "reference");
+    Ok(counts.filter_map(|(_, n)| n.as_i64()).sum())
+}
+
+/// `n` orders at `paid` in the simulator: their ids.
+pub async fn seed_orders(sim_url: &str, n: usize) -> anyhow::Result<Vec<String>> {
+    let client = reqwest::Client::new();
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        let order: Value = client.post(format!("{sim_url}/_sim/orders")).json(&json!({"status": "paid"})).send().await?.error_for_status()?.json().await?;
+        ids.push(order["id"].as_str().ok_or_else(|| anyhow::anyhow!("the simulator answered an order without an id"))?.to_owned());
+    }
+    Ok(ids)
+}
+
+/// Moves an order as someone else would.
+pub async fn move_order(sim_url: &str, order_id: &str, status: &str) -> anyhow::Result<()> {
+    reqwest::Client::new().post(format!("{sim_url}/_sim/orders/{order_id}/status")).json(&json!({"status": status})).send().await?.error_for_status()?;
+    Ok(())
 }
 
 pub async fn print(store: &Store, plan: &Plan, sim_url: &str, dead: &[(Vec<u8>, Option<String>)]) -> anyhow::Result<()> {
     let client = reqwest::Client::new();
     println!();
-    println!("{:<30} {:<10} {:>14} {:<4} {:<10} {:<20} {:<32} {:>7}", "OPERATION", "INVOICE", "AMOUNT", "CUR", "STATUS", "REASON", "EXTERNAL_ID", "EFFECTS");
+    println!("{:<30} {:<20} {:<10} {:<20} {:<32} {:>7}  WHAT", "OPERATION", "ACTION", "STATUS", "REASON", "EXTERNAL_ID", "EFFECTS");
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     let mut violations = 0;
     for intent in &plan.intents {
@@ -66,18 +87,15 @@ pub async fn print(store: &Store, plan: &Plan, sim_url: &str, dead: &[(Vec<u8>, 
         if row.status().is_final() && n != i64::from(row.status == "succeeded") {
             violations += 1;
         }
-        let p = &row.payload;
-        let amount = p["amount_minor"].as_i64().unwrap_or(0);
         println!(
-            "{:<30} {:<10} {:>14} {:<4} {:<10} {:<20} {:<32} {:>7}",
+            "{:<30} {:<20} {:<10} {:<20} {:<32} {:>7}  {}",
             op,
-            p["invoice_id"].as_str().unwrap_or("-"),
-            format!("{}.{:02}", amount / 100, amount % 100),
-            p["currency"].as_str().unwrap_or("-"),
+            row.action,
             if row.escalated_at.is_some() { format!("{} (escalated)", row.status) } else { row.status.clone() },
             row.error_code.as_deref().or(row.status_reason.as_deref()).unwrap_or(""),
             row.external_id.as_deref().unwrap_or("-"),
-            n
+            n,
+            describe(&row.action, row.target.as_deref(), &row.payload)
         );
         let key = if row.escalated_at.is_some() { format!("{} escalated", row.status) } else { row.status.clone() };
         *by_status.entry(key).or_default() += 1;

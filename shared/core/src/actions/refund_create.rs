@@ -1,0 +1,84 @@
+//! `refund.create`: give back (part of) a payment, at the payments provider, under the
+//! same idempotency rules as a payment.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::catalogue::{
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText, WebhookSpec,
+};
+use crate::intent::payloads::{amount_minor, currency, text};
+use crate::intent::proposal::Proposal;
+use crate::intent::{check_money, check_text, IntentError};
+use crate::money::format_amount;
+use crate::outcome::{classify_payment, CallResult, Outcome};
+use crate::reconcile::{read_search, Found, Reading};
+
+/// `refund.create`: give back (part of) a payment the provider holds.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub struct RefundPayload {
+    /// The provider's id of the payment refunded (`pay_…`).
+    #[schemars(schema_with = "text")]
+    pub payment_id: String,
+    /// The amount refunded in the currency's minor unit, an integer.
+    #[schemars(schema_with = "amount_minor")]
+    pub amount_minor: i64,
+    /// An active ISO 4217 code, upper case: the payment's.
+    #[schemars(schema_with = "currency")]
+    pub currency: String,
+    /// Why, as the provider records it.
+    #[schemars(schema_with = "text")]
+    pub reason: String,
+}
+
+impl ActionPayload for RefundPayload {
+    type Proposal = Proposal<RefundPayload>;
+
+    fn check(&self) -> Result<(), IntentError> {
+        check_text("payload.payment_id", &self.payment_id)?;
+        check_text("payload.reason", &self.reason)?;
+        check_money(self.amount_minor, &self.currency)
+    }
+
+    fn describe(&self, _target: Option<&str>) -> Option<String> {
+        let amount = format_amount(self.amount_minor, &self.currency)?;
+        Some(format!(
+            "Refund {amount} of payment {} (reason: {})",
+            self.payment_id, self.reason
+        ))
+    }
+
+    fn classify(&self, call: &CallResult, _subject: &Subject<'_>) -> Outcome {
+        classify_payment(call)
+    }
+
+    fn read_lookup(&self, subject: &Subject<'_>, via: &str, objects: &[Value]) -> Reading {
+        read_search(subject, via, objects, "reference", Found::from_object)
+    }
+}
+
+pub const SPEC: ActionSpec = ActionSpec {
+    action: Action::RefundCreate,
+    wire_name: "refund.create",
+    provider: "payments",
+    target: Target::Optional,
+    effect: Effect::KeyedCreate,
+    has_amount: true,
+    webhook: Some(WebhookSpec {
+        object: "refund",
+        succeeded: "succeeded",
+        failed: "failed",
+        pending: &["pending"],
+        reference_field: "reference",
+    }),
+    tool: ToolText {
+        name: "refund_create",
+        title: "Propose a refund",
+        what:
+            "Propose refunding all or part of a payment (refund.create at the payments provider).",
+    },
+    behaviour: Behaviour::of::<RefundPayload>(),
+};

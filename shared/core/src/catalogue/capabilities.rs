@@ -1,0 +1,260 @@
+//! The capability guard: an intent is accepted only for the provider that serves its
+//! action, and only when that provider's guarantees make autonomous execution safe. Each
+//! provider adapter declares what its provider guarantees ([`Capabilities`]); the guard
+//! compares that with how the action's effect comes about ([`Effect`]):
+//!
+//! - a create needs idempotent creates or a lookup: without either, an uncertain create
+//!   could never be settled (`provider_cannot_execute_safely`);
+//! - a conditional update needs conditional updates (`provider_cannot_update_conditionally`);
+//! - a keyed create's approval may not outlive the key (`approval_outlives_key`): every
+//!   claim happens before the approval expires and the key is first used after the
+//!   intent was prepared, so an approval window shorter than the key's retention (minus
+//!   a margin) means no request is ever sent on a key the provider may have forgotten.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{Action, Effect};
+use crate::reconcile::RETENTION_SAFETY_MARGIN_MS;
+
+/// What a provider guarantees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `Some(retention)`: creates are deduplicated by `Idempotency-Key`, and the provider
+    /// keeps a key this long.
+    pub idempotent_create: Option<Duration>,
+    /// The effect can be found again (by our reference in a search, by its id, or by the
+    /// target it changed).
+    pub lookup: bool,
+    /// Changes can be made conditional (a version, a precondition) and are refused when
+    /// the condition no longer holds.
+    pub conditional_update: bool,
+}
+
+impl Capabilities {
+    /// Nothing guaranteed.
+    pub const NONE: Capabilities = Capabilities {
+        idempotent_create: None,
+        lookup: false,
+        conditional_update: false,
+    };
+
+    /// How long a key is honoured, in ms (`u64::MAX` without keys: nothing to outlive).
+    pub fn key_retention_ms(&self) -> u64 {
+        self.idempotent_create.map_or(u64::MAX, |r| {
+            u64::try_from(r.as_millis()).unwrap_or(u64::MAX)
+        })
+    }
+}
+
+/// What each configured provider guarantees, by provider name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderCapabilities(BTreeMap<String, Capabilities>);
+
+impl ProviderCapabilities {
+    pub fn with(mut self, provider: &str, capabilities: Capabilities) -> Self {
+        self.0.insert(provider.to_owned(), capabilities);
+        self
+    }
+
+    pub fn get(&self, provider: &str) -> Option<&Capabilities> {
+        self.0.get(provider)
+    }
+}
+
+/// `Ok` when `action` may be prepared for `provider` with this approval window; `Err` is
+/// the refusal's bounded reason (its dead-letter reason).
+pub fn guard(
+    action: Action,
+    provider: &str,
+    approval_ttl_s: i64,
+    providers: &ProviderCapabilities,
+) -> Result<(), &'static str> {
+    let spec = action.spec();
+    let caps = match providers.get(provider) {
+        Some(caps) if provider == spec.provider => caps,
+        _ => return Err("unsupported_provider"),
+    };
+    match spec.effect {
+        Effect::KeyedCreate | Effect::SearchedCreate
+            if caps.idempotent_create.is_none() && !caps.lookup =>
+        {
+            Err("provider_cannot_execute_safely")
+        }
+        Effect::ConditionalUpdate if !caps.conditional_update => {
+            Err("provider_cannot_update_conditionally")
+        }
+        Effect::KeyedCreate if !approval_fits_key(approval_ttl_s, caps.key_retention_ms()) => {
+            Err("approval_outlives_key")
+        }
+        Effect::KeyedCreate | Effect::SearchedCreate | Effect::ConditionalUpdate => Ok(()),
+    }
+}
+
+fn approval_fits_key(approval_ttl_s: i64, key_retention_ms: u64) -> bool {
+    let ttl_ms = u64::try_from(approval_ttl_s)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(1000);
+    ttl_ms.saturating_add(RETENTION_SAFETY_MARGIN_MS) < key_retention_ms
+}
+
+/// Every reason [`guard`] refuses with.
+pub const REFUSALS: [&str; 4] = [
+    "unsupported_provider",
+    "provider_cannot_execute_safely",
+    "provider_cannot_update_conditionally",
+    "approval_outlives_key",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: Duration = Duration::from_secs(86_400);
+    const HOUR: Duration = Duration::from_secs(3_600);
+
+    fn reference() -> ProviderCapabilities {
+        ProviderCapabilities::default()
+            .with(
+                "payments",
+                Capabilities {
+                    idempotent_create: Some(DAY),
+                    lookup: true,
+                    conditional_update: false,
+                },
+            )
+            .with(
+                "crm",
+                Capabilities {
+                    idempotent_create: None,
+                    lookup: true,
+                    conditional_update: true,
+                },
+            )
+            .with(
+                "orders",
+                Capabilities {
+                    idempotent_create: None,
+                    lookup: true,
+                    conditional_update: true,
+                },
+            )
+            .with(
+                "esign",
+                Capabilities {
+                    idempotent_create: Some(HOUR),
+                    lookup: true,
+                    conditional_update: false,
+                },
+            )
+    }
+
+    #[test]
+    fn the_reference_providers_serve_their_actions() {
+        for action in Action::ALL {
+            assert_eq!(
+                guard(action, action.spec().provider, 1800, &reference()),
+                Ok(()),
+                "{action:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_approval_may_not_outlive_the_key() {
+        assert_eq!(
+            guard(Action::PaymentCreate, "payments", 86_400 - 61, &reference()),
+            Ok(())
+        );
+        assert_eq!(
+            guard(Action::PaymentCreate, "payments", 86_400 - 60, &reference()),
+            Err("approval_outlives_key")
+        );
+        assert_eq!(
+            guard(Action::RefundCreate, "payments", 7 * 86_400, &reference()),
+            Err("approval_outlives_key")
+        );
+        // No key, nothing to outlive.
+        assert_eq!(
+            guard(Action::CrmDealCreate, "crm", 7 * 86_400, &reference()),
+            Ok(())
+        );
+        // An e-signature key is kept one hour: a contract's approval window stays under it.
+        assert_eq!(guard(Action::ContractSend, "esign", 3_600 - 61, &reference()), Ok(()));
+        assert_eq!(guard(Action::ContractSend, "esign", 3_600, &reference()), Err("approval_outlives_key"));
+    }
+
+    #[test]
+    fn an_action_on_another_provider_or_an_unconfigured_one_is_refused() {
+        assert_eq!(
+            guard(Action::PaymentCreate, "crm", 3600, &reference()),
+            Err("unsupported_provider")
+        );
+        assert_eq!(
+            guard(Action::CrmDealCreate, "stripe", 3600, &reference()),
+            Err("unsupported_provider")
+        );
+        assert_eq!(
+            guard(
+                Action::CrmDealCreate,
+                "crm",
+                3600,
+                &ProviderCapabilities::default()
+            ),
+            Err("unsupported_provider")
+        );
+    }
+
+    #[test]
+    fn a_provider_that_cannot_be_made_safe_is_refused() {
+        let blind = reference().with("crm", Capabilities::NONE);
+        assert_eq!(
+            guard(Action::CrmDealCreate, "crm", 3600, &blind),
+            Err("provider_cannot_execute_safely")
+        );
+        assert_eq!(
+            guard(Action::CrmDealUpdate, "crm", 3600, &blind),
+            Err("provider_cannot_update_conditionally")
+        );
+        // An orders provider without a precondition could apply a stale transition.
+        let unconditional = reference().with("orders", Capabilities { lookup: true, ..Capabilities::NONE });
+        assert_eq!(
+            guard(Action::OrderStatusChange, "orders", 3600, &unconditional),
+            Err("provider_cannot_update_conditionally")
+        );
+        let keys_only = reference().with(
+            "payments",
+            Capabilities {
+                idempotent_create: Some(DAY),
+                ..Capabilities::NONE
+            },
+        );
+        assert_eq!(
+            guard(Action::PaymentCreate, "payments", 3600, &keys_only),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn every_refusal_is_listed() {
+        for caps in [
+            Capabilities::NONE,
+            Capabilities {
+                idempotent_create: Some(Duration::from_secs(60)),
+                lookup: true,
+                conditional_update: true,
+            },
+        ] {
+            for action in Action::ALL {
+                let providers = ProviderCapabilities::default()
+                    .with(action.spec().provider, caps)
+                    .with("other", caps);
+                for provider in [action.spec().provider, "other", "unknown"] {
+                    if let Err(reason) = guard(action, provider, 3_600, &providers) {
+                        assert!(REFUSALS.contains(&reason), "{reason}");
+                    }
+                }
+            }
+        }
+    }
+}

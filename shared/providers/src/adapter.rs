@@ -1,0 +1,143 @@
+//! What a provider adapter does for the actions its provider serves: build the one
+//! side-effecting request of an operation from its approved snapshot, and look the effect
+//! up again, read-only. What the answers mean (classification, what a lookup proves) is
+//! pure and belongs to the action's catalogue entry in `fleet_core`; an adapter only
+//! speaks its provider's HTTP.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use fleet_core::{Action, Subject};
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::api::Api;
+use crate::lookup::LookupError;
+
+/// A future an adapter returns (adapters are used as trait objects).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One operation, as an adapter sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Operation<'a> {
+    pub action: Action,
+    pub subject: Subject<'a>,
+    /// The key every attempt of the operation is sent with (its operation id).
+    pub idempotency_key: &'a str,
+}
+
+impl Operation<'_> {
+    /// The approved payload as the action's type; `Unbuildable` when it does not fit
+    /// (never for a row prepare wrote, which validated the same shape).
+    pub fn payload<P: DeserializeOwned>(&self) -> Result<P, Unbuildable> {
+        P::deserialize(self.subject.payload).map_err(|_| Unbuildable(self.action.wire_name()))
+    }
+
+    /// The target an action that requires one names.
+    pub fn target(&self) -> Result<&str, Unbuildable> {
+        self.subject
+            .target
+            .ok_or(Unbuildable(self.action.wire_name()))
+    }
+}
+
+/// The stored snapshot does not make a request of its action (or the adapter does not
+/// serve the action): a bug or tampering, never a reason to guess.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the stored snapshot does not make a {0} request")]
+pub struct Unbuildable(pub &'static str);
+
+/// The one side-effecting request of an operation: the same on every attempt, since it is
+/// built from the approved snapshot alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub method: Method,
+    pub path: Vec<String>,
+    /// `Idempotency-Key`, for a provider that deduplicates by it.
+    pub idempotency_key: Option<String>,
+    /// `If-Match: "<version>"`, for a conditional update by version.
+    pub if_match: Option<String>,
+    pub body: Value,
+}
+
+impl Request {
+    pub fn new(method: Method, path: &[&str], body: &impl Serialize) -> Request {
+        Request {
+            method,
+            path: path.iter().map(|s| (*s).to_owned()).collect(),
+            idempotency_key: None,
+            if_match: None,
+            body: serde_json::to_value(body).expect("a request body serialises"),
+        }
+    }
+
+    pub fn with_key(self, key: &str) -> Request {
+        Request {
+            idempotency_key: Some(key.to_owned()),
+            ..self
+        }
+    }
+
+    pub fn with_if_match(self, version: i64) -> Request {
+        Request {
+            if_match: Some(version.to_string()),
+            ..self
+        }
+    }
+
+    pub(crate) fn path(&self) -> Vec<&str> {
+        self.path.iter().map(String::as_str).collect()
+    }
+}
+
+/// What a lookup returned: how it asked (`via`, for the evidence) and the objects (a
+/// search's list, or the one object read by id, or none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Looked {
+    pub via: &'static str,
+    pub objects: Vec<Value>,
+}
+
+/// A lookup that gave no answer, and how it asked.
+#[derive(Debug)]
+pub struct LookFailed {
+    pub via: &'static str,
+    pub error: LookupError,
+}
+
+/// A provider adapter.
+pub trait Adapter: Send + Sync + std::fmt::Debug {
+    /// The provider's endpoint (its requests are sent through it).
+    fn api(&self) -> &Api;
+
+    /// The one side-effecting request of `op`.
+    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable>;
+
+    /// Read-only: the provider objects that show `op`'s effect, by the effect's id when
+    /// it is known, else by the operation's reference or its target.
+    fn look_up<'a>(
+        &'a self,
+        op: &'a Operation<'a>,
+        external_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Looked, LookFailed>>;
+}
+
+/// A lookup by `via`: the objects, or the failure.
+pub(crate) fn looked(
+    via: &'static str,
+    objects: Result<Vec<Value>, LookupError>,
+) -> Result<Looked, LookFailed> {
+    objects
+        .map(|objects| Looked { via, objects })
+        .map_err(|error| LookFailed { via, error })
+}
+
+/// A read by id as a lookup: the object, or none on 404.
+pub(crate) fn looked_one(
+    via: &'static str,
+    object: Result<Option<Value>, LookupError>,
+) -> Result<Looked, LookFailed> {
+    looked(via, object.map(|o| o.into_iter().collect()))
+}

@@ -1,0 +1,101 @@
+//! Adapter for the reference orders API: serves `order.status.change`. A transition
+//! carries a `from` precondition and our `transition_ref` (the operation id); the order
+//! remembers the last transition applied, so `GET /v1/orders/<id>` settles an uncertain
+//! attempt. No idempotency keys: the precondition keeps a transition from applying twice.
+
+use fleet_core::actions::order_status_change::OrderStatusChangePayload;
+use fleet_core::Action;
+use reqwest::Method;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::adapter::{
+    looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
+};
+use crate::api::{Api, ConfigError};
+use crate::capabilities::Capabilities;
+use crate::lookup::{get_object, LookupError};
+
+/// What the orders API guarantees: no idempotent creates, lookup by order id (strongly
+/// consistent), and conditional transitions (the `from` precondition).
+pub fn capabilities() -> Capabilities {
+    Capabilities {
+        idempotent_create: None,
+        lookup: true,
+        conditional_update: true,
+    }
+}
+
+/// `POST /v1/orders/<id>/transitions` body; `transition_ref` is the operation id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransitionRequest {
+    pub from: String,
+    pub to: String,
+    pub transition_ref: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct OrdersClient {
+    api: Api,
+}
+
+impl OrdersClient {
+    pub fn new(
+        base_url: &str,
+        api_key: &fleet_runtime::Secret<String>,
+        timeout_ms: u64,
+    ) -> Result<Self, ConfigError> {
+        Ok(OrdersClient {
+            api: Api::new("orders", base_url, api_key, timeout_ms)?,
+        })
+    }
+
+    /// `GET /v1/orders/{id}` (strongly consistent); `None` on 404.
+    pub async fn get_order(&self, id: &str) -> Result<Option<Value>, LookupError> {
+        get_object(self.api.get(&["v1", "orders", id])).await
+    }
+}
+
+impl Adapter for OrdersClient {
+    fn api(&self) -> &Api {
+        &self.api
+    }
+
+    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
+        match op.action {
+            Action::OrderStatusChange => {
+                let p: OrderStatusChangePayload = op.payload()?;
+                let body = TransitionRequest {
+                    from: p.from,
+                    to: p.to,
+                    transition_ref: op.subject.operation_id.to_owned(),
+                    reason: p.reason,
+                };
+                Ok(Request::new(
+                    Method::POST,
+                    &["v1", "orders", op.target()?, "transitions"],
+                    &body,
+                ))
+            }
+            other => Err(Unbuildable(other.wire_name())),
+        }
+    }
+
+    /// The order the transition is about.
+    fn look_up<'a>(
+        &'a self,
+        op: &'a Operation<'a>,
+        _external_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+        Box::pin(async move {
+            match op.target() {
+                Ok(order_id) => looked_one("order", self.get_order(order_id).await),
+                Err(_) => Ok(Looked {
+                    via: "order",
+                    objects: Vec::new(),
+                }),
+            }
+        })
+    }
+}

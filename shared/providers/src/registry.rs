@@ -1,0 +1,322 @@
+//! The configured providers, by the names intents use: where each is reached, what it
+//! documents (search lag, how long it may still commit a request, what it guarantees)
+//! and its adapter. execute and reconcile find the provider serving an operation's action
+//! here; prepare and the API read only the guarantees (the capability guard's input).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fleet_core::catalogue::ProviderCapabilities;
+use fleet_core::outcome::CallResult;
+use fleet_core::reconcile::{ProviderContract, Reading};
+use fleet_runtime::{ProviderArgs, Secret};
+
+use crate::adapter::{Adapter, Operation, Request, Unbuildable};
+use crate::api::ConfigError;
+use crate::capabilities::Capabilities;
+use crate::{crm, esign, orders, payments, CrmClient, CrmConfig, EsignClient, OrdersClient, PaymentsClient, PaymentsConfig};
+
+/// One provider as configured.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    pub base_url: String,
+    pub api_key: Secret<String>,
+    /// Whole-call timeout (connect to last body byte).
+    pub timeout_ms: u64,
+    /// The documented bound on how long a new effect may be missing from a search.
+    pub search_lag_ms: u64,
+    /// The documented bound on how long after it started a request may still commit.
+    pub max_request_ms: u64,
+    pub capabilities: Capabilities,
+}
+
+impl ProviderConfig {
+    /// From settings: where (URL, key, timeout), what the provider documents (search lag
+    /// in ms, maximum request time in s) and what it guarantees.
+    fn documented(
+        at: (&str, &Secret<String>, u64),
+        documents: (u64, u64),
+        capabilities: Capabilities,
+    ) -> ProviderConfig {
+        let ((base_url, api_key, timeout_ms), (search_lag_ms, max_request_s)) = (at, documents);
+        ProviderConfig {
+            base_url: base_url.to_owned(),
+            api_key: api_key.clone(),
+            timeout_ms,
+            search_lag_ms,
+            max_request_ms: max_request_s.saturating_mul(1000),
+            capabilities,
+        }
+    }
+
+    /// The contract reconcile and execute judge by. `escalate_after_failed_lookups` is
+    /// reconcile's own patience, set by its settings; here nothing escalates.
+    pub fn contract(&self) -> ProviderContract {
+        ProviderContract {
+            search_lag_ms: self.search_lag_ms,
+            max_request_ms: self.max_request_ms,
+            key_retention_ms: self.capabilities.key_retention_ms(),
+            escalate_after_failed_lookups: u32::MAX,
+        }
+    }
+}
+
+/// Every provider the catalogue's actions are served by, configured.
+#[derive(Debug, Clone)]
+pub struct ProviderConfigs(BTreeMap<&'static str, ProviderConfig>);
+
+impl ProviderConfigs {
+    /// From the settings (`PAYMENTS_*`, `CRM_*`, …). An unknown capability name in a
+    /// declared list is an error rather than silently granting nothing.
+    pub fn from_args(args: &ProviderArgs) -> Result<ProviderConfigs, String> {
+        let p = &args.payments;
+        let payments = ProviderConfig::documented(
+            (&p.payments_url, &p.payments_api_key, p.payments_timeout_ms),
+            (p.payments_search_lag_ms, p.payments_max_request_s),
+            payments::capabilities(Duration::from_secs(p.payments_key_retention_s)),
+        );
+        let c = &args.crm;
+        let crm = ProviderConfig::documented(
+            (&c.crm_url, &c.crm_api_key, c.crm_timeout_ms),
+            (c.crm_search_lag_ms, c.crm_max_request_s),
+            crm::declared_capabilities(c)?,
+        );
+        let o = &args.orders;
+        // An order is read by id, strongly consistent: no search lag.
+        let orders = ProviderConfig::documented(
+            (&o.orders_url, &o.orders_api_key, o.orders_timeout_ms),
+            (0, o.orders_max_request_s),
+            orders::capabilities(),
+        );
+        let e = &args.esign;
+        let esign = ProviderConfig::documented(
+            (&e.esign_url, &e.esign_api_key, e.esign_timeout_ms),
+            (e.esign_search_lag_ms, e.esign_max_request_s),
+            esign::capabilities(Duration::from_secs(e.esign_key_retention_s)),
+        );
+        Ok(ProviderConfigs(BTreeMap::from([
+            ("payments", payments),
+            ("crm", crm),
+            ("orders", orders),
+            ("esign", esign),
+        ])))
+    }
+
+    /// Every provider at `base_url` with one contract: for tests and tools that run the
+    /// simulator, which serves them all.
+    pub fn all_at(
+        base_url: &str,
+        api_key: &str,
+        timeout_ms: u64,
+        search_lag_ms: u64,
+        max_request_ms: u64,
+    ) -> ProviderConfigs {
+        let at = |capabilities| ProviderConfig {
+            base_url: base_url.to_owned(),
+            api_key: Secret::new(api_key.to_owned()),
+            timeout_ms,
+            search_lag_ms,
+            max_request_ms,
+            capabilities,
+        };
+        ProviderConfigs(BTreeMap::from([
+            (
+                "payments",
+                at(payments::capabilities(Duration::from_secs(86_400))),
+            ),
+            ("crm", at(crm::capabilities())),
+            ("orders", at(orders::capabilities())),
+            ("esign", at(esign::capabilities(Duration::from_secs(3_600)))),
+        ]))
+    }
+
+    /// The provider named `name`; panics for a name no action is served by (a caller's bug).
+    pub fn provider_mut(&mut self, name: &str) -> &mut ProviderConfig {
+        self.0
+            .get_mut(name)
+            .unwrap_or_else(|| panic!("no provider {name:?} is configured"))
+    }
+
+    pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {
+        self.0.get(name)
+    }
+
+    /// What each provider guarantees: the capability guard's input.
+    pub fn capabilities(&self) -> ProviderCapabilities {
+        self.0
+            .iter()
+            .fold(ProviderCapabilities::default(), |all, (name, config)| {
+                all.with(name, config.capabilities)
+            })
+    }
+
+    /// A client for each provider.
+    pub fn connect(&self) -> Result<Providers, ConfigError> {
+        let mut providers = BTreeMap::new();
+        for (name, config) in &self.0 {
+            providers.insert(
+                *name,
+                Provider {
+                    adapter: adapter(name, config)?,
+                    config: config.clone(),
+                },
+            );
+        }
+        Ok(Providers(providers))
+    }
+}
+
+/// The one list of adapters, by provider name.
+fn adapter(name: &'static str, config: &ProviderConfig) -> Result<Box<dyn Adapter>, ConfigError> {
+    let (base_url, api_key, timeout_ms) = (
+        config.base_url.clone(),
+        config.api_key.clone(),
+        config.timeout_ms,
+    );
+    Ok(match name {
+        "payments" => Box::new(PaymentsClient::new(PaymentsConfig {
+            base_url,
+            api_key,
+            timeout_ms,
+        })?),
+        "crm" => Box::new(CrmClient::new(CrmConfig {
+            base_url,
+            api_key,
+            timeout_ms,
+        })?),
+        "orders" => Box::new(OrdersClient::new(&base_url, &api_key, timeout_ms)?),
+        "esign" => Box::new(EsignClient::new(&base_url, &api_key, timeout_ms)?),
+        other => return Err(ConfigError::UnknownProvider(other)),
+    })
+}
+
+/// One provider: its adapter and its configuration.
+#[derive(Debug)]
+pub struct Provider {
+    adapter: Box<dyn Adapter>,
+    config: ProviderConfig,
+}
+
+impl Provider {
+    pub fn contract(&self) -> ProviderContract {
+        self.config.contract()
+    }
+
+    pub fn capabilities(&self) -> Capabilities {
+        self.config.capabilities
+    }
+
+    pub fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
+        self.adapter.request(op)
+    }
+
+    /// Sends `request` once for `op`.
+    pub async fn send(&self, op: &Operation<'_>, request: &Request) -> CallResult {
+        self.adapter
+            .api()
+            .send(request, op.action.wire_name(), op.subject.operation_id)
+            .await
+    }
+
+    /// Looks `op`'s effect up and reads the answer with its action's catalogue entry.
+    pub async fn look_up(&self, op: &Operation<'_>, external_id: Option<&str>) -> Reading {
+        match self.adapter.look_up(op, external_id).await {
+            Ok(looked) => op
+                .action
+                .spec()
+                .read_lookup(&op.subject, looked.via, &looked.objects),
+            Err(failed) => Reading::failed(failed.via, &failed.error.to_string()),
+        }
+    }
+}
+
+/// The configured providers, with their clients.
+#[derive(Debug)]
+pub struct Providers(BTreeMap<&'static str, Provider>);
+
+impl Providers {
+    pub fn get(&self, provider: &str) -> Option<&Provider> {
+        self.0.get(provider)
+    }
+
+    /// The provider serving `op`'s action (the capability guard admitted no other).
+    pub fn serving(&self, op: &Operation<'_>) -> Option<&Provider> {
+        self.get(op.action.spec().provider)
+    }
+
+    /// Every provider's name and audit delay (its maximum request time plus its search lag).
+    pub fn audit_delays(&self) -> Vec<(&'static str, Duration)> {
+        self.0
+            .iter()
+            .map(|(name, p)| {
+                (
+                    *name,
+                    Duration::from_millis(fleet_core::reconcile::audit_delay_ms(p.contract())),
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use fleet_core::{catalogue, parse_intent, Subject};
+
+    use super::*;
+
+    fn configs() -> ProviderConfigs {
+        ProviderConfigs::all_at("http://127.0.0.1:9", "sk_test", 1_000, 0, 0)
+    }
+
+    #[test]
+    fn every_provider_of_the_catalogue_is_configured_with_an_adapter() {
+        let providers = configs().connect().unwrap();
+        for name in catalogue::providers() {
+            assert!(providers.get(name).is_some(), "{name}");
+        }
+    }
+
+    /// Every valid intent fixture makes a request at the provider serving its action,
+    /// and another provider refuses to build it.
+    #[test]
+    fn every_action_makes_its_request_at_its_provider_only() {
+        let providers = configs().connect().unwrap();
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/intents/valid");
+        let mut built = std::collections::BTreeSet::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let intent = parse_intent(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+            let s = &intent.snapshot;
+            let subject = Subject {
+                operation_id: &s.operation_id,
+                target: s.target.as_deref(),
+                payload: &s.payload,
+            };
+            let op = Operation {
+                action: intent.action,
+                subject,
+                idempotency_key: &s.operation_id,
+            };
+            let request = providers.serving(&op).unwrap().request(&op).unwrap();
+            assert!(!request.path.is_empty());
+            for name in catalogue::providers()
+                .into_iter()
+                .filter(|p| *p != intent.action.spec().provider)
+            {
+                assert!(
+                    providers.get(name).unwrap().request(&op).is_err(),
+                    "{name} built {}",
+                    intent.action.wire_name()
+                );
+            }
+            built.insert(intent.action);
+        }
+        assert_eq!(
+            built.len(),
+            fleet_core::Action::ALL.len(),
+            "a valid fixture for every action"
+        );
+    }
+}

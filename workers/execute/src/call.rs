@@ -1,0 +1,94 @@
+//! The one provider call of a claim, as the action's catalogue entry says its effect comes
+//! about: a keyed create or a conditional update is sent (and sent again only while it
+//! provably never left); a searched create searches first. The request comes from the
+//! provider's adapter, built from the approved snapshot alone, so every attempt sends the
+//! same body (and key); the answer is classified by the catalogue entry.
+
+use std::time::Duration;
+
+use fleet_core::outcome::settle_conflict;
+use fleet_core::{ActionSpec, CallResult, Effect, Outcome};
+use fleet_providers::{Operation, Provider, Request};
+use fleet_store::{AttemptRecord, OperationRow, StoreError};
+
+use crate::handler::ExecuteHandler;
+use crate::perform::attempt_record;
+
+const NOT_SENT_BACKOFF: Duration = Duration::from_millis(200);
+
+/// Everything one call needs, built before the lease keeper starts.
+pub(crate) struct Call<'a> {
+    pub spec: &'static ActionSpec,
+    pub op: Operation<'a>,
+    pub provider: &'a Provider,
+    pub request: Request,
+}
+
+impl ExecuteHandler {
+    /// The call `row` makes; `None` when the stored snapshot does not make one (prepare
+    /// validated this shape: reaching here is a bug, never a reason to guess).
+    pub(crate) fn call_of<'a>(&'a self, row: &'a OperationRow) -> Option<Call<'a>> {
+        let action = row.action()?;
+        let op = Operation {
+            action,
+            subject: row.subject(),
+            idempotency_key: &row.idempotency_key,
+        };
+        let provider = self.deps.providers.serving(&op)?;
+        let request = provider.request(&op).ok()?;
+        Some(Call {
+            spec: action.spec(),
+            op,
+            provider,
+            request,
+        })
+    }
+
+    /// The one provider call of this claim.
+    pub(crate) async fn call(
+        &self,
+        call: &Call<'_>,
+        fence: i64,
+    ) -> Result<(Outcome, AttemptRecord), StoreError> {
+        if call.spec.effect == Effect::SearchedCreate {
+            return self.create_safely(call, fence).await;
+        }
+        let sent = self
+            .send(|| call.provider.send(&call.op, &call.request))
+            .await;
+        let mut outcome = call.spec.classify(&sent, &call.op.subject);
+        if matches!(outcome, Outcome::Conflict { .. }) {
+            // Rare path: an earlier request of ours (the key is the operation id) may be
+            // what broke the precondition.
+            let op = call.op.subject.operation_id;
+            let earlier = self.deps.store.attempts(op).await?;
+            let earlier: Vec<Option<&str>> = earlier
+                .iter()
+                .filter(|a| a.fence < fence)
+                .map(|a| a.outcome.as_deref())
+                .collect();
+            outcome = settle_conflict(outcome, &earlier);
+        }
+        let record = attempt_record(&sent, &outcome);
+        Ok((outcome, record))
+    }
+
+    /// Sends a request; sends it again (same key, same body) only when the previous send
+    /// provably never reached the provider, at most `not_sent_retries` times in all.
+    pub(crate) async fn send<F, Fut>(&self, send: F) -> CallResult
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = CallResult>,
+    {
+        let mut sends = 0;
+        loop {
+            sends += 1;
+            let call = send().await;
+            let provably_unsent = matches!(call, CallResult::NotSent { .. });
+            if !provably_unsent || sends >= self.deps.settings.not_sent_retries {
+                return call;
+            }
+            tokio::time::sleep(NOT_SENT_BACKOFF * sends).await;
+        }
+    }
+}
