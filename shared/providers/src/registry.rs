@@ -137,10 +137,6 @@ impl ProviderConfigs {
             .unwrap_or_else(|| panic!("no provider {name:?} is configured"))
     }
 
-    pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {
-        self.0.get(name)
-    }
-
     /// What each provider guarantees: the capability guard's input.
     pub fn capabilities(&self) -> ProviderCapabilities {
         self.0
@@ -200,10 +196,6 @@ pub struct Provider {
 impl Provider {
     pub fn contract(&self) -> ProviderContract {
         self.config.contract()
-    }
-
-    pub fn capabilities(&self) -> Capabilities {
-        self.config.capabilities
     }
 
     pub fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {

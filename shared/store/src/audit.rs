@@ -35,7 +35,7 @@ impl Store {
     /// Succeeded operations with an uncertain past whose audit is due, oldest first.
     pub async fn due_audits(
         &self,
-        delays: AuditDelays,
+        delays: &AuditDelays,
         batch: i64,
     ) -> Result<Vec<OperationRow>, StoreError> {
         let client = self.client().await?;

@@ -175,6 +175,23 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
         &all,
         &[
             ("fleet_version_conflicts_total", &[("provider", "crm")]),
+            ("fleet_version_conflicts_total", &[("provider", "orders")]),
+            (
+                "fleet_provider_calls_total",
+                &[
+                    ("provider", "orders"),
+                    ("action", "order.status.change"),
+                    ("outcome", "status_conflict"),
+                ],
+            ),
+            (
+                "fleet_provider_calls_total",
+                &[
+                    ("provider", "esign"),
+                    ("action", "contract.send"),
+                    ("outcome", "accepted"),
+                ],
+            ),
             ("fleet_fenced_out_total", &[("action", "payment.create")]),
             ("fleet_fenced_out_total", &[("action", "crm.deal.update")]),
             ("fleet_lease_expired_total", &[("action", "refund.create")]),
@@ -239,6 +256,10 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
                 &[("provider", "payments"), ("action", "payment.create")],
             ),
             (
+                "fleet_duplicate_effects_detected_total",
+                &[("provider", "esign"), ("action", "contract.send")],
+            ),
+            (
                 "fleet_messages_dead_lettered_total",
                 &[
                     ("queue", "operations.reconcile"),
@@ -260,6 +281,10 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
             (
                 "fleet_webhook_events_total",
                 &[("provider", "payments"), ("outcome", "new")],
+            ),
+            (
+                "fleet_webhook_events_total",
+                &[("provider", "esign"), ("outcome", "new")],
             ),
             (
                 "fleet_webhook_events_total",

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use fleet_core::reconcile::{audit, AuditFinding};
+use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{AuditDelays, OperationRow, StoreError};
 use serde_json::json;
@@ -15,14 +16,16 @@ use tracing::{error, info, warn};
 use crate::lookup::look_up;
 use crate::Reconciler;
 
-impl Reconciler {
-    pub(crate) fn audit_delays(&self) -> AuditDelays {
-        let by_provider = self.providers.audit_delays().into_iter().map(|(p, d)| (p.to_owned(), d)).collect();
-        // A provider this build does not know: as late as any it knows.
-        let otherwise = self.providers.audit_delays().into_iter().map(|(_, d)| d).max().unwrap_or(Duration::ZERO);
-        AuditDelays { by_provider, otherwise }
-    }
+/// How long after settling each provider's operations are audited (its maximum request
+/// time plus its search lag); a provider this build does not know, as late as any it
+/// knows.
+pub(crate) fn audit_delays(providers: &Providers) -> AuditDelays {
+    let by_provider: Vec<(String, Duration)> = providers.audit_delays().into_iter().map(|(p, d)| (p.to_owned(), d)).collect();
+    let otherwise = by_provider.iter().map(|(_, d)| *d).max().unwrap_or(Duration::ZERO);
+    AuditDelays { by_provider, otherwise }
+}
 
+impl Reconciler {
     /// Audits one succeeded operation (taken from `Store::due_audits`).
     pub(crate) async fn audit(&self, row: &OperationRow) -> Result<(), StoreError> {
         let op = row.operation_id.as_str();

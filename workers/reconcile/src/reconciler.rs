@@ -10,7 +10,7 @@ use fleet_core::reconcile::{judge, AttemptAges, Found, Reading, Verdict};
 use fleet_core::{Doorbell, Event, OperationId, Status};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
-use fleet_store::{record_lookup_on, transition_in, AttemptRow, OperationRow, Store, StoreError, Transition, TransitionOutcome, WebhookOutcome};
+use fleet_store::{record_lookup_on, transition_in, AttemptRow, AuditDelays, OperationRow, Store, StoreError, Transition, TransitionOutcome, WebhookOutcome};
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
@@ -21,6 +21,8 @@ pub struct Reconciler {
     pub(crate) store: Store,
     publisher: Publisher,
     pub(crate) providers: Arc<Providers>,
+    /// Derived from the providers' contracts once, read by every sweep.
+    pub(crate) audit_delays: AuditDelays,
     pub(crate) settings: ReconcileSettings,
 }
 
@@ -33,6 +35,7 @@ impl Reconciler {
             store: deps.store.clone(),
             publisher: deps.publisher.clone(),
             providers: deps.providers.clone(),
+            audit_delays: crate::audit::audit_delays(&deps.providers),
             settings: deps.settings.clone(),
         }
     }

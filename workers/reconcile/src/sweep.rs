@@ -56,7 +56,7 @@ pub async fn sweep_once(r: &Reconciler, settings: &ReconcileSettings, concurrenc
         r.ring_execute(&op).await;
     }
     store.cancel_expired_approvals(batch).await?;
-    for row in store.due_audits(r.audit_delays(), batch).await? {
+    for row in store.due_audits(&r.audit_delays, batch).await? {
         if let Err(e) = r.audit(&row).await {
             warn!(operation_id = %row.operation_id, error = %e, "audit failed; the next sweep retries");
         }

@@ -11,8 +11,8 @@ use crate::processes::{self, Proc};
 
 /// A development-only webhook signing secret (base64 of "dev-only-webhook-secret!").
 const DEMO_WEBHOOK_SECRET: &str = "whsec_ZGV2LW9ubHktd2ViaG9vay1zZWNyZXQh";
-/// Where the demo's webhook receiver listens (webhook-ingest's default).
-const DEMO_WEBHOOK_ADDR: &str = "127.0.0.1:8091";
+/// Where webhook-ingest's receiver listens unless WEBHOOK_ADDR says otherwise.
+const DEFAULT_WEBHOOK_ADDR: &str = "127.0.0.1:8091";
 
 pub struct Fleet {
     procs: Vec<Proc>,
@@ -31,9 +31,12 @@ impl Fleet {
         // the caller provides WEBHOOK_SECRETS.
         let webhook_secrets = std::env::var("WEBHOOK_SECRETS").unwrap_or_else(|_| DEMO_WEBHOOK_SECRET.to_owned());
         // The simulator signs its events with the newest secret and posts each provider's
-        // to its own path of the receiver (webhook-ingest's default address).
+        // to its own path of the receiver.
         let newest = webhook_secrets.split(',').map(str::trim).find(|s| !s.is_empty()).unwrap_or(DEMO_WEBHOOK_SECRET);
-        let hooks = serde_json::json!({"url": format!("http://{DEMO_WEBHOOK_ADDR}/webhooks/{{provider}}"), "secret": newest});
+        // The receiver listens where WEBHOOK_ADDR says (the processes inherit it), else at
+        // webhook-ingest's default.
+        let receiver = std::env::var("WEBHOOK_ADDR").unwrap_or_else(|_| DEFAULT_WEBHOOK_ADDR.to_owned());
+        let hooks = serde_json::json!({"url": format!("http://{receiver}/webhooks/{{provider}}"), "secret": newest});
         client.post(format!("{sim_url}/_sim/webhooks/config")).json(&hooks).send().await?.error_for_status()?;
         let envs = [
             ("AMQP_URL", conn.amqp_url.expose()),
@@ -42,7 +45,6 @@ impl Fleet {
             ("CRM_URL", sim_url.as_str()),
             ("ORDERS_URL", sim_url.as_str()),
             ("ESIGN_URL", sim_url.as_str()),
-            ("WEBHOOK_ADDR", DEMO_WEBHOOK_ADDR),
             ("WEBHOOK_SECRETS", webhook_secrets.as_str()),
             ("API_ADDR", api_addr),
             ("LOG_FORMAT", "json"),
