@@ -29,8 +29,8 @@ pub struct Transition<'a> {
     pub provider_request_id: Option<&'a str>,
     pub result: Option<Value>,
     pub error_code: Option<&'a str>,
-    /// Sets `deadline_at = now() + secs` (accepted rows wait for a final answer until then).
-    pub deadline_secs: Option<f64>,
+    /// Sets `deadline_at = now() + deadline_s` (accepted rows wait for a final answer until then).
+    pub deadline_s: Option<f64>,
     pub escalate: bool,
     /// Sets the approval columns too (a rejection cancels and records who decided).
     pub approval_status: Option<&'a str>,
@@ -53,7 +53,7 @@ impl<'a> Transition<'a> {
             provider_request_id: None,
             result: None,
             error_code: None,
-            deadline_secs: None,
+            deadline_s: None,
             escalate: false,
             approval_status: None,
             decided_by: None,
@@ -198,7 +198,7 @@ pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Opt
         &t.provider_request_id,
         &t.result,
         &t.error_code,
-        &t.deadline_secs,
+        &t.deadline_s,
         &t.escalate,
         &t.approval_status,
         &t.decided_by,

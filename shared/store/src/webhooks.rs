@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use crate::{Store, StoreError, TransitionOutcome};
 
 pub use fleet_core::webhook::{check_identity, decide, EventKind, ObjectIdentity, Reported, RowIdentity, WebhookDecision};
-pub use retention::MIN_WEBHOOK_RETENTION_DAYS;
+pub use retention::MIN_WEBHOOK_RETENTION_S;
 
 /// The actor named in `operation_events` for everything a webhook did.
 pub const WEBHOOK_ACTOR: &str = "webhook-ingest";

@@ -406,11 +406,11 @@ async fn retention_prunes_old_dedup_rows_in_batches_and_never_below_seven_days()
         .await
         .unwrap();
     }
-    let policy = Retention { days: 30, batch: 2, interval: std::time::Duration::from_secs(3600) };
+    let policy = Retention { older_than_s: 30 * 86_400, batch: 2, interval: std::time::Duration::from_secs(3600) };
     assert_eq!(prune_once(&fleet.store, policy, &CancellationToken::new()).await, 5);
     let left: Vec<String> = fleet.webhook_rows().await.into_iter().map(|(id, _, _)| id).collect();
     assert_eq!(left.len(), 2);
     assert!(left.contains(&"evt_5".to_owned()) && left.contains(&"evt_6".to_owned()));
-    assert!(fleet.store.prune_webhook_events(6, 10).await.is_err(), "the store refuses a retention below 7 days");
+    assert!(fleet.store.prune_webhook_events(6 * 86_400, 10).await.is_err(), "the store refuses a retention below 7 days");
     fleet.stop().await;
 }

@@ -115,7 +115,7 @@ impl ExecuteHandler {
                 external_id: external_id.as_deref(),
                 provider_request_id: attempt.provider_request_id.as_deref(),
                 result,
-                deadline_secs: Some(f64::from(self.deps.settings.accepted_deadline_s)),
+                deadline_s: Some(f64::from(self.deps.settings.accepted_deadline_s)),
                 ..base
             },
             Outcome::Conflict { on, .. } => Transition {

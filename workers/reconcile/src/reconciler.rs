@@ -150,7 +150,7 @@ impl Reconciler {
             Found::Pending { external_id } => Transition {
                 event: Event::LookupAccepted,
                 external_id: Some(external_id),
-                deadline_secs: Some(f64::from(self.settings.accepted_deadline_s)),
+                deadline_s: Some(f64::from(self.settings.accepted_deadline_s)),
                 ..base
             },
         };

@@ -162,7 +162,7 @@ mod tests {
         let body = br#"{"type":"payment.succeeded"}"#;
         let verify = |headers: SignatureHeaders, body: &[u8]| {
             let (envelope, raw) = Envelope::parse(&Envelope::new("payments", headers, at(), body).to_bytes()).unwrap();
-            envelope.verify(raw, &secrets(), NOW, Freshness::within_dedup_retention(7))
+            envelope.verify(raw, &secrets(), NOW, Freshness::within_dedup_retention(7 * 86_400))
         };
         assert!(verify(signed("evt_1", NOW, body), body).is_ok());
         assert_eq!(verify(signed("evt_1", NOW, body), br#"{"type":"payment.failed"}"#), Err(Rejection::NoMatchingSignature));

@@ -103,7 +103,7 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
         let (broker, health, concurrency, until) = (deps.broker.clone(), deps.health.clone(), deps.concurrency, stop.clone());
         tasks.spawn(async move { Ok(fleet_broker::consume_with_health(broker, Queue::WebhooksIngest, handler, concurrency, until, &health).await?) });
         let policy = retention::Retention {
-            days: settings.webhook_retention_days,
+            older_than_s: settings.webhook_retention_s,
             batch: settings.webhook_retention_batch,
             interval: settings.retention_interval(),
         };

@@ -1,5 +1,5 @@
 //! The retention job: every `WEBHOOK_RETENTION_INTERVAL_S`, deletes dedup rows older than
-//! `WEBHOOK_RETENTION_DAYS` in batches of `WEBHOOK_RETENTION_BATCH`, at most
+//! `WEBHOOK_RETENTION_S` in batches of `WEBHOOK_RETENTION_BATCH`, at most
 //! [`MAX_BATCHES_PER_RUN`] batches per run so one run never holds the database for long.
 //! Replicas may run it at the same time: batches skip rows another one holds.
 
@@ -14,7 +14,7 @@ const PAUSE_BETWEEN_BATCHES: Duration = Duration::from_millis(50);
 
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {
-    pub days: u32,
+    pub older_than_s: u64,
     pub batch: i64,
     pub interval: Duration,
 }
@@ -35,7 +35,7 @@ pub async fn run(store: Store, retention: Retention, shutdown: CancellationToken
 pub async fn prune_once(store: &Store, retention: Retention, shutdown: &CancellationToken) -> u64 {
     let mut deleted = 0;
     for _ in 0..MAX_BATCHES_PER_RUN {
-        match store.prune_webhook_events(retention.days, retention.batch).await {
+        match store.prune_webhook_events(retention.older_than_s, retention.batch).await {
             Ok(n) => {
                 deleted += n;
                 if n < retention.batch.unsigned_abs() || shutdown.is_cancelled() {
@@ -50,7 +50,7 @@ pub async fn prune_once(store: &Store, retention: Retention, shutdown: &Cancella
         tokio::time::sleep(PAUSE_BETWEEN_BATCHES).await;
     }
     if deleted > 0 {
-        info!(deleted, days = retention.days, "pruned old webhook dedup rows");
+        info!(deleted, older_than_s = retention.older_than_s, "pruned old webhook dedup rows");
     }
     deleted
 }

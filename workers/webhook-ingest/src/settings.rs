@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use fleet_runtime::Secret;
-use fleet_store::MIN_WEBHOOK_RETENTION_DAYS;
+use fleet_store::MIN_WEBHOOK_RETENTION_S;
 
 use crate::receiver::RequestLimits;
 use crate::secrets::{SecretsError, WebhookSecrets};
@@ -85,10 +85,11 @@ pub struct WebhookSettings {
           value_parser = clap::value_parser!(u64).range(100..=120_000))]
     pub webhook_body_timeout_ms: u64,
 
-    /// How long event ids are kept for deduplication. The protocol needs at least 7 days.
-    #[arg(long, env = "WEBHOOK_RETENTION_DAYS", default_value_t = 30,
-          value_parser = clap::value_parser!(u32).range(i64::from(MIN_WEBHOOK_RETENTION_DAYS)..=3_650))]
-    pub webhook_retention_days: u32,
+    /// How long event ids are kept for deduplication, in seconds (30 days by default).
+    /// Providers redeliver for days: at least 7 days (604800), at most 10 years.
+    #[arg(long, env = "WEBHOOK_RETENTION_S", default_value_t = 2_592_000,
+          value_parser = clap::value_parser!(u64).range(MIN_WEBHOOK_RETENTION_S..=315_360_000))]
+    pub webhook_retention_s: u64,
 
     /// How often the retention job runs.
     #[arg(long, env = "WEBHOOK_RETENTION_INTERVAL_S", default_value_t = 3_600,
@@ -113,7 +114,7 @@ impl WebhookSettings {
     /// How old a signature may be when the consumer verifies it: as old as the dedup
     /// retention allows (see [`Freshness::within_dedup_retention`]).
     pub fn consumer_freshness(&self) -> Freshness {
-        Freshness::within_dedup_retention(self.webhook_retention_days)
+        Freshness::within_dedup_retention(self.webhook_retention_s)
     }
 
     pub fn request_limits(&self) -> RequestLimits {
@@ -143,7 +144,7 @@ impl Default for WebhookSettings {
             webhook_max_concurrent_requests: 16,
             webhook_header_timeout_ms: 5_000,
             webhook_body_timeout_ms: 10_000,
-            webhook_retention_days: 30,
+            webhook_retention_s: 2_592_000,
             webhook_retention_interval_s: 3_600,
             webhook_retention_batch: 1_000,
         }
@@ -163,8 +164,8 @@ mod tests {
 
     #[test]
     fn retention_below_seven_days_is_refused() {
-        assert!(Cli::try_parse_from(["bin", "--webhook-retention-days=6"]).is_err());
-        assert_eq!(Cli::try_parse_from(["bin", "--webhook-retention-days=7"]).unwrap().webhook.webhook_retention_days, 7);
+        assert!(Cli::try_parse_from(["bin", "--webhook-retention-s=604799"]).is_err());
+        assert_eq!(Cli::try_parse_from(["bin", "--webhook-retention-s=604800"]).unwrap().webhook.webhook_retention_s, 604_800);
     }
 
     #[test]

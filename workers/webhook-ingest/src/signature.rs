@@ -152,12 +152,11 @@ impl Freshness {
     /// At the edge: five minutes either way (Stripe and Svix use the same).
     pub const AT_RECEIPT: Freshness = Freshness { max_age_s: TOLERANCE_S, max_ahead_s: TOLERANCE_S };
 
-    /// On the queue: a signature whose event's deduplication row, kept `retention_days`
+    /// On the queue: a signature whose event's deduplication row, kept `retention_s`
     /// from receipt, is certainly still there, so a replayed copy is found a duplicate.
     /// A delivery is received within [`TOLERANCE_S`] of its timestamp, and the row is
-    /// pruned no sooner than `retention_days` after receipt.
-    pub const fn within_dedup_retention(retention_days: u32) -> Freshness {
-        let retention_s = retention_days as u64 * 86_400;
+    /// pruned no sooner than `retention_s` after receipt.
+    pub const fn within_dedup_retention(retention_s: u64) -> Freshness {
         Freshness { max_age_s: retention_s.saturating_sub(CONSUMER_CLOCK_MARGIN_S), max_ahead_s: CONSUMER_CLOCK_MARGIN_S }
     }
 

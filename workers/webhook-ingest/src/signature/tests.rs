@@ -140,7 +140,7 @@ fn rejections_map_to_400_for_shape_and_401_for_authenticity() {
 
 #[test]
 fn the_consumer_window_reaches_back_to_the_dedup_retention_less_a_margin() {
-    let window = Freshness::within_dedup_retention(7);
+    let window = Freshness::within_dedup_retention(7 * 86_400);
     assert_eq!(window, Freshness { max_age_s: 7 * 86_400 - CONSUMER_CLOCK_MARGIN_S, max_ahead_s: CONSUMER_CLOCK_MARGIN_S });
     let at = |ts: i64| {
         let sig = sign(&key(OLD), "evt_1", ts, BODY);
