@@ -5,6 +5,7 @@
 mod approval;
 mod audit;
 mod authz_facts;
+mod batch;
 mod claim;
 mod console_reads;
 mod error;
@@ -26,6 +27,7 @@ mod webhooks;
 pub use approval::{ApprovalOutcome, RejectOutcome};
 pub use audit::AuditDelays;
 pub use authz_facts::StoredFacts;
+pub use batch::BatchError;
 pub use claim::{Claim, ClaimedOperation};
 pub use console_reads::{ConsoleOperation, OperationSearch};
 pub use error::StoreError;
@@ -37,11 +39,12 @@ pub use prepare::PrepareOutcome;
 pub use principal_admin::{NewPrincipal, PrincipalAdded, PrincipalListing, PrincipalRemoved};
 pub use principals::{NewToken, Principal, TokenCreated, TokenListing, TokenRevoked};
 pub use read::{ApprovalGauges, FleetGauges};
-pub use sweep::{record_lookup_on, AttemptAgesMs};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
+pub use sweep::{record_lookup_on, AttemptAgesMs};
 pub use transition::{transition_in, Transition, TransitionOutcome};
 pub use views::{PageKey, ViewFilter};
 pub use webhooks::{
-    check_identity, decide as decide_webhook, EventKind, Family, ObjectIdentity, Reported, ReportedObject, RowIdentity, StoredWebhook,
-    WebhookDecision, WebhookEvent, WebhookOutcome, MIN_WEBHOOK_RETENTION_DAYS, WEBHOOK_ACTOR,
+    check_identity, decide as decide_webhook, EventKind, Family, ObjectIdentity, Reported,
+    ReportedObject, RowIdentity, StoredWebhook, WebhookDecision, WebhookEvent, WebhookOutcome,
+    MIN_WEBHOOK_RETENTION_DAYS, WEBHOOK_ACTOR,
 };

@@ -3,6 +3,7 @@
 //! search by external id). Any answer that does not prove the outcome
 //! makes the operation `unknown` for reconcile; this worker never retries it blindly.
 
+mod batches;
 mod deal_create;
 mod decide;
 mod handler;
@@ -51,5 +52,13 @@ pub async fn run(deps: ExecuteDeps, shutdown: CancellationToken) -> Result<(), B
     let health = deps.health.clone();
     let concurrency = deps.concurrency;
     let handler = Arc::new(ExecuteHandler::new(deps));
-    fleet_broker::consume_with_health(broker, Queue::OperationsExecute, handler, concurrency, shutdown, &health).await
+    fleet_broker::consume_with_health(
+        broker,
+        Queue::OperationsExecute,
+        handler,
+        concurrency,
+        shutdown,
+        &health,
+    )
+    .await
 }
