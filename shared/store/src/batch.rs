@@ -3,7 +3,10 @@
 //! compare-and-set on status and fence, each attempt row is completed and each event
 //! written, exactly as [`Store::transition`] does for one.
 
+use std::future::Future;
+
 use futures_util::future::try_join_all;
+use tracing::warn;
 
 use fleet_core::{Refused, Status};
 
@@ -97,5 +100,39 @@ impl Store {
             o.observe(t.expected);
         }
         Ok(outcomes)
+    }
+}
+
+/// What each request of a batch gets: its outcome; after a rollback, the outcome of doing
+/// it alone (so one request Postgres refuses, or a deadlock, does not hold back the
+/// others); after an unconfirmed commit, that error, as the caller of a single
+/// transaction would get it.
+pub async fn settle_batch<T, R, F, Fut>(
+    result: Result<Vec<R>, BatchError>,
+    items: &[T],
+    alone: F,
+) -> Vec<Result<R, StoreError>>
+where
+    F: Fn(&T) -> Fut,
+    Fut: Future<Output = Result<R, StoreError>>,
+{
+    match result {
+        Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+        Err(BatchError::RolledBack(e)) if items.len() == 1 => vec![Err(e)],
+        Err(BatchError::RolledBack(e)) => {
+            warn!(error = %e, batch = items.len(), "batch rolled back; each request is done on its own");
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                out.push(alone(item).await);
+            }
+            out
+        }
+        Err(BatchError::CommitUnknown(e)) => {
+            let e = e.to_string();
+            items
+                .iter()
+                .map(|_| Err(StoreError::Batched(e.clone())))
+                .collect()
+        }
     }
 }

@@ -27,7 +27,7 @@ mod webhooks;
 pub use approval::{ApprovalOutcome, RejectOutcome};
 pub use audit::AuditDelays;
 pub use authz_facts::StoredFacts;
-pub use batch::BatchError;
+pub use batch::{settle_batch, BatchError};
 pub use claim::{Claim, ClaimedOperation};
 pub use console_reads::{ConsoleOperation, OperationSearch};
 pub use error::StoreError;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use fleet_core::Outcome;
 use fleet_runtime::Batcher;
 use fleet_store::{
-    AttemptRecord, BatchError, Claim, Store, StoreError, Transition, TransitionOutcome,
+    settle_batch, AttemptRecord, Claim, Store, StoreError, Transition, TransitionOutcome,
 };
 use tracing::warn;
 
@@ -124,27 +124,9 @@ async fn record_batch(
         .iter()
         .map(|a| (transition_of(a, accepted_deadline_s), &a.attempt))
         .collect();
-    match store.transition_many(&items).await {
-        Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
-        Err(BatchError::RolledBack(e)) if items.len() == 1 => vec![Err(e)],
-        Err(BatchError::RolledBack(e)) => {
-            // Nothing was written: each answer is recorded on its own, so one answer the
-            // database refuses (or a deadlock) does not hold back the others.
-            warn!(error = %e, batch = items.len(), "batched record rolled back; each answer is recorded on its own");
-            let mut out = Vec::with_capacity(items.len());
-            for (t, attempt) in items {
-                out.push(store.transition(t, Some(attempt)).await);
-            }
-            out
-        }
-        Err(BatchError::CommitUnknown(e)) => {
-            // As for a single transaction whose commit got no answer: the doorbells are
-            // redelivered and the rows tell what happened.
-            let e = e.to_string();
-            items
-                .iter()
-                .map(|_| Err(StoreError::Batched(e.clone())))
-                .collect()
-        }
-    }
+    let recorded = store.transition_many(&items).await;
+    settle_batch(recorded, &items, |(t, attempt)| {
+        store.transition(t.clone(), Some(attempt))
+    })
+    .await
 }
