@@ -7,6 +7,7 @@
 //! library's `run(deps, shutdown)`.
 
 pub mod admin;
+pub mod batch;
 pub mod metric_names;
 pub mod metrics;
 pub mod policies;
@@ -18,6 +19,7 @@ pub mod shutdown;
 pub mod telemetry;
 
 pub use admin::serve_admin;
+pub use batch::Batcher;
 pub use metrics::install_metrics;
 pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
 pub use readiness::{Readiness, ReadinessReport, SyncCheck};

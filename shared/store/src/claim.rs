@@ -4,6 +4,7 @@
 use fleet_core::Status;
 
 use crate::rows::OPERATION_COLUMNS;
+use crate::transition::Param;
 use crate::{OperationRow, Store, StoreError};
 
 #[derive(Debug, Clone)]
@@ -20,15 +21,23 @@ pub enum Claim {
     NotClaimable,
 }
 
-/// The claim's compare-and-set (written as every CAS is, see `rows.rs`). `$6`, `$7` and
-/// `$8` are the statuses `not_started`, `in_progress` and `approved`, bound as parameters.
+/// The claim's compare-and-set (written as every CAS is, see `rows.rs`), over the primary
+/// keys in `$1`: one operation, or the ready operations of several doorbells at once.
+/// Each row moves on its own status (and, given `$4`, fence) compare-and-set and gets its
+/// own attempt and event rows. The keys are joined from `unnest($1)`, one primary-key probe
+/// each: an `operation_id = ANY($1)` condition lets a planner without statistics intersect
+/// the primary key with the status index instead (a bitmap AND that reads every
+/// `not_started` entry). The caller sorts the keys, so two claims of overlapping sets lock
+/// their rows in the same order and never deadlock. `$6`, `$7` and `$8` are the statuses
+/// `not_started`, `in_progress` and `approved`, bound as parameters.
 fn claim_sql() -> String {
     format!(
         "WITH claimed AS (
             UPDATE operations SET status = $7, fence = fence + 1, lease_owner = $2,
                 lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0), attempts = attempts + 1,
                 updated_at = now()
-            WHERE operation_id = $1 AND status = $6
+            FROM unnest($1::text[]) AS ready(id)
+            WHERE operation_id = ready.id AND status = $6
               AND ($4::bigint IS NULL OR fence = $4)
               AND (cardinality($5::text[]) = 0 OR policy_version = ANY($5::text[]))
               AND approval_status = $8 AND approval_expires_at > now()
@@ -44,6 +53,14 @@ fn claim_sql() -> String {
     )
 }
 
+/// The claim of a statement that was given one operation.
+fn the_one(claimed: Vec<ClaimedOperation>) -> Claim {
+    claimed
+        .into_iter()
+        .next()
+        .map_or(Claim::NotClaimable, |c| Claim::Claimed(Box::new(c)))
+}
+
 /// Renews a held lease; `$4` is the status `in_progress`, bound as a parameter.
 const RENEW: &str = "
 UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0)
@@ -51,40 +68,104 @@ WHERE operation_id = $1 AND fence = $2 AND status = $4 AND lease_expires_at > no
 
 impl Store {
     /// Claims an approved, unexpired `not_started` row whose fence is still `read_fence`.
-    pub async fn claim(&self, operation_id: &str, read_fence: i64, owner: &str, lease_ttl_ms: i64) -> Result<Claim, StoreError> {
-        self.claim_where(operation_id, Some(read_fence), &[], owner, lease_ttl_ms).await
+    pub async fn claim(
+        &self,
+        operation_id: &str,
+        read_fence: i64,
+        owner: &str,
+        lease_ttl_ms: i64,
+    ) -> Result<Claim, StoreError> {
+        let claimed = self
+            .claim_where(&[operation_id], Some(read_fence), &[], owner, lease_ttl_ms)
+            .await?;
+        Ok(the_one(claimed))
     }
 
     /// Claims without reading first: an approved, unexpired `not_started` row under one of
     /// `policies` (any, when empty). The compare-and-set on status alone is enough, since
     /// the claim bumps the fence in the same statement; the happy path costs one statement.
-    pub async fn claim_ready(&self, operation_id: &str, policies: &[String], owner: &str, lease_ttl_ms: i64) -> Result<Claim, StoreError> {
-        self.claim_where(operation_id, None, policies, owner, lease_ttl_ms).await
+    pub async fn claim_ready(
+        &self,
+        operation_id: &str,
+        policies: &[String],
+        owner: &str,
+        lease_ttl_ms: i64,
+    ) -> Result<Claim, StoreError> {
+        let claimed = self
+            .claim_ready_many(&[operation_id], policies, owner, lease_ttl_ms)
+            .await?;
+        Ok(the_one(claimed))
     }
 
-    async fn claim_where(&self, operation_id: &str, read_fence: Option<i64>, policies: &[String], owner: &str, lease_ttl_ms: i64) -> Result<Claim, StoreError> {
+    /// [`Store::claim_ready`] for several operations in one statement and one commit.
+    /// Returns the rows claimed, in no particular order; an operation missing from them
+    /// was not claimable (the caller reads its row and acts on what it says).
+    pub async fn claim_ready_many(
+        &self,
+        operation_ids: &[&str],
+        policies: &[String],
+        owner: &str,
+        lease_ttl_ms: i64,
+    ) -> Result<Vec<ClaimedOperation>, StoreError> {
+        let mut ids = operation_ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        self.claim_where(&ids, None, policies, owner, lease_ttl_ms)
+            .await
+    }
+
+    async fn claim_where(
+        &self,
+        operation_ids: &[&str],
+        read_fence: Option<i64>,
+        policies: &[String],
+        owner: &str,
+        lease_ttl_ms: i64,
+    ) -> Result<Vec<ClaimedOperation>, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(&claim_sql()).await?;
         let ttl = lease_ttl_ms as f64;
         let (from, to) = (Status::NotStarted.as_str(), Status::InProgress.as_str());
-        let params: [Param<'_>; 8] = [&operation_id, &owner, &ttl, &read_fence, &policies, &from, &to, &"approved"];
-        Ok(match client.query_opt(&stmt, &params).await? {
-            Some(r) => {
-                let row = OperationRow::from_row(&r);
+        let params: [Param<'_>; 8] = [
+            &operation_ids,
+            &owner,
+            &ttl,
+            &read_fence,
+            &policies,
+            &from,
+            &to,
+            &"approved",
+        ];
+        let rows = client.query(&stmt, &params).await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let row = OperationRow::from_row(r);
                 crate::transition::observe(Status::NotStarted, Status::InProgress, None, None);
-                Claim::Claimed(Box::new(ClaimedOperation { fence: row.fence, row }))
-            }
-            None => Claim::NotClaimable,
-        })
+                ClaimedOperation {
+                    fence: row.fence,
+                    row,
+                }
+            })
+            .collect())
     }
 
     /// Extends a held lease. `false` means fenced out: the lease is gone.
-    pub async fn renew_lease(&self, operation_id: &str, fence: i64, lease_ttl_ms: i64) -> Result<bool, StoreError> {
+    pub async fn renew_lease(
+        &self,
+        operation_id: &str,
+        fence: i64,
+        lease_ttl_ms: i64,
+    ) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(RENEW).await?;
         let held = Status::InProgress.as_str();
-        Ok(client.execute(&stmt, &[&operation_id, &fence, &(lease_ttl_ms as f64), &held]).await? == 1)
+        Ok(client
+            .execute(
+                &stmt,
+                &[&operation_id, &fence, &(lease_ttl_ms as f64), &held],
+            )
+            .await?
+            == 1)
     }
 }
-
-type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);

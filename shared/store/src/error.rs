@@ -13,6 +13,10 @@ pub enum StoreError {
     Migrate(String),
     #[error("configuration: {0}")]
     Config(String),
+    /// The statement or commit of a batch this request was part of failed (the error is
+    /// the batch's, told to each of its requests).
+    #[error("batch: {0}")]
+    Batched(String),
 }
 
 impl StoreError {
@@ -20,7 +24,10 @@ impl StoreError {
     pub fn sqlstate(&self) -> Option<&str> {
         match self {
             StoreError::Db(e) => e.as_db_error().map(|db| db.code().code()),
-            StoreError::Pool(_) | StoreError::Migrate(_) | StoreError::Config(_) => None,
+            StoreError::Pool(_)
+            | StoreError::Migrate(_)
+            | StoreError::Config(_)
+            | StoreError::Batched(_) => None,
         }
     }
 

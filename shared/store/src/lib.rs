@@ -5,6 +5,7 @@
 mod approval;
 mod audit;
 mod authz_facts;
+mod batch;
 mod claim;
 mod console_reads;
 mod error;
@@ -27,6 +28,7 @@ mod webhooks;
 pub use approval::{ApprovalOutcome, RejectOutcome};
 pub use audit::AuditDelays;
 pub use authz_facts::StoredFacts;
+pub use batch::{settle_batch, BatchError};
 pub use claim::{Claim, ClaimedOperation};
 pub use console_reads::{ConsoleOperation, OperationSearch};
 pub use error::StoreError;
@@ -38,9 +40,9 @@ pub use prepare::PrepareOutcome;
 pub use principal_admin::{NewPrincipal, PrincipalAdded, PrincipalListing, PrincipalRemoved};
 pub use principals::{NewToken, Principal, TokenCreated, TokenListing, TokenRevoked};
 pub use read::{ApprovalGauges, FleetGauges};
-pub use sweep::{record_lookup_on, AttemptAgesMs};
 pub use roles::{role_url, DbRole};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
+pub use sweep::{record_lookup_on, AttemptAgesMs};
 pub use transition::{transition_in, Transition, TransitionOutcome};
 pub use views::{PageKey, ViewFilter};
 pub use webhooks::{

@@ -21,16 +21,31 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("pool_size", &self.pool.status().max_size).finish()
+        f.debug_struct("Store")
+            .field("pool_size", &self.pool.status().max_size)
+            .finish()
     }
 }
 
 impl Store {
     /// Builds a pool of at most `max_size` connections. Connections open lazily.
     pub fn connect(database_url: &str, max_size: usize) -> Result<Store, StoreError> {
-        let mut config: tokio_postgres::Config = database_url.parse().map_err(|e: tokio_postgres::Error| StoreError::Config(e.to_string()))?;
+        Self::connect_as(database_url, max_size, "fleet")
+    }
+
+    /// [`Store::connect`] under another `application_name` (what `pg_stat_activity` shows),
+    /// for a client whose connections must be told apart from the fleet's (the bench's own
+    /// readings, left out of the fleet's Postgres CPU).
+    pub fn connect_as(
+        database_url: &str,
+        max_size: usize,
+        application_name: &str,
+    ) -> Result<Store, StoreError> {
+        let mut config: tokio_postgres::Config = database_url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| StoreError::Config(e.to_string()))?;
         config.connect_timeout(Duration::from_secs(5));
-        config.application_name("fleet");
+        config.application_name(application_name);
         // Generic plans only: a compare-and-set then never sees its status parameters as
         // constants, so it is planned by primary key even while statistics lag (see
         // `rows.rs`). Set at connection start, so it costs no round trip; options already
@@ -42,7 +57,13 @@ impl Store {
         config.options(options);
         // `Fast` skips a round trip per checkout; a broken connection surfaces as a query
         // error, which every caller already treats as transient.
-        let manager = Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
         let pool = Pool::builder(manager)
             .max_size(max_size)
             .runtime(Runtime::Tokio1)
@@ -50,7 +71,10 @@ impl Store {
             .create_timeout(Some(Duration::from_secs(5)))
             .build()
             .map_err(|e| StoreError::Config(e.to_string()))?;
-        Ok(Store { pool, config: Arc::new(config) })
+        Ok(Store {
+            pool,
+            config: Arc::new(config),
+        })
     }
 
     /// Closes the pool: connections are dropped and later checkouts fail.

@@ -1,8 +1,10 @@
 //! prepare's one write: the immutable snapshot, idempotent by operation_id.
 
 use fleet_core::ValidIntent;
+use futures_util::future::try_join_all;
 
-use crate::{Store, StoreError};
+use crate::transition::Param;
+use crate::{BatchError, Store, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PrepareOutcome {
@@ -10,7 +12,9 @@ pub enum PrepareOutcome {
     /// The same snapshot was prepared before (a redelivery): nothing to do.
     AlreadyPrepared,
     /// The id is taken by a different snapshot: the agent reused an id. Refused.
-    Conflict { stored_hash: String },
+    Conflict {
+        stored_hash: String,
+    },
     /// The intent supersedes an operation it may not replace; nothing was written.
     Refused(&'static str),
 }
@@ -47,7 +51,13 @@ fn replaceable(status: &str, fence: i64, reason: Option<&str>) -> Result<bool, &
 impl Store {
     /// Inserts an intent that replaces `old` after a correction: in one transaction the old
     /// operation is cancelled (if it never started) and the new one inserted, linked to it.
-    async fn insert_superseding(&self, intent: &ValidIntent, old: &str, approvals_required: i16, submitted_by: Option<&str>) -> Result<PrepareOutcome, StoreError> {
+    async fn insert_superseding(
+        &self,
+        intent: &ValidIntent,
+        old: &str,
+        approvals_required: i16,
+        submitted_by: Option<&str>,
+    ) -> Result<PrepareOutcome, StoreError> {
         if self.get(intent.operation_id.as_str()).await?.is_some() {
             // A redelivery of the correction itself: judged like any other redelivery.
             return self.compare_existing(intent).await;
@@ -60,8 +70,11 @@ impl Store {
         else {
             return Ok(PrepareOutcome::Refused("supersedes_unknown_operation"));
         };
-        let (status, fence, reason): (String, i64, Option<String>) = (row.get(0), row.get(1), row.get(2));
-        if row.get::<_, String>(3) != intent.snapshot.tenant_id || row.get::<_, String>(4) != intent.snapshot.action {
+        let (status, fence, reason): (String, i64, Option<String>) =
+            (row.get(0), row.get(1), row.get(2));
+        if row.get::<_, String>(3) != intent.snapshot.tenant_id
+            || row.get::<_, String>(4) != intent.snapshot.action
+        {
             return Ok(PrepareOutcome::Refused("supersedes_other_tenant_or_action"));
         }
         let cancel_old = match replaceable(&status, fence, reason.as_deref()) {
@@ -77,8 +90,16 @@ impl Store {
         if cancel_old {
             let t = crate::Transition {
                 reason: Some("superseded"),
-                evidence: Some(serde_json::json!({ "superseded_by": intent.operation_id.as_str() })),
-                ..crate::Transition::new(old, fleet_core::Status::NotStarted, fence, fleet_core::Event::CancelBeforeStart, "prepare")
+                evidence: Some(
+                    serde_json::json!({ "superseded_by": intent.operation_id.as_str() }),
+                ),
+                ..crate::Transition::new(
+                    old,
+                    fleet_core::Status::NotStarted,
+                    fence,
+                    fleet_core::Event::CancelBeforeStart,
+                    "prepare",
+                )
             };
             outcome = Some(crate::transition_in(&tx, t, None).await?);
         }
@@ -91,7 +112,12 @@ impl Store {
 
     async fn compare_existing(&self, intent: &ValidIntent) -> Result<PrepareOutcome, StoreError> {
         let client = self.client().await?;
-        let stored = client.query_one("SELECT payload_hash FROM operations WHERE operation_id = $1", &[&intent.operation_id.as_str()]).await?;
+        let stored = client
+            .query_one(
+                "SELECT payload_hash FROM operations WHERE operation_id = $1",
+                &[&intent.operation_id.as_str()],
+            )
+            .await?;
         let stored_hash: String = stored.get(0);
         if stored_hash == intent.payload_hash.as_str() {
             Ok(PrepareOutcome::AlreadyPrepared)
@@ -104,9 +130,16 @@ impl Store {
     /// needing `approvals_required` distinct approvers) with its `prepared` event, in one
     /// statement and one commit. `submitted_by` is the authenticated principal of the
     /// intake that received it (none for the queue).
-    pub async fn insert_prepared(&self, intent: &ValidIntent, approvals_required: i16, submitted_by: Option<&str>) -> Result<PrepareOutcome, StoreError> {
+    pub async fn insert_prepared(
+        &self,
+        intent: &ValidIntent,
+        approvals_required: i16,
+        submitted_by: Option<&str>,
+    ) -> Result<PrepareOutcome, StoreError> {
         if let Some(old) = &intent.supersedes {
-            return self.insert_superseding(intent, old.as_str(), approvals_required, submitted_by).await;
+            return self
+                .insert_superseding(intent, old.as_str(), approvals_required, submitted_by)
+                .await;
         }
         let client = self.client().await?;
         if insert_on(&client, intent, approvals_required, submitted_by).await? {
@@ -117,32 +150,116 @@ impl Store {
     }
 }
 
-/// The insert itself; `false` when the operation id already exists.
-async fn insert_on(client: &impl deadpool_postgres::GenericClient, intent: &ValidIntent, approvals_required: i16, submitted_by: Option<&str>) -> Result<bool, StoreError> {
+/// The values [`INSERT`] binds besides the intent's own fields.
+struct Bound<'a> {
+    hash: &'a str,
+    supersedes: Option<&'a str>,
+    key: String,
+    ttl_s: f64,
+    approvals_required: i16,
+    submitted_by: Option<&'a str>,
+}
+
+impl<'a> Bound<'a> {
+    fn new(
+        intent: &'a ValidIntent,
+        approvals_required: i16,
+        submitted_by: Option<&'a str>,
+    ) -> Bound<'a> {
+        Bound {
+            hash: intent.payload_hash.as_str(),
+            supersedes: intent.supersedes.as_ref().map(|o| o.as_str()),
+            key: intent.operation_id.idempotency_key().as_str().to_owned(),
+            ttl_s: intent.approval_ttl_seconds as f64,
+            approvals_required,
+            submitted_by,
+        }
+    }
+}
+
+fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 15] {
     let s = &intent.snapshot;
+    [
+        &s.operation_id,
+        &s.tenant_id,
+        &s.action,
+        &s.provider,
+        &s.target,
+        &b.supersedes,
+        &intent.rationale,
+        &s.payload,
+        &b.hash,
+        &s.policy_version,
+        &s.data_version,
+        &b.key,
+        &b.ttl_s,
+        &b.submitted_by,
+        &b.approvals_required,
+    ]
+}
+
+/// The insert itself; `false` when the operation id already exists.
+async fn insert_on(
+    client: &impl deadpool_postgres::GenericClient,
+    intent: &ValidIntent,
+    approvals_required: i16,
+    submitted_by: Option<&str>,
+) -> Result<bool, StoreError> {
     // Prepared once per connection: the hot path costs one round trip, not a Parse first.
     let insert = client.prepare_cached(INSERT).await?;
+    let bound = Bound::new(intent, approvals_required, submitted_by);
     let row = client
-        .query_one(
-            &insert,
-            &[
-                &s.operation_id,
-                &s.tenant_id,
-                &s.action,
-                &s.provider,
-                &s.target,
-                &intent.supersedes.as_ref().map(|o| o.as_str()),
-                &intent.rationale,
-                &s.payload,
-                &intent.payload_hash.as_str(),
-                &s.policy_version,
-                &s.data_version,
-                &intent.operation_id.idempotency_key().as_str(),
-                &(intent.approval_ttl_seconds as f64),
-                &submitted_by,
-                &approvals_required,
-            ],
-        )
+        .query_one(&insert, &insert_params(intent, &bound))
         .await?;
     Ok(row.get::<_, i64>("inserted") == 1)
+}
+
+impl Store {
+    /// [`Store::insert_prepared`] for several intents from the queue (none superseding
+    /// another, no authenticated submitter) in one transaction: each the same statement,
+    /// all pipelined in operation id order, one commit. Outcomes come in the order given;
+    /// an intent whose id was taken is compared with the stored snapshot after the commit.
+    pub async fn insert_prepared_many(
+        &self,
+        items: &[(&ValidIntent, i16)],
+    ) -> Result<Vec<PrepareOutcome>, BatchError> {
+        let rolled_back = |e: tokio_postgres::Error| BatchError::RolledBack(e.into());
+        let mut client = self.client().await.map_err(BatchError::RolledBack)?;
+        let tx = client.transaction().await.map_err(rolled_back)?;
+        let insert = tx.prepare_cached(INSERT).await.map_err(rolled_back)?;
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| items[i].0.operation_id.as_str());
+        let bound: Vec<Bound<'_>> = items
+            .iter()
+            .map(|(intent, required)| Bound::new(intent, *required, None))
+            .collect();
+        let params: Vec<[Param<'_>; 15]> = order
+            .iter()
+            .map(|&i| insert_params(items[i].0, &bound[i]))
+            .collect();
+        let rows = try_join_all(params.iter().map(|p| tx.query_one(&insert, p)))
+            .await
+            .map_err(rolled_back)?;
+        tx.commit()
+            .await
+            .map_err(|e| BatchError::CommitUnknown(e.into()))?;
+        let mut outcomes: Vec<Option<PrepareOutcome>> = vec![None; items.len()];
+        for (&i, row) in order.iter().zip(&rows) {
+            if row.get::<_, i64>("inserted") == 1 {
+                outcomes[i] = Some(PrepareOutcome::Inserted);
+            }
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for ((intent, _), outcome) in items.iter().zip(outcomes) {
+            out.push(match outcome {
+                Some(o) => o,
+                // A redelivery, or an id reused for another snapshot.
+                None => self
+                    .compare_existing(intent)
+                    .await
+                    .map_err(BatchError::CommitUnknown)?,
+            });
+        }
+        Ok(out)
+    }
 }

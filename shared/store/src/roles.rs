@@ -75,6 +75,24 @@ impl DbRole {
     }
 }
 
+impl crate::Store {
+    /// Whether this database grants the component roles their rights (its migrations
+    /// include the roles'): a database migrated by an older revision does not, and the
+    /// benchmark then runs that revision's workers as the owner, as it ran them.
+    pub async fn grants_component_roles(&self) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT CASE WHEN EXISTS (SELECT FROM pg_roles WHERE rolname = 'fleet_execute')
+                        THEN has_column_privilege('fleet_execute', 'operations', 'status', 'UPDATE')
+                        ELSE false END",
+                &[],
+            )
+            .await?;
+        Ok(row.get(0))
+    }
+}
+
 /// `database_url` with `role` as its user and `password` (or none) as its password: the
 /// same server, database and options, another identity.
 pub fn role_url(database_url: &str, role: DbRole, password: Option<&str>) -> Result<String, StoreError> {

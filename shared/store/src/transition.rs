@@ -1,5 +1,4 @@
-//! The one store function that changes an operation's status
-//! (docs/design.md#one-transition-function): the target
+//! The one store function that changes an operation's status (STYLE rule 3): the target
 //! status comes from the domain state machine, the UPDATE is a compare-and-set on the
 //! expected status AND fence, and the event row is written in the same statement.
 //! Zero rows affected is `Stale`, a normal outcome every caller handles.
@@ -40,7 +39,13 @@ pub struct Transition<'a> {
 }
 
 impl<'a> Transition<'a> {
-    pub fn new(operation_id: &'a str, expected: Status, fence: i64, event: Event, actor: &'a str) -> Self {
+    pub fn new(
+        operation_id: &'a str,
+        expected: Status,
+        fence: i64,
+        event: Event,
+        actor: &'a str,
+    ) -> Self {
         Transition {
             operation_id,
             expected,
@@ -77,15 +82,15 @@ pub enum TransitionOutcome {
     Stale,
 }
 
-/// The compare-and-set (written as every CAS is, see `rows.rs`): `$2`, the expected
-/// status, is a parameter like every other status value. `$decided` is the part that
-/// records a person's decision in the approval columns, which only the API's database
-/// role may update: a worker's statement names none of them, so it needs no privilege on
-/// them (and holds none).
-macro_rules! transition_sql {
+/// The compare-and-set (written as every CAS is, see `rows.rs`) and its event row: `$2`,
+/// the expected status, is a parameter like every other status value. `$decided` is the
+/// part that records a person's decision in the approval columns, which only the API's
+/// database role may update: a worker's statement names none of them, so it needs no
+/// privilege on them (and holds none); `$guard` then names `$14` and `$15` (always NULL
+/// there) so that both statements keep one parameter list.
+macro_rules! move_and_event {
     ($decided:literal, $guard:literal) => {
-        concat!(
-            "
+        concat!("
 WITH moved AS (
     UPDATE operations SET
         status = $3,
@@ -99,44 +104,55 @@ WITH moved AS (
         escalated_at = CASE WHEN $13 THEN COALESCE(escalated_at, now()) ELSE escalated_at END,
         resolved_at = CASE WHEN $3 IN ('succeeded', 'failed', 'cancelled', 'disputed') THEN now() ELSE resolved_at END,
         lease_owner = CASE WHEN $3 = 'in_progress' THEN lease_owner END,
-        lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,",
-            $decided,
-            "
+        lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,", $decided, "
         updated_at = now()
     WHERE operation_id = $1 AND status = $2 AND fence = $4
-      AND (NOT $17 OR escalated_at IS NULL)",
-            $guard,
-            "
+      AND (NOT $17 OR escalated_at IS NULL)", $guard, "
     RETURNING operation_id, fence,
         EXTRACT(EPOCH FROM (resolved_at - decided_at))::float8 AS approved_to_final_s,
         EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s
 ), event AS (
     INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor, reason, evidence, signed_in_with)
     SELECT operation_id, $16, $2, $3, fence, $5, $6, $7, $18 FROM moved
-)
-SELECT * FROM moved"
-        )
+)")
     };
 }
 
-/// A move that records no decision: `$14` and `$15` are NULL (named in the guard, which
-/// keeps one parameter list for both statements).
-const UPDATE: &str = transition_sql!(
-    "",
-    "
-      AND $14::text IS NULL AND $15::text IS NULL"
-);
+/// A worker's move: no decision, so no approval column.
+macro_rules! worker_move {
+    () => {
+        move_and_event!("", "\n      AND $14::text IS NULL AND $15::text IS NULL")
+    };
+}
+
+pub(crate) const UPDATE: &str = concat!(worker_move!(), "\nSELECT * FROM moved");
 
 /// A move that records a person's decision (a rejection cancels and says who decided).
-const UPDATE_DECIDED: &str = transition_sql!(
-    "
+pub(crate) const UPDATE_DECIDED: &str = concat!(
+    move_and_event!(
+        "
         approval_status = COALESCE($14, approval_status),
         decided_by = COALESCE($15, decided_by),
         decided_at = CASE WHEN $14::text IS NULL THEN decided_at ELSE now() END,",
-    ""
+        ""
+    ),
+    "\nSELECT * FROM moved"
 );
 
-const RECORD_ATTEMPT: &str = "
+/// [`UPDATE`] and the attempt row of (operation `$1`, fence `$4`) completed with `$19`–`$25`,
+/// in one statement: the attempt is written whether or not the row moves. Attempts are a
+/// worker's: no decision is recorded with one.
+pub(crate) const UPDATE_WITH_ATTEMPT: &str = concat!(
+    worker_move!(),
+    ", attempt AS (
+    UPDATE attempts SET finished_at = now(), outcome = $19, http_status = $20, replayed = $21, external_id = $22,
+        provider_request_id = $23, response = $24, detail = $25
+    WHERE operation_id = $1 AND fence = $4
+)
+SELECT * FROM moved"
+);
+
+pub(crate) const RECORD_ATTEMPT: &str = "
 UPDATE attempts SET finished_at = now(), outcome = $3, http_status = $4, replayed = $5, external_id = $6,
     provider_request_id = $7, response = $8, detail = $9
 WHERE operation_id = $1 AND fence = $2";
@@ -146,7 +162,11 @@ impl Store {
     /// status and fence, in its own transaction. When `attempt` is given, the attempt row
     /// of (operation, fence) is completed in the same transaction, whether or not the row
     /// moves: a worker that lost its lease still records what the provider told it.
-    pub async fn transition(&self, t: Transition<'_>, attempt: Option<&AttemptRecord>) -> Result<TransitionOutcome, StoreError> {
+    pub async fn transition(
+        &self,
+        t: Transition<'_>,
+        attempt: Option<&AttemptRecord>,
+    ) -> Result<TransitionOutcome, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let from = t.expected;
@@ -157,10 +177,17 @@ impl Store {
     }
 
     /// Completes the attempt row of (operation, fence) on its own.
-    pub async fn record_attempt(&self, operation_id: &str, fence: i64, a: &AttemptRecord) -> Result<(), StoreError> {
+    pub async fn record_attempt(
+        &self,
+        operation_id: &str,
+        fence: i64,
+        a: &AttemptRecord,
+    ) -> Result<(), StoreError> {
         let client = self.client().await?;
         let record = client.prepare_cached(RECORD_ATTEMPT).await?;
-        client.execute(&record, &attempt_params(&operation_id, &fence, a)).await?;
+        client
+            .execute(&record, &attempt_params(&operation_id, &fence, a))
+            .await?;
         Ok(())
     }
 }
@@ -168,28 +195,74 @@ impl Store {
 /// [`Store::transition`] inside the caller's transaction, for writes that must commit
 /// together with the move (a webhook's dedup row, a sweeper's batch). The caller calls
 /// [`TransitionOutcome::observe`] after its commit.
-pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Option<&AttemptRecord>) -> Result<TransitionOutcome, StoreError> {
-    let to = match transition(t.expected, t.event) {
-        Ok(to) => to,
+pub async fn transition_in(
+    tx: &Transaction<'_>,
+    t: Transition<'_>,
+    attempt: Option<&AttemptRecord>,
+) -> Result<TransitionOutcome, StoreError> {
+    let (to, bound) = match bind(&t) {
+        Ok(bound) => bound,
         Err(refused) => {
             if let Some(a) = attempt {
-                tx.execute(RECORD_ATTEMPT, &attempt_params(&t.operation_id, &t.fence, a)).await?;
+                tx.execute(
+                    RECORD_ATTEMPT,
+                    &attempt_params(&t.operation_id, &t.fence, a),
+                )
+                .await?;
             }
             return Ok(TransitionOutcome::Refused(refused));
         }
     };
+    let moved = match attempt {
+        Some(a) => {
+            let update = tx.prepare_cached(UPDATE_WITH_ATTEMPT).await?;
+            tx.query_opt(&update, &update_with_attempt_params(&t, &bound, a))
+                .await?
+        }
+        None => {
+            let decides = t.approval_status.is_some() || t.decided_by.is_some();
+            let update = tx
+                .prepare_cached(if decides { UPDATE_DECIDED } else { UPDATE })
+                .await?;
+            tx.query_opt(&update, &update_params(&t, &bound)).await?
+        }
+    };
+    Ok(outcome_of(to, moved.as_ref()))
+}
+
+/// The values [`UPDATE`] binds besides the transition's own fields.
+pub(crate) struct Bound {
+    expected: &'static str,
+    to: &'static str,
+    kind: &'static str,
+    /// Escalated means hands off: only a person's decision moves such a row.
+    unescalated_only: bool,
+}
+
+/// The target status the state machine gives `t`, with the values bound beside it, or
+/// its refusal (then nothing but the attempt may be written).
+pub(crate) fn bind(t: &Transition<'_>) -> Result<(Status, Bound), Refused> {
+    let to = transition(t.expected, t.event)?;
     let kind = match t.event {
         Event::Escalate => "escalated",
         _ => "transition",
     };
-    let decides = t.approval_status.is_some() || t.decided_by.is_some();
-    let update = tx.prepare_cached(if decides { UPDATE_DECIDED } else { UPDATE }).await?;
-    // Escalated means hands off: only a person's decision moves such a row.
-    let unescalated_only = !t.event.is_operator_decision();
-    let params: [Param<'_>; 18] = [
+    Ok((
+        to,
+        Bound {
+            expected: t.expected.as_str(),
+            to: to.as_str(),
+            kind,
+            unescalated_only: !t.event.is_operator_decision(),
+        },
+    ))
+}
+
+pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'p>; 18] {
+    [
         &t.operation_id,
-        &t.expected.as_str(),
-        &to.as_str(),
+        &b.expected,
+        &b.to,
         &t.fence,
         &t.actor,
         &t.reason,
@@ -202,42 +275,62 @@ pub async fn transition_in(tx: &Transaction<'_>, t: Transition<'_>, attempt: Opt
         &t.escalate,
         &t.approval_status,
         &t.decided_by,
-        &kind,
-        &unescalated_only,
+        &b.kind,
+        &b.unescalated_only,
         &t.signed_in_with,
-    ];
-    let moved = match attempt {
-        Some(a) => {
-            let record = tx.prepare_cached(RECORD_ATTEMPT).await?;
-            let attempt_params = attempt_params(&t.operation_id, &t.fence, a);
-            // Pipelined: both statements go out in one round trip.
-            let (moved, _) = tokio::try_join!(tx.query_opt(&update, &params), tx.execute(&record, &attempt_params))?;
-            moved
-        }
-        None => tx.query_opt(&update, &params).await?,
-    };
-    Ok(match moved {
+    ]
+}
+
+/// [`update_params`] followed by the attempt's columns, for [`UPDATE_WITH_ATTEMPT`].
+pub(crate) fn update_with_attempt_params<'p>(
+    t: &'p Transition<'_>,
+    b: &'p Bound,
+    a: &'p AttemptRecord,
+) -> [Param<'p>; 25] {
+    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18] =
+        update_params(t, b);
+    let [_, _, a1, a2, a3, a4, a5, a6, a7] = attempt_params(&t.operation_id, &t.fence, a);
+    [
+        p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, a1, a2,
+        a3, a4, a5, a6, a7,
+    ]
+}
+
+/// What [`UPDATE`]'s answer says: the row it returned moved to `to`; none is stale.
+pub(crate) fn outcome_of(to: Status, moved: Option<&tokio_postgres::Row>) -> TransitionOutcome {
+    match moved {
         Some(row) => TransitionOutcome::Moved {
             to,
             approved_to_final_s: row.get("approved_to_final_s"),
             unknown_to_final_s: row.get("unknown_to_final_s"),
         },
         None => TransitionOutcome::Stale,
-    })
+    }
 }
 
 impl TransitionOutcome {
     /// Counts a committed move (no-op for `Stale` and `Refused`). Call after the commit.
     pub fn observe(&self, from: Status) {
-        if let TransitionOutcome::Moved { to, approved_to_final_s, unknown_to_final_s } = self {
+        if let TransitionOutcome::Moved {
+            to,
+            approved_to_final_s,
+            unknown_to_final_s,
+        } = self
+        {
             observe(from, *to, *approved_to_final_s, *unknown_to_final_s);
         }
     }
 }
 
 /// Every committed transition is counted here, once, whoever made it.
-pub(crate) fn observe(from: Status, to: Status, approved_to_final_s: Option<f64>, unknown_to_final_s: Option<f64>) {
-    metrics::counter!(m::TRANSITIONS_TOTAL, "from" => from.as_str(), "to" => to.as_str()).increment(1);
+pub(crate) fn observe(
+    from: Status,
+    to: Status,
+    approved_to_final_s: Option<f64>,
+    unknown_to_final_s: Option<f64>,
+) {
+    metrics::counter!(m::TRANSITIONS_TOTAL, "from" => from.as_str(), "to" => to.as_str())
+        .increment(1);
     // A final row confirmed again by an operator was timed when it first became final.
     if !to.is_final() || from.is_final() {
         return;
@@ -250,8 +343,22 @@ pub(crate) fn observe(from: Status, to: Status, approved_to_final_s: Option<f64>
     }
 }
 
-type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+pub(crate) type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
 
-fn attempt_params<'a>(operation_id: &'a &'a str, fence: &'a i64, a: &'a AttemptRecord) -> [Param<'a>; 9] {
-    [operation_id, fence, &a.outcome, &a.http_status, &a.replayed, &a.external_id, &a.provider_request_id, &a.response, &a.detail]
+pub(crate) fn attempt_params<'a>(
+    operation_id: &'a &'a str,
+    fence: &'a i64,
+    a: &'a AttemptRecord,
+) -> [Param<'a>; 9] {
+    [
+        operation_id,
+        fence,
+        &a.outcome,
+        &a.http_status,
+        &a.replayed,
+        &a.external_id,
+        &a.provider_request_id,
+        &a.response,
+        &a.detail,
+    ]
 }

@@ -7,6 +7,7 @@ use fleet_store::{Claim, OperationRow, StoreError, Transition, TransitionOutcome
 use tokio::time::Instant;
 use tracing::{error, info, warn};
 
+use crate::batches::Batches;
 use crate::decide::{decide, Decision};
 use crate::ExecuteDeps;
 
@@ -15,23 +16,43 @@ pub struct ExecuteHandler {
     /// This worker's name on the leases it holds.
     pub(crate) owner: String,
     policies: Vec<String>,
+    pub(crate) batches: Batches,
 }
 
 impl ExecuteHandler {
+    /// Builds the handler and spawns its batching tasks: call it inside a Tokio runtime.
     pub fn new(deps: ExecuteDeps) -> Self {
         let owner = format!("execute:{}:{}", std::process::id(), ulid::Ulid::new());
         let policies = deps.settings.accepted_policies();
-        Self { deps, owner, policies }
+        let batches = Batches::spawn(&deps.store, policies.clone(), owner.clone(), &deps.settings);
+        Self {
+            deps,
+            owner,
+            policies,
+            batches,
+        }
     }
 
     /// The happy path is one statement: claim an approved, unexpired row under a current
-    /// policy. Anything else reads the row and acts on what it says, at most twice: a row
-    /// that moved between the read and the claim is read again once, then left to the
-    /// next doorbell or the sweeper.
+    /// policy (together with the other doorbells being claimed at the same moment).
+    /// Anything else reads the row and acts on what it says, at most twice: a row that
+    /// moved between the read and the claim is read again once, then left to the next
+    /// doorbell or the sweeper.
     pub async fn resume(&self, op: &OperationId) -> Result<(), StoreError> {
+        // Taken before the claim is queued: the lease's deadlines count from no later
+        // than the moment the database could have started it.
         let claim_sent_at = Instant::now();
         let ttl = self.deps.settings.lease_ttl_ms;
-        if let Claim::Claimed(claimed) = self.deps.store.claim_ready(op.as_str(), &self.policies, &self.owner, ttl).await? {
+        let claim = match self.batches.claim(op.as_str()).await {
+            Some(claim) => claim,
+            None => {
+                self.deps
+                    .store
+                    .claim_ready(op.as_str(), &self.policies, &self.owner, ttl)
+                    .await?
+            }
+        };
+        if let Claim::Claimed(claimed) = claim {
             return self.perform(*claimed, claim_sent_at).await;
         }
         for _ in 0..2 {
@@ -42,9 +63,20 @@ impl ExecuteHandler {
             match decide(&row, &self.policies) {
                 Decision::Claim => {
                     let claim_sent_at = Instant::now();
-                    let claim = self.deps.store.claim(op.as_str(), row.fence, &self.owner, self.deps.settings.lease_ttl_ms).await?;
+                    let claim = self
+                        .deps
+                        .store
+                        .claim(
+                            op.as_str(),
+                            row.fence,
+                            &self.owner,
+                            self.deps.settings.lease_ttl_ms,
+                        )
+                        .await?;
                     match claim {
-                        Claim::Claimed(claimed) => return self.perform(*claimed, claim_sent_at).await,
+                        Claim::Claimed(claimed) => {
+                            return self.perform(*claimed, claim_sent_at).await
+                        }
                         Claim::NotClaimable => continue,
                     }
                 }
@@ -65,27 +97,56 @@ impl ExecuteHandler {
         let t = Transition {
             reason: Some(reason),
             approval_status,
-            ..Transition::new(&row.operation_id, Status::NotStarted, row.fence, Event::CancelBeforeStart, "execute")
+            ..Transition::new(
+                &row.operation_id,
+                Status::NotStarted,
+                row.fence,
+                Event::CancelBeforeStart,
+                "execute",
+            )
         };
         match self.deps.store.transition(t, None).await? {
-            TransitionOutcome::Moved { .. } => warn!(operation_id = %row.operation_id, reason, "cancelled before any provider call"),
-            TransitionOutcome::Stale | TransitionOutcome::Refused(_) => info!(operation_id = %row.operation_id, "row moved before it could be cancelled"),
+            TransitionOutcome::Moved { .. } => {
+                warn!(operation_id = %row.operation_id, reason, "cancelled before any provider call")
+            }
+            TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
+                info!(operation_id = %row.operation_id, "row moved before it could be cancelled")
+            }
         }
         Ok(())
     }
 
     async fn escalate(&self, row: &OperationRow, reason: &'static str) -> Result<(), StoreError> {
-        let t = Transition { reason: Some(reason), escalate: true, ..Transition::new(&row.operation_id, Status::NotStarted, row.fence, Event::Escalate, "execute") };
+        let t = Transition {
+            reason: Some(reason),
+            escalate: true,
+            ..Transition::new(
+                &row.operation_id,
+                Status::NotStarted,
+                row.fence,
+                Event::Escalate,
+                "execute",
+            )
+        };
         match self.deps.store.transition(t, None).await? {
-            TransitionOutcome::Moved { .. } => error!(operation_id = %row.operation_id, reason, "snapshot does not match its approval; escalated without a call"),
-            TransitionOutcome::Stale | TransitionOutcome::Refused(_) => info!(operation_id = %row.operation_id, "row moved before it could be escalated"),
+            TransitionOutcome::Moved { .. } => {
+                error!(operation_id = %row.operation_id, reason, "snapshot does not match its approval; escalated without a call")
+            }
+            TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
+                info!(operation_id = %row.operation_id, "row moved before it could be escalated")
+            }
         }
         Ok(())
     }
 
     /// Best effort: if the bell cannot be rung, reconcile's sweeper finds the row anyway.
     pub(crate) async fn ring_reconcile(&self, op: &OperationId) {
-        if let Err(e) = self.deps.publisher.publish(Queue::OperationsReconcile, &Doorbell::new(op).to_bytes()).await {
+        if let Err(e) = self
+            .deps
+            .publisher
+            .publish(Queue::OperationsReconcile, &Doorbell::new(op).to_bytes())
+            .await
+        {
             warn!(operation_id = %op, error = %e, "could not ring reconcile; the sweeper will pick the row up");
         }
     }
@@ -97,7 +158,9 @@ impl Handler for ExecuteHandler {
             Ok(op) => op,
             Err(reason) => {
                 warn!(reason, "execute doorbell refused");
-                return Disposition::DeadLetter { reason: reason.to_owned() };
+                return Disposition::DeadLetter {
+                    reason: reason.to_owned(),
+                };
             }
         };
         match self.resume(&op).await {

@@ -4,6 +4,7 @@
 //! our reference. Any answer that does not prove the outcome makes the operation
 //! `unknown` for reconcile; this worker never retries it blindly.
 
+mod batches;
 mod call;
 mod decide;
 mod handler;
@@ -47,5 +48,13 @@ pub async fn run(deps: ExecuteDeps, shutdown: CancellationToken) -> Result<(), B
     let health = deps.health.clone();
     let concurrency = deps.concurrency;
     let handler = Arc::new(ExecuteHandler::new(deps));
-    fleet_broker::consume_with_health(broker, Queue::OperationsExecute, handler, concurrency, shutdown, &health).await
+    fleet_broker::consume_with_health(
+        broker,
+        Queue::OperationsExecute,
+        handler,
+        concurrency,
+        shutdown,
+        &health,
+    )
+    .await
 }

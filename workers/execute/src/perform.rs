@@ -8,6 +8,7 @@ use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, Trans
 use tokio::time::Instant;
 use tracing::{error, info, warn};
 
+use crate::batches::Answer;
 use crate::call::Call;
 use crate::handler::ExecuteHandler;
 use crate::{lease, pause};
@@ -87,48 +88,13 @@ impl ExecuteHandler {
         Ok(ages.oldest.is_none_or(|first_use| key_trusted(first_use, call.provider.contract())))
     }
 
-    /// Records the attempt and moves the row, both fenced, in one transaction.
+    /// Records the attempt and moves the row, both fenced, in one transaction (shared
+    /// with the answers recorded at the same time, see `batches.rs`).
     async fn record(&self, claimed: &ClaimedOperation, outcome: &Outcome, attempt: AttemptRecord) -> Result<(), StoreError> {
         let row = &claimed.row;
         let op = row.operation_id.as_str();
-        let base = Transition::new(op, Status::InProgress, claimed.fence, Event::ProviderAmbiguous, "execute");
-        // The operation's result is the attempt's allow-listed summary of the answer.
-        let result = attempt.response.clone();
-        let t = match outcome {
-            Outcome::Succeeded { external_id } => Transition {
-                event: Event::ProviderSucceeded,
-                external_id: Some(external_id),
-                provider_request_id: attempt.provider_request_id.as_deref(),
-                result,
-                ..base
-            },
-            Outcome::Failed { code } => Transition {
-                event: Event::ProviderFailed,
-                reason: Some("provider_rejected"),
-                error_code: Some(code),
-                provider_request_id: attempt.provider_request_id.as_deref(),
-                result,
-                ..base
-            },
-            Outcome::Accepted { external_id } => Transition {
-                event: Event::ProviderAccepted,
-                external_id: external_id.as_deref(),
-                provider_request_id: attempt.provider_request_id.as_deref(),
-                result,
-                deadline_s: Some(f64::from(self.deps.settings.accepted_deadline_s)),
-                ..base
-            },
-            Outcome::Conflict { on, .. } => Transition {
-                event: Event::ProviderConflict,
-                reason: Some(on.code()),
-                error_code: Some(on.code()),
-                result,
-                ..base
-            },
-            Outcome::NotExecuted { reason } => Transition { event: Event::ProviderNotSent, reason: Some(reason), ..base },
-            Outcome::Unknown { reason, escalate } => Transition { reason: Some(reason), escalate: *escalate, ..base },
-        };
-        match self.deps.store.transition(t, Some(&attempt)).await? {
+        let answer = Answer { operation_id: op.to_owned(), fence: claimed.fence, outcome: outcome.clone(), attempt };
+        match self.batches.record(answer).await? {
             TransitionOutcome::Moved { to, .. } => {
                 info!(operation_id = op, fence = claimed.fence, outcome = outcome.label(), status = %to, "recorded");
                 if let Outcome::Conflict { on, current } = outcome {
@@ -147,6 +113,49 @@ impl ExecuteHandler {
             }
         }
         Ok(())
+    }
+}
+
+/// The fenced transition that records `answer`: from `in_progress` at the claim's fence,
+/// to where the provider's answer leads.
+pub(crate) fn transition_of(answer: &Answer, accepted_deadline_s: u32) -> Transition<'_> {
+    let base = Transition::new(&answer.operation_id, Status::InProgress, answer.fence, Event::ProviderAmbiguous, "execute");
+    // The operation's result is the attempt's allow-listed summary of the answer.
+    let attempt = &answer.attempt;
+    let result = attempt.response.clone();
+    match &answer.outcome {
+        Outcome::Succeeded { external_id } => Transition {
+            event: Event::ProviderSucceeded,
+            external_id: Some(external_id),
+            provider_request_id: attempt.provider_request_id.as_deref(),
+            result,
+            ..base
+        },
+        Outcome::Failed { code } => Transition {
+            event: Event::ProviderFailed,
+            reason: Some("provider_rejected"),
+            error_code: Some(code),
+            provider_request_id: attempt.provider_request_id.as_deref(),
+            result,
+            ..base
+        },
+        Outcome::Accepted { external_id } => Transition {
+            event: Event::ProviderAccepted,
+            external_id: external_id.as_deref(),
+            provider_request_id: attempt.provider_request_id.as_deref(),
+            result,
+            deadline_s: Some(f64::from(accepted_deadline_s)),
+            ..base
+        },
+        Outcome::Conflict { on, .. } => Transition {
+            event: Event::ProviderConflict,
+            reason: Some(on.code()),
+            error_code: Some(on.code()),
+            result,
+            ..base
+        },
+        Outcome::NotExecuted { reason } => Transition { event: Event::ProviderNotSent, reason: Some(reason), ..base },
+        Outcome::Unknown { reason, escalate } => Transition { reason: Some(reason), escalate: *escalate, ..base },
     }
 }
 

@@ -1,19 +1,73 @@
 //! One intent message, one decision: insert, no-op, or dead-letter with a reason.
+//!
+//! The intents that arrive while an insert is in flight are written together, in one
+//! transaction (see `fleet_runtime::batch`): each still gets its own statement and its
+//! own outcome, and its message is acked only after that commit. A lone intent goes out
+//! at once. An intent that supersedes another is written on its own.
 
 use fleet_broker::{Delivery, Disposition, Handler};
-use fleet_store::Store;
+use fleet_core::ValidIntent;
+use fleet_runtime::Batcher;
+use fleet_store::{settle_batch, PrepareOutcome, Store, StoreError};
 
-use crate::intake::{intake, Intake, IntakeRules};
+use crate::intake::{judged, store_intent, validate, CheckedIntent, Intake, IntakeRules};
+
+/// Most intents one transaction writes.
+const MAX_BATCH: usize = 64;
+/// Insert transactions in flight at once.
+const IN_FLIGHT: usize = 2;
+
+type Stored = Result<PrepareOutcome, StoreError>;
 
 pub struct PrepareHandler {
     store: Store,
     rules: IntakeRules,
+    inserts: Batcher<CheckedIntent, Stored>,
 }
 
 impl PrepareHandler {
+    /// Builds the handler and spawns its batching task: call it inside a Tokio runtime.
     pub fn new(store: Store, rules: IntakeRules) -> Self {
-        Self { store, rules }
+        let batch_store = store.clone();
+        let inserts = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |batch: Vec<CheckedIntent>| {
+            let store = batch_store.clone();
+            async move { insert_batch(&store, &batch).await }
+        });
+        Self {
+            store,
+            rules,
+            inserts,
+        }
     }
+
+    async fn intake(&self, bytes: &[u8]) -> Intake {
+        let checked = match validate(bytes, &self.rules) {
+            Ok(checked) => checked,
+            Err(refusal) => return Intake::Refused(refusal),
+        };
+        if checked.intent.supersedes.is_some() {
+            return store_intent(&self.store, checked).await;
+        }
+        let stored = self.inserts.submit(checked.clone()).await;
+        let stored = stored.unwrap_or_else(|| {
+            Err(StoreError::Batched(
+                "the intent's batch ended without a result".into(),
+            ))
+        });
+        judged(checked, None, stored)
+    }
+}
+
+async fn insert_batch(store: &Store, batch: &[CheckedIntent]) -> Vec<Stored> {
+    let items: Vec<(&ValidIntent, i16)> = batch
+        .iter()
+        .map(|c| (&c.intent, i16::from(c.approvals_required)))
+        .collect();
+    let stored = store.insert_prepared_many(&items).await;
+    settle_batch(stored, &items, |(intent, required)| {
+        store.insert_prepared(intent, *required, None)
+    })
+    .await
 }
 
 /// What the queue does with a message, given what happened to its intent.
@@ -27,6 +81,6 @@ pub fn disposition(intake: &Intake) -> Disposition {
 
 impl Handler for PrepareHandler {
     async fn handle(&self, delivery: Delivery<'_>) -> Disposition {
-        disposition(&intake(&self.store, &self.rules, delivery.body).await)
+        disposition(&self.intake(delivery.body).await)
     }
 }

@@ -85,13 +85,22 @@ pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refu
         return Err(counted(Refusal::new(reason, Some("provider"))));
     }
     let s = &intent.snapshot;
-    match rules.policies.required_approvals(&s.policy_version, intent.action, &s.payload) {
-        Ok(approvals_required) => Ok(CheckedIntent { intent, approvals_required }),
+    match rules
+        .policies
+        .required_approvals(&s.policy_version, intent.action, &s.payload)
+    {
+        Ok(approvals_required) => Ok(CheckedIntent {
+            intent,
+            approvals_required,
+        }),
         Err(refusal) => {
             // The version is the agent's text, not a secret; the log names it so the
             // missing policy file can be found.
             warn!(operation_id = %intent.operation_id, action = intent.action.wire_name(), policy_version = %s.policy_version, reason = refusal.reason(), field = refusal.field(), "intent refused: no quorum policy for it");
-            Err(counted(Refusal::new(refusal.reason(), Some(refusal.field()))))
+            Err(counted(Refusal::new(
+                refusal.reason(),
+                Some(refusal.field()),
+            )))
         }
     }
 }
@@ -127,7 +136,11 @@ pub enum WriteError {
 
 /// Writes a validated intent on behalf of `submitted_by` (the authenticated principal, for
 /// an intake that has one).
-pub async fn write(store: &Store, checked: &CheckedIntent, submitted_by: Option<&str>) -> Result<Written, WriteError> {
+pub async fn write(
+    store: &Store,
+    checked: &CheckedIntent,
+    submitted_by: Option<&str>,
+) -> Result<Written, WriteError> {
     match store_intent_by(store, checked.clone(), submitted_by).await {
         Intake::Prepared(_) => Ok(Written::Inserted),
         Intake::AlreadyPrepared(_) => Ok(Written::AlreadyPrepared),
@@ -144,10 +157,33 @@ pub async fn store_intent(store: &Store, checked: CheckedIntent) -> Intake {
 
 /// Writes an intent that passed validation, mapping every store answer to its meaning.
 /// Postgres refusing the values (a gap in validation) is a refusal, never a retry.
-pub async fn store_intent_by(store: &Store, checked: CheckedIntent, submitted_by: Option<&str>) -> Intake {
-    let CheckedIntent { intent, approvals_required } = checked;
+pub async fn store_intent_by(
+    store: &Store,
+    checked: CheckedIntent,
+    submitted_by: Option<&str>,
+) -> Intake {
+    let stored = store
+        .insert_prepared(
+            &checked.intent,
+            i16::from(checked.approvals_required),
+            submitted_by,
+        )
+        .await;
+    judged(checked, submitted_by, stored)
+}
+
+/// What the store's answer for `checked` means for its sender, logged and counted here.
+pub(crate) fn judged(
+    checked: CheckedIntent,
+    submitted_by: Option<&str>,
+    stored: Result<PrepareOutcome, StoreError>,
+) -> Intake {
+    let CheckedIntent {
+        intent,
+        approvals_required,
+    } = checked;
     let op = &intent.operation_id;
-    match store.insert_prepared(&intent, i16::from(approvals_required), submitted_by).await {
+    match stored {
         Ok(PrepareOutcome::Inserted) => {
             info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, approvals_required, "prepared, approval pending");
             count("prepared");

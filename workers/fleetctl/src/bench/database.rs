@@ -7,11 +7,18 @@
 //! figures are therefore read only once every connection to the bench database is gone
 //! ([`BenchDb::wait_disconnected`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::time::Duration;
+
+use anyhow::Context;
 
 use fleet_store::Store;
 use tokio::time::{sleep, Instant};
+
+/// The `application_name` of the bench's own connections to the bench database, so its
+/// polls and readings can be told apart from the fleet's work.
+pub const BENCH_APP: &str = "fleetctl-bench";
 
 const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 const DISCONNECT_POLL: Duration = Duration::from_millis(50);
@@ -24,7 +31,8 @@ pub struct BenchDb {
 
 /// `url` with its database replaced by `name` (user, host, port and options kept).
 pub fn url_with_database(url: &str, name: &str) -> anyhow::Result<String> {
-    let mut u = reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("--database-url is not a URL: {e}"))?;
+    let mut u = reqwest::Url::parse(url)
+        .map_err(|e| anyhow::anyhow!("--database-url is not a URL: {e}"))?;
     u.set_path(&format!("/{name}"));
     Ok(u.to_string())
 }
@@ -85,7 +93,12 @@ impl Statements {
             .calls
             .iter()
             .filter(|(_, (_, q))| !q.contains(BENCH_SQL_TAG))
-            .map(|(id, (calls, q))| (calls - before.calls.get(id).map_or(0, |(c, _)| *c), q.clone()))
+            .map(|(id, (calls, q))| {
+                (
+                    calls - before.calls.get(id).map_or(0, |(c, _)| *c),
+                    q.clone(),
+                )
+            })
             .filter(|(calls, _)| *calls > 0)
             .collect();
         out.sort_by_key(|(calls, _)| std::cmp::Reverse(*calls));
@@ -94,14 +107,67 @@ impl Statements {
 }
 
 impl BenchDb {
-    /// Drops the bench database if it exists, creates it and applies the migrations.
-    pub async fn recreate(server_url: &str, name: &str) -> anyhow::Result<BenchDb> {
+    /// Drops the bench database if it exists, creates it and applies the migrations: this
+    /// fleetctl's own, or those of the `fleetctl` given (another revision's binaries run
+    /// on the schema they were built with).
+    pub async fn recreate(
+        server_url: &str,
+        name: &str,
+        migrator: Option<&Path>,
+    ) -> anyhow::Result<BenchDb> {
         let url = url_with_database(server_url, name)?;
-        let maintenance = Store::connect(&url_with_database(server_url, "postgres")?, 1)?;
+        let maintenance =
+            Store::connect_as(&url_with_database(server_url, "postgres")?, 1, BENCH_APP)?;
         fleet_store::drop_database(&url).await?;
         fleet_store::create_database_if_missing(&url).await?;
-        fleet_store::migrate(&url).await?;
-        Ok(BenchDb { name: name.to_owned(), url, maintenance })
+        match migrator {
+            None => fleet_store::migrate(&url).await?,
+            Some(fleetctl) => {
+                let status = tokio::process::Command::new(fleetctl)
+                    .arg("migrate")
+                    .env("DATABASE_URL", &url)
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .await
+                    .with_context(|| format!("running {} migrate", fleetctl.display()))?;
+                anyhow::ensure!(
+                    status.success(),
+                    "{} migrate failed ({status})",
+                    fleetctl.display()
+                );
+            }
+        }
+        Ok(BenchDb {
+            name: name.to_owned(),
+            url,
+            maintenance,
+        })
+    }
+
+    /// A pool on the bench database for the bench's own work, named [`BENCH_APP`].
+    pub fn store(&self, max_size: usize) -> anyhow::Result<Store> {
+        Ok(Store::connect_as(&self.url, max_size, BENCH_APP)?)
+    }
+
+    /// The Postgres processes working for the fleet now: the backends connected to the
+    /// bench database, except the bench's own, and the server's background processes
+    /// (WAL writer, checkpointer, background writer, autovacuum launcher), which every
+    /// database shares.
+    pub async fn fleet_backends(&self) -> anyhow::Result<HashSet<u32>> {
+        let rows = self
+            .maintenance
+            .client()
+            .await?
+            .query(
+                "SELECT pid FROM pg_stat_activity
+                 WHERE (datname = $1 AND application_name <> $2) OR (datname IS NULL AND backend_type <> 'client backend')",
+                &[&self.name, &BENCH_APP],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| r.get::<_, i32>(0).unsigned_abs())
+            .collect())
     }
 
     pub async fn drop(&self) -> anyhow::Result<()> {
@@ -138,7 +204,13 @@ impl BenchDb {
         let deadline = Instant::now() + DISCONNECT_TIMEOUT;
         loop {
             let client = self.maintenance.client().await?;
-            let n: i64 = client.query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = $1", &[&self.name]).await?.get(0);
+            let n: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = $1",
+                    &[&self.name],
+                )
+                .await?
+                .get(0);
             drop(client);
             if n == 0 {
                 return Ok(true);
@@ -151,13 +223,25 @@ impl BenchDb {
     }
 
     pub async fn server_version(&self) -> anyhow::Result<String> {
-        Ok(self.maintenance.client().await?.query_one("SHOW server_version", &[]).await?.get(0))
+        Ok(self
+            .maintenance
+            .client()
+            .await?
+            .query_one("SHOW server_version", &[])
+            .await?
+            .get(0))
     }
 
     /// `Ok(())` when pg_stat_statements can be read in the bench database (the extension
     /// is created there); otherwise why not, and how to enable it.
     pub async fn statements_available(&self, bench: &Store) -> anyhow::Result<Result<(), String>> {
-        let preload: String = self.maintenance.client().await?.query_one("SHOW shared_preload_libraries", &[]).await?.get(0);
+        let preload: String = self
+            .maintenance
+            .client()
+            .await?
+            .query_one("SHOW shared_preload_libraries", &[])
+            .await?
+            .get(0);
         if !preload.split(',').any(|l| l.trim() == "pg_stat_statements") {
             return Ok(Err(format!(
                 "n/a: pg_stat_statements is not in shared_preload_libraries ({:?}); enable it with \
@@ -166,13 +250,23 @@ impl BenchDb {
             )));
         }
         let client = bench.client().await?;
-        if let Err(e) = client.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").await {
-            return Ok(Err(format!("n/a: CREATE EXTENSION pg_stat_statements failed: {e}")));
+        if let Err(e) = client
+            .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .await
+        {
+            return Ok(Err(format!(
+                "n/a: CREATE EXTENSION pg_stat_statements failed: {e}"
+            )));
         }
-        Ok(match client.query_opt("SELECT 1 FROM pg_stat_statements LIMIT 1", &[]).await {
-            Ok(_) => Ok(()),
-            Err(e) => Err(format!("n/a: pg_stat_statements cannot be read: {e}")),
-        })
+        Ok(
+            match client
+                .query_opt("SELECT 1 FROM pg_stat_statements LIMIT 1", &[])
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(e) => Err(format!("n/a: pg_stat_statements cannot be read: {e}")),
+            },
+        )
     }
 }
 

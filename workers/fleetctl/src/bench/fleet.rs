@@ -75,6 +75,9 @@ fn pid_of(p: &Proc) -> anyhow::Result<u32> {
 impl BenchFleet {
     pub async fn start(spec: &FleetSpec<'_>) -> anyhow::Result<BenchFleet> {
         let client = reqwest::Client::new();
+        // Each component as its own database role, as deployed; a baseline revision whose
+        // migrations predate the roles runs as the owner, as it always did.
+        let roles = fleet_store::Store::connect(spec.database_url, 1)?.grants_component_roles().await?;
         let mut ports = Ports(spec.port_base, spec.port_base.saturating_add(PORT_SEARCH_SPAN));
         let sim_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, ports.take()?)).to_string();
         let sim_url = format!("http://{sim_addr}");
@@ -87,7 +90,10 @@ impl BenchFleet {
             for i in 0..n {
                 let admin = SocketAddr::from((Ipv4Addr::LOCALHOST, ports.take()?));
                 let admin_s = admin.to_string();
-                let database_url = processes::component_database_url(spec.database_url, bin)?;
+                let database_url = match roles {
+                    true => processes::component_database_url(spec.database_url, bin)?,
+                    false => spec.database_url.to_owned(),
+                };
                 let mut envs: Vec<(&str, &str)> = vec![
                     ("DATABASE_URL", &database_url),
                     ("AMQP_URL", spec.amqp_url),

@@ -3,6 +3,7 @@
 //! (the workers' own `fleet_messages_*` counters), and the CPU of the services the fleet
 //! shares the machine with (Postgres backends, RabbitMQ, everything else).
 
+use std::collections::HashSet;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -32,13 +33,19 @@ impl ProcSample {
         let mut messages = Vec::with_capacity(fleet.members.len());
         for m in &fleet.members {
             messages.push(match m.admin {
-                Some(admin) => Some(scrape::message_counts(&scrape::metrics_text(http, admin).await?)),
+                Some(admin) => Some(scrape::message_counts(
+                    &scrape::metrics_text(http, admin).await?,
+                )),
                 None => None,
             });
         }
         Ok(ProcSample {
             at: Instant::now(),
-            ticks: fleet.members.iter().map(|m| procfs::cpu_ticks(m.pid)).collect(),
+            ticks: fleet
+                .members
+                .iter()
+                .map(|m| procfs::cpu_ticks(m.pid))
+                .collect(),
             messages,
             own_ticks: procfs::cpu_ticks(std::process::id()),
             postgres: ServiceTicks::read(POSTGRES_COMM),
@@ -72,8 +79,16 @@ pub struct Usage {
     pub bench_cpu_s: f64,
     /// Every `postgres` process on the machine (all databases, not only the bench's).
     pub postgres_cpu_s: f64,
+    pub postgres_cpu_ms_per_op: f64,
+    /// The Postgres processes that worked for the fleet: its backends on the bench
+    /// database (not the bench's own) and the background processes. On a machine shared
+    /// with other databases this is the figure to compare; a backend that exited during
+    /// the window is missing from it.
+    pub postgres_fleet_cpu_s: f64,
+    pub postgres_fleet_cpu_ms_per_op: f64,
     /// Every `beam.smp` process on the machine.
     pub rabbitmq_cpu_s: f64,
+    pub rabbitmq_cpu_ms_per_op: f64,
     /// Busy CPU of the whole machine, and what is left after everything above.
     pub machine_busy_cpu_s: f64,
     pub machine_capacity_cpu_s: f64,
@@ -88,7 +103,14 @@ fn delta(after: Option<u64>, before: Option<u64>) -> u64 {
     after.unwrap_or(0).saturating_sub(before.unwrap_or(0))
 }
 
-pub fn usage(before: &ProcSample, after: &ProcSample, members: &[Member], ops: usize, tck: u64) -> Usage {
+pub fn usage(
+    before: &ProcSample,
+    after: &ProcSample,
+    members: &[Member],
+    fleet_backends: &HashSet<u32>,
+    ops: usize,
+    tck: u64,
+) -> Usage {
     let per_op = |s: f64| s * 1000.0 / ops.max(1) as f64;
     let mut processes = Vec::with_capacity(members.len());
     let mut worker_messages = MessageCounts::default();
@@ -112,14 +134,29 @@ pub fn usage(before: &ProcSample, after: &ProcSample, members: &[Member], ops: u
     }
     let workers: Vec<&ProcessUsage> = processes.iter().filter(|p| p.messages.is_some()).collect();
     let workers_cpu_s: f64 = workers.iter().map(|p| p.cpu_s).sum();
-    let execute_cpu_s: f64 = workers.iter().filter(|p| p.bin == super::fleet::EXECUTE).map(|p| p.cpu_s).sum();
+    let execute_cpu_s: f64 = workers
+        .iter()
+        .filter(|p| p.bin == super::fleet::EXECUTE)
+        .map(|p| p.cpu_s)
+        .sum();
     let max_worker_peak_rss_mib = workers.iter().map(|p| p.peak_rss_mib).fold(0.0, f64::max);
-    let sim_cpu_s: f64 = processes.iter().filter(|p| p.messages.is_none()).map(|p| p.cpu_s).sum();
+    let sim_cpu_s: f64 = processes
+        .iter()
+        .filter(|p| p.messages.is_none())
+        .map(|p| p.cpu_s)
+        .sum();
     let bench_cpu_s = secs(delta(after.own_ticks, before.own_ticks), tck);
     let postgres_cpu_s = secs(after.postgres.since(&before.postgres), tck);
+    let postgres_fleet_cpu_s = secs(
+        after.postgres.since_for(&before.postgres, fleet_backends),
+        tck,
+    );
     let rabbitmq_cpu_s = secs(after.rabbitmq.since(&before.rabbitmq), tck);
     let machine_busy_cpu_s = secs(after.machine.busy.saturating_sub(before.machine.busy), tck);
-    let machine_capacity_cpu_s = secs(after.machine.total.saturating_sub(before.machine.total), tck);
+    let machine_capacity_cpu_s = secs(
+        after.machine.total.saturating_sub(before.machine.total),
+        tck,
+    );
     let accounted = workers_cpu_s + sim_cpu_s + bench_cpu_s + postgres_cpu_s + rabbitmq_cpu_s;
     Usage {
         window_s: after.at.duration_since(before.at).as_secs_f64(),
@@ -130,7 +167,11 @@ pub fn usage(before: &ProcSample, after: &ProcSample, members: &[Member], ops: u
         worker_messages,
         bench_cpu_s,
         postgres_cpu_s,
+        postgres_cpu_ms_per_op: per_op(postgres_cpu_s),
+        postgres_fleet_cpu_s,
+        postgres_fleet_cpu_ms_per_op: per_op(postgres_fleet_cpu_s),
         rabbitmq_cpu_s,
+        rabbitmq_cpu_ms_per_op: per_op(rabbitmq_cpu_s),
         machine_busy_cpu_s,
         machine_capacity_cpu_s,
         other_cpu_s: (machine_busy_cpu_s - accounted).max(0.0),

@@ -13,6 +13,7 @@
 //! A benchmark, not a test: it reports figures next to issue 7's targets and fails only
 //! when the run itself fails (a process does not start, operations never become final).
 
+mod compare;
 mod database;
 mod fleet;
 mod latency;
@@ -21,12 +22,12 @@ mod machine;
 mod measure;
 mod procfs;
 mod report;
-mod throughput;
 mod scale;
 mod scrape;
 mod seed;
 mod summary;
 mod table;
+mod throughput;
 
 use std::path::PathBuf;
 
@@ -85,6 +86,16 @@ pub struct BenchArgs {
     /// Where the worker and simulator binaries are [default: next to fleetctl].
     #[arg(long)]
     pub bin_dir: Option<PathBuf>,
+    /// Another set of binaries to compare with, e.g. a git revision built into another
+    /// directory (`git worktree add /tmp/base main && cargo build --release --bins
+    /// --target-dir /tmp/base-target` there; then `/tmp/base-target/release`). The same run
+    /// is made with them (on the schema their own `fleetctl migrate` creates) and with
+    /// --bin-dir, in turn, and the figures are printed side by side.
+    #[arg(long)]
+    pub baseline_bin: Option<PathBuf>,
+    /// With --baseline-bin: baseline/candidate pairs to run (medians are compared).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=20))]
+    pub rounds: u16,
     /// Where each process writes its log.
     #[arg(long, default_value = "target/bench/logs")]
     pub log_dir: PathBuf,
@@ -133,7 +144,11 @@ impl BenchArgs {
         if let Some(p) = &self.json {
             return p.clone();
         }
-        let what = if self.scale { "scale" } else { self.mode.as_str() };
+        let what = if self.scale {
+            "scale"
+        } else {
+            self.mode.as_str()
+        };
         let smoke = if self.smoke { "-smoke" } else { "" };
         PathBuf::from(format!("target/bench/bench-{what}{smoke}.json"))
     }
@@ -141,11 +156,22 @@ impl BenchArgs {
 
 pub async fn run(conn: &Connection, args: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
-        !args.db_name.is_empty() && args.db_name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+        !args.db_name.is_empty()
+            && args
+                .db_name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
         "--db-name must be lowercase letters, digits and _"
     );
-    anyhow::ensure!(!args.namespace.is_empty(), "--namespace must not be empty (the empty namespace is production)");
+    anyhow::ensure!(
+        !args.namespace.is_empty(),
+        "--namespace must not be empty (the empty namespace is production)"
+    );
     if args.scale {
+        anyhow::ensure!(
+            args.baseline_bin.is_none(),
+            "--baseline-bin compares throughput runs; --scale runs no workers"
+        );
         scale::run(conn, &args).await
     } else {
         throughput::run(conn, &args).await

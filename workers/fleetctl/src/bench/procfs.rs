@@ -1,7 +1,7 @@
 //! What `/proc` says about a process (CPU time, peak RSS) and about the machine (busy
 //! CPU time). Linux only; a missing or unreadable entry reads as `None`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`; 100 on Linux).
 pub fn clk_tck() -> u64 {
@@ -19,7 +19,12 @@ pub fn clk_tck() -> u64 {
 fn stat_fields(pid: u32) -> Option<Vec<u64>> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &text[text.rfind(')')? + 1..];
-    Some(rest.split_whitespace().skip(1).map(|f| f.parse().unwrap_or(0)).collect())
+    Some(
+        rest.split_whitespace()
+            .skip(1)
+            .map(|f| f.parse().unwrap_or(0))
+            .collect(),
+    )
 }
 
 /// utime + stime (fields 14 and 15), in clock ticks.
@@ -37,7 +42,11 @@ pub fn reaped_children_ticks(pid: u32) -> Option<u64> {
 fn ppid(pid: u32) -> Option<u32> {
     // Field 4, the first number after the state.
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    text[text.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// Peak resident set size (`VmHWM`), in KiB.
@@ -49,9 +58,13 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
 
 /// Every process whose command name (`/proc/<pid>/comm`) is `comm`.
 pub fn pids_named(comm: &str) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == comm))
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == comm)
+        })
         .collect()
 }
 
@@ -83,8 +96,21 @@ impl ServiceTicks {
     /// Ticks spent between `before` and `self`: processes alive now count from their
     /// earlier reading (or from 0 if they started since); exited ones through `reaped`.
     pub fn since(&self, before: &ServiceTicks) -> u64 {
-        let live: u64 = self.live.iter().map(|(pid, t)| t.saturating_sub(*before.live.get(pid).unwrap_or(&0))).sum();
+        let live: u64 = self
+            .live
+            .iter()
+            .map(|(pid, t)| t.saturating_sub(*before.live.get(pid).unwrap_or(&0)))
+            .sum();
         live + self.reaped.saturating_sub(before.reaped)
+    }
+
+    /// Ticks spent between `before` and `self` by the live processes in `pids` alone.
+    pub fn since_for(&self, before: &ServiceTicks, pids: &HashSet<u32>) -> u64 {
+        self.live
+            .iter()
+            .filter(|(pid, _)| pids.contains(pid))
+            .map(|(pid, t)| t.saturating_sub(*before.live.get(pid).unwrap_or(&0)))
+            .sum()
     }
 }
 
@@ -97,12 +123,24 @@ pub struct MachineTicks {
 
 impl MachineTicks {
     pub fn read() -> MachineTicks {
-        let Ok(text) = std::fs::read_to_string("/proc/stat") else { return MachineTicks::default() };
-        let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else { return MachineTicks::default() };
+        let Ok(text) = std::fs::read_to_string("/proc/stat") else {
+            return MachineTicks::default();
+        };
+        let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else {
+            return MachineTicks::default();
+        };
         // user nice system idle iowait irq softirq steal (guest time is already in user).
-        let v: Vec<u64> = line.split_whitespace().skip(1).take(8).map(|f| f.parse().unwrap_or(0)).collect();
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|f| f.parse().unwrap_or(0))
+            .collect();
         let total: u64 = v.iter().sum();
         let idle = v.get(3).unwrap_or(&0) + v.get(4).unwrap_or(&0);
-        MachineTicks { busy: total - idle, total }
+        MachineTicks {
+            busy: total - idle,
+            total,
+        }
     }
 }

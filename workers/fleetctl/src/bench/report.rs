@@ -36,7 +36,13 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn new(args: &BenchArgs, ops: usize, bin_dir: &Path, replicas: [(&str, u16); 4], worker_env: BTreeMap<String, String>) -> Config {
+    pub fn new(
+        args: &BenchArgs,
+        ops: usize,
+        bin_dir: &Path,
+        replicas: [(&str, u16); 4],
+        worker_env: BTreeMap<String, String>,
+    ) -> Config {
         Config {
             mode: args.mode,
             ops,
@@ -81,12 +87,21 @@ pub struct PgFigures {
 }
 
 impl PgFigures {
-    pub fn new(ops: usize, window: PgCounters, setup: Option<PgCounters>, bench_xacts: u64, note: Option<String>, statements: Option<Vec<(i64, String)>>) -> PgFigures {
+    pub fn new(
+        ops: usize,
+        window: PgCounters,
+        setup: Option<PgCounters>,
+        bench_xacts: u64,
+        note: Option<String>,
+        statements: Option<Vec<(i64, String)>>,
+    ) -> PgFigures {
         let per = |n: i64| n as f64 / ops as f64;
         let commits_per_op = per(window.xids_assigned);
         let setup_commits_per_op = setup.map(|s| per(s.xids_assigned));
         // The bench's own statements are already left out (BENCH_SQL_TAG).
-        let statements_per_op = statements.as_ref().map(|s| per(s.iter().map(|(n, _)| n).sum::<i64>()));
+        let statements_per_op = statements
+            .as_ref()
+            .map(|s| per(s.iter().map(|(n, _)| n).sum::<i64>()));
         PgFigures {
             window,
             bench_xacts,
@@ -101,7 +116,12 @@ impl PgFigures {
             happy_path_commits_per_op: commits_per_op + setup_commits_per_op.unwrap_or(0.0),
             statements_per_op,
             statements_note: note,
-            top_statements: statements.unwrap_or_default().into_iter().take(TOP_STATEMENTS).map(|(n, q)| (per(n), q)).collect(),
+            top_statements: statements
+                .unwrap_or_default()
+                .into_iter()
+                .take(TOP_STATEMENTS)
+                .map(|(n, q)| (per(n), q))
+                .collect(),
         }
     }
 }
@@ -160,7 +180,15 @@ struct Report {
     notes: Vec<String>,
 }
 
-pub fn finish(args: &BenchArgs, machine: Machine, config: Config, f: Figures, mut notes: Vec<String>) -> anyhow::Result<()> {
+/// Prints the table, writes the JSON to `json`, and returns the figures a comparison needs.
+pub fn finish(
+    args: &BenchArgs,
+    machine: Machine,
+    config: Config,
+    f: Figures,
+    mut notes: Vec<String>,
+    json: &Path,
+) -> anyhow::Result<super::compare::Key> {
     let end = f.rows.last_final_at.unwrap_or(f.window_start);
     let window_s = (end - f.window_start).num_microseconds().unwrap_or(0) as f64 / 1e6;
     let ops = f.ops as f64;
@@ -204,16 +232,25 @@ pub fn finish(args: &BenchArgs, machine: Machine, config: Config, f: Figures, mu
         notes,
     };
     println!();
-    println!("fleetctl bench --mode {}: {} operations, replicas {}", args.mode.as_str(), f.ops, replicas_line(&report.config));
+    println!(
+        "fleetctl bench --mode {}: {} operations, replicas {}",
+        args.mode.as_str(),
+        f.ops,
+        replicas_line(&report.config)
+    );
     println!("machine: {}", report.machine.line());
     table.print();
     for n in &report.notes {
         println!("note: {n}");
     }
-    super::table::write_json(&args.json_path(), &report)
+    super::table::write_json(json, &report)?;
+    Ok(super::compare::Key::of(args, &report.results))
 }
 
 fn replicas_line(c: &Config) -> String {
-    c.replicas.iter().map(|(b, n)| format!("{} {n}", b.trim_start_matches("fleet-"))).collect::<Vec<_>>().join(", ")
+    c.replicas
+        .iter()
+        .map(|(b, n)| format!("{} {n}", b.trim_start_matches("fleet-")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
-

@@ -8,6 +8,7 @@
 //! to the bench database is gone (Postgres flushes a backend's counters when it exits).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ use super::load::{self, BenchTally, TENANT};
 use super::machine::Machine;
 use super::measure::{self, ProcSample};
 use super::report::{self, Config, Figures, PgFigures};
-use super::{latency, procfs, seed, BenchArgs, Mode};
+use super::{compare, latency, procfs, seed, BenchArgs, Mode};
 use crate::cli::Connection;
 use crate::processes;
 
@@ -31,17 +32,29 @@ const SMOKE_OPS: usize = 200;
 const DEFAULT_OPS: usize = 5_000;
 const FINAL_POLL: Duration = Duration::from_millis(20);
 /// Worker settings a reader needs next to the figures (inherited from the environment).
-const WORKER_ENV: [&str; 6] = ["CONCURRENCY", "PREFETCH", "DB_POOL_SIZE", "SWEEP_INTERVAL_MS", "LEASE_TTL_MS", "UNSTARTED_REDRIVE_MS"];
+const WORKER_ENV: [&str; 6] = [
+    "CONCURRENCY",
+    "PREFETCH",
+    "DB_POOL_SIZE",
+    "SWEEP_INTERVAL_MS",
+    "LEASE_TTL_MS",
+    "UNSTARTED_REDRIVE_MS",
+];
 /// Execute mode: the approved rows wait for their bells; the sweeper must not ring them.
 const EXECUTE_MODE_REDRIVE_MS: &str = "3600000";
 
 fn ops_for(args: &BenchArgs) -> anyhow::Result<usize> {
     if let Some(d) = args.duration_s {
-        anyhow::ensure!(args.mode == Mode::Pipeline, "--duration-s is for --mode pipeline");
+        anyhow::ensure!(
+            args.mode == Mode::Pipeline,
+            "--duration-s is for --mode pipeline"
+        );
         let rate = args.rate.context("--duration-s needs --rate")?;
         return Ok((rate * d as f64).ceil() as usize);
     }
-    Ok(args.ops.unwrap_or(if args.smoke { SMOKE_OPS } else { DEFAULT_OPS }))
+    Ok(args
+        .ops
+        .unwrap_or(if args.smoke { SMOKE_OPS } else { DEFAULT_OPS }))
 }
 
 fn pool_size(args: &BenchArgs) -> usize {
@@ -49,7 +62,11 @@ fn pool_size(args: &BenchArgs) -> usize {
 }
 
 /// Closes `store` and reads the counters once nothing is connected to the bench database.
-async fn settled_counters(db: &BenchDb, store: Store, notes: &mut Vec<String>) -> anyhow::Result<database::PgCounters> {
+async fn settled_counters(
+    db: &BenchDb,
+    store: Store,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<database::PgCounters> {
     drop(store);
     if !db.wait_disconnected().await? {
         notes.push("some connections to the bench database outlived the run: its Postgres counters may miss their last second".into());
@@ -57,37 +74,122 @@ async fn settled_counters(db: &BenchDb, store: Store, notes: &mut Vec<String>) -
     db.counters().await
 }
 
+/// One set of binaries to run: where they are, which `fleetctl` migrates the bench
+/// database for them (`None`: this one), what the report calls them and where its JSON goes.
+pub struct BinSet {
+    pub bin_dir: PathBuf,
+    pub migrator: Option<PathBuf>,
+    pub label: String,
+    pub json: PathBuf,
+}
+
+/// `fleetctl bench` in execute or pipeline mode: one run with --bin-dir, or, with
+/// --baseline-bin, --rounds pairs (baseline first, then the candidate) and the two side by side.
 pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
+    let candidate = processes::bin_dir(args.bin_dir.as_deref())?;
+    let json = args.json_path();
+    let Some(baseline) = &args.baseline_bin else {
+        run_set(
+            conn,
+            args,
+            &BinSet {
+                bin_dir: candidate,
+                migrator: None,
+                label: "candidate".into(),
+                json,
+            },
+        )
+        .await?;
+        return Ok(());
+    };
+    let fleetctl = baseline.join("fleetctl");
+    let migrator = fleetctl.exists().then_some(fleetctl);
+    let mut pairs = Vec::new();
+    for round in 1..=args.rounds {
+        let b = BinSet {
+            bin_dir: baseline.clone(),
+            migrator: migrator.clone(),
+            label: "baseline".into(),
+            json: compare::suffixed(&json, &format!("baseline-{round}")),
+        };
+        let c = BinSet {
+            bin_dir: candidate.clone(),
+            migrator: None,
+            label: "candidate".into(),
+            json: compare::suffixed(&json, &format!("candidate-{round}")),
+        };
+        println!("\n== round {round} of {} ==", args.rounds);
+        let before = run_set(conn, args, &b).await?;
+        let after = run_set(conn, args, &c).await?;
+        pairs.push((before, after));
+    }
+    compare::finish(
+        args,
+        baseline,
+        &candidate,
+        &pairs,
+        &compare::suffixed(&json, "compare"),
+    )
+}
+
+async fn run_set(
+    conn: &Connection,
+    args: &BenchArgs,
+    set: &BinSet,
+) -> anyhow::Result<compare::Key> {
     let started_at = Utc::now();
     let ops = ops_for(args)?;
     anyhow::ensure!(ops > 0, "nothing to run: --ops 0");
     if args.mode == Mode::Execute && args.rate.is_some() {
         eprintln!("--rate applies to --mode pipeline; the execute mode rings every bell at once");
     }
-    let bin_dir = processes::bin_dir(args.bin_dir.as_deref())?;
-    let db = BenchDb::recreate(conn.database_url.expose(), &args.db_name).await?;
+    let bin_dir = &set.bin_dir;
+    let db = BenchDb::recreate(
+        conn.database_url.expose(),
+        &args.db_name,
+        set.migrator.as_deref(),
+    )
+    .await?;
     let machine = Machine::read(db.server_version().await?);
     let broker = BrokerConfig::new(conn.amqp_url.expose()).with_namespace(args.namespace.clone());
     fleet_broker::delete_namespace(&broker).await;
     let mut notes = Vec::new();
-    println!("fleetctl bench: mode {}, {ops} operations, database {}, namespace {}", args.mode.as_str(), args.db_name, args.namespace);
+    println!(
+        "fleetctl bench: mode {}, {ops} operations, database {}, namespace {}, {} binaries {}",
+        args.mode.as_str(),
+        args.db_name,
+        args.namespace,
+        set.label,
+        bin_dir.display()
+    );
 
-    let store = Store::connect(&db.url, pool_size(args))?;
+    let store = db.store(pool_size(args))?;
     if args.preload_final > 0 {
         let t = Instant::now();
         seed::history(&store, args.preload_final).await?;
         seed::vacuum_analyze(&store).await?;
-        println!("preloaded {} final operations in {:.1} s", args.preload_final, t.elapsed().as_secs_f64());
+        println!(
+            "preloaded {} final operations in {:.1} s",
+            args.preload_final,
+            t.elapsed().as_secs_f64()
+        );
     }
     let statements_ok = db.statements_available(&store).await?;
     let intents = Arc::new(load::intents(ops));
     let setup = if args.mode == Mode::Execute {
         let before = settled_counters(&db, store, &mut notes).await?;
-        let store = Store::connect(&db.url, pool_size(args))?;
+        let store = db.store(pool_size(args))?;
         let t = Instant::now();
         load::prepare_and_approve(&store, &intents).await?;
-        println!("prepared and approved {ops} operations in {:.1} s (workers not started yet)", t.elapsed().as_secs_f64());
-        Some(settled_counters(&db, store, &mut notes).await?.since(&before))
+        println!(
+            "prepared and approved {ops} operations in {:.1} s (workers not started yet)",
+            t.elapsed().as_secs_f64()
+        );
+        Some(
+            settled_counters(&db, store, &mut notes)
+                .await?
+                .since(&before),
+        )
     } else {
         drop(store);
         None
@@ -104,7 +206,7 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
         worker_env.push(("UNSTARTED_REDRIVE_MS", EXECUTE_MODE_REDRIVE_MS.to_owned()));
     }
     let spec = FleetSpec {
-        bin_dir: &bin_dir,
+        bin_dir,
         log_dir: &args.log_dir,
         database_url: &db.url,
         amqp_url: conn.amqp_url.expose(),
@@ -115,13 +217,26 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
         worker_env,
     };
     let mut fleet = BenchFleet::start(&spec).await?;
-    println!("started the simulator and {} worker processes (logs in {})", fleet.workers().count(), args.log_dir.display());
-    let measured = measure_window(args, &db, &broker, &fleet, &intents, statements_ok.is_ok(), &mut notes).await;
+    println!(
+        "started the simulator and {} worker processes (logs in {})",
+        fleet.workers().count(),
+        args.log_dir.display()
+    );
+    let measured = measure_window(
+        args,
+        &db,
+        &broker,
+        &fleet,
+        &intents,
+        statements_ok.is_ok(),
+        &mut notes,
+    )
+    .await;
     fleet.stop().await;
     let window = measured?;
 
-    let pg_after = settled_counters(&db, Store::connect(&db.url, 1)?, &mut notes).await?;
-    let store = Store::connect(&db.url, 2)?;
+    let pg_after = settled_counters(&db, db.store(1)?, &mut notes).await?;
+    let store = db.store(2)?;
     let statements_after = match &statements_ok {
         Ok(()) => Some(database::statements(&store).await?),
         Err(_) => None,
@@ -138,20 +253,44 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
 
     let worker_env = WORKER_ENV
         .iter()
-        .map(|k| (k.to_string(), std::env::var(k).unwrap_or_else(|_| "default".into())))
-        .chain(spec.worker_env.iter().map(|(k, v)| (k.to_string(), v.clone())))
+        .map(|k| {
+            (
+                k.to_string(),
+                std::env::var(k).unwrap_or_else(|_| "default".into()),
+            )
+        })
+        .chain(
+            spec.worker_env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone())),
+        )
         .collect::<BTreeMap<_, _>>();
-    let config = Config::new(args, ops, &bin_dir, replicas, worker_env);
+    let config = Config::new(args, ops, bin_dir, replicas, worker_env);
     let pg = PgFigures::new(
         ops,
         pg_after.since(&window.pg_before),
         setup,
         BenchTally::get(&window.tally.xacts),
         statements_ok.err(),
-        window.statements_before.as_ref().zip(statements_after.as_ref()).map(|(b, a)| a.since(b)),
+        window
+            .statements_before
+            .as_ref()
+            .zip(statements_after.as_ref())
+            .map(|(b, a)| a.since(b)),
     );
-    let figures = Figures { ops, started_at, window_start: window.start, rows, pg, usage: window.usage, load: window.load, ring_s: window.ring_s, provider_payments: window.provider_payments, tally: window.tally };
-    report::finish(args, machine, config, figures, notes)
+    let figures = Figures {
+        ops,
+        started_at,
+        window_start: window.start,
+        rows,
+        pg,
+        usage: window.usage,
+        load: window.load,
+        ring_s: window.ring_s,
+        provider_payments: window.provider_payments,
+        tally: window.tally,
+    };
+    report::finish(args, machine, config, figures, notes, &set.json)
 }
 
 /// What happened between the opening and the closing readings.
@@ -179,16 +318,22 @@ async fn measure_window(
     let http = reqwest::Client::new();
     let k = usize::from(args.publishers);
     let mut publishers = Vec::new();
-    for _ in 0..(if args.mode == Mode::Pipeline { 2 * k } else { k }) {
+    for _ in 0..(if args.mode == Mode::Pipeline {
+        2 * k
+    } else {
+        k
+    }) {
         publishers.push(Publisher::connect(broker).await?);
     }
-    let store = Store::connect(&db.url, pool_size(args))?;
+    let store = db.store(pool_size(args))?;
     let tally = Arc::new(BenchTally::default());
     let tck = procfs::clk_tck();
 
     let pg_before = db.counters().await?;
     let statements_before = if statements {
-        tally.xacts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tally
+            .xacts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(database::statements(&store).await?)
     } else {
         None
@@ -204,15 +349,42 @@ async fn measure_window(
                 bells = Some(load::ring_all(&publishers, intents, &tally).await?);
                 ring_s = Some(t.elapsed().as_secs_f64());
             }
-            Mode::Pipeline => pipeline = Some(load::pipeline(&store, &publishers[..k], &publishers[k..], intents, args.rate, &tally).await?),
+            Mode::Pipeline => {
+                pipeline = Some(
+                    load::pipeline(
+                        &store,
+                        &publishers[..k],
+                        &publishers[k..],
+                        intents,
+                        args.rate,
+                        &tally,
+                    )
+                    .await?,
+                )
+            }
         }
         wait_all_final(&store, &tally).await
     };
     tokio::time::timeout_at(deadline, drive)
         .await
-        .map_err(|_| anyhow::anyhow!("not every operation was final after {} s (--timeout-s); see the logs in {}", args.timeout_s, args.log_dir.display()))??;
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "not every operation was final after {} s (--timeout-s); see the logs in {}",
+                args.timeout_s,
+                args.log_dir.display()
+            )
+        })??;
     let sample_after = ProcSample::take(fleet, &http).await?;
-    let usage = measure::usage(&sample_before, &sample_after, &fleet.members, intents.len(), tck);
+    // Read while the fleet still runs: its backends are the ones connected now.
+    let fleet_backends = db.fleet_backends().await?;
+    let usage = measure::usage(
+        &sample_before,
+        &sample_after,
+        &fleet.members,
+        &fleet_backends,
+        intents.len(),
+        tck,
+    );
     let provider_payments = sim_payments(&http, &fleet.sim_url).await;
     if provider_payments.is_none() {
         notes.push("the simulator's effect counter could not be read".into());
@@ -220,7 +392,17 @@ async fn measure_window(
     for p in &publishers {
         p.close().await;
     }
-    Ok(Window { start, pg_before, statements_before, usage, tally, bells, ring_s, load: pipeline, provider_payments })
+    Ok(Window {
+        start,
+        pg_before,
+        statements_before,
+        usage,
+        tally,
+        bells,
+        ring_s,
+        load: pipeline,
+        provider_payments,
+    })
 }
 
 /// Polls until none of the bench's operations is in a non-final state.
@@ -236,7 +418,9 @@ async fn wait_all_final(store: &Store, tally: &BenchTally) -> anyhow::Result<()>
             .await?
             .get(0);
         drop(client);
-        tally.xacts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tally
+            .xacts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if open == 0 {
             return Ok(());
         }
@@ -245,6 +429,13 @@ async fn wait_all_final(store: &Store, tally: &BenchTally) -> anyhow::Result<()>
 }
 
 async fn sim_payments(http: &reqwest::Client, sim_url: &str) -> Option<i64> {
-    let v: serde_json::Value = http.get(format!("{sim_url}/_sim/effects")).send().await.ok()?.json().await.ok()?;
+    let v: serde_json::Value = http
+        .get(format!("{sim_url}/_sim/effects"))
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
     v["payments"].as_i64()
 }

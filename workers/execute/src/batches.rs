@@ -1,0 +1,132 @@
+//! The claims and the answers of concurrent handlers, each sent to Postgres in batches:
+//! the doorbells that overlap in time are claimed by one statement, and the answers that
+//! overlap in time are recorded in one transaction. A lone doorbell or answer goes out at
+//! once (see `fleet_runtime::batch`): batching saves work under load and never adds a wait
+//! at low load. Every row still moves by its own compare-and-set and gets its own attempt
+//! and event rows; a handler acks its doorbell only after the commit its answer was part of.
+
+use std::collections::HashMap;
+
+use fleet_core::Outcome;
+use fleet_runtime::Batcher;
+use fleet_store::{
+    settle_batch, AttemptRecord, Claim, Store, StoreError, Transition, TransitionOutcome,
+};
+use tracing::warn;
+
+use crate::perform::transition_of;
+use crate::ExecuteSettings;
+
+/// Most doorbells one claim statement takes, and most answers one transaction records.
+const MAX_BATCH: usize = 64;
+/// Batches of each kind running at once: a second one goes out while the first is in
+/// Postgres, so a request waits at most for one batch ahead of it.
+const IN_FLIGHT: usize = 2;
+
+/// What the provider said for the claim (operation, fence), owned so that it can wait in
+/// a batch.
+pub(crate) struct Answer {
+    pub operation_id: String,
+    pub fence: i64,
+    pub outcome: Outcome,
+    pub attempt: AttemptRecord,
+}
+
+/// `None`: the batch failed; the doorbell's operation is claimed on its own.
+type ClaimResult = Option<Claim>;
+type RecordResult = Result<TransitionOutcome, StoreError>;
+
+pub(crate) struct Batches {
+    claims: Batcher<String, ClaimResult>,
+    records: Batcher<Answer, RecordResult>,
+}
+
+impl Batches {
+    /// Spawns the two batching tasks (on the current runtime).
+    pub fn spawn(
+        store: &Store,
+        policies: Vec<String>,
+        owner: String,
+        settings: &ExecuteSettings,
+    ) -> Batches {
+        let (lease_ttl_ms, accepted_deadline_s) =
+            (settings.lease_ttl_ms, settings.accepted_deadline_s);
+        let claim_store = store.clone();
+        let claims = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |ids: Vec<String>| {
+            let (store, policies, owner) = (claim_store.clone(), policies.clone(), owner.clone());
+            async move { claim_batch(&store, &ids, &policies, &owner, lease_ttl_ms).await }
+        });
+        let record_store = store.clone();
+        let records = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |answers: Vec<Answer>| {
+            let store = record_store.clone();
+            async move { record_batch(&store, &answers, accepted_deadline_s).await }
+        });
+        Batches { claims, records }
+    }
+
+    /// Claims `operation_id` with the claims that overlap it. `None`: the batch failed.
+    pub async fn claim(&self, operation_id: &str) -> ClaimResult {
+        self.claims.submit(operation_id.to_owned()).await.flatten()
+    }
+
+    /// Records `answer` in one transaction with the answers that overlap it.
+    pub async fn record(&self, answer: Answer) -> RecordResult {
+        self.records.submit(answer).await.unwrap_or_else(|| {
+            Err(StoreError::Batched(
+                "the answer's batch ended without a result".into(),
+            ))
+        })
+    }
+}
+
+async fn claim_batch(
+    store: &Store,
+    ids: &[String],
+    policies: &[String],
+    owner: &str,
+    lease_ttl_ms: i64,
+) -> Vec<ClaimResult> {
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    match store
+        .claim_ready_many(&refs, policies, owner, lease_ttl_ms)
+        .await
+    {
+        Ok(claimed) => {
+            let mut by_id: HashMap<String, _> = claimed
+                .into_iter()
+                .map(|c| (c.row.operation_id.clone(), c))
+                .collect();
+            // The same operation twice in a batch (a redelivered doorbell) is claimed once:
+            // the first asker gets the claim, the other reads the row like any loser.
+            ids.iter()
+                .map(|id| {
+                    Some(
+                        by_id
+                            .remove(id)
+                            .map_or(Claim::NotClaimable, |c| Claim::Claimed(Box::new(c))),
+                    )
+                })
+                .collect()
+        }
+        Err(e) => {
+            warn!(error = %e, batch = ids.len(), "batched claim failed; each operation is claimed on its own");
+            ids.iter().map(|_| None).collect()
+        }
+    }
+}
+
+async fn record_batch(
+    store: &Store,
+    answers: &[Answer],
+    accepted_deadline_s: u32,
+) -> Vec<RecordResult> {
+    let items: Vec<(Transition<'_>, &AttemptRecord)> = answers
+        .iter()
+        .map(|a| (transition_of(a, accepted_deadline_s), &a.attempt))
+        .collect();
+    let recorded = store.transition_many(&items).await;
+    settle_batch(recorded, &items, |(t, attempt)| {
+        store.transition(t.clone(), Some(attempt))
+    })
+    .await
+}
