@@ -1,4 +1,4 @@
-//! The one store function that changes an operation's status (STYLE rule 3): the target
+//! The one store function that changes an operation's status (docs/design.md#one-transition-function): the target
 //! status comes from the domain state machine, the UPDATE is a compare-and-set on the
 //! expected status AND fence, and the event row is written in the same statement.
 //! Zero rows affected is `Stale`, a normal outcome every caller handles.
