@@ -172,8 +172,18 @@ mod tests {
 
     #[test]
     fn claims_give_a_role_and_tenants_only_when_both_are_well_formed() {
-        let got = claimed_access(Some(&json!("approver")), Some(&json!(["org_9", "org_482", "org_9"]))).unwrap();
-        assert_eq!(got, ClaimedAccess { role: Role::Approver, tenants: vec!["org_482".into(), "org_9".into()] });
+        let got = claimed_access(
+            Some(&json!("approver")),
+            Some(&json!(["org_9", "org_482", "org_9"])),
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            ClaimedAccess {
+                role: Role::Approver,
+                tenants: vec!["org_482".into(), "org_9".into()]
+            }
+        );
         let refused = [
             (None, Some(json!(["org_1"]))),
             (Some(json!("root")), Some(json!(["org_1"]))),
@@ -185,7 +195,10 @@ mod tests {
             (Some(json!("approver")), Some(json!([""]))),
         ];
         for (role, tenants) in refused {
-            assert!(claimed_access(role.as_ref(), tenants.as_ref()).is_err(), "{role:?} {tenants:?}");
+            assert!(
+                claimed_access(role.as_ref(), tenants.as_ref()).is_err(),
+                "{role:?} {tenants:?}"
+            );
         }
     }
 

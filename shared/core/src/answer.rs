@@ -26,7 +26,14 @@ const KEPT: [&str; 10] = [
 
 /// Fields of an `error` object kept: its type and code, the parameter it names, and what
 /// a conditional update met (the version, or the status and the transition that set it).
-const KEPT_IN_ERROR: [&str; 6] = ["type", "code", "param", "current_version", "current_status", "last_transition_ref"];
+const KEPT_IN_ERROR: [&str; 6] = [
+    "type",
+    "code",
+    "param",
+    "current_version",
+    "current_status",
+    "last_transition_ref",
+];
 
 /// The allow-listed summary of a provider answer body, or `None` when nothing in it is
 /// kept (not a JSON object, or none of the fields above). A kept field must hold a

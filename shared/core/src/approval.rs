@@ -90,11 +90,17 @@ pub fn judge_approval(a: ApprovalAsked) -> ApprovalVerdict {
     }
     match (a.approval, a.status) {
         (ApprovalStatus::Pending, _) if a.expired => ApprovalVerdict::Expire,
-        (ApprovalStatus::Pending, Status::NotStarted) if !a.hash_matches => ApprovalVerdict::HashMismatch,
-        (ApprovalStatus::Pending, Status::NotStarted) => ApprovalVerdict::Count,
-        (ApprovalStatus::Pending | ApprovalStatus::Approved | ApprovalStatus::Rejected | ApprovalStatus::Expired, _) => {
-            ApprovalVerdict::NotPending
+        (ApprovalStatus::Pending, Status::NotStarted) if !a.hash_matches => {
+            ApprovalVerdict::HashMismatch
         }
+        (ApprovalStatus::Pending, Status::NotStarted) => ApprovalVerdict::Count,
+        (
+            ApprovalStatus::Pending
+            | ApprovalStatus::Approved
+            | ApprovalStatus::Rejected
+            | ApprovalStatus::Expired,
+            _,
+        ) => ApprovalVerdict::NotPending,
     }
 }
 
@@ -108,7 +114,13 @@ mod tests {
             for status in Status::ALL {
                 for expired in [false, true] {
                     for hash_matches in [false, true] {
-                        let asked = ApprovalAsked { approval, status, expired, hash_matches, asker_approved_before: false };
+                        let asked = ApprovalAsked {
+                            approval,
+                            status,
+                            expired,
+                            hash_matches,
+                            asker_approved_before: false,
+                        };
                         let expected = if approval != ApprovalStatus::Pending {
                             ApprovalVerdict::NotPending
                         } else if expired {
@@ -122,8 +134,15 @@ mod tests {
                         };
                         assert_eq!(judge_approval(asked), expected, "{asked:?}");
                         // The same principal again is always the first answer again.
-                        let replay = ApprovalAsked { asker_approved_before: true, ..asked };
-                        assert_eq!(judge_approval(replay), ApprovalVerdict::AlreadyCounted, "{replay:?}");
+                        let replay = ApprovalAsked {
+                            asker_approved_before: true,
+                            ..asked
+                        };
+                        assert_eq!(
+                            judge_approval(replay),
+                            ApprovalVerdict::AlreadyCounted,
+                            "{replay:?}"
+                        );
                     }
                 }
             }

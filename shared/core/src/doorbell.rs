@@ -16,7 +16,10 @@ pub struct Doorbell {
 
 impl Doorbell {
     pub fn new(op: &OperationId) -> Self {
-        Self { schema: DOORBELL_SCHEMA.to_owned(), operation_id: op.as_str().to_owned() }
+        Self {
+            schema: DOORBELL_SCHEMA.to_owned(),
+            operation_id: op.as_str().to_owned(),
+        }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -25,7 +28,12 @@ impl Doorbell {
 
     /// Every reason [`Doorbell::parse`] refuses a bell with (the dead-letter reasons of the
     /// doorbell queues, known before the first refusal).
-    pub const REFUSALS: [&'static str; 4] = ["oversized", "malformed", "unsupported_schema", "invalid_field"];
+    pub const REFUSALS: [&'static str; 4] = [
+        "oversized",
+        "malformed",
+        "unsupported_schema",
+        "invalid_field",
+    ];
 
     /// Parses a doorbell; the error is the bounded dead-letter reason.
     pub fn parse(bytes: &[u8]) -> Result<OperationId, &'static str> {
@@ -47,7 +55,12 @@ mod tests {
     #[test]
     fn every_refusal_is_listed() {
         let long = vec![b' '; 1025];
-        for bad in [&long[..], b"nope", br#"{"schema":"doorbell.v2","operation_id":"x"}"#, br#"{"schema":"doorbell.v1","operation_id":"x"}"#] {
+        for bad in [
+            &long[..],
+            b"nope",
+            br#"{"schema":"doorbell.v2","operation_id":"x"}"#,
+            br#"{"schema":"doorbell.v1","operation_id":"x"}"#,
+        ] {
             let reason = Doorbell::parse(bad).unwrap_err();
             assert!(Doorbell::REFUSALS.contains(&reason), "{reason}");
         }
@@ -58,7 +71,13 @@ mod tests {
         let op = OperationId::parse("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8").unwrap();
         assert_eq!(Doorbell::parse(&Doorbell::new(&op).to_bytes()), Ok(op));
         assert_eq!(Doorbell::parse(b"nope"), Err("malformed"));
-        assert_eq!(Doorbell::parse(br#"{"schema":"doorbell.v2","operation_id":"x"}"#), Err("unsupported_schema"));
-        assert_eq!(Doorbell::parse(br#"{"schema":"doorbell.v1","operation_id":"x"}"#), Err("invalid_field"));
+        assert_eq!(
+            Doorbell::parse(br#"{"schema":"doorbell.v2","operation_id":"x"}"#),
+            Err("unsupported_schema")
+        );
+        assert_eq!(
+            Doorbell::parse(br#"{"schema":"doorbell.v1","operation_id":"x"}"#),
+            Err("invalid_field")
+        );
     }
 }

@@ -11,9 +11,13 @@ const CROCKFORD: &str = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 impl OperationId {
     pub fn parse(s: &str) -> Result<Self, String> {
-        let ulid = s.strip_prefix("op_").ok_or("operation_id must start with op_")?;
+        let ulid = s
+            .strip_prefix("op_")
+            .ok_or("operation_id must start with op_")?;
         if ulid.len() != 26 || !ulid.chars().all(|c| CROCKFORD.contains(c)) {
-            return Err("operation_id must be op_ followed by a 26-character upper-case ULID".into());
+            return Err(
+                "operation_id must be op_ followed by a 26-character upper-case ULID".into(),
+            );
         }
         // A ULID's first character encodes the top 3 bits of a 128-bit value.
         if ulid.as_bytes()[0] > b'7' {
@@ -58,8 +62,14 @@ impl PayloadHash {
     }
 
     pub fn parse(s: &str) -> Result<Self, String> {
-        let digits = s.strip_prefix("sha256:").ok_or("a payload hash starts with sha256:")?;
-        if digits.len() != 64 || !digits.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        let digits = s
+            .strip_prefix("sha256:")
+            .ok_or("a payload hash starts with sha256:")?;
+        if digits.len() != 64
+            || !digits
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             return Err("a payload hash is sha256: followed by 64 lower-case hex digits".into());
         }
         Ok(Self(s.to_owned()))
@@ -83,7 +93,14 @@ mod tests {
     #[test]
     fn operation_ids_are_op_plus_ulid() {
         assert!(OperationId::parse("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8").is_ok());
-        for bad in ["01JQ8R7D9M4KX2T3V4W5Y6Z7A8", "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A", "op_01jq8r7d9m4kx2t3v4w5y6z7a8", "op_01JQ8R7D9M4KX2T3V4W5Y6Z7AU", "op_81JQ8R7D9M4KX2T3V4W5Y6Z7A8", ""] {
+        for bad in [
+            "01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+            "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A",
+            "op_01jq8r7d9m4kx2t3v4w5y6z7a8",
+            "op_01JQ8R7D9M4KX2T3V4W5Y6Z7AU",
+            "op_81JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+            "",
+        ] {
             assert!(OperationId::parse(bad).is_err(), "{bad}");
         }
     }

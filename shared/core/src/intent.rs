@@ -11,8 +11,8 @@ use crate::catalogue::Target;
 use crate::currency::is_iso_4217;
 use crate::hash::Snapshot;
 use crate::ids::{OperationId, PayloadHash};
-use crate::strict_json::{check_strict, Ambiguity, StrictJsonError};
 pub use crate::strict_json::MAX_SAFE_INTEGER;
+use crate::strict_json::{check_strict, Ambiguity, StrictJsonError};
 
 pub mod payloads;
 pub mod proposal;
@@ -62,7 +62,10 @@ impl IntentError {
     }
 
     pub(crate) fn field(field: &str, problem: impl Into<String>) -> Self {
-        IntentError::InvalidField { field: field.to_owned(), problem: problem.into() }
+        IntentError::InvalidField {
+            field: field.to_owned(),
+            problem: problem.into(),
+        }
     }
 }
 
@@ -114,9 +117,12 @@ pub fn parse_intent(bytes: &[u8]) -> Result<ValidIntent, IntentError> {
         StrictJsonError::Malformed(m) => IntentError::Malformed(m),
         StrictJsonError::Ambiguous { kind, at } => IntentError::Ambiguous { kind, at },
     })?;
-    let raw: Value = serde_json::from_str(text).map_err(|e| IntentError::Malformed(e.to_string()))?;
+    let raw: Value =
+        serde_json::from_str(text).map_err(|e| IntentError::Malformed(e.to_string()))?;
     let Value::Object(object) = raw else {
-        return Err(IntentError::Malformed("top level is not a JSON object".into()));
+        return Err(IntentError::Malformed(
+            "top level is not a JSON object".into(),
+        ));
     };
     // Schema and action first, so a future schema is reported as such, not as a field error.
     match object.get("schema") {
@@ -129,14 +135,17 @@ pub fn parse_intent(bytes: &[u8]) -> Result<ValidIntent, IntentError> {
             return Err(IntentError::UnknownAction(a.clone()));
         }
     }
-    let envelope: Envelope = serde_json::from_value(Value::Object(object)).map_err(|e| IntentError::field("intent", e.to_string()))?;
+    let envelope: Envelope = serde_json::from_value(Value::Object(object))
+        .map_err(|e| IntentError::field("intent", e.to_string()))?;
     validate_envelope(envelope)
 }
 
 fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
     let _ = e.schema;
-    let operation_id = OperationId::parse(&e.operation_id).map_err(|p| IntentError::field("operation_id", p))?;
-    let action = Action::parse(&e.action).ok_or_else(|| IntentError::UnknownAction(e.action.clone()))?;
+    let operation_id =
+        OperationId::parse(&e.operation_id).map_err(|p| IntentError::field("operation_id", p))?;
+    let action =
+        Action::parse(&e.action).ok_or_else(|| IntentError::UnknownAction(e.action.clone()))?;
     check_text("tenant_id", &e.tenant_id)?;
     check_text("provider", &e.provider)?;
     check_text("policy_version", &e.policy_version)?;
@@ -145,20 +154,35 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
         check_text("target", t)?;
     }
     if let (Target::Required(what), None) = (action.spec().target, &e.target) {
-        return Err(IntentError::field("target", format!("{} needs {what} as target", action.wire_name())));
+        return Err(IntentError::field(
+            "target",
+            format!("{} needs {what} as target", action.wire_name()),
+        ));
     }
     if !(1..=MAX_APPROVAL_TTL_SECONDS).contains(&e.approval_ttl_seconds) {
-        return Err(IntentError::field("approval_ttl_seconds", format!("must be between 1 and {MAX_APPROVAL_TTL_SECONDS}")));
+        return Err(IntentError::field(
+            "approval_ttl_seconds",
+            format!("must be between 1 and {MAX_APPROVAL_TTL_SECONDS}"),
+        ));
     }
-    if e.rationale.as_ref().is_some_and(|r| r.chars().count() > MAX_RATIONALE_CHARS) {
-        return Err(IntentError::field("rationale", format!("longer than {MAX_RATIONALE_CHARS} characters")));
+    if e.rationale
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > MAX_RATIONALE_CHARS)
+    {
+        return Err(IntentError::field(
+            "rationale",
+            format!("longer than {MAX_RATIONALE_CHARS} characters"),
+        ));
     }
     let supersedes = match &e.supersedes {
         Some(s) => Some(OperationId::parse(s).map_err(|p| IntentError::field("supersedes", p))?),
         None => None,
     };
     if supersedes.as_ref() == Some(&operation_id) {
-        return Err(IntentError::field("supersedes", "an operation cannot supersede itself"));
+        return Err(IntentError::field(
+            "supersedes",
+            "an operation cannot supersede itself",
+        ));
     }
     let payload = Value::Object(e.payload);
     // Numbers elsewhere in the payload (a CRM patch's `probability: 0.35`) may be any
@@ -189,10 +213,16 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
 /// Identifier-like text: 1 to [`MAX_TEXT_CHARS`] characters, no control characters.
 pub(crate) fn check_text(field: &str, value: &str) -> Result<(), IntentError> {
     if value.is_empty() || value.chars().count() > MAX_TEXT_CHARS {
-        return Err(IntentError::field(field, format!("must be 1 to {MAX_TEXT_CHARS} characters")));
+        return Err(IntentError::field(
+            field,
+            format!("must be 1 to {MAX_TEXT_CHARS} characters"),
+        ));
     }
     if value.chars().any(char::is_control) {
-        return Err(IntentError::field(field, "must not contain control characters"));
+        return Err(IntentError::field(
+            field,
+            "must not contain control characters",
+        ));
     }
     Ok(())
 }
@@ -201,10 +231,16 @@ pub(crate) fn check_text(field: &str, value: &str) -> Result<(), IntentError> {
 /// ISO 4217 currency.
 pub(crate) fn check_money(amount_minor: i64, currency: &str) -> Result<(), IntentError> {
     if !(1..=MAX_SAFE_INTEGER).contains(&amount_minor) {
-        return Err(IntentError::field("payload.amount_minor", format!("must be an integer from 1 to {MAX_SAFE_INTEGER}")));
+        return Err(IntentError::field(
+            "payload.amount_minor",
+            format!("must be an integer from 1 to {MAX_SAFE_INTEGER}"),
+        ));
     }
     if !is_iso_4217(currency) {
-        return Err(IntentError::field("payload.currency", "must be an ISO 4217 code such as KZT or USD"));
+        return Err(IntentError::field(
+            "payload.currency",
+            "must be an ISO 4217 code such as KZT or USD",
+        ));
     }
     Ok(())
 }

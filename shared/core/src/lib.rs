@@ -2,9 +2,9 @@
 //! machine and provider outcome classification. Time and randomness are inputs here,
 //! never read inside, so everything is testable without services.
 
+pub mod access;
 pub mod actions;
 pub mod answer;
-pub mod access;
 pub mod approval;
 pub mod authz;
 pub mod catalogue;
@@ -28,15 +28,18 @@ pub mod webhook;
 pub mod wording;
 
 pub use access::{claimed_access, ClaimedAccess, Role, Token, TokenHash};
-pub use authz::{Actor, ApiAction, Decider, Denial, OperationAction, OperationFacts, SignIn};
 pub use approval::{judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict};
+pub use authz::{Actor, ApiAction, Decider, Denial, OperationAction, OperationFacts, SignIn};
+pub use catalogue::{Action, ActionSpec, Effect, Subject, CATALOGUE};
 pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};
 pub use ids::{IdempotencyKey, OperationId, PayloadHash};
-pub use catalogue::{Action, ActionSpec, Effect, Subject, CATALOGUE};
 pub use intent::{parse_intent, IntentError, ValidIntent};
+pub use outcome::{
+    classify_deal_create, classify_deal_update, classify_payment, CallResult, NoAnswerKind,
+    Outcome, Precondition, ProviderAnswer,
+};
 pub use policy::{PolicyRefusal, PolicySet, Quorum};
-pub use outcome::{classify_deal_create, classify_deal_update, classify_payment, CallResult, NoAnswerKind, Outcome, Precondition, ProviderAnswer};
 pub use resolution::Resolution;
 pub use state::{transition, Event, Refused, Status};
 pub use waiting::{wait_is_over, WaitFor, WaitState};

@@ -60,7 +60,10 @@ pub enum Outcome {
     /// A conditional update found its precondition broken (another version, another
     /// status): the approved change no longer applies. Never retried with fresh data; a
     /// person must approve a new intent. `current` is what the provider holds now.
-    Conflict { on: Precondition, current: Option<String> },
+    Conflict {
+        on: Precondition,
+        current: Option<String>,
+    },
     /// Provably no effect and nothing saved under the key: the same key may be sent again.
     NotExecuted { reason: String },
     /// The effect may or may not exist; only a lookup (or a person) may settle it.
@@ -89,7 +92,15 @@ impl Precondition {
 
 impl Outcome {
     /// Every value [`Outcome::label`] gives, so the series can exist before the first call.
-    pub const LABELS: [&'static str; 7] = ["succeeded", "failed", "accepted", "version_conflict", "status_conflict", "not_executed", "unknown"];
+    pub const LABELS: [&'static str; 7] = [
+        "succeeded",
+        "failed",
+        "accepted",
+        "version_conflict",
+        "status_conflict",
+        "not_executed",
+        "unknown",
+    ];
 
     /// A short, bounded label for metrics (one of [`Outcome::LABELS`]).
     pub fn label(&self) -> &'static str {
@@ -113,7 +124,10 @@ pub(crate) fn error_type(body: &Value) -> Option<&str> {
 }
 
 pub(crate) fn unknown(reason: impl Into<String>) -> Outcome {
-    Outcome::Unknown { reason: reason.into(), escalate: false }
+    Outcome::Unknown {
+        reason: reason.into(),
+        escalate: false,
+    }
 }
 
 /// Classifies one call to the reference payments API (docs/protocol.md; refunds share it).
@@ -132,16 +146,27 @@ pub fn classify_keyed_create(call: &CallResult, created: fn(&Value) -> Option<Fo
     let body = &answer.body;
     match answer.status {
         // A 2xx we cannot read proves the provider acted but not how: ask it.
-        200 | 201 => created(body).map_or_else(|| unknown("unreadable_success_body"), Outcome::from),
-        402 => Outcome::Failed { code: error_code(body).unwrap_or("payment_rejected").to_owned() },
+        200 | 201 => {
+            created(body).map_or_else(|| unknown("unreadable_success_body"), Outcome::from)
+        }
+        402 => Outcome::Failed {
+            code: error_code(body).unwrap_or("payment_rejected").to_owned(),
+        },
         400 if error_type(body) == Some("idempotency_error") => {
             // Same key, different parameters: the snapshot drifted between attempts.
-            Outcome::Unknown { reason: "idempotency_key_reused".into(), escalate: true }
+            Outcome::Unknown {
+                reason: "idempotency_key_reused".into(),
+                escalate: true,
+            }
         }
-        400 => Outcome::Failed { code: error_code(body).unwrap_or("invalid_request").to_owned() },
+        400 => Outcome::Failed {
+            code: error_code(body).unwrap_or("invalid_request").to_owned(),
+        },
         409 => unknown("idempotency_key_in_use"),
         // Rejected before execution and never saved under the key: provably no effect.
-        401 | 403 | 429 => Outcome::NotExecuted { reason: format!("http_{}", answer.status) },
+        401 | 403 | 429 => Outcome::NotExecuted {
+            reason: format!("http_{}", answer.status),
+        },
         s if s >= 500 && answer.replayed => unknown(format!("http_{s}_replayed")),
         s => unknown(format!("http_{s}")),
     }
@@ -153,7 +178,9 @@ impl From<Found> for Outcome {
     fn from(found: Found) -> Outcome {
         match found {
             Found::Succeeded { external_id } => Outcome::Succeeded { external_id },
-            Found::Pending { external_id } => Outcome::Accepted { external_id: Some(external_id) },
+            Found::Pending { external_id } => Outcome::Accepted {
+                external_id: Some(external_id),
+            },
             Found::Failed { code, .. } => Outcome::Failed { code },
         }
     }
@@ -162,7 +189,9 @@ impl From<Found> for Outcome {
 /// Transport-level results shared by every classifier: only a complete answer is read.
 pub(crate) fn transport(call: &CallResult) -> Result<&ProviderAnswer, Outcome> {
     match call {
-        CallResult::NotSent { .. } => Err(Outcome::NotExecuted { reason: "not_sent".into() }),
+        CallResult::NotSent { .. } => Err(Outcome::NotExecuted {
+            reason: "not_sent".into(),
+        }),
         CallResult::NoAnswer { kind } => Err(unknown(kind.as_str())),
         CallResult::Answer(answer) => Ok(answer),
     }
@@ -173,8 +202,14 @@ pub(crate) fn transport(call: &CallResult) -> Result<&ProviderAnswer, Outcome> {
 /// (definitive), anything else unknown.
 pub(crate) fn classify_unkeyed_common(answer: &ProviderAnswer) -> Outcome {
     match answer.status {
-        401 | 403 | 429 => Outcome::NotExecuted { reason: format!("http_{}", answer.status) },
-        s @ 400..=499 => Outcome::Failed { code: error_code(&answer.body).map(str::to_owned).unwrap_or_else(|| format!("http_{s}")) },
+        401 | 403 | 429 => Outcome::NotExecuted {
+            reason: format!("http_{}", answer.status),
+        },
+        s @ 400..=499 => Outcome::Failed {
+            code: error_code(&answer.body)
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("http_{s}")),
+        },
         s => unknown(format!("http_{s}")),
     }
 }
@@ -187,9 +222,13 @@ pub fn classify_deal_create(call: &CallResult) -> Outcome {
         Err(o) => return o,
     };
     match (answer.status, answer.body.get("id").and_then(Value::as_str)) {
-        (200 | 201, Some(id)) => Outcome::Succeeded { external_id: id.to_owned() },
+        (200 | 201, Some(id)) => Outcome::Succeeded {
+            external_id: id.to_owned(),
+        },
         (200 | 201, None) => unknown("unreadable_success_body"),
-        (202, id) => Outcome::Accepted { external_id: id.map(str::to_owned) },
+        (202, id) => Outcome::Accepted {
+            external_id: id.map(str::to_owned),
+        },
         _ => classify_unkeyed_common(answer),
     }
 }
@@ -201,11 +240,17 @@ pub fn classify_deal_update(call: &CallResult) -> Outcome {
         Err(o) => return o,
     };
     match (answer.status, answer.body.get("id").and_then(Value::as_str)) {
-        (200, Some(id)) => Outcome::Succeeded { external_id: id.to_owned() },
+        (200, Some(id)) => Outcome::Succeeded {
+            external_id: id.to_owned(),
+        },
         (200, None) => unknown("unreadable_success_body"),
         (412, _) => Outcome::Conflict {
             on: Precondition::Version,
-            current: answer.body.pointer("/error/current_version").and_then(Value::as_i64).map(|v| v.to_string()),
+            current: answer
+                .body
+                .pointer("/error/current_version")
+                .and_then(Value::as_i64)
+                .map(|v| v.to_string()),
         },
         _ => classify_unkeyed_common(answer),
     }
@@ -216,7 +261,9 @@ pub fn classify_deal_update(call: &CallResult) -> Outcome {
 /// a lookup shows the deal does not hold the approved change. `earlier_outcomes` are the
 /// recorded outcomes of the operation's earlier attempts (`None`: never finished).
 pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<&str>]) -> Outcome {
-    let uncertain_before = earlier_outcomes.iter().any(|o| matches!(o, None | Some("unknown") | Some("accepted")));
+    let uncertain_before = earlier_outcomes
+        .iter()
+        .any(|o| matches!(o, None | Some("unknown") | Some("accepted")));
     match conflict {
         Outcome::Conflict { .. } if uncertain_before => unknown("conflict_after_uncertain_attempt"),
         other => other,
@@ -230,91 +277,215 @@ mod tests {
 
     #[test]
     fn a_conflict_after_an_uncertain_attempt_is_looked_up_not_cancelled() {
-        let conflict = Outcome::Conflict { on: Precondition::Version, current: Some("8".into()) };
+        let conflict = Outcome::Conflict {
+            on: Precondition::Version,
+            current: Some("8".into()),
+        };
         assert_eq!(settle_conflict(conflict.clone(), &[]), conflict);
-        assert_eq!(settle_conflict(conflict.clone(), &[Some("not_executed")]), conflict);
-        assert_eq!(settle_conflict(conflict.clone(), &[Some("unknown")]), unknown("conflict_after_uncertain_attempt"));
-        assert_eq!(settle_conflict(conflict.clone(), &[Some("not_executed"), None]), unknown("conflict_after_uncertain_attempt"));
-        let paid = Outcome::Succeeded { external_id: "deal_1".into() };
+        assert_eq!(
+            settle_conflict(conflict.clone(), &[Some("not_executed")]),
+            conflict
+        );
+        assert_eq!(
+            settle_conflict(conflict.clone(), &[Some("unknown")]),
+            unknown("conflict_after_uncertain_attempt")
+        );
+        assert_eq!(
+            settle_conflict(conflict.clone(), &[Some("not_executed"), None]),
+            unknown("conflict_after_uncertain_attempt")
+        );
+        let paid = Outcome::Succeeded {
+            external_id: "deal_1".into(),
+        };
         assert_eq!(settle_conflict(paid.clone(), &[Some("unknown")]), paid);
     }
 
     fn answer(status: u16, replayed: bool, body: Value) -> CallResult {
-        CallResult::Answer(ProviderAnswer { status, replayed, request_id: None, body })
+        CallResult::Answer(ProviderAnswer {
+            status,
+            replayed,
+            request_id: None,
+            body,
+        })
     }
 
     #[test]
     fn created_payment_statuses_map_to_final_or_accepted() {
         assert_eq!(
-            classify_payment(&answer(201, false, json!({"id": "pay_1", "status": "succeeded"}))),
-            Outcome::Succeeded { external_id: "pay_1".into() }
+            classify_payment(&answer(
+                201,
+                false,
+                json!({"id": "pay_1", "status": "succeeded"})
+            )),
+            Outcome::Succeeded {
+                external_id: "pay_1".into()
+            }
         );
         assert_eq!(
-            classify_payment(&answer(201, true, json!({"id": "pay_1", "status": "pending"}))),
-            Outcome::Accepted { external_id: Some("pay_1".into()) }
+            classify_payment(&answer(
+                201,
+                true,
+                json!({"id": "pay_1", "status": "pending"})
+            )),
+            Outcome::Accepted {
+                external_id: Some("pay_1".into())
+            }
         );
         assert_eq!(
-            classify_payment(&answer(201, false, json!({"id": "pay_1", "status": "failed"}))),
-            Outcome::Failed { code: "payment_failed".into() }
+            classify_payment(&answer(
+                201,
+                false,
+                json!({"id": "pay_1", "status": "failed"})
+            )),
+            Outcome::Failed {
+                code: "payment_failed".into()
+            }
         );
     }
 
     #[test]
     fn business_rejection_is_failed_with_its_code() {
         let body = json!({"error": {"type": "payment_rejected", "code": "account_closed"}});
-        assert_eq!(classify_payment(&answer(402, false, body)), Outcome::Failed { code: "account_closed".into() });
+        assert_eq!(
+            classify_payment(&answer(402, false, body)),
+            Outcome::Failed {
+                code: "account_closed".into()
+            }
+        );
     }
 
     #[test]
     fn server_errors_timeouts_and_in_flight_keys_are_unknown() {
         for status in [500, 502, 503, 504] {
-            assert!(matches!(classify_payment(&answer(status, false, Value::Null)), Outcome::Unknown { escalate: false, .. }));
+            assert!(matches!(
+                classify_payment(&answer(status, false, Value::Null)),
+                Outcome::Unknown {
+                    escalate: false,
+                    ..
+                }
+            ));
         }
         assert_eq!(
             classify_payment(&answer(500, true, Value::Null)),
-            Outcome::Unknown { reason: "http_500_replayed".into(), escalate: false }
+            Outcome::Unknown {
+                reason: "http_500_replayed".into(),
+                escalate: false
+            }
         );
-        let in_use = json!({"error": {"type": "idempotency_error", "code": "idempotency_key_in_use"}});
-        assert!(matches!(classify_payment(&answer(409, false, in_use)), Outcome::Unknown { escalate: false, .. }));
+        let in_use =
+            json!({"error": {"type": "idempotency_error", "code": "idempotency_key_in_use"}});
+        assert!(matches!(
+            classify_payment(&answer(409, false, in_use)),
+            Outcome::Unknown {
+                escalate: false,
+                ..
+            }
+        ));
         for kind in [NoAnswerKind::Timeout, NoAnswerKind::Reset] {
-            assert!(matches!(classify_payment(&CallResult::NoAnswer { kind }), Outcome::Unknown { escalate: false, .. }));
+            assert!(matches!(
+                classify_payment(&CallResult::NoAnswer { kind }),
+                Outcome::Unknown {
+                    escalate: false,
+                    ..
+                }
+            ));
         }
-        assert!(matches!(classify_payment(&answer(201, false, json!({}))), Outcome::Unknown { .. }));
+        assert!(matches!(
+            classify_payment(&answer(201, false, json!({}))),
+            Outcome::Unknown { .. }
+        ));
     }
 
     #[test]
     fn key_reused_with_other_parameters_escalates() {
-        let body = json!({"error": {"type": "idempotency_error", "code": "idempotency_key_reused"}});
+        let body =
+            json!({"error": {"type": "idempotency_error", "code": "idempotency_key_reused"}});
         assert_eq!(
             classify_payment(&answer(400, false, body)),
-            Outcome::Unknown { reason: "idempotency_key_reused".into(), escalate: true }
+            Outcome::Unknown {
+                reason: "idempotency_key_reused".into(),
+                escalate: true
+            }
         );
     }
 
     #[test]
     fn deal_creates_succeed_queue_or_stay_unknown() {
-        assert_eq!(classify_deal_create(&answer(201, false, json!({"id": "deal_1", "version": 1}))), Outcome::Succeeded { external_id: "deal_1".into() });
-        assert_eq!(classify_deal_create(&answer(202, false, json!({"status": "queued"}))), Outcome::Accepted { external_id: None });
-        assert!(matches!(classify_deal_create(&answer(500, false, Value::Null)), Outcome::Unknown { .. }));
-        assert!(matches!(classify_deal_create(&CallResult::NoAnswer { kind: NoAnswerKind::Timeout }), Outcome::Unknown { .. }));
+        assert_eq!(
+            classify_deal_create(&answer(201, false, json!({"id": "deal_1", "version": 1}))),
+            Outcome::Succeeded {
+                external_id: "deal_1".into()
+            }
+        );
+        assert_eq!(
+            classify_deal_create(&answer(202, false, json!({"status": "queued"}))),
+            Outcome::Accepted { external_id: None }
+        );
+        assert!(matches!(
+            classify_deal_create(&answer(500, false, Value::Null)),
+            Outcome::Unknown { .. }
+        ));
+        assert!(matches!(
+            classify_deal_create(&CallResult::NoAnswer {
+                kind: NoAnswerKind::Timeout
+            }),
+            Outcome::Unknown { .. }
+        ));
         let invalid = json!({"error": {"type": "invalid_request", "code": "parameter_invalid"}});
-        assert_eq!(classify_deal_create(&answer(400, false, invalid)), Outcome::Failed { code: "parameter_invalid".into() });
+        assert_eq!(
+            classify_deal_create(&answer(400, false, invalid)),
+            Outcome::Failed {
+                code: "parameter_invalid".into()
+            }
+        );
     }
 
     #[test]
     fn a_412_on_a_deal_update_is_a_conflict_with_the_current_version() {
         let conflict = json!({"error": {"type": "version_conflict", "current_version": 4}});
-        assert_eq!(classify_deal_update(&answer(412, false, conflict)), Outcome::Conflict { on: Precondition::Version, current: Some("4".into()) });
-        assert_eq!(classify_deal_update(&answer(200, false, json!({"id": "deal_1", "version": 4}))), Outcome::Succeeded { external_id: "deal_1".into() });
-        assert!(matches!(classify_deal_update(&answer(503, false, Value::Null)), Outcome::Unknown { .. }));
-        assert!(matches!(classify_deal_update(&CallResult::NotSent { detail: "refused".into() }), Outcome::NotExecuted { .. }));
+        assert_eq!(
+            classify_deal_update(&answer(412, false, conflict)),
+            Outcome::Conflict {
+                on: Precondition::Version,
+                current: Some("4".into())
+            }
+        );
+        assert_eq!(
+            classify_deal_update(&answer(200, false, json!({"id": "deal_1", "version": 4}))),
+            Outcome::Succeeded {
+                external_id: "deal_1".into()
+            }
+        );
+        assert!(matches!(
+            classify_deal_update(&answer(503, false, Value::Null)),
+            Outcome::Unknown { .. }
+        ));
+        assert!(matches!(
+            classify_deal_update(&CallResult::NotSent {
+                detail: "refused".into()
+            }),
+            Outcome::NotExecuted { .. }
+        ));
     }
 
     #[test]
     fn only_provably_unsent_calls_may_be_sent_again() {
-        assert!(matches!(classify_payment(&CallResult::NotSent { detail: "refused".into() }), Outcome::NotExecuted { .. }));
-        assert!(matches!(classify_payment(&answer(429, false, Value::Null)), Outcome::NotExecuted { .. }));
+        assert!(matches!(
+            classify_payment(&CallResult::NotSent {
+                detail: "refused".into()
+            }),
+            Outcome::NotExecuted { .. }
+        ));
+        assert!(matches!(
+            classify_payment(&answer(429, false, Value::Null)),
+            Outcome::NotExecuted { .. }
+        ));
         let invalid = json!({"error": {"type": "invalid_request", "code": "amount_too_small"}});
-        assert_eq!(classify_payment(&answer(400, false, invalid)), Outcome::Failed { code: "amount_too_small".into() });
+        assert_eq!(
+            classify_payment(&answer(400, false, invalid)),
+            Outcome::Failed {
+                code: "amount_too_small".into()
+            }
+        );
     }
 }

@@ -23,7 +23,9 @@ pub enum Found {
 impl Found {
     pub fn external_id(&self) -> &str {
         match self {
-            Found::Succeeded { external_id } | Found::Failed { external_id, .. } | Found::Pending { external_id } => external_id,
+            Found::Succeeded { external_id }
+            | Found::Failed { external_id, .. }
+            | Found::Pending { external_id } => external_id,
         }
     }
 
@@ -34,7 +36,11 @@ impl Found {
             "succeeded" => Some(Found::Succeeded { external_id }),
             "pending" => Some(Found::Pending { external_id }),
             "failed" => {
-                let code = object.get("failure_code").and_then(Value::as_str).unwrap_or("payment_failed").to_owned();
+                let code = object
+                    .get("failure_code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("payment_failed")
+                    .to_owned();
                 Some(Found::Failed { external_id, code })
             }
             _ => None,
@@ -64,7 +70,10 @@ pub struct Reading {
 
 impl Reading {
     pub fn ambiguous(reason: &'static str, evidence: Value) -> Reading {
-        Reading { lookup: Lookup::Ambiguous(reason), evidence }
+        Reading {
+            lookup: Lookup::Ambiguous(reason),
+            evidence,
+        }
     }
 
     /// `lookup` with `evidence` that also names the effects found, as a search's does
@@ -78,7 +87,10 @@ impl Reading {
 
     /// The provider could not be asked (`error` says why, without any body).
     pub fn failed(via: &str, error: &str) -> Reading {
-        Reading { lookup: Lookup::Failed, evidence: json!({"via": via, "error": error}) }
+        Reading {
+            lookup: Lookup::Failed,
+            evidence: json!({"via": via, "error": error}),
+        }
     }
 }
 
@@ -86,12 +98,34 @@ impl Reading {
 /// objects whose `reference_field` is this operation's id count (a search result for
 /// something else must never settle it), each read by `found`. An object that cannot be
 /// read makes the whole lookup inconclusive.
-pub fn read_search(subject: &Subject<'_>, via: &str, objects: &[Value], reference_field: &str, found: fn(&Value) -> Option<Found>) -> Reading {
-    let ours: Vec<&Value> = objects.iter().filter(|o| o.get(reference_field).and_then(Value::as_str) == Some(subject.operation_id)).collect();
-    let ids: Vec<&str> = ours.iter().filter_map(|o| o.get("id").and_then(Value::as_str)).collect();
-    match ours.iter().map(|o| found(o)).collect::<Option<Vec<Found>>>() {
-        Some(found) => Reading { lookup: Lookup::Matches(found), evidence: json!({"via": via, "found": ids}) },
-        None => Reading { lookup: Lookup::Failed, evidence: json!({"via": via, "found": ids, "error": "unreadable object"}) },
+pub fn read_search(
+    subject: &Subject<'_>,
+    via: &str,
+    objects: &[Value],
+    reference_field: &str,
+    found: fn(&Value) -> Option<Found>,
+) -> Reading {
+    let ours: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o.get(reference_field).and_then(Value::as_str) == Some(subject.operation_id))
+        .collect();
+    let ids: Vec<&str> = ours
+        .iter()
+        .filter_map(|o| o.get("id").and_then(Value::as_str))
+        .collect();
+    match ours
+        .iter()
+        .map(|o| found(o))
+        .collect::<Option<Vec<Found>>>()
+    {
+        Some(found) => Reading {
+            lookup: Lookup::Matches(found),
+            evidence: json!({"via": via, "found": ids}),
+        },
+        None => Reading {
+            lookup: Lookup::Failed,
+            evidence: json!({"via": via, "found": ids, "error": "unreadable object"}),
+        },
     }
 }
 
@@ -141,7 +175,11 @@ pub enum Verdict {
 
 pub fn judge(lookup: &Lookup, ages: AttemptAges, contract: ProviderContract) -> Verdict {
     match lookup {
-        Lookup::Failed if ages.failed_lookups_so_far + 1 >= contract.escalate_after_failed_lookups => Verdict::Escalate("lookup_failed_repeatedly"),
+        Lookup::Failed
+            if ages.failed_lookups_so_far + 1 >= contract.escalate_after_failed_lookups =>
+        {
+            Verdict::Escalate("lookup_failed_repeatedly")
+        }
         Lookup::Failed => Verdict::RetryLater,
         Lookup::Ambiguous(reason) => Verdict::Escalate(reason),
         Lookup::Matches(found) if found.len() > 1 => Verdict::Escalate("multiple_matches"),
@@ -176,11 +214,15 @@ pub fn key_trusted(first_use_age_ms: u64, contract: ProviderContract) -> bool {
 /// searchable yet. Used by reconcile before a same-key retry and by execute before a create
 /// that has no key to deduplicate it.
 pub fn absence_provable(ages: AttemptAges, contract: ProviderContract) -> Result<(), u64> {
-    let lag_wait = ages.newest_ms.map_or(0, |newest| contract.search_lag_ms.saturating_sub(newest));
-    let request_wait = ages
-        .newest_start_ms
-        .or(ages.newest_ms)
-        .map_or(0, |start| contract.max_request_ms.saturating_add(contract.search_lag_ms).saturating_sub(start));
+    let lag_wait = ages
+        .newest_ms
+        .map_or(0, |newest| contract.search_lag_ms.saturating_sub(newest));
+    let request_wait = ages.newest_start_ms.or(ages.newest_ms).map_or(0, |start| {
+        contract
+            .max_request_ms
+            .saturating_add(contract.search_lag_ms)
+            .saturating_sub(start)
+    });
     match lag_wait.max(request_wait) {
         0 => Ok(()),
         wait_ms => Err(wait_ms),
@@ -211,73 +253,145 @@ pub fn audit(lookup: &Lookup) -> AuditFinding {
 /// When an operation that succeeded after an uncertain attempt is audited: after the
 /// provider can no longer commit an earlier request and its effect would be searchable.
 pub fn audit_delay_ms(contract: ProviderContract) -> u64 {
-    contract.max_request_ms.saturating_add(contract.search_lag_ms)
+    contract
+        .max_request_ms
+        .saturating_add(contract.search_lag_ms)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const CONTRACT: ProviderContract = ProviderContract { search_lag_ms: 60_000, max_request_ms: 0, key_retention_ms: 86_400_000, escalate_after_failed_lookups: 3 };
+    const CONTRACT: ProviderContract = ProviderContract {
+        search_lag_ms: 60_000,
+        max_request_ms: 0,
+        key_retention_ms: 86_400_000,
+        escalate_after_failed_lookups: 3,
+    };
 
     fn ages(newest: u64, oldest: u64) -> AttemptAges {
-        AttemptAges { newest_ms: Some(newest), newest_start_ms: Some(newest), oldest_ms: Some(oldest), failed_lookups_so_far: 0 }
+        AttemptAges {
+            newest_ms: Some(newest),
+            newest_start_ms: Some(newest),
+            oldest_ms: Some(oldest),
+            failed_lookups_so_far: 0,
+        }
     }
 
     fn paid(id: &str) -> Found {
-        Found::Succeeded { external_id: id.into() }
+        Found::Succeeded {
+            external_id: id.into(),
+        }
     }
 
     #[test]
     fn one_match_resolves_with_it() {
-        assert_eq!(judge(&Lookup::Matches(vec![paid("pay_1")]), ages(0, 0), CONTRACT), Verdict::Resolve(paid("pay_1")));
+        assert_eq!(
+            judge(&Lookup::Matches(vec![paid("pay_1")]), ages(0, 0), CONTRACT),
+            Verdict::Resolve(paid("pay_1"))
+        );
     }
 
     #[test]
     fn several_matches_are_never_picked_from() {
-        assert_eq!(judge(&Lookup::Matches(vec![paid("pay_1"), paid("pay_2")]), ages(120_000, 120_000), CONTRACT), Verdict::Escalate("multiple_matches"));
+        assert_eq!(
+            judge(
+                &Lookup::Matches(vec![paid("pay_1"), paid("pay_2")]),
+                ages(120_000, 120_000),
+                CONTRACT
+            ),
+            Verdict::Escalate("multiple_matches")
+        );
     }
 
     #[test]
     fn an_empty_search_inside_the_lag_proves_nothing_yet() {
-        assert_eq!(judge(&Lookup::Matches(vec![]), ages(10_000, 10_000), CONTRACT), Verdict::WaitForSearchLag { wait_ms: 50_000 });
-        assert_eq!(judge(&Lookup::Matches(vec![]), ages(60_000, 60_000), CONTRACT), Verdict::Absent);
+        assert_eq!(
+            judge(&Lookup::Matches(vec![]), ages(10_000, 10_000), CONTRACT),
+            Verdict::WaitForSearchLag { wait_ms: 50_000 }
+        );
+        assert_eq!(
+            judge(&Lookup::Matches(vec![]), ages(60_000, 60_000), CONTRACT),
+            Verdict::Absent
+        );
     }
 
     #[test]
     fn absence_waits_until_the_provider_can_no_longer_commit_an_earlier_request() {
         // A CRM that may still commit a request 120 s after it started, with a 5 s search
         // lag: the attempt started 30 s ago and gave up (unknown) 20 s ago.
-        let crm = ProviderContract { search_lag_ms: 5_000, max_request_ms: 120_000, key_retention_ms: u64::MAX, escalate_after_failed_lookups: 3 };
-        let a = AttemptAges { newest_ms: Some(20_000), newest_start_ms: Some(30_000), oldest_ms: Some(30_000), failed_lookups_so_far: 0 };
-        assert_eq!(judge(&Lookup::Matches(vec![]), a, crm), Verdict::WaitForSearchLag { wait_ms: 95_000 });
+        let crm = ProviderContract {
+            search_lag_ms: 5_000,
+            max_request_ms: 120_000,
+            key_retention_ms: u64::MAX,
+            escalate_after_failed_lookups: 3,
+        };
+        let a = AttemptAges {
+            newest_ms: Some(20_000),
+            newest_start_ms: Some(30_000),
+            oldest_ms: Some(30_000),
+            failed_lookups_so_far: 0,
+        };
+        assert_eq!(
+            judge(&Lookup::Matches(vec![]), a, crm),
+            Verdict::WaitForSearchLag { wait_ms: 95_000 }
+        );
         assert_eq!(absence_provable(a, crm), Err(95_000));
-        let later = AttemptAges { newest_ms: Some(115_000), newest_start_ms: Some(125_000), ..a };
+        let later = AttemptAges {
+            newest_ms: Some(115_000),
+            newest_start_ms: Some(125_000),
+            ..a
+        };
         assert_eq!(absence_provable(later, crm), Ok(()));
         assert_eq!(judge(&Lookup::Matches(vec![]), later, crm), Verdict::Absent);
     }
 
     #[test]
     fn the_search_lag_counts_from_the_last_moment_a_request_could_reach_the_provider() {
-        let c = ProviderContract { max_request_ms: 1_000, ..CONTRACT };
-        let a = AttemptAges { newest_ms: Some(30_000), newest_start_ms: Some(90_000), oldest_ms: Some(90_000), failed_lookups_so_far: 0 };
+        let c = ProviderContract {
+            max_request_ms: 1_000,
+            ..CONTRACT
+        };
+        let a = AttemptAges {
+            newest_ms: Some(30_000),
+            newest_start_ms: Some(90_000),
+            oldest_ms: Some(90_000),
+            failed_lookups_so_far: 0,
+        };
         assert_eq!(absence_provable(a, c), Err(30_000));
     }
 
     #[test]
     fn an_empty_search_with_the_key_near_or_past_retention_goes_to_a_person() {
         let late = 86_400_000 - RETENTION_SAFETY_MARGIN_MS;
-        assert_eq!(judge(&Lookup::Matches(vec![]), ages(120_000, late), CONTRACT), Verdict::Escalate("key_retention_passed"));
-        assert_eq!(judge(&Lookup::Matches(vec![]), ages(120_000, late - 1), CONTRACT), Verdict::Absent);
+        assert_eq!(
+            judge(&Lookup::Matches(vec![]), ages(120_000, late), CONTRACT),
+            Verdict::Escalate("key_retention_passed")
+        );
+        assert_eq!(
+            judge(&Lookup::Matches(vec![]), ages(120_000, late - 1), CONTRACT),
+            Verdict::Absent
+        );
     }
 
     #[test]
     fn the_audit_escalates_only_several_effects() {
-        assert_eq!(audit(&Lookup::Matches(vec![paid("pay_1"), paid("pay_2")])), AuditFinding::Duplicate);
-        assert_eq!(audit(&Lookup::Matches(vec![paid("pay_1")])), AuditFinding::Single);
+        assert_eq!(
+            audit(&Lookup::Matches(vec![paid("pay_1"), paid("pay_2")])),
+            AuditFinding::Duplicate
+        );
+        assert_eq!(
+            audit(&Lookup::Matches(vec![paid("pay_1")])),
+            AuditFinding::Single
+        );
         assert_eq!(audit(&Lookup::Matches(vec![])), AuditFinding::Single);
         assert_eq!(audit(&Lookup::Failed), AuditFinding::Inconclusive);
-        let crm = ProviderContract { search_lag_ms: 5_000, max_request_ms: 120_000, key_retention_ms: u64::MAX, escalate_after_failed_lookups: 3 };
+        let crm = ProviderContract {
+            search_lag_ms: 5_000,
+            max_request_ms: 120_000,
+            key_retention_ms: u64::MAX,
+            escalate_after_failed_lookups: 3,
+        };
         assert_eq!(audit_delay_ms(crm), 125_000);
     }
 
@@ -286,41 +400,90 @@ mod tests {
         let mut a = ages(0, 0);
         assert_eq!(judge(&Lookup::Failed, a, CONTRACT), Verdict::RetryLater);
         a.failed_lookups_so_far = 2;
-        assert_eq!(judge(&Lookup::Failed, a, CONTRACT), Verdict::Escalate("lookup_failed_repeatedly"));
+        assert_eq!(
+            judge(&Lookup::Failed, a, CONTRACT),
+            Verdict::Escalate("lookup_failed_repeatedly")
+        );
     }
 
     #[test]
     fn an_ambiguous_answer_goes_to_a_person() {
-        assert_eq!(judge(&Lookup::Ambiguous("version_moved"), ages(0, 0), CONTRACT), Verdict::Escalate("version_moved"));
+        assert_eq!(
+            judge(&Lookup::Ambiguous("version_moved"), ages(0, 0), CONTRACT),
+            Verdict::Escalate("version_moved")
+        );
     }
 
     #[test]
     fn no_attempt_means_nothing_was_sent() {
-        let none = AttemptAges { newest_ms: None, newest_start_ms: None, oldest_ms: None, failed_lookups_so_far: 0 };
-        assert_eq!(judge(&Lookup::Matches(vec![]), none, CONTRACT), Verdict::Absent);
+        let none = AttemptAges {
+            newest_ms: None,
+            newest_start_ms: None,
+            oldest_ms: None,
+            failed_lookups_so_far: 0,
+        };
+        assert_eq!(
+            judge(&Lookup::Matches(vec![]), none, CONTRACT),
+            Verdict::Absent
+        );
     }
 
     #[test]
     fn a_search_counts_only_objects_with_our_reference() {
         let payload = json!({});
-        let subject = Subject { operation_id: "op_A", target: None, payload: &payload };
-        let objects = [json!({"id": "pay_1", "status": "succeeded", "reference": "op_A"}), json!({"id": "pay_2", "status": "succeeded", "reference": "op_B"})];
-        let read = read_search(&subject, "reference", &objects, "reference", Found::from_object);
+        let subject = Subject {
+            operation_id: "op_A",
+            target: None,
+            payload: &payload,
+        };
+        let objects = [
+            json!({"id": "pay_1", "status": "succeeded", "reference": "op_A"}),
+            json!({"id": "pay_2", "status": "succeeded", "reference": "op_B"}),
+        ];
+        let read = read_search(
+            &subject,
+            "reference",
+            &objects,
+            "reference",
+            Found::from_object,
+        );
         assert_eq!(read.lookup, Lookup::Matches(vec![paid("pay_1")]));
-        assert_eq!(read.evidence, json!({"via": "reference", "found": ["pay_1"]}));
+        assert_eq!(
+            read.evidence,
+            json!({"via": "reference", "found": ["pay_1"]})
+        );
         let odd = [json!({"id": "pay_3", "status": "weird", "reference": "op_A"})];
-        assert_eq!(read_search(&subject, "reference", &odd, "reference", Found::from_object).lookup, Lookup::Failed);
+        assert_eq!(
+            read_search(&subject, "reference", &odd, "reference", Found::from_object).lookup,
+            Lookup::Failed
+        );
     }
 
     #[test]
     fn provider_objects_are_read_by_status() {
-        assert_eq!(Found::from_object(&json!({"id": "pay_1", "status": "succeeded"})), Some(paid("pay_1")));
-        assert_eq!(Found::from_object(&json!({"id": "pay_1", "status": "pending"})), Some(Found::Pending { external_id: "pay_1".into() }));
         assert_eq!(
-            Found::from_object(&json!({"id": "pay_1", "status": "failed", "failure_code": "insufficient_funds"})),
-            Some(Found::Failed { external_id: "pay_1".into(), code: "insufficient_funds".into() })
+            Found::from_object(&json!({"id": "pay_1", "status": "succeeded"})),
+            Some(paid("pay_1"))
         );
-        assert_eq!(Found::from_object(&json!({"id": "pay_1", "status": "weird"})), None);
+        assert_eq!(
+            Found::from_object(&json!({"id": "pay_1", "status": "pending"})),
+            Some(Found::Pending {
+                external_id: "pay_1".into()
+            })
+        );
+        assert_eq!(
+            Found::from_object(
+                &json!({"id": "pay_1", "status": "failed", "failure_code": "insufficient_funds"})
+            ),
+            Some(Found::Failed {
+                external_id: "pay_1".into(),
+                code: "insufficient_funds".into()
+            })
+        );
+        assert_eq!(
+            Found::from_object(&json!({"id": "pay_1", "status": "weird"})),
+            None
+        );
         assert_eq!(Found::from_object(&json!({"status": "succeeded"})), None);
     }
 }

@@ -136,7 +136,10 @@ impl Event {
     /// every worker's write leaves such a row alone.
     pub fn is_operator_decision(self) -> bool {
         match self {
-            Event::OperatorSucceeded | Event::OperatorFailed | Event::OperatorCancelled | Event::OperatorDispute => true,
+            Event::OperatorSucceeded
+            | Event::OperatorFailed
+            | Event::OperatorCancelled
+            | Event::OperatorDispute => true,
             Event::Claim
             | Event::CancelBeforeStart
             | Event::ProviderSucceeded
@@ -200,7 +203,9 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
         (S::Unknown | S::Accepted, E::OperatorSucceeded) => Ok(S::Succeeded),
         (S::Unknown | S::Accepted, E::OperatorFailed) => Ok(S::Failed),
         (S::Unknown | S::Accepted, E::OperatorCancelled) => Ok(S::Cancelled),
-        (S::NotStarted | S::InProgress | S::Accepted | S::Unknown, E::OperatorDispute) => Ok(S::Disputed),
+        (S::NotStarted | S::InProgress | S::Accepted | S::Unknown, E::OperatorDispute) => {
+            Ok(S::Disputed)
+        }
         // An investigation ends with the operator's finding, with evidence.
         (S::Disputed, E::OperatorSucceeded) => Ok(S::Succeeded),
         (S::Disputed, E::OperatorFailed) => Ok(S::Failed),
@@ -294,8 +299,31 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
             | E::OperatorDispute,
         ) => refused,
         (S::Succeeded, E::OperatorFailed | E::OperatorCancelled) => refused,
-        (S::Succeeded | S::Failed | S::Cancelled, E::Claim | E::ProviderConflict | E::CancelBeforeStart | E::ProviderSucceeded | E::ProviderFailed | E::ProviderAccepted | E::ProviderAmbiguous | E::ProviderNotSent | E::LeaseExpired | E::DeadlinePassed | E::WebhookSucceeded | E::WebhookFailed | E::LookupSucceeded | E::LookupFailed | E::LookupAccepted | E::LookupAbsent | E::Escalate | E::OperatorDispute) => refused,
-        (S::Failed | S::Cancelled, E::OperatorSucceeded | E::OperatorFailed | E::OperatorCancelled) => refused,
+        (
+            S::Succeeded | S::Failed | S::Cancelled,
+            E::Claim
+            | E::ProviderConflict
+            | E::CancelBeforeStart
+            | E::ProviderSucceeded
+            | E::ProviderFailed
+            | E::ProviderAccepted
+            | E::ProviderAmbiguous
+            | E::ProviderNotSent
+            | E::LeaseExpired
+            | E::DeadlinePassed
+            | E::WebhookSucceeded
+            | E::WebhookFailed
+            | E::LookupSucceeded
+            | E::LookupFailed
+            | E::LookupAccepted
+            | E::LookupAbsent
+            | E::Escalate
+            | E::OperatorDispute,
+        ) => refused,
+        (
+            S::Failed | S::Cancelled,
+            E::OperatorSucceeded | E::OperatorFailed | E::OperatorCancelled,
+        ) => refused,
     }
 }
 

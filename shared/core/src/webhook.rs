@@ -45,7 +45,10 @@ impl EventKind {
             } else {
                 return EventKind::Unsupported;
             };
-            return EventKind::Status { action: spec.action, reported };
+            return EventKind::Status {
+                action: spec.action,
+                reported,
+            };
         }
         EventKind::Unsupported
     }
@@ -53,7 +56,10 @@ impl EventKind {
     /// The member of the reported object that echoes our operation id.
     pub fn reference_field(self) -> &'static str {
         match self {
-            EventKind::Status { action, .. } => action.spec().webhook.map_or("reference", |w| w.reference_field),
+            EventKind::Status { action, .. } => action
+                .spec()
+                .webhook
+                .map_or("reference", |w| w.reference_field),
             EventKind::Unsupported => "reference",
         }
     }
@@ -87,7 +93,7 @@ pub fn decide(status: Status, reported: Reported) -> WebhookDecision {
                 S::Succeeded | S::Failed | S::Cancelled => D::Ignore,
                 S::Disputed => D::NoteOnDisputed,
                 S::NotStarted => D::Escalate(BEFORE_CLAIM),
-            }
+            };
         }
     };
     match status {
@@ -128,7 +134,12 @@ pub struct ObjectIdentity<'a> {
 /// Is the event about this operation's effect? A second object for one operation (other
 /// id), another reference, another amount or currency, an object of another action or
 /// an event from another provider must never settle the row: `Err` names the mismatch and the row is escalated.
-pub fn check_identity(action: Action, provider: &str, row: RowIdentity<'_>, object: ObjectIdentity<'_>) -> Result<(), &'static str> {
+pub fn check_identity(
+    action: Action,
+    provider: &str,
+    row: RowIdentity<'_>,
+    object: ObjectIdentity<'_>,
+) -> Result<(), &'static str> {
     if row.provider != provider {
         return Err("webhook_provider_mismatch");
     }
@@ -145,12 +156,18 @@ pub fn check_identity(action: Action, provider: &str, row: RowIdentity<'_>, obje
             return Err("webhook_external_id_mismatch");
         }
     }
-    if let (Some(amount), Some(expected)) = (object.amount_minor, row.payload.get("amount_minor").and_then(Value::as_i64)) {
+    if let (Some(amount), Some(expected)) = (
+        object.amount_minor,
+        row.payload.get("amount_minor").and_then(Value::as_i64),
+    ) {
         if amount != expected {
             return Err("webhook_amount_mismatch");
         }
     }
-    if let (Some(currency), Some(expected)) = (object.currency, row.payload.get("currency").and_then(Value::as_str)) {
+    if let (Some(currency), Some(expected)) = (
+        object.currency,
+        row.payload.get("currency").and_then(Value::as_str),
+    ) {
         if currency != expected {
             return Err("webhook_currency_mismatch");
         }
@@ -171,7 +188,8 @@ mod tests {
         for status in Status::ALL {
             for reported in REPORTS {
                 if let WebhookDecision::Apply(event) = decide(status, reported) {
-                    let to = transition(status, event).unwrap_or_else(|r| panic!("{status} {reported:?}: {r}"));
+                    let to = transition(status, event)
+                        .unwrap_or_else(|r| panic!("{status} {reported:?}: {r}"));
                     assert!(to.is_final());
                 }
             }
@@ -181,9 +199,16 @@ mod tests {
     #[test]
     fn a_final_report_the_state_machine_allows_is_never_left_unapplied() {
         for status in Status::ALL {
-            for (reported, event) in [(Reported::Succeeded, Event::WebhookSucceeded), (Reported::Failed, Event::WebhookFailed)] {
+            for (reported, event) in [
+                (Reported::Succeeded, Event::WebhookSucceeded),
+                (Reported::Failed, Event::WebhookFailed),
+            ] {
                 if transition(status, event).is_ok() {
-                    assert_eq!(decide(status, reported), WebhookDecision::Apply(event), "{status}");
+                    assert_eq!(
+                        decide(status, reported),
+                        WebhookDecision::Apply(event),
+                        "{status}"
+                    );
                 }
             }
         }
@@ -194,10 +219,22 @@ mod tests {
         use WebhookDecision as D;
         assert_eq!(decide(Status::Succeeded, Reported::Succeeded), D::Ignore);
         assert_eq!(decide(Status::Succeeded, Reported::Pending), D::Ignore);
-        assert_eq!(decide(Status::Succeeded, Reported::Failed), D::Escalate(CONTRADICTS_FINAL));
-        assert_eq!(decide(Status::Failed, Reported::Succeeded), D::Escalate(CONTRADICTS_FINAL));
-        assert_eq!(decide(Status::Cancelled, Reported::Succeeded), D::Escalate(CONTRADICTS_FINAL));
-        assert_eq!(decide(Status::NotStarted, Reported::Succeeded), D::Escalate(BEFORE_CLAIM));
+        assert_eq!(
+            decide(Status::Succeeded, Reported::Failed),
+            D::Escalate(CONTRADICTS_FINAL)
+        );
+        assert_eq!(
+            decide(Status::Failed, Reported::Succeeded),
+            D::Escalate(CONTRADICTS_FINAL)
+        );
+        assert_eq!(
+            decide(Status::Cancelled, Reported::Succeeded),
+            D::Escalate(CONTRADICTS_FINAL)
+        );
+        assert_eq!(
+            decide(Status::NotStarted, Reported::Succeeded),
+            D::Escalate(BEFORE_CLAIM)
+        );
         for reported in REPORTS {
             assert_eq!(decide(Status::Disputed, reported), D::NoteOnDisputed);
         }
@@ -206,11 +243,39 @@ mod tests {
 
     #[test]
     fn event_types_map_to_families_and_reports() {
-        assert_eq!(EventKind::of("payment.succeeded"), EventKind::Status { action: Action::PaymentCreate, reported: Reported::Succeeded });
-        assert_eq!(EventKind::of("refund.failed"), EventKind::Status { action: Action::RefundCreate, reported: Reported::Failed });
-        assert_eq!(EventKind::of("payment.pending"), EventKind::Status { action: Action::PaymentCreate, reported: Reported::Pending });
-        assert_eq!(EventKind::of("payment.succeeded").reference_field(), "reference");
-        for other in ["deal.created", "deal.updated", "payment.updated", "", "payment", "PAYMENT.SUCCEEDED"] {
+        assert_eq!(
+            EventKind::of("payment.succeeded"),
+            EventKind::Status {
+                action: Action::PaymentCreate,
+                reported: Reported::Succeeded
+            }
+        );
+        assert_eq!(
+            EventKind::of("refund.failed"),
+            EventKind::Status {
+                action: Action::RefundCreate,
+                reported: Reported::Failed
+            }
+        );
+        assert_eq!(
+            EventKind::of("payment.pending"),
+            EventKind::Status {
+                action: Action::PaymentCreate,
+                reported: Reported::Pending
+            }
+        );
+        assert_eq!(
+            EventKind::of("payment.succeeded").reference_field(),
+            "reference"
+        );
+        for other in [
+            "deal.created",
+            "deal.updated",
+            "payment.updated",
+            "",
+            "payment",
+            "PAYMENT.SUCCEEDED",
+        ] {
             assert_eq!(EventKind::of(other), EventKind::Unsupported, "{other}");
         }
     }
@@ -218,17 +283,95 @@ mod tests {
     #[test]
     fn identity_must_match_the_row_in_every_reported_field() {
         let payload = json!({"amount_minor": 1250000, "currency": "KZT"});
-        let row = RowIdentity { operation_id: "op_A", provider: "payments", action: "payment.create", external_id: Some("pay_1"), payload: &payload };
-        let good = ObjectIdentity { id: Some("pay_1"), reference: Some("op_A"), amount_minor: Some(1250000), currency: Some("KZT") };
-        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, good), Ok(()));
-        assert_eq!(check_identity(Action::RefundCreate, "payments", row, good), Err("webhook_action_mismatch"));
-        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, ObjectIdentity { reference: Some("op_B"), ..good }), Err("webhook_reference_mismatch"));
-        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, ObjectIdentity { id: Some("pay_2"), ..good }), Err("webhook_external_id_mismatch"));
-        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, ObjectIdentity { amount_minor: Some(1), ..good }), Err("webhook_amount_mismatch"));
-        assert_eq!(check_identity(Action::PaymentCreate, "payments", row, ObjectIdentity { currency: Some("USD"), ..good }), Err("webhook_currency_mismatch"));
-        assert_eq!(check_identity(Action::PaymentCreate, "crm", row, good), Err("webhook_provider_mismatch"));
+        let row = RowIdentity {
+            operation_id: "op_A",
+            provider: "payments",
+            action: "payment.create",
+            external_id: Some("pay_1"),
+            payload: &payload,
+        };
+        let good = ObjectIdentity {
+            id: Some("pay_1"),
+            reference: Some("op_A"),
+            amount_minor: Some(1250000),
+            currency: Some("KZT"),
+        };
+        assert_eq!(
+            check_identity(Action::PaymentCreate, "payments", row, good),
+            Ok(())
+        );
+        assert_eq!(
+            check_identity(Action::RefundCreate, "payments", row, good),
+            Err("webhook_action_mismatch")
+        );
+        assert_eq!(
+            check_identity(
+                Action::PaymentCreate,
+                "payments",
+                row,
+                ObjectIdentity {
+                    reference: Some("op_B"),
+                    ..good
+                }
+            ),
+            Err("webhook_reference_mismatch")
+        );
+        assert_eq!(
+            check_identity(
+                Action::PaymentCreate,
+                "payments",
+                row,
+                ObjectIdentity {
+                    id: Some("pay_2"),
+                    ..good
+                }
+            ),
+            Err("webhook_external_id_mismatch")
+        );
+        assert_eq!(
+            check_identity(
+                Action::PaymentCreate,
+                "payments",
+                row,
+                ObjectIdentity {
+                    amount_minor: Some(1),
+                    ..good
+                }
+            ),
+            Err("webhook_amount_mismatch")
+        );
+        assert_eq!(
+            check_identity(
+                Action::PaymentCreate,
+                "payments",
+                row,
+                ObjectIdentity {
+                    currency: Some("USD"),
+                    ..good
+                }
+            ),
+            Err("webhook_currency_mismatch")
+        );
+        assert_eq!(
+            check_identity(Action::PaymentCreate, "crm", row, good),
+            Err("webhook_provider_mismatch")
+        );
         // The row has no external id yet (the execute worker has not recorded it): fine.
-        let fresh = RowIdentity { external_id: None, ..row };
-        assert_eq!(check_identity(Action::PaymentCreate, "payments", fresh, ObjectIdentity { id: Some("pay_9"), ..good }), Ok(()));
+        let fresh = RowIdentity {
+            external_id: None,
+            ..row
+        };
+        assert_eq!(
+            check_identity(
+                Action::PaymentCreate,
+                "payments",
+                fresh,
+                ObjectIdentity {
+                    id: Some("pay_9"),
+                    ..good
+                }
+            ),
+            Ok(())
+        );
     }
 }

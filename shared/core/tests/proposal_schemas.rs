@@ -59,7 +59,10 @@ fn resolved(schema: &Value, defs: &Value) -> Value {
 /// The `$defs` entry of the action's payload in intent.v1.json: its wire name with `_`
 /// for `.`, without the CRM's prefix (`deal_update`).
 fn file_payload_def(action: Action) -> String {
-    action.wire_name().trim_start_matches("crm.").replace('.', "_")
+    action
+        .wire_name()
+        .trim_start_matches("crm.")
+        .replace('.', "_")
 }
 
 #[test]

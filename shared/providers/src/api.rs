@@ -53,22 +53,40 @@ impl fmt::Debug for Api {
 }
 
 impl Api {
-    pub(crate) fn new(provider: &'static str, base_url: &str, api_key: &Secret<String>, timeout_ms: u64) -> Result<Api, ConfigError> {
-        let base = Url::parse(base_url).map_err(|e| ConfigError::BaseUrl(provider, e.to_string()))?;
+    pub(crate) fn new(
+        provider: &'static str,
+        base_url: &str,
+        api_key: &Secret<String>,
+        timeout_ms: u64,
+    ) -> Result<Api, ConfigError> {
+        let base =
+            Url::parse(base_url).map_err(|e| ConfigError::BaseUrl(provider, e.to_string()))?;
         if !matches!(base.scheme(), "http" | "https") {
-            return Err(ConfigError::BaseUrl(provider, format!("scheme {:?} is not http or https", base.scheme())));
+            return Err(ConfigError::BaseUrl(
+                provider,
+                format!("scheme {:?} is not http or https", base.scheme()),
+            ));
         }
-        let mut authorization = HeaderValue::from_str(&format!("Bearer {}", api_key.expose())).map_err(|_| ConfigError::ApiKey(provider))?;
+        let mut authorization = HeaderValue::from_str(&format!("Bearer {}", api_key.expose()))
+            .map_err(|_| ConfigError::ApiKey(provider))?;
         authorization.set_sensitive(true);
         if timeout_ms == 0 {
             return Err(ConfigError::Timeout(provider));
         }
         let http = build_client(Duration::from_millis(timeout_ms)).map_err(ConfigError::Client)?;
-        Ok(Api { provider, http, base, authorization, timeout_ms })
+        Ok(Api {
+            provider,
+            http,
+            base,
+            authorization,
+            timeout_ms,
+        })
     }
 
     pub(crate) fn request(&self, method: Method, path: &[&str]) -> RequestBuilder {
-        self.http.request(method, endpoint(&self.base, path)).header(AUTHORIZATION, self.authorization.clone())
+        self.http
+            .request(method, endpoint(&self.base, path))
+            .header(AUTHORIZATION, self.authorization.clone())
     }
 
     pub(crate) fn get(&self, path: &[&str]) -> RequestBuilder {
@@ -76,8 +94,15 @@ impl Api {
     }
 
     /// Sends an adapter's request once, on behalf of `action` for operation `subject`.
-    pub(crate) async fn send(&self, request: &Request, action: &'static str, subject: &str) -> CallResult {
-        let mut http = self.request(request.method.clone(), &request.path()).json(&request.body);
+    pub(crate) async fn send(
+        &self,
+        request: &Request,
+        action: &'static str,
+        subject: &str,
+    ) -> CallResult {
+        let mut http = self
+            .request(request.method.clone(), &request.path())
+            .json(&request.body);
         if let Some(key) = &request.idempotency_key {
             http = http.header("Idempotency-Key", key);
         }
@@ -89,7 +114,12 @@ impl Api {
 
     /// Sends a side-effecting request once. `subject` (an operation id) is logged; bodies
     /// never are.
-    pub(crate) async fn call(&self, request: RequestBuilder, action: &'static str, subject: &str) -> CallResult {
+    pub(crate) async fn call(
+        &self,
+        request: RequestBuilder,
+        action: &'static str,
+        subject: &str,
+    ) -> CallResult {
         let started = Instant::now();
         let call = match request.send().await {
             Ok(response) => read_answer(response).await,
@@ -114,10 +144,24 @@ impl Api {
                 "provider answered"
             ),
             CallResult::NotSent { detail } => {
-                tracing::debug!(provider, action, operation_id = subject, elapsed_ms, detail = detail.as_str(), "provider call not sent")
+                tracing::debug!(
+                    provider,
+                    action,
+                    operation_id = subject,
+                    elapsed_ms,
+                    detail = detail.as_str(),
+                    "provider call not sent"
+                )
             }
             CallResult::NoAnswer { .. } => {
-                tracing::debug!(provider, action, operation_id = subject, elapsed_ms, result = call_label(call), "provider call got no answer")
+                tracing::debug!(
+                    provider,
+                    action,
+                    operation_id = subject,
+                    elapsed_ms,
+                    result = call_label(call),
+                    "provider call got no answer"
+                )
             }
         }
     }

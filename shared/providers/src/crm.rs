@@ -11,7 +11,9 @@ use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::adapter::{looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable};
+use crate::adapter::{
+    looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
+};
 use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
 use crate::lookup::{get_list, get_object, LookupError};
@@ -26,7 +28,11 @@ pub struct CrmConfig {
 
 impl CrmConfig {
     pub fn from_args(args: &CrmArgs) -> Self {
-        CrmConfig { base_url: args.crm_url.clone(), api_key: args.crm_api_key.clone(), timeout_ms: args.crm_timeout_ms }
+        CrmConfig {
+            base_url: args.crm_url.clone(),
+            api_key: args.crm_api_key.clone(),
+            timeout_ms: args.crm_timeout_ms,
+        }
     }
 }
 
@@ -34,21 +40,34 @@ impl CrmConfig {
 /// conditional updates. An operator can declare less (`CRM_CAPABILITIES`) for a CRM that
 /// offers less; prepare then refuses what cannot be executed safely.
 pub fn capabilities() -> Capabilities {
-    Capabilities { idempotent_create: None, lookup: true, conditional_update: true }
+    Capabilities {
+        idempotent_create: None,
+        lookup: true,
+        conditional_update: true,
+    }
 }
 
 /// The capabilities an operator declared for the CRM (`CRM_CAPABILITIES`). An unknown
 /// name is an error rather than silently granting nothing.
 pub fn declared_capabilities(args: &CrmArgs) -> Result<Capabilities, String> {
     let mut c = Capabilities::NONE;
-    for name in args.crm_capabilities.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+    for name in args
+        .crm_capabilities
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+    {
         match name {
             // The CRM states no retention: a key it honours is trusted for as long as the
             // CRM stores the deal.
             "idempotent_create" => c.idempotent_create = Some(std::time::Duration::MAX),
             "lookup" => c.lookup = true,
             "conditional_update" => c.conditional_update = true,
-            other => return Err(format!("unknown CRM capability {other:?} (idempotent_create, lookup, conditional_update)")),
+            other => {
+                return Err(format!(
+                "unknown CRM capability {other:?} (idempotent_create, lookup, conditional_update)"
+            ))
+            }
         }
     }
     Ok(c)
@@ -72,12 +91,22 @@ pub struct CrmClient {
 
 impl CrmClient {
     pub fn new(config: CrmConfig) -> Result<Self, ConfigError> {
-        Ok(CrmClient { api: Api::new("crm", &config.base_url, &config.api_key, config.timeout_ms)? })
+        Ok(CrmClient {
+            api: Api::new("crm", &config.base_url, &config.api_key, config.timeout_ms)?,
+        })
     }
 
     /// `GET /v1/deals?external_id=…`: every deal carrying it (eventually consistent).
-    pub async fn find_deals_by_external_id(&self, external_id: &str) -> Result<Vec<Value>, LookupError> {
-        get_list(self.api.get(&["v1", "deals"]).query(&[("external_id", external_id)])).await
+    pub async fn find_deals_by_external_id(
+        &self,
+        external_id: &str,
+    ) -> Result<Vec<Value>, LookupError> {
+        get_list(
+            self.api
+                .get(&["v1", "deals"])
+                .query(&[("external_id", external_id)]),
+        )
+        .await
     }
 
     /// `GET /v1/deals/{id}`; `None` on 404.
@@ -97,12 +126,22 @@ impl Adapter for CrmClient {
         match op.action {
             Action::CrmDealCreate => {
                 let p: DealCreatePayload = op.payload()?;
-                let body = DealRequest { external_id: op.subject.operation_id.to_owned(), name: p.name, amount_minor: p.amount_minor, currency: p.currency, stage: p.stage, owner_id: p.owner_id };
+                let body = DealRequest {
+                    external_id: op.subject.operation_id.to_owned(),
+                    name: p.name,
+                    amount_minor: p.amount_minor,
+                    currency: p.currency,
+                    stage: p.stage,
+                    owner_id: p.owner_id,
+                };
                 Ok(Request::new(Method::POST, &["v1", "deals"], &body))
             }
             Action::CrmDealUpdate => {
                 let p: DealUpdatePayload = op.payload()?;
-                Ok(Request::new(Method::PATCH, &["v1", "deals", op.target()?], &p.patch).with_if_match(p.expected_version))
+                Ok(
+                    Request::new(Method::PATCH, &["v1", "deals", op.target()?], &p.patch)
+                        .with_if_match(p.expected_version),
+                )
             }
             other => Err(Unbuildable(other.wire_name())),
         }
@@ -110,11 +149,21 @@ impl Adapter for CrmClient {
 
     /// A create by the search on our external id (eventually consistent); an update by
     /// the deal it changed.
-    fn look_up<'a>(&'a self, op: &'a Operation<'a>, _external_id: Option<&'a str>) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+    fn look_up<'a>(
+        &'a self,
+        op: &'a Operation<'a>,
+        _external_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
         Box::pin(async move {
             match op.target() {
-                Ok(deal_id) if op.action == Action::CrmDealUpdate => looked_one("deal", self.get_deal(deal_id).await),
-                _ => looked("external_id_search", self.find_deals_by_external_id(op.subject.operation_id).await),
+                Ok(deal_id) if op.action == Action::CrmDealUpdate => {
+                    looked_one("deal", self.get_deal(deal_id).await)
+                }
+                _ => looked(
+                    "external_id_search",
+                    self.find_deals_by_external_id(op.subject.operation_id)
+                        .await,
+                ),
             }
         })
     }

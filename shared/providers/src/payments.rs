@@ -17,7 +17,9 @@ use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::adapter::{looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable};
+use crate::adapter::{
+    looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
+};
 use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
 use crate::lookup::{get_list, get_object, LookupError};
@@ -82,7 +84,14 @@ pub struct PaymentsClient {
 
 impl PaymentsClient {
     pub fn new(config: PaymentsConfig) -> Result<Self, ConfigError> {
-        Ok(PaymentsClient { api: Api::new("payments", &config.base_url, &config.api_key, config.timeout_ms)? })
+        Ok(PaymentsClient {
+            api: Api::new(
+                "payments",
+                &config.base_url,
+                &config.api_key,
+                config.timeout_ms,
+            )?,
+        })
     }
 
     /// `POST /v1/payments` once, under `idempotency_key` (the operation id).
@@ -91,8 +100,11 @@ impl PaymentsClient {
         idempotency_key: &str,
         request: &PaymentRequest,
     ) -> CallResult {
-        let request = Request::new(Method::POST, &["v1", "payments"], request).with_key(idempotency_key);
-        self.api.send(&request, "payment.create", idempotency_key).await
+        let request =
+            Request::new(Method::POST, &["v1", "payments"], request).with_key(idempotency_key);
+        self.api
+            .send(&request, "payment.create", idempotency_key)
+            .await
     }
 
     /// `POST /v1/refunds` once, under `idempotency_key` (the operation id).
@@ -101,8 +113,11 @@ impl PaymentsClient {
         idempotency_key: &str,
         request: &RefundRequest,
     ) -> CallResult {
-        let request = Request::new(Method::POST, &["v1", "refunds"], request).with_key(idempotency_key);
-        self.api.send(&request, "refund.create", idempotency_key).await
+        let request =
+            Request::new(Method::POST, &["v1", "refunds"], request).with_key(idempotency_key);
+        self.api
+            .send(&request, "refund.create", idempotency_key)
+            .await
     }
 
     /// `GET /v1/payments?reference=…`: every payment with that reference. Eventually
@@ -147,12 +162,24 @@ impl Adapter for PaymentsClient {
         let (path, body) = match op.action {
             Action::PaymentCreate => {
                 let p: PaymentPayload = op.payload()?;
-                let body = PaymentRequest { amount_minor: p.amount_minor, currency: p.currency, beneficiary_id: p.beneficiary_id, invoice_id: p.invoice_id, reference };
+                let body = PaymentRequest {
+                    amount_minor: p.amount_minor,
+                    currency: p.currency,
+                    beneficiary_id: p.beneficiary_id,
+                    invoice_id: p.invoice_id,
+                    reference,
+                };
                 ("payments", serde_json::to_value(body))
             }
             Action::RefundCreate => {
                 let p: RefundPayload = op.payload()?;
-                let body = RefundRequest { payment_id: p.payment_id, amount_minor: p.amount_minor, currency: p.currency, reason: p.reason, reference };
+                let body = RefundRequest {
+                    payment_id: p.payment_id,
+                    amount_minor: p.amount_minor,
+                    currency: p.currency,
+                    reason: p.reason,
+                    reference,
+                };
                 ("refunds", serde_json::to_value(body))
             }
             other => return Err(Unbuildable(other.wire_name())),
@@ -163,18 +190,30 @@ impl Adapter for PaymentsClient {
 
     /// By the object's id when known (strongly consistent); not there, or no id yet: the
     /// search by reference, which the lag rules judge.
-    fn look_up<'a>(&'a self, op: &'a Operation<'a>, external_id: Option<&'a str>) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+    fn look_up<'a>(
+        &'a self,
+        op: &'a Operation<'a>,
+        external_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
         Box::pin(async move {
             let refund = op.action == Action::RefundCreate;
             if let Some(id) = external_id {
-                let by_id = if refund { self.get_refund(id).await } else { self.get_payment(id).await };
+                let by_id = if refund {
+                    self.get_refund(id).await
+                } else {
+                    self.get_payment(id).await
+                };
                 match by_id {
                     Ok(None) => {}
                     other => return looked_one("external_id", other),
                 }
             }
             let reference = op.subject.operation_id;
-            let search = if refund { self.find_refunds_by_reference(reference).await } else { self.find_payments_by_reference(reference).await };
+            let search = if refund {
+                self.find_refunds_by_reference(reference).await
+            } else {
+                self.find_payments_by_reference(reference).await
+            };
             looked("reference", search)
         })
     }

@@ -14,7 +14,10 @@ use fleet_runtime::{ProviderArgs, Secret};
 use crate::adapter::{Adapter, Operation, Request, Unbuildable};
 use crate::api::ConfigError;
 use crate::capabilities::Capabilities;
-use crate::{crm, esign, orders, payments, CrmClient, CrmConfig, EsignClient, OrdersClient, PaymentsClient, PaymentsConfig};
+use crate::{
+    crm, esign, orders, payments, CrmClient, CrmConfig, EsignClient, OrdersClient, PaymentsClient,
+    PaymentsConfig,
+};
 
 /// One provider as configured.
 #[derive(Debug, Clone)]

@@ -24,7 +24,10 @@ pub use metrics::install_metrics;
 pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
 pub use readiness::{Readiness, ReadinessReport, SyncCheck};
 pub use redact::{RedactedUrl, Secret};
-pub use settings::{admin_addrs, undocumented_arguments, AmqpTopology, CommonArgs, CrmArgs, EsignArgs, OrdersArgs, PaymentsArgs, ProviderArgs};
+pub use settings::{
+    admin_addrs, undocumented_arguments, AmqpTopology, CommonArgs, CrmArgs, EsignArgs, OrdersArgs,
+    PaymentsArgs, ProviderArgs,
+};
 pub use shutdown::shutdown_token;
 pub use telemetry::{init_tracing, init_tracing_with_default, LogFormat};
 

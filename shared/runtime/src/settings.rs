@@ -174,7 +174,13 @@ pub struct CrmArgs {
     pub crm_url: String,
 
     /// API key sent as `Authorization: Bearer` (never printed).
-    #[arg(long, env = "CRM_API_KEY", hide_env_values = true, hide_default_value = true, default_value = "sk_test_sim")]
+    #[arg(
+        long,
+        env = "CRM_API_KEY",
+        hide_env_values = true,
+        hide_default_value = true,
+        default_value = "sk_test_sim"
+    )]
     pub crm_api_key: Secret<String>,
 
     /// Timeout of one CRM call, connect to last body byte.
@@ -197,7 +203,12 @@ pub struct CrmArgs {
     /// What this CRM guarantees, comma-separated: `idempotent_create`, `lookup`,
     /// `conditional_update`. A CRM without idempotent creates AND without lookup cannot
     /// be used for autonomous execution, and prepare refuses intents for it.
-    #[arg(long, env = "CRM_CAPABILITIES", value_delimiter = ',', default_value = "lookup,conditional_update")]
+    #[arg(
+        long,
+        env = "CRM_CAPABILITIES",
+        value_delimiter = ',',
+        default_value = "lookup,conditional_update"
+    )]
     pub crm_capabilities: Vec<String>,
 }
 
@@ -209,7 +220,13 @@ pub struct EsignArgs {
     pub esign_url: String,
 
     /// API key sent as `Authorization: Bearer` (never printed).
-    #[arg(long, env = "ESIGN_API_KEY", hide_env_values = true, hide_default_value = true, default_value = "sk_test_sim")]
+    #[arg(
+        long,
+        env = "ESIGN_API_KEY",
+        hide_env_values = true,
+        hide_default_value = true,
+        default_value = "sk_test_sim"
+    )]
     pub esign_api_key: Secret<String>,
 
     /// Timeout of one e-signature call, connect to last body byte.
@@ -241,7 +258,13 @@ pub struct OrdersArgs {
     pub orders_url: String,
 
     /// API key sent as `Authorization: Bearer` (never printed).
-    #[arg(long, env = "ORDERS_API_KEY", hide_env_values = true, hide_default_value = true, default_value = "sk_test_sim")]
+    #[arg(
+        long,
+        env = "ORDERS_API_KEY",
+        hide_env_values = true,
+        hide_default_value = true,
+        default_value = "sk_test_sim"
+    )]
     pub orders_api_key: Secret<String>,
 
     /// Timeout of one orders call, connect to last body byte.
@@ -280,7 +303,11 @@ pub fn undocumented_arguments(cmd: &clap::Command) -> Vec<String> {
 fn collect_undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
     for arg in cmd.get_arguments() {
         let builtin = matches!(arg.get_id().as_str(), "help" | "version");
-        if !builtin && !arg.is_hide_set() && arg.get_help().is_none() && arg.get_long_help().is_none() {
+        if !builtin
+            && !arg.is_hide_set()
+            && arg.get_help().is_none()
+            && arg.get_long_help().is_none()
+        {
             out.push(format!("{path} {}", arg.get_id()));
         }
     }
@@ -406,12 +433,22 @@ mod tests {
     #[test]
     fn shared_settings_all_have_help_and_a_missing_one_is_named() {
         use clap::CommandFactory;
-        assert_eq!(undocumented_arguments(&Cli::command()), Vec::<String>::new());
+        assert_eq!(
+            undocumented_arguments(&Cli::command()),
+            Vec::<String>::new()
+        );
         let bare = clap::Command::new("bin")
-            .arg(clap::Arg::new("documented").long("documented").help("Has help."))
+            .arg(
+                clap::Arg::new("documented")
+                    .long("documented")
+                    .help("Has help."),
+            )
             .arg(clap::Arg::new("bare").long("bare"))
             .subcommand(clap::Command::new("sub").arg(clap::Arg::new("inner").long("inner")));
-        assert_eq!(undocumented_arguments(&bare), ["bin bare", "bin sub", "bin sub inner"]);
+        assert_eq!(
+            undocumented_arguments(&bare),
+            ["bin bare", "bin sub", "bin sub inner"]
+        );
     }
 
     #[test]

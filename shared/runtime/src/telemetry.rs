@@ -31,7 +31,18 @@ pub enum LogFormat {
 /// headers (tokio-postgres logs statement parameters at debug, lapin frame contents at
 /// trace). Whatever `RUST_LOG` asks for, they log at most `info`: payload values and
 /// credentials never reach a log line through them.
-const CAPPED_AT_INFO: &[&str] = &["tokio_postgres", "postgres_protocol", "sqlx", "lapin", "amq_protocol", "hyper", "hyper_util", "reqwest", "h2", "rustls"];
+const CAPPED_AT_INFO: &[&str] = &[
+    "tokio_postgres",
+    "postgres_protocol",
+    "sqlx",
+    "lapin",
+    "amq_protocol",
+    "hyper",
+    "hyper_util",
+    "reqwest",
+    "h2",
+    "rustls",
+];
 
 /// The MCP SDK logs every message it receives or sends at debug and trace (a tool call's
 /// arguments, so payload values), and at info, for each request of a stateless server, the
@@ -41,8 +52,13 @@ const CAPPED_AT_WARN: &[&str] = &["rmcp"];
 /// A second, global filter: an event must pass both it and `RUST_LOG`, so it can only
 /// lower what `RUST_LOG` enables, never raise it.
 fn third_party_caps() -> Targets {
-    let capped = CAPPED_AT_INFO.iter().fold(Targets::new().with_default(LevelFilter::TRACE), |t, target| t.with_target(*target, LevelFilter::INFO));
-    CAPPED_AT_WARN.iter().fold(capped, |t, target| t.with_target(*target, LevelFilter::WARN))
+    let capped = CAPPED_AT_INFO.iter().fold(
+        Targets::new().with_default(LevelFilter::TRACE),
+        |t, target| t.with_target(*target, LevelFilter::INFO),
+    );
+    CAPPED_AT_WARN.iter().fold(capped, |t, target| {
+        t.with_target(*target, LevelFilter::WARN)
+    })
 }
 
 /// Installs the global `tracing` subscriber.
@@ -57,7 +73,8 @@ pub fn init_tracing(format: LogFormat) {
 /// As [`init_tracing`], with another filter when `RUST_LOG` is unset (the operator CLI
 /// prints its results on stdout and keeps stderr for warnings).
 pub fn init_tracing_with_default(format: LogFormat, default_filter: &str) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -70,7 +70,9 @@ async fn admin_endpoints_serve_health_readiness_and_metrics() {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
     // Both handles render the same, process-wide registry.
-    assert!(again.render().contains("fleet_build_info{component=\"execute\""));
+    assert!(again
+        .render()
+        .contains("fleet_build_info{component=\"execute\""));
 
     shutdown.cancel();
     let stopped = tokio::time::timeout(Duration::from_secs(5), server).await;

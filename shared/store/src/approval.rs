@@ -4,7 +4,9 @@
 //! reason, and nothing changes. Who may decide is not this module's question: callers ask
 //! `fleet_core::authz` first.
 
-use fleet_core::{judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event, Quorum, Status};
+use fleet_core::{
+    judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event, Quorum, Status,
+};
 
 use crate::{Store, StoreError, Transition, TransitionOutcome};
 
@@ -18,9 +20,14 @@ pub enum ApprovalOutcome {
     AlreadyCounted,
     NotFound,
     /// The hash given is not the stored snapshot's: the approver saw something else.
-    HashMismatch { stored: String },
+    HashMismatch {
+        stored: String,
+    },
     /// Already decided (or no longer waiting to run).
-    NotPending { approval_status: String, status: String },
+    NotPending {
+        approval_status: String,
+        status: String,
+    },
     Expired,
 }
 
@@ -31,7 +38,9 @@ pub enum RejectOutcome {
     AlreadyRejected,
     NotFound,
     /// Execution already began, or the operation is final: too late to reject.
-    TooLate { status: String },
+    TooLate {
+        status: String,
+    },
 }
 
 /// Holds the operation's row lock for the rest of the transaction, so that approvals of
@@ -44,7 +53,8 @@ SELECT approval_status, status, payload_hash, fence, approvals_required,
 FROM operations WHERE operation_id = $1 FOR NO KEY UPDATE";
 
 /// Run after [`LOCK`], so it sees an approval committed while this one waited for it.
-const APPROVED_BEFORE: &str = "SELECT EXISTS (SELECT 1 FROM approvals WHERE operation_id = $1 AND principal = $2)";
+const APPROVED_BEFORE: &str =
+    "SELECT EXISTS (SELECT 1 FROM approvals WHERE operation_id = $1 AND principal = $2)";
 
 const RECORD: &str = "
 INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash) VALUES ($1, $2, $3, $4)
@@ -91,17 +101,26 @@ fn approver(by: &Decider<'_>) -> String {
 impl Store {
     /// Records `by`'s approval of `hash`, and approves the operation if that completes
     /// its quorum. One transaction; the execute bell is the caller's to ring after it.
-    pub async fn approve(&self, operation_id: &str, hash: &str, by: &Decider<'_>) -> Result<ApprovalOutcome, StoreError> {
+    pub async fn approve(
+        &self,
+        operation_id: &str,
+        hash: &str,
+        by: &Decider<'_>,
+    ) -> Result<ApprovalOutcome, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let lock = tx.prepare_cached(LOCK).await?;
         let Some(row) = tx.query_opt(&lock, &[&operation_id]).await? else {
             return Ok(ApprovalOutcome::NotFound);
         };
-        let (approval_status, status, stored_hash): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+        let (approval_status, status, stored_hash): (String, String, String) =
+            (row.get(0), row.get(1), row.get(2));
         let (fence, required, expired): (i64, i16, bool) = (row.get(3), row.get(4), row.get(5));
         let before = tx.prepare_cached(APPROVED_BEFORE).await?;
-        let approved_before: bool = tx.query_one(&before, &[&operation_id, &by.name]).await?.get(0);
+        let approved_before: bool = tx
+            .query_one(&before, &[&operation_id, &by.name])
+            .await?
+            .get(0);
         let asked = ApprovalAsked {
             // The CHECK constraints admit only known names.
             approval: ApprovalStatus::parse(&approval_status).expect("approval_status CHECK"),
@@ -112,8 +131,13 @@ impl Store {
         };
         let outcome = match judge_approval(asked) {
             ApprovalVerdict::AlreadyCounted => ApprovalOutcome::AlreadyCounted,
-            ApprovalVerdict::NotPending => ApprovalOutcome::NotPending { approval_status, status },
-            ApprovalVerdict::HashMismatch => ApprovalOutcome::HashMismatch { stored: stored_hash },
+            ApprovalVerdict::NotPending => ApprovalOutcome::NotPending {
+                approval_status,
+                status,
+            },
+            ApprovalVerdict::HashMismatch => ApprovalOutcome::HashMismatch {
+                stored: stored_hash,
+            },
             ApprovalVerdict::Expire => {
                 tx.execute(EXPIRE, &[&operation_id, &"pending"]).await?;
                 ApprovalOutcome::Expired
@@ -121,7 +145,11 @@ impl Store {
             ApprovalVerdict::Count => {
                 let signed_in_with = by.signed_in_with.as_str();
                 let record = tx.prepare_cached(RECORD).await?;
-                if tx.execute(&record, &[&operation_id, &by.name, &signed_in_with, &hash]).await? == 0 {
+                if tx
+                    .execute(&record, &[&operation_id, &by.name, &signed_in_with, &hash])
+                    .await?
+                    == 0
+                {
                     // Only reachable if the row lock did not serialise approvers.
                     ApprovalOutcome::AlreadyCounted
                 } else {
@@ -131,13 +159,26 @@ impl Store {
                     let row = tx
                         .query_one(
                             &approve,
-                            &[&operation_id, &hash, &by.name, &actor, &"pending", &"approved", &not_started, &signed_in_with, &fence],
+                            &[
+                                &operation_id,
+                                &hash,
+                                &by.name,
+                                &actor,
+                                &"pending",
+                                &"approved",
+                                &not_started,
+                                &signed_in_with,
+                                &fence,
+                            ],
                         )
                         .await?;
                     if row.get::<_, i64>("approved") == 1 {
                         ApprovalOutcome::Approved
                     } else {
-                        ApprovalOutcome::Counted(Quorum { received: row.get("received"), required: i64::from(required) })
+                        ApprovalOutcome::Counted(Quorum {
+                            received: row.get("received"),
+                            required: i64::from(required),
+                        })
                     }
                 }
             }
@@ -148,7 +189,12 @@ impl Store {
 
     /// Rejects a pending or approved operation that has not started: it is cancelled. A
     /// rejection of a rejected operation changes nothing and says so.
-    pub async fn reject(&self, operation_id: &str, by: &Decider<'_>, reason: &str) -> Result<RejectOutcome, StoreError> {
+    pub async fn reject(
+        &self,
+        operation_id: &str,
+        by: &Decider<'_>,
+        reason: &str,
+    ) -> Result<RejectOutcome, StoreError> {
         let Some(op) = self.get(operation_id).await? else {
             return Ok(RejectOutcome::NotFound);
         };
@@ -165,12 +211,21 @@ impl Store {
             approval_status: Some("rejected"),
             decided_by: Some(by.name),
             signed_in_with: Some(by.signed_in_with.as_str()),
-            ..Transition::new(operation_id, Status::NotStarted, op.fence, Event::CancelBeforeStart, &actor)
+            ..Transition::new(
+                operation_id,
+                Status::NotStarted,
+                op.fence,
+                Event::CancelBeforeStart,
+                &actor,
+            )
         };
         match self.transition(t, None).await? {
             TransitionOutcome::Moved { .. } => Ok(RejectOutcome::Rejected),
             TransitionOutcome::Refused(_) | TransitionOutcome::Stale => {
-                let now = self.get(operation_id).await?.expect("operations are never deleted");
+                let now = self
+                    .get(operation_id)
+                    .await?
+                    .expect("operations are never deleted");
                 if now.approval_status == ApprovalStatus::Rejected.as_str() {
                     return Ok(RejectOutcome::AlreadyRejected);
                 }

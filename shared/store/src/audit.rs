@@ -50,7 +50,11 @@ impl Store {
                  ORDER BY resolved_at LIMIT $4"
             ))
             .await?;
-        let (providers, secs): (Vec<&str>, Vec<f64>) = delays.by_provider.iter().map(|(p, d)| (p.as_str(), d.as_secs_f64())).unzip();
+        let (providers, secs): (Vec<&str>, Vec<f64>) = delays
+            .by_provider
+            .iter()
+            .map(|(p, d)| (p.as_str(), d.as_secs_f64()))
+            .unzip();
         let rows = client
             .query(
                 &stmt,

@@ -46,6 +46,7 @@ pub use sweep::{record_lookup_on, AttemptAgesMs};
 pub use transition::{transition_in, Transition, TransitionOutcome};
 pub use views::{PageKey, ViewFilter};
 pub use webhooks::{
-    check_identity, decide as decide_webhook, EventKind, ObjectIdentity, Reported, ReportedObject, RowIdentity, StoredWebhook,
-    WebhookDecision, WebhookEvent, WebhookOutcome, MIN_WEBHOOK_RETENTION_S, WEBHOOK_ACTOR,
+    check_identity, decide as decide_webhook, EventKind, ObjectIdentity, Reported, ReportedObject,
+    RowIdentity, StoredWebhook, WebhookDecision, WebhookEvent, WebhookOutcome,
+    MIN_WEBHOOK_RETENTION_S, WEBHOOK_ACTOR,
 };

@@ -10,11 +10,20 @@ impl Store {
         let client = self.client().await?;
         let sql = format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1");
         let stmt = client.prepare_cached(&sql).await?;
-        Ok(client.query_opt(&stmt, &[&operation_id]).await?.as_ref().map(OperationRow::from_row))
+        Ok(client
+            .query_opt(&stmt, &[&operation_id])
+            .await?
+            .as_ref()
+            .map(OperationRow::from_row))
     }
 
     /// Newest first, at most `limit` rows.
-    pub async fn list(&self, status: Option<Status>, escalated_only: bool, limit: i64) -> Result<Vec<OperationRow>, StoreError> {
+    pub async fn list(
+        &self,
+        status: Option<Status>,
+        escalated_only: bool,
+        limit: i64,
+    ) -> Result<Vec<OperationRow>, StoreError> {
         let client = self.client().await?;
         // The status is written into the text (a name from the typed enum, a fixed set),
         // not bound: the pool plans generically (see `pool.rs`), and only a literal lets
@@ -34,20 +43,35 @@ impl Store {
 
     pub async fn attempts(&self, operation_id: &str) -> Result<Vec<AttemptRow>, StoreError> {
         let client = self.client().await?;
-        let rows = client.query("SELECT * FROM attempts WHERE operation_id = $1 ORDER BY fence", &[&operation_id]).await?;
+        let rows = client
+            .query(
+                "SELECT * FROM attempts WHERE operation_id = $1 ORDER BY fence",
+                &[&operation_id],
+            )
+            .await?;
         Ok(rows.iter().map(AttemptRow::from_row).collect())
     }
 
     pub async fn events(&self, operation_id: &str) -> Result<Vec<EventRow>, StoreError> {
         let client = self.client().await?;
-        let rows = client.query("SELECT * FROM operation_events WHERE operation_id = $1 ORDER BY id", &[&operation_id]).await?;
+        let rows = client
+            .query(
+                "SELECT * FROM operation_events WHERE operation_id = $1 ORDER BY id",
+                &[&operation_id],
+            )
+            .await?;
         Ok(rows.iter().map(EventRow::from_row).collect())
     }
 
     /// Counts by status, for summaries and fleet-wide gauges.
     pub async fn count_by_status(&self) -> Result<Vec<(String, i64)>, StoreError> {
         let client = self.client().await?;
-        let rows = client.query("SELECT status, count(*) FROM operations GROUP BY status ORDER BY status", &[]).await?;
+        let rows = client
+            .query(
+                "SELECT status, count(*) FROM operations GROUP BY status ORDER BY status",
+                &[],
+            )
+            .await?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 }
@@ -108,7 +132,10 @@ pub struct ApprovalGauges {
 impl Store {
     /// Read through the partial index on not-started rows' expiry, so the cost follows
     /// the rows waiting to start, not the history.
-    pub async fn approval_gauges(&self, expiring_within_s: f64) -> Result<ApprovalGauges, StoreError> {
+    pub async fn approval_gauges(
+        &self,
+        expiring_within_s: f64,
+    ) -> Result<ApprovalGauges, StoreError> {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
@@ -119,6 +146,9 @@ impl Store {
             )
             .await?;
         let r = client.query_one(&stmt, &[&expiring_within_s]).await?;
-        Ok(ApprovalGauges { pending: r.get("pending"), expiring_soon: r.get("expiring_soon") })
+        Ok(ApprovalGauges {
+            pending: r.get("pending"),
+            expiring_soon: r.get("expiring_soon"),
+        })
     }
 }

@@ -71,7 +71,9 @@ impl DbRole {
 
     /// The password given in the environment, if any.
     pub fn password_from_env(self) -> Option<String> {
-        std::env::var(self.password_setting()).ok().filter(|p| !p.is_empty())
+        std::env::var(self.password_setting())
+            .ok()
+            .filter(|p| !p.is_empty())
     }
 }
 
@@ -95,7 +97,11 @@ impl crate::Store {
 
 /// `database_url` with `role` as its user and `password` (or none) as its password: the
 /// same server, database and options, another identity.
-pub fn role_url(database_url: &str, role: DbRole, password: Option<&str>) -> Result<String, StoreError> {
+pub fn role_url(
+    database_url: &str,
+    role: DbRole,
+    password: Option<&str>,
+) -> Result<String, StoreError> {
     let invalid = || StoreError::Config("DATABASE_URL is not a postgres:// URL with a host".into());
     let mut url = url::Url::parse(database_url).map_err(|_| invalid())?;
     if !matches!(url.scheme(), "postgres" | "postgresql") {
@@ -112,15 +118,35 @@ mod tests {
 
     #[test]
     fn a_role_url_keeps_server_database_and_options() {
-        let url = role_url("postgres://postgres:secret@db.internal:5433/fleet?sslmode=require", DbRole::Execute, None).unwrap();
-        assert_eq!(url, "postgres://fleet_execute@db.internal:5433/fleet?sslmode=require");
-        let url = role_url("postgresql://postgres@127.0.0.1:5432/fleet_t_1", DbRole::WebhookIngest, Some("p@ss/word")).unwrap();
-        assert_eq!(url, "postgresql://fleet_webhook_ingest:p%40ss%2Fword@127.0.0.1:5432/fleet_t_1");
+        let url = role_url(
+            "postgres://postgres:secret@db.internal:5433/fleet?sslmode=require",
+            DbRole::Execute,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            url,
+            "postgres://fleet_execute@db.internal:5433/fleet?sslmode=require"
+        );
+        let url = role_url(
+            "postgresql://postgres@127.0.0.1:5432/fleet_t_1",
+            DbRole::WebhookIngest,
+            Some("p@ss/word"),
+        )
+        .unwrap();
+        assert_eq!(
+            url,
+            "postgresql://fleet_webhook_ingest:p%40ss%2Fword@127.0.0.1:5432/fleet_t_1"
+        );
     }
 
     #[test]
     fn only_postgres_urls_with_a_host_are_rewritten() {
-        for bad in ["mysql://root@localhost/db", "not a url", "postgres:///fleet"] {
+        for bad in [
+            "mysql://root@localhost/db",
+            "not a url",
+            "postgres:///fleet",
+        ] {
             assert!(role_url(bad, DbRole::Api, None).is_err(), "{bad}");
         }
     }
@@ -129,7 +155,10 @@ mod tests {
     fn every_component_binary_names_its_role() {
         for role in DbRole::ALL {
             assert_eq!(DbRole::of_binary(role.binary()), Some(role));
-            assert!(role.name().starts_with("fleet_") && role.password_setting().starts_with("FLEET_DB_PASSWORD_"));
+            assert!(
+                role.name().starts_with("fleet_")
+                    && role.password_setting().starts_with("FLEET_DB_PASSWORD_")
+            );
         }
         assert_eq!(DbRole::of_binary("fleetctl"), None);
         assert_eq!(DbRole::of_binary("fleet-provider-sim"), None);

@@ -134,7 +134,11 @@ impl OperationRow {
 
     /// What a provider call and a lookup are about: id, target and approved payload.
     pub fn subject(&self) -> Subject<'_> {
-        Subject { operation_id: &self.operation_id, target: self.target.as_deref(), payload: &self.payload }
+        Subject {
+            operation_id: &self.operation_id,
+            target: self.target.as_deref(),
+            payload: &self.payload,
+        }
     }
 
     /// The row's action; `None` only for a row written behind the CHECK constraint's back.

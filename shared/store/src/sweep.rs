@@ -50,7 +50,11 @@ impl Store {
 
     /// Takes up to `batch` unknown, unescalated rows that are due for a lookup, and pushes
     /// their next lookup `recheck` into the future so no other replica takes them meanwhile.
-    pub async fn take_due_unknown(&self, batch: i64, recheck: Duration) -> Result<Vec<String>, StoreError> {
+    pub async fn take_due_unknown(
+        &self,
+        batch: i64,
+        recheck: Duration,
+    ) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -85,7 +89,11 @@ impl Store {
 
     /// Approved rows still waiting to start after `waited`: their doorbell may have been
     /// lost. Marks them (updated_at) so they are re-rung once per `waited`, not every sweep.
-    pub async fn take_stranded_approved(&self, batch: i64, waited: Duration) -> Result<Vec<String>, StoreError> {
+    pub async fn take_stranded_approved(
+        &self,
+        batch: i64,
+        waited: Duration,
+    ) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -132,7 +140,8 @@ impl Store {
             };
             if let o @ TransitionOutcome::Moved { .. } = transition_in(&tx, t, None).await? {
                 if m.expire_approval {
-                    tx.execute("SELECT fleet_expire_approval($1)", &[&op]).await?;
+                    tx.execute("SELECT fleet_expire_approval($1)", &[&op])
+                        .await?;
                 }
                 moved.push((op, o));
             }
@@ -159,7 +168,11 @@ impl Store {
 
     /// [`Store::attempt_ages`] over the attempts before `fence` only: what a new claim
     /// must respect before it repeats an uncertain create.
-    pub async fn attempt_ages_before(&self, operation_id: &str, fence: i64) -> Result<AttemptAgesMs, StoreError> {
+    pub async fn attempt_ages_before(
+        &self,
+        operation_id: &str,
+        fence: i64,
+    ) -> Result<AttemptAgesMs, StoreError> {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
@@ -171,12 +184,23 @@ impl Store {
             .await?;
         let r = client.query_one(&stmt, &[&operation_id, &fence]).await?;
         let ms = |v: Option<f64>| v.map(|v| v.max(0.0) as u64);
-        Ok(AttemptAgesMs { newest: ms(r.get(0)), newest_start: ms(r.get(1)), oldest: ms(r.get(2)) })
+        Ok(AttemptAgesMs {
+            newest: ms(r.get(0)),
+            newest_start: ms(r.get(1)),
+            oldest: ms(r.get(2)),
+        })
     }
 
     /// Records one lookup in the operation's history, optionally counts it as failed and
     /// schedules the next one. Used when the lookup did not move the row.
-    pub async fn record_lookup(&self, operation_id: &str, fence: i64, evidence: &Value, failed: bool, next_in: Option<Duration>) -> Result<(), StoreError> {
+    pub async fn record_lookup(
+        &self,
+        operation_id: &str,
+        fence: i64,
+        evidence: &Value,
+        failed: bool,
+        next_in: Option<Duration>,
+    ) -> Result<(), StoreError> {
         let client = self.client().await?;
         record_lookup_on(&client, operation_id, fence, evidence, failed, next_in).await
     }

@@ -20,7 +20,9 @@ use serde_json::{json, Value};
 
 use crate::{Store, StoreError, TransitionOutcome};
 
-pub use fleet_core::webhook::{check_identity, decide, EventKind, ObjectIdentity, Reported, RowIdentity, WebhookDecision};
+pub use fleet_core::webhook::{
+    check_identity, decide, EventKind, ObjectIdentity, Reported, RowIdentity, WebhookDecision,
+};
 pub use retention::MIN_WEBHOOK_RETENTION_S;
 
 /// The actor named in `operation_events` for everything a webhook did.
@@ -71,11 +73,18 @@ impl ReportedObject {
 #[derive(Debug, Clone, PartialEq)]
 pub enum WebhookOutcome {
     /// First delivery; it moved its operation.
-    Applied { operation_id: String, from: Status, to: Status },
+    Applied {
+        operation_id: String,
+        from: Status,
+        to: Status,
+    },
     /// First delivery; linked, but the row already says as much (or more).
     IgnoredTransition { operation_id: String },
     /// First delivery; it contradicts its operation: recorded, row escalated, not applied.
-    Escalated { operation_id: String, reason: &'static str },
+    Escalated {
+        operation_id: String,
+        reason: &'static str,
+    },
     /// First delivery; no operation matches it yet. Stored for reconcile.
     Unlinked,
     /// First delivery of a type that reports no payment or refund status.
@@ -99,7 +108,14 @@ impl WebhookOutcome {
     }
 
     /// Every value [`WebhookOutcome::label`] gives, so the series can exist from the start.
-    pub const LABELS: [&'static str; 6] = ["new", "duplicate", "ignored_transition", "escalated", "unlinked", "ignored_type"];
+    pub const LABELS: [&'static str; 6] = [
+        "new",
+        "duplicate",
+        "ignored_transition",
+        "escalated",
+        "unlinked",
+        "ignored_type",
+    ];
 
     /// The `outcome` label of `fleet_webhook_events_total` (`new` = applied; one of
     /// [`WebhookOutcome::LABELS`]).
@@ -119,7 +135,9 @@ impl WebhookOutcome {
             WebhookOutcome::Applied { operation_id, .. }
             | WebhookOutcome::IgnoredTransition { operation_id }
             | WebhookOutcome::Escalated { operation_id, .. } => Some(operation_id),
-            WebhookOutcome::Unlinked | WebhookOutcome::IgnoredType | WebhookOutcome::Duplicate { .. } => None,
+            WebhookOutcome::Unlinked
+            | WebhookOutcome::IgnoredType
+            | WebhookOutcome::Duplicate { .. } => None,
         }
     }
 }
@@ -184,9 +202,14 @@ impl Store {
     /// The stored, not yet linked events that name `operation_id`: by their reference,
     /// or by the provider object id the operation now records as `external_id`. Oldest
     /// first.
-    pub async fn unlinked_webhooks_for(&self, operation_id: &str) -> Result<Vec<StoredWebhook>, StoreError> {
+    pub async fn unlinked_webhooks_for(
+        &self,
+        operation_id: &str,
+    ) -> Result<Vec<StoredWebhook>, StoreError> {
         let client = self.client().await?;
-        let rows = client.query(&apply::unlinked_sql(false), &[&operation_id]).await?;
+        let rows = client
+            .query(&apply::unlinked_sql(false), &[&operation_id])
+            .await?;
         Ok(rows.iter().map(apply::stored_webhook).collect())
     }
 
@@ -194,7 +217,10 @@ impl Store {
     /// unlinked event of `operation_id`, oldest first, in one transaction that holds the
     /// row. Events another replica is applying right now are skipped. Returns what was
     /// done with each.
-    pub async fn apply_unlinked_webhooks(&self, operation_id: &str) -> Result<Vec<WebhookOutcome>, StoreError> {
+    pub async fn apply_unlinked_webhooks(
+        &self,
+        operation_id: &str,
+    ) -> Result<Vec<WebhookOutcome>, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let decided = apply::apply_unlinked_in(&tx, operation_id).await?;

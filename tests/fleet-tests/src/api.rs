@@ -28,7 +28,13 @@ impl ApiProcess {
     }
 
     /// POSTs a JSON body as the bearer of `token`.
-    pub async fn post(&self, http: &reqwest::Client, token: &str, path: &str, body: &Value) -> reqwest::Response {
+    pub async fn post(
+        &self,
+        http: &reqwest::Client,
+        token: &str,
+        path: &str,
+        body: &Value,
+    ) -> reqwest::Response {
         http.post(self.url(path))
             .bearer_auth(token)
             .json(body)
@@ -54,12 +60,15 @@ pub async fn scrape_gauge(http: &reqwest::Client, admin_url: &str, name: &str) -
 
 /// `http://` + the address a worker process logged for its admin server, once it did.
 pub async fn admin_url_of(process: &WorkerProcess) -> String {
-    eventually(&format!("{} to log its admin address", process.name), || async {
-        Some(format!(
-            "http://{}",
-            logged_addr(&process.log_text(), "admin server listening")?
-        ))
-    })
+    eventually(
+        &format!("{} to log its admin address", process.name),
+        || async {
+            Some(format!(
+                "http://{}",
+                logged_addr(&process.log_text(), "admin server listening")?
+            ))
+        },
+    )
     .await
 }
 

@@ -22,8 +22,16 @@ pub struct BrokerUsers {
 impl BrokerUsers {
     /// `role`'s AMQP URL (its own user and password, the fleet's broker and vhost).
     pub fn amqp_url(&self, role: Role) -> String {
-        let user = self.users.iter().find(|u| u.role == role).expect("every role has a user");
-        let (_, rest) = self.admin.amqp_url.rsplit_once('@').expect("the admin URL has credentials");
+        let user = self
+            .users
+            .iter()
+            .find(|u| u.role == role)
+            .expect("every role has a user");
+        let (_, rest) = self
+            .admin
+            .amqp_url
+            .rsplit_once('@')
+            .expect("the admin URL has credentials");
         format!("amqp://{}:{}@{rest}", user.name, user.password.expose())
     }
 
@@ -36,13 +44,18 @@ impl BrokerUsers {
 
     /// The environment a worker process of `role` runs with.
     pub fn env(&self, role: Role) -> Vec<(&'static str, String)> {
-        vec![("AMQP_URL", self.amqp_url(role)), ("AMQP_TOPOLOGY", "verify".to_owned())]
+        vec![
+            ("AMQP_URL", self.amqp_url(role)),
+            ("AMQP_TOPOLOGY", "verify".to_owned()),
+        ]
     }
 
     pub async fn remove(self) {
         let api = ManagementApi::new(&self.admin, &management_url()).expect("management API");
         for user in &self.users {
-            api.delete_user(&user.name).await.expect("delete a test user");
+            api.delete_user(&user.name)
+                .await
+                .expect("delete a test user");
         }
     }
 }
@@ -59,7 +72,12 @@ impl TestFleet {
                 password: Secret::new(ulid::Ulid::new().to_string()),
             })
             .collect();
-        broker_setup::setup(&self.broker, &management_url(), &users).await.expect("fleetctl broker setup");
-        BrokerUsers { admin: self.broker.clone(), users }
+        broker_setup::setup(&self.broker, &management_url(), &users)
+            .await
+            .expect("fleetctl broker setup");
+        BrokerUsers {
+            admin: self.broker.clone(),
+            users,
+        }
     }
 }

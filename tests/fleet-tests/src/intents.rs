@@ -29,7 +29,14 @@ pub fn intent_bytes(intent: &Value) -> Vec<u8> {
     serde_json::to_vec(intent).unwrap()
 }
 
-fn base(action: &str, provider: &str, target: Value, payload: Value, policy: &str, data_version: &str) -> Value {
+fn base(
+    action: &str,
+    provider: &str,
+    target: Value,
+    payload: Value,
+    policy: &str,
+    data_version: &str,
+) -> Value {
     let mut i = intent();
     i["action"] = json!(action);
     i["provider"] = json!(provider);
@@ -43,33 +50,69 @@ fn base(action: &str, provider: &str, target: Value, payload: Value, policy: &st
 /// A refund of `payment_id` (a payment the simulator holds).
 pub fn refund_intent(payment_id: &str, amount_minor: i64) -> Value {
     let payload = json!({"payment_id": payment_id, "amount_minor": amount_minor, "currency": "KZT", "reason": "duplicate invoice"});
-    base("refund.create", "payments", Value::Null, payload, "refunds-v1", &format!("{payment_id}@1"))
+    base(
+        "refund.create",
+        "payments",
+        Value::Null,
+        payload,
+        "refunds-v1",
+        &format!("{payment_id}@1"),
+    )
 }
 
 pub fn deal_create_intent() -> Value {
     let payload = json!({"name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"});
-    base("crm.deal.create", "crm", Value::Null, payload, "crm-v1", "acct_9@3")
+    base(
+        "crm.deal.create",
+        "crm",
+        Value::Null,
+        payload,
+        "crm-v1",
+        "acct_9@3",
+    )
 }
 
 pub fn deal_update_intent(deal_id: &str, expected_version: i64, patch: Value) -> Value {
     let payload = json!({"expected_version": expected_version, "patch": patch});
-    base("crm.deal.update", "crm", json!(deal_id), payload, "crm-v1", &format!("{deal_id}@{expected_version}"))
+    base(
+        "crm.deal.update",
+        "crm",
+        json!(deal_id),
+        payload,
+        "crm-v1",
+        &format!("{deal_id}@{expected_version}"),
+    )
 }
 
 /// Moves `order_id` from `from` to `to` (an order the simulator holds).
 pub fn order_change_intent(order_id: &str, from: &str, to: &str) -> Value {
     let payload = json!({"from": from, "to": to, "reason": "Shipped by carrier"});
-    base("order.status.change", "orders", json!(order_id), payload, "orders-v1", &format!("{order_id}@{from}"))
+    base(
+        "order.status.change",
+        "orders",
+        json!(order_id),
+        payload,
+        "orders-v1",
+        &format!("{order_id}@{from}"),
+    )
 }
 
 /// The SHA-256 of the document the tests' contracts send.
-pub const CONTRACT_SHA256: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+pub const CONTRACT_SHA256: &str =
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
 /// Sends template `tpl_msa_v3` to `recipient_id`. The approval window (30 min) stays
 /// inside the e-signature key's hour.
 pub fn contract_intent(recipient_id: &str) -> Value {
     let payload = json!({"template_id": "tpl_msa_v3", "recipient_id": recipient_id, "document_sha256": CONTRACT_SHA256, "subject": "Master services agreement"});
-    let mut i = base("contract.send", "esign", Value::Null, payload, "contracts-v1", &format!("{recipient_id}@12"));
+    let mut i = base(
+        "contract.send",
+        "esign",
+        Value::Null,
+        payload,
+        "contracts-v1",
+        &format!("{recipient_id}@12"),
+    );
     i["approval_ttl_seconds"] = json!(1800);
     i
 }

@@ -3,10 +3,10 @@
 //! functions started in-process on demand. Everything is torn down when it is dropped.
 
 mod api;
+mod broker_users;
 mod browser;
 mod console;
 mod events;
-mod broker_users;
 mod intents;
 mod mcp;
 mod processes;
@@ -18,13 +18,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
+use fleet_core::reconcile::ProviderContract;
 use fleet_core::{Decider, Doorbell, OperationId, PolicySet, SignIn};
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
 use fleet_prepare::{IntakeRules, PrepareDeps, ProviderCapabilities};
-use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
-use fleet_core::reconcile::ProviderContract;
 use fleet_provider_sim::{RunningSim, SimConfig};
-use fleet_providers::{CrmClient, CrmConfig, PaymentsClient, PaymentsConfig, ProviderConfig, ProviderConfigs, Providers};
+use fleet_providers::{
+    CrmClient, CrmConfig, PaymentsClient, PaymentsConfig, ProviderConfig, ProviderConfigs,
+    Providers,
+};
+use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
 use fleet_runtime::Secret;
 use fleet_store::{ApprovalOutcome, Store};
 use serde_json::{json, Value};
@@ -32,18 +35,28 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use api::{admin_url_of, scrape_gauge, ApiProcess};
-pub use browser::Browser;
-pub use console::{cookie_value, CLAIMED_ROLE, CLAIMED_TENANTS, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn, TEST_USERS};
-pub use events::{fast_relay, EventTap, TappedEvent};
 pub use broker_users::BrokerUsers;
+pub use browser::Browser;
+pub use console::{
+    cookie_value, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn,
+    CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,
+};
+pub use events::{fast_relay, EventTap, TappedEvent};
+pub use intents::{
+    contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes,
+    order_change_intent, refund_intent, with_amount, CONTRACT_SHA256,
+};
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
-pub use intents::{contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes, order_change_intent, refund_intent, with_amount, CONTRACT_SHA256};
 pub use processes::{bin_dir, WorkerProcess};
 pub use wait::{eventually, eventually_within, DEADLINE};
-pub use webhooks::{event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET};
+pub use webhooks::{
+    event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET,
+    WEBHOOK_SECRET,
+};
 
 fn base_database_url() -> String {
-    std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+    std::env::var("TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
 }
 
 fn amqp_url() -> String {
@@ -73,17 +86,26 @@ impl TestFleet {
         fleet_runtime::init_tracing_with_default(fleet_runtime::LogFormat::Text, "warn");
         let name = format!("fleet_t_{}", ulid::Ulid::new().to_string().to_lowercase());
         let database_url = format!("{}/{}", base_database_url(), name);
-        fleet_store::create_database_if_missing(&database_url).await.expect("create the test database");
-        fleet_store::migrate(&database_url).await.expect("migrate the test database");
+        fleet_store::create_database_if_missing(&database_url)
+            .await
+            .expect("create the test database");
+        fleet_store::migrate(&database_url)
+            .await
+            .expect("migrate the test database");
         let store = Store::connect(&database_url, 8).expect("pool");
-        let mut broker = BrokerConfig::new(amqp_url()).with_namespace(format!("t{}", ulid::Ulid::new().to_string().to_lowercase()));
+        let mut broker = BrokerConfig::new(amqp_url())
+            .with_namespace(format!("t{}", ulid::Ulid::new().to_string().to_lowercase()));
         // The tests share one broker with every other test running at the same moment (and
         // each declares a dozen quorum queues): a handshake may wait its turn for longer
         // than a worker's default bound.
         broker.connect_timeout_ms = 30_000;
         let publisher = Publisher::connect(&broker).await.expect("broker");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the simulator");
-        let sim = fleet_provider_sim::spawn(sim, listener).await.expect("simulator");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the simulator");
+        let sim = fleet_provider_sim::spawn(sim, listener)
+            .await
+            .expect("simulator");
         TestFleet {
             name,
             database_url,
@@ -103,12 +125,21 @@ impl TestFleet {
     }
 
     pub fn payments_client(&self, timeout_ms: u64) -> PaymentsClient {
-        PaymentsClient::new(PaymentsConfig { base_url: self.sim.base_url.clone(), api_key: Secret::new("sk_test_sim".into()), timeout_ms })
-            .expect("payments client")
+        PaymentsClient::new(PaymentsConfig {
+            base_url: self.sim.base_url.clone(),
+            api_key: Secret::new("sk_test_sim".into()),
+            timeout_ms,
+        })
+        .expect("payments client")
     }
 
     pub fn crm_client(&self, timeout_ms: u64) -> CrmClient {
-        CrmClient::new(CrmConfig { base_url: self.sim.base_url.clone(), api_key: Secret::new("sk_test_sim".into()), timeout_ms }).expect("crm client")
+        CrmClient::new(CrmConfig {
+            base_url: self.sim.base_url.clone(),
+            api_key: Secret::new("sk_test_sim".into()),
+            timeout_ms,
+        })
+        .expect("crm client")
     }
 
     /// Every provider at the simulator, which serves them all, as the harness documents
@@ -126,11 +157,22 @@ impl TestFleet {
     /// Starts prepare with these provider guarantees (the capability guard's input) and
     /// the repository's quorum policies.
     pub fn spawn_prepare_with(&mut self, providers: ProviderCapabilities) {
-        let rules = IntakeRules { providers, policies: Arc::new(policies()) };
-        let deps = PrepareDeps { store: self.store.clone(), broker: self.broker.clone(), health: BrokerHealth::new(), rules, concurrency: 4 };
+        let rules = IntakeRules {
+            providers,
+            policies: Arc::new(policies()),
+        };
+        let deps = PrepareDeps {
+            store: self.store.clone(),
+            broker: self.broker.clone(),
+            health: BrokerHealth::new(),
+            rules,
+            concurrency: 4,
+        };
         let shutdown = self.shutdown.clone();
         self.workers.push(tokio::spawn(async move {
-            fleet_prepare::run(deps, shutdown).await.expect("prepare worker");
+            fleet_prepare::run(deps, shutdown)
+                .await
+                .expect("prepare worker");
         }));
     }
 
@@ -138,7 +180,11 @@ impl TestFleet {
         self.execute_deps_with(settings, &self.provider_configs())
     }
 
-    pub fn execute_deps_with(&self, settings: ExecuteSettings, providers: &ProviderConfigs) -> ExecuteDeps {
+    pub fn execute_deps_with(
+        &self,
+        settings: ExecuteSettings,
+        providers: &ProviderConfigs,
+    ) -> ExecuteDeps {
         ExecuteDeps {
             store: self.store.clone(),
             broker: self.broker.clone(),
@@ -161,23 +207,34 @@ impl TestFleet {
     pub fn spawn_execute_deps(&mut self, deps: ExecuteDeps) {
         let shutdown = self.shutdown.clone();
         self.workers.push(tokio::spawn(async move {
-            fleet_execute::run(deps, shutdown).await.expect("execute worker");
+            fleet_execute::run(deps, shutdown)
+                .await
+                .expect("execute worker");
         }));
     }
 
     /// Reconcile with every provider documenting `contract`'s search lag and request
     /// bound, and the payments provider its key retention (the others keep theirs).
-    pub fn reconcile_deps(&self, contract: ProviderContract, settings: ReconcileSettings) -> ReconcileDeps {
+    pub fn reconcile_deps(
+        &self,
+        contract: ProviderContract,
+        settings: ReconcileSettings,
+    ) -> ReconcileDeps {
         let mut providers = self.provider_configs();
         for name in fleet_core::catalogue::providers() {
             documents(providers.provider_mut(name), contract);
         }
         let payments = providers.provider_mut("payments");
-        payments.capabilities.idempotent_create = Some(Duration::from_millis(contract.key_retention_ms));
+        payments.capabilities.idempotent_create =
+            Some(Duration::from_millis(contract.key_retention_ms));
         self.reconcile_deps_with(&providers, settings)
     }
 
-    pub fn reconcile_deps_with(&self, providers: &ProviderConfigs, settings: ReconcileSettings) -> ReconcileDeps {
+    pub fn reconcile_deps_with(
+        &self,
+        providers: &ProviderConfigs,
+        settings: ReconcileSettings,
+    ) -> ReconcileDeps {
         ReconcileDeps {
             store: self.store.clone(),
             broker: self.broker.clone(),
@@ -198,21 +255,30 @@ impl TestFleet {
     pub fn spawn_reconcile_deps(&mut self, deps: ReconcileDeps) {
         let shutdown = self.shutdown.clone();
         self.workers.push(tokio::spawn(async move {
-            fleet_reconcile::run(deps, shutdown).await.expect("reconcile worker");
+            fleet_reconcile::run(deps, shutdown)
+                .await
+                .expect("reconcile worker");
         }));
     }
 
     pub async fn submit(&self, intent: &Value) {
-        self.submit_bytes(&serde_json::to_vec(intent).unwrap()).await;
+        self.submit_bytes(&serde_json::to_vec(intent).unwrap())
+            .await;
     }
 
     pub async fn submit_bytes(&self, bytes: &[u8]) {
-        self.publisher.publish(Queue::IntentsPrepare, bytes).await.expect("publish intent");
+        self.publisher
+            .publish(Queue::IntentsPrepare, bytes)
+            .await
+            .expect("publish intent");
     }
 
     pub async fn ring_execute(&self, op: &str) {
         let op = OperationId::parse(op).unwrap();
-        self.publisher.publish(Queue::OperationsExecute, &Doorbell::new(&op).to_bytes()).await.expect("ring execute");
+        self.publisher
+            .publish(Queue::OperationsExecute, &Doorbell::new(&op).to_bytes())
+            .await
+            .expect("ring execute");
     }
 
     /// Approves as [`TEST_APPROVER`] through the store function behind fleet-api's
@@ -220,12 +286,21 @@ impl TestFleet {
     /// API does: `Ok(rung)`. Anything but an approval that completes the quorum is the
     /// store's answer as an error. (Tests of who may approve go through the API.)
     pub async fn approve(&self, op: &str, hash: &str) -> Result<bool, ApprovalOutcome> {
-        match self.store.approve(op, hash, &TEST_APPROVER).await.expect("approve") {
+        match self
+            .store
+            .approve(op, hash, &TEST_APPROVER)
+            .await
+            .expect("approve")
+        {
             ApprovalOutcome::Approved => {}
             other => return Err(other),
         }
         let bell = Doorbell::new(&OperationId::parse(op).unwrap()).to_bytes();
-        Ok(self.publisher.publish(Queue::OperationsExecute, &bell).await.is_ok())
+        Ok(self
+            .publisher
+            .publish(Queue::OperationsExecute, &bell)
+            .await
+            .is_ok())
     }
 
     /// Submits `intent` to the queue, waits until it is prepared and approves it (ringing
@@ -263,7 +338,13 @@ impl TestFleet {
         let store = self.store.clone();
         eventually(&format!("{op} to be escalated"), || {
             let store = store.clone();
-            async move { store.get(op).await.unwrap().filter(|r| r.escalated_at.is_some()) }
+            async move {
+                store
+                    .get(op)
+                    .await
+                    .unwrap()
+                    .filter(|r| r.escalated_at.is_some())
+            }
         })
         .await
     }
@@ -274,7 +355,14 @@ impl TestFleet {
         let store = self.store.clone();
         eventually(&format!("a {kind} event of {op}"), || {
             let store = store.clone();
-            async move { store.events(op).await.unwrap().into_iter().find(|e| e.kind == kind) }
+            async move {
+                store
+                    .events(op)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .find(|e| e.kind == kind)
+            }
         })
         .await
     }
@@ -284,8 +372,15 @@ impl TestFleet {
     pub async fn escalated_without_sending(&self, op: &str) -> fleet_store::OperationRow {
         self.ring_execute(op).await;
         let row = self.escalated(op).await;
-        assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("key_retention_passed")));
-        assert_eq!(self.sim_posts(op).await, 0, "nothing sent on a forgotten key");
+        assert_eq!(
+            (row.status.as_str(), row.status_reason.as_deref()),
+            ("unknown", Some("key_retention_passed"))
+        );
+        assert_eq!(
+            self.sim_posts(op).await,
+            0,
+            "nothing sent on a forgotten key"
+        );
         row
     }
 
@@ -294,7 +389,12 @@ impl TestFleet {
     /// releases and redrives leaves behind.
     pub async fn first_attempt_ago(&self, op: &str, ago: &str) {
         let sql = self.sql().await;
-        sql.execute("UPDATE operations SET attempts = 1 WHERE operation_id = $1", &[&op]).await.unwrap();
+        sql.execute(
+            "UPDATE operations SET attempts = 1 WHERE operation_id = $1",
+            &[&op],
+        )
+        .await
+        .unwrap();
         sql.execute(
             "INSERT INTO attempts (operation_id, fence, worker, started_at, finished_at, outcome, detail)
              VALUES ($1, 0, 'execute:old', now() - $2::text::interval, now() - $2::text::interval, 'not_executed', 'connection_refused')",
@@ -316,7 +416,10 @@ impl TestFleet {
 
     /// Waits until the simulator has received a request for this reference.
     pub async fn provider_received(&self, reference: &str) {
-        let (http, url) = (self.http.clone(), format!("{}/_sim/requests?reference={reference}", self.sim.base_url));
+        let (http, url) = (
+            self.http.clone(),
+            format!("{}/_sim/requests?reference={reference}", self.sim.base_url),
+        );
         eventually("the request to reach the provider", || {
             let (http, url) = (http.clone(), url.clone());
             async move {
@@ -328,55 +431,106 @@ impl TestFleet {
     }
 
     pub async fn sim_effects(&self, reference: &str) -> i64 {
-        let v = self.sim_get(&format!("/_sim/effects?reference={reference}")).await;
-        ["payments", "refunds", "deals", "orders", "envelopes"].iter().map(|k| v[k].as_i64().unwrap_or(0)).sum()
+        let v = self
+            .sim_get(&format!("/_sim/effects?reference={reference}"))
+            .await;
+        ["payments", "refunds", "deals", "orders", "envelopes"]
+            .iter()
+            .map(|k| v[k].as_i64().unwrap_or(0))
+            .sum()
     }
 
     /// An order the simulator holds, at `status`: its id.
     pub async fn sim_order(&self, status: &str) -> String {
-        let order = self.sim_post("/_sim/orders", json!({ "status": status })).await;
+        let order = self
+            .sim_post("/_sim/orders", json!({ "status": status }))
+            .await;
         order["id"].as_str().expect("an order id").to_owned()
     }
 
     /// The create requests (POSTs) the simulator received for this reference.
     pub async fn sim_posts(&self, reference: &str) -> usize {
-        self.sim_get(&format!("/_sim/requests?reference={reference}")).await["data"].as_array().unwrap().len()
+        self.sim_get(&format!("/_sim/requests?reference={reference}"))
+            .await["data"]
+            .as_array()
+            .unwrap()
+            .len()
     }
 
     /// POSTs to the simulator's admin API and returns the JSON answer.
     pub async fn sim_post(&self, path: &str, body: Value) -> Value {
-        let r = self.http.post(format!("{}{path}", self.sim.base_url)).json(&body).send().await.unwrap();
+        let r = self
+            .http
+            .post(format!("{}{path}", self.sim.base_url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         assert!(r.status().is_success(), "{path} refused: {}", r.status());
         r.json().await.unwrap()
     }
 
     pub async fn sim_fault(&self, fault: Value) {
-        let r = self.http.post(format!("{}/_sim/faults", self.sim.base_url)).json(&fault).send().await.unwrap();
-        assert!(r.status().is_success(), "fault {fault} refused: {}", r.text().await.unwrap());
+        let r = self
+            .http
+            .post(format!("{}/_sim/faults", self.sim.base_url))
+            .json(&fault)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            r.status().is_success(),
+            "fault {fault} refused: {}",
+            r.text().await.unwrap()
+        );
     }
 
     pub async fn sim_get(&self, path: &str) -> Value {
-        self.http.get(format!("{}{path}", self.sim.base_url)).send().await.unwrap().error_for_status().unwrap().json().await.unwrap()
+        self.http
+            .get(format!("{}{path}", self.sim.base_url))
+            .send()
+            .await
+            .unwrap()
+            .error_for_status()
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
     }
 
     /// Drains the dead-letter queue of `queue`: (body, reason header).
     pub async fn dead_letters(&self, queue: Queue) -> Vec<(Vec<u8>, Option<String>)> {
-        fleet_broker::dead_letters(&self.broker, queue).await.expect("read dead letters")
+        fleet_broker::dead_letters(&self.broker, queue)
+            .await
+            .expect("read dead letters")
     }
 
     /// Waits until `n` dead letters are in `queue`'s dead-letter queue, then drains them.
-    pub async fn expect_dead_letters(&self, queue: Queue, n: u32) -> Vec<(Vec<u8>, Option<String>)> {
+    pub async fn expect_dead_letters(
+        &self,
+        queue: Queue,
+        n: u32,
+    ) -> Vec<(Vec<u8>, Option<String>)> {
         let broker = self.broker.clone();
         eventually(&format!("{n} dead letters"), || {
             let broker = broker.clone();
-            async move { (fleet_broker::dead_letter_count(&broker, queue).await.unwrap() >= n).then_some(()) }
+            async move {
+                (fleet_broker::dead_letter_count(&broker, queue)
+                    .await
+                    .unwrap()
+                    >= n)
+                    .then_some(())
+            }
         })
         .await;
         self.dead_letters(queue).await
     }
 
     pub async fn sql(&self) -> tokio_postgres::Client {
-        let (client, connection) = tokio_postgres::connect(&self.database_url, tokio_postgres::NoTls).await.unwrap();
+        let (client, connection) =
+            tokio_postgres::connect(&self.database_url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
         tokio::spawn(connection);
         client
     }
@@ -389,7 +543,10 @@ impl TestFleet {
     pub async fn stop(mut self) {
         self.shutdown.cancel();
         for w in self.workers.drain(..) {
-            tokio::time::timeout(Duration::from_secs(20), w).await.expect("workers drain within 20 s").expect("worker task");
+            tokio::time::timeout(Duration::from_secs(20), w)
+                .await
+                .expect("workers drain within 20 s")
+                .expect("worker task");
         }
         self.publisher.close().await;
         self.store.close();
@@ -399,7 +556,10 @@ impl TestFleet {
 }
 
 /// The approver of the harness's store-level approvals.
-pub const TEST_APPROVER: Decider<'static> = Decider { name: "test-approver", signed_in_with: SignIn::Token };
+pub const TEST_APPROVER: Decider<'static> = Decider {
+    name: "test-approver",
+    signed_in_with: SignIn::Token,
+};
 
 /// A person deciding with a token, for the store's decision functions.
 pub fn decider(name: &str) -> Decider<'_> {
@@ -421,7 +581,11 @@ pub fn op_of(intent: &Value) -> String {
 }
 
 pub fn hash_of(intent: &Value) -> String {
-    fleet_core::parse_intent(&serde_json::to_vec(intent).unwrap()).unwrap().payload_hash.as_str().to_owned()
+    fleet_core::parse_intent(&serde_json::to_vec(intent).unwrap())
+        .unwrap()
+        .payload_hash
+        .as_str()
+        .to_owned()
 }
 
 pub fn fault(route: &str, kind: &str) -> Value {
@@ -440,10 +604,20 @@ pub fn documents(provider: &mut ProviderConfig, contract: ProviderContract) {
 
 /// A provider contract for tests: the simulator's lag bound and a long key retention.
 pub fn contract(search_lag_ms: u64) -> ProviderContract {
-    ProviderContract { search_lag_ms, max_request_ms: 0, key_retention_ms: 86_400_000, escalate_after_failed_lookups: 5 }
+    ProviderContract {
+        search_lag_ms,
+        max_request_ms: 0,
+        key_retention_ms: 86_400_000,
+        escalate_after_failed_lookups: 5,
+    }
 }
 
 /// Reconcile settings that sweep every 100 ms and look again after 200 ms.
 pub fn fast_reconcile() -> ReconcileSettings {
-    ReconcileSettings { sweep_interval_ms: 100, lookup_recheck_ms: 200, unstarted_redrive_ms: 500, ..ReconcileSettings::default() }
+    ReconcileSettings {
+        sweep_interval_ms: 100,
+        lookup_recheck_ms: 200,
+        unstarted_redrive_ms: 500,
+        ..ReconcileSettings::default()
+    }
 }

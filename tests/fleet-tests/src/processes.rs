@@ -12,7 +12,10 @@ use crate::{eventually, TestFleet};
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     // target/debug/deps/<test> → target/debug
-    exe.parent().and_then(|deps| deps.parent()).expect("target directory").to_path_buf()
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("target directory")
+        .to_path_buf()
 }
 
 pub struct WorkerProcess {
@@ -27,7 +30,10 @@ impl WorkerProcess {
     }
 
     fn signal(&self, sig: &str) {
-        let status = Command::new("kill").args([sig, &self.pid().to_string()]).status().expect("kill");
+        let status = Command::new("kill")
+            .args([sig, &self.pid().to_string()])
+            .status()
+            .expect("kill");
         assert!(status.success(), "kill {sig} {}", self.pid());
     }
 
@@ -61,7 +67,10 @@ impl WorkerProcess {
 
     /// Waits until the process logged a line containing `needle`.
     pub async fn wait_for_log(&self, needle: &str) {
-        eventually(&format!("{} to log {needle:?}", self.name), || async { self.log_text().contains(needle).then_some(()) }).await;
+        eventually(&format!("{} to log {needle:?}", self.name), || async {
+            self.log_text().contains(needle).then_some(())
+        })
+        .await;
     }
 }
 
@@ -77,7 +86,12 @@ impl TestFleet {
     /// (the test's own connections and `fleetctl` use the migrating owner's).
     pub fn database_url_of(&self, binary: &str) -> String {
         match fleet_store::DbRole::of_binary(binary) {
-            Some(role) => fleet_store::role_url(&self.database_url, role, role.password_from_env().as_deref()).expect("the test database URL"),
+            Some(role) => fleet_store::role_url(
+                &self.database_url,
+                role,
+                role.password_from_env().as_deref(),
+            )
+            .expect("the test database URL"),
             None => self.database_url.clone(),
         }
     }
@@ -85,7 +99,11 @@ impl TestFleet {
     /// Starts `binary` (e.g. "fleet-execute") against this fleet, with extra settings.
     pub fn spawn_process(&self, binary: &str, env: &[(&str, &str)]) -> WorkerProcess {
         let bin = bin_dir().join(binary);
-        assert!(bin.exists(), "{} is missing: run the tests with `cargo test --workspace` so the binaries are built", bin.display());
+        assert!(
+            bin.exists(),
+            "{} is missing: run the tests with `cargo test --workspace` so the binaries are built",
+            bin.display()
+        );
         let dir = bin_dir().join("test-logs").join(self.name());
         std::fs::create_dir_all(&dir).unwrap();
         let n = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
@@ -117,6 +135,10 @@ impl TestFleet {
             .stderr(file)
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-        WorkerProcess { name: binary.to_owned(), child, log }
+        WorkerProcess {
+            name: binary.to_owned(),
+            child,
+            log,
+        }
     }
 }

@@ -28,7 +28,10 @@ where
         if let Some(v) = probe().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out after {within:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {within:?} waiting for {what}"
+        );
         sleep(POLL).await;
     }
 }

@@ -8,11 +8,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use fleet_broker::{BrokerConfig, BrokerHealth, Delivery as BrokerDelivery, Disposition, Handler, Queue};
+use chrono::Utc;
+use fleet_broker::{
+    BrokerConfig, BrokerHealth, Delivery as BrokerDelivery, Disposition, Handler, Queue,
+};
 use fleet_runtime::{Readiness, Secret};
 use fleet_webhook_ingest::signature::sign;
-use chrono::Utc;
-use fleet_webhook_ingest::{Envelope, IngestHandler, Mode, SignatureHeaders, WebhookDeps, WebhookSecrets, WebhookSettings};
+use fleet_webhook_ingest::{
+    Envelope, IngestHandler, Mode, SignatureHeaders, WebhookDeps, WebhookSecrets, WebhookSettings,
+};
 use serde_json::{json, Value};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -61,7 +65,10 @@ impl Handler for Tally {
     async fn handle(&self, delivery: BrokerDelivery<'_>) -> Disposition {
         match self.inner.ingest(delivery.body).await {
             Ok(outcome) => {
-                self.outcomes.lock().unwrap().push(outcome.label().to_owned());
+                self.outcomes
+                    .lock()
+                    .unwrap()
+                    .push(outcome.label().to_owned());
                 Disposition::Ack
             }
             Err(e) => e.disposition(),
@@ -73,21 +80,42 @@ impl TestFleet {
     /// Receiver (signing secret [`WEBHOOK_SECRET`]) and a tallying consumer.
     pub async fn spawn_webhook_ingest(&mut self) -> WebhookIngest {
         let broker = self.broker.clone();
-        self.spawn_webhook_ingest_with(broker, &[WEBHOOK_SECRET]).await
+        self.spawn_webhook_ingest_with(broker, &[WEBHOOK_SECRET])
+            .await
     }
 
     /// The receiver publishes through `receiver_broker` (a proxy, say) and accepts
     /// `secrets` (newest first); the consumer reads this fleet's namespace directly.
-    pub async fn spawn_webhook_ingest_with(&mut self, receiver_broker: BrokerConfig, secrets: &[&str]) -> WebhookIngest {
-        let base_url = self.spawn_webhook_run(Mode::Receiver, receiver_broker, secrets).await;
+    pub async fn spawn_webhook_ingest_with(
+        &mut self,
+        receiver_broker: BrokerConfig,
+        secrets: &[&str],
+    ) -> WebhookIngest {
+        let base_url = self
+            .spawn_webhook_run(Mode::Receiver, receiver_broker, secrets)
+            .await;
         let outcomes = Arc::new(Mutex::new(Vec::new()));
-        let inner = IngestHandler::new(self.store.clone(), webhook_secrets(secrets), WebhookSettings::default().consumer_freshness());
-        let handler = Arc::new(Tally { inner, outcomes: outcomes.clone() });
+        let inner = IngestHandler::new(
+            self.store.clone(),
+            webhook_secrets(secrets),
+            WebhookSettings::default().consumer_freshness(),
+        );
+        let handler = Arc::new(Tally {
+            inner,
+            outcomes: outcomes.clone(),
+        });
         let (broker, shutdown) = (self.broker.clone(), self.shutdown.clone());
         self.workers.push(tokio::spawn(async move {
-            fleet_broker::consume_with_health(broker, Queue::WebhooksIngest, handler, 4, shutdown, &BrokerHealth::new())
-                .await
-                .expect("webhook consumer");
+            fleet_broker::consume_with_health(
+                broker,
+                Queue::WebhooksIngest,
+                handler,
+                4,
+                shutdown,
+                &BrokerHealth::new(),
+            )
+            .await
+            .expect("webhook consumer");
         }));
         WebhookIngest { base_url, outcomes }
     }
@@ -96,13 +124,27 @@ impl TestFleet {
     pub async fn spawn_webhook_ingest_binary_run(&mut self, secrets: &[&str]) -> WebhookIngest {
         let broker = self.broker.clone();
         let base_url = self.spawn_webhook_run(Mode::Both, broker, secrets).await;
-        WebhookIngest { base_url, outcomes: Arc::default() }
+        WebhookIngest {
+            base_url,
+            outcomes: Arc::default(),
+        }
     }
 
-    async fn spawn_webhook_run(&mut self, mode: Mode, broker: BrokerConfig, secrets: &[&str]) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the webhook receiver");
+    async fn spawn_webhook_run(
+        &mut self,
+        mode: Mode,
+        broker: BrokerConfig,
+        secrets: &[&str],
+    ) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the webhook receiver");
         let base_url = format!("http://{}", listener.local_addr().unwrap());
-        let settings = WebhookSettings { mode, webhook_secrets: Secret::new(secrets.join(",")), ..WebhookSettings::default() };
+        let settings = WebhookSettings {
+            mode,
+            webhook_secrets: Secret::new(secrets.join(",")),
+            ..WebhookSettings::default()
+        };
         let deps = WebhookDeps {
             store: self.store.clone(),
             broker,
@@ -114,7 +156,9 @@ impl TestFleet {
         };
         let shutdown = self.shutdown.clone();
         self.workers.push(tokio::spawn(async move {
-            fleet_webhook_ingest::run(deps, shutdown).await.expect("webhook-ingest");
+            fleet_webhook_ingest::run(deps, shutdown)
+                .await
+                .expect("webhook-ingest");
         }));
         base_url
     }
@@ -122,7 +166,10 @@ impl TestFleet {
     /// `POST /_sim/webhooks/config` with [`WEBHOOK_SECRET`] and `extra` settings.
     pub async fn sim_webhooks(&self, url: &str, extra: Value) {
         let mut config = json!({"url": url, "secret": WEBHOOK_SECRET});
-        config.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        config
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().cloned().unwrap_or_default());
         self.sim_post("/_sim/webhooks/config", config).await;
     }
 
@@ -133,30 +180,55 @@ impl TestFleet {
 
     /// Settles a pending payment; the simulator sends its webhook. Returns the event id.
     pub async fn sim_settle(&self, payment_id: &str, status: &str) -> String {
-        let settled = self.sim_post(&format!("/_sim/payments/{payment_id}/settle"), json!({"status": status})).await;
-        settled["event_id"].as_str().expect("webhooks are configured").to_owned()
+        let settled = self
+            .sim_post(
+                &format!("/_sim/payments/{payment_id}/settle"),
+                json!({"status": status}),
+            )
+            .await;
+        settled["event_id"]
+            .as_str()
+            .expect("webhooks are configured")
+            .to_owned()
     }
 
     /// Waits until the simulator holds a payment with this reference, and returns it.
     pub async fn sim_payment(&self, reference: &str) -> Value {
         let payments = self.payments_client(5_000);
-        eventually(&format!("a payment for {reference} at the provider"), || {
-            let payments = payments.clone();
-            async move { payments.find_payments_by_reference(reference).await.ok()?.into_iter().next() }
-        })
+        eventually(
+            &format!("a payment for {reference} at the provider"),
+            || {
+                let payments = payments.clone();
+                async move {
+                    payments
+                        .find_payments_by_reference(reference)
+                        .await
+                        .ok()?
+                        .into_iter()
+                        .next()
+                }
+            },
+        )
         .await
     }
 
     /// The HTTP statuses the simulator's webhook deliveries got, in order (`None`: no answer).
     pub async fn sim_webhook_statuses(&self) -> Vec<Option<u64>> {
         let log = self.sim_get("/_sim/webhooks/deliveries").await;
-        log["data"].as_array().unwrap().iter().map(|d| d["status"].as_u64()).collect()
+        log["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["status"].as_u64())
+            .collect()
     }
 
     /// Every dedup row: (event_id, operation_id, outcome).
     pub async fn webhook_rows(&self) -> Vec<(String, Option<String>, Option<String>)> {
         let rows = self.sql().await.query("SELECT event_id, operation_id, outcome FROM webhook_events ORDER BY received_at, event_id", &[]).await.unwrap();
-        rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
+        rows.iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect()
     }
 }
 
@@ -178,12 +250,21 @@ impl SignedDelivery {
     pub fn at(secret: &str, id: &str, timestamp: i64, body: Vec<u8>) -> SignedDelivery {
         let secrets = WebhookSecrets::parse(secret).expect("a valid secret");
         let key = secrets.keys().next().unwrap();
-        SignedDelivery { id: id.to_owned(), timestamp, signature: sign(key, id, timestamp, &body), body }
+        SignedDelivery {
+            id: id.to_owned(),
+            timestamp,
+            signature: sign(key, id, timestamp, &body),
+            body,
+        }
     }
 
     /// The `webhook.v2` message the receiver would publish for it.
     pub fn envelope(&self, provider: &str) -> Vec<u8> {
-        let headers = SignatureHeaders { id: self.id.clone(), timestamp: self.timestamp.to_string(), signature: self.signature.clone() };
+        let headers = SignatureHeaders {
+            id: self.id.clone(),
+            timestamp: self.timestamp.to_string(),
+            signature: self.signature.clone(),
+        };
         Envelope::new(provider, headers, Utc::now(), &self.body).to_bytes()
     }
 
@@ -208,7 +289,10 @@ pub fn webhook_secrets(secrets: &[&str]) -> WebhookSecrets {
 }
 
 pub fn now_s() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 /// A provider event body about `object` (docs/design.md#provider-webhooks).
@@ -250,7 +334,12 @@ impl BrokerProxy {
                 forwards.lock().unwrap().push(forward.abort_handle());
             }
         });
-        BrokerProxy { addr, up, task, live }
+        BrokerProxy {
+            addr,
+            up,
+            task,
+            live,
+        }
     }
 
     pub fn set_up(&self, up: bool) {
@@ -269,7 +358,9 @@ impl BrokerProxy {
     /// `base` (same namespace and credentials) reached through this proxy.
     pub fn broker_config(&self, base: &BrokerConfig) -> BrokerConfig {
         let mut cfg = base.clone();
-        cfg.amqp_url = base.amqp_url.replacen(authority(&base.amqp_url), &self.addr.to_string(), 1);
+        cfg.amqp_url = base
+            .amqp_url
+            .replacen(authority(&base.amqp_url), &self.addr.to_string(), 1);
         cfg
     }
 }

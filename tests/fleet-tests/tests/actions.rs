@@ -4,9 +4,12 @@
 
 use fleet_broker::Queue;
 use fleet_execute::ExecuteSettings;
-use fleet_providers::Capabilities;
 use fleet_provider_sim::SimConfig;
-use fleet_tests::{contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent, op_of, refund_intent, TestFleet};
+use fleet_providers::Capabilities;
+use fleet_tests::{
+    contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent,
+    op_of, refund_intent, TestFleet,
+};
 use serde_json::{json, Value};
 
 async fn submit_and_approve(fleet: &TestFleet, i: &Value) -> String {
@@ -19,8 +22,15 @@ async fn submit_and_approve(fleet: &TestFleet, i: &Value) -> String {
 
 /// POSTs (creates) the simulator received for a reference, on a given path.
 async fn posts_to(fleet: &TestFleet, reference: &str, path: &str) -> usize {
-    let v = fleet.sim_get(&format!("/_sim/requests?reference={reference}")).await;
-    v["data"].as_array().unwrap().iter().filter(|r| r["path"] == json!(path)).count()
+    let v = fleet
+        .sim_get(&format!("/_sim/requests?reference={reference}"))
+        .await;
+    v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["path"] == json!(path))
+        .count()
 }
 
 async fn seed_deal(fleet: &TestFleet, external_id: &str) -> Value {
@@ -54,39 +64,79 @@ async fn a_refund_is_created_once() {
     fleet.spawn_execute();
     let op = submit_and_approve(&fleet, &refund_intent(&payment, 500_000)).await;
     let row = fleet.reaches(&op, "succeeded").await;
-    assert!(row.external_id.as_deref().is_some_and(|id| id.starts_with("re_")));
-    assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["refunds"], json!(1));
+    assert!(row
+        .external_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("re_")));
+    assert_eq!(
+        fleet
+            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .await["refunds"],
+        json!(1)
+    );
     fleet.stop().await;
 }
 
 #[tokio::test]
 async fn a_refund_whose_worker_crashed_after_the_provider_committed_is_one_refund() {
     let (mut fleet, payment) = paid().await;
-    let mut doomed = fleet.spawn_process("fleet-execute", &[("LEASE_TTL_MS", "1500"), ("FLEET_PAUSE_AT", "after_provider_response")]);
+    let mut doomed = fleet.spawn_process(
+        "fleet-execute",
+        &[
+            ("LEASE_TTL_MS", "1500"),
+            ("FLEET_PAUSE_AT", "after_provider_response"),
+        ],
+    );
     let op = submit_and_approve(&fleet, &refund_intent(&payment, 250_000)).await;
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, "succeeded").await;
-    assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["refunds"], json!(1));
+    assert_eq!(
+        fleet
+            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .await["refunds"],
+        json!(1)
+    );
     assert_eq!(posts_to(&fleet, &op, "/v1/refunds").await, 1);
     fleet.stop().await;
 }
 
 #[tokio::test]
-async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_with_no_second_post() {
+async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_with_no_second_post(
+) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
-    let mut doomed = fleet.spawn_process("fleet-execute", &[("LEASE_TTL_MS", "1500"), ("CRM_SEARCH_LAG_MS", "300"), ("FLEET_PAUSE_AT", "after_provider_response")]);
+    let mut doomed = fleet.spawn_process(
+        "fleet-execute",
+        &[
+            ("LEASE_TTL_MS", "1500"),
+            ("CRM_SEARCH_LAG_MS", "300"),
+            ("FLEET_PAUSE_AT", "after_provider_response"),
+        ],
+    );
     let op = submit_and_approve(&fleet, &deal_create_intent()).await;
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
     let row = fleet.reaches(&op, "succeeded").await;
-    assert!(row.external_id.as_deref().is_some_and(|id| id.starts_with("deal_")));
-    assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["deals"], json!(1), "exactly one deal");
-    assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 1, "no second POST");
+    assert!(row
+        .external_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("deal_")));
+    assert_eq!(
+        fleet
+            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .await["deals"],
+        json!(1),
+        "exactly one deal"
+    );
+    assert_eq!(
+        posts_to(&fleet, &op, "/v1/deals").await,
+        1,
+        "no second POST"
+    );
     fleet.stop().await;
 }
 
@@ -101,9 +151,21 @@ async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exis
     fleet.spawn_execute();
     submit_and_approve(&fleet, &i).await;
     let row = fleet.reaches(&op, "succeeded").await;
-    assert_eq!(row.external_id.as_ref(), existing["id"].as_str().map(str::to_owned).as_ref());
-    assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 0, "no POST at all");
-    assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["deals"], json!(1));
+    assert_eq!(
+        row.external_id.as_ref(),
+        existing["id"].as_str().map(str::to_owned).as_ref()
+    );
+    assert_eq!(
+        posts_to(&fleet, &op, "/v1/deals").await,
+        0,
+        "no POST at all"
+    );
+    assert_eq!(
+        fleet
+            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .await["deals"],
+        json!(1)
+    );
     fleet.stop().await;
 }
 
@@ -118,29 +180,60 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     fleet.spawn_execute();
     submit_and_approve(&fleet, &i).await;
     let row = fleet.escalated(&op).await;
-    assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("multiple_matches")));
+    assert_eq!(
+        (row.status.as_str(), row.status_reason.as_deref()),
+        ("unknown", Some("multiple_matches"))
+    );
     assert_eq!(row.external_id, None, "nothing picked");
-    assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 0, "nothing created");
-    assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["deals"], json!(2));
+    assert_eq!(
+        posts_to(&fleet, &op, "/v1/deals").await,
+        0,
+        "nothing created"
+    );
+    assert_eq!(
+        fleet
+            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .await["deals"],
+        json!(2)
+    );
     fleet.stop().await;
 }
 
 #[tokio::test]
 async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created_meanwhile() {
     // The CRM queues the create for 1 s; its documented search lag (2 s) covers that.
-    let mut fleet = TestFleet::start_with_sim(SimConfig { crm_async_create: true, crm_async_delay_ms: 1_000, ..Default::default() }).await;
+    let mut fleet = TestFleet::start_with_sim(SimConfig {
+        crm_async_create: true,
+        crm_async_delay_ms: 1_000,
+        ..Default::default()
+    })
+    .await;
     fleet.spawn_prepare();
     let mut providers = fleet.provider_configs();
     documents(providers.provider_mut("crm"), contract(2_000));
-    fleet.spawn_execute_deps(fleet.execute_deps_with(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() }, &providers));
+    fleet.spawn_execute_deps(fleet.execute_deps_with(
+        ExecuteSettings {
+            accepted_deadline_s: 1,
+            ..ExecuteSettings::default()
+        },
+        &providers,
+    ));
     fleet.spawn_reconcile(contract(2_000), fast_reconcile());
     let op = submit_and_approve(&fleet, &deal_create_intent()).await;
     let accepted = fleet.reaches(&op, "accepted").await;
     assert_eq!(accepted.external_id, None, "queued: no id yet");
     let row = fleet.reaches(&op, "succeeded").await;
-    assert!(row.external_id.as_deref().is_some_and(|id| id.starts_with("deal_")));
+    assert!(row
+        .external_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("deal_")));
     assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 1);
-    assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["deals"], json!(1));
+    assert_eq!(
+        fleet
+            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .await["deals"],
+        json!(1)
+    );
     fleet.stop().await;
 }
 
@@ -152,31 +245,64 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
     let deal = seed_deal(&fleet, "acct_9_renewal").await;
     let deal_id = deal["id"].as_str().unwrap().to_owned();
     // Someone edits the deal after the agent read version 1.
-    let r = fleet.http.patch(format!("{}/_sim/deals/{deal_id}", fleet.sim.base_url)).json(&json!({"owner_id": "u_8"})).send().await.unwrap();
+    let r = fleet
+        .http
+        .patch(format!("{}/_sim/deals/{deal_id}", fleet.sim.base_url))
+        .json(&json!({"owner_id": "u_8"}))
+        .send()
+        .await
+        .unwrap();
     assert!(r.status().is_success());
     let stale = deal_update_intent(&deal_id, 1, json!({"stage": "won"}));
     let old = submit_and_approve(&fleet, &stale).await;
     let row = fleet.reaches(&old, "cancelled").await;
-    assert_eq!((row.status_reason.as_deref(), row.error_code.as_deref()), (Some("version_conflict"), Some("version_conflict")));
+    assert_eq!(
+        (row.status_reason.as_deref(), row.error_code.as_deref()),
+        (Some("version_conflict"), Some("version_conflict"))
+    );
     let now = fleet.sim_get(&format!("/_sim/deals/{deal_id}")).await;
-    assert_eq!((now["version"].clone(), now["stage"].clone()), (json!(2), json!("proposal")), "the deal is untouched");
-    let patches = fleet.sim_get(&format!("/_sim/requests?reference={deal_id}")).await;
+    assert_eq!(
+        (now["version"].clone(), now["stage"].clone()),
+        (json!(2), json!("proposal")),
+        "the deal is untouched"
+    );
+    let patches = fleet
+        .sim_get(&format!("/_sim/requests?reference={deal_id}"))
+        .await;
     assert_eq!(patches["data"].as_array().unwrap().len(), 1, "zero retries");
-    assert!(row.result.is_some_and(|r| r.to_string().contains("current_version")), "the current version is recorded");
+    assert!(
+        row.result
+            .is_some_and(|r| r.to_string().contains("current_version")),
+        "the current version is recorded"
+    );
 
     // A person approves the corrected intent, made against version 2.
     let mut fresh = deal_update_intent(&deal_id, 2, json!({"stage": "won"}));
     fresh["supersedes"] = json!(old);
     let new = submit_and_approve(&fleet, &fresh).await;
     fleet.reaches(&new, "succeeded").await;
-    assert_eq!(fleet.store.get(&new).await.unwrap().unwrap().supersedes.as_deref(), Some(old.as_str()));
+    assert_eq!(
+        fleet
+            .store
+            .get(&new)
+            .await
+            .unwrap()
+            .unwrap()
+            .supersedes
+            .as_deref(),
+        Some(old.as_str())
+    );
     let now = fleet.sim_get(&format!("/_sim/deals/{deal_id}")).await;
-    assert_eq!((now["version"].clone(), now["stage"].clone()), (json!(3), json!("won")));
+    assert_eq!(
+        (now["version"].clone(), now["stage"].clone()),
+        (json!(3), json!("won"))
+    );
     fleet.stop().await;
 }
 
 #[tokio::test]
-async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_cannot_be_superseded() {
+async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_cannot_be_superseded()
+{
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let first = intent();
@@ -188,7 +314,10 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
     fleet.submit(&correction).await;
     fleet.prepared(&op_of(&correction)).await;
     let old = fleet.store.get(&first_op).await.unwrap().unwrap();
-    assert_eq!((old.status.as_str(), old.status_reason.as_deref()), ("cancelled", Some("superseded")));
+    assert_eq!(
+        (old.status.as_str(), old.status_reason.as_deref()),
+        ("cancelled", Some("superseded"))
+    );
     // An executed operation cannot be superseded: the correction is refused.
     fleet.spawn_execute();
     let done = submit_and_approve(&fleet, &intent()).await;
@@ -205,12 +334,20 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
 #[tokio::test]
 async fn an_intent_for_a_provider_without_idempotency_and_without_lookup_is_refused_at_prepare() {
     let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare_with(fleet.provider_configs().capabilities().with("crm", Capabilities::NONE));
+    fleet.spawn_prepare_with(
+        fleet
+            .provider_configs()
+            .capabilities()
+            .with("crm", Capabilities::NONE),
+    );
     let i = deal_create_intent();
     fleet.submit(&i).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("provider_cannot_execute_safely"));
-    assert!(fleet.store.get(&op_of(&i)).await.unwrap().is_none(), "nothing written");
+    assert!(
+        fleet.store.get(&op_of(&i)).await.unwrap().is_none(),
+        "nothing written"
+    );
     fleet.stop().await;
 }
 
@@ -218,15 +355,35 @@ async fn an_intent_for_a_provider_without_idempotency_and_without_lookup_is_refu
 async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_created_twice() {
     // The CRM queues the create for 3 s but documents a 300 ms search lag: the accepted
     // attempt alone must keep reconcile from ever concluding absence.
-    let mut fleet = TestFleet::start_with_sim(SimConfig { crm_async_create: true, crm_async_delay_ms: 3_000, ..Default::default() }).await;
+    let mut fleet = TestFleet::start_with_sim(SimConfig {
+        crm_async_create: true,
+        crm_async_delay_ms: 3_000,
+        ..Default::default()
+    })
+    .await;
     fleet.spawn_prepare();
-    fleet.spawn_execute_deps(fleet.execute_deps(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() }));
+    fleet.spawn_execute_deps(fleet.execute_deps(ExecuteSettings {
+        accepted_deadline_s: 1,
+        ..ExecuteSettings::default()
+    }));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let op = submit_and_approve(&fleet, &deal_create_intent()).await;
     let row = fleet.reaches(&op, "succeeded").await;
-    assert!(row.external_id.as_deref().is_some_and(|id| id.starts_with("deal_")));
-    assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 1, "never a second create");
-    assert_eq!(fleet.sim_get(&format!("/_sim/effects?reference={op}")).await["deals"], json!(1));
+    assert!(row
+        .external_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("deal_")));
+    assert_eq!(
+        posts_to(&fleet, &op, "/v1/deals").await,
+        1,
+        "never a second create"
+    );
+    assert_eq!(
+        fleet
+            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .await["deals"],
+        json!(1)
+    );
     fleet.stop().await;
 }
 
@@ -238,16 +395,34 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     let op = op_of(&first);
     fleet.submit(&first).await;
     fleet.prepared(&op).await;
-    fleet.store.approve(&op, &hash_of(&first), &fleet_tests::TEST_APPROVER).await.unwrap();
+    fleet
+        .store
+        .approve(&op, &hash_of(&first), &fleet_tests::TEST_APPROVER)
+        .await
+        .unwrap();
     // Claimed once, then released as provably not sent: back to not_started, fence 1.
-    let fleet_store::Claim::Claimed(claimed) = fleet.store.claim(&op, 0, "test", 30_000).await.unwrap() else { panic!("claimable") };
-    let release = fleet_store::Transition::new(&op, fleet_core::Status::InProgress, claimed.fence, fleet_core::Event::ProviderNotSent, "test");
+    let fleet_store::Claim::Claimed(claimed) =
+        fleet.store.claim(&op, 0, "test", 30_000).await.unwrap()
+    else {
+        panic!("claimable")
+    };
+    let release = fleet_store::Transition::new(
+        &op,
+        fleet_core::Status::InProgress,
+        claimed.fence,
+        fleet_core::Event::ProviderNotSent,
+        "test",
+    );
     fleet.store.transition(release, None).await.unwrap();
     let mut correction = fleet_tests::with_amount(intent(), json!(1_300_000));
     correction["supersedes"] = json!(op);
     fleet.submit(&correction).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("supersedes_executed"));
-    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "not_started", "the old operation keeps its key and its chance");
+    assert_eq!(
+        fleet.store.get(&op).await.unwrap().unwrap().status,
+        "not_started",
+        "the old operation keeps its key and its chance"
+    );
     fleet.stop().await;
 }

@@ -769,7 +769,8 @@ async fn the_openapi_document_lists_every_route_and_the_view_it_describes_is_the
 async fn the_intent_schema_is_served_byte_for_byte_as_the_file_without_a_token_and_documented() {
     let (fleet, api) = fleet_with_api().await;
     let file = std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/schemas/intent.v1.json"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/schemas/intent.v1.json"),
     )
     .unwrap();
     let response = fleet

@@ -13,7 +13,16 @@ fn smoke(mode: &[&str], name: &str, port_base: &str) -> Value {
     let status = Command::new(dir.join("fleetctl"))
         // The workers it starts read the repository's quorum policies.
         .env("POLICY_DIR", policy_dir())
-        .args(["bench", "--smoke", "--db-name", &format!("fleet_bench_smoke_{name}"), "--namespace", &format!("fleet-bench-smoke-{name}"), "--port-base", port_base])
+        .args([
+            "bench",
+            "--smoke",
+            "--db-name",
+            &format!("fleet_bench_smoke_{name}"),
+            "--namespace",
+            &format!("fleet-bench-smoke-{name}"),
+            "--port-base",
+            port_base,
+        ])
         .args(mode)
         .arg("--bin-dir")
         .arg(&dir)
@@ -29,12 +38,36 @@ fn smoke(mode: &[&str], name: &str, port_base: &str) -> Value {
 
 #[test]
 fn the_execute_and_pipeline_smoke_runs_complete_every_operation_once() {
-    for (mode, name, port) in [(&["--mode", "execute"][..], "execute", "19501"), (&["--mode", "pipeline"][..], "pipeline", "19521")] {
+    for (mode, name, port) in [
+        (&["--mode", "execute"][..], "execute", "19501"),
+        (&["--mode", "pipeline"][..], "pipeline", "19521"),
+    ] {
         let report = smoke(mode, name, port);
-        let ops = report.pointer("/results/ops").and_then(Value::as_u64).expect("ops in the report");
+        let ops = report
+            .pointer("/results/ops")
+            .and_then(Value::as_u64)
+            .expect("ops in the report");
         assert!(ops > 0, "{name}: the smoke run did something");
-        assert_eq!(report.pointer("/results/rows/statuses/succeeded").and_then(Value::as_u64), Some(ops), "{name}: every operation succeeded");
-        assert_eq!(report.pointer("/results/provider_payments").and_then(Value::as_u64), Some(ops), "{name}: one provider effect per operation");
-        assert!(report.pointer("/results/rows/claim_to_final/p99_ms").and_then(Value::as_f64).is_some(), "{name}: latency figures are reported");
+        assert_eq!(
+            report
+                .pointer("/results/rows/statuses/succeeded")
+                .and_then(Value::as_u64),
+            Some(ops),
+            "{name}: every operation succeeded"
+        );
+        assert_eq!(
+            report
+                .pointer("/results/provider_payments")
+                .and_then(Value::as_u64),
+            Some(ops),
+            "{name}: one provider effect per operation"
+        );
+        assert!(
+            report
+                .pointer("/results/rows/claim_to_final/p99_ms")
+                .and_then(Value::as_f64)
+                .is_some(),
+            "{name}: latency figures are reported"
+        );
     }
 }

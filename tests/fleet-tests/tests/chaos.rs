@@ -20,12 +20,17 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use fleet_provider_sim::SimConfig;
-use fleet_tests::{contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet, WorkerProcess};
+use fleet_tests::{
+    contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet, WorkerProcess,
+};
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
 
 fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// xorshift64*: a seeded schedule that replays exactly.
@@ -70,10 +75,19 @@ const WORKER_ENV: [(&str, &str); 16] = [
 const ROUTES: [(&str, &[&str]); 3] = [
     ("POST /v1/payments", &["GET /v1/payments"]),
     ("POST /v1/orders/{id}/transitions", &["GET /v1/orders/{id}"]),
-    ("POST /v1/envelopes", &["GET /v1/envelopes", "GET /v1/envelopes/{id}"]),
+    (
+        "POST /v1/envelopes",
+        &["GET /v1/envelopes", "GET /v1/envelopes/{id}"],
+    ),
 ];
 
-const FAULT_KINDS: [&str; 5] = ["drop_before_commit", "drop_after_commit", "error_before_commit", "error_after_commit", "delay"];
+const FAULT_KINDS: [&str; 5] = [
+    "drop_before_commit",
+    "drop_after_commit",
+    "error_before_commit",
+    "error_after_commit",
+    "delay",
+];
 
 /// Of every 8 operations, one is an order status change and one a contract.
 const MIX: usize = 8;
@@ -82,8 +96,12 @@ const MIX: usize = 8;
 const KEYED_PATHS: [&str; 3] = ["/v1/payments", "/v1/refunds", "/v1/envelopes"];
 
 async fn inject_faults(fleet: &TestFleet) {
-    let writes = ROUTES.iter().flat_map(|(write, _)| FAULT_KINDS.map(|kind| (*write, kind)));
-    let reads = ROUTES.iter().flat_map(|(_, reads)| reads.iter().map(|read| (*read, "error_before_commit")));
+    let writes = ROUTES
+        .iter()
+        .flat_map(|(write, _)| FAULT_KINDS.map(|kind| (*write, kind)));
+    let reads = ROUTES
+        .iter()
+        .flat_map(|(_, reads)| reads.iter().map(|read| (*read, "error_before_commit")));
     for (route, kind) in writes.chain(reads) {
         let mut f = json!({"route": route, "kind": kind, "probability": 0.05});
         match kind {
@@ -111,15 +129,30 @@ struct Report {
 
 async fn check(fleet: &TestFleet, ops: &[(String, String)]) -> Report {
     let mut report = Report::default();
-    let requests: Value = fleet.http.get(format!("{}/_sim/requests", fleet.sim.base_url)).send().await.unwrap().json().await.unwrap();
+    let requests: Value = fleet
+        .http
+        .get(format!("{}/_sim/requests", fleet.sim.base_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     for r in requests["data"].as_array().unwrap() {
         let keyed = KEYED_PATHS.contains(&r["path"].as_str().unwrap_or(""));
-        if (keyed && r["idempotency_key"] != r["reference"]) || (!keyed && !r["idempotency_key"].is_null()) {
+        if (keyed && r["idempotency_key"] != r["reference"])
+            || (!keyed && !r["idempotency_key"].is_null())
+        {
             report.drift += 1;
         }
     }
     for (op, hash) in ops {
-        let row = fleet.store.get(op).await.unwrap().expect("every submitted operation exists");
+        let row = fleet
+            .store
+            .get(op)
+            .await
+            .unwrap()
+            .expect("every submitted operation exists");
         *report.by_status.entry(row.status.clone()).or_default() += 1;
         if &row.payload_hash != hash || row.snapshot().hash().as_str() != hash {
             report.drift += 1;
@@ -155,7 +188,9 @@ fn blind_retries(events: &[fleet_store::EventRow]) -> usize {
     for e in events {
         match (e.kind.as_str(), e.to_status.as_deref()) {
             ("transition", Some("unknown")) => unknown_since_last_absence = true,
-            ("lookup", _) if e.evidence.as_ref().is_some_and(|v| v["found"] == json!([])) => unknown_since_last_absence = false,
+            ("lookup", _) if e.evidence.as_ref().is_some_and(|v| v["found"] == json!([])) => {
+                unknown_since_last_absence = false
+            }
             ("transition", Some("in_progress")) if unknown_since_last_absence => blind += 1,
             _ => {}
         }
@@ -169,14 +204,20 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
     let chaos_for = Duration::from_secs(env_or("CHAOS_SECONDS", 20));
     let seed = env_or("CHAOS_SEED", 0x5EED_F1EE7);
     let mut rng = Rng(seed | 1);
-    let mut fleet = TestFleet::start_with_sim(SimConfig { search_lag_ms: 200, esign_search_lag_ms: 200, ..Default::default() }).await;
+    let mut fleet = TestFleet::start_with_sim(SimConfig {
+        search_lag_ms: 200,
+        esign_search_lag_ms: 200,
+        ..Default::default()
+    })
+    .await;
     inject_faults(&fleet).await;
     fleet.spawn_prepare();
 
-    let mut procs: Vec<(&str, WorkerProcess)> = ["fleet-execute", "fleet-execute", "fleet-reconcile"]
-        .into_iter()
-        .map(|name| (name, fleet.spawn_process(name, &WORKER_ENV)))
-        .collect();
+    let mut procs: Vec<(&str, WorkerProcess)> =
+        ["fleet-execute", "fleet-execute", "fleet-reconcile"]
+            .into_iter()
+            .map(|name| (name, fleet.spawn_process(name, &WORKER_ENV)))
+            .collect();
 
     let mut intents: Vec<Value> = Vec::with_capacity(n_ops);
     for n in 0..n_ops {
@@ -216,12 +257,23 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
         if open == 0 {
             break;
         }
-        assert!(Instant::now() < deadline, "{open} operations still open after the settle deadline (seed {seed})");
+        assert!(
+            Instant::now() < deadline,
+            "{open} operations still open after the settle deadline (seed {seed})"
+        );
         sleep(Duration::from_millis(200)).await;
     }
 
     let report = check(&fleet, &ops).await;
-    let requests: Value = fleet.http.get(format!("{}/_sim/requests", fleet.sim.base_url)).send().await.unwrap().json().await.unwrap();
+    let requests: Value = fleet
+        .http
+        .get(format!("{}/_sim/requests", fleet.sim.base_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let mut by_answer: HashMap<String, usize> = HashMap::new();
     for r in requests["data"].as_array().unwrap() {
         let key = match (&r["status"], r["replayed"].as_bool()) {

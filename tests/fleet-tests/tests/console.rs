@@ -5,8 +5,9 @@
 
 use fleet_core::Role;
 use fleet_tests::{
-    contract_intent, cookie_value, deal_update_intent, form_token, hash_of, intent, no_redirects, op_of,
-    order_change_intent, session_of, set_cookie, sign_in_over_http, ApiProcess, SignedIn, TestFleet,
+    contract_intent, cookie_value, deal_update_intent, form_token, hash_of, intent, no_redirects,
+    op_of, order_change_intent, session_of, set_cookie, sign_in_over_http, ApiProcess, SignedIn,
+    TestFleet,
 };
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION};
 use reqwest::StatusCode;
@@ -669,9 +670,20 @@ async fn the_inbox_and_the_operation_page_say_what_an_order_change_and_a_contrac
     for line in [order_line, contract_line] {
         assert!(inbox.contains(line), "{line} in {inbox}");
     }
-    for (op, line) in [(op_of(&order), order_line), (op_of(&contract), contract_line)] {
-        let page = c.get(&alice, &format!("/console/operations/{op}")).await.text().await.unwrap();
-        assert!(page.contains(&format!("<h1 class=\"headline\">{line}</h1>")), "{page}");
+    for (op, line) in [
+        (op_of(&order), order_line),
+        (op_of(&contract), contract_line),
+    ] {
+        let page = c
+            .get(&alice, &format!("/console/operations/{op}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            page.contains(&format!("<h1 class=\"headline\">{line}</h1>")),
+            "{page}"
+        );
     }
     c.fleet.stop().await;
 }

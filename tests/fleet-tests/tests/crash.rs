@@ -36,7 +36,18 @@ async fn unknown_after(fault: Value) -> (TestFleet, String) {
 const SHORT_LEASE: [(&str, &str); 1] = [("LEASE_TTL_MS", "1500")];
 
 async fn requests(fleet: &TestFleet, op: &str) -> Vec<Value> {
-    let v: Value = fleet.http.get(format!("{}/_sim/requests?reference={op}", fleet.sim.base_url)).send().await.unwrap().json().await.unwrap();
+    let v: Value = fleet
+        .http
+        .get(format!(
+            "{}/_sim/requests?reference={op}",
+            fleet.sim.base_url
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     v["data"].as_array().unwrap().clone()
 }
 
@@ -48,28 +59,51 @@ async fn assert_one_key(fleet: &TestFleet, op: &str) {
 }
 
 async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> usize {
-    fleet.store.events(op).await.unwrap().iter().filter(|e| e.kind == "transition" && e.to_status.as_deref() == Some(status)).count()
+    fleet
+        .store
+        .events(op)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "transition" && e.to_status.as_deref() == Some(status))
+        .count()
 }
 
 #[tokio::test]
 async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_with_the_same_key() {
     let (mut fleet, op) = approved().await;
-    let mut doomed = fleet.spawn_process("fleet-execute", &[SHORT_LEASE[0], ("FLEET_PAUSE_AT", "before_provider_call")]);
+    let mut doomed = fleet.spawn_process(
+        "fleet-execute",
+        &[SHORT_LEASE[0], ("FLEET_PAUSE_AT", "before_provider_call")],
+    );
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
-    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "in_progress");
+    assert_eq!(
+        fleet.store.get(&op).await.unwrap().unwrap().status,
+        "in_progress"
+    );
     // reconcile: lease expiry → unknown → the search (after its lag) proves absence →
     // not_started → a healthy worker retries with the same key.
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
     let row = fleet.reaches(&op, "succeeded").await;
     assert_eq!(row.fence, 2, "the second claim did the work");
-    assert_eq!(fleet.sim_posts(&op).await, 1, "the killed worker never sent");
+    assert_eq!(
+        fleet.sim_posts(&op).await,
+        1,
+        "the killed worker never sent"
+    );
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_one_key(&fleet, &op).await;
     let events = fleet.store.events(&op).await.unwrap();
-    let absent = events.iter().position(|e| e.reason.as_deref() == Some("lookup_proved_absence")).expect("a lookup proved absence");
-    assert!(events[..absent].iter().any(|e| e.kind == "lookup"), "the absence was looked up before the retry");
+    let absent = events
+        .iter()
+        .position(|e| e.reason.as_deref() == Some("lookup_proved_absence"))
+        .expect("a lookup proved absence");
+    assert!(
+        events[..absent].iter().any(|e| e.kind == "lookup"),
+        "the absence was looked up before the retry"
+    );
     fleet.stop().await;
 }
 
@@ -77,7 +111,9 @@ async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_wit
 async fn killed_while_the_provider_commits_is_found_by_lookup_with_no_second_post() {
     let (mut fleet, op) = approved().await;
     // The provider holds the request 1 s, then commits it whatever happened to the caller.
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 1000})).await;
+    fleet
+        .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 1000}))
+        .await;
     let mut doomed = fleet.spawn_process("fleet-execute", &SHORT_LEASE);
     fleet.provider_received(&op).await;
     doomed.kill9();
@@ -93,7 +129,8 @@ async fn killed_while_the_provider_commits_is_found_by_lookup_with_no_second_pos
 
 #[tokio::test]
 async fn a_response_dropped_after_commit_is_unknown_then_found_by_lookup() {
-    let (mut fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
+    let (mut fleet, op) =
+        unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
     let unknown = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(unknown.status_reason.as_deref(), Some("connection_reset"));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
@@ -106,10 +143,20 @@ async fn a_response_dropped_after_commit_is_unknown_then_found_by_lookup() {
 #[tokio::test]
 async fn killed_after_the_response_before_the_row_was_written_is_found_by_lookup() {
     let (mut fleet, op) = approved().await;
-    let mut doomed = fleet.spawn_process("fleet-execute", &[SHORT_LEASE[0], ("FLEET_PAUSE_AT", "after_provider_response")]);
+    let mut doomed = fleet.spawn_process(
+        "fleet-execute",
+        &[
+            SHORT_LEASE[0],
+            ("FLEET_PAUSE_AT", "after_provider_response"),
+        ],
+    );
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
-    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "in_progress", "nothing was recorded");
+    assert_eq!(
+        fleet.store.get(&op).await.unwrap().unwrap().status,
+        "in_progress",
+        "nothing was recorded"
+    );
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
     let row = fleet.reaches(&op, "succeeded").await;
@@ -120,18 +167,28 @@ async fn killed_after_the_response_before_the_row_was_written_is_found_by_lookup
 }
 
 #[tokio::test]
-async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbell_changes_nothing() {
+async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbell_changes_nothing()
+{
     let (fleet, op) = approved().await;
     let mut doomed = fleet.spawn_process("fleet-execute", &[("FLEET_PAUSE_AT", "after_record")]);
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
-    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "succeeded");
+    assert_eq!(
+        fleet.store.get(&op).await.unwrap().unwrap().status,
+        "succeeded"
+    );
     doomed.kill9();
     // The unacked doorbell goes back to the queue; a fresh worker takes it.
     let survivor = fleet.spawn_process("fleet-execute", &[]);
     let broker = fleet.broker.clone();
     eventually("the redelivered doorbell to be consumed", || {
         let broker = broker.clone();
-        async move { (fleet_broker::message_count(&broker, fleet_broker::Queue::OperationsExecute).await.ok()? == 0).then_some(()) }
+        async move {
+            (fleet_broker::message_count(&broker, fleet_broker::Queue::OperationsExecute)
+                .await
+                .ok()?
+                == 0)
+                .then_some(())
+        }
     })
     .await;
     survivor.wait_for_log("consumer subscribed").await;
@@ -145,33 +202,72 @@ async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbel
 
 #[tokio::test]
 async fn a_saved_500_after_commit_is_unknown_until_the_lookup_finds_the_payment() {
-    let (mut fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500})).await;
+    let (mut fleet, op) = unknown_after(
+        json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
+    )
+    .await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let row = fleet.reaches(&op, "succeeded").await;
-    assert!(row.external_id.as_deref().is_some_and(|id| id.starts_with("pay_")));
+    assert!(row
+        .external_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("pay_")));
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(fleet.sim_effects(&op).await, 1);
-    let lookups: Vec<_> = fleet.store.events(&op).await.unwrap().into_iter().filter(|e| e.kind == "lookup").collect();
+    let lookups: Vec<_> = fleet
+        .store
+        .events(&op)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "lookup")
+        .collect();
     assert!(!lookups.is_empty(), "resolved by a recorded lookup");
     fleet.stop().await;
 }
 
 #[tokio::test]
-async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_resolves_without_a_second_post() {
-    let mut fleet = TestFleet::start_with_sim(fleet_provider_sim::SimConfig { search_lag_ms: 1_000, ..Default::default() }).await;
+async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_resolves_without_a_second_post(
+) {
+    let mut fleet = TestFleet::start_with_sim(fleet_provider_sim::SimConfig {
+        search_lag_ms: 1_000,
+        ..Default::default()
+    })
+    .await;
     fleet.spawn_prepare();
     let i = intent();
     let op = op_of(&i);
     fleet.submit(&i).await;
     fleet.prepared(&op).await;
     // The provider takes 500 ms; the worker gives up after 200 ms: unknown.
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 500})).await;
+    fleet
+        .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 500}))
+        .await;
     let mut providers = fleet.provider_configs();
     providers.provider_mut("payments").timeout_ms = 200;
-    let handler = fleet_execute::ExecuteHandler::new(fleet.execute_deps_with(ExecuteSettings::default(), &providers));
-    fleet.store.approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER).await.unwrap();
-    handler.resume(&OperationId::parse(&op).unwrap()).await.unwrap();
-    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status_reason.as_deref(), Some("timeout"));
+    let handler = fleet_execute::ExecuteHandler::new(
+        fleet.execute_deps_with(ExecuteSettings::default(), &providers),
+    );
+    fleet
+        .store
+        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER)
+        .await
+        .unwrap();
+    handler
+        .resume(&OperationId::parse(&op).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        fleet
+            .store
+            .get(&op)
+            .await
+            .unwrap()
+            .unwrap()
+            .status_reason
+            .as_deref(),
+        Some("timeout")
+    );
     // The documented lag bound (3 s) is longer than the real one (1 s after creation).
     fleet.spawn_reconcile(contract(3_000), fast_reconcile());
     fleet.spawn_execute();
@@ -179,15 +275,26 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     assert_eq!(row.fence, 1, "no second claim");
     assert_eq!(fleet.sim_posts(&op).await, 1, "never a second POST");
     let events = fleet.store.events(&op).await.unwrap();
-    let empty_lookups = events.iter().filter(|e| e.kind == "lookup" && e.evidence.as_ref().is_some_and(|v| v["found"] == json!([]))).count();
-    assert!(empty_lookups >= 1, "the search first found nothing and reconcile waited: {events:?}");
-    assert!(!events.iter().any(|e| e.reason.as_deref() == Some("lookup_proved_absence")));
+    let empty_lookups = events
+        .iter()
+        .filter(|e| {
+            e.kind == "lookup" && e.evidence.as_ref().is_some_and(|v| v["found"] == json!([]))
+        })
+        .count();
+    assert!(
+        empty_lookups >= 1,
+        "the search first found nothing and reconcile waited: {events:?}"
+    );
+    assert!(!events
+        .iter()
+        .any(|e| e.reason.as_deref() == Some("lookup_proved_absence")));
     fleet.stop().await;
 }
 
 #[tokio::test]
 async fn two_payments_for_one_reference_are_escalated_and_none_is_chosen() {
-    let (mut fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
+    let (mut fleet, op) =
+        unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
     // Someone else created a second payment with our reference (another key).
     let r = fleet
         .http
@@ -211,7 +318,9 @@ async fn two_payments_for_one_reference_are_escalated_and_none_is_chosen() {
 #[tokio::test]
 async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts() {
     let (mut fleet, op) = approved().await;
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 2500})).await;
+    fleet
+        .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 2500}))
+        .await;
     let paused = fleet.spawn_process("fleet-execute", &SHORT_LEASE);
     fleet.provider_received(&op).await;
     paused.pause();
@@ -224,13 +333,24 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
     let attempt = eventually("the paused worker to record its attempt", || {
         let store = store.clone();
         let op = op.clone();
-        async move { store.attempts(&op).await.unwrap().into_iter().find(|a| a.fence == 1 && a.finished_at.is_some()) }
+        async move {
+            store
+                .attempts(&op)
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|a| a.fence == 1 && a.finished_at.is_some())
+        }
     })
     .await;
     assert!(attempt.outcome.is_some());
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(row.status, "succeeded");
-    assert_eq!(transitions_to(&fleet, &op, "succeeded").await, 1, "resolved once");
+    assert_eq!(
+        transitions_to(&fleet, &op, "succeeded").await,
+        1,
+        "resolved once"
+    );
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(fleet.sim_effects(&op).await, 1);
     drop(paused);
@@ -239,13 +359,23 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
 
 #[tokio::test]
 async fn two_reconcile_workers_on_the_same_operation_resolve_it_once() {
-    let (fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 503})).await;
-    let a = Arc::new(Reconciler::new(&fleet.reconcile_deps(contract(0), fast_reconcile())));
-    let b = Arc::new(Reconciler::new(&fleet.reconcile_deps(contract(0), fast_reconcile())));
+    let (fleet, op) = unknown_after(
+        json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 503}),
+    )
+    .await;
+    let a = Arc::new(Reconciler::new(
+        &fleet.reconcile_deps(contract(0), fast_reconcile()),
+    ));
+    let b = Arc::new(Reconciler::new(
+        &fleet.reconcile_deps(contract(0), fast_reconcile()),
+    ));
     let (ra, rb) = tokio::join!(a.reconcile(&op), b.reconcile(&op));
     ra.unwrap();
     rb.unwrap();
-    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "succeeded");
+    assert_eq!(
+        fleet.store.get(&op).await.unwrap().unwrap().status,
+        "succeeded"
+    );
     assert_eq!(transitions_to(&fleet, &op, "succeeded").await, 1);
     fleet.stop().await;
 }
@@ -259,7 +389,11 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
     fleet.submit(&i).await;
     fleet.prepared(&op).await;
     // Approved, but the doorbell is lost: approve without ringing.
-    fleet.store.approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER).await.unwrap();
+    fleet
+        .store
+        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER)
+        .await
+        .unwrap();
     fleet.spawn_execute();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, "succeeded").await;
@@ -269,13 +403,20 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
 
 #[tokio::test]
 async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retried() {
-    let (mut fleet, op) = unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_before_commit"})).await;
+    let (mut fleet, op) =
+        unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_before_commit"})).await;
     // A provider that keeps keys one minute: every attempt is within the safety margin
     // of the end of retention, so a retry could double-charge.
-    let short_retention = fleet_core::reconcile::ProviderContract { key_retention_ms: 60_000, ..contract(0) };
+    let short_retention = fleet_core::reconcile::ProviderContract {
+        key_retention_ms: 60_000,
+        ..contract(0)
+    };
     fleet.spawn_reconcile(short_retention, fast_reconcile());
     let row = fleet.escalated(&op).await;
-    assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("key_retention_passed")));
+    assert_eq!(
+        (row.status.as_str(), row.status_reason.as_deref()),
+        ("unknown", Some("key_retention_passed"))
+    );
     assert_eq!(row.fence, 1, "never claimed again");
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(fleet.sim_effects(&op).await, 0);
@@ -284,9 +425,16 @@ async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retr
 
 #[tokio::test]
 async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lookup() {
-    let mut fleet = TestFleet::start_with_sim(fleet_provider_sim::SimConfig { default_payment_status: "pending".into(), ..Default::default() }).await;
+    let mut fleet = TestFleet::start_with_sim(fleet_provider_sim::SimConfig {
+        default_payment_status: "pending".into(),
+        ..Default::default()
+    })
+    .await;
     fleet.spawn_prepare();
-    fleet.spawn_execute_with(ExecuteSettings { accepted_deadline_s: 1, ..ExecuteSettings::default() });
+    fleet.spawn_execute_with(ExecuteSettings {
+        accepted_deadline_s: 1,
+        ..ExecuteSettings::default()
+    });
     let i = intent();
     let op = op_of(&i);
     fleet.submit(&i).await;
@@ -296,11 +444,25 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
     assert!(accepted.deadline_at.is_some());
     // The provider settles it, but its webhook never arrives (none is configured).
     let payment_id = accepted.external_id.clone().unwrap();
-    fleet.sim_post(&format!("/_sim/payments/{payment_id}/settle"), json!({"status": "succeeded"})).await;
+    fleet
+        .sim_post(
+            &format!("/_sim/payments/{payment_id}/settle"),
+            json!({"status": "succeeded"}),
+        )
+        .await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let row = fleet.reaches(&op, "succeeded").await;
     assert_eq!(row.external_id.as_deref(), Some(payment_id.as_str()));
-    assert!(fleet.store.events(&op).await.unwrap().iter().any(|e| e.kind == "lookup"), "settled by a recorded lookup");
+    assert!(
+        fleet
+            .store
+            .events(&op)
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| e.kind == "lookup"),
+        "settled by a recorded lookup"
+    );
     assert_eq!(fleet.sim_posts(&op).await, 1);
     fleet.stop().await;
 }
@@ -316,14 +478,25 @@ async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_
     let op = op_of(&closed);
     fleet.submit(&closed).await;
     fleet.prepared(&op).await;
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500})).await;
+    fleet
+        .sim_fault(
+            json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
+        )
+        .await;
     fleet.spawn_execute();
     fleet.approve(&op, &hash_of(&closed)).await.unwrap();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let row = fleet.escalated(&op).await;
-    assert_eq!((row.status.as_str(), row.status_reason.as_deref()), ("unknown", Some("saved_error_replayed")));
+    assert_eq!(
+        (row.status.as_str(), row.status_reason.as_deref()),
+        ("unknown", Some("saved_error_replayed"))
+    );
     let attempts = fleet.store.attempts(&op).await.unwrap();
-    assert_eq!(attempts.len(), 2, "one retry proved the key holds the error");
+    assert_eq!(
+        attempts.len(),
+        2,
+        "one retry proved the key holds the error"
+    );
     assert_eq!(attempts[1].replayed, Some(true));
     assert_eq!(fleet.sim_effects(&op).await, 0);
     fleet.stop().await;

@@ -5,20 +5,39 @@
 use fleet_store::{role_url, DbRole};
 use fleet_tests::{hash_of, intent, op_of, TestFleet};
 
-const WORKERS: [DbRole; 5] = [DbRole::Prepare, DbRole::Execute, DbRole::Reconcile, DbRole::WebhookIngest, DbRole::Relay];
+const WORKERS: [DbRole; 5] = [
+    DbRole::Prepare,
+    DbRole::Execute,
+    DbRole::Reconcile,
+    DbRole::WebhookIngest,
+    DbRole::Relay,
+];
 
 async fn connect_as(fleet: &TestFleet, role: DbRole) -> tokio_postgres::Client {
-    let url = role_url(&fleet.database_url, role, role.password_from_env().as_deref()).unwrap();
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap_or_else(|e| panic!("{} logs in: {e}", role.name()));
+    let url = role_url(
+        &fleet.database_url,
+        role,
+        role.password_from_env().as_deref(),
+    )
+    .unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("{} logs in: {e}", role.name()));
     tokio::spawn(connection);
     client
 }
 
 /// The SQLSTATE of a refused statement, or "ok" when it ran.
-async fn attempt(client: &tokio_postgres::Client, sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> String {
+async fn attempt(
+    client: &tokio_postgres::Client,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> String {
     match client.execute(sql, params).await {
         Ok(_) => "ok".to_owned(),
-        Err(e) => e.code().map_or_else(|| e.to_string(), |c| c.code().to_owned()),
+        Err(e) => e
+            .code()
+            .map_or_else(|| e.to_string(), |c| c.code().to_owned()),
     }
 }
 
@@ -38,14 +57,39 @@ async fn the_execute_role_gets_permission_denied_approving_an_operation() {
     fleet.prepared(&op).await;
 
     let execute = connect_as(&fleet, DbRole::Execute).await;
-    assert_eq!(attempt(&execute, APPROVE, &[&op, &hash]).await, PERMISSION_DENIED);
-    assert_eq!(attempt(&execute, "UPDATE operations SET approval_status = 'approved' WHERE operation_id = $1", &[&op]).await, PERMISSION_DENIED);
-    assert_eq!(attempt(&execute, RECORD_APPROVAL, &[&op, &hash]).await, PERMISSION_DENIED);
+    assert_eq!(
+        attempt(&execute, APPROVE, &[&op, &hash]).await,
+        PERMISSION_DENIED
+    );
+    assert_eq!(
+        attempt(
+            &execute,
+            "UPDATE operations SET approval_status = 'approved' WHERE operation_id = $1",
+            &[&op]
+        )
+        .await,
+        PERMISSION_DENIED
+    );
+    assert_eq!(
+        attempt(&execute, RECORD_APPROVAL, &[&op, &hash]).await,
+        PERMISSION_DENIED
+    );
     // What execute does do still works: it may move the execution columns.
-    assert_eq!(attempt(&execute, "UPDATE operations SET updated_at = now() WHERE operation_id = $1", &[&op]).await, "ok");
+    assert_eq!(
+        attempt(
+            &execute,
+            "UPDATE operations SET updated_at = now() WHERE operation_id = $1",
+            &[&op]
+        )
+        .await,
+        "ok"
+    );
 
     let row = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!((row.approval_status.as_str(), row.decided_by), ("pending", None));
+    assert_eq!(
+        (row.approval_status.as_str(), row.decided_by),
+        ("pending", None)
+    );
     fleet.stop().await;
 }
 
@@ -60,13 +104,31 @@ async fn only_the_api_role_records_approvals_and_decisions() {
 
     for role in WORKERS {
         let client = connect_as(&fleet, role).await;
-        for (what, sql) in [("approving", APPROVE), ("recording an approval", RECORD_APPROVAL)] {
-            assert_eq!(attempt(&client, sql, &[&op, &hash]).await, PERMISSION_DENIED, "{} {what}", role.name());
+        for (what, sql) in [
+            ("approving", APPROVE),
+            ("recording an approval", RECORD_APPROVAL),
+        ] {
+            assert_eq!(
+                attempt(&client, sql, &[&op, &hash]).await,
+                PERMISSION_DENIED,
+                "{} {what}",
+                role.name()
+            );
         }
         // Nor can a worker forge an outcome event on the outbox, or mint itself a token.
         let forged = "INSERT INTO operation_outbox (operation_id, sequence, event_type, tenant_id, history_id, occurred_at, data) VALUES ($1, 99, 'x', 't', 1, now(), '{}')";
-        assert_eq!(attempt(&client, forged, &[&op]).await, PERMISSION_DENIED, "{} writing the outbox", role.name());
-        assert_eq!(attempt(&client, "SELECT token_hash FROM api_tokens", &[]).await, PERMISSION_DENIED, "{} reading tokens", role.name());
+        assert_eq!(
+            attempt(&client, forged, &[&op]).await,
+            PERMISSION_DENIED,
+            "{} writing the outbox",
+            role.name()
+        );
+        assert_eq!(
+            attempt(&client, "SELECT token_hash FROM api_tokens", &[]).await,
+            PERMISSION_DENIED,
+            "{} reading tokens",
+            role.name()
+        );
     }
 
     // The API's role may (rolled back: the test only asks the database).
@@ -94,8 +156,20 @@ async fn no_component_role_is_a_superuser_an_owner_or_a_member_of_another_role()
             )
             .await
             .unwrap_or_else(|e| panic!("{name} exists: {e}"));
-        let flags: (bool, bool, bool, bool, bool, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4), row.get(5), row.get(6));
-        assert_eq!(flags, (false, false, false, false, true, 0, 0), "{name}: superuser, createdb, createrole, bypassrls, login, owns, member of");
+        let flags: (bool, bool, bool, bool, bool, i64, i64) = (
+            row.get(0),
+            row.get(1),
+            row.get(2),
+            row.get(3),
+            row.get(4),
+            row.get(5),
+            row.get(6),
+        );
+        assert_eq!(
+            flags,
+            (false, false, false, false, true, 0, 0),
+            "{name}: superuser, createdb, createrole, bypassrls, login, owns, member of"
+        );
     }
     fleet.stop().await;
 }
@@ -122,6 +196,9 @@ async fn every_table_is_granted_to_some_component() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert!(ungranted.is_empty(), "tables no component role is granted: {ungranted:?}");
+    assert!(
+        ungranted.is_empty(),
+        "tables no component role is granted: {ungranted:?}"
+    );
     fleet.stop().await;
 }

@@ -5,13 +5,13 @@
 //! or cut off from the broker, loses nothing.
 
 use fleet_core::events::tenant_segment;
+use fleet_core::Resolution;
 use fleet_reconcile::Reconciler;
+use fleet_store::Resolve;
 use fleet_tests::{
     contract, eventually, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy,
     TappedEvent, TestFleet,
 };
-use fleet_core::Resolution;
-use fleet_store::Resolve;
 use serde_json::{json, Value};
 
 const HAPPY_PATH: [&str; 4] = ["prepared", "approved", "executing", "succeeded"];

@@ -23,18 +23,34 @@ async fn prepared(intent: serde_json::Value) -> (TestFleet, String, String) {
 async fn happy_path_submit_approve_succeeds_with_exactly_one_payment() {
     let (mut fleet, op, hash) = prepared(intent()).await;
     fleet.spawn_execute();
-    assert!(fleet.approve(&op, &hash).await.unwrap(), "the execute bell rang");
+    assert!(
+        fleet.approve(&op, &hash).await.unwrap(),
+        "the execute bell rang"
+    );
     let row = fleet.reaches(&op, "succeeded").await;
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(row.fence, 1);
     assert_eq!(row.approved_hash.as_deref(), Some(hash.as_str()));
-    assert!(row.external_id.as_deref().is_some_and(|id| id.starts_with("pay_")));
+    assert!(row
+        .external_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("pay_")));
     assert!(row.resolved_at.is_some() && row.lease_owner.is_none());
     let attempts = fleet.store.attempts(&op).await.unwrap();
     assert_eq!(attempts.len(), 1);
-    assert_eq!((attempts[0].outcome.as_deref(), attempts[0].http_status), (Some("succeeded"), Some(201)));
-    let kinds: Vec<_> = fleet.store.events(&op).await.unwrap().into_iter().map(|e| (e.kind, e.to_status)).collect();
+    assert_eq!(
+        (attempts[0].outcome.as_deref(), attempts[0].http_status),
+        (Some("succeeded"), Some(201))
+    );
+    let kinds: Vec<_> = fleet
+        .store
+        .events(&op)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.kind, e.to_status))
+        .collect();
     assert_eq!(
         kinds,
         vec![
@@ -61,18 +77,32 @@ async fn the_same_execute_doorbell_delivered_five_times_makes_one_provider_post(
     fleet.drained(fleet_broker::Queue::OperationsExecute).await;
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(fleet.sim_effects(&op).await, 1);
-    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().fence, 1, "one claim");
+    assert_eq!(
+        fleet.store.get(&op).await.unwrap().unwrap().fence,
+        1,
+        "one claim"
+    );
     fleet.stop().await;
 }
 
 #[tokio::test]
 async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim() {
     let (fleet, op, hash) = prepared(intent()).await;
-    fleet.store.approve(&op, &hash, &fleet_tests::TEST_APPROVER).await.unwrap();
+    fleet
+        .store
+        .approve(&op, &hash, &fleet_tests::TEST_APPROVER)
+        .await
+        .unwrap();
     // Slow provider: the first call is still in flight while the second worker tries.
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 300})).await;
-    let a = Arc::new(ExecuteHandler::new(fleet.execute_deps(ExecuteSettings::default())));
-    let b = Arc::new(ExecuteHandler::new(fleet.execute_deps(ExecuteSettings::default())));
+    fleet
+        .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 300}))
+        .await;
+    let a = Arc::new(ExecuteHandler::new(
+        fleet.execute_deps(ExecuteSettings::default()),
+    ));
+    let b = Arc::new(ExecuteHandler::new(
+        fleet.execute_deps(ExecuteSettings::default()),
+    ));
     let id = OperationId::parse(&op).unwrap();
     let (ra, rb) = tokio::join!(a.resume(&id), b.resume(&id));
     ra.unwrap();
@@ -88,13 +118,22 @@ async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_concurrent_claims_of_one_operation_yield_one_claim() {
     let (fleet, op, hash) = prepared(intent()).await;
-    fleet.store.approve(&op, &hash, &fleet_tests::TEST_APPROVER).await.unwrap();
+    fleet
+        .store
+        .approve(&op, &hash, &fleet_tests::TEST_APPROVER)
+        .await
+        .unwrap();
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     let handles: Vec<_> = (0..32)
         .map(|i| {
             let store = fleet.store.clone();
             let op = op.clone();
-            tokio::spawn(async move { store.claim(&op, row.fence, &format!("racer-{i}"), 30_000).await.unwrap() })
+            tokio::spawn(async move {
+                store
+                    .claim(&op, row.fence, &format!("racer-{i}"), 30_000)
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     let mut won = 0;
@@ -138,13 +177,36 @@ async fn approving_with_a_hash_that_is_not_the_stored_one_is_refused_and_changes
     let before = fleet.store.get(&op).await.unwrap().unwrap();
     let other = hash_of(&fleet_tests::with_amount(intent(), json!(1)));
     let err = fleet.approve(&op, &other).await.unwrap_err();
-    assert!(matches!(err, fleet_store::ApprovalOutcome::HashMismatch { .. }), "{err:?}");
+    assert!(
+        matches!(err, fleet_store::ApprovalOutcome::HashMismatch { .. }),
+        "{err:?}"
+    );
     let after = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!((after.approval_status.as_str(), after.approved_hash.as_deref()), ("pending", None));
+    assert_eq!(
+        (
+            after.approval_status.as_str(),
+            after.approved_hash.as_deref()
+        ),
+        ("pending", None)
+    );
     assert_eq!(after.updated_at, before.updated_at);
-    assert_eq!(fleet.store.events(&op).await.unwrap().len(), 1, "no approval event");
-    assert_eq!(fleet.count("SELECT count(*) FROM approvals").await, 0, "no approval recorded");
-    assert_eq!(fleet_broker::message_count(&fleet.broker, Queue::OperationsExecute).await.unwrap(), 0, "no bell rung");
+    assert_eq!(
+        fleet.store.events(&op).await.unwrap().len(),
+        1,
+        "no approval event"
+    );
+    assert_eq!(
+        fleet.count("SELECT count(*) FROM approvals").await,
+        0,
+        "no approval recorded"
+    );
+    assert_eq!(
+        fleet_broker::message_count(&fleet.broker, Queue::OperationsExecute)
+            .await
+            .unwrap(),
+        0,
+        "no bell rung"
+    );
     fleet.stop().await;
 }
 
@@ -165,7 +227,11 @@ async fn a_402_from_the_provider_fails_the_operation_with_its_error_code() {
 #[tokio::test]
 async fn a_500_from_the_provider_makes_the_operation_unknown_and_it_is_never_retried_here() {
     let (mut fleet, op, hash) = prepared(intent()).await;
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500})).await;
+    fleet
+        .sim_fault(
+            json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
+        )
+        .await;
     fleet.spawn_execute();
     fleet.approve(&op, &hash).await.unwrap();
     let row = fleet.reaches(&op, "unknown").await;
@@ -177,7 +243,14 @@ async fn a_500_from_the_provider_makes_the_operation_unknown_and_it_is_never_ret
     }
     fleet.drained(fleet_broker::Queue::OperationsExecute).await;
     assert_eq!(fleet.sim_posts(&op).await, 1, "exactly one POST");
-    assert_eq!(fleet.sim_effects(&op).await, 1, "the provider did act: only a lookup can tell");
-    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().status, "unknown");
+    assert_eq!(
+        fleet.sim_effects(&op).await,
+        1,
+        "the provider did act: only a lookup can tell"
+    );
+    assert_eq!(
+        fleet.store.get(&op).await.unwrap().unwrap().status,
+        "unknown"
+    );
     fleet.stop().await;
 }

@@ -24,7 +24,11 @@ fn luhn(digits: &str) -> bool {
             let d = u32::from(b - b'0');
             if i % 2 == 1 {
                 let dd = d * 2;
-                if dd > 9 { dd - 9 } else { dd }
+                if dd > 9 {
+                    dd - 9
+                } else {
+                    dd
+                }
             } else {
                 d
             }
@@ -38,25 +42,47 @@ fn luhn(digits: &str) -> bool {
 /// Luhn check: a card number by its shape.
 fn card_like_numbers(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|word| word.chars().all(|c| c.is_ascii_digit()) && (13..=19).contains(&word.len()) && luhn(word))
+        .filter(|word| {
+            word.chars().all(|c| c.is_ascii_digit())
+                && (13..=19).contains(&word.len())
+                && luhn(word)
+        })
         .map(str::to_owned)
         .collect()
 }
 
 #[test]
 fn the_luhn_scan_finds_card_numbers_and_ignores_other_digits() {
-    assert_eq!(card_like_numbers(&format!("x {PAN} y")), vec![PAN.to_owned()]);
+    assert_eq!(
+        card_like_numbers(&format!("x {PAN} y")),
+        vec![PAN.to_owned()]
+    );
     assert!(card_like_numbers("op_01J 1250000 4111111111111112 12345").is_empty());
-    assert_eq!(card_like_numbers(&format!("\"pan\":\"{PAN}\",")), vec![PAN.to_owned()]);
+    assert_eq!(
+        card_like_numbers(&format!("\"pan\":\"{PAN}\",")),
+        vec![PAN.to_owned()]
+    );
     // A hash whose hex happens to hold a Luhn-valid run of digits is not a card number.
-    assert!(card_like_numbers("sha256:48b8a230027060764474c8fbd21a16311c828e7814aa545dfc7b0811946b2502").is_empty());
+    assert!(card_like_numbers(
+        "sha256:48b8a230027060764474c8fbd21a16311c828e7814aa545dfc7b0811946b2502"
+    )
+    .is_empty());
 }
 
 #[tokio::test]
 async fn no_canary_reaches_any_log_line_through_the_full_flow() {
-    let fleet = TestFleet::start_with_sim(SimConfig { api_key: API_KEY.into(), default_payment_status: "pending".into(), ..Default::default() }).await;
+    let fleet = TestFleet::start_with_sim(SimConfig {
+        api_key: API_KEY.into(),
+        default_payment_status: "pending".into(),
+        ..Default::default()
+    })
+    .await;
     let secret = format!("whsec_{WEBHOOK_SECRET_B64}");
-    let webhook_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let webhook_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let webhook_addr = format!("127.0.0.1:{webhook_port}");
     let env = [
         ("PAYMENTS_API_KEY", API_KEY),
@@ -69,18 +95,31 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
         ("LOOKUP_RECHECK_MS", "200"),
         ("RUST_LOG", "trace"),
     ];
-    let workers: Vec<_> =
-        ["fleet-prepare", "fleet-execute", "fleet-reconcile", "fleet-webhook-ingest", "fleet-relay"]
-            .into_iter()
-            .map(|w| {
-                // Each worker's own role, with a password in its URL (the server trusts local
-                // connections, so any password logs in): it must never reach a log line.
-                let role = fleet_store::DbRole::of_binary(w).unwrap();
-                let dsn = fleet_store::role_url(&fleet.database_url, role, Some(DB_PASSWORD)).unwrap();
-                fleet.spawn_process(w, &[env.as_slice(), &[("DATABASE_URL", dsn.as_str())]].concat())
-            })
-            .collect();
-    fleet.sim_post("/_sim/webhooks/config", json!({"url": format!("http://{webhook_addr}/webhooks/payments"), "secret": secret})).await;
+    let workers: Vec<_> = [
+        "fleet-prepare",
+        "fleet-execute",
+        "fleet-reconcile",
+        "fleet-webhook-ingest",
+        "fleet-relay",
+    ]
+    .into_iter()
+    .map(|w| {
+        // Each worker's own role, with a password in its URL (the server trusts local
+        // connections, so any password logs in): it must never reach a log line.
+        let role = fleet_store::DbRole::of_binary(w).unwrap();
+        let dsn = fleet_store::role_url(&fleet.database_url, role, Some(DB_PASSWORD)).unwrap();
+        fleet.spawn_process(
+            w,
+            &[env.as_slice(), &[("DATABASE_URL", dsn.as_str())]].concat(),
+        )
+    })
+    .collect();
+    fleet
+        .sim_post(
+            "/_sim/webhooks/config",
+            json!({"url": format!("http://{webhook_addr}/webhooks/payments"), "secret": secret}),
+        )
+        .await;
 
     // A payment whose beneficiary is a card number: accepted, settled, webhook applied.
     let mut carded = intent();
@@ -90,21 +129,39 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
     fleet.prepared(&carded_op).await;
     fleet.approve(&carded_op, &hash_of(&carded)).await.unwrap();
     let accepted = fleet.reaches(&carded_op, "accepted").await;
-    fleet.sim_post(&format!("/_sim/payments/{}/settle", accepted.external_id.unwrap()), json!({"status": "succeeded"})).await;
+    fleet
+        .sim_post(
+            &format!("/_sim/payments/{}/settle", accepted.external_id.unwrap()),
+            json!({"status": "succeeded"}),
+        )
+        .await;
     fleet.reaches(&carded_op, "succeeded").await;
 
     // One the provider answers 500 after committing: unknown, then reconciled by lookup.
     let unknown = intent();
     let unknown_op = op_of(&unknown);
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500})).await;
+    fleet
+        .sim_fault(
+            json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
+        )
+        .await;
     fleet.submit(&unknown).await;
     fleet.prepared(&unknown_op).await;
-    fleet.approve(&unknown_op, &hash_of(&unknown)).await.unwrap();
+    fleet
+        .approve(&unknown_op, &hash_of(&unknown))
+        .await
+        .unwrap();
     let store = fleet.store.clone();
     eventually("the 500 to be reconciled", || {
         let store = store.clone();
         let op = unknown_op.clone();
-        async move { store.get(&op).await.unwrap().filter(|r| r.status == "accepted" || r.status == "succeeded") }
+        async move {
+            store
+                .get(&op)
+                .await
+                .unwrap()
+                .filter(|r| r.status == "accepted" || r.status == "succeeded")
+        }
     })
     .await;
 
@@ -113,20 +170,48 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
     fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
 
     // The relay published every outcome event, whose data carries the payload.
-    eventually("the outbox to drain", || async { (fleet.outbox_backlog().await == 0).then_some(()) }).await;
-    let logs: Vec<(String, String)> = workers.iter().map(|w| (w.name.clone(), w.log_text())).collect();
+    eventually("the outbox to drain", || async {
+        (fleet.outbox_backlog().await == 0).then_some(())
+    })
+    .await;
+    let logs: Vec<(String, String)> = workers
+        .iter()
+        .map(|w| (w.name.clone(), w.log_text()))
+        .collect();
     drop(workers);
-    assert!(logs.iter().all(|(_, text)| text.lines().count() > 5), "every worker logged");
+    assert!(
+        logs.iter().all(|(_, text)| text.lines().count() > 5),
+        "every worker logged"
+    );
     // Positive control: the scan reads real lines, which do name the operation.
-    assert!(logs.iter().any(|(name, text)| name == "fleet-execute" && text.contains(&carded_op)));
-    assert!(logs.iter().any(|(name, text)| name == "fleet-relay" && text.contains(&carded_op)), "the relay's TRACE lines were scanned");
-    let canaries = [API_KEY, DB_PASSWORD, secret.as_str(), WEBHOOK_SECRET_B64, PAN, "Bearer "];
+    assert!(logs
+        .iter()
+        .any(|(name, text)| name == "fleet-execute" && text.contains(&carded_op)));
+    assert!(
+        logs.iter()
+            .any(|(name, text)| name == "fleet-relay" && text.contains(&carded_op)),
+        "the relay's TRACE lines were scanned"
+    );
+    let canaries = [
+        API_KEY,
+        DB_PASSWORD,
+        secret.as_str(),
+        WEBHOOK_SECRET_B64,
+        PAN,
+        "Bearer ",
+    ];
     for (name, text) in &logs {
         for line in text.lines() {
             for canary in canaries {
-                assert!(!line.contains(canary), "{name} logged a canary ({canary}): {line}");
+                assert!(
+                    !line.contains(canary),
+                    "{name} logged a canary ({canary}): {line}"
+                );
             }
-            assert!(card_like_numbers(line).is_empty(), "{name} logged a card-like number: {line}");
+            assert!(
+                card_like_numbers(line).is_empty(),
+                "{name} logged a card-like number: {line}"
+            );
         }
     }
     fleet.stop().await;

@@ -224,18 +224,49 @@ async fn an_order_status_change_is_proposed_with_its_target_and_runs_once_approv
     let op = proposed["operation_id"].as_str().unwrap().to_owned();
     let view = fleet.view_in_db(&op).await;
     assert_eq!(
-        (&view["action"], &view["provider"], &view["target"], &view["status"]),
-        (&json!("order.status.change"), &json!("orders"), &json!(order), &json!("not_started"))
+        (
+            &view["action"],
+            &view["provider"],
+            &view["target"],
+            &view["status"]
+        ),
+        (
+            &json!("order.status.change"),
+            &json!("orders"),
+            &json!(order),
+            &json!("not_started")
+        )
     );
-    assert_eq!(fleet.approve(&op, proposed["payload_hash"].as_str().unwrap()).await.ok(), Some(true));
-    let done = agent.call("get_operation", json!({"operation_id": op, "wait_for": "final", "timeout_s": 30})).await.ok();
-    assert_eq!((done["status"].clone(), done["external_id"].clone()), (json!("succeeded"), json!(order)));
-    assert_eq!(fleet.sim_get(&format!("/_sim/orders/{order}")).await["last_transition_ref"], json!(op));
+    assert_eq!(
+        fleet
+            .approve(&op, proposed["payload_hash"].as_str().unwrap())
+            .await
+            .ok(),
+        Some(true)
+    );
+    let done = agent
+        .call(
+            "get_operation",
+            json!({"operation_id": op, "wait_for": "final", "timeout_s": 30}),
+        )
+        .await
+        .ok();
+    assert_eq!(
+        (done["status"].clone(), done["external_id"].clone()),
+        (json!("succeeded"), json!(order))
+    );
+    assert_eq!(
+        fleet.sim_get(&format!("/_sim/orders/{order}")).await["last_transition_ref"],
+        json!(op)
+    );
     // Without its target the tool refuses, with the reason the intent queue would give.
     let refused = agent
         .call("order_status_change", json!({"payload": {"from": "paid", "to": "fulfilled", "reason": "r"}, "policy_version": "orders-v1", "data_version": "d", "approval_ttl_seconds": 60}))
         .await;
-    assert_eq!(refused.refusal(), ("invalid_field".to_owned(), json!("target")));
+    assert_eq!(
+        refused.refusal(),
+        ("invalid_field".to_owned(), json!("target"))
+    );
     agent.close().await;
     fleet.stop().await;
 }

@@ -7,7 +7,9 @@ use fleet_broker::{Disposition, Queue};
 use fleet_core::parse_intent;
 use fleet_prepare::{disposition, store_intent, CheckedIntent, Intake};
 use fleet_store::Store;
-use fleet_tests::{deal_update_intent, eventually_within, intent, intent_bytes, op_of, with_amount, TestFleet};
+use fleet_tests::{
+    deal_update_intent, eventually_within, intent, intent_bytes, op_of, with_amount, TestFleet,
+};
 use serde_json::json;
 
 #[tokio::test]
@@ -26,11 +28,28 @@ async fn a_redelivered_intent_with_the_same_snapshot_is_one_row() {
     let marker = intent();
     fleet.submit(&marker).await;
     fleet.prepared(&op_of(&marker)).await;
-    assert_eq!(fleet.count(&format!("SELECT count(*) FROM operations WHERE operation_id = '{op}'")).await, 1);
-    assert_eq!(fleet.count(&format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}'")).await, 1);
+    assert_eq!(
+        fleet
+            .count(&format!(
+                "SELECT count(*) FROM operations WHERE operation_id = '{op}'"
+            ))
+            .await,
+        1
+    );
+    assert_eq!(
+        fleet
+            .count(&format!(
+                "SELECT count(*) FROM operation_events WHERE operation_id = '{op}'"
+            ))
+            .await,
+        1
+    );
     assert!(fleet.dead_letters(Queue::IntentsPrepare).await.is_empty());
     let row = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!((row.status.as_str(), row.approval_status.as_str()), ("not_started", "pending"));
+    assert_eq!(
+        (row.status.as_str(), row.approval_status.as_str()),
+        ("not_started", "pending")
+    );
     fleet.stop().await;
 }
 
@@ -47,9 +66,16 @@ async fn the_same_operation_id_with_another_amount_is_dead_lettered_as_a_conflic
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].1.as_deref(), Some("operation_id_conflict"));
-    assert_eq!(dead[0].0, intent_bytes(&altered), "the refused message is kept as sent");
+    assert_eq!(
+        dead[0].0,
+        intent_bytes(&altered),
+        "the refused message is kept as sent"
+    );
     let after = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!(after.payload, stored.payload, "the original row is untouched");
+    assert_eq!(
+        after.payload, stored.payload,
+        "the original row is untouched"
+    );
     assert_eq!(after.payload["amount_minor"], json!(1_250_000));
     assert_eq!(after.payload_hash, stored.payload_hash);
     fleet.stop().await;
@@ -73,13 +99,25 @@ async fn bad_messages_are_dead_lettered_with_a_reason_and_write_nothing() {
     for (bytes, _) in &cases {
         fleet.submit_bytes(bytes).await;
     }
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, cases.len() as u32).await;
+    let dead = fleet
+        .expect_dead_letters(Queue::IntentsPrepare, cases.len() as u32)
+        .await;
     for (bytes, reason) in &cases {
-        let found = dead.iter().find(|(body, _)| body == bytes).unwrap_or_else(|| panic!("no dead letter for the {reason} case"));
+        let found = dead
+            .iter()
+            .find(|(body, _)| body == bytes)
+            .unwrap_or_else(|| panic!("no dead letter for the {reason} case"));
         assert_eq!(found.1.as_deref(), Some(*reason));
     }
-    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 0, "nothing is written for a refused message");
-    assert_eq!(fleet.count("SELECT count(*) FROM operation_events").await, 0);
+    assert_eq!(
+        fleet.count("SELECT count(*) FROM operations").await,
+        0,
+        "nothing is written for a refused message"
+    );
+    assert_eq!(
+        fleet.count("SELECT count(*) FROM operation_events").await,
+        0
+    );
     fleet.stop().await;
 }
 
@@ -101,23 +139,41 @@ async fn forty_poison_intents_do_not_hold_back_five_valid_ones_behind_them() {
     for i in poison.iter().chain(&valid) {
         fleet.submit(i).await;
     }
-    let ids = valid.iter().map(|i| format!("'{}'", op_of(i))).collect::<Vec<_>>().join(",");
+    let ids = valid
+        .iter()
+        .map(|i| format!("'{}'", op_of(i)))
+        .collect::<Vec<_>>()
+        .join(",");
     let query = format!("SELECT count(*) FROM operations WHERE operation_id IN ({ids})");
-    eventually_within(Duration::from_secs(5), "the five valid intents to be prepared", || async {
-        (fleet.count(&query).await == 5).then_some(())
-    })
+    eventually_within(
+        Duration::from_secs(5),
+        "the five valid intents to be prepared",
+        || async { (fleet.count(&query).await == 5).then_some(()) },
+    )
     .await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 40).await;
     assert_eq!(dead.len(), 40);
-    assert!(dead.iter().all(|(_, reason)| reason.as_deref() == Some("nul_character")), "{:?}", dead.iter().map(|d| &d.1).collect::<Vec<_>>());
-    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 5, "nothing is written for a poison intent");
+    assert!(
+        dead.iter()
+            .all(|(_, reason)| reason.as_deref() == Some("nul_character")),
+        "{:?}",
+        dead.iter().map(|d| &d.1).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        fleet.count("SELECT count(*) FROM operations").await,
+        5,
+        "nothing is written for a poison intent"
+    );
     drop(prepare);
     fleet.stop().await;
 }
 
 /// An intent past validation, needing one approver.
 fn checked(intent: fleet_core::ValidIntent) -> CheckedIntent {
-    CheckedIntent { intent, approvals_required: 1 }
+    CheckedIntent {
+        intent,
+        approvals_required: 1,
+    }
 }
 
 #[tokio::test]
@@ -128,14 +184,23 @@ async fn a_value_postgres_cannot_store_is_refused_for_good_not_retried() {
     let mut slipped = parse_intent(&intent_bytes(&intent())).unwrap();
     slipped.rationale = Some("slipped past validation\u{0}".into());
     let outcome = store_intent(&fleet.store, checked(slipped)).await;
-    let Intake::Refused(refusal) = &outcome else { panic!("expected a refusal, got {outcome:?}") };
+    let Intake::Refused(refusal) = &outcome else {
+        panic!("expected a refusal, got {outcome:?}")
+    };
     assert_eq!(refusal.reason, "database_refused");
-    assert_eq!(disposition(&outcome), Disposition::dead_letter("database_refused"));
+    assert_eq!(
+        disposition(&outcome),
+        Disposition::dead_letter("database_refused")
+    );
     assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 0);
 
     // A database that cannot be reached says nothing about the intent: retried.
     let unreachable = Store::connect("postgres://postgres@127.0.0.1:1/fleet", 1).unwrap();
-    let outcome = store_intent(&unreachable, checked(parse_intent(&intent_bytes(&intent())).unwrap())).await;
+    let outcome = store_intent(
+        &unreachable,
+        checked(parse_intent(&intent_bytes(&intent())).unwrap()),
+    )
+    .await;
     assert!(matches!(outcome, Intake::Unavailable(_)), "{outcome:?}");
     assert_eq!(disposition(&outcome), Disposition::Retry);
     fleet.stop().await;
@@ -152,15 +217,36 @@ async fn doubles_survive_jsonb_so_the_stored_snapshot_hashes_to_the_approved_has
         "list": [1.5e300, -2.5e-300, 123456789012345680000.0], "int": 9007199254740991, "stage": "won"}"#;
     let mut i = deal_update_intent("deal_1", 3, json!({}));
     i["payload"]["patch"] = json!("PATCH");
-    let text = serde_json::to_string(&i).unwrap().replace("\"PATCH\"", patch);
+    let text = serde_json::to_string(&i)
+        .unwrap()
+        .replace("\"PATCH\"", patch);
     let intent = parse_intent(text.as_bytes()).unwrap();
     let op = intent.operation_id.as_str().to_owned();
     let approved_hash = intent.payload_hash.clone();
-    assert!(matches!(store_intent(&fleet.store, checked(intent)).await, Intake::Prepared(_)));
+    assert!(matches!(
+        store_intent(&fleet.store, checked(intent)).await,
+        Intake::Prepared(_)
+    ));
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(row.payload_hash, approved_hash.as_str());
-    assert_eq!(row.snapshot().hash(), approved_hash, "the stored snapshot hashes as it did before it was stored");
-    let stored_text: String = fleet.sql().await.query_one("SELECT payload::text FROM operations WHERE operation_id = $1", &[&op]).await.unwrap().get(0);
-    assert!(stored_text.contains("1000000000000000000000"), "Postgres did rewrite the digits: {stored_text}");
+    assert_eq!(
+        row.snapshot().hash(),
+        approved_hash,
+        "the stored snapshot hashes as it did before it was stored"
+    );
+    let stored_text: String = fleet
+        .sql()
+        .await
+        .query_one(
+            "SELECT payload::text FROM operations WHERE operation_id = $1",
+            &[&op],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        stored_text.contains("1000000000000000000000"),
+        "Postgres did rewrite the digits: {stored_text}"
+    );
     fleet.stop().await;
 }

@@ -11,8 +11,8 @@ use fleet_core::{Event, Status};
 use fleet_execute::ExecuteSettings;
 use fleet_store::{Transition, TransitionOutcome};
 use fleet_tests::{
-    contract, deal_create_intent, deal_update_intent, documents, event_body, eventually, fast_reconcile,
-    hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
+    contract, deal_create_intent, deal_update_intent, documents, event_body, eventually,
+    fast_reconcile, hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
 };
 use serde_json::{json, Value};
 

@@ -26,13 +26,21 @@ async fn updating_payload_or_payload_hash_through_sql_is_rejected_by_the_databas
     ];
     for statement in attempts {
         let err = sql.execute(statement, &[&op]).await.expect_err(statement);
-        assert!(err.to_string().contains("immutable") || format!("{err:?}").contains("immutable"), "{statement}: {err:?}");
+        assert!(
+            err.to_string().contains("immutable") || format!("{err:?}").contains("immutable"),
+            "{statement}: {err:?}"
+        );
     }
     let after = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(after.payload, before.payload);
     assert_eq!(after.payload_hash, before.payload_hash);
     // Columns outside the snapshot stay writable (that is how work progresses).
-    sql.execute("UPDATE operations SET rationale = 'edited' WHERE operation_id = $1", &[&op]).await.unwrap();
+    sql.execute(
+        "UPDATE operations SET rationale = 'edited' WHERE operation_id = $1",
+        &[&op],
+    )
+    .await
+    .unwrap();
     fleet.stop().await;
 }
 
@@ -40,10 +48,32 @@ async fn updating_payload_or_payload_hash_through_sql_is_rejected_by_the_databas
 async fn operation_events_cannot_be_updated_deleted_or_truncated() {
     let (fleet, op) = prepared_fleet().await;
     let sql = fleet.sql().await;
-    assert!(sql.execute("UPDATE operation_events SET actor = 'someone else' WHERE operation_id = $1", &[&op]).await.is_err());
-    assert!(sql.execute("DELETE FROM operation_events WHERE operation_id = $1", &[&op]).await.is_err());
-    assert!(sql.batch_execute("TRUNCATE operation_events").await.is_err());
-    assert_eq!(fleet.count(&format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}'")).await, 1);
+    assert!(sql
+        .execute(
+            "UPDATE operation_events SET actor = 'someone else' WHERE operation_id = $1",
+            &[&op]
+        )
+        .await
+        .is_err());
+    assert!(sql
+        .execute(
+            "DELETE FROM operation_events WHERE operation_id = $1",
+            &[&op]
+        )
+        .await
+        .is_err());
+    assert!(sql
+        .batch_execute("TRUNCATE operation_events")
+        .await
+        .is_err());
+    assert_eq!(
+        fleet
+            .count(&format!(
+                "SELECT count(*) FROM operation_events WHERE operation_id = '{op}'"
+            ))
+            .await,
+        1
+    );
     fleet.stop().await;
 }
 
@@ -51,9 +81,27 @@ async fn operation_events_cannot_be_updated_deleted_or_truncated() {
 async fn status_and_approval_columns_only_hold_known_values() {
     let (fleet, op) = prepared_fleet().await;
     let sql = fleet.sql().await;
-    assert!(sql.execute("UPDATE operations SET status = 'escalated' WHERE operation_id = $1", &[&op]).await.is_err());
-    assert!(sql.execute("UPDATE operations SET approval_status = 'maybe' WHERE operation_id = $1", &[&op]).await.is_err());
+    assert!(sql
+        .execute(
+            "UPDATE operations SET status = 'escalated' WHERE operation_id = $1",
+            &[&op]
+        )
+        .await
+        .is_err());
+    assert!(sql
+        .execute(
+            "UPDATE operations SET approval_status = 'maybe' WHERE operation_id = $1",
+            &[&op]
+        )
+        .await
+        .is_err());
     // approved without an approved hash is refused too
-    assert!(sql.execute("UPDATE operations SET approval_status = 'approved' WHERE operation_id = $1", &[&op]).await.is_err());
+    assert!(sql
+        .execute(
+            "UPDATE operations SET approval_status = 'approved' WHERE operation_id = $1",
+            &[&op]
+        )
+        .await
+        .is_err());
     fleet.stop().await;
 }

@@ -39,7 +39,11 @@ async fn prepare_one(fleet: &TestFleet) -> (String, String) {
 async fn approved() -> (TestFleet, String) {
     let (fleet, op, hash) = prepared().await;
     assert_eq!(
-        fleet.store.approve(&op, &hash, &fleet_tests::decider("alice")).await.unwrap(),
+        fleet
+            .store
+            .approve(&op, &hash, &fleet_tests::decider("alice"))
+            .await
+            .unwrap(),
         ApprovalOutcome::Approved
     );
     (fleet, op)
@@ -212,7 +216,10 @@ async fn approve_succeeds_after_waiting_for_a_concurrent_update_of_the_row() {
     let (fleet, op, hash) = prepared().await;
     let (store, id) = (fleet.store.clone(), op.clone());
     let outcome = after_a_concurrent_update(&fleet, &op, async move {
-        store.approve(&id, &hash, &fleet_tests::decider("alice")).await.unwrap()
+        store
+            .approve(&id, &hash, &fleet_tests::decider("alice"))
+            .await
+            .unwrap()
     })
     .await;
     assert_eq!(outcome, ApprovalOutcome::Approved);
@@ -363,15 +370,24 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
     // One connection, so every statement the store prepares lands on it.
     let store = fleet_store::Store::connect(&fleet.database_url, 1).unwrap();
     assert_eq!(
-        store.approve(&op, &hash, &fleet_tests::decider("alice")).await.unwrap(),
+        store
+            .approve(&op, &hash, &fleet_tests::decider("alice"))
+            .await
+            .unwrap(),
         ApprovalOutcome::Approved
     );
     assert_eq!(
-        store.reject(&other, &fleet_tests::decider("alice"), "duplicate").await.unwrap(),
+        store
+            .reject(&other, &fleet_tests::decider("alice"), "duplicate")
+            .await
+            .unwrap(),
         RejectOutcome::Rejected
     );
     assert_eq!(
-        store.approve(&other, &other_hash, &fleet_tests::decider("alice")).await.unwrap(),
+        store
+            .approve(&other, &other_hash, &fleet_tests::decider("alice"))
+            .await
+            .unwrap(),
         ApprovalOutcome::NotPending {
             approval_status: "rejected".into(),
             status: "cancelled".into()

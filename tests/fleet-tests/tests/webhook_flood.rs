@@ -6,7 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fleet_tests::{event_body, hash_of, intent, op_of, SignedDelivery, TestFleet, WorkerProcess, WEBHOOK_SECRET};
+use fleet_tests::{
+    event_body, hash_of, intent, op_of, SignedDelivery, TestFleet, WorkerProcess, WEBHOOK_SECRET,
+};
 use reqwest::StatusCode;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,7 +28,9 @@ const CONNECTION_GUARD: Duration = Duration::from_secs(30);
 
 /// An approved payment the provider answered `pending`: the row is `accepted`.
 async fn accepted_payment(fleet: &TestFleet) -> (String, serde_json::Value) {
-    fleet.sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"})).await;
+    fleet
+        .sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"}))
+        .await;
     let intent = intent();
     let op = op_of(&intent);
     fleet.submit(&intent).await;
@@ -37,7 +41,11 @@ async fn accepted_payment(fleet: &TestFleet) -> (String, serde_json::Value) {
 }
 
 async fn receiver(fleet: &TestFleet) -> (WorkerProcess, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let addr = format!("127.0.0.1:{port}");
     let ingest = fleet.spawn_process(
         "fleet-webhook-ingest",
@@ -51,14 +59,20 @@ async fn receiver(fleet: &TestFleet) -> (WorkerProcess, String) {
             ("DB_POOL_SIZE", "2"),
         ],
     );
-    for line in ["webhook receiver listening", "webhook publisher connected", "consumer subscribed"] {
+    for line in [
+        "webhook receiver listening",
+        "webhook publisher connected",
+        "consumer subscribed",
+    ] {
         ingest.wait_for_log(line).await;
     }
     (ingest, addr)
 }
 
 fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map(Iterator::count).unwrap_or(0)
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(Iterator::count)
+        .unwrap_or(0)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +109,10 @@ async fn misbehave(addr: &str, kind: Kind) -> Cut {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     let started = Instant::now();
     let (mut reader, mut writer) = stream.split();
-    writer.write_all(&opening(kind)).await.expect("send the opening");
+    writer
+        .write_all(&opening(kind))
+        .await
+        .expect("send the opening");
     let (mut answer, mut buf, mut writing) = (Vec::new(), [0u8; 1024], kind != Kind::Silent);
     let closed = timeout(CONNECTION_GUARD, async {
         loop {
@@ -111,18 +128,36 @@ async fn misbehave(addr: &str, kind: Kind) -> Cut {
         }
     })
     .await;
-    assert!(closed.is_ok(), "a {kind:?} connection was held for {CONNECTION_GUARD:?}");
-    let status = std::str::from_utf8(&answer).ok().and_then(|a| a.strip_prefix("HTTP/1.1 ")).and_then(|a| a.get(..3)).and_then(|s| s.parse().ok());
-    Cut { kind, status, held: started.elapsed() }
+    assert!(
+        closed.is_ok(),
+        "a {kind:?} connection was held for {CONNECTION_GUARD:?}"
+    );
+    let status = std::str::from_utf8(&answer)
+        .ok()
+        .and_then(|a| a.strip_prefix("HTTP/1.1 "))
+        .and_then(|a| a.get(..3))
+        .and_then(|s| s.parse().ok());
+    Cut {
+        kind,
+        status,
+        held: started.elapsed(),
+    }
 }
 
 fn assert_cut_in_time(cut: Cut, timeout: Duration) {
-    assert!(cut.held >= timeout - Duration::from_millis(100), "{cut:?} cut before its {timeout:?}");
-    assert!(cut.held <= timeout + SLACK, "{cut:?} not cut within {timeout:?} + {SLACK:?}");
+    assert!(
+        cut.held >= timeout - Duration::from_millis(100),
+        "{cut:?} cut before its {timeout:?}"
+    );
+    assert!(
+        cut.held <= timeout + SLACK,
+        "{cut:?} not cut within {timeout:?} + {SLACK:?}"
+    );
 }
 
 #[tokio::test]
-async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connections_while_a_signed_delivery_gets_through() {
+async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connections_while_a_signed_delivery_gets_through(
+) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     fleet.spawn_execute();
@@ -140,19 +175,34 @@ async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connec
     assert_cut_in_time(slow_body, BODY_TIMEOUT);
     // A kept-alive connection that goes idle after an answer is closed too.
     let mut idle = TcpStream::connect(&addr).await.unwrap();
-    idle.write_all(b"POST /webhooks/crm HTTP/1.1\r\nHost: fleet\r\nContent-Length: 0\r\n\r\n").await.unwrap();
+    idle.write_all(b"POST /webhooks/crm HTTP/1.1\r\nHost: fleet\r\nContent-Length: 0\r\n\r\n")
+        .await
+        .unwrap();
     let mut buf = [0u8; 1024];
     let n = idle.read(&mut buf).await.unwrap();
-    assert!(buf[..n].starts_with(b"HTTP/1.1 404"), "{}", String::from_utf8_lossy(&buf[..n]));
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 404"),
+        "{}",
+        String::from_utf8_lossy(&buf[..n])
+    );
     let answered = Instant::now();
-    let eof = timeout(HEADER_TIMEOUT + SLACK, idle.read(&mut buf)).await.expect("the idle connection is closed");
-    assert!(matches!(eof, Ok(0) | Err(_)) && answered.elapsed() >= HEADER_TIMEOUT - Duration::from_millis(100));
+    let eof = timeout(HEADER_TIMEOUT + SLACK, idle.read(&mut buf))
+        .await
+        .expect("the idle connection is closed");
+    assert!(
+        matches!(eof, Ok(0) | Err(_))
+            && answered.elapsed() >= HEADER_TIMEOUT - Duration::from_millis(100)
+    );
 
     // A flood: far more slow clients than connections, each reconnecting when cut.
     let baseline_fds = open_fds(ingest.pid());
     let cuts = Arc::new(Mutex::new(Vec::new()));
     let stop = CancellationToken::new();
-    let kinds = [(Kind::Silent, 16), (Kind::SlowHead, 16), (Kind::SlowBody, 8)];
+    let kinds = [
+        (Kind::Silent, 16),
+        (Kind::SlowHead, 16),
+        (Kind::SlowBody, 8),
+    ];
     let mut attackers = Vec::new();
     for (kind, n) in kinds {
         for _ in 0..n {
@@ -179,12 +229,20 @@ async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connec
     sleep(Duration::from_millis(1_500)).await;
 
     // The provider's delivery, retried on 503 or a timeout as a provider retries.
-    let delivery = SignedDelivery::new(WEBHOOK_SECRET, "evt_through_the_flood", event_body("evt_through_the_flood", "payment.succeeded", &{
-        let mut settled = payment.clone();
-        settled["status"] = json!("succeeded");
-        settled
-    }));
-    let provider = reqwest::Client::builder().timeout(Duration::from_secs(10)).pool_max_idle_per_host(0).build().unwrap();
+    let delivery = SignedDelivery::new(
+        WEBHOOK_SECRET,
+        "evt_through_the_flood",
+        event_body("evt_through_the_flood", "payment.succeeded", &{
+            let mut settled = payment.clone();
+            settled["status"] = json!("succeeded");
+            settled
+        }),
+    );
+    let provider = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
     let url = format!("http://{addr}/webhooks/payments");
     let sent = Instant::now();
     let mut answers = Vec::new();
@@ -198,14 +256,23 @@ async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connec
             .send()
             .await
             .map(|r| r.status());
-        answers.push(answer.as_ref().map(|s| s.as_u16()).map_err(|e| e.to_string()));
+        answers.push(
+            answer
+                .as_ref()
+                .map(|s| s.as_u16())
+                .map_err(|e| e.to_string()),
+        );
         if answer.is_ok_and(|s| s == StatusCode::NO_CONTENT) {
             break;
         }
         sleep(Duration::from_millis(250)).await;
     }
     let took = sent.elapsed();
-    assert_eq!(answers.last().cloned(), Some(Ok(204)), "the delivery never got through: {answers:?}");
+    assert_eq!(
+        answers.last().cloned(),
+        Some(Ok(204)),
+        "the delivery never got through: {answers:?}"
+    );
     // Keep flooding a while longer, so every attacker has been cut at least once.
     sleep(Duration::from_secs(4)).await;
     stop.cancel();
@@ -220,8 +287,14 @@ async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connec
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
     // At most WEBHOOK_MAX_CONNECTIONS sockets beyond what the process held before (a
     // few more for a Postgres connection the consumer opens meanwhile).
-    assert!(most_fds <= baseline_fds + MAX_CONNECTIONS + 4, "{most_fds} descriptors open, {baseline_fds} before the flood");
-    assert!(most_fds >= baseline_fds + MAX_CONNECTIONS / 2, "the flood never filled the receiver: {most_fds} vs {baseline_fds}");
+    assert!(
+        most_fds <= baseline_fds + MAX_CONNECTIONS + 4,
+        "{most_fds} descriptors open, {baseline_fds} before the flood"
+    );
+    assert!(
+        most_fds >= baseline_fds + MAX_CONNECTIONS / 2,
+        "the flood never filled the receiver: {most_fds} vs {baseline_fds}"
+    );
     // Every slow client was cut by the server, as designed: slow heads closed, slow
     // bodies answered 408 (too slow) or 503 (no request slot in time).
     assert!(cuts.len() >= 40, "only {} cuts", cuts.len());
@@ -232,7 +305,10 @@ async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connec
         }
     }
     let hwm = std::fs::read_to_string(format!("/proc/{}/status", ingest.pid())).unwrap_or_default();
-    let peak = hwm.lines().find(|l| l.starts_with("VmHWM")).unwrap_or("VmHWM: ?");
+    let peak = hwm
+        .lines()
+        .find(|l| l.starts_with("VmHWM"))
+        .unwrap_or("VmHWM: ?");
     println!("accepted after {took:?} and {} attempts; {} cuts; {most_fds} fds at most ({baseline_fds} before); {peak}", answers.len(), cuts.len());
     drop(ingest);
     fleet.stop().await;

@@ -113,7 +113,9 @@ mod tests {
         let cmd = super::Args::command();
         let bare: Vec<_> = cmd
             .get_arguments()
-            .filter(|a| !matches!(a.get_id().as_str(), "help" | "version") && a.get_help().is_none())
+            .filter(|a| {
+                !matches!(a.get_id().as_str(), "help" | "version") && a.get_help().is_none()
+            })
             .map(|a| a.get_id().to_string())
             .collect();
         assert!(bare.is_empty(), "without help text: {bare:?}");

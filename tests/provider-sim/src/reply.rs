@@ -111,7 +111,9 @@ pub fn before_commit(fault: Option<FaultKind>) -> Option<Reply> {
 pub fn after_commit<T: From<Reply>>(fault: Option<FaultKind>, committed: T) -> T {
     match fault {
         Some(FaultKind::DropAfterCommit) => Reply::Drop.into(),
-        Some(FaultKind::ErrorAfterCommit(status)) => Reply::from(ApiError::simulated(status)).into(),
+        Some(FaultKind::ErrorAfterCommit(status)) => {
+            Reply::from(ApiError::simulated(status)).into()
+        }
         _ => committed,
     }
 }
@@ -119,7 +121,11 @@ pub fn after_commit<T: From<Reply>>(fault: Option<FaultKind>, committed: T) -> T
 /// The part of a write without an idempotency key before its commit, in the order every
 /// such route follows: a fault in front of the provider, the body, its validation (a 400
 /// that changes nothing), a `delay` fault. `Err` is the answer when nothing may execute.
-pub async fn before_write<T>(fault: Option<FaultKind>, body: Option<Value>, validate: impl FnOnce(&Value) -> Result<T, ApiError>) -> Result<T, Reply> {
+pub async fn before_write<T>(
+    fault: Option<FaultKind>,
+    body: Option<Value>,
+    validate: impl FnOnce(&Value) -> Result<T, ApiError>,
+) -> Result<T, Reply> {
     if let Some(reply) = before_commit(fault) {
         return Err(reply);
     }

@@ -10,10 +10,10 @@ use axum::Router;
 use crate::api_error::ApiError;
 use crate::auth::require_api_key;
 use crate::create::{create, MAX_BODY_BYTES};
+use crate::envelopes::{self, Envelope};
 use crate::ledger::{Payment, Refund};
 use crate::reads::{get as get_one, search};
 use crate::state::App;
-use crate::envelopes::{self, Envelope};
 use crate::{admin, crm, orders, route::Route};
 
 pub fn build(app: App) -> Router {
@@ -39,7 +39,10 @@ pub fn build(app: App) -> Router {
         .route(sub(Route::TransitionOrder), post(orders::transition))
         .route(sub(Route::GetOrder), get(orders::get))
         .fallback(|| async { ApiError::unrecognized_url().into_response() })
-        .layer(from_fn_with_state(app.clone(), crate::create_hook::announce_creates))
+        .layer(from_fn_with_state(
+            app.clone(),
+            crate::create_hook::announce_creates,
+        ))
         .layer(from_fn_with_state(app.clone(), require_api_key));
     Router::new()
         .nest("/v1", v1)

@@ -10,9 +10,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::config::SimConfig;
 use crate::crm::{CrmSettings, DealStore};
+use crate::envelopes::{Envelope, EsignSettings};
 use crate::faults::{FaultKind, FaultSet};
 use crate::idempotency::IdempotencyStore;
-use crate::envelopes::{Envelope, EsignSettings};
 use crate::ledger::{Ledger, ObjectStatus, Payment, Refund};
 use crate::orders::OrderStore;
 use crate::request_log::{LoggedRequest, RequestLog, Seq};
@@ -36,7 +36,12 @@ pub struct SimState {
 }
 
 impl SimState {
-    fn new(key_retention: TimeDelta, esign_key_retention: TimeDelta, seed: u64, crm: CrmSettings) -> Self {
+    fn new(
+        key_retention: TimeDelta,
+        esign_key_retention: TimeDelta,
+        seed: u64,
+        crm: CrmSettings,
+    ) -> Self {
         Self {
             payments: Ledger::default(),
             refunds: Ledger::default(),
@@ -113,7 +118,9 @@ impl App {
             esign: EsignSettings {
                 search_lag: TimeDelta::try_milliseconds(i64::try_from(config.esign_search_lag_ms)?)
                     .ok_or_else(|| anyhow::anyhow!("esign_search_lag_ms is out of range"))?,
-                send_after: config.esign_auto_send.then(|| Duration::from_millis(config.esign_send_delay_ms)),
+                send_after: config
+                    .esign_auto_send
+                    .then(|| Duration::from_millis(config.esign_send_delay_ms)),
             },
             default_status: config.default_status()?,
             webhook_runtime: crate::webhooks::WebhookRuntime::new()?,

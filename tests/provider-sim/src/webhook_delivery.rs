@@ -60,8 +60,16 @@ pub fn new_event(state: &SimState, event_type: &str, object: Value) -> OutgoingE
 
 /// An event about `object`, when webhooks are configured (built under the state's lock,
 /// so the event's time is the change's).
-pub fn event_if_configured(state: &SimState, event_type: &str, object: &Value) -> Option<OutgoingEvent> {
-    state.webhooks.config.is_some().then(|| new_event(state, event_type, object.clone()))
+pub fn event_if_configured(
+    state: &SimState,
+    event_type: &str,
+    object: &Value,
+) -> Option<OutgoingEvent> {
+    state
+        .webhooks
+        .config
+        .is_some()
+        .then(|| new_event(state, event_type, object.clone()))
 }
 
 /// Sends `event`, if there is one, once the state's lock is released; its id.

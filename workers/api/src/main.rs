@@ -49,16 +49,26 @@ async fn main() -> anyhow::Result<()> {
     let boot = fleet_boot::start("api", &cli.common, admin_addrs::API).await?;
     let policies = Arc::new(cli.policies.load()?);
     let publisher = Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?;
-    let providers = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?.capabilities();
+    let providers = ProviderConfigs::from_args(&cli.providers)
+        .map_err(anyhow::Error::msg)?
+        .capabilities();
     let listener = tokio::net::TcpListener::bind(cli.api.api_addr)
         .await
         .with_context(|| format!("binding the API address {}", cli.api.api_addr))?;
     let public_url = cli.api.public_url(listener.local_addr()?);
-    let console = Console::from_settings(&cli.console, public_url.as_str(), console_crm(&cli.providers.crm)).map_err(anyhow::Error::msg)?;
+    let console = Console::from_settings(
+        &cli.console,
+        public_url.as_str(),
+        console_crm(&cli.providers.crm),
+    )
+    .map_err(anyhow::Error::msg)?;
     let deps = ApiDeps {
         store: boot.store.clone(),
         publisher,
-        intake: IntakeRules { providers, policies },
+        intake: IntakeRules {
+            providers,
+            policies,
+        },
         settings: cli.api,
         listener,
         console,
@@ -74,6 +84,9 @@ mod tests {
 
     #[test]
     fn every_argument_has_help_text() {
-        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+        assert_eq!(
+            fleet_runtime::undocumented_arguments(&super::Cli::command()),
+            Vec::<String>::new()
+        );
     }
 }

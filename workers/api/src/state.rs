@@ -6,9 +6,9 @@ use fleet_prepare::IntakeRules;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
-use crate::public_url::PublicUrl;
-use crate::decisions::Decisions;
 use crate::console::Console;
+use crate::decisions::Decisions;
+use crate::public_url::PublicUrl;
 use crate::waiters::Waiters;
 
 #[derive(Clone)]

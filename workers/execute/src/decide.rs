@@ -30,7 +30,11 @@ pub fn decide(row: &OperationRow, accepted_policies: &[String]) -> Decision {
         Status::InProgress if row.lease_expired => Decision::RingReconcile,
         Status::InProgress => Decision::Nothing,
         Status::Unknown => Decision::RingReconcile,
-        Status::Accepted | Status::Succeeded | Status::Failed | Status::Cancelled | Status::Disputed => Decision::Nothing,
+        Status::Accepted
+        | Status::Succeeded
+        | Status::Failed
+        | Status::Cancelled
+        | Status::Disputed => Decision::Nothing,
     }
 }
 
@@ -44,9 +48,15 @@ fn decide_not_started(row: &OperationRow, accepted_policies: &[String]) -> Decis
         // The stored snapshot must still hash to what was approved: a row edited behind the
         // trigger's back (or a bug) must never reach the provider, and is never quietly
         // cancelled either — someone must look at how it happened.
-        _ if row.approved_hash.as_deref() != Some(row.payload_hash.as_str()) => Decision::Escalate("approved_hash_mismatch"),
-        _ if row.snapshot().hash().as_str() != row.payload_hash => Decision::Escalate("snapshot_hash_mismatch"),
-        _ if !accepted_policies.is_empty() && !accepted_policies.contains(&row.policy_version) => Decision::Cancel("policy_outdated"),
+        _ if row.approved_hash.as_deref() != Some(row.payload_hash.as_str()) => {
+            Decision::Escalate("approved_hash_mismatch")
+        }
+        _ if row.snapshot().hash().as_str() != row.payload_hash => {
+            Decision::Escalate("snapshot_hash_mismatch")
+        }
+        _ if !accepted_policies.is_empty() && !accepted_policies.contains(&row.policy_version) => {
+            Decision::Cancel("policy_outdated")
+        }
         _ => Decision::Claim,
     }
 }

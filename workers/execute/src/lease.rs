@@ -33,7 +33,13 @@ pub fn give_up_after(ttl_ms: i64) -> Duration {
     Duration::from_millis(ttl_ms.unsigned_abs()) * 2 / 3
 }
 
-pub async fn hold(store: Store, operation_id: String, fence: i64, ttl_ms: i64, claim_sent_at: Instant) -> LeaseLost {
+pub async fn hold(
+    store: Store,
+    operation_id: String,
+    fence: i64,
+    ttl_ms: i64,
+    claim_sent_at: Instant,
+) -> LeaseLost {
     let operation_id = operation_id.as_str();
     let ttl = Duration::from_millis(ttl_ms.unsigned_abs());
     let mut confirmed_at = claim_sent_at;
@@ -50,7 +56,10 @@ pub async fn hold(store: Store, operation_id: String, fence: i64, ttl_ms: i64, c
                 Ok(Ok(false)) => return LeaseLost::FencedOut,
                 Ok(Err(e)) => {
                     tracing::warn!(operation_id, fence, error = %e, "lease renewal failed; retrying");
-                    if timeout_at(give_up_at, sleep(RENEW_RETRY_PAUSE)).await.is_err() {
+                    if timeout_at(give_up_at, sleep(RENEW_RETRY_PAUSE))
+                        .await
+                        .is_err()
+                    {
                         return LeaseLost::RenewalTimedOut;
                     }
                 }

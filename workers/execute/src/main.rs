@@ -46,7 +46,11 @@ async fn main() -> anyhow::Result<()> {
         broker: boot.broker.clone(),
         health: boot.broker_health.clone(),
         publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
-        providers: Arc::new(ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?.connect()?),
+        providers: Arc::new(
+            ProviderConfigs::from_args(&cli.providers)
+                .map_err(anyhow::Error::msg)?
+                .connect()?,
+        ),
         settings: cli.execute,
         concurrency: cli.common.concurrency,
     };

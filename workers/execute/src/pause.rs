@@ -10,12 +10,21 @@ pub const AFTER_RECORD: &str = "after_record";
 
 fn configured() -> Option<&'static str> {
     static POINT: OnceLock<Option<String>> = OnceLock::new();
-    POINT.get_or_init(|| std::env::var("FLEET_PAUSE_AT").ok().filter(|p| !p.is_empty())).as_deref()
+    POINT
+        .get_or_init(|| {
+            std::env::var("FLEET_PAUSE_AT")
+                .ok()
+                .filter(|p| !p.is_empty())
+        })
+        .as_deref()
 }
 
 pub async fn point(name: &'static str) {
     if configured() == Some(name) {
-        tracing::warn!(pause_point = name, "FLEET_PAUSE_AT reached; waiting to be killed");
+        tracing::warn!(
+            pause_point = name,
+            "FLEET_PAUSE_AT reached; waiting to be killed"
+        );
         std::future::pending::<()>().await;
     }
 }

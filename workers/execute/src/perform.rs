@@ -14,29 +14,82 @@ use crate::handler::ExecuteHandler;
 use crate::{lease, pause};
 
 impl ExecuteHandler {
-    pub(crate) async fn perform(&self, claimed: ClaimedOperation, claim_sent_at: Instant) -> Result<(), StoreError> {
+    pub(crate) async fn perform(
+        &self,
+        claimed: ClaimedOperation,
+        claim_sent_at: Instant,
+    ) -> Result<(), StoreError> {
         let row = &claimed.row;
         let op = row.operation_id.as_str();
         let fence = claimed.fence;
         if row.snapshot().hash().as_str() != row.payload_hash {
             // The stored snapshot no longer hashes to what was approved (the database
             // trigger was bypassed): never call; a person decides.
-            error!(operation_id = op, fence, "stored snapshot does not match its approved hash; escalating without a call");
-            let outcome = Outcome::Unknown { reason: "snapshot_hash_mismatch".into(), escalate: true };
-            return self.record(&claimed, &outcome, AttemptRecord { outcome: "unknown", detail: Some("snapshot_hash_mismatch".into()), ..Default::default() }).await;
+            error!(
+                operation_id = op,
+                fence,
+                "stored snapshot does not match its approved hash; escalating without a call"
+            );
+            let outcome = Outcome::Unknown {
+                reason: "snapshot_hash_mismatch".into(),
+                escalate: true,
+            };
+            return self
+                .record(
+                    &claimed,
+                    &outcome,
+                    AttemptRecord {
+                        outcome: "unknown",
+                        detail: Some("snapshot_hash_mismatch".into()),
+                        ..Default::default()
+                    },
+                )
+                .await;
         }
         let Some(call) = self.call_of(row) else {
             // prepare validated this shape; reaching here is a bug, never a reason to guess.
             error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");
-            let outcome = Outcome::Unknown { reason: "unbuildable_request".into(), escalate: true };
-            return self.record(&claimed, &outcome, AttemptRecord { outcome: "unknown", detail: Some("unbuildable_request".into()), ..Default::default() }).await;
+            let outcome = Outcome::Unknown {
+                reason: "unbuildable_request".into(),
+                escalate: true,
+            };
+            return self
+                .record(
+                    &claimed,
+                    &outcome,
+                    AttemptRecord {
+                        outcome: "unknown",
+                        detail: Some("unbuildable_request".into()),
+                        ..Default::default()
+                    },
+                )
+                .await;
         };
-        if call.spec.effect == Effect::KeyedCreate && row.attempts > 1 && !self.key_still_trusted(&call, fence).await? {
+        if call.spec.effect == Effect::KeyedCreate
+            && row.attempts > 1
+            && !self.key_still_trusted(&call, fence).await?
+        {
             // The provider may have forgotten this key since its first use: a request now
             // could be a second effect. Only a lookup or a person may decide.
-            warn!(operation_id = op, fence, "idempotency key past its retention; escalating without a call");
-            let outcome = Outcome::Unknown { reason: "key_retention_passed".into(), escalate: true };
-            return self.record(&claimed, &outcome, AttemptRecord { outcome: "not_executed", detail: Some("key_retention_passed".into()), ..Default::default() }).await;
+            warn!(
+                operation_id = op,
+                fence, "idempotency key past its retention; escalating without a call"
+            );
+            let outcome = Outcome::Unknown {
+                reason: "key_retention_passed".into(),
+                escalate: true,
+            };
+            return self
+                .record(
+                    &claimed,
+                    &outcome,
+                    AttemptRecord {
+                        outcome: "not_executed",
+                        detail: Some("key_retention_passed".into()),
+                        ..Default::default()
+                    },
+                )
+                .await;
         }
         info!(operation_id = op, action = %row.action, provider = %row.provider, fence, "claimed; calling the provider");
         pause::point(pause::BEFORE_PROVIDER_CALL).await;
@@ -45,14 +98,27 @@ impl ExecuteHandler {
         if started >= claim_sent_at + lease::give_up_after(ttl) {
             // Stalled between claim and call past the point where the lease is trusted:
             // nothing was sent, and nothing may be sent now.
-            warn!(operation_id = op, fence, "lease no longer trusted before the call; not calling");
-            let record = AttemptRecord { outcome: "not_executed", detail: Some("lease_lost_before_call".into()), ..Default::default() };
+            warn!(
+                operation_id = op,
+                fence, "lease no longer trusted before the call; not calling"
+            );
+            let record = AttemptRecord {
+                outcome: "not_executed",
+                detail: Some("lease_lost_before_call".into()),
+                ..Default::default()
+            };
             self.deps.store.record_attempt(op, fence, &record).await?;
             return Ok(());
         }
         // The keeper runs on its own task (and takes its own pooled connection for each
         // renewal), so a slow call cannot delay a renewal.
-        let mut keeper = tokio::spawn(lease::hold(self.deps.store.clone(), op.to_owned(), fence, ttl, claim_sent_at));
+        let mut keeper = tokio::spawn(lease::hold(
+            self.deps.store.clone(),
+            op.to_owned(),
+            fence,
+            ttl,
+            claim_sent_at,
+        ));
         let answered = tokio::select! {
             biased;
             lost = &mut keeper => Err(lost.unwrap_or(lease::LeaseLost::RenewalTimedOut)),
@@ -64,18 +130,34 @@ impl ExecuteHandler {
             Err(lost) => {
                 // The call may have reached the provider: nothing is known, and without the
                 // lease this worker may not move the row. reconcile takes it from here.
-                warn!(operation_id = op, fence, reason = lost.as_str(), "lease lost during the provider call; abandoning it");
-                metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.clone()).increment(1);
-                let record = AttemptRecord { outcome: "unknown", detail: Some(lost.as_str().into()), ..Default::default() };
+                warn!(
+                    operation_id = op,
+                    fence,
+                    reason = lost.as_str(),
+                    "lease lost during the provider call; abandoning it"
+                );
+                metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.clone())
+                    .increment(1);
+                let record = AttemptRecord {
+                    outcome: "unknown",
+                    detail: Some(lost.as_str().into()),
+                    ..Default::default()
+                };
                 self.deps.store.record_attempt(op, fence, &record).await?;
-                self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid")).await;
+                self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid"))
+                    .await;
                 return Ok(());
             }
         };
         pause::point(pause::AFTER_PROVIDER_RESPONSE).await;
-        let labels = [("provider", row.provider.clone()), ("action", row.action.clone()), ("outcome", outcome.label().to_owned())];
+        let labels = [
+            ("provider", row.provider.clone()),
+            ("action", row.action.clone()),
+            ("outcome", outcome.label().to_owned()),
+        ];
         metrics::counter!(m::PROVIDER_CALLS_TOTAL, &labels).increment(1);
-        metrics::histogram!(m::PROVIDER_CALL_DURATION_SECONDS, &labels).record(started.elapsed().as_secs_f64());
+        metrics::histogram!(m::PROVIDER_CALL_DURATION_SECONDS, &labels)
+            .record(started.elapsed().as_secs_f64());
         self.record(&claimed, &outcome, attempt).await?;
         pause::point(pause::AFTER_RECORD).await;
         Ok(())
@@ -84,16 +166,32 @@ impl ExecuteHandler {
     /// Whether the key's first use (the operation's first attempt) is recent enough that
     /// the provider still deduplicates it, by the database clock.
     async fn key_still_trusted(&self, call: &Call<'_>, fence: i64) -> Result<bool, StoreError> {
-        let ages = self.deps.store.attempt_ages_before(call.op.subject.operation_id, fence).await?;
-        Ok(ages.oldest.is_none_or(|first_use| key_trusted(first_use, call.provider.contract())))
+        let ages = self
+            .deps
+            .store
+            .attempt_ages_before(call.op.subject.operation_id, fence)
+            .await?;
+        Ok(ages
+            .oldest
+            .is_none_or(|first_use| key_trusted(first_use, call.provider.contract())))
     }
 
     /// Records the attempt and moves the row, both fenced, in one transaction (shared
     /// with the answers recorded at the same time, see `batches.rs`).
-    async fn record(&self, claimed: &ClaimedOperation, outcome: &Outcome, attempt: AttemptRecord) -> Result<(), StoreError> {
+    async fn record(
+        &self,
+        claimed: &ClaimedOperation,
+        outcome: &Outcome,
+        attempt: AttemptRecord,
+    ) -> Result<(), StoreError> {
         let row = &claimed.row;
         let op = row.operation_id.as_str();
-        let answer = Answer { operation_id: op.to_owned(), fence: claimed.fence, outcome: outcome.clone(), attempt };
+        let answer = Answer {
+            operation_id: op.to_owned(),
+            fence: claimed.fence,
+            outcome: outcome.clone(),
+            attempt,
+        };
         match self.batches.record(answer).await? {
             TransitionOutcome::Moved { to, .. } => {
                 info!(operation_id = op, fence = claimed.fence, outcome = outcome.label(), status = %to, "recorded");
@@ -102,13 +200,19 @@ impl ExecuteHandler {
                     warn!(operation_id = op, conflict = on.code(), current = current.as_deref(), "precondition no longer holds: cancelled; a new intent and approval are needed");
                 }
                 if to == Status::Unknown {
-                    self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid")).await;
+                    self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid"))
+                        .await;
                 }
             }
             TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
                 // A webhook or reconcile moved the row first; our attempt row still holds
                 // what the provider said, for reconcile and the operators.
-                warn!(operation_id = op, fence = claimed.fence, outcome = outcome.label(), "fenced out: the row moved; attempt recorded only");
+                warn!(
+                    operation_id = op,
+                    fence = claimed.fence,
+                    outcome = outcome.label(),
+                    "fenced out: the row moved; attempt recorded only"
+                );
                 metrics::counter!(m::FENCED_OUT_TOTAL, "action" => row.action.clone()).increment(1);
             }
         }
@@ -119,7 +223,13 @@ impl ExecuteHandler {
 /// The fenced transition that records `answer`: from `in_progress` at the claim's fence,
 /// to where the provider's answer leads.
 pub(crate) fn transition_of(answer: &Answer, accepted_deadline_s: u32) -> Transition<'_> {
-    let base = Transition::new(&answer.operation_id, Status::InProgress, answer.fence, Event::ProviderAmbiguous, "execute");
+    let base = Transition::new(
+        &answer.operation_id,
+        Status::InProgress,
+        answer.fence,
+        Event::ProviderAmbiguous,
+        "execute",
+    );
     // The operation's result is the attempt's allow-listed summary of the answer.
     let attempt = &answer.attempt;
     let result = attempt.response.clone();
@@ -154,8 +264,16 @@ pub(crate) fn transition_of(answer: &Answer, accepted_deadline_s: u32) -> Transi
             result,
             ..base
         },
-        Outcome::NotExecuted { reason } => Transition { event: Event::ProviderNotSent, reason: Some(reason), ..base },
-        Outcome::Unknown { reason, escalate } => Transition { reason: Some(reason), escalate: *escalate, ..base },
+        Outcome::NotExecuted { reason } => Transition {
+            event: Event::ProviderNotSent,
+            reason: Some(reason),
+            ..base
+        },
+        Outcome::Unknown { reason, escalate } => Transition {
+            reason: Some(reason),
+            escalate: *escalate,
+            ..base
+        },
     }
 }
 
@@ -163,15 +281,27 @@ pub(crate) fn attempt_record(call: &CallResult, outcome: &Outcome) -> AttemptRec
     let external_id = match outcome {
         Outcome::Succeeded { external_id } => Some(external_id.clone()),
         Outcome::Accepted { external_id } => external_id.clone(),
-        Outcome::Failed { .. } | Outcome::NotExecuted { .. } | Outcome::Unknown { .. } | Outcome::Conflict { .. } => None,
+        Outcome::Failed { .. }
+        | Outcome::NotExecuted { .. }
+        | Outcome::Unknown { .. }
+        | Outcome::Conflict { .. } => None,
     };
     let detail = match outcome {
         Outcome::Failed { code } => Some(code.clone()),
         Outcome::NotExecuted { reason } | Outcome::Unknown { reason, .. } => Some(reason.clone()),
-        Outcome::Conflict { on, current } => Some(format!("{} current={}", on.code(), current.as_deref().unwrap_or("?"))),
+        Outcome::Conflict { on, current } => Some(format!(
+            "{} current={}",
+            on.code(),
+            current.as_deref().unwrap_or("?")
+        )),
         Outcome::Succeeded { .. } | Outcome::Accepted { .. } => None,
     };
-    let base = AttemptRecord { outcome: outcome.label(), external_id, detail, ..Default::default() };
+    let base = AttemptRecord {
+        outcome: outcome.label(),
+        external_id,
+        detail,
+        ..Default::default()
+    };
     match call {
         CallResult::Answer(a) => AttemptRecord {
             http_status: Some(i32::from(a.status)),

@@ -16,7 +16,12 @@ pub struct ExecuteSettings {
 
     /// Policy versions currently in force (comma-separated). An approved operation under
     /// another policy is cancelled. Empty: every version is accepted.
-    #[arg(long, env = "POLICY_VERSIONS", value_delimiter = ',', default_value = "")]
+    #[arg(
+        long,
+        env = "POLICY_VERSIONS",
+        value_delimiter = ',',
+        default_value = ""
+    )]
     pub policy_versions: Vec<String>,
 
     /// Sends of a request that provably never left (connection refused) within one claim,
@@ -27,12 +32,21 @@ pub struct ExecuteSettings {
 
 impl ExecuteSettings {
     pub fn accepted_policies(&self) -> Vec<String> {
-        self.policy_versions.iter().filter(|p| !p.is_empty()).cloned().collect()
+        self.policy_versions
+            .iter()
+            .filter(|p| !p.is_empty())
+            .cloned()
+            .collect()
     }
 }
 
 impl Default for ExecuteSettings {
     fn default() -> Self {
-        Self { lease_ttl_ms: 30_000, accepted_deadline_s: 3_600, policy_versions: Vec::new(), not_sent_retries: 3 }
+        Self {
+            lease_ttl_ms: 30_000,
+            accepted_deadline_s: 3_600,
+            policy_versions: Vec::new(),
+            not_sent_retries: 3,
+        }
     }
 }

@@ -19,7 +19,11 @@ use serde_json::json;
 pub struct BrokerSetupArgs {
     /// The RabbitMQ management API (plugin `rabbitmq_management`). The admin user and the
     /// vhost are those of AMQP_URL.
-    #[arg(long, env = "RABBITMQ_MANAGEMENT_URL", default_value = "http://127.0.0.1:15672")]
+    #[arg(
+        long,
+        env = "RABBITMQ_MANAGEMENT_URL",
+        default_value = "http://127.0.0.1:15672"
+    )]
     pub management_url: String,
     /// Every user is named `<prefix><role>`: fleet-agent, fleet-prepare, …
     #[arg(long, env = "BROKER_USER_PREFIX", default_value = "fleet-")]
@@ -100,21 +104,36 @@ pub enum SetupError {
 
 /// The users `args` describe, every role's password required.
 pub fn users(args: &BrokerSetupArgs) -> Result<Vec<BrokerUser>, SetupError> {
-    if args.user_prefix.is_empty() || !args.user_prefix.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+    if args.user_prefix.is_empty()
+        || !args
+            .user_prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
         return Err(SetupError::BadPrefix(args.user_prefix.clone()));
     }
     Role::ALL
         .into_iter()
         .map(|role| {
-            let password = args.passwords.of(role).ok_or_else(|| SetupError::MissingPassword(role, role.name().to_uppercase().replace('-', "_")))?;
-            Ok(BrokerUser { role, name: format!("{}{}", args.user_prefix, role.name()), password: password.clone() })
+            let password = args.passwords.of(role).ok_or_else(|| {
+                SetupError::MissingPassword(role, role.name().to_uppercase().replace('-', "_"))
+            })?;
+            Ok(BrokerUser {
+                role,
+                name: format!("{}{}", args.user_prefix, role.name()),
+                password: password.clone(),
+            })
         })
         .collect()
 }
 
 /// Declares the topology of `broker` (as its admin user), then puts every user and its
 /// permissions on the vhost of `broker`. Returns each user's name and permissions.
-pub async fn setup(broker: &BrokerConfig, management_url: &str, users: &[BrokerUser]) -> Result<Vec<(String, Permissions)>, SetupError> {
+pub async fn setup(
+    broker: &BrokerConfig,
+    management_url: &str,
+    users: &[BrokerUser],
+) -> Result<Vec<(String, Permissions)>, SetupError> {
     fleet_broker::ensure_topology(&broker.clone().with_topology(TopologyMode::Declare)).await?;
     let api = ManagementApi::new(broker, management_url)?;
     let mut applied = Vec::with_capacity(users.len());
@@ -131,7 +150,10 @@ pub async fn setup(broker: &BrokerConfig, management_url: &str, users: &[BrokerU
 pub async fn run(broker: &BrokerConfig, args: &BrokerSetupArgs) -> anyhow::Result<()> {
     let users = users(args)?;
     for (name, p) in setup(broker, &args.management_url, &users).await? {
-        println!("{name}: configure {} write {} read {}", p.configure, p.write, p.read);
+        println!(
+            "{name}: configure {} write {} read {}",
+            p.configure, p.write, p.read
+        );
     }
     Ok(())
 }
@@ -154,43 +176,89 @@ impl ManagementApi {
         if base.cannot_be_a_base() || !matches!(base.scheme(), "http" | "https") {
             return Err(SetupError::BadManagementUrl);
         }
-        let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(10)).build().map_err(SetupError::Unreachable)?;
+        let http = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .map_err(SetupError::Unreachable)?;
         let info = uri.authority.userinfo;
-        Ok(ManagementApi { http, base, admin: info.username, password: Secret::new(info.password), vhost: uri.vhost })
+        Ok(ManagementApi {
+            http,
+            base,
+            admin: info.username,
+            password: Secret::new(info.password),
+            vhost: uri.vhost,
+        })
     }
 
     async fn put_user(&self, name: &str, password: &str) -> Result<(), SetupError> {
         // No tags: the component users cannot use the management API or UI.
-        self.put(&["users", name], json!({"password": password, "tags": ""}), format!("user {name}")).await
+        self.put(
+            &["users", name],
+            json!({"password": password, "tags": ""}),
+            format!("user {name}"),
+        )
+        .await
     }
 
     async fn put_permissions(&self, name: &str, p: &Permissions) -> Result<(), SetupError> {
         let body = json!({"configure": p.configure, "write": p.write, "read": p.read});
-        self.put(&["permissions", &self.vhost, name], body, format!("the permissions of {name}")).await
+        self.put(
+            &["permissions", &self.vhost, name],
+            body,
+            format!("the permissions of {name}"),
+        )
+        .await
     }
 
     /// Deletes a user (and its permissions); a user that does not exist is not an error.
     pub async fn delete_user(&self, name: &str) -> Result<(), SetupError> {
-        let response = self.http.delete(self.url(&["users", name])).basic_auth(&self.admin, Some(self.password.expose())).send().await.map_err(SetupError::Unreachable)?;
+        let response = self
+            .http
+            .delete(self.url(&["users", name]))
+            .basic_auth(&self.admin, Some(self.password.expose()))
+            .send()
+            .await
+            .map_err(SetupError::Unreachable)?;
         match response.status().as_u16() {
             200..=299 | 404 => Ok(()),
-            status => Err(SetupError::Refused { what: format!("deleting user {name}"), status }),
+            status => Err(SetupError::Refused {
+                what: format!("deleting user {name}"),
+                status,
+            }),
         }
     }
 
-    async fn put(&self, path: &[&str], body: serde_json::Value, what: String) -> Result<(), SetupError> {
-        let response =
-            self.http.put(self.url(path)).basic_auth(&self.admin, Some(self.password.expose())).json(&body).send().await.map_err(SetupError::Unreachable)?;
+    async fn put(
+        &self,
+        path: &[&str],
+        body: serde_json::Value,
+        what: String,
+    ) -> Result<(), SetupError> {
+        let response = self
+            .http
+            .put(self.url(path))
+            .basic_auth(&self.admin, Some(self.password.expose()))
+            .json(&body)
+            .send()
+            .await
+            .map_err(SetupError::Unreachable)?;
         match response.status() {
             s if s.is_success() => Ok(()),
-            s => Err(SetupError::Refused { what, status: s.as_u16() }),
+            s => Err(SetupError::Refused {
+                what,
+                status: s.as_u16(),
+            }),
         }
     }
 
     /// `/api/<segments…>`, each segment percent-encoded (the default vhost is `/`).
     fn url(&self, segments: &[&str]) -> reqwest::Url {
         let mut url = self.base.clone();
-        url.path_segments_mut().expect("checked to be a base URL").pop_if_empty().push("api").extend(segments);
+        url.path_segments_mut()
+            .expect("checked to be a base URL")
+            .pop_if_empty()
+            .push("api")
+            .extend(segments);
         url
     }
 }
@@ -221,15 +289,34 @@ mod tests {
     #[test]
     fn one_user_per_role_named_with_the_prefix() {
         let cli = Cli::try_parse_from(ALL).unwrap();
-        let names: Vec<String> = users(&cli.args).unwrap().into_iter().map(|u| u.name).collect();
-        assert_eq!(names, ["fleet-agent", "fleet-prepare", "fleet-execute", "fleet-reconcile", "fleet-webhook-ingest", "fleet-api", "fleet-operator", "fleet-relay"]);
+        let names: Vec<String> = users(&cli.args)
+            .unwrap()
+            .into_iter()
+            .map(|u| u.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "fleet-agent",
+                "fleet-prepare",
+                "fleet-execute",
+                "fleet-reconcile",
+                "fleet-webhook-ingest",
+                "fleet-api",
+                "fleet-operator",
+                "fleet-relay"
+            ]
+        );
     }
 
     #[test]
     fn every_password_is_required_and_none_is_shown() {
         let cli = Cli::try_parse_from(&ALL[..8]).unwrap();
         let error = users(&cli.args).unwrap_err().to_string();
-        assert_eq!(error, "no password for the relay user: set BROKER_RELAY_PASSWORD");
+        assert_eq!(
+            error,
+            "no password for the relay user: set BROKER_RELAY_PASSWORD"
+        );
         let cli = Cli::try_parse_from(ALL).unwrap();
         assert!(!format!("{:?}", users(&cli.args).unwrap()).contains("password: \"a\""));
         let bad = Cli::try_parse_from([&ALL[..], &["--user-prefix=a b"]].concat()).unwrap();
@@ -240,7 +327,14 @@ mod tests {
     fn api_paths_encode_the_vhost() {
         let broker = BrokerConfig::new("amqp://admin:s3cret@127.0.0.1:5672/%2f");
         let api = ManagementApi::new(&broker, "http://127.0.0.1:15672").unwrap();
-        assert_eq!(api.url(&["permissions", &api.vhost, "fleet-agent"]).as_str(), "http://127.0.0.1:15672/api/permissions/%2F/fleet-agent");
-        assert!(matches!(ManagementApi::new(&BrokerConfig::new("amqp:s3cret"), "http://x"), Err(SetupError::BadAmqpUrl)));
+        assert_eq!(
+            api.url(&["permissions", &api.vhost, "fleet-agent"])
+                .as_str(),
+            "http://127.0.0.1:15672/api/permissions/%2F/fleet-agent"
+        );
+        assert!(matches!(
+            ManagementApi::new(&BrokerConfig::new("amqp:s3cret"), "http://x"),
+            Err(SetupError::BadAmqpUrl)
+        ));
     }
 }

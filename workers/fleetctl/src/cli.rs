@@ -4,12 +4,16 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use fleet_core::Status;
 use fleet_broker::BrokerConfig;
+use fleet_core::Status;
 use fleet_runtime::{AmqpTopology, RedactedUrl};
 
 #[derive(Parser)]
-#[command(name = "fleetctl", version, about = "Approve, inspect and operate the fleet")]
+#[command(
+    name = "fleetctl",
+    version,
+    about = "Approve, inspect and operate the fleet"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub conn: Connection,
@@ -20,10 +24,22 @@ pub struct Cli {
 #[derive(Args, Clone, Debug)]
 pub struct Connection {
     /// Postgres URL (the password is never printed).
-    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true, default_value = "postgres://postgres@127.0.0.1:5432/fleet")]
+    #[arg(
+        long,
+        global = true,
+        env = "DATABASE_URL",
+        hide_env_values = true,
+        default_value = "postgres://postgres@127.0.0.1:5432/fleet"
+    )]
     pub database_url: RedactedUrl,
     /// RabbitMQ URL (the password is never printed).
-    #[arg(long, global = true, env = "AMQP_URL", hide_env_values = true, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_URL",
+        hide_env_values = true,
+        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
+    )]
     pub amqp_url: RedactedUrl,
     /// Prefix of every queue name (empty in production).
     #[arg(long, global = true, env = "AMQP_NAMESPACE", default_value = "")]
@@ -71,7 +87,9 @@ fn status_parser() -> impl TypedValueParser<Value = Status> {
 
 impl Connection {
     pub fn broker(&self) -> BrokerConfig {
-        BrokerConfig::new(self.amqp_url.expose()).with_namespace(self.amqp_namespace.clone()).with_topology(self.amqp_topology.into())
+        BrokerConfig::new(self.amqp_url.expose())
+            .with_namespace(self.amqp_namespace.clone())
+            .with_topology(self.amqp_topology.into())
     }
 }
 
@@ -210,7 +228,10 @@ mod tests {
 
     #[test]
     fn every_command_and_argument_has_help_text() {
-        assert_eq!(fleet_runtime::undocumented_arguments(&Cli::command()), Vec::<String>::new());
+        assert_eq!(
+            fleet_runtime::undocumented_arguments(&Cli::command()),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -222,13 +243,20 @@ mod tests {
             .render_help()
             .to_string();
         for status in Status::ALL {
-            assert!(help.contains(status.as_str()), "{status:?} missing from:\n{help}");
+            assert!(
+                help.contains(status.as_str()),
+                "{status:?} missing from:\n{help}"
+            );
         }
         let refused = Cli::try_parse_from(["fleetctl", "list", "--status", "pending"])
             .err()
             .expect("pending is not a status");
         assert!(refused.to_string().contains("not_started"), "{refused}");
-        let Command::List { status, .. } = Cli::try_parse_from(["fleetctl", "list", "--status", "unknown"]).unwrap().command else {
+        let Command::List { status, .. } =
+            Cli::try_parse_from(["fleetctl", "list", "--status", "unknown"])
+                .unwrap()
+                .command
+        else {
             panic!("list")
         };
         assert_eq!(status, Some(Status::Unknown));
@@ -242,9 +270,15 @@ mod tests {
         };
         assert_eq!(format(&["fleetctl", "list"]), Format::Table);
         assert_eq!(format(&["fleetctl", "list", "-o", "json"]), Format::Json);
-        assert_eq!(format(&["fleetctl", "list", "--output", "table"]), Format::Table);
+        assert_eq!(
+            format(&["fleetctl", "list", "--output", "table"]),
+            Format::Table
+        );
         assert_eq!(format(&["fleetctl", "list", "--json"]), Format::Json);
-        assert_eq!(format(&["fleetctl", "show", "op_x", "-o", "json"]), Format::Json);
+        assert_eq!(
+            format(&["fleetctl", "show", "op_x", "-o", "json"]),
+            Format::Json
+        );
         assert!(Cli::try_parse_from(["fleetctl", "list", "-o", "yaml"]).is_err());
         assert!(Cli::try_parse_from(["fleetctl", "list", "-o", "table", "--json"]).is_err());
     }
@@ -252,7 +286,11 @@ mod tests {
     #[test]
     fn bench_help_speaks_of_the_fleet_only() {
         let mut cmd = Cli::command();
-        let help = cmd.find_subcommand_mut("bench").unwrap().render_long_help().to_string();
+        let help = cmd
+            .find_subcommand_mut("bench")
+            .unwrap()
+            .render_long_help()
+            .to_string();
         assert!(!help.to_lowercase().contains("issue"), "{help}");
     }
 }

@@ -8,7 +8,13 @@ use fleet_core::{parse_intent, ValidIntent};
 
 pub fn read_intent(file: &Path) -> anyhow::Result<(Vec<u8>, ValidIntent)> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let intent = parse_intent(&bytes).map_err(|e| anyhow::anyhow!("{} is not a valid intent.v1 ({}): {e}", file.display(), e.code()))?;
+    let intent = parse_intent(&bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not a valid intent.v1 ({}): {e}",
+            file.display(),
+            e.code()
+        )
+    })?;
     Ok((bytes, intent))
 }
 

@@ -22,19 +22,42 @@ pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()>
         anyhow::bail!("no operation {op}");
     };
     if format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&operation_json(store, &row).await?)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&operation_json(store, &row).await?)?
+        );
         return Ok(());
     }
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
-    println!("operation   {}  ({} via {}, tenant {})", row.operation_id, row.action, row.provider, row.tenant_id);
-    println!("status      {}{}", row.status, row.status_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default());
-    println!("approval    {} until {} by {}", row.approval_status, row.approval_expires_at, opt(&row.decided_by));
+    println!(
+        "operation   {}  ({} via {}, tenant {})",
+        row.operation_id, row.action, row.provider, row.tenant_id
+    );
+    println!(
+        "status      {}{}",
+        row.status,
+        row.status_reason
+            .as_ref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    );
+    println!(
+        "approval    {} until {} by {}",
+        row.approval_status,
+        row.approval_expires_at,
+        opt(&row.decided_by)
+    );
     if let Some(amount) = amount(&row.payload) {
         println!("amount      {amount}");
     }
     println!("hash        {}", row.payload_hash);
     println!("payload     {}", row.payload);
-    println!("fence       {}  attempts {}  external_id {}", row.fence, row.attempts, opt(&row.external_id));
+    println!(
+        "fence       {}  attempts {}  external_id {}",
+        row.fence,
+        row.attempts,
+        opt(&row.external_id)
+    );
     if let Some(at) = row.escalated_at {
         println!("escalated   {at}");
     }
@@ -46,7 +69,9 @@ pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()>
             a.worker,
             a.started_at,
             a.outcome.as_deref().unwrap_or("(no answer recorded)"),
-            a.http_status.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+            a.http_status
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".into()),
             a.detail.as_deref().unwrap_or("")
         );
     }
@@ -57,13 +82,28 @@ pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()>
             (None, Some(t)) => format!("-> {t}"),
             _ => String::new(),
         };
-        println!("  {} {:<12} {:<28} by {} {}", e.at, e.kind, moved, e.actor, e.reason.as_deref().unwrap_or(""));
+        println!(
+            "  {} {:<12} {:<28} by {} {}",
+            e.at,
+            e.kind,
+            moved,
+            e.actor,
+            e.reason.as_deref().unwrap_or("")
+        );
     }
     Ok(())
 }
 
-pub async fn list(store: &Store, status: Option<Status>, escalated: bool, limit: i64, format: Format) -> anyhow::Result<()> {
-    let rows = store.list(status, escalated, limit.clamp(1, 10_000)).await?;
+pub async fn list(
+    store: &Store,
+    status: Option<Status>,
+    escalated: bool,
+    limit: i64,
+    format: Format,
+) -> anyhow::Result<()> {
+    let rows = store
+        .list(status, escalated, limit.clamp(1, 10_000))
+        .await?;
     if format == Format::Json {
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {

@@ -18,7 +18,10 @@ async fn main() -> anyhow::Result<()> {
             fleet_store::create_database_if_missing(db).await?;
             fleet_store::migrate(db).await?;
             println!("migrated {}", cli.conn.database_url);
-            let passwords: Vec<_> = fleet_store::DbRole::ALL.into_iter().filter_map(|r| Some((r, r.password_from_env()?))).collect();
+            let passwords: Vec<_> = fleet_store::DbRole::ALL
+                .into_iter()
+                .filter_map(|r| Some((r, r.password_from_env()?)))
+                .collect();
             fleet_store::set_role_passwords(db, &passwords).await?;
             for (role, _) in &passwords {
                 println!("set the password of the database role {}", role.name());
@@ -26,22 +29,59 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Hash { file } => hash::run(&file)?,
         Command::Submit { file } => submit::run(&cli.conn.broker(), &file).await?,
-        Command::Supersede { operation_id, file } => submit::supersede(&cli.conn.broker(), &operation_id, &file).await?,
-        Command::Approve { operation_id, hash, api } => decide::approve(&DecisionClient::from_args(&api), &operation_id, &hash).await?,
-        Command::Reject { operation_id, reason, api } => decide::reject(&DecisionClient::from_args(&api), &operation_id, &reason).await?,
-        Command::Show { operation_id, output } => inspect::show(&store()?, &operation_id, output.format()).await?,
-        Command::List { status, escalated, limit, output } => inspect::list(&store()?, status, escalated, limit, output.format()).await?,
-        Command::Resolve { operation_id, outcome, external_id, evidence, api } => {
-            decide::resolve(&DecisionClient::from_args(&api), &operation_id, &outcome, external_id.as_deref(), &evidence).await?
+        Command::Supersede { operation_id, file } => {
+            submit::supersede(&cli.conn.broker(), &operation_id, &file).await?
         }
-        Command::Dispute { operation_id, reason, api } => decide::dispute(&DecisionClient::from_args(&api), &operation_id, &reason).await?,
+        Command::Approve {
+            operation_id,
+            hash,
+            api,
+        } => decide::approve(&DecisionClient::from_args(&api), &operation_id, &hash).await?,
+        Command::Reject {
+            operation_id,
+            reason,
+            api,
+        } => decide::reject(&DecisionClient::from_args(&api), &operation_id, &reason).await?,
+        Command::Show {
+            operation_id,
+            output,
+        } => inspect::show(&store()?, &operation_id, output.format()).await?,
+        Command::List {
+            status,
+            escalated,
+            limit,
+            output,
+        } => inspect::list(&store()?, status, escalated, limit, output.format()).await?,
+        Command::Resolve {
+            operation_id,
+            outcome,
+            external_id,
+            evidence,
+            api,
+        } => {
+            decide::resolve(
+                &DecisionClient::from_args(&api),
+                &operation_id,
+                &outcome,
+                external_id.as_deref(),
+                &evidence,
+            )
+            .await?
+        }
+        Command::Dispute {
+            operation_id,
+            reason,
+            api,
+        } => decide::dispute(&DecisionClient::from_args(&api), &operation_id, &reason).await?,
         Command::Reconcile { operation_id } => {
             let publisher = Publisher::connect(&cli.conn.broker()).await?;
             operator::reconcile(&store()?, &publisher, &operation_id).await?;
             publisher.close().await;
         }
         Command::Token { command } => token::run(&store()?, command).await?,
-        Command::Broker { command: BrokerCommand::Setup(args) } => broker_setup::run(&cli.conn.broker(), &args).await?,
+        Command::Broker {
+            command: BrokerCommand::Setup(args),
+        } => broker_setup::run(&cli.conn.broker(), &args).await?,
         Command::Principal { command } => principal::run(&store()?, command).await?,
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
         Command::Bench(args) => bench::run(&cli.conn, args).await?,

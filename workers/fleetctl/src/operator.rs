@@ -3,8 +3,8 @@
 
 use anyhow::bail;
 use fleet_broker::{Publisher, Queue};
-use fleet_store::Store;
 use fleet_core::{Doorbell, OperationId};
+use fleet_store::Store;
 
 /// Rings the reconcile doorbell now instead of waiting for the sweeper. An id with no
 /// operation behind it is an error: the doorbell would be consumed and do nothing, and the
@@ -14,7 +14,9 @@ pub async fn reconcile(store: &Store, publisher: &Publisher, op: &str) -> anyhow
     if store.get(op).await?.is_none() {
         bail!("no operation {op}");
     }
-    publisher.publish(Queue::OperationsReconcile, &Doorbell::new(&id).to_bytes()).await?;
+    publisher
+        .publish(Queue::OperationsReconcile, &Doorbell::new(&id).to_bytes())
+        .await?;
     println!("reconcile rung for {op}");
     Ok(())
 }

@@ -33,21 +33,43 @@ impl Proc {
 pub fn bin_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     match explicit {
         Some(dir) => Ok(dir.to_path_buf()),
-        None => Ok(std::env::current_exe()?.parent().context("fleetctl has no parent directory")?.to_path_buf()),
+        None => Ok(std::env::current_exe()?
+            .parent()
+            .context("fleetctl has no parent directory")?
+            .to_path_buf()),
     }
 }
 
 /// Starts `bin_dir/bin` with `envs` on top of fleetctl's environment; stdout and stderr go
 /// to `log_dir/<name>.log`.
-pub fn spawn(bin_dir: &Path, log_dir: &Path, bin: &str, name: &str, envs: &[(&str, &str)]) -> anyhow::Result<Proc> {
+pub fn spawn(
+    bin_dir: &Path,
+    log_dir: &Path,
+    bin: &str,
+    name: &str,
+    envs: &[(&str, &str)],
+) -> anyhow::Result<Proc> {
     let path = bin_dir.join(bin);
-    anyhow::ensure!(path.exists(), "{} is missing: build every binary first (cargo build --release --workspace --bins)", path.display());
+    anyhow::ensure!(
+        path.exists(),
+        "{} is missing: build every binary first (cargo build --release --workspace --bins)",
+        path.display()
+    );
     std::fs::create_dir_all(log_dir)?;
     let log = File::create(log_dir.join(format!("{name}.log")))?;
     let mut cmd = Command::new(&path);
-    cmd.envs(envs.iter().copied()).stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).kill_on_drop(true);
-    let child = cmd.spawn().with_context(|| format!("starting {}", path.display()))?;
-    Ok(Proc { name: name.to_owned(), child })
+    cmd.envs(envs.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .kill_on_drop(true);
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", path.display()))?;
+    Ok(Proc {
+        name: name.to_owned(),
+        child,
+    })
 }
 
 /// Polls `url` until it answers 2xx, or fails after [`READY_TIMEOUT`].
@@ -59,7 +81,10 @@ pub async fn wait_http_ok(client: &reqwest::Client, url: &str, what: &str) -> an
                 return Ok(());
             }
         }
-        anyhow::ensure!(Instant::now() < deadline, "{what} did not become ready at {url} within {READY_TIMEOUT:?}; see its log");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{what} did not become ready at {url} within {READY_TIMEOUT:?}; see its log"
+        );
         sleep(READY_POLL).await;
     }
 }
@@ -68,7 +93,9 @@ pub async fn wait_http_ok(client: &reqwest::Client, url: &str, what: &str) -> an
 pub async fn stop_all(procs: &mut [Proc]) {
     for p in procs.iter() {
         if let Some(pid) = p.pid() {
-            let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
         }
     }
     for p in procs.iter_mut() {
@@ -77,7 +104,10 @@ pub async fn stop_all(procs: &mut [Proc]) {
             Ok(Ok(status)) => eprintln!("{} exited with {status}", p.name),
             Ok(Err(e)) => eprintln!("{}: {e}", p.name),
             Err(_) => {
-                eprintln!("{} did not stop within {STOP_TIMEOUT:?}; killing it", p.name);
+                eprintln!(
+                    "{} did not stop within {STOP_TIMEOUT:?}; killing it",
+                    p.name
+                );
                 let _ = p.child.kill().await;
             }
         }
@@ -88,6 +118,11 @@ pub async fn stop_all(procs: &mut [Proc]) {
 /// component's role as user, and its password when `FLEET_DB_PASSWORD_<COMPONENT>` is set
 /// (the same setting `fleetctl migrate` reads to set it).
 pub fn component_database_url(operator_url: &str, binary: &str) -> anyhow::Result<String> {
-    let role = fleet_store::DbRole::of_binary(binary).ok_or_else(|| anyhow::anyhow!("{binary} has no database role"))?;
-    Ok(fleet_store::role_url(operator_url, role, role.password_from_env().as_deref())?)
+    let role = fleet_store::DbRole::of_binary(binary)
+        .ok_or_else(|| anyhow::anyhow!("{binary} has no database role"))?;
+    Ok(fleet_store::role_url(
+        operator_url,
+        role,
+        role.password_from_env().as_deref(),
+    )?)
 }

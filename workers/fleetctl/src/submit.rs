@@ -11,14 +11,19 @@ use fleet_broker::{BrokerConfig, Publisher, Queue};
 pub async fn supersede(broker: &BrokerConfig, old: &str, file: &Path) -> anyhow::Result<()> {
     let old = fleet_core::OperationId::parse(old).map_err(anyhow::Error::msg)?;
     let raw = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let mut message: serde_json::Value = serde_json::from_slice(&raw).with_context(|| format!("{} is not JSON", file.display()))?;
+    let mut message: serde_json::Value =
+        serde_json::from_slice(&raw).with_context(|| format!("{} is not JSON", file.display()))?;
     message["supersedes"] = serde_json::json!(old.as_str());
     let bytes = serde_json::to_vec(&message)?;
-    let intent = fleet_core::parse_intent(&bytes).map_err(|e| anyhow::anyhow!("not a valid intent.v1 ({}): {e}", e.code()))?;
+    let intent = fleet_core::parse_intent(&bytes)
+        .map_err(|e| anyhow::anyhow!("not a valid intent.v1 ({}): {e}", e.code()))?;
     let publisher = Publisher::connect(broker).await?;
     publisher.publish(Queue::IntentsPrepare, &bytes).await?;
     publisher.close().await;
-    println!("submitted {} {} superseding {old}; approve the new hash to proceed", intent.operation_id, intent.payload_hash);
+    println!(
+        "submitted {} {} superseding {old}; approve the new hash to proceed",
+        intent.operation_id, intent.payload_hash
+    );
     Ok(())
 }
 

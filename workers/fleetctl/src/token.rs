@@ -92,7 +92,9 @@ pub async fn issue(
             anyhow::bail!("refused: {principal} is a principal with role {existing}, not {role}")
         }
         TokenCreated::Removed => {
-            anyhow::bail!("refused: {principal} was removed; `fleetctl principal add` brings it back")
+            anyhow::bail!(
+                "refused: {principal} was removed; `fleetctl principal add` brings it back"
+            )
         }
     }
 }

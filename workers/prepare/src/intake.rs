@@ -15,7 +15,6 @@ use fleet_runtime::metric_names as m;
 use fleet_store::{PrepareOutcome, Store, StoreError};
 use tracing::{info, warn};
 
-
 /// What an intent is checked against besides the contract: what the providers guarantee
 /// (the capability guard) and the quorum policies in force.
 #[derive(Debug, Clone)]
@@ -80,7 +79,12 @@ pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refu
         Ok(intent) => intent,
         Err(e) => return Err(counted(refusal_of(&e))),
     };
-    if let Err(reason) = guard(intent.action, &intent.snapshot.provider, intent.approval_ttl_seconds, &rules.providers) {
+    if let Err(reason) = guard(
+        intent.action,
+        &intent.snapshot.provider,
+        intent.approval_ttl_seconds,
+        &rules.providers,
+    ) {
         warn!(operation_id = %intent.operation_id, action = intent.action.wire_name(), provider = %intent.snapshot.provider, reason, "intent refused");
         return Err(counted(Refusal::new(reason, Some("provider"))));
     }

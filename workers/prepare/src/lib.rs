@@ -32,5 +32,13 @@ pub struct PrepareDeps {
 pub async fn run(deps: PrepareDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
     series::series_at_zero();
     let handler = Arc::new(PrepareHandler::new(deps.store, deps.rules));
-    fleet_broker::consume_with_health(deps.broker, Queue::IntentsPrepare, handler, deps.concurrency, shutdown, &deps.health).await
+    fleet_broker::consume_with_health(
+        deps.broker,
+        Queue::IntentsPrepare,
+        handler,
+        deps.concurrency,
+        shutdown,
+        &deps.health,
+    )
+    .await
 }

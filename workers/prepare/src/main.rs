@@ -8,7 +8,11 @@ use fleet_providers::ProviderConfigs;
 use fleet_runtime::{admin_addrs, CommonArgs, PolicyArgs, ProviderArgs};
 
 #[derive(Parser)]
-#[command(name = "fleet-prepare", version, about = "Validates intent.v1 messages and stores pending-approval operations")]
+#[command(
+    name = "fleet-prepare",
+    version,
+    about = "Validates intent.v1 messages and stores pending-approval operations"
+)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -25,12 +29,17 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let boot = fleet_boot::start("prepare", &cli.common, admin_addrs::PREPARE).await?;
     let policies = Arc::new(cli.policies.load()?);
-    let providers = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?.capabilities();
+    let providers = ProviderConfigs::from_args(&cli.providers)
+        .map_err(anyhow::Error::msg)?
+        .capabilities();
     let deps = fleet_prepare::PrepareDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),
         health: boot.broker_health.clone(),
-        rules: IntakeRules { providers, policies },
+        rules: IntakeRules {
+            providers,
+            policies,
+        },
         concurrency: cli.common.concurrency,
     };
     fleet_prepare::run(deps, boot.shutdown.clone()).await?;
@@ -44,6 +53,9 @@ mod tests {
 
     #[test]
     fn every_argument_has_help_text() {
-        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+        assert_eq!(
+            fleet_runtime::undocumented_arguments(&super::Cli::command()),
+            Vec::<String>::new()
+        );
     }
 }

@@ -20,9 +20,20 @@ use crate::Reconciler;
 /// time plus its search lag); a provider this build does not know, as late as any it
 /// knows.
 pub(crate) fn audit_delays(providers: &Providers) -> AuditDelays {
-    let by_provider: Vec<(String, Duration)> = providers.audit_delays().into_iter().map(|(p, d)| (p.to_owned(), d)).collect();
-    let otherwise = by_provider.iter().map(|(_, d)| *d).max().unwrap_or(Duration::ZERO);
-    AuditDelays { by_provider, otherwise }
+    let by_provider: Vec<(String, Duration)> = providers
+        .audit_delays()
+        .into_iter()
+        .map(|(p, d)| (p.to_owned(), d))
+        .collect();
+    let otherwise = by_provider
+        .iter()
+        .map(|(_, d)| *d)
+        .max()
+        .unwrap_or(Duration::ZERO);
+    AuditDelays {
+        by_provider,
+        otherwise,
+    }
 }
 
 impl Reconciler {
@@ -31,14 +42,18 @@ impl Reconciler {
         let op = row.operation_id.as_str();
         if row.action().is_some_and(|a| !a.spec().may_duplicate()) {
             // A conditional update cannot apply twice: its precondition moves with the first.
-            self.store.record_audit(op, false, &json!({"via": "conditional_update"})).await?;
+            self.store
+                .record_audit(op, false, &json!({"via": "conditional_update"}))
+                .await?;
             return Ok(());
         }
         // By reference only: a lookup by the settled id would always find exactly one.
         let outcome = look_up(&self.providers, row, None).await;
         match audit(&outcome.lookup) {
             AuditFinding::Single => {
-                self.store.record_audit(op, false, &outcome.evidence).await?;
+                self.store
+                    .record_audit(op, false, &outcome.evidence)
+                    .await?;
             }
             AuditFinding::Duplicate => {
                 if self.store.record_audit(op, true, &outcome.evidence).await? {
@@ -47,8 +62,13 @@ impl Reconciler {
                 }
             }
             AuditFinding::Inconclusive => {
-                warn!(operation_id = op, "audit lookup failed; auditing again later");
-                self.store.postpone_audit(op, self.settings.lookup_recheck()).await?;
+                warn!(
+                    operation_id = op,
+                    "audit lookup failed; auditing again later"
+                );
+                self.store
+                    .postpone_audit(op, self.settings.lookup_recheck())
+                    .await?;
             }
         }
         info!(operation_id = op, "audited");

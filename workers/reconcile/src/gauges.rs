@@ -9,7 +9,12 @@ use tokio_util::sync::CancellationToken;
 
 /// Every `every`, computes the gauges; pending approvals closing within `expiring_soon`
 /// count as expiring soon.
-pub async fn run(store: Store, every: Duration, expiring_soon: Duration, shutdown: CancellationToken) {
+pub async fn run(
+    store: Store,
+    every: Duration,
+    expiring_soon: Duration,
+    shutdown: CancellationToken,
+) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -22,11 +27,15 @@ pub async fn run(store: Store, every: Duration, expiring_soon: Duration, shutdow
                 metrics::gauge!(m::OPERATIONS_UNKNOWN).set(g.unknown as f64);
                 metrics::gauge!(m::OPERATIONS_ESCALATED).set(g.escalated as f64);
                 metrics::gauge!(m::OLDEST_UNKNOWN_AGE_SECONDS).set(g.oldest_unknown_age_s);
-                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "unknown").set(g.unknown as f64);
-                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "in_progress").set(g.in_progress as f64);
-                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "accepted").set(g.accepted as f64);
+                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "unknown")
+                    .set(g.unknown as f64);
+                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "in_progress")
+                    .set(g.in_progress as f64);
+                metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "accepted")
+                    .set(g.accepted as f64);
                 metrics::gauge!(m::OPERATIONS_BY_STATUS, "status" => "ready").set(g.ready as f64);
-                metrics::counter!(m::MANUAL_INVESTIGATIONS_TOTAL).absolute(g.operator_decisions.max(0) as u64);
+                metrics::counter!(m::MANUAL_INVESTIGATIONS_TOTAL)
+                    .absolute(g.operator_decisions.max(0) as u64);
             }
             Err(e) => tracing::warn!(error = %e, "could not compute the fleet gauges"),
         }

@@ -24,7 +24,9 @@ impl Handler for ReconcileHandler {
             Ok(op) => op,
             Err(reason) => {
                 warn!(reason, "reconcile doorbell refused");
-                return Disposition::DeadLetter { reason: reason.to_owned() };
+                return Disposition::DeadLetter {
+                    reason: reason.to_owned(),
+                };
             }
         };
         match self.reconciler.reconcile(op.as_str()).await {

@@ -48,9 +48,22 @@ pub async fn run(deps: ReconcileDeps, shutdown: CancellationToken) -> Result<(),
         Duration::from_secs(u64::from(deps.settings.approvals_expiring_soon_s)),
         shutdown.clone(),
     ));
-    let sweeper = tokio::spawn(sweep::run(reconciler.clone(), deps.settings.clone(), deps.concurrency, shutdown.clone()));
+    let sweeper = tokio::spawn(sweep::run(
+        reconciler.clone(),
+        deps.settings.clone(),
+        deps.concurrency,
+        shutdown.clone(),
+    ));
     let handler = Arc::new(ReconcileHandler::new(reconciler));
-    let consumed = fleet_broker::consume_with_health(deps.broker, Queue::OperationsReconcile, handler, deps.concurrency, shutdown.clone(), &deps.health).await;
+    let consumed = fleet_broker::consume_with_health(
+        deps.broker,
+        Queue::OperationsReconcile,
+        handler,
+        deps.concurrency,
+        shutdown.clone(),
+        &deps.health,
+    )
+    .await;
     shutdown.cancel();
     let _ = tokio::join!(gauges, sweeper);
     consumed

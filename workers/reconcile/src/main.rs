@@ -9,7 +9,11 @@ use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
 use fleet_runtime::{admin_addrs, CommonArgs, ProviderArgs};
 
 #[derive(Parser)]
-#[command(name = "fleet-reconcile", version, about = "Reconciles uncertain operations with their provider")]
+#[command(
+    name = "fleet-reconcile",
+    version,
+    about = "Reconciles uncertain operations with their provider"
+)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -28,7 +32,11 @@ async fn main() -> anyhow::Result<()> {
         broker: boot.broker.clone(),
         health: boot.broker_health.clone(),
         publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
-        providers: Arc::new(ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?.connect()?),
+        providers: Arc::new(
+            ProviderConfigs::from_args(&cli.providers)
+                .map_err(anyhow::Error::msg)?
+                .connect()?,
+        ),
         settings: cli.reconcile,
         concurrency: cli.common.concurrency,
     };
@@ -43,6 +51,9 @@ mod tests {
 
     #[test]
     fn every_argument_has_help_text() {
-        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+        assert_eq!(
+            fleet_runtime::undocumented_arguments(&super::Cli::command()),
+            Vec::<String>::new()
+        );
     }
 }

@@ -14,7 +14,12 @@ use tracing::warn;
 
 use crate::{ReconcileSettings, Reconciler};
 
-pub async fn run(reconciler: Arc<Reconciler>, settings: ReconcileSettings, concurrency: usize, shutdown: CancellationToken) {
+pub async fn run(
+    reconciler: Arc<Reconciler>,
+    settings: ReconcileSettings,
+    concurrency: usize,
+    shutdown: CancellationToken,
+) {
     let mut tick = tokio::time::interval(settings.sweep_interval());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -33,15 +38,25 @@ pub async fn run(reconciler: Arc<Reconciler>, settings: ReconcileSettings, concu
     }
 }
 
-pub async fn sweep_once(r: &Reconciler, settings: &ReconcileSettings, concurrency: usize) -> Result<(), StoreError> {
+pub async fn sweep_once(
+    r: &Reconciler,
+    settings: &ReconcileSettings,
+    concurrency: usize,
+) -> Result<(), StoreError> {
     let store = &r.store;
     let batch = settings.sweep_batch;
     let expired = store.expire_leases(batch).await?;
     if !expired.is_empty() {
-        metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => "any").increment(expired.len() as u64);
-        warn!(count = expired.len(), "leases expired during provider calls: unknown");
+        metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => "any")
+            .increment(expired.len() as u64);
+        warn!(
+            count = expired.len(),
+            "leases expired during provider calls: unknown"
+        );
     }
-    let mut due = store.take_due_unknown(batch, settings.lookup_recheck()).await?;
+    let mut due = store
+        .take_due_unknown(batch, settings.lookup_recheck())
+        .await?;
     due.extend(store.accepted_past_deadline(batch).await?);
     due.sort();
     due.dedup();
@@ -52,7 +67,10 @@ pub async fn sweep_once(r: &Reconciler, settings: &ReconcileSettings, concurrenc
             }
         })
         .await;
-    for op in store.take_stranded_approved(batch, settings.unstarted_redrive()).await? {
+    for op in store
+        .take_stranded_approved(batch, settings.unstarted_redrive())
+        .await?
+    {
         r.ring_execute(&op).await;
     }
     store.cancel_expired_approvals(batch).await?;

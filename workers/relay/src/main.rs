@@ -39,6 +39,9 @@ mod tests {
 
     #[test]
     fn every_argument_has_help_text() {
-        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+        assert_eq!(
+            fleet_runtime::undocumented_arguments(&super::Cli::command()),
+            Vec::<String>::new()
+        );
     }
 }

@@ -5,5 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn unix_now() -> i64 {
     // A clock before 1970 makes every timestamp "out of tolerance", which is the safe side.
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }

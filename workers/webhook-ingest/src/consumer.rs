@@ -41,7 +41,9 @@ impl IngestError {
             IngestError::Envelope(e) => Disposition::dead_letter(e.reason()),
             IngestError::UnknownProvider => Disposition::dead_letter("unknown_provider"),
             // Signed, but too old for its deduplication row to prove it is no replay.
-            IngestError::Signature(Rejection::TimestampOutOfTolerance) => Disposition::dead_letter("signature_expired"),
+            IngestError::Signature(Rejection::TimestampOutOfTolerance) => {
+                Disposition::dead_letter("signature_expired")
+            }
             IngestError::Signature(_) => Disposition::dead_letter("signature_invalid"),
             IngestError::Event(e) => Disposition::dead_letter(e.reason()),
             IngestError::Store(_) => Disposition::Retry,
@@ -59,7 +61,11 @@ impl IngestHandler {
     /// `secrets` are the receiver's (`WEBHOOK_SECRETS`); `freshness` is how old a
     /// signature may be when it is consumed.
     pub fn new(store: Store, secrets: WebhookSecrets, freshness: Freshness) -> IngestHandler {
-        IngestHandler { store, secrets, freshness }
+        IngestHandler {
+            store,
+            secrets,
+            freshness,
+        }
     }
 
     /// Ingests one `webhook.v1` message. Safe to call any number of times, concurrently,
@@ -79,18 +85,40 @@ impl IngestHandler {
 
 fn log(event_id: &str, event_type: &str, outcome: &WebhookOutcome) {
     match outcome {
-        WebhookOutcome::Applied { operation_id, from, to } => {
+        WebhookOutcome::Applied {
+            operation_id,
+            from,
+            to,
+        } => {
             info!(event_id, event_type, operation_id = %operation_id, %from, %to, "webhook applied")
         }
-        WebhookOutcome::Escalated { operation_id, reason } => {
+        WebhookOutcome::Escalated {
+            operation_id,
+            reason,
+        } => {
             warn!(event_id, event_type, operation_id = %operation_id, reason, "webhook recorded and escalated, not applied")
         }
-        WebhookOutcome::Unlinked => info!(event_id, event_type, "webhook stored unlinked: no operation matches it yet"),
-        WebhookOutcome::Duplicate { same_payload: false } => {
-            warn!(event_id, event_type, "webhook event id seen before with another body; ignored")
+        WebhookOutcome::Unlinked => info!(
+            event_id,
+            event_type, "webhook stored unlinked: no operation matches it yet"
+        ),
+        WebhookOutcome::Duplicate {
+            same_payload: false,
+        } => {
+            warn!(
+                event_id,
+                event_type, "webhook event id seen before with another body; ignored"
+            )
         }
-        WebhookOutcome::IgnoredTransition { .. } | WebhookOutcome::IgnoredType | WebhookOutcome::Duplicate { same_payload: true } => {
-            debug!(event_id, event_type, outcome = outcome.label(), "webhook changes nothing")
+        WebhookOutcome::IgnoredTransition { .. }
+        | WebhookOutcome::IgnoredType
+        | WebhookOutcome::Duplicate { same_payload: true } => {
+            debug!(
+                event_id,
+                event_type,
+                outcome = outcome.label(),
+                "webhook changes nothing"
+            )
         }
     }
 }
@@ -102,8 +130,12 @@ impl Handler for IngestHandler {
             Err(e) => {
                 let disposition = e.disposition();
                 match &disposition {
-                    Disposition::Retry => warn!(error = %e, "webhook not ingested; it will be redelivered"),
-                    Disposition::DeadLetter { reason } => warn!(reason = %reason, error = %e, "webhook dead-lettered"),
+                    Disposition::Retry => {
+                        warn!(error = %e, "webhook not ingested; it will be redelivered")
+                    }
+                    Disposition::DeadLetter { reason } => {
+                        warn!(reason = %reason, error = %e, "webhook dead-lettered")
+                    }
                     Disposition::Ack => {}
                 }
                 disposition

@@ -47,7 +47,11 @@ pub struct SignatureHeaders {
 
 impl From<&SignedHeaders<'_>> for SignatureHeaders {
     fn from(headers: &SignedHeaders<'_>) -> SignatureHeaders {
-        SignatureHeaders { id: headers.id.to_owned(), timestamp: headers.timestamp.to_string(), signature: headers.signatures.to_owned() }
+        SignatureHeaders {
+            id: headers.id.to_owned(),
+            timestamp: headers.timestamp.to_string(),
+            signature: headers.signatures.to_owned(),
+        }
     }
 }
 
@@ -92,8 +96,19 @@ struct SchemaOnly {
 }
 
 impl Envelope {
-    pub fn new(provider: &str, headers: SignatureHeaders, received_at: DateTime<Utc>, body: &[u8]) -> Envelope {
-        Envelope { schema: ENVELOPE_SCHEMA.to_owned(), provider: provider.to_owned(), received_at, headers, body_b64: STANDARD.encode(body) }
+    pub fn new(
+        provider: &str,
+        headers: SignatureHeaders,
+        received_at: DateTime<Utc>,
+        body: &[u8],
+    ) -> Envelope {
+        Envelope {
+            schema: ENVELOPE_SCHEMA.to_owned(),
+            provider: provider.to_owned(),
+            received_at,
+            headers,
+            body_b64: STANDARD.encode(body),
+        }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -105,24 +120,43 @@ impl Envelope {
         if bytes.len() > MAX_ENVELOPE_BYTES {
             return Err(EnvelopeError::Oversized);
         }
-        let schema: SchemaOnly = serde_json::from_slice(bytes).map_err(|_| EnvelopeError::Malformed)?;
+        let schema: SchemaOnly =
+            serde_json::from_slice(bytes).map_err(|_| EnvelopeError::Malformed)?;
         match schema.schema.as_str() {
             ENVELOPE_SCHEMA => {}
             UNSIGNED_SCHEMA => return Err(EnvelopeError::Unsigned),
             _ => return Err(EnvelopeError::UnsupportedSchema),
         }
-        let envelope: Envelope = serde_json::from_slice(bytes).map_err(|_| EnvelopeError::Malformed)?;
-        let body = STANDARD.decode(&envelope.body_b64).map_err(|_| EnvelopeError::Malformed)?;
+        let envelope: Envelope =
+            serde_json::from_slice(bytes).map_err(|_| EnvelopeError::Malformed)?;
+        let body = STANDARD
+            .decode(&envelope.body_b64)
+            .map_err(|_| EnvelopeError::Malformed)?;
         Ok((envelope, body))
     }
 
     /// Checks the provider's signature over `body` with the receiver's secrets: the same
     /// header rules and the same HMAC as at the edge, within the consumer's `freshness`.
-    pub fn verify(self, body: Vec<u8>, secrets: &WebhookSecrets, now_unix_s: i64, freshness: Freshness) -> Result<Verified, Rejection> {
+    pub fn verify(
+        self,
+        body: Vec<u8>,
+        secrets: &WebhookSecrets,
+        now_unix_s: i64,
+        freshness: Freshness,
+    ) -> Result<Verified, Rejection> {
         let h = &self.headers;
-        let signed = SignedHeaders::parse(h.id.as_bytes(), h.timestamp.as_bytes(), h.signature.as_bytes())?;
+        let signed = SignedHeaders::parse(
+            h.id.as_bytes(),
+            h.timestamp.as_bytes(),
+            h.signature.as_bytes(),
+        )?;
         signature::verify_within(secrets, &signed, &body, now_unix_s, freshness)?;
-        Ok(Verified { provider: self.provider, event_id: signed.id.to_owned(), received_at: self.received_at, body })
+        Ok(Verified {
+            provider: self.provider,
+            event_id: signed.id.to_owned(),
+            received_at: self.received_at,
+            body,
+        })
     }
 }
 
@@ -140,11 +174,17 @@ mod tests {
 
     fn signed(id: &str, timestamp: i64, body: &[u8]) -> SignatureHeaders {
         let signature = sign(secrets().keys().next().unwrap(), id, timestamp, body);
-        SignatureHeaders { id: id.to_owned(), timestamp: timestamp.to_string(), signature }
+        SignatureHeaders {
+            id: id.to_owned(),
+            timestamp: timestamp.to_string(),
+            signature,
+        }
     }
 
     fn at() -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2026-11-29T22:00:00.123Z").unwrap().with_timezone(&Utc)
+        DateTime::parse_from_rfc3339("2026-11-29T22:00:00.123Z")
+            .unwrap()
+            .with_timezone(&Utc)
     }
 
     #[test]
@@ -153,43 +193,116 @@ mod tests {
         let envelope = Envelope::new("payments", signed("evt_1", NOW, body), at(), body);
         let (parsed, raw) = Envelope::parse(&envelope.to_bytes()).unwrap();
         assert_eq!((&parsed, raw.as_slice()), (&envelope, &body[..]));
-        let verified = parsed.verify(raw, &secrets(), NOW, Freshness::AT_RECEIPT).unwrap();
-        assert_eq!(verified, Verified { provider: "payments".into(), event_id: "evt_1".into(), received_at: at(), body: body.to_vec() });
+        let verified = parsed
+            .verify(raw, &secrets(), NOW, Freshness::AT_RECEIPT)
+            .unwrap();
+        assert_eq!(
+            verified,
+            Verified {
+                provider: "payments".into(),
+                event_id: "evt_1".into(),
+                received_at: at(),
+                body: body.to_vec()
+            }
+        );
     }
 
     #[test]
     fn a_changed_body_id_or_timestamp_fails_verification() {
         let body = br#"{"type":"payment.succeeded"}"#;
         let verify = |headers: SignatureHeaders, body: &[u8]| {
-            let (envelope, raw) = Envelope::parse(&Envelope::new("payments", headers, at(), body).to_bytes()).unwrap();
-            envelope.verify(raw, &secrets(), NOW, Freshness::within_dedup_retention(7 * 86_400))
+            let (envelope, raw) =
+                Envelope::parse(&Envelope::new("payments", headers, at(), body).to_bytes())
+                    .unwrap();
+            envelope.verify(
+                raw,
+                &secrets(),
+                NOW,
+                Freshness::within_dedup_retention(7 * 86_400),
+            )
         };
         assert!(verify(signed("evt_1", NOW, body), body).is_ok());
-        assert_eq!(verify(signed("evt_1", NOW, body), br#"{"type":"payment.failed"}"#), Err(Rejection::NoMatchingSignature));
-        assert_eq!(verify(SignatureHeaders { id: "evt_2".into(), ..signed("evt_1", NOW, body) }, body), Err(Rejection::NoMatchingSignature));
+        assert_eq!(
+            verify(signed("evt_1", NOW, body), br#"{"type":"payment.failed"}"#),
+            Err(Rejection::NoMatchingSignature)
+        );
+        assert_eq!(
+            verify(
+                SignatureHeaders {
+                    id: "evt_2".into(),
+                    ..signed("evt_1", NOW, body)
+                },
+                body
+            ),
+            Err(Rejection::NoMatchingSignature)
+        );
         let later = (NOW + 1).to_string();
-        assert_eq!(verify(SignatureHeaders { timestamp: later, ..signed("evt_1", NOW, body) }, body), Err(Rejection::NoMatchingSignature));
-        assert!(matches!(verify(SignatureHeaders { signature: String::new(), ..signed("evt_1", NOW, body) }, body), Err(Rejection::MalformedHeader(_))));
+        assert_eq!(
+            verify(
+                SignatureHeaders {
+                    timestamp: later,
+                    ..signed("evt_1", NOW, body)
+                },
+                body
+            ),
+            Err(Rejection::NoMatchingSignature)
+        );
+        assert!(matches!(
+            verify(
+                SignatureHeaders {
+                    signature: String::new(),
+                    ..signed("evt_1", NOW, body)
+                },
+                body
+            ),
+            Err(Rejection::MalformedHeader(_))
+        ));
         // Days old is fine on the queue (a backlog); older than the dedup retention is not.
         assert!(verify(signed("evt_1", NOW - 6 * 86_400, body), body).is_ok());
-        assert_eq!(verify(signed("evt_1", NOW - 7 * 86_400, body), body), Err(Rejection::TimestampOutOfTolerance));
+        assert_eq!(
+            verify(signed("evt_1", NOW - 7 * 86_400, body), body),
+            Err(Rejection::TimestampOutOfTolerance)
+        );
     }
 
     #[test]
     fn refuses_what_is_not_a_signed_envelope() {
-        assert_eq!(Envelope::parse(b"nope").unwrap_err(), EnvelopeError::Malformed);
+        assert_eq!(
+            Envelope::parse(b"nope").unwrap_err(),
+            EnvelopeError::Malformed
+        );
         let v1 = br#"{"schema":"webhook.v1","provider":"p","event_id":"e","received_at":"2026-11-29T22:00:00Z","body_b64":""}"#;
         assert_eq!(Envelope::parse(v1).unwrap_err(), EnvelopeError::Unsigned);
         assert_eq!(EnvelopeError::Unsigned.reason(), "signature_invalid");
         let v3 = br#"{"schema":"webhook.v3"}"#;
-        assert_eq!(Envelope::parse(v3).unwrap_err(), EnvelopeError::UnsupportedSchema);
-        let headers = r#""headers":{"webhook-id":"e","webhook-timestamp":"1","webhook-signature":"v1,x"}"#;
-        let extra = format!(r#"{{"schema":"webhook.v2","provider":"p","received_at":"2026-11-29T22:00:00Z",{headers},"body_b64":"","x":1}}"#);
-        assert_eq!(Envelope::parse(extra.as_bytes()).unwrap_err(), EnvelopeError::Malformed);
+        assert_eq!(
+            Envelope::parse(v3).unwrap_err(),
+            EnvelopeError::UnsupportedSchema
+        );
+        let headers =
+            r#""headers":{"webhook-id":"e","webhook-timestamp":"1","webhook-signature":"v1,x"}"#;
+        let extra = format!(
+            r#"{{"schema":"webhook.v2","provider":"p","received_at":"2026-11-29T22:00:00Z",{headers},"body_b64":"","x":1}}"#
+        );
+        assert_eq!(
+            Envelope::parse(extra.as_bytes()).unwrap_err(),
+            EnvelopeError::Malformed
+        );
         let no_headers = br#"{"schema":"webhook.v2","provider":"p","received_at":"2026-11-29T22:00:00Z","body_b64":""}"#;
-        assert_eq!(Envelope::parse(no_headers).unwrap_err(), EnvelopeError::Malformed);
-        let not_b64 = format!(r#"{{"schema":"webhook.v2","provider":"p","received_at":"2026-11-29T22:00:00Z",{headers},"body_b64":"!!"}}"#);
-        assert_eq!(Envelope::parse(not_b64.as_bytes()).unwrap_err(), EnvelopeError::Malformed);
-        assert_eq!(Envelope::parse(&vec![b' '; MAX_ENVELOPE_BYTES + 1]).unwrap_err(), EnvelopeError::Oversized);
+        assert_eq!(
+            Envelope::parse(no_headers).unwrap_err(),
+            EnvelopeError::Malformed
+        );
+        let not_b64 = format!(
+            r#"{{"schema":"webhook.v2","provider":"p","received_at":"2026-11-29T22:00:00Z",{headers},"body_b64":"!!"}}"#
+        );
+        assert_eq!(
+            Envelope::parse(not_b64.as_bytes()).unwrap_err(),
+            EnvelopeError::Malformed
+        );
+        assert_eq!(
+            Envelope::parse(&vec![b' '; MAX_ENVELOPE_BYTES + 1]).unwrap_err(),
+            EnvelopeError::Oversized
+        );
     }
 }

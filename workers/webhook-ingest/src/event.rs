@@ -35,7 +35,8 @@ impl EventError {
 
 /// Only a [`Verified`] delivery is read: nothing unsigned reaches the store.
 pub fn parse_event(delivery: &Verified) -> Result<WebhookEvent, EventError> {
-    let value: Value = serde_json::from_slice(&delivery.body).map_err(|_| EventError::NotAnObject)?;
+    let value: Value =
+        serde_json::from_slice(&delivery.body).map_err(|_| EventError::NotAnObject)?;
     let event = value.as_object().ok_or(EventError::NotAnObject)?;
     let event_type = text(event, "type")?.ok_or(EventError::Missing("type"))?;
     // Where the object echoes our operation id depends on its kind (a payment's
@@ -74,7 +75,9 @@ pub fn parse_event(delivery: &Verified) -> Result<WebhookEvent, EventError> {
 fn text(object: &Map<String, Value>, name: &'static str) -> Result<Option<String>, EventError> {
     match object.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_FIELD_CHARS => Ok(Some(s.clone())),
+        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_FIELD_CHARS => {
+            Ok(Some(s.clone()))
+        }
         Some(_) => Err(EventError::Invalid(name)),
     }
 }
@@ -86,7 +89,12 @@ mod tests {
     use serde_json::json;
 
     fn delivery(body: &[u8]) -> Verified {
-        Verified { provider: "payments".into(), event_id: "evt_1".into(), received_at: Utc::now(), body: body.to_vec() }
+        Verified {
+            provider: "payments".into(),
+            event_id: "evt_1".into(),
+            received_at: Utc::now(),
+            body: body.to_vec(),
+        }
     }
 
     #[test]
@@ -108,14 +116,36 @@ mod tests {
 
     #[test]
     fn refuses_bodies_that_are_not_events() {
-        let parse = |v: Value| parse_event(&delivery(&serde_json::to_vec(&v).unwrap())).unwrap_err();
-        assert_eq!(parse_event(&delivery(b"not json")).unwrap_err(), EventError::NotAnObject);
+        let parse =
+            |v: Value| parse_event(&delivery(&serde_json::to_vec(&v).unwrap())).unwrap_err();
+        assert_eq!(
+            parse_event(&delivery(b"not json")).unwrap_err(),
+            EventError::NotAnObject
+        );
         assert_eq!(parse(json!([1])), EventError::NotAnObject);
-        assert_eq!(parse(json!({"data": {"object": {}}})), EventError::Missing("type"));
-        assert_eq!(parse(json!({"type": "payment.succeeded"})), EventError::Missing("data"));
-        assert_eq!(parse(json!({"type": "payment.succeeded", "data": {}})), EventError::Missing("data.object"));
-        assert_eq!(parse(json!({"type": 7, "data": {"object": {}}})), EventError::Invalid("type"));
-        assert_eq!(parse(json!({"type": "payment.succeeded", "data": {"object": {"reference": 5}}})), EventError::Invalid("reference"));
-        assert_eq!(parse(json!({"type": "payment.succeeded", "data": {"object": {"amount_minor": 1.5}}})), EventError::Invalid("amount_minor"));
+        assert_eq!(
+            parse(json!({"data": {"object": {}}})),
+            EventError::Missing("type")
+        );
+        assert_eq!(
+            parse(json!({"type": "payment.succeeded"})),
+            EventError::Missing("data")
+        );
+        assert_eq!(
+            parse(json!({"type": "payment.succeeded", "data": {}})),
+            EventError::Missing("data.object")
+        );
+        assert_eq!(
+            parse(json!({"type": 7, "data": {"object": {}}})),
+            EventError::Invalid("type")
+        );
+        assert_eq!(
+            parse(json!({"type": "payment.succeeded", "data": {"object": {"reference": 5}}})),
+            EventError::Invalid("reference")
+        );
+        assert_eq!(
+            parse(json!({"type": "payment.succeeded", "data": {"object": {"amount_minor": 1.5}}})),
+            EventError::Invalid("amount_minor")
+        );
     }
 }

@@ -40,8 +40,8 @@ pub use consumer::{IngestError, IngestHandler};
 pub use envelope::{Envelope, SignatureHeaders};
 pub use publish::IngestPublisher;
 pub use receiver::{ReceiverState, RequestLimits};
-pub use server::ConnectionLimits;
 pub use secrets::{SecretsError, WebhookSecrets};
+pub use server::ConnectionLimits;
 pub use settings::{Mode, WebhookSettings, KNOWN_PROVIDERS};
 
 /// Everything `run` needs, built by `main` (or by a test).
@@ -84,13 +84,18 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
         let listener = deps.listener.ok_or(RunError::NoListener)?;
         let publisher = IngestPublisher::new(deps.broker.clone(), deps.health.clone());
         let ready = publisher.clone();
-        deps.readiness.add("webhook_publisher", Arc::new(move || ready.is_connected()));
+        deps.readiness
+            .add("webhook_publisher", Arc::new(move || ready.is_connected()));
         let connector = publisher.clone().keep_connecting(stop.clone());
         tasks.spawn(async move {
             connector.await;
             Ok(())
         });
-        let state = ReceiverState::new(secrets.clone(), publisher.clone(), settings.request_limits());
+        let state = ReceiverState::new(
+            secrets.clone(),
+            publisher.clone(),
+            settings.request_limits(),
+        );
         let (connections, until) = (settings.connection_limits(), stop.clone());
         tasks.spawn(async move {
             let served = receiver::serve(listener, state, connections, until).await;
@@ -99,9 +104,28 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
         });
     }
     if settings.mode.consumes() {
-        let handler = Arc::new(IngestHandler::new(deps.store.clone(), secrets, settings.consumer_freshness()));
-        let (broker, health, concurrency, until) = (deps.broker.clone(), deps.health.clone(), deps.concurrency, stop.clone());
-        tasks.spawn(async move { Ok(fleet_broker::consume_with_health(broker, Queue::WebhooksIngest, handler, concurrency, until, &health).await?) });
+        let handler = Arc::new(IngestHandler::new(
+            deps.store.clone(),
+            secrets,
+            settings.consumer_freshness(),
+        ));
+        let (broker, health, concurrency, until) = (
+            deps.broker.clone(),
+            deps.health.clone(),
+            deps.concurrency,
+            stop.clone(),
+        );
+        tasks.spawn(async move {
+            Ok(fleet_broker::consume_with_health(
+                broker,
+                Queue::WebhooksIngest,
+                handler,
+                concurrency,
+                until,
+                &health,
+            )
+            .await?)
+        });
         let policy = retention::Retention {
             older_than_s: settings.webhook_retention_s,
             batch: settings.webhook_retention_batch,

@@ -7,7 +7,11 @@ use fleet_runtime::{admin_addrs, CommonArgs};
 use fleet_webhook_ingest::{WebhookDeps, WebhookSettings};
 
 #[derive(Parser)]
-#[command(name = "fleet-webhook-ingest", version, about = "Receives signed provider webhooks and applies what they allow")]
+#[command(
+    name = "fleet-webhook-ingest",
+    version,
+    about = "Receives signed provider webhooks and applies what they allow"
+)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -21,12 +25,15 @@ async fn main() -> anyhow::Result<()> {
     // Refuse bad secrets before anything starts (both halves verify signatures); the
     // error never repeats a secret.
     cli.webhook.secrets()?;
-    let boot = fleet_boot::start("webhook-ingest", &cli.common, admin_addrs::WEBHOOK_INGEST).await?;
+    let boot =
+        fleet_boot::start("webhook-ingest", &cli.common, admin_addrs::WEBHOOK_INGEST).await?;
     let listener = match cli.webhook.mode.receives() {
         true => Some(
             tokio::net::TcpListener::bind(cli.webhook.webhook_addr)
                 .await
-                .with_context(|| format!("binding the webhook address {}", cli.webhook.webhook_addr))?,
+                .with_context(|| {
+                    format!("binding the webhook address {}", cli.webhook.webhook_addr)
+                })?,
         ),
         false => None,
     };
@@ -50,6 +57,9 @@ mod tests {
 
     #[test]
     fn every_argument_has_help_text() {
-        assert_eq!(fleet_runtime::undocumented_arguments(&super::Cli::command()), Vec::<String>::new());
+        assert_eq!(
+            fleet_runtime::undocumented_arguments(&super::Cli::command()),
+            Vec::<String>::new()
+        );
     }
 }

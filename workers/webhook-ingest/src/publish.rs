@@ -6,7 +6,10 @@
 
 use std::sync::{Arc, PoisonError, RwLock};
 
-use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MIN_MS};
+use fleet_broker::{
+    BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue, RECONNECT_BACKOFF_MAX_MS,
+    RECONNECT_BACKOFF_MIN_MS,
+};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -22,7 +25,12 @@ pub struct IngestPublisher {
 impl IngestPublisher {
     /// Connects lazily; the publisher registers in `health` once connected.
     pub fn new(cfg: BrokerConfig, health: BrokerHealth) -> Arc<IngestPublisher> {
-        Arc::new(IngestPublisher { cfg, health, current: RwLock::new(None), connecting: Mutex::new(()) })
+        Arc::new(IngestPublisher {
+            cfg,
+            health,
+            current: RwLock::new(None),
+            connecting: Mutex::new(()),
+        })
     }
 
     /// Publishes one envelope and waits for the broker's confirm. `Err`: the broker did
@@ -38,7 +46,10 @@ impl IngestPublisher {
     /// True once a connection was made; the Publisher's own probe in the shared
     /// `BrokerHealth` reports later outages.
     pub fn is_connected(&self) -> bool {
-        self.current.read().unwrap_or_else(PoisonError::into_inner).is_some()
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
     }
 
     /// Keeps trying to connect, with capped backoff, until connected or shut down.
@@ -47,7 +58,9 @@ impl IngestPublisher {
         while !self.is_connected() {
             match self.connect().await {
                 Ok(_) => return,
-                Err(e) => warn!(broker = %self.cfg.log_target(), error = %e, "webhook publisher not connected; deliveries get 503"),
+                Err(e) => {
+                    warn!(broker = %self.cfg.log_target(), error = %e, "webhook publisher not connected; deliveries get 503")
+                }
             }
             tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -58,14 +71,21 @@ impl IngestPublisher {
     }
 
     pub async fn close(&self) {
-        let current = self.current.write().unwrap_or_else(PoisonError::into_inner).take();
+        let current = self
+            .current
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         if let Some(publisher) = current {
             publisher.close().await;
         }
     }
 
     fn connected(&self) -> Option<Publisher> {
-        self.current.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     async fn connect(&self) -> Result<Publisher, BrokerError> {

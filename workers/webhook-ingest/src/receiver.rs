@@ -67,8 +67,17 @@ pub struct ReceiverState {
 }
 
 impl ReceiverState {
-    pub fn new(secrets: WebhookSecrets, publisher: Arc<IngestPublisher>, limits: RequestLimits) -> ReceiverState {
-        ReceiverState { secrets: Arc::new(secrets), publisher, limits, turns: Arc::new(Semaphore::new(limits.max_concurrent)) }
+    pub fn new(
+        secrets: WebhookSecrets,
+        publisher: Arc<IngestPublisher>,
+        limits: RequestLimits,
+    ) -> ReceiverState {
+        ReceiverState {
+            secrets: Arc::new(secrets),
+            publisher,
+            limits,
+            turns: Arc::new(Semaphore::new(limits.max_concurrent)),
+        }
     }
 }
 
@@ -81,11 +90,21 @@ pub fn router(state: ReceiverState) -> Router {
 }
 
 /// Serves the receiver on `listener` until `shutdown`; in-flight requests finish first.
-pub async fn serve(listener: TcpListener, state: ReceiverState, connections: ConnectionLimits, shutdown: CancellationToken) -> std::io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    state: ReceiverState,
+    connections: ConnectionLimits,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     server::serve(listener, router(state), connections, shutdown).await
 }
 
-async fn receive(State(state): State<ReceiverState>, Path(provider): Path<String>, headers: HeaderMap, body: Body) -> Response {
+async fn receive(
+    State(state): State<ReceiverState>,
+    Path(provider): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let Some(provider) = KNOWN_PROVIDERS.iter().copied().find(|p| *p == provider) else {
         return refuse(StatusCode::NOT_FOUND, "unknown_provider");
     };
@@ -95,8 +114,13 @@ async fn receive(State(state): State<ReceiverState>, Path(provider): Path<String
     };
     let deadline = Instant::now() + state.limits.body_timeout;
     // Held until the answer: the body and its envelope live that long.
-    let Ok(Ok(_turn)) = tokio::time::timeout_at(deadline, state.turns.clone().acquire_owned()).await else {
-        warn!(provider, "webhook receiver busy: every request slot is taken; answering 503");
+    let Ok(Ok(_turn)) =
+        tokio::time::timeout_at(deadline, state.turns.clone().acquire_owned()).await
+    else {
+        warn!(
+            provider,
+            "webhook receiver busy: every request slot is taken; answering 503"
+        );
         count(provider, "receiver_busy");
         return unavailable("receiver_busy");
     };
@@ -127,7 +151,10 @@ async fn receive(State(state): State<ReceiverState>, Path(provider): Path<String
 /// 503 with `Retry-After`: the provider retries, nothing is lost.
 fn unavailable(code: &'static str) -> Response {
     let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, code);
-    response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static(RETRY_AFTER_S));
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        header::HeaderValue::from_static(RETRY_AFTER_S),
+    );
     response
 }
 
@@ -143,7 +170,11 @@ async fn read_body(body: Body, limit: usize, deadline: Instant) -> Result<Bytes,
 
 fn rejected(provider: &'static str, rejection: signature::Rejection) -> Response {
     let status = rejection.status();
-    let outcome = if status == StatusCode::UNAUTHORIZED { "rejected_signature" } else { "rejected_request" };
+    let outcome = if status == StatusCode::UNAUTHORIZED {
+        "rejected_signature"
+    } else {
+        "rejected_request"
+    };
     warn!(provider, reason = rejection.code(), detail = %rejection, "webhook refused");
     count(provider, outcome);
     refuse(status, rejection.code())
@@ -154,6 +185,6 @@ fn refuse(status: StatusCode, code: &'static str) -> Response {
 }
 
 fn count(provider: &'static str, outcome: &'static str) {
-    metrics::counter!(m::WEBHOOK_EVENTS_TOTAL, "provider" => provider, "outcome" => outcome).increment(1);
+    metrics::counter!(m::WEBHOOK_EVENTS_TOTAL, "provider" => provider, "outcome" => outcome)
+        .increment(1);
 }
-

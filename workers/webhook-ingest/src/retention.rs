@@ -35,7 +35,10 @@ pub async fn run(store: Store, retention: Retention, shutdown: CancellationToken
 pub async fn prune_once(store: &Store, retention: Retention, shutdown: &CancellationToken) -> u64 {
     let mut deleted = 0;
     for _ in 0..MAX_BATCHES_PER_RUN {
-        match store.prune_webhook_events(retention.older_than_s, retention.batch).await {
+        match store
+            .prune_webhook_events(retention.older_than_s, retention.batch)
+            .await
+        {
             Ok(n) => {
                 deleted += n;
                 if n < retention.batch.unsigned_abs() || shutdown.is_cancelled() {
@@ -50,7 +53,11 @@ pub async fn prune_once(store: &Store, retention: Retention, shutdown: &Cancella
         tokio::time::sleep(PAUSE_BETWEEN_BATCHES).await;
     }
     if deleted > 0 {
-        info!(deleted, older_than_s = retention.older_than_s, "pruned old webhook dedup rows");
+        info!(
+            deleted,
+            older_than_s = retention.older_than_s,
+            "pruned old webhook dedup rows"
+        );
     }
     deleted
 }

@@ -41,7 +41,11 @@ pub enum SecretsError {
 impl WebhookSecrets {
     /// Parses `whsec_…,whsec_…` (spaces around commas are ignored).
     pub fn parse(list: &str) -> Result<WebhookSecrets, SecretsError> {
-        let entries: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+        let entries: Vec<&str> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
         if entries.is_empty() {
             return Err(SecretsError::Empty);
         }
@@ -53,10 +57,17 @@ impl WebhookSecrets {
             .enumerate()
             .map(|(i, entry)| {
                 let position = i + 1;
-                let encoded = entry.strip_prefix(SECRET_PREFIX).ok_or(SecretsError::MissingPrefix { position })?;
-                let key = BASE64.decode(encoded).map_err(|_| SecretsError::NotBase64 { position })?;
+                let encoded = entry
+                    .strip_prefix(SECRET_PREFIX)
+                    .ok_or(SecretsError::MissingPrefix { position })?;
+                let key = BASE64
+                    .decode(encoded)
+                    .map_err(|_| SecretsError::NotBase64 { position })?;
                 if !(MIN_KEY_BYTES..=MAX_KEY_BYTES).contains(&key.len()) {
-                    return Err(SecretsError::BadLength { position, len: key.len() });
+                    return Err(SecretsError::BadLength {
+                        position,
+                        len: key.len(),
+                    });
                 }
                 Ok(Secret::new(key))
             })
@@ -96,18 +107,44 @@ mod tests {
         let secrets = WebhookSecrets::parse(&format!("{A}, {B}")).unwrap();
         assert_eq!(secrets.len(), 2);
         let first: Vec<u8> = secrets.keys().next().unwrap().to_vec();
-        assert_eq!(first, BASE64.decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap());
+        assert_eq!(
+            first,
+            BASE64.decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap()
+        );
     }
 
     #[test]
     fn refuses_what_cannot_be_a_key_without_echoing_it() {
-        assert_eq!(WebhookSecrets::parse(" , ").unwrap_err(), SecretsError::Empty);
-        assert_eq!(WebhookSecrets::parse(&format!("{A},sk_live_abc")).unwrap_err(), SecretsError::MissingPrefix { position: 2 });
-        assert_eq!(WebhookSecrets::parse("whsec_not base64!").unwrap_err(), SecretsError::NotBase64 { position: 1 });
-        assert_eq!(WebhookSecrets::parse("whsec_c2hvcnQ=").unwrap_err(), SecretsError::BadLength { position: 1, len: 5 });
-        assert_eq!(WebhookSecrets::parse(&[A; 9].join(",")).unwrap_err(), SecretsError::TooMany);
-        let message = WebhookSecrets::parse(&format!("{A},whsec_zz!zz")).unwrap_err().to_string();
-        assert!(!message.contains("zz!zz") && !message.contains("MfKQ"), "{message}");
+        assert_eq!(
+            WebhookSecrets::parse(" , ").unwrap_err(),
+            SecretsError::Empty
+        );
+        assert_eq!(
+            WebhookSecrets::parse(&format!("{A},sk_live_abc")).unwrap_err(),
+            SecretsError::MissingPrefix { position: 2 }
+        );
+        assert_eq!(
+            WebhookSecrets::parse("whsec_not base64!").unwrap_err(),
+            SecretsError::NotBase64 { position: 1 }
+        );
+        assert_eq!(
+            WebhookSecrets::parse("whsec_c2hvcnQ=").unwrap_err(),
+            SecretsError::BadLength {
+                position: 1,
+                len: 5
+            }
+        );
+        assert_eq!(
+            WebhookSecrets::parse(&[A; 9].join(",")).unwrap_err(),
+            SecretsError::TooMany
+        );
+        let message = WebhookSecrets::parse(&format!("{A},whsec_zz!zz"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !message.contains("zz!zz") && !message.contains("MfKQ"),
+            "{message}"
+        );
     }
 
     #[test]

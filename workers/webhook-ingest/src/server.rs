@@ -40,7 +40,12 @@ pub struct ConnectionLimits {
 
 /// Serves `router` on `listener` until `shutdown`; then stops accepting, lets in-flight
 /// requests finish (bounded by [`DRAIN_TIMEOUT`]) and closes idle connections.
-pub async fn serve(listener: TcpListener, router: Router, limits: ConnectionLimits, shutdown: CancellationToken) -> std::io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, max_connections = limits.max_connections, "webhook receiver listening");
     }
@@ -61,14 +66,25 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ConnectionLimi
         }
     }
     drop(listener);
-    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async { while connections.join_next().await.is_some() {} }).await;
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
     if drained.is_err() {
-        warn!(left = connections.len(), "webhook connections still open after the drain timeout; closing them");
+        warn!(
+            left = connections.len(),
+            "webhook connections still open after the drain timeout; closing them"
+        );
     }
     Ok(())
 }
 
-async fn serve_connection(stream: TcpStream, router: Router, header_timeout: Duration, shutdown: CancellationToken) {
+async fn serve_connection(
+    stream: TcpStream,
+    router: Router,
+    header_timeout: Duration,
+    shutdown: CancellationToken,
+) {
     // Small answers: do not let Nagle hold one back.
     if let Err(e) = stream.set_nodelay(true) {
         debug!(error = %e, "could not disable Nagle's algorithm");

@@ -41,7 +41,8 @@ impl Mode {
 
 /// Providers whose webhooks are accepted, as they appear in `/webhooks/{provider}` and in
 /// `operations.provider`: those whose events settle some action of the catalogue.
-pub static KNOWN_PROVIDERS: LazyLock<Vec<&'static str>> = LazyLock::new(fleet_core::catalogue::webhook_providers);
+pub static KNOWN_PROVIDERS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(fleet_core::catalogue::webhook_providers);
 
 #[derive(Debug, Clone, Args)]
 pub struct WebhookSettings {
@@ -55,7 +56,13 @@ pub struct WebhookSettings {
 
     /// Signing secrets, comma-separated `whsec_<base64>`, newest first (never printed).
     /// Required by the receiver and by the consumer, which verifies every event again.
-    #[arg(long, env = "WEBHOOK_SECRETS", hide_env_values = true, hide_default_value = true, default_value = "")]
+    #[arg(
+        long,
+        env = "WEBHOOK_SECRETS",
+        hide_env_values = true,
+        hide_default_value = true,
+        default_value = ""
+    )]
     pub webhook_secrets: Secret<String>,
 
     /// Largest webhook body accepted; larger ones get 413.
@@ -165,13 +172,23 @@ mod tests {
     #[test]
     fn retention_below_seven_days_is_refused() {
         assert!(Cli::try_parse_from(["bin", "--webhook-retention-s=604799"]).is_err());
-        assert_eq!(Cli::try_parse_from(["bin", "--webhook-retention-s=604800"]).unwrap().webhook.webhook_retention_s, 604_800);
+        assert_eq!(
+            Cli::try_parse_from(["bin", "--webhook-retention-s=604800"])
+                .unwrap()
+                .webhook
+                .webhook_retention_s,
+            604_800
+        );
     }
 
     #[test]
     fn secrets_never_show_in_debug_or_help() {
         use clap::CommandFactory;
-        let cli = Cli::try_parse_from(["bin", "--webhook-secrets=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]).unwrap();
+        let cli = Cli::try_parse_from([
+            "bin",
+            "--webhook-secrets=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        ])
+        .unwrap();
         assert!(!format!("{cli:?}").contains("MfKQ"));
         assert_eq!(cli.webhook.secrets().unwrap().len(), 1);
         let help = Cli::command().render_long_help().to_string();
@@ -181,12 +198,30 @@ mod tests {
     #[test]
     fn the_receiver_bounds_have_defaults_and_refuse_zero() {
         let cli = Cli::try_parse_from(["bin"]).unwrap();
-        assert_eq!(cli.webhook.connection_limits(), ConnectionLimits { max_connections: 256, header_timeout: Duration::from_secs(5) });
-        let requests = RequestLimits { max_body_bytes: 256 * 1024, max_concurrent: 16, body_timeout: Duration::from_secs(10) };
+        assert_eq!(
+            cli.webhook.connection_limits(),
+            ConnectionLimits {
+                max_connections: 256,
+                header_timeout: Duration::from_secs(5)
+            }
+        );
+        let requests = RequestLimits {
+            max_body_bytes: 256 * 1024,
+            max_concurrent: 16,
+            body_timeout: Duration::from_secs(10),
+        };
         assert_eq!(cli.webhook.request_limits(), requests);
         assert_eq!(WebhookSettings::default().request_limits(), requests);
-        assert_eq!(WebhookSettings::default().connection_limits(), cli.webhook.connection_limits());
-        for zero in ["--webhook-max-connections=0", "--webhook-max-concurrent-requests=0", "--webhook-header-timeout-ms=0", "--webhook-body-timeout-ms=0"] {
+        assert_eq!(
+            WebhookSettings::default().connection_limits(),
+            cli.webhook.connection_limits()
+        );
+        for zero in [
+            "--webhook-max-connections=0",
+            "--webhook-max-concurrent-requests=0",
+            "--webhook-header-timeout-ms=0",
+            "--webhook-body-timeout-ms=0",
+        ] {
             assert!(Cli::try_parse_from(["bin", zero]).is_err(), "{zero}");
         }
     }

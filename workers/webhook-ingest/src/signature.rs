@@ -32,8 +32,10 @@ pub const HEADER_SIGNATURE: &str = "webhook-signature";
 
 /// Standard base64, padded or not (providers differ; the Standard Webhooks libraries
 /// accept both).
-pub(crate) const BASE64: GeneralPurpose =
-    GeneralPurpose::new(&alphabet::STANDARD, GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent));
+pub(crate) const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// Why a delivery was refused. Nothing is stored or published for any of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -57,10 +59,13 @@ impl Rejection {
     /// that is, but is not authentic now (wrong secret, tampered, replayed, stale).
     pub fn status(self) -> StatusCode {
         match self {
-            Rejection::MissingHeader(_) | Rejection::RepeatedHeader(_) | Rejection::MalformedHeader(_) | Rejection::HeaderTooLong(_) => {
-                StatusCode::BAD_REQUEST
+            Rejection::MissingHeader(_)
+            | Rejection::RepeatedHeader(_)
+            | Rejection::MalformedHeader(_)
+            | Rejection::HeaderTooLong(_) => StatusCode::BAD_REQUEST,
+            Rejection::TimestampOutOfTolerance | Rejection::NoMatchingSignature => {
+                StatusCode::UNAUTHORIZED
             }
-            Rejection::TimestampOutOfTolerance | Rejection::NoMatchingSignature => StatusCode::UNAUTHORIZED,
         }
     }
 
@@ -96,13 +101,21 @@ impl<'a> SignedHeaders<'a> {
             }
             Ok(value.as_bytes())
         };
-        SignedHeaders::parse(one(HEADER_ID)?, one(HEADER_TIMESTAMP)?, one(HEADER_SIGNATURE)?)
+        SignedHeaders::parse(
+            one(HEADER_ID)?,
+            one(HEADER_TIMESTAMP)?,
+            one(HEADER_SIGNATURE)?,
+        )
     }
 
     /// Checks raw header values: lengths first (nothing long is looked at further), then
     /// visible ASCII, an id without `.` (it delimits the signed content, so an id with a
     /// dot could shift bytes between id, timestamp and body), digits-only timestamp.
-    pub fn parse(id: &'a [u8], timestamp: &'a [u8], signatures: &'a [u8]) -> Result<SignedHeaders<'a>, Rejection> {
+    pub fn parse(
+        id: &'a [u8],
+        timestamp: &'a [u8],
+        signatures: &'a [u8],
+    ) -> Result<SignedHeaders<'a>, Rejection> {
         bounded(HEADER_ID, id, MAX_ID_BYTES)?;
         bounded(HEADER_TIMESTAMP, timestamp, MAX_TIMESTAMP_BYTES)?;
         bounded(HEADER_SIGNATURE, signatures, MAX_SIGNATURE_HEADER_BYTES)?;
@@ -112,12 +125,23 @@ impl<'a> SignedHeaders<'a> {
         if !timestamp.iter().all(u8::is_ascii_digit) {
             return Err(Rejection::MalformedHeader(HEADER_TIMESTAMP));
         }
-        if !signatures.iter().all(|&b| b.is_ascii_graphic() || b == b' ') {
+        if !signatures
+            .iter()
+            .all(|&b| b.is_ascii_graphic() || b == b' ')
+        {
             return Err(Rejection::MalformedHeader(HEADER_SIGNATURE));
         }
-        let text = |bytes: &'a [u8], name| std::str::from_utf8(bytes).map_err(|_| Rejection::MalformedHeader(name));
-        let timestamp = text(timestamp, HEADER_TIMESTAMP)?.parse::<i64>().map_err(|_| Rejection::MalformedHeader(HEADER_TIMESTAMP))?;
-        Ok(SignedHeaders { id: text(id, HEADER_ID)?, timestamp, signatures: text(signatures, HEADER_SIGNATURE)? })
+        let text = |bytes: &'a [u8], name| {
+            std::str::from_utf8(bytes).map_err(|_| Rejection::MalformedHeader(name))
+        };
+        let timestamp = text(timestamp, HEADER_TIMESTAMP)?
+            .parse::<i64>()
+            .map_err(|_| Rejection::MalformedHeader(HEADER_TIMESTAMP))?;
+        Ok(SignedHeaders {
+            id: text(id, HEADER_ID)?,
+            timestamp,
+            signatures: text(signatures, HEADER_SIGNATURE)?,
+        })
     }
 }
 
@@ -150,14 +174,20 @@ pub const CONSUMER_CLOCK_MARGIN_S: u64 = 3_600;
 
 impl Freshness {
     /// At the edge: five minutes either way (Stripe and Svix use the same).
-    pub const AT_RECEIPT: Freshness = Freshness { max_age_s: TOLERANCE_S, max_ahead_s: TOLERANCE_S };
+    pub const AT_RECEIPT: Freshness = Freshness {
+        max_age_s: TOLERANCE_S,
+        max_ahead_s: TOLERANCE_S,
+    };
 
     /// On the queue: a signature whose event's deduplication row, kept `retention_s`
     /// from receipt, is certainly still there, so a replayed copy is found a duplicate.
     /// A delivery is received within [`TOLERANCE_S`] of its timestamp, and the row is
     /// pruned no sooner than `retention_s` after receipt.
     pub const fn within_dedup_retention(retention_s: u64) -> Freshness {
-        Freshness { max_age_s: retention_s.saturating_sub(CONSUMER_CLOCK_MARGIN_S), max_ahead_s: CONSUMER_CLOCK_MARGIN_S }
+        Freshness {
+            max_age_s: retention_s.saturating_sub(CONSUMER_CLOCK_MARGIN_S),
+            max_ahead_s: CONSUMER_CLOCK_MARGIN_S,
+        }
     }
 
     fn admits(self, timestamp: i64, now_unix_s: i64) -> bool {
@@ -169,7 +199,12 @@ impl Freshness {
 }
 
 /// Verifies a delivery received at `now_unix_s`, at the edge.
-pub fn verify(secrets: &WebhookSecrets, headers: &SignedHeaders<'_>, body: &[u8], now_unix_s: i64) -> Result<(), Rejection> {
+pub fn verify(
+    secrets: &WebhookSecrets,
+    headers: &SignedHeaders<'_>,
+    body: &[u8],
+    now_unix_s: i64,
+) -> Result<(), Rejection> {
     verify_within(secrets, headers, body, now_unix_s, Freshness::AT_RECEIPT)
 }
 
@@ -184,7 +219,10 @@ pub fn verify_within(
     if !freshness.admits(headers.timestamp, now_unix_s) {
         return Err(Rejection::TimestampOutOfTolerance);
     }
-    let tags: Vec<[u8; 32]> = secrets.keys().map(|key| tag(key, headers.id, headers.timestamp, body)).collect();
+    let tags: Vec<[u8; 32]> = secrets
+        .keys()
+        .map(|key| tag(key, headers.id, headers.timestamp, body))
+        .collect();
     let mut matched = Choice::from(0);
     for entry in headers.signatures.split(' ').filter(|e| !e.is_empty()) {
         let Some(("v1", encoded)) = entry.split_once(',') else {
@@ -212,7 +250,10 @@ pub fn tags_equal(expected: &[u8], candidate: &[u8]) -> Choice {
 
 /// The `v1,<base64>` entry for a delivery, as a provider computes it (tests and tools).
 pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
-    format!("v1,{}", base64::engine::general_purpose::STANDARD.encode(tag(key, id, timestamp, body)))
+    format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(tag(key, id, timestamp, body))
+    )
 }
 
 fn tag(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> [u8; 32] {

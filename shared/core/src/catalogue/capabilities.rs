@@ -180,8 +180,14 @@ mod tests {
             Ok(())
         );
         // An e-signature key is kept one hour: a contract's approval window stays under it.
-        assert_eq!(guard(Action::ContractSend, "esign", 3_600 - 61, &reference()), Ok(()));
-        assert_eq!(guard(Action::ContractSend, "esign", 3_600, &reference()), Err("approval_outlives_key"));
+        assert_eq!(
+            guard(Action::ContractSend, "esign", 3_600 - 61, &reference()),
+            Ok(())
+        );
+        assert_eq!(
+            guard(Action::ContractSend, "esign", 3_600, &reference()),
+            Err("approval_outlives_key")
+        );
     }
 
     #[test]
@@ -217,7 +223,13 @@ mod tests {
             Err("provider_cannot_update_conditionally")
         );
         // An orders provider without a precondition could apply a stale transition.
-        let unconditional = reference().with("orders", Capabilities { lookup: true, ..Capabilities::NONE });
+        let unconditional = reference().with(
+            "orders",
+            Capabilities {
+                lookup: true,
+                ..Capabilities::NONE
+            },
+        );
         assert_eq!(
             guard(Action::OrderStatusChange, "orders", 3600, &unconditional),
             Err("provider_cannot_update_conditionally")

@@ -30,7 +30,13 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
     let set = shipped();
     assert_eq!(
         set.versions().collect::<Vec<_>>(),
-        ["contracts-v1", "crm-v1", "orders-v1", "payments-v3", "refunds-v1"]
+        [
+            "contracts-v1",
+            "crm-v1",
+            "orders-v1",
+            "payments-v3",
+            "refunds-v1"
+        ]
     );
     let refund = json!({"payment_id": "pay_1", "amount_minor": 500_000_000, "currency": "KZT", "reason": "r"});
     assert_eq!(

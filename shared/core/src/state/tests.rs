@@ -51,13 +51,24 @@ fn every_status_event_pair_matches_the_table() {
     let mut allowed = 0;
     for from in Status::ALL {
         for event in Event::ALL {
-            let expected = TABLE.iter().find(|(f, e, _)| *f == from && *e == event).map(|(_, _, to)| *to);
+            let expected = TABLE
+                .iter()
+                .find(|(f, e, _)| *f == from && *e == event)
+                .map(|(_, _, to)| *to);
             match expected {
                 Some(to) => {
-                    assert_eq!(transition(from, event), Ok(to), "{from} --{event:?}--> should be {to}");
+                    assert_eq!(
+                        transition(from, event),
+                        Ok(to),
+                        "{from} --{event:?}--> should be {to}"
+                    );
                     allowed += 1;
                 }
-                None => assert_eq!(transition(from, event), Err(Refused { from, event }), "{from} --{event:?}--> should be refused"),
+                None => assert_eq!(
+                    transition(from, event),
+                    Err(Refused { from, event }),
+                    "{from} --{event:?}--> should be refused"
+                ),
             }
         }
     }
@@ -68,7 +79,10 @@ fn every_status_event_pair_matches_the_table() {
 fn final_states_absorb_every_worker_event() {
     for from in Status::ALL.into_iter().filter(|s| s.is_final()) {
         for event in Event::ALL.into_iter().filter(|e| !e.is_operator_decision()) {
-            assert!(transition(from, event).is_err(), "{from} must not move on {event:?}");
+            assert!(
+                transition(from, event).is_err(),
+                "{from} must not move on {event:?}"
+            );
         }
     }
 }
@@ -79,7 +93,10 @@ fn only_a_person_moves_a_final_row_and_never_away_from_what_the_provider_settled
         for event in Event::ALL {
             if let Ok(to) = transition(from, event) {
                 assert!(event.is_operator_decision(), "{from} --{event:?}-->");
-                assert_eq!(to, from, "an operator confirms a settled row, never changes it");
+                assert_eq!(
+                    to, from,
+                    "an operator confirms a settled row, never changes it"
+                );
             }
         }
     }
@@ -87,14 +104,21 @@ fn only_a_person_moves_a_final_row_and_never_away_from_what_the_provider_settled
 
 #[test]
 fn only_a_lookup_proving_absence_leads_from_unknown_back_to_a_call() {
-    let back_to_start: Vec<_> = Event::ALL.into_iter().filter(|e| transition(S::Unknown, *e) == Ok(S::NotStarted)).collect();
+    let back_to_start: Vec<_> = Event::ALL
+        .into_iter()
+        .filter(|e| transition(S::Unknown, *e) == Ok(S::NotStarted))
+        .collect();
     assert_eq!(back_to_start, vec![E::LookupAbsent]);
     let to_progress: Vec<_> = Status::ALL
         .into_iter()
         .flat_map(|s| Event::ALL.into_iter().map(move |e| (s, e)))
         .filter(|(s, e)| transition(*s, *e) == Ok(S::InProgress))
         .collect();
-    assert_eq!(to_progress, vec![(S::NotStarted, E::Claim)], "only a claim starts a provider call");
+    assert_eq!(
+        to_progress,
+        vec![(S::NotStarted, E::Claim)],
+        "only a claim starts a provider call"
+    );
 }
 
 #[test]

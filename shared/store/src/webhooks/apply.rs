@@ -8,11 +8,15 @@ use fleet_core::Status;
 use tokio_postgres::Row;
 use tracing::warn;
 
-use fleet_core::webhook::{check_identity, decide, EventKind, Reported, RowIdentity, WebhookDecision, ON_DISPUTED};
-use fleet_core::Action;
-use super::{evidence, Decided, ReportedObject, StoredWebhook, WebhookEvent, WebhookOutcome, WEBHOOK_ACTOR};
+use super::{
+    evidence, Decided, ReportedObject, StoredWebhook, WebhookEvent, WebhookOutcome, WEBHOOK_ACTOR,
+};
 use crate::rows::OPERATION_COLUMNS;
 use crate::{transition_in, OperationRow, StoreError, Transition, TransitionOutcome};
+use fleet_core::webhook::{
+    check_identity, decide, EventKind, Reported, RowIdentity, WebhookDecision, ON_DISPUTED,
+};
+use fleet_core::Action;
 
 const INSERT: &str = "
 INSERT INTO webhook_events (provider, event_id, event_type, received_at, payload_hash, reference, object_id, object)
@@ -20,7 +24,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (provider, event_id) DO NOTHING
 RETURNING 1";
 
-const STORED_HASH: &str = "SELECT payload_hash FROM webhook_events WHERE provider = $1 AND event_id = $2";
+const STORED_HASH: &str =
+    "SELECT payload_hash FROM webhook_events WHERE provider = $1 AND event_id = $2";
 
 const FINISH: &str = "
 UPDATE webhook_events SET operation_id = $3, outcome = $4,
@@ -54,21 +59,42 @@ struct Settled {
 
 impl Settled {
     fn only(outcome: WebhookOutcome) -> Settled {
-        Settled { outcome, moved: None }
+        Settled {
+            outcome,
+            moved: None,
+        }
     }
 }
 
 /// Dedup insert, link, decide, record: the whole first sight of an event.
-pub(super) async fn ingest_in(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Decided, StoreError> {
+pub(super) async fn ingest_in(
+    tx: &Transaction<'_>,
+    ev: &WebhookEvent,
+) -> Result<Decided, StoreError> {
     let insert = tx.prepare_cached(INSERT).await?;
     let object = ev.object.to_json();
-    let params: [Param<'_>; 8] =
-        [&ev.provider, &ev.event_id, &ev.event_type, &ev.received_at, &ev.payload_hash, &ev.object.reference, &ev.object.id, &object];
+    let params: [Param<'_>; 8] = [
+        &ev.provider,
+        &ev.event_id,
+        &ev.event_type,
+        &ev.received_at,
+        &ev.payload_hash,
+        &ev.object.reference,
+        &ev.object.id,
+        &object,
+    ];
     // A concurrent first delivery holds the key until it commits; this waits, then sees it.
     if tx.query_opt(&insert, &params).await?.is_none() {
-        let stored: Option<String> = tx.query_opt(STORED_HASH, &[&ev.provider, &ev.event_id]).await?.map(|r| r.get(0));
+        let stored: Option<String> = tx
+            .query_opt(STORED_HASH, &[&ev.provider, &ev.event_id])
+            .await?
+            .map(|r| r.get(0));
         let same_payload = stored.as_deref() == Some(ev.payload_hash.as_str());
-        return Ok(Decided { outcome: WebhookOutcome::Duplicate { same_payload }, moved: None, receive_to_apply_s: None });
+        return Ok(Decided {
+            outcome: WebhookOutcome::Duplicate { same_payload },
+            moved: None,
+            receive_to_apply_s: None,
+        });
     }
     let settled = match EventKind::of(&ev.event_type) {
         EventKind::Unsupported => Settled::only(WebhookOutcome::IgnoredType),
@@ -81,7 +107,10 @@ pub(super) async fn ingest_in(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result
 }
 
 /// Applies the unlinked events of `operation_id` against its row, oldest first.
-pub(super) async fn apply_unlinked_in(tx: &Transaction<'_>, operation_id: &str) -> Result<Vec<(String, Decided)>, StoreError> {
+pub(super) async fn apply_unlinked_in(
+    tx: &Transaction<'_>,
+    operation_id: &str,
+) -> Result<Vec<(String, Decided)>, StoreError> {
     let Some(mut row) = lock_by_id(tx, operation_id).await? else {
         return Ok(Vec::new());
     };
@@ -91,11 +120,15 @@ pub(super) async fn apply_unlinked_in(tx: &Transaction<'_>, operation_id: &str) 
         let ev = stored.event;
         let settled = match EventKind::of(&ev.event_type) {
             EventKind::Unsupported => Settled::only(WebhookOutcome::IgnoredType),
-            EventKind::Status { action, reported } => settle_in(tx, &row, &ev, action, reported).await?,
+            EventKind::Status { action, reported } => {
+                settle_in(tx, &row, &ev, action, reported).await?
+            }
         };
         decided.push((ev.provider.clone(), finish(tx, &ev, settled).await?));
         // The next event is decided against the row as this one left it.
-        row = lock_by_id(tx, operation_id).await?.expect("a row held FOR UPDATE cannot vanish");
+        row = lock_by_id(tx, operation_id)
+            .await?
+            .expect("a row held FOR UPDATE cannot vanish");
     }
     Ok(decided)
 }
@@ -115,7 +148,9 @@ pub(super) fn unlinked_sql(lock: bool) -> String {
 
 pub(super) fn stored_webhook(r: &Row) -> StoredWebhook {
     let object: Option<serde_json::Value> = r.get("object");
-    let object: ReportedObject = object.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+    let object: ReportedObject = object
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
     StoredWebhook {
         reference: r.get("reference"),
         object_id: r.get("object_id"),
@@ -157,14 +192,28 @@ async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<Operatio
     }
 }
 
-async fn lock_by_id(tx: &Transaction<'_>, operation_id: &str) -> Result<Option<OperationRow>, StoreError> {
-    let sql = format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 FOR UPDATE");
+async fn lock_by_id(
+    tx: &Transaction<'_>,
+    operation_id: &str,
+) -> Result<Option<OperationRow>, StoreError> {
+    let sql =
+        format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 FOR UPDATE");
     let stmt = tx.prepare_cached(&sql).await?;
-    Ok(tx.query_opt(&stmt, &[&operation_id]).await?.as_ref().map(OperationRow::from_row))
+    Ok(tx
+        .query_opt(&stmt, &[&operation_id])
+        .await?
+        .as_ref()
+        .map(OperationRow::from_row))
 }
 
 /// Decides a linked status report against the held row and carries the decision out.
-async fn settle_in(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, action: Action, reported: Reported) -> Result<Settled, StoreError> {
+async fn settle_in(
+    tx: &Transaction<'_>,
+    row: &OperationRow,
+    ev: &WebhookEvent,
+    action: Action,
+    reported: Reported,
+) -> Result<Settled, StoreError> {
     let status = row.status();
     let identity = RowIdentity {
         operation_id: &row.operation_id,
@@ -184,8 +233,22 @@ async fn settle_in(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, 
             // Escalated means hands off: the event is evidence for the person deciding,
             // recorded in the history, and moves nothing.
             let reason = ON_ESCALATED;
-            tx.execute(NOTE, &[&row.operation_id, &row.status, &row.fence, &WEBHOOK_ACTOR, &reason, &evidence(ev, Some(reason))]).await?;
-            Ok(Settled::only(WebhookOutcome::Escalated { operation_id, reason }))
+            tx.execute(
+                NOTE,
+                &[
+                    &row.operation_id,
+                    &row.status,
+                    &row.fence,
+                    &WEBHOOK_ACTOR,
+                    &reason,
+                    &evidence(ev, Some(reason)),
+                ],
+            )
+            .await?;
+            Ok(Settled::only(WebhookOutcome::Escalated {
+                operation_id,
+                reason,
+            }))
         }
         WebhookDecision::Apply(event) => {
             let failure_code = match reported {
@@ -201,37 +264,94 @@ async fn settle_in(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, 
                 ..Transition::new(&row.operation_id, status, row.fence, event, WEBHOOK_ACTOR)
             };
             match transition_in(tx, t, None).await? {
-                moved @ TransitionOutcome::Moved { to, .. } => {
-                    Ok(Settled { outcome: WebhookOutcome::Applied { operation_id, from: status, to }, moved: Some((status, moved)) })
-                }
+                moved @ TransitionOutcome::Moved { to, .. } => Ok(Settled {
+                    outcome: WebhookOutcome::Applied {
+                        operation_id,
+                        from: status,
+                        to,
+                    },
+                    moved: Some((status, moved)),
+                }),
                 // Impossible while the row is held and `decide` applies only allowed
                 // edges; if it ever happens, record it for an operator, never guess.
-                TransitionOutcome::Stale | TransitionOutcome::Refused(_) => escalate(tx, row, ev, "webhook_not_applicable").await,
+                TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
+                    escalate(tx, row, ev, "webhook_not_applicable").await
+                }
             }
         }
-        WebhookDecision::Ignore => Ok(Settled::only(WebhookOutcome::IgnoredTransition { operation_id })),
+        WebhookDecision::Ignore => Ok(Settled::only(WebhookOutcome::IgnoredTransition {
+            operation_id,
+        })),
         WebhookDecision::Escalate(reason) => escalate(tx, row, ev, reason).await,
         WebhookDecision::NoteOnDisputed => {
             let reason = ON_DISPUTED;
-            tx.execute(NOTE, &[&row.operation_id, &row.status, &row.fence, &WEBHOOK_ACTOR, &reason, &evidence(ev, Some(reason))]).await?;
-            Ok(Settled::only(WebhookOutcome::Escalated { operation_id, reason }))
+            tx.execute(
+                NOTE,
+                &[
+                    &row.operation_id,
+                    &row.status,
+                    &row.fence,
+                    &WEBHOOK_ACTOR,
+                    &reason,
+                    &evidence(ev, Some(reason)),
+                ],
+            )
+            .await?;
+            Ok(Settled::only(WebhookOutcome::Escalated {
+                operation_id,
+                reason,
+            }))
         }
     }
 }
 
-async fn escalate(tx: &Transaction<'_>, row: &OperationRow, ev: &WebhookEvent, reason: &'static str) -> Result<Settled, StoreError> {
+async fn escalate(
+    tx: &Transaction<'_>,
+    row: &OperationRow,
+    ev: &WebhookEvent,
+    reason: &'static str,
+) -> Result<Settled, StoreError> {
     warn!(operation_id = %row.operation_id, status = %row.status, event_id = %ev.event_id, event_type = %ev.event_type, reason, "webhook contradicts the operation; escalated");
-    tx.execute(ESCALATE, &[&row.operation_id, &row.status, &WEBHOOK_ACTOR, &reason, &evidence(ev, Some(reason))]).await?;
-    Ok(Settled::only(WebhookOutcome::Escalated { operation_id: row.operation_id.clone(), reason }))
+    tx.execute(
+        ESCALATE,
+        &[
+            &row.operation_id,
+            &row.status,
+            &WEBHOOK_ACTOR,
+            &reason,
+            &evidence(ev, Some(reason)),
+        ],
+    )
+    .await?;
+    Ok(Settled::only(WebhookOutcome::Escalated {
+        operation_id: row.operation_id.clone(),
+        reason,
+    }))
 }
 
 /// Records on the event row what was done with it.
-async fn finish(tx: &Transaction<'_>, ev: &WebhookEvent, settled: Settled) -> Result<Decided, StoreError> {
+async fn finish(
+    tx: &Transaction<'_>,
+    ev: &WebhookEvent,
+    settled: Settled,
+) -> Result<Decided, StoreError> {
     let operation_id = settled.outcome.operation_id().map(str::to_owned);
-    let stored = settled.outcome.stored().expect("a first sight always has a stored outcome");
+    let stored = settled
+        .outcome
+        .stored()
+        .expect("a first sight always has a stored outcome");
     let finish = tx.prepare_cached(FINISH).await?;
-    let r = tx.query_one(&finish, &[&ev.provider, &ev.event_id, &operation_id, &stored]).await?;
-    Ok(Decided { outcome: settled.outcome, moved: settled.moved, receive_to_apply_s: r.get(0) })
+    let r = tx
+        .query_one(
+            &finish,
+            &[&ev.provider, &ev.event_id, &operation_id, &stored],
+        )
+        .await?;
+    Ok(Decided {
+        outcome: settled.outcome,
+        moved: settled.moved,
+        receive_to_apply_s: r.get(0),
+    })
 }
 
 type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);

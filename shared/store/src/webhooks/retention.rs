@@ -23,14 +23,20 @@ impl Store {
     /// Deletes at most `batch` events received more than `older_than_s` seconds ago (by
     /// the database clock), oldest first, skipping rows another pruner holds. Returns how
     /// many it deleted; the caller repeats while a full batch came back.
-    pub async fn prune_webhook_events(&self, older_than_s: u64, batch: i64) -> Result<u64, StoreError> {
+    pub async fn prune_webhook_events(
+        &self,
+        older_than_s: u64,
+        batch: i64,
+    ) -> Result<u64, StoreError> {
         if older_than_s < MIN_WEBHOOK_RETENTION_S {
             return Err(StoreError::Config(format!(
                 "webhook retention of {older_than_s} s is below the minimum of {MIN_WEBHOOK_RETENTION_S} s (7 days)"
             )));
         }
         if batch < 1 {
-            return Err(StoreError::Config("webhook retention batch must be at least 1".into()));
+            return Err(StoreError::Config(
+                "webhook retention batch must be at least 1".into(),
+            ));
         }
         // Seconds as a double: exact for any retention up to hundreds of millions of years.
         let secs = older_than_s as f64;

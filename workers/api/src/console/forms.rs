@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::pages::{error_page, not_found, operation_page};
 use super::session::Signed;
-use crate::decisions::{DecisionError, Decided};
+use crate::decisions::{Decided, DecisionError};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -129,7 +129,11 @@ async fn decide(
             Some(outcome) => {
                 let evidence = text(&f.evidence);
                 // An empty field of the form is no id at all.
-                let external_id = f.external_id.as_deref().map(str::trim).filter(|x| !x.is_empty());
+                let external_id = f
+                    .external_id
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty());
                 let r = Resolve {
                     outcome,
                     external_id,

@@ -70,7 +70,11 @@ fn payload_of(jwt: &str) -> serde_json::Value {
     use base64::Engine as _;
     jwt.split('.')
         .nth(1)
-        .and_then(|p| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(p).ok())
+        .and_then(|p| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p)
+                .ok()
+        })
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or(serde_json::Value::Null)
 }
@@ -165,7 +169,11 @@ impl Oidc {
 
     /// Exchanges the code (with the PKCE verifier) and checks the ID token; its subject and
     /// its claims.
-    pub async fn finish(&self, code: &str, pending: PendingSignIn) -> Result<Verified, SignInError> {
+    pub async fn finish(
+        &self,
+        code: &str,
+        pending: PendingSignIn,
+    ) -> Result<Verified, SignInError> {
         let client = self.client().await?;
         let request = client
             .exchange_code(AuthorizationCode::new(code.to_owned()))

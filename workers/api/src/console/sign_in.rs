@@ -164,7 +164,8 @@ pub async fn callback(
                 Err(why) => {
                     tracing::warn!(principal = %principal.name, reason = why, "console sign-in refused: the ID token's access claims");
                     let message = format!("You signed in as {subject}, but the sign-in service did not say what you may do here ({why}). Ask its administrator to set your role and tenants.");
-                    return ([clear_sign_in], login_with(StatusCode::FORBIDDEN, &message)).into_response();
+                    return ([clear_sign_in], login_with(StatusCode::FORBIDDEN, &message))
+                        .into_response();
                 }
             }
         }

@@ -61,7 +61,10 @@ fn approved_row() -> OperationRow {
 #[test]
 fn an_approved_intact_row_is_claimed() {
     assert_eq!(decide(&approved_row(), &[]), Decision::Claim);
-    assert_eq!(decide(&approved_row(), &["payments-v3".into()]), Decision::Claim);
+    assert_eq!(
+        decide(&approved_row(), &["payments-v3".into()]),
+        Decision::Claim
+    );
 }
 
 #[test]
@@ -72,17 +75,26 @@ fn approval_problems_cancel_without_a_call() {
     let mut r = approved_row();
     r.approval_status = "rejected".into();
     assert_eq!(decide(&r, &[]), Decision::Cancel("approval_rejected"));
-    assert_eq!(decide(&approved_row(), &["payments-v4".into()]), Decision::Cancel("policy_outdated"));
+    assert_eq!(
+        decide(&approved_row(), &["payments-v4".into()]),
+        Decision::Cancel("policy_outdated")
+    );
 }
 
 #[test]
 fn a_snapshot_that_no_longer_matches_its_approval_is_escalated_never_cancelled() {
     let mut r = approved_row();
     r.payload["amount_minor"] = json!(99_999_999);
-    assert_eq!(decide(&r, &[]), Decision::Escalate("snapshot_hash_mismatch"));
+    assert_eq!(
+        decide(&r, &[]),
+        Decision::Escalate("snapshot_hash_mismatch")
+    );
     let mut r = approved_row();
     r.approved_hash = Some(format!("sha256:{}", "0".repeat(64)));
-    assert_eq!(decide(&r, &[]), Decision::Escalate("approved_hash_mismatch"));
+    assert_eq!(
+        decide(&r, &[]),
+        Decision::Escalate("approved_hash_mismatch")
+    );
 }
 
 #[test]

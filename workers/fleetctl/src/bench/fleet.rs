@@ -69,7 +69,8 @@ impl Ports {
 }
 
 fn pid_of(p: &Proc) -> anyhow::Result<u32> {
-    p.pid().ok_or_else(|| anyhow::anyhow!("{} exited at once; see its log", p.name))
+    p.pid()
+        .ok_or_else(|| anyhow::anyhow!("{} exited at once; see its log", p.name))
 }
 
 impl BenchFleet {
@@ -77,14 +78,39 @@ impl BenchFleet {
         let client = reqwest::Client::new();
         // Each component as its own database role, as deployed; a baseline revision whose
         // migrations predate the roles runs as the owner, as it always did.
-        let roles = fleet_store::Store::connect(spec.database_url, 1)?.grants_component_roles().await?;
-        let mut ports = Ports(spec.port_base, spec.port_base.saturating_add(PORT_SEARCH_SPAN));
+        let roles = fleet_store::Store::connect(spec.database_url, 1)?
+            .grants_component_roles()
+            .await?;
+        let mut ports = Ports(
+            spec.port_base,
+            spec.port_base.saturating_add(PORT_SEARCH_SPAN),
+        );
         let sim_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, ports.take()?)).to_string();
         let sim_url = format!("http://{sim_addr}");
-        let sim = processes::spawn(spec.bin_dir, spec.log_dir, SIM, SIM, &[("SIM_ADDR", &sim_addr), ("RUST_LOG", spec.log_level)])?;
-        let mut members = vec![Member { bin: SIM, name: SIM.into(), pid: pid_of(&sim)?, admin: None }];
-        let mut fleet = BenchFleet { procs: vec![sim], members: Vec::new(), sim_url };
-        processes::wait_http_ok(&client, &format!("{}/_sim/effects", fleet.sim_url), "the provider simulator").await?;
+        let sim = processes::spawn(
+            spec.bin_dir,
+            spec.log_dir,
+            SIM,
+            SIM,
+            &[("SIM_ADDR", &sim_addr), ("RUST_LOG", spec.log_level)],
+        )?;
+        let mut members = vec![Member {
+            bin: SIM,
+            name: SIM.into(),
+            pid: pid_of(&sim)?,
+            admin: None,
+        }];
+        let mut fleet = BenchFleet {
+            procs: vec![sim],
+            members: Vec::new(),
+            sim_url,
+        };
+        processes::wait_http_ok(
+            &client,
+            &format!("{}/_sim/effects", fleet.sim_url),
+            "the provider simulator",
+        )
+        .await?;
 
         for (bin, n) in spec.replicas {
             for i in 0..n {
@@ -107,18 +133,28 @@ impl BenchFleet {
                 envs.extend(spec.worker_env.iter().map(|(k, v)| (*k, v.as_str())));
                 let webhook_addr;
                 if bin == WEBHOOK_INGEST {
-                    webhook_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, ports.take()?)).to_string();
-                    envs.extend([("WEBHOOK_ADDR", webhook_addr.as_str()), ("WEBHOOK_SECRETS", BENCH_WEBHOOK_SECRET)]);
+                    webhook_addr =
+                        SocketAddr::from((Ipv4Addr::LOCALHOST, ports.take()?)).to_string();
+                    envs.extend([
+                        ("WEBHOOK_ADDR", webhook_addr.as_str()),
+                        ("WEBHOOK_SECRETS", BENCH_WEBHOOK_SECRET),
+                    ]);
                 }
                 let name = format!("{bin}#{i}");
                 let p = processes::spawn(spec.bin_dir, spec.log_dir, bin, &name, &envs)?;
-                members.push(Member { bin, name, pid: pid_of(&p)?, admin: Some(admin) });
+                members.push(Member {
+                    bin,
+                    name,
+                    pid: pid_of(&p)?,
+                    admin: Some(admin),
+                });
                 fleet.procs.push(p);
             }
         }
         for m in &members {
             if let Some(admin) = m.admin {
-                processes::wait_http_ok(&client, &format!("http://{admin}/readyz"), &m.name).await?;
+                processes::wait_http_ok(&client, &format!("http://{admin}/readyz"), &m.name)
+                    .await?;
             }
         }
         fleet.members = members;

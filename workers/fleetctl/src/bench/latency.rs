@@ -46,7 +46,13 @@ async fn percentiles(store: &Store, ms_expr: &str, from: &str) -> anyhow::Result
     let p: Option<Vec<f64>> = r.get(1);
     let p = p.unwrap_or_default();
     let at = |i: usize| p.get(i).copied().unwrap_or(0.0);
-    Ok(Percentiles { count: r.get(0), p50_ms: at(0), p95_ms: at(1), p99_ms: at(2), max_ms: r.get::<_, Option<f64>>(2).unwrap_or(0.0) })
+    Ok(Percentiles {
+        count: r.get(0),
+        p50_ms: at(0),
+        p95_ms: at(1),
+        p99_ms: at(2),
+        max_ms: r.get::<_, Option<f64>>(2).unwrap_or(0.0),
+    })
 }
 
 fn ms(interval: &str) -> String {
@@ -60,17 +66,34 @@ pub async fn record_bells(store: &Store, bells: &[(String, DateTime<Utc>)]) -> a
     client.batch_execute("CREATE TABLE IF NOT EXISTS bench_bells (operation_id text PRIMARY KEY, rung_at timestamptz NOT NULL)").await?;
     let ids: Vec<&str> = bells.iter().map(|(id, _)| id.as_str()).collect();
     let at: Vec<DateTime<Utc>> = bells.iter().map(|(_, t)| *t).collect();
-    client.execute("INSERT INTO bench_bells SELECT * FROM unnest($1::text[], $2::timestamptz[])", &[&ids, &at]).await?;
+    client
+        .execute(
+            "INSERT INTO bench_bells SELECT * FROM unnest($1::text[], $2::timestamptz[])",
+            &[&ids, &at],
+        )
+        .await?;
     Ok(())
 }
 
 pub async fn read(store: &Store, with_bells: bool) -> anyhow::Result<RowFigures> {
     let client = store.client().await?;
     let mut statuses = BTreeMap::new();
-    for r in client.query("SELECT status, count(*) FROM operations WHERE tenant_id = $1 GROUP BY 1", &[&TENANT]).await? {
+    for r in client
+        .query(
+            "SELECT status, count(*) FROM operations WHERE tenant_id = $1 GROUP BY 1",
+            &[&TENANT],
+        )
+        .await?
+    {
         statuses.insert(r.get::<_, String>(0), r.get::<_, i64>(1));
     }
-    let last_final_at: Option<DateTime<Utc>> = client.query_one("SELECT max(resolved_at) FROM operations WHERE tenant_id = $1", &[&TENANT]).await?.get(0);
+    let last_final_at: Option<DateTime<Utc>> = client
+        .query_one(
+            "SELECT max(resolved_at) FROM operations WHERE tenant_id = $1",
+            &[&TENANT],
+        )
+        .await?
+        .get(0);
     let finals_per_second: Vec<i64> = client
         .query(
             "SELECT count(*) FROM operations WHERE tenant_id = $1 AND resolved_at IS NOT NULL
@@ -83,12 +106,14 @@ pub async fn read(store: &Store, with_bells: bool) -> anyhow::Result<RowFigures>
         .collect();
     drop(client);
     let ops = "FROM operations o WHERE o.tenant_id = $1";
-    let first_claim = "(SELECT min(a.started_at) FROM attempts a WHERE a.operation_id = o.operation_id)";
+    let first_claim =
+        "(SELECT min(a.started_at) FROM attempts a WHERE a.operation_id = o.operation_id)";
     Ok(RowFigures {
         statuses,
         last_final_at,
         approve_to_final: percentiles(store, &ms("o.resolved_at - o.decided_at"), ops).await?,
-        claim_to_final: percentiles(store, &ms(&format!("o.resolved_at - {first_claim}")), ops).await?,
+        claim_to_final: percentiles(store, &ms(&format!("o.resolved_at - {first_claim}")), ops)
+            .await?,
         ring_to_final: if with_bells {
             Some(percentiles(store, &ms("o.resolved_at - b.rung_at"), "FROM operations o JOIN bench_bells b USING (operation_id) WHERE o.tenant_id = $1").await?)
         } else {

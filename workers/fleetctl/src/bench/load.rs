@@ -30,7 +30,10 @@ use tokio::time::Instant;
 pub const TENANT: &str = "org_bench";
 pub const APPROVER: &str = "bench-approver";
 /// The bench's approver, as its approvals record it.
-const BY: Decider<'static> = Decider { name: APPROVER, signed_in_with: SignIn::Token };
+const BY: Decider<'static> = Decider {
+    name: APPROVER,
+    signed_in_with: SignIn::Token,
+};
 /// How often the pipeline's approver looks for newly prepared operations.
 const APPROVER_POLL: Duration = Duration::from_millis(5);
 /// Upper bound on prepared operations one poll picks up.
@@ -103,7 +106,10 @@ async fn join_all(mut set: JoinSet<anyhow::Result<()>>) -> anyhow::Result<()> {
 }
 
 /// Execute-mode setup: insert and approve every intent, no bells.
-pub async fn prepare_and_approve(store: &Store, intents: &Arc<Vec<BenchIntent>>) -> anyhow::Result<()> {
+pub async fn prepare_and_approve(
+    store: &Store,
+    intents: &Arc<Vec<BenchIntent>>,
+) -> anyhow::Result<()> {
     let mut set = JoinSet::new();
     for w in 0..SETUP_TASKS {
         let (store, intents) = (store.clone(), intents.clone());
@@ -111,9 +117,19 @@ pub async fn prepare_and_approve(store: &Store, intents: &Arc<Vec<BenchIntent>>)
             for i in dealt(intents.len(), SETUP_TASKS, w) {
                 let it = &intents[i].intent;
                 let inserted = store.insert_prepared(it, 1, None).await?;
-                anyhow::ensure!(matches!(inserted, PrepareOutcome::Inserted), "{}: insert_prepared said {inserted:?}", it.operation_id);
-                let approved = store.approve(it.operation_id.as_str(), it.payload_hash.as_str(), &BY).await?;
-                anyhow::ensure!(approved == ApprovalOutcome::Approved, "{}: approve said {approved:?}", it.operation_id);
+                anyhow::ensure!(
+                    matches!(inserted, PrepareOutcome::Inserted),
+                    "{}: insert_prepared said {inserted:?}",
+                    it.operation_id
+                );
+                let approved = store
+                    .approve(it.operation_id.as_str(), it.payload_hash.as_str(), &BY)
+                    .await?;
+                anyhow::ensure!(
+                    approved == ApprovalOutcome::Approved,
+                    "{}: approve said {approved:?}",
+                    it.operation_id
+                );
             }
             Ok(())
         });
@@ -123,7 +139,11 @@ pub async fn prepare_and_approve(store: &Store, intents: &Arc<Vec<BenchIntent>>)
 
 /// Rings every execute bell, `publishers.len()` in flight at a time. Returns when each
 /// bell was handed to the broker (just before its publish), by operation.
-pub async fn ring_all(publishers: &[Publisher], intents: &Arc<Vec<BenchIntent>>, tally: &Arc<BenchTally>) -> anyhow::Result<Vec<(String, DateTime<Utc>)>> {
+pub async fn ring_all(
+    publishers: &[Publisher],
+    intents: &Arc<Vec<BenchIntent>>,
+    tally: &Arc<BenchTally>,
+) -> anyhow::Result<Vec<(String, DateTime<Utc>)>> {
     let k = publishers.len();
     let mut set = JoinSet::new();
     for (w, publisher) in publishers.iter().enumerate() {
@@ -133,7 +153,9 @@ pub async fn ring_all(publishers: &[Publisher], intents: &Arc<Vec<BenchIntent>>,
             for i in dealt(intents.len(), k, w) {
                 let op = &intents[i].intent.operation_id;
                 let at = Utc::now();
-                publisher.publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes()).await?;
+                publisher
+                    .publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes())
+                    .await?;
                 tally.published.fetch_add(1, Ordering::Relaxed);
                 rung.push((op.as_str().to_owned(), at));
             }
@@ -168,14 +190,28 @@ pub async fn pipeline(
     tally: &Arc<BenchTally>,
 ) -> anyhow::Result<PipelineLoad> {
     let start = Instant::now();
-    let submit = tokio::spawn(submit_all(submitters.to_vec(), intents.clone(), rate, tally.clone()));
+    let submit = tokio::spawn(submit_all(
+        submitters.to_vec(),
+        intents.clone(),
+        rate,
+        tally.clone(),
+    ));
     approve_as_prepared(store, approvers, intents, tally).await?;
     let approve_s = start.elapsed().as_secs_f64();
     let submit_s = submit.await??;
-    Ok(PipelineLoad { submit_s, submit_rate: intents.len() as f64 / submit_s.max(1e-9), approve_s })
+    Ok(PipelineLoad {
+        submit_s,
+        submit_rate: intents.len() as f64 / submit_s.max(1e-9),
+        approve_s,
+    })
 }
 
-async fn submit_all(publishers: Vec<Publisher>, intents: Arc<Vec<BenchIntent>>, rate: Option<f64>, tally: Arc<BenchTally>) -> anyhow::Result<f64> {
+async fn submit_all(
+    publishers: Vec<Publisher>,
+    intents: Arc<Vec<BenchIntent>>,
+    rate: Option<f64>,
+    tally: Arc<BenchTally>,
+) -> anyhow::Result<f64> {
     let start = Instant::now();
     let k = publishers.len();
     let mut set = JoinSet::new();
@@ -185,9 +221,12 @@ async fn submit_all(publishers: Vec<Publisher>, intents: Arc<Vec<BenchIntent>>, 
             for i in dealt(intents.len(), k, w) {
                 if let Some(rate) = rate {
                     // Behind schedule, it publishes at once: the achieved rate is reported.
-                    tokio::time::sleep_until(start + Duration::from_secs_f64(i as f64 / rate)).await;
+                    tokio::time::sleep_until(start + Duration::from_secs_f64(i as f64 / rate))
+                        .await;
                 }
-                publisher.publish(Queue::IntentsPrepare, &intents[i].bytes).await?;
+                publisher
+                    .publish(Queue::IntentsPrepare, &intents[i].bytes)
+                    .await?;
                 tally.published.fetch_add(1, Ordering::Relaxed);
             }
             Ok(())
@@ -199,26 +238,57 @@ async fn submit_all(publishers: Vec<Publisher>, intents: Arc<Vec<BenchIntent>>, 
 
 /// Approves as the bench's approver, then rings the execute bell: `Ok(false)` when the
 /// bell could not be rung (reconcile's sweeper rings it later).
-async fn approve_and_ring(store: &Store, publisher: &Publisher, op: &OperationId, hash: &str) -> anyhow::Result<bool> {
+async fn approve_and_ring(
+    store: &Store,
+    publisher: &Publisher,
+    op: &OperationId,
+    hash: &str,
+) -> anyhow::Result<bool> {
     let approved = store.approve(op.as_str(), hash, &BY).await?;
-    anyhow::ensure!(approved == ApprovalOutcome::Approved, "{op}: approve said {approved:?}");
-    Ok(publisher.publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes()).await.is_ok())
+    anyhow::ensure!(
+        approved == ApprovalOutcome::Approved,
+        "{op}: approve said {approved:?}"
+    );
+    Ok(publisher
+        .publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes())
+        .await
+        .is_ok())
 }
 
 /// The approver: polls for prepared, pending operations of the bench and deals each to
 /// one of the approver tasks, which approve the hash the bench computed itself.
-async fn approve_as_prepared(store: &Store, approvers: &[Publisher], intents: &Arc<Vec<BenchIntent>>, tally: &Arc<BenchTally>) -> anyhow::Result<()> {
-    let index: HashMap<String, usize> = intents.iter().enumerate().map(|(i, b)| (b.intent.operation_id.as_str().to_owned(), i)).collect();
+async fn approve_as_prepared(
+    store: &Store,
+    approvers: &[Publisher],
+    intents: &Arc<Vec<BenchIntent>>,
+    tally: &Arc<BenchTally>,
+) -> anyhow::Result<()> {
+    let index: HashMap<String, usize> = intents
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.intent.operation_id.as_str().to_owned(), i))
+        .collect();
     let mut set = JoinSet::new();
     let mut lanes = Vec::new();
     for publisher in approvers {
         let (tx, mut rx) = mpsc::unbounded_channel::<usize>();
         lanes.push(tx);
-        let (store, publisher, intents, tally) = (store.clone(), publisher.clone(), intents.clone(), tally.clone());
+        let (store, publisher, intents, tally) = (
+            store.clone(),
+            publisher.clone(),
+            intents.clone(),
+            tally.clone(),
+        );
         set.spawn(async move {
             while let Some(i) = rx.recv().await {
                 let it = &intents[i].intent;
-                let rung = approve_and_ring(&store, &publisher, &it.operation_id, it.payload_hash.as_str()).await?;
+                let rung = approve_and_ring(
+                    &store,
+                    &publisher,
+                    &it.operation_id,
+                    it.payload_hash.as_str(),
+                )
+                .await?;
                 if rung {
                     tally.published.fetch_add(1, Ordering::Relaxed);
                 } else {

@@ -26,12 +26,16 @@ impl Machine {
         let mem_kib: f64 = first_value(&meminfo, "MemTotal")
             .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
             .unwrap_or(0.0);
-        let load = std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()));
+        let load = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()));
         Machine {
             cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
             cpu_model: first_value(&cpuinfo, "model name").unwrap_or_else(|| "unknown".into()),
             memory_gib: (mem_kib / 1024.0 / 1024.0 * 10.0).round() / 10.0,
-            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default(),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_owned())
+                .unwrap_or_default(),
             load_1m_at_start: load.unwrap_or(0.0),
             postgres,
         }
@@ -40,7 +44,12 @@ impl Machine {
     pub fn line(&self) -> String {
         format!(
             "{} CPUs ({}), {:.1} GiB, Linux {}, load {:.2} at start, PostgreSQL {}",
-            self.cpus, self.cpu_model, self.memory_gib, self.kernel, self.load_1m_at_start, self.postgres
+            self.cpus,
+            self.cpu_model,
+            self.memory_gib,
+            self.kernel,
+            self.load_1m_at_start,
+            self.postgres
         )
     }
 }

@@ -39,21 +39,36 @@ fn sum(text: &str, name: &str, label: Option<&str>) -> f64 {
         .filter_map(|l| {
             let (series, value) = l.rsplit_once(' ')?;
             let bare = series.split('{').next()?;
-            (bare == name && label.is_none_or(|lb| series.contains(lb))).then(|| value.parse::<f64>().ok())?
+            (bare == name && label.is_none_or(|lb| series.contains(lb)))
+                .then(|| value.parse::<f64>().ok())?
         })
         .sum()
 }
 
 pub fn message_counts(text: &str) -> MessageCounts {
     MessageCounts {
-        published: sum(text, m::MESSAGES_PUBLISHED_TOTAL, Some("outcome=\"confirmed\"")),
-        publish_failed: sum(text, m::MESSAGES_PUBLISHED_TOTAL, Some("outcome=\"failed\"")),
+        published: sum(
+            text,
+            m::MESSAGES_PUBLISHED_TOTAL,
+            Some("outcome=\"confirmed\""),
+        ),
+        publish_failed: sum(
+            text,
+            m::MESSAGES_PUBLISHED_TOTAL,
+            Some("outcome=\"failed\""),
+        ),
         consumed: sum(text, m::MESSAGES_CONSUMED_TOTAL, None),
     }
 }
 
 pub async fn metrics_text(client: &reqwest::Client, admin: SocketAddr) -> anyhow::Result<String> {
-    Ok(client.get(format!("http://{admin}/metrics")).send().await?.error_for_status()?.text().await?)
+    Ok(client
+        .get(format!("http://{admin}/metrics"))
+        .send()
+        .await?
+        .error_for_status()?
+        .text()
+        .await?)
 }
 
 #[cfg(test)]

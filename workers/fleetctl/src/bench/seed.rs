@@ -37,7 +37,13 @@ fn rows_from(kind: u8, created: &str) -> String {
 
 /// Runs `operations` (parameters: first row, last row, tenant) and then `children`
 /// (first row, last row) over `1..=count`, one transaction per [`CHUNK`] rows.
-async fn chunked(store: &Store, count: i64, tenant: &str, operations: &str, children: &[String]) -> anyhow::Result<()> {
+async fn chunked(
+    store: &Store,
+    count: i64,
+    tenant: &str,
+    operations: &str,
+    children: &[String],
+) -> anyhow::Result<()> {
     let mut from = 1;
     while from <= count {
         let to = (from + CHUNK - 1).min(count);
@@ -45,7 +51,8 @@ async fn chunked(store: &Store, count: i64, tenant: &str, operations: &str, chil
         let tx = client.transaction().await?;
         // Seeded rows stand for history whose outcome events went out and were pruned long
         // ago: the outbox trigger (like every ordinary trigger) stays off for the bulk load.
-        tx.batch_execute("SET LOCAL session_replication_role = replica").await?;
+        tx.batch_execute("SET LOCAL session_replication_role = replica")
+            .await?;
         tx.execute(operations, &[&from, &to, &tenant]).await?;
         for sql in children {
             tx.execute(sql.as_str(), &[&from, &to]).await?;
@@ -59,7 +66,10 @@ async fn chunked(store: &Store, count: i64, tenant: &str, operations: &str, chil
 /// `count` succeeded payments from a month ago, each with its attempt and the four
 /// events of the happy path (prepared, approved, claimed, succeeded).
 pub async fn history(store: &Store, count: i64) -> anyhow::Result<()> {
-    let from = rows_from(0, "now() - interval '30 days' + i * interval '1 millisecond'");
+    let from = rows_from(
+        0,
+        "now() - interval '30 days' + i * interval '1 millisecond'",
+    );
     let operations = format!(
         "INSERT INTO operations ({SNAPSHOT_COLUMNS}, status, fence, attempts, external_id, resolved_at, created_at, updated_at)
          SELECT {SNAPSHOT_VALUES}, 'succeeded', 1, 1, 'pay_s' || i, t + interval '2 seconds', t, t + interval '2 seconds' {from}"
@@ -80,12 +90,22 @@ pub async fn history(store: &Store, count: i64) -> anyhow::Result<()> {
          ) AS e(kind, from_status, to_status, fence, actor, after)
         "
     );
-    chunked(store, count, HISTORY_TENANT, &operations, &[attempts, events]).await
+    chunked(
+        store,
+        count,
+        HISTORY_TENANT,
+        &operations,
+        &[attempts, events],
+    )
+    .await
 }
 
 /// `count` unknown, unescalated rows due for a lookup, each with its unanswered attempt.
 pub async fn unknown(store: &Store, count: i64) -> anyhow::Result<()> {
-    let from = rows_from(1, "now() - interval '10 minutes' + i * interval '1 millisecond'");
+    let from = rows_from(
+        1,
+        "now() - interval '10 minutes' + i * interval '1 millisecond'",
+    );
     let operations = format!(
         "INSERT INTO operations ({SNAPSHOT_COLUMNS}, status, fence, attempts, unknown_since, created_at, updated_at)
          SELECT {SNAPSHOT_VALUES}, 'unknown', 1, 1, t + interval '2 seconds', t, t + interval '2 seconds' {from}"
@@ -110,6 +130,10 @@ pub async fn ready(store: &Store, kind: u8, count: i64) -> anyhow::Result<Vec<St
 
 /// Fresh planner statistics and visibility maps, as autovacuum would leave them.
 pub async fn vacuum_analyze(store: &Store) -> anyhow::Result<()> {
-    store.client().await?.batch_execute("VACUUM ANALYZE operations, attempts, operation_events").await?;
+    store
+        .client()
+        .await?
+        .batch_execute("VACUUM ANALYZE operations, attempts, operation_events")
+        .await?;
     Ok(())
 }

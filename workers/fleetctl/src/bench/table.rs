@@ -21,30 +21,79 @@ pub struct Table {
 
 impl Table {
     pub fn row(&mut self, figure: &str, value: impl Into<String>) {
-        self.rows.push(Target { figure: figure.into(), value: value.into(), target: String::new(), met: None });
+        self.rows.push(Target {
+            figure: figure.into(),
+            value: value.into(),
+            target: String::new(),
+            met: None,
+        });
     }
 
-    pub fn target(&mut self, figure: &str, value: impl Into<String>, target: impl Into<String>, met: Option<bool>) {
-        self.rows.push(Target { figure: figure.into(), value: value.into(), target: target.into(), met });
+    pub fn target(
+        &mut self,
+        figure: &str,
+        value: impl Into<String>,
+        target: impl Into<String>,
+        met: Option<bool>,
+    ) {
+        self.rows.push(Target {
+            figure: figure.into(),
+            value: value.into(),
+            target: target.into(),
+            met,
+        });
     }
 
     pub fn targets(&self) -> Vec<Target> {
-        self.rows.iter().filter(|r| !r.target.is_empty()).cloned().collect()
+        self.rows
+            .iter()
+            .filter(|r| !r.target.is_empty())
+            .cloned()
+            .collect()
     }
 
     pub fn print(&self) {
-        let w0 = self.rows.iter().map(|r| r.figure.chars().count()).max().unwrap_or(0).max(6);
-        let w1 = self.rows.iter().map(|r| r.value.chars().count()).max().unwrap_or(0).max(5);
-        let w2 = self.rows.iter().map(|r| r.target.chars().count()).max().unwrap_or(0).max(6);
-        let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w.saturating_sub(s.chars().count())));
-        println!("{}  {}  {}  MET", pad("FIGURE", w0), pad("VALUE", w1), pad("TARGET", w2));
+        let w0 = self
+            .rows
+            .iter()
+            .map(|r| r.figure.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(6);
+        let w1 = self
+            .rows
+            .iter()
+            .map(|r| r.value.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(5);
+        let w2 = self
+            .rows
+            .iter()
+            .map(|r| r.target.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(6);
+        let pad =
+            |s: &str, w: usize| format!("{s}{}", " ".repeat(w.saturating_sub(s.chars().count())));
+        println!(
+            "{}  {}  {}  MET",
+            pad("FIGURE", w0),
+            pad("VALUE", w1),
+            pad("TARGET", w2)
+        );
         for r in &self.rows {
             let met = match r.met {
                 Some(true) => "yes",
                 Some(false) => "NO",
                 None => "",
             };
-            println!("{}  {}  {}  {met}", pad(&r.figure, w0), pad(&r.value, w1), pad(&r.target, w2));
+            println!(
+                "{}  {}  {}  {met}",
+                pad(&r.figure, w0),
+                pad(&r.value, w1),
+                pad(&r.target, w2)
+            );
         }
     }
 }

@@ -17,11 +17,19 @@ const AGENT: &str = "demo-agent";
 pub const APPROVERS: [&str; 2] = ["demo-approver", "demo-approver-2"];
 
 /// A decision client for each demo approver, with a fresh token granted `tenant`.
-pub async fn approvers(store: &Store, api_url: &str, tenant: &str) -> anyhow::Result<Vec<(&'static str, DecisionClient)>> {
+pub async fn approvers(
+    store: &Store,
+    api_url: &str,
+    tenant: &str,
+) -> anyhow::Result<Vec<(&'static str, DecisionClient)>> {
     let mut clients = Vec::new();
     for name in APPROVERS {
-        let (token, _, _) = crate::token::issue(store, name, Role::Approver, &[tenant.to_owned()]).await?;
-        clients.push((name, DecisionClient::new(api_url, Secret::new(token.expose().to_owned()))));
+        let (token, _, _) =
+            crate::token::issue(store, name, Role::Approver, &[tenant.to_owned()]).await?;
+        clients.push((
+            name,
+            DecisionClient::new(api_url, Secret::new(token.expose().to_owned())),
+        ));
     }
     Ok(clients)
 }

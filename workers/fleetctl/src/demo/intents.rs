@@ -26,7 +26,13 @@ fn op_id() -> String {
     format!("op_{}", ulid::Ulid::new())
 }
 
-fn message(invoice: &str, beneficiary: &str, amount_minor: i64, currency: &str, rationale: &str) -> serde_json::Value {
+fn message(
+    invoice: &str,
+    beneficiary: &str,
+    amount_minor: i64,
+    currency: &str,
+    rationale: &str,
+) -> serde_json::Value {
     json!({
         "schema": "intent.v1",
         "operation_id": op_id(),
@@ -46,7 +52,11 @@ fn message(invoice: &str, beneficiary: &str, amount_minor: i64, currency: &str, 
 fn demo_intent(msg: serde_json::Value, reject: bool) -> DemoIntent {
     let bytes = serde_json::to_vec(&msg).expect("json serialises");
     let intent = parse_intent(&bytes).expect("the demo's intents are valid");
-    DemoIntent { bytes, intent, reject }
+    DemoIntent {
+        bytes,
+        intent,
+        reject,
+    }
 }
 
 /// Moves `order_id` from `paid` to `fulfilled`.
@@ -94,7 +104,13 @@ fn contract(recipient_id: &str) -> serde_json::Value {
 /// `count` payments besides the seed, a status change of each order in `orders`, and
 /// two contracts.
 pub fn plan(count: usize, orders: &[String]) -> Plan {
-    let mut seed = message("inv_9182", "vendor_77", 1_250_000, "KZT", "Invoice is due today and matches PO 5531.");
+    let mut seed = message(
+        "inv_9182",
+        "vendor_77",
+        1_250_000,
+        "KZT",
+        "Invoice is due today and matches PO 5531.",
+    );
     seed["data_version"] = json!("inv_9182@7");
     let mut intents = vec![demo_intent(seed, false)];
     let currencies = ["KZT", "USD", "EUR"];
@@ -102,17 +118,42 @@ pub fn plan(count: usize, orders: &[String]) -> Plan {
         let n = i as i64;
         let invoice = format!("inv_{}", 9183 + n);
         // Every 10th goes to a closed account (the provider answers 402); one is rejected.
-        let beneficiary = if i % 10 == 7 { format!("closed_vendor_{i}") } else { format!("vendor_{}", 1 + i % 9) };
+        let beneficiary = if i % 10 == 7 {
+            format!("closed_vendor_{i}")
+        } else {
+            format!("vendor_{}", 1 + i % 9)
+        };
         let amount = 10_000 + (n * 7_919) % 990_000;
-        let msg = message(&invoice, &beneficiary, amount, currencies[i % 3], "Scheduled supplier payment.");
+        let msg = message(
+            &invoice,
+            &beneficiary,
+            amount,
+            currencies[i % 3],
+            "Scheduled supplier payment.",
+        );
         intents.push(demo_intent(msg, i == 4));
     }
     // payments-v3 asks for two distinct approvers at 1,000,000.00 KZT and above.
-    let large = message("inv_9300", "vendor_12", 150_000_000, "KZT", "Annual licence renewal, board-approved budget line 7.");
+    let large = message(
+        "inv_9300",
+        "vendor_12",
+        150_000_000,
+        "KZT",
+        "Annual licence renewal, board-approved budget line 7.",
+    );
     intents.push(demo_intent(large, false));
-    intents.extend(orders.iter().map(|order| demo_intent(order_change(order), false)));
-    intents.extend(["cust_1042", "cust_2077"].map(|recipient| demo_intent(contract(recipient), false)));
+    intents.extend(
+        orders
+            .iter()
+            .map(|order| demo_intent(order_change(order), false)),
+    );
+    intents.extend(
+        ["cust_1042", "cust_2077"].map(|recipient| demo_intent(contract(recipient), false)),
+    );
     let mut invalid = message("inv_bad", "vendor_1", 0, "USD", "amount sent as a float");
     invalid["payload"]["amount_minor"] = json!(125.5);
-    Plan { intents, invalid: serde_json::to_vec(&invalid).expect("json serialises") }
+    Plan {
+        intents,
+        invalid: serde_json::to_vec(&invalid).expect("json serialises"),
+    }
 }

@@ -55,7 +55,14 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
     println!("migrated {}", conn.database_url);
 
     let bin_dir = crate::processes::bin_dir(args.bin_dir.as_deref())?;
-    let mut fleet = Fleet::start(&bin_dir, &args.log_dir, conn, &args.sim_addr, &args.api_addr).await?;
+    let mut fleet = Fleet::start(
+        &bin_dir,
+        &args.log_dir,
+        conn,
+        &args.sim_addr,
+        &args.api_addr,
+    )
+    .await?;
     let outcome = drive(conn, &args, fleet.sim_url(), fleet.api_url()).await;
     fleet.stop().await;
     println!("logs: {}", args.log_dir.display());
@@ -68,26 +75,50 @@ const ORDERS: usize = 3;
 /// A payment's amount as a person reads it (the demo's currencies have two decimals).
 fn amount(payload: &Value) -> String {
     let minor = payload["amount_minor"].as_i64().unwrap_or(0);
-    format!("{}.{:02} {}", minor / 100, minor % 100, payload["currency"].as_str().unwrap_or(""))
+    format!(
+        "{}.{:02} {}",
+        minor / 100,
+        minor % 100,
+        payload["currency"].as_str().unwrap_or("")
+    )
 }
 
-async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str, api_url: &str) -> anyhow::Result<()> {
+async fn drive(
+    conn: &Connection,
+    args: &DemoArgs,
+    sim_url: &str,
+    api_url: &str,
+) -> anyhow::Result<()> {
     let store = Store::connect(conn.database_url.expose(), 4)?;
     let broker = conn.broker();
     let publisher = Publisher::connect(&broker).await?;
     let orders = report::seed_orders(sim_url, ORDERS).await?;
     let plan = intents::plan(args.count, &orders);
 
-    let (seed, rest) = plan.intents.split_first().expect("the plan starts with the seed example");
+    let (seed, rest) = plan
+        .intents
+        .split_first()
+        .expect("the plan starts with the seed example");
     api::submit(&store, api_url, seed).await?;
     for intent in rest {
-        publisher.publish(Queue::IntentsPrepare, &intent.bytes).await?;
+        publisher
+            .publish(Queue::IntentsPrepare, &intent.bytes)
+            .await?;
     }
-    publisher.publish(Queue::IntentsPrepare, &plan.invalid).await?;
-    println!("submitted {} intents and 1 invalid message to the queue", rest.len());
+    publisher
+        .publish(Queue::IntentsPrepare, &plan.invalid)
+        .await?;
+    println!(
+        "submitted {} intents and 1 invalid message to the queue",
+        rest.len()
+    );
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout_s);
-    let ids: Vec<OperationId> = plan.intents.iter().map(|i| i.intent.operation_id.clone()).collect();
+    let ids: Vec<OperationId> = plan
+        .intents
+        .iter()
+        .map(|i| i.intent.operation_id.clone())
+        .collect();
     report::wait_until(&store, &ids, deadline, |row| row.is_some(), "prepared").await?;
     // Someone else puts the last order on hold after the agent read it at `paid`.
     if let Some(moved) = orders.last() {
@@ -99,7 +130,10 @@ async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str, api_url: &str)
     for intent in &plan.intents {
         let op = intent.intent.operation_id.as_str();
         if intent.reject {
-            approvers[0].1.decide(op, "reject", json!({ "reason": "amount looks wrong" })).await?;
+            approvers[0]
+                .1
+                .decide(op, "reject", json!({ "reason": "amount looks wrong" }))
+                .await?;
             continue;
         }
         // Each approver approves the hash they computed themselves from the intent, one
@@ -109,21 +143,42 @@ async fn drive(conn: &Connection, args: &DemoArgs, sim_url: &str, api_url: &str)
             let view = approver.decide(op, "approve", hash.clone()).await?;
             if view["approval_status"] == "approved" {
                 if n > 0 {
-                    println!("{op} approved by {name}: {} of {} distinct approvers", view["approvals_received"], view["approvals_required"]);
+                    println!(
+                        "{op} approved by {name}: {} of {} distinct approvers",
+                        view["approvals_received"], view["approvals_required"]
+                    );
                 }
                 break;
             }
-            anyhow::ensure!(n + 1 < approvers.len(), "{op} is still pending after every demo approver: {view}");
-            println!("{op} ({}) needs {} distinct approvers: {} of {} after {name}", amount(&intent.intent.snapshot.payload), view["approvals_required"], view["approvals_received"], view["approvals_required"]);
+            anyhow::ensure!(
+                n + 1 < approvers.len(),
+                "{op} is still pending after every demo approver: {view}"
+            );
+            println!(
+                "{op} ({}) needs {} distinct approvers: {} of {} after {name}",
+                amount(&intent.intent.snapshot.payload),
+                view["approvals_required"],
+                view["approvals_received"],
+                view["approvals_required"]
+            );
         }
     }
-    println!("approved {} and rejected {}", plan.intents.iter().filter(|i| !i.reject).count(), plan.intents.iter().filter(|i| i.reject).count());
+    println!(
+        "approved {} and rejected {}",
+        plan.intents.iter().filter(|i| !i.reject).count(),
+        plan.intents.iter().filter(|i| i.reject).count()
+    );
 
     // Settled for the machine: final, or escalated to a person (reported as such).
-    let settled = |row: Option<&fleet_store::OperationRow>| row.is_some_and(|r| r.status().is_final() || r.escalated_at.is_some());
+    let settled = |row: Option<&fleet_store::OperationRow>| {
+        row.is_some_and(|r| r.status().is_final() || r.escalated_at.is_some())
+    };
     report::wait_until(&store, &ids, deadline, settled, "final or escalated").await?;
     report::wait_for_events(&store, deadline).await?;
-    println!("outcome events: every one published to {}", broker.events_exchange_name());
+    println!(
+        "outcome events: every one published to {}",
+        broker.events_exchange_name()
+    );
     let dead = fleet_broker::dead_letters(&broker, Queue::IntentsPrepare).await?;
     report::print(&store, &plan, sim_url, &dead).await?;
     publisher.close().await;

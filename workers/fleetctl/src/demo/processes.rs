@@ -21,23 +21,51 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub async fn start(bin_dir: &Path, log_dir: &Path, conn: &Connection, sim_addr: &str, api_addr: &str) -> anyhow::Result<Fleet> {
+    pub async fn start(
+        bin_dir: &Path,
+        log_dir: &Path,
+        conn: &Connection,
+        sim_addr: &str,
+        api_addr: &str,
+    ) -> anyhow::Result<Fleet> {
         let client = reqwest::Client::new();
         let sim_url = format!("http://{sim_addr}");
         let sim = "fleet-provider-sim";
-        let mut procs = vec![processes::spawn(bin_dir, log_dir, sim, sim, &[("SIM_ADDR", sim_addr)])?];
-        processes::wait_http_ok(&client, &format!("{sim_url}/_sim/effects"), "the provider simulator").await?;
+        let mut procs = vec![processes::spawn(
+            bin_dir,
+            log_dir,
+            sim,
+            sim,
+            &[("SIM_ADDR", sim_addr)],
+        )?];
+        processes::wait_http_ok(
+            &client,
+            &format!("{sim_url}/_sim/effects"),
+            "the provider simulator",
+        )
+        .await?;
         // The demo's webhook receiver needs a signing secret; a development one unless
         // the caller provides WEBHOOK_SECRETS.
-        let webhook_secrets = std::env::var("WEBHOOK_SECRETS").unwrap_or_else(|_| DEMO_WEBHOOK_SECRET.to_owned());
+        let webhook_secrets =
+            std::env::var("WEBHOOK_SECRETS").unwrap_or_else(|_| DEMO_WEBHOOK_SECRET.to_owned());
         // The simulator signs its events with the newest secret and posts each provider's
         // to its own path of the receiver.
-        let newest = webhook_secrets.split(',').map(str::trim).find(|s| !s.is_empty()).unwrap_or(DEMO_WEBHOOK_SECRET);
+        let newest = webhook_secrets
+            .split(',')
+            .map(str::trim)
+            .find(|s| !s.is_empty())
+            .unwrap_or(DEMO_WEBHOOK_SECRET);
         // The receiver listens where WEBHOOK_ADDR says (the processes inherit it), else at
         // webhook-ingest's default.
-        let receiver = std::env::var("WEBHOOK_ADDR").unwrap_or_else(|_| DEFAULT_WEBHOOK_ADDR.to_owned());
+        let receiver =
+            std::env::var("WEBHOOK_ADDR").unwrap_or_else(|_| DEFAULT_WEBHOOK_ADDR.to_owned());
         let hooks = serde_json::json!({"url": format!("http://{receiver}/webhooks/{{provider}}"), "secret": newest});
-        client.post(format!("{sim_url}/_sim/webhooks/config")).json(&hooks).send().await?.error_for_status()?;
+        client
+            .post(format!("{sim_url}/_sim/webhooks/config"))
+            .json(&hooks)
+            .send()
+            .await?
+            .error_for_status()?;
         let envs = [
             ("AMQP_URL", conn.amqp_url.expose()),
             ("AMQP_NAMESPACE", conn.amqp_namespace.as_str()),
@@ -63,11 +91,18 @@ impl Fleet {
             let envs = [envs.as_slice(), &[("DATABASE_URL", database_url.as_str())]].concat();
             procs.push(processes::spawn(bin_dir, log_dir, name, name, &envs)?);
         }
-        let fleet = Fleet { procs, sim_url, api_url: format!("http://{api_addr}") };
+        let fleet = Fleet {
+            procs,
+            sim_url,
+            api_url: format!("http://{api_addr}"),
+        };
         for (name, admin) in workers {
             processes::wait_http_ok(&client, &format!("http://{admin}/readyz"), name).await?;
         }
-        println!("started the provider simulator, {} workers, the HTTP API and the event relay", workers.len() - 2);
+        println!(
+            "started the provider simulator, {} workers, the HTTP API and the event relay",
+            workers.len() - 2
+        );
         Ok(fleet)
     }
 
@@ -84,4 +119,3 @@ impl Fleet {
         processes::stop_all(&mut self.procs).await;
     }
 }
-

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use fleet_core::wording::describe;
 use fleet_core::OperationId;
 use fleet_store::{OperationRow, Store};
-use fleet_core::wording::describe;
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
 
@@ -30,7 +30,10 @@ pub async fn wait_until(
         if waiting == 0 {
             return Ok(());
         }
-        anyhow::ensure!(Instant::now() < deadline, "{waiting} operations are not {what} before the deadline");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{waiting} operations are not {what} before the deadline"
+        );
         sleep(Duration::from_millis(200)).await;
     }
 }
@@ -42,7 +45,10 @@ pub async fn wait_for_events(store: &Store, deadline: Instant) -> anyhow::Result
         if backlog == 0 {
             return Ok(());
         }
-        anyhow::ensure!(Instant::now() < deadline, "{backlog} outcome events are not published before the deadline");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{backlog} outcome events are not published before the deadline"
+        );
         sleep(Duration::from_millis(200)).await;
     }
 }
@@ -50,8 +56,19 @@ pub async fn wait_for_events(store: &Store, deadline: Instant) -> anyhow::Result
 /// The effects the simulator holds for an operation, of every kind (payments, refunds,
 /// deals, order transitions, ...).
 async fn effects(client: &reqwest::Client, sim_url: &str, reference: &str) -> anyhow::Result<i64> {
-    let v: Value = client.get(format!("{sim_url}/_sim/effects")).query(&[("reference", reference)]).send().await?.error_for_status()?.json().await?;
-    let counts = v.as_object().into_iter().flatten().filter(|(k, _)| *k != "reference");
+    let v: Value = client
+        .get(format!("{sim_url}/_sim/effects"))
+        .query(&[("reference", reference)])
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let counts = v
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| *k != "reference");
     Ok(counts.filter_map(|(_, n)| n.as_i64()).sum())
 }
 
@@ -60,27 +77,55 @@ pub async fn seed_orders(sim_url: &str, n: usize) -> anyhow::Result<Vec<String>>
     let client = reqwest::Client::new();
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
-        let order: Value = client.post(format!("{sim_url}/_sim/orders")).json(&json!({"status": "paid"})).send().await?.error_for_status()?.json().await?;
-        ids.push(order["id"].as_str().ok_or_else(|| anyhow::anyhow!("the simulator answered an order without an id"))?.to_owned());
+        let order: Value = client
+            .post(format!("{sim_url}/_sim/orders"))
+            .json(&json!({"status": "paid"}))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        ids.push(
+            order["id"]
+                .as_str()
+                .ok_or_else(|| anyhow::anyhow!("the simulator answered an order without an id"))?
+                .to_owned(),
+        );
     }
     Ok(ids)
 }
 
 /// Moves an order as someone else would.
 pub async fn move_order(sim_url: &str, order_id: &str, status: &str) -> anyhow::Result<()> {
-    reqwest::Client::new().post(format!("{sim_url}/_sim/orders/{order_id}/status")).json(&json!({"status": status})).send().await?.error_for_status()?;
+    reqwest::Client::new()
+        .post(format!("{sim_url}/_sim/orders/{order_id}/status"))
+        .json(&json!({"status": status}))
+        .send()
+        .await?
+        .error_for_status()?;
     Ok(())
 }
 
-pub async fn print(store: &Store, plan: &Plan, sim_url: &str, dead: &[(Vec<u8>, Option<String>)]) -> anyhow::Result<()> {
+pub async fn print(
+    store: &Store,
+    plan: &Plan,
+    sim_url: &str,
+    dead: &[(Vec<u8>, Option<String>)],
+) -> anyhow::Result<()> {
     let client = reqwest::Client::new();
     println!();
-    println!("{:<30} {:<20} {:<10} {:<20} {:<32} {:>7}  WHAT", "OPERATION", "ACTION", "STATUS", "REASON", "EXTERNAL_ID", "EFFECTS");
+    println!(
+        "{:<30} {:<20} {:<10} {:<20} {:<32} {:>7}  WHAT",
+        "OPERATION", "ACTION", "STATUS", "REASON", "EXTERNAL_ID", "EFFECTS"
+    );
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     let mut violations = 0;
     for intent in &plan.intents {
         let op = intent.intent.operation_id.as_str();
-        let row = store.get(op).await?.ok_or_else(|| anyhow::anyhow!("{op} vanished"))?;
+        let row = store
+            .get(op)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("{op} vanished"))?;
         let n = effects(&client, sim_url, op).await?;
         // Exactly once: one effect iff the log says succeeded, none otherwise.
         // (An escalated, non-final operation is waiting for a person, not a disagreement.)
@@ -91,22 +136,43 @@ pub async fn print(store: &Store, plan: &Plan, sim_url: &str, dead: &[(Vec<u8>, 
             "{:<30} {:<20} {:<10} {:<20} {:<32} {:>7}  {}",
             op,
             row.action,
-            if row.escalated_at.is_some() { format!("{} (escalated)", row.status) } else { row.status.clone() },
-            row.error_code.as_deref().or(row.status_reason.as_deref()).unwrap_or(""),
+            if row.escalated_at.is_some() {
+                format!("{} (escalated)", row.status)
+            } else {
+                row.status.clone()
+            },
+            row.error_code
+                .as_deref()
+                .or(row.status_reason.as_deref())
+                .unwrap_or(""),
             row.external_id.as_deref().unwrap_or("-"),
             n,
             describe(&row.action, row.target.as_deref(), &row.payload)
         );
-        let key = if row.escalated_at.is_some() { format!("{} escalated", row.status) } else { row.status.clone() };
+        let key = if row.escalated_at.is_some() {
+            format!("{} escalated", row.status)
+        } else {
+            row.status.clone()
+        };
         *by_status.entry(key).or_default() += 1;
     }
     println!();
     let summary: Vec<String> = by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
     println!("final states: {}", summary.join(", "));
     for (_, reason) in dead.iter().filter(|(body, _)| *body == plan.invalid) {
-        println!("dead-lettered by prepare: the float-amount intent, reason {}", reason.as_deref().unwrap_or("(none)"));
+        println!(
+            "dead-lettered by prepare: the float-amount intent, reason {}",
+            reason.as_deref().unwrap_or("(none)")
+        );
     }
-    println!("provider effects match the log for {} of {} operations", plan.intents.len() - violations, plan.intents.len());
-    anyhow::ensure!(violations == 0, "{violations} operations disagree with the provider");
+    println!(
+        "provider effects match the log for {} of {} operations",
+        plan.intents.len() - violations,
+        plan.intents.len()
+    );
+    anyhow::ensure!(
+        violations == 0,
+        "{violations} operations disagree with the provider"
+    );
     Ok(())
 }
