@@ -30,39 +30,15 @@ impl ExecuteHandler {
                 fence,
                 "stored snapshot does not match its approved hash; escalating without a call"
             );
-            let outcome = Outcome::Unknown {
-                reason: "snapshot_hash_mismatch".into(),
-                escalate: true,
-            };
             return self
-                .record(
-                    &claimed,
-                    &outcome,
-                    AttemptRecord {
-                        outcome: "unknown",
-                        detail: Some("snapshot_hash_mismatch".into()),
-                        ..Default::default()
-                    },
-                )
+                .escalate_without_call(&claimed, "snapshot_hash_mismatch", "unknown")
                 .await;
         }
         let Some(call) = self.call_of(row) else {
             // prepare validated this shape; reaching here is a bug, never a reason to guess.
             error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");
-            let outcome = Outcome::Unknown {
-                reason: "unbuildable_request".into(),
-                escalate: true,
-            };
             return self
-                .record(
-                    &claimed,
-                    &outcome,
-                    AttemptRecord {
-                        outcome: "unknown",
-                        detail: Some("unbuildable_request".into()),
-                        ..Default::default()
-                    },
-                )
+                .escalate_without_call(&claimed, "unbuildable_request", "unknown")
                 .await;
         };
         if call.spec.effect == Effect::KeyedCreate
@@ -75,20 +51,8 @@ impl ExecuteHandler {
                 operation_id = op,
                 fence, "idempotency key past its retention; escalating without a call"
             );
-            let outcome = Outcome::Unknown {
-                reason: "key_retention_passed".into(),
-                escalate: true,
-            };
             return self
-                .record(
-                    &claimed,
-                    &outcome,
-                    AttemptRecord {
-                        outcome: "not_executed",
-                        detail: Some("key_retention_passed".into()),
-                        ..Default::default()
-                    },
-                )
+                .escalate_without_call(&claimed, "key_retention_passed", "not_executed")
                 .await;
         }
         info!(operation_id = op, action = %row.action, provider = %row.provider, fence, "claimed; calling the provider");
@@ -174,6 +138,27 @@ impl ExecuteHandler {
         Ok(ages
             .oldest
             .is_none_or(|first_use| key_trusted(first_use, call.provider.contract())))
+    }
+
+    /// Sends nothing and hands the operation to a person: the row becomes `unknown`,
+    /// escalated with `reason`, and the claim's attempt is recorded as `attempt_outcome`
+    /// with `reason` as its detail.
+    async fn escalate_without_call(
+        &self,
+        claimed: &ClaimedOperation,
+        reason: &'static str,
+        attempt_outcome: &'static str,
+    ) -> Result<(), StoreError> {
+        let outcome = Outcome::Unknown {
+            reason: reason.into(),
+            escalate: true,
+        };
+        let attempt = AttemptRecord {
+            outcome: attempt_outcome,
+            detail: Some(reason.into()),
+            ..Default::default()
+        };
+        self.record(claimed, &outcome, attempt).await
     }
 
     /// Records the attempt and moves the row, both fenced, in one transaction (shared
