@@ -486,3 +486,71 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
     store.close();
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn the_claim_is_planned_by_primary_key_on_a_backlog_never_analysed() {
+    // A fresh deployment's first burst: thousands of approved rows waiting, and no
+    // statistics yet. Without statistics the planner guesses any status condition is
+    // selective, so an index with `status` as a plain column would let the claim read
+    // the whole backlog through it (a bitmap scan joined by hash) for every batch.
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    sql.batch_execute(
+        "ALTER TABLE operations SET (autovacuum_enabled = false);
+         INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash, policy_version,
+                                 data_version, idempotency_key, approval_expires_at, approval_status, approved_hash)
+         SELECT 'op_2' || lpad(i::text, 25, '0'), 'org_backlog', 'payment.create', 'payments', '{}',
+                'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_2' || lpad(i::text, 25, '0'),
+                now() + interval '1 hour', 'approved', 'sha256:' || repeat('0', 64)
+         FROM generate_series(1, 5000) i;",
+    )
+    .await
+    .unwrap();
+    let analysed: bool = sql
+        .query_one(
+            "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL
+             FROM pg_stat_user_tables WHERE relname = 'operations'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!analysed, "the premise: operations was never analysed");
+    let (op, hash) = prepare_one(&fleet).await;
+
+    // One connection, so the claim's prepared statement lands on it.
+    let store = fleet_store::Store::connect(&fleet.database_url, 1).unwrap();
+    assert_eq!(
+        store
+            .approve(&op, &hash, &fleet_tests::decider("alice"))
+            .await
+            .unwrap(),
+        ApprovalOutcome::Approved
+    );
+    let claimed = store
+        .claim_ready_many(&[op.as_str()], &[], OWNER, LEASE_TTL_MS)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1, "the one approved operation was claimed");
+
+    let client = store.client().await.unwrap();
+    let prepared = client
+        .query(
+            "SELECT name, statement, cardinality(parameter_types) FROM pg_prepared_statements
+             WHERE statement LIKE '%fence = fence + 1%' AND statement NOT LIKE '%pg_prepared_statements%'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(prepared.len(), 1, "the claim statement was prepared");
+    let (name, params): (String, i32) = (prepared[0].get(0), prepared[0].get(2));
+    let scans = plan_of(&client, &name, params).await;
+    assert_eq!(
+        scans,
+        vec![("Index Scan".to_owned(), Some("operations_pkey".to_owned()))],
+        "the claim probes the primary key once per doorbell"
+    );
+    drop(client);
+    store.close();
+    fleet.stop().await;
+}
