@@ -24,20 +24,24 @@ pub enum Claim {
 /// The claim's compare-and-set (written as every CAS is, see `rows.rs`), over the primary
 /// keys in `$1`: one operation, or the ready operations of several doorbells at once.
 /// Each row moves on its own status (and, given `$4`, fence) compare-and-set and gets its
-/// own attempt and event rows. The keys are joined from `unnest($1)`, one primary-key probe
-/// each: an `operation_id = ANY($1)` condition lets a planner without statistics intersect
-/// the primary key with the status index instead (a bitmap AND that reads every
-/// `not_started` entry). The caller sorts the keys, so two claims of overlapping sets lock
-/// their rows in the same order and never deadlock. `$6`, `$7` and `$8` are the statuses
-/// `not_started`, `in_progress` and `approved`, bound as parameters.
+/// own attempt and event rows.
+///
+/// The keys are matched with `operation_id = ANY($1)`, which only the primary key can
+/// answer (no index has `status` as a plain column), so the plan is a primary-key lookup
+/// whatever the table's size when the connection planned it. A join with `unnest($1)`
+/// was planned, on a near-empty table, as a sequential scan joined to the keys, and that
+/// generic plan stayed cached while the table grew: every claim then read the whole
+/// table. Rows are locked in the order the scan meets them; two claims of overlapping
+/// sets that deadlock anyway fail, and the batch is then retried claim by claim.
+/// `$6`, `$7` and `$8` are the statuses `not_started`, `in_progress` and `approved`,
+/// bound as parameters.
 fn claim_sql() -> String {
     format!(
         "WITH claimed AS (
             UPDATE operations SET status = $7, fence = fence + 1, lease_owner = $2,
                 lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0), attempts = attempts + 1,
                 updated_at = now()
-            FROM unnest($1::text[]) AS ready(id)
-            WHERE operation_id = ready.id AND status = $6
+            WHERE operation_id = ANY($1::text[]) AND status = $6
               AND ($4::bigint IS NULL OR fence = $4)
               AND (cardinality($5::text[]) = 0 OR policy_version = ANY($5::text[]))
               AND approval_status = $8 AND approval_expires_at > now()

@@ -8,8 +8,18 @@ use tokio_postgres::NoTls;
 
 use crate::StoreError;
 
-/// The session setting every pooled connection starts with.
-const GENERIC_PLANS: &str = "-c plan_cache_mode=force_generic_plan";
+/// The session settings every pooled connection starts with.
+///
+/// Generic plans: see `rows.rs` (why every compare-and-set is then planned by primary key).
+///
+/// No sequential scan where an index can answer: every statement of the store is written
+/// to be answered by an index (the primary key, or a work list's partial index), and a
+/// connection keeps the generic plan it made the first time. Made while a table is nearly
+/// empty and has no statistics (a fresh deployment's first minutes), that plan is a
+/// sequential scan, kept while the table grows: the execute worker's batch claim then read
+/// the whole table for every batch. `enable_seqscan = off` only makes the planner prefer
+/// any index path; a table no index can answer for is still scanned.
+const SESSION_SETTINGS: &str = "-c plan_cache_mode=force_generic_plan -c enable_seqscan=off";
 
 /// A clonable handle on the pool.
 #[derive(Clone)]
@@ -51,8 +61,8 @@ impl Store {
         // `rows.rs`). Set at connection start, so it costs no round trip; options already
         // in the URL are kept.
         let options = match config.get_options() {
-            Some(given) => format!("{given} {GENERIC_PLANS}"),
-            None => GENERIC_PLANS.to_owned(),
+            Some(given) => format!("{given} {SESSION_SETTINGS}"),
+            None => SESSION_SETTINGS.to_owned(),
         };
         config.options(options);
         // `Fast` skips a round trip per checkout; a broken connection surfaces as a query

@@ -326,7 +326,7 @@ async fn approve_as_prepared(
         let rows = client
             .query(
                 "SELECT /* fleetctl bench */ operation_id,
-                        now() - make_interval(secs => $4 / 1000.0) AS next_since
+                        now() - make_interval(secs => $4::float8 / 1000.0) AS next_since
                    FROM operations
                   WHERE tenant_id = $1 AND created_at > $3
                     AND status = 'not_started' AND approval_status = 'pending'
