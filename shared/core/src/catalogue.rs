@@ -13,6 +13,7 @@
 //! (`fleet_providers`). docs/adding-an-action.md walks through one.
 
 pub mod capabilities;
+mod provider;
 
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
@@ -25,6 +26,7 @@ use crate::outcome::{CallResult, Outcome};
 use crate::reconcile::Reading;
 
 pub use capabilities::{guard, Capabilities, ProviderCapabilities};
+pub use provider::ProviderName;
 
 /// One action of the catalogue. The discriminant is the action's index in [`CATALOGUE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use crate::attempt::AttemptOutcome;
 use crate::reconcile::Found;
 
 /// What the transport saw of one provider call.
@@ -88,6 +89,14 @@ impl Precondition {
             Precondition::Status => "status_conflict",
         }
     }
+
+    /// The attempt's outcome: named as [`Precondition::code`].
+    pub fn attempt_outcome(self) -> AttemptOutcome {
+        match self {
+            Precondition::Version => AttemptOutcome::VersionConflict,
+            Precondition::Status => AttemptOutcome::StatusConflict,
+        }
+    }
 }
 
 impl Outcome {
@@ -102,15 +111,21 @@ impl Outcome {
         "unknown",
     ];
 
-    /// A short, bounded label for metrics (one of [`Outcome::LABELS`]).
+    /// A short, bounded label for metrics (one of [`Outcome::LABELS`]): the attempt's
+    /// outcome.
     pub fn label(&self) -> &'static str {
+        self.attempt_outcome().as_str()
+    }
+
+    /// What the attempt that got this answer records.
+    pub fn attempt_outcome(&self) -> AttemptOutcome {
         match self {
-            Outcome::Succeeded { .. } => "succeeded",
-            Outcome::Failed { .. } => "failed",
-            Outcome::Accepted { .. } => "accepted",
-            Outcome::Conflict { on, .. } => on.code(),
-            Outcome::NotExecuted { .. } => "not_executed",
-            Outcome::Unknown { .. } => "unknown",
+            Outcome::Succeeded { .. } => AttemptOutcome::Succeeded,
+            Outcome::Failed { .. } => AttemptOutcome::Failed,
+            Outcome::Accepted { .. } => AttemptOutcome::Accepted,
+            Outcome::Conflict { on, .. } => on.attempt_outcome(),
+            Outcome::NotExecuted { .. } => AttemptOutcome::NotExecuted,
+            Outcome::Unknown { .. } => AttemptOutcome::Unknown,
         }
     }
 }
@@ -274,6 +289,17 @@ pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<&str>]) -> 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_label_is_an_attempt_outcome() {
+        assert_eq!(
+            Outcome::LABELS,
+            AttemptOutcome::ALL.map(AttemptOutcome::as_str)
+        );
+        for on in [Precondition::Version, Precondition::Status] {
+            assert_eq!(on.attempt_outcome().as_str(), on.code());
+        }
+    }
 
     #[test]
     fn a_conflict_after_an_uncertain_attempt_is_looked_up_not_cancelled() {
