@@ -248,7 +248,7 @@ pub struct ActionSpec {
     /// `payment.create`: intent.v1's `action`, the rows' and metrics' label.
     pub wire_name: &'static str,
     /// The provider that serves it (intent.v1's `provider`, `/webhooks/{provider}`).
-    pub provider: &'static str,
+    pub provider: ProviderName,
     pub target: Target,
     pub effect: Effect,
     /// Whether the payload carries `amount_minor` and `currency` (quorum bands, webhook
@@ -294,8 +294,8 @@ impl ActionSpec {
 }
 
 /// Every provider some action is served by, in catalogue order, once each.
-pub fn providers() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
+pub fn providers() -> Vec<ProviderName> {
+    let mut out: Vec<ProviderName> = Vec::new();
     for spec in CATALOGUE {
         if !out.contains(&spec.provider) {
             out.push(spec.provider);
@@ -305,8 +305,8 @@ pub fn providers() -> Vec<&'static str> {
 }
 
 /// The providers whose events settle some action.
-pub fn webhook_providers() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
+pub fn webhook_providers() -> Vec<ProviderName> {
+    let mut out: Vec<ProviderName> = Vec::new();
     for spec in CATALOGUE.iter().filter(|s| s.webhook.is_some()) {
         if !out.contains(&spec.provider) {
             out.push(spec.provider);
@@ -361,7 +361,10 @@ mod tests {
 
     #[test]
     fn providers_are_listed_once() {
-        assert_eq!(providers(), ["payments", "crm", "orders", "esign"]);
-        assert_eq!(webhook_providers(), ["payments", "esign"]);
+        use ProviderName as P;
+        assert_eq!(providers(), [P::Payments, P::Crm, P::Orders, P::Esign]);
+        assert_eq!(webhook_providers(), [P::Payments, P::Esign]);
+        // Every provider serves some action.
+        assert_eq!(providers(), ProviderName::ALL);
     }
 }

@@ -222,7 +222,7 @@ impl TestFleet {
     ) -> ReconcileDeps {
         let mut providers = self.provider_configs();
         for name in fleet_core::catalogue::providers() {
-            documents(providers.provider_mut(name), contract);
+            documents(providers.provider_mut(name.as_str()), contract);
         }
         let payments = providers.provider_mut("payments");
         payments.capabilities.idempotent_create =
