@@ -275,10 +275,13 @@ pub fn classify_deal_update(call: &CallResult) -> Outcome {
 /// have been refused by our own earlier request, committed late: it is a conflict only once
 /// a lookup shows the deal does not hold the approved change. `earlier_outcomes` are the
 /// recorded outcomes of the operation's earlier attempts (`None`: never finished).
-pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<&str>]) -> Outcome {
-    let uncertain_before = earlier_outcomes
-        .iter()
-        .any(|o| matches!(o, None | Some("unknown") | Some("accepted")));
+pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<AttemptOutcome>]) -> Outcome {
+    let uncertain_before = earlier_outcomes.iter().any(|o| {
+        matches!(
+            o,
+            None | Some(AttemptOutcome::Unknown) | Some(AttemptOutcome::Accepted)
+        )
+    });
     match conflict {
         Outcome::Conflict { .. } if uncertain_before => unknown("conflict_after_uncertain_attempt"),
         other => other,
@@ -309,21 +312,24 @@ mod tests {
         };
         assert_eq!(settle_conflict(conflict.clone(), &[]), conflict);
         assert_eq!(
-            settle_conflict(conflict.clone(), &[Some("not_executed")]),
+            settle_conflict(conflict.clone(), &[Some(AttemptOutcome::NotExecuted)]),
             conflict
         );
         assert_eq!(
-            settle_conflict(conflict.clone(), &[Some("unknown")]),
+            settle_conflict(conflict.clone(), &[Some(AttemptOutcome::Unknown)]),
             unknown("conflict_after_uncertain_attempt")
         );
         assert_eq!(
-            settle_conflict(conflict.clone(), &[Some("not_executed"), None]),
+            settle_conflict(conflict.clone(), &[Some(AttemptOutcome::NotExecuted), None]),
             unknown("conflict_after_uncertain_attempt")
         );
         let paid = Outcome::Succeeded {
             external_id: "deal_1".into(),
         };
-        assert_eq!(settle_conflict(paid.clone(), &[Some("unknown")]), paid);
+        assert_eq!(
+            settle_conflict(paid.clone(), &[Some(AttemptOutcome::Unknown)]),
+            paid
+        );
     }
 
     fn answer(status: u16, replayed: bool, body: Value) -> CallResult {
