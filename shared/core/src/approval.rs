@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::by_name::serialize_by_name;
 use crate::state::Status;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,6 +51,8 @@ impl fmt::Display for ApprovalStatus {
         f.write_str(self.as_str())
     }
 }
+
+serialize_by_name!(ApprovalStatus);
 
 /// What the store saw, holding the operation's row lock, when a principal asked to
 /// approve it.
@@ -153,6 +156,7 @@ mod tests {
     fn round_trips_and_only_pending_is_undecided() {
         for a in ApprovalStatus::ALL {
             assert_eq!(ApprovalStatus::parse(a.as_str()), Some(a));
+            assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
             assert_eq!(a.is_decided(), a != ApprovalStatus::Pending);
         }
         assert_eq!(ApprovalStatus::parse("maybe"), None);

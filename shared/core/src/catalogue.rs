@@ -13,6 +13,7 @@
 //! (`fleet_providers`). docs/adding-an-action.md walks through one.
 
 pub mod capabilities;
+mod provider;
 
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
@@ -25,6 +26,7 @@ use crate::outcome::{CallResult, Outcome};
 use crate::reconcile::Reading;
 
 pub use capabilities::{guard, Capabilities, ProviderCapabilities};
+pub use provider::ProviderName;
 
 /// One action of the catalogue. The discriminant is the action's index in [`CATALOGUE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -246,7 +248,7 @@ pub struct ActionSpec {
     /// `payment.create`: intent.v1's `action`, the rows' and metrics' label.
     pub wire_name: &'static str,
     /// The provider that serves it (intent.v1's `provider`, `/webhooks/{provider}`).
-    pub provider: &'static str,
+    pub provider: ProviderName,
     pub target: Target,
     pub effect: Effect,
     /// Whether the payload carries `amount_minor` and `currency` (quorum bands, webhook
@@ -292,8 +294,8 @@ impl ActionSpec {
 }
 
 /// Every provider some action is served by, in catalogue order, once each.
-pub fn providers() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
+pub fn providers() -> Vec<ProviderName> {
+    let mut out: Vec<ProviderName> = Vec::new();
     for spec in CATALOGUE {
         if !out.contains(&spec.provider) {
             out.push(spec.provider);
@@ -303,8 +305,8 @@ pub fn providers() -> Vec<&'static str> {
 }
 
 /// The providers whose events settle some action.
-pub fn webhook_providers() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
+pub fn webhook_providers() -> Vec<ProviderName> {
+    let mut out: Vec<ProviderName> = Vec::new();
     for spec in CATALOGUE.iter().filter(|s| s.webhook.is_some()) {
         if !out.contains(&spec.provider) {
             out.push(spec.provider);
@@ -359,7 +361,10 @@ mod tests {
 
     #[test]
     fn providers_are_listed_once() {
-        assert_eq!(providers(), ["payments", "crm", "orders", "esign"]);
-        assert_eq!(webhook_providers(), ["payments", "esign"]);
+        use ProviderName as P;
+        assert_eq!(providers(), [P::Payments, P::Crm, P::Orders, P::Esign]);
+        assert_eq!(webhook_providers(), [P::Payments, P::Esign]);
+        // Every provider serves some action.
+        assert_eq!(providers(), ProviderName::ALL);
     }
 }

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use crate::attempt::AttemptOutcome;
 use crate::reconcile::Found;
 
 /// What the transport saw of one provider call.
@@ -88,6 +89,14 @@ impl Precondition {
             Precondition::Status => "status_conflict",
         }
     }
+
+    /// The attempt's outcome: named as [`Precondition::code`].
+    pub fn attempt_outcome(self) -> AttemptOutcome {
+        match self {
+            Precondition::Version => AttemptOutcome::VersionConflict,
+            Precondition::Status => AttemptOutcome::StatusConflict,
+        }
+    }
 }
 
 impl Outcome {
@@ -102,15 +111,21 @@ impl Outcome {
         "unknown",
     ];
 
-    /// A short, bounded label for metrics (one of [`Outcome::LABELS`]).
+    /// A short, bounded label for metrics (one of [`Outcome::LABELS`]): the attempt's
+    /// outcome.
     pub fn label(&self) -> &'static str {
+        self.attempt_outcome().as_str()
+    }
+
+    /// What the attempt that got this answer records.
+    pub fn attempt_outcome(&self) -> AttemptOutcome {
         match self {
-            Outcome::Succeeded { .. } => "succeeded",
-            Outcome::Failed { .. } => "failed",
-            Outcome::Accepted { .. } => "accepted",
-            Outcome::Conflict { on, .. } => on.code(),
-            Outcome::NotExecuted { .. } => "not_executed",
-            Outcome::Unknown { .. } => "unknown",
+            Outcome::Succeeded { .. } => AttemptOutcome::Succeeded,
+            Outcome::Failed { .. } => AttemptOutcome::Failed,
+            Outcome::Accepted { .. } => AttemptOutcome::Accepted,
+            Outcome::Conflict { on, .. } => on.attempt_outcome(),
+            Outcome::NotExecuted { .. } => AttemptOutcome::NotExecuted,
+            Outcome::Unknown { .. } => AttemptOutcome::Unknown,
         }
     }
 }
@@ -260,10 +275,13 @@ pub fn classify_deal_update(call: &CallResult) -> Outcome {
 /// have been refused by our own earlier request, committed late: it is a conflict only once
 /// a lookup shows the deal does not hold the approved change. `earlier_outcomes` are the
 /// recorded outcomes of the operation's earlier attempts (`None`: never finished).
-pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<&str>]) -> Outcome {
-    let uncertain_before = earlier_outcomes
-        .iter()
-        .any(|o| matches!(o, None | Some("unknown") | Some("accepted")));
+pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<AttemptOutcome>]) -> Outcome {
+    let uncertain_before = earlier_outcomes.iter().any(|o| {
+        matches!(
+            o,
+            None | Some(AttemptOutcome::Unknown) | Some(AttemptOutcome::Accepted)
+        )
+    });
     match conflict {
         Outcome::Conflict { .. } if uncertain_before => unknown("conflict_after_uncertain_attempt"),
         other => other,
@@ -276,6 +294,17 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn every_label_is_an_attempt_outcome() {
+        assert_eq!(
+            Outcome::LABELS,
+            AttemptOutcome::ALL.map(AttemptOutcome::as_str)
+        );
+        for on in [Precondition::Version, Precondition::Status] {
+            assert_eq!(on.attempt_outcome().as_str(), on.code());
+        }
+    }
+
+    #[test]
     fn a_conflict_after_an_uncertain_attempt_is_looked_up_not_cancelled() {
         let conflict = Outcome::Conflict {
             on: Precondition::Version,
@@ -283,21 +312,24 @@ mod tests {
         };
         assert_eq!(settle_conflict(conflict.clone(), &[]), conflict);
         assert_eq!(
-            settle_conflict(conflict.clone(), &[Some("not_executed")]),
+            settle_conflict(conflict.clone(), &[Some(AttemptOutcome::NotExecuted)]),
             conflict
         );
         assert_eq!(
-            settle_conflict(conflict.clone(), &[Some("unknown")]),
+            settle_conflict(conflict.clone(), &[Some(AttemptOutcome::Unknown)]),
             unknown("conflict_after_uncertain_attempt")
         );
         assert_eq!(
-            settle_conflict(conflict.clone(), &[Some("not_executed"), None]),
+            settle_conflict(conflict.clone(), &[Some(AttemptOutcome::NotExecuted), None]),
             unknown("conflict_after_uncertain_attempt")
         );
         let paid = Outcome::Succeeded {
             external_id: "deal_1".into(),
         };
-        assert_eq!(settle_conflict(paid.clone(), &[Some("unknown")]), paid);
+        assert_eq!(
+            settle_conflict(paid.clone(), &[Some(AttemptOutcome::Unknown)]),
+            paid
+        );
     }
 
     fn answer(status: u16, replayed: bool, body: Value) -> CallResult {

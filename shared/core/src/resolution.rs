@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::state::Event;
+use crate::state::{Event, Status};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Resolution {
@@ -40,6 +40,15 @@ impl Resolution {
         }
     }
 
+    /// The status the decision settles the operation in (its name is the resolution's).
+    pub fn status(self) -> Status {
+        match self {
+            Resolution::Succeeded => Status::Succeeded,
+            Resolution::Failed => Status::Failed,
+            Resolution::Cancelled => Status::Cancelled,
+        }
+    }
+
     /// A success must name the provider's object (given now, or recorded before), so the
     /// effect can be found again; failures and cancellations have none.
     pub fn needs_external_id(self, given: bool, recorded: bool) -> bool {
@@ -59,12 +68,16 @@ impl fmt::Display for Resolution {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::transition;
 
     #[test]
     fn resolutions_round_trip_map_to_operator_events_and_only_success_needs_an_id() {
         for r in Resolution::ALL {
             assert_eq!(Resolution::parse(r.as_str()), Some(r));
             assert!(r.event().is_operator_decision());
+            assert_eq!(r.status().as_str(), r.as_str());
+            // The state machine takes the decision where it says.
+            assert_eq!(transition(Status::Unknown, r.event()), Ok(r.status()));
             assert!(!r.needs_external_id(true, false) && !r.needs_external_id(false, true));
             assert_eq!(
                 r.needs_external_id(false, false),

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::by_name::serialize_by_name;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
     /// Prepared; waiting for approval or for an execute worker to claim it.
@@ -64,6 +66,8 @@ impl fmt::Display for Status {
         f.write_str(self.as_str())
     }
 }
+
+serialize_by_name!(Status);
 
 /// Something that happened to an operation, named after who saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -236,7 +236,7 @@ impl Providers {
 
     /// The provider serving `op`'s action (the capability guard admitted no other).
     pub fn serving(&self, op: &Operation<'_>) -> Option<&Provider> {
-        self.get(op.action.spec().provider)
+        self.get(op.action.spec().provider.as_str())
     }
 
     /// Every provider's name and audit delay (its maximum request time plus its search lag).
@@ -269,7 +269,7 @@ mod tests {
     fn every_provider_of_the_catalogue_is_configured_with_an_adapter() {
         let providers = configs().connect().unwrap();
         for name in catalogue::providers() {
-            assert!(providers.get(name).is_some(), "{name}");
+            assert!(providers.get(name.as_str()).is_some(), "{name}");
         }
     }
 
@@ -301,7 +301,7 @@ mod tests {
                 .filter(|p| *p != intent.action.spec().provider)
             {
                 assert!(
-                    providers.get(name).unwrap().request(&op).is_err(),
+                    providers.get(name.as_str()).unwrap().request(&op).is_err(),
                     "{name} built {}",
                     intent.action.wire_name()
                 );

@@ -25,8 +25,8 @@ pub enum ApprovalOutcome {
     },
     /// Already decided (or no longer waiting to run).
     NotPending {
-        approval_status: String,
-        status: String,
+        approval_status: ApprovalStatus,
+        status: Status,
     },
     Expired,
 }
@@ -39,7 +39,7 @@ pub enum RejectOutcome {
     NotFound,
     /// Execution already began, or the operation is final: too late to reject.
     TooLate {
-        status: String,
+        status: Status,
     },
 }
 
@@ -113,8 +113,10 @@ impl Store {
         let Some(row) = tx.query_opt(&lock, &[&operation_id]).await? else {
             return Ok(ApprovalOutcome::NotFound);
         };
-        let (approval_status, status, stored_hash): (String, String, String) =
-            (row.get(0), row.get(1), row.get(2));
+        // The CHECK constraints admit only known names.
+        let approval_status = ApprovalStatus::parse(row.get(0)).expect("approval_status CHECK");
+        let status = Status::parse(row.get(1)).expect("status CHECK");
+        let stored_hash: String = row.get(2);
         let (fence, required, expired): (i64, i16, bool) = (row.get(3), row.get(4), row.get(5));
         let before = tx.prepare_cached(APPROVED_BEFORE).await?;
         let approved_before: bool = tx
@@ -122,9 +124,8 @@ impl Store {
             .await?
             .get(0);
         let asked = ApprovalAsked {
-            // The CHECK constraints admit only known names.
-            approval: ApprovalStatus::parse(&approval_status).expect("approval_status CHECK"),
-            status: Status::parse(&status).expect("status CHECK"),
+            approval: approval_status,
+            status,
             expired,
             hash_matches: stored_hash == hash,
             asker_approved_before: approved_before,
@@ -139,7 +140,8 @@ impl Store {
                 stored: stored_hash,
             },
             ApprovalVerdict::Expire => {
-                tx.execute(EXPIRE, &[&operation_id, &"pending"]).await?;
+                let pending = ApprovalStatus::Pending.as_str();
+                tx.execute(EXPIRE, &[&operation_id, &pending]).await?;
                 ApprovalOutcome::Expired
             }
             ApprovalVerdict::Count => {
@@ -156,6 +158,8 @@ impl Store {
                     let approve = tx.prepare_cached(APPROVE).await?;
                     let actor = approver(by);
                     let not_started = Status::NotStarted.as_str();
+                    let pending = ApprovalStatus::Pending.as_str();
+                    let approved = ApprovalStatus::Approved.as_str();
                     let row = tx
                         .query_one(
                             &approve,
@@ -164,8 +168,8 @@ impl Store {
                                 &hash,
                                 &by.name,
                                 &actor,
-                                &"pending",
-                                &"approved",
+                                &pending,
+                                &approved,
                                 &not_started,
                                 &signed_in_with,
                                 &fence,
@@ -198,17 +202,17 @@ impl Store {
         let Some(op) = self.get(operation_id).await? else {
             return Ok(RejectOutcome::NotFound);
         };
-        if op.approval_status == ApprovalStatus::Rejected.as_str() {
+        if op.approval_status == ApprovalStatus::Rejected {
             return Ok(RejectOutcome::AlreadyRejected);
         }
-        if op.status() != Status::NotStarted {
+        if op.status != Status::NotStarted {
             return Ok(RejectOutcome::TooLate { status: op.status });
         }
         let actor = approver(by);
         let t = Transition {
             reason: Some("approval_rejected"),
             evidence: Some(serde_json::json!({ "reason": reason })),
-            approval_status: Some("rejected"),
+            approval_status: Some(ApprovalStatus::Rejected),
             decided_by: Some(by.name),
             signed_in_with: Some(by.signed_in_with.as_str()),
             ..Transition::new(
@@ -226,7 +230,7 @@ impl Store {
                     .get(operation_id)
                     .await?
                     .expect("operations are never deleted");
-                if now.approval_status == ApprovalStatus::Rejected.as_str() {
+                if now.approval_status == ApprovalStatus::Rejected {
                     return Ok(RejectOutcome::AlreadyRejected);
                 }
                 Ok(RejectOutcome::TooLate { status: now.status })

@@ -59,21 +59,29 @@ impl Store {
         order.sort_by_key(|&i| items[i].0.operation_id);
         let bound: Vec<Result<(Status, Bound), Refused>> =
             items.iter().map(|(t, _)| bind(t)).collect();
+        let attempt_outcomes: Vec<&'static str> =
+            items.iter().map(|(_, a)| a.outcome.as_str()).collect();
         // A transition the state machine refuses completes its attempt only.
         let (moves, refusals): (Vec<usize>, Vec<usize>) =
             order.into_iter().partition(|&i| bound[i].is_ok());
         let move_params: Vec<[Param<'_>; 25]> = moves
             .iter()
             .filter_map(|&i| {
-                bound[i]
-                    .as_ref()
-                    .ok()
-                    .map(|(_, b)| update_with_attempt_params(&items[i].0, b, items[i].1))
+                bound[i].as_ref().ok().map(|(_, b)| {
+                    update_with_attempt_params(&items[i].0, b, &attempt_outcomes[i], items[i].1)
+                })
             })
             .collect();
         let refusal_params: Vec<[Param<'_>; 9]> = refusals
             .iter()
-            .map(|&i| attempt_params(&items[i].0.operation_id, &items[i].0.fence, items[i].1))
+            .map(|&i| {
+                attempt_params(
+                    &items[i].0.operation_id,
+                    &items[i].0.fence,
+                    &attempt_outcomes[i],
+                    items[i].1,
+                )
+            })
             .collect();
 
         let sent_moves = try_join_all(move_params.iter().map(|p| tx.query_opt(&update, p)));

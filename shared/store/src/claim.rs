@@ -1,7 +1,7 @@
 //! The claim: one compare-and-set that bumps the fence, takes the lease (timed by the
 //! database clock) and writes the attempt row, before any provider call.
 
-use fleet_core::Status;
+use fleet_core::{ApprovalStatus, Status};
 
 use crate::rows::OPERATION_COLUMNS;
 use crate::transition::Param;
@@ -130,6 +130,7 @@ impl Store {
         let stmt = client.prepare_cached(&claim_sql()).await?;
         let ttl = lease_ttl_ms as f64;
         let (from, to) = (Status::NotStarted.as_str(), Status::InProgress.as_str());
+        let approved = ApprovalStatus::Approved.as_str();
         let params: [Param<'_>; 8] = [
             &operation_ids,
             &owner,
@@ -138,7 +139,7 @@ impl Store {
             &policies,
             &from,
             &to,
-            &"approved",
+            &approved,
         ];
         let rows = client.query(&stmt, &params).await?;
         Ok(rows

@@ -30,7 +30,7 @@ pub enum DecisionOutcome {
     ExternalIdRequired,
     /// The state machine does not allow this decision from the operation's status.
     Refused {
-        status: String,
+        status: Status,
     },
     /// The operation changed while the decision was made: look again.
     Stale,
@@ -64,7 +64,7 @@ impl Store {
             signed_in_with: Some(by.signed_in_with.as_str()),
             ..Transition::new(
                 operation_id,
-                row.status(),
+                row.status,
                 row.fence,
                 r.outcome.event(),
                 &actor,
@@ -73,8 +73,8 @@ impl Store {
         Ok(match self.transition(t, None).await? {
             TransitionOutcome::Moved { to, .. } => DecisionOutcome::Moved(to),
             // Already failed or cancelled, as asked: a repeated decision changes nothing.
-            TransitionOutcome::Refused(_) if row.status == r.outcome.as_str() => {
-                DecisionOutcome::Already(row.status())
+            TransitionOutcome::Refused(_) if row.status == r.outcome.status() => {
+                DecisionOutcome::Already(row.status)
             }
             TransitionOutcome::Refused(_) => DecisionOutcome::Refused { status: row.status },
             TransitionOutcome::Stale => DecisionOutcome::Stale,
@@ -91,7 +91,7 @@ impl Store {
         let Some(row) = self.get(operation_id).await? else {
             return Ok(DecisionOutcome::NotFound);
         };
-        if row.status() == Status::Disputed {
+        if row.status == Status::Disputed {
             return Ok(DecisionOutcome::Already(Status::Disputed));
         }
         let actor = operator(by);
@@ -101,7 +101,7 @@ impl Store {
             signed_in_with: Some(by.signed_in_with.as_str()),
             ..Transition::new(
                 operation_id,
-                row.status(),
+                row.status,
                 row.fence,
                 Event::OperatorDispute,
                 &actor,

@@ -1,6 +1,6 @@
 //! prepare's one write: the immutable snapshot, idempotent by operation_id.
 
-use fleet_core::ValidIntent;
+use fleet_core::{Status, ValidIntent};
 use futures_util::future::try_join_all;
 
 use crate::transition::Param;
@@ -37,13 +37,13 @@ SELECT count(*) AS inserted FROM inserted";
 /// Whether the superseded operation can still be replaced: it was never claimed, or it
 /// ended without any possible effect (a conditional update whose precondition the
 /// provider refused, or a claim that never happened).
-fn replaceable(status: &str, fence: i64, reason: Option<&str>) -> Result<bool, &'static str> {
+fn replaceable(status: Status, fence: i64, reason: Option<&str>) -> Result<bool, &'static str> {
     match (status, reason) {
         // Claimed before (fence > 0) means a request may have gone out under the old key:
         // a new operation with a new key could double it.
-        ("not_started", _) if fence == 0 => Ok(true),
-        ("cancelled", Some("version_conflict" | "status_conflict")) => Ok(false),
-        ("cancelled", _) if fence == 0 => Ok(false),
+        (Status::NotStarted, _) if fence == 0 => Ok(true),
+        (Status::Cancelled, Some("version_conflict" | "status_conflict")) => Ok(false),
+        (Status::Cancelled, _) if fence == 0 => Ok(false),
         _ => Err("supersedes_executed"),
     }
 }
@@ -70,14 +70,15 @@ impl Store {
         else {
             return Ok(PrepareOutcome::Refused("supersedes_unknown_operation"));
         };
-        let (status, fence, reason): (String, i64, Option<String>) =
-            (row.get(0), row.get(1), row.get(2));
+        let status =
+            Status::parse(row.get(0)).expect("the status CHECK constraint admits only known names");
+        let (fence, reason): (i64, Option<String>) = (row.get(1), row.get(2));
         if row.get::<_, String>(3) != intent.snapshot.tenant_id
             || row.get::<_, String>(4) != intent.snapshot.action
         {
             return Ok(PrepareOutcome::Refused("supersedes_other_tenant_or_action"));
         }
-        let cancel_old = match replaceable(&status, fence, reason.as_deref()) {
+        let cancel_old = match replaceable(status, fence, reason.as_deref()) {
             Ok(cancel) => cancel,
             Err(refusal) => return Ok(PrepareOutcome::Refused(refusal)),
         };

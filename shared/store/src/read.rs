@@ -64,7 +64,7 @@ impl Store {
     }
 
     /// Counts by status, for summaries and fleet-wide gauges.
-    pub async fn count_by_status(&self) -> Result<Vec<(String, i64)>, StoreError> {
+    pub async fn count_by_status(&self) -> Result<Vec<(Status, i64)>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -72,7 +72,14 @@ impl Store {
                 &[],
             )
             .await?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let status = Status::parse(r.get(0))
+                    .expect("the status CHECK constraint admits only known names");
+                (status, r.get(1))
+            })
+            .collect())
     }
 }
 

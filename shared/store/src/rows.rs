@@ -1,7 +1,7 @@
 //! Row types, named exactly as the columns (scripts read `fleetctl show --json`).
 
 use chrono::{DateTime, Utc};
-use fleet_core::{Action, Snapshot, Status, Subject};
+use fleet_core::{Action, ApprovalStatus, AttemptOutcome, ProviderName, Snapshot, Status, Subject};
 use serde::Serialize;
 use serde_json::Value;
 use tokio_postgres::Row;
@@ -43,7 +43,7 @@ pub struct OperationRow {
     pub operation_id: String,
     pub tenant_id: String,
     pub action: String,
-    pub provider: String,
+    pub provider: ProviderName,
     pub target: Option<String>,
     pub supersedes: Option<String>,
     pub rationale: Option<String>,
@@ -52,12 +52,12 @@ pub struct OperationRow {
     pub policy_version: String,
     pub data_version: String,
     pub idempotency_key: String,
-    pub approval_status: String,
+    pub approval_status: ApprovalStatus,
     pub approval_expires_at: DateTime<Utc>,
     pub approved_hash: Option<String>,
     pub decided_by: Option<String>,
     pub decided_at: Option<DateTime<Utc>>,
-    pub status: String,
+    pub status: Status,
     pub status_reason: Option<String>,
     pub fence: i64,
     pub lease_owner: Option<String>,
@@ -89,7 +89,11 @@ impl OperationRow {
             operation_id: r.get("operation_id"),
             tenant_id: r.get("tenant_id"),
             action: r.get("action"),
-            provider: r.get("provider"),
+            provider: ProviderName::parse(r.get("provider")).expect(
+                "rows hold only the provider serving their action: prepare stores an intent \
+                 only once the capability guard admitted its provider, and the snapshot \
+                 trigger keeps it",
+            ),
             target: r.get("target"),
             supersedes: r.get("supersedes"),
             rationale: r.get("rationale"),
@@ -98,12 +102,14 @@ impl OperationRow {
             policy_version: r.get("policy_version"),
             data_version: r.get("data_version"),
             idempotency_key: r.get("idempotency_key"),
-            approval_status: r.get("approval_status"),
+            approval_status: ApprovalStatus::parse(r.get("approval_status"))
+                .expect("the approval_status CHECK constraint admits only known names"),
             approval_expires_at: r.get("approval_expires_at"),
             approved_hash: r.get("approved_hash"),
             decided_by: r.get("decided_by"),
             decided_at: r.get("decided_at"),
-            status: r.get("status"),
+            status: Status::parse(r.get("status"))
+                .expect("the status CHECK constraint admits only known names"),
             status_reason: r.get("status_reason"),
             fence: r.get("fence"),
             lease_owner: r.get("lease_owner"),
@@ -127,11 +133,6 @@ impl OperationRow {
         }
     }
 
-    /// The status as the domain type. The CHECK constraint guarantees a known name.
-    pub fn status(&self) -> Status {
-        Status::parse(&self.status).expect("the status CHECK constraint admits only known names")
-    }
-
     /// What a provider call and a lookup are about: id, target and approved payload.
     pub fn subject(&self) -> Subject<'_> {
         Subject {
@@ -152,7 +153,7 @@ impl OperationRow {
             operation_id: self.operation_id.clone(),
             tenant_id: self.tenant_id.clone(),
             action: self.action.clone(),
-            provider: self.provider.clone(),
+            provider: self.provider.as_str().to_owned(),
             target: self.target.clone(),
             payload: self.payload.clone(),
             policy_version: self.policy_version.clone(),
@@ -168,7 +169,8 @@ pub struct AttemptRow {
     pub worker: String,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
-    pub outcome: Option<String>,
+    /// `None` until the attempt finished.
+    pub outcome: Option<AttemptOutcome>,
     pub http_status: Option<i32>,
     pub replayed: Option<bool>,
     pub external_id: Option<String>,
@@ -185,7 +187,10 @@ impl AttemptRow {
             worker: r.get("worker"),
             started_at: r.get("started_at"),
             finished_at: r.get("finished_at"),
-            outcome: r.get("outcome"),
+            outcome: r.get::<_, Option<&str>>("outcome").map(|o| {
+                AttemptOutcome::parse(o)
+                    .expect("the attempts_outcome_check constraint admits only known names")
+            }),
             http_status: r.get("http_status"),
             replayed: r.get("replayed"),
             external_id: r.get("external_id"),
@@ -230,13 +235,29 @@ impl EventRow {
 /// What one provider call said, as written into `attempts` (normalised: `response` is
 /// the allow-listed summary of the provider's answer, `fleet_core::answer_summary`, never
 /// its whole body nor the request we sent).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AttemptRecord {
-    pub outcome: &'static str,
+    pub outcome: AttemptOutcome,
     pub http_status: Option<i32>,
     pub replayed: Option<bool>,
     pub external_id: Option<String>,
     pub provider_request_id: Option<String>,
     pub response: Option<Value>,
     pub detail: Option<String>,
+}
+
+impl AttemptRecord {
+    /// An attempt that recorded only its outcome; the rest is added with struct-update
+    /// syntax.
+    pub fn new(outcome: AttemptOutcome) -> AttemptRecord {
+        AttemptRecord {
+            outcome,
+            http_status: None,
+            replayed: None,
+            external_id: None,
+            provider_request_id: None,
+            response: None,
+            detail: None,
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! expected status AND fence, and the event row is written in the same statement.
 //! Zero rows affected is `Stale`, a normal outcome every caller handles.
 
-use fleet_core::{transition, Event, Refused, Status};
+use fleet_core::{transition, ApprovalStatus, Event, Refused, Status};
 use serde_json::Value;
 
 use fleet_runtime::metric_names as m;
@@ -32,7 +32,7 @@ pub struct Transition<'a> {
     pub deadline_s: Option<f64>,
     pub escalate: bool,
     /// Sets the approval columns too (a rejection cancels and records who decided).
-    pub approval_status: Option<&'a str>,
+    pub approval_status: Option<ApprovalStatus>,
     pub decided_by: Option<&'a str>,
     /// How the person behind `actor` signed in (`token`, `oidc`), for a person's decision.
     pub signed_in_with: Option<&'a str>,
@@ -185,8 +185,9 @@ impl Store {
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
         let record = client.prepare_cached(RECORD_ATTEMPT).await?;
+        let outcome = a.outcome.as_str();
         client
-            .execute(&record, &attempt_params(&operation_id, &fence, a))
+            .execute(&record, &attempt_params(&operation_id, &fence, &outcome, a))
             .await?;
         Ok(())
     }
@@ -204,9 +205,10 @@ pub async fn transition_in(
         Ok(bound) => bound,
         Err(refused) => {
             if let Some(a) = attempt {
+                let outcome = a.outcome.as_str();
                 tx.execute(
                     RECORD_ATTEMPT,
-                    &attempt_params(&t.operation_id, &t.fence, a),
+                    &attempt_params(&t.operation_id, &t.fence, &outcome, a),
                 )
                 .await?;
             }
@@ -216,8 +218,12 @@ pub async fn transition_in(
     let moved = match attempt {
         Some(a) => {
             let update = tx.prepare_cached(UPDATE_WITH_ATTEMPT).await?;
-            tx.query_opt(&update, &update_with_attempt_params(&t, &bound, a))
-                .await?
+            let outcome = a.outcome.as_str();
+            tx.query_opt(
+                &update,
+                &update_with_attempt_params(&t, &bound, &outcome, a),
+            )
+            .await?
         }
         None => {
             let decides = t.approval_status.is_some() || t.decided_by.is_some();
@@ -237,6 +243,8 @@ pub(crate) struct Bound {
     kind: &'static str,
     /// Escalated means hands off: only a person's decision moves such a row.
     unescalated_only: bool,
+    /// The approval status `t` sets, by name.
+    approval_status: Option<&'static str>,
 }
 
 /// The target status the state machine gives `t`, with the values bound beside it, or
@@ -254,6 +262,7 @@ pub(crate) fn bind(t: &Transition<'_>) -> Result<(Status, Bound), Refused> {
             to: to.as_str(),
             kind,
             unescalated_only: !t.event.is_operator_decision(),
+            approval_status: t.approval_status.map(ApprovalStatus::as_str),
         },
     ))
 }
@@ -273,7 +282,7 @@ pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'
         &t.error_code,
         &t.deadline_s,
         &t.escalate,
-        &t.approval_status,
+        &b.approval_status,
         &t.decided_by,
         &b.kind,
         &b.unescalated_only,
@@ -285,11 +294,12 @@ pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'
 pub(crate) fn update_with_attempt_params<'p>(
     t: &'p Transition<'_>,
     b: &'p Bound,
+    outcome: &'p &'static str,
     a: &'p AttemptRecord,
 ) -> [Param<'p>; 25] {
     let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18] =
         update_params(t, b);
-    let [_, _, a1, a2, a3, a4, a5, a6, a7] = attempt_params(&t.operation_id, &t.fence, a);
+    let [_, _, a1, a2, a3, a4, a5, a6, a7] = attempt_params(&t.operation_id, &t.fence, outcome, a);
     [
         p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, a1, a2,
         a3, a4, a5, a6, a7,
@@ -345,15 +355,18 @@ pub(crate) fn observe(
 
 pub(crate) type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
 
+/// The attempt's columns; `outcome` is `a.outcome`'s name (bound as text), kept alive by
+/// the caller for as long as the statement.
 pub(crate) fn attempt_params<'a>(
     operation_id: &'a &'a str,
     fence: &'a i64,
+    outcome: &'a &'static str,
     a: &'a AttemptRecord,
 ) -> [Param<'a>; 9] {
     [
         operation_id,
         fence,
-        &a.outcome,
+        outcome,
         &a.http_status,
         &a.replayed,
         &a.external_id,

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
 use fleet_core::reconcile::ProviderContract;
-use fleet_core::{Decider, Doorbell, OperationId, PolicySet, SignIn};
+use fleet_core::{Decider, Doorbell, OperationId, PolicySet, SignIn, Status};
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
 use fleet_prepare::{IntakeRules, PrepareDeps, ProviderCapabilities};
 use fleet_provider_sim::{RunningSim, SimConfig};
@@ -222,7 +222,7 @@ impl TestFleet {
     ) -> ReconcileDeps {
         let mut providers = self.provider_configs();
         for name in fleet_core::catalogue::providers() {
-            documents(providers.provider_mut(name), contract);
+            documents(providers.provider_mut(name.as_str()), contract);
         }
         let payments = providers.provider_mut("payments");
         payments.capabilities.idempotent_create =
@@ -324,7 +324,7 @@ impl TestFleet {
     }
 
     /// Waits until the operation's status is `status`.
-    pub async fn reaches(&self, op: &str, status: &str) -> fleet_store::OperationRow {
+    pub async fn reaches(&self, op: &str, status: Status) -> fleet_store::OperationRow {
         let store = self.store.clone();
         eventually(&format!("{op} to become {status}"), || {
             let store = store.clone();
@@ -373,8 +373,8 @@ impl TestFleet {
         self.ring_execute(op).await;
         let row = self.escalated(op).await;
         assert_eq!(
-            (row.status.as_str(), row.status_reason.as_deref()),
-            ("unknown", Some("key_retention_passed"))
+            (row.status, row.status_reason.as_deref()),
+            (Status::Unknown, Some("key_retention_passed"))
         );
         assert_eq!(
             self.sim_posts(op).await,

@@ -3,6 +3,7 @@
 //! safe by the approved version (a conflict is a new decision, never a retry).
 
 use fleet_broker::Queue;
+use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_provider_sim::SimConfig;
 use fleet_providers::Capabilities;
@@ -63,7 +64,7 @@ async fn a_refund_is_created_once() {
     let (mut fleet, payment) = paid().await;
     fleet.spawn_execute();
     let op = submit_and_approve(&fleet, &refund_intent(&payment, 500_000)).await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert!(row
         .external_id
         .as_deref()
@@ -91,7 +92,7 @@ async fn a_refund_whose_worker_crashed_after_the_provider_committed_is_one_refun
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         fleet
             .sim_get(&format!("/_sim/effects?reference={op}"))
@@ -120,7 +121,7 @@ async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert!(row
         .external_id
         .as_deref()
@@ -150,7 +151,7 @@ async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exis
     let existing = seed_deal(&fleet, &op).await;
     fleet.spawn_execute();
     submit_and_approve(&fleet, &i).await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         row.external_id.as_ref(),
         existing["id"].as_str().map(str::to_owned).as_ref()
@@ -181,8 +182,8 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     submit_and_approve(&fleet, &i).await;
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status.as_str(), row.status_reason.as_deref()),
-        ("unknown", Some("multiple_matches"))
+        (row.status, row.status_reason.as_deref()),
+        (Status::Unknown, Some("multiple_matches"))
     );
     assert_eq!(row.external_id, None, "nothing picked");
     assert_eq!(
@@ -220,9 +221,9 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
     ));
     fleet.spawn_reconcile(contract(2_000), fast_reconcile());
     let op = submit_and_approve(&fleet, &deal_create_intent()).await;
-    let accepted = fleet.reaches(&op, "accepted").await;
+    let accepted = fleet.reaches(&op, Status::Accepted).await;
     assert_eq!(accepted.external_id, None, "queued: no id yet");
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert!(row
         .external_id
         .as_deref()
@@ -255,7 +256,7 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
     assert!(r.status().is_success());
     let stale = deal_update_intent(&deal_id, 1, json!({"stage": "won"}));
     let old = submit_and_approve(&fleet, &stale).await;
-    let row = fleet.reaches(&old, "cancelled").await;
+    let row = fleet.reaches(&old, Status::Cancelled).await;
     assert_eq!(
         (row.status_reason.as_deref(), row.error_code.as_deref()),
         (Some("version_conflict"), Some("version_conflict"))
@@ -280,7 +281,7 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
     let mut fresh = deal_update_intent(&deal_id, 2, json!({"stage": "won"}));
     fresh["supersedes"] = json!(old);
     let new = submit_and_approve(&fleet, &fresh).await;
-    fleet.reaches(&new, "succeeded").await;
+    fleet.reaches(&new, Status::Succeeded).await;
     assert_eq!(
         fleet
             .store
@@ -315,13 +316,13 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
     fleet.prepared(&op_of(&correction)).await;
     let old = fleet.store.get(&first_op).await.unwrap().unwrap();
     assert_eq!(
-        (old.status.as_str(), old.status_reason.as_deref()),
-        ("cancelled", Some("superseded"))
+        (old.status, old.status_reason.as_deref()),
+        (Status::Cancelled, Some("superseded"))
     );
     // An executed operation cannot be superseded: the correction is refused.
     fleet.spawn_execute();
     let done = submit_and_approve(&fleet, &intent()).await;
-    fleet.reaches(&done, "succeeded").await;
+    fleet.reaches(&done, Status::Succeeded).await;
     let mut late = intent();
     late["supersedes"] = json!(done);
     fleet.submit(&late).await;
@@ -368,7 +369,7 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
     }));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let op = submit_and_approve(&fleet, &deal_create_intent()).await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert!(row
         .external_id
         .as_deref()
@@ -421,7 +422,7 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     assert_eq!(dead[0].1.as_deref(), Some("supersedes_executed"));
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "not_started",
+        Status::NotStarted,
         "the old operation keeps its key and its chance"
     );
     fleet.stop().await;

@@ -10,6 +10,7 @@ use fleet_broker::lapin::types::FieldTable;
 use fleet_broker::lapin::{self, BasicProperties, Connection, ConnectionProperties};
 use fleet_broker::permissions::Role;
 use fleet_broker::{Publisher, Queue};
+use fleet_core::Status;
 use fleet_tests::{event_body, hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -249,7 +250,7 @@ async fn the_fleet_runs_with_each_worker_holding_only_its_own_broker_user() {
         )
         .await;
     assert_eq!(approved.status(), StatusCode::OK);
-    fleet.reaches(&op, "accepted").await;
+    fleet.reaches(&op, Status::Accepted).await;
     let mut payment = fleet.sim_payment(&op).await;
     payment["status"] = json!("succeeded");
     let delivery = SignedDelivery::new(
@@ -266,7 +267,7 @@ async fn the_fleet_runs_with_each_worker_holding_only_its_own_broker_user() {
             .await,
         StatusCode::NO_CONTENT
     );
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
     assert_eq!(
         (fleet.sim_posts(&op).await, fleet.sim_effects(&op).await),

@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use fleet_core::Status;
 use fleet_provider_sim::SimConfig;
 use fleet_tests::{
     contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet, WorkerProcess,
@@ -153,7 +154,7 @@ async fn check(fleet: &TestFleet, ops: &[(String, String)]) -> Report {
             .await
             .unwrap()
             .expect("every submitted operation exists");
-        *report.by_status.entry(row.status.clone()).or_default() += 1;
+        *report.by_status.entry(row.status.to_string()).or_default() += 1;
         if &row.payload_hash != hash || row.snapshot().hash().as_str() != hash {
             report.drift += 1;
         }
@@ -161,16 +162,16 @@ async fn check(fleet: &TestFleet, ops: &[(String, String)]) -> Report {
         if effects > 1 {
             report.duplicates += 1;
         }
-        let settled = row.status().is_final() || row.escalated_at.is_some();
+        let settled = row.status.is_final() || row.escalated_at.is_some();
         if !settled {
             report.lost += 1;
         }
         if row.escalated_at.is_some() {
             report.escalated += 1;
         }
-        let expected = match row.status.as_str() {
-            "succeeded" => Some(1),
-            "failed" | "cancelled" => Some(0),
+        let expected = match row.status {
+            Status::Succeeded => Some(1),
+            Status::Failed | Status::Cancelled => Some(0),
             _ => None,
         };
         if expected.is_some_and(|n| n != effects) {

@@ -3,7 +3,7 @@
 //! session cookie's attributes, the Content-Security-Policy, form tokens, no decision on
 //! GET, idempotent decisions, tenant scope, signing out, and removing a principal.
 
-use fleet_core::Role;
+use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::{
     contract_intent, cookie_value, deal_update_intent, form_token, hash_of, intent, no_redirects,
     op_of, order_change_intent, session_of, set_cookie, sign_in_over_http, ApiProcess, SignedIn,
@@ -74,7 +74,7 @@ impl Console {
             .unwrap()
     }
 
-    async fn approval(&self, op: &str) -> (String, String, Option<String>) {
+    async fn approval(&self, op: &str) -> (Status, ApprovalStatus, Option<String>) {
         let row = self.fleet.store.get(op).await.unwrap().unwrap();
         (row.status, row.approval_status, row.decided_by)
     }
@@ -312,7 +312,7 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     );
     assert_eq!(
         c.approval(&op).await,
-        ("not_started".into(), "pending".into(), None)
+        (Status::NotStarted, ApprovalStatus::Pending, None)
     );
 
     let r = c
@@ -332,8 +332,8 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     assert_eq!(
         c.approval(&op).await,
         (
-            "not_started".into(),
-            "approved".into(),
+            Status::NotStarted,
+            ApprovalStatus::Approved,
             Some("alice".into())
         )
     );
@@ -386,7 +386,11 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         c.approval(&op_of(&j)).await,
-        ("cancelled".into(), "rejected".into(), Some("bob".into()))
+        (
+            Status::Cancelled,
+            ApprovalStatus::Rejected,
+            Some("bob".into())
+        )
     );
     c.fleet.stop().await;
 }
@@ -434,7 +438,7 @@ async fn another_tenants_operation_is_not_found_in_the_console() {
     }
     assert_eq!(
         c.approval(&op).await,
-        ("not_started".into(), "pending".into(), None)
+        (Status::NotStarted, ApprovalStatus::Pending, None)
     );
     c.fleet.stop().await;
 }
@@ -754,7 +758,7 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         location(&r).to_owned(),
         format!("/console/operations/{op}?done=already")
     );
-    assert_eq!(c.approval(&op).await.0, "disputed");
+    assert_eq!(c.approval(&op).await.0, Status::Disputed);
     let last = c.fleet.store.events(&op).await.unwrap().pop().unwrap();
     assert_eq!(
         (
@@ -838,8 +842,8 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
     );
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.approval_status.as_str(), row.decided_by.as_deref()),
-        ("approved", Some("erin"))
+        (row.approval_status, row.decided_by.as_deref()),
+        (ApprovalStatus::Approved, Some("erin"))
     );
     let by_oidc = format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}' AND kind = 'approved' AND actor LIKE '%erin' AND signed_in_with = 'oidc'");
     assert_eq!(fleet.count(&by_oidc).await, 1);

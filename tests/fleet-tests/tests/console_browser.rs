@@ -3,7 +3,7 @@
 //! the pages show. fleet-api runs as a real process; execute and reconcile in-process.
 //! With `CONSOLE_SCREENSHOTS_DIR=docs/img`, the first test writes the README's pictures.
 
-use fleet_core::Role;
+use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::{
     contract, fast_reconcile, hash_of, intent, op_of, ApiProcess, Browser, TestFleet,
 };
@@ -52,7 +52,7 @@ async fn post_from_page(browser: &Browser, action: &str, fields: Value) {
         .expect("post the form");
 }
 
-async fn db_status(fleet: &TestFleet, op: &str) -> (String, String) {
+async fn db_status(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
     let row = fleet.store.get(op).await.unwrap().unwrap();
     (row.status, row.approval_status)
 }
@@ -161,11 +161,11 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
         (
-            row.status.as_str(),
+            row.status,
             row.decided_by.as_deref(),
             row.approved_hash.as_deref()
         ),
-        ("succeeded", Some("alice"), Some(hash.as_str()))
+        (Status::Succeeded, Some("alice"), Some(hash.as_str()))
     );
     assert_eq!(fleet.sim_effects(&op).await, 1);
     browser.close().await;
@@ -227,7 +227,7 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
     );
     assert_eq!(
         db_status(&fleet, &op).await,
-        ("not_started".into(), "pending".into())
+        (Status::NotStarted, ApprovalStatus::Pending)
     );
     browser.close().await;
 
@@ -254,7 +254,7 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
     );
     assert_eq!(
         db_status(&fleet, &mine).await,
-        ("not_started".into(), "pending".into())
+        (Status::NotStarted, ApprovalStatus::Pending)
     );
     browser.close().await;
     fleet.stop().await;
@@ -293,11 +293,11 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     );
     assert_eq!(
         db_status(&fleet, &a).await,
-        ("cancelled".into(), "pending".into())
+        (Status::Cancelled, ApprovalStatus::Pending)
     );
     assert_eq!(
         db_status(&fleet, &b).await,
-        ("not_started".into(), "pending".into())
+        (Status::NotStarted, ApprovalStatus::Pending)
     );
 
     // The new page, with its approval form bound to another snapshot's hash (a page from
@@ -322,7 +322,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     );
     assert_eq!(
         db_status(&fleet, &b).await,
-        ("not_started".into(), "pending".into())
+        (Status::NotStarted, ApprovalStatus::Pending)
     );
     browser.close().await;
     fleet.stop().await;
@@ -348,7 +348,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         )
         .await;
     fleet.approve(&op, &hash_of(&i)).await.unwrap();
-    let row = fleet.reaches(&op, "unknown").await;
+    let row = fleet.reaches(&op, Status::Unknown).await;
     let escalate = fleet_store::Transition {
         escalate: true,
         reason: Some("lookup_ambiguous"),
@@ -401,8 +401,8 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
 
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.external_id.as_deref()),
-        ("succeeded", Some("pay_checked_by_hand"))
+        (row.status, row.external_id.as_deref()),
+        (Status::Succeeded, Some("pay_checked_by_hand"))
     );
     let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
     assert_eq!(last.actor, "operator:dana");

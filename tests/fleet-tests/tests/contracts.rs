@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use fleet_broker::Queue;
+use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_provider_sim::SimConfig;
 use fleet_tests::{contract, contract_intent, fast_reconcile, hash_of, op_of, TestFleet};
@@ -34,7 +35,7 @@ async fn a_contract_is_sent_once_and_settled_by_the_providers_signed_webhook() {
     let fleet = with_webhooks().await;
     let i = contract_intent("cust_1042");
     let op = fleet.submit_and_approve(&i).await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     let envelope = row.external_id.clone().expect("the envelope is the effect");
     assert!(envelope.starts_with("env_"), "{envelope}");
     let history = fleet.store.events(&op).await.unwrap();
@@ -72,7 +73,7 @@ async fn a_contract_is_sent_once_and_settled_by_the_providers_signed_webhook() {
 async fn a_delivery_failure_reported_by_the_provider_fails_the_contract_with_its_code() {
     let fleet = with_webhooks().await;
     let op = fleet.submit_and_approve(&contract_intent("bounce_7")).await;
-    let row = fleet.reaches(&op, "failed").await;
+    let row = fleet.reaches(&op, Status::Failed).await;
     assert_eq!(row.error_code.as_deref(), Some("recipient_unreachable"));
     assert!(row
         .external_id
@@ -93,7 +94,7 @@ async fn without_a_webhook_an_accepted_contract_past_its_deadline_is_settled_by_
     let op = fleet
         .submit_and_approve(&contract_intent("cust_1042"))
         .await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         fleet.recorded(&op, "lookup").await.evidence.unwrap()["found"],
         json!([row.external_id.unwrap()])
@@ -129,7 +130,7 @@ async fn an_unknown_contract_whose_key_may_have_expired_is_escalated_never_sent_
     let op = fleet
         .submit_and_approve(&contract_intent("cust_1042"))
         .await;
-    fleet.reaches(&op, "unknown").await;
+    fleet.reaches(&op, Status::Unknown).await;
     // A provider that keeps keys one minute: every attempt is within the safety margin of
     // the end of retention, so a retry could send a second contract.
     let mut providers = fleet.provider_configs();
@@ -140,8 +141,8 @@ async fn an_unknown_contract_whose_key_may_have_expired_is_escalated_never_sent_
     fleet.spawn_reconcile_deps(fleet.reconcile_deps_with(&providers, fast_reconcile()));
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status.as_str(), row.status_reason.as_deref()),
-        ("unknown", Some("key_retention_passed"))
+        (row.status, row.status_reason.as_deref()),
+        (Status::Unknown, Some("key_retention_passed"))
     );
     assert_eq!(row.fence, 1, "never claimed again");
     assert_eq!(fleet.sim_posts(&op).await, 1);

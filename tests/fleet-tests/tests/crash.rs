@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use fleet_core::OperationId;
+use fleet_core::{OperationId, Status};
 use fleet_execute::ExecuteSettings;
 use fleet_reconcile::Reconciler;
 use fleet_tests::{contract, eventually, fast_reconcile, hash_of, intent, op_of, TestFleet};
@@ -29,7 +29,7 @@ async fn unknown_after(fault: Value) -> (TestFleet, String) {
     let (mut fleet, op) = approved().await;
     fleet.sim_fault(fault).await;
     fleet.spawn_execute();
-    fleet.reaches(&op, "unknown").await;
+    fleet.reaches(&op, Status::Unknown).await;
     (fleet, op)
 }
 
@@ -80,13 +80,13 @@ async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_wit
     doomed.kill9();
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "in_progress"
+        Status::InProgress
     );
     // reconcile: lease expiry → unknown → the search (after its lag) proves absence →
     // not_started → a healthy worker retries with the same key.
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.fence, 2, "the second claim did the work");
     assert_eq!(
         fleet.sim_posts(&op).await,
@@ -119,7 +119,7 @@ async fn killed_while_the_provider_commits_is_found_by_lookup_with_no_second_pos
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert!(row.external_id.is_some());
     assert_eq!(fleet.sim_posts(&op).await, 1, "zero additional POSTs");
     assert_eq!(fleet.sim_effects(&op).await, 1);
@@ -134,7 +134,7 @@ async fn a_response_dropped_after_commit_is_unknown_then_found_by_lookup() {
     let unknown = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(unknown.status_reason.as_deref(), Some("connection_reset"));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(fleet.sim_effects(&op).await, 1);
     fleet.stop().await;
@@ -154,12 +154,12 @@ async fn killed_after_the_response_before_the_row_was_written_is_found_by_lookup
     doomed.kill9();
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "in_progress",
+        Status::InProgress,
         "nothing was recorded"
     );
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.fence, 1);
     assert_eq!(fleet.sim_posts(&op).await, 1, "zero additional POSTs");
     assert_eq!(fleet.sim_effects(&op).await, 1);
@@ -174,7 +174,7 @@ async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbel
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "succeeded"
+        Status::Succeeded
     );
     doomed.kill9();
     // The unacked doorbell goes back to the queue; a fresh worker takes it.
@@ -193,7 +193,7 @@ async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbel
     .await;
     survivor.wait_for_log("consumer subscribed").await;
     let row = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!((row.status.as_str(), row.fence), ("succeeded", 1));
+    assert_eq!((row.status, row.fence), (Status::Succeeded, 1));
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(transitions_to(&fleet, &op, "succeeded").await, 1);
     drop(survivor);
@@ -207,7 +207,7 @@ async fn a_saved_500_after_commit_is_unknown_until_the_lookup_finds_the_payment(
     )
     .await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert!(row
         .external_id
         .as_deref()
@@ -271,7 +271,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     // The documented lag bound (3 s) is longer than the real one (1 s after creation).
     fleet.spawn_reconcile(contract(3_000), fast_reconcile());
     fleet.spawn_execute();
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.fence, 1, "no second claim");
     assert_eq!(fleet.sim_posts(&op).await, 1, "never a second POST");
     let events = fleet.store.events(&op).await.unwrap();
@@ -308,7 +308,7 @@ async fn two_payments_for_one_reference_are_escalated_and_none_is_chosen() {
     assert_eq!(r.status().as_u16(), 201);
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let row = fleet.escalated(&op).await;
-    assert_eq!(row.status, "unknown");
+    assert_eq!(row.status, Status::Unknown);
     assert_eq!(row.status_reason.as_deref(), Some("multiple_matches"));
     assert_eq!(row.external_id, None, "nothing chosen automatically");
     assert_eq!(fleet.sim_effects(&op).await, 2);
@@ -327,7 +327,7 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
     // Past its lease the operation becomes unknown and is settled by lookup once the
     // provider commits (2.5 s); the paused worker sleeps through all of it.
     fleet.spawn_reconcile(contract(5_000), fast_reconcile());
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     paused.resume();
     let store = fleet.store.clone();
     let attempt = eventually("the paused worker to record its attempt", || {
@@ -345,7 +345,7 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
     .await;
     assert!(attempt.outcome.is_some());
     let row = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!(row.status, "succeeded");
+    assert_eq!(row.status, Status::Succeeded);
     assert_eq!(
         transitions_to(&fleet, &op, "succeeded").await,
         1,
@@ -374,7 +374,7 @@ async fn two_reconcile_workers_on_the_same_operation_resolve_it_once() {
     rb.unwrap();
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "succeeded"
+        Status::Succeeded
     );
     assert_eq!(transitions_to(&fleet, &op, "succeeded").await, 1);
     fleet.stop().await;
@@ -396,7 +396,7 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
         .unwrap();
     fleet.spawn_execute();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(fleet.sim_posts(&op).await, 1);
     fleet.stop().await;
 }
@@ -414,8 +414,8 @@ async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retr
     fleet.spawn_reconcile(short_retention, fast_reconcile());
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status.as_str(), row.status_reason.as_deref()),
-        ("unknown", Some("key_retention_passed"))
+        (row.status, row.status_reason.as_deref()),
+        (Status::Unknown, Some("key_retention_passed"))
     );
     assert_eq!(row.fence, 1, "never claimed again");
     assert_eq!(fleet.sim_posts(&op).await, 1);
@@ -440,7 +440,7 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
     fleet.submit(&i).await;
     fleet.prepared(&op).await;
     fleet.approve(&op, &hash_of(&i)).await.unwrap();
-    let accepted = fleet.reaches(&op, "accepted").await;
+    let accepted = fleet.reaches(&op, Status::Accepted).await;
     assert!(accepted.deadline_at.is_some());
     // The provider settles it, but its webhook never arrives (none is configured).
     let payment_id = accepted.external_id.clone().unwrap();
@@ -451,7 +451,7 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
         )
         .await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), Some(payment_id.as_str()));
     assert!(
         fleet
@@ -488,8 +488,8 @@ async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status.as_str(), row.status_reason.as_deref()),
-        ("unknown", Some("saved_error_replayed"))
+        (row.status, row.status_reason.as_deref()),
+        (Status::Unknown, Some("saved_error_replayed"))
     );
     let attempts = fleet.store.attempts(&op).await.unwrap();
     assert_eq!(

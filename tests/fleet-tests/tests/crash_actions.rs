@@ -6,6 +6,7 @@
 //! accepted contract is looked up past its one-second deadline).
 
 use fleet_core::reconcile::ProviderContract;
+use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_reconcile::ReconcileSettings;
 use fleet_tests::{contract, contract_intent, fast_reconcile, order_change_intent, TestFleet};
@@ -81,7 +82,7 @@ async fn settled_once(
     op: &str,
     posts: usize,
 ) -> fleet_store::OperationRow {
-    let row = fleet.reaches(op, "succeeded").await;
+    let row = fleet.reaches(op, Status::Succeeded).await;
     let external_id = row.external_id.clone().unwrap_or_default();
     match &case.external_id {
         Ok(expected) => assert_eq!(&external_id, expected),
@@ -124,7 +125,7 @@ async fn killed_after_the_answer_is_found_by_lookup_with_no_second_request(
     killed_at(fleet, "after_provider_response").await;
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "in_progress",
+        Status::InProgress,
         "nothing was recorded"
     );
     spawn_reconcile(fleet, contract(300));
@@ -146,7 +147,7 @@ async fn killed_after_the_record_the_redelivered_doorbell_changes_nothing(
     // Recorded: succeeded, or accepted for a contract the provider sends later.
     let recorded = fleet.store.get(&op).await.unwrap().unwrap().status;
     assert!(
-        ["succeeded", "accepted"].contains(&recorded.as_str()),
+        [Status::Succeeded, Status::Accepted].contains(&recorded),
         "{recorded}"
     );
     doomed.kill9();
@@ -188,7 +189,7 @@ async fn an_answer_lost_after_the_commit_is_unknown_then_found_by_lookup(
         .await;
     spawn_execute(fleet);
     let op = fleet.submit_and_approve(&case.intent).await;
-    let unknown = fleet.reaches(&op, "unknown").await;
+    let unknown = fleet.reaches(&op, Status::Unknown).await;
     assert_eq!(unknown.status_reason.as_deref(), Some("connection_reset"));
     spawn_reconcile(fleet, contract(300));
     settled_once(fleet, &case, &op, 1).await;

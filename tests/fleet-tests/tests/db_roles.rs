@@ -2,6 +2,7 @@
 //! database itself refuses what the component has no business doing. Above all, no worker
 //! can approve anything: only the API's role writes approvals and decisions.
 
+use fleet_core::ApprovalStatus;
 use fleet_store::{role_url, DbRole};
 use fleet_tests::{hash_of, intent, op_of, TestFleet};
 
@@ -87,8 +88,8 @@ async fn the_execute_role_gets_permission_denied_approving_an_operation() {
 
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.approval_status.as_str(), row.decided_by),
-        ("pending", None)
+        (row.approval_status, row.decided_by),
+        (ApprovalStatus::Pending, None)
     );
     fleet.stop().await;
 }

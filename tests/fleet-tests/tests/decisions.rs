@@ -7,7 +7,7 @@
 //! no policy refused at intake; and the approval gauges reconcile computes.
 
 use fleet_broker::Queue;
-use fleet_core::Role;
+use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::{
     admin_url_of, eventually, hash_of, intent, intent_bytes, op_of, scrape_gauge, with_amount,
     ApiProcess, TestFleet, WorkerProcess,
@@ -149,7 +149,7 @@ impl Desk {
         let i = intent();
         self.submit(&i).await;
         assert_eq!(self.approve(&self.alice, &i).await.0, StatusCode::OK);
-        self.fleet.reaches(&op_of(&i), "unknown").await;
+        self.fleet.reaches(&op_of(&i), Status::Unknown).await;
         op_of(&i)
     }
 
@@ -271,8 +271,8 @@ async fn an_agent_token_is_refused_every_decision_with_403() {
     }
     let row = d.fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.approval_status.as_str()),
-        ("not_started", "pending")
+        (row.status, row.approval_status),
+        (Status::NotStarted, ApprovalStatus::Pending)
     );
     assert!(d.decisions(&op).await.is_empty());
     d.stop().await;
@@ -314,7 +314,7 @@ async fn another_tenants_approver_gets_404_exactly_like_a_missing_operation() {
             .unwrap()
             .unwrap()
             .approval_status,
-        "pending"
+        ApprovalStatus::Pending
     );
     d.stop().await;
 }
@@ -343,8 +343,8 @@ async fn a_hash_that_is_not_the_pending_snapshots_is_409_and_records_nothing() {
     assert!(d.approvals(&op).await.is_empty());
     let row = d.fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.approval_status.as_str(), row.approved_hash),
-        ("pending", None)
+        (row.approval_status, row.approved_hash),
+        (ApprovalStatus::Pending, None)
     );
     d.stop().await;
 }
@@ -381,8 +381,8 @@ async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
     assert_eq!(d.approvals(&op).await.len(), 1);
     let row = d.fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.fence),
-        ("not_started", 0),
+        (row.status, row.fence),
+        (Status::NotStarted, 0),
         "nothing ran on one approval"
     );
     assert_eq!(d.fleet.sim_posts(&op).await, 0);

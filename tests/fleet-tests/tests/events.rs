@@ -5,7 +5,7 @@
 //! or cut off from the broker, loses nothing.
 
 use fleet_core::events::tenant_segment;
-use fleet_core::Resolution;
+use fleet_core::{Resolution, Status};
 use fleet_reconcile::Reconciler;
 use fleet_store::Resolve;
 use fleet_tests::{
@@ -73,7 +73,7 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
     let i = intent();
     let op = op_of(&i);
     submit_and_approve(&fleet, &i).await;
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     let events = tap.until_types(&op, &HAPPY_PATH).await;
     outbox_drained(&fleet).await;
     let events = tap
@@ -151,7 +151,7 @@ async fn a_consumer_binds_by_type_or_by_tenant_and_a_tenant_with_dots_stays_one_
     let other = intent();
     for i in [&acme, &other] {
         submit_and_approve(&fleet, i).await;
-        fleet.reaches(&op_of(i), "succeeded").await;
+        fleet.reaches(&op_of(i), Status::Succeeded).await;
     }
     for i in [&acme, &other] {
         everything.until_types(&op_of(i), &HAPPY_PATH).await;
@@ -221,7 +221,7 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"}))
         .await;
     submit_and_approve(&fleet, &i).await;
-    fleet.reaches(&op, "unknown").await;
+    fleet.reaches(&op, Status::Unknown).await;
     // Someone else created a second payment with our reference: reconcile cannot choose.
     let second = fleet
         .http
@@ -311,7 +311,7 @@ async fn a_relay_killed_between_the_confirm_and_its_commit_loses_nothing_and_rep
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     tap.until_types(&op, &["prepared"]).await;
     assert!(fleet.approve(&op, &hash_of(&i)).await.unwrap());
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         fleet.outbox_backlog().await,
         4,
@@ -368,7 +368,7 @@ async fn a_broker_outage_under_the_relay_loses_nothing_and_keeps_the_order() {
     // The relay's broker connection drops and no new one gets through.
     proxy.cut();
     assert!(fleet.approve(&op, &hash_of(&i)).await.unwrap());
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     relay
         .wait_for_log("events not confirmed by the broker")
         .await;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use fleet_broker::Queue;
-use fleet_core::OperationId;
+use fleet_core::{ApprovalStatus, AttemptOutcome, OperationId, Status};
 use fleet_execute::{ExecuteHandler, ExecuteSettings};
 use fleet_tests::{eventually, hash_of, intent, op_of, TestFleet};
 use serde_json::json;
@@ -27,7 +27,7 @@ async fn happy_path_submit_approve_succeeds_with_exactly_one_payment() {
         fleet.approve(&op, &hash).await.unwrap(),
         "the execute bell rang"
     );
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(row.fence, 1);
@@ -40,8 +40,8 @@ async fn happy_path_submit_approve_succeeds_with_exactly_one_payment() {
     let attempts = fleet.store.attempts(&op).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(
-        (attempts[0].outcome.as_deref(), attempts[0].http_status),
-        (Some("succeeded"), Some(201))
+        (attempts[0].outcome, attempts[0].http_status),
+        (Some(AttemptOutcome::Succeeded), Some(201))
     );
     let kinds: Vec<_> = fleet
         .store
@@ -72,7 +72,7 @@ async fn the_same_execute_doorbell_delivered_five_times_makes_one_provider_post(
         fleet.ring_execute(&op).await;
     }
     fleet.spawn_execute();
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     // Wait for the queue to drain so every bell has been handled before counting.
     fleet.drained(fleet_broker::Queue::OperationsExecute).await;
     assert_eq!(fleet.sim_posts(&op).await, 1);
@@ -107,7 +107,7 @@ async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim
     let (ra, rb) = tokio::join!(a.resume(&id), b.resume(&id));
     ra.unwrap();
     rb.unwrap();
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.fence, 1, "exactly one claim");
     assert_eq!(fleet.store.attempts(&op).await.unwrap().len(), 1);
     assert_eq!(fleet.sim_posts(&op).await, 1);
@@ -162,9 +162,9 @@ async fn an_approval_that_expired_before_execution_is_cancelled_with_zero_provid
     })
     .await;
     fleet.spawn_execute();
-    let row = fleet.reaches(&op, "cancelled").await;
+    let row = fleet.reaches(&op, Status::Cancelled).await;
     assert_eq!(row.status_reason.as_deref(), Some("approval_expired"));
-    assert_eq!(row.approval_status, "expired");
+    assert_eq!(row.approval_status, ApprovalStatus::Expired);
     assert_eq!(row.fence, 0, "never claimed");
     assert_eq!(fleet.sim_posts(&op).await, 0);
     assert!(fleet.store.attempts(&op).await.unwrap().is_empty());
@@ -183,11 +183,8 @@ async fn approving_with_a_hash_that_is_not_the_stored_one_is_refused_and_changes
     );
     let after = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (
-            after.approval_status.as_str(),
-            after.approved_hash.as_deref()
-        ),
-        ("pending", None)
+        (after.approval_status, after.approved_hash.as_deref()),
+        (ApprovalStatus::Pending, None)
     );
     assert_eq!(after.updated_at, before.updated_at);
     assert_eq!(
@@ -217,7 +214,7 @@ async fn a_402_from_the_provider_fails_the_operation_with_its_error_code() {
     let (mut fleet, op, hash) = prepared(closed).await;
     fleet.spawn_execute();
     fleet.approve(&op, &hash).await.unwrap();
-    let row = fleet.reaches(&op, "failed").await;
+    let row = fleet.reaches(&op, Status::Failed).await;
     assert_eq!(row.error_code.as_deref(), Some("account_closed"));
     assert_eq!(fleet.sim_effects(&op).await, 0);
     assert_eq!(fleet.sim_posts(&op).await, 1);
@@ -234,7 +231,7 @@ async fn a_500_from_the_provider_makes_the_operation_unknown_and_it_is_never_ret
         .await;
     fleet.spawn_execute();
     fleet.approve(&op, &hash).await.unwrap();
-    let row = fleet.reaches(&op, "unknown").await;
+    let row = fleet.reaches(&op, Status::Unknown).await;
     assert_eq!(row.status_reason.as_deref(), Some("http_500"));
     assert!(row.unknown_since.is_some());
     // More bells change nothing: execute never calls again for an unknown operation.
@@ -250,7 +247,7 @@ async fn a_500_from_the_provider_makes_the_operation_unknown_and_it_is_never_ret
     );
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "unknown"
+        Status::Unknown
     );
     fleet.stop().await;
 }

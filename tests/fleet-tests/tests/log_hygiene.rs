@@ -5,6 +5,7 @@
 //! 13–19 digit number that passes the Luhn check.
 
 use fleet_broker::Queue;
+use fleet_core::Status;
 use fleet_provider_sim::SimConfig;
 use fleet_tests::{eventually, hash_of, intent, op_of, with_amount, TestFleet};
 use serde_json::json;
@@ -128,14 +129,14 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
     fleet.submit(&carded).await;
     fleet.prepared(&carded_op).await;
     fleet.approve(&carded_op, &hash_of(&carded)).await.unwrap();
-    let accepted = fleet.reaches(&carded_op, "accepted").await;
+    let accepted = fleet.reaches(&carded_op, Status::Accepted).await;
     fleet
         .sim_post(
             &format!("/_sim/payments/{}/settle", accepted.external_id.unwrap()),
             json!({"status": "succeeded"}),
         )
         .await;
-    fleet.reaches(&carded_op, "succeeded").await;
+    fleet.reaches(&carded_op, Status::Succeeded).await;
 
     // One the provider answers 500 after committing: unknown, then reconciled by lookup.
     let unknown = intent();
@@ -160,7 +161,7 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
                 .get(&op)
                 .await
                 .unwrap()
-                .filter(|r| r.status == "accepted" || r.status == "succeeded")
+                .filter(|r| matches!(r.status, Status::Accepted | Status::Succeeded))
         }
     })
     .await;

@@ -2,7 +2,7 @@
 //! the operator is authorized): each is an event with its actor and how they signed in,
 //! the state machine decides what is allowed, and workers never move a disputed row.
 
-use fleet_core::Resolution;
+use fleet_core::{Resolution, Status};
 use fleet_store::{DecisionOutcome, Resolve};
 use fleet_tests::{contract, decider, fast_reconcile, hash_of, intent, op_of, TestFleet};
 use serde_json::json;
@@ -21,7 +21,7 @@ async fn unknown_operation() -> (TestFleet, String) {
         )
         .await;
     fleet.approve(&op, &hash_of(&i)).await.unwrap();
-    fleet.reaches(&op, "unknown").await;
+    fleet.reaches(&op, Status::Unknown).await;
     (fleet, op)
 }
 
@@ -39,8 +39,8 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
     );
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.external_id.as_deref()),
-        ("succeeded", Some("pay_checked_by_hand"))
+        (row.status, row.external_id.as_deref()),
+        (Status::Succeeded, Some("pay_checked_by_hand"))
     );
     let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
     assert_eq!(last.actor, "operator:dana");
@@ -72,7 +72,7 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
             .await
             .unwrap(),
         DecisionOutcome::Refused {
-            status: "succeeded".into()
+            status: Status::Succeeded
         }
     );
     fleet.stop().await;
@@ -91,7 +91,7 @@ async fn workers_never_move_a_disputed_operation() {
     );
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "disputed"
+        Status::Disputed
     );
     // reconcile would find the payment; it must leave the disputed row alone.
     fleet.spawn_reconcile(contract(0), fast_reconcile());
@@ -101,7 +101,7 @@ async fn workers_never_move_a_disputed_operation() {
     fleet.ring_execute(&op).await;
     fleet.drained(fleet_broker::Queue::OperationsExecute).await;
     let row = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!(row.status, "disputed");
+    assert_eq!(row.status, Status::Disputed);
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert!(
         fleet
@@ -130,7 +130,7 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
     );
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "unknown"
+        Status::Unknown
     );
     fleet.stop().await;
 }
@@ -175,7 +175,7 @@ async fn every_worker_move_is_stale_once_escalated() {
         );
     }
     let after = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!(after.status, "unknown");
+    assert_eq!(after.status, Status::Unknown);
     assert!(after.escalated_at.is_some());
     fleet.stop().await;
 }

@@ -4,6 +4,7 @@
 //! transition; a provider that cannot make the change conditional is refused at prepare.
 
 use fleet_broker::Queue;
+use fleet_core::{AttemptOutcome, Status};
 use fleet_providers::Capabilities;
 use fleet_tests::{op_of, order_change_intent, TestFleet};
 use serde_json::json;
@@ -21,7 +22,7 @@ async fn an_approved_status_change_moves_the_order_once_and_says_what_it_does() 
     let order = fleet.sim_order("paid").await;
     let i = order_change_intent(&order, "paid", "fulfilled");
     let op = fleet.submit_and_approve(&i).await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         row.external_id.as_deref(),
         Some(order.as_str()),
@@ -55,7 +56,7 @@ async fn an_order_someone_else_moved_is_cancelled_with_its_status_recorded_and_a
         .await;
     let stale = order_change_intent(&order, "paid", "fulfilled");
     let old = fleet.submit_and_approve(&stale).await;
-    let row = fleet.reaches(&old, "cancelled").await;
+    let row = fleet.reaches(&old, Status::Cancelled).await;
     assert_eq!(
         (row.status_reason.as_deref(), row.error_code.as_deref()),
         (Some("status_conflict"), Some("status_conflict"))
@@ -69,13 +70,13 @@ async fn an_order_someone_else_moved_is_cancelled_with_its_status_recorded_and_a
     assert_eq!(fleet.sim_posts(&old).await, 1, "zero retries");
     assert_eq!(fleet.sim_effects(&old).await, 0);
     let attempts = fleet.store.attempts(&old).await.unwrap();
-    assert_eq!(attempts[0].outcome.as_deref(), Some("status_conflict"));
+    assert_eq!(attempts[0].outcome, Some(AttemptOutcome::StatusConflict));
 
     // A person approves the corrected intent, made against the status the order has now.
     let mut fresh = order_change_intent(&order, "on_hold", "fulfilled");
     fresh["supersedes"] = json!(old);
     let new = fleet.submit_and_approve(&fresh).await;
-    fleet.reaches(&new, "succeeded").await;
+    fleet.reaches(&new, Status::Succeeded).await;
     let now = fleet.sim_get(&format!("/_sim/orders/{order}")).await;
     assert_eq!(
         (now["status"].clone(), now["last_transition_ref"].clone()),
@@ -98,7 +99,7 @@ async fn an_order_already_at_the_target_status_by_our_own_transition_is_succeede
         )
         .await;
     fleet.submit_and_approve(&i).await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), Some(order.as_str()));
     let attempts = fleet.store.attempts(&op).await.unwrap();
     assert_eq!(

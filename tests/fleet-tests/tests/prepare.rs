@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use fleet_broker::{Disposition, Queue};
-use fleet_core::parse_intent;
+use fleet_core::{parse_intent, ApprovalStatus, Status};
 use fleet_prepare::{disposition, store_intent, CheckedIntent, Intake};
 use fleet_store::Store;
 use fleet_tests::{
@@ -47,8 +47,8 @@ async fn a_redelivered_intent_with_the_same_snapshot_is_one_row() {
     assert!(fleet.dead_letters(Queue::IntentsPrepare).await.is_empty());
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.approval_status.as_str()),
-        ("not_started", "pending")
+        (row.status, row.approval_status),
+        (Status::NotStarted, ApprovalStatus::Pending)
     );
     fleet.stop().await;
 }

@@ -68,7 +68,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
         ops.push(submit_and_approve(&fleet, &deal_create_intent()).await);
     }
     for op in &ops {
-        let row = fleet.reaches(op, "succeeded").await;
+        let row = fleet.reaches(op, Status::Succeeded).await;
         assert!(
             row.unknown_since.is_some(),
             "the timeout made it unknown first"
@@ -116,7 +116,7 @@ async fn a_deal_update_refused_because_our_own_late_patch_landed_is_succeeded_no
         &deal_update_intent(deal_id, 1, json!({"stage": "won"})),
     )
     .await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), Some(deal_id));
     let attempts = fleet.store.attempts(&op).await.unwrap();
     assert!(
@@ -148,7 +148,7 @@ async fn a_conflict_with_no_uncertain_attempt_before_it_is_still_a_new_decision(
         &deal_update_intent(deal_id, 7, json!({"stage": "won"})),
     )
     .await;
-    let row = fleet.reaches(&op, "cancelled").await;
+    let row = fleet.reaches(&op, Status::Cancelled).await;
     assert_eq!(row.status_reason.as_deref(), Some("version_conflict"));
     fleet.stop().await;
 }
@@ -239,10 +239,7 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
     let after = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!(
-        (after.status.as_str(), after.fence),
-        ("not_started", row.fence)
-    );
+    assert_eq!((after.status, after.fence), (Status::NotStarted, row.fence));
     assert_eq!(fleet.sim_posts(&op).await, 0);
     fleet.stop().await;
 }
@@ -259,7 +256,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
         json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
     )
     .await;
-    let row = fleet.reaches(&op, "unknown").await;
+    let row = fleet.reaches(&op, Status::Unknown).await;
     let escalate = Transition {
         escalate: true,
         reason: Some("test"),
@@ -295,7 +292,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
     .await;
     assert_eq!(note.actor, "webhook-ingest");
     let after = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!(after.status, "unknown", "a person decides");
+    assert_eq!(after.status, Status::Unknown, "a person decides");
     fleet.stop().await;
 }
 
@@ -328,7 +325,7 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
             )
             .await,
         );
-        fleet.reaches(ops.last().unwrap(), "accepted").await;
+        fleet.reaches(ops.last().unwrap(), Status::Accepted).await;
     }
     for op in &ops[..2] {
         let row = fleet.store.get(op).await.unwrap().unwrap();
@@ -341,7 +338,7 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
             )
             .await
             .unwrap();
-        assert_eq!(row.status, "accepted");
+        assert_eq!(row.status, Status::Accepted);
     }
     // A sweep batch of 2 would be filled by the escalated rows forever if they were taken.
     fleet.spawn_reconcile(
@@ -351,12 +348,12 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
             ..fast_reconcile()
         },
     );
-    let moved = fleet.reaches(&ops[2], "unknown").await;
+    let moved = fleet.reaches(&ops[2], Status::Unknown).await;
     assert_eq!(moved.status_reason.as_deref(), Some("deadline_passed"));
     for op in &ops[..2] {
         assert_eq!(
             fleet.store.get(op).await.unwrap().unwrap().status,
-            "accepted",
+            Status::Accepted,
             "left to a person"
         );
     }
@@ -380,7 +377,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
         json!({"route": "POST /v1/payments", "kind": "drop_after_commit", "times": 1}),
     )
     .await;
-    fleet.reaches(&op, "unknown").await;
+    fleet.reaches(&op, Status::Unknown).await;
     // Reconcile audits 2.3 s after settling (the provider's request bound plus its lag).
     let admin = free_port().await;
     let mut reconcile = fleet.spawn_process(
@@ -393,7 +390,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
             ("LOOKUP_RECHECK_MS", "200"),
         ],
     );
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     let first = row.external_id.clone().unwrap();
     // The provider makes a second payment for our reference, behind our back.
     let r = fleet
@@ -409,7 +406,8 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
     let second = second["id"].as_str().unwrap().to_owned();
     let escalated = fleet.escalated(&op).await;
     assert_eq!(
-        escalated.status, "succeeded",
+        escalated.status,
+        Status::Succeeded,
         "the effect happened; a person handles the duplicate"
     );
     let event = fleet
@@ -460,7 +458,7 @@ async fn a_payment_that_succeeded_after_an_uncertain_attempt_with_one_effect_is_
     )
     .await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     let audited = fleet.recorded(&op, "audited").await;
     assert_eq!(audited.reason.as_deref(), Some("single_effect"));
     assert!(fleet
@@ -493,8 +491,8 @@ async fn a_payload_edited_after_approval_is_escalated_on_the_read_path_too() {
     fleet.ring_execute(&op).await;
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status.as_str(), row.status_reason.as_deref()),
-        ("not_started", Some("approved_hash_mismatch"))
+        (row.status, row.status_reason.as_deref()),
+        (Status::NotStarted, Some("approved_hash_mismatch"))
     );
     assert_eq!(fleet.sim_posts(&op).await, 0);
     fleet.stop().await;
@@ -512,7 +510,7 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
         json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
     )
     .await;
-    fleet.reaches(&op, "unknown").await;
+    fleet.reaches(&op, Status::Unknown).await;
     let dana = fleet_tests::decider("dana");
     fleet
         .store
@@ -527,8 +525,8 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
     fleet.store.resolve(&op, r, &dana).await.unwrap();
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.external_id.as_deref()),
-        ("succeeded", Some("pay_checked"))
+        (row.status, row.external_id.as_deref()),
+        (Status::Succeeded, Some("pay_checked"))
     );
     let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
     assert_eq!(

@@ -2,11 +2,12 @@
 //! money, error codes), never the customer data a provider echoes. The simulator's
 //! payments carry an account holder's name and a description, as a real provider's do.
 
+use fleet_core::Status;
 use fleet_tests::{hash_of, intent, op_of, TestFleet};
 use serde_json::{json, Value};
 
 /// Submits an intent, approves it with execute running, and waits for `status`.
-async fn executed(intent: Value, status: &str) -> (TestFleet, String) {
+async fn executed(intent: Value, status: Status) -> (TestFleet, String) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     fleet.spawn_execute();
@@ -37,7 +38,7 @@ async fn stored_text(fleet: &TestFleet, op: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_payment_answer_carrying_customer_data_leaves_none_of_it_in_attempts_or_operations() {
-    let (fleet, op) = executed(intent(), "succeeded").await;
+    let (fleet, op) = executed(intent(), Status::Succeeded).await;
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     let payment_id = row.external_id.clone().unwrap();
 
@@ -88,7 +89,7 @@ async fn a_payment_answer_carrying_customer_data_leaves_none_of_it_in_attempts_o
 async fn a_rejected_payment_keeps_the_error_type_and_code() {
     let mut closed = intent();
     closed["payload"]["beneficiary_id"] = json!("closed_vendor_77");
-    let (fleet, op) = executed(closed, "failed").await;
+    let (fleet, op) = executed(closed, Status::Failed).await;
     let attempts = fleet.store.attempts(&op).await.unwrap();
     let kept = json!({"error": {"type": "payment_rejected", "code": "account_closed"}});
     assert_eq!(attempts[0].response.as_ref(), Some(&kept));

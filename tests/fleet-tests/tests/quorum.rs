@@ -2,6 +2,7 @@
 //! behind fleet-api's approve: distinct approvers are each counted and the operation is
 //! approved exactly once; the same approver twice is one approval.
 
+use fleet_core::ApprovalStatus;
 use fleet_store::ApprovalOutcome;
 use fleet_tests::{decider, hash_of, intent, op_of, TestFleet};
 
@@ -47,7 +48,7 @@ async fn two_distinct_approvers_at_once_are_both_counted_and_approve_exactly_onc
             "{outcomes:?}"
         );
         let row = fleet.store.get(&op).await.unwrap().unwrap();
-        assert_eq!(row.approval_status, "approved");
+        assert_eq!(row.approval_status, ApprovalStatus::Approved);
         assert_eq!(
             count(
                 &fleet,
@@ -83,7 +84,7 @@ async fn the_same_approver_twice_at_once_is_one_approval() {
         );
         assert_eq!(
             fleet.store.get(&op).await.unwrap().unwrap().approval_status,
-            "pending"
+            ApprovalStatus::Pending
         );
         assert_eq!(
             count(

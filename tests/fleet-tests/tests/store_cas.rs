@@ -11,7 +11,7 @@
 use std::future::Future;
 
 use chrono::Utc;
-use fleet_core::{Event, Status};
+use fleet_core::{ApprovalStatus, Event, Status};
 use fleet_store::{
     ApprovalOutcome, Claim, RejectOutcome, ReportedObject, Transition, TransitionOutcome,
     WebhookEvent, WebhookOutcome,
@@ -134,7 +134,7 @@ async fn renew_lease_succeeds_after_waiting_for_a_concurrent_update_of_the_row()
         row.lease_expires_at.unwrap() > before,
         "the lease was extended"
     );
-    assert_eq!((row.status.as_str(), row.fence), ("in_progress", fence));
+    assert_eq!((row.status, row.fence), (Status::InProgress, fence));
     fleet.stop().await;
 }
 
@@ -168,8 +168,8 @@ async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_r
     );
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.external_id.as_deref()),
-        ("succeeded", Some("pay_under_lock_wait"))
+        (row.status, row.external_id.as_deref()),
+        (Status::Succeeded, Some("pay_under_lock_wait"))
     );
     fleet.stop().await;
 }
@@ -191,7 +191,7 @@ async fn claim_ready_claims_after_waiting_for_a_concurrent_update_of_the_row() {
     assert_eq!(c.fence, 1);
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "in_progress"
+        Status::InProgress
     );
     fleet.stop().await;
 }
@@ -225,7 +225,7 @@ async fn approve_succeeds_after_waiting_for_a_concurrent_update_of_the_row() {
     assert_eq!(outcome, ApprovalOutcome::Approved);
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().approval_status,
-        "approved"
+        ApprovalStatus::Approved
     );
     fleet.stop().await;
 }
@@ -244,8 +244,8 @@ async fn reject_cancels_after_waiting_for_a_concurrent_update_of_the_row() {
     assert_eq!(outcome, RejectOutcome::Rejected);
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.approval_status.as_str()),
-        ("cancelled", "rejected")
+        (row.status, row.approval_status),
+        (Status::Cancelled, ApprovalStatus::Rejected)
     );
     fleet.stop().await;
 }
@@ -285,7 +285,7 @@ async fn a_webhook_is_applied_after_waiting_for_a_concurrent_update_of_the_row()
     );
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "succeeded"
+        Status::Succeeded
     );
     fleet.stop().await;
 }
@@ -404,8 +404,8 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
             .await
             .unwrap(),
         ApprovalOutcome::NotPending {
-            approval_status: "rejected".into(),
-            status: "cancelled".into()
+            approval_status: ApprovalStatus::Rejected,
+            status: Status::Cancelled
         }
     );
     assert!(matches!(

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fleet_core::Status;
 use fleet_tests::{
     event_body, hash_of, intent, op_of, SignedDelivery, TestFleet, WorkerProcess, WEBHOOK_SECRET,
 };
@@ -36,7 +37,7 @@ async fn accepted_payment(fleet: &TestFleet) -> (String, serde_json::Value) {
     fleet.submit(&intent).await;
     fleet.prepared(&op).await;
     assert!(fleet.approve(&op, &hash_of(&intent)).await.unwrap());
-    fleet.reaches(&op, "accepted").await;
+    fleet.reaches(&op, Status::Accepted).await;
     (op.clone(), fleet.sim_payment(&op).await)
 }
 
@@ -283,7 +284,7 @@ async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connec
     let cuts = cuts.lock().unwrap().clone();
 
     // Applied, though the flood never stopped.
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
     // At most WEBHOOK_MAX_CONNECTIONS sockets beyond what the process held before (a
     // few more for a Postgres connection the consumer opens meanwhile).

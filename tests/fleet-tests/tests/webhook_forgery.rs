@@ -6,6 +6,7 @@
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use fleet_broker::Queue;
+use fleet_core::Status;
 use fleet_tests::{
     event_body, hash_of, intent, now_s, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
 };
@@ -26,7 +27,7 @@ async fn paid_but_unknown(fleet: &TestFleet) -> (String, Value) {
     fleet.submit(&intent).await;
     fleet.prepared(&op).await;
     assert!(fleet.approve(&op, &hash_of(&intent)).await.unwrap());
-    fleet.reaches(&op, "unknown").await;
+    fleet.reaches(&op, Status::Unknown).await;
     let payment = fleet.sim_payment(&op).await;
     assert_eq!(
         payment["status"], "succeeded",
@@ -166,8 +167,8 @@ async fn a_forged_envelope_on_the_queue_is_dead_lettered_and_moves_nothing_while
     }
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.escalated_at),
-        ("unknown", None),
+        (row.status, row.escalated_at),
+        (Status::Unknown, None),
         "no forgery moved or escalated the row"
     );
     assert!(
@@ -182,7 +183,7 @@ async fn a_forged_envelope_on_the_queue_is_dead_lettered_and_moves_nothing_while
             .await,
         StatusCode::NO_CONTENT
     );
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
     assert_eq!(
         fleet.webhook_rows().await,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use fleet_broker::Queue;
-use fleet_core::{Event, Status};
+use fleet_core::{AttemptOutcome, Event, Status};
 use fleet_store::{Transition, TransitionOutcome, WebhookOutcome};
 use fleet_tests::{
     event_body, eventually, hash_of, intent, now_s, op_of, webhook_secrets, BrokerProxy,
@@ -48,7 +48,7 @@ async fn accepted_payment(fleet: &TestFleet) -> (String, String) {
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"}))
         .await;
     let op = approved(fleet).await;
-    let row = fleet.reaches(&op, "accepted").await;
+    let row = fleet.reaches(&op, Status::Accepted).await;
     (
         op,
         row.external_id
@@ -208,13 +208,13 @@ async fn only_authentic_deliveries_pass_the_receiver_and_refused_ones_leave_no_t
     // Nothing above was stored or published: the row waits, the dedup table is empty.
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "accepted"
+        Status::Accepted
     );
     assert!(fleet.webhook_rows().await.is_empty());
 
     // The authentic one, signed with the second (older) secret, is accepted and applied.
     assert_eq!(good.post(&http, &url).await, StatusCode::NO_CONTENT);
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), Some(payment_id.as_str()));
     let broker = fleet.broker.clone();
     eventually("the webhook queue to drain", || {
@@ -266,7 +266,7 @@ async fn the_same_event_three_times_even_concurrently_is_applied_once_and_counte
         .sim_webhooks(&ingest.url(), json!({"duplicate": 2}))
         .await;
     let event_id = fleet.sim_settle(&payment_id, "succeeded").await;
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     let mut outcomes = eventually("three deliveries consumed", || async {
         Some(ingest.outcomes()).filter(|o| o.len() == 3)
     })
@@ -342,12 +342,12 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
     let payment = fleet.sim_payment(&op).await;
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "in_progress"
+        Status::InProgress
     );
     fleet
         .sim_settle(payment["id"].as_str().unwrap(), "succeeded")
         .await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     fleet.sim_release().await;
 
     // Then the `pending` answer arrives: execute is fenced out and only records it.
@@ -363,16 +363,16 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
     })
     .await;
     assert_eq!(
-        (attempt.outcome.as_deref(), attempt.external_id.as_ref()),
+        (attempt.outcome, attempt.external_id.as_ref()),
         (
-            Some("accepted"),
+            Some(AttemptOutcome::Accepted),
             payment["id"].as_str().map(str::to_owned).as_ref()
         )
     );
     let after = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (after.status.as_str(), after.external_id.as_ref()),
-        ("succeeded", row.external_id.as_ref())
+        (after.status, after.external_id.as_ref()),
+        (Status::Succeeded, row.external_id.as_ref())
     );
     assert!(
         transitions_to(&fleet, &op, "accepted").await.is_empty(),
@@ -401,8 +401,8 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
     wait_for_outcome(&fleet, "evt_late_pending", "ignored_transition").await;
     let last = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (last.status.as_str(), last.updated_at, last.escalated_at),
-        ("succeeded", after.updated_at, None)
+        (last.status, last.updated_at, last.escalated_at),
+        (Status::Succeeded, after.updated_at, None)
     );
     assert_eq!(fleet.sim_effects(&op).await, 1);
     fleet.stop().await;
@@ -417,7 +417,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
         .sim_webhooks(&ingest.url(), json!({"hold_response_ms": 4_000}))
         .await;
     let op = approved(&fleet).await;
-    let row = fleet.reaches(&op, "succeeded").await;
+    let row = fleet.reaches(&op, Status::Succeeded).await;
     let payment = fleet.sim_payment(&op).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
     let attempts = fleet.store.attempts(&op).await.unwrap();
@@ -439,8 +439,8 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
     })
     .await;
     assert_eq!(
-        (attempt.outcome.as_deref(), attempt.external_id.as_deref()),
-        (Some("succeeded"), payment["id"].as_str())
+        (attempt.outcome, attempt.external_id.as_deref()),
+        (Some(AttemptOutcome::Succeeded), payment["id"].as_str())
     );
     let moved = transitions_to(&fleet, &op, "succeeded").await;
     assert_eq!(
@@ -453,12 +453,8 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
     );
     let last = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        (
-            last.status.as_str(),
-            last.external_id.as_deref(),
-            last.escalated_at
-        ),
-        ("succeeded", payment["id"].as_str(), None)
+        (last.status, last.external_id.as_deref(), last.escalated_at),
+        (Status::Succeeded, payment["id"].as_str(), None)
     );
     assert_eq!(
         (fleet.sim_effects(&op).await, fleet.sim_posts(&op).await),
@@ -499,13 +495,13 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
     let after = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
         (
-            after.status.as_str(),
+            after.status,
             after.updated_at,
             after.escalated_at,
             after.fence
         ),
         (
-            "disputed",
+            Status::Disputed,
             before.updated_at,
             before.escalated_at,
             before.fence
@@ -538,7 +534,7 @@ async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_app
     let mut fleet = payments_fleet().await;
     let ingest = fleet.spawn_webhook_ingest().await;
     let op = approved(&fleet).await;
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     let failed = settled(fleet.sim_payment(&op).await, "failed");
     let delivery = SignedDelivery::new(
         WEBHOOK_SECRET,
@@ -551,7 +547,7 @@ async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_app
     );
     wait_for_outcome(&fleet, "evt_contradiction", "escalated").await;
     let row = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!(row.status, "succeeded");
+    assert_eq!(row.status, Status::Succeeded);
     assert!(row.escalated_at.is_some());
     let note = fleet.store.events(&op).await.unwrap().pop().unwrap();
     assert_eq!(
@@ -584,12 +580,12 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit", "times": 2}))
         .await;
     let op = approved(&fleet).await;
-    fleet.reaches(&op, "unknown").await;
+    fleet.reaches(&op, Status::Unknown).await;
     let payment = settled(fleet.sim_payment(&op).await, "succeeded");
 
     // A matching, signed event settles an unknown operation without another call.
     let other = approved(&fleet).await;
-    fleet.reaches(&other, "unknown").await;
+    fleet.reaches(&other, Status::Unknown).await;
     let other_payment = settled(fleet.sim_payment(&other).await, "succeeded");
     let settles = SignedDelivery::new(
         WEBHOOK_SECRET,
@@ -600,7 +596,7 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
         settles.post(&fleet.http, &ingest.url()).await,
         StatusCode::NO_CONTENT
     );
-    let row = fleet.reaches(&other, "succeeded").await;
+    let row = fleet.reaches(&other, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), other_payment["id"].as_str());
     assert_eq!(
         (
@@ -625,7 +621,8 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
     wait_for_outcome(&fleet, "evt_mismatch", "escalated").await;
     let row = fleet.store.get(&op).await.unwrap().unwrap();
     assert_eq!(
-        row.status, "unknown",
+        row.status,
+        Status::Unknown,
         "a webhook that does not match never resolves the operation"
     );
     assert!(row.escalated_at.is_some());
@@ -642,7 +639,7 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
     );
     wait_for_outcome(&fleet, "evt_match", "escalated").await;
     let row = fleet.store.get(&op).await.unwrap().unwrap();
-    assert_eq!(row.status, "unknown", "escalated means hands off");
+    assert_eq!(row.status, Status::Unknown, "escalated means hands off");
     let noted = fleet
         .store
         .events(&op)
@@ -690,7 +687,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     );
 
     fleet.sim_release().await;
-    let row = fleet.reaches(&op, "accepted").await;
+    let row = fleet.reaches(&op, Status::Accepted).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
     let unlinked = fleet.store.unlinked_webhooks_for(&op).await.unwrap();
     assert_eq!(unlinked.len(), 1);
@@ -712,7 +709,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
             to: Status::Succeeded
         }]
     );
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         fleet.webhook_rows().await,
         vec![(
@@ -751,11 +748,11 @@ async fn with_the_broker_down_the_receiver_answers_503_and_the_providers_retry_i
     assert!(fleet.webhook_rows().await.is_empty());
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
-        "accepted"
+        Status::Accepted
     );
 
     proxy.set_up(true);
-    fleet.reaches(&op, "succeeded").await;
+    fleet.reaches(&op, Status::Succeeded).await;
     let statuses = fleet.sim_webhook_statuses().await;
     assert_eq!(
         (statuses.first(), statuses.last()),

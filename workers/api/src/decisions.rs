@@ -8,7 +8,7 @@
 
 use fleet_broker::{Publisher, Queue};
 use fleet_core::authz::{self, Actor, Decider, Denial, OperationAction, SignIn};
-use fleet_core::{Doorbell, OperationId};
+use fleet_core::{ApprovalStatus, Doorbell, OperationId};
 use fleet_store::{ApprovalOutcome, DecisionOutcome, RejectOutcome, Resolve, Store, StoreError};
 use serde_json::Value;
 
@@ -156,7 +156,9 @@ impl Decisions {
             ApprovalOutcome::Expired => return Err(DecisionError::ApprovalExpired),
             ApprovalOutcome::NotPending {
                 approval_status, ..
-            } if approval_status == "expired" => return Err(DecisionError::ApprovalExpired),
+            } if *approval_status == ApprovalStatus::Expired => {
+                return Err(DecisionError::ApprovalExpired)
+            }
             ApprovalOutcome::NotPending { .. } => return Err(DecisionError::NotPending),
         }
         let view = self.view(who, &op).await?;

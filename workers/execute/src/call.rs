@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use fleet_core::outcome::settle_conflict;
-use fleet_core::{ActionSpec, CallResult, Effect, Outcome};
+use fleet_core::{ActionSpec, AttemptOutcome, CallResult, Effect, Outcome};
 use fleet_providers::{Operation, Provider, Request};
 use fleet_store::{AttemptRecord, OperationRow, StoreError};
 
@@ -62,10 +62,10 @@ impl ExecuteHandler {
             // what broke the precondition.
             let op = call.op.subject.operation_id;
             let earlier = self.deps.store.attempts(op).await?;
-            let earlier: Vec<Option<&str>> = earlier
+            let earlier: Vec<Option<AttemptOutcome>> = earlier
                 .iter()
                 .filter(|a| a.fence < fence)
-                .map(|a| a.outcome.as_deref())
+                .map(|a| a.outcome)
                 .collect();
             outcome = settle_conflict(outcome, &earlier);
         }

@@ -1,7 +1,7 @@
 //! What the execute worker does with a row it was rung for, decided from the row alone
 //! (pure: no I/O, the database clock's verdicts arrive as flags on the row).
 
-use fleet_core::Status;
+use fleet_core::{ApprovalStatus, Status};
 use fleet_store::OperationRow;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub fn decide(row: &OperationRow, accepted_policies: &[String]) -> Decision {
         // Escalated means hands off: it waits for a person, whatever its status.
         return Decision::Nothing;
     }
-    match row.status() {
+    match row.status {
         Status::NotStarted => decide_not_started(row, accepted_policies),
         Status::InProgress if row.lease_expired => Decision::RingReconcile,
         Status::InProgress => Decision::Nothing,
@@ -39,11 +39,11 @@ pub fn decide(row: &OperationRow, accepted_policies: &[String]) -> Decision {
 }
 
 fn decide_not_started(row: &OperationRow, accepted_policies: &[String]) -> Decision {
-    match row.approval_status.as_str() {
-        "pending" if row.approval_expired => Decision::Cancel("approval_expired"),
-        "pending" => Decision::Nothing,
-        "rejected" => Decision::Cancel("approval_rejected"),
-        "expired" => Decision::Cancel("approval_expired"),
+    match row.approval_status {
+        ApprovalStatus::Pending if row.approval_expired => Decision::Cancel("approval_expired"),
+        ApprovalStatus::Pending => Decision::Nothing,
+        ApprovalStatus::Rejected => Decision::Cancel("approval_rejected"),
+        ApprovalStatus::Expired => Decision::Cancel("approval_expired"),
         _ if row.approval_expired => Decision::Cancel("approval_expired"),
         // The stored snapshot must still hash to what was approved: a row edited behind the
         // trigger's back (or a bug) must never reach the provider, and is never quietly

@@ -2,7 +2,7 @@
 //! The doorbell only names the operation; everything else comes from the row.
 
 use fleet_broker::{Delivery, Disposition, Handler, Queue};
-use fleet_core::{Doorbell, Event, OperationId, Status};
+use fleet_core::{ApprovalStatus, Doorbell, Event, OperationId, Status};
 use fleet_store::{Claim, OperationRow, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
 use tracing::{error, info, warn};
@@ -93,7 +93,7 @@ impl ExecuteHandler {
     }
 
     async fn cancel(&self, row: &OperationRow, reason: &'static str) -> Result<(), StoreError> {
-        let approval_status = (reason == "approval_expired").then_some("expired");
+        let approval_status = (reason == "approval_expired").then_some(ApprovalStatus::Expired);
         let t = Transition {
             reason: Some(reason),
             approval_status,

@@ -2,7 +2,9 @@
 //! hold the lease meanwhile, then record the answer with the fence.
 
 use fleet_core::reconcile::key_trusted;
-use fleet_core::{answer_summary, CallResult, Effect, Event, OperationId, Outcome, Status};
+use fleet_core::{
+    answer_summary, AttemptOutcome, CallResult, Effect, Event, OperationId, Outcome, Status,
+};
 use fleet_runtime::metric_names as m;
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
@@ -31,14 +33,14 @@ impl ExecuteHandler {
                 "stored snapshot does not match its approved hash; escalating without a call"
             );
             return self
-                .escalate_without_call(&claimed, "snapshot_hash_mismatch", "unknown")
+                .escalate_without_call(&claimed, "snapshot_hash_mismatch", AttemptOutcome::Unknown)
                 .await;
         }
         let Some(call) = self.call_of(row) else {
             // prepare validated this shape; reaching here is a bug, never a reason to guess.
             error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");
             return self
-                .escalate_without_call(&claimed, "unbuildable_request", "unknown")
+                .escalate_without_call(&claimed, "unbuildable_request", AttemptOutcome::Unknown)
                 .await;
         };
         if call.spec.effect == Effect::KeyedCreate
@@ -52,7 +54,11 @@ impl ExecuteHandler {
                 fence, "idempotency key past its retention; escalating without a call"
             );
             return self
-                .escalate_without_call(&claimed, "key_retention_passed", "not_executed")
+                .escalate_without_call(
+                    &claimed,
+                    "key_retention_passed",
+                    AttemptOutcome::NotExecuted,
+                )
                 .await;
         }
         info!(operation_id = op, action = %row.action, provider = %row.provider, fence, "claimed; calling the provider");
@@ -67,9 +73,8 @@ impl ExecuteHandler {
                 fence, "lease no longer trusted before the call; not calling"
             );
             let record = AttemptRecord {
-                outcome: "not_executed",
                 detail: Some("lease_lost_before_call".into()),
-                ..Default::default()
+                ..AttemptRecord::new(AttemptOutcome::NotExecuted)
             };
             self.deps.store.record_attempt(op, fence, &record).await?;
             return Ok(());
@@ -103,9 +108,8 @@ impl ExecuteHandler {
                 metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.clone())
                     .increment(1);
                 let record = AttemptRecord {
-                    outcome: "unknown",
                     detail: Some(lost.as_str().into()),
-                    ..Default::default()
+                    ..AttemptRecord::new(AttemptOutcome::Unknown)
                 };
                 self.deps.store.record_attempt(op, fence, &record).await?;
                 self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid"))
@@ -115,7 +119,7 @@ impl ExecuteHandler {
         };
         pause::point(pause::AFTER_PROVIDER_RESPONSE).await;
         let labels = [
-            ("provider", row.provider.clone()),
+            ("provider", row.provider.as_str().to_owned()),
             ("action", row.action.clone()),
             ("outcome", outcome.label().to_owned()),
         ];
@@ -147,16 +151,15 @@ impl ExecuteHandler {
         &self,
         claimed: &ClaimedOperation,
         reason: &'static str,
-        attempt_outcome: &'static str,
+        attempt_outcome: AttemptOutcome,
     ) -> Result<(), StoreError> {
         let outcome = Outcome::Unknown {
             reason: reason.into(),
             escalate: true,
         };
         let attempt = AttemptRecord {
-            outcome: attempt_outcome,
             detail: Some(reason.into()),
-            ..Default::default()
+            ..AttemptRecord::new(attempt_outcome)
         };
         self.record(claimed, &outcome, attempt).await
     }
@@ -181,7 +184,7 @@ impl ExecuteHandler {
             TransitionOutcome::Moved { to, .. } => {
                 info!(operation_id = op, fence = claimed.fence, outcome = outcome.label(), status = %to, "recorded");
                 if let Outcome::Conflict { on, current } = outcome {
-                    metrics::counter!(m::VERSION_CONFLICTS_TOTAL, "provider" => row.provider.clone()).increment(1);
+                    metrics::counter!(m::VERSION_CONFLICTS_TOTAL, "provider" => row.provider.as_str()).increment(1);
                     warn!(operation_id = op, conflict = on.code(), current = current.as_deref(), "precondition no longer holds: cancelled; a new intent and approval are needed");
                 }
                 if to == Status::Unknown {
@@ -282,10 +285,9 @@ pub(crate) fn attempt_record(call: &CallResult, outcome: &Outcome) -> AttemptRec
         Outcome::Succeeded { .. } | Outcome::Accepted { .. } => None,
     };
     let base = AttemptRecord {
-        outcome: outcome.label(),
         external_id,
         detail,
-        ..Default::default()
+        ..AttemptRecord::new(outcome.attempt_outcome())
     };
     match call {
         CallResult::Answer(a) => AttemptRecord {

@@ -7,7 +7,7 @@
 //! nothing.
 
 use fleet_core::reconcile::{absence_provable, AttemptAges, Lookup};
-use fleet_core::Outcome;
+use fleet_core::{AttemptOutcome, Outcome};
 use fleet_store::{AttemptRecord, StoreError};
 use serde_json::{json, Value};
 use tracing::{info, warn};
@@ -22,13 +22,12 @@ fn searched(outcome: Outcome, detail: &str, evidence: &Value) -> (Outcome, Attem
         _ => None,
     };
     let record = AttemptRecord {
-        outcome: outcome.label(),
         external_id,
         detail: Some(detail.to_owned()),
         response: Some(
             json!({ "searched_before_create": evidence.get("found").cloned().unwrap_or_else(|| json!([])) }),
         ),
-        ..Default::default()
+        ..AttemptRecord::new(outcome.attempt_outcome())
     };
     (outcome, record)
 }
@@ -102,7 +101,7 @@ impl ExecuteHandler {
         let earlier = self.deps.store.attempts(op).await?;
         if earlier
             .iter()
-            .any(|a| a.fence < fence && a.outcome.as_deref() == Some("accepted"))
+            .any(|a| a.fence < fence && a.outcome == Some(AttemptOutcome::Accepted))
         {
             // The provider queued an earlier create: it may still appear. Never create twice.
             let wait = Outcome::Unknown {

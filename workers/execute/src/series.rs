@@ -13,7 +13,7 @@ pub fn series_at_zero() {
     fleet_broker::consumer_series_at_zero(Queue::OperationsExecute, &Doorbell::REFUSALS);
     fleet_broker::publisher_series_at_zero(&[Queue::OperationsReconcile]);
     for spec in CATALOGUE {
-        let (action, provider) = (spec.wire_name, spec.provider);
+        let (action, provider) = (spec.wire_name, spec.provider.as_str());
         for outcome in Outcome::LABELS {
             let labels = [
                 ("provider", provider),

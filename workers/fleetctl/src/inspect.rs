@@ -3,7 +3,7 @@
 //! dashboards read these names, so they are the columns' own.
 
 use chrono::Utc;
-use fleet_core::Status;
+use fleet_core::{AttemptOutcome, Status};
 use fleet_store::{OperationRow, Store};
 use serde_json::Value;
 
@@ -68,7 +68,8 @@ pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()>
             a.fence,
             a.worker,
             a.started_at,
-            a.outcome.as_deref().unwrap_or("(no answer recorded)"),
+            a.outcome
+                .map_or("(no answer recorded)", AttemptOutcome::as_str),
             a.http_status
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "-".into()),
@@ -122,10 +123,11 @@ pub async fn list(
             "{:<30} {:<16} {:<12} {:<26} {:>22} {:<10} {:<9} {:>5} {}",
             r.operation_id,
             r.action,
-            r.status,
+            // By name: a column's width pads text, not a value's `Display`.
+            r.status.as_str(),
             r.status_reason.as_deref().unwrap_or("-"),
             amount(&r.payload).unwrap_or_else(|| "-".into()),
-            r.approval_status,
+            r.approval_status.as_str(),
             if r.escalated_at.is_some() { "yes" } else { "-" },
             age(r.created_at, now),
             r.external_id.as_deref().unwrap_or("-"),

@@ -11,7 +11,7 @@ use serde_json::json;
 /// The provider serving `row`'s action; `None` for a row of an action or provider this
 /// build does not know (written behind the CHECK constraints' backs).
 pub fn provider_of<'a>(providers: &'a Providers, row: &OperationRow) -> Option<&'a Provider> {
-    providers.get(row.action()?.spec().provider)
+    providers.get(row.action()?.spec().provider.as_str())
 }
 
 pub async fn look_up(

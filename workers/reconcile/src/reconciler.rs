@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fleet_broker::{Publisher, Queue};
 use fleet_core::reconcile::{judge, AttemptAges, Found, Reading, Verdict};
-use fleet_core::{Doorbell, Event, OperationId, Status};
+use fleet_core::{AttemptOutcome, Doorbell, Event, OperationId, Status};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{
@@ -48,7 +48,7 @@ impl Reconciler {
         let Some(mut row) = self.store.get(op).await? else {
             return Ok(());
         };
-        if matches!(row.status(), Status::Accepted | Status::Unknown) {
+        if matches!(row.status, Status::Accepted | Status::Unknown) {
             // A signed provider event that arrived before anything could link it is the
             // cheapest evidence there is: apply it before asking the provider.
             let applied = self.store.apply_unlinked_webhooks(op).await?;
@@ -68,7 +68,7 @@ impl Reconciler {
                 };
             }
         }
-        match row.status() {
+        match row.status {
             Status::InProgress if row.lease_expired => {
                 let t = Transition {
                     reason: Some("lease_expired"),
@@ -130,7 +130,7 @@ impl Reconciler {
         let contract = contract_of(&self.providers, row, self.settings.escalate_after_lookups);
         let accepted_earlier = attempts
             .iter()
-            .any(|a| a.outcome.as_deref() == Some("accepted"));
+            .any(|a| a.outcome == Some(AttemptOutcome::Accepted));
         let out_of_patience =
             row.lookup_failures.max(0) as u32 + 1 >= contract.escalate_after_failed_lookups;
         match judge(&lookup, ages, contract) {
@@ -359,13 +359,13 @@ fn lookup_backoff(row: &OperationRow) -> Duration {
 fn definitive_attempt(attempts: &[AttemptRow]) -> Option<(Found, i64)> {
     attempts.iter().rev().find_map(|a| {
         let external_id = a.external_id.clone();
-        let found = match a.outcome.as_deref()? {
-            "succeeded" => Found::Succeeded {
+        let found = match a.outcome? {
+            AttemptOutcome::Succeeded => Found::Succeeded {
                 external_id: external_id?,
             },
             // "accepted" proves the provider took the request, not how it ended: its id is
             // looked up instead (and it forbids ever concluding absence, below).
-            "failed" => Found::Failed {
+            AttemptOutcome::Failed => Found::Failed {
                 external_id: external_id.unwrap_or_default(),
                 code: a
                     .detail

@@ -15,7 +15,7 @@ pub fn series_at_zero() {
     fleet_broker::publisher_series_at_zero(&[Queue::OperationsExecute]);
     // Only an effect that may happen twice is audited for a duplicate.
     for spec in CATALOGUE.iter().filter(|s| s.may_duplicate()) {
-        metrics::counter!(m::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => spec.provider, "action" => spec.wire_name).increment(0);
+        metrics::counter!(m::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => spec.provider.as_str(), "action" => spec.wire_name).increment(0);
     }
     // The sweeper counts the leases it expires under "any" (it moves them in bulk).
     for action in Action::ALL

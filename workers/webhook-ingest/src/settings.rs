@@ -41,8 +41,12 @@ impl Mode {
 
 /// Providers whose webhooks are accepted, as they appear in `/webhooks/{provider}` and in
 /// `operations.provider`: those whose events settle some action of the catalogue.
-pub static KNOWN_PROVIDERS: LazyLock<Vec<&'static str>> =
-    LazyLock::new(fleet_core::catalogue::webhook_providers);
+pub static KNOWN_PROVIDERS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    fleet_core::catalogue::webhook_providers()
+        .into_iter()
+        .map(fleet_core::ProviderName::as_str)
+        .collect()
+});
 
 #[derive(Debug, Clone, Args)]
 pub struct WebhookSettings {

@@ -14,7 +14,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalogue::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText, WebhookSpec,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
+    WebhookSpec,
 };
 use crate::intent::payloads::text;
 use crate::intent::proposal::Proposal;
@@ -125,7 +126,7 @@ impl ActionPayload for ContractSendPayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::ContractSend,
     wire_name: "contract.send",
-    provider: "esign",
+    provider: ProviderName::Esign,
     target: Target::Optional,
     effect: Effect::KeyedCreate,
     has_amount: false,

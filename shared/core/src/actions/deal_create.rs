@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalogue::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
 };
 use crate::intent::payloads::{amount_minor, currency, text};
 use crate::intent::proposal::Proposal;
@@ -74,7 +74,7 @@ impl ActionPayload for DealCreatePayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::CrmDealCreate,
     wire_name: "crm.deal.create",
-    provider: "crm",
+    provider: ProviderName::Crm,
     target: Target::Optional,
     effect: Effect::SearchedCreate,
     has_amount: true,

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::catalogue::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
 };
 use crate::intent::payloads::{patch, version};
 use crate::intent::proposal::TargetedProposal;
@@ -103,7 +103,7 @@ fn patch_in_words(patch: &Map<String, Value>) -> String {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::CrmDealUpdate,
     wire_name: "crm.deal.update",
-    provider: "crm",
+    provider: ProviderName::Crm,
     target: Target::Required("the deal id"),
     effect: Effect::ConditionalUpdate,
     has_amount: false,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::catalogue::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
 };
 use crate::intent::payloads::text;
 use crate::intent::proposal::TargetedProposal;
@@ -153,7 +153,7 @@ impl ActionPayload for OrderStatusChangePayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::OrderStatusChange,
     wire_name: "order.status.change",
-    provider: "orders",
+    provider: ProviderName::Orders,
     target: Target::Required("the order id"),
     effect: Effect::ConditionalUpdate,
     has_amount: false,

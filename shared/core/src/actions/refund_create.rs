@@ -6,7 +6,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalogue::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText, WebhookSpec,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
+    WebhookSpec,
 };
 use crate::intent::payloads::{amount_minor, currency, text};
 use crate::intent::proposal::Proposal;
@@ -63,7 +64,7 @@ impl ActionPayload for RefundPayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::RefundCreate,
     wire_name: "refund.create",
-    provider: "payments",
+    provider: ProviderName::Payments,
     target: Target::Optional,
     effect: Effect::KeyedCreate,
     has_amount: true,

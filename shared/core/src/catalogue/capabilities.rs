@@ -72,7 +72,7 @@ pub fn guard(
 ) -> Result<(), &'static str> {
     let spec = action.spec();
     let caps = match providers.get(provider) {
-        Some(caps) if provider == spec.provider => caps,
+        Some(caps) if provider == spec.provider.as_str() => caps,
         _ => return Err("unsupported_provider"),
     };
     match spec.effect {
@@ -153,7 +153,7 @@ mod tests {
     fn the_reference_providers_serve_their_actions() {
         for action in Action::ALL {
             assert_eq!(
-                guard(action, action.spec().provider, 1800, &reference()),
+                guard(action, action.spec().provider.as_str(), 1800, &reference()),
                 Ok(()),
                 "{action:?}"
             );
@@ -259,9 +259,9 @@ mod tests {
         ] {
             for action in Action::ALL {
                 let providers = ProviderCapabilities::default()
-                    .with(action.spec().provider, caps)
+                    .with(action.spec().provider.as_str(), caps)
                     .with("other", caps);
-                for provider in [action.spec().provider, "other", "unknown"] {
+                for provider in [action.spec().provider.as_str(), "other", "unknown"] {
                     if let Err(reason) = guard(action, provider, 3_600, &providers) {
                         assert!(REFUSALS.contains(&reason), "{reason}");
                     }

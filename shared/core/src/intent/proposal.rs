@@ -123,7 +123,7 @@ pub fn action_of_tool(name: &str) -> Option<Action> {
 
 /// The provider that serves `action`, which the tool names for the agent.
 pub fn provider_of(action: Action) -> &'static str {
-    action.spec().provider
+    action.spec().provider.as_str()
 }
 
 /// The members a proposal of `action` may carry.

@@ -125,6 +125,7 @@ fn only_a_lookup_proving_absence_leads_from_unknown_back_to_a_call() {
 fn status_names_round_trip() {
     for s in Status::ALL {
         assert_eq!(Status::parse(s.as_str()), Some(s));
+        assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
     }
     assert_eq!(Status::parse("escalated"), None);
 }

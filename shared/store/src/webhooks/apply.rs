@@ -214,10 +214,10 @@ async fn settle_in(
     action: Action,
     reported: Reported,
 ) -> Result<Settled, StoreError> {
-    let status = row.status();
+    let status = row.status;
     let identity = RowIdentity {
         operation_id: &row.operation_id,
-        provider: &row.provider,
+        provider: row.provider.as_str(),
         action: &row.action,
         external_id: row.external_id.as_deref(),
         payload: &row.payload,
@@ -237,7 +237,7 @@ async fn settle_in(
                 NOTE,
                 &[
                     &row.operation_id,
-                    &row.status,
+                    &status.as_str(),
                     &row.fence,
                     &WEBHOOK_ACTOR,
                     &reason,
@@ -289,7 +289,7 @@ async fn settle_in(
                 NOTE,
                 &[
                     &row.operation_id,
-                    &row.status,
+                    &status.as_str(),
                     &row.fence,
                     &WEBHOOK_ACTOR,
                     &reason,
@@ -316,7 +316,7 @@ async fn escalate(
         ESCALATE,
         &[
             &row.operation_id,
-            &row.status,
+            &row.status.as_str(),
             &WEBHOOK_ACTOR,
             &reason,
             &evidence(ev, Some(reason)),

@@ -3,7 +3,7 @@
 //! carries one, and its history as lines a person reads.
 
 use fleet_core::wording::{describe, expiry_in_words, value_in_words};
-use fleet_core::{canonical_json, Role, Status};
+use fleet_core::{canonical_json, ApprovalStatus, AttemptOutcome, Role, Status};
 use fleet_store::{AttemptRow, ConsoleOperation, EventRow, Principal};
 use serde_json::Value;
 
@@ -32,8 +32,8 @@ pub struct Card {
     pub tenant: String,
     pub headline: String,
     pub action: String,
-    pub status: String,
-    pub approval_status: String,
+    pub status: Status,
+    pub approval_status: ApprovalStatus,
     pub pending: bool,
     /// "expires in 54 min" while the approval is pending.
     pub expiry: String,
@@ -53,8 +53,8 @@ fn text(v: &Value, key: &str) -> Option<String> {
 impl Card {
     pub fn of(op: &ConsoleOperation) -> Card {
         let r = &op.row;
-        let pending = r.approval_status == "pending"
-            && r.status == Status::NotStarted.as_str()
+        let pending = r.approval_status == ApprovalStatus::Pending
+            && r.status == Status::NotStarted
             && op.expires_in_s > 0;
         let quorum = match (
             op.view.get("approvals_received").and_then(Value::as_i64),
@@ -76,8 +76,8 @@ impl Card {
             tenant: r.tenant_id.clone(),
             headline: describe(&r.action, r.target.as_deref(), &r.payload),
             action: r.action.clone(),
-            status: r.status.clone(),
-            approval_status: r.approval_status.clone(),
+            status: r.status,
+            approval_status: r.approval_status,
             pending,
             expiry: expiry_in_words(op.expires_in_s),
             submitted_by: text(&op.view, "submitted_by")
@@ -116,7 +116,7 @@ impl Detail {
     pub fn of(op: &ConsoleOperation) -> Detail {
         let r = &op.row;
         Detail {
-            provider: r.provider.clone(),
+            provider: r.provider.as_str().to_owned(),
             target: r.target.clone(),
             payload_hash: r.payload_hash.clone(),
             canonical_json: canonical_json(&r.snapshot().to_json()),
@@ -256,8 +256,8 @@ impl AttemptLine {
             finished_at: a.finished_at.map(at).unwrap_or_else(|| "—".into()),
             outcome: a
                 .outcome
-                .clone()
-                .unwrap_or_else(|| "no answer recorded".into()),
+                .map_or("no answer recorded", AttemptOutcome::as_str)
+                .to_owned(),
             http_status: a.http_status.map(|s| s.to_string()).unwrap_or_default(),
             external_id: a.external_id.clone().unwrap_or_default(),
             provider_request_id: a.provider_request_id.clone().unwrap_or_default(),
@@ -289,13 +289,12 @@ impl Allowed {
         } else {
             None
         };
-        let status = Status::parse(&card.status);
         let operator = p.role == Role::Operator;
         let settleable = matches!(
-            status,
-            Some(Status::Unknown | Status::Accepted | Status::Disputed)
+            card.status,
+            Status::Unknown | Status::Accepted | Status::Disputed
         ) || card.escalated;
-        let final_for_workers = status.is_none_or(Status::is_final);
+        let final_for_workers = card.status.is_final();
         Allowed {
             approve: card.pending && approve_why_not.is_none(),
             approve_why_not,

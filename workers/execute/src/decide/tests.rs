@@ -1,6 +1,6 @@
 use super::*;
 use chrono::Utc;
-use fleet_core::Snapshot;
+use fleet_core::{ApprovalStatus, ProviderName, Snapshot, Status};
 use serde_json::json;
 
 fn approved_row() -> OperationRow {
@@ -20,7 +20,7 @@ fn approved_row() -> OperationRow {
         operation_id: snapshot.operation_id,
         tenant_id: snapshot.tenant_id,
         action: snapshot.action,
-        provider: snapshot.provider,
+        provider: ProviderName::Payments,
         target: None,
         supersedes: None,
         rationale: None,
@@ -29,12 +29,12 @@ fn approved_row() -> OperationRow {
         policy_version: snapshot.policy_version,
         data_version: snapshot.data_version,
         idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".into(),
-        approval_status: "approved".into(),
+        approval_status: ApprovalStatus::Approved,
         approval_expires_at: now,
         approved_hash: Some(hash),
         decided_by: Some("alice".into()),
         decided_at: Some(now),
-        status: "not_started".into(),
+        status: Status::NotStarted,
         status_reason: None,
         fence: 0,
         lease_owner: None,
@@ -73,7 +73,7 @@ fn approval_problems_cancel_without_a_call() {
     r.approval_expired = true;
     assert_eq!(decide(&r, &[]), Decision::Cancel("approval_expired"));
     let mut r = approved_row();
-    r.approval_status = "rejected".into();
+    r.approval_status = ApprovalStatus::Rejected;
     assert_eq!(decide(&r, &[]), Decision::Cancel("approval_rejected"));
     assert_eq!(
         decide(&approved_row(), &["payments-v4".into()]),
@@ -99,9 +99,14 @@ fn a_snapshot_that_no_longer_matches_its_approval_is_escalated_never_cancelled()
 
 #[test]
 fn an_escalated_row_is_left_to_a_person_whatever_its_status() {
-    for status in ["not_started", "in_progress", "unknown", "accepted"] {
+    for status in [
+        Status::NotStarted,
+        Status::InProgress,
+        Status::Unknown,
+        Status::Accepted,
+    ] {
         let mut r = approved_row();
-        r.status = status.into();
+        r.status = status;
         r.lease_expired = true;
         r.escalated_at = Some(chrono::Utc::now());
         assert_eq!(decide(&r, &[]), Decision::Nothing, "{status}");
@@ -111,18 +116,24 @@ fn an_escalated_row_is_left_to_a_person_whatever_its_status() {
 #[test]
 fn pending_rows_wait_and_others_are_left_alone_or_sent_to_reconcile() {
     let mut r = approved_row();
-    r.approval_status = "pending".into();
+    r.approval_status = ApprovalStatus::Pending;
     r.approved_hash = None;
     assert_eq!(decide(&r, &[]), Decision::Nothing);
     let mut r = approved_row();
-    r.status = "in_progress".into();
+    r.status = Status::InProgress;
     assert_eq!(decide(&r, &[]), Decision::Nothing);
     r.lease_expired = true;
     assert_eq!(decide(&r, &[]), Decision::RingReconcile);
-    r.status = "unknown".into();
+    r.status = Status::Unknown;
     assert_eq!(decide(&r, &[]), Decision::RingReconcile);
-    for s in ["accepted", "succeeded", "failed", "cancelled", "disputed"] {
-        r.status = s.into();
+    for s in [
+        Status::Accepted,
+        Status::Succeeded,
+        Status::Failed,
+        Status::Cancelled,
+        Status::Disputed,
+    ] {
+        r.status = s;
         assert_eq!(decide(&r, &[]), Decision::Nothing, "{s}");
     }
 }

@@ -171,7 +171,7 @@ async fn drive(
 
     // Settled for the machine: final, or escalated to a person (reported as such).
     let settled = |row: Option<&fleet_store::OperationRow>| {
-        row.is_some_and(|r| r.status().is_final() || r.escalated_at.is_some())
+        row.is_some_and(|r| r.status.is_final() || r.escalated_at.is_some())
     };
     report::wait_until(&store, &ids, deadline, settled, "final or escalated").await?;
     report::wait_for_events(&store, deadline).await?;

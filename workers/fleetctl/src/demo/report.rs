@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fleet_core::wording::describe;
-use fleet_core::OperationId;
+use fleet_core::{OperationId, Status};
 use fleet_store::{OperationRow, Store};
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
@@ -129,7 +129,7 @@ pub async fn print(
         let n = effects(&client, sim_url, op).await?;
         // Exactly once: one effect iff the log says succeeded, none otherwise.
         // (An escalated, non-final operation is waiting for a person, not a disagreement.)
-        if row.status().is_final() && n != i64::from(row.status == "succeeded") {
+        if row.status.is_final() && n != i64::from(row.status == Status::Succeeded) {
             violations += 1;
         }
         println!(
@@ -139,7 +139,7 @@ pub async fn print(
             if row.escalated_at.is_some() {
                 format!("{} (escalated)", row.status)
             } else {
-                row.status.clone()
+                row.status.to_string()
             },
             row.error_code
                 .as_deref()
@@ -152,7 +152,7 @@ pub async fn print(
         let key = if row.escalated_at.is_some() {
             format!("{} escalated", row.status)
         } else {
-            row.status.clone()
+            row.status.to_string()
         };
         *by_status.entry(key).or_default() += 1;
     }
