@@ -319,7 +319,7 @@ async fn approve_as_prepared(
         // The full sweep falls back to the older time: one statement, one plan (the pool
         // plans generically, so `$3 IS NULL OR …` would never use the index).
         let window = match since {
-            Some(t) if polls % APPROVER_FULL_SWEEP_EVERY != 0 => t,
+            Some(t) if !polls.is_multiple_of(APPROVER_FULL_SWEEP_EVERY) => t,
             _ => DateTime::<Utc>::UNIX_EPOCH,
         };
         let client = store.client().await?;
