@@ -11,6 +11,7 @@ pub mod catalogue;
 pub mod currency;
 pub mod doorbell;
 pub mod events;
+pub mod execute;
 pub mod hash;
 pub mod ids;
 pub mod intent;
