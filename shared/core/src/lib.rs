@@ -23,6 +23,7 @@ pub mod resolution;
 pub mod session;
 pub mod state;
 pub mod strict_json;
+pub mod supersede;
 pub use answer::answer_summary;
 pub mod waiting;
 pub mod webhook;
