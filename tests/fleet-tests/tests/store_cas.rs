@@ -417,7 +417,8 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
         TransitionOutcome::Moved { .. }
     ));
 
-    let client = store.client().await.unwrap();
+    // The store's own session: its settings and prepared statements are visible there only.
+    let client = store.pooled_session().await.unwrap();
     let mode: String = client
         .query_one("SHOW plan_cache_mode", &[])
         .await

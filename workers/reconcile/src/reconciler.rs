@@ -13,8 +13,8 @@ use fleet_core::{Doorbell, Event, OperationId, Status};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{
-    record_lookup_on, transition_in, AttemptRow, AuditDelays, OperationRow, Store, StoreError,
-    Transition, TransitionOutcome, WebhookOutcome,
+    AttemptRow, AuditDelays, OperationRow, Store, StoreError, Transition, TransitionOutcome,
+    WebhookOutcome,
 };
 use serde_json::{json, Value};
 use tracing::{info, warn};
@@ -223,8 +223,8 @@ impl Reconciler {
             },
         };
         let outcome = self
-            .apply_with_lookup(
-                row,
+            .store
+            .record_lookup_and_move(
                 &evidence,
                 Transition {
                     reason: Some("reconciled"),
@@ -252,7 +252,8 @@ impl Reconciler {
                 ACTOR,
             )
         };
-        if let TransitionOutcome::Moved { .. } = self.apply_with_lookup(row, &evidence, t).await? {
+        let outcome = self.store.record_lookup_and_move(&evidence, t).await?;
+        if let TransitionOutcome::Moved { .. } = outcome {
             info!(operation_id = %row.operation_id, "provider holds no effect; retrying with the same key");
             self.ring_execute(&row.operation_id).await;
         }
@@ -277,28 +278,11 @@ impl Reconciler {
                 ACTOR,
             )
         };
-        if let TransitionOutcome::Moved { .. } = self.apply_with_lookup(row, &evidence, t).await? {
+        let outcome = self.store.record_lookup_and_move(&evidence, t).await?;
+        if let TransitionOutcome::Moved { .. } = outcome {
             warn!(operation_id = %row.operation_id, reason, "escalated to an operator");
         }
         Ok(())
-    }
-
-    /// Records the lookup and applies the move in one transaction: the history always
-    /// shows the lookup that justified a move.
-    async fn apply_with_lookup(
-        &self,
-        row: &OperationRow,
-        evidence: &Value,
-        t: Transition<'_>,
-    ) -> Result<TransitionOutcome, StoreError> {
-        let from = t.expected;
-        let mut client = self.store.client().await?;
-        let tx = client.transaction().await?;
-        record_lookup_on(&tx, &row.operation_id, row.fence, evidence, false, None).await?;
-        let outcome = transition_in(&tx, t, None).await?;
-        tx.commit().await?;
-        outcome.observe(from);
-        Ok(outcome)
     }
 
     /// Best effort: the sweeper re-rings approved rows that wait too long.

@@ -26,6 +26,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::sql::BenchSql;
+
 /// The tenant of every operation the bench submits (history rows have others).
 pub const TENANT: &str = "org_bench";
 pub const APPROVER: &str = "bench-approver";
@@ -183,6 +185,7 @@ pub struct PipelineLoad {
 /// prepared. Returns when every intent is submitted and approved.
 pub async fn pipeline(
     store: &Store,
+    sql: &BenchSql,
     submitters: &[Publisher],
     approvers: &[Publisher],
     intents: &Arc<Vec<BenchIntent>>,
@@ -196,7 +199,7 @@ pub async fn pipeline(
         rate,
         tally.clone(),
     ));
-    approve_as_prepared(store, approvers, intents, tally).await?;
+    approve_as_prepared(store, sql, approvers, intents, tally).await?;
     let approve_s = start.elapsed().as_secs_f64();
     let submit_s = submit.await??;
     Ok(PipelineLoad {
@@ -259,6 +262,7 @@ async fn approve_and_ring(
 /// one of the approver tasks, which approve the hash the bench computed itself.
 async fn approve_as_prepared(
     store: &Store,
+    sql: &BenchSql,
     approvers: &[Publisher],
     intents: &Arc<Vec<BenchIntent>>,
     tally: &Arc<BenchTally>,
@@ -302,7 +306,7 @@ async fn approve_as_prepared(
     let mut remaining = intents.len();
     let mut next_lane = 0;
     while remaining > 0 {
-        let client = store.client().await?;
+        let client = sql.client().await?;
         let rows = client
             .query(
                 "SELECT /* fleetctl bench */ operation_id FROM operations
