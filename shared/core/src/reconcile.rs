@@ -12,6 +12,13 @@ use serde_json::{json, Value};
 
 use crate::catalogue::Subject;
 
+mod settle;
+
+pub use settle::{
+    definitive_attempt, lookup_backoff, settle, AskAgain, AttemptSeen, Settle, SettleFacts,
+    MAX_LOOKUP_BACKOFF,
+};
+
 /// What one provider object says about the effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Found {

@@ -42,8 +42,9 @@ pub use principals::{NewToken, Principal, TokenCreated, TokenListing, TokenRevok
 pub use read::{ApprovalGauges, FleetGauges};
 pub use roles::{role_url, DbRole};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
-pub use sweep::{record_lookup_on, AttemptAgesMs};
-pub use transition::{transition_in, Transition, TransitionOutcome};
+pub use sweep::AttemptAgesMs;
+pub(crate) use transition::transition_in;
+pub use transition::{Transition, TransitionOutcome};
 pub use views::{PageKey, ViewFilter};
 pub use webhooks::{
     check_identity, decide as decide_webhook, EventKind, ObjectIdentity, Reported, ReportedObject,

@@ -44,8 +44,8 @@ impl Store {
     }
 
     /// [`Store::connect`] under another `application_name` (what `pg_stat_activity` shows),
-    /// for a client whose connections must be told apart from the fleet's (the bench's own
-    /// readings, left out of the fleet's Postgres CPU).
+    /// for a client whose connections must be told apart from the fleet's (the bench's
+    /// inserts and approvals, left out of the fleet's Postgres CPU).
     pub fn connect_as(
         database_url: &str,
         max_size: usize,
@@ -101,9 +101,17 @@ impl Store {
         matches!(tokio::time::timeout(timeout, check).await, Ok(Some(_)))
     }
 
-    /// A pooled connection, for callers that need their own transaction
-    /// (see [`crate::transition_in`]).
-    pub async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+    /// A pooled connection. The store's own: everything outside it goes through the
+    /// store's methods, so every write keeps its compare-and-set and its history row.
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         Ok(self.pool.get().await?)
+    }
+
+    /// One of the pool's own connections, for a test that inspects what the store leaves
+    /// on its sessions (their settings, the statements it prepared), which no other
+    /// session can see. Never for queries of one's own: those go through the store.
+    #[cfg(feature = "test-support")]
+    pub async fn pooled_session(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.client().await
     }
 }

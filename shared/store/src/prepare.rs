@@ -1,5 +1,6 @@
 //! prepare's one write: the immutable snapshot, idempotent by operation_id.
 
+use fleet_core::supersede::{replaceable, Replaceable};
 use fleet_core::{Status, ValidIntent};
 use futures_util::future::try_join_all;
 
@@ -34,20 +35,6 @@ WITH inserted AS (
 )
 SELECT count(*) AS inserted FROM inserted";
 
-/// Whether the superseded operation can still be replaced: it was never claimed, or it
-/// ended without any possible effect (a conditional update whose precondition the
-/// provider refused, or a claim that never happened).
-fn replaceable(status: Status, fence: i64, reason: Option<&str>) -> Result<bool, &'static str> {
-    match (status, reason) {
-        // Claimed before (fence > 0) means a request may have gone out under the old key:
-        // a new operation with a new key could double it.
-        (Status::NotStarted, _) if fence == 0 => Ok(true),
-        (Status::Cancelled, Some("version_conflict" | "status_conflict")) => Ok(false),
-        (Status::Cancelled, _) if fence == 0 => Ok(false),
-        _ => Err("supersedes_executed"),
-    }
-}
-
 impl Store {
     /// Inserts an intent that replaces `old` after a correction: in one transaction the old
     /// operation is cancelled (if it never started) and the new one inserted, linked to it.
@@ -79,8 +66,9 @@ impl Store {
             return Ok(PrepareOutcome::Refused("supersedes_other_tenant_or_action"));
         }
         let cancel_old = match replaceable(status, fence, reason.as_deref()) {
-            Ok(cancel) => cancel,
-            Err(refusal) => return Ok(PrepareOutcome::Refused(refusal)),
+            Replaceable::CancelIt => true,
+            Replaceable::AlreadyEnded => false,
+            Replaceable::Refused(refusal) => return Ok(PrepareOutcome::Refused(refusal)),
         };
         let inserted = insert_on(&tx, intent, approvals_required, submitted_by).await?;
         if !inserted {
@@ -96,7 +84,7 @@ impl Store {
                 ),
                 ..crate::Transition::new(
                     old,
-                    fleet_core::Status::NotStarted,
+                    Status::NotStarted,
                     fence,
                     fleet_core::Event::CancelBeforeStart,
                     "prepare",
@@ -106,7 +94,7 @@ impl Store {
         }
         tx.commit().await?;
         if let Some(o) = outcome {
-            o.observe(fleet_core::Status::NotStarted);
+            o.observe(Status::NotStarted);
         }
         Ok(PrepareOutcome::Inserted)
     }

@@ -204,11 +204,29 @@ impl Store {
         let client = self.client().await?;
         record_lookup_on(&client, operation_id, fence, evidence, failed, next_in).await
     }
+
+    /// Records one lookup of `t`'s operation at `t`'s fence (not failed, nothing
+    /// scheduled) and applies the move `t` it justified, in one transaction: the history
+    /// always shows the lookup behind a move.
+    pub async fn record_lookup_and_move(
+        &self,
+        evidence: &Value,
+        t: Transition<'_>,
+    ) -> Result<TransitionOutcome, StoreError> {
+        let from = t.expected;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        record_lookup_on(&tx, t.operation_id, t.fence, evidence, false, None).await?;
+        let outcome = transition_in(&tx, t, None).await?;
+        tx.commit().await?;
+        outcome.observe(from);
+        Ok(outcome)
+    }
 }
 
 /// As [`Store::record_lookup`], on the caller's client or transaction, so a lookup that
 /// proves absence commits together with the move back to not_started.
-pub async fn record_lookup_on(
+async fn record_lookup_on(
     client: &impl deadpool_postgres::GenericClient,
     operation_id: &str,
     fence: i64,

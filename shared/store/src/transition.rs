@@ -194,9 +194,9 @@ impl Store {
 }
 
 /// [`Store::transition`] inside the caller's transaction, for writes that must commit
-/// together with the move (a webhook's dedup row, a sweeper's batch). The caller calls
-/// [`TransitionOutcome::observe`] after its commit.
-pub async fn transition_in(
+/// together with the move (a webhook's dedup row, a sweeper's batch, a lookup). The caller
+/// calls [`TransitionOutcome::observe`] after its commit.
+pub(crate) async fn transition_in(
     tx: &Transaction<'_>,
     t: Transition<'_>,
     attempt: Option<&AttemptRecord>,

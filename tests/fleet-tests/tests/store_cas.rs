@@ -432,7 +432,8 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
         TransitionOutcome::Moved { .. }
     ));
 
-    let client = store.client().await.unwrap();
+    // The store's own session: its settings and prepared statements are visible there only.
+    let client = store.pooled_session().await.unwrap();
     let mode: String = client
         .query_one("SHOW plan_cache_mode", &[])
         .await
@@ -564,7 +565,7 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
         "the same statement claims from the backlog"
     );
 
-    let client = store.client().await.unwrap();
+    let client = store.pooled_session().await.unwrap();
     let prepared = client
         .query(
             "SELECT name, cardinality(parameter_types) FROM pg_prepared_statements

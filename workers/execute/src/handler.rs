@@ -2,13 +2,14 @@
 //! The doorbell only names the operation; everything else comes from the row.
 
 use fleet_broker::{Delivery, Disposition, Handler, Queue};
+use fleet_core::execute::{decide, Decision};
 use fleet_core::{ApprovalStatus, Doorbell, Event, OperationId, Status};
 use fleet_store::{Claim, OperationRow, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
 use tracing::{error, info, warn};
 
 use crate::batches::Batches;
-use crate::decide::{decide, Decision};
+use crate::facts::facts_of;
 use crate::ExecuteDeps;
 
 pub struct ExecuteHandler {
@@ -60,7 +61,7 @@ impl ExecuteHandler {
                 info!(operation_id = %op, "doorbell for an operation that is not prepared; nothing to do");
                 return Ok(());
             };
-            match decide(&row, &self.policies) {
+            match decide(facts_of(&row, &self.policies)) {
                 Decision::Claim => {
                     let claim_sent_at = Instant::now();
                     let claim = self

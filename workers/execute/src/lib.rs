@@ -6,7 +6,7 @@
 
 mod batches;
 mod call;
-mod decide;
+mod facts;
 mod handler;
 mod lease;
 mod pause;
@@ -22,7 +22,6 @@ use fleet_providers::Providers;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
-pub use decide::{decide, Decision};
 pub use handler::ExecuteHandler;
 pub use settings::ExecuteSettings;
 

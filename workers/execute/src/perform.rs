@@ -1,9 +1,10 @@
 //! One claimed attempt: call the provider once (resending only what provably never left),
 //! hold the lease meanwhile, then record the answer with the fence.
 
+use fleet_core::execute::answer_move;
 use fleet_core::reconcile::key_trusted;
 use fleet_core::{
-    answer_summary, AttemptOutcome, CallResult, Effect, Event, OperationId, Outcome, Status,
+    answer_summary, AttemptOutcome, CallResult, Effect, OperationId, Outcome, Status,
 };
 use fleet_runtime::metric_names as m;
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
@@ -209,59 +210,32 @@ impl ExecuteHandler {
 }
 
 /// The fenced transition that records `answer`: from `in_progress` at the claim's fence,
-/// to where the provider's answer leads.
+/// as `fleet_core::execute::answer_move` says.
 pub(crate) fn transition_of(answer: &Answer, accepted_deadline_s: u32) -> Transition<'_> {
-    let base = Transition::new(
-        &answer.operation_id,
-        Status::InProgress,
-        answer.fence,
-        Event::ProviderAmbiguous,
-        "execute",
-    );
-    // The operation's result is the attempt's allow-listed summary of the answer.
+    let step = answer_move(&answer.outcome, accepted_deadline_s);
     let attempt = &answer.attempt;
-    let result = attempt.response.clone();
-    match &answer.outcome {
-        Outcome::Succeeded { external_id } => Transition {
-            event: Event::ProviderSucceeded,
-            external_id: Some(external_id),
-            provider_request_id: attempt.provider_request_id.as_deref(),
-            result,
-            ..base
+    Transition {
+        reason: step.reason,
+        error_code: step.error_code,
+        external_id: step.external_id,
+        deadline_s: step.deadline_s.map(f64::from),
+        escalate: step.escalate,
+        provider_request_id: attempt
+            .provider_request_id
+            .as_deref()
+            .filter(|_| step.keeps_request_id),
+        result: if step.keeps_result {
+            attempt.response.clone()
+        } else {
+            None
         },
-        Outcome::Failed { code } => Transition {
-            event: Event::ProviderFailed,
-            reason: Some("provider_rejected"),
-            error_code: Some(code),
-            provider_request_id: attempt.provider_request_id.as_deref(),
-            result,
-            ..base
-        },
-        Outcome::Accepted { external_id } => Transition {
-            event: Event::ProviderAccepted,
-            external_id: external_id.as_deref(),
-            provider_request_id: attempt.provider_request_id.as_deref(),
-            result,
-            deadline_s: Some(f64::from(accepted_deadline_s)),
-            ..base
-        },
-        Outcome::Conflict { on, .. } => Transition {
-            event: Event::ProviderConflict,
-            reason: Some(on.code()),
-            error_code: Some(on.code()),
-            result,
-            ..base
-        },
-        Outcome::NotExecuted { reason } => Transition {
-            event: Event::ProviderNotSent,
-            reason: Some(reason),
-            ..base
-        },
-        Outcome::Unknown { reason, escalate } => Transition {
-            reason: Some(reason),
-            escalate: *escalate,
-            ..base
-        },
+        ..Transition::new(
+            &answer.operation_id,
+            Status::InProgress,
+            answer.fence,
+            step.event,
+            "execute",
+        )
     }
 }
 

@@ -1,18 +1,20 @@
-//! Reconciling one operation: local evidence first, then the provider, then the verdict
-//! of the domain's `judge`. Every move is a fenced compare-and-set, so two reconcilers on
-//! one operation resolve it once.
+//! Reconciling one operation: local evidence first, then the provider, then what the
+//! domain's `judge` and `settle` say to do. Every move is a fenced compare-and-set, so two
+//! reconcilers on one operation resolve it once.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use fleet_broker::{Publisher, Queue};
-use fleet_core::reconcile::{judge, AttemptAges, Found, Reading, Verdict};
-use fleet_core::{AttemptOutcome, Doorbell, Event, OperationId, Status};
+use fleet_core::reconcile::{
+    definitive_attempt, judge, settle, AskAgain, AttemptAges, AttemptSeen, Found, Reading, Settle,
+    SettleFacts,
+};
+use fleet_core::{Doorbell, Event, OperationId, Status};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{
-    record_lookup_on, transition_in, AttemptRow, AuditDelays, OperationRow, Store, StoreError,
-    Transition, TransitionOutcome, WebhookOutcome,
+    AttemptRow, AuditDelays, OperationRow, Store, StoreError, Transition, TransitionOutcome,
+    WebhookOutcome,
 };
 use serde_json::{json, Value};
 use tracing::{info, warn};
@@ -30,7 +32,6 @@ pub struct Reconciler {
 }
 
 const ACTOR: &str = "reconcile";
-const MAX_LOOKUP_BACKOFF: Duration = Duration::from_secs(60);
 
 impl Reconciler {
     pub fn new(deps: &ReconcileDeps) -> Self {
@@ -108,7 +109,8 @@ impl Reconciler {
     async fn settle_unknown(&self, row: &OperationRow) -> Result<(), StoreError> {
         let op = row.operation_id.as_str();
         let attempts = self.store.attempts(op).await?;
-        if let Some((found, fence)) = definitive_attempt(&attempts) {
+        let seen: Vec<AttemptSeen<'_>> = attempts.iter().map(attempt_seen).collect();
+        if let Some((found, fence)) = definitive_attempt(&seen) {
             // A worker that lost its lease still wrote what the provider told it.
             let evidence =
                 json!({"via": "attempts", "fence": fence, "found": [found.external_id()]});
@@ -121,81 +123,46 @@ impl Reconciler {
         let Reading { lookup, evidence } =
             look_up(&self.providers, row, external_id.as_deref()).await;
         let ages = self.store.attempt_ages(op).await?;
+        let failed_lookups_so_far = row.lookup_failures.max(0) as u32;
         let ages = AttemptAges {
             newest_ms: ages.newest,
             newest_start_ms: ages.newest_start,
             oldest_ms: ages.oldest,
-            failed_lookups_so_far: row.lookup_failures.max(0) as u32,
+            failed_lookups_so_far,
         };
         let contract = contract_of(&self.providers, row, self.settings.escalate_after_lookups);
-        let accepted_earlier = attempts
-            .iter()
-            .any(|a| a.outcome == Some(AttemptOutcome::Accepted));
-        let out_of_patience =
-            row.lookup_failures.max(0) as u32 + 1 >= contract.escalate_after_failed_lookups;
-        match judge(&lookup, ages, contract) {
-            // Still pending at the provider after its deadline: accepted again, but only a
-            // bounded number of times before a person looks.
-            Verdict::Resolve(Found::Pending { .. }) if out_of_patience => {
-                self.escalate(row, "still_pending", evidence).await
-            }
-            Verdict::Resolve(found @ Found::Pending { .. }) => {
+        let facts = SettleFacts::new(&seen, failed_lookups_so_far, contract);
+        match settle(judge(&lookup, ages, contract), facts) {
+            Settle::Resolve(found) => self.resolve(row, Status::Unknown, &found, evidence).await,
+            Settle::AcceptAgain(found) => {
                 self.store
                     .record_lookup(op, row.fence, &evidence, true, None)
                     .await?;
                 self.resolve(row, Status::Unknown, &found, evidence).await
             }
-            Verdict::Resolve(found) => self.resolve(row, Status::Unknown, &found, evidence).await,
-            // The provider accepted a request (a queued create) that no lookup shows yet:
-            // that is not absence. Ask again; a person decides if it never appears.
-            Verdict::Absent if accepted_earlier && out_of_patience => {
-                self.escalate(row, "accepted_but_not_found", evidence).await
-            }
-            Verdict::Absent if accepted_earlier => {
-                warn!(
-                    operation_id = op,
-                    "accepted earlier but not found yet; asking again later"
-                );
+            Settle::AskAgain { why, failed, after } => {
+                match why {
+                    AskAgain::AcceptedNotFoundYet => warn!(
+                        operation_id = op,
+                        "accepted earlier but not found yet; asking again later"
+                    ),
+                    AskAgain::SearchMayLag => info!(
+                        operation_id = op,
+                        wait_ms = after.as_millis() as u64,
+                        "not found yet; the search may lag, asking again later"
+                    ),
+                    AskAgain::LookupFailed => warn!(
+                        operation_id = op,
+                        failures = row.lookup_failures + 1,
+                        "lookup failed; asking again later"
+                    ),
+                }
                 self.store
-                    .record_lookup(op, row.fence, &evidence, true, Some(lookup_backoff(row)))
+                    .record_lookup(op, row.fence, &evidence, failed, Some(after))
                     .await
             }
-            // The key holds a saved error (a replayed 5xx): every same-key retry will get
-            // the same answer until the key expires, so only a person can move this on.
-            Verdict::Absent
-                if attempts.iter().any(|a| {
-                    a.replayed == Some(true) && a.http_status.is_some_and(|s| s >= 500)
-                }) =>
-            {
-                self.escalate(row, "saved_error_replayed", evidence).await
-            }
-            Verdict::Absent => self.send_back(row, evidence).await,
-            Verdict::WaitForSearchLag { wait_ms } => {
-                info!(
-                    operation_id = op,
-                    wait_ms, "not found yet; the search may lag, asking again later"
-                );
-                self.store
-                    .record_lookup(
-                        op,
-                        row.fence,
-                        &evidence,
-                        false,
-                        Some(Duration::from_millis(wait_ms)),
-                    )
-                    .await
-            }
-            Verdict::RetryLater => {
-                warn!(
-                    operation_id = op,
-                    failures = row.lookup_failures + 1,
-                    "lookup failed; asking again later"
-                );
-                self.store
-                    .record_lookup(op, row.fence, &evidence, true, Some(lookup_backoff(row)))
-                    .await
-            }
-            Verdict::Escalate(reason) => self.escalate(row, reason, evidence).await,
+            Settle::SendBack => self.send_back(row, evidence).await,
+            Settle::Escalate(reason) => self.escalate(row, reason, evidence).await,
         }
     }
 
@@ -256,8 +223,8 @@ impl Reconciler {
             },
         };
         let outcome = self
-            .apply_with_lookup(
-                row,
+            .store
+            .record_lookup_and_move(
                 &evidence,
                 Transition {
                     reason: Some("reconciled"),
@@ -285,7 +252,8 @@ impl Reconciler {
                 ACTOR,
             )
         };
-        if let TransitionOutcome::Moved { .. } = self.apply_with_lookup(row, &evidence, t).await? {
+        let outcome = self.store.record_lookup_and_move(&evidence, t).await?;
+        if let TransitionOutcome::Moved { .. } = outcome {
             info!(operation_id = %row.operation_id, "provider holds no effect; retrying with the same key");
             self.ring_execute(&row.operation_id).await;
         }
@@ -310,28 +278,11 @@ impl Reconciler {
                 ACTOR,
             )
         };
-        if let TransitionOutcome::Moved { .. } = self.apply_with_lookup(row, &evidence, t).await? {
+        let outcome = self.store.record_lookup_and_move(&evidence, t).await?;
+        if let TransitionOutcome::Moved { .. } = outcome {
             warn!(operation_id = %row.operation_id, reason, "escalated to an operator");
         }
         Ok(())
-    }
-
-    /// Records the lookup and applies the move in one transaction: the history always
-    /// shows the lookup that justified a move.
-    async fn apply_with_lookup(
-        &self,
-        row: &OperationRow,
-        evidence: &Value,
-        t: Transition<'_>,
-    ) -> Result<TransitionOutcome, StoreError> {
-        let from = t.expected;
-        let mut client = self.store.client().await?;
-        let tx = client.transaction().await?;
-        record_lookup_on(&tx, &row.operation_id, row.fence, evidence, false, None).await?;
-        let outcome = transition_in(&tx, t, None).await?;
-        tx.commit().await?;
-        outcome.observe(from);
-        Ok(outcome)
     }
 
     /// Best effort: the sweeper re-rings approved rows that wait too long.
@@ -349,31 +300,14 @@ impl Reconciler {
     }
 }
 
-/// Exponential pause after an inconclusive lookup: 1 s, 2 s, 4 s … at most a minute, so
-/// `ESCALATE_AFTER_LOOKUPS` tries span a useful stretch of time, not a few sweeps.
-fn lookup_backoff(row: &OperationRow) -> Duration {
-    Duration::from_secs(1u64 << row.lookup_failures.clamp(0, 6)).min(MAX_LOOKUP_BACKOFF)
-}
-
-/// The newest attempt that recorded a final answer, if any.
-fn definitive_attempt(attempts: &[AttemptRow]) -> Option<(Found, i64)> {
-    attempts.iter().rev().find_map(|a| {
-        let external_id = a.external_id.clone();
-        let found = match a.outcome? {
-            AttemptOutcome::Succeeded => Found::Succeeded {
-                external_id: external_id?,
-            },
-            // "accepted" proves the provider took the request, not how it ended: its id is
-            // looked up instead (and it forbids ever concluding absence, below).
-            AttemptOutcome::Failed => Found::Failed {
-                external_id: external_id.unwrap_or_default(),
-                code: a
-                    .detail
-                    .clone()
-                    .unwrap_or_else(|| "provider_rejected".into()),
-            },
-            _ => return None,
-        };
-        Some((found, a.fence))
-    })
+/// An attempt row as `fleet_core::reconcile` reads it.
+fn attempt_seen(a: &AttemptRow) -> AttemptSeen<'_> {
+    AttemptSeen {
+        fence: a.fence,
+        outcome: a.outcome,
+        external_id: a.external_id.as_deref(),
+        detail: a.detail.as_deref(),
+        http_status: a.http_status,
+        replayed: a.replayed,
+    }
 }

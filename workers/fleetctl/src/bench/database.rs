@@ -16,6 +16,8 @@ use anyhow::Context;
 use fleet_store::Store;
 use tokio::time::{sleep, Instant};
 
+use super::sql::BenchSql;
+
 /// The `application_name` of the bench's own connections to the bench database, so its
 /// polls and readings can be told apart from the fleet's work.
 pub const BENCH_APP: &str = "fleetctl-bench";
@@ -26,7 +28,8 @@ const DISCONNECT_POLL: Duration = Duration::from_millis(50);
 pub struct BenchDb {
     pub name: String,
     pub url: String,
-    maintenance: Store,
+    /// On the `postgres` maintenance database.
+    maintenance: BenchSql,
 }
 
 /// `url` with its database replaced by `name` (user, host, port and options kept).
@@ -116,8 +119,7 @@ impl BenchDb {
         migrator: Option<&Path>,
     ) -> anyhow::Result<BenchDb> {
         let url = url_with_database(server_url, name)?;
-        let maintenance =
-            Store::connect_as(&url_with_database(server_url, "postgres")?, 1, BENCH_APP)?;
+        let maintenance = BenchSql::connect(&url_with_database(server_url, "postgres")?, 1)?;
         fleet_store::drop_database(&url).await?;
         fleet_store::create_database_if_missing(&url).await?;
         match migrator {
@@ -144,9 +146,15 @@ impl BenchDb {
         })
     }
 
-    /// A pool on the bench database for the bench's own work, named [`BENCH_APP`].
+    /// A store on the bench database for what the bench does as the fleet would (prepare,
+    /// approve), its connections named [`BENCH_APP`].
     pub fn store(&self, max_size: usize) -> anyhow::Result<Store> {
         Ok(Store::connect_as(&self.url, max_size, BENCH_APP)?)
+    }
+
+    /// The bench's own connections to the bench database, for its own SQL.
+    pub fn sql(&self, max_size: usize) -> anyhow::Result<BenchSql> {
+        BenchSql::connect(&self.url, max_size)
     }
 
     /// The Postgres processes working for the fleet now: the backends connected to the
@@ -234,7 +242,10 @@ impl BenchDb {
 
     /// `Ok(())` when pg_stat_statements can be read in the bench database (the extension
     /// is created there); otherwise why not, and how to enable it.
-    pub async fn statements_available(&self, bench: &Store) -> anyhow::Result<Result<(), String>> {
+    pub async fn statements_available(
+        &self,
+        bench: &BenchSql,
+    ) -> anyhow::Result<Result<(), String>> {
         let preload: String = self
             .maintenance
             .client()
@@ -272,7 +283,7 @@ impl BenchDb {
 
 /// One reading of pg_stat_statements over `bench` (one statement, one transaction in the
 /// bench database).
-pub async fn statements(bench: &Store) -> anyhow::Result<Statements> {
+pub async fn statements(bench: &BenchSql) -> anyhow::Result<Statements> {
     let client = bench.client().await?;
     let rows = client.query(STATEMENTS_SQL, &[]).await?;
     let mut calls = HashMap::new();

@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use fleet_store::Store;
 use serde::Serialize;
 
 use super::load::TENANT;
+use super::sql::BenchSql;
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Percentiles {
@@ -37,12 +37,12 @@ pub struct RowFigures {
 }
 
 /// Percentiles of `ms_expr` (milliseconds, per row of `from`; `$1` is the tenant).
-async fn percentiles(store: &Store, ms_expr: &str, from: &str) -> anyhow::Result<Percentiles> {
-    let sql = format!(
+async fn percentiles(sql: &BenchSql, ms_expr: &str, from: &str) -> anyhow::Result<Percentiles> {
+    let query = format!(
         "SELECT count(*), percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY ms), max(ms)
          FROM (SELECT ({ms_expr})::float8 AS ms {from}) t WHERE ms IS NOT NULL"
     );
-    let r = store.client().await?.query_one(&sql, &[&TENANT]).await?;
+    let r = sql.client().await?.query_one(&query, &[&TENANT]).await?;
     let p: Option<Vec<f64>> = r.get(1);
     let p = p.unwrap_or_default();
     let at = |i: usize| p.get(i).copied().unwrap_or(0.0);
@@ -61,8 +61,8 @@ fn ms(interval: &str) -> String {
 
 /// Keeps the bench's bell times next to the rows (after the closing readings, so this
 /// write is not counted).
-pub async fn record_bells(store: &Store, bells: &[(String, DateTime<Utc>)]) -> anyhow::Result<()> {
-    let client = store.client().await?;
+pub async fn record_bells(sql: &BenchSql, bells: &[(String, DateTime<Utc>)]) -> anyhow::Result<()> {
+    let client = sql.client().await?;
     client.batch_execute("CREATE TABLE IF NOT EXISTS bench_bells (operation_id text PRIMARY KEY, rung_at timestamptz NOT NULL)").await?;
     let ids: Vec<&str> = bells.iter().map(|(id, _)| id.as_str()).collect();
     let at: Vec<DateTime<Utc>> = bells.iter().map(|(_, t)| *t).collect();
@@ -75,8 +75,8 @@ pub async fn record_bells(store: &Store, bells: &[(String, DateTime<Utc>)]) -> a
     Ok(())
 }
 
-pub async fn read(store: &Store, with_bells: bool) -> anyhow::Result<RowFigures> {
-    let client = store.client().await?;
+pub async fn read(sql: &BenchSql, with_bells: bool) -> anyhow::Result<RowFigures> {
+    let client = sql.client().await?;
     let mut statuses = BTreeMap::new();
     for r in client
         .query(
@@ -111,15 +111,15 @@ pub async fn read(store: &Store, with_bells: bool) -> anyhow::Result<RowFigures>
     Ok(RowFigures {
         statuses,
         last_final_at,
-        approve_to_final: percentiles(store, &ms("o.resolved_at - o.decided_at"), ops).await?,
-        claim_to_final: percentiles(store, &ms(&format!("o.resolved_at - {first_claim}")), ops)
+        approve_to_final: percentiles(sql, &ms("o.resolved_at - o.decided_at"), ops).await?,
+        claim_to_final: percentiles(sql, &ms(&format!("o.resolved_at - {first_claim}")), ops)
             .await?,
         ring_to_final: if with_bells {
-            Some(percentiles(store, &ms("o.resolved_at - b.rung_at"), "FROM operations o JOIN bench_bells b USING (operation_id) WHERE o.tenant_id = $1").await?)
+            Some(percentiles(sql, &ms("o.resolved_at - b.rung_at"), "FROM operations o JOIN bench_bells b USING (operation_id) WHERE o.tenant_id = $1").await?)
         } else {
             None
         },
-        prepared_to_approved: percentiles(store, &ms("o.decided_at - o.created_at"), ops).await?,
+        prepared_to_approved: percentiles(sql, &ms("o.decided_at - o.created_at"), ops).await?,
         finals_per_second,
     })
 }

@@ -26,6 +26,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::sql::BenchSql;
+
 /// The tenant of every operation the bench submits (history rows have others).
 pub const TENANT: &str = "org_bench";
 pub const APPROVER: &str = "bench-approver";
@@ -189,6 +191,7 @@ pub struct PipelineLoad {
 /// prepared. Returns when every intent is submitted and approved.
 pub async fn pipeline(
     store: &Store,
+    sql: &BenchSql,
     submitters: &[Publisher],
     approvers: &[Publisher],
     intents: &Arc<Vec<BenchIntent>>,
@@ -202,7 +205,7 @@ pub async fn pipeline(
         rate,
         tally.clone(),
     ));
-    approve_as_prepared(store, approvers, intents, tally).await?;
+    approve_as_prepared(store, sql, approvers, intents, tally).await?;
     let approve_s = start.elapsed().as_secs_f64();
     let submit_s = submit.await??;
     Ok(PipelineLoad {
@@ -265,6 +268,7 @@ async fn approve_and_ring(
 /// one of the approver tasks, which approve the hash the bench computed itself.
 async fn approve_as_prepared(
     store: &Store,
+    sql: &BenchSql,
     approvers: &[Publisher],
     intents: &Arc<Vec<BenchIntent>>,
     tally: &Arc<BenchTally>,
@@ -316,13 +320,13 @@ async fn approve_as_prepared(
     let mut polls = 0u32;
     while remaining > 0 {
         polls = polls.wrapping_add(1);
-        // The full sweep falls back to the older time: one statement, one plan (the pool
-        // plans generically, so `$3 IS NULL OR …` would never use the index).
+        // The full sweep looks from the epoch: one statement either way, whose range on
+        // `created_at` the index answers (`$3 IS NULL OR …` could not be).
         let window = match since {
             Some(t) if !polls.is_multiple_of(APPROVER_FULL_SWEEP_EVERY) => t,
             _ => DateTime::<Utc>::UNIX_EPOCH,
         };
-        let client = store.client().await?;
+        let client = sql.client().await?;
         let rows = client
             .query(
                 "SELECT /* fleetctl bench */ operation_id,

@@ -25,6 +25,7 @@ mod report;
 mod scale;
 mod scrape;
 mod seed;
+mod sql;
 mod summary;
 mod table;
 mod throughput;

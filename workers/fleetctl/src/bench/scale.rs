@@ -165,20 +165,21 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     let db = BenchDb::recreate(conn.database_url.expose(), &args.db_name, None).await?;
     let machine = Machine::read(db.server_version().await?);
     let store = Store::connect(&db.url, 2)?;
+    let sql = db.sql(1)?;
     println!(
         "fleetctl bench --scale: {} unknown rows, then {} final operations of history; database {}",
         s.unknown_rows, s.final_rows, args.db_name
     );
 
-    seed::unknown(&store, s.unknown_rows).await?;
-    let ready = seed::ready(&store, 2, (s.claims + WARMUP) as i64).await?;
-    seed::vacuum_analyze(&store).await?;
+    seed::unknown(&sql, s.unknown_rows).await?;
+    let ready = seed::ready(&sql, 2, (s.claims + WARMUP) as i64).await?;
+    seed::vacuum_analyze(&sql).await?;
     let empty = measure(&store, &ready, s.sweep_reps).await?;
 
     let t = Instant::now();
-    seed::history(&store, s.final_rows).await?;
-    let ready = seed::ready(&store, 3, (s.claims + WARMUP) as i64).await?;
-    seed::vacuum_analyze(&store).await?;
+    seed::history(&sql, s.final_rows).await?;
+    let ready = seed::ready(&sql, 3, (s.claims + WARMUP) as i64).await?;
+    seed::vacuum_analyze(&sql).await?;
     let seed_history_s = t.elapsed().as_secs_f64();
     println!(
         "inserted {} final operations with their attempts and events in {seed_history_s:.1} s",
@@ -186,6 +187,7 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     );
     let full = measure(&store, &ready, s.sweep_reps).await?;
     drop(store);
+    drop(sql);
     if !args.keep_db {
         db.drop().await?;
     }

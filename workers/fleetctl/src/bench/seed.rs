@@ -6,7 +6,7 @@
 //! equal to a ULID the bench generates at run time, whose timestamp starts with `01`):
 //! kind `0` history, `1` unknown, `2`+ ready-to-claim sets.
 
-use fleet_store::Store;
+use super::sql::BenchSql;
 
 /// Rows per INSERT statement: bounds each transaction.
 const CHUNK: i64 = 100_000;
@@ -38,7 +38,7 @@ fn rows_from(kind: u8, created: &str) -> String {
 /// Runs `operations` (parameters: first row, last row, tenant) and then `children`
 /// (first row, last row) over `1..=count`, one transaction per [`CHUNK`] rows.
 async fn chunked(
-    store: &Store,
+    sql: &BenchSql,
     count: i64,
     tenant: &str,
     operations: &str,
@@ -47,15 +47,15 @@ async fn chunked(
     let mut from = 1;
     while from <= count {
         let to = (from + CHUNK - 1).min(count);
-        let mut client = store.client().await?;
+        let mut client = sql.client().await?;
         let tx = client.transaction().await?;
         // Seeded rows stand for history whose outcome events went out and were pruned long
         // ago: the outbox trigger (like every ordinary trigger) stays off for the bulk load.
         tx.batch_execute("SET LOCAL session_replication_role = replica")
             .await?;
         tx.execute(operations, &[&from, &to, &tenant]).await?;
-        for sql in children {
-            tx.execute(sql.as_str(), &[&from, &to]).await?;
+        for child in children {
+            tx.execute(child.as_str(), &[&from, &to]).await?;
         }
         tx.commit().await?;
         from = to + 1;
@@ -65,7 +65,7 @@ async fn chunked(
 
 /// `count` succeeded payments from a month ago, each with its attempt and the four
 /// events of the happy path (prepared, approved, claimed, succeeded).
-pub async fn history(store: &Store, count: i64) -> anyhow::Result<()> {
+pub async fn history(sql: &BenchSql, count: i64) -> anyhow::Result<()> {
     let from = rows_from(
         0,
         "now() - interval '30 days' + i * interval '1 millisecond'",
@@ -90,18 +90,11 @@ pub async fn history(store: &Store, count: i64) -> anyhow::Result<()> {
          ) AS e(kind, from_status, to_status, fence, actor, after)
         "
     );
-    chunked(
-        store,
-        count,
-        HISTORY_TENANT,
-        &operations,
-        &[attempts, events],
-    )
-    .await
+    chunked(sql, count, HISTORY_TENANT, &operations, &[attempts, events]).await
 }
 
 /// `count` unknown, unescalated rows due for a lookup, each with its unanswered attempt.
-pub async fn unknown(store: &Store, count: i64) -> anyhow::Result<()> {
+pub async fn unknown(sql: &BenchSql, count: i64) -> anyhow::Result<()> {
     let from = rows_from(
         1,
         "now() - interval '10 minutes' + i * interval '1 millisecond'",
@@ -114,24 +107,23 @@ pub async fn unknown(store: &Store, count: i64) -> anyhow::Result<()> {
         "INSERT INTO attempts (operation_id, fence, worker, started_at, outcome, detail)
          SELECT id, 1, 'bench-seed', t + interval '1 second', 'unknown', 'timeout' {from}"
     );
-    chunked(store, count, "org_unknown", &operations, &[attempts]).await
+    chunked(sql, count, "org_unknown", &operations, &[attempts]).await
 }
 
 /// `count` approved, unexpired rows waiting to be claimed (fence 0), of kind `kind`.
-pub async fn ready(store: &Store, kind: u8, count: i64) -> anyhow::Result<Vec<String>> {
+pub async fn ready(sql: &BenchSql, kind: u8, count: i64) -> anyhow::Result<Vec<String>> {
     let from = rows_from(kind, "now()");
     let operations = format!(
         "INSERT INTO operations ({SNAPSHOT_COLUMNS}, status, created_at, updated_at)
          SELECT {SNAPSHOT_VALUES}, 'not_started', t, t {from}"
     );
-    chunked(store, count, "org_ready", &operations, &[]).await?;
+    chunked(sql, count, "org_ready", &operations, &[]).await?;
     Ok((1..=count).map(|i| op_id(kind, i)).collect())
 }
 
 /// Fresh planner statistics and visibility maps, as autovacuum would leave them.
-pub async fn vacuum_analyze(store: &Store) -> anyhow::Result<()> {
-    store
-        .client()
+pub async fn vacuum_analyze(sql: &BenchSql) -> anyhow::Result<()> {
+    sql.client()
         .await?
         .batch_execute("VACUUM ANALYZE operations, attempts, operation_events")
         .await?;

@@ -15,7 +15,6 @@ use std::time::Duration;
 use anyhow::Context;
 use chrono::Utc;
 use fleet_broker::{BrokerConfig, Publisher};
-use fleet_store::Store;
 use tokio::time::Instant;
 
 use super::database::{self, BenchDb};
@@ -24,6 +23,7 @@ use super::load::{self, BenchTally, TENANT};
 use super::machine::Machine;
 use super::measure::{self, ProcSample};
 use super::report::{self, Config, Figures, PgFigures};
+use super::sql::BenchSql;
 use super::{compare, latency, procfs, seed, BenchArgs, Mode};
 use crate::cli::Connection;
 use crate::processes;
@@ -61,13 +61,15 @@ fn pool_size(args: &BenchArgs) -> usize {
     load::SETUP_TASKS.max(usize::from(args.publishers)) + 2
 }
 
-/// Closes `store` and reads the counters once nothing is connected to the bench database.
+/// Connections of the bench's own SQL: one poll or reading at a time, and one spare.
+const SQL_POOL: usize = 2;
+
+/// Reads the counters once nothing is connected to the bench database: the caller has
+/// dropped every pool of its own on it.
 async fn settled_counters(
     db: &BenchDb,
-    store: Store,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<database::PgCounters> {
-    drop(store);
     if !db.wait_disconnected().await? {
         notes.push("some connections to the bench database outlived the run: its Postgres counters may miss their last second".into());
     }
@@ -163,21 +165,22 @@ async fn run_set(
         bin_dir.display()
     );
 
-    let store = db.store(pool_size(args))?;
+    let sql = db.sql(SQL_POOL)?;
     if args.preload_final > 0 {
         let t = Instant::now();
-        seed::history(&store, args.preload_final).await?;
-        seed::vacuum_analyze(&store).await?;
+        seed::history(&sql, args.preload_final).await?;
+        seed::vacuum_analyze(&sql).await?;
         println!(
             "preloaded {} final operations in {:.1} s",
             args.preload_final,
             t.elapsed().as_secs_f64()
         );
     }
-    let statements_ok = db.statements_available(&store).await?;
+    let statements_ok = db.statements_available(&sql).await?;
+    drop(sql);
     let intents = Arc::new(load::intents(ops));
     let setup = if args.mode == Mode::Execute {
-        let before = settled_counters(&db, store, &mut notes).await?;
+        let before = settled_counters(&db, &mut notes).await?;
         let store = db.store(pool_size(args))?;
         let t = Instant::now();
         load::prepare_and_approve(&store, &intents).await?;
@@ -185,13 +188,9 @@ async fn run_set(
             "prepared and approved {ops} operations in {:.1} s (workers not started yet)",
             t.elapsed().as_secs_f64()
         );
-        Some(
-            settled_counters(&db, store, &mut notes)
-                .await?
-                .since(&before),
-        )
-    } else {
         drop(store);
+        Some(settled_counters(&db, &mut notes).await?.since(&before))
+    } else {
         None
     };
 
@@ -235,17 +234,17 @@ async fn run_set(
     fleet.stop().await;
     let window = measured?;
 
-    let pg_after = settled_counters(&db, db.store(1)?, &mut notes).await?;
-    let store = db.store(2)?;
+    let pg_after = settled_counters(&db, &mut notes).await?;
+    let sql = db.sql(SQL_POOL)?;
     let statements_after = match &statements_ok {
-        Ok(()) => Some(database::statements(&store).await?),
+        Ok(()) => Some(database::statements(&sql).await?),
         Err(_) => None,
     };
     if let Some(bells) = &window.bells {
-        latency::record_bells(&store, bells).await?;
+        latency::record_bells(&sql, bells).await?;
     }
-    let rows = latency::read(&store, window.bells.is_some()).await?;
-    drop(store);
+    let rows = latency::read(&sql, window.bells.is_some()).await?;
+    drop(sql);
     fleet_broker::delete_namespace(&broker).await;
     if !args.keep_db {
         db.drop().await?;
@@ -326,6 +325,7 @@ async fn measure_window(
         publishers.push(Publisher::connect(broker).await?);
     }
     let store = db.store(pool_size(args))?;
+    let sql = db.sql(SQL_POOL)?;
     let tally = Arc::new(BenchTally::default());
     let tck = procfs::clk_tck();
 
@@ -334,7 +334,7 @@ async fn measure_window(
         tally
             .xacts
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Some(database::statements(&store).await?)
+        Some(database::statements(&sql).await?)
     } else {
         None
     };
@@ -353,6 +353,7 @@ async fn measure_window(
                 pipeline = Some(
                     load::pipeline(
                         &store,
+                        &sql,
                         &publishers[..k],
                         &publishers[k..],
                         intents,
@@ -363,7 +364,7 @@ async fn measure_window(
                 )
             }
         }
-        wait_all_final(&store, &tally).await
+        wait_all_final(&sql, &tally).await
     };
     tokio::time::timeout_at(deadline, drive)
         .await
@@ -406,9 +407,9 @@ async fn measure_window(
 }
 
 /// Polls until none of the bench's operations is in a non-final state.
-async fn wait_all_final(store: &Store, tally: &BenchTally) -> anyhow::Result<()> {
+async fn wait_all_final(sql: &BenchSql, tally: &BenchTally) -> anyhow::Result<()> {
     loop {
-        let client = store.client().await?;
+        let client = sql.client().await?;
         let open: i64 = client
             .query_one(
                 "SELECT /* fleetctl bench */ count(*) FROM operations

@@ -1,5 +1,6 @@
 use super::*;
 use chrono::Utc;
+use fleet_core::execute::{decide, Decision};
 use fleet_core::{ApprovalStatus, ProviderName, Snapshot, Status};
 use serde_json::json;
 
@@ -60,80 +61,60 @@ fn approved_row() -> OperationRow {
 
 #[test]
 fn an_approved_intact_row_is_claimed() {
-    assert_eq!(decide(&approved_row(), &[]), Decision::Claim);
+    let facts = facts_of(&approved_row(), &[]);
     assert_eq!(
-        decide(&approved_row(), &["payments-v3".into()]),
+        facts,
+        ExecuteFacts {
+            status: Status::NotStarted,
+            approval: ApprovalStatus::Approved,
+            escalated: false,
+            approval_expired: false,
+            lease_expired: false,
+            approved_hash_matches: true,
+            snapshot_hash_matches: true,
+            policy_current: true,
+        }
+    );
+    assert_eq!(decide(facts), Decision::Claim);
+    assert_eq!(
+        decide(facts_of(&approved_row(), &["payments-v3".into()])),
         Decision::Claim
     );
 }
 
 #[test]
-fn approval_problems_cancel_without_a_call() {
+fn the_database_clocks_verdicts_and_the_decision_columns_are_read_as_they_are() {
     let mut r = approved_row();
     r.approval_expired = true;
-    assert_eq!(decide(&r, &[]), Decision::Cancel("approval_expired"));
-    let mut r = approved_row();
+    r.lease_expired = true;
     r.approval_status = ApprovalStatus::Rejected;
-    assert_eq!(decide(&r, &[]), Decision::Cancel("approval_rejected"));
+    r.status = Status::InProgress;
+    r.escalated_at = Some(Utc::now());
+    let f = facts_of(&r, &[]);
+    assert!(f.approval_expired && f.lease_expired && f.escalated);
     assert_eq!(
-        decide(&approved_row(), &["payments-v4".into()]),
-        Decision::Cancel("policy_outdated")
+        (f.status, f.approval),
+        (Status::InProgress, ApprovalStatus::Rejected)
     );
+    assert!(!facts_of(&approved_row(), &["payments-v4".into()]).policy_current);
 }
 
 #[test]
 fn a_snapshot_that_no_longer_matches_its_approval_is_escalated_never_cancelled() {
     let mut r = approved_row();
     r.payload["amount_minor"] = json!(99_999_999);
-    assert_eq!(
-        decide(&r, &[]),
-        Decision::Escalate("snapshot_hash_mismatch")
-    );
+    let f = facts_of(&r, &[]);
+    assert!(f.approved_hash_matches && !f.snapshot_hash_matches);
+    assert_eq!(decide(f), Decision::Escalate("snapshot_hash_mismatch"));
     let mut r = approved_row();
     r.approved_hash = Some(format!("sha256:{}", "0".repeat(64)));
     assert_eq!(
-        decide(&r, &[]),
+        decide(facts_of(&r, &[])),
         Decision::Escalate("approved_hash_mismatch")
     );
-}
-
-#[test]
-fn an_escalated_row_is_left_to_a_person_whatever_its_status() {
-    for status in [
-        Status::NotStarted,
-        Status::InProgress,
-        Status::Unknown,
-        Status::Accepted,
-    ] {
-        let mut r = approved_row();
-        r.status = status;
-        r.lease_expired = true;
-        r.escalated_at = Some(chrono::Utc::now());
-        assert_eq!(decide(&r, &[]), Decision::Nothing, "{status}");
-    }
-}
-
-#[test]
-fn pending_rows_wait_and_others_are_left_alone_or_sent_to_reconcile() {
     let mut r = approved_row();
     r.approval_status = ApprovalStatus::Pending;
     r.approved_hash = None;
-    assert_eq!(decide(&r, &[]), Decision::Nothing);
-    let mut r = approved_row();
-    r.status = Status::InProgress;
-    assert_eq!(decide(&r, &[]), Decision::Nothing);
-    r.lease_expired = true;
-    assert_eq!(decide(&r, &[]), Decision::RingReconcile);
-    r.status = Status::Unknown;
-    assert_eq!(decide(&r, &[]), Decision::RingReconcile);
-    for s in [
-        Status::Accepted,
-        Status::Succeeded,
-        Status::Failed,
-        Status::Cancelled,
-        Status::Disputed,
-    ] {
-        r.status = s;
-        assert_eq!(decide(&r, &[]), Decision::Nothing, "{s}");
-    }
+    assert!(!facts_of(&r, &[]).approved_hash_matches);
+    assert_eq!(decide(facts_of(&r, &[])), Decision::Nothing);
 }

@@ -1,0 +1,248 @@
+use super::*;
+
+const CONTRACT: ProviderContract = ProviderContract {
+    search_lag_ms: 60_000,
+    max_request_ms: 0,
+    key_retention_ms: 86_400_000,
+    escalate_after_failed_lookups: 3,
+};
+
+fn attempt(fence: i64, outcome: Option<AttemptOutcome>) -> AttemptSeen<'static> {
+    AttemptSeen {
+        fence,
+        outcome,
+        external_id: None,
+        detail: None,
+        http_status: None,
+        replayed: None,
+    }
+}
+
+fn facts(failed_lookups_so_far: u32) -> SettleFacts {
+    SettleFacts {
+        failed_lookups_so_far,
+        escalate_after_failed_lookups: 3,
+        accepted_earlier: false,
+        saved_error_replayed: false,
+    }
+}
+
+fn pending() -> Found {
+    Found::Pending {
+        external_id: "pay_1".into(),
+    }
+}
+
+fn paid() -> Found {
+    Found::Succeeded {
+        external_id: "pay_1".into(),
+    }
+}
+
+#[test]
+fn the_newest_final_answer_an_attempt_recorded_settles_it() {
+    let succeeded = AttemptSeen {
+        external_id: Some("pay_1"),
+        ..attempt(1, Some(AttemptOutcome::Succeeded))
+    };
+    let failed = AttemptSeen {
+        external_id: Some("pay_2"),
+        detail: Some("insufficient_funds"),
+        ..attempt(2, Some(AttemptOutcome::Failed))
+    };
+    assert_eq!(
+        definitive_attempt(&[succeeded, failed, attempt(3, None)]),
+        Some((
+            Found::Failed {
+                external_id: "pay_2".into(),
+                code: "insufficient_funds".into()
+            },
+            2
+        ))
+    );
+    assert_eq!(
+        definitive_attempt(&[succeeded, attempt(2, Some(AttemptOutcome::Unknown))]),
+        Some((paid(), 1))
+    );
+}
+
+#[test]
+fn a_refusal_without_id_or_code_still_settles_with_defaults() {
+    assert_eq!(
+        definitive_attempt(&[attempt(1, Some(AttemptOutcome::Failed))]),
+        Some((
+            Found::Failed {
+                external_id: String::new(),
+                code: "provider_rejected".into()
+            },
+            1
+        ))
+    );
+}
+
+#[test]
+fn no_attempt_proves_an_end_without_a_final_answer_and_an_id() {
+    for outcome in [
+        None,
+        Some(AttemptOutcome::Accepted),
+        Some(AttemptOutcome::Unknown),
+        Some(AttemptOutcome::NotExecuted),
+        Some(AttemptOutcome::VersionConflict),
+        // A success is proven only with the effect's id.
+        Some(AttemptOutcome::Succeeded),
+    ] {
+        assert_eq!(
+            definitive_attempt(&[attempt(1, outcome)]),
+            None,
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(definitive_attempt(&[]), None);
+}
+
+#[test]
+fn the_facts_come_from_the_attempts_and_the_contract() {
+    let replayed_5xx = AttemptSeen {
+        http_status: Some(503),
+        replayed: Some(true),
+        ..attempt(1, Some(AttemptOutcome::Unknown))
+    };
+    let fresh_5xx = AttemptSeen {
+        replayed: Some(false),
+        ..replayed_5xx
+    };
+    let replayed_4xx = AttemptSeen {
+        http_status: Some(409),
+        ..replayed_5xx
+    };
+    let f = SettleFacts::new(
+        &[
+            fresh_5xx,
+            replayed_4xx,
+            attempt(2, Some(AttemptOutcome::Accepted)),
+        ],
+        2,
+        CONTRACT,
+    );
+    assert_eq!(
+        f,
+        SettleFacts {
+            failed_lookups_so_far: 2,
+            escalate_after_failed_lookups: 3,
+            accepted_earlier: true,
+            saved_error_replayed: false,
+        }
+    );
+    let f = SettleFacts::new(&[replayed_5xx], 0, CONTRACT);
+    assert!(f.saved_error_replayed && !f.accepted_earlier);
+}
+
+#[test]
+fn a_match_resolves_with_it() {
+    for found in [
+        paid(),
+        Found::Failed {
+            external_id: "pay_1".into(),
+            code: "card_declined".into(),
+        },
+    ] {
+        assert_eq!(
+            settle(Verdict::Resolve(found.clone()), facts(2)),
+            Settle::Resolve(found)
+        );
+    }
+}
+
+#[test]
+fn still_pending_is_accepted_again_until_patience_runs_out() {
+    assert_eq!(
+        settle(Verdict::Resolve(pending()), facts(1)),
+        Settle::AcceptAgain(pending())
+    );
+    assert_eq!(
+        settle(Verdict::Resolve(pending()), facts(2)),
+        Settle::Escalate("still_pending")
+    );
+}
+
+#[test]
+fn absence_sends_the_operation_back_for_a_same_key_retry() {
+    assert_eq!(settle(Verdict::Absent, facts(2)), Settle::SendBack);
+}
+
+#[test]
+fn an_accepted_request_not_found_yet_is_asked_again_then_escalated() {
+    let accepted = SettleFacts {
+        accepted_earlier: true,
+        // An accepted request is never taken for absence, whatever else the key holds.
+        saved_error_replayed: true,
+        ..facts(1)
+    };
+    assert_eq!(
+        settle(Verdict::Absent, accepted),
+        Settle::AskAgain {
+            why: AskAgain::AcceptedNotFoundYet,
+            failed: true,
+            after: Duration::from_secs(2),
+        }
+    );
+    let out_of_patience = SettleFacts {
+        failed_lookups_so_far: 2,
+        ..accepted
+    };
+    assert_eq!(
+        settle(Verdict::Absent, out_of_patience),
+        Settle::Escalate("accepted_but_not_found")
+    );
+}
+
+#[test]
+fn a_key_that_replays_a_saved_error_goes_to_a_person_instead_of_a_retry() {
+    let saved = SettleFacts {
+        saved_error_replayed: true,
+        ..facts(0)
+    };
+    assert_eq!(
+        settle(Verdict::Absent, saved),
+        Settle::Escalate("saved_error_replayed")
+    );
+}
+
+#[test]
+fn inside_the_search_lag_the_lookup_is_recorded_without_counting_as_failed() {
+    assert_eq!(
+        settle(Verdict::WaitForSearchLag { wait_ms: 1_500 }, facts(2)),
+        Settle::AskAgain {
+            why: AskAgain::SearchMayLag,
+            failed: false,
+            after: Duration::from_millis(1_500),
+        }
+    );
+}
+
+#[test]
+fn a_failed_lookup_is_counted_and_asked_again_after_a_backoff() {
+    assert_eq!(
+        settle(Verdict::RetryLater, facts(0)),
+        Settle::AskAgain {
+            why: AskAgain::LookupFailed,
+            failed: true,
+            after: Duration::from_secs(1),
+        }
+    );
+}
+
+#[test]
+fn the_verdicts_escalation_is_passed_on() {
+    assert_eq!(
+        settle(Verdict::Escalate("multiple_matches"), facts(0)),
+        Settle::Escalate("multiple_matches")
+    );
+}
+
+#[test]
+fn the_backoff_doubles_up_to_a_minute() {
+    let secs: Vec<u64> = (0..9).map(|n| lookup_backoff(n).as_secs()).collect();
+    assert_eq!(secs, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    assert_eq!(lookup_backoff(u32::MAX), MAX_LOOKUP_BACKOFF);
+}
