@@ -89,11 +89,8 @@ impl OperationRow {
             operation_id: r.get("operation_id"),
             tenant_id: r.get("tenant_id"),
             action: r.get("action"),
-            provider: ProviderName::parse(r.get("provider")).expect(
-                "rows hold only the provider serving their action: prepare stores an intent \
-                 only once the capability guard admitted its provider, and the snapshot \
-                 trigger keeps it",
-            ),
+            provider: ProviderName::parse(r.get("provider"))
+                .expect("the operations_provider_check constraint admits only known providers"),
             target: r.get("target"),
             supersedes: r.get("supersedes"),
             rationale: r.get("rationale"),

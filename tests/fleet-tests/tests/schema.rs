@@ -105,3 +105,32 @@ async fn status_and_approval_columns_only_hold_known_values() {
         .is_err());
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn the_provider_column_holds_only_providers_the_fleet_has_adapters_for() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    let insert = |n: u32, provider: &str| {
+        format!(
+            "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                     policy_version, data_version, idempotency_key, approval_expires_at)
+             VALUES ('op_3{n:025}', 'org_482', 'payment.create', '{provider}', '{{}}',
+                     'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_3{n:025}', now())"
+        )
+    };
+    for (n, provider) in fleet_core::ProviderName::ALL.iter().enumerate() {
+        sql.batch_execute(&insert(n as u32, provider.as_str()))
+            .await
+            .unwrap_or_else(|e| panic!("{provider}: {e}"));
+    }
+    let err = sql
+        .batch_execute(&insert(99, "mystery"))
+        .await
+        .expect_err("an unknown provider is refused");
+    assert_eq!(
+        err.code(),
+        Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION),
+        "{err}"
+    );
+    fleet.stop().await;
+}

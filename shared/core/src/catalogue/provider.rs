@@ -1,7 +1,8 @@
 //! The providers fleet calls, by the names intent.v1's `provider`, the rows, the metrics
 //! and `/webhooks/{provider}` use. A closed set, like the catalogue: each serves some of
 //! its actions and has its adapter in `fleet_providers`; adding one is a variant here, an
-//! adapter there and the actions it serves.
+//! adapter there, the actions it serves, and its name in `operations_provider_check` (a
+//! migration).
 
 use std::fmt;
 
