@@ -134,3 +134,96 @@ async fn the_provider_column_holds_only_providers_the_fleet_has_adapters_for() {
     );
     fleet.stop().await;
 }
+
+/// The snapshot's rules (id, action, provider, hash, quorum) are checked when the row is
+/// inserted, each refusal naming its rule as a CHECK constraint would; no CHECK
+/// constraint of `operations` reads those columns, so the compare-and-set updates, which
+/// may not change them, do not evaluate them again.
+#[tokio::test]
+async fn the_snapshot_rules_refuse_a_bad_row_at_insert_and_no_update_evaluates_them_again() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    let good = [
+        ("operation_id", "'op_4' || lpad('{n}', 25, '0')"),
+        ("action", "'payment.create'"),
+        ("provider", "'payments'"),
+        ("payload_hash", "'sha256:' || repeat('0', 64)"),
+        ("approvals_required", "1"),
+    ];
+    let insert = |n: i64, column: &str, value: &str| {
+        let [id, action, provider, hash, quorum] =
+            good.map(|(c, v)| if c == column { value } else { v }.replace("{n}", &n.to_string()));
+        format!(
+            "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                     approvals_required, policy_version, data_version,
+                                     idempotency_key, approval_expires_at)
+             VALUES ({id}, 'org_482', {action}, {provider}, '{{}}', {hash}, {quorum},
+                     'payments-v3', 'd', 'key-{n}', now())"
+        )
+    };
+    sql.execute(&insert(1, "", ""), &[])
+        .await
+        .expect("a valid row");
+    let bad = [
+        (
+            "operation_id",
+            "'op_lowercase'",
+            "operations_operation_id_check",
+        ),
+        ("action", "'payment.delete'", "operations_action_check"),
+        ("provider", "'mystery'", "operations_provider_check"),
+        (
+            "payload_hash",
+            "'sha256:ABC'",
+            "operations_payload_hash_check",
+        ),
+        (
+            "approvals_required",
+            "11",
+            "operations_approvals_required_check",
+        ),
+        (
+            "approvals_required",
+            "0",
+            "operations_approvals_required_check",
+        ),
+    ];
+    for (i, (column, value, constraint)) in bad.into_iter().enumerate() {
+        let err = sql
+            .execute(&insert(10 + i as i64, column, value), &[])
+            .await
+            .expect_err(constraint);
+        let db = err.as_db_error().unwrap_or_else(|| panic!("{err:?}"));
+        assert_eq!(
+            db.code(),
+            &tokio_postgres::error::SqlState::CHECK_VIOLATION,
+            "{column}: {db:?}"
+        );
+        assert_eq!(db.constraint(), Some(constraint), "{column}: {db:?}");
+        assert_eq!(db.table(), Some("operations"), "{column}: {db:?}");
+    }
+    let count: i64 = sql
+        .query_one("SELECT count(*) FROM operations", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 1, "only the valid row was written");
+    let rereads: Vec<String> = sql
+        .query(
+            "SELECT c.conname FROM pg_constraint c
+             JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
+             WHERE c.conrelid = 'operations'::regclass AND c.contype = 'c'
+               AND a.attname IN ('operation_id', 'action', 'provider', 'payload_hash', 'approvals_required')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(
+        rereads.is_empty(),
+        "CHECK constraints on snapshot columns: {rereads:?}"
+    );
+    fleet.stop().await;
+}
