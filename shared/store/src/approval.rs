@@ -52,36 +52,45 @@ SELECT approval_status, status, payload_hash, fence, approvals_required,
        approval_expires_at <= now() AS expired
 FROM operations WHERE operation_id = $1 FOR NO KEY UPDATE";
 
-/// Run after [`LOCK`], so it sees an approval committed while this one waited for it.
+/// Sent right behind [`LOCK`] on the same connection (one round trip for both): the server
+/// runs it after the lock is granted, so it sees an approval committed while this one
+/// waited for the lock.
 const APPROVED_BEFORE: &str =
     "SELECT EXISTS (SELECT 1 FROM approvals WHERE operation_id = $1 AND principal = $2)";
 
-const RECORD: &str = "
-INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash) VALUES ($1, $2, $3, $4)
-ON CONFLICT (operation_id, principal) DO NOTHING";
-
-/// The approval's compare-and-set (written as every CAS is, see `rows.rs`): `$5` is
-/// `pending`, `$6` `approved` and `$7` the status `not_started`, bound as parameters. It
-/// approves only when the distinct approvals of the stored hash reach the quorum, and
-/// writes the history row either way: `approved`, or `approval_recorded` (bookkeeping,
-/// no outcome event) for an approval that leaves the quorum short.
+/// Records the approval and, in the same statement, the approval's compare-and-set
+/// (written as every CAS is, see `rows.rs`): `$5` is `pending`, `$6` `approved` and `$7`
+/// the status `not_started`, bound as parameters. It approves only when the distinct
+/// approvals of the stored hash, this one included, reach the quorum, and writes the
+/// history row either way: `approved`, or `approval_recorded` (bookkeeping, no outcome
+/// event) for an approval that leaves the quorum short. A statement does not see its own
+/// inserts, so this approval is added to the count of those before it. Nothing but the
+/// approval row is written unless it was inserted: a principal whose approval is already
+/// there (only possible if the row lock did not serialise approvers) changes nothing.
 const APPROVE: &str = "
-WITH received AS (
-    SELECT count(*) AS n FROM approvals WHERE operation_id = $1 AND payload_hash = $2
+WITH recorded AS (
+    INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash) VALUES ($1, $3, $8, $2)
+    ON CONFLICT (operation_id, principal) DO NOTHING
+    RETURNING operation_id
+), received AS (
+    SELECT count(*) + (SELECT count(*) FROM recorded) AS n
+    FROM approvals WHERE operation_id = $1 AND payload_hash = $2
 ), approved AS (
     UPDATE operations SET approval_status = $6, approved_hash = $2, decided_by = $3,
         decided_at = now(), updated_at = now()
     WHERE operation_id = $1 AND approval_status = $5 AND payload_hash = $2
       AND approval_expires_at > now() AND status = $7
+      AND EXISTS (SELECT 1 FROM recorded)
       AND approvals_required <= (SELECT n FROM received)
     RETURNING operation_id
 ), event AS (
     INSERT INTO operation_events (operation_id, kind, fence, actor, evidence, signed_in_with)
     SELECT $1, CASE WHEN EXISTS (SELECT 1 FROM approved) THEN 'approved' ELSE 'approval_recorded' END,
            $9, $4, jsonb_build_object('approved_hash', $2::text, 'approvals_received', r.n), $8
-    FROM received r
+    FROM received r WHERE EXISTS (SELECT 1 FROM recorded)
 )
-SELECT (SELECT count(*) FROM approved) AS approved, (SELECT n FROM received) AS received";
+SELECT (SELECT count(*) FROM recorded) AS recorded, (SELECT count(*) FROM approved) AS approved,
+       (SELECT n FROM received) AS received";
 
 /// `$2` is `pending`, bound as a parameter (see `rows.rs`).
 const EXPIRE: &str = "
@@ -110,7 +119,15 @@ impl Store {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let lock = tx.prepare_cached(LOCK).await?;
-        let Some(row) = tx.query_opt(&lock, &[&operation_id]).await? else {
+        let before = tx.prepare_cached(APPROVED_BEFORE).await?;
+        // Pipelined: both go out together and are answered in order.
+        let (lock_params, before_params) =
+            ([&operation_id as _], [&operation_id as _, &by.name as _]);
+        let (locked, before) = tokio::try_join!(
+            tx.query_opt(&lock, &lock_params),
+            tx.query_one(&before, &before_params),
+        )?;
+        let Some(row) = locked else {
             return Ok(ApprovalOutcome::NotFound);
         };
         // The CHECK constraints admit only known names.
@@ -118,11 +135,7 @@ impl Store {
         let status = Status::parse(row.get(1)).expect("status CHECK");
         let stored_hash: String = row.get(2);
         let (fence, required, expired): (i64, i16, bool) = (row.get(3), row.get(4), row.get(5));
-        let before = tx.prepare_cached(APPROVED_BEFORE).await?;
-        let approved_before: bool = tx
-            .query_one(&before, &[&operation_id, &by.name])
-            .await?
-            .get(0);
+        let approved_before: bool = before.get(0);
         let asked = ApprovalAsked {
             approval: approval_status,
             status,
@@ -146,44 +159,37 @@ impl Store {
             }
             ApprovalVerdict::Count => {
                 let signed_in_with = by.signed_in_with.as_str();
-                let record = tx.prepare_cached(RECORD).await?;
-                if tx
-                    .execute(&record, &[&operation_id, &by.name, &signed_in_with, &hash])
-                    .await?
-                    == 0
-                {
+                let approve = tx.prepare_cached(APPROVE).await?;
+                let actor = approver(by);
+                let not_started = Status::NotStarted.as_str();
+                let pending = ApprovalStatus::Pending.as_str();
+                let approved = ApprovalStatus::Approved.as_str();
+                let row = tx
+                    .query_one(
+                        &approve,
+                        &[
+                            &operation_id,
+                            &hash,
+                            &by.name,
+                            &actor,
+                            &pending,
+                            &approved,
+                            &not_started,
+                            &signed_in_with,
+                            &fence,
+                        ],
+                    )
+                    .await?;
+                if row.get::<_, i64>("recorded") == 0 {
                     // Only reachable if the row lock did not serialise approvers.
                     ApprovalOutcome::AlreadyCounted
+                } else if row.get::<_, i64>("approved") == 1 {
+                    ApprovalOutcome::Approved
                 } else {
-                    let approve = tx.prepare_cached(APPROVE).await?;
-                    let actor = approver(by);
-                    let not_started = Status::NotStarted.as_str();
-                    let pending = ApprovalStatus::Pending.as_str();
-                    let approved = ApprovalStatus::Approved.as_str();
-                    let row = tx
-                        .query_one(
-                            &approve,
-                            &[
-                                &operation_id,
-                                &hash,
-                                &by.name,
-                                &actor,
-                                &pending,
-                                &approved,
-                                &not_started,
-                                &signed_in_with,
-                                &fence,
-                            ],
-                        )
-                        .await?;
-                    if row.get::<_, i64>("approved") == 1 {
-                        ApprovalOutcome::Approved
-                    } else {
-                        ApprovalOutcome::Counted(Quorum {
-                            received: row.get("received"),
-                            required: i64::from(required),
-                        })
-                    }
+                    ApprovalOutcome::Counted(Quorum {
+                        received: row.get("received"),
+                        required: i64::from(required),
+                    })
                 }
             }
         };

@@ -62,6 +62,20 @@ async fn two_distinct_approvers_at_once_are_both_counted_and_approve_exactly_onc
             count(&fleet, "SELECT count(*) FROM operation_events WHERE operation_id = $1 AND kind = 'approved'", &op).await,
             1
         );
+        // The approval that completed the quorum counted itself: in its history row and in
+        // the `approved` event agents receive.
+        let counted = fleet
+            .sql()
+            .await
+            .query_one(
+                "SELECT (e.evidence->>'approvals_received')::bigint, (o.data->>'approvals_received')::bigint
+                 FROM operation_events e JOIN operation_outbox o ON o.history_id = e.id
+                 WHERE e.operation_id = $1 AND e.kind = 'approved'",
+                &[&op],
+            )
+            .await
+            .unwrap();
+        assert_eq!((counted.get::<_, i64>(0), counted.get::<_, i64>(1)), (2, 2));
     }
     fleet.stop().await;
 }
@@ -93,6 +107,11 @@ async fn the_same_approver_twice_at_once_is_one_approval() {
                 &op
             )
             .await,
+            1
+        );
+        // The second approval wrote nothing: one bookkeeping row, of the first.
+        assert_eq!(
+            count(&fleet, "SELECT count(*) FROM operation_events WHERE operation_id = $1 AND kind = 'approval_recorded'", &op).await,
             1
         );
     }
