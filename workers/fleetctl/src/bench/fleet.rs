@@ -14,6 +14,8 @@ pub const PREPARE: &str = "fleet-prepare";
 pub const EXECUTE: &str = "fleet-execute";
 pub const RECONCILE: &str = "fleet-reconcile";
 pub const WEBHOOK_INGEST: &str = "fleet-webhook-ingest";
+/// Publishes the outcome events: part of what every operation costs.
+pub const RELAY: &str = "fleet-relay";
 const SIM: &str = "fleet-provider-sim";
 /// The webhook receiver refuses to start without a signing secret. Nothing signs webhooks
 /// during a bench; this bench-only key (`whsec_` + base64 of 32 bytes) is not a secret.
@@ -39,7 +41,7 @@ pub struct FleetSpec<'a> {
     pub namespace: &'a str,
     pub port_base: u16,
     /// (binary, replicas)
-    pub replicas: [(&'static str, u16); 4],
+    pub replicas: [(&'static str, u16); 5],
     pub log_level: &'a str,
     /// Extra environment for every worker (e.g. UNSTARTED_REDRIVE_MS).
     pub worker_env: Vec<(&'static str, String)>,

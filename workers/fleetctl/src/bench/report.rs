@@ -40,7 +40,7 @@ impl Config {
         args: &BenchArgs,
         ops: usize,
         bin_dir: &Path,
-        replicas: [(&str, u16); 4],
+        replicas: [(&str, u16); 5],
         worker_env: BTreeMap<String, String>,
     ) -> Config {
         Config {

@@ -47,11 +47,12 @@ fn sum(text: &str, name: &str, label: Option<&str>) -> f64 {
 
 pub fn message_counts(text: &str) -> MessageCounts {
     MessageCounts {
+        // Doorbells and intents, and the relay's outcome events.
         published: sum(
             text,
             m::MESSAGES_PUBLISHED_TOTAL,
             Some("outcome=\"confirmed\""),
-        ),
+        ) + sum(text, m::EVENTS_PUBLISHED_TOTAL, None),
         publish_failed: sum(
             text,
             m::MESSAGES_PUBLISHED_TOTAL,

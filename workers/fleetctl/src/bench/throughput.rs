@@ -18,7 +18,7 @@ use fleet_broker::{BrokerConfig, Publisher};
 use tokio::time::Instant;
 
 use super::database::{self, BenchDb};
-use super::fleet::{BenchFleet, FleetSpec, EXECUTE, PREPARE, RECONCILE, WEBHOOK_INGEST};
+use super::fleet::{BenchFleet, FleetSpec, EXECUTE, PREPARE, RECONCILE, RELAY, WEBHOOK_INGEST};
 use super::load::{self, BenchTally, TENANT};
 use super::machine::Machine;
 use super::measure::{self, ProcSample};
@@ -184,6 +184,16 @@ async fn run_set(
         let store = db.store(pool_size(args))?;
         let t = Instant::now();
         load::prepare_and_approve(&store, &intents).await?;
+        // The setup's events (prepared, approved) belong to the setup: marked published
+        // here, so the relay's part of the window is the execute phase's own events.
+        db.sql(SQL_POOL)?
+            .client()
+            .await?
+            .execute(
+                "UPDATE operation_outbox SET published_at = now() WHERE published_at IS NULL",
+                &[],
+            )
+            .await?;
         println!(
             "prepared and approved {ops} operations in {:.1} s (workers not started yet)",
             t.elapsed().as_secs_f64()
@@ -199,6 +209,7 @@ async fn run_set(
         (EXECUTE, args.execute_replicas()),
         (RECONCILE, args.replicas),
         (WEBHOOK_INGEST, args.replicas),
+        (RELAY, args.replicas),
     ];
     let mut worker_env = Vec::new();
     if args.mode == Mode::Execute {
