@@ -105,7 +105,7 @@ SIM_URL=http://$(logged_addr "$LOG_DIR/fleet-provider-sim.log" "provider simulat
 # A development-only webhook secret (base64 of "dev-only-webhook-secret!"), as the demo's.
 WORKER_ENV=(ADMIN_ADDR=127.0.0.1:0 PAYMENTS_URL="$SIM_URL" CRM_URL="$SIM_URL"
             WEBHOOK_SECRETS=whsec_ZGV2LW9ubHktd2ViaG9vay1zZWNyZXQh WEBHOOK_ADDR=127.0.0.1:0
-            API_ADDR=127.0.0.1:0 RELAY_POLL_INTERVAL_MS=200)
+            API_ADDR=127.0.0.1:0)
 WORKERS=(fleet-prepare fleet-execute fleet-reconcile fleet-webhook-ingest fleet-api fleet-relay)
 for bin in "${WORKERS[@]}"; do start "$bin" "${WORKER_ENV[@]}"; done
 for bin in "${WORKERS[@]}"; do ready "$bin"; done

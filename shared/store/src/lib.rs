@@ -34,7 +34,7 @@ pub use console_reads::{ConsoleOperation, OperationSearch};
 pub use error::StoreError;
 pub use migrate::{create_database_if_missing, drop_database, migrate, set_role_passwords};
 pub use operator::{DecisionOutcome, Resolve};
-pub use outbox::{OutboxGauges, OutboxRow, Relayed, OUTBOX_CHANNEL};
+pub use outbox::{OutboxGauges, OutboxRow, Relayed};
 pub use pool::Store;
 pub use prepare::PrepareOutcome;
 pub use principal_admin::{NewPrincipal, PrincipalAdded, PrincipalListing, PrincipalRemoved};

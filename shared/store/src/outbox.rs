@@ -5,7 +5,6 @@
 //!   stay locked, mark what the broker confirmed, commit.
 //! - [`Store::outbox_gauges`]: backlog and the age of its oldest event.
 //! - [`Store::prune_outbox`]: one bounded retention batch of published rows.
-//! - [`Store::forward_outbox_wakeups`]: LISTEN for the trigger's notifications.
 //!
 //! Order per operation with any number of relays: a relay takes only the *head* of each
 //! operation's queue (an unpublished event with no unpublished event before it), locked
@@ -13,10 +12,6 @@
 //! next event of that operation is not a head until that commit, and a head another relay
 //! holds is skipped; so one operation's events are published one at a time, in sequence
 //! order, while different operations go out in parallel and in batches.
-
-mod wake;
-
-pub use wake::OUTBOX_CHANNEL;
 
 use std::future::Future;
 

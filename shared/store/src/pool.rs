@@ -1,6 +1,5 @@
 //! The connection pool and the handle every worker holds.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -25,8 +24,6 @@ const SESSION_SETTINGS: &str = "-c plan_cache_mode=force_generic_plan -c enable_
 #[derive(Clone)]
 pub struct Store {
     pub(crate) pool: Pool,
-    /// For the one connection that cannot come from the pool: the outbox LISTEN.
-    pub(crate) config: Arc<tokio_postgres::Config>,
 }
 
 impl std::fmt::Debug for Store {
@@ -68,7 +65,7 @@ impl Store {
         // `Fast` skips a round trip per checkout; a broken connection surfaces as a query
         // error, which every caller already treats as transient.
         let manager = Manager::from_config(
-            config.clone(),
+            config,
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -81,10 +78,7 @@ impl Store {
             .create_timeout(Some(Duration::from_secs(5)))
             .build()
             .map_err(|e| StoreError::Config(e.to_string()))?;
-        Ok(Store {
-            pool,
-            config: Arc::new(config),
-        })
+        Ok(Store { pool })
     }
 
     /// Closes the pool: connections are dropped and later checkouts fail.

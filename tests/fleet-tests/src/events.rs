@@ -17,10 +17,10 @@ use tokio::task::JoinHandle;
 
 use crate::{eventually, TestFleet};
 
-/// Relay settings for tests: a short poll so a test never waits on the backstop long.
+/// Relay settings for tests: the poll spelled out, so a longer default never slows them.
 pub fn fast_relay() -> RelaySettings {
     RelaySettings {
-        relay_poll_interval_ms: 200,
+        relay_poll_interval_ms: 25,
         ..RelaySettings::default()
     }
 }

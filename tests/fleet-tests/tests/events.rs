@@ -300,7 +300,7 @@ async fn a_relay_killed_between_the_confirm_and_its_commit_loses_nothing_and_rep
     let tap = fleet.tap_events("#").await;
     fleet.spawn_prepare();
     fleet.spawn_execute();
-    let poll = ("RELAY_POLL_INTERVAL_MS", "200");
+    let poll = ("RELAY_POLL_INTERVAL_MS", "25");
     let mut doomed =
         fleet.spawn_process("fleet-relay", &[poll, ("FLEET_PAUSE_AT", "after_publish")]);
     let i = intent();
@@ -357,7 +357,7 @@ async fn a_broker_outage_under_the_relay_loses_nothing_and_keeps_the_order() {
         "fleet-relay",
         &[
             ("AMQP_URL", &through_proxy),
-            ("RELAY_POLL_INTERVAL_MS", "200"),
+            ("RELAY_POLL_INTERVAL_MS", "25"),
         ],
     );
     let i = intent();

@@ -6,8 +6,10 @@
 //! with the same event id, and in sequence order per operation (see `fleet_store`'s
 //! outbox module for why several replicas keep that order).
 //!
-//! It wakes on the database's notification of each such commit, and polls every
-//! `RELAY_POLL_INTERVAL_MS` in case one was lost.
+//! It looks at the outbox again as soon as a round published everything it took, and
+//! otherwise every `RELAY_POLL_INTERVAL_MS`. The database does not notify it: a
+//! notification would take a cluster-wide lock at the commit of every transaction that
+//! writes an event, and those commits would then flush one after the other.
 
 mod gauges;
 mod pause;
@@ -16,12 +18,10 @@ mod round;
 mod series;
 mod settings;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_broker::Publisher;
 use fleet_store::Store;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -39,10 +39,6 @@ pub struct RelayDeps {
 /// Relays until `shutdown`, then finishes the round in hand and closes the publisher.
 pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
     series::series_at_zero();
-    let wake = Arc::new(Notify::new());
-    let store = deps.store.clone();
-    let (w, until) = (wake.clone(), shutdown.clone());
-    let listener = tokio::spawn(async move { store.forward_outbox_wakeups(w, until).await });
     let gauges = tokio::spawn(gauges::run(deps.store.clone(), shutdown.clone()));
     let retention = tokio::spawn(retention::run(
         deps.store.clone(),
@@ -56,31 +52,23 @@ pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
         batch: deps.settings.relay_batch,
     };
     info!(batch = round.batch, source = %round.source, "relaying outcome events");
-    relay(&round, &wake, deps.settings.poll_interval(), &shutdown).await;
+    relay(&round, deps.settings.poll_interval(), &shutdown).await;
     shutdown.cancel();
-    let _ = tokio::join!(listener, gauges, retention);
+    let _ = tokio::join!(gauges, retention);
     deps.publisher.close().await;
 }
 
-async fn relay(round: &Round, wake: &Notify, poll: Duration, shutdown: &CancellationToken) {
+async fn relay(round: &Round, poll: Duration, shutdown: &CancellationToken) {
     while !shutdown.is_cancelled() {
         match round.run().await {
             // Everything taken went out: the next events of those operations are heads
             // now, and a full batch may have left others waiting.
             Ok(r) if r.taken > 0 && r.published.len() == r.taken => continue,
-            Ok(r) if r.taken == 0 => {
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    () = wake.notified() => {}
-                    () = tokio::time::sleep(poll) => {}
-                }
-                continue;
-            }
-            // The broker did not confirm everything (already logged by the round).
+            // Nothing waiting, or the broker did not confirm everything (already logged
+            // by the round): look again after the interval, no hot retry loop.
             Ok(_) => {}
             Err(e) => warn!(error = %e, "relay round failed; retrying after the poll interval"),
         }
-        // After a failure, notifications do not shorten the wait: no hot retry loop.
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(poll) => {}

@@ -11,9 +11,10 @@ pub struct RelaySettings {
     #[arg(long, env = "RELAY_BATCH", default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..=1_000))]
     pub relay_batch: i64,
 
-    /// Longest wait between two looks at the outbox. The database notifies the relay of
-    /// every commit that wrote an event; this poll only covers a lost notification.
-    #[arg(long, env = "RELAY_POLL_INTERVAL_MS", default_value_t = 1_000,
+    /// Wait between two looks at the outbox while nothing is waiting: the longest an
+    /// event waits before its round starts. (Rounds follow each other without a pause
+    /// while they find events.) An empty look is one indexed read of no rows.
+    #[arg(long, env = "RELAY_POLL_INTERVAL_MS", default_value_t = 25,
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub relay_poll_interval_ms: u64,
 
@@ -34,7 +35,7 @@ impl Default for RelaySettings {
     fn default() -> Self {
         RelaySettings {
             relay_batch: 100,
-            relay_poll_interval_ms: 1_000,
+            relay_poll_interval_ms: 25,
             outbox_retention_s: 86_400,
         }
     }
