@@ -472,3 +472,35 @@ async fn retention_deletes_only_published_events_older_than_the_retention() {
     assert!(fleet.store.prune_outbox(0, 0).await.is_err());
     fleet.stop().await;
 }
+
+/// The relay polls; nothing in the database notifies it. A transaction that calls
+/// `pg_notify` (or NOTIFY) takes a cluster-wide lock at commit and holds it through the
+/// commit's flush, so if the outbox trigger, or any function a writer runs, notified,
+/// every transaction writing an event would commit one after the other again.
+#[tokio::test]
+async fn no_function_of_the_schema_notifies_so_writing_commits_never_queue_on_its_lock() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    let functions: i64 = sql
+        .query_one(
+            "SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(functions > 0, "the schema's functions are where this looks");
+    let notifying: Vec<String> = sql
+        .query(
+            "SELECT proname FROM pg_proc
+             WHERE pronamespace = 'public'::regnamespace AND prosrc ~* '(pg_notify|\\mnotify\\M)'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(notifying.is_empty(), "functions that notify: {notifying:?}");
+    fleet.stop().await;
+}
