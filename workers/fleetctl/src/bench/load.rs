@@ -187,6 +187,20 @@ pub struct PipelineLoad {
     pub approve_s: f64,
 }
 
+/// Execute mode: the setup's events (prepared, approved) belong to the setup, so they are
+/// marked published before the workers start; the relay's part of the window is then the
+/// execute phase's own events.
+pub async fn mark_setup_events_published(sql: &BenchSql) -> anyhow::Result<()> {
+    sql.client()
+        .await?
+        .execute(
+            "UPDATE operation_outbox SET published_at = now() WHERE published_at IS NULL",
+            &[],
+        )
+        .await?;
+    Ok(())
+}
+
 /// Publishes every intent (at `rate` per second if given) and approves each once
 /// prepared. Returns when every intent is submitted and approved.
 pub async fn pipeline(

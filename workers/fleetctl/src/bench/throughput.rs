@@ -177,32 +177,23 @@ async fn run_set(
         );
     }
     let statements_ok = db.statements_available(&sql).await?;
-    drop(sql);
     let intents = Arc::new(load::intents(ops));
     let setup = if args.mode == Mode::Execute {
         let before = settled_counters(&db, &mut notes).await?;
         let store = db.store(pool_size(args))?;
         let t = Instant::now();
         load::prepare_and_approve(&store, &intents).await?;
-        // The setup's events (prepared, approved) belong to the setup: marked published
-        // here, so the relay's part of the window is the execute phase's own events.
-        db.sql(SQL_POOL)?
-            .client()
-            .await?
-            .execute(
-                "UPDATE operation_outbox SET published_at = now() WHERE published_at IS NULL",
-                &[],
-            )
-            .await?;
         println!(
             "prepared and approved {ops} operations in {:.1} s (workers not started yet)",
             t.elapsed().as_secs_f64()
         );
+        load::mark_setup_events_published(&sql).await?;
         drop(store);
         Some(settled_counters(&db, &mut notes).await?.since(&before))
     } else {
         None
     };
+    drop(sql);
 
     let replicas = [
         (PREPARE, args.replicas),
