@@ -35,6 +35,12 @@ pub enum Claim {
 /// sets that deadlock anyway fail, and the batch is then retried claim by claim.
 /// `$6`, `$7` and `$8` are the statuses `not_started`, `in_progress` and `approved`,
 /// bound as parameters.
+///
+/// The approval is checked again here, in the statement that claims, however the row came
+/// to read `approved`: its hash is the stored snapshot's, its window is open, and as many
+/// distinct approvers as its quorum asks (never its submitter) approved that hash. (The
+/// database refuses the move to approved without them; this is the second lock on the
+/// same door, at the one place a provider call begins.)
 fn claim_sql() -> String {
     format!(
         "WITH claimed AS (
@@ -46,6 +52,11 @@ fn claim_sql() -> String {
               AND (cardinality($5::text[]) = 0 OR policy_version = ANY($5::text[]))
               AND approval_status = $8 AND approval_expires_at > now()
               AND approved_hash = payload_hash AND escalated_at IS NULL
+              AND approvals_required <= (
+                  SELECT count(*) FROM approvals a
+                  WHERE a.operation_id = operations.operation_id
+                    AND a.payload_hash = operations.payload_hash
+                    AND a.principal IS DISTINCT FROM operations.submitted_by)
             RETURNING {OPERATION_COLUMNS}
         ), attempt AS (
             INSERT INTO attempts (operation_id, fence, worker) SELECT operation_id, fence, $2 FROM claimed

@@ -40,7 +40,7 @@ pub use prepare::PrepareOutcome;
 pub use principal_admin::{NewPrincipal, PrincipalAdded, PrincipalListing, PrincipalRemoved};
 pub use principals::{NewToken, Principal, TokenCreated, TokenListing, TokenRevoked};
 pub use read::{ApprovalGauges, FleetGauges};
-pub use roles::{role_url, DbRole};
+pub use roles::{role_url, DbRole, RolePrefix, ROLE_PREFIX_SETTING};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
 pub use sweep::AttemptAgesMs;
 pub(crate) use transition::transition_in;

@@ -3,7 +3,7 @@
 use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::PgPoolOptions;
 
-use crate::StoreError;
+use crate::{DbRole, RolePrefix, StoreError};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
@@ -24,29 +24,110 @@ pub async fn create_database_if_missing(database_url: &str) -> Result<(), StoreE
     Ok(())
 }
 
-/// Drops a database (tests clean up after themselves with it).
+/// Drops a database and its deployment's roles (tests clean up after themselves with it).
 pub async fn drop_database(database_url: &str) -> Result<(), StoreError> {
     sqlx::Postgres::force_drop_database(database_url)
         .await
-        .map_err(err)
+        .map_err(err)?;
+    drop_deployment_roles(database_url).await
 }
 
-/// Applies every pending migration. Safe to run concurrently from several processes:
-/// sqlx takes an advisory lock.
+/// Drops the deployment roles of the (dropped) database `database_url` names. They own
+/// nothing and hold grants in that database only, so nothing else refers to them.
+async fn drop_deployment_roles(database_url: &str) -> Result<(), StoreError> {
+    let prefix = RolePrefix::of(database_url)?;
+    let mut maintenance = url::Url::parse(database_url).map_err(err)?;
+    maintenance.set_path("/postgres");
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(maintenance.as_str())
+        .await
+        .map_err(err)?;
+    let mut result = Ok(());
+    for role in DbRole::ALL {
+        let statement = format!(
+            "DROP ROLE IF EXISTS {}",
+            quote_ident(&role.login_name(&prefix))
+        );
+        if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&pool)
+            .await
+        {
+            result = Err(err(e));
+        }
+    }
+    pool.close().await;
+    result
+}
+
+/// Applies every pending migration, then makes sure the deployment's login roles exist
+/// (see `roles.rs`). Safe to run concurrently from several processes: sqlx takes an
+/// advisory lock, and the roles are the deployment's own.
 pub async fn migrate(database_url: &str) -> Result<(), StoreError> {
+    let prefix = RolePrefix::of(database_url)?;
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .connect(database_url)
         .await
         .map_err(err)?;
-    let result = MIGRATOR.run(&pool).await.map_err(err);
+    let mut result = MIGRATOR.run(&pool).await.map_err(err);
+    if result.is_ok() {
+        result = ensure_deployment_roles(&pool, &prefix).await;
+    }
     pool.close().await;
     result
 }
 
-/// Sets the password of each component role given (`fleetctl migrate` passes those found
-/// in the environment). Roles belong to the cluster: this changes them for every database
-/// of the server.
+/// Creates the deployment's login role of each component if missing, a member of the
+/// component's group role (which holds its grants) and nothing else; lets those roles,
+/// and only them and the owner, connect to this database.
+async fn ensure_deployment_roles(
+    pool: &sqlx::PgPool,
+    prefix: &RolePrefix,
+) -> Result<(), StoreError> {
+    let (database,): (String,) = sqlx::query_as("SELECT current_database()")
+        .fetch_one(pool)
+        .await
+        .map_err(err)?;
+    let database = quote_ident(&database);
+    let mut statements = vec![format!(
+        "REVOKE CONNECT, TEMPORARY ON DATABASE {database} FROM PUBLIC"
+    )];
+    for role in DbRole::ALL {
+        let login = role.login_name(prefix);
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = $1)")
+                .bind(&login)
+                .fetch_one(pool)
+                .await
+                .map_err(err)?;
+        let login = quote_ident(&login);
+        if !exists {
+            statements.push(format!(
+                "CREATE ROLE {login} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
+            ));
+        }
+        statements.push(format!("GRANT {} TO {login}", role.name()));
+        statements.push(format!("GRANT CONNECT ON DATABASE {database} TO {login}"));
+    }
+    for statement in statements {
+        // Names are ours, quoted; nothing here comes from a request.
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(pool)
+            .await
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// `name` as a quoted SQL identifier.
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Sets the password of each of the deployment's component roles given (`fleetctl
+/// migrate` passes those found in the environment). Each deployment's roles are its own,
+/// so this changes no other database's.
 pub async fn set_role_passwords(
     database_url: &str,
     passwords: &[(crate::DbRole, String)],
@@ -54,6 +135,7 @@ pub async fn set_role_passwords(
     if passwords.is_empty() {
         return Ok(());
     }
+    let prefix = RolePrefix::of(database_url)?;
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .connect(database_url)
@@ -62,7 +144,10 @@ pub async fn set_role_passwords(
     for (role, password) in passwords {
         // ALTER ROLE takes no parameters: the password is written as a quoted literal.
         let literal = format!("'{}'", password.replace('\'', "''"));
-        let statement = format!("ALTER ROLE {} PASSWORD {literal}", role.name());
+        let statement = format!(
+            "ALTER ROLE {} PASSWORD {literal}",
+            quote_ident(&role.login_name(&prefix))
+        );
         // The role name is one of ours; the password is quoted above.
         if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(statement))
             .execute(&pool)
@@ -72,7 +157,7 @@ pub async fn set_role_passwords(
             // Never the statement itself: it holds the password.
             return Err(StoreError::Migrate(format!(
                 "setting the password of {}: {}",
-                role.name(),
+                role.login_name(&prefix),
                 e.as_database_error()
                     .map_or("no answer".into(), |d| d.message().to_owned())
             )));

@@ -1,7 +1,18 @@
-//! The database role each component connects as. The migrations create one login role per
-//! component and grant it only what that component does (`migrations/0015_component_roles.sql`);
-//! whoever starts the fleet (the demo, the benchmark, compose, the tests) derives each
-//! component's database URL from the operator's with [`role_url`].
+//! The database role each component connects as.
+//!
+//! Two layers. The migrations create one *group* role per component (`fleet_api`,
+//! `fleet_execute`, …: no login) and grant it, in each database, only what that component
+//! does (`migrations/0015_component_roles.sql` and later). Roles belong to the whole
+//! Postgres cluster, so those groups are shared by every deployment on it; what a
+//! component logs in as is a *deployment* role, `<prefix>__<component>` (for example
+//! `fleet_prod__execute`), a member of its group that may connect to its own deployment's
+//! database only: `fleet_store::migrate` creates them, revokes `CONNECT` from `PUBLIC` and
+//! grants it to them alone. So the API role of one deployment cannot log in to another's
+//! database, and each deployment has its own passwords.
+//!
+//! The prefix is `FLEET_DB_ROLE_PREFIX`, or else the database's name. Whoever starts the
+//! fleet (the demo, the benchmark, compose, the tests) derives each component's database
+//! URL from the operator's with [`role_url`].
 
 use crate::StoreError;
 
@@ -26,7 +37,7 @@ impl DbRole {
         DbRole::Relay,
     ];
 
-    /// The role's name in Postgres.
+    /// The name of the component's group role in Postgres, which holds its grants.
     pub fn name(self) -> &'static str {
         match self {
             DbRole::Api => "fleet_api",
@@ -36,6 +47,16 @@ impl DbRole {
             DbRole::WebhookIngest => "fleet_webhook_ingest",
             DbRole::Relay => "fleet_relay",
         }
+    }
+
+    /// The component's part of a deployment role's name.
+    pub fn component(self) -> &'static str {
+        self.name().trim_start_matches("fleet_")
+    }
+
+    /// The role this component logs in as in the deployment whose roles carry `prefix`.
+    pub fn login_name(self, prefix: &RolePrefix) -> String {
+        format!("{}__{}", prefix.0, self.component())
     }
 
     /// The component's binary.
@@ -77,37 +98,120 @@ impl DbRole {
     }
 }
 
+/// The setting that names a deployment's roles.
+pub const ROLE_PREFIX_SETTING: &str = "FLEET_DB_ROLE_PREFIX";
+
+/// The longest prefix: a role name has at most 63 bytes, and the longest component part
+/// is `__webhook_ingest`.
+const PREFIX_MAX: usize = 47;
+
+/// The first part of a deployment's role names: lowercase letters, digits and `_`,
+/// starting with a letter or `_`, at most 47 characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RolePrefix(String);
+
+impl RolePrefix {
+    /// `prefix` as given, if it is one.
+    pub fn parse(prefix: &str) -> Result<RolePrefix, StoreError> {
+        let ok = !prefix.is_empty()
+            && prefix.len() <= PREFIX_MAX
+            && prefix
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            && !prefix.as_bytes()[0].is_ascii_digit();
+        if ok {
+            Ok(RolePrefix(prefix.to_owned()))
+        } else {
+            Err(StoreError::Config(format!(
+                "{ROLE_PREFIX_SETTING} must be 1 to {PREFIX_MAX} lowercase letters, digits and _, not starting with a digit"
+            )))
+        }
+    }
+
+    /// The prefix of the deployment whose database `database_url` names:
+    /// `FLEET_DB_ROLE_PREFIX` if set, else the database's name made into one (lowercase,
+    /// anything else than a letter, digit or `_` written `_`).
+    pub fn of(database_url: &str) -> Result<RolePrefix, StoreError> {
+        if let Some(p) = std::env::var(ROLE_PREFIX_SETTING)
+            .ok()
+            .filter(|p| !p.is_empty())
+        {
+            return RolePrefix::parse(&p);
+        }
+        let name = database_name(database_url)?;
+        let mut p: String = name
+            .chars()
+            .map(|c| match c.to_ascii_lowercase() {
+                c @ ('a'..='z' | '0'..='9' | '_') => c,
+                _ => '_',
+            })
+            .collect();
+        if p.starts_with(|c: char| c.is_ascii_digit()) {
+            p.insert(0, '_');
+        }
+        RolePrefix::parse(&p).map_err(|_| {
+            StoreError::Config(format!(
+                "the database name {name:?} makes no role prefix of at most {PREFIX_MAX} characters: set {ROLE_PREFIX_SETTING}"
+            ))
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The database a `postgres://` URL names.
+fn database_name(database_url: &str) -> Result<String, StoreError> {
+    let url = parse_postgres_url(database_url)?;
+    let name = url.path().trim_start_matches('/');
+    if name.is_empty() {
+        return Err(StoreError::Config("DATABASE_URL names no database".into()));
+    }
+    // As written in the URL: a percent-escape only becomes `_` in a prefix.
+    Ok(name.to_owned())
+}
+
+fn parse_postgres_url(database_url: &str) -> Result<url::Url, StoreError> {
+    let invalid = || StoreError::Config("DATABASE_URL is not a postgres:// URL with a host".into());
+    let url = url::Url::parse(database_url).map_err(|_| invalid())?;
+    if !matches!(url.scheme(), "postgres" | "postgresql") || !url.has_host() {
+        return Err(invalid());
+    }
+    Ok(url)
+}
+
 impl crate::Store {
-    /// Whether this database grants the component roles their rights (its migrations
-    /// include the roles'): a database migrated by an older revision does not, and the
-    /// benchmark then runs that revision's workers as the owner, as it ran them.
-    pub async fn grants_component_roles(&self) -> Result<bool, StoreError> {
+    /// Whether this database's deployment roles exist and are granted their rights: a
+    /// database migrated by an older revision has none, and the benchmark then runs that
+    /// revision's workers as the owner, as it ran them.
+    pub async fn grants_component_roles(&self, prefix: &RolePrefix) -> Result<bool, StoreError> {
         let client = self.client().await?;
+        let login = DbRole::Execute.login_name(prefix);
         let row = client
             .query_one(
-                "SELECT CASE WHEN EXISTS (SELECT FROM pg_roles WHERE rolname = 'fleet_execute')
-                        THEN has_column_privilege('fleet_execute', 'operations', 'status', 'UPDATE')
+                "SELECT CASE WHEN EXISTS (SELECT FROM pg_roles WHERE rolname = $1)
+                        THEN has_column_privilege($1, 'operations', 'status', 'UPDATE')
                         ELSE false END",
-                &[],
+                &[&login],
             )
             .await?;
         Ok(row.get(0))
     }
 }
 
-/// `database_url` with `role` as its user and `password` (or none) as its password: the
-/// same server, database and options, another identity.
+/// `database_url` with the deployment's login role of `role` as its user and `password`
+/// (or none) as its password: the same server, database and options, another identity.
 pub fn role_url(
     database_url: &str,
     role: DbRole,
     password: Option<&str>,
 ) -> Result<String, StoreError> {
+    let prefix = RolePrefix::of(database_url)?;
+    let mut url = parse_postgres_url(database_url)?;
     let invalid = || StoreError::Config("DATABASE_URL is not a postgres:// URL with a host".into());
-    let mut url = url::Url::parse(database_url).map_err(|_| invalid())?;
-    if !matches!(url.scheme(), "postgres" | "postgresql") {
-        return Err(invalid());
-    }
-    url.set_username(role.name()).map_err(|_| invalid())?;
+    url.set_username(&role.login_name(&prefix))
+        .map_err(|_| invalid())?;
     url.set_password(password).map_err(|_| invalid())?;
     Ok(url.into())
 }
@@ -126,7 +230,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             url,
-            "postgres://fleet_execute@db.internal:5433/fleet?sslmode=require"
+            "postgres://fleet__execute@db.internal:5433/fleet?sslmode=require"
         );
         let url = role_url(
             "postgresql://postgres@127.0.0.1:5432/fleet_t_1",
@@ -136,7 +240,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             url,
-            "postgresql://fleet_webhook_ingest:p%40ss%2Fword@127.0.0.1:5432/fleet_t_1"
+            "postgresql://fleet_t_1__webhook_ingest:p%40ss%2Fword@127.0.0.1:5432/fleet_t_1"
         );
     }
 
@@ -148,6 +252,23 @@ mod tests {
             "postgres:///fleet",
         ] {
             assert!(role_url(bad, DbRole::Api, None).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_comes_from_the_database_name_and_stays_a_valid_role_name() {
+        let of = |url: &str| RolePrefix::of(url).map(|p| p.as_str().to_owned());
+        assert_eq!(of("postgres://h/fleet").unwrap(), "fleet");
+        assert_eq!(of("postgres://h/Fleet-Prod.eu").unwrap(), "fleet_prod_eu");
+        assert_eq!(of("postgres://h/2024db").unwrap(), "_2024db");
+        assert!(of("postgres://h/").is_err());
+        assert!(of(&format!("postgres://h/{}", "d".repeat(48))).is_err());
+        let longest = RolePrefix::parse(&"p".repeat(PREFIX_MAX)).unwrap();
+        for role in DbRole::ALL {
+            assert!(role.login_name(&longest).len() <= 63, "{role:?}");
+        }
+        for bad in ["", "Upper", "9lives", "semi;colon", "quote\"", "space d"] {
+            assert!(RolePrefix::parse(bad).is_err(), "{bad}");
         }
     }
 

@@ -93,6 +93,18 @@ impl TestFleet {
             .await
             .expect("migrate the test database");
         let store = Store::connect(&database_url, 8).expect("pool");
+        // The people the store-level tests approve as: the database records an approval
+        // only by an existing principal.
+        store
+            .pooled_session()
+            .await
+            .expect("a connection")
+            .execute(
+                "INSERT INTO principals (name, role) SELECT unnest($1::text[]), 'approver'",
+                &[&STORE_APPROVERS.to_vec()],
+            )
+            .await
+            .expect("the store-level approvers");
         let mut broker = BrokerConfig::new(amqp_url())
             .with_namespace(format!("t{}", ulid::Ulid::new().to_string().to_lowercase()));
         // The tests share one broker with every other test running at the same moment (and
@@ -554,6 +566,10 @@ impl TestFleet {
         let _ = fleet_store::drop_database(&self.database_url).await;
     }
 }
+
+/// The principals that approve through the store in tests (`decider(name)`), present in
+/// every test database.
+pub const STORE_APPROVERS: [&str; 4] = ["test-approver", "ann", "ben", "approver"];
 
 /// The approver of the harness's store-level approvals.
 pub const TEST_APPROVER: Decider<'static> = Decider {

@@ -23,8 +23,12 @@ async fn main() -> anyhow::Result<()> {
                 .filter_map(|r| Some((r, r.password_from_env()?)))
                 .collect();
             fleet_store::set_role_passwords(db, &passwords).await?;
+            let prefix = fleet_store::RolePrefix::of(db)?;
             for (role, _) in &passwords {
-                println!("set the password of the database role {}", role.name());
+                println!(
+                    "set the password of the database role {}",
+                    role.login_name(&prefix)
+                );
             }
         }
         Command::Hash { file } => hash::run(&file)?,

@@ -139,6 +139,16 @@ impl BenchDb {
                 );
             }
         }
+        // The pipeline's approver approves as a principal, as people do (the database
+        // records approvals of existing principals only).
+        BenchSql::connect(&url, 1)?
+            .client()
+            .await?
+            .execute(
+                "INSERT INTO principals (name, role) VALUES ($1, 'approver') ON CONFLICT DO NOTHING",
+                &[&super::load::APPROVER],
+            )
+            .await?;
         Ok(BenchDb {
             name: name.to_owned(),
             url,

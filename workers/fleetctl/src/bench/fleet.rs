@@ -80,8 +80,9 @@ impl BenchFleet {
         let client = reqwest::Client::new();
         // Each component as its own database role, as deployed; a baseline revision whose
         // migrations predate the roles runs as the owner, as it always did.
+        let prefix = fleet_store::RolePrefix::of(spec.database_url)?;
         let roles = fleet_store::Store::connect(spec.database_url, 1)?
-            .grants_component_roles()
+            .grants_component_roles(&prefix)
             .await?;
         let mut ports = Ports(
             spec.port_base,

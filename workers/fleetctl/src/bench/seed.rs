@@ -117,7 +117,12 @@ pub async fn ready(sql: &BenchSql, kind: u8, count: i64) -> anyhow::Result<Vec<S
         "INSERT INTO operations ({SNAPSHOT_COLUMNS}, status, created_at, updated_at)
          SELECT {SNAPSHOT_VALUES}, 'not_started', t, t {from}"
     );
-    chunked(sql, count, "org_ready", &operations, &[]).await?;
+    // The approval behind each row: execute's claim counts it.
+    let approvals = format!(
+        "INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash, at)
+         SELECT id, 'bench-seed', 'token', h, t {from}"
+    );
+    chunked(sql, count, "org_ready", &operations, &[approvals]).await?;
     Ok((1..=count).map(|i| op_id(kind, i)).collect())
 }
 
