@@ -1,13 +1,19 @@
 //! Credentials with limits, through the real `fleetctl` and `fleet-api` processes: tokens
 //! that expire (401 `token_expired` on the JSON routes and on `/mcp`), that record their
 //! last use at most once a minute (with the API's database role granted exactly that),
-//! and that act for only some of their principal's tenants.
+//! and that act for only some of their principal's tenants; and a console sign-in that
+//! refuses an ID token signed with a symmetric algorithm, and an issuer reached over plain
+//! HTTP across a network.
 
 use std::time::Duration;
 
 use fleet_core::Role;
+use fleet_oidc_issuer::{IdTokenSigning, IssuerConfig, TestUser};
 use fleet_store::{role_url, DbRole};
-use fleet_tests::{eventually_within, hash_of, intent, intent_bytes, op_of, ApiProcess, TestFleet};
+use fleet_tests::{
+    bin_dir, eventually, eventually_within, hash_of, intent, intent_bytes, op_of,
+    sign_in_over_http, ApiProcess, SignedIn, TestFleet,
+};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -498,5 +504,113 @@ async fn the_api_role_may_record_a_tokens_use_and_change_nothing_else_of_it() {
     ] {
         assert_eq!(attempt(forbidden).await, "42501", "{forbidden}");
     }
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn an_id_token_signed_hs256_with_the_client_secret_is_refused_though_the_issuer_advertises_it(
+) {
+    let fleet = TestFleet::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = fleet_oidc_issuer::spawn(
+        IssuerConfig {
+            users: vec![TestUser::new("sub-alice", "Alice")],
+            id_token_signing: IdTokenSigning::Hs256WithClientSecret,
+            ..IssuerConfig::default()
+        },
+        listener,
+    )
+    .await
+    .unwrap();
+    let discovery: Value = fleet
+        .http
+        .get(format!(
+            "{}/.well-known/openid-configuration",
+            issuer.issuer_url
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        discovery["id_token_signing_alg_values_supported"],
+        json!(["HS256"])
+    );
+    fleet
+        .person("alice", Role::Approver, &[TENANT], "sub-alice")
+        .await;
+    // The default list, RS256 and ES256; a console told to accept HS256 does not start
+    // (below).
+    let api = fleet.spawn_console(&issuer).await;
+    match sign_in_over_http(&api, "sub-alice").await {
+        SignedIn::Refused(status, page) => {
+            assert_eq!(status, StatusCode::BAD_REQUEST);
+            assert!(page.contains("could not be verified"), "{page}");
+        }
+        SignedIn::Session(_) => panic!("signed in with an HS256 ID token"),
+    }
+    assert_eq!(
+        fleet.count("SELECT count(*) FROM console_sessions").await,
+        0
+    );
+    // Refused for its algorithm, not for anything else about it.
+    let log = eventually("the refusal logged", || async {
+        let log = api.process.log_text();
+        log.contains("console sign-in refused").then_some(log)
+    })
+    .await;
+    assert!(log.contains("algorithm `HS256` is not one of"), "{log}");
+    fleet.stop().await;
+}
+
+/// Runs fleet-api with `env` (and this fleet's database and broker) and returns its exit
+/// status and what it printed, when it refuses to start.
+async fn refused_start(fleet: &TestFleet, env: &[(&str, &str)]) -> (i32, String) {
+    let run = tokio::process::Command::new(bin_dir().join("fleet-api"))
+        .env_clear()
+        .env("DATABASE_URL", &fleet.database_url)
+        .env("AMQP_URL", &fleet.broker.amqp_url)
+        .env("AMQP_NAMESPACE", &fleet.broker.namespace)
+        .env("API_ADDR", "127.0.0.1:0")
+        .env("ADMIN_ADDR", "127.0.0.1:0")
+        .envs(env.iter().copied())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("fleet-api refuses at once instead of starting")
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn fleet_api_refuses_to_start_with_a_plain_http_issuer_off_the_loopback_or_an_hmac_id_token_algorithm(
+) {
+    let fleet = TestFleet::start().await;
+    let (code, stderr) =
+        refused_start(&fleet, &[("OIDC_ISSUER_URL", "http://id.example.com")]).await;
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("OIDC_ISSUER_URL must be an https URL"),
+        "{stderr}"
+    );
+    let (code, stderr) = refused_start(
+        &fleet,
+        &[
+            ("OIDC_ISSUER_URL", "https://id.example.com"),
+            ("OIDC_ID_TOKEN_ALGS", "RS256,HS256"),
+        ],
+    )
+    .await;
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("OIDC_ID_TOKEN_ALGS") && stderr.contains("HS256 is symmetric"),
+        "{stderr}"
+    );
     fleet.stop().await;
 }
