@@ -166,6 +166,76 @@ impl TokenHash {
     }
 }
 
+/// The tenants a token acts for: its principal's, narrowed to the token's own list when it
+/// was created with one (`None`: all of them, now and later). The principal's grants
+/// always bound it, so a tenant taken from the principal is taken from its tokens too.
+pub fn token_tenants(principal: &[String], limit: Option<&[String]>) -> Vec<String> {
+    principal
+        .iter()
+        .filter(|t| limit.is_none_or(|l| l.contains(t)))
+        .cloned()
+        .collect()
+}
+
+const SECONDS_PER: [(char, u64); 4] = [('d', 86_400), ('h', 3_600), ('m', 60), ('s', 1)];
+
+/// How long a new token is accepted: a whole number and a unit, `s`, `m`, `h` or `d`
+/// (`90d`, `12h`, `90m`), from one second to [`TokenLifetime::MAX`]. Every token ends: a
+/// leaked one stops working by itself, and one nobody rotates is noticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenLifetime(u64);
+
+impl TokenLifetime {
+    /// What `fleetctl token create` gives when not told: 90 days.
+    pub const DEFAULT: TokenLifetime = TokenLifetime(90 * 86_400);
+    /// The longest a token may live: a year.
+    pub const MAX: TokenLifetime = TokenLifetime(365 * 86_400);
+
+    pub fn parse(s: &str) -> Result<TokenLifetime, String> {
+        let refused = || {
+            format!(
+                "{s:?} is not a token lifetime: a whole number and s, m, h or d (e.g. 90d, 12h, 90m), at most {}",
+                TokenLifetime::MAX
+            )
+        };
+        let unit = s.chars().last().ok_or_else(refused)?;
+        let per = SECONDS_PER
+            .iter()
+            .find(|(u, _)| *u == unit)
+            .map(|(_, per)| *per)
+            .ok_or_else(refused)?;
+        let number = &s[..s.len() - 1];
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(refused());
+        }
+        let secs = number
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(per))
+            .ok_or_else(refused)?;
+        if secs == 0 || secs > TokenLifetime::MAX.0 {
+            return Err(refused());
+        }
+        Ok(TokenLifetime(secs))
+    }
+
+    pub fn as_secs(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for TokenLifetime {
+    /// In the largest unit that divides it: `90d`, `36h`, `45s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (unit, per) = SECONDS_PER
+            .iter()
+            .find(|(_, per)| self.0.is_multiple_of(*per))
+            .copied()
+            .unwrap_or(('s', 1));
+        write!(f, "{}{unit}", self.0 / per)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -272,5 +342,77 @@ mod tests {
         let b = Token::from_secret_bytes(&[2; TOKEN_SECRET_BYTES]);
         assert_ne!(a.expose(), b.expose());
         assert_ne!(a.hash(), b.hash());
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_token_acts_for_its_principals_tenants_narrowed_to_its_own_list() {
+        let principal = strings(&["org_1", "org_2", "org_3"]);
+        assert_eq!(token_tenants(&principal, None), principal);
+        assert_eq!(
+            token_tenants(&principal, Some(&strings(&["org_2"]))),
+            strings(&["org_2"])
+        );
+        // A tenant the principal no longer has is gone from its limited tokens too.
+        assert_eq!(
+            token_tenants(&strings(&["org_1"]), Some(&strings(&["org_1", "org_2"]))),
+            strings(&["org_1"])
+        );
+        assert_eq!(
+            token_tenants(&strings(&["org_1"]), Some(&strings(&["org_2"]))),
+            Vec::<String>::new()
+        );
+        assert_eq!(token_tenants(&[], None), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_token_lifetime_is_a_whole_number_of_one_unit_from_a_second_to_a_year() {
+        for (text, secs) in [
+            ("30d", 30 * 86_400),
+            ("12h", 12 * 3_600),
+            ("90m", 90 * 60),
+            ("1s", 1),
+            ("365d", 365 * 86_400),
+            ("8760h", 365 * 86_400),
+        ] {
+            assert_eq!(
+                TokenLifetime::parse(text).map(TokenLifetime::as_secs),
+                Ok(secs),
+                "{text}"
+            );
+        }
+        for bad in [
+            "",
+            "d",
+            "30",
+            "0d",
+            "0s",
+            "366d",
+            "8761h",
+            "-1d",
+            "+1d",
+            "1.5d",
+            "1 d",
+            " 1d",
+            "1D",
+            "1w",
+            "1dd",
+            "99999999999999999999d",
+            "18446744073709551615d",
+        ] {
+            let refused = TokenLifetime::parse(bad).unwrap_err();
+            assert!(
+                refused.contains("not a token lifetime"),
+                "{bad:?}: {refused}"
+            );
+        }
+        assert_eq!(TokenLifetime::DEFAULT.as_secs(), 90 * 86_400);
+        for shown in ["90d", "36h", "90m", "45s", "365d"] {
+            assert_eq!(TokenLifetime::parse(shown).unwrap().to_string(), shown);
+        }
+        assert_eq!(TokenLifetime::parse("24h").unwrap().to_string(), "1d");
     }
 }

@@ -38,7 +38,7 @@ pub use outbox::{OutboxGauges, OutboxRow, Relayed};
 pub use pool::Store;
 pub use prepare::PrepareOutcome;
 pub use principal_admin::{NewPrincipal, PrincipalAdded, PrincipalListing, PrincipalRemoved};
-pub use principals::{NewToken, Principal, TokenCreated, TokenListing, TokenRevoked};
+pub use principals::{NewToken, Principal, TokenCheck, TokenCreated, TokenListing, TokenRevoked};
 pub use read::{ApprovalGauges, FleetGauges};
 pub use roles::{role_url, DbRole, RolePrefix, ROLE_PREFIX_SETTING};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};

@@ -132,7 +132,7 @@ impl Store {
             .query(
                 "SELECT p.name, p.role, p.oidc_subject, p.created_at, p.removed_at,
                         ARRAY(SELECT tenant_id FROM principal_tenants pt WHERE pt.principal = p.name ORDER BY tenant_id) AS tenants,
-                        (SELECT count(*) FROM api_tokens t WHERE t.principal = p.name AND t.revoked_at IS NULL) AS active_tokens
+                        (SELECT count(*) FROM api_tokens t WHERE t.principal = p.name AND t.revoked_at IS NULL AND t.expires_at > now()) AS active_tokens
                  FROM principals p ORDER BY p.name",
                 &[],
             )

@@ -1,8 +1,10 @@
 //! The issuer's RSA key: its JWK, and RS256 compact JWS signatures (RFC 7515) over ID
-//! token claims.
+//! token claims; and HS256 ones keyed with a shared secret, for the tests that a client
+//! refuses them.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use hmac::{Hmac, Mac};
 use rsa::pkcs1v15;
 use rsa::signature::{SignatureEncoding, Signer};
 use rsa::traits::PublicKeyParts;
@@ -52,4 +54,21 @@ impl SigningKey {
         let signature = self.key.sign(input.as_bytes()).to_bytes();
         format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature))
     }
+}
+
+/// `header.claims.signature`, base64url each, signed HS256 (RFC 7518, section 3.2) with
+/// `secret`'s bytes as the key, as a client secret is used when a client accepts HS256.
+pub fn sign_hs256(secret: &str, claims: &Value) -> String {
+    let header = json!({"alg": "HS256", "typ": "JWT"});
+    let input = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    );
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    mac.update(input.as_bytes());
+    format!(
+        "{input}.{}",
+        URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+    )
 }

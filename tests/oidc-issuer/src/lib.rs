@@ -6,7 +6,7 @@
 //! | `GET /jwks` | the public half of the RSA key generated at start |
 //! | `GET /authorize` | a page listing the configured users, one button each; with `login_hint=<subject>` the user is signed in at once |
 //! | `POST /authorize` | signs the chosen user in: redirects back with a one-time code |
-//! | `POST /token` | exchanges the code (client secret by HTTP Basic or in the form, the PKCE verifier, the same redirect URI) for a signed ID token |
+//! | `POST /token` | exchanges the code (client secret by HTTP Basic or in the form, the PKCE verifier, the same redirect URI) for a signed ID token (RS256; HS256 with the client secret when configured so, to test that a client refuses it) |
 //!
 //! Codes are single use and live 60 s. Only `S256` PKCE challenges are accepted and a
 //! challenge is required, so a client that does not send PKCE cannot sign in at all.
@@ -21,6 +21,17 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use jwt::SigningKey;
+
+/// How the issuer signs ID tokens (and the one algorithm its discovery document
+/// advertises).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdTokenSigning {
+    /// RS256 with the RSA key of its JWKS: what a real issuer does.
+    Rs256,
+    /// HS256 keyed with the client secret: a token any holder of the secret could have
+    /// made, which a client must refuse however the issuer advertises it.
+    Hs256WithClientSecret,
+}
 
 /// A person the issuer can sign in.
 #[derive(Debug, Clone)]
@@ -62,6 +73,7 @@ pub struct IssuerConfig {
     pub users: Vec<TestUser>,
     /// Lifetime of an ID token, in seconds.
     pub id_token_ttl_s: u64,
+    pub id_token_signing: IdTokenSigning,
 }
 
 impl Default for IssuerConfig {
@@ -72,6 +84,7 @@ impl Default for IssuerConfig {
             host: "localhost".into(),
             users: Vec::new(),
             id_token_ttl_s: 300,
+            id_token_signing: IdTokenSigning::Rs256,
         }
     }
 }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::{now_s, random_token, Grant, Shared};
+use crate::{now_s, random_token, Grant, IdTokenSigning, Shared};
 
 const CODE_TTL_S: u64 = 60;
 
@@ -26,6 +26,10 @@ pub fn router(state: Shared) -> Router {
 
 async fn discovery(State(s): State<Shared>) -> Json<serde_json::Value> {
     let base = &s.issuer_url;
+    let alg = match s.config.id_token_signing {
+        IdTokenSigning::Rs256 => "RS256",
+        IdTokenSigning::Hs256WithClientSecret => "HS256",
+    };
     Json(json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/authorize"),
@@ -33,7 +37,7 @@ async fn discovery(State(s): State<Shared>) -> Json<serde_json::Value> {
         "jwks_uri": format!("{base}/jwks"),
         "response_types_supported": ["code"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["RS256"],
+        "id_token_signing_alg_values_supported": [alg],
         "scopes_supported": ["openid", "profile"],
         "grant_types_supported": ["authorization_code"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
@@ -270,7 +274,12 @@ async fn token(
         "token_type": "Bearer",
         "expires_in": s.config.id_token_ttl_s,
         "scope": "openid",
-        "id_token": s.key.sign(&claims),
+        "id_token": match s.config.id_token_signing {
+            IdTokenSigning::Rs256 => s.key.sign(&claims),
+            IdTokenSigning::Hs256WithClientSecret => {
+                crate::jwt::sign_hs256(&s.config.client_secret, &claims)
+            }
+        },
     });
     ([(header::CACHE_CONTROL, "no-store")], Json(body)).into_response()
 }

@@ -1,14 +1,17 @@
 //! Authentication: `Authorization: Bearer <token>` → the principal it belongs to. The
 //! token is hashed at once and only its hash is looked up; the token itself is never
-//! logged, stored or echoed. Anything wrong with it is one answer, 401, so a caller
-//! cannot tell a revoked token from one that never existed.
+//! logged, stored or echoed. Anything wrong with it is one answer, 401 `unauthorized`, so a
+//! caller cannot tell a revoked token from one that never existed; only an expired token
+//! gets its own code, `token_expired` (telling it apart needs the whole token, so it says
+//! nothing to anyone else). A token limited to some tenants makes its caller act for
+//! those of its principal's only. The same check guards the JSON routes and `/mcp`.
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use fleet_core::authz;
 use fleet_core::{ApiAction, SignIn, TokenHash};
-use fleet_store::Principal;
+use fleet_store::{Principal, TokenCheck};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -47,12 +50,11 @@ impl FromRequestParts<AppState> for Caller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let hash = presented_hash(parts).ok_or(ApiError::Unauthorized)?;
-        let principal = state
-            .store
-            .authenticate(&hash)
-            .await?
-            .ok_or(ApiError::Unauthorized)?;
-        Ok(Caller(principal))
+        match state.store.check_token(&hash).await? {
+            TokenCheck::Valid(principal) => Ok(Caller(principal)),
+            TokenCheck::Expired => Err(ApiError::TokenExpired),
+            TokenCheck::Refused => Err(ApiError::Unauthorized),
+        }
     }
 }
 

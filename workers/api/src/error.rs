@@ -14,6 +14,10 @@ use fleet_core::Denial;
 pub enum ApiError {
     /// No, a malformed, an unknown or a revoked bearer token.
     Unauthorized,
+    /// A token past its `expires_at`. Told apart from `Unauthorized` (only a caller holding
+    /// the whole token can learn it), so an agent knows to ask for a new one rather than
+    /// suspect its configuration.
+    TokenExpired,
     /// Authenticated, but not for this: `role_not_allowed` or `tenant_not_granted`.
     Forbidden(&'static str),
     /// No such operation among the caller's tenants (another tenant's is not found either).
@@ -49,7 +53,8 @@ pub struct ErrorBody {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// A bounded code, e.g. `unauthorized`, `tenant_not_granted`, `invalid_field`.
+    /// A bounded code, e.g. `unauthorized`, `token_expired`, `tenant_not_granted`,
+    /// `invalid_field`.
     pub code: String,
     /// The offending field (`payload.amount_minor`, `limit`, …) when there is one.
     pub field: Option<String>,
@@ -60,7 +65,7 @@ const RETRY_AFTER_S: HeaderValue = HeaderValue::from_static("1");
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::TokenExpired => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Conflict | ApiError::Refused(_) => StatusCode::CONFLICT,
@@ -76,6 +81,7 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::Unauthorized => "unauthorized",
+            ApiError::TokenExpired => "token_expired",
             ApiError::Forbidden(code) => code,
             ApiError::NotFound => "not_found",
             ApiError::Conflict => "operation_id_conflict",
@@ -95,6 +101,7 @@ impl ApiError {
             ApiError::BadQuery { field } => field.map(str::to_owned),
             ApiError::Conflict => Some("operation_id".to_owned()),
             ApiError::Unauthorized
+            | ApiError::TokenExpired
             | ApiError::Forbidden(_)
             | ApiError::NotFound
             | ApiError::Refused(_)
@@ -119,6 +126,15 @@ impl IntoResponse for ApiError {
         match self {
             ApiError::Unauthorized => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::TokenExpired => {
+                // RFC 6750, section 3.1: an expired token is an `invalid_token`.
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(
+                        "Bearer error=\"invalid_token\", error_description=\"the token expired\"",
+                    ),
+                );
             }
             ApiError::TooManyWaiters | ApiError::Unavailable => {
                 headers.insert(header::RETRY_AFTER, RETRY_AFTER_S);

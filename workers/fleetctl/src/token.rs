@@ -1,15 +1,17 @@
 //! `fleetctl token`: bearer tokens for the HTTP API. A new token is printed once and only
-//! its SHA-256 is stored, so a lost token is revoked and replaced, never recovered.
+//! its SHA-256 is stored, so a lost token is revoked and replaced, never recovered. Every
+//! token expires (`--expires-in`, 90 days unless told) and may be limited to some of its
+//! principal's tenants (`--tenant`).
 
 use clap::Subcommand;
-use fleet_core::access::{is_principal_name, TOKEN_SECRET_BYTES};
+use fleet_core::access::{is_principal_name, TokenLifetime, TOKEN_SECRET_BYTES};
 use fleet_core::{Role, Token, TokenHash};
 use fleet_store::{NewToken, Store, TokenCreated, TokenRevoked};
 
 #[derive(Subcommand, Debug)]
 pub enum TokenCommand {
-    /// Create a token for a principal (created with ROLE if new) and grant it the tenants;
-    /// the token is printed once.
+    /// Create a token for a principal (created with ROLE and the tenants if new); the
+    /// token is printed once.
     Create {
         /// The principal's name, recorded as `submitted_by` on what it submits.
         #[arg(long)]
@@ -17,10 +19,15 @@ pub enum TokenCommand {
         /// agent, approver, operator or admin.
         #[arg(long, value_parser = parse_role)]
         role: Role,
-        /// A tenant the principal may act for (repeat for several). Grants add up: the
-        /// principal keeps the tenants it had.
-        #[arg(long = "tenant", required = true)]
+        /// Limit the token to this tenant (repeat for several), one the principal has; a
+        /// new principal is created with them. Without it the token acts for all of the
+        /// principal's tenants. Tenants are granted with `fleetctl principal add`.
+        #[arg(long = "tenant")]
         tenants: Vec<String>,
+        /// How long the token is accepted: a whole number and s, m, h or d (`30d`, `12h`,
+        /// `90m`), at most 365d.
+        #[arg(long, default_value = "90d", value_parser = TokenLifetime::parse)]
+        expires_in: TokenLifetime,
     },
     /// Revoke a token, named by its id (`tok_…`), its prefix (`fleet_` + 8 hex digits) or
     /// the token itself. Requests carrying it are refused from then on.
@@ -42,7 +49,8 @@ pub async fn run(store: &Store, command: TokenCommand) -> anyhow::Result<()> {
             principal,
             role,
             tenants,
-        } => create(store, &principal, role, &tenants).await,
+            expires_in,
+        } => create(store, &principal, role, &tenants, expires_in).await,
         TokenCommand::Revoke { token } => revoke(store, &token).await,
         TokenCommand::List => list(store).await,
     }
@@ -67,13 +75,37 @@ pub(crate) fn check_tenants(tenants: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Creates a token and returns it with its id (for `create` and the demo).
+/// What `issue` gives: the token (to show once), its id, the tenants it acts for and when
+/// it expires.
+pub struct Issued {
+    pub token: Token,
+    pub token_id: String,
+    pub tenants: Vec<String>,
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Creates a token limited to `tenants` (a new principal is created with them) that lives
+/// the default lifetime, and returns it with its id and the tenants it acts for (for the
+/// demo and the tests).
 pub async fn issue(
     store: &Store,
     principal: &str,
     role: Role,
     tenants: &[String],
 ) -> anyhow::Result<(Token, String, Vec<String>)> {
+    let issued = issue_for(store, principal, role, tenants, TokenLifetime::DEFAULT).await?;
+    Ok((issued.token, issued.token_id, issued.tenants))
+}
+
+/// Creates a token for `principal`, limited to `tenants` (none: all of the principal's),
+/// accepted for `lifetime`.
+pub async fn issue_for(
+    store: &Store,
+    principal: &str,
+    role: Role,
+    tenants: &[String],
+    lifetime: TokenLifetime,
+) -> anyhow::Result<Issued> {
     anyhow::ensure!(is_principal_name(principal), "{principal:?} cannot name a principal: 1 to 128 letters, digits and ._@:- starting with a letter or digit");
     check_tenants(tenants)?;
     let token = new_token()?;
@@ -85,9 +117,18 @@ pub async fn issue(
         tenants,
         hash: &token.hash(),
         display_prefix: token.display_prefix(),
+        lifetime,
     };
     match store.create_token(&new).await? {
-        TokenCreated::Created { tenants } => Ok((token, token_id, tenants)),
+        TokenCreated::Created {
+            tenants,
+            expires_at,
+        } => Ok(Issued {
+            token,
+            token_id,
+            tenants,
+            expires_at,
+        }),
         TokenCreated::RoleMismatch { existing } => {
             anyhow::bail!("refused: {principal} is a principal with role {existing}, not {role}")
         }
@@ -96,6 +137,13 @@ pub async fn issue(
                 "refused: {principal} was removed; `fleetctl principal add` brings it back"
             )
         }
+        TokenCreated::TenantsNotGranted { missing } => anyhow::bail!(
+            "refused: {principal} does not act for {}; a token is limited to tenants its principal has (`fleetctl principal add --name {principal} --role {role} --tenant …` grants more)",
+            missing.join(", ")
+        ),
+        TokenCreated::NoTenants => anyhow::bail!(
+            "refused: {principal} is a new principal; name its tenants with --tenant"
+        ),
     }
 }
 
@@ -104,12 +152,20 @@ async fn create(
     principal: &str,
     role: Role,
     tenants: &[String],
+    lifetime: TokenLifetime,
 ) -> anyhow::Result<()> {
-    let (token, token_id, tenants) = issue(store, principal, role, tenants).await?;
-    println!("{}", token.expose());
+    let issued = issue_for(store, principal, role, tenants, lifetime).await?;
+    println!("{}", issued.token.expose());
+    let scope = if tenants.is_empty() {
+        "all of the principal's"
+    } else {
+        "limited to"
+    };
     println!(
-        "id {token_id}, principal {principal} ({role}), tenants {}",
-        tenants.join(", ")
+        "id {}, principal {principal} ({role}), tenants ({scope}) {}, expires {}",
+        issued.token_id,
+        issued.tenants.join(", "),
+        issued.expires_at.format("%Y-%m-%dT%H:%M:%SZ")
     );
     eprintln!("Keep the token now: it is shown once, and only its hash is stored.");
     Ok(())
@@ -141,22 +197,31 @@ fn shown(name: &str) -> &str {
 }
 
 async fn list(store: &Store) -> anyhow::Result<()> {
+    let minute = |at: chrono::DateTime<chrono::Utc>| at.format("%Y-%m-%d %H:%M").to_string();
     println!(
-        "{:<30} {:<15} {:<24} {:<9} {:<26} {:<8} tenants",
-        "id", "prefix", "principal", "role", "created", "revoked"
+        "{:<30} {:<15} {:<24} {:<9} {:<8} {:<17} {:<17} {:<17} tenants",
+        "id", "prefix", "principal", "role", "state", "created", "expires", "last used"
     );
     for t in store.list_tokens().await? {
-        let revoked = t
-            .revoked_at
-            .map_or("-".to_owned(), |at| at.format("%Y-%m-%d %H:%M").to_string());
+        let state = if t.revoked_at.is_some() {
+            "revoked"
+        } else if t.expired {
+            "expired"
+        } else {
+            "active"
+        };
+        let last_used = t.last_used_at.map_or("never".to_owned(), minute);
+        let limited = if t.limited { " (limited)" } else { "" };
         println!(
-            "{:<30} {:<15} {:<24} {:<9} {:<26} {:<8} {}",
+            "{:<30} {:<15} {:<24} {:<9} {:<8} {:<17} {:<17} {:<17} {}{limited}",
             t.token_id,
             t.display_prefix,
             t.principal,
             t.role,
-            t.created_at.format("%Y-%m-%dT%H:%M:%SZ"),
-            revoked,
+            state,
+            minute(t.created_at),
+            minute(t.expires_at),
+            last_used,
             t.tenants.join(",")
         );
     }

@@ -73,6 +73,11 @@ impl Console {
             &settings.oidc_client_id,
             settings.oidc_client_secret.expose(),
             &redirect,
+            settings
+                .oidc_id_token_algs
+                .iter()
+                .map(settings::IdTokenAlg::algorithm)
+                .collect(),
         )?;
         Ok(Some(Console {
             oidc,

@@ -1,13 +1,18 @@
 //! Signing in with OpenID Connect: the authorization code flow with PKCE (S256), a
 //! `state` bound to the browser that started the sign-in, and a `nonce` bound into the ID
 //! token. The ID token's signature (the issuer's published keys), issuer, audience, expiry
-//! and nonce are all checked before its subject is believed.
+//! and nonce are all checked before its subject is believed. Its signature algorithm must
+//! be one of `OIDC_ID_TOKEN_ALGS` (asymmetric only), whatever the discovery document
+//! advertises: the client library would otherwise take the advertised list, and with a
+//! client secret configured accept an HS256 token keyed with that secret.
 //!
 //! The issuer's discovery document and keys are read on the first sign-in and kept; a
 //! sign-in whose token fails the checks forgets them, so keys the issuer rotated are read
 //! again on the next try. An issuer that is down never stops the API itself.
 
-use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
+use openidconnect::core::{
+    CoreAuthenticationFlow, CoreClient, CoreJwsSigningAlgorithm, CoreProviderMetadata,
+};
 use openidconnect::{
     AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet, EndpointNotSet,
     EndpointSet, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
@@ -79,6 +84,19 @@ fn payload_of(jwt: &str) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
+/// An error and its causes, `: `-separated: the client library's top-level message alone
+/// ("Signature verification failed") does not say which check refused the token.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SignInError {
     #[error("the issuer could not be reached or described itself wrongly: {0}")]
@@ -94,6 +112,8 @@ pub struct Oidc {
     client_id: String,
     client_secret: String,
     redirect: RedirectUrl,
+    /// The only algorithms an ID token may be signed with (asymmetric, from the settings).
+    id_token_algs: Vec<CoreJwsSigningAlgorithm>,
     http: reqwest::Client,
     client: RwLock<Option<Client>>,
 }
@@ -104,7 +124,11 @@ impl Oidc {
         client_id: &str,
         client_secret: &str,
         redirect_url: &str,
+        id_token_algs: Vec<CoreJwsSigningAlgorithm>,
     ) -> Result<Oidc, String> {
+        if id_token_algs.is_empty() {
+            return Err("OIDC_ID_TOKEN_ALGS names no algorithm".to_owned());
+        }
         IssuerUrl::new(issuer.to_owned()).map_err(|e| format!("OIDC_ISSUER_URL: {e}"))?;
         let redirect = RedirectUrl::new(redirect_url.to_owned())
             .map_err(|e| format!("the sign-in redirect URL: {e}"))?;
@@ -120,6 +144,7 @@ impl Oidc {
             client_id: client_id.to_owned(),
             client_secret: client_secret.to_owned(),
             redirect,
+            id_token_algs,
             http,
             client: RwLock::new(None),
         })
@@ -183,16 +208,21 @@ impl Oidc {
             .request_async(&self.http)
             .await
             .map_err(|e| SignInError::Exchange(e.to_string()))?;
+        // Our list replaces the one the client took from discovery; nothing here ever
+        // calls `allow_any_alg`.
+        let verifier = client
+            .id_token_verifier()
+            .set_allowed_algs(self.id_token_algs.iter().cloned());
         let checked = match response.id_token() {
             None => Err(SignInError::IdToken("the issuer sent no ID token".into())),
             Some(token) => token
-                .claims(&client.id_token_verifier(), &Nonce::new(pending.nonce))
+                .claims(&verifier, &Nonce::new(pending.nonce))
                 .map(|claims| Verified {
                     subject: claims.subject().as_str().to_owned(),
                     // The token passed every check above: its payload is the issuer's word.
                     claims: payload_of(&token.to_string()),
                 })
-                .map_err(|e| SignInError::IdToken(e.to_string())),
+                .map_err(|e| SignInError::IdToken(with_causes(&e))),
         };
         if checked.is_err() {
             // Perhaps the issuer rotated its keys: read them again next time.
