@@ -14,7 +14,8 @@ use fleet_core::Denial;
 pub enum ApiError {
     /// No, a malformed, an unknown or a revoked bearer token.
     Unauthorized,
-    /// Authenticated, but not for this: `role_not_allowed` or `tenant_not_granted`.
+    /// Authenticated, but not for this: `role_not_allowed`, `tenant_not_granted`,
+    /// `submitter_cannot_approve`, or `supersedes_forbidden`.
     Forbidden(&'static str),
     /// No such operation among the caller's tenants (another tenant's is not found either).
     NotFound,
