@@ -64,7 +64,9 @@ pub struct ApprovalAsked {
     pub expired: bool,
     /// The hash the approver saw is the stored snapshot's.
     pub hash_matches: bool,
-    /// This principal approved this operation before.
+    /// This principal approved this operation before. An approval is only ever recorded
+    /// for the stored hash, and the snapshot never changes, so together with
+    /// `hash_matches` this says whether it is the same principal with the same hash.
     pub asker_approved_before: bool,
 }
 
@@ -73,8 +75,8 @@ pub struct ApprovalAsked {
 pub enum ApprovalVerdict {
     /// Record it; the operation is approved once the quorum is reached.
     Count,
-    /// The same principal again: nothing new is recorded (an approval is idempotent, and
-    /// one principal never counts twice towards a quorum).
+    /// The same principal with the same hash again: nothing new is recorded (an approval
+    /// is idempotent, and one principal never counts twice towards a quorum).
     AlreadyCounted,
     /// Pending, but the window closed: mark it expired; nothing is recorded.
     Expire,
@@ -84,25 +86,40 @@ pub enum ApprovalVerdict {
     HashMismatch,
 }
 
-/// The fate of one approval. A replay by a principal that already approved is answered
-/// as it was the first time, whatever happened since; anything else must find the
-/// approval pending, the operation not started, the window open and the same hash.
+/// The fate of one approval, in this order:
+///
+/// 1. an approval that can never hold any more (the window closed before the quorum, or
+///    before an approved operation was claimed; the approval was rejected or expired; the
+///    operation was cancelled) is refused whoever asks and whatever the hash: nothing
+///    anybody sends revives it, and no 200 suggests it will still run;
+/// 2. a hash that is not the stored snapshot's is refused, also when the operation is
+///    approved and also when this principal approved the right hash before: a repeat
+///    answers 200 only if it is the very same approval, never an approval of something
+///    else that happens to be ignored;
+/// 3. the same principal with the same hash is answered as it was the first time (the
+///    quorum it counted towards may be complete and the operation running or done);
+/// 4. anyone else counts only while the approval is pending and the operation has not
+///    started.
 pub fn judge_approval(a: ApprovalAsked) -> ApprovalVerdict {
-    if a.asker_approved_before {
-        return ApprovalVerdict::AlreadyCounted;
-    }
     match (a.approval, a.status) {
         (ApprovalStatus::Pending, _) if a.expired => ApprovalVerdict::Expire,
-        (ApprovalStatus::Pending, Status::NotStarted) if !a.hash_matches => {
-            ApprovalVerdict::HashMismatch
+        (ApprovalStatus::Rejected | ApprovalStatus::Expired, _) | (_, Status::Cancelled) => {
+            ApprovalVerdict::NotPending
         }
+        // Execute claims only within the window: this one will be expired, never run.
+        (ApprovalStatus::Approved, Status::NotStarted) if a.expired => ApprovalVerdict::NotPending,
+        _ if !a.hash_matches => ApprovalVerdict::HashMismatch,
+        _ if a.asker_approved_before => ApprovalVerdict::AlreadyCounted,
         (ApprovalStatus::Pending, Status::NotStarted) => ApprovalVerdict::Count,
         (
-            ApprovalStatus::Pending
-            | ApprovalStatus::Approved
-            | ApprovalStatus::Rejected
-            | ApprovalStatus::Expired,
-            _,
+            ApprovalStatus::Pending | ApprovalStatus::Approved,
+            Status::NotStarted
+            | Status::InProgress
+            | Status::Accepted
+            | Status::Unknown
+            | Status::Succeeded
+            | Status::Failed
+            | Status::Disputed,
         ) => ApprovalVerdict::NotPending,
     }
 }
@@ -111,44 +128,138 @@ pub fn judge_approval(a: ApprovalAsked) -> ApprovalVerdict {
 mod tests {
     use super::*;
 
+    /// The expected verdict, written as the decision table in docs/api.md reads (row by
+    /// row, first match wins), independently of the match in [`judge_approval`].
+    fn table(a: ApprovalAsked) -> ApprovalVerdict {
+        use ApprovalVerdict as V;
+        let closed = matches!(
+            a.approval,
+            ApprovalStatus::Rejected | ApprovalStatus::Expired
+        ) || a.status == Status::Cancelled
+            || (a.approval == ApprovalStatus::Approved
+                && a.status == Status::NotStarted
+                && a.expired);
+        if a.approval == ApprovalStatus::Pending && a.expired {
+            V::Expire
+        } else if closed {
+            V::NotPending
+        } else if !a.hash_matches {
+            V::HashMismatch
+        } else if a.asker_approved_before {
+            V::AlreadyCounted
+        } else if a.approval == ApprovalStatus::Pending && a.status == Status::NotStarted {
+            V::Count
+        } else {
+            V::NotPending
+        }
+    }
+
+    fn every_question() -> impl Iterator<Item = ApprovalAsked> {
+        ApprovalStatus::ALL.into_iter().flat_map(|approval| {
+            Status::ALL.into_iter().flat_map(move |status| {
+                [false, true].into_iter().flat_map(move |expired| {
+                    [false, true].into_iter().flat_map(move |hash_matches| {
+                        [false, true]
+                            .into_iter()
+                            .map(move |asker_approved_before| ApprovalAsked {
+                                approval,
+                                status,
+                                expired,
+                                hash_matches,
+                                asker_approved_before,
+                            })
+                    })
+                })
+            })
+        })
+    }
+
     #[test]
-    fn only_a_pending_unexpired_unstarted_operation_with_the_same_hash_counts_an_approval() {
-        for approval in ApprovalStatus::ALL {
-            for status in Status::ALL {
-                for expired in [false, true] {
-                    for hash_matches in [false, true] {
-                        let asked = ApprovalAsked {
-                            approval,
-                            status,
-                            expired,
-                            hash_matches,
-                            asker_approved_before: false,
-                        };
-                        let expected = if approval != ApprovalStatus::Pending {
-                            ApprovalVerdict::NotPending
-                        } else if expired {
-                            ApprovalVerdict::Expire
-                        } else if status != Status::NotStarted {
-                            ApprovalVerdict::NotPending
-                        } else if !hash_matches {
-                            ApprovalVerdict::HashMismatch
-                        } else {
-                            ApprovalVerdict::Count
-                        };
-                        assert_eq!(judge_approval(asked), expected, "{asked:?}");
-                        // The same principal again is always the first answer again.
-                        let replay = ApprovalAsked {
-                            asker_approved_before: true,
-                            ..asked
-                        };
-                        assert_eq!(
-                            judge_approval(replay),
-                            ApprovalVerdict::AlreadyCounted,
-                            "{replay:?}"
-                        );
-                    }
+    fn every_approval_is_judged_as_the_decision_table_says() {
+        let mut seen = 0;
+        for asked in every_question() {
+            assert_eq!(judge_approval(asked), table(asked), "{asked:?}");
+            seen += 1;
+        }
+        assert_eq!(seen, 4 * 8 * 2 * 2 * 2);
+    }
+
+    #[test]
+    fn only_the_same_principal_with_the_same_hash_is_answered_as_before() {
+        for asked in every_question() {
+            if judge_approval(asked) == ApprovalVerdict::AlreadyCounted {
+                assert!(
+                    asked.asker_approved_before && asked.hash_matches,
+                    "{asked:?}"
+                );
+                // Within the window, or approved and claimed before it closed.
+                assert!(
+                    !asked.expired
+                        || (asked.approval == ApprovalStatus::Approved
+                            && asked.status != Status::NotStarted),
+                    "{asked:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn another_hash_is_a_mismatch_even_after_the_quorum_or_a_first_approval() {
+        for asker_approved_before in [false, true] {
+            for approval in [ApprovalStatus::Pending, ApprovalStatus::Approved] {
+                for status in [Status::NotStarted, Status::InProgress, Status::Succeeded] {
+                    let asked = ApprovalAsked {
+                        approval,
+                        status,
+                        expired: false,
+                        hash_matches: false,
+                        asker_approved_before,
+                    };
+                    assert_eq!(
+                        judge_approval(asked),
+                        ApprovalVerdict::HashMismatch,
+                        "{asked:?}"
+                    );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_rejected_cancelled_or_expired_operation_is_never_approved_again() {
+        for asked in every_question() {
+            let closed = matches!(
+                asked.approval,
+                ApprovalStatus::Rejected | ApprovalStatus::Expired
+            ) || asked.status == Status::Cancelled
+                || (asked.expired
+                    && (asked.approval == ApprovalStatus::Pending
+                        || asked.status == Status::NotStarted));
+            if closed {
+                assert!(
+                    matches!(
+                        judge_approval(asked),
+                        ApprovalVerdict::NotPending | ApprovalVerdict::Expire
+                    ),
+                    "{asked:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_pending_unexpired_unstarted_operation_with_the_same_hash_counts_an_approval() {
+        for asked in every_question() {
+            let counts = asked.approval == ApprovalStatus::Pending
+                && asked.status == Status::NotStarted
+                && !asked.expired
+                && asked.hash_matches
+                && !asked.asker_approved_before;
+            assert_eq!(
+                judge_approval(asked) == ApprovalVerdict::Count,
+                counts,
+                "{asked:?}"
+            );
         }
     }
 

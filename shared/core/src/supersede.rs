@@ -1,6 +1,72 @@
-//! Whether an operation can be replaced by a corrected intent that `supersedes` it.
+//! Whether an operation can be replaced by a corrected intent that `supersedes` it: who
+//! may replace it ([`judge`]), and whether its state still allows it ([`replaceable`]).
 
 use crate::Status;
+
+/// `supersedes` names no operation the sender can see: none at all, or one of another
+/// tenant (the same answer, so nobody learns which ids another tenant uses).
+pub const UNKNOWN_OPERATION: &str = "supersedes_unknown_operation";
+/// `supersedes` names an operation of the sender's tenant submitted by someone else: by
+/// another principal, or through the other intake (the queue, which has no principal,
+/// against an operation submitted over the API, or the other way round).
+pub const FORBIDDEN: &str = "supersedes_forbidden";
+/// `supersedes` names an operation of another action (the name predates the tenant rule
+/// above: another tenant's operation is [`UNKNOWN_OPERATION`]).
+pub const OTHER_ACTION: &str = "supersedes_other_tenant_or_action";
+/// `supersedes` names an operation a request may have gone out for.
+pub const EXECUTED: &str = "supersedes_executed";
+
+/// Every refusal of a superseding intent.
+pub const REFUSALS: [&str; 4] = [UNKNOWN_OPERATION, FORBIDDEN, OTHER_ACTION, EXECUTED];
+
+/// The correcting intent, as far as the rules care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Correction<'a> {
+    pub tenant_id: &'a str,
+    pub action: &'a str,
+    /// The authenticated principal that sent it; `None` for the queue, which has none.
+    pub submitted_by: Option<&'a str>,
+}
+
+/// The operation a correction names, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Superseded<'a> {
+    pub tenant_id: &'a str,
+    pub action: &'a str,
+    /// Who submitted it; `None` when it came through the queue.
+    pub submitted_by: Option<&'a str>,
+    pub status: Status,
+    pub fence: i64,
+    /// Its `status_reason`.
+    pub reason: Option<&'a str>,
+}
+
+/// Whether `correction` may replace `old` (`None`: no operation has that id), in this
+/// order: the tenant (another tenant's operation is answered like a missing one), who
+/// submitted it, the action, then its state ([`replaceable`]).
+///
+/// Only the principal that submitted an operation replaces it: a colleague of the same
+/// tenant must not be able to cancel it by naming it. Operators do not submit intents
+/// (`fleet_core::authz`); they act on an operation through their own routes. The queue
+/// authenticates nobody, so an intent from it may replace only an operation that also
+/// came through the queue, never one a principal submitted over the API.
+pub fn judge(correction: &Correction<'_>, old: Option<&Superseded<'_>>) -> Replaceable {
+    let Some(old) = old.filter(|old| old.tenant_id == correction.tenant_id) else {
+        return Replaceable::Refused(UNKNOWN_OPERATION);
+    };
+    let same_submitter = match (correction.submitted_by, old.submitted_by) {
+        (Some(by), Some(submitter)) => by == submitter,
+        (None, None) => true,
+        (Some(_), None) | (None, Some(_)) => false,
+    };
+    if !same_submitter {
+        return Replaceable::Refused(FORBIDDEN);
+    }
+    if old.action != correction.action {
+        return Replaceable::Refused(OTHER_ACTION);
+    }
+    replaceable(old.status, old.fence, old.reason)
+}
 
 /// What becomes of the operation a corrected intent supersedes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +91,7 @@ pub fn replaceable(status: Status, fence: i64, reason: Option<&str>) -> Replacea
             Replaceable::AlreadyEnded
         }
         (Status::Cancelled, _) if fence == 0 => Replaceable::AlreadyEnded,
-        _ => Replaceable::Refused("supersedes_executed"),
+        _ => Replaceable::Refused(EXECUTED),
     }
 }
 
@@ -33,7 +99,118 @@ pub fn replaceable(status: Status, fence: i64, reason: Option<&str>) -> Replacea
 mod tests {
     use super::*;
 
-    const EXECUTED: Replaceable = Replaceable::Refused("supersedes_executed");
+    const EXECUTED: Replaceable = Replaceable::Refused(super::EXECUTED);
+
+    const TENANT: &str = "org_482";
+    const ACTION: &str = "payment.create";
+
+    fn correction(submitted_by: Option<&str>) -> Correction<'_> {
+        Correction {
+            tenant_id: TENANT,
+            action: ACTION,
+            submitted_by,
+        }
+    }
+
+    fn never_claimed(submitted_by: Option<&str>) -> Superseded<'_> {
+        Superseded {
+            tenant_id: TENANT,
+            action: ACTION,
+            submitted_by,
+            status: Status::NotStarted,
+            fence: 0,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn the_submitter_replaces_its_own_operation() {
+        let old = never_claimed(Some("billing-bot"));
+        assert_eq!(
+            judge(&correction(Some("billing-bot")), Some(&old)),
+            Replaceable::CancelIt
+        );
+    }
+
+    #[test]
+    fn another_principal_of_the_tenant_is_forbidden_whatever_the_state() {
+        for status in Status::ALL {
+            let old = Superseded {
+                status,
+                ..never_claimed(Some("billing-bot"))
+            };
+            assert_eq!(
+                judge(&correction(Some("colleague-bot")), Some(&old)),
+                Replaceable::Refused(FORBIDDEN),
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_queue_replaces_only_what_came_through_the_queue() {
+        assert_eq!(
+            judge(&correction(None), Some(&never_claimed(None))),
+            Replaceable::CancelIt
+        );
+        assert_eq!(
+            judge(&correction(None), Some(&never_claimed(Some("billing-bot")))),
+            Replaceable::Refused(FORBIDDEN),
+            "the queue never replaces what a principal submitted"
+        );
+        assert_eq!(
+            judge(&correction(Some("billing-bot")), Some(&never_claimed(None))),
+            Replaceable::Refused(FORBIDDEN),
+            "nor does a principal replace what came through the queue"
+        );
+    }
+
+    #[test]
+    fn another_tenants_operation_is_answered_exactly_like_a_missing_one() {
+        let missing = judge(&correction(Some("billing-bot")), None);
+        assert_eq!(missing, Replaceable::Refused(UNKNOWN_OPERATION));
+        // Whoever submitted it and whatever its action or state: nothing about it shows.
+        for submitted_by in [None, Some("billing-bot"), Some("their-bot")] {
+            for action in [ACTION, "refund.create"] {
+                for status in Status::ALL {
+                    let theirs = Superseded {
+                        tenant_id: "org_999",
+                        action,
+                        status,
+                        ..never_claimed(submitted_by)
+                    };
+                    for by in [None, Some("billing-bot")] {
+                        assert_eq!(judge(&correction(by), Some(&theirs)), missing);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_submitter_is_checked_before_the_action_and_the_state() {
+        let other_action = Superseded {
+            action: "refund.create",
+            ..never_claimed(Some("billing-bot"))
+        };
+        assert_eq!(
+            judge(&correction(Some("colleague-bot")), Some(&other_action)),
+            Replaceable::Refused(FORBIDDEN)
+        );
+        assert_eq!(
+            judge(&correction(Some("billing-bot")), Some(&other_action)),
+            Replaceable::Refused(OTHER_ACTION)
+        );
+        let ran = Superseded {
+            status: Status::Succeeded,
+            fence: 1,
+            ..never_claimed(Some("billing-bot"))
+        };
+        assert_eq!(
+            judge(&correction(Some("billing-bot")), Some(&ran)),
+            EXECUTED
+        );
+    }
 
     #[test]
     fn a_never_claimed_operation_is_cancelled_for_its_replacement() {

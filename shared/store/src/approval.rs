@@ -16,14 +16,17 @@ pub enum ApprovalOutcome {
     Approved,
     /// Recorded; more distinct approvers are needed.
     Counted(Quorum),
-    /// This principal had approved before: nothing new was written.
+    /// This principal had approved this same hash before: nothing new was written.
     AlreadyCounted,
     NotFound,
-    /// The hash given is not the stored snapshot's: the approver saw something else.
+    /// The hash given is not the stored snapshot's: the approver saw something else
+    /// (also answered once the operation is approved, and to a principal that approved
+    /// the right hash before).
     HashMismatch {
         stored: String,
     },
-    /// Already decided (or no longer waiting to run).
+    /// Rejected, cancelled or expired, or approved without this principal and no longer
+    /// waiting for approvals.
     NotPending {
         approval_status: ApprovalStatus,
         status: Status,

@@ -1,6 +1,6 @@
 //! prepare's one write: the immutable snapshot, idempotent by operation_id.
 
-use fleet_core::supersede::{replaceable, Replaceable};
+use fleet_core::supersede::{judge, Correction, Replaceable, Superseded};
 use fleet_core::{Status, ValidIntent};
 use futures_util::future::try_join_all;
 
@@ -16,7 +16,8 @@ pub enum PrepareOutcome {
     Conflict {
         stored_hash: String,
     },
-    /// The intent supersedes an operation it may not replace; nothing was written.
+    /// The intent supersedes an operation it may not replace (a `fleet_core::supersede`
+    /// refusal, such as `supersedes_forbidden`); nothing was written.
     Refused(&'static str),
 }
 
@@ -38,6 +39,8 @@ SELECT count(*) AS inserted FROM inserted";
 impl Store {
     /// Inserts an intent that replaces `old` after a correction: in one transaction the old
     /// operation is cancelled (if it never started) and the new one inserted, linked to it.
+    /// Only the old operation's own submitter (`submitted_by`, `None` for the queue) may
+    /// replace it: `fleet_core::supersede::judge` decides, with the old row locked.
     async fn insert_superseding(
         &self,
         intent: &ValidIntent,
@@ -51,25 +54,33 @@ impl Store {
         }
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        let Some(row) = tx
-            .query_opt("SELECT status, fence, status_reason, tenant_id, action FROM operations WHERE operation_id = $1 FOR UPDATE", &[&old])
-            .await?
-        else {
-            return Ok(PrepareOutcome::Refused("supersedes_unknown_operation"));
+        let row = tx
+            .query_opt(
+                "SELECT status, fence, status_reason, tenant_id, action, submitted_by
+                 FROM operations WHERE operation_id = $1 FOR UPDATE",
+                &[&old],
+            )
+            .await?;
+        let superseded = row.as_ref().map(|row| Superseded {
+            tenant_id: row.get(3),
+            action: row.get(4),
+            submitted_by: row.get(5),
+            // The CHECK constraint admits only known names.
+            status: Status::parse(row.get(0)).expect("status CHECK"),
+            fence: row.get(1),
+            reason: row.get(2),
+        });
+        let correction = Correction {
+            tenant_id: &intent.snapshot.tenant_id,
+            action: &intent.snapshot.action,
+            submitted_by,
         };
-        let status =
-            Status::parse(row.get(0)).expect("the status CHECK constraint admits only known names");
-        let (fence, reason): (i64, Option<String>) = (row.get(1), row.get(2));
-        if row.get::<_, String>(3) != intent.snapshot.tenant_id
-            || row.get::<_, String>(4) != intent.snapshot.action
-        {
-            return Ok(PrepareOutcome::Refused("supersedes_other_tenant_or_action"));
-        }
-        let cancel_old = match replaceable(status, fence, reason.as_deref()) {
+        let cancel_old = match judge(&correction, superseded.as_ref()) {
             Replaceable::CancelIt => true,
             Replaceable::AlreadyEnded => false,
             Replaceable::Refused(refusal) => return Ok(PrepareOutcome::Refused(refusal)),
         };
+        let fence = superseded.map_or(0, |s| s.fence);
         let inserted = insert_on(&tx, intent, approvals_required, submitted_by).await?;
         if !inserted {
             drop(tx);

@@ -1,12 +1,14 @@
 //! fleet-api as a real process against real Postgres (and, for the whole flow, RabbitMQ,
 //! the execute worker and the provider simulator): authentication and tenant scoping,
-//! submission answered synchronously, waiting on an operation, listing with a cursor,
-//! and the OpenAPI document.
+//! submission answered synchronously, who may supersede an operation (its submitter; the
+//! queue only what came through the queue), waiting on an operation, listing with a
+//! cursor, and the OpenAPI document.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use fleet_core::Role;
+use fleet_broker::Queue;
+use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::{
     eventually, hash_of, intent, intent_bytes, op_of, with_amount, ApiProcess, TestFleet,
 };
@@ -165,6 +167,173 @@ async fn submitting_for_a_tenant_not_granted_is_403_and_writes_nothing() {
     assert_eq!(
         fleet.count("SELECT count(*) FROM operation_events").await,
         0
+    );
+    fleet.stop().await;
+}
+
+/// `intent` as a correction of `old`.
+fn superseding(old: &str) -> Value {
+    let mut correction = with_amount(intent(), json!(1_300_000));
+    correction["supersedes"] = json!(old);
+    correction
+}
+
+async fn status_of(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
+    let row = fleet.store.get(op).await.unwrap().unwrap();
+    (row.status, row.approval_status)
+}
+
+#[tokio::test]
+async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() {
+    let (fleet, api) = fleet_with_api().await;
+    let owner = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let colleague = fleet.token("payroll-bot", Role::Agent, &[TENANT]).await;
+    let operator = fleet.token("dana", Role::Operator, &[TENANT]).await;
+    let i = intent();
+    let op = op_of(&i);
+    assert_eq!(
+        submit(&fleet, &api, &owner, intent_bytes(&i))
+            .await
+            .status(),
+        StatusCode::ACCEPTED
+    );
+
+    // A colleague of the same tenant cannot cancel it by naming it.
+    let theirs = superseding(&op);
+    let (status, error) =
+        error_of(submit(&fleet, &api, &colleague, intent_bytes(&theirs)).await).await;
+    assert_eq!(
+        (status, error),
+        (
+            StatusCode::FORBIDDEN,
+            json!({"code": "supersedes_forbidden", "field": null})
+        )
+    );
+    assert_eq!(
+        status_of(&fleet, &op).await,
+        (Status::NotStarted, ApprovalStatus::Pending),
+        "the colleague's target stays pending"
+    );
+    assert!(fleet.store.get(&op_of(&theirs)).await.unwrap().is_none());
+    // Operators do not submit intents at all, so none supersedes through this route.
+    let (status, error) =
+        error_of(submit(&fleet, &api, &operator, intent_bytes(&superseding(&op))).await).await;
+    assert_eq!(
+        (status, error["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("role_not_allowed"))
+    );
+    assert_eq!(
+        status_of(&fleet, &op).await,
+        (Status::NotStarted, ApprovalStatus::Pending)
+    );
+
+    // Its submitter may: the correction is stored and the old one cancelled.
+    let mine = superseding(&op);
+    let response = submit(&fleet, &api, &owner, intent_bytes(&mine)).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let view: Value = response.json().await.unwrap();
+    assert_eq!(view["supersedes"], json!(op));
+    assert_eq!(
+        status_of(&fleet, &op).await,
+        (Status::Cancelled, ApprovalStatus::Pending)
+    );
+    assert_eq!(
+        fleet
+            .store
+            .get(&op)
+            .await
+            .unwrap()
+            .unwrap()
+            .status_reason
+            .as_deref(),
+        Some("superseded")
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn superseding_another_tenants_operation_is_answered_exactly_like_an_unknown_one() {
+    let (fleet, api) = fleet_with_api().await;
+    let owner = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let stranger = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
+    let i = intent();
+    let op = op_of(&i);
+    assert_eq!(
+        submit(&fleet, &api, &owner, intent_bytes(&i))
+            .await
+            .status(),
+        StatusCode::ACCEPTED
+    );
+    let foreign = |old: &str| {
+        let mut correction = superseding(old);
+        correction["tenant_id"] = json!(OTHER_TENANT);
+        intent_bytes(&correction)
+    };
+    let theirs = error_of(submit(&fleet, &api, &stranger, foreign(&op)).await).await;
+    let missing = op_of(&intent());
+    let nothing = error_of(submit(&fleet, &api, &stranger, foreign(&missing)).await).await;
+    assert_eq!(theirs, nothing, "the same answer");
+    assert_eq!(
+        theirs,
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"code": "supersedes_unknown_operation", "field": "supersedes"})
+        )
+    );
+    assert_eq!(
+        status_of(&fleet, &op).await,
+        (Status::NotStarted, ApprovalStatus::Pending)
+    );
+    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 1);
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn the_queue_supersedes_only_what_came_through_the_queue() {
+    let (mut fleet, api) = fleet_with_api().await;
+    fleet.spawn_prepare();
+    let owner = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    // Submitted over the API: a queue intent naming it is dead-lettered, nothing changes.
+    let over_api = intent();
+    let op = op_of(&over_api);
+    assert_eq!(
+        submit(&fleet, &api, &owner, intent_bytes(&over_api))
+            .await
+            .status(),
+        StatusCode::ACCEPTED
+    );
+    let from_queue = superseding(&op);
+    fleet.submit(&from_queue).await;
+    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
+    assert_eq!(dead[0].1.as_deref(), Some("supersedes_forbidden"));
+    assert_eq!(
+        status_of(&fleet, &op).await,
+        (Status::NotStarted, ApprovalStatus::Pending)
+    );
+    assert!(fleet
+        .store
+        .get(&op_of(&from_queue))
+        .await
+        .unwrap()
+        .is_none());
+
+    // Submitted through the queue: a principal cannot replace it over the API, the queue can.
+    let queued = intent();
+    let queued_op = op_of(&queued);
+    fleet.submit(&queued).await;
+    fleet.prepared(&queued_op).await;
+    let (status, error) =
+        error_of(submit(&fleet, &api, &owner, intent_bytes(&superseding(&queued_op))).await).await;
+    assert_eq!(
+        (status, error["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("supersedes_forbidden"))
+    );
+    let correction = superseding(&queued_op);
+    fleet.submit(&correction).await;
+    fleet.prepared(&op_of(&correction)).await;
+    assert_eq!(
+        status_of(&fleet, &queued_op).await,
+        (Status::Cancelled, ApprovalStatus::Pending)
     );
     fleet.stop().await;
 }

@@ -317,7 +317,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     browser.click("#approve").await;
     let refused = browser.text(".banner.refused").await;
     assert!(
-        refused.contains("no longer shows the pending snapshot"),
+        refused.contains("does not show the stored snapshot"),
         "{refused}"
     );
     assert_eq!(

@@ -442,6 +442,8 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
                 "INSERT",
             ));
             w.push(("console_sessions", &[], "DELETE"));
+            // When a token was last used (at most once a minute).
+            w.push(("api_tokens", &["last_used_at"], "UPDATE"));
         }
         DbRole::Prepare => {}
         DbRole::Execute => {

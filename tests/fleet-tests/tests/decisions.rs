@@ -2,7 +2,9 @@
 //! approval by an approver of the operation's tenant, never by the principal that
 //! submitted it; quorum by policy (a KZT payment of 1,000,000.00 or more needs two
 //! distinct approvers); refusals for the wrong role (403), another tenant (404) and a hash
-//! that is not the pending snapshot's (409); rejection; operators resolving and disputing;
+//! that is not the stored snapshot's (409), also from an approver who approved before and
+//! after the quorum; no approval of a rejected, cancelled or expired operation, even from
+//! its approver; rejection; operators resolving and disputing;
 //! `fleetctl` deciding through the API with its token; an intent whose policy version has
 //! no policy refused at intake; and the approval gauges reconcile computes.
 
@@ -346,6 +348,135 @@ async fn a_hash_that_is_not_the_pending_snapshots_is_409_and_records_nothing() {
         (row.approval_status, row.approved_hash),
         (ApprovalStatus::Pending, None)
     );
+    d.stop().await;
+}
+
+/// `{"payload_hash": …}` for a snapshot other than `i`'s: the same intent with another
+/// amount.
+fn another_hash(i: &Value) -> Value {
+    let mut other = i.clone();
+    other["payload"]["amount_minor"] = json!(1);
+    json!({"payload_hash": hash_of(&other)})
+}
+
+#[tokio::test]
+async fn a_repeated_approval_with_another_hash_is_409_before_and_after_the_quorum() {
+    let d = desk().await;
+    let carol = d.fleet.token("carol", Role::Approver, &[TENANT]).await;
+    let i = with_amount(intent(), json!(120_000_000)); // two approvers
+    let op = op_of(&i);
+    d.submit(&i).await;
+    assert_eq!(d.approve(&d.alice, &i).await.0, StatusCode::OK, "1 of 2");
+
+    // alice approved the right hash; another hash from her is still a mismatch, not 200.
+    let (status, body) = d.decide(&d.alice, &op, "approve", another_hash(&i)).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "hash_mismatch")
+    );
+    // Her very approval again is the first answer again.
+    let (status, again) = d.approve(&d.alice, &i).await;
+    assert_eq!(
+        (status, again["approvals_received"].as_i64()),
+        (StatusCode::OK, Some(1))
+    );
+
+    assert_eq!(d.approve(&d.bob, &i).await.0, StatusCode::OK, "2 of 2");
+    assert_eq!(d.final_view(&op).await["status"], "succeeded");
+    // Approved and done: another hash is refused whoever sends it.
+    for token in [&d.alice, &d.bob, &carol] {
+        let (status, body) = d.decide(token, &op, "approve", another_hash(&i)).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::CONFLICT, "hash_mismatch")
+        );
+    }
+    // The right hash: 200 for the two who approved it, not for a third approver.
+    for token in [&d.alice, &d.bob] {
+        let (status, view) = d.approve(token, &i).await;
+        assert_eq!(
+            (status, view["approvals_received"].as_i64()),
+            (StatusCode::OK, Some(2)),
+            "{view}"
+        );
+    }
+    let (status, body) = d.approve(&carol, &i).await;
+    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
+    assert_eq!(
+        d.approvals(&op).await,
+        [
+            ("alice".to_owned(), "token".to_owned(), hash_of(&i)),
+            ("bob".to_owned(), "token".to_owned(), hash_of(&i)),
+        ],
+        "nothing but the two approvals recorded"
+    );
+    assert_eq!(d.fleet.sim_effects(&op).await, 1);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_from_its_approver() {
+    let d = desk().await;
+    // Rejected after alice's approval (1 of 2): her approval again is refused, whatever hash.
+    let rejected = with_amount(intent(), json!(150_000_000));
+    let op = op_of(&rejected);
+    d.submit(&rejected).await;
+    assert_eq!(d.approve(&d.alice, &rejected).await.0, StatusCode::OK);
+    let (status, _) = d
+        .decide(&d.bob, &op, "reject", json!({"reason": "wrong payee"}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = d.approve(&d.alice, &rejected).await;
+    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
+    let (status, body) = d
+        .decide(&d.alice, &op, "approve", another_hash(&rejected))
+        .await;
+    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
+
+    // Cancelled by the agent's correction after alice's approval (1 of 2).
+    let replaced = with_amount(intent(), json!(150_000_000));
+    let old = op_of(&replaced);
+    d.submit(&replaced).await;
+    assert_eq!(d.approve(&d.alice, &replaced).await.0, StatusCode::OK);
+    let mut correction = with_amount(intent(), json!(160_000_000));
+    correction["supersedes"] = json!(old);
+    d.submit(&correction).await;
+    let (status, body) = d.approve(&d.alice, &replaced).await;
+    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
+
+    // Expired after alice's approval (1 of 2): the window closed before the quorum.
+    let late = with_amount(intent(), json!(150_000_000));
+    let expired = op_of(&late);
+    d.submit(&late).await;
+    assert_eq!(d.approve(&d.alice, &late).await.0, StatusCode::OK);
+    d.fleet
+        .sql()
+        .await
+        .execute(
+            "UPDATE operations SET approval_expires_at = now() - interval '1 second' WHERE operation_id = $1",
+            &[&expired],
+        )
+        .await
+        .unwrap();
+    for token in [&d.alice, &d.bob] {
+        let (status, body) = d.approve(token, &late).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::CONFLICT, "approval_expired")
+        );
+    }
+
+    for (op, approval) in [
+        (&op, ApprovalStatus::Rejected),
+        (&old, ApprovalStatus::Pending),
+        (&expired, ApprovalStatus::Expired),
+    ] {
+        let row = d.fleet.store.get(op).await.unwrap().unwrap();
+        assert_eq!(row.approval_status, approval, "{op}");
+        assert_ne!(row.status, Status::InProgress, "{op}");
+        assert_eq!(d.approvals(op).await.len(), 1, "only alice's first: {op}");
+        assert_eq!(d.fleet.sim_posts(op).await, 0, "{op}");
+    }
     d.stop().await;
 }
 

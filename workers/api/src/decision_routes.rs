@@ -21,7 +21,8 @@ use crate::state::AppState;
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
     /// The `payload_hash` of the snapshot the approver looked at (`sha256:` + 64 hex
-    /// digits). Anything but the pending snapshot's hash is refused (409 `hash_mismatch`).
+    /// digits). Anything but the stored snapshot's hash is refused (409 `hash_mismatch`),
+    /// also after the operation was approved.
     #[schema(example = "sha256:2f0d7a0c6f7b1e6d4a1c9a8b3e5f7d9c1b3a5e7f9d1c3b5a7e9f1d3c5b7a9e1f")]
     pub payload_hash: String,
 }
@@ -73,8 +74,11 @@ fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
 /// Records the caller's approval of the snapshot with this hash. The operation is
 /// approved, and its execution starts, once as many distinct approvers as its quorum
 /// policy requires have approved it before it expired (`approvals_received` of
-/// `approvals_required` in the answer). Approving again changes nothing and answers 200.
-/// The principal that submitted the operation never approves it.
+/// `approvals_required` in the answer). The same approver approving the same hash again
+/// changes nothing and answers 200, as the first time, unless the operation was since
+/// rejected, cancelled or expired; any other hash is 409 `hash_mismatch`, whoever sends
+/// it and however far the operation got. The principal that submitted the operation
+/// never approves it.
 #[utoipa::path(
     post,
     path = "/v1/operations/{id}/approve",
@@ -82,11 +86,11 @@ fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     params(("id" = String, Path, description = "The operation id.")),
     request_body(content = ApproveBody, content_type = "application/json"),
     responses(
-        (status = 200, description = "Approval recorded (or recorded before): the operation's view, with the quorum's progress.", body = OperationView),
+        (status = 200, description = "Approval recorded, or this principal approved this same hash before: the operation's view, with the quorum's progress.", body = OperationView),
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
         (status = 403, description = "`role_not_allowed` (only approvers approve) or `submitter_cannot_approve` (the caller submitted it).", body = ErrorBody),
         (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`hash_mismatch` (not the pending snapshot's hash), `approval_expired`, or `not_pending` (decided already, or no longer waiting to run). Nothing was recorded.", body = ErrorBody),
+        (status = 409, description = "`hash_mismatch` (not the stored snapshot's hash: also when the operation is approved, and also when the caller approved the right hash before), `approval_expired` (the window closed before the quorum), or `not_pending` (rejected, cancelled, or approved by others and no longer waiting to run). Nothing was recorded.", body = ErrorBody),
         (status = 422, description = "`malformed`: not a JSON object with `payload_hash`.", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
     ),
@@ -113,7 +117,7 @@ pub async fn approve_operation(
 /// Reject an operation.
 ///
 /// The operation is cancelled, whatever approvals it had, if it has not started.
-/// Rejecting it again changes nothing and answers 200.
+/// Rejecting a rejected operation again changes nothing and answers 200.
 #[utoipa::path(
     post,
     path = "/v1/operations/{id}/reject",
@@ -125,7 +129,7 @@ pub async fn approve_operation(
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
         (status = 403, description = "`role_not_allowed`: only approvers reject.", body = ErrorBody),
         (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`already_started`: execution began or the operation ended.", body = ErrorBody),
+        (status = 409, description = "`already_started`: execution began or the operation ended (cancelled otherwise than by a rejection included).", body = ErrorBody),
         (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason` (blank or too long).", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
     ),

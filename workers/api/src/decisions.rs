@@ -4,7 +4,9 @@
 //! maker-checker) first, then decides through the store (one transaction, recording the
 //! principal and how it signed in), rings execute when an approval completes the quorum,
 //! and answers with the operation's view. Repeating a decision changes nothing and gets
-//! the same kind of answer, so a retried request or a double-clicked form is harmless.
+//! the same kind of answer, so a retried request or a double-clicked form is harmless;
+//! for an approval, "repeating" means the same principal with the same hash (another hash
+//! is `hash_mismatch`, and a rejected, cancelled or expired operation is refused).
 
 use fleet_broker::{Publisher, Queue};
 use fleet_core::authz::{self, Actor, Decider, Denial, OperationAction, SignIn};
@@ -24,14 +26,15 @@ pub enum DecisionError {
     /// Not allowed, or not found among the principal's tenants.
     #[error("{0}")]
     Denied(Denial),
-    /// The hash given is not the pending snapshot's: the approver saw something else.
+    /// The hash given is not the stored snapshot's: the approver saw something else
+    /// (also when the operation was approved since, or by this same approver).
     #[error("hash_mismatch")]
     HashMismatch,
     /// The approval window closed before the quorum was reached.
     #[error("approval_expired")]
     ApprovalExpired,
-    /// The approval was already decided (approved by others, rejected) or the operation
-    /// no longer waits to run.
+    /// The approval was rejected, or the operation was cancelled, or it was approved by
+    /// others and no longer waits for this approver.
     #[error("not_pending")]
     NotPending,
     /// Execution began or the operation ended: too late to reject.
@@ -131,7 +134,8 @@ impl Decisions {
 
     /// `who` approves the snapshot whose hash is `payload_hash`. The operation is approved
     /// once its quorum of distinct approvers is reached; the answer's view says how many
-    /// approvals it has of how many it needs.
+    /// approvals it has of how many it needs. Which answer each state gives is
+    /// `fleet_core::judge_approval`'s (the decision table in docs/api.md).
     pub async fn approve(
         &self,
         who: &Actor<'_>,

@@ -18,7 +18,8 @@ pub enum ApiError {
     /// the whole token can learn it), so an agent knows to ask for a new one rather than
     /// suspect its configuration.
     TokenExpired,
-    /// Authenticated, but not for this: `role_not_allowed` or `tenant_not_granted`.
+    /// Authenticated, but not for this: `role_not_allowed`, `tenant_not_granted`,
+    /// `submitter_cannot_approve`, or `supersedes_forbidden`.
     Forbidden(&'static str),
     /// No such operation among the caller's tenants (another tenant's is not found either).
     NotFound,

@@ -10,7 +10,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use fleet_core::intent::MAX_INTENT_BYTES;
-use fleet_core::{authz, ApiAction};
+use fleet_core::{authz, supersede, ApiAction};
 use fleet_prepare::intake::{self, Refusal, WriteError, Written};
 use serde_json::Value;
 
@@ -27,7 +27,9 @@ const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Validated exactly as the `intents.prepare` queue validates it (the same code), then
 /// stored as a pending-approval operation recorded as submitted by the caller. The same
 /// intent again is a no-op answered 200; the same `operation_id` with another snapshot is
-/// refused (409) and the stored operation is untouched.
+/// refused (409) and the stored operation is untouched. An intent with `supersedes`
+/// replaces only an operation the caller itself submitted (403 `supersedes_forbidden`
+/// otherwise; the named operation is untouched).
 #[utoipa::path(
     post,
     path = "/v1/intents",
@@ -39,11 +41,11 @@ const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
         (status = 200, description = "The same intent was stored before; its current view.", body = OperationView,
          headers(("Location" = String, description = "/v1/operations/{operation_id}"))),
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
-        (status = 403, description = "`role_not_allowed` (only agents submit) or `tenant_not_granted`; nothing is written.", body = ErrorBody),
+        (status = 403, description = "`role_not_allowed` (only agents submit), `tenant_not_granted`, or `supersedes_forbidden` (`supersedes` names an operation of the tenant that another principal submitted, or that came through the queue: only its submitter replaces it); nothing is written.", body = ErrorBody),
         (status = 408, description = "`body_timeout`: the body did not arrive within 10 s.", body = ErrorBody),
         (status = 409, description = "`operation_id_conflict`: the id names another snapshot.", body = ErrorBody),
         (status = 413, description = "`oversized`: more than 64 KiB.", body = ErrorBody),
-        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `supersedes_executed`, …) and `field` the offending field.", body = ErrorBody),
+        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `supersedes_unknown_operation` (also for another tenant's operation), `supersedes_executed`, …) and `field` the offending field.", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -95,6 +97,10 @@ pub async fn accept(
         Ok(Written::Inserted) => true,
         Ok(Written::AlreadyPrepared) => false,
         Err(WriteError::Conflict) => return Err(ApiError::Conflict),
+        Err(WriteError::Refused(r)) if r.reason == supersede::FORBIDDEN => {
+            // Not about the intent's content: the caller may not replace that operation.
+            return Err(ApiError::Forbidden(supersede::FORBIDDEN));
+        }
         Err(WriteError::Refused(r)) => return Err(invalid(r)),
         Err(WriteError::Store(e)) => return Err(e.into()),
     };

@@ -9,7 +9,7 @@ use fleet_runtime::metric_names as m;
 /// Every reason an intent is refused with: its `fleet_intents_prepared_total` outcome
 /// and, from the queue, its dead-letter reason. The contract's codes
 /// (`IntentError::code`), the capability guard's (`catalogue::capabilities::REFUSALS`,
-/// held in agreement by a test), and the store's.
+/// held in agreement by a test), and the store's (`supersede::REFUSALS`, likewise).
 pub const REFUSAL_REASONS: &[&str] = &[
     "oversized",
     "malformed",
@@ -27,6 +27,7 @@ pub const REFUSAL_REASONS: &[&str] = &[
     "operation_id_conflict",
     "supersedes_unknown_operation",
     "supersedes_other_tenant_or_action",
+    "supersedes_forbidden",
     "supersedes_executed",
     "database_refused",
 ];
@@ -73,6 +74,13 @@ mod tests {
             }
         }
         assert!(seen > 100, "fixtures found: {seen}");
+    }
+
+    #[test]
+    fn every_refusal_of_a_superseding_intent_is_listed() {
+        for reason in fleet_core::supersede::REFUSALS {
+            assert!(REFUSAL_REASONS.contains(&reason), "{reason}");
+        }
     }
 
     #[test]

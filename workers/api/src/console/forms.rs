@@ -66,7 +66,7 @@ fn refusal(e: &DecisionError) -> Option<(StatusCode, &'static str)> {
         ),
         E::HashMismatch => (
             conflict,
-            "the page you approved from no longer shows the pending snapshot",
+            "the page you approved from does not show the stored snapshot",
         ),
         E::ApprovalExpired => (conflict, "the approval window has expired"),
         E::NotPending => (
