@@ -11,7 +11,8 @@
 -- * 23514 (check_violation), constraint `operations_inserted_pending`: an operation is born
 --   `not_started` and `pending`, with no decision, lease, attempt or outcome;
 -- * 23514, constraint `operations_approval_transition`: the approval status moves only
---   pending → approved | rejected | expired and approved → rejected; the approved hash is
+--   pending → approved | rejected | expired and approved → rejected | expired (an approval
+--   whose window closed before execution); the approved hash is
 --   set only by the move to approved, to the stored payload hash; who decided changes only
 --   with a decision;
 -- * 23514, constraint `operations_approved_by_quorum`: the move to approved needs, in the
@@ -98,7 +99,7 @@ DECLARE
     decided boolean := NEW.approval_status IS DISTINCT FROM OLD.approval_status;
 BEGIN
     IF (decided AND NOT ((OLD.approval_status = 'pending' AND NEW.approval_status IN ('approved', 'rejected', 'expired'))
-                         OR (OLD.approval_status = 'approved' AND NEW.approval_status = 'rejected')))
+                         OR (OLD.approval_status = 'approved' AND NEW.approval_status IN ('rejected', 'expired'))))
        OR (NEW.approved_hash IS DISTINCT FROM OLD.approved_hash
            AND NOT (becomes_approved AND NEW.approved_hash = NEW.payload_hash))
        OR (NEW.decided_by IS DISTINCT FROM OLD.decided_by

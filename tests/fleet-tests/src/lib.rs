@@ -73,6 +73,9 @@ pub struct TestFleet {
     pub http: reqwest::Client,
     shutdown: CancellationToken,
     workers: Vec<JoinHandle<()>>,
+    /// Set once [`TestFleet::stop`] removed the database and the namespace; otherwise
+    /// (a test that panicked) `Drop` removes them.
+    removed: bool,
 }
 
 impl TestFleet {
@@ -128,6 +131,7 @@ impl TestFleet {
             http: reqwest::Client::new(),
             shutdown: CancellationToken::new(),
             workers: Vec::new(),
+            removed: false,
         }
     }
 
@@ -564,6 +568,35 @@ impl TestFleet {
         self.store.close();
         fleet_broker::delete_namespace(&self.broker).await;
         let _ = fleet_store::drop_database(&self.database_url).await;
+        self.removed = true;
+    }
+}
+
+impl Drop for TestFleet {
+    /// A test that failed before `stop` still leaves nothing behind: its queues (the shared
+    /// broker stops answering at a few hundred leftover quorum queues), its database and
+    /// its database roles. On a thread of its own, with a runtime of its own, because the
+    /// test's runtime may be the one unwinding.
+    fn drop(&mut self) {
+        if self.removed {
+            return;
+        }
+        self.shutdown.cancel();
+        self.store.close();
+        let (broker, url) = (self.broker.clone(), self.database_url.clone());
+        let cleanup = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                fleet_broker::delete_namespace(&broker).await;
+                let _ = fleet_store::drop_database(&url).await;
+            });
+        });
+        let _ = cleanup.join();
     }
 }
 
