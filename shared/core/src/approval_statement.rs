@@ -2,8 +2,8 @@
 //! RFC 8785 canonical JSON (the same canonical form as the payload hash, `hash.rs`).
 //!
 //! ```json
-//! {"action":"payment.create","amount":"1,500,000.00 KZT","approver":"alice",
-//!  "expires_at":"2026-12-01T18:00:00Z","operation_id":"op_…","payee":"vendor_77",
+//! {"action":"payment.create","amount":"1,500,000.00 KZT","expires_at":"2026-12-01T18:00:00Z",
+//! "operation_id":"op_…","payee":"vendor_77",
 //!  "payload_hash":"sha256:…","statement":"fleet.approval.v1",
 //!  "summary":"Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300","tenant_id":"org_482"}
 //! ```
@@ -13,7 +13,9 @@
 //! rebuilds them from the snapshot it fetched (and checks its hash), and the verifier
 //! rebuilds them from the row it is about to execute. A signature therefore proves that
 //! the key's holder agreed to exactly these words for exactly this operation and hash,
-//! until `expires_at`. Pure: the expiry is an input.
+//! until `expires_at`. Who signed is the key's principal (a key is registered for one
+//! principal, once), so the statement does not name the approver. Pure: the expiry is an
+//! input.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
@@ -31,8 +33,8 @@ pub const STATEMENT_VERSION: &str = "fleet.approval.v1";
 /// is consent given at one moment, not a standing order.
 pub const MAX_STATEMENT_LIFETIME_S: i64 = 24 * 3600;
 
-/// What the statement is about: the stored operation and the approver. Every member is
-/// read from the operation's own row (or the approval's principal), never from a request.
+/// What the statement is about: the stored operation. Every member is read from the
+/// operation's own row, never from a request.
 #[derive(Debug, Clone, Copy)]
 pub struct StatementSubject<'a> {
     pub operation_id: &'a str,
@@ -43,13 +45,12 @@ pub struct StatementSubject<'a> {
     pub payload_hash: &'a str,
 }
 
-/// One approver's statement about one operation.
+/// An approver's statement about one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalStatement {
     pub operation_id: String,
     pub tenant_id: String,
     pub payload_hash: String,
-    pub approver: String,
     pub action: String,
     /// `12,500.00 KZT`; `None` for an action without an amount.
     pub amount: Option<String>,
@@ -62,12 +63,8 @@ pub struct ApprovalStatement {
 }
 
 impl ApprovalStatement {
-    /// The statement `approver` signs for `subject`, valid until `expires_at`.
-    pub fn derive(
-        subject: &StatementSubject<'_>,
-        approver: &str,
-        expires_at: DateTime<Utc>,
-    ) -> ApprovalStatement {
+    /// The statement an approver signs for `subject`, valid until `expires_at`.
+    pub fn derive(subject: &StatementSubject<'_>, expires_at: DateTime<Utc>) -> ApprovalStatement {
         let spec = Action::parse(subject.action).map(Action::spec);
         let payload = subject.payload;
         let amount = spec.filter(|s| s.has_amount).and_then(|_| {
@@ -84,7 +81,6 @@ impl ApprovalStatement {
             operation_id: subject.operation_id.to_owned(),
             tenant_id: subject.tenant_id.to_owned(),
             payload_hash: subject.payload_hash.to_owned(),
-            approver: approver.to_owned(),
             action: subject.action.to_owned(),
             amount,
             payee,
@@ -101,7 +97,6 @@ impl ApprovalStatement {
             "operation_id": self.operation_id,
             "tenant_id": self.tenant_id,
             "payload_hash": self.payload_hash,
-            "approver": self.approver,
             "action": self.action,
             "amount": self.amount,
             "payee": self.payee,
@@ -128,9 +123,8 @@ impl ApprovalStatement {
             out.push_str(&format!("  payee     {payee}\n"));
         }
         out.push_str(&format!(
-            "  hash      {}\n  approver  {}\n  valid until {}",
+            "  hash      {}\n  valid until {}",
             self.payload_hash,
-            self.approver,
             format_expiry(self.expires_at)
         ));
         out

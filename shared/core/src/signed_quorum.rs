@@ -6,7 +6,7 @@
 //!
 //! An approval's signature counts when all of these hold:
 //! - it verifies, with the key it names, over the statement rebuilt from the stored
-//!   operation for that approval's principal and the expiry recorded with it;
+//!   operation and the expiry recorded with it;
 //! - the key is registered for that principal, was registered before the approval was
 //!   recorded, and has not been removed since;
 //! - the statement's expiry lies after the approval, at most
@@ -114,7 +114,7 @@ pub fn check_signature(
     if signed.expires_at <= now {
         return Err(SignatureRefusal::Expired);
     }
-    let statement = ApprovalStatement::derive(subject, &approval.principal, signed.expires_at);
+    let statement = ApprovalStatement::derive(subject, signed.expires_at);
     if !key
         .public_key
         .verifies(&statement.to_bytes(), &signed.signature)

@@ -288,7 +288,7 @@ impl TestFleet {
     pub async fn approve(&self, op: &str, hash: &str) -> Result<bool, ApprovalOutcome> {
         match self
             .store
-            .approve(op, hash, &TEST_APPROVER)
+            .approve(op, hash, &TEST_APPROVER, None)
             .await
             .expect("approve")
         {

@@ -52,7 +52,7 @@ impl Approver {
 
     /// An approval at 12:00 of the statement about `op`, valid until `expires`.
     fn approval(&self, op: &str, payload: &Value, expires: &str) -> RecordedApproval {
-        let statement = ApprovalStatement::derive(&subject(op, payload), self.name, t(expires));
+        let statement = ApprovalStatement::derive(&subject(op, payload), t(expires));
         RecordedApproval {
             principal: self.name.into(),
             at: t("2026-12-01T12:00:00Z"),
