@@ -6,11 +6,12 @@
 //! `fleetctl` deciding through the API with its token; an intent whose policy version has
 //! no policy refused at intake; and the approval gauges reconcile computes.
 
+use chrono::{Duration, Utc};
 use fleet_broker::Queue;
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::{
-    admin_url_of, eventually, hash_of, intent, intent_bytes, op_of, scrape_gauge, with_amount,
-    ApiProcess, TestFleet, WorkerProcess,
+    admin_url_of, eventually, hash_of, intent, intent_bytes, op_of, scrape_gauge, signed_approval,
+    with_amount, ApiProcess, TestFleet, WorkerProcess,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -352,12 +353,19 @@ async fn a_hash_that_is_not_the_pending_snapshots_is_409_and_records_nothing() {
 #[tokio::test]
 async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
     let d = desk().await;
+    // Each of their approvals must also be signed (payments-v3; signed_approvals.rs).
+    let (alice_key, bob_key) = (
+        d.fleet.register_key("alice").await,
+        d.fleet.register_key("bob").await,
+    );
     let i = with_amount(intent(), json!(100_000_000)); // 1,000,000.00 KZT
+    let expires_at = Utc::now() + Duration::hours(1);
+    let signed = |key| signed_approval(&i, key, expires_at);
     let op = op_of(&i);
     let prepared = d.submit(&i).await;
     assert_eq!(prepared["approvals_required"], 2);
 
-    let (status, first) = d.approve(&d.alice, &i).await;
+    let (status, first) = d.decide(&d.alice, &op, "approve", signed(&alice_key)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         (
@@ -369,7 +377,7 @@ async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
         "1 of 2: {first}"
     );
     // The same approver again is not a second approval.
-    let (status, again) = d.approve(&d.alice, &i).await;
+    let (status, again) = d.decide(&d.alice, &op, "approve", signed(&alice_key)).await;
     assert_eq!(
         (
             status,
@@ -387,7 +395,7 @@ async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
     );
     assert_eq!(d.fleet.sim_posts(&op).await, 0);
 
-    let (status, second) = d.approve(&d.bob, &i).await;
+    let (status, second) = d.decide(&d.bob, &op, "approve", signed(&bob_key)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         (
@@ -619,7 +627,55 @@ async fn fleetctl_approve_goes_through_the_api_with_its_token() {
     let op = op_of(&i);
     d.submit(&i).await;
     let hash = hash_of(&i);
-    let args = ["approve", op.as_str(), "--hash", hash.as_str()];
+    // 2,000,000.00 KZT needs signed approvals (payments-v3): each approver generates a key
+    // pair on their machine, an administrator registers the public key, and `approve
+    // --key` signs there.
+    let dir = std::env::temp_dir().join(format!("fleet-keys-{}", d.fleet.name()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key_of = |who: &str| dir.join(format!("{who}.key")).display().to_string();
+    for who in ["alice", "bob"] {
+        let printed = d
+            .fleet
+            .fleetctl(&["key", "generate", "--out", &key_of(who)])
+            .await;
+        let public = String::from_utf8_lossy(&printed.stdout).trim().to_owned();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(key_of(who)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "the private key is its owner's only");
+        }
+        let added = d
+            .fleet
+            .fleetctl(&[
+                "key",
+                "add",
+                "--principal",
+                who,
+                "--public-key",
+                &public,
+                "--by",
+                "admin",
+            ])
+            .await;
+        assert!(String::from_utf8_lossy(&added.stdout).contains("registered ed25519:"));
+    }
+    let (alice_key, bob_key) = (key_of("alice"), key_of("bob"));
+    let args = |key: &str| {
+        [
+            "approve".to_owned(),
+            op.clone(),
+            "--hash".to_owned(),
+            hash.clone(),
+            "--key".to_owned(),
+            key.to_owned(),
+        ]
+    };
+    let (alice_args, bob_args) = (args(&alice_key), args(&bob_key));
+    let (alice_args, bob_args): (Vec<&str>, Vec<&str>) = (
+        alice_args.iter().map(String::as_str).collect(),
+        bob_args.iter().map(String::as_str).collect(),
+    );
     let as_ = |token| {
         [
             ("FLEET_API_URL", d.api.base_url.as_str()),
@@ -627,7 +683,7 @@ async fn fleetctl_approve_goes_through_the_api_with_its_token() {
         ]
     };
 
-    let refused = d.fleet.fleetctl_with(&as_(&d.agent), &args).await;
+    let refused = d.fleet.fleetctl_with(&as_(&d.agent), &alice_args).await;
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("role_not_allowed"), "{stderr}");
@@ -636,18 +692,25 @@ async fn fleetctl_approve_goes_through_the_api_with_its_token() {
         "the token is never printed: {stderr}"
     );
 
-    let first = d.fleet.fleetctl_with(&as_(&d.alice), &args).await;
+    let first = d.fleet.fleetctl_with(&as_(&d.alice), &alice_args).await;
     assert!(
         first.status.success(),
         "{}",
         String::from_utf8_lossy(&first.stderr)
+    );
+    // The words signed, rebuilt from the snapshot on the approver's machine.
+    assert!(
+        String::from_utf8_lossy(&first.stdout)
+            .contains("Pay 2,000,000.00 KZT to vendor_77 for invoice inv_9182"),
+        "{}",
+        String::from_utf8_lossy(&first.stdout)
     );
     assert!(
         String::from_utf8_lossy(&first.stdout).contains("1 of 2"),
         "{}",
         String::from_utf8_lossy(&first.stdout)
     );
-    let second = d.fleet.fleetctl_with(&as_(&d.bob), &args).await;
+    let second = d.fleet.fleetctl_with(&as_(&d.bob), &bob_args).await;
     assert!(
         String::from_utf8_lossy(&second.stdout).contains("approved"),
         "{}",
@@ -664,9 +727,10 @@ async fn fleetctl_approve_goes_through_the_api_with_its_token() {
     // No token: refused before anything is sent.
     let anonymous = d
         .fleet
-        .fleetctl_with(&[("FLEET_API_URL", d.api.base_url.as_str())], &args)
+        .fleetctl_with(&[("FLEET_API_URL", d.api.base_url.as_str())], &alice_args)
         .await;
     assert!(!anonymous.status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
     d.stop().await;
 }
 

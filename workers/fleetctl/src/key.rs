@@ -95,7 +95,7 @@ pub fn new_key() -> anyhow::Result<ApproverKey> {
 
 /// Creates `out` readable by its owner only, refusing to replace an existing file (an
 /// overwritten key is a key lost).
-fn write_private(out: &Path, key: &ApproverKey) -> anyhow::Result<()> {
+pub fn write_private(out: &Path, key: &ApproverKey) -> anyhow::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
