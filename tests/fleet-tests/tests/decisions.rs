@@ -481,7 +481,14 @@ async fn reject_over_http_cancels_records_the_approver_and_is_idempotent() {
     let i = with_amount(intent(), json!(150_000_000));
     let op = op_of(&i);
     d.submit(&i).await;
-    assert_eq!(d.approve(&d.alice, &i).await.0, StatusCode::OK, "1 of 2");
+    // A signed approval (payments-v3 asks for them at this amount).
+    let alice_key = d.fleet.register_key("alice").await;
+    let signed = signed_approval(&i, &alice_key, Utc::now() + Duration::hours(1));
+    assert_eq!(
+        d.decide(&d.alice, &op, "approve", signed).await.0,
+        StatusCode::OK,
+        "1 of 2"
+    );
     let (status, body) = d
         .decide(&d.bob, &op, "reject", json!({"reason": "  "}))
         .await;
