@@ -2,7 +2,8 @@
 //! starts the provider simulator, the four workers, the HTTP API and the event relay,
 //! submits the seed example (invoice inv_9182, 12,500.00 KZT to vendor_77) through the API
 //! as an agent would and a few dozen more intents to the queue, approves them through the
-//! API the way people would (two distinct approvers for the large KZT payment), waits
+//! API the way people would (two distinct approvers for the large KZT payment, each
+//! signing with a key generated into a directory of the demo's own and registered), waits
 //! until every operation is final and its outcome events are published, and prints a
 //! table of final states next to the effects the provider holds. Besides payments it
 //! moves a few orders from `paid` to `fulfilled`, one of which someone else puts on hold
