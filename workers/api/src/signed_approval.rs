@@ -10,8 +10,8 @@
 
 use fleet_core::approval_statement::parse_expiry;
 use fleet_core::{
-    check_signature, KeyId, OperationId, PresentedSignature, RecordedApproval, Signature,
-    SignatureRefusal, StatementSubject,
+    check_signature, ApprovalStatus, KeyId, OperationId, PresentedSignature, RecordedApproval,
+    Signature, SignatureRefusal, StatementSubject, Status,
 };
 use fleet_store::Store;
 
@@ -61,8 +61,7 @@ fn parse(offer: &SignatureOffer<'_>) -> Result<PresentedSignature, DecisionError
 }
 
 /// The signature to record with `principal`'s approval of `payload_hash`, once checked;
-/// `None` for an unsigned approval the operation allows. An approval of another hash
-/// than the stored one is left to the store, which refuses it as `hash_mismatch`.
+/// `None` for an unsigned approval the operation allows, and for one the store will refuse.
 pub async fn checked(
     store: &Store,
     op: &OperationId,
@@ -73,7 +72,12 @@ pub async fn checked(
     let Some(row) = store.get(op.as_str()).await? else {
         return Ok(None);
     };
-    if row.payload_hash != payload_hash {
+    // An approval that cannot be recorded anyway (another hash, or an operation no longer
+    // waiting for approvals) is left to the store, whose answer says why (`hash_mismatch`,
+    // `not_pending`, `approval_expired`, or a repeat that changes nothing).
+    let waiting =
+        row.approval_status == ApprovalStatus::Pending && row.status == Status::NotStarted;
+    if row.payload_hash != payload_hash || !waiting {
         return Ok(None);
     }
     if offer.is_empty() {
