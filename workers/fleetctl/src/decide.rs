@@ -279,4 +279,72 @@ mod tests {
         }
         assert!(explain("invalid_field", Some("external_id")).contains("--external-id"));
     }
+
+    fn view(expires: &str) -> Value {
+        json!({
+            "operation_id": "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7", "tenant_id": "org_482",
+            "action": "payment.create", "provider": "payments", "target": null,
+            "payload": {"invoice_id": "inv_9300", "beneficiary_id": "vendor_12", "amount_minor": 150000000, "currency": "KZT"},
+            "policy_version": "payments-v3", "data_version": "inv_9300@1",
+            "approval_expires_at": expires,
+            // Words the server might send are never used.
+            "summary": "Pay 1.00 KZT to a friend",
+        })
+    }
+
+    fn hash_of(v: &Value) -> String {
+        Snapshot {
+            operation_id: v["operation_id"].as_str().unwrap().into(),
+            tenant_id: "org_482".into(),
+            action: "payment.create".into(),
+            provider: "payments".into(),
+            target: None,
+            payload: v["payload"].clone(),
+            policy_version: "payments-v3".into(),
+            data_version: "inv_9300@1".into(),
+        }
+        .hash()
+        .as_str()
+        .to_owned()
+    }
+
+    #[test]
+    fn the_statement_is_rebuilt_from_the_snapshot_reviewed_and_expires_with_the_window() {
+        let now = DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        let v = view("2026-12-01T13:00:00.250Z");
+        let s = statement_of(&v, &hash_of(&v), now).unwrap();
+        assert_eq!(
+            s.summary,
+            "Pay 1,500,000.00 KZT to vendor_12 for invoice inv_9300"
+        );
+        assert_eq!(
+            (s.amount.as_deref(), s.payee.as_deref()),
+            (Some("1,500,000.00 KZT"), Some("vendor_12"))
+        );
+        assert_eq!(format_expiry(s.expires_at), "2026-12-01T13:00:00Z");
+        // A window longer than a day is capped below a day.
+        let long = view("2026-12-09T12:00:00Z");
+        let capped = statement_of(&long, &hash_of(&long), now).unwrap();
+        assert!(capped.expires_at < now + Duration::hours(24));
+        // A closed window has nothing to sign.
+        let closed = view("2026-12-01T11:00:00Z");
+        assert!(statement_of(&closed, &hash_of(&closed), now).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_that_is_not_the_one_reviewed_is_never_signed() {
+        let now = DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        let reviewed = view("2026-12-01T13:00:00Z");
+        let mut shown = reviewed.clone();
+        shown["payload"]["beneficiary_id"] = json!("mallory");
+        let refused = statement_of(&shown, &hash_of(&reviewed), now).unwrap_err();
+        assert!(
+            refused.to_string().contains("nothing was signed"),
+            "{refused}"
+        );
+    }
 }
