@@ -254,6 +254,9 @@ pub struct ActionSpec {
     /// Whether the payload carries `amount_minor` and `currency` (quorum bands, webhook
     /// amount checks).
     pub has_amount: bool,
+    /// The payload member naming who receives the effect (a payment's beneficiary), said
+    /// in the statement an approver signs; `None` when the effect has no such party.
+    pub payee: Option<&'static str>,
     pub webhook: Option<WebhookSpec>,
     pub tool: ToolText,
     pub behaviour: Behaviour,

@@ -6,6 +6,7 @@ pub mod access;
 pub mod actions;
 pub mod answer;
 pub mod approval;
+pub mod approval_statement;
 pub mod attempt;
 pub mod authz;
 mod by_name;
@@ -23,6 +24,8 @@ pub mod policy;
 pub mod reconcile;
 pub mod resolution;
 pub mod session;
+pub mod signed_quorum;
+pub mod signing;
 pub mod state;
 pub mod strict_json;
 pub mod supersede;
@@ -33,6 +36,7 @@ pub mod wording;
 
 pub use access::{claimed_access, ClaimedAccess, Role, Token, TokenHash};
 pub use approval::{judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict};
+pub use approval_statement::{ApprovalStatement, StatementSubject};
 pub use attempt::AttemptOutcome;
 pub use authz::{Actor, ApiAction, Decider, Denial, OperationAction, OperationFacts, SignIn};
 pub use catalogue::{Action, ActionSpec, Effect, ProviderName, Subject, CATALOGUE};
@@ -46,5 +50,10 @@ pub use outcome::{
 };
 pub use policy::{PolicyRefusal, PolicySet, Quorum};
 pub use resolution::Resolution;
+pub use signed_quorum::{
+    check_signature, count_signed, PresentedSignature, RecordedApproval, RegisteredKey,
+    SignatureRefusal, SignedCount,
+};
+pub use signing::{ApproverKey, KeyId, PublicKey, Signature};
 pub use state::{transition, Event, Refused, Status};
 pub use waiting::{wait_is_over, WaitFor, WaitState};

@@ -20,6 +20,10 @@
 //! action the policy does not name is not allowed under it. A larger amount never needs
 //! fewer approvers (a file that says otherwise is refused). Pure: the text is an input;
 //! reading the directory is the caller's.
+//!
+//! `signed_approvals` (on the action, or on a band; 0 when absent, and a band without it
+//! takes the action's) says how many of those approvals must carry the approver's own
+//! signature (`signed_quorum`): at most `approvers`, and never fewer for a larger amount.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -44,6 +48,8 @@ struct PolicyFile {
 struct ActionFile {
     approvers: u8,
     #[serde(default)]
+    signed_approvals: u8,
+    #[serde(default)]
     bands: Vec<BandFile>,
 }
 
@@ -53,6 +59,7 @@ struct BandFile {
     currency: String,
     from_amount_minor: i64,
     approvers: u8,
+    signed_approvals: Option<u8>,
 }
 
 /// A policy file that cannot be used; the message names the file and what is wrong.
@@ -92,27 +99,34 @@ impl PolicyRefusal {
 struct Band {
     from_amount_minor: i64,
     approvers: u8,
+    signed: u8,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ActionQuorum {
     approvers: u8,
+    signed: u8,
     /// Per currency, sorted by `from_amount_minor`.
     bands: BTreeMap<String, Vec<Band>>,
 }
 
 impl ActionQuorum {
     fn required(&self, payload: &Value) -> u8 {
-        let (Some(amount), Some(currency)) = (
-            payload.get("amount_minor").and_then(Value::as_i64),
-            payload.get("currency").and_then(Value::as_str),
-        ) else {
-            return self.approvers;
-        };
+        self.band(payload).map_or(self.approvers, |b| b.approvers)
+    }
+
+    fn signed(&self, payload: &Value) -> u8 {
+        self.band(payload).map_or(self.signed, |b| b.signed)
+    }
+
+    fn band(&self, payload: &Value) -> Option<&Band> {
+        let amount = payload.get("amount_minor").and_then(Value::as_i64)?;
+        let currency = payload.get("currency").and_then(Value::as_str)?;
         self.bands
-            .get(currency)
-            .and_then(|bands| bands.iter().rev().find(|b| b.from_amount_minor <= amount))
-            .map_or(self.approvers, |b| b.approvers)
+            .get(currency)?
+            .iter()
+            .rev()
+            .find(|b| b.from_amount_minor <= amount)
     }
 }
 
@@ -152,6 +166,11 @@ impl Policy {
                     "{name}: approvers must be 1 to {MAX_APPROVERS}"
                 )));
             }
+            if rule.signed_approvals > rule.approvers {
+                return Err(fail(format!(
+                    "{name}: signed_approvals may not exceed approvers"
+                )));
+            }
             if !rule.bands.is_empty() && !action.spec().has_amount {
                 return Err(fail(format!("{name}: has no amount, so it has no bands")));
             }
@@ -173,9 +192,16 @@ impl Policy {
                         "{name}: approvers must be 1 to {MAX_APPROVERS}"
                     )));
                 }
+                let signed = band.signed_approvals.unwrap_or(rule.signed_approvals);
+                if signed > band.approvers {
+                    return Err(fail(format!(
+                        "{name}: signed_approvals may not exceed approvers"
+                    )));
+                }
                 bands.entry(band.currency).or_default().push(Band {
                     from_amount_minor: band.from_amount_minor,
                     approvers: band.approvers,
+                    signed,
                 });
             }
             for (currency, list) in &mut bands {
@@ -188,7 +214,7 @@ impl Policy {
                         "{name}: two {currency} bands start at the same amount"
                     )));
                 }
-                let mut floor = rule.approvers;
+                let (mut floor, mut signed_floor) = (rule.approvers, rule.signed_approvals);
                 for b in list.iter() {
                     if b.approvers < floor {
                         return Err(fail(format!(
@@ -196,13 +222,20 @@ impl Policy {
                             b.from_amount_minor
                         )));
                     }
-                    floor = b.approvers;
+                    if b.signed < signed_floor {
+                        return Err(fail(format!(
+                            "{name}: the {currency} band from {} needs fewer signed approvals than a smaller amount",
+                            b.from_amount_minor
+                        )));
+                    }
+                    (floor, signed_floor) = (b.approvers, b.signed);
                 }
             }
             actions.insert(
                 action,
                 ActionQuorum {
                     approvers: rule.approvers,
+                    signed: rule.signed_approvals,
                     bands,
                 },
             );
@@ -221,6 +254,11 @@ impl Policy {
     /// allows the action at all.
     pub fn required_approvals(&self, action: Action, payload: &Value) -> Option<u8> {
         self.actions.get(&action).map(|q| q.required(payload))
+    }
+
+    /// How many of those approvals must be signed by their approvers.
+    pub fn required_signatures(&self, action: Action, payload: &Value) -> Option<u8> {
+        self.actions.get(&action).map(|q| q.signed(payload))
     }
 }
 
@@ -262,6 +300,20 @@ impl PolicySet {
             .get(policy_version)
             .ok_or(PolicyRefusal::UnknownPolicy)?
             .required_approvals(action, payload)
+            .ok_or(PolicyRefusal::ActionNotInPolicy)
+    }
+
+    /// How many of the approvals an intent needs must be signed, under its policy.
+    pub fn required_signatures(
+        &self,
+        policy_version: &str,
+        action: Action,
+        payload: &Value,
+    ) -> Result<u8, PolicyRefusal> {
+        self.policies
+            .get(policy_version)
+            .ok_or(PolicyRefusal::UnknownPolicy)?
+            .required_signatures(action, payload)
             .ok_or(PolicyRefusal::ActionNotInPolicy)
     }
 }

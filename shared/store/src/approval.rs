@@ -5,7 +5,8 @@
 //! `fleet_core::authz` first.
 
 use fleet_core::{
-    judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event, Quorum, Status,
+    judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event,
+    PresentedSignature, Quorum, Status,
 };
 
 use crate::{Store, StoreError, Transition, TransitionOutcome};
@@ -70,14 +71,29 @@ const APPROVED_BEFORE: &str =
 /// inserts, so this approval is added to the count of those before it. Nothing but the
 /// approval row is written unless it was inserted: a principal whose approval is already
 /// there (only possible if the row lock did not serialise approvers) changes nothing.
+///
+/// `$10`, `$11` and `$12` are the approval's key id, signature and statement expiry (all
+/// null for an unsigned approval). The operation is approved only when its approvals also
+/// carry `signatures_required` signatures by keys registered for their principals before
+/// them and not removed: the rule the database's `operations_signed_approvals_gate`
+/// enforces (migrations/0045_approver_keys.sql), counted here too so that an approval that
+/// leaves it short is recorded rather than refused. The API verified this approval's
+/// signature itself before sending it.
 const APPROVE: &str = "
 WITH recorded AS (
-    INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash) VALUES ($1, $3, $8, $2)
+    INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash, key_id, signature, signed_expires_at)
+    VALUES ($1, $3, $8, $2, $10, $11, $12)
     ON CONFLICT (operation_id, principal) DO NOTHING
-    RETURNING operation_id
+    RETURNING operation_id, key_id
 ), received AS (
     SELECT count(*) + (SELECT count(*) FROM recorded) AS n
     FROM approvals WHERE operation_id = $1 AND payload_hash = $2
+), signed AS (
+    SELECT count(*) + (SELECT count(*) FROM recorded r JOIN approver_keys k ON k.key_id = r.key_id
+                       WHERE k.principal = $3 AND k.registered_at < now() AND k.removed_at IS NULL) AS n
+    FROM approvals a JOIN approver_keys k ON k.key_id = a.key_id
+    WHERE a.operation_id = $1 AND a.payload_hash = $2 AND k.principal = a.principal
+      AND k.registered_at < a.at AND k.removed_at IS NULL
 ), approved AS (
     UPDATE operations SET approval_status = $6, approved_hash = $2, decided_by = $3,
         decided_at = now(), updated_at = now()
@@ -85,6 +101,7 @@ WITH recorded AS (
       AND approval_expires_at > now() AND status = $7
       AND EXISTS (SELECT 1 FROM recorded)
       AND approvals_required <= (SELECT n FROM received)
+      AND signatures_required <= (SELECT n FROM signed)
     RETURNING operation_id
 ), event AS (
     INSERT INTO operation_events (operation_id, kind, fence, actor, evidence, signed_in_with)
@@ -111,13 +128,15 @@ fn approver(by: &Decider<'_>) -> String {
 }
 
 impl Store {
-    /// Records `by`'s approval of `hash`, and approves the operation if that completes
-    /// its quorum. One transaction; the execute bell is the caller's to ring after it.
+    /// Records `by`'s approval of `hash` (with the signature it presented, which the
+    /// caller verified), and approves the operation if that completes its quorum. One
+    /// transaction; the execute bell is the caller's to ring after it.
     pub async fn approve(
         &self,
         operation_id: &str,
         hash: &str,
         by: &Decider<'_>,
+        signed: Option<&PresentedSignature>,
     ) -> Result<ApprovalOutcome, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
@@ -167,6 +186,9 @@ impl Store {
                 let not_started = Status::NotStarted.as_str();
                 let pending = ApprovalStatus::Pending.as_str();
                 let approved = ApprovalStatus::Approved.as_str();
+                let key_id = signed.map(|s| s.key_id.as_str());
+                let signature = signed.map(|s| s.signature.to_bytes().to_vec());
+                let signed_expires_at = signed.map(|s| s.expires_at);
                 let row = tx
                     .query_one(
                         &approve,
@@ -180,6 +202,9 @@ impl Store {
                             &not_started,
                             &signed_in_with,
                             &fence,
+                            &key_id,
+                            &signature,
+                            &signed_expires_at,
                         ],
                     )
                     .await?;

@@ -3,6 +3,7 @@
 //! used only for its embedded migrator, which owns `migrations/`.
 
 mod approval;
+mod approver_keys;
 mod audit;
 mod authz_facts;
 mod batch;
@@ -20,12 +21,14 @@ mod read;
 mod roles;
 mod rows;
 mod sessions;
+mod signed_approvals;
 mod sweep;
 mod transition;
 mod views;
 mod webhooks;
 
 pub use approval::{ApprovalOutcome, RejectOutcome};
+pub use approver_keys::{KeyAdded, KeyListing, KeyRemoved};
 pub use audit::AuditDelays;
 pub use authz_facts::StoredFacts;
 pub use batch::{settle_batch, BatchError};
@@ -36,12 +39,13 @@ pub use migrate::{create_database_if_missing, drop_database, migrate, set_role_p
 pub use operator::{DecisionOutcome, Resolve};
 pub use outbox::{OutboxGauges, OutboxRow, Relayed};
 pub use pool::Store;
-pub use prepare::PrepareOutcome;
+pub use prepare::{PrepareOutcome, Requirement};
 pub use principal_admin::{NewPrincipal, PrincipalAdded, PrincipalListing, PrincipalRemoved};
 pub use principals::{NewToken, Principal, TokenCheck, TokenCreated, TokenListing, TokenRevoked};
 pub use read::{ApprovalGauges, FleetGauges};
 pub use roles::{role_url, DbRole, RolePrefix, ROLE_PREFIX_SETTING};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
+pub use signed_approvals::SignedApprovals;
 pub use sweep::AttemptAgesMs;
 pub(crate) use transition::transition_in;
 pub use transition::{Transition, TransitionOutcome};

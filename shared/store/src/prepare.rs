@@ -25,8 +25,8 @@ const INSERT: &str = "
 WITH inserted AS (
     INSERT INTO operations (operation_id, tenant_id, action, provider, target, supersedes, rationale,
                             payload, payload_hash, policy_version, data_version, idempotency_key,
-                            approval_expires_at, submitted_by, approvals_required)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15)
+                            approval_expires_at, submitted_by, approvals_required, signatures_required)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16)
     ON CONFLICT (operation_id) DO NOTHING
     RETURNING operation_id
 ), event AS (
@@ -35,6 +35,24 @@ WITH inserted AS (
     FROM inserted
 )
 SELECT count(*) AS inserted FROM inserted";
+
+/// What an operation needs before it may run, fixed at intake from its quorum policy:
+/// distinct approvals, and how many of them must be signed by their approvers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requirement {
+    pub approvals_required: i16,
+    pub signatures_required: i16,
+}
+
+impl From<i16> for Requirement {
+    /// A quorum of unsigned approvals.
+    fn from(approvals_required: i16) -> Requirement {
+        Requirement {
+            approvals_required,
+            signatures_required: 0,
+        }
+    }
+}
 
 impl Store {
     /// Inserts an intent that replaces `old` after a correction: in one transaction the old
@@ -45,7 +63,7 @@ impl Store {
         &self,
         intent: &ValidIntent,
         old: &str,
-        approvals_required: i16,
+        approvals_required: Requirement,
         submitted_by: Option<&str>,
     ) -> Result<PrepareOutcome, StoreError> {
         if self.get(intent.operation_id.as_str()).await?.is_some() {
@@ -133,9 +151,10 @@ impl Store {
     pub async fn insert_prepared(
         &self,
         intent: &ValidIntent,
-        approvals_required: i16,
+        approvals_required: impl Into<Requirement>,
         submitted_by: Option<&str>,
     ) -> Result<PrepareOutcome, StoreError> {
+        let approvals_required = approvals_required.into();
         if let Some(old) = &intent.supersedes {
             return self
                 .insert_superseding(intent, old.as_str(), approvals_required, submitted_by)
@@ -157,13 +176,14 @@ struct Bound<'a> {
     key: String,
     ttl_s: f64,
     approvals_required: i16,
+    signatures_required: i16,
     submitted_by: Option<&'a str>,
 }
 
 impl<'a> Bound<'a> {
     fn new(
         intent: &'a ValidIntent,
-        approvals_required: i16,
+        required: Requirement,
         submitted_by: Option<&'a str>,
     ) -> Bound<'a> {
         Bound {
@@ -171,13 +191,14 @@ impl<'a> Bound<'a> {
             supersedes: intent.supersedes.as_ref().map(|o| o.as_str()),
             key: intent.operation_id.idempotency_key().as_str().to_owned(),
             ttl_s: intent.approval_ttl_seconds as f64,
-            approvals_required,
+            approvals_required: required.approvals_required,
+            signatures_required: required.signatures_required,
             submitted_by,
         }
     }
 }
 
-fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 15] {
+fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 16] {
     let s = &intent.snapshot;
     [
         &s.operation_id,
@@ -195,6 +216,7 @@ fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 1
         &b.ttl_s,
         &b.submitted_by,
         &b.approvals_required,
+        &b.signatures_required,
     ]
 }
 
@@ -202,7 +224,7 @@ fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 1
 async fn insert_on(
     client: &impl deadpool_postgres::GenericClient,
     intent: &ValidIntent,
-    approvals_required: i16,
+    approvals_required: Requirement,
     submitted_by: Option<&str>,
 ) -> Result<bool, StoreError> {
     // Prepared once per connection: the hot path costs one round trip, not a Parse first.
@@ -221,7 +243,7 @@ impl Store {
     /// an intent whose id was taken is compared with the stored snapshot after the commit.
     pub async fn insert_prepared_many(
         &self,
-        items: &[(&ValidIntent, i16)],
+        items: &[(&ValidIntent, Requirement)],
     ) -> Result<Vec<PrepareOutcome>, BatchError> {
         let rolled_back = |e: tokio_postgres::Error| BatchError::RolledBack(e.into());
         let mut client = self.client().await.map_err(BatchError::RolledBack)?;
@@ -233,7 +255,7 @@ impl Store {
             .iter()
             .map(|(intent, required)| Bound::new(intent, *required, None))
             .collect();
-        let params: Vec<[Param<'_>; 15]> = order
+        let params: Vec<[Param<'_>; 16]> = order
             .iter()
             .map(|&i| insert_params(items[i].0, &bound[i]))
             .collect();

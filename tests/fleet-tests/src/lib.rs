@@ -10,6 +10,7 @@ mod events;
 mod intents;
 mod mcp;
 mod processes;
+mod signing;
 mod wait;
 mod webhooks;
 
@@ -48,6 +49,7 @@ pub use intents::{
 };
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
 pub use processes::{bin_dir, WorkerProcess};
+pub use signing::{signed_approval, statement_of};
 pub use wait::{eventually, eventually_within, DEADLINE};
 pub use webhooks::{
     event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET,
@@ -304,7 +306,7 @@ impl TestFleet {
     pub async fn approve(&self, op: &str, hash: &str) -> Result<bool, ApprovalOutcome> {
         match self
             .store
-            .approve(op, hash, &TEST_APPROVER)
+            .approve(op, hash, &TEST_APPROVER, None)
             .await
             .expect("approve")
         {

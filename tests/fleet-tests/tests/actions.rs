@@ -398,7 +398,7 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     fleet.prepared(&op).await;
     fleet
         .store
-        .approve(&op, &hash_of(&first), &fleet_tests::TEST_APPROVER)
+        .approve(&op, &hash_of(&first), &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     // Claimed once, then released as provably not sent: back to not_started, fence 1.

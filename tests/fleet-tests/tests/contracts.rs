@@ -160,7 +160,7 @@ async fn execute_never_sends_a_contract_on_a_key_past_its_hour() {
     fleet.prepared(&op).await;
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"))
+        .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"), None)
         .await
         .unwrap();
     // The key was first used 61 minutes ago (its release and redrive took that long).

@@ -250,7 +250,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     );
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER)
+        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     handler
@@ -391,7 +391,7 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
     // Approved, but the doorbell is lost: approve without ringing.
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER)
+        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     fleet.spawn_execute();

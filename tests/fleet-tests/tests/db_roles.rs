@@ -360,6 +360,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
         "approval_expires_at",
         "submitted_by",
         "approvals_required",
+        "signatures_required",
     ];
     const MOVE: &[&str] = &[
         "status",
@@ -426,6 +427,9 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
                     "principal",
                     "signed_in_with",
                     "payload_hash",
+                    "key_id",
+                    "signature",
+                    "signed_expires_at",
                 ],
                 "INSERT",
             ));

@@ -8,11 +8,12 @@
 //! `fleetctl` deciding through the API with its token; an intent whose policy version has
 //! no policy refused at intake; and the approval gauges reconcile computes.
 
+use chrono::{Duration, Utc};
 use fleet_broker::Queue;
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::{
-    admin_url_of, eventually, hash_of, intent, intent_bytes, op_of, scrape_gauge, with_amount,
-    ApiProcess, TestFleet, WorkerProcess,
+    admin_url_of, eventually, hash_of, intent, intent_bytes, op_of, scrape_gauge, signed_approval,
+    with_amount, ApiProcess, TestFleet, WorkerProcess,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -362,11 +363,28 @@ fn another_hash(i: &Value) -> Value {
 #[tokio::test]
 async fn a_repeated_approval_with_another_hash_is_409_before_and_after_the_quorum() {
     let d = desk().await;
+    // 1,000,000.00 KZT and above: two approvers, both signing.
+    let (alice_key, bob_key) = (
+        d.fleet.register_key("alice").await,
+        d.fleet.register_key("bob").await,
+    );
+    let expires_at = Utc::now() + Duration::hours(1);
     let carol = d.fleet.token("carol", Role::Approver, &[TENANT]).await;
     let i = with_amount(intent(), json!(120_000_000)); // two approvers
     let op = op_of(&i);
     d.submit(&i).await;
-    assert_eq!(d.approve(&d.alice, &i).await.0, StatusCode::OK, "1 of 2");
+    assert_eq!(
+        d.decide(
+            &d.alice,
+            &op_of(&i),
+            "approve",
+            signed_approval(&i, &alice_key, expires_at)
+        )
+        .await
+        .0,
+        StatusCode::OK,
+        "1 of 2"
+    );
 
     // alice approved the right hash; another hash from her is still a mismatch, not 200.
     let (status, body) = d.decide(&d.alice, &op, "approve", another_hash(&i)).await;
@@ -375,13 +393,31 @@ async fn a_repeated_approval_with_another_hash_is_409_before_and_after_the_quoru
         (StatusCode::CONFLICT, "hash_mismatch")
     );
     // Her very approval again is the first answer again.
-    let (status, again) = d.approve(&d.alice, &i).await;
+    let (status, again) = d
+        .decide(
+            &d.alice,
+            &op_of(&i),
+            "approve",
+            signed_approval(&i, &alice_key, expires_at),
+        )
+        .await;
     assert_eq!(
         (status, again["approvals_received"].as_i64()),
         (StatusCode::OK, Some(1))
     );
 
-    assert_eq!(d.approve(&d.bob, &i).await.0, StatusCode::OK, "2 of 2");
+    assert_eq!(
+        d.decide(
+            &d.bob,
+            &op_of(&i),
+            "approve",
+            signed_approval(&i, &bob_key, expires_at)
+        )
+        .await
+        .0,
+        StatusCode::OK,
+        "2 of 2"
+    );
     assert_eq!(d.final_view(&op).await["status"], "succeeded");
     // Approved and done: another hash is refused whoever sends it.
     for token in [&d.alice, &d.bob, &carol] {
@@ -392,8 +428,10 @@ async fn a_repeated_approval_with_another_hash_is_409_before_and_after_the_quoru
         );
     }
     // The right hash: 200 for the two who approved it, not for a third approver.
-    for token in [&d.alice, &d.bob] {
-        let (status, view) = d.approve(token, &i).await;
+    for (token, key) in [(&d.alice, &alice_key), (&d.bob, &bob_key)] {
+        let (status, view) = d
+            .decide(token, &op, "approve", signed_approval(&i, key, expires_at))
+            .await;
         assert_eq!(
             (status, view["approvals_received"].as_i64()),
             (StatusCode::OK, Some(2)),
@@ -417,16 +455,39 @@ async fn a_repeated_approval_with_another_hash_is_409_before_and_after_the_quoru
 #[tokio::test]
 async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_from_its_approver() {
     let d = desk().await;
+    // 1,000,000.00 KZT and above: two approvers, both signing.
+    let (alice_key, bob_key) = (
+        d.fleet.register_key("alice").await,
+        d.fleet.register_key("bob").await,
+    );
+    let expires_at = Utc::now() + Duration::hours(1);
     // Rejected after alice's approval (1 of 2): her approval again is refused, whatever hash.
     let rejected = with_amount(intent(), json!(150_000_000));
     let op = op_of(&rejected);
     d.submit(&rejected).await;
-    assert_eq!(d.approve(&d.alice, &rejected).await.0, StatusCode::OK);
+    assert_eq!(
+        d.decide(
+            &d.alice,
+            &op_of(&rejected),
+            "approve",
+            signed_approval(&rejected, &alice_key, expires_at)
+        )
+        .await
+        .0,
+        StatusCode::OK
+    );
     let (status, _) = d
         .decide(&d.bob, &op, "reject", json!({"reason": "wrong payee"}))
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = d.approve(&d.alice, &rejected).await;
+    let (status, body) = d
+        .decide(
+            &d.alice,
+            &op_of(&rejected),
+            "approve",
+            signed_approval(&rejected, &alice_key, expires_at),
+        )
+        .await;
     assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
     let (status, body) = d
         .decide(&d.alice, &op, "approve", another_hash(&rejected))
@@ -437,18 +498,45 @@ async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_fr
     let replaced = with_amount(intent(), json!(150_000_000));
     let old = op_of(&replaced);
     d.submit(&replaced).await;
-    assert_eq!(d.approve(&d.alice, &replaced).await.0, StatusCode::OK);
+    assert_eq!(
+        d.decide(
+            &d.alice,
+            &op_of(&replaced),
+            "approve",
+            signed_approval(&replaced, &alice_key, expires_at)
+        )
+        .await
+        .0,
+        StatusCode::OK
+    );
     let mut correction = with_amount(intent(), json!(160_000_000));
     correction["supersedes"] = json!(old);
     d.submit(&correction).await;
-    let (status, body) = d.approve(&d.alice, &replaced).await;
+    let (status, body) = d
+        .decide(
+            &d.alice,
+            &op_of(&replaced),
+            "approve",
+            signed_approval(&replaced, &alice_key, expires_at),
+        )
+        .await;
     assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
 
     // Expired after alice's approval (1 of 2): the window closed before the quorum.
     let late = with_amount(intent(), json!(150_000_000));
     let expired = op_of(&late);
     d.submit(&late).await;
-    assert_eq!(d.approve(&d.alice, &late).await.0, StatusCode::OK);
+    assert_eq!(
+        d.decide(
+            &d.alice,
+            &op_of(&late),
+            "approve",
+            signed_approval(&late, &alice_key, expires_at)
+        )
+        .await
+        .0,
+        StatusCode::OK
+    );
     d.fleet
         .sql()
         .await
@@ -458,8 +546,15 @@ async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_fr
         )
         .await
         .unwrap();
-    for token in [&d.alice, &d.bob] {
-        let (status, body) = d.approve(token, &late).await;
+    for (token, key) in [(&d.alice, &alice_key), (&d.bob, &bob_key)] {
+        let (status, body) = d
+            .decide(
+                token,
+                &expired,
+                "approve",
+                signed_approval(&late, key, expires_at),
+            )
+            .await;
         assert_eq!(
             (status, code(&body)),
             (StatusCode::CONFLICT, "approval_expired")
@@ -483,12 +578,19 @@ async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_fr
 #[tokio::test]
 async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
     let d = desk().await;
+    // Each of their approvals must also be signed (payments-v3; signed_approvals.rs).
+    let (alice_key, bob_key) = (
+        d.fleet.register_key("alice").await,
+        d.fleet.register_key("bob").await,
+    );
     let i = with_amount(intent(), json!(100_000_000)); // 1,000,000.00 KZT
+    let expires_at = Utc::now() + Duration::hours(1);
+    let signed = |key| signed_approval(&i, key, expires_at);
     let op = op_of(&i);
     let prepared = d.submit(&i).await;
     assert_eq!(prepared["approvals_required"], 2);
 
-    let (status, first) = d.approve(&d.alice, &i).await;
+    let (status, first) = d.decide(&d.alice, &op, "approve", signed(&alice_key)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         (
@@ -500,7 +602,7 @@ async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
         "1 of 2: {first}"
     );
     // The same approver again is not a second approval.
-    let (status, again) = d.approve(&d.alice, &i).await;
+    let (status, again) = d.decide(&d.alice, &op, "approve", signed(&alice_key)).await;
     assert_eq!(
         (
             status,
@@ -518,7 +620,7 @@ async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
     );
     assert_eq!(d.fleet.sim_posts(&op).await, 0);
 
-    let (status, second) = d.approve(&d.bob, &i).await;
+    let (status, second) = d.decide(&d.bob, &op, "approve", signed(&bob_key)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         (
@@ -604,7 +706,14 @@ async fn reject_over_http_cancels_records_the_approver_and_is_idempotent() {
     let i = with_amount(intent(), json!(150_000_000));
     let op = op_of(&i);
     d.submit(&i).await;
-    assert_eq!(d.approve(&d.alice, &i).await.0, StatusCode::OK, "1 of 2");
+    // A signed approval (payments-v3 asks for them at this amount).
+    let alice_key = d.fleet.register_key("alice").await;
+    let signed = signed_approval(&i, &alice_key, Utc::now() + Duration::hours(1));
+    assert_eq!(
+        d.decide(&d.alice, &op, "approve", signed).await.0,
+        StatusCode::OK,
+        "1 of 2"
+    );
     let (status, body) = d
         .decide(&d.bob, &op, "reject", json!({"reason": "  "}))
         .await;
@@ -750,7 +859,55 @@ async fn fleetctl_approve_goes_through_the_api_with_its_token() {
     let op = op_of(&i);
     d.submit(&i).await;
     let hash = hash_of(&i);
-    let args = ["approve", op.as_str(), "--hash", hash.as_str()];
+    // 2,000,000.00 KZT needs signed approvals (payments-v3): each approver generates a key
+    // pair on their machine, an administrator registers the public key, and `approve
+    // --key` signs there.
+    let dir = std::env::temp_dir().join(format!("fleet-keys-{}", d.fleet.name()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key_of = |who: &str| dir.join(format!("{who}.key")).display().to_string();
+    for who in ["alice", "bob"] {
+        let printed = d
+            .fleet
+            .fleetctl(&["key", "generate", "--out", &key_of(who)])
+            .await;
+        let public = String::from_utf8_lossy(&printed.stdout).trim().to_owned();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(key_of(who)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "the private key is its owner's only");
+        }
+        let added = d
+            .fleet
+            .fleetctl(&[
+                "key",
+                "add",
+                "--principal",
+                who,
+                "--public-key",
+                &public,
+                "--by",
+                "admin",
+            ])
+            .await;
+        assert!(String::from_utf8_lossy(&added.stdout).contains("registered ed25519:"));
+    }
+    let (alice_key, bob_key) = (key_of("alice"), key_of("bob"));
+    let args = |key: &str| {
+        [
+            "approve".to_owned(),
+            op.clone(),
+            "--hash".to_owned(),
+            hash.clone(),
+            "--key".to_owned(),
+            key.to_owned(),
+        ]
+    };
+    let (alice_args, bob_args) = (args(&alice_key), args(&bob_key));
+    let (alice_args, bob_args): (Vec<&str>, Vec<&str>) = (
+        alice_args.iter().map(String::as_str).collect(),
+        bob_args.iter().map(String::as_str).collect(),
+    );
     let as_ = |token| {
         [
             ("FLEET_API_URL", d.api.base_url.as_str()),
@@ -758,7 +915,7 @@ async fn fleetctl_approve_goes_through_the_api_with_its_token() {
         ]
     };
 
-    let refused = d.fleet.fleetctl_with(&as_(&d.agent), &args).await;
+    let refused = d.fleet.fleetctl_with(&as_(&d.agent), &alice_args).await;
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("role_not_allowed"), "{stderr}");
@@ -767,18 +924,25 @@ async fn fleetctl_approve_goes_through_the_api_with_its_token() {
         "the token is never printed: {stderr}"
     );
 
-    let first = d.fleet.fleetctl_with(&as_(&d.alice), &args).await;
+    let first = d.fleet.fleetctl_with(&as_(&d.alice), &alice_args).await;
     assert!(
         first.status.success(),
         "{}",
         String::from_utf8_lossy(&first.stderr)
+    );
+    // The words signed, rebuilt from the snapshot on the approver's machine.
+    assert!(
+        String::from_utf8_lossy(&first.stdout)
+            .contains("Pay 2,000,000.00 KZT to vendor_77 for invoice inv_9182"),
+        "{}",
+        String::from_utf8_lossy(&first.stdout)
     );
     assert!(
         String::from_utf8_lossy(&first.stdout).contains("1 of 2"),
         "{}",
         String::from_utf8_lossy(&first.stdout)
     );
-    let second = d.fleet.fleetctl_with(&as_(&d.bob), &args).await;
+    let second = d.fleet.fleetctl_with(&as_(&d.bob), &bob_args).await;
     assert!(
         String::from_utf8_lossy(&second.stdout).contains("approved"),
         "{}",
@@ -795,9 +959,10 @@ async fn fleetctl_approve_goes_through_the_api_with_its_token() {
     // No token: refused before anything is sent.
     let anonymous = d
         .fleet
-        .fleetctl_with(&[("FLEET_API_URL", d.api.base_url.as_str())], &args)
+        .fleetctl_with(&[("FLEET_API_URL", d.api.base_url.as_str())], &alice_args)
         .await;
     assert!(!anonymous.status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
     d.stop().await;
 }
 

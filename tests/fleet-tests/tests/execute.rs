@@ -90,7 +90,7 @@ async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim
     let (fleet, op, hash) = prepared(intent()).await;
     fleet
         .store
-        .approve(&op, &hash, &fleet_tests::TEST_APPROVER)
+        .approve(&op, &hash, &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     // Slow provider: the first call is still in flight while the second worker tries.
@@ -120,7 +120,7 @@ async fn many_concurrent_claims_of_one_operation_yield_one_claim() {
     let (fleet, op, hash) = prepared(intent()).await;
     fleet
         .store
-        .approve(&op, &hash, &fleet_tests::TEST_APPROVER)
+        .approve(&op, &hash, &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     let row = fleet.store.get(&op).await.unwrap().unwrap();

@@ -173,6 +173,7 @@ fn checked(intent: fleet_core::ValidIntent) -> CheckedIntent {
     CheckedIntent {
         intent,
         approvals_required: 1,
+        signatures_required: 0,
     }
 }
 

@@ -163,7 +163,7 @@ async fn payment_waiting_for_a_second_claim(fleet: &mut TestFleet) -> String {
     fleet.prepared(&op).await;
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"))
+        .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"), None)
         .await
         .unwrap();
     op

@@ -38,7 +38,12 @@ async fn two_distinct_approvers_at_once_are_both_counted_and_approve_exactly_onc
         let (op, hash) = prepared(&fleet, 2).await;
         let approve = |name: &'static str| {
             let (store, op, hash) = (fleet.store.clone(), op.clone(), hash.clone());
-            tokio::spawn(async move { store.approve(&op, &hash, &decider(name)).await.unwrap() })
+            tokio::spawn(async move {
+                store
+                    .approve(&op, &hash, &decider(name), None)
+                    .await
+                    .unwrap()
+            })
         };
         let (a, b) = (approve("ann"), approve("ben"));
         let mut outcomes = [a.await.unwrap(), b.await.unwrap()];
@@ -87,7 +92,12 @@ async fn the_same_approver_twice_at_once_is_one_approval() {
         let (op, hash) = prepared(&fleet, 2).await;
         let approve = || {
             let (store, op, hash) = (fleet.store.clone(), op.clone(), hash.clone());
-            tokio::spawn(async move { store.approve(&op, &hash, &decider("ann")).await.unwrap() })
+            tokio::spawn(async move {
+                store
+                    .approve(&op, &hash, &decider("ann"), None)
+                    .await
+                    .unwrap()
+            })
         };
         let (a, b) = (approve(), approve());
         let mut outcomes = [a.await.unwrap(), b.await.unwrap()];

@@ -41,7 +41,7 @@ async fn approved() -> (TestFleet, String) {
     assert_eq!(
         fleet
             .store
-            .approve(&op, &hash, &fleet_tests::decider("ann"))
+            .approve(&op, &hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap(),
         ApprovalOutcome::Approved
@@ -217,7 +217,7 @@ async fn approve_succeeds_after_waiting_for_a_concurrent_update_of_the_row() {
     let (store, id) = (fleet.store.clone(), op.clone());
     let outcome = after_a_concurrent_update(&fleet, &op, async move {
         store
-            .approve(&id, &hash, &fleet_tests::decider("ann"))
+            .approve(&id, &hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap()
     })
@@ -396,7 +396,7 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
     let store = fleet_store::Store::connect(&fleet.database_url, 1).unwrap();
     assert_eq!(
         store
-            .approve(&op, &hash, &fleet_tests::decider("ann"))
+            .approve(&op, &hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap(),
         ApprovalOutcome::Approved
@@ -410,7 +410,7 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
     );
     assert_eq!(
         store
-            .approve(&other, &other_hash, &fleet_tests::decider("ann"))
+            .approve(&other, &other_hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap(),
         ApprovalOutcome::NotPending {
@@ -528,7 +528,7 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
     for (op, hash) in [(&op, &hash), (&second, &second_hash)] {
         assert_eq!(
             store
-                .approve(op, hash, &fleet_tests::decider("ann"))
+                .approve(op, hash, &fleet_tests::decider("ann"), None)
                 .await
                 .unwrap(),
             ApprovalOutcome::Approved

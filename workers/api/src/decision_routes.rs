@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::openapi::OperationView;
+use crate::signed_approval::SignatureOffer;
 use crate::state::AppState;
 
 /// An approval of one exact snapshot.
@@ -25,6 +26,16 @@ pub struct ApproveBody {
     /// also after the operation was approved.
     #[schema(example = "sha256:2f0d7a0c6f7b1e6d4a1c9a8b3e5f7d9c1b3a5e7f9d1c3b5a7e9f1d3c5b7a9e1f")]
     pub payload_hash: String,
+    /// The caller's registered key that signed the approval statement (`ed25519:` + 32
+    /// hex digits). With `signature` and `expires_at`, or none of the three.
+    #[schema(example = "ed25519:3f1c0a9b8e7d6c5b4a39281706f5e4d3")]
+    pub key_id: Option<String>,
+    /// The Ed25519 signature of the approval statement (docs/api.md), unpadded base64url.
+    pub signature: Option<String>,
+    /// The statement's expiry as signed: RFC 3339 UTC, whole seconds, `Z`; after now and
+    /// at most 24 hours ahead.
+    #[schema(example = "2026-12-01T18:00:00Z")]
+    pub expires_at: Option<String>,
 }
 
 /// A rejection; the operation is cancelled.
@@ -87,10 +98,11 @@ fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     request_body(content = ApproveBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Approval recorded, or this principal approved this same hash before: the operation's view, with the quorum's progress.", body = OperationView),
+        (status = 400, description = "`signature_invalid`: the signature does not count; `field` is `key_id` (unknown, not the caller's, removed, or registered too recently), `expires_at` (malformed, past, or more than 24 hours ahead) or `signature` (malformed, or not over this operation's statement). Nothing was recorded.", body = ErrorBody),
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
         (status = 403, description = "`role_not_allowed` (only approvers approve) or `submitter_cannot_approve` (the caller submitted it).", body = ErrorBody),
         (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`hash_mismatch` (not the stored snapshot's hash: also when the operation is approved, and also when the caller approved the right hash before), `approval_expired` (the window closed before the quorum), or `not_pending` (rejected, cancelled, or approved by others and no longer waiting to run). Nothing was recorded.", body = ErrorBody),
+        (status = 409, description = "`hash_mismatch` (not the stored snapshot's hash: also when the operation is approved, and also when the caller approved the right hash before), `approval_expired` (the window closed before the quorum), `not_pending` (rejected, cancelled, or approved by others and no longer waiting to run), or `signature_required` (the operation's policy asks for signed approvals and none was given). Nothing was recorded.", body = ErrorBody),
         (status = 422, description = "`malformed`: not a JSON object with `payload_hash`.", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
     ),
@@ -105,10 +117,15 @@ pub async fn approve_operation(
     caller.may(ApiAction::Approve)?;
     let b = body(b)?;
     let who = caller.0.actor();
+    let offer = SignatureOffer {
+        key_id: b.key_id.as_deref(),
+        signature: b.signature.as_deref(),
+        expires_at: b.expires_at.as_deref(),
+    };
     Ok(Json(
         state
             .decisions
-            .approve(&who, caller.signed_in_with(), &id, &b.payload_hash)
+            .approve(&who, caller.signed_in_with(), &id, &b.payload_hash, &offer)
             .await?
             .view,
     ))

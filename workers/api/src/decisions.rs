@@ -14,6 +14,8 @@ use fleet_core::{ApprovalStatus, Doorbell, OperationId};
 use fleet_store::{ApprovalOutcome, DecisionOutcome, RejectOutcome, Resolve, Store, StoreError};
 use serde_json::Value;
 
+use crate::signed_approval::{self, SignatureOffer};
+
 /// The longest free text a decision carries (a reason, evidence): enough for a paragraph
 /// and a few references, bounded like an intent's rationale.
 pub const MAX_TEXT_CHARS: usize = 4096;
@@ -46,6 +48,14 @@ pub enum DecisionError {
     /// The operation changed while the decision was being made: look again.
     #[error("changed_meanwhile")]
     ChangedMeanwhile,
+    /// The operation's policy asks for signed approvals and this one carries no signature.
+    #[error("signature_required")]
+    SignatureRequired,
+    /// The signature given does not count (`field` names the member at fault: `key_id`
+    /// unknown, not the caller's, removed or too new; `expires_at` malformed, past or too
+    /// far; `signature` malformed or not over the operation's statement).
+    #[error("signature_invalid {0}")]
+    SignatureInvalid(&'static str),
     /// A value of the request is missing or out of its limits (`field` names it), or a
     /// success is resolved without the provider's id of the effect (`external_id`).
     #[error("invalid_field {0}")]
@@ -132,9 +142,10 @@ impl Decisions {
         }
     }
 
-    /// `who` approves the snapshot whose hash is `payload_hash`. The operation is approved
-    /// once its quorum of distinct approvers is reached; the answer's view says how many
-    /// approvals it has of how many it needs. Which answer each state gives is
+    /// `who` approves the snapshot whose hash is `payload_hash`, with the signature
+    /// `offered` if any (`crate::signed_approval`). The operation is approved once its
+    /// quorum of distinct approvers is reached; the answer's view says how many approvals
+    /// it has of how many it needs. Which answer each state gives is
     /// `fleet_core::judge_approval`'s (the decision table in docs/api.md).
     pub async fn approve(
         &self,
@@ -142,10 +153,16 @@ impl Decisions {
         signed_in: SignIn,
         id: &str,
         payload_hash: &str,
+        offered: &SignatureOffer<'_>,
     ) -> Result<Decided, DecisionError> {
         let op = self.authorize(who, OperationAction::Approve, id).await?;
+        let signed =
+            signed_approval::checked(&self.store, &op, who.name, payload_hash, offered).await?;
         let by = Decider::new(who.name, signed_in);
-        let outcome = self.store.approve(op.as_str(), payload_hash, &by).await?;
+        let outcome = self
+            .store
+            .approve(op.as_str(), payload_hash, &by, signed.as_ref())
+            .await?;
         match &outcome {
             ApprovalOutcome::Approved => {
                 tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, "approved: quorum reached");

@@ -36,6 +36,9 @@ pub enum ApiError {
     },
     /// A query parameter is unknown or out of range.
     BadQuery { field: Option<&'static str> },
+    /// An approval's signature does not count: `signature_invalid`, with the member at
+    /// fault (`key_id`, `signature`, `expires_at`). Nothing was recorded.
+    BadSignature { field: &'static str },
     /// The body is larger than an intent may be.
     Oversized,
     /// The body did not arrive in time.
@@ -71,7 +74,7 @@ impl ApiError {
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Conflict | ApiError::Refused(_) => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::BadQuery { .. } => StatusCode::BAD_REQUEST,
+            ApiError::BadQuery { .. } | ApiError::BadSignature { .. } => StatusCode::BAD_REQUEST,
             ApiError::Oversized => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooManyWaiters => StatusCode::TOO_MANY_REQUESTS,
@@ -89,6 +92,7 @@ impl ApiError {
             ApiError::Refused(code) => code,
             ApiError::Invalid { code, .. } => code,
             ApiError::BadQuery { .. } => "invalid_query",
+            ApiError::BadSignature { .. } => "signature_invalid",
             ApiError::Oversized => "oversized",
             ApiError::BodyTimeout => "body_timeout",
             ApiError::TooManyWaiters => "too_many_waiters",
@@ -100,6 +104,7 @@ impl ApiError {
         match self {
             ApiError::Invalid { field, .. } => field.clone(),
             ApiError::BadQuery { field } => field.map(str::to_owned),
+            ApiError::BadSignature { field } => Some((*field).to_owned()),
             ApiError::Conflict => Some("operation_id".to_owned()),
             ApiError::Unauthorized
             | ApiError::TokenExpired
@@ -146,6 +151,7 @@ impl IntoResponse for ApiError {
             | ApiError::Refused(_)
             | ApiError::Invalid { .. }
             | ApiError::BadQuery { .. }
+            | ApiError::BadSignature { .. }
             | ApiError::Oversized
             | ApiError::BodyTimeout => {}
         }
@@ -174,6 +180,8 @@ impl From<DecisionError> for ApiError {
             DecisionError::AlreadyStarted => ApiError::Refused("already_started"),
             DecisionError::NotAllowedInStatus => ApiError::Refused("not_allowed_in_status"),
             DecisionError::ChangedMeanwhile => ApiError::Refused("changed_meanwhile"),
+            DecisionError::SignatureRequired => ApiError::Refused("signature_required"),
+            DecisionError::SignatureInvalid(field) => ApiError::BadSignature { field },
             DecisionError::InvalidField(field) => ApiError::Invalid {
                 code: "invalid_field",
                 field: Some(field.to_owned()),

@@ -31,6 +31,7 @@ pub mod public_url;
 pub mod schemas;
 mod series;
 pub mod settings;
+pub mod signed_approval;
 pub mod state;
 pub mod waiters;
 

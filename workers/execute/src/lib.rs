@@ -14,6 +14,7 @@ mod perform;
 mod searched_create;
 mod series;
 mod settings;
+mod signatures;
 
 use std::sync::Arc;
 

@@ -37,6 +37,18 @@ impl ExecuteHandler {
                 .escalate_without_call(&claimed, "snapshot_hash_mismatch", AttemptOutcome::Unknown)
                 .await;
         }
+        if row.signatures_required > 0 && !self.signatures_hold(row).await? {
+            // Whatever the database was made to say, the approvers' own signatures do not
+            // make the quorum: nothing is sent, and a person decides. The row is escalated,
+            // so it is never claimed again, and no reconcile path calls for it.
+            return self
+                .escalate_without_call(
+                    &claimed,
+                    "approval_signature_invalid",
+                    AttemptOutcome::NotExecuted,
+                )
+                .await;
+        }
         let Some(call) = self.call_of(row) else {
             // prepare validated this shape; reaching here is a bug, never a reason to guess.
             error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");

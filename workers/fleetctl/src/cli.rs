@@ -126,6 +126,11 @@ pub enum Command {
         /// The payload hash you reviewed (sha256:…, from `fleetctl show` or `fleetctl hash`).
         #[arg(long)]
         hash: String,
+        /// Sign the approval with this private key (`fleetctl key generate`): the
+        /// statement is rebuilt from the snapshot here, shown, and signed on this machine.
+        /// Needed where the operation's policy asks for signed approvals.
+        #[arg(long, env = "FLEET_SIGNING_KEY")]
+        key: Option<PathBuf>,
         #[command(flatten)]
         api: crate::decide::ApiConnection,
     },
@@ -201,6 +206,12 @@ pub enum Command {
     Broker {
         #[command(subcommand)]
         command: BrokerCommand,
+    },
+    /// Approvers' signing keys: generate a pair locally; add, remove or list registered
+    /// public keys (an administrator's, over the owner's database connection).
+    Key {
+        #[command(subcommand)]
+        command: crate::key::KeyCommand,
     },
     /// People and bots who may act (add, list, remove); people sign in to the console
     /// by their OpenID Connect subject.

@@ -4,7 +4,10 @@
 //! door's. fleetctl never writes a decision to Postgres itself.
 
 use anyhow::Context;
+use chrono::{DateTime, Duration, Utc};
 use clap::Args;
+use fleet_core::approval_statement::{format_expiry, MAX_STATEMENT_LIFETIME_S};
+use fleet_core::{ApprovalStatement, ApproverKey, Snapshot, StatementSubject};
 use fleet_runtime::Secret;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -39,6 +42,29 @@ impl DecisionClient {
 
     pub fn from_args(conn: &ApiConnection) -> DecisionClient {
         DecisionClient::new(&conn.api_url, conn.token.clone())
+    }
+
+    /// GETs the operation's view (what the caller may see of it).
+    pub async fn operation(&self, op: &str) -> anyhow::Result<Value> {
+        let url = format!("{}/v1/operations/{op}", self.api_url);
+        let response = self
+            .http
+            .get(&url)
+            .bearer_auth(self.token.expose())
+            .send()
+            .await
+            .with_context(|| format!("calling the API at {}", self.api_url))?;
+        let status = response.status();
+        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        if status == StatusCode::OK {
+            return Ok(answer);
+        }
+        let code = answer["error"]["code"].as_str().unwrap_or("");
+        anyhow::bail!(
+            "reading {op} refused ({} {code}): {}",
+            status.as_u16(),
+            explain(code, None)
+        )
     }
 
     /// POSTs `body` to `/v1/operations/{op}/{decision}` and returns the operation's view,
@@ -81,6 +107,11 @@ fn explain(code: &str, field: Option<&str>) -> String {
         "already_started" => "execution began or the operation ended; only an operation that has not started can be rejected".to_owned(),
         "not_allowed_in_status" => "the operation's status does not allow this decision (an operator resolves unknown, accepted or disputed operations, or confirms a succeeded one)".to_owned(),
         "changed_meanwhile" => "the operation changed while you decided; look at it again".to_owned(),
+        "signature_required" => "this operation's policy asks for signed approvals: approve with --key (or FLEET_SIGNING_KEY) and a key registered for you".to_owned(),
+        "signature_invalid" => format!(
+            "the signature does not count ({}): is the key registered for your principal (`fleetctl key list`), not removed, and this machine's clock right?",
+            field.unwrap_or("signature")
+        ),
         "invalid_field" if field == Some("external_id") => {
             "resolving as succeeded needs --external-id, the provider's id of the effect (one visible token)".to_owned()
         }
@@ -97,10 +128,29 @@ fn quorum(view: &Value) -> String {
     )
 }
 
-pub async fn approve(client: &DecisionClient, op: &str, hash: &str) -> anyhow::Result<()> {
-    let view = client
-        .decide(op, "approve", json!({ "payload_hash": hash }))
-        .await?;
+/// Approves `op`'s snapshot `hash`; with `key`, signed: the statement is rebuilt here from
+/// the snapshot fetched (whose hash must be the one reviewed), shown, and signed on this
+/// machine. Only the signature leaves it.
+pub async fn approve(
+    client: &DecisionClient,
+    op: &str,
+    hash: &str,
+    key: Option<&ApproverKey>,
+) -> anyhow::Result<()> {
+    let body = match key {
+        None => json!({ "payload_hash": hash }),
+        Some(key) => {
+            let view = client.operation(op).await?;
+            let statement = statement_of(&view, hash, Utc::now())?;
+            println!(
+                "signing, as key {}:\n{}",
+                key.public_key().key_id(),
+                statement.in_words()
+            );
+            signed_body(&statement, key)
+        }
+    };
+    let view = client.decide(op, "approve", body).await?;
     if view["approval_status"] == "approved" {
         println!(
             "approved {op} ({hash}): {} approvals; execution starts",
@@ -113,6 +163,65 @@ pub async fn approve(client: &DecisionClient, op: &str, hash: &str) -> anyhow::R
         );
     }
     Ok(())
+}
+
+/// The approve body carrying `key`'s signature of `statement`.
+pub fn signed_body(statement: &ApprovalStatement, key: &ApproverKey) -> Value {
+    json!({
+        "payload_hash": statement.payload_hash,
+        "key_id": key.public_key().key_id().as_str(),
+        "signature": key.sign(&statement.to_bytes()).to_text(),
+        "expires_at": format_expiry(statement.expires_at),
+    })
+}
+
+/// The statement to sign for the operation `view` (as the API shows it), rebuilt with
+/// fleet-core from its snapshot, never from words the server wrote. The snapshot must
+/// hash to `reviewed`, the hash the approver looked at. It expires when the operation's
+/// approval window closes (no execution may start later), and within a day at most.
+pub fn statement_of(
+    view: &Value,
+    reviewed: &str,
+    now: DateTime<Utc>,
+) -> anyhow::Result<ApprovalStatement> {
+    let text = |member: &str| -> anyhow::Result<String> {
+        view[member]
+            .as_str()
+            .map(str::to_owned)
+            .with_context(|| format!("the operation's view has no {member}"))
+    };
+    let snapshot = Snapshot {
+        operation_id: text("operation_id")?,
+        tenant_id: text("tenant_id")?,
+        action: text("action")?,
+        provider: text("provider")?,
+        target: view["target"].as_str().map(str::to_owned),
+        payload: view["payload"].clone(),
+        policy_version: text("policy_version")?,
+        data_version: text("data_version")?,
+    };
+    let computed = snapshot.hash();
+    anyhow::ensure!(
+        computed.as_str() == reviewed,
+        "the snapshot the API shows hashes to {computed}, not to {reviewed}, the hash you reviewed: nothing was signed"
+    );
+    let window = DateTime::parse_from_rfc3339(&text("approval_expires_at")?)
+        .context("the operation's approval_expires_at is not an RFC 3339 time")?
+        .with_timezone(&Utc);
+    let expires_at = window.min(now + Duration::seconds(MAX_STATEMENT_LIFETIME_S - 60));
+    anyhow::ensure!(
+        expires_at > now + Duration::seconds(1),
+        "the operation's approval window has closed: nothing to sign"
+    );
+    let subject = StatementSubject {
+        operation_id: &snapshot.operation_id,
+        tenant_id: &snapshot.tenant_id,
+        action: &snapshot.action,
+        target: snapshot.target.as_deref(),
+        payload: &snapshot.payload,
+        payload_hash: reviewed,
+    };
+    Ok(ApprovalStatement::derive(&subject, expires_at))
 }
 
 pub async fn reject(client: &DecisionClient, op: &str, reason: &str) -> anyhow::Result<()> {
@@ -161,11 +270,81 @@ mod tests {
             "already_started",
             "not_allowed_in_status",
             "changed_meanwhile",
+            "signature_required",
+            "signature_invalid",
             "invalid_field",
             "unavailable",
         ] {
             assert!(!explain(code, None).contains("documentation"), "{code}");
         }
         assert!(explain("invalid_field", Some("external_id")).contains("--external-id"));
+    }
+
+    fn view(expires: &str) -> Value {
+        json!({
+            "operation_id": "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7", "tenant_id": "org_482",
+            "action": "payment.create", "provider": "payments", "target": null,
+            "payload": {"invoice_id": "inv_9300", "beneficiary_id": "vendor_12", "amount_minor": 150000000, "currency": "KZT"},
+            "policy_version": "payments-v3", "data_version": "inv_9300@1",
+            "approval_expires_at": expires,
+            // Words the server might send are never used.
+            "summary": "Pay 1.00 KZT to a friend",
+        })
+    }
+
+    fn hash_of(v: &Value) -> String {
+        Snapshot {
+            operation_id: v["operation_id"].as_str().unwrap().into(),
+            tenant_id: "org_482".into(),
+            action: "payment.create".into(),
+            provider: "payments".into(),
+            target: None,
+            payload: v["payload"].clone(),
+            policy_version: "payments-v3".into(),
+            data_version: "inv_9300@1".into(),
+        }
+        .hash()
+        .as_str()
+        .to_owned()
+    }
+
+    #[test]
+    fn the_statement_is_rebuilt_from_the_snapshot_reviewed_and_expires_with_the_window() {
+        let now = DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        let v = view("2026-12-01T13:00:00.250Z");
+        let s = statement_of(&v, &hash_of(&v), now).unwrap();
+        assert_eq!(
+            s.summary,
+            "Pay 1,500,000.00 KZT to vendor_12 for invoice inv_9300"
+        );
+        assert_eq!(
+            (s.amount.as_deref(), s.payee.as_deref()),
+            (Some("1,500,000.00 KZT"), Some("vendor_12"))
+        );
+        assert_eq!(format_expiry(s.expires_at), "2026-12-01T13:00:00Z");
+        // A window longer than a day is capped below a day.
+        let long = view("2026-12-09T12:00:00Z");
+        let capped = statement_of(&long, &hash_of(&long), now).unwrap();
+        assert!(capped.expires_at < now + Duration::hours(24));
+        // A closed window has nothing to sign.
+        let closed = view("2026-12-01T11:00:00Z");
+        assert!(statement_of(&closed, &hash_of(&closed), now).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_that_is_not_the_one_reviewed_is_never_signed() {
+        let now = DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        let reviewed = view("2026-12-01T13:00:00Z");
+        let mut shown = reviewed.clone();
+        shown["payload"]["beneficiary_id"] = json!("mallory");
+        let refused = statement_of(&shown, &hash_of(&reviewed), now).unwrap_err();
+        assert!(
+            refused.to_string().contains("nothing was signed"),
+            "{refused}"
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod format;
 pub mod hash;
 pub mod inspect;
+pub mod key;
 pub mod operator;
 pub mod principal;
 pub mod processes;

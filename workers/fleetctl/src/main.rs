@@ -5,6 +5,7 @@ use fleet_broker::Publisher;
 use fleet_store::Store;
 use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::decide::{self, DecisionClient};
+use fleetctl::key::{self, KeyCommand};
 use fleetctl::{bench, broker_setup, demo, hash, inspect, operator, principal, submit, token};
 
 #[tokio::main]
@@ -39,8 +40,14 @@ async fn main() -> anyhow::Result<()> {
         Command::Approve {
             operation_id,
             hash,
+            key,
             api,
-        } => decide::approve(&DecisionClient::from_args(&api), &operation_id, &hash).await?,
+        } => {
+            // Read before anything is asked of the API: a wrong path fails here.
+            let key = key.as_deref().map(key::read_private).transpose()?;
+            let client = DecisionClient::from_args(&api);
+            decide::approve(&client, &operation_id, &hash, key.as_ref()).await?
+        }
         Command::Reject {
             operation_id,
             reason,
@@ -87,6 +94,11 @@ async fn main() -> anyhow::Result<()> {
             command: BrokerCommand::Setup(args),
         } => broker_setup::run(&cli.conn.broker(), &args).await?,
         Command::Principal { command } => principal::run(&store()?, command).await?,
+        // Generating a key pair touches no database.
+        Command::Key {
+            command: KeyCommand::Generate { out },
+        } => key::generate(&out)?,
+        Command::Key { command } => key::run(&store()?, command).await?,
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
         Command::Bench(args) => bench::run(&cli.conn, args).await?,
     }

@@ -8,7 +8,7 @@
 use fleet_broker::{Delivery, Disposition, Handler};
 use fleet_core::ValidIntent;
 use fleet_runtime::Batcher;
-use fleet_store::{settle_batch, PrepareOutcome, Store, StoreError};
+use fleet_store::{settle_batch, PrepareOutcome, Requirement, Store, StoreError};
 
 use crate::intake::{judged, store_intent, validate, CheckedIntent, Intake, IntakeRules};
 
@@ -59,10 +59,8 @@ impl PrepareHandler {
 }
 
 async fn insert_batch(store: &Store, batch: &[CheckedIntent]) -> Vec<Stored> {
-    let items: Vec<(&ValidIntent, i16)> = batch
-        .iter()
-        .map(|c| (&c.intent, i16::from(c.approvals_required)))
-        .collect();
+    let items: Vec<(&ValidIntent, Requirement)> =
+        batch.iter().map(|c| (&c.intent, c.requirement())).collect();
     let stored = store.insert_prepared_many(&items).await;
     settle_batch(stored, &items, |(intent, required)| {
         store.insert_prepared(intent, *required, None)

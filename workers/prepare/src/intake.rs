@@ -12,7 +12,7 @@ use std::sync::Arc;
 use fleet_core::catalogue::{guard, ProviderCapabilities};
 use fleet_core::{parse_intent, IntentError, PolicySet, ValidIntent};
 use fleet_runtime::metric_names as m;
-use fleet_store::{PrepareOutcome, Store, StoreError};
+use fleet_store::{PrepareOutcome, Requirement, Store, StoreError};
 use tracing::{info, warn};
 
 /// What an intent is checked against besides the contract: what the providers guarantee
@@ -29,6 +29,18 @@ pub struct IntakeRules {
 pub struct CheckedIntent {
     pub intent: ValidIntent,
     pub approvals_required: u8,
+    /// How many of those approvals must be signed by their approvers (0: none).
+    pub signatures_required: u8,
+}
+
+impl CheckedIntent {
+    /// What the operation needs before it may run, as the store records it.
+    pub fn requirement(&self) -> Requirement {
+        Requirement {
+            approvals_required: i16::from(self.approvals_required),
+            signatures_required: i16::from(self.signatures_required),
+        }
+    }
 }
 
 /// The fate of one intent.
@@ -89,13 +101,21 @@ pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refu
         return Err(counted(Refusal::new(reason, Some("provider"))));
     }
     let s = &intent.snapshot;
-    match rules
+    let required = rules
         .policies
         .required_approvals(&s.policy_version, intent.action, &s.payload)
-    {
-        Ok(approvals_required) => Ok(CheckedIntent {
+        .and_then(|approvals| {
+            let signatures =
+                rules
+                    .policies
+                    .required_signatures(&s.policy_version, intent.action, &s.payload)?;
+            Ok((approvals, signatures))
+        });
+    match required {
+        Ok((approvals_required, signatures_required)) => Ok(CheckedIntent {
             intent,
             approvals_required,
+            signatures_required,
         }),
         Err(refusal) => {
             // The version is the agent's text, not a secret; the log names it so the
@@ -167,11 +187,7 @@ pub async fn store_intent_by(
     submitted_by: Option<&str>,
 ) -> Intake {
     let stored = store
-        .insert_prepared(
-            &checked.intent,
-            i16::from(checked.approvals_required),
-            submitted_by,
-        )
+        .insert_prepared(&checked.intent, checked.requirement(), submitted_by)
         .await;
     judged(checked, submitted_by, stored)
 }
@@ -185,11 +201,12 @@ pub(crate) fn judged(
     let CheckedIntent {
         intent,
         approvals_required,
+        signatures_required,
     } = checked;
     let op = &intent.operation_id;
     match stored {
         Ok(PrepareOutcome::Inserted) => {
-            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, approvals_required, "prepared, approval pending");
+            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, approvals_required, signatures_required, "prepared, approval pending");
             count("prepared");
             if intent.supersedes.is_some() {
                 metrics::counter!(m::APPROVALS_RENEWED_TOTAL, "action" => intent.action.wire_name()).increment(1);

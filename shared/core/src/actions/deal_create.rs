@@ -78,6 +78,7 @@ pub const SPEC: ActionSpec = ActionSpec {
     target: Target::Optional,
     effect: Effect::SearchedCreate,
     has_amount: true,
+    payee: Some("owner_id"),
     webhook: None,
     tool: ToolText {
         name: "crm_deal_create",

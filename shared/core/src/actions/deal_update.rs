@@ -107,6 +107,7 @@ pub const SPEC: ActionSpec = ActionSpec {
     target: Target::Required("the deal id"),
     effect: Effect::ConditionalUpdate,
     has_amount: false,
+    payee: None,
     webhook: None,
     tool: ToolText {
         name: "crm_deal_update",

@@ -157,6 +157,7 @@ pub const SPEC: ActionSpec = ActionSpec {
     target: Target::Required("the order id"),
     effect: Effect::ConditionalUpdate,
     has_amount: false,
+    payee: None,
     webhook: None,
     tool: ToolText {
         name: "order_status_change",

@@ -68,6 +68,7 @@ pub const SPEC: ActionSpec = ActionSpec {
     target: Target::Optional,
     effect: Effect::KeyedCreate,
     has_amount: true,
+    payee: Some("beneficiary_id"),
     webhook: Some(WebhookSpec {
         object: "payment",
         succeeded: "succeeded",

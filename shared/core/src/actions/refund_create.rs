@@ -68,6 +68,7 @@ pub const SPEC: ActionSpec = ActionSpec {
     target: Target::Optional,
     effect: Effect::KeyedCreate,
     has_amount: true,
+    payee: None,
     webhook: Some(WebhookSpec {
         object: "refund",
         succeeded: "succeeded",

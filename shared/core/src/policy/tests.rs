@@ -175,3 +175,61 @@ fn progress_reads_as_received_of_required() {
     }
     .is_met());
 }
+
+#[test]
+fn a_kzt_payment_of_a_million_or_more_needs_two_signed_approvals() {
+    let set = shipped();
+    let signed = |amount| {
+        set.required_signatures(
+            "payments-v3",
+            Action::PaymentCreate,
+            &payment(amount, "KZT"),
+        )
+    };
+    assert_eq!(signed(1_250_000), Ok(0));
+    assert_eq!(signed(99_999_999), Ok(0));
+    assert_eq!(signed(100_000_000), Ok(2));
+    assert_eq!(signed(150_000_000), Ok(2));
+    let refund =
+        json!({"payment_id": "pay_1", "amount_minor": 5, "currency": "KZT", "reason": "r"});
+    assert_eq!(
+        set.required_signatures("refunds-v1", Action::RefundCreate, &refund),
+        Ok(0)
+    );
+    assert_eq!(
+        set.required_signatures("payments-v9", Action::PaymentCreate, &refund),
+        Err(PolicyRefusal::UnknownPolicy)
+    );
+}
+
+#[test]
+fn signed_approvals_are_bounded_and_never_fewer_for_more() {
+    let parse = |text: &str| Policy::parse("p", text);
+    let ok = parse(
+        "policy_version = \"p\"\n[actions.\"payment.create\"]\napprovers = 2\nsigned_approvals = 1\n\
+         [[actions.\"payment.create\".bands]]\ncurrency = \"KZT\"\nfrom_amount_minor = 100\napprovers = 3\n",
+    )
+    .unwrap();
+    // A band without its own count takes the action's.
+    assert_eq!(
+        ok.required_signatures(Action::PaymentCreate, &payment(100, "KZT")),
+        Some(1)
+    );
+    let more_than_approvers = parse(
+        "policy_version = \"p\"\n[actions.\"payment.create\"]\napprovers = 1\nsigned_approvals = 2\n",
+    )
+    .unwrap_err();
+    assert!(
+        more_than_approvers.problem.contains("exceed"),
+        "{more_than_approvers}"
+    );
+    let fewer_for_more = parse(
+        "policy_version = \"p\"\n[actions.\"payment.create\"]\napprovers = 2\nsigned_approvals = 2\n\
+         [[actions.\"payment.create\".bands]]\ncurrency = \"KZT\"\nfrom_amount_minor = 100\napprovers = 2\nsigned_approvals = 1\n",
+    )
+    .unwrap_err();
+    assert!(
+        fewer_for_more.problem.contains("fewer signed"),
+        "{fewer_for_more}"
+    );
+}

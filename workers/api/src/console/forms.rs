@@ -69,6 +69,14 @@ fn refusal(e: &DecisionError) -> Option<(StatusCode, &'static str)> {
             "the page you approved from does not show the stored snapshot",
         ),
         E::ApprovalExpired => (conflict, "the approval window has expired"),
+        E::SignatureRequired => (
+            conflict,
+            "this operation needs approvals signed with your own key: approve it with `fleetctl approve --key`",
+        ),
+        E::SignatureInvalid(_) => (
+            StatusCode::BAD_REQUEST,
+            "the signature does not count for this operation",
+        ),
         E::NotPending => (
             conflict,
             "the operation is no longer waiting for a decision",
@@ -118,7 +126,11 @@ async fn decide(
     let result = match asked {
         Asked::Approve => {
             let hash = f.payload_hash.as_deref().unwrap_or_default();
-            decisions.approve(&who, SignIn::Oidc, &id, hash).await
+            // The console holds no approver's key: it approves unsigned, which an
+            // operation that asks for signatures refuses (`signature_required`).
+            decisions
+                .approve(&who, SignIn::Oidc, &id, hash, &Default::default())
+                .await
         }
         Asked::Reject => {
             decisions

@@ -53,6 +53,7 @@ fn approved_row() -> OperationRow {
         updated_at: now,
         lookup_failures: 0,
         next_lookup_at: None,
+        signatures_required: 0,
         approval_expired: false,
         lease_expired: false,
         deadline_passed: false,

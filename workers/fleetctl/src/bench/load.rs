@@ -131,7 +131,12 @@ pub async fn prepare_and_approve(
                     it.operation_id
                 );
                 let approved = store
-                    .approve(it.operation_id.as_str(), it.payload_hash.as_str(), &BY)
+                    .approve(
+                        it.operation_id.as_str(),
+                        it.payload_hash.as_str(),
+                        &BY,
+                        None,
+                    )
                     .await?;
                 anyhow::ensure!(
                     approved == ApprovalOutcome::Approved,
@@ -267,7 +272,7 @@ async fn approve_and_ring(
     op: &OperationId,
     hash: &str,
 ) -> anyhow::Result<bool> {
-    let approved = store.approve(op.as_str(), hash, &BY).await?;
+    let approved = store.approve(op.as_str(), hash, &BY, None).await?;
     anyhow::ensure!(
         approved == ApprovalOutcome::Approved,
         "{op}: approve said {approved:?}"

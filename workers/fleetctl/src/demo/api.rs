@@ -1,9 +1,15 @@
 //! The demo's agent and approvers: the agent submits the seed example through the HTTP
 //! API with a token of its own, and two approvers decide through the same API with
 //! tokens of theirs, as people would; the demo prints where the API is and how to call it.
+//! Each approver also has a signing key, generated into a directory of the demo's own and
+//! registered as an administrator would, for the approvals whose policy asks for a
+//! signature.
+
+use std::path::Path;
 
 use anyhow::Context;
-use fleet_core::Role;
+use chrono::Utc;
+use fleet_core::{ApproverKey, Role};
 use fleet_runtime::Secret;
 use fleet_store::Store;
 use reqwest::StatusCode;
@@ -16,22 +22,63 @@ const AGENT: &str = "demo-agent";
 /// be approved.
 pub const APPROVERS: [&str; 2] = ["demo-approver", "demo-approver-2"];
 
-/// A decision client for each demo approver, with a fresh token granted `tenant`.
+/// A demo approver: a decision client with its token, and its signing key.
+pub struct Approver {
+    pub name: &'static str,
+    pub client: DecisionClient,
+    key: ApproverKey,
+}
+
+impl Approver {
+    /// Approves `hash` of `op`; with `sign`, as `fleetctl approve --key` does: the
+    /// statement rebuilt from the snapshot fetched, signed with this approver's key.
+    pub async fn approve(
+        &self,
+        op: &str,
+        hash: &str,
+        sign: bool,
+    ) -> anyhow::Result<serde_json::Value> {
+        let body = if sign {
+            let view = self.client.operation(op).await?;
+            let statement = crate::decide::statement_of(&view, hash, Utc::now())?;
+            crate::decide::signed_body(&statement, &self.key)
+        } else {
+            serde_json::json!({ "payload_hash": hash })
+        };
+        self.client.decide(op, "approve", body).await
+    }
+}
+
+/// Each demo approver, with a fresh token granted `tenant` and a new key pair written to
+/// `keys` (private key 0600) and registered for it.
 pub async fn approvers(
     store: &Store,
     api_url: &str,
     tenant: &str,
-) -> anyhow::Result<Vec<(&'static str, DecisionClient)>> {
-    let mut clients = Vec::new();
+    keys: &Path,
+) -> anyhow::Result<Vec<Approver>> {
+    let mut approvers = Vec::new();
     for name in APPROVERS {
         let (token, _, _) =
             crate::token::issue(store, name, Role::Approver, &[tenant.to_owned()]).await?;
-        clients.push((
+        let path = keys.join(format!("{name}.key"));
+        crate::key::write_private(&path, &crate::key::new_key()?)?;
+        // Read back as `fleetctl approve --key` reads it.
+        let key = crate::key::read_private(&path)?;
+        match store
+            .add_approver_key(name, &key.public_key(), "fleetctl demo")
+            .await?
+        {
+            fleet_store::KeyAdded::Added { .. } => {}
+            other => anyhow::bail!("registering the key of {name}: {other:?}"),
+        }
+        approvers.push(Approver {
             name,
-            DecisionClient::new(api_url, Secret::new(token.expose().to_owned())),
-        ));
+            client: DecisionClient::new(api_url, Secret::new(token.expose().to_owned())),
+            key,
+        });
     }
-    Ok(clients)
+    Ok(approvers)
 }
 
 pub async fn submit(store: &Store, api_url: &str, intent: &DemoIntent) -> anyhow::Result<()> {

@@ -1,7 +1,7 @@
 //! The demo's intents: the seed example first, then a deterministic mix that shows each
 //! path: approved payments, payments the provider refuses (402), one rejected by its
 //! approver, one large enough (1,500,000.00 KZT) that its policy asks for two distinct
-//! approvers, order status changes (one of an order someone else moved meanwhile, which
+//! approvers, both signing with their own keys, order status changes (one of an order someone else moved meanwhile, which
 //! is cancelled as a new decision), contracts sent through the e-signature provider
 //! (accepted, then settled by its webhook), and a message that breaks the contract
 //! (dead-lettered by prepare).
@@ -133,7 +133,8 @@ pub fn plan(count: usize, orders: &[String]) -> Plan {
         );
         intents.push(demo_intent(msg, i == 4));
     }
-    // payments-v3 asks for two distinct approvers at 1,000,000.00 KZT and above.
+    // payments-v3 asks for two distinct approvers at 1,000,000.00 KZT and above, both
+    // approvals signed.
     let large = message(
         "inv_9300",
         "vendor_12",

@@ -2,7 +2,8 @@
 //! starts the provider simulator, the four workers, the HTTP API and the event relay,
 //! submits the seed example (invoice inv_9182, 12,500.00 KZT to vendor_77) through the API
 //! as an agent would and a few dozen more intents to the queue, approves them through the
-//! API the way people would (two distinct approvers for the large KZT payment), waits
+//! API the way people would (two distinct approvers for the large KZT payment, each
+//! signing with a key generated into a directory of the demo's own and registered), waits
 //! until every operation is final and its outcome events are published, and prints a
 //! table of final states next to the effects the provider holds. Besides payments it
 //! moves a few orders from `paid` to `fulfilled`, one of which someone else puts on hold
@@ -72,6 +73,66 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
 /// Orders the demo moves from `paid` to `fulfilled`.
 const ORDERS: usize = 3;
 
+/// Approves (or rejects) every operation of the plan through the API, as the demo's
+/// approvers; an operation whose policy asks for signed approvals gets signed ones.
+async fn approve_all(
+    store: &Store,
+    api_url: &str,
+    plan: &intents::Plan,
+    tenant: &str,
+    keys: &std::path::Path,
+) -> anyhow::Result<()> {
+    let approvers = api::approvers(store, api_url, tenant, keys).await?;
+    for intent in &plan.intents {
+        let op = intent.intent.operation_id.as_str();
+        if intent.reject {
+            approvers[0]
+                .client
+                .decide(op, "reject", json!({ "reason": "amount looks wrong" }))
+                .await?;
+            continue;
+        }
+        let sign = store
+            .get(op)
+            .await?
+            .is_some_and(|row| row.signatures_required > 0);
+        let signed = if sign { ", each signed" } else { "" };
+        // Each approver approves the hash they computed themselves from the intent, one
+        // after the other, until the operation's quorum is reached.
+        let hash = intent.intent.payload_hash.as_str();
+        for (n, approver) in approvers.iter().enumerate() {
+            let name = approver.name;
+            let view = approver.approve(op, hash, sign).await?;
+            if view["approval_status"] == "approved" {
+                if n > 0 {
+                    println!(
+                        "{op} approved by {name}: {} of {} distinct approvers{signed}",
+                        view["approvals_received"], view["approvals_required"]
+                    );
+                }
+                break;
+            }
+            anyhow::ensure!(
+                n + 1 < approvers.len(),
+                "{op} is still pending after every demo approver: {view}"
+            );
+            println!(
+                "{op} ({}) needs {} distinct approvers{signed}: {} of {} after {name}",
+                amount(&intent.intent.snapshot.payload),
+                view["approvals_required"],
+                view["approvals_received"],
+                view["approvals_required"]
+            );
+        }
+    }
+    println!(
+        "approved {} and rejected {}",
+        plan.intents.iter().filter(|i| !i.reject).count(),
+        plan.intents.iter().filter(|i| i.reject).count()
+    );
+    Ok(())
+}
+
 /// A payment's amount as a person reads it (the demo's currencies have two decimals).
 fn amount(payload: &Value) -> String {
     let minor = payload["amount_minor"].as_i64().unwrap_or(0);
@@ -126,48 +187,20 @@ async fn drive(
         println!("order {moved} was put on hold by someone else before its change was approved");
     }
 
-    let approvers = api::approvers(&store, api_url, &seed.intent.snapshot.tenant_id).await?;
-    for intent in &plan.intents {
-        let op = intent.intent.operation_id.as_str();
-        if intent.reject {
-            approvers[0]
-                .1
-                .decide(op, "reject", json!({ "reason": "amount looks wrong" }))
-                .await?;
-            continue;
-        }
-        // Each approver approves the hash they computed themselves from the intent, one
-        // after the other, until the operation's quorum is reached.
-        let hash = json!({ "payload_hash": intent.intent.payload_hash.as_str() });
-        for (n, (name, approver)) in approvers.iter().enumerate() {
-            let view = approver.decide(op, "approve", hash.clone()).await?;
-            if view["approval_status"] == "approved" {
-                if n > 0 {
-                    println!(
-                        "{op} approved by {name}: {} of {} distinct approvers",
-                        view["approvals_received"], view["approvals_required"]
-                    );
-                }
-                break;
-            }
-            anyhow::ensure!(
-                n + 1 < approvers.len(),
-                "{op} is still pending after every demo approver: {view}"
-            );
-            println!(
-                "{op} ({}) needs {} distinct approvers: {} of {} after {name}",
-                amount(&intent.intent.snapshot.payload),
-                view["approvals_required"],
-                view["approvals_received"],
-                view["approvals_required"]
-            );
-        }
-    }
-    println!(
-        "approved {} and rejected {}",
-        plan.intents.iter().filter(|i| !i.reject).count(),
-        plan.intents.iter().filter(|i| i.reject).count()
-    );
+    // The approvers' private keys live in a directory of this run's own, removed at the
+    // end (their public keys stay registered, as the history cites them).
+    let keys = std::env::temp_dir().join(format!("fleet-demo-keys-{}", ulid::Ulid::new()));
+    std::fs::create_dir_all(&keys)?;
+    let approved = approve_all(
+        &store,
+        api_url,
+        &plan,
+        &seed.intent.snapshot.tenant_id,
+        &keys,
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&keys);
+    approved?;
 
     // Settled for the machine: final, or escalated to a person (reported as such).
     let settled = |row: Option<&fleet_store::OperationRow>| {

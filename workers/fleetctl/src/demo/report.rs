@@ -157,6 +157,30 @@ pub async fn print(
         *by_status.entry(key).or_default() += 1;
     }
     println!();
+    for intent in &plan.intents {
+        let op = intent.intent.operation_id.as_str();
+        let Some(row) = store.get(op).await? else {
+            continue;
+        };
+        if row.signatures_required == 0 {
+            continue;
+        }
+        let signed = store.signed_approvals(op, &row.payload_hash).await?;
+        let signers: Vec<&str> = signed
+            .approvals
+            .iter()
+            .filter(|a| a.signed.is_some())
+            .map(|a| a.principal.as_str())
+            .collect();
+        println!(
+            "{op} ({}): {} of {} approvals signed with the approvers' registered keys ({}); fleet-execute verified them before its call: {}",
+            describe(&row.action, row.target.as_deref(), &row.payload),
+            signers.len(),
+            row.signatures_required,
+            signers.join(", "),
+            row.status
+        );
+    }
     let summary: Vec<String> = by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
     println!("final states: {}", summary.join(", "));
     for (_, reason) in dead.iter().filter(|(body, _)| *body == plan.invalid) {

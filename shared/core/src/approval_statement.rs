@@ -1,0 +1,160 @@
+//! The statement an approver signs: what they approve, in the words they were shown, as
+//! RFC 8785 canonical JSON (the same canonical form as the payload hash, `hash.rs`).
+//!
+//! ```json
+//! {"action":"payment.create","amount":"1,500,000.00 KZT","expires_at":"2026-12-01T18:00:00Z",
+//! "operation_id":"op_…","payee":"vendor_77",
+//!  "payload_hash":"sha256:…","statement":"fleet.approval.v1",
+//!  "summary":"Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300","tenant_id":"org_482"}
+//! ```
+//!
+//! The words (`action`, `amount`, `payee`, `summary`) are derived here from the stored
+//! snapshot, never taken from whoever asks for a signature or presents one: the signer
+//! rebuilds them from the snapshot it fetched (and checks its hash), and the verifier
+//! rebuilds them from the row it is about to execute. A signature therefore proves that
+//! the key's holder agreed to exactly these words for exactly this operation and hash,
+//! until `expires_at`. Who signed is the key's principal (a key is registered for one
+//! principal, once), so the statement does not name the approver. Pure: the expiry is an
+//! input.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Value};
+
+use crate::catalogue::Action;
+use crate::hash::canonical_json;
+use crate::money::format_amount;
+use crate::wording::describe;
+
+/// The statement's version, its first member in meaning: a verifier that meets another
+/// version refuses it rather than guess what was signed.
+pub const STATEMENT_VERSION: &str = "fleet.approval.v1";
+
+/// The longest a signed statement may stay valid, counted from the approval: a signature
+/// is consent given at one moment, not a standing order.
+pub const MAX_STATEMENT_LIFETIME_S: i64 = 24 * 3600;
+
+/// What the statement is about: the stored operation. Every member is read from the
+/// operation's own row, never from a request.
+#[derive(Debug, Clone, Copy)]
+pub struct StatementSubject<'a> {
+    pub operation_id: &'a str,
+    pub tenant_id: &'a str,
+    pub action: &'a str,
+    pub target: Option<&'a str>,
+    pub payload: &'a Value,
+    pub payload_hash: &'a str,
+}
+
+/// An approver's statement about one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalStatement {
+    pub operation_id: String,
+    pub tenant_id: String,
+    pub payload_hash: String,
+    pub action: String,
+    /// `12,500.00 KZT`; `None` for an action without an amount.
+    pub amount: Option<String>,
+    /// Who receives the effect (a payment's beneficiary); `None` when the action names
+    /// no such party.
+    pub payee: Option<String>,
+    /// The console's one-line description (`wording::describe`).
+    pub summary: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl ApprovalStatement {
+    /// The statement an approver signs for `subject`, valid until `expires_at`.
+    pub fn derive(subject: &StatementSubject<'_>, expires_at: DateTime<Utc>) -> ApprovalStatement {
+        let spec = Action::parse(subject.action).map(Action::spec);
+        let payload = subject.payload;
+        let amount = spec.filter(|s| s.has_amount).and_then(|_| {
+            format_amount(
+                payload.get("amount_minor")?.as_i64()?,
+                payload.get("currency")?.as_str()?,
+            )
+        });
+        let payee = spec
+            .and_then(|s| s.payee)
+            .and_then(|member| payload.get(member)?.as_str())
+            .map(str::to_owned);
+        ApprovalStatement {
+            operation_id: subject.operation_id.to_owned(),
+            tenant_id: subject.tenant_id.to_owned(),
+            payload_hash: subject.payload_hash.to_owned(),
+            action: subject.action.to_owned(),
+            amount,
+            payee,
+            summary: describe(subject.action, subject.target, payload),
+            // Whole seconds: the instant is written without a fraction, so a signer and a
+            // verifier that hold it at different precisions still write the same bytes.
+            expires_at: truncate_to_seconds(expires_at),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "statement": STATEMENT_VERSION,
+            "operation_id": self.operation_id,
+            "tenant_id": self.tenant_id,
+            "payload_hash": self.payload_hash,
+            "action": self.action,
+            "amount": self.amount,
+            "payee": self.payee,
+            "summary": self.summary,
+            "expires_at": format_expiry(self.expires_at),
+        })
+    }
+
+    /// The bytes signed: RFC 8785 canonical JSON, UTF-8.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        canonical_json(&self.to_json()).into_bytes()
+    }
+
+    /// The statement as the signer is shown it before signing, one fact a line.
+    pub fn in_words(&self) -> String {
+        let mut out = format!(
+            "{}\n  operation {} (tenant {})\n  action    {}\n",
+            self.summary, self.operation_id, self.tenant_id, self.action
+        );
+        if let Some(amount) = &self.amount {
+            out.push_str(&format!("  amount    {amount}\n"));
+        }
+        if let Some(payee) = &self.payee {
+            out.push_str(&format!("  payee     {payee}\n"));
+        }
+        out.push_str(&format!(
+            "  hash      {}\n  valid until {}",
+            self.payload_hash,
+            format_expiry(self.expires_at)
+        ));
+        out
+    }
+}
+
+fn truncate_to_seconds(at: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp(at.timestamp(), 0).unwrap_or(at)
+}
+
+/// An expiry as the statement writes it: RFC 3339, UTC, whole seconds, `Z`
+/// (`2026-12-01T18:00:00Z`).
+pub fn format_expiry(at: DateTime<Utc>) -> String {
+    truncate_to_seconds(at).to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Reads an expiry written exactly as [`format_expiry`] writes it; anything else (an
+/// offset, a fraction, lower case) is refused, so that the instant given is the text
+/// signed.
+pub fn parse_expiry(text: &str) -> Option<DateTime<Utc>> {
+    let at = DateTime::parse_from_rfc3339(text).ok()?.with_timezone(&Utc);
+    (format_expiry(at) == text).then_some(at)
+}
+
+/// Whether `expires_at` is an expiry a signer may choose for an approval made at `at`:
+/// after it, and at most [`MAX_STATEMENT_LIFETIME_S`] after it.
+pub fn expiry_in_bounds(expires_at: DateTime<Utc>, at: DateTime<Utc>) -> bool {
+    let lifetime = expires_at.signed_duration_since(at).num_seconds();
+    expires_at > at && lifetime <= MAX_STATEMENT_LIFETIME_S
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use super::*;
+
+fn payload() -> Value {
+    json!({"invoice_id": "inv_9300", "beneficiary_id": "vendor_77", "amount_minor": 150000000, "currency": "KZT"})
+}
+
+fn at(text: &str) -> DateTime<Utc> {
+    parse_expiry(text).unwrap()
+}
+
+fn statement(payload: &Value) -> ApprovalStatement {
+    let subject = StatementSubject {
+        operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7",
+        tenant_id: "org_482",
+        action: "payment.create",
+        target: None,
+        payload,
+        payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
+    };
+    ApprovalStatement::derive(&subject, at("2026-12-01T18:00:00Z"))
+}
+
+#[test]
+fn the_signed_bytes_of_a_payment_are_stable() {
+    // Golden: a change here changes what every approver's signature covers, which makes
+    // every signature made before it invalid. Only a new STATEMENT_VERSION may do that.
+    let expected = concat!(
+        r#"{"action":"payment.create","amount":"1,500,000.00 KZT","#,
+        r#""expires_at":"2026-12-01T18:00:00Z","operation_id":"op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7","#,
+        r#""payee":"vendor_77","#,
+        r#""payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000001","#,
+        r#""statement":"fleet.approval.v1","#,
+        r#""summary":"Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300","tenant_id":"org_482"}"#
+    );
+    assert_eq!(
+        String::from_utf8(statement(&payload()).to_bytes()).unwrap(),
+        expected
+    );
+}
+
+#[test]
+fn every_member_changes_the_bytes() {
+    let p = payload();
+    let base = statement(&p);
+    let bytes = base.to_bytes();
+    let changed: Vec<ApprovalStatement> = vec![
+        ApprovalStatement {
+            operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W8".into(),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            tenant_id: "org_483".into(),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            payload_hash: base.payload_hash.replace('1', "2"),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            action: "refund.create".into(),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            amount: Some("1,500,000.01 KZT".into()),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            amount: None,
+            ..base.clone()
+        },
+        ApprovalStatement {
+            payee: Some("vendor_78".into()),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            summary: base.summary.replace("inv_9300", "inv_9301"),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            expires_at: at("2026-12-01T18:00:01Z"),
+            ..base.clone()
+        },
+    ];
+    for c in changed {
+        assert_ne!(c.to_bytes(), bytes, "{c:?}");
+    }
+}
+
+#[test]
+fn the_words_come_from_the_payload() {
+    let mut p = payload();
+    p["amount_minor"] = json!(150000001);
+    let s = statement(&p);
+    assert_eq!(s.amount.as_deref(), Some("1,500,000.01 KZT"));
+    assert!(s.summary.contains("1,500,000.01 KZT"));
+    p["beneficiary_id"] = json!("mallory");
+    assert_eq!(statement(&p).payee.as_deref(), Some("mallory"));
+}
+
+#[test]
+fn an_action_without_amount_or_payee_says_so() {
+    let update = json!({"expected_version": 3, "patch": {"stage": "won"}});
+    let subject = StatementSubject {
+        operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7",
+        tenant_id: "org_482",
+        action: "crm.deal.update",
+        target: Some("deal_1"),
+        payload: &update,
+        payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
+    };
+    let s = ApprovalStatement::derive(&subject, at("2026-12-01T18:00:00Z"));
+    assert_eq!((s.amount.as_deref(), s.payee.as_deref()), (None, None));
+    assert_eq!(
+        s.summary,
+        "Update deal deal_1 at version 3: set stage to \"won\""
+    );
+    let v = s.to_bytes();
+    assert!(String::from_utf8(v).unwrap().contains(r#""amount":null"#));
+}
+
+#[test]
+fn an_expiry_is_read_only_in_the_form_it_is_written() {
+    let t = at("2026-12-01T18:00:00Z");
+    assert_eq!(format_expiry(t), "2026-12-01T18:00:00Z");
+    for refused in [
+        "2026-12-01T18:00:00.5Z",
+        "2026-12-01T18:00:00+00:00",
+        "2026-12-01T19:00:00+01:00",
+        "2026-12-01t18:00:00z",
+        "2026-12-01 18:00:00Z",
+        "tomorrow",
+    ] {
+        assert_eq!(parse_expiry(refused), None, "{refused}");
+    }
+    // A fraction held by one side is dropped by both.
+    let fine = t + chrono::Duration::milliseconds(700);
+    let p = payload();
+    let subject = StatementSubject {
+        operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7",
+        tenant_id: "org_482",
+        action: "payment.create",
+        target: None,
+        payload: &p,
+        payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
+    };
+    assert_eq!(
+        ApprovalStatement::derive(&subject, fine).to_bytes(),
+        statement(&p).to_bytes()
+    );
+}
+
+#[test]
+fn an_expiry_is_bounded_by_the_approval() {
+    let approved = at("2026-12-01T12:00:00Z");
+    assert!(expiry_in_bounds(at("2026-12-01T12:00:01Z"), approved));
+    assert!(expiry_in_bounds(at("2026-12-02T12:00:00Z"), approved));
+    assert!(!expiry_in_bounds(at("2026-12-02T12:00:01Z"), approved));
+    assert!(!expiry_in_bounds(approved, approved));
+    assert!(!expiry_in_bounds(at("2026-12-01T11:00:00Z"), approved));
+}

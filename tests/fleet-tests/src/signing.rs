@@ -1,0 +1,52 @@
+//! Approvers' keys and signed approvals for tests: a key registered as an administrator
+//! registers it, and the approve body an approver's machine would send.
+
+use chrono::{DateTime, Utc};
+use fleet_core::approval_statement::format_expiry;
+use fleet_core::{ApprovalStatement, ApproverKey, StatementSubject};
+use fleet_store::KeyAdded;
+use serde_json::{json, Value};
+
+use crate::{hash_of, op_of, TestFleet};
+
+/// The statement about the operation `intent` names (its stored snapshot is the intent's),
+/// valid until `expires_at`.
+pub fn statement_of(intent: &Value, expires_at: DateTime<Utc>) -> ApprovalStatement {
+    let (op, hash) = (op_of(intent), hash_of(intent));
+    let subject = StatementSubject {
+        operation_id: &op,
+        tenant_id: intent["tenant_id"].as_str().unwrap(),
+        action: intent["action"].as_str().unwrap(),
+        target: intent["target"].as_str(),
+        payload: &intent["payload"],
+        payload_hash: &hash,
+    };
+    ApprovalStatement::derive(&subject, expires_at)
+}
+
+/// The approve body carrying `key`'s signature of the statement about `intent`.
+pub fn signed_approval(intent: &Value, key: &ApproverKey, expires_at: DateTime<Utc>) -> Value {
+    let statement = statement_of(intent, expires_at);
+    json!({
+        "payload_hash": hash_of(intent),
+        "key_id": key.public_key().key_id().as_str(),
+        "signature": key.sign(&statement.to_bytes()).to_text(),
+        "expires_at": format_expiry(statement.expires_at),
+    })
+}
+
+impl TestFleet {
+    /// A new key for the approver `principal`, registered now.
+    pub async fn register_key(&self, principal: &str) -> ApproverKey {
+        let key = fleetctl::key::new_key().unwrap();
+        match self
+            .store
+            .add_approver_key(principal, &key.public_key(), "test-admin")
+            .await
+            .unwrap()
+        {
+            KeyAdded::Added { .. } => key,
+            other => panic!("registering a key for {principal}: {other:?}"),
+        }
+    }
+}

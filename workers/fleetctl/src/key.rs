@@ -1,0 +1,198 @@
+//! `fleetctl key`: approvers' signing keys. `generate` makes an Ed25519 key pair on this
+//! machine (the private key goes to a file only its owner can read, and nowhere else);
+//! `add`, `remove` and `list` are an administrator's, over the owner's database
+//! connection, like `fleetctl principal`: each registration and removal is recorded with
+//! who made it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Subcommand;
+use fleet_core::{ApproverKey, KeyId, PublicKey};
+use fleet_store::{KeyAdded, KeyRemoved, Store};
+
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// Generate an Ed25519 key pair: the private key is written to PATH (mode 0600, never
+    /// overwritten), the public key to PATH.pub and printed, to be registered with
+    /// `fleetctl key add`.
+    Generate {
+        /// Where to write the private key.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Register an approver's public key: approvals they sign with it count from now on.
+    Add {
+        /// The approver it belongs to.
+        #[arg(long)]
+        principal: String,
+        /// The public key (base64url or base64, as `key generate` prints it), or a file
+        /// holding it (PATH.pub).
+        #[arg(long)]
+        public_key: String,
+        /// Who is registering it (recorded with the key).
+        #[arg(long, env = "FLEET_ADMIN")]
+        by: String,
+    },
+    /// Remove a key: nothing it signed counts any more, including approvals of operations
+    /// that have not run yet. The key stays listed, as removed.
+    Remove {
+        /// The key's id (`ed25519:…`).
+        key_id: String,
+        /// Who is removing it (recorded with the key).
+        #[arg(long, env = "FLEET_ADMIN")]
+        by: String,
+    },
+    /// List every key, removed ones included.
+    List,
+}
+
+pub async fn run(store: &Store, command: KeyCommand) -> anyhow::Result<()> {
+    match command {
+        KeyCommand::Generate { out } => generate(&out),
+        KeyCommand::Add {
+            principal,
+            public_key,
+            by,
+        } => add(store, &principal, &public_key, &by).await,
+        KeyCommand::Remove { key_id, by } => remove(store, &key_id, &by).await,
+        KeyCommand::List => list(store).await,
+    }
+}
+
+/// The path of the public key written beside the private key at `out`.
+pub fn public_path(out: &Path) -> PathBuf {
+    let mut name = out.as_os_str().to_owned();
+    name.push(".pub");
+    PathBuf::from(name)
+}
+
+/// Writes a new key pair (`out`, `out.pub`) and prints the public key and its id.
+pub fn generate(out: &Path) -> anyhow::Result<()> {
+    let key = new_key()?;
+    write_private(out, &key)?;
+    let public = key.public_key();
+    std::fs::write(public_path(out), format!("{}\n", public.to_text()))
+        .with_context(|| format!("writing {}", public_path(out).display()))?;
+    println!("{}", public.to_text());
+    eprintln!(
+        "wrote the private key to {} (keep it on this machine) and the public key to {}; key id {}",
+        out.display(),
+        public_path(out).display(),
+        public.key_id()
+    );
+    Ok(())
+}
+
+/// A key from 32 bytes of the operating system's random generator.
+pub fn new_key() -> anyhow::Result<ApproverKey> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed)
+        .map_err(|e| anyhow::anyhow!("no randomness from the operating system: {e}"))?;
+    Ok(ApproverKey::from_seed(seed))
+}
+
+/// Creates `out` readable by its owner only, refusing to replace an existing file (an
+/// overwritten key is a key lost).
+pub fn write_private(out: &Path, key: &ApproverKey) -> anyhow::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(out).with_context(|| {
+        format!(
+            "creating {} (an existing file is never replaced)",
+            out.display()
+        )
+    })?;
+    file.write_all(format!("{}\n", key.to_text()).as_bytes())
+        .with_context(|| format!("writing {}", out.display()))
+}
+
+/// Reads a private key file written by [`generate`].
+pub fn read_private(path: &Path) -> anyhow::Result<ApproverKey> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the signing key {}", path.display()))?;
+    // Never the file's content in the error: it is the secret.
+    ApproverKey::parse(&text).with_context(|| {
+        format!(
+            "{} holds no signing key written by `fleetctl key generate`",
+            path.display()
+        )
+    })
+}
+
+/// The public key given on the command line: the key itself, or a file holding it.
+fn public_key_of(arg: &str) -> anyhow::Result<PublicKey> {
+    if let Some(key) = PublicKey::parse(arg) {
+        return Ok(key);
+    }
+    let text = std::fs::read_to_string(arg)
+        .with_context(|| format!("{arg:?} is neither a public key nor a readable file"))?;
+    PublicKey::parse(&text).with_context(|| format!("{arg} holds no Ed25519 public key"))
+}
+
+async fn add(store: &Store, principal: &str, public_key: &str, by: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !by.trim().is_empty() && by.len() <= 256,
+        "--by names who registers the key (1 to 256 characters)"
+    );
+    let key = public_key_of(public_key)?;
+    match store.add_approver_key(principal, &key, by).await? {
+        KeyAdded::Added { key_id } => println!("registered {key_id} for {principal}"),
+        KeyAdded::AlreadyRegistered {
+            principal: owner,
+            removed,
+        } => anyhow::bail!(
+            "refused: this key was registered before, for {owner}{}; a key is registered once",
+            if removed { " (since removed)" } else { "" }
+        ),
+        KeyAdded::UnknownPrincipal => anyhow::bail!("no principal is named {principal}"),
+        KeyAdded::NotAnApprover { role } => {
+            anyhow::bail!("refused: {principal} is an {role}; only approvers have signing keys")
+        }
+    }
+    Ok(())
+}
+
+async fn remove(store: &Store, key_id: &str, by: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !by.trim().is_empty() && by.len() <= 256,
+        "--by names who removes the key (1 to 256 characters)"
+    );
+    let id = KeyId::parse(key_id)
+        .with_context(|| format!("{key_id:?} is not a key id (ed25519: + 32 hex digits)"))?;
+    match store.remove_approver_key(&id, by).await? {
+        KeyRemoved::Removed { principal } => {
+            println!("removed {id} of {principal}: nothing it signed counts any more")
+        }
+        KeyRemoved::AlreadyRemoved => println!("{id} was already removed"),
+        KeyRemoved::NotFound => anyhow::bail!("no key {id} is registered"),
+    }
+    Ok(())
+}
+
+async fn list(store: &Store) -> anyhow::Result<()> {
+    println!(
+        "{:<41} {:<20} {:<17} {:<16} removed",
+        "key id", "principal", "registered", "by"
+    );
+    for k in store.list_approver_keys().await? {
+        let removed = match (&k.removed_at, &k.removed_by) {
+            (Some(at), Some(by)) => format!("{} by {by}", at.format("%Y-%m-%d %H:%M")),
+            _ => "-".to_owned(),
+        };
+        println!(
+            "{:<41} {:<20} {:<17} {:<16} {removed}",
+            k.key_id,
+            k.principal,
+            k.registered_at.format("%Y-%m-%d %H:%M"),
+            k.registered_by,
+        );
+    }
+    Ok(())
+}
