@@ -149,6 +149,15 @@ pub fn parse_expiry(text: &str) -> Option<DateTime<Utc>> {
     (format_expiry(at) == text).then_some(at)
 }
 
+/// The expiry a signer gives a statement made at `now` for an operation whose approval
+/// window closes at `window`: when the window closes (no execution may start later), and
+/// within a day at most (a minute short of it, for the clocks' sake). `None` once the
+/// window has closed: there is nothing left to sign.
+pub fn expiry_for(window: DateTime<Utc>, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let expires_at = window.min(now + chrono::Duration::seconds(MAX_STATEMENT_LIFETIME_S - 60));
+    (expires_at > now + chrono::Duration::seconds(1)).then(|| truncate_to_seconds(expires_at))
+}
+
 /// Whether `expires_at` is an expiry a signer may choose for an approval made at `at`:
 /// after it, and at most [`MAX_STATEMENT_LIFETIME_S`] after it.
 pub fn expiry_in_bounds(expires_at: DateTime<Utc>, at: DateTime<Utc>) -> bool {

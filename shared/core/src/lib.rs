@@ -20,6 +20,7 @@ pub mod ids;
 pub mod intent;
 pub mod money;
 pub mod outcome;
+pub mod passkey;
 pub mod policy;
 pub mod reconcile;
 pub mod resolution;

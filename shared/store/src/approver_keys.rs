@@ -3,7 +3,6 @@
 //! key is never deleted or changed; a removal is recorded on its row, with who removed it.
 
 use chrono::{DateTime, Utc};
-use fleet_core::signing::ALGORITHM;
 use fleet_core::{KeyId, PublicKey, RegisteredKey};
 use tokio_postgres::Row;
 
@@ -21,6 +20,9 @@ pub enum KeyAdded {
         removed: bool,
     },
     UnknownPrincipal,
+    /// No finished passkey registration has this key id (or its stored key does not
+    /// hash to it).
+    NoSuchRequest,
     /// Only approvers approve, so only approvers have keys.
     NotAnApprover {
         role: String,
@@ -52,14 +54,19 @@ pub(crate) fn registered_key(r: &Row) -> Option<RegisteredKey> {
     Some(RegisteredKey {
         key_id: KeyId::parse(r.get("key_id"))?,
         principal: r.get("principal"),
-        public_key: PublicKey::from_bytes(r.get("public_key"))?,
+        public_key: PublicKey::stored(
+            r.get("algorithm"),
+            r.get("public_key"),
+            r.get("rp_id"),
+            r.get("origin"),
+        )?,
         registered_at: r.get("registered_at"),
         removed_at: r.get("removed_at"),
     })
 }
 
 impl Store {
-    /// Registers `key` for `principal`, recording `by` (the administrator) as who did it.
+    /// Registers the Ed25519 `key` for `principal`, recording `by` (the administrator) as who did it.
     pub async fn add_approver_key(
         &self,
         principal: &str,
@@ -92,8 +99,8 @@ impl Store {
                 &[
                     &key_id.as_str(),
                     &principal,
-                    &ALGORITHM,
-                    &key.as_bytes().as_slice(),
+                    &key.algorithm(),
+                    &key.to_stored_bytes(),
                     &by,
                 ],
             )
@@ -102,7 +109,7 @@ impl Store {
             let row = tx
                 .query_one(
                     "SELECT principal, removed_at IS NOT NULL FROM approver_keys WHERE key_id = $1 OR public_key = $2",
-                    &[&key_id.as_str(), &key.as_bytes().as_slice()],
+                    &[&key_id.as_str(), &key.to_stored_bytes()],
                 )
                 .await?;
             return Ok(KeyAdded::AlreadyRegistered {
@@ -179,7 +186,8 @@ impl Store {
         let client = self.client().await?;
         let row = client
             .query_one(
-                "SELECT now() AS now, k.key_id, k.principal, k.public_key, k.registered_at, k.removed_at
+                "SELECT now() AS now, k.key_id, k.principal, k.algorithm, k.public_key, k.rp_id, k.origin,
+                        k.registered_at, k.removed_at
                  FROM (SELECT 1) AS one
                  LEFT JOIN approver_keys k ON k.key_id = $1",
                 &[&key_id.as_str()],

@@ -1,7 +1,10 @@
 //! Row types, named exactly as the columns (scripts read `fleetctl show --json`).
 
 use chrono::{DateTime, Utc};
-use fleet_core::{Action, ApprovalStatus, AttemptOutcome, ProviderName, Snapshot, Status, Subject};
+use fleet_core::{
+    Action, ApprovalStatus, AttemptOutcome, ProviderName, Snapshot, StatementSubject, Status,
+    Subject,
+};
 use serde::Serialize;
 use serde_json::Value;
 use tokio_postgres::Row;
@@ -139,6 +142,19 @@ impl OperationRow {
             operation_id: &self.operation_id,
             target: self.target.as_deref(),
             payload: &self.payload,
+        }
+    }
+
+    /// What an approver's signed statement about this operation is about: every member
+    /// read from the row itself, as the API checks a signature and execute verifies it.
+    pub fn statement_subject(&self) -> StatementSubject<'_> {
+        StatementSubject {
+            operation_id: &self.operation_id,
+            tenant_id: &self.tenant_id,
+            action: &self.action,
+            target: self.target.as_deref(),
+            payload: &self.payload,
+            payload_hash: &self.payload_hash,
         }
     }
 

@@ -20,7 +20,8 @@ pub struct SignedApprovals {
 /// One statement: the outer row is there even without approvals, for `now`.
 const READ: &str = "
 SELECT now() AS now, a.principal, a.at, a.key_id, a.signature, a.signed_expires_at,
-       k.principal AS key_principal, k.public_key, k.registered_at, k.removed_at
+       k.principal AS key_principal, k.algorithm, k.public_key, k.rp_id, k.origin,
+       k.registered_at, k.removed_at
 FROM (SELECT 1) AS one
 LEFT JOIN approvals a ON a.operation_id = $1 AND a.payload_hash = $2
 LEFT JOIN approver_keys k ON k.key_id = a.key_id
@@ -40,7 +41,12 @@ fn key(r: &Row) -> Option<RegisteredKey> {
     Some(RegisteredKey {
         key_id: KeyId::parse(r.get::<_, Option<&str>>("key_id")?)?,
         principal: r.get::<_, Option<String>>("key_principal")?,
-        public_key: PublicKey::from_bytes(r.get::<_, Option<&[u8]>>("public_key")?)?,
+        public_key: PublicKey::stored(
+            r.get::<_, Option<&str>>("algorithm")?,
+            r.get::<_, Option<&[u8]>>("public_key")?,
+            r.get("rp_id"),
+            r.get("origin"),
+        )?,
         registered_at: r.get::<_, Option<DateTime<Utc>>>("registered_at")?,
         removed_at: r.get("removed_at"),
     })

@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use fantoccini::elements::Element;
+use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{json, Value};
@@ -22,7 +23,7 @@ pub struct Browser {
     profile: PathBuf,
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -159,6 +160,31 @@ impl Browser {
         self.find("header.top").await;
     }
 
+    /// Gives the browser a virtual authenticator (WebDriver's WebAuthn extension, as
+    /// chromedriver implements it): a platform authenticator with resident keys that
+    /// verifies its user (as a PIN or a fingerprint would) and makes ES256 passkeys.
+    pub async fn add_virtual_authenticator(&self) -> String {
+        let answer = self
+            .client
+            .issue_cmd(AddVirtualAuthenticator)
+            .await
+            .expect("chromedriver adds a virtual authenticator");
+        answer
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| answer.to_string())
+    }
+
+    /// The credentials the virtual authenticator `id` holds.
+    pub async fn authenticator_credentials(&self, id: &str) -> Vec<Value> {
+        let answer = self
+            .client
+            .issue_cmd(AuthenticatorCredentials(id.to_owned()))
+            .await
+            .expect("chromedriver lists the authenticator's credentials");
+        answer.as_array().cloned().unwrap_or_default()
+    }
+
     /// Ends the WebDriver session (the browser quits), then the driver.
     pub async fn close(self) {
         let _ = self.client.clone().close().await;
@@ -172,5 +198,56 @@ impl Drop for Browser {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
         let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// `POST /session/{id}/webauthn/authenticator` (W3C WebAuthn, §11.3).
+#[derive(Debug)]
+struct AddVirtualAuthenticator;
+
+impl WebDriverCompatibleCommand for AddVirtualAuthenticator {
+    fn endpoint(
+        &self,
+        base: &url::Url,
+        session: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base.join(&format!(
+            "session/{}/webauthn/authenticator",
+            session.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (reqwest::Method, Option<String>) {
+        let options = json!({
+            "protocol": "ctap2",
+            "transport": "internal",
+            "hasResidentKey": true,
+            "hasUserVerification": true,
+            "isUserConsenting": true,
+            "isUserVerified": true,
+        });
+        (reqwest::Method::POST, Some(options.to_string()))
+    }
+}
+
+/// `GET /session/{id}/webauthn/authenticator/{authenticatorId}/credentials`.
+#[derive(Debug)]
+struct AuthenticatorCredentials(String);
+
+impl WebDriverCompatibleCommand for AuthenticatorCredentials {
+    fn endpoint(
+        &self,
+        base: &url::Url,
+        session: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base.join(&format!(
+            "session/{}/webauthn/authenticator/{}/credentials",
+            session.unwrap_or_default(),
+            self.0
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (reqwest::Method, Option<String>) {
+        (reqwest::Method::GET, None)
     }
 }

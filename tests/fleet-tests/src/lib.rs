@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use api::{admin_url_of, scrape_gauge, ApiProcess};
 pub use broker_users::BrokerUsers;
-pub use browser::Browser;
+pub use browser::{free_port, Browser};
 pub use console::{
     cookie_value, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn,
     CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,

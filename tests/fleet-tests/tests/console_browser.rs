@@ -4,8 +4,10 @@
 //! With `CONSOLE_SCREENSHOTS_DIR=docs/img`, the first test writes the README's pictures.
 
 use fleet_core::{ApprovalStatus, Role, Status};
+use fleet_oidc_issuer::RunningIssuer;
 use fleet_tests::{
-    contract, fast_reconcile, hash_of, intent, op_of, ApiProcess, Browser, TestFleet,
+    contract, fast_reconcile, free_port, hash_of, intent, op_of, signed_approval, ApiProcess,
+    Browser, TestFleet,
 };
 use serde_json::{json, Value};
 
@@ -411,5 +413,202 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         json!("seen in the provider's dashboard")
     );
     browser.close().await;
+    fleet.stop().await;
+}
+
+/// The console served as `http://localhost:<port>`: passkeys are scoped to a domain name,
+/// which `localhost` is and `127.0.0.1` is not.
+async fn console_on_localhost(fleet: &TestFleet, issuer: &RunningIssuer) -> (ApiProcess, String) {
+    let port = free_port();
+    let console_url = format!("http://localhost:{port}");
+    let addr = format!("127.0.0.1:{port}");
+    let api = fleet
+        .spawn_api(&[
+            ("OIDC_ISSUER_URL", &issuer.issuer_url),
+            ("OIDC_CLIENT_ID", &issuer.client_id),
+            ("OIDC_CLIENT_SECRET", &issuer.client_secret),
+            ("API_ADDR", &addr),
+            ("API_PUBLIC_URL", &console_url),
+        ])
+        .await;
+    (api, console_url)
+}
+
+/// A 1,500,000.00 KZT payment: payments-v3 asks for two signed approvals.
+fn large_payment(invoice: &str) -> Value {
+    payment("vendor_77", invoice, 150_000_000, "KZT", 3600)
+}
+
+#[tokio::test]
+async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_it_before_paying() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_execute();
+    fleet.spawn_reconcile(contract(300), fast_reconcile());
+    let issuer = fleet.spawn_issuer().await;
+    let (api, console_url) = console_on_localhost(&fleet, &issuer).await;
+    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    fleet
+        .person("alice", Role::Approver, &[TENANT], "sub-alice")
+        .await;
+    let bob = fleet.token("bob", Role::Approver, &[TENANT]).await;
+    let bob_key = fleet.register_key("bob").await;
+
+    // Alice creates a passkey in the console: her authenticator holds it, the console
+    // files it for an administrator and shows her its key id.
+    let browser = Browser::start().await;
+    let authenticator = browser.add_virtual_authenticator().await;
+    browser.sign_in(&console_url, "sub-alice").await;
+    browser.click("a[href=\"/console/passkeys\"]").await;
+    browser.click("#create-passkey").await;
+    let key_id = browser.text("code.key-id").await;
+    assert!(key_id.starts_with("passkey:"), "{key_id}");
+    assert!(browser
+        .page_text()
+        .await
+        .contains("waiting for an administrator"));
+    assert_eq!(
+        browser
+            .authenticator_credentials(&authenticator)
+            .await
+            .len(),
+        1,
+        "the private key is the authenticator's"
+    );
+    browser.screenshot("console-passkeys.png").await;
+
+    // Until an administrator accepts it, it signs nothing: the page asks for a
+    // registered key and offers no unsigned approval.
+    let first = large_payment("inv_9300");
+    let op = op_of(&first);
+    submit_over_api(&fleet, &api, &agent, &first).await;
+    browser
+        .goto(&format!("{console_url}/console/operations/{op}"))
+        .await;
+    browser.find("#needs-signature").await;
+    let page = browser.client.source().await.unwrap();
+    assert!(
+        !page.contains("id=\"approve-passkey\"") && !page.contains("id=\"approve\""),
+        "no approval is offered before the passkey is registered"
+    );
+
+    let accepted = fleet
+        .fleetctl_with(
+            &[("FLEET_ADMIN", "test-admin")],
+            &["key", "accept", &key_id],
+        )
+        .await;
+    assert!(
+        accepted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&accepted.stderr)
+    );
+    let listed = fleet.fleetctl_with(&[], &["key", "list"]).await;
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.contains(&key_id) && l.contains("alice") && l.contains("test-admin")),
+        "{listed}"
+    );
+
+    // Now the page offers the passkey, with the words it signs; one touch approves.
+    browser.client.refresh().await.unwrap();
+    let statement = browser.text("#statement").await;
+    for fact in [
+        "Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300",
+        &format!("operation {op} (tenant {TENANT})"),
+        &hash_of(&first),
+        "valid until",
+    ] {
+        assert!(
+            statement.contains(fact),
+            "the statement says {fact:?}: {statement}"
+        );
+    }
+    browser.screenshot("console-approve-with-passkey.png").await;
+    browser.click("#approve-passkey").await;
+    browser.reload_until_shows("1 of 2").await;
+    let sql = fleet.sql().await;
+    let (signer, length): (String, i32) = {
+        let r = sql
+            .query_one(
+                "SELECT key_id, octet_length(signature) FROM approvals WHERE operation_id = $1 AND principal = 'alice'",
+                &[&op],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!(signer, key_id);
+    assert!(
+        length > 64,
+        "a passkey's assertion, not an Ed25519 signature"
+    );
+    assert_eq!(db_status(&fleet, &op).await.1, ApprovalStatus::Pending);
+
+    // Bob signs with his local key; execute verifies both signatures, then pays once.
+    let approved = api
+        .post(
+            &fleet.http,
+            &bob,
+            &format!("/v1/operations/{op}/approve"),
+            &signed_approval(
+                &first,
+                &bob_key,
+                chrono::Utc::now() + chrono::Duration::hours(1),
+            ),
+        )
+        .await;
+    assert_eq!(approved.status(), reqwest::StatusCode::OK);
+    fleet.reaches(&op, Status::Succeeded).await;
+    assert_eq!(fleet.sim_effects(&op).await, 1, "paid once");
+
+    // Alice's assertion replayed onto another payment (by whoever can write approvals
+    // rows, here the API's own database role) signs nothing there: execute refuses it.
+    let second = large_payment("inv_9301");
+    let replayed = op_of(&second);
+    submit_over_api(&fleet, &api, &agent, &second).await;
+    let approved = api
+        .post(
+            &fleet.http,
+            &bob,
+            &format!("/v1/operations/{replayed}/approve"),
+            &signed_approval(
+                &second,
+                &bob_key,
+                chrono::Utc::now() + chrono::Duration::hours(1),
+            ),
+        )
+        .await;
+    assert_eq!(approved.status(), reqwest::StatusCode::OK);
+    let api_role = fleet.sql().await;
+    api_role.batch_execute("SET ROLE fleet_api").await.unwrap();
+    api_role
+        .execute(
+            "INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash, key_id, signature, signed_expires_at)
+             SELECT $1, a.principal, a.signed_in_with, o.payload_hash, a.key_id, a.signature, a.signed_expires_at
+             FROM approvals a, operations o WHERE a.operation_id = $2 AND a.principal = 'alice' AND o.operation_id = $1",
+            &[&replayed, &op],
+        )
+        .await
+        .unwrap();
+    api_role
+        .execute(
+            "UPDATE operations SET approval_status = 'approved', approved_hash = payload_hash,
+                decided_by = 'alice', decided_at = now() WHERE operation_id = $1",
+            &[&replayed],
+        )
+        .await
+        .unwrap();
+    fleet.ring_execute(&replayed).await;
+    let row = fleet.escalated(&replayed).await;
+    assert_eq!(
+        (row.status, row.status_reason.as_deref()),
+        (Status::Unknown, Some("approval_signature_invalid"))
+    );
+    assert_eq!(fleet.sim_effects(&replayed).await, 0, "nothing was paid");
+
+    browser.close().await;
+    drop(api);
     fleet.stop().await;
 }

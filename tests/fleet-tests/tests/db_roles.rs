@@ -448,6 +448,27 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
             w.push(("console_sessions", &[], "DELETE"));
             // When a token was last used (at most once a minute).
             w.push(("api_tokens", &["last_used_at"], "UPDATE"));
+            // Passkey registrations started and finished in the console; an
+            // administrator (the owner) turns one into a key.
+            w.push((
+                "passkey_requests",
+                &["request_id", "principal", "ceremony"],
+                "INSERT",
+            ));
+            w.push((
+                "passkey_requests",
+                &[
+                    "ceremony",
+                    "finished_at",
+                    "key_id",
+                    "public_key",
+                    "credential_id",
+                    "rp_id",
+                    "origin",
+                ],
+                "UPDATE",
+            ));
+            w.push(("passkey_requests", &[], "DELETE"));
         }
         DbRole::Prepare => {}
         DbRole::Execute => {

@@ -509,3 +509,39 @@ async fn signatures_required_cannot_be_changed_after_intake() {
     assert_eq!(refused.code().unwrap().code(), "23000");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn an_approval_after_the_window_closed_is_told_it_expired_signed_or_not() {
+    let s = signers().await;
+    let mut i = big_payment();
+    i["approval_ttl_seconds"] = json!(1);
+    s.submit(&i).await;
+    let op = op_of(&i);
+    let sql = s.fleet.sql().await;
+    eventually("the approval window to close by the database clock", || {
+        let (sql, op) = (&sql, &op);
+        async move {
+            let closed: bool = sql
+                .query_one(
+                    "SELECT now() >= approval_expires_at FROM operations WHERE operation_id = $1",
+                    &[op],
+                )
+                .await
+                .ok()?
+                .get(0);
+            closed.then_some(())
+        }
+    })
+    .await;
+    // What the approver needs to hear is that it is too late, not that a signature is
+    // missing: no signature would help.
+    let (status, body) = s
+        .approve(&s.alice, &i, json!({"payload_hash": hash_of(&i)}))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("approval_expired")),
+        "{body}"
+    );
+    s.stop().await;
+}

@@ -11,7 +11,7 @@
 use fleet_core::approval_statement::parse_expiry;
 use fleet_core::{
     check_signature, ApprovalStatus, KeyId, OperationId, PresentedSignature, RecordedApproval,
-    Signature, SignatureRefusal, StatementSubject, Status,
+    Signature, SignatureRefusal, Status,
 };
 use fleet_store::Store;
 
@@ -75,8 +75,9 @@ pub async fn checked(
     // An approval that cannot be recorded anyway (another hash, or an operation no longer
     // waiting for approvals) is left to the store, whose answer says why (`hash_mismatch`,
     // `not_pending`, `approval_expired`, or a repeat that changes nothing).
-    let waiting =
-        row.approval_status == ApprovalStatus::Pending && row.status == Status::NotStarted;
+    let waiting = row.approval_status == ApprovalStatus::Pending
+        && row.status == Status::NotStarted
+        && !row.approval_expired;
     if row.payload_hash != payload_hash || !waiting {
         return Ok(None);
     }
@@ -90,14 +91,7 @@ pub async fn checked(
     let presented = parse(offer)?;
     let key_id = presented.key_id.clone();
     let (key, now) = store.approver_key(&key_id).await?;
-    let subject = StatementSubject {
-        operation_id: &row.operation_id,
-        tenant_id: &row.tenant_id,
-        action: &row.action,
-        target: row.target.as_deref(),
-        payload: &row.payload,
-        payload_hash: &row.payload_hash,
-    };
+    let subject = row.statement_subject();
     // Judged as if recorded now, by the database clock: the approval row's own time is
     // a moment later, which only shortens the statement's remaining life.
     let approval = RecordedApproval {

@@ -5,7 +5,7 @@
 //! The database already refused to mark the operation approved without enough approvals
 //! naming registered keys; only this check proves that their holders signed.
 
-use fleet_core::{count_signed, StatementSubject};
+use fleet_core::count_signed;
 use fleet_store::{OperationRow, StoreError};
 use tracing::warn;
 
@@ -20,15 +20,12 @@ impl ExecuteHandler {
             .store
             .signed_approvals(&row.operation_id, &row.payload_hash)
             .await?;
-        let subject = StatementSubject {
-            operation_id: &row.operation_id,
-            tenant_id: &row.tenant_id,
-            action: &row.action,
-            target: row.target.as_deref(),
-            payload: &row.payload,
-            payload_hash: &row.payload_hash,
-        };
-        let count = count_signed(&subject, &signed.approvals, &signed.keys, signed.now);
+        let count = count_signed(
+            &row.statement_subject(),
+            &signed.approvals,
+            &signed.keys,
+            signed.now,
+        );
         if count.meets(row.signatures_required) {
             return Ok(true);
         }

@@ -4,9 +4,9 @@
 //! door's. fleetctl never writes a decision to Postgres itself.
 
 use anyhow::Context;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use clap::Args;
-use fleet_core::approval_statement::{format_expiry, MAX_STATEMENT_LIFETIME_S};
+use fleet_core::approval_statement::{expiry_for, format_expiry};
 use fleet_core::{ApprovalStatement, ApproverKey, Snapshot, StatementSubject};
 use fleet_runtime::Secret;
 use reqwest::StatusCode;
@@ -208,11 +208,8 @@ pub fn statement_of(
     let window = DateTime::parse_from_rfc3339(&text("approval_expires_at")?)
         .context("the operation's approval_expires_at is not an RFC 3339 time")?
         .with_timezone(&Utc);
-    let expires_at = window.min(now + Duration::seconds(MAX_STATEMENT_LIFETIME_S - 60));
-    anyhow::ensure!(
-        expires_at > now + Duration::seconds(1),
-        "the operation's approval window has closed: nothing to sign"
-    );
+    let expires_at = expiry_for(window, now)
+        .context("the operation's approval window has closed: nothing to sign")?;
     let subject = StatementSubject {
         operation_id: &snapshot.operation_id,
         tenant_id: &snapshot.tenant_id,
@@ -327,7 +324,7 @@ mod tests {
         // A window longer than a day is capped below a day.
         let long = view("2026-12-09T12:00:00Z");
         let capped = statement_of(&long, &hash_of(&long), now).unwrap();
-        assert!(capped.expires_at < now + Duration::hours(24));
+        assert!(capped.expires_at < now + chrono::Duration::hours(24));
         // A closed window has nothing to sign.
         let closed = view("2026-12-01T11:00:00Z");
         assert!(statement_of(&closed, &hash_of(&closed), now).is_err());

@@ -1,6 +1,7 @@
 //! `fleetctl key`: approvers' signing keys. `generate` makes an Ed25519 key pair on this
 //! machine (the private key goes to a file only its owner can read, and nowhere else);
-//! `add`, `remove` and `list` are an administrator's, over the owner's database
+//! `add`, `accept` (a passkey an approver registered in the console), `remove`, `list`
+//! and `requests` are an administrator's, over the owner's database
 //! connection, like `fleetctl principal`: each registration and removal is recorded with
 //! who made it.
 
@@ -35,10 +36,22 @@ pub enum KeyCommand {
         #[arg(long, env = "FLEET_ADMIN")]
         by: String,
     },
+    /// Register a passkey an approver created in the console (Passkeys page): the console
+    /// showed them its key id, which they give you. Approvals they sign with it count
+    /// from now on.
+    Accept {
+        /// The passkey's id (`passkey:…`), as the approver's console shows it.
+        key_id: String,
+        /// Who is registering it (recorded with the key).
+        #[arg(long, env = "FLEET_ADMIN")]
+        by: String,
+    },
+    /// List the passkeys approvers created in the console, accepted or waiting.
+    Requests,
     /// Remove a key: nothing it signed counts any more, including approvals of operations
     /// that have not run yet. The key stays listed, as removed.
     Remove {
-        /// The key's id (`ed25519:…`).
+        /// The key's id (`ed25519:…` or `passkey:…`).
         key_id: String,
         /// Who is removing it (recorded with the key).
         #[arg(long, env = "FLEET_ADMIN")]
@@ -56,6 +69,8 @@ pub async fn run(store: &Store, command: KeyCommand) -> anyhow::Result<()> {
             public_key,
             by,
         } => add(store, &principal, &public_key, &by).await,
+        KeyCommand::Accept { key_id, by } => accept(store, &key_id, &by).await,
+        KeyCommand::Requests => requests(store).await,
         KeyCommand::Remove { key_id, by } => remove(store, &key_id, &by).await,
         KeyCommand::List => list(store).await,
     }
@@ -137,12 +152,14 @@ fn public_key_of(arg: &str) -> anyhow::Result<PublicKey> {
 }
 
 async fn add(store: &Store, principal: &str, public_key: &str, by: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        !by.trim().is_empty() && by.len() <= 256,
-        "--by names who registers the key (1 to 256 characters)"
-    );
+    check_by(by, "registers")?;
     let key = public_key_of(public_key)?;
-    match store.add_approver_key(principal, &key, by).await? {
+    let added = store.add_approver_key(principal, &key, by).await?;
+    report_added(added, principal)
+}
+
+fn report_added(added: KeyAdded, principal: &str) -> anyhow::Result<()> {
+    match added {
         KeyAdded::Added { key_id } => println!("registered {key_id} for {principal}"),
         KeyAdded::AlreadyRegistered {
             principal: owner,
@@ -152,6 +169,9 @@ async fn add(store: &Store, principal: &str, public_key: &str, by: &str) -> anyh
             if removed { " (since removed)" } else { "" }
         ),
         KeyAdded::UnknownPrincipal => anyhow::bail!("no principal is named {principal}"),
+        KeyAdded::NoSuchRequest => anyhow::bail!(
+            "no approver registered this passkey in the console (see `fleetctl key requests`)"
+        ),
         KeyAdded::NotAnApprover { role } => {
             anyhow::bail!("refused: {principal} is an {role}; only approvers have signing keys")
         }
@@ -159,13 +179,61 @@ async fn add(store: &Store, principal: &str, public_key: &str, by: &str) -> anyh
     Ok(())
 }
 
-async fn remove(store: &Store, key_id: &str, by: &str) -> anyhow::Result<()> {
+fn check_by(by: &str, what: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
         !by.trim().is_empty() && by.len() <= 256,
-        "--by names who removes the key (1 to 256 characters)"
+        "--by names who {what} the key (1 to 256 characters)"
     );
-    let id = KeyId::parse(key_id)
-        .with_context(|| format!("{key_id:?} is not a key id (ed25519: + 32 hex digits)"))?;
+    Ok(())
+}
+
+fn key_id_of(key_id: &str) -> anyhow::Result<KeyId> {
+    KeyId::parse(key_id).with_context(|| {
+        format!("{key_id:?} is not a key id (ed25519: or passkey: + 32 hex digits)")
+    })
+}
+
+async fn accept(store: &Store, key_id: &str, by: &str) -> anyhow::Result<()> {
+    check_by(by, "registers")?;
+    let id = key_id_of(key_id)?;
+    anyhow::ensure!(
+        id.is_passkey(),
+        "{id} is not a passkey: register an Ed25519 key with `fleetctl key add`"
+    );
+    let principal = store
+        .passkey_requests(None)
+        .await?
+        .into_iter()
+        .find(|r| r.key_id == id.as_str())
+        .map(|r| r.principal)
+        .unwrap_or_default();
+    report_added(store.accept_passkey(&id, by).await?, &principal)
+}
+
+async fn requests(store: &Store) -> anyhow::Result<()> {
+    println!(
+        "{:<41} {:<20} {:<17} state",
+        "key id", "principal", "created"
+    );
+    for r in store.passkey_requests(None).await? {
+        let state = match (r.accepted_at, r.removed_at) {
+            (_, Some(at)) => format!("removed {}", at.format("%Y-%m-%d %H:%M")),
+            (Some(at), None) => format!("registered {}", at.format("%Y-%m-%d %H:%M")),
+            (None, None) => "waiting: fleetctl key accept <key id>".to_owned(),
+        };
+        println!(
+            "{:<41} {:<20} {:<17} {state}",
+            r.key_id,
+            r.principal,
+            r.finished_at.format("%Y-%m-%d %H:%M")
+        );
+    }
+    Ok(())
+}
+
+async fn remove(store: &Store, key_id: &str, by: &str) -> anyhow::Result<()> {
+    check_by(by, "removes")?;
+    let id = key_id_of(key_id)?;
     match store.remove_approver_key(&id, by).await? {
         KeyRemoved::Removed { principal } => {
             println!("removed {id} of {principal}: nothing it signed counts any more")

@@ -9,8 +9,11 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
 use fleet_core::authz::{Denial, SignIn};
-use fleet_core::Resolution;
+use fleet_core::passkey::Assertion;
+use fleet_core::{Resolution, Signature};
 use fleet_store::Resolve;
 use serde::Deserialize;
 
@@ -18,6 +21,7 @@ use super::pages::{error_page, not_found, operation_page};
 use super::session::Signed;
 use crate::decisions::{Decided, DecisionError};
 use crate::error::ApiError;
+use crate::signed_approval::SignatureOffer;
 use crate::state::AppState;
 
 /// Every field any decision form posts.
@@ -29,6 +33,41 @@ pub struct DecisionForm {
     outcome: Option<String>,
     external_id: Option<String>,
     evidence: Option<String>,
+    /// A passkey's approval: the statement's expiry the page offered, and what the
+    /// authenticator returned (each base64url).
+    expires_at: Option<String>,
+    credential_id: Option<String>,
+    authenticator_data: Option<String>,
+    client_data_json: Option<String>,
+    signature: Option<String>,
+}
+
+/// A passkey's approval as an approve body's signature: the key the credential id names
+/// among the person's passkeys, and the assertion in its stored form. Missing or
+/// malformed values are left out, for the signature check to name.
+async fn passkey_offer(
+    state: &AppState,
+    principal: &str,
+    f: &DecisionForm,
+) -> Result<(Option<String>, Option<String>), ApiError> {
+    let Some(credential) = f.credential_id.as_deref() else {
+        return Ok((None, None));
+    };
+    let credential = URL_SAFE_NO_PAD.decode(credential).unwrap_or_default();
+    let key_id = state
+        .store
+        .active_passkeys(principal)
+        .await?
+        .into_iter()
+        .find(|p| p.credential_id == credential)
+        .map(|p| p.key_id);
+    let signature = match (&f.authenticator_data, &f.client_data_json, &f.signature) {
+        (Some(a), Some(c), Some(s)) => {
+            Assertion::from_parts(a, c, s).map(|a| Signature::of_assertion(&a).to_text())
+        }
+        _ => None,
+    };
+    Ok((key_id, signature))
 }
 
 enum Asked {
@@ -71,7 +110,11 @@ fn refusal(e: &DecisionError) -> Option<(StatusCode, &'static str)> {
         E::ApprovalExpired => (conflict, "the approval window has expired"),
         E::SignatureRequired => (
             conflict,
-            "this operation needs approvals signed with your own key: approve it with `fleetctl approve --key`",
+            "this operation needs approvals signed with your own key: approve it with your passkey, or with `fleetctl approve --key`",
+        ),
+        E::SignatureInvalid("key_id") => (
+            StatusCode::BAD_REQUEST,
+            "the passkey you signed with is not one registered for you (or it was removed)",
         ),
         E::SignatureInvalid(_) => (
             StatusCode::BAD_REQUEST,
@@ -126,10 +169,20 @@ async fn decide(
     let result = match asked {
         Asked::Approve => {
             let hash = f.payload_hash.as_deref().unwrap_or_default();
-            // The console holds no approver's key: it approves unsigned, which an
-            // operation that asks for signatures refuses (`signature_required`).
+            // Signed when the person approved with a passkey; otherwise unsigned, which
+            // an operation that asks for signatures refuses (`signature_required`).
+            let (key_id, signature) = passkey_offer(&state, &signed.principal.name, &f).await?;
+            let offer = if f.credential_id.is_some() {
+                SignatureOffer {
+                    key_id: Some(key_id.as_deref().unwrap_or("")),
+                    signature: Some(signature.as_deref().unwrap_or("")),
+                    expires_at: Some(f.expires_at.as_deref().unwrap_or("")),
+                }
+            } else {
+                SignatureOffer::default()
+            };
             decisions
-                .approve(&who, SignIn::Oidc, &id, hash, &Default::default())
+                .approve(&who, SignIn::Oidc, &id, hash, &offer)
                 .await
         }
         Asked::Reject => {

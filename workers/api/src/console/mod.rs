@@ -3,7 +3,10 @@
 //! the workers could not. People sign in with OpenID Connect ([`oidc`], [`sign_in`]);
 //! sessions live in Postgres and in an HttpOnly, SameSite=Strict cookie ([`session`]);
 //! every form carries the session's form token and every decision goes through the
-//! same functions as the JSON routes ([`crate::decisions`]). No page runs a script: the Content-Security-Policy allows none.
+//! same functions as the JSON routes ([`crate::decisions`]). The only script any page
+//! runs is the console's own `passkey.js` (the Content-Security-Policy allows no other,
+//! and no inline script): WebAuthn has no form to post, so creating a passkey and
+//! signing an approval with it take a few lines of script ([`passkeys`]).
 //!
 //! | route | what |
 //! |---|---|
@@ -12,11 +15,13 @@
 //! | `GET /console/operations/{id}` | one operation: the snapshot in words, the decision forms, attempts, lookups, timeline |
 //! | `GET /console/queue` | the operator queue: unknown and escalated operations, with why |
 //! | `POST /console/operations/{id}/{approve,reject,resolve,dispute}` | decisions ([`forms`]) |
+//! | `GET /console/passkeys`, `POST /console/passkeys/{start,finish}` | creating a passkey ([`passkeys`]) |
 //! | `GET /console/login`, `/console/login/start`, `/console/auth/callback`; `POST /console/logout` | signing in and out |
 
 pub mod forms;
 pub mod oidc;
 pub mod pages;
+pub mod passkeys;
 pub mod present;
 pub mod session;
 pub mod settings;
@@ -46,6 +51,9 @@ pub struct Console {
     pub crm: Option<CrmClient>,
     /// The ID-token claims that give a role and tenants, when the issuer says them.
     pub access_claims: Option<AccessClaims>,
+    /// Where passkeys are created and used; `None` when the public URL cannot carry
+    /// them (an IP address, or plain http off `localhost`).
+    pub passkeys: Option<passkeys::PasskeySite>,
 }
 
 /// The names of the role claim and the tenants claim.
@@ -89,14 +97,15 @@ impl Console {
                 .clone()
                 .zip(settings.oidc_tenants_claim.clone())
                 .map(|(role, tenants)| AccessClaims { role, tenants }),
+            passkeys: passkeys::PasskeySite::of(base),
         }))
     }
 }
 
-/// No script of any origin, styles and images from the console only, forms posted to
-/// the console only, never framed.
+/// Scripts, styles and images from the console only (no inline script, no other origin),
+/// requests and forms to the console only, never framed.
 pub const CONTENT_SECURITY_POLICY: &str =
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
@@ -123,15 +132,25 @@ async fn security_headers(request: Request, next: Next) -> Response {
 
 const STYLESHEET: &str = include_str!("../../assets/console.css");
 
-async fn stylesheet() -> Response {
+const PASSKEY_SCRIPT: &str = include_str!("../../assets/passkey.js");
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
         [
-            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CONTENT_TYPE, content_type),
             (header::CACHE_CONTROL, "max-age=3600"),
         ],
-        STYLESHEET,
+        body,
     )
         .into_response()
+}
+
+async fn stylesheet() -> Response {
+    asset("text/css; charset=utf-8", STYLESHEET)
+}
+
+async fn passkey_script() -> Response {
+    asset("text/javascript; charset=utf-8", PASSKEY_SCRIPT)
 }
 
 /// The console's routes (empty when no issuer is configured).
@@ -152,7 +171,11 @@ pub fn router(state: AppState) -> Router {
         .route("/console/login/start", get(sign_in::start))
         .route("/console/auth/callback", get(sign_in::callback))
         .route("/console/logout", post(sign_in::logout))
+        .route("/console/passkeys", get(passkeys::page))
+        .route("/console/passkeys/start", post(passkeys::start))
+        .route("/console/passkeys/finish", post(passkeys::finish))
         .route("/console/assets/console.css", get(stylesheet))
+        .route("/console/assets/passkey.js", get(passkey_script))
         .layer(middleware::from_fn(security_headers))
         .with_state(state)
 }

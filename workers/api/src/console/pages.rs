@@ -8,6 +8,7 @@ use fleet_core::{OperationId, Status};
 use fleet_store::{ConsoleOperation, OperationSearch};
 use serde::Deserialize;
 
+use super::passkeys::Signing;
 use super::present::{Allowed, AttemptLine, Card, DealChange, Detail, EventLine, Me};
 use super::session::Signed;
 use super::{console, html};
@@ -58,6 +59,8 @@ pub struct OperationPage {
     detail: Detail,
     deal: Option<DealChange>,
     allowed: Allowed,
+    /// Whether and how the approval is signed, for a person who may approve.
+    signing: Option<Signing>,
     banner: Option<Banner>,
     attempts: Vec<AttemptLine>,
     lookups: Vec<EventLine>,
@@ -87,7 +90,7 @@ fn cards(ops: &[ConsoleOperation]) -> Vec<Card> {
     ops.iter().map(Card::of).collect()
 }
 
-fn me(s: &Signed) -> Me {
+pub(super) fn me(s: &Signed) -> Me {
     Me::of(&s.principal, s.secret.form_token())
 }
 
@@ -236,6 +239,11 @@ pub async fn operation_page(
     };
     let card = Card::of(&op);
     let allowed = Allowed::of(&signed.principal, &card);
+    let signing = if allowed.approve {
+        Some(Signing::of(state, &signed.principal.name, &op.row, chrono::Utc::now()).await?)
+    } else {
+        None
+    };
     let timeline: Vec<EventLine> = events.iter().map(EventLine::of).collect();
     let lookups = events
         .iter()
@@ -248,6 +256,7 @@ pub async fn operation_page(
         card,
         deal,
         allowed,
+        signing,
         banner,
         attempts: attempts.iter().map(AttemptLine::of).collect(),
         lookups,
