@@ -24,6 +24,10 @@ pub const MAX_TENANT_SEGMENT: usize = 200;
 pub enum EventType {
     /// Stored; a person's approval is requested.
     Prepared,
+    /// One approval was recorded and the quorum is still short (`data.approval` says
+    /// whose; `approvals_received` of `approvals_required`).
+    ApprovalRecorded,
+    /// The approval that completed the quorum.
     Approved,
     /// A person rejected it; the operation is cancelled.
     Rejected,
@@ -54,8 +58,9 @@ pub enum EventType {
 }
 
 impl EventType {
-    pub const ALL: [EventType; 15] = [
+    pub const ALL: [EventType; 16] = [
         EventType::Prepared,
+        EventType::ApprovalRecorded,
         EventType::Approved,
         EventType::Rejected,
         EventType::ApprovalExpired,
@@ -76,6 +81,7 @@ impl EventType {
     pub fn as_str(self) -> &'static str {
         match self {
             EventType::Prepared => "prepared",
+            EventType::ApprovalRecorded => "approval_recorded",
             EventType::Approved => "approved",
             EventType::Rejected => "rejected",
             EventType::ApprovalExpired => "approval_expired",

@@ -66,8 +66,8 @@ const APPROVED_BEFORE: &str =
 /// (written as every CAS is, see `rows.rs`): `$5` is `pending`, `$6` `approved` and `$7`
 /// the status `not_started`, bound as parameters. It approves only when the distinct
 /// approvals of the stored hash, this one included, reach the quorum, and writes the
-/// history row either way: `approved`, or `approval_recorded` (bookkeeping, no outcome
-/// event) for an approval that leaves the quorum short. A statement does not see its own
+/// history row either way: `approved`, or `approval_recorded` (published as the
+/// `approval_recorded` event) for an approval that leaves the quorum short. A statement does not see its own
 /// inserts, so this approval is added to the count of those before it. Nothing but the
 /// approval row is written unless it was inserted: a principal whose approval is already
 /// there (only possible if the row lock did not serialise approvers) changes nothing.

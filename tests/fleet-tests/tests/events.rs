@@ -387,3 +387,58 @@ async fn a_broker_outage_under_the_relay_loses_nothing_and_keeps_the_order() {
     drop(relay);
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn each_approval_short_of_the_quorum_publishes_approval_recorded_with_who_and_how_many() {
+    let mut fleet = TestFleet::start().await;
+    let tap = fleet.tap_events("#").await;
+    fleet.spawn_relay(fast_relay()).await;
+    // An operation that needs two approvers, stored as intake stores it.
+    let i = intent();
+    let op = op_of(&i);
+    let valid = fleet_core::parse_intent(&serde_json::to_vec(&i).unwrap()).unwrap();
+    fleet
+        .store
+        .insert_prepared(&valid, 2, Some("billing-bot"))
+        .await
+        .unwrap();
+    for approver in ["ann", "ben"] {
+        fleet
+            .store
+            .approve(&op, &hash_of(&i), &fleet_tests::decider(approver), None)
+            .await
+            .unwrap();
+    }
+    let events = tap
+        .until_types(&op, &["prepared", "approval_recorded", "approved"])
+        .await;
+    assert_eq!(
+        types(&events),
+        ["prepared", "approval_recorded", "approved"]
+    );
+    assert_eq!(sequences(&events), [1, 2, 3]);
+    // What a bot needs to tell the next approver "1 of 2, waiting for you".
+    let first = &events[1].body["data"];
+    assert_eq!(
+        (
+            first["approvals_received"].as_i64(),
+            first["approvals_required"].as_i64(),
+            first["approval_status"].as_str(),
+            first["submitted_by"].as_str(),
+        ),
+        (Some(1), Some(2), Some("pending"), Some("billing-bot"))
+    );
+    assert_eq!(
+        first["approval"],
+        json!({"by": "ann", "signed": false, "signed_in_with": "token"})
+    );
+    let second = &events[2].body["data"];
+    assert_eq!(
+        (
+            second["approvals_received"].as_i64(),
+            second["approval"]["by"].as_str()
+        ),
+        (Some(2), Some("ben"))
+    );
+    fleet.stop().await;
+}

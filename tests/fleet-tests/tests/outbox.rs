@@ -25,6 +25,13 @@ type Case = (
 );
 
 const MAPPING: &[Case] = &[
+    (
+        "approval_recorded",
+        None,
+        "approver:bob",
+        None,
+        Some("approval_recorded"),
+    ),
     ("approved", None, "approver:bob", None, Some("approved")),
     (
         "approval_expired",
