@@ -28,6 +28,7 @@ pub mod session;
 pub mod signed_quorum;
 pub mod signing;
 pub mod state;
+pub mod step_up;
 pub mod strict_json;
 pub mod supersede;
 pub use answer::answer_summary;

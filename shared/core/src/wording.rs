@@ -6,6 +6,13 @@ use serde_json::Value;
 
 use crate::catalogue::Action;
 
+mod page;
+
+pub use page::{
+    amount_confirmed, approval_in_words, instant_in_words, patch_field_in_words,
+    patch_value_in_words, status_in_words,
+};
+
 /// One sentence saying what the operation will do once approved, as its action's
 /// catalogue entry words it. Every value comes from the stored snapshot (already
 /// validated); anything unreadable is said plainly rather than guessed.

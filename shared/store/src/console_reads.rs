@@ -3,6 +3,7 @@
 //! operations), a search, and one operation with its view and the time left to decide
 //! by the database clock.
 
+use chrono::{DateTime, Utc};
 use fleet_core::Status;
 use serde_json::Value;
 use tokio_postgres::Row;
@@ -20,6 +21,15 @@ pub struct ConsoleOperation {
     pub expires_in_s: i64,
     /// The reason of the latest event that gave one (why it is unknown or escalated).
     pub latest_reason: Option<String>,
+}
+
+/// One approval of an operation's stored hash, as the approval page lists it.
+#[derive(Debug, Clone)]
+pub struct ApprovalGiven {
+    pub principal: String,
+    pub at: DateTime<Utc>,
+    pub signed: bool,
+    pub signed_in_with: String,
 }
 
 /// What the operations search keeps; every filter is optional.
@@ -70,6 +80,32 @@ impl Store {
             .await?
             .as_ref()
             .map(console_operation))
+    }
+
+    /// Who approved the operation's stored hash so far, first first.
+    pub async fn approvals_given(
+        &self,
+        operation_id: &str,
+    ) -> Result<Vec<ApprovalGiven>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT a.principal, a.at, a.signature IS NOT NULL AS signed, a.signed_in_with
+                 FROM approvals a JOIN operations o USING (operation_id)
+                 WHERE a.operation_id = $1 AND a.payload_hash = o.payload_hash
+                 ORDER BY a.at, a.principal",
+                &[&operation_id],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| ApprovalGiven {
+                principal: r.get("principal"),
+                at: r.get("at"),
+                signed: r.get("signed"),
+                signed_in_with: r.get("signed_in_with"),
+            })
+            .collect())
     }
 
     /// Approvals waiting for a person in `tenants`, soonest expiry first. The statuses

@@ -34,7 +34,7 @@ pub use audit::AuditDelays;
 pub use authz_facts::StoredFacts;
 pub use batch::{settle_batch, BatchError};
 pub use claim::{Claim, ClaimedOperation};
-pub use console_reads::{ConsoleOperation, OperationSearch};
+pub use console_reads::{ApprovalGiven, ConsoleOperation, OperationSearch};
 pub use error::StoreError;
 pub use migrate::{create_database_if_missing, drop_database, migrate, set_role_passwords};
 pub use operator::{DecisionOutcome, Resolve};

@@ -185,6 +185,31 @@ impl Browser {
         answer.as_array().cloned().unwrap_or_default()
     }
 
+    /// Lays the page out as a screen `width` CSS pixels wide would (DevTools' device
+    /// metrics, through chromedriver: a headless window may not shrink below its minimum).
+    pub async fn viewport(&self, width: u32, height: u32) {
+        self.client
+            .issue_cmd(DevTools(
+                "Emulation.setDeviceMetricsOverride",
+                json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 700}),
+            ))
+            .await
+            .expect("chromedriver sets the device metrics");
+    }
+
+    /// Whether the page is wider than the window, i.e. a person would scroll sideways.
+    pub async fn scrolls_sideways(&self) -> bool {
+        self.client
+            .execute(
+                "const d = document.documentElement; return d.scrollWidth > d.clientWidth;",
+                vec![],
+            )
+            .await
+            .expect("measure the page")
+            .as_bool()
+            .unwrap_or(true)
+    }
+
     /// Ends the WebDriver session (the browser quits), then the driver.
     pub async fn close(self) {
         let _ = self.client.clone().close().await;
@@ -249,5 +274,27 @@ impl WebDriverCompatibleCommand for AuthenticatorCredentials {
 
     fn method_and_body(&self, _: &url::Url) -> (reqwest::Method, Option<String>) {
         (reqwest::Method::GET, None)
+    }
+}
+
+/// `POST /session/{id}/goog/cdp/execute`: one DevTools command (chromedriver's extension).
+#[derive(Debug)]
+struct DevTools(&'static str, Value);
+
+impl WebDriverCompatibleCommand for DevTools {
+    fn endpoint(
+        &self,
+        base: &url::Url,
+        session: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (reqwest::Method, Option<String>) {
+        let body = json!({"cmd": self.0, "params": self.1});
+        (reqwest::Method::POST, Some(body.to_string()))
     }
 }

@@ -153,7 +153,7 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
     let done = browser.page_text().await;
     assert!(done.contains("alice"), "decided by alice: {done}");
     assert!(
-        done.contains("in_progress → succeeded"),
+        done.contains("in progress → succeeded") && done.contains("Succeeded"),
         "the timeline shows the outcome: {done}"
     );
     // Tall enough for the attempts, the lookups and the timeline.
@@ -610,5 +610,116 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
 
     browser.close().await;
     drop(api);
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn the_approval_page_fits_a_phone_says_who_approved_and_asks_to_retype_a_large_amount() {
+    let fleet = TestFleet::start().await;
+    let issuer = fleet.spawn_issuer().await;
+    let api = fleet.spawn_console(&issuer).await;
+    for (name, subject) in [("alice", "sub-alice"), ("bob", "sub-bob")] {
+        fleet.person(name, Role::Approver, &[TENANT], subject).await;
+    }
+    // 12,500.00 KZT that needs two approvers: above the policy's threshold.
+    let i = intent();
+    let op = op_of(&i);
+    let valid = fleet_core::parse_intent(&serde_json::to_vec(&i).unwrap()).unwrap();
+    fleet
+        .store
+        .insert_prepared(&valid, 2, Some("billing-bot"))
+        .await
+        .unwrap();
+
+    let browser = Browser::start().await;
+    browser.sign_in(&api.base_url, "sub-alice").await;
+    let page = api.url(&format!("/console/operations/{op}"));
+    for (width, name) in [
+        (1280, "console-approval-1280.png"),
+        (360, "console-approval-360.png"),
+    ] {
+        browser.viewport(width, 900).await;
+        browser.goto(&page).await;
+        browser.find("#approvals-so-far").await;
+        assert!(
+            !browser.scrolls_sideways().await,
+            "the approval page scrolls sideways at {width} px"
+        );
+        browser.screenshot(name).await;
+        browser.goto(&api.url("/console")).await;
+        assert!(
+            !browser.scrolls_sideways().await,
+            "the inbox scrolls sideways at {width} px"
+        );
+    }
+    browser.screenshot("console-inbox-360.png").await;
+    browser.viewport(1280, 1000).await;
+    browser.goto(&page).await;
+
+    // Statuses in words, the deadline as a time and a date, nobody approved yet.
+    let text = browser.page_text().await;
+    assert!(text.contains("Waiting for approval"), "{text}");
+    assert!(!text.contains("not_started"), "{text}");
+    let deadline = browser.text("#deadline").await;
+    assert!(
+        deadline.starts_with("expires in") && deadline.contains(" UTC on "),
+        "{deadline}"
+    );
+    assert!(browser
+        .text("#approvals-so-far")
+        .await
+        .contains("Nobody has approved yet"));
+    // A skip link leads past the navigation; every table has a caption.
+    assert_eq!(
+        browser
+            .find("a.skip")
+            .await
+            .attr("href")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("#main")
+    );
+
+    // One click is not enough: the amount must be re-typed, and exactly.
+    post_from_page(
+        &browser,
+        &format!("/console/operations/{op}/approve"),
+        json!({"payload_hash": hash_of(&i)}),
+    )
+    .await;
+    assert!(browser
+        .text(".banner.refused")
+        .await
+        .contains("type the amount exactly"));
+    browser
+        .find("#confirm_amount")
+        .await
+        .send_keys("12,500.01")
+        .await
+        .unwrap();
+    browser.click("#approve").await;
+    assert!(browser
+        .text(".banner.refused")
+        .await
+        .contains("type the amount exactly"));
+    assert_eq!(
+        db_status(&fleet, &op).await,
+        (Status::NotStarted, ApprovalStatus::Pending)
+    );
+    browser
+        .find("#confirm_amount")
+        .await
+        .send_keys("12,500.00 KZT")
+        .await
+        .unwrap();
+    browser.click("#approve").await;
+    browser.reload_until_shows("1 of 2 approvals").await;
+    let so_far = browser.text("#approvals-so-far").await;
+    assert!(
+        so_far.contains("alice approved at") && so_far.contains("in the console"),
+        "{so_far}"
+    );
+    browser.close().await;
     fleet.stop().await;
 }

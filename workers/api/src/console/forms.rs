@@ -13,11 +13,14 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use fleet_core::authz::{Denial, SignIn};
 use fleet_core::passkey::Assertion;
+use fleet_core::step_up::StepUp;
+use fleet_core::wording::amount_confirmed;
 use fleet_core::{Resolution, Signature};
 use fleet_store::Resolve;
 use serde::Deserialize;
 
 use super::pages::{error_page, not_found, operation_page};
+use super::present::step_up_of;
 use super::session::Signed;
 use crate::decisions::{Decided, DecisionError};
 use crate::error::ApiError;
@@ -33,6 +36,8 @@ pub struct DecisionForm {
     outcome: Option<String>,
     external_id: Option<String>,
     evidence: Option<String>,
+    /// Above the policy's threshold: the amount as the approver re-typed it.
+    confirm_amount: Option<String>,
     /// A passkey's approval: the statement's expiry the page offered, and what the
     /// authenticator returned (each base64url).
     expires_at: Option<String>,
@@ -40,6 +45,29 @@ pub struct DecisionForm {
     authenticator_data: Option<String>,
     client_data_json: Option<String>,
     signature: Option<String>,
+}
+
+/// Whether an approval of `id` that needs the amount re-typed has it: true when none is
+/// needed (or the operation is not the person's to see: the decision answers that).
+async fn amount_retyped(
+    state: &AppState,
+    signed: &Signed,
+    id: &str,
+    typed: Option<&str>,
+) -> Result<bool, ApiError> {
+    let Some(op) = state
+        .store
+        .console_operation(id, &signed.principal.tenants)
+        .await?
+    else {
+        return Ok(true);
+    };
+    Ok(match step_up_of(&op) {
+        (StepUp::RetypeAmount, Some((minor, currency, _))) => {
+            typed.is_some_and(|t| amount_confirmed(t, minor, &currency))
+        }
+        _ => true,
+    })
 }
 
 /// A passkey's approval as an approve body's signature: the key the credential id names
@@ -169,6 +197,16 @@ async fn decide(
     let result = match asked {
         Asked::Approve => {
             let hash = f.payload_hash.as_deref().unwrap_or_default();
+            if !amount_retyped(&state, &signed, &id, f.confirm_amount.as_deref()).await? {
+                let page = operation_page(&state, &signed, &id, None).await?;
+                return Ok(match page {
+                    Some(page) => page.refused(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "Refused: type the amount exactly as this page shows it to confirm a payment this large. Nothing was changed.".to_owned(),
+                    ),
+                    None => not_found(),
+                });
+            }
             // Signed when the person approved with a passkey; otherwise unsigned, which
             // an operation that asks for signatures refuses (`signature_required`).
             let (key_id, signature) = passkey_offer(&state, &signed.principal.name, &f).await?;

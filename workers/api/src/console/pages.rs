@@ -4,12 +4,15 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use fleet_core::step_up::StepUp;
 use fleet_core::{OperationId, Status};
 use fleet_store::{ConsoleOperation, OperationSearch};
 use serde::Deserialize;
 
 use super::passkeys::Signing;
-use super::present::{Allowed, AttemptLine, Card, DealChange, Detail, EventLine, Me};
+use super::present::{
+    step_up_of, Allowed, ApprovalLine, AttemptLine, Card, DealChange, Detail, EventLine, Me,
+};
 use super::session::Signed;
 use super::{console, html};
 use crate::error::ApiError;
@@ -61,6 +64,10 @@ pub struct OperationPage {
     allowed: Allowed,
     /// Whether and how the approval is signed, for a person who may approve.
     signing: Option<Signing>,
+    /// The amount to re-type before approving, above the policy's threshold.
+    retype: Option<String>,
+    /// Who approved the stored snapshot already.
+    approvals: Vec<ApprovalLine>,
     banner: Option<Banner>,
     attempts: Vec<AttemptLine>,
     lookups: Vec<EventLine>,
@@ -239,6 +246,17 @@ pub async fn operation_page(
     };
     let card = Card::of(&op);
     let allowed = Allowed::of(&signed.principal, &card);
+    let retype = match step_up_of(&op) {
+        (StepUp::RetypeAmount, Some((_, _, shown))) if allowed.approve => Some(shown),
+        _ => None,
+    };
+    let approvals = state
+        .store
+        .approvals_given(id)
+        .await?
+        .iter()
+        .map(ApprovalLine::of)
+        .collect();
     let signing = if allowed.approve {
         Some(Signing::of(state, &signed.principal.name, &op.row, chrono::Utc::now()).await?)
     } else {
@@ -257,6 +275,8 @@ pub async fn operation_page(
         deal,
         allowed,
         signing,
+        retype,
+        approvals,
         banner,
         attempts: attempts.iter().map(AttemptLine::of).collect(),
         lookups,

@@ -2,9 +2,14 @@
 //! (fleet-core's wording and amounts), its time left, its quorum progress when the view
 //! carries one, and its history as lines a person reads.
 
-use fleet_core::wording::{describe, expiry_in_words, value_in_words};
+use fleet_core::money::format_amount;
+use fleet_core::step_up::StepUp;
+use fleet_core::wording::{
+    approval_in_words, describe, expiry_in_words, instant_in_words, patch_field_in_words,
+    patch_value_in_words, status_in_words,
+};
 use fleet_core::{canonical_json, ApprovalStatus, AttemptOutcome, Role, Status};
-use fleet_store::{AttemptRow, ConsoleOperation, EventRow, Principal};
+use fleet_store::{ApprovalGiven, AttemptRow, ConsoleOperation, EventRow, Principal};
 use serde_json::Value;
 
 /// The signed-in person, for the page header and every form's token.
@@ -34,9 +39,15 @@ pub struct Card {
     pub action: String,
     pub status: Status,
     pub approval_status: ApprovalStatus,
+    /// "Waiting for approval", "Outcome unknown: being reconciled", …
+    pub status_words: &'static str,
+    /// "approval pending", "approved", …
+    pub approval_words: &'static str,
     pub pending: bool,
     /// "expires in 54 min" while the approval is pending.
     pub expiry: String,
+    /// When the approval window closes: "19:54 UTC on 1 Dec 2026".
+    pub deadline: String,
     pub submitted_by: String,
     /// "1 of 2" when the view says how many approvals are needed.
     pub quorum: Option<String>,
@@ -78,8 +89,11 @@ impl Card {
             action: r.action.clone(),
             status: r.status,
             approval_status: r.approval_status,
+            status_words: status_in_words(r.status, r.approval_status, r.escalated_at.is_some()),
+            approval_words: approval_in_words(r.approval_status),
             pending,
             expiry: expiry_in_words(op.expires_in_s),
+            deadline: instant_in_words(r.approval_expires_at),
             submitted_by: text(&op.view, "submitted_by")
                 .unwrap_or_else(|| "the intents queue".into()),
             quorum,
@@ -164,16 +178,23 @@ impl DealChange {
             Ok(None) => (None, Some("the CRM has no such deal".to_owned())),
             Err(e) => (None, Some(format!("the CRM could not be read ({e})"))),
         };
+        // Amounts are shown in the currency the deal will have (the patch's, else the
+        // deal's as the CRM holds it), and as it has now.
+        let text_of = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        let current_currency = deal.as_ref().and_then(|d| text_of(d.get("currency")));
+        let new_currency = text_of(patch.get("currency")).or_else(|| current_currency.clone());
         let mut lines: Vec<PatchLine> = patch
             .iter()
             .map(|(k, v)| PatchLine {
-                field: k.clone(),
-                new_value: value_in_words(v),
+                field: patch_field_in_words(k),
+                new_value: patch_value_in_words(k, v, new_currency.as_deref()),
                 current: deal.as_ref().map_or_else(
                     || "?".to_owned(),
                     |d| {
-                        d.get(k)
-                            .map_or_else(|| "nothing".to_owned(), value_in_words)
+                        d.get(k).map_or_else(
+                            || "nothing".to_owned(),
+                            |now| patch_value_in_words(k, now, current_currency.as_deref()),
+                        )
                     },
                 ),
             })
@@ -208,9 +229,10 @@ pub struct EventLine {
 
 impl EventLine {
     pub fn of(e: &EventRow) -> EventLine {
+        let word = |s: &String| status_word(s);
         let change = match (&e.from_status, &e.to_status) {
-            (Some(f), Some(t)) if f != t => format!("{f} → {t}"),
-            (_, Some(t)) => t.clone(),
+            (Some(f), Some(t)) if f != t => format!("{} → {}", word(f), word(t)),
+            (_, Some(t)) => word(t),
             _ => String::new(),
         };
         EventLine {
@@ -224,6 +246,55 @@ impl EventLine {
                 .as_ref()
                 .map(Value::to_string)
                 .unwrap_or_default(),
+        }
+    }
+}
+
+/// The step-up an approval of `op` needs, and for re-typing, the amount (in minor units,
+/// its currency, and as the page shows it).
+pub fn step_up_of(op: &ConsoleOperation) -> (StepUp, Option<(i64, String, String)>) {
+    let r = &op.row;
+    let has_amount = r.action().is_some_and(|a| a.spec().has_amount);
+    let required = op
+        .view
+        .get("approvals_required")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let step = StepUp::of(required, r.signatures_required, has_amount);
+    let amount = r.payload.get("amount_minor").and_then(Value::as_i64);
+    let currency = r.payload.get("currency").and_then(Value::as_str);
+    let shown = amount
+        .zip(currency)
+        .and_then(|(m, c)| Some((m, c.to_owned(), format_amount(m, c)?)));
+    (step, shown)
+}
+
+/// A stored status token as a word ("in_progress" → "in progress").
+fn status_word(token: &str) -> String {
+    token.replace('_', " ")
+}
+
+/// Who approved already, beside the decision buttons.
+pub struct ApprovalLine {
+    pub principal: String,
+    /// "19:02 UTC on 1 Dec 2026".
+    pub at: String,
+    /// "signed with a key", "signed in with the console", …
+    pub how: String,
+}
+
+impl ApprovalLine {
+    pub fn of(a: &ApprovalGiven) -> ApprovalLine {
+        let how = match (a.signed, a.signed_in_with.as_str()) {
+            (true, "oidc") => "in the console, signed with a passkey",
+            (true, _) => "signed with their key",
+            (false, "oidc") => "in the console",
+            (false, _) => "with an API token",
+        };
+        ApprovalLine {
+            principal: a.principal.clone(),
+            at: instant_in_words(a.at),
+            how: how.to_owned(),
         }
     }
 }
