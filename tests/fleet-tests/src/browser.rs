@@ -166,7 +166,17 @@ impl Browser {
     pub async fn add_virtual_authenticator(&self) -> String {
         let answer = self
             .client
-            .issue_cmd(AddVirtualAuthenticator)
+            .issue_cmd(SessionCommand::post(
+                "webauthn/authenticator",
+                json!({
+                    "protocol": "ctap2",
+                    "transport": "internal",
+                    "hasResidentKey": true,
+                    "hasUserVerification": true,
+                    "isUserConsenting": true,
+                    "isUserVerified": true,
+                }),
+            ))
             .await
             .expect("chromedriver adds a virtual authenticator");
         answer
@@ -179,7 +189,9 @@ impl Browser {
     pub async fn authenticator_credentials(&self, id: &str) -> Vec<Value> {
         let answer = self
             .client
-            .issue_cmd(AuthenticatorCredentials(id.to_owned()))
+            .issue_cmd(SessionCommand::get(format!(
+                "webauthn/authenticator/{id}/credentials"
+            )))
             .await
             .expect("chromedriver lists the authenticator's credentials");
         answer.as_array().cloned().unwrap_or_default()
@@ -189,9 +201,12 @@ impl Browser {
     /// metrics, through chromedriver: a headless window may not shrink below its minimum).
     pub async fn viewport(&self, width: u32, height: u32) {
         self.client
-            .issue_cmd(DevTools(
-                "Emulation.setDeviceMetricsOverride",
-                json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 700}),
+            .issue_cmd(SessionCommand::post(
+                "goog/cdp/execute",
+                json!({
+                    "cmd": "Emulation.setDeviceMetricsOverride",
+                    "params": {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 700},
+                }),
             ))
             .await
             .expect("chromedriver sets the device metrics");
@@ -226,75 +241,50 @@ impl Drop for Browser {
     }
 }
 
-/// `POST /session/{id}/webauthn/authenticator` (W3C WebAuthn, §11.3).
+/// A command of a WebDriver extension under the session: chromedriver's WebAuthn
+/// (W3C WebAuthn, "Automation") and DevTools endpoints.
 #[derive(Debug)]
-struct AddVirtualAuthenticator;
+struct SessionCommand {
+    path: String,
+    method: reqwest::Method,
+    body: Option<Value>,
+}
 
-impl WebDriverCompatibleCommand for AddVirtualAuthenticator {
-    fn endpoint(
-        &self,
-        base: &url::Url,
-        session: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        base.join(&format!(
-            "session/{}/webauthn/authenticator",
-            session.unwrap_or_default()
-        ))
+impl SessionCommand {
+    fn post(path: impl Into<String>, body: Value) -> SessionCommand {
+        SessionCommand {
+            path: path.into(),
+            method: reqwest::Method::POST,
+            body: Some(body),
+        }
     }
 
-    fn method_and_body(&self, _: &url::Url) -> (reqwest::Method, Option<String>) {
-        let options = json!({
-            "protocol": "ctap2",
-            "transport": "internal",
-            "hasResidentKey": true,
-            "hasUserVerification": true,
-            "isUserConsenting": true,
-            "isUserVerified": true,
-        });
-        (reqwest::Method::POST, Some(options.to_string()))
+    fn get(path: impl Into<String>) -> SessionCommand {
+        SessionCommand {
+            path: path.into(),
+            method: reqwest::Method::GET,
+            body: None,
+        }
     }
 }
 
-/// `GET /session/{id}/webauthn/authenticator/{authenticatorId}/credentials`.
-#[derive(Debug)]
-struct AuthenticatorCredentials(String);
-
-impl WebDriverCompatibleCommand for AuthenticatorCredentials {
+impl WebDriverCompatibleCommand for SessionCommand {
     fn endpoint(
         &self,
         base: &url::Url,
         session: Option<&str>,
     ) -> Result<url::Url, url::ParseError> {
         base.join(&format!(
-            "session/{}/webauthn/authenticator/{}/credentials",
+            "session/{}/{}",
             session.unwrap_or_default(),
-            self.0
+            self.path
         ))
     }
 
     fn method_and_body(&self, _: &url::Url) -> (reqwest::Method, Option<String>) {
-        (reqwest::Method::GET, None)
-    }
-}
-
-/// `POST /session/{id}/goog/cdp/execute`: one DevTools command (chromedriver's extension).
-#[derive(Debug)]
-struct DevTools(&'static str, Value);
-
-impl WebDriverCompatibleCommand for DevTools {
-    fn endpoint(
-        &self,
-        base: &url::Url,
-        session: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        base.join(&format!(
-            "session/{}/goog/cdp/execute",
-            session.unwrap_or_default()
-        ))
-    }
-
-    fn method_and_body(&self, _: &url::Url) -> (reqwest::Method, Option<String>) {
-        let body = json!({"cmd": self.0, "params": self.1});
-        (reqwest::Method::POST, Some(body.to_string()))
+        (
+            self.method.clone(),
+            self.body.as_ref().map(Value::to_string),
+        )
     }
 }

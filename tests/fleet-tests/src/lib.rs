@@ -331,6 +331,23 @@ impl TestFleet {
         op
     }
 
+    /// Stores `intent` as intake stores it, needing `approvals_required` approvers and
+    /// submitted by `submitter`, without a prepare worker: its operation id.
+    pub async fn stored_with_quorum(
+        &self,
+        intent: &Value,
+        approvals_required: i16,
+        submitter: Option<&str>,
+    ) -> String {
+        let valid =
+            fleet_core::parse_intent(&serde_json::to_vec(intent).unwrap()).expect("a valid intent");
+        self.store
+            .insert_prepared(&valid, approvals_required, submitter)
+            .await
+            .expect("stored");
+        op_of(intent)
+    }
+
     /// Waits until prepare has stored the operation.
     pub async fn prepared(&self, op: &str) -> fleet_store::OperationRow {
         let store = self.store.clone();

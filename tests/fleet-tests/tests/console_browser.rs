@@ -623,13 +623,7 @@ async fn the_approval_page_fits_a_phone_says_who_approved_and_asks_to_retype_a_l
     }
     // 12,500.00 KZT that needs two approvers: above the policy's threshold.
     let i = intent();
-    let op = op_of(&i);
-    let valid = fleet_core::parse_intent(&serde_json::to_vec(&i).unwrap()).unwrap();
-    fleet
-        .store
-        .insert_prepared(&valid, 2, Some("billing-bot"))
-        .await
-        .unwrap();
+    let op = fleet.stored_with_quorum(&i, 2, Some("billing-bot")).await;
 
     let browser = Browser::start().await;
     browser.sign_in(&api.base_url, "sub-alice").await;

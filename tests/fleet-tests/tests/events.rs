@@ -395,13 +395,7 @@ async fn each_approval_short_of_the_quorum_publishes_approval_recorded_with_who_
     fleet.spawn_relay(fast_relay()).await;
     // An operation that needs two approvers, stored as intake stores it.
     let i = intent();
-    let op = op_of(&i);
-    let valid = fleet_core::parse_intent(&serde_json::to_vec(&i).unwrap()).unwrap();
-    fleet
-        .store
-        .insert_prepared(&valid, 2, Some("billing-bot"))
-        .await
-        .unwrap();
+    let op = fleet.stored_with_quorum(&i, 2, Some("billing-bot")).await;
     for approver in ["ann", "ben"] {
         fleet
             .store
