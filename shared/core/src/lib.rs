@@ -24,6 +24,7 @@ pub mod passkey;
 pub mod policy;
 pub mod reconcile;
 pub mod resolution;
+pub mod risk;
 pub mod session;
 pub mod signed_quorum;
 pub mod signing;
