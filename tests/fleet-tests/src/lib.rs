@@ -75,6 +75,8 @@ pub struct TestFleet {
     pub http: reqwest::Client,
     shutdown: CancellationToken,
     workers: Vec<JoinHandle<()>>,
+    /// The worker processes started (`spawn_process`), ended before the namespace is.
+    processes: processes::Started,
     /// Set once [`TestFleet::stop`] removed the database and the namespace; otherwise
     /// (a test that panicked) `Drop` removes them.
     removed: bool,
@@ -133,6 +135,7 @@ impl TestFleet {
             http: reqwest::Client::new(),
             shutdown: CancellationToken::new(),
             workers: Vec::new(),
+            processes: Default::default(),
             removed: false,
         }
     }
@@ -585,6 +588,7 @@ impl TestFleet {
         }
         self.publisher.close().await;
         self.store.close();
+        self.end_processes();
         fleet_broker::delete_namespace(&self.broker).await;
         let _ = fleet_store::drop_database(&self.database_url).await;
         self.removed = true;
@@ -601,7 +605,11 @@ impl Drop for TestFleet {
             return;
         }
         self.shutdown.cancel();
+        for w in &self.workers {
+            w.abort();
+        }
         self.store.close();
+        self.end_processes();
         let (broker, url) = (self.broker.clone(), self.database_url.clone());
         let cleanup = std::thread::spawn(move || {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread()

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::{eventually, TestFleet};
 
@@ -20,13 +21,24 @@ pub fn bin_dir() -> PathBuf {
 
 pub struct WorkerProcess {
     pub name: String,
-    child: Child,
+    /// Shared with the fleet that started it, which ends it before removing the broker
+    /// namespace (see [`TestFleet::end_processes`]).
+    child: Arc<Mutex<Child>>,
     pub log: PathBuf,
+}
+
+/// The processes a fleet started, for ending those the test still holds.
+pub(crate) type Started = Mutex<Vec<Weak<Mutex<Child>>>>;
+
+fn end(child: &Mutex<Child>) {
+    let mut child = child.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl WorkerProcess {
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.lock().unwrap_or_else(|e| e.into_inner()).id()
     }
 
     fn signal(&self, sig: &str) {
@@ -40,7 +52,7 @@ impl WorkerProcess {
     /// SIGKILL, and reap it.
     pub fn kill9(&mut self) {
         self.signal("-KILL");
-        let _ = self.child.wait();
+        let _ = self.child.lock().unwrap_or_else(|e| e.into_inner()).wait();
     }
 
     /// SIGTERM: a worker drains and exits.
@@ -50,7 +62,12 @@ impl WorkerProcess {
 
     /// The exit status, once the process has exited.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        self.child
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .try_wait()
+            .ok()
+            .flatten()
     }
 
     pub fn pause(&self) {
@@ -76,12 +93,22 @@ impl WorkerProcess {
 
 impl Drop for WorkerProcess {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        end(&self.child);
     }
 }
 
 impl TestFleet {
+    /// Ends every process this fleet started that is still running. Called before the
+    /// namespace is removed: a worker whose queue is deleted under it reconnects and
+    /// declares its queues again, which would leave them behind for good.
+    pub(crate) fn end_processes(&self) {
+        let started =
+            std::mem::take(&mut *self.processes.lock().unwrap_or_else(|e| e.into_inner()));
+        for child in started.iter().filter_map(Weak::upgrade) {
+            end(&child);
+        }
+    }
+
     /// The database URL `binary` runs with: its component's own role, as in production
     /// (the test's own connections and `fleetctl` use the migrating owner's).
     pub fn database_url_of(&self, binary: &str) -> String {
@@ -135,6 +162,11 @@ impl TestFleet {
             .stderr(file)
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+        let child = Arc::new(Mutex::new(child));
+        self.processes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::downgrade(&child));
         WorkerProcess {
             name: binary.to_owned(),
             child,
