@@ -6,6 +6,9 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
+use crate::identifier::check_identifier;
+use crate::visible::reveal;
+
 // What each role may do is decided with the other authorization rules, in `authz`.
 pub use crate::authz::ApiAction;
 
@@ -46,13 +49,44 @@ impl fmt::Display for Role {
     }
 }
 
-/// Whether `name` can name a principal: 1 to 128 letters, digits and `._@:-`, starting
-/// with a letter or digit (it appears in logs and in `submitted_by`, so nothing else).
+/// Whether `name` can name a principal: an identifier ([`crate::identifier`]) narrowed to
+/// 1 to 128 ASCII letters, digits and `._@:-`, starting with a letter or digit (it appears
+/// in logs, in `submitted_by` and in signed approval statements, so nothing else).
 pub fn is_principal_name(name: &str) -> bool {
+    check_principal_name(name).is_ok()
+}
+
+/// [`is_principal_name`], with the reason when it is not one.
+pub fn check_principal_name(name: &str) -> Result<(), String> {
+    check_identifier(name)
+        .map_err(|p| format!("{} cannot name a principal: it {p}", reveal(name)))?;
     let mut bytes = name.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_alphanumeric())
+    let plain = bytes.next().is_some_and(|b| b.is_ascii_alphanumeric())
         && name.len() <= 128
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b".-_@:".contains(&b))
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b".-_@:".contains(&b));
+    if plain {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} cannot name a principal: 1 to 128 letters, digits and ._@:- starting with a letter or digit",
+            reveal(name)
+        ))
+    }
+}
+
+/// The most characters of a tenant id, as intent.v1's `tenant_id`.
+pub const MAX_TENANT_CHARS: usize = crate::intent::MAX_TEXT_CHARS;
+
+/// Whether `tenant` can be granted to a principal or a token: what intent.v1 accepts as a
+/// `tenant_id` (an identifier of at most [`MAX_TENANT_CHARS`] characters), so that a
+/// tenant granted can be acted for and is shown as what it is.
+pub fn check_tenant_id(tenant: &str) -> Result<(), String> {
+    if tenant.chars().count() > MAX_TENANT_CHARS {
+        return Err(format!(
+            "a tenant id is at most {MAX_TENANT_CHARS} characters"
+        ));
+    }
+    check_identifier(tenant).map_err(|p| format!("{} cannot name a tenant: it {p}", reveal(tenant)))
 }
 
 /// A role and tenants a sign-in's ID token claimed, when the console takes them from
@@ -301,8 +335,34 @@ mod tests {
             "agent\n",
             "émile",
             &"x".repeat(129),
+            "agent\u{202E}7",
+            "agent\u{200B}7",
+            "\u{0430}gent-7",
         ] {
             assert!(!is_principal_name(bad), "{bad:?}");
+        }
+        let refusal = check_principal_name("agent\u{202E}7").unwrap_err();
+        assert!(
+            refusal.contains("⟨U+202E⟩") && !refusal.contains('\u{202E}'),
+            "{refusal}"
+        );
+    }
+
+    #[test]
+    fn tenants_granted_are_identifiers_as_intents_name_them() {
+        for good in ["org_482", "заказчик_1", &"t".repeat(256)] {
+            assert_eq!(check_tenant_id(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "org 482",
+            "org_\u{202E}284",
+            "org\u{200B}_482",
+            "\u{043E}rg_482",
+            "ѕсоре",
+            &"t".repeat(257),
+        ] {
+            assert!(check_tenant_id(bad).is_err(), "{bad:?}");
         }
     }
 

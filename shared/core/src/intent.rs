@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::catalogue::Target;
 use crate::currency::is_iso_4217;
 use crate::hash::Snapshot;
+use crate::identifier::check_identifier;
 use crate::ids::{OperationId, PayloadHash};
 pub use crate::strict_json::MAX_SAFE_INTEGER;
 use crate::strict_json::{check_strict, Ambiguity, StrictJsonError};
@@ -146,12 +147,12 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
         OperationId::parse(&e.operation_id).map_err(|p| IntentError::field("operation_id", p))?;
     let action =
         Action::parse(&e.action).ok_or_else(|| IntentError::UnknownAction(e.action.clone()))?;
-    check_text("tenant_id", &e.tenant_id)?;
-    check_text("provider", &e.provider)?;
-    check_text("policy_version", &e.policy_version)?;
-    check_text("data_version", &e.data_version)?;
+    check_id("tenant_id", &e.tenant_id)?;
+    check_id("provider", &e.provider)?;
+    check_id("policy_version", &e.policy_version)?;
+    check_id("data_version", &e.data_version)?;
     if let Some(t) = &e.target {
-        check_text("target", t)?;
+        check_id("target", t)?;
     }
     if let (Target::Required(what), None) = (action.spec().target, &e.target) {
         return Err(IntentError::field(
@@ -210,7 +211,9 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
     })
 }
 
-/// Identifier-like text: 1 to [`MAX_TEXT_CHARS`] characters, no control characters.
+/// Short free text (a deal's name, a reason, a subject): 1 to [`MAX_TEXT_CHARS`]
+/// characters, no control characters. Shown to people with its invisible characters
+/// revealed ([`crate::visible::reveal`]).
 pub(crate) fn check_text(field: &str, value: &str) -> Result<(), IntentError> {
     if value.is_empty() || value.chars().count() > MAX_TEXT_CHARS {
         return Err(IntentError::field(
@@ -225,6 +228,15 @@ pub(crate) fn check_text(field: &str, value: &str) -> Result<(), IntentError> {
         ));
     }
     Ok(())
+}
+
+/// An identifier (tenant, provider, versions, target, the payload's ids): 1 to
+/// [`MAX_TEXT_CHARS`] characters that satisfy the identifier rule
+/// ([`crate::identifier`]: no invisible, directional, whitespace or control characters, one
+/// script, not a look-alike of an ASCII id).
+pub(crate) fn check_id(field: &str, value: &str) -> Result<(), IntentError> {
+    check_text(field, value)?;
+    check_identifier(value).map_err(|problem| IntentError::field(field, problem.to_string()))
 }
 
 /// `payload.amount_minor` and `payload.currency`: a positive safe integer in an active

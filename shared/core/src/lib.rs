@@ -16,6 +16,7 @@ pub mod doorbell;
 pub mod events;
 pub mod execute;
 pub mod hash;
+pub mod identifier;
 pub mod ids;
 pub mod intent;
 pub mod money;
@@ -32,6 +33,7 @@ pub mod state;
 pub mod step_up;
 pub mod strict_json;
 pub mod supersede;
+pub mod visible;
 pub use answer::answer_summary;
 pub mod waiting;
 pub mod webhook;
@@ -45,6 +47,7 @@ pub use authz::{Actor, ApiAction, Decider, Denial, OperationAction, OperationFac
 pub use catalogue::{Action, ActionSpec, Effect, ProviderName, Subject, CATALOGUE};
 pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};
+pub use identifier::{check_identifier, is_identifier, IdentifierProblem};
 pub use ids::{IdempotencyKey, OperationId, PayloadHash};
 pub use intent::{parse_intent, IntentError, ValidIntent};
 pub use outcome::{

@@ -56,6 +56,40 @@ fn canonical_values_match_python_and_node() {
     }
 }
 
+/// The snapshot an intent's hash covers: the validator's, or, for a vector whose ids the
+/// identifier rule refuses (kept for their non-BMP characters), its snapshot members as
+/// written.
+fn snapshot_json(name: &str, text: &str) -> Value {
+    match parse_intent(text.as_bytes()) {
+        Ok(intent) => {
+            assert_eq!(hash_value(&intent.snapshot.to_json()), intent.payload_hash);
+            intent.snapshot.to_json()
+        }
+        Err(e) => {
+            assert_eq!(e.code(), "invalid_field", "{name}: {e}");
+            let Value::Object(all) = serde_json::from_str(text).unwrap() else {
+                panic!("{name}: not an object")
+            };
+            let members = [
+                "operation_id",
+                "tenant_id",
+                "action",
+                "provider",
+                "target",
+                "payload",
+                "policy_version",
+                "data_version",
+            ];
+            Value::Object(
+                members
+                    .iter()
+                    .map(|m| (m.to_string(), all.get(*m).cloned().unwrap_or(Value::Null)))
+                    .collect(),
+            )
+        }
+    }
+}
+
 #[test]
 fn intent_payload_hashes_match_python_and_node() {
     let intents: Vec<_> = vectors()
@@ -65,18 +99,17 @@ fn intent_payload_hashes_match_python_and_node() {
     assert!(intents.len() >= 3);
     for v in &intents {
         let name = field(v, "name");
-        let intent =
-            parse_intent(field(v, "text").as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let ours = canonical_json(&intent.snapshot.to_json());
+        let snapshot = snapshot_json(name, field(v, "text"));
+        let ours = canonical_json(&snapshot);
         assert_eq!(ours, field(v, "python"), "{name}: python rfc8785");
         assert_eq!(ours, field(v, "node"), "{name}: npm canonicalize");
         assert_eq!(
-            intent.payload_hash.as_str(),
+            hash_value(&snapshot).as_str(),
             field(v, "sha256"),
             "{name}: payload hash"
         );
         assert_eq!(
-            intent.payload_hash.as_str(),
+            hash_value(&snapshot).as_str(),
             field(v, "node_sha256"),
             "{name}: payload hash (node)"
         );

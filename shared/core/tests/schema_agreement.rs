@@ -6,7 +6,9 @@
 //! - `invalid/<reason>--<case>.json`: both refuse, fleet with `<reason>`;
 //! - `strict/<reason>--<case>.json`: only fleet refuses, because the rule is about the
 //!   text, not the parsed value (duplicate names, lone surrogates, number ranges, `1.0`
-//!   for an integer) or relates two members (supersedes = operation_id). Where a lenient
+//!   for an integer), relates two members (supersedes = operation_id), or is the part of
+//!   the identifier rule a pattern cannot state (mixed scripts, confusables, characters
+//!   beyond U+FFFF, TS #39's identifier characters). Where a lenient
 //!   parser can read the text at all, the schema must accept it: a fixture the schema
 //!   refuses belongs in `invalid/`.
 
@@ -150,6 +152,13 @@ fn the_schema_states_the_validators_limits() {
     let defs = &s["$defs"];
     assert_eq!(defs["text"]["maxLength"], MAX_TEXT_CHARS);
     assert_eq!(defs["text"]["minLength"], 1);
+    assert_eq!(defs["identifier"]["maxLength"], MAX_TEXT_CHARS);
+    assert_eq!(defs["identifier"]["minLength"], 1);
+    assert_eq!(
+        defs["identifier"]["pattern"],
+        fleet_core::intent::payloads::identifier_pattern(),
+        "the pattern names the hidden characters of fleet_core::visible::is_hidden"
+    );
     assert_eq!(
         s["properties"]["rationale"]["maxLength"],
         MAX_RATIONALE_CHARS

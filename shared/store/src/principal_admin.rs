@@ -4,6 +4,7 @@
 //! one transaction: tenants, tokens, sessions and subject.
 
 use chrono::{DateTime, Utc};
+use fleet_core::access::{check_principal_name, check_tenant_id};
 use fleet_core::Role;
 
 use crate::{Store, StoreError};
@@ -29,6 +30,9 @@ pub enum PrincipalAdded {
     SubjectMismatch,
     /// Another principal signs in as this subject: nothing was written.
     SubjectTaken { by: String },
+    /// The name or a tenant is not an identifier (`fleet_core::access`): nothing was
+    /// written.
+    NotAnIdentifier { problem: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,9 +57,19 @@ pub struct PrincipalListing {
     pub removed_at: Option<DateTime<Utc>>,
 }
 
+/// Whether a principal's name and tenants are identifiers, the rule every door applies
+/// (the table's CHECK holds the name's characters too; tenants are checked here alone).
+pub(crate) fn check_names(name: &str, tenants: &[String]) -> Result<(), String> {
+    check_principal_name(name)?;
+    tenants.iter().try_for_each(|t| check_tenant_id(t))
+}
+
 impl Store {
     /// Adds (or reinstates, or extends) a principal in one transaction.
     pub async fn add_principal(&self, p: &NewPrincipal<'_>) -> Result<PrincipalAdded, StoreError> {
+        if let Err(problem) = check_names(p.name, p.tenants) {
+            return Ok(PrincipalAdded::NotAnIdentifier { problem });
+        }
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let inserted = tx

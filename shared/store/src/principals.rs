@@ -44,6 +44,9 @@ pub enum TokenCreated {
     /// The principal was removed: nothing was written (`fleetctl principal add` brings
     /// it back deliberately).
     Removed,
+    /// The principal's name or a tenant is not an identifier (`fleet_core::access`):
+    /// nothing was written.
+    NotAnIdentifier { problem: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,6 +175,9 @@ impl Store {
     /// Creates the token (and the principal when new, granted the token's tenants) in one
     /// transaction; nothing is written when it is refused.
     pub async fn create_token(&self, t: &NewToken<'_>) -> Result<TokenCreated, StoreError> {
+        if let Err(problem) = crate::principal_admin::check_names(t.principal, t.tenants) {
+            return Ok(TokenCreated::NotAnIdentifier { problem });
+        }
         let mut limit = t.tenants.to_vec();
         limit.sort();
         limit.dedup();

@@ -25,6 +25,38 @@ pub fn with_amount(mut intent: Value, amount: Value) -> Value {
     intent
 }
 
+/// Payment payload members that would show as another id on screen, with the field a
+/// refusal names: a right-to-left override around the reversed id (drawn as `vendor_77`),
+/// a zero-width space, a Cyrillic `е` among Latin letters, an all-Cyrillic look-alike of
+/// `scope`.
+pub const SPOOFED_IDS: [(&str, &str, &str); 4] = [
+    (
+        "beneficiary_id",
+        "payload.beneficiary_id",
+        "\u{202E}77_rodnev\u{202C}",
+    ),
+    ("invoice_id", "payload.invoice_id", "inv\u{200B}_9182"),
+    (
+        "beneficiary_id",
+        "payload.beneficiary_id",
+        "v\u{0435}ndor_77",
+    ),
+    (
+        "beneficiary_id",
+        "payload.beneficiary_id",
+        "\u{0455}\u{0441}\u{043E}\u{0440}\u{0435}",
+    ),
+];
+
+/// An id in one script other than Latin and like no ASCII id: accepted.
+pub const NON_LATIN_ID: &str = "λογαριασμός_7";
+
+/// `intent` with its payload's `member` set to `value`.
+pub fn with_payload_member(mut intent: Value, member: &str, value: &str) -> Value {
+    intent["payload"][member] = json!(value);
+    intent
+}
+
 pub fn intent_bytes(intent: &Value) -> Vec<u8> {
     serde_json::to_vec(intent).unwrap()
 }

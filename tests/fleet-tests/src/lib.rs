@@ -45,7 +45,8 @@ pub use console::{
 pub use events::{fast_relay, EventTap, TappedEvent};
 pub use intents::{
     contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes,
-    order_change_intent, refund_intent, with_amount, CONTRACT_SHA256,
+    order_change_intent, refund_intent, with_amount, with_payload_member, CONTRACT_SHA256,
+    NON_LATIN_ID, SPOOFED_IDS,
 };
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
 pub use processes::{bin_dir, WorkerProcess};

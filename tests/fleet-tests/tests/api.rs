@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use fleet_broker::Queue;
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::{
-    eventually, hash_of, intent, intent_bytes, op_of, with_amount, ApiProcess, TestFleet,
+    eventually, hash_of, intent, intent_bytes, op_of, with_amount, with_payload_member, ApiProcess,
+    TestFleet, NON_LATIN_ID, SPOOFED_IDS,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -464,6 +465,36 @@ async fn the_same_operation_id_with_other_content_is_409_and_the_stored_one_is_u
         json!({"code": "operation_id_conflict", "field": "operation_id"})
     );
     assert_eq!(fleet.view_in_db(&op).await, before);
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn an_id_that_would_show_as_another_is_422_invalid_field_naming_it() {
+    let (fleet, api) = fleet_with_api().await;
+    let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    for (member, field, value) in SPOOFED_IDS {
+        let i = with_payload_member(intent(), member, value);
+        let (status, error) = error_of(submit(&fleet, &api, &token, intent_bytes(&i)).await).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{value:?}");
+        assert_eq!(
+            error,
+            json!({"code": "invalid_field", "field": field}),
+            "{value:?}"
+        );
+    }
+    assert_eq!(
+        fleet.count("SELECT count(*) FROM operations").await,
+        0,
+        "nothing is written for a refused id"
+    );
+    let greek = with_payload_member(intent(), "beneficiary_id", NON_LATIN_ID);
+    assert_eq!(
+        submit(&fleet, &api, &token, intent_bytes(&greek))
+            .await
+            .status(),
+        StatusCode::ACCEPTED,
+        "an id in one other script is accepted"
+    );
     fleet.stop().await;
 }
 

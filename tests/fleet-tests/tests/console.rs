@@ -5,13 +5,13 @@
 
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::{
-    contract_intent, cookie_value, deal_update_intent, form_token, hash_of, intent, no_redirects,
-    op_of, order_change_intent, session_of, set_cookie, sign_in_over_http, ApiProcess, SignedIn,
-    TestFleet,
+    contract_intent, cookie_value, deal_create_intent, deal_update_intent, form_token, hash_of,
+    intent, no_redirects, op_of, order_change_intent, refund_intent, session_of, set_cookie,
+    sign_in_over_http, ApiProcess, SignedIn, TestFleet,
 };
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION};
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const TENANT: &str = "org_482";
 
@@ -857,4 +857,98 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
     let by_oidc = format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}' AND kind = 'approved' AND actor LIKE '%erin' AND signed_in_with = 'oidc'");
     assert_eq!(fleet.count(&by_oidc).await, 1);
     fleet.stop().await;
+}
+
+/// The directional and invisible characters every free-text field below carries.
+const HIDDEN: [char; 5] = ['\u{202E}', '\u{200B}', '\u{2066}', '\u{200F}', '\u{FEFF}'];
+
+/// `text` with all of [`HIDDEN`] mixed in.
+fn hiding(text: &str) -> String {
+    format!("{text} \u{202E}evil\u{202C}\u{200B}\u{2066}x\u{2069}\u{200F}\u{FEFF}")
+}
+
+/// Every character of `page` a person sees for what it is: nothing draws nothing or
+/// reorders the text around it (line breaks and spaces aside).
+fn assert_nothing_hidden(page: &str, what: &str) {
+    let hidden: Vec<String> = page
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '\n') && fleet_core::visible::is_hidden(*c))
+        .map(fleet_core::visible::code_point)
+        .collect();
+    assert!(hidden.is_empty(), "{what}: {hidden:?} in {page}");
+    for c in HIDDEN {
+        assert!(
+            page.contains(&fleet_core::visible::code_point(c)),
+            "{what}: {} is shown",
+            fleet_core::visible::code_point(c)
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_free_text_field_is_shown_with_its_hidden_characters_revealed() {
+    let c = console().await;
+    let mut payment = intent();
+    payment["rationale"] = json!(hiding("Invoice is due today."));
+    let mut deal = deal_create_intent();
+    deal["payload"]["name"] = json!(hiding("Acme renewal"));
+    deal["payload"]["stage"] = json!(hiding("proposal"));
+    let mut refund = refund_intent("pay_01J", 2500);
+    refund["payload"]["reason"] = json!(hiding("duplicate"));
+    let mut order = order_change_intent("ord_5531", "paid", "fulfilled");
+    order["payload"]["reason"] = json!(hiding("Shipped"));
+    let mut contract = contract_intent("cust_1042");
+    contract["payload"]["subject"] = json!(hiding("Master services agreement"));
+    let update = deal_update_intent("deal_7", 3, json!({ hiding("note"): hiding("renewed") }));
+    let all = [&payment, &deal, &refund, &order, &contract, &update];
+    for i in all {
+        c.submit(i).await;
+    }
+    let alice = session_of(&c.api, "sub-alice").await;
+    // A person's free text too: the rejection's reason, in the timeline.
+    let page = c
+        .get(&alice, &format!("/console/operations/{}", op_of(&payment)))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let r = c
+        .post(
+            &alice,
+            &format!("/console/operations/{}/reject", op_of(&payment)),
+            &[
+                ("reason", hiding("wrong vendor").as_str()),
+                ("form_token", &form_token(&page)),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER, "rejected");
+    for i in all {
+        let op = op_of(i);
+        let page = c
+            .get(&alice, &format!("/console/operations/{op}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert_nothing_hidden(&page, &format!("{} page", i["action"]));
+    }
+    let page = c
+        .get(&alice, &format!("/console/operations/{}", op_of(&payment)))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("wrong vendor ⟨U+202E⟩evil⟨U+202C⟩"),
+        "the rejection's reason is shown revealed: {page}"
+    );
+    let inbox = c.get(&alice, "/console").await.text().await.unwrap();
+    let hidden_in_inbox = inbox
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '\n') && fleet_core::visible::is_hidden(*c))
+        .count();
+    assert_eq!(hidden_in_inbox, 0, "{inbox}");
+    assert!(inbox.contains("Acme renewal ⟨U+202E⟩evil"), "{inbox}");
+    c.fleet.stop().await;
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use fleet_core::Role;
-use fleet_tests::{eventually, ApiProcess, TestFleet};
+use fleet_tests::{eventually, ApiProcess, TestFleet, NON_LATIN_ID, SPOOFED_IDS};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -526,6 +526,39 @@ async fn another_tenant_is_refused_and_a_request_without_a_valid_token_is_401() 
     for agent in [owners, theirs, approvers, several] {
         agent.close().await;
     }
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn a_proposal_whose_id_would_show_as_another_is_refused_naming_the_field() {
+    let (fleet, api) = fleet_with_api(&[]).await;
+    let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let agent = api.mcp(&token).await.expect("connect");
+    for (member, field, value) in SPOOFED_IDS {
+        let mut args = payment();
+        args["payload"][member] = json!(value);
+        let answer = agent.call("payment_create", args).await;
+        assert_eq!(
+            answer.refusal(),
+            ("invalid_field".to_owned(), json!(field)),
+            "{value:?}"
+        );
+    }
+    assert_eq!(
+        fleet.count("SELECT count(*) FROM operations").await,
+        0,
+        "nothing is written for a refused id"
+    );
+    let mut greek = payment();
+    greek["payload"]["beneficiary_id"] = json!(NON_LATIN_ID);
+    let proposed = agent.call("payment_create", greek).await.ok();
+    let op = proposed["operation_id"].as_str().expect("an operation id");
+    assert_eq!(
+        fleet.view_in_db(op).await["payload"]["beneficiary_id"],
+        json!(NON_LATIN_ID),
+        "an id in one other script is accepted"
+    );
+    agent.close().await;
     fleet.stop().await;
 }
 

@@ -8,7 +8,8 @@ use fleet_core::{parse_intent, ApprovalStatus, Status};
 use fleet_prepare::{disposition, store_intent, CheckedIntent, Intake};
 use fleet_store::Store;
 use fleet_tests::{
-    deal_update_intent, eventually_within, intent, intent_bytes, op_of, with_amount, TestFleet,
+    deal_update_intent, eventually_within, intent, intent_bytes, op_of, with_amount,
+    with_payload_member, TestFleet, NON_LATIN_ID, SPOOFED_IDS,
 };
 use serde_json::json;
 
@@ -117,6 +118,39 @@ async fn bad_messages_are_dead_lettered_with_a_reason_and_write_nothing() {
     assert_eq!(
         fleet.count("SELECT count(*) FROM operation_events").await,
         0
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn ids_that_would_show_as_other_ids_are_dead_lettered_as_invalid_fields() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    let spoofed: Vec<Vec<u8>> = SPOOFED_IDS
+        .iter()
+        .map(|(member, _, value)| intent_bytes(&with_payload_member(intent(), member, value)))
+        .collect();
+    for bytes in &spoofed {
+        fleet.submit_bytes(bytes).await;
+    }
+    let greek = with_payload_member(intent(), "beneficiary_id", NON_LATIN_ID);
+    fleet.submit(&greek).await;
+    let dead = fleet
+        .expect_dead_letters(Queue::IntentsPrepare, spoofed.len() as u32)
+        .await;
+    for (bytes, (_, field, value)) in spoofed.iter().zip(SPOOFED_IDS) {
+        let found = dead
+            .iter()
+            .find(|(body, _)| body == bytes)
+            .unwrap_or_else(|| panic!("no dead letter for {field} {value:?}"));
+        assert_eq!(found.1.as_deref(), Some("invalid_field"), "{value:?}");
+    }
+    let stored = fleet.prepared(&op_of(&greek)).await;
+    assert_eq!(stored.payload["beneficiary_id"], json!(NON_LATIN_ID));
+    assert_eq!(
+        fleet.count("SELECT count(*) FROM operations").await,
+        1,
+        "only the legitimate non-Latin id is stored"
     );
     fleet.stop().await;
 }

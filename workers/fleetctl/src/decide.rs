@@ -142,7 +142,7 @@ pub async fn approve(
         Some(key) => {
             let view = client.operation(op).await?;
             let statement = statement_of(&view, hash, Utc::now())?;
-            println!(
+            crate::say!(
                 "signing, as key {}:\n{}",
                 key.public_key().key_id(),
                 statement.in_words()

@@ -29,11 +29,14 @@ pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()>
         return Ok(());
     }
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
-    println!(
+    say!(
         "operation   {}  ({} via {}, tenant {})",
-        row.operation_id, row.action, row.provider, row.tenant_id
+        row.operation_id,
+        row.action,
+        row.provider,
+        row.tenant_id
     );
-    println!(
+    say!(
         "status      {}{}",
         row.status,
         row.status_reason
@@ -41,29 +44,29 @@ pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()>
             .map(|r| format!(" ({r})"))
             .unwrap_or_default()
     );
-    println!(
+    say!(
         "approval    {} until {} by {}",
         row.approval_status,
         row.approval_expires_at,
         opt(&row.decided_by)
     );
     if let Some(amount) = amount(&row.payload) {
-        println!("amount      {amount}");
+        say!("amount      {amount}");
     }
-    println!("hash        {}", row.payload_hash);
-    println!("payload     {}", row.payload);
-    println!(
+    say!("hash        {}", row.payload_hash);
+    say!("payload     {}", row.payload);
+    say!(
         "fence       {}  attempts {}  external_id {}",
         row.fence,
         row.attempts,
         opt(&row.external_id)
     );
     if let Some(at) = row.escalated_at {
-        println!("escalated   {at}");
+        say!("escalated   {at}");
     }
-    println!("attempts:");
+    say!("attempts:");
     for a in store.attempts(op).await? {
-        println!(
+        say!(
             "  fence {} by {} at {}: {} http {} {}",
             a.fence,
             a.worker,
@@ -76,14 +79,14 @@ pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()>
             a.detail.as_deref().unwrap_or("")
         );
     }
-    println!("events:");
+    say!("events:");
     for e in store.events(op).await? {
         let moved = match (&e.from_status, &e.to_status) {
             (Some(f), Some(t)) => format!("{f} -> {t}"),
             (None, Some(t)) => format!("-> {t}"),
             _ => String::new(),
         };
-        println!(
+        say!(
             "  {} {:<12} {:<28} by {} {}",
             e.at,
             e.kind,
@@ -114,12 +117,19 @@ pub async fn list(
         return Ok(());
     }
     let now = Utc::now();
-    println!(
+    say!(
         "{:<30} {:<16} {:<12} {:<26} {:>22} {:<10} {:<9} {:>5} EXTERNAL_ID",
-        "OPERATION", "ACTION", "STATUS", "REASON", "AMOUNT", "APPROVAL", "ESCALATED", "AGE"
+        "OPERATION",
+        "ACTION",
+        "STATUS",
+        "REASON",
+        "AMOUNT",
+        "APPROVAL",
+        "ESCALATED",
+        "AGE"
     );
     for r in rows {
-        println!(
+        say!(
             "{:<30} {:<16} {:<12} {:<26} {:>22} {:<10} {:<9} {:>5} {}",
             r.operation_id,
             r.action,

@@ -1,6 +1,16 @@
 //! fleetctl: the approver's and operator's command line, the demo and the bench.
 //! Each command is a small module; `main.rs` only parses and dispatches.
 
+/// `println!` for what a person reads: the line with every invisible or directional
+/// character written as its code point (`fleet_core::visible::reveal`), so an id or a
+/// reason cannot look like another on a terminal. JSON output is printed as stored.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", fleet_core::visible::reveal(&format!($($arg)*)))
+    };
+}
+
 pub mod bench;
 pub mod broker_setup;
 pub mod cli;

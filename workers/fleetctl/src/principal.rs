@@ -3,7 +3,7 @@
 //! gives them (`--oidc-subject`); bots keep using tokens (`fleetctl token`).
 
 use clap::Subcommand;
-use fleet_core::access::is_principal_name;
+use fleet_core::access::check_principal_name;
 use fleet_core::Role;
 use fleet_store::{NewPrincipal, PrincipalAdded, PrincipalRemoved, Store};
 
@@ -56,7 +56,7 @@ async fn add(
     tenants: &[String],
     oidc_subject: Option<&str>,
 ) -> anyhow::Result<()> {
-    anyhow::ensure!(is_principal_name(name), "{name:?} cannot name a principal: 1 to 128 letters, digits and ._@:- starting with a letter or digit");
+    check_principal_name(name).map_err(anyhow::Error::msg)?;
     crate::token::check_tenants(tenants)?;
     if let Some(sub) = oidc_subject {
         anyhow::ensure!(
@@ -82,6 +82,7 @@ async fn add(
         PrincipalAdded::RoleMismatch { existing } => {
             anyhow::bail!("refused: {name} is a principal with role {existing}, not {role}")
         }
+        PrincipalAdded::NotAnIdentifier { problem } => anyhow::bail!("refused: {problem}"),
         PrincipalAdded::SubjectMismatch => anyhow::bail!(
             "refused: {name} already signs in as another subject; remove it and add it again to change it"
         ),
@@ -94,15 +95,19 @@ async fn add(
 }
 
 async fn list(store: &Store) -> anyhow::Result<()> {
-    println!(
+    crate::say!(
         "{:<24} {:<9} {:<28} {:<7} {:<8} tenants",
-        "name", "role", "oidc subject", "tokens", "removed"
+        "name",
+        "role",
+        "oidc subject",
+        "tokens",
+        "removed"
     );
     for p in store.list_principals().await? {
         let removed = p
             .removed_at
             .map_or("-".to_owned(), |at| at.format("%Y-%m-%d").to_string());
-        println!(
+        crate::say!(
             "{:<24} {:<9} {:<28} {:<7} {:<8} {}",
             p.name,
             p.role,

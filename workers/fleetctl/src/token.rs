@@ -4,7 +4,9 @@
 //! principal's tenants (`--tenant`).
 
 use clap::Subcommand;
-use fleet_core::access::{is_principal_name, TokenLifetime, TOKEN_SECRET_BYTES};
+use fleet_core::access::{
+    check_principal_name, check_tenant_id, TokenLifetime, TOKEN_SECRET_BYTES,
+};
 use fleet_core::{Role, Token, TokenHash};
 use fleet_store::{NewToken, Store, TokenCreated, TokenRevoked};
 
@@ -64,13 +66,11 @@ pub fn new_token() -> anyhow::Result<Token> {
     Ok(Token::from_secret_bytes(&bytes))
 }
 
-/// Refuses a tenant name the tables would refuse (or that could not be shown safely).
+/// Refuses a tenant that is not an identifier (`fleet_core::access::check_tenant_id`): one
+/// no intent could name, or that would not be shown as what it is.
 pub(crate) fn check_tenants(tenants: &[String]) -> anyhow::Result<()> {
     for t in tenants {
-        anyhow::ensure!(
-            !t.is_empty() && t.len() <= 256 && !t.chars().any(char::is_control),
-            "{t:?} cannot name a tenant: 1 to 256 bytes, no control characters"
-        );
+        check_tenant_id(t).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }
@@ -106,7 +106,7 @@ pub async fn issue_for(
     tenants: &[String],
     lifetime: TokenLifetime,
 ) -> anyhow::Result<Issued> {
-    anyhow::ensure!(is_principal_name(principal), "{principal:?} cannot name a principal: 1 to 128 letters, digits and ._@:- starting with a letter or digit");
+    check_principal_name(principal).map_err(anyhow::Error::msg)?;
     check_tenants(tenants)?;
     let token = new_token()?;
     let token_id = format!("tok_{}", ulid::Ulid::new());
@@ -141,6 +141,7 @@ pub async fn issue_for(
             "refused: {principal} does not act for {}; a token is limited to tenants its principal has (`fleetctl principal add --name {principal} --role {role} --tenant …` grants more)",
             missing.join(", ")
         ),
+        TokenCreated::NotAnIdentifier { problem } => anyhow::bail!("refused: {problem}"),
         TokenCreated::NoTenants => anyhow::bail!(
             "refused: {principal} is a new principal; name its tenants with --tenant"
         ),
@@ -198,9 +199,16 @@ fn shown(name: &str) -> &str {
 
 async fn list(store: &Store) -> anyhow::Result<()> {
     let minute = |at: chrono::DateTime<chrono::Utc>| at.format("%Y-%m-%d %H:%M").to_string();
-    println!(
+    crate::say!(
         "{:<30} {:<15} {:<24} {:<9} {:<8} {:<17} {:<17} {:<17} tenants",
-        "id", "prefix", "principal", "role", "state", "created", "expires", "last used"
+        "id",
+        "prefix",
+        "principal",
+        "role",
+        "state",
+        "created",
+        "expires",
+        "last used"
     );
     for t in store.list_tokens().await? {
         let state = if t.revoked_at.is_some() {
@@ -212,7 +220,7 @@ async fn list(store: &Store) -> anyhow::Result<()> {
         };
         let last_used = t.last_used_at.map_or("never".to_owned(), minute);
         let limited = if t.limited { " (limited)" } else { "" };
-        println!(
+        crate::say!(
             "{:<30} {:<15} {:<24} {:<9} {:<8} {:<17} {:<17} {:<17} {}{limited}",
             t.token_id,
             t.display_prefix,

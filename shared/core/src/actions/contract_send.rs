@@ -17,9 +17,9 @@ use crate::catalogue::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
     WebhookSpec,
 };
-use crate::intent::payloads::text;
+use crate::intent::payloads::{identifier, text};
 use crate::intent::proposal::Proposal;
-use crate::intent::{check_text, IntentError, MAX_TEXT_CHARS};
+use crate::intent::{check_id, check_text, IntentError, MAX_TEXT_CHARS};
 use crate::outcome::{classify_keyed_create, CallResult, Outcome};
 use crate::reconcile::{read_search, Found, Reading};
 
@@ -35,7 +35,7 @@ pub const SHA256_PATTERN: &str = "^[0-9a-f]{64}$";
 #[schemars(inline)]
 pub struct ContractSendPayload {
     /// The provider's template the contract is made from.
-    #[schemars(schema_with = "text")]
+    #[schemars(schema_with = "identifier")]
     pub template_id: String,
     /// The recipient's id in your own system (e.g. `cust_1042`): never an e-mail address
     /// or a name. Letters, digits and `_ . : -`, with at least one digit.
@@ -93,7 +93,7 @@ impl ActionPayload for ContractSendPayload {
     type Proposal = Proposal<ContractSendPayload>;
 
     fn check(&self) -> Result<(), IntentError> {
-        check_text("payload.template_id", &self.template_id)?;
+        check_id("payload.template_id", &self.template_id)?;
         if !is_recipient_id(&self.recipient_id) {
             return Err(IntentError::field("payload.recipient_id", "must be an id in your system (letters, digits, _ . : -, with a digit), never an e-mail address or a name"));
         }

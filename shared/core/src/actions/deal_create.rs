@@ -9,9 +9,9 @@ use serde_json::Value;
 use crate::catalogue::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
 };
-use crate::intent::payloads::{amount_minor, currency, text};
+use crate::intent::payloads::{amount_minor, currency, identifier, text};
 use crate::intent::proposal::Proposal;
-use crate::intent::{check_money, check_text, IntentError};
+use crate::intent::{check_id, check_money, check_text, IntentError};
 use crate::money::format_amount;
 use crate::outcome::{classify_deal_create, CallResult, Outcome};
 use crate::reconcile::{read_search, Found, Reading};
@@ -33,7 +33,7 @@ pub struct DealCreatePayload {
     #[schemars(schema_with = "text")]
     pub stage: String,
     /// The CRM user who owns the deal.
-    #[schemars(schema_with = "text")]
+    #[schemars(schema_with = "identifier")]
     pub owner_id: String,
 }
 
@@ -50,7 +50,7 @@ impl ActionPayload for DealCreatePayload {
     fn check(&self) -> Result<(), IntentError> {
         check_text("payload.name", &self.name)?;
         check_text("payload.stage", &self.stage)?;
-        check_text("payload.owner_id", &self.owner_id)?;
+        check_id("payload.owner_id", &self.owner_id)?;
         check_money(self.amount_minor, &self.currency)
     }
 

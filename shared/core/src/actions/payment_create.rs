@@ -9,9 +9,9 @@ use crate::catalogue::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
     WebhookSpec,
 };
-use crate::intent::payloads::{amount_minor, currency, text};
+use crate::intent::payloads::{amount_minor, currency, identifier};
 use crate::intent::proposal::Proposal;
-use crate::intent::{check_money, check_text, IntentError};
+use crate::intent::{check_id, check_money, IntentError};
 use crate::money::format_amount;
 use crate::outcome::{classify_payment, CallResult, Outcome};
 use crate::reconcile::{read_search, Found, Reading};
@@ -22,10 +22,10 @@ use crate::reconcile::{read_search, Found, Reading};
 #[schemars(inline)]
 pub struct PaymentPayload {
     /// The invoice this payment settles; also the payment's reference at the provider.
-    #[schemars(schema_with = "text")]
+    #[schemars(schema_with = "identifier")]
     pub invoice_id: String,
     /// Who is paid.
-    #[schemars(schema_with = "text")]
+    #[schemars(schema_with = "identifier")]
     pub beneficiary_id: String,
     /// The amount in the currency's minor unit (12,500.00 KZT is 1250000), an integer.
     #[schemars(schema_with = "amount_minor")]
@@ -39,8 +39,8 @@ impl ActionPayload for PaymentPayload {
     type Proposal = Proposal<PaymentPayload>;
 
     fn check(&self) -> Result<(), IntentError> {
-        check_text("payload.invoice_id", &self.invoice_id)?;
-        check_text("payload.beneficiary_id", &self.beneficiary_id)?;
+        check_id("payload.invoice_id", &self.invoice_id)?;
+        check_id("payload.beneficiary_id", &self.beneficiary_id)?;
         check_money(self.amount_minor, &self.currency)
     }
 

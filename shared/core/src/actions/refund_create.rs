@@ -9,9 +9,9 @@ use crate::catalogue::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
     WebhookSpec,
 };
-use crate::intent::payloads::{amount_minor, currency, text};
+use crate::intent::payloads::{amount_minor, currency, identifier, text};
 use crate::intent::proposal::Proposal;
-use crate::intent::{check_money, check_text, IntentError};
+use crate::intent::{check_id, check_money, check_text, IntentError};
 use crate::money::format_amount;
 use crate::outcome::{classify_payment, CallResult, Outcome};
 use crate::reconcile::{read_search, Found, Reading};
@@ -22,7 +22,7 @@ use crate::reconcile::{read_search, Found, Reading};
 #[schemars(inline)]
 pub struct RefundPayload {
     /// The provider's id of the payment refunded (`pay_…`).
-    #[schemars(schema_with = "text")]
+    #[schemars(schema_with = "identifier")]
     pub payment_id: String,
     /// The amount refunded in the currency's minor unit, an integer.
     #[schemars(schema_with = "amount_minor")]
@@ -39,7 +39,7 @@ impl ActionPayload for RefundPayload {
     type Proposal = Proposal<RefundPayload>;
 
     fn check(&self) -> Result<(), IntentError> {
-        check_text("payload.payment_id", &self.payment_id)?;
+        check_id("payload.payment_id", &self.payment_id)?;
         check_text("payload.reason", &self.reason)?;
         check_money(self.amount_minor, &self.currency)
     }

@@ -19,7 +19,8 @@ pub use crate::actions::refund_create::RefundPayload;
 
 // The member schemas, as shared/schemas/intent.v1.json states them.
 
-/// Identifier-like text: 1 to 256 characters, no control characters (Unicode Cc).
+/// Short free text (a name, a reason): 1 to 256 characters, no control characters
+/// (Unicode Cc).
 pub fn text(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "string",
@@ -27,6 +28,44 @@ pub fn text(_: &mut SchemaGenerator) -> Schema {
         "maxLength": MAX_TEXT_CHARS,
         "pattern": r"^[^\u0000-\u001f\u007f-\u009f]*$",
     })
+}
+
+/// An identifier (`crate::identifier`): 1 to 256 characters, none of them hidden. The
+/// pattern states what a pattern can: no character of the Basic Multilingual Plane that
+/// `visible::is_hidden` names (controls, format characters, whitespace,
+/// default-ignorables); the validator refuses the rest of the rule too.
+pub fn identifier(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_TEXT_CHARS,
+        "pattern": identifier_pattern(),
+    })
+}
+
+/// `^[^…]*$` over the Basic Multilingual Plane's hidden characters, as ranges in
+/// `\uXXXX` escapes (ECMA-262 without the `u` flag, as JSON Schema validators read them,
+/// cannot name characters beyond U+FFFF in a class).
+pub fn identifier_pattern() -> String {
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for c in (0..=0xFFFF).filter_map(char::from_u32) {
+        if !crate::visible::is_hidden(c) {
+            continue;
+        }
+        let c = u32::from(c);
+        match ranges.last_mut() {
+            Some((_, end)) if *end + 1 == c => *end = c,
+            _ => ranges.push((c, c)),
+        }
+    }
+    let mut class = String::new();
+    for (start, end) in ranges {
+        class.push_str(&format!("\\u{start:04x}"));
+        if end > start {
+            class.push_str(&format!("-\\u{end:04x}"));
+        }
+    }
+    format!("^[^{class}]*$")
 }
 
 pub fn amount_minor(_: &mut SchemaGenerator) -> Schema {

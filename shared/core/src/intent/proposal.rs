@@ -30,16 +30,16 @@ pub struct Proposal<P> {
     pub operation_id: Option<String>,
     /// The tenant acted for. May be left out when your token is granted exactly one.
     #[serde(default)]
-    #[schemars(schema_with = "optional_text")]
+    #[schemars(schema_with = "optional_identifier")]
     pub tenant_id: Option<String>,
     /// What the action does, exactly as the person approving it will see it.
     pub payload: P,
     /// The policy you followed (e.g. `payments-v3`); an operation whose policy is no longer
     /// in force is cancelled instead of executed.
-    #[schemars(schema_with = "payloads::text")]
+    #[schemars(schema_with = "payloads::identifier")]
     pub policy_version: String,
     /// The version of the data you looked at (e.g. `inv_9182@7`).
-    #[schemars(schema_with = "payloads::text")]
+    #[schemars(schema_with = "payloads::identifier")]
     pub data_version: String,
     /// How long the approval may wait, in seconds (1 to 2,592,000, 30 days).
     #[schemars(schema_with = "payloads::approval_ttl_seconds")]
@@ -68,18 +68,18 @@ pub struct TargetedProposal<P> {
     pub operation_id: Option<String>,
     /// The tenant acted for. May be left out when your token is granted exactly one.
     #[serde(default)]
-    #[schemars(schema_with = "optional_text")]
+    #[schemars(schema_with = "optional_identifier")]
     pub tenant_id: Option<String>,
     /// The id of the object changed (the deal, the order).
-    #[schemars(schema_with = "payloads::text")]
+    #[schemars(schema_with = "payloads::identifier")]
     pub target: String,
     /// The change, exactly as the person approving it will see it.
     pub payload: P,
     /// The policy you followed (e.g. `crm-v1`).
-    #[schemars(schema_with = "payloads::text")]
+    #[schemars(schema_with = "payloads::identifier")]
     pub policy_version: String,
     /// The version of the data you looked at (e.g. `deal_7@3`).
-    #[schemars(schema_with = "payloads::text")]
+    #[schemars(schema_with = "payloads::identifier")]
     pub data_version: String,
     /// How long the approval may wait, in seconds (1 to 2,592,000, 30 days).
     #[schemars(schema_with = "payloads::approval_ttl_seconds")]
@@ -108,8 +108,8 @@ fn optional_operation_id(generator: &mut SchemaGenerator) -> Schema {
     nullable(payloads::operation_id(generator))
 }
 
-fn optional_text(generator: &mut SchemaGenerator) -> Schema {
-    nullable(payloads::text(generator))
+fn optional_identifier(generator: &mut SchemaGenerator) -> Schema {
+    nullable(payloads::identifier(generator))
 }
 
 /// The tool that proposes `action`: its wire name with `_` for `.` (`payment_create`).

@@ -85,7 +85,8 @@ pub fn error_page(status: StatusCode, title: &str, message: &str) -> Response {
     let mut r = html(
         ErrorPage {
             title: title.into(),
-            message: message.into(),
+            // A refusal may quote what was sent: shown with its hidden characters revealed.
+            message: fleet_core::visible::reveal(message),
         }
         .render(),
     );
@@ -289,7 +290,7 @@ impl OperationPage {
     pub fn refused(mut self, status: StatusCode, text: String) -> Response {
         self.banner = Some(Banner {
             kind: "refused",
-            text,
+            text: fleet_core::visible::reveal(&text),
         });
         let mut r = html(self.render());
         *r.status_mut() = status;

@@ -25,6 +25,7 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use fleet_core::approval_statement::{expiry_for, format_expiry};
 use fleet_core::passkey::{challenge_for, PasskeyKey};
+use fleet_core::visible::reveal;
 use fleet_core::{ApprovalStatement, PublicKey};
 use fleet_store::{OperationRow, PasskeyRequest, VerifiedPasskey};
 use serde::Deserialize;
@@ -298,6 +299,8 @@ pub struct Signing {
 /// The statement the passkey will sign, and what the browser needs to ask for it.
 pub struct PasskeyOffer {
     pub statement: ApprovalStatement,
+    /// The statement in words, every invisible or directional character made visible.
+    pub in_words: String,
     /// `expires_at` as the statement writes it (posted back with the approval).
     pub expires_at: String,
     /// The WebAuthn challenge: the SHA-256 of the statement, base64url.
@@ -333,6 +336,7 @@ impl Signing {
                         Some(PasskeyOffer {
                             expires_at: format_expiry(statement.expires_at),
                             challenge: challenge_for(&statement.to_bytes()),
+                            in_words: reveal(&statement.in_words()),
                             statement,
                             rp_id: site.rp_id.clone(),
                             credentials: serde_json::to_string(&credentials)

@@ -1,9 +1,16 @@
 //! What the console's pages show, built from the store's rows: each operation in words
 //! (fleet-core's wording and amounts), its time left, its quorum progress when the view
 //! carries one, and its history as lines a person reads.
+//!
+//! Every text that came from an agent, a provider or a person is passed through
+//! `fleet_core::visible::reveal` here, once: an invisible or directional character
+//! (U+202E, U+200B …) is shown as its code point, never interpreted, so the page cannot
+//! show one id while the operation carries another. The templates escape HTML; this is
+//! about the characters HTML escaping leaves alone.
 
 use fleet_core::money::format_amount;
 use fleet_core::step_up::StepUp;
+use fleet_core::visible::reveal;
 use fleet_core::wording::{
     approval_in_words, describe, expiry_in_words, instant_in_words, patch_field_in_words,
     patch_value_in_words, status_in_words,
@@ -23,9 +30,9 @@ pub struct Me {
 impl Me {
     pub fn of(p: &Principal, form_token: String) -> Me {
         Me {
-            name: p.name.clone(),
+            name: reveal(&p.name),
             role: p.role.as_str().to_owned(),
-            tenants: p.tenants.join(", "),
+            tenants: reveal(&p.tenants.join(", ")),
             form_token,
         }
     }
@@ -58,7 +65,11 @@ pub struct Card {
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::to_owned)
+    v.get(key).and_then(Value::as_str).map(reveal)
+}
+
+fn shown(s: &Option<String>) -> Option<String> {
+    s.as_deref().map(reveal)
 }
 
 impl Card {
@@ -81,12 +92,13 @@ impl Card {
         ]
         .into_iter()
         .flatten()
-        .next();
+        .next()
+        .map(|why| reveal(&why));
         Card {
             id: r.operation_id.clone(),
-            tenant: r.tenant_id.clone(),
-            headline: describe(&r.action, r.target.as_deref(), &r.payload),
-            action: r.action.clone(),
+            tenant: reveal(&r.tenant_id),
+            headline: reveal(&describe(&r.action, r.target.as_deref(), &r.payload)),
+            action: reveal(&r.action),
             status: r.status,
             approval_status: r.approval_status,
             status_words: status_in_words(r.status, r.approval_status, r.escalated_at.is_some()),
@@ -131,17 +143,17 @@ impl Detail {
         let r = &op.row;
         Detail {
             provider: r.provider.as_str().to_owned(),
-            target: r.target.clone(),
+            target: shown(&r.target),
             payload_hash: r.payload_hash.clone(),
-            canonical_json: canonical_json(&r.snapshot().to_json()),
-            policy_version: r.policy_version.clone(),
-            data_version: r.data_version.clone(),
-            rationale: r.rationale.clone().filter(|s| !s.is_empty()),
-            supersedes: r.supersedes.clone(),
-            decided_by: r.decided_by.clone(),
+            canonical_json: reveal(&canonical_json(&r.snapshot().to_json())),
+            policy_version: reveal(&r.policy_version),
+            data_version: reveal(&r.data_version),
+            rationale: shown(&r.rationale).filter(|s| !s.is_empty()),
+            supersedes: shown(&r.supersedes),
+            decided_by: shown(&r.decided_by),
             decided_at: r.decided_at.map(|t| format!("{} UTC", at(t))),
-            external_id: r.external_id.clone(),
-            error_code: r.error_code.clone(),
+            external_id: shown(&r.external_id),
+            error_code: shown(&r.error_code),
             lookup_failures: r.lookup_failures,
         }
     }
@@ -176,7 +188,10 @@ impl DealChange {
         let (deal, unavailable) = match current {
             Ok(Some(deal)) => (Some(deal), None),
             Ok(None) => (None, Some("the CRM has no such deal".to_owned())),
-            Err(e) => (None, Some(format!("the CRM could not be read ({e})"))),
+            Err(e) => (
+                None,
+                Some(reveal(&format!("the CRM could not be read ({e})"))),
+            ),
         };
         // Amounts are shown in the currency the deal will have (the patch's, else the
         // deal's as the CRM holds it), and as it has now.
@@ -186,14 +201,16 @@ impl DealChange {
         let mut lines: Vec<PatchLine> = patch
             .iter()
             .map(|(k, v)| PatchLine {
-                field: patch_field_in_words(k),
-                new_value: patch_value_in_words(k, v, new_currency.as_deref()),
+                field: reveal(&patch_field_in_words(k)),
+                new_value: reveal(&patch_value_in_words(k, v, new_currency.as_deref())),
                 current: deal.as_ref().map_or_else(
                     || "?".to_owned(),
                     |d| {
                         d.get(k).map_or_else(
                             || "nothing".to_owned(),
-                            |now| patch_value_in_words(k, now, current_currency.as_deref()),
+                            |now| {
+                                reveal(&patch_value_in_words(k, now, current_currency.as_deref()))
+                            },
                         )
                     },
                 ),
@@ -201,7 +218,7 @@ impl DealChange {
             .collect();
         lines.sort_by(|a, b| a.field.cmp(&b.field));
         Some(DealChange {
-            deal_id: r.target.clone().unwrap_or_default(),
+            deal_id: shown(&r.target).unwrap_or_default(),
             expected_version: r
                 .payload
                 .get("expected_version")
@@ -237,14 +254,14 @@ impl EventLine {
         };
         EventLine {
             at: at(e.at),
-            kind: e.kind.clone(),
-            change,
-            actor: e.actor.clone(),
-            reason: e.reason.clone().unwrap_or_default(),
+            kind: reveal(&e.kind),
+            change: reveal(&change),
+            actor: reveal(&e.actor),
+            reason: shown(&e.reason).unwrap_or_default(),
             evidence: e
                 .evidence
                 .as_ref()
-                .map(Value::to_string)
+                .map(|v| reveal(&v.to_string()))
                 .unwrap_or_default(),
         }
     }
@@ -292,7 +309,7 @@ impl ApprovalLine {
             (false, _) => "with an API token",
         };
         ApprovalLine {
-            principal: a.principal.clone(),
+            principal: reveal(&a.principal),
             at: instant_in_words(a.at),
             how: how.to_owned(),
         }
@@ -322,7 +339,7 @@ impl AttemptLine {
         };
         AttemptLine {
             fence: a.fence,
-            worker: a.worker.clone(),
+            worker: reveal(&a.worker),
             started_at: at(a.started_at),
             finished_at: a.finished_at.map(at).unwrap_or_else(|| "—".into()),
             outcome: a
@@ -330,9 +347,9 @@ impl AttemptLine {
                 .map_or("no answer recorded", AttemptOutcome::as_str)
                 .to_owned(),
             http_status: a.http_status.map(|s| s.to_string()).unwrap_or_default(),
-            external_id: a.external_id.clone().unwrap_or_default(),
-            provider_request_id: a.provider_request_id.clone().unwrap_or_default(),
-            answer,
+            external_id: shown(&a.external_id).unwrap_or_default(),
+            provider_request_id: shown(&a.provider_request_id).unwrap_or_default(),
+            answer: reveal(&answer),
         }
     }
 }
