@@ -106,3 +106,44 @@ pub async fn submit(store: &Store, api_url: &str, intent: &DemoIntent) -> anyhow
     println!("  curl -H \"Authorization: Bearer $TOKEN\" \"{api_url}/v1/operations/{op}?wait_for=final&timeout_s=30\"");
     Ok(())
 }
+
+/// Submits the seed example again with its payee's id spelled with a Cyrillic `е`
+/// (U+0435) for the Latin `e`: an id that reads like the genuine one. The API refuses it
+/// (`invalid_field`, `payload.beneficiary_id`), as the queue and MCP would.
+pub async fn refuse_lookalike(
+    store: &Store,
+    api_url: &str,
+    seed: &DemoIntent,
+) -> anyhow::Result<()> {
+    let mut spoofed: serde_json::Value = serde_json::from_slice(&seed.bytes)?;
+    let genuine = spoofed["payload"]["beneficiary_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let lookalike = genuine.replacen('e', "\u{435}", 1);
+    spoofed["payload"]["beneficiary_id"] = serde_json::json!(lookalike);
+    spoofed["operation_id"] = serde_json::json!(format!("op_{}", ulid::Ulid::new()));
+    let tenant = seed.intent.snapshot.tenant_id.clone();
+    let (token, _, _) =
+        crate::token::issue(store, AGENT, Role::Agent, std::slice::from_ref(&tenant)).await?;
+    let response = reqwest::Client::new()
+        .post(format!("{api_url}/v1/intents"))
+        .bearer_auth(token.expose())
+        .json(&spoofed)
+        .send()
+        .await
+        .context("submitting a look-alike payee id to the HTTP API")?;
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    anyhow::ensure!(
+        status == StatusCode::UNPROCESSABLE_ENTITY
+            && body["error"]["field"] == "payload.beneficiary_id",
+        "the HTTP API answered {status} {body} to a look-alike payee id"
+    );
+    println!(
+        "refused a look-alike payee id ({lookalike}, a Cyrillic U+0435 for the e of {genuine}): {status} {} {}",
+        body["error"]["code"].as_str().unwrap_or_default(),
+        body["error"]["field"].as_str().unwrap_or_default()
+    );
+    Ok(())
+}

@@ -161,6 +161,7 @@ async fn drive(
         .split_first()
         .expect("the plan starts with the seed example");
     api::submit(&store, api_url, seed).await?;
+    api::refuse_lookalike(&store, api_url, seed).await?;
     for intent in rest {
         publisher
             .publish(Queue::IntentsPrepare, &intent.bytes)
