@@ -47,6 +47,11 @@ pub struct DemoArgs {
     /// How long to wait for every operation to become final.
     #[arg(long, default_value_t = 120)]
     pub timeout_s: u64,
+    /// How long the simulator holds each webhook before sending it. With a fault that
+    /// answers a committed payment with a 500, a delay lets the payment become `unknown`
+    /// (and be reconciled) before its webhook settles it.
+    #[arg(long, default_value_t = 0)]
+    pub webhook_delay_ms: u64,
 }
 
 pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
@@ -62,6 +67,7 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
         conn,
         &args.sim_addr,
         &args.api_addr,
+        args.webhook_delay_ms,
     )
     .await?;
     let outcome = drive(conn, &args, fleet.sim_url(), fleet.api_url()).await;

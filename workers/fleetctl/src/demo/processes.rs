@@ -27,6 +27,7 @@ impl Fleet {
         conn: &Connection,
         sim_addr: &str,
         api_addr: &str,
+        webhook_delay_ms: u64,
     ) -> anyhow::Result<Fleet> {
         let client = reqwest::Client::new();
         let sim_url = format!("http://{sim_addr}");
@@ -59,7 +60,11 @@ impl Fleet {
         // webhook-ingest's default.
         let receiver =
             std::env::var("WEBHOOK_ADDR").unwrap_or_else(|_| DEFAULT_WEBHOOK_ADDR.to_owned());
-        let hooks = serde_json::json!({"url": format!("http://{receiver}/webhooks/{{provider}}"), "secret": newest});
+        let hooks = serde_json::json!({
+            "url": format!("http://{receiver}/webhooks/{{provider}}"),
+            "secret": newest,
+            "delay_ms": webhook_delay_ms,
+        });
         client
             .post(format!("{sim_url}/_sim/webhooks/config"))
             .json(&hooks)
