@@ -9,7 +9,7 @@
 //! the operation, its hash, the words shown and the expiry, like an Ed25519 signature
 //! made with `fleetctl approve --key`.
 //!
-//! An assertion counts for a statement when (WebAuthn Level 2, §7.2, the steps that do not
+//! An assertion counts for a statement when (the WebAuthn assertion checks that do not
 //! need the server's memory of a ceremony):
 //! - the client data is a `webauthn.get` ceremony, its challenge is the base64url of the
 //!   statement's SHA-256, and its origin is the origin the passkey was registered from;
