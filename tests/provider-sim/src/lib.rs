@@ -9,6 +9,7 @@
 mod admin;
 mod api_error;
 mod auth;
+mod beneficiaries;
 mod config;
 mod create;
 mod create_hook;
