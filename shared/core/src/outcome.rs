@@ -79,6 +79,9 @@ pub enum Precondition {
     Version,
     /// The object's status (a transition's `from`).
     Status,
+    /// The payee's version the approver was shown (a payment's `beneficiary_version`):
+    /// the payee's name, country or account changed since.
+    Payee,
 }
 
 impl Precondition {
@@ -87,13 +90,15 @@ impl Precondition {
         match self {
             Precondition::Version => "version_conflict",
             Precondition::Status => "status_conflict",
+            Precondition::Payee => "beneficiary_changed",
         }
     }
 
     /// The attempt's outcome: named as [`Precondition::code`].
     pub fn attempt_outcome(self) -> AttemptOutcome {
         match self {
-            Precondition::Version => AttemptOutcome::VersionConflict,
+            // The payee's version is a version like an object's: the attempt found another.
+            Precondition::Version | Precondition::Payee => AttemptOutcome::VersionConflict,
             Precondition::Status => AttemptOutcome::StatusConflict,
         }
     }
@@ -177,6 +182,19 @@ pub fn classify_keyed_create(call: &CallResult, created: fn(&Value) -> Option<Fo
         400 => Outcome::Failed {
             code: error_code(body).unwrap_or("invalid_request").to_owned(),
         },
+        // The payee changed after the approval: refused before execution, nothing saved
+        // under the key. A new decision for people, never a retry.
+        409 if error_type(body) == Some("precondition_failed")
+            && error_code(body) == Some("beneficiary_changed") =>
+        {
+            Outcome::Conflict {
+                on: Precondition::Payee,
+                current: body
+                    .pointer("/error/current_version")
+                    .and_then(Value::as_i64)
+                    .map(|v| v.to_string()),
+            }
+        }
         409 => unknown("idempotency_key_in_use"),
         // Rejected before execution and never saved under the key: provably no effect.
         401 | 403 | 429 => Outcome::NotExecuted {
@@ -302,6 +320,33 @@ mod tests {
         for on in [Precondition::Version, Precondition::Status] {
             assert_eq!(on.attempt_outcome().as_str(), on.code());
         }
+    }
+
+    #[test]
+    fn a_changed_payee_is_a_conflict_on_the_payee_not_a_retry() {
+        let changed = json!({"error": {"type": "precondition_failed",
+                                       "code": "beneficiary_changed", "current_version": 4}});
+        let outcome = classify_payment(&answer(409, false, changed));
+        assert_eq!(
+            outcome,
+            Outcome::Conflict {
+                on: Precondition::Payee,
+                current: Some("4".into())
+            }
+        );
+        assert_eq!(Precondition::Payee.code(), "beneficiary_changed");
+        assert_eq!(outcome.label(), "version_conflict");
+        // Another 409 is still the key in flight: unknown, looked up.
+        let other = json!({"error": {"type": "precondition_failed", "code": "other"}});
+        assert!(matches!(
+            classify_payment(&answer(409, false, other)),
+            Outcome::Unknown { .. }
+        ));
+        // After an attempt whose fate is unknown, the first request may have paid: looked up.
+        assert!(matches!(
+            settle_conflict(outcome, &[Some(AttemptOutcome::Unknown)]),
+            Outcome::Unknown { .. }
+        ));
     }
 
     #[test]

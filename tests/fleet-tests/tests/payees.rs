@@ -1,0 +1,160 @@
+//! Who a payment really goes to, through the real prepare and execute against Postgres,
+//! RabbitMQ and the simulator's directory of beneficiaries: the payee found at intake is
+//! kept as evidence, an unknown one is refused, and a payee whose account changed after
+//! the approval is never paid.
+
+use fleet_broker::Queue;
+use fleet_core::{AttemptOutcome, Status};
+use fleet_tests::{hash_of, intent, op_of, TestFleet};
+use serde_json::{json, Value};
+
+async fn view_of(fleet: &TestFleet, op: &str) -> Value {
+    fleet
+        .store
+        .pooled_session()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT operation_view(o) FROM operations o WHERE operation_id = $1",
+            &[&op],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    let i = intent();
+    let op = op_of(&i);
+    fleet.submit(&i).await;
+    fleet.prepared(&op).await;
+    let shown = fleet
+        .payments_client(5_000)
+        .get_beneficiary("vendor_77")
+        .await
+        .unwrap()
+        .expect("a seeded payee");
+    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let payee = row.payee.expect("evidence kept");
+    assert_eq!(payee["status"], "found");
+    assert_eq!(payee["id"], "vendor_77");
+    for member in ["name", "country", "verified", "version"] {
+        assert_eq!(payee[member], shown[member], "{member}");
+    }
+    assert_eq!(payee["account"], shown["account"]);
+    assert!(payee["looked_up_at"].is_string());
+    assert_eq!(view_of(&fleet, &op).await["payee"], payee);
+    // The payload hash is the agent's snapshot's, whatever was found.
+    assert_eq!(row.payload_hash, hash_of(&i));
+
+    // As immutable as the snapshot, even for the owner of the table.
+    let changed = fleet
+        .store
+        .pooled_session()
+        .await
+        .unwrap()
+        .execute(
+            "UPDATE operations SET payee = jsonb_set(payee, '{version}', '9') WHERE operation_id = $1",
+            &[&op],
+        )
+        .await;
+    assert!(changed.is_err(), "the payee evidence is immutable");
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn an_unknown_payee_is_dead_lettered_payee_unknown_with_nothing_written() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    let mut i = intent();
+    i["payload"]["beneficiary_id"] = json!("nobody_1");
+    fleet.submit(&i).await;
+    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
+    assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
+    assert!(fleet.store.get(&op_of(&i)).await.unwrap().is_none());
+
+    // A directory that does not answer, after the bounded retry: unknown too.
+    fleet
+        .sim_fault(
+            json!({"route": "GET /v1/beneficiaries/{id}", "kind": "error_before_commit",
+                          "status": 503, "times": 3}),
+        )
+        .await;
+    let down = intent();
+    fleet.submit(&down).await;
+    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
+    assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
+    assert!(fleet.store.get(&op_of(&down)).await.unwrap().is_none());
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and_never_paid() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    let i = intent();
+    let op = op_of(&i);
+    fleet.submit(&i).await;
+    fleet.prepared(&op).await;
+    fleet.approve(&op, &hash_of(&i)).await.unwrap();
+    // Someone talked the vendor's contact into "our new account".
+    let now = fleet
+        .sim_payee("vendor_77", "Vendor 77 LLP", "KZ07 999K ZT00 0000 4321")
+        .await;
+    assert_eq!(now["version"], 2);
+    fleet.spawn_execute();
+
+    let row = fleet.reaches(&op, Status::Cancelled).await;
+    assert_eq!(row.status_reason.as_deref(), Some("beneficiary_changed"));
+    assert_eq!(
+        row.payee.unwrap()["version"],
+        1,
+        "the evidence stays what was approved"
+    );
+    assert_eq!(fleet.sim_effects(&op).await, 0);
+    let posts = fleet
+        .sim_get(&format!("/_sim/requests?reference={op}"))
+        .await;
+    let statuses: Vec<&Value> = posts["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["status"])
+        .collect();
+    assert_eq!(statuses, [&json!(409)], "exactly one POST, refused");
+
+    let attempts = fleet.store.attempts(&op).await.unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].outcome, Some(AttemptOutcome::VersionConflict));
+    let detail = attempts[0].detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains("version 1 → 2") && detail.contains("4321"),
+        "{detail}"
+    );
+    let cancelled = fleet
+        .store
+        .events(&op)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.to_status.as_deref() == Some("cancelled"))
+        .expect("the cancellation's history row");
+    assert_eq!(cancelled.reason.as_deref(), Some("beneficiary_changed"));
+    let evidence = cancelled.evidence.expect("the new details");
+    assert_eq!(evidence["payee_changed"]["approved_version"], 1);
+    assert_eq!(evidence["payee_changed"]["now"]["version"], 2);
+    assert_eq!(
+        evidence["payee_changed"]["now"]["account"]["masked"],
+        "KZ•• •••• •••• 4321"
+    );
+    assert!(
+        !evidence.to_string().contains("999KZT"),
+        "never the full number"
+    );
+    // The outcome event carries the reason.
+    assert_eq!(view_of(&fleet, &op).await["reason"], "beneficiary_changed");
+    fleet.stop().await;
+}
