@@ -159,6 +159,7 @@ impl OperationRow {
             target: self.target.as_deref(),
             payload: &self.payload,
             payload_hash: &self.payload_hash,
+            payee: self.payee.as_ref(),
         }
     }
 

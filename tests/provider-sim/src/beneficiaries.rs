@@ -31,6 +31,15 @@ use crate::reads::suffer_fault;
 use crate::route::Route;
 use crate::state::App;
 
+/// The lookup answer for `id` in the directory as a simulator starts (before any
+/// `POST /_sim/beneficiaries`), or `None` for an id it is not seeded with: what a test
+/// needs to rebuild what an approver of a payment to `id` was shown.
+pub fn seeded_beneficiary(id: &str) -> Option<serde_json::Value> {
+    Directory::seeded(chrono::Utc::now())
+        .get(id)
+        .map(|b| b.to_json())
+}
+
 pub fn admin_routes() -> Router<App> {
     Router::new().route("/_sim/beneficiaries", post(upsert))
 }

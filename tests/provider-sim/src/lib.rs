@@ -33,5 +33,6 @@ mod state;
 mod webhook_delivery;
 mod webhooks;
 
+pub use beneficiaries::seeded_beneficiary;
 pub use config::SimConfig;
 pub use server::{spawn, RunningSim};
