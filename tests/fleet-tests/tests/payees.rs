@@ -4,8 +4,10 @@
 //! the approval is never paid.
 
 use fleet_broker::Queue;
-use fleet_core::{AttemptOutcome, Status};
-use fleet_tests::{hash_of, intent, op_of, TestFleet};
+use fleet_core::{AttemptOutcome, Role, Status};
+use fleet_tests::{hash_of, intent, no_redirects, op_of, session_of, TestFleet};
+use reqwest::header::COOKIE;
+use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 async fn view_of(fleet: &TestFleet, op: &str) -> Value {
@@ -156,5 +158,72 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
     );
     // The outcome event carries the reason.
     assert_eq!(view_of(&fleet, &op).await["reason"], "beneficiary_changed");
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn over_http_the_payee_is_in_the_operation_json_and_on_the_console_page_and_an_unknown_one_is_422(
+) {
+    let fleet = TestFleet::start().await;
+    let issuer = fleet.spawn_issuer().await;
+    let api = fleet.spawn_console(&issuer).await;
+    let agent = fleet.token("billing-bot", Role::Agent, &["org_482"]).await;
+    fleet
+        .person("alice", Role::Approver, &["org_482"], "sub-alice")
+        .await;
+    let submit = |intent: Value| {
+        let (http, url, agent) = (fleet.http.clone(), api.url("/v1/intents"), agent.clone());
+        async move {
+            let r = http
+                .post(url)
+                .bearer_auth(agent)
+                .json(&intent)
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    };
+
+    let mut i = intent();
+    i["payload"]["beneficiary_id"] = json!("vendor_9");
+    let (status, view) = submit(i.clone()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{view}");
+    assert_eq!(view["payee"]["name"], "Vendor 9 LLP");
+    assert_eq!(view["payee"]["verified"], false);
+    assert_eq!(view["payee"]["version"], 1);
+    let masked = view["payee"]["account"]["masked"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let alice = session_of(&api, "sub-alice").await;
+    let page = no_redirects()
+        .get(api.url(&format!("/console/operations/{}", op_of(&i))))
+        .header(COOKIE, format!("fleet_console={alice}"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let block = page
+        .split("<dl class=\"payee\" id=\"payee\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</dl>").next())
+        .expect("the payee block");
+    for shown in ["vendor_9", "Vendor 9 LLP", "KZ", &masked, "unverified"] {
+        assert!(block.contains(shown), "{shown} in {block}");
+    }
+
+    let mut unknown = intent();
+    unknown["payload"]["beneficiary_id"] = json!("nobody_2");
+    let (status, error) = submit(unknown.clone()).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        error,
+        json!({"error": {"code": "payee_unknown", "field": "payload.beneficiary_id"}})
+    );
+    assert!(fleet.store.get(&op_of(&unknown)).await.unwrap().is_none());
     fleet.stop().await;
 }
