@@ -10,29 +10,20 @@ use reqwest::header::COOKIE;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-async fn view_of(fleet: &TestFleet, op: &str) -> Value {
-    fleet
-        .store
-        .pooled_session()
-        .await
-        .unwrap()
-        .query_one(
-            "SELECT operation_view(o) FROM operations o WHERE operation_id = $1",
-            &[&op],
-        )
-        .await
-        .unwrap()
-        .get(0)
-}
-
-#[tokio::test]
-async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
+/// A fleet with prepare running, and the seed payment (to `vendor_77`) prepared.
+async fn prepared_payment() -> (TestFleet, Value, String) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let i = intent();
     let op = op_of(&i);
     fleet.submit(&i).await;
     fleet.prepared(&op).await;
+    (fleet, i, op)
+}
+
+#[tokio::test]
+async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
+    let (fleet, i, op) = prepared_payment().await;
     let shown = fleet
         .payments_client(5_000)
         .get_beneficiary("vendor_77")
@@ -48,7 +39,7 @@ async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
     }
     assert_eq!(payee["account"], shown["account"]);
     assert!(payee["looked_up_at"].is_string());
-    assert_eq!(view_of(&fleet, &op).await["payee"], payee);
+    assert_eq!(fleet.view_in_db(&op).await["payee"], payee);
     // The payload hash is the agent's snapshot's, whatever was found.
     assert_eq!(row.payload_hash, hash_of(&i));
 
@@ -95,12 +86,7 @@ async fn an_unknown_payee_is_dead_lettered_payee_unknown_with_nothing_written() 
 
 #[tokio::test]
 async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and_never_paid() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let (mut fleet, i, op) = prepared_payment().await;
     fleet.approve(&op, &hash_of(&i)).await.unwrap();
     // Someone talked the vendor's contact into "our new account".
     let now = fleet
@@ -157,7 +143,7 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
         "never the full number"
     );
     // The outcome event carries the reason.
-    assert_eq!(view_of(&fleet, &op).await["reason"], "beneficiary_changed");
+    assert_eq!(fleet.view_in_db(&op).await["reason"], "beneficiary_changed");
     fleet.stop().await;
 }
 
