@@ -289,6 +289,11 @@ pub fn classify_deal_update(call: &CallResult) -> Outcome {
     }
 }
 
+/// The reason of a payment refused for a changed payee after an earlier attempt whose fate
+/// is unknown: that attempt may have paid (the lookup decides), and if it did not, only a
+/// person may decide again (reconcile never sends it back, see `reconcile::settle`).
+pub const PAYEE_CHANGED_AFTER_UNCERTAIN: &str = "beneficiary_changed_after_uncertain_attempt";
+
 /// A conditional update refused (412) after an earlier attempt whose fate is unknown may
 /// have been refused by our own earlier request, committed late: it is a conflict only once
 /// a lookup shows the deal does not hold the approved change. `earlier_outcomes` are the
@@ -301,6 +306,10 @@ pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<AttemptOutc
         )
     });
     match conflict {
+        Outcome::Conflict {
+            on: Precondition::Payee,
+            ..
+        } if uncertain_before => unknown(PAYEE_CHANGED_AFTER_UNCERTAIN),
         Outcome::Conflict { .. } if uncertain_before => unknown("conflict_after_uncertain_attempt"),
         other => other,
     }
@@ -343,10 +352,10 @@ mod tests {
             Outcome::Unknown { .. }
         ));
         // After an attempt whose fate is unknown, the first request may have paid: looked up.
-        assert!(matches!(
+        assert_eq!(
             settle_conflict(outcome, &[Some(AttemptOutcome::Unknown)]),
-            Outcome::Unknown { .. }
-        ));
+            unknown(PAYEE_CHANGED_AFTER_UNCERTAIN)
+        );
     }
 
     #[test]

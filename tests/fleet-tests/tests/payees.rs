@@ -5,7 +5,9 @@
 
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, Role, Status};
-use fleet_tests::{hash_of, intent, no_redirects, op_of, session_of, TestFleet};
+use fleet_tests::{
+    contract, fast_reconcile, hash_of, intent, no_redirects, op_of, session_of, TestFleet,
+};
 use reqwest::header::COOKIE;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -211,5 +213,45 @@ async fn over_http_the_payee_is_in_the_operation_json_and_on_the_console_page_an
         json!({"error": {"code": "payee_unknown", "field": "payload.beneficiary_id"}})
     );
     assert!(fleet.store.get(&op_of(&unknown)).await.unwrap().is_none());
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn a_payee_changed_while_a_payment_was_uncertain_is_looked_up_then_escalated_never_sent_again(
+) {
+    let (mut fleet, i, op) = prepared_payment().await;
+    fleet.approve(&op, &hash_of(&i)).await.unwrap();
+    // The first request's fate is unknown (the connection dropped, nothing committed).
+    fleet
+        .sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_before_commit"}))
+        .await;
+    fleet.spawn_execute();
+    fleet.reaches(&op, Status::Unknown).await;
+    // Meanwhile the payee's account changes; reconcile proves the first request paid
+    // nothing and sends it back; the provider refuses the second on the payee's version.
+    fleet
+        .sim_payee("vendor_77", "Vendor 77 LLP", "KZ07 999K ZT00 0000 4321")
+        .await;
+    fleet.spawn_reconcile(contract(0), fast_reconcile());
+    let row = fleet.escalated(&op).await;
+    assert_eq!(
+        (row.status, row.status_reason.as_deref()),
+        (Status::Unknown, Some("beneficiary_changed"))
+    );
+    assert_eq!(fleet.sim_effects(&op).await, 0);
+    let posts = fleet
+        .sim_get(&format!("/_sim/requests?reference={op}"))
+        .await;
+    let statuses: Vec<&Value> = posts["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["status"])
+        .collect();
+    assert_eq!(
+        statuses,
+        [&Value::Null, &json!(409)],
+        "never a third request"
+    );
     fleet.stop().await;
 }
