@@ -175,9 +175,15 @@ impl TestFleet {
     /// Starts prepare with these provider guarantees (the capability guard's input) and
     /// the repository's quorum policies.
     pub fn spawn_prepare_with(&mut self, providers: ProviderCapabilities) {
+        self.spawn_prepare_judging(providers, policies());
+    }
+
+    /// Starts prepare with these provider guarantees and these quorum policies, looking
+    /// payees up at the simulator.
+    pub fn spawn_prepare_judging(&mut self, providers: ProviderCapabilities, policies: PolicySet) {
         let rules = IntakeRules {
             providers,
-            policies: Arc::new(policies()),
+            policies: Arc::new(policies),
             payees: PayeeDirectory::new(connect(&self.provider_configs())),
         };
         let deps = PrepareDeps {

@@ -4,7 +4,7 @@
 //! the approval is never paid.
 
 use fleet_broker::Queue;
-use fleet_core::{AttemptOutcome, Role, Status};
+use fleet_core::{AttemptOutcome, PolicySet, Role, Status};
 use fleet_tests::{
     contract, fast_reconcile, hash_of, intent, no_redirects, op_of, session_of, TestFleet,
 };
@@ -83,6 +83,38 @@ async fn an_unknown_payee_is_dead_lettered_payee_unknown_with_nothing_written() 
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
     assert!(fleet.store.get(&op_of(&down)).await.unwrap().is_none());
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn under_a_policy_that_approves_unknown_payees_one_needs_more_approvers() {
+    let mut fleet = TestFleet::start().await;
+    let open = "policy_version = \"payments-open-v1\"\n\
+                [actions.\"payment.create\"]\napprovers = 1\n\
+                unknown_payee = \"approve\"\nunknown_payee_approvers = 3\n";
+    let policies = PolicySet::parse([("payments-open-v1", open)]).unwrap();
+    fleet.spawn_prepare_judging(fleet.provider_configs().capabilities(), policies);
+    let mut i = intent();
+    i["payload"]["beneficiary_id"] = json!("nobody_3");
+    i["policy_version"] = json!("payments-open-v1");
+    let op = op_of(&i);
+    fleet.submit(&i).await;
+    let row = fleet.prepared(&op).await;
+    assert_eq!(fleet.view_in_db(&op).await["approvals_required"], 3);
+    let payee = row.payee.expect("the unknown payee is recorded");
+    assert_eq!(
+        (&payee["status"], &payee["id"], &payee["reason"]),
+        (&json!("unknown"), &json!("nobody_3"), &json!("not_found"))
+    );
+    // A known payee under the same policy: its amount's quorum.
+    let mut known = intent();
+    known["policy_version"] = json!("payments-open-v1");
+    fleet.submit(&known).await;
+    fleet.prepared(&op_of(&known)).await;
+    assert_eq!(
+        fleet.view_in_db(&op_of(&known)).await["approvals_required"],
+        1
+    );
     fleet.stop().await;
 }
 
