@@ -12,6 +12,19 @@ use reqwest::header::COOKIE;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+/// How the simulator answered each payment request of `op`, in order (`null`: dropped).
+async fn answered(fleet: &TestFleet, op: &str) -> Vec<Value> {
+    let log = fleet
+        .sim_get(&format!("/_sim/requests?reference={op}"))
+        .await;
+    log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].clone())
+        .collect()
+}
+
 /// A fleet with prepare running, and the seed payment (to `vendor_77`) prepared.
 async fn prepared_payment() -> (TestFleet, Value, String) {
     let mut fleet = TestFleet::start().await;
@@ -137,16 +150,8 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
         "the evidence stays what was approved"
     );
     assert_eq!(fleet.sim_effects(&op).await, 0);
-    let posts = fleet
-        .sim_get(&format!("/_sim/requests?reference={op}"))
-        .await;
-    let statuses: Vec<&Value> = posts["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| &r["status"])
-        .collect();
-    assert_eq!(statuses, [&json!(409)], "exactly one POST, refused");
+    let statuses = answered(&fleet, &op).await;
+    assert_eq!(statuses, [json!(409)], "exactly one POST, refused");
 
     let attempts = fleet.store.attempts(&op).await.unwrap();
     assert_eq!(attempts.len(), 1);
@@ -271,19 +276,7 @@ async fn a_payee_changed_while_a_payment_was_uncertain_is_looked_up_then_escalat
         (Status::Unknown, Some("beneficiary_changed"))
     );
     assert_eq!(fleet.sim_effects(&op).await, 0);
-    let posts = fleet
-        .sim_get(&format!("/_sim/requests?reference={op}"))
-        .await;
-    let statuses: Vec<&Value> = posts["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| &r["status"])
-        .collect();
-    assert_eq!(
-        statuses,
-        [&Value::Null, &json!(409)],
-        "never a third request"
-    );
+    let statuses = answered(&fleet, &op).await;
+    assert_eq!(statuses, [Value::Null, json!(409)], "never a third request");
     fleet.stop().await;
 }
