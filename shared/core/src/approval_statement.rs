@@ -3,15 +3,19 @@
 //!
 //! ```json
 //! {"action":"payment.create","amount":"1,500,000.00 KZT","expires_at":"2026-12-01T18:00:00Z",
-//! "operation_id":"op_…","payee":"vendor_77",
-//!  "payload_hash":"sha256:…","statement":"fleet.approval.v1",
+//! "operation_id":"op_…","payee":"vendor_77","payee_account":"KZ•• •••• •••• 1234",
+//! "payee_name":"Vendor 77 LLP","payee_version":1,
+//!  "payload_hash":"sha256:…","statement":"fleet.approval.v2",
 //!  "summary":"Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300","tenant_id":"org_482"}
 //! ```
 //!
 //! The words (`action`, `amount`, `payee`, `summary`) are derived here from the stored
-//! snapshot, never taken from whoever asks for a signature or presents one: the signer
-//! rebuilds them from the snapshot it fetched (and checks its hash), and the verifier
-//! rebuilds them from the row it is about to execute. A signature therefore proves that
+//! snapshot, and the payee's name, masked account and version from the payee evidence
+//! kept at intake (`payee.rs`; all three `null` when the payee is unknown or the action
+//! names none), never taken from whoever asks for a signature or presents one: the signer
+//! rebuilds them from the operation it fetched (and checks its hash), and the verifier
+//! rebuilds them from the row it is about to execute. A signature thus binds the payee
+//! version the approver was shown, the one execute makes the payment conditional on. A signature therefore proves that
 //! the key's holder agreed to exactly these words for exactly this operation and hash,
 //! until `expires_at`. Who signed is the key's principal (a key is registered for one
 //! principal, once), so the statement does not name the approver. Pure: the expiry is an
@@ -23,11 +27,12 @@ use serde_json::{json, Value};
 use crate::catalogue::Action;
 use crate::hash::canonical_json;
 use crate::money::format_amount;
+use crate::payee::PayeeEvidence;
 use crate::wording::describe;
 
 /// The statement's version, its first member in meaning: a verifier that meets another
 /// version refuses it rather than guess what was signed.
-pub const STATEMENT_VERSION: &str = "fleet.approval.v1";
+pub const STATEMENT_VERSION: &str = "fleet.approval.v2";
 
 /// The longest a signed statement may stay valid, counted from the approval: a signature
 /// is consent given at one moment, not a standing order.
@@ -43,6 +48,8 @@ pub struct StatementSubject<'a> {
     pub target: Option<&'a str>,
     pub payload: &'a Value,
     pub payload_hash: &'a str,
+    /// The payee evidence kept at intake (`operations.payee`), if any.
+    pub payee: Option<&'a Value>,
 }
 
 /// An approver's statement about one operation.
@@ -57,6 +64,11 @@ pub struct ApprovalStatement {
     /// Who receives the effect (a payment's beneficiary); `None` when the action names
     /// no such party.
     pub payee: Option<String>,
+    /// The payee's name, masked account and version as found at intake; `None` when the
+    /// payee is unknown or the action names none.
+    pub payee_name: Option<String>,
+    pub payee_account: Option<String>,
+    pub payee_version: Option<i64>,
     /// The console's one-line description (`wording::describe`).
     pub summary: String,
     pub expires_at: DateTime<Utc>,
@@ -77,6 +89,10 @@ impl ApprovalStatement {
             .and_then(|s| s.payee)
             .and_then(|member| payload.get(member)?.as_str())
             .map(str::to_owned);
+        let found = subject
+            .payee
+            .and_then(PayeeEvidence::from_json)
+            .and_then(|e| e.found().cloned());
         ApprovalStatement {
             operation_id: subject.operation_id.to_owned(),
             tenant_id: subject.tenant_id.to_owned(),
@@ -84,6 +100,9 @@ impl ApprovalStatement {
             action: subject.action.to_owned(),
             amount,
             payee,
+            payee_name: found.as_ref().map(|p| p.name.clone()),
+            payee_account: found.as_ref().map(|p| p.account.masked.clone()),
+            payee_version: found.as_ref().map(|p| p.version),
             summary: describe(subject.action, subject.target, payload),
             // Whole seconds: the instant is written without a fraction, so a signer and a
             // verifier that hold it at different precisions still write the same bytes.
@@ -100,6 +119,9 @@ impl ApprovalStatement {
             "action": self.action,
             "amount": self.amount,
             "payee": self.payee,
+            "payee_name": self.payee_name,
+            "payee_account": self.payee_account,
+            "payee_version": self.payee_version,
             "summary": self.summary,
             "expires_at": format_expiry(self.expires_at),
         })
@@ -121,6 +143,15 @@ impl ApprovalStatement {
         }
         if let Some(payee) = &self.payee {
             out.push_str(&format!("  payee     {payee}\n"));
+        }
+        if let (Some(name), Some(account), Some(version)) =
+            (&self.payee_name, &self.payee_account, self.payee_version)
+        {
+            out.push_str(&format!(
+                "  paid to   {name}, account {account} (payee version {version})\n"
+            ));
+        } else if self.payee.is_some() {
+            out.push_str("  paid to   unknown: the provider could not confirm this payee\n");
         }
         out.push_str(&format!(
             "  hash      {}\n  valid until {}",

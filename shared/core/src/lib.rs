@@ -22,6 +22,7 @@ pub mod intent;
 pub mod money;
 pub mod outcome;
 pub mod passkey;
+pub mod payee;
 pub mod policy;
 pub mod reconcile;
 pub mod resolution;

@@ -79,6 +79,9 @@ pub enum Precondition {
     Version,
     /// The object's status (a transition's `from`).
     Status,
+    /// The payee's version the approver was shown (a payment's `beneficiary_version`):
+    /// the payee's name, country or account changed since.
+    Payee,
 }
 
 impl Precondition {
@@ -87,13 +90,15 @@ impl Precondition {
         match self {
             Precondition::Version => "version_conflict",
             Precondition::Status => "status_conflict",
+            Precondition::Payee => "beneficiary_changed",
         }
     }
 
     /// The attempt's outcome: named as [`Precondition::code`].
     pub fn attempt_outcome(self) -> AttemptOutcome {
         match self {
-            Precondition::Version => AttemptOutcome::VersionConflict,
+            // The payee's version is a version like an object's: the attempt found another.
+            Precondition::Version | Precondition::Payee => AttemptOutcome::VersionConflict,
             Precondition::Status => AttemptOutcome::StatusConflict,
         }
     }
@@ -177,6 +182,19 @@ pub fn classify_keyed_create(call: &CallResult, created: fn(&Value) -> Option<Fo
         400 => Outcome::Failed {
             code: error_code(body).unwrap_or("invalid_request").to_owned(),
         },
+        // The payee changed after the approval: refused before execution, nothing saved
+        // under the key. A new decision for people, never a retry.
+        409 if error_type(body) == Some("precondition_failed")
+            && error_code(body) == Some("beneficiary_changed") =>
+        {
+            Outcome::Conflict {
+                on: Precondition::Payee,
+                current: body
+                    .pointer("/error/current_version")
+                    .and_then(Value::as_i64)
+                    .map(|v| v.to_string()),
+            }
+        }
         409 => unknown("idempotency_key_in_use"),
         // Rejected before execution and never saved under the key: provably no effect.
         401 | 403 | 429 => Outcome::NotExecuted {
@@ -271,6 +289,11 @@ pub fn classify_deal_update(call: &CallResult) -> Outcome {
     }
 }
 
+/// The reason of a payment refused for a changed payee after an earlier attempt whose fate
+/// is unknown: that attempt may have paid (the lookup decides), and if it did not, only a
+/// person may decide again (reconcile never sends it back, see `reconcile::settle`).
+pub const PAYEE_CHANGED_AFTER_UNCERTAIN: &str = "beneficiary_changed_after_uncertain_attempt";
+
 /// A conditional update refused (412) after an earlier attempt whose fate is unknown may
 /// have been refused by our own earlier request, committed late: it is a conflict only once
 /// a lookup shows the deal does not hold the approved change. `earlier_outcomes` are the
@@ -283,6 +306,10 @@ pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<AttemptOutc
         )
     });
     match conflict {
+        Outcome::Conflict {
+            on: Precondition::Payee,
+            ..
+        } if uncertain_before => unknown(PAYEE_CHANGED_AFTER_UNCERTAIN),
         Outcome::Conflict { .. } if uncertain_before => unknown("conflict_after_uncertain_attempt"),
         other => other,
     }
@@ -302,6 +329,33 @@ mod tests {
         for on in [Precondition::Version, Precondition::Status] {
             assert_eq!(on.attempt_outcome().as_str(), on.code());
         }
+    }
+
+    #[test]
+    fn a_changed_payee_is_a_conflict_on_the_payee_not_a_retry() {
+        let changed = json!({"error": {"type": "precondition_failed",
+                                       "code": "beneficiary_changed", "current_version": 4}});
+        let outcome = classify_payment(&answer(409, false, changed));
+        assert_eq!(
+            outcome,
+            Outcome::Conflict {
+                on: Precondition::Payee,
+                current: Some("4".into())
+            }
+        );
+        assert_eq!(Precondition::Payee.code(), "beneficiary_changed");
+        assert_eq!(outcome.label(), "version_conflict");
+        // Another 409 is still the key in flight: unknown, looked up.
+        let other = json!({"error": {"type": "precondition_failed", "code": "other"}});
+        assert!(matches!(
+            classify_payment(&answer(409, false, other)),
+            Outcome::Unknown { .. }
+        ));
+        // After an attempt whose fate is unknown, the first request may have paid: looked up.
+        assert_eq!(
+            settle_conflict(outcome, &[Some(AttemptOutcome::Unknown)]),
+            unknown(PAYEE_CHANGED_AFTER_UNCERTAIN)
+        );
     }
 
     #[test]

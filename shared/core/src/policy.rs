@@ -24,6 +24,12 @@
 //! `signed_approvals` (on the action, or on a band; 0 when absent, and a band without it
 //! takes the action's) says how many of those approvals must carry the approver's own
 //! signature (`signed_quorum`): at most `approvers`, and never fewer for a larger amount.
+//!
+//! `unknown_payee` (on the action) says what happens to an intent whose payee the
+//! provider's directory cannot confirm at intake (not found, or no answer after a bounded
+//! retry): `"refuse"` (the default: dead-lettered `payee_unknown`, an HTTP 422) or
+//! `"approve"`, with `unknown_payee_approvers` distinct approvers at least (the amount's
+//! quorum when that is larger).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -51,6 +57,8 @@ struct ActionFile {
     signed_approvals: u8,
     #[serde(default)]
     bands: Vec<BandFile>,
+    unknown_payee: Option<String>,
+    unknown_payee_approvers: Option<u8>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,10 +110,31 @@ struct Band {
     signed: u8,
 }
 
+/// What a policy does with an intent whose payee is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownPayeeRule {
+    /// Refused at intake (`payee_unknown`).
+    Refuse,
+    /// Accepted, needing at least this many distinct approvers.
+    Approvers(u8),
+}
+
+impl UnknownPayeeRule {
+    /// The approvers an intent needs when its payee is unknown, given what its amount
+    /// needs; `None`: refused.
+    pub fn approvers(self, for_amount: u8) -> Option<u8> {
+        match self {
+            UnknownPayeeRule::Refuse => None,
+            UnknownPayeeRule::Approvers(n) => Some(n.max(for_amount)),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ActionQuorum {
     approvers: u8,
     signed: u8,
+    unknown_payee: UnknownPayeeRule,
     /// Per currency, sorted by `from_amount_minor`.
     bands: BTreeMap<String, Vec<Band>>,
 }
@@ -169,6 +198,30 @@ impl Policy {
             if rule.signed_approvals > rule.approvers {
                 return Err(fail(format!(
                     "{name}: signed_approvals may not exceed approvers"
+                )));
+            }
+            let unknown_payee = match (rule.unknown_payee.as_deref(), rule.unknown_payee_approvers) {
+                (None | Some("refuse"), None) => UnknownPayeeRule::Refuse,
+                (Some("approve"), Some(n)) if approvers_ok(n) => UnknownPayeeRule::Approvers(n),
+                (Some("approve"), _) => {
+                    return Err(fail(format!(
+                        "{name}: unknown_payee = \"approve\" needs unknown_payee_approvers, 1 to {MAX_APPROVERS}"
+                    )))
+                }
+                (None | Some("refuse"), Some(_)) => {
+                    return Err(fail(format!(
+                        "{name}: unknown_payee_approvers goes with unknown_payee = \"approve\""
+                    )))
+                }
+                (Some(other), _) => {
+                    return Err(fail(format!(
+                        "{name}: unknown_payee is \"refuse\" or \"approve\", not {other:?}"
+                    )))
+                }
+            };
+            if rule.unknown_payee.is_some() && action.spec().payee.is_none() {
+                return Err(fail(format!(
+                    "{name}: names no payee, so it has no unknown_payee"
                 )));
             }
             if !rule.bands.is_empty() && !action.spec().has_amount {
@@ -236,6 +289,7 @@ impl Policy {
                 ActionQuorum {
                     approvers: rule.approvers,
                     signed: rule.signed_approvals,
+                    unknown_payee,
                     bands,
                 },
             );
@@ -259,6 +313,11 @@ impl Policy {
     /// How many of those approvals must be signed by their approvers.
     pub fn required_signatures(&self, action: Action, payload: &Value) -> Option<u8> {
         self.actions.get(&action).map(|q| q.signed(payload))
+    }
+
+    /// What `action` does with an unknown payee under this policy.
+    pub fn unknown_payee(&self, action: Action) -> Option<UnknownPayeeRule> {
+        self.actions.get(&action).map(|q| q.unknown_payee)
     }
 }
 
@@ -314,6 +373,21 @@ impl PolicySet {
             .get(policy_version)
             .ok_or(PolicyRefusal::UnknownPolicy)?
             .required_signatures(action, payload)
+            .ok_or(PolicyRefusal::ActionNotInPolicy)
+    }
+}
+
+impl PolicySet {
+    /// What the policy an intent names does with its payee, when unknown.
+    pub fn unknown_payee(
+        &self,
+        policy_version: &str,
+        action: Action,
+    ) -> Result<UnknownPayeeRule, PolicyRefusal> {
+        self.policies
+            .get(policy_version)
+            .ok_or(PolicyRefusal::UnknownPolicy)?
+            .unknown_payee(action)
             .ok_or(PolicyRefusal::ActionNotInPolicy)
     }
 }

@@ -87,9 +87,10 @@ pub fn replaceable(status: Status, fence: i64, reason: Option<&str>) -> Replacea
         // Claimed before (fence > 0) means a request may have gone out under the old key:
         // a new operation with a new key could double it.
         (Status::NotStarted, _) if fence == 0 => Replaceable::CancelIt,
-        (Status::Cancelled, Some("version_conflict" | "status_conflict")) => {
-            Replaceable::AlreadyEnded
-        }
+        (
+            Status::Cancelled,
+            Some("version_conflict" | "status_conflict" | "beneficiary_changed"),
+        ) => Replaceable::AlreadyEnded,
         (Status::Cancelled, _) if fence == 0 => Replaceable::AlreadyEnded,
         _ => Replaceable::Refused(EXECUTED),
     }
@@ -225,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_conflict_ended_without_effect_whatever_its_fence() {
-        for reason in ["version_conflict", "status_conflict"] {
+        for reason in ["version_conflict", "status_conflict", "beneficiary_changed"] {
             for fence in [0, 1, 3] {
                 assert_eq!(
                     replaceable(Status::Cancelled, fence, Some(reason)),

@@ -26,6 +26,9 @@ pub struct Operation<'a> {
     pub subject: Subject<'a>,
     /// The key every attempt of the operation is sent with (its operation id).
     pub idempotency_key: &'a str,
+    /// The payee's version the approver was shown (kept at intake), for a provider that
+    /// makes a create conditional on it; `None` sends no precondition.
+    pub payee_version: Option<i64>,
 }
 
 impl Operation<'_> {
@@ -107,6 +110,9 @@ pub struct LookFailed {
     pub error: LookupError,
 }
 
+/// A payee lookup's answer: the provider's object, `None` on 404.
+pub type PayeeAnswer = Result<Option<Value>, LookupError>;
+
 /// A provider adapter.
 pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// The provider's endpoint (its requests are sent through it).
@@ -122,6 +128,12 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         op: &'a Operation<'a>,
         external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>>;
+
+    /// Read-only: the payee `id` in the provider's directory, for a provider that keeps
+    /// one (`None` otherwise).
+    fn look_up_payee<'a>(&'a self, _id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>> {
+        None
+    }
 }
 
 /// A lookup by `via`: the objects, or the failure.

@@ -44,6 +44,8 @@ pub fn capabilities() -> Capabilities {
         idempotent_create: None,
         lookup: true,
         conditional_update: true,
+        payee_lookup: false,
+        payee_precondition: false,
     }
 }
 

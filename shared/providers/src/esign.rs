@@ -27,6 +27,8 @@ pub fn capabilities(key_retention: Duration) -> Capabilities {
         idempotent_create: Some(key_retention),
         lookup: true,
         conditional_update: false,
+        payee_lookup: false,
+        payee_precondition: false,
     }
 }
 

@@ -22,7 +22,7 @@ pub mod payments;
 mod registry;
 mod transport;
 
-pub use adapter::{Adapter, Operation, Request, Unbuildable};
+pub use adapter::{Adapter, Operation, PayeeAnswer, Request, Unbuildable};
 pub use api::{Api, ConfigError};
 pub use capabilities::Capabilities;
 pub use crm::{CrmClient, CrmConfig, DealRequest};

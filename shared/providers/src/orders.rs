@@ -23,6 +23,8 @@ pub fn capabilities() -> Capabilities {
         idempotent_create: None,
         lookup: true,
         conditional_update: true,
+        payee_lookup: false,
+        payee_precondition: false,
     }
 }
 

@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::adapter::{
-    looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
+    looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, Request,
+    Unbuildable,
 };
 use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
@@ -26,12 +27,16 @@ use crate::lookup::{get_list, get_object, LookupError};
 
 /// What the payments API guarantees: idempotent creates (keys kept `key_retention`, 24 h
 /// for the reference API), lookup by reference (eventually consistent, within the search
-/// lag) and by id, no conditional updates.
+/// lag) and by id, no conditional updates; its directory of beneficiaries is read by id
+/// (strongly consistent) and a payment can be made conditional on the beneficiary's
+/// version.
 pub fn capabilities(key_retention: Duration) -> Capabilities {
     Capabilities {
         idempotent_create: Some(key_retention),
         lookup: true,
         conditional_update: false,
+        payee_lookup: true,
+        payee_precondition: true,
     }
 }
 
@@ -63,6 +68,10 @@ pub struct PaymentRequest {
     pub invoice_id: String,
     /// The operation id: what reconcile searches by.
     pub reference: String,
+    /// The beneficiary's version the approver was shown: the provider refuses the payment
+    /// (409 `beneficiary_changed`, nothing created) when the beneficiary changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beneficiary_version: Option<i64>,
 }
 
 /// `POST /v1/refunds` body.
@@ -134,6 +143,12 @@ impl PaymentsClient {
         get_object(self.api.get(&["v1", "payments", id])).await
     }
 
+    /// `GET /v1/beneficiaries/{id}` (strongly consistent): the payee a payment to `id`
+    /// goes to, with its masked account and version; `None` on 404.
+    pub async fn get_beneficiary(&self, id: &str) -> Result<Option<Value>, LookupError> {
+        get_object(self.api.get(&["v1", "beneficiaries", id])).await
+    }
+
     /// `GET /v1/refunds?reference=…`: same rules as payments.
     pub async fn find_refunds_by_reference(
         &self,
@@ -157,6 +172,10 @@ impl Adapter for PaymentsClient {
         &self.api
     }
 
+    fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>> {
+        Some(Box::pin(self.get_beneficiary(id)))
+    }
+
     fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
         let reference = op.subject.operation_id.to_owned();
         let (path, body) = match op.action {
@@ -168,6 +187,7 @@ impl Adapter for PaymentsClient {
                     beneficiary_id: p.beneficiary_id,
                     invoice_id: p.invoice_id,
                     reference,
+                    beneficiary_version: op.payee_version,
                 };
                 ("payments", serde_json::to_value(body))
             }

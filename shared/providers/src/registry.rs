@@ -11,7 +11,7 @@ use fleet_core::outcome::CallResult;
 use fleet_core::reconcile::{ProviderContract, Reading};
 use fleet_runtime::{ProviderArgs, Secret};
 
-use crate::adapter::{Adapter, Operation, Request, Unbuildable};
+use crate::adapter::{Adapter, Operation, PayeeAnswer, Request, Unbuildable};
 use crate::api::ConfigError;
 use crate::capabilities::Capabilities;
 use crate::{
@@ -213,6 +213,12 @@ impl Provider {
             .await
     }
 
+    /// Looks the payee `id` up in the provider's directory; `None` when the provider
+    /// keeps none. Read-only: the caller may repeat it.
+    pub async fn look_up_payee(&self, id: &str) -> Option<PayeeAnswer> {
+        Some(self.adapter.look_up_payee(id)?.await)
+    }
+
     /// Looks `op`'s effect up and reads the answer with its action's catalogue entry.
     pub async fn look_up(&self, op: &Operation<'_>, external_id: Option<&str>) -> Reading {
         match self.adapter.look_up(op, external_id).await {
@@ -293,6 +299,7 @@ mod tests {
                 action: intent.action,
                 subject,
                 idempotency_key: &s.operation_id,
+                payee_version: None,
             };
             let request = providers.serving(&op).unwrap().request(&op).unwrap();
             assert!(!request.path.is_empty());

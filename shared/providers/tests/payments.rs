@@ -70,6 +70,7 @@ fn payment_request() -> PaymentRequest {
         beneficiary_id: "vendor_77".into(),
         invoice_id: "inv_9182".into(),
         reference: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".into(),
+        beneficiary_version: None,
     }
 }
 

@@ -25,8 +25,8 @@ const INSERT: &str = "
 WITH inserted AS (
     INSERT INTO operations (operation_id, tenant_id, action, provider, target, supersedes, rationale,
                             payload, payload_hash, policy_version, data_version, idempotency_key,
-                            approval_expires_at, submitted_by, approvals_required, signatures_required)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16)
+                            approval_expires_at, submitted_by, approvals_required, signatures_required, payee)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16, $17)
     ON CONFLICT (operation_id) DO NOTHING
     RETURNING operation_id
 ), event AS (
@@ -36,12 +36,15 @@ WITH inserted AS (
 )
 SELECT count(*) AS inserted FROM inserted";
 
-/// What an operation needs before it may run, fixed at intake from its quorum policy:
-/// distinct approvals, and how many of them must be signed by their approvers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What intake fixed for an operation besides its snapshot: what it needs before it may
+/// run (distinct approvals from its quorum policy, and how many of them must be signed by
+/// their approvers), and the evidence of its payee (`fleet_core::payee::PayeeEvidence`,
+/// for an action that names one).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requirement {
     pub approvals_required: i16,
     pub signatures_required: i16,
+    pub payee: Option<serde_json::Value>,
 }
 
 impl From<i16> for Requirement {
@@ -50,6 +53,7 @@ impl From<i16> for Requirement {
         Requirement {
             approvals_required,
             signatures_required: 0,
+            payee: None,
         }
     }
 }
@@ -177,13 +181,14 @@ struct Bound<'a> {
     ttl_s: f64,
     approvals_required: i16,
     signatures_required: i16,
+    payee: Option<&'a serde_json::Value>,
     submitted_by: Option<&'a str>,
 }
 
 impl<'a> Bound<'a> {
     fn new(
         intent: &'a ValidIntent,
-        required: Requirement,
+        required: &'a Requirement,
         submitted_by: Option<&'a str>,
     ) -> Bound<'a> {
         Bound {
@@ -193,12 +198,13 @@ impl<'a> Bound<'a> {
             ttl_s: intent.approval_ttl_seconds as f64,
             approvals_required: required.approvals_required,
             signatures_required: required.signatures_required,
+            payee: required.payee.as_ref(),
             submitted_by,
         }
     }
 }
 
-fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 16] {
+fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 17] {
     let s = &intent.snapshot;
     [
         &s.operation_id,
@@ -217,6 +223,7 @@ fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 1
         &b.submitted_by,
         &b.approvals_required,
         &b.signatures_required,
+        &b.payee,
     ]
 }
 
@@ -229,7 +236,7 @@ async fn insert_on(
 ) -> Result<bool, StoreError> {
     // Prepared once per connection: the hot path costs one round trip, not a Parse first.
     let insert = client.prepare_cached(INSERT).await?;
-    let bound = Bound::new(intent, approvals_required, submitted_by);
+    let bound = Bound::new(intent, &approvals_required, submitted_by);
     let row = client
         .query_one(&insert, &insert_params(intent, &bound))
         .await?;
@@ -253,9 +260,9 @@ impl Store {
         order.sort_by_key(|&i| items[i].0.operation_id.as_str());
         let bound: Vec<Bound<'_>> = items
             .iter()
-            .map(|(intent, required)| Bound::new(intent, *required, None))
+            .map(|(intent, required)| Bound::new(intent, required, None))
             .collect();
-        let params: Vec<[Param<'_>; 16]> = order
+        let params: Vec<[Param<'_>; 17]> = order
             .iter()
             .map(|&i| insert_params(items[i].0, &bound[i]))
             .collect();

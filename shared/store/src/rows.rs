@@ -36,7 +36,7 @@ pub(crate) const OPERATION_COLUMNS: &str = "operation_id, tenant_id, action, pro
     approval_status, approval_expires_at, approved_hash, decided_by, decided_at, \
     status, status_reason, fence, lease_owner, lease_expires_at, attempts, external_id, provider_request_id, \
     result, error_code, deadline_at, unknown_since, escalated_at, resolved_at, created_at, updated_at, \
-    lookup_failures, next_lookup_at, signatures_required, \
+    lookup_failures, next_lookup_at, signatures_required, payee, \
     (approval_expires_at <= now()) AS approval_expired, \
     (lease_expires_at IS NOT NULL AND lease_expires_at <= now()) AS lease_expired, \
     (deadline_at IS NOT NULL AND deadline_at <= now()) AS deadline_passed";
@@ -80,6 +80,9 @@ pub struct OperationRow {
     pub next_lookup_at: Option<DateTime<Utc>>,
     /// How many of its approvals must carry their approver's signature (fixed at intake).
     pub signatures_required: i16,
+    /// The payee as the provider's directory described it at intake
+    /// (`fleet_core::payee::PayeeEvidence`), for an action that names one.
+    pub payee: Option<Value>,
     #[serde(skip)]
     pub approval_expired: bool,
     #[serde(skip)]
@@ -130,6 +133,7 @@ impl OperationRow {
             lookup_failures: r.get("lookup_failures"),
             next_lookup_at: r.get("next_lookup_at"),
             signatures_required: r.get("signatures_required"),
+            payee: r.get("payee"),
             approval_expired: r.get("approval_expired"),
             lease_expired: r.get("lease_expired"),
             deadline_passed: r.get("deadline_passed"),
@@ -155,6 +159,7 @@ impl OperationRow {
             target: self.target.as_deref(),
             payload: &self.payload,
             payload_hash: &self.payload_hash,
+            payee: self.payee.as_ref(),
         }
     }
 

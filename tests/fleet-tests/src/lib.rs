@@ -22,7 +22,7 @@ use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
 use fleet_core::reconcile::ProviderContract;
 use fleet_core::{Decider, Doorbell, OperationId, PolicySet, SignIn, Status};
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
-use fleet_prepare::{IntakeRules, PrepareDeps, ProviderCapabilities};
+use fleet_prepare::{IntakeRules, PayeeDirectory, PrepareDeps, ProviderCapabilities};
 use fleet_provider_sim::{RunningSim, SimConfig};
 use fleet_providers::{
     CrmClient, CrmConfig, PaymentsClient, PaymentsConfig, ProviderConfig, ProviderConfigs,
@@ -179,9 +179,16 @@ impl TestFleet {
     /// Starts prepare with these provider guarantees (the capability guard's input) and
     /// the repository's quorum policies.
     pub fn spawn_prepare_with(&mut self, providers: ProviderCapabilities) {
+        self.spawn_prepare_judging(providers, policies());
+    }
+
+    /// Starts prepare with these provider guarantees and these quorum policies, looking
+    /// payees up at the simulator.
+    pub fn spawn_prepare_judging(&mut self, providers: ProviderCapabilities, policies: PolicySet) {
         let rules = IntakeRules {
             providers,
-            policies: Arc::new(policies()),
+            policies: Arc::new(policies),
+            payees: PayeeDirectory::new(connect(&self.provider_configs())),
         };
         let deps = PrepareDeps {
             store: self.store.clone(),
@@ -485,6 +492,16 @@ impl TestFleet {
             .sim_post("/_sim/orders", json!({ "status": status }))
             .await;
         order["id"].as_str().expect("an order id").to_owned()
+    }
+
+    /// Creates or replaces the payee `id` in the simulator's directory of beneficiaries
+    /// (a Kazakh company paid to `account_number`): its answer, with the version.
+    pub async fn sim_payee(&self, id: &str, name: &str, account_number: &str) -> Value {
+        self.sim_post(
+            "/_sim/beneficiaries",
+            json!({"id": id, "name": name, "country": "KZ", "account_number": account_number}),
+        )
+        .await
     }
 
     /// The create requests (POSTs) the simulator received for this reference.

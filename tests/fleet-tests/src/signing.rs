@@ -3,16 +3,21 @@
 
 use chrono::{DateTime, Utc};
 use fleet_core::approval_statement::format_expiry;
+use fleet_core::payee::PayeeEvidence;
 use fleet_core::{ApprovalStatement, ApproverKey, StatementSubject};
 use fleet_store::KeyAdded;
 use serde_json::{json, Value};
 
 use crate::{hash_of, op_of, TestFleet};
 
-/// The statement about the operation `intent` names (its stored snapshot is the intent's),
-/// valid until `expires_at`.
+/// The statement about the operation `intent` names (its stored snapshot is the intent's,
+/// its payee the simulator's seeded one, as prepare found it), valid until `expires_at`.
 pub fn statement_of(intent: &Value, expires_at: DateTime<Utc>) -> ApprovalStatement {
     let (op, hash) = (op_of(intent), hash_of(intent));
+    let payee = intent["payload"]["beneficiary_id"].as_str().map(|id| {
+        let seeded = fleet_provider_sim::seeded_beneficiary(id);
+        PayeeEvidence::of_lookup(id, Ok(seeded.as_ref()), Utc::now()).to_json()
+    });
     let subject = StatementSubject {
         operation_id: &op,
         tenant_id: intent["tenant_id"].as_str().unwrap(),
@@ -20,6 +25,7 @@ pub fn statement_of(intent: &Value, expires_at: DateTime<Utc>) -> ApprovalStatem
         target: intent["target"].as_str(),
         payload: &intent["payload"],
         payload_hash: &hash,
+        payee: payee.as_ref(),
     };
     ApprovalStatement::derive(&subject, expires_at)
 }

@@ -568,12 +568,14 @@ async fn an_invalid_intent_is_422_with_the_dead_letter_reason_and_field_and_writ
     fleet.stop().await;
 }
 
-/// Every column but the principal and the clock readings, and the history.
+/// Every column but the principal and the clock readings (the payee's lookup time
+/// included), and the history.
 async fn stored_rows(fleet: &TestFleet, op: &str) -> (Value, Value, Value) {
     let sql = fleet.sql().await;
     let row = sql
         .query_one(
-            "SELECT to_jsonb(o) - 'submitted_by' - 'created_at' - 'updated_at' - 'approval_expires_at',
+            "SELECT to_jsonb(o) - 'submitted_by' - 'created_at' - 'updated_at' - 'approval_expires_at'
+                    || jsonb_build_object('payee', o.payee - 'looked_up_at'),
                     to_jsonb(EXTRACT(EPOCH FROM approval_expires_at - created_at)::int)
              FROM operations o WHERE operation_id = $1",
             &[&op],

@@ -361,6 +361,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
         "submitted_by",
         "approvals_required",
         "signatures_required",
+        "payee",
     ];
     const MOVE: &[&str] = &[
         "status",

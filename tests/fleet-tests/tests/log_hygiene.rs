@@ -123,6 +123,9 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
         .await;
 
     // A payment whose beneficiary is a card number: accepted, settled, webhook applied.
+    fleet
+        .sim_payee(PAN, "Card holder", "KZ86 125K ZT50 0410 0100")
+        .await;
     let mut carded = intent();
     carded["payload"]["beneficiary_id"] = json!(PAN);
     let carded_op = op_of(&carded);

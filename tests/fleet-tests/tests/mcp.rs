@@ -688,6 +688,9 @@ async fn no_tool_argument_or_token_reaches_the_apis_log_even_at_trace() {
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     let agent = api.mcp(&token).await.expect("connect");
     // A proposal whose beneficiary is a card number, read back; and a refused one.
+    fleet
+        .sim_payee(PAN, "Card holder", "KZ86 125K ZT50 0410 0100")
+        .await;
     let mut carded = payment();
     carded["payload"]["beneficiary_id"] = json!(PAN);
     let op = agent.call("payment_create", carded.clone()).await.ok()["operation_id"].clone();

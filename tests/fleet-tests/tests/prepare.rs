@@ -208,6 +208,7 @@ fn checked(intent: fleet_core::ValidIntent) -> CheckedIntent {
         intent,
         approvals_required: 1,
         signatures_required: 0,
+        payee: None,
     }
 }
 

@@ -16,7 +16,8 @@
 //! `route` is one of `POST /v1/payments`, `GET /v1/payments`, `GET /v1/payments/{id}`, the
 //! same three for refunds, `POST /v1/deals`, `GET /v1/deals`, `GET /v1/deals/{id}`,
 //! `PATCH /v1/deals/{id}`, `POST /v1/orders/{id}/transitions`, `GET /v1/orders/{id}`, and
-//! `POST /v1/envelopes`, `GET /v1/envelopes`, `GET /v1/envelopes/{id}`. `kind` is `drop_before_commit`, `drop_after_commit`,
+//! `POST /v1/envelopes`, `GET /v1/envelopes`, `GET /v1/envelopes/{id}`, and `GET
+//! /v1/beneficiaries/{id}`. `kind` is `drop_before_commit`, `drop_after_commit`,
 //! `error_before_commit` / `error_after_commit` (with `status`, 400–599), `delay` (with
 //! `delay_ms` ≤ 600000), `pending` (payments and refunds creates only) or `queued` (`POST
 //! /v1/deals` only, `delay_ms` optional); on read routes only `drop_before_commit`,
@@ -31,7 +32,7 @@
 //! that passed the API key check, in arrival order; `reference` of a deal create is its
 //! `external_id`; `status` is `null` while unanswered and for a dropped connection. The
 //! CRM's own admin helpers (`/_sim/deals`) are described in crm.rs, the orders' (`/_sim/orders`)
-//! in orders.rs; an order transition is logged with its `transition_ref` as `reference`.
+//! in orders.rs, the directory's (`/_sim/beneficiaries`) in beneficiaries.rs; an order transition is logged with its `transition_ref` as `reference`.
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};

@@ -14,6 +14,8 @@ pub struct ApiError {
     pub kind: &'static str,
     pub code: &'static str,
     pub param: Option<String>,
+    /// A precondition's current value (`current_version` of a changed beneficiary).
+    pub current_version: Option<i64>,
 }
 
 impl ApiError {
@@ -23,6 +25,7 @@ impl ApiError {
             kind,
             code,
             param: None,
+            current_version: None,
         }
     }
 
@@ -105,6 +108,19 @@ impl ApiError {
         Self::new(StatusCode::PAYMENT_REQUIRED, "payment_rejected", code)
     }
 
+    /// The request's precondition no longer holds: the beneficiary is at
+    /// `current_version`, not the one the caller named (409, never saved under the key).
+    pub fn beneficiary_changed(current_version: i64) -> Self {
+        Self {
+            current_version: Some(current_version),
+            ..Self::new(
+                StatusCode::CONFLICT,
+                "precondition_failed",
+                "beneficiary_changed",
+            )
+        }
+    }
+
     /// The answer of an `error_*` fault, with the status the fault asked for.
     pub const fn simulated(status: StatusCode) -> Self {
         Self::new(status, "api_error", "simulated_fault")
@@ -127,6 +143,9 @@ impl ApiError {
         let mut error = json!({"type": self.kind, "code": self.code});
         if let Some(param) = &self.param {
             error["param"] = json!(param);
+        }
+        if let Some(version) = self.current_version {
+            error["current_version"] = json!(version);
         }
         json!({ "error": error })
     }
@@ -152,6 +171,11 @@ mod tests {
             ApiError::invalid("amount_too_small", "amount_minor").body(),
             json!({"error": {"type": "invalid_request", "code": "amount_too_small",
                              "param": "amount_minor"}})
+        );
+        assert_eq!(
+            ApiError::beneficiary_changed(3).body(),
+            json!({"error": {"type": "precondition_failed", "code": "beneficiary_changed",
+                             "current_version": 3}})
         );
     }
 }

@@ -60,6 +60,18 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// An optional version: absent (or null) is `None`, else an integer of at least 1.
+    pub fn optional_version(&self, name: &'static str) -> Result<Option<i64>, ApiError> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(version) if version >= 1 => Ok(Some(version)),
+                _ => Err(ApiError::invalid("parameter_invalid", name)),
+            },
+            Some(_) => Err(ApiError::invalid("parameter_invalid_integer", name)),
+        }
+    }
+
     /// An ISO 4217 code: three upper-case ASCII letters.
     pub fn currency(&self, name: &'static str) -> Result<String, ApiError> {
         let code = self

@@ -9,6 +9,7 @@
 mod admin;
 mod api_error;
 mod auth;
+mod beneficiaries;
 mod config;
 mod create;
 mod create_hook;
@@ -32,5 +33,6 @@ mod state;
 mod webhook_delivery;
 mod webhooks;
 
+pub use beneficiaries::seeded_beneficiary;
 pub use config::SimConfig;
 pub use server::{spawn, RunningSim};

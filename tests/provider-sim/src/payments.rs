@@ -1,5 +1,12 @@
-//! Payments: validation of `POST /v1/payments` bodies and the business rules that reject
-//! a payment definitively (402) by magic beneficiary prefixes.
+//! Payments: validation of `POST /v1/payments` bodies, the beneficiary precondition, and
+//! the business rules that reject a payment definitively (402): a beneficiary not in the
+//! directory, or one whose id starts with `closed_`.
+//!
+//! `beneficiary_version` (optional) is a precondition: when the beneficiary is in the
+//! directory at another version, the answer is `409 precondition_failed` /
+//! `beneficiary_changed` with its `current_version`. It is checked with the body, before
+//! the key is claimed, so nothing is created and nothing is saved under the key: the same
+//! request gets the same 409 while the version differs.
 
 use serde_json::Value;
 
@@ -16,13 +23,11 @@ const FIELDS: &[&str] = &[
     "beneficiary_id",
     "invoice_id",
     "reference",
+    "beneficiary_version",
 ];
 
 /// Beneficiary id prefixes that make the provider reject the payment, and with what code.
-const REJECTED_BENEFICIARIES: &[(&str, &str)] = &[
-    ("closed_", "account_closed"),
-    ("invalid_", "invalid_beneficiary"),
-];
+const REJECTED_BENEFICIARIES: &[(&str, &str)] = &[("closed_", "account_closed")];
 
 #[derive(Debug)]
 pub struct PaymentParams {
@@ -47,12 +52,23 @@ impl Resource for Payment {
         &mut state.payments
     }
 
-    fn validate(body: &Value, _state: &SimState) -> Result<PaymentParams, ApiError> {
+    fn validate(body: &Value, state: &SimState) -> Result<PaymentParams, ApiError> {
         let fields = Fields::of(body, FIELDS)?;
+        let beneficiary_id = fields.text("beneficiary_id")?;
+        if let Some(expected) = fields.optional_version("beneficiary_version")? {
+            let current = state.beneficiaries.get(&beneficiary_id).map(|b| b.version);
+            match current {
+                Some(current) if current != expected => {
+                    return Err(ApiError::beneficiary_changed(current))
+                }
+                // Unknown: refused 402 at execution, saved under the key as before.
+                Some(_) | None => {}
+            }
+        }
         Ok(PaymentParams {
             amount_minor: fields.amount("amount_minor")?,
             currency: fields.currency("currency")?,
-            beneficiary_id: fields.text("beneficiary_id")?,
+            beneficiary_id,
             invoice_id: fields.text("invoice_id")?,
             reference: fields.text("reference")?,
         })
@@ -60,9 +76,12 @@ impl Resource for Payment {
 
     fn execute(
         params: PaymentParams,
-        _state: &SimState,
+        state: &SimState,
         new: NewObject,
     ) -> Result<Payment, ApiError> {
+        if state.beneficiaries.get(&params.beneficiary_id).is_none() {
+            return Err(ApiError::rejected("invalid_beneficiary"));
+        }
         let rejected = REJECTED_BENEFICIARIES
             .iter()
             .find(|(prefix, _)| params.beneficiary_id.starts_with(prefix));
@@ -71,6 +90,8 @@ impl Resource for Payment {
         }
         Ok(Payment {
             id: format!("pay_{}", ulid::Ulid::new()),
+            // Customer data a payment answer echoes, unlike the directory's: tests check
+            // that the fleet keeps none of it.
             beneficiary_name: format!("Account holder of {}", params.beneficiary_id),
             description: format!("Payment of invoice {}", params.invoice_id),
             status: new.status,

@@ -18,10 +18,11 @@ pub enum Route {
     CreateEnvelope,
     SearchEnvelopes,
     GetEnvelope,
+    GetBeneficiary,
 }
 
 impl Route {
-    pub const ALL: [Route; 15] = [
+    pub const ALL: [Route; 16] = [
         Route::CreatePayment,
         Route::SearchPayments,
         Route::GetPayment,
@@ -37,6 +38,7 @@ impl Route {
         Route::CreateEnvelope,
         Route::SearchEnvelopes,
         Route::GetEnvelope,
+        Route::GetBeneficiary,
     ];
 
     /// The name used on the admin wire, e.g. `POST /v1/payments`.
@@ -57,6 +59,7 @@ impl Route {
             Route::CreateEnvelope => "POST /v1/envelopes",
             Route::SearchEnvelopes => "GET /v1/envelopes",
             Route::GetEnvelope => "GET /v1/envelopes/{id}",
+            Route::GetBeneficiary => "GET /v1/beneficiaries/{id}",
         }
     }
 
@@ -81,7 +84,8 @@ impl Route {
             | Route::GetDeal
             | Route::GetOrder
             | Route::SearchEnvelopes
-            | Route::GetEnvelope => false,
+            | Route::GetEnvelope
+            | Route::GetBeneficiary => false,
         }
     }
 

@@ -14,7 +14,7 @@ use crate::envelopes::{self, Envelope};
 use crate::ledger::{Payment, Refund};
 use crate::reads::{get as get_one, search};
 use crate::state::App;
-use crate::{admin, crm, orders, route::Route};
+use crate::{admin, beneficiaries, crm, orders, route::Route};
 
 pub fn build(app: App) -> Router {
     // Paths are relative to the `/v1` nest; the route names in route.rs are the full ones.
@@ -38,6 +38,7 @@ pub fn build(app: App) -> Router {
         .route(sub(Route::GetEnvelope), get(get_one::<Envelope>))
         .route(sub(Route::TransitionOrder), post(orders::transition))
         .route(sub(Route::GetOrder), get(orders::get))
+        .route(sub(Route::GetBeneficiary), get(beneficiaries::get))
         .fallback(|| async { ApiError::unrecognized_url().into_response() })
         .layer(from_fn_with_state(
             app.clone(),
@@ -51,6 +52,7 @@ pub fn build(app: App) -> Router {
         .merge(crm::admin_routes())
         .merge(orders::admin_routes())
         .merge(envelopes::admin_routes())
+        .merge(beneficiaries::admin_routes())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use crate::beneficiaries::Directory;
 use crate::config::SimConfig;
 use crate::crm::{CrmSettings, DealStore};
 use crate::envelopes::{Envelope, EsignSettings};
@@ -25,6 +26,8 @@ pub struct SimState {
     pub envelopes: Ledger<Envelope>,
     pub deals: DealStore,
     pub orders: OrderStore,
+    /// The payments API's payees, seeded at start and on reset.
+    pub beneficiaries: Directory,
     pub keys: IdempotencyStore,
     /// The e-signature provider's keys, kept for its own (shorter) retention.
     pub esign_keys: IdempotencyStore,
@@ -48,6 +51,7 @@ impl SimState {
             envelopes: Ledger::default(),
             deals: DealStore::new(crm),
             orders: OrderStore::default(),
+            beneficiaries: Directory::seeded(Utc::now()),
             keys: IdempotencyStore::new(key_retention),
             esign_keys: IdempotencyStore::new(esign_key_retention),
             faults: FaultSet::new(seed),
@@ -77,6 +81,7 @@ impl SimState {
         self.envelopes = Ledger::default();
         self.deals.forget_all();
         self.orders = OrderStore::default();
+        self.beneficiaries = Directory::seeded(Utc::now());
         self.keys.forget_all();
         self.esign_keys.forget_all();
         self.faults.clear();

@@ -93,6 +93,11 @@ pub async fn accept(
         tracing::warn!(principal = %caller.0.name, operation_id = intent.operation_id.as_str(), reason = denial.code(), "intent refused");
         return Err(denial.into());
     }
+    // Looked up only for a caller who may submit it: a lookup is a call to the provider.
+    let checked = intake::with_payee(checked, &state.intake)
+        .await
+        .map_err(invalid)?;
+    let intent = &checked.intent;
     let created = match intake::write(&state.store, &checked, Some(&caller.0.name)).await {
         Ok(Written::Inserted) => true,
         Ok(Written::AlreadyPrepared) => false,

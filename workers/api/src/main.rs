@@ -8,7 +8,7 @@ use clap::Parser;
 use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::{ApiDeps, ApiSettings};
 use fleet_broker::Publisher;
-use fleet_prepare::IntakeRules;
+use fleet_prepare::{IntakeRules, PayeeDirectory};
 use fleet_providers::ProviderConfigs;
 use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PolicyArgs, ProviderArgs};
 
@@ -49,9 +49,9 @@ async fn main() -> anyhow::Result<()> {
     let boot = fleet_boot::start("api", &cli.common, admin_addrs::API).await?;
     let policies = Arc::new(cli.policies.load()?);
     let publisher = Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?;
-    let providers = ProviderConfigs::from_args(&cli.providers)
-        .map_err(anyhow::Error::msg)?
-        .capabilities();
+    let configs = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?;
+    let providers = configs.capabilities();
+    let payees = PayeeDirectory::new(Arc::new(configs.connect()?));
     let listener = tokio::net::TcpListener::bind(cli.api.api_addr)
         .await
         .with_context(|| format!("binding the API address {}", cli.api.api_addr))?;
@@ -68,6 +68,7 @@ async fn main() -> anyhow::Result<()> {
         intake: IntakeRules {
             providers,
             policies,
+            payees,
         },
         settings: cli.api,
         listener,

@@ -101,6 +101,13 @@ pub struct OperationView {
     payload_hash: String,
     policy_version: String,
     data_version: String,
+    /// Who the effect goes to, as the provider's directory described it at intake
+    /// (immutable, outside the hash): `{"status": "found", "id", "name", "country",
+    /// "account": {"scheme", "masked", "fingerprint"}, "verified", "version",
+    /// "looked_up_at"}` or `{"status": "unknown", "id", "reason", "looked_up_at"}`; null for
+    /// an action without a payee at a provider with a directory.
+    #[schema(value_type = Option<Object>)]
+    payee: Option<serde_json::Value>,
     /// not_started, in_progress, accepted, unknown, succeeded, failed, cancelled, disputed.
     status: String,
     /// Why it is in this status, when a reason was recorded (e.g. `superseded`).

@@ -30,6 +30,9 @@ pub(crate) struct Answer {
     pub fence: i64,
     pub outcome: Outcome,
     pub attempt: AttemptRecord,
+    /// What the history row of the move keeps besides the attempt (the payee as it is
+    /// now, after the provider refused a changed one).
+    pub evidence: Option<serde_json::Value>,
 }
 
 /// `None`: the batch failed; the doorbell's operation is claimed on its own.

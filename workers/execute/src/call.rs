@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use fleet_core::outcome::settle_conflict;
+use fleet_core::payee::PayeeEvidence;
 use fleet_core::{ActionSpec, AttemptOutcome, CallResult, Effect, Outcome};
 use fleet_providers::{Operation, Provider, Request};
 use fleet_store::{AttemptRecord, OperationRow, StoreError};
@@ -33,6 +34,12 @@ impl ExecuteHandler {
             action,
             subject: row.subject(),
             idempotency_key: &row.idempotency_key,
+            // The version the approver was shown: a payee changed since is refused.
+            payee_version: row
+                .payee
+                .as_ref()
+                .and_then(PayeeEvidence::from_json)
+                .and_then(|p| p.version()),
         };
         let provider = self.deps.providers.serving(&op)?;
         let request = provider.request(&op).ok()?;

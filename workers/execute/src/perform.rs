@@ -2,9 +2,10 @@
 //! hold the lease meanwhile, then record the answer with the fence.
 
 use fleet_core::execute::answer_move;
+use fleet_core::payee::{payee_id, PayeeEvidence};
 use fleet_core::reconcile::key_trusted;
 use fleet_core::{
-    answer_summary, AttemptOutcome, CallResult, Effect, OperationId, Outcome, Status,
+    answer_summary, AttemptOutcome, CallResult, Effect, OperationId, Outcome, Precondition, Status,
 };
 use fleet_runtime::metric_names as m;
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
@@ -139,7 +140,14 @@ impl ExecuteHandler {
         metrics::counter!(m::PROVIDER_CALLS_TOTAL, &labels).increment(1);
         metrics::histogram!(m::PROVIDER_CALL_DURATION_SECONDS, &labels)
             .record(started.elapsed().as_secs_f64());
-        self.record(&claimed, &outcome, attempt).await?;
+        let (attempt, evidence) = match &outcome {
+            Outcome::Conflict {
+                on: Precondition::Payee,
+                ..
+            } => self.payee_changed(&call, attempt).await,
+            _ => (attempt, None),
+        };
+        self.record(&claimed, &outcome, attempt, evidence).await?;
         pause::point(pause::AFTER_RECORD).await;
         Ok(())
     }
@@ -174,7 +182,55 @@ impl ExecuteHandler {
             detail: Some(reason.into()),
             ..AttemptRecord::new(attempt_outcome)
         };
-        self.record(claimed, &outcome, attempt).await
+        self.record(claimed, &outcome, attempt, None).await
+    }
+
+    /// The payee changed after the approval and the provider refused the payment: looks
+    /// the payee up again (read-only) so that the people who decide next see what it is
+    /// now. The new details go to the history row of the cancellation and, in short, to
+    /// the attempt's detail; the masked account and fingerprint only.
+    async fn payee_changed(
+        &self,
+        call: &Call<'_>,
+        attempt: AttemptRecord,
+    ) -> (AttemptRecord, Option<serde_json::Value>) {
+        let approved = call.op.payee_version;
+        let id = payee_id(call.spec.payee, call.op.subject.payload).unwrap_or_default();
+        let answer = call.provider.look_up_payee(id).await;
+        let now = match answer {
+            Some(answer) => PayeeEvidence::of_lookup(
+                id,
+                answer.as_ref().map(Option::as_ref).map_err(|_| ()),
+                chrono::Utc::now(),
+            ),
+            None => return (attempt, None),
+        };
+        let detail = match now.found() {
+            Some(p) => format!(
+                "payee changed after approval: version {} → {}, account {} ({})",
+                approved.map_or("-".into(), |v| v.to_string()),
+                p.version,
+                p.account.masked,
+                p.account.fingerprint
+            ),
+            None => "payee changed after approval; it cannot be looked up now".to_owned(),
+        };
+        warn!(
+            operation_id = call.op.subject.operation_id,
+            approved_version = approved,
+            current_version = now.version(),
+            "{detail}"
+        );
+        let evidence = serde_json::json!({
+            "payee_changed": {"approved_version": approved, "now": now.to_json()}
+        });
+        (
+            AttemptRecord {
+                detail: Some(detail),
+                ..attempt
+            },
+            Some(evidence),
+        )
     }
 
     /// Records the attempt and moves the row, both fenced, in one transaction (shared
@@ -184,6 +240,7 @@ impl ExecuteHandler {
         claimed: &ClaimedOperation,
         outcome: &Outcome,
         attempt: AttemptRecord,
+        evidence: Option<serde_json::Value>,
     ) -> Result<(), StoreError> {
         let row = &claimed.row;
         let op = row.operation_id.as_str();
@@ -192,6 +249,7 @@ impl ExecuteHandler {
             fence: claimed.fence,
             outcome: outcome.clone(),
             attempt,
+            evidence,
         };
         match self.batches.record(answer).await? {
             TransitionOutcome::Moved { to, .. } => {
@@ -241,6 +299,7 @@ pub(crate) fn transition_of(answer: &Answer, accepted_deadline_s: u32) -> Transi
         } else {
             None
         },
+        evidence: answer.evidence.clone(),
         ..Transition::new(
             &answer.operation_id,
             Status::InProgress,

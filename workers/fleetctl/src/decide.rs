@@ -217,6 +217,9 @@ pub fn statement_of(
         target: snapshot.target.as_deref(),
         payload: &snapshot.payload,
         payload_hash: reviewed,
+        // Not covered by the hash: if the API showed other payee details than the row
+        // holds, execute's verification of this signature fails and nothing is paid.
+        payee: view.get("payee").filter(|p| !p.is_null()),
     };
     Ok(ApprovalStatement::derive(&subject, expires_at))
 }

@@ -10,7 +10,7 @@ use fleet_core::ValidIntent;
 use fleet_runtime::Batcher;
 use fleet_store::{settle_batch, PrepareOutcome, Requirement, Store, StoreError};
 
-use crate::intake::{judged, store_intent, validate, CheckedIntent, Intake, IntakeRules};
+use crate::intake::{check, judged, store_intent, CheckedIntent, Intake, IntakeRules};
 
 /// Most intents one transaction writes.
 const MAX_BATCH: usize = 64;
@@ -41,7 +41,7 @@ impl PrepareHandler {
     }
 
     async fn intake(&self, bytes: &[u8]) -> Intake {
-        let checked = match validate(bytes, &self.rules) {
+        let checked = match check(bytes, &self.rules).await {
             Ok(checked) => checked,
             Err(refusal) => return Intake::Refused(refusal),
         };
@@ -63,7 +63,7 @@ async fn insert_batch(store: &Store, batch: &[CheckedIntent]) -> Vec<Stored> {
         batch.iter().map(|c| (&c.intent, c.requirement())).collect();
     let stored = store.insert_prepared_many(&items).await;
     settle_batch(stored, &items, |(intent, required)| {
-        store.insert_prepared(intent, *required, None)
+        store.insert_prepared(intent, required.clone(), None)
     })
     .await
 }

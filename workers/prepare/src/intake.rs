@@ -9,18 +9,22 @@
 
 use std::sync::Arc;
 
+use crate::payee::PayeeDirectory;
 use fleet_core::catalogue::{guard, ProviderCapabilities};
+use fleet_core::payee::PayeeEvidence;
 use fleet_core::{parse_intent, IntentError, PolicySet, ValidIntent};
 use fleet_runtime::metric_names as m;
 use fleet_store::{PrepareOutcome, Requirement, Store, StoreError};
 use tracing::{info, warn};
 
 /// What an intent is checked against besides the contract: what the providers guarantee
-/// (the capability guard) and the quorum policies in force.
+/// (the capability guard), the quorum policies in force, and the providers' directories of
+/// payees.
 #[derive(Debug, Clone)]
 pub struct IntakeRules {
     pub providers: ProviderCapabilities,
     pub policies: Arc<PolicySet>,
+    pub payees: PayeeDirectory,
 }
 
 /// An intent that passed every check, with the number of distinct approvers its policy
@@ -31,6 +35,8 @@ pub struct CheckedIntent {
     pub approvals_required: u8,
     /// How many of those approvals must be signed by their approvers (0: none).
     pub signatures_required: u8,
+    /// Who the effect goes to, as the provider's directory described it at intake.
+    pub payee: Option<PayeeEvidence>,
 }
 
 impl CheckedIntent {
@@ -39,6 +45,7 @@ impl CheckedIntent {
         Requirement {
             approvals_required: i16::from(self.approvals_required),
             signatures_required: i16::from(self.signatures_required),
+            payee: self.payee.as_ref().map(PayeeEvidence::to_json),
         }
     }
 }
@@ -75,14 +82,60 @@ impl Refusal {
     }
 }
 
-/// Validates `bytes` as an intent.v1 message and, if it passes, stores it (the queue's
-/// intake: no authenticated submitter).
+/// Validates `bytes` as an intent.v1 message, looks its payee up and, if it passes,
+/// stores it (the queue's intake: no authenticated submitter).
 pub async fn intake(store: &Store, rules: &IntakeRules, bytes: &[u8]) -> Intake {
-    match validate(bytes, rules) {
+    match check(bytes, rules).await {
         Ok(checked) => store_intent(store, checked).await,
         Err(refusal) => Intake::Refused(refusal),
     }
 }
+
+/// [`validate`], then [`with_payee`]: every check an intent passes before it is written.
+pub async fn check(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refusal> {
+    with_payee(validate(bytes, rules)?, rules).await
+}
+
+/// Looks up the payee of a validated intent and keeps what was found as its evidence. An
+/// unknown payee is what the intent's policy says: refused (`payee_unknown`), or needing
+/// more approvers.
+pub async fn with_payee(
+    mut checked: CheckedIntent,
+    rules: &IntakeRules,
+) -> Result<CheckedIntent, Refusal> {
+    let intent = &checked.intent;
+    let Some(evidence) = rules
+        .payees
+        .evidence(
+            intent.operation_id.as_str(),
+            intent.action,
+            &intent.snapshot.payload,
+        )
+        .await
+    else {
+        return Ok(checked);
+    };
+    if evidence.found().is_none() {
+        let rule = rules
+            .policies
+            .unknown_payee(&intent.snapshot.policy_version, intent.action)
+            .map_err(|refusal| counted(Refusal::new(refusal.reason(), Some(refusal.field()))))?;
+        match rule.approvers(checked.approvals_required) {
+            Some(approvers) => checked.approvals_required = approvers,
+            None => {
+                warn!(operation_id = %intent.operation_id, action = intent.action.wire_name(), reason = PAYEE_UNKNOWN, "intent refused: its payee cannot be confirmed");
+                let field = intent.action.spec().payee.map(|m| format!("payload.{m}"));
+                return Err(counted(Refusal::new(PAYEE_UNKNOWN, field.as_deref())));
+            }
+        }
+    }
+    checked.payee = Some(evidence);
+    Ok(checked)
+}
+
+/// The refusal of an intent whose payee the provider's directory cannot confirm, under a
+/// policy that refuses unknown payees.
+pub const PAYEE_UNKNOWN: &str = "payee_unknown";
 
 /// Parses and checks raw bytes: the contract, the capability guard, then the quorum
 /// policy the intent names. A refusal is logged and counted here.
@@ -116,6 +169,7 @@ pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refu
             intent,
             approvals_required,
             signatures_required,
+            payee: None,
         }),
         Err(refusal) => {
             // The version is the agent's text, not a secret; the log names it so the
@@ -202,11 +256,13 @@ pub(crate) fn judged(
         intent,
         approvals_required,
         signatures_required,
+        payee,
     } = checked;
+    let payee_version = payee.as_ref().and_then(PayeeEvidence::version);
     let op = &intent.operation_id;
     match stored {
         Ok(PrepareOutcome::Inserted) => {
-            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, approvals_required, signatures_required, "prepared, approval pending");
+            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, approvals_required, signatures_required, payee_version, "prepared, approval pending");
             count("prepared");
             if intent.supersedes.is_some() {
                 metrics::counter!(m::APPROVALS_RENEWED_TOTAL, "action" => intent.action.wire_name()).increment(1);

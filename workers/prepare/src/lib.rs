@@ -1,12 +1,14 @@
 //! fleet-prepare: turns intent.v1 messages into immutable, pending-approval operations.
-//! It makes no external call, and refuses actions on providers that cannot execute them
-//! safely (the capability guard). A message that breaks the contract is dead-lettered at
+//! Its one external call is a read: the payee's lookup in the provider's directory, kept
+//! with the operation as evidence (`payee.rs`). It refuses actions on providers that
+//! cannot execute them safely (the capability guard). A message that breaks the contract is dead-lettered at
 //! once with its reason and nothing is written for it, as is an intent whose
 //! `policy_version` names no quorum policy in force (`POLICY_DIR`). The HTTP API validates and
 //! writes intents with the same [`intake`] functions.
 
 mod handler;
 pub mod intake;
+pub mod payee;
 pub mod series;
 
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 pub use fleet_core::catalogue::ProviderCapabilities;
 pub use handler::{disposition, PrepareHandler};
 pub use intake::{intake, store_intent, CheckedIntent, Intake, IntakeRules, Refusal};
+pub use payee::PayeeDirectory;
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct PrepareDeps {

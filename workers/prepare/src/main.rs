@@ -3,7 +3,7 @@
 use clap::Parser;
 use std::sync::Arc;
 
-use fleet_prepare::IntakeRules;
+use fleet_prepare::{IntakeRules, PayeeDirectory};
 use fleet_providers::ProviderConfigs;
 use fleet_runtime::{admin_addrs, CommonArgs, PolicyArgs, ProviderArgs};
 
@@ -16,8 +16,8 @@ use fleet_runtime::{admin_addrs, CommonArgs, PolicyArgs, ProviderArgs};
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
-    /// Only what the providers guarantee matters here (`CRM_CAPABILITIES`, the key
-    /// retentions): the capability guard's input.
+    /// What the providers guarantee (`CRM_CAPABILITIES`, the key retentions: the
+    /// capability guard's input), and where the payments provider's directory of payees is.
     #[command(flatten)]
     providers: ProviderArgs,
     #[command(flatten)]
@@ -29,9 +29,9 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let boot = fleet_boot::start("prepare", &cli.common, admin_addrs::PREPARE).await?;
     let policies = Arc::new(cli.policies.load()?);
-    let providers = ProviderConfigs::from_args(&cli.providers)
-        .map_err(anyhow::Error::msg)?
-        .capabilities();
+    let configs = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?;
+    let providers = configs.capabilities();
+    let payees = PayeeDirectory::new(Arc::new(configs.connect()?));
     let deps = fleet_prepare::PrepareDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),
@@ -39,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
         rules: IntakeRules {
             providers,
             policies,
+            payees,
         },
         concurrency: cli.common.concurrency,
     };

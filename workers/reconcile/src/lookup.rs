@@ -29,6 +29,8 @@ pub async fn look_up(
         action,
         subject: row.subject(),
         idempotency_key: &row.idempotency_key,
+        // A lookup sends no precondition.
+        payee_version: None,
     };
     provider.look_up(&op, external_id).await
 }

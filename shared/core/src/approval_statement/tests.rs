@@ -11,7 +11,14 @@ fn at(text: &str) -> DateTime<Utc> {
     parse_expiry(text).unwrap()
 }
 
-fn statement(payload: &Value) -> ApprovalStatement {
+fn evidence() -> Value {
+    json!({"status": "found", "id": "vendor_77", "name": "Vendor 77 LLP", "country": "KZ",
+           "account": {"scheme": "iban", "masked": "KZ•• •••• •••• 1234",
+                       "fingerprint": format!("sha256:{}", "a".repeat(64))},
+           "verified": true, "version": 3, "looked_up_at": "2026-12-01T17:00:00Z"})
+}
+
+fn statement_with(payload: &Value, payee: Option<&Value>) -> ApprovalStatement {
     let subject = StatementSubject {
         operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7",
         tenant_id: "org_482",
@@ -19,8 +26,13 @@ fn statement(payload: &Value) -> ApprovalStatement {
         target: None,
         payload,
         payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
+        payee,
     };
     ApprovalStatement::derive(&subject, at("2026-12-01T18:00:00Z"))
+}
+
+fn statement(payload: &Value) -> ApprovalStatement {
+    statement_with(payload, Some(&evidence()))
 }
 
 #[test]
@@ -30,9 +42,9 @@ fn the_signed_bytes_of_a_payment_are_stable() {
     let expected = concat!(
         r#"{"action":"payment.create","amount":"1,500,000.00 KZT","#,
         r#""expires_at":"2026-12-01T18:00:00Z","operation_id":"op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7","#,
-        r#""payee":"vendor_77","#,
+        r#""payee":"vendor_77","payee_account":"KZ•• •••• •••• 1234","payee_name":"Vendor 77 LLP","payee_version":3,"#,
         r#""payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000001","#,
-        r#""statement":"fleet.approval.v1","#,
+        r#""statement":"fleet.approval.v2","#,
         r#""summary":"Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300","tenant_id":"org_482"}"#
     );
     assert_eq!(
@@ -76,6 +88,18 @@ fn every_member_changes_the_bytes() {
             ..base.clone()
         },
         ApprovalStatement {
+            payee_name: Some("Vendor 77 Ltd".into()),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            payee_account: Some("KZ•• •••• •••• 4321".into()),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            payee_version: Some(4),
+            ..base.clone()
+        },
+        ApprovalStatement {
             summary: base.summary.replace("inv_9300", "inv_9301"),
             ..base.clone()
         },
@@ -110,6 +134,7 @@ fn an_action_without_amount_or_payee_says_so() {
         target: Some("deal_1"),
         payload: &update,
         payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
+        payee: None,
     };
     let s = ApprovalStatement::derive(&subject, at("2026-12-01T18:00:00Z"));
     assert_eq!((s.amount.as_deref(), s.payee.as_deref()), (None, None));
@@ -145,6 +170,7 @@ fn an_expiry_is_read_only_in_the_form_it_is_written() {
         target: None,
         payload: &p,
         payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
+        payee: Some(&evidence()),
     };
     assert_eq!(
         ApprovalStatement::derive(&subject, fine).to_bytes(),
@@ -160,4 +186,34 @@ fn an_expiry_is_bounded_by_the_approval() {
     assert!(!expiry_in_bounds(at("2026-12-02T12:00:01Z"), approved));
     assert!(!expiry_in_bounds(approved, approved));
     assert!(!expiry_in_bounds(at("2026-12-01T11:00:00Z"), approved));
+}
+
+#[test]
+fn the_payee_shown_is_the_evidence_kept_at_intake_or_unknown() {
+    let s = statement(&payload());
+    assert_eq!(
+        (
+            s.payee_name.as_deref(),
+            s.payee_account.as_deref(),
+            s.payee_version
+        ),
+        (Some("Vendor 77 LLP"), Some("KZ•• •••• •••• 1234"), Some(3))
+    );
+    assert!(s
+        .in_words()
+        .contains("Vendor 77 LLP, account KZ•• •••• •••• 1234 (payee version 3)"));
+    let unknown = json!({"status": "unknown", "id": "vendor_77", "reason": "not_found",
+                         "looked_up_at": "2026-12-01T17:00:00Z"});
+    let u = statement_with(&payload(), Some(&unknown));
+    assert_eq!(
+        (
+            u.payee_name.as_deref(),
+            u.payee_account.as_deref(),
+            u.payee_version
+        ),
+        (None, None, None)
+    );
+    assert!(u.in_words().contains("unknown"));
+    assert_ne!(u.to_bytes(), s.to_bytes());
+    assert_eq!(statement_with(&payload(), None).to_bytes(), u.to_bytes());
 }

@@ -29,6 +29,12 @@ pub struct Capabilities {
     /// Changes can be made conditional (a version, a precondition) and are refused when
     /// the condition no longer holds.
     pub conditional_update: bool,
+    /// Who an effect goes to can be looked up by the payee's id, strongly consistent, with
+    /// a version that grows on every change of the payee's name, country or account.
+    pub payee_lookup: bool,
+    /// A create can be made conditional on the payee's version, and is refused, with
+    /// nothing created, when the payee changed since.
+    pub payee_precondition: bool,
 }
 
 impl Capabilities {
@@ -37,6 +43,8 @@ impl Capabilities {
         idempotent_create: None,
         lookup: false,
         conditional_update: false,
+        payee_lookup: false,
+        payee_precondition: false,
     };
 
     /// How long a key is honoured, in ms (`u64::MAX` without keys: nothing to outlive).
@@ -121,6 +129,8 @@ mod tests {
                     idempotent_create: Some(DAY),
                     lookup: true,
                     conditional_update: false,
+                    payee_lookup: false,
+                    payee_precondition: false,
                 },
             )
             .with(
@@ -129,6 +139,8 @@ mod tests {
                     idempotent_create: None,
                     lookup: true,
                     conditional_update: true,
+                    payee_lookup: false,
+                    payee_precondition: false,
                 },
             )
             .with(
@@ -137,6 +149,8 @@ mod tests {
                     idempotent_create: None,
                     lookup: true,
                     conditional_update: true,
+                    payee_lookup: false,
+                    payee_precondition: false,
                 },
             )
             .with(
@@ -145,6 +159,8 @@ mod tests {
                     idempotent_create: Some(HOUR),
                     lookup: true,
                     conditional_update: false,
+                    payee_lookup: false,
+                    payee_precondition: false,
                 },
             )
     }
@@ -255,6 +271,8 @@ mod tests {
                 idempotent_create: Some(Duration::from_secs(60)),
                 lookup: true,
                 conditional_update: true,
+                payee_lookup: false,
+                payee_precondition: false,
             },
         ] {
             for action in Action::ALL {

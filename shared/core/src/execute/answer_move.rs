@@ -150,7 +150,11 @@ mod tests {
 
     #[test]
     fn a_conflict_cancels_with_the_broken_precondition() {
-        for on in [Precondition::Version, Precondition::Status] {
+        for on in [
+            Precondition::Version,
+            Precondition::Status,
+            Precondition::Payee,
+        ] {
             let outcome = Outcome::Conflict {
                 on,
                 current: Some("7".into()),

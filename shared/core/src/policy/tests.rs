@@ -233,3 +233,46 @@ fn signed_approvals_are_bounded_and_never_fewer_for_more() {
         "{fewer_for_more}"
     );
 }
+
+#[test]
+fn payments_refuse_an_unknown_payee_unless_the_policy_asks_for_more_approvers() {
+    assert_eq!(
+        shipped().unknown_payee("payments-v3", Action::PaymentCreate),
+        Ok(UnknownPayeeRule::Refuse)
+    );
+    let text = |rule: &str| {
+        format!(
+            "policy_version = \"p\"\n[actions.\"payment.create\"]\napprovers = 1\n{rule}\n\
+             [[actions.\"payment.create\".bands]]\ncurrency = \"KZT\"\nfrom_amount_minor = 100000000\napprovers = 3\n"
+        )
+    };
+    let open = Policy::parse(
+        "p",
+        &text("unknown_payee = \"approve\"\nunknown_payee_approvers = 2"),
+    )
+    .unwrap();
+    let rule = open.unknown_payee(Action::PaymentCreate).unwrap();
+    assert_eq!(rule, UnknownPayeeRule::Approvers(2));
+    assert_eq!(rule.approvers(1), Some(2));
+    // The amount's quorum when it is larger.
+    assert_eq!(rule.approvers(3), Some(3));
+    assert_eq!(UnknownPayeeRule::Refuse.approvers(1), None);
+    let default = Policy::parse("p", &text("")).unwrap();
+    assert_eq!(
+        default.unknown_payee(Action::PaymentCreate),
+        Some(UnknownPayeeRule::Refuse)
+    );
+    for wrong in [
+        "unknown_payee = \"approve\"",
+        "unknown_payee = \"approve\"\nunknown_payee_approvers = 11",
+        "unknown_payee = \"refuse\"\nunknown_payee_approvers = 2",
+        "unknown_payee = \"ignore\"",
+    ] {
+        assert!(Policy::parse("p", &text(wrong)).is_err(), "{wrong}");
+    }
+    let refund = "policy_version = \"r\"\n[actions.\"refund.create\"]\napprovers = 1\nunknown_payee = \"refuse\"\n";
+    assert!(
+        Policy::parse("r", refund).is_err(),
+        "a refund names no payee"
+    );
+}

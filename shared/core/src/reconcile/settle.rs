@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::{Found, ProviderContract, Verdict};
+use crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN;
 use crate::AttemptOutcome;
 
 /// An inconclusive lookup waits 1 s, 2 s, 4 s … before the next one, at most this long.
@@ -53,6 +54,9 @@ pub struct SettleFacts {
     pub accepted_earlier: bool,
     /// The key holds a saved error: an attempt got a replayed 5xx.
     pub saved_error_replayed: bool,
+    /// The provider refused a payment because its payee changed after the approval (after
+    /// an earlier attempt whose fate was unknown): sending it again is never the answer.
+    pub payee_changed: bool,
 }
 
 impl SettleFacts {
@@ -70,6 +74,9 @@ impl SettleFacts {
             saved_error_replayed: attempts
                 .iter()
                 .any(|a| a.replayed == Some(true) && a.http_status.is_some_and(|s| s >= 500)),
+            payee_changed: attempts
+                .iter()
+                .any(|a| a.detail == Some(PAYEE_CHANGED_AFTER_UNCERTAIN)),
         }
     }
 
@@ -134,6 +141,9 @@ pub fn settle(verdict: Verdict, facts: SettleFacts) -> Settle {
         // The key holds a saved error (a replayed 5xx): every same-key retry will get the
         // same answer until the key expires, so only a person can move this on.
         Verdict::Absent if facts.saved_error_replayed => Settle::Escalate("saved_error_replayed"),
+        // Nothing was paid, and the payee is no longer the one approved: a new decision for
+        // people, never a second request.
+        Verdict::Absent if facts.payee_changed => Settle::Escalate("beneficiary_changed"),
         Verdict::Absent => Settle::SendBack,
         Verdict::WaitForSearchLag { wait_ms } => Settle::AskAgain {
             why: AskAgain::SearchMayLag,

@@ -24,6 +24,7 @@ fn subject<'a>(op: &'a str, payload: &'a Value) -> StatementSubject<'a> {
         target: None,
         payload,
         payload_hash: HASH,
+        payee: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! requests over 127.0.0.1.
 
 mod admin;
+mod beneficiaries;
 mod common;
 mod deals;
 mod envelopes;

@@ -9,13 +9,14 @@
 //! about the characters HTML escaping leaves alone.
 
 use fleet_core::money::format_amount;
+use fleet_core::payee::{PayeeEvidence, UnknownPayee};
 use fleet_core::step_up::StepUp;
 use fleet_core::visible::reveal;
 use fleet_core::wording::{
     approval_in_words, describe, expiry_in_words, instant_in_words, patch_field_in_words,
     patch_value_in_words, status_in_words,
 };
-use fleet_core::{canonical_json, ApprovalStatus, AttemptOutcome, Role, Status};
+use fleet_core::{canonical_json, ApprovalStatus, AttemptOutcome, Precondition, Role, Status};
 use fleet_store::{ApprovalGiven, AttemptRow, ConsoleOperation, EventRow, Principal};
 use serde_json::Value;
 
@@ -131,6 +132,67 @@ pub struct Detail {
     pub external_id: Option<String>,
     pub error_code: Option<String>,
     pub lookup_failures: i32,
+    /// Who the effect goes to, for an action whose provider keeps a directory of payees.
+    pub payee: Option<PayeeShown>,
+}
+
+/// The payee as the provider's directory described it at intake: what the approver sees
+/// beside the id (never an account number: the masked form only).
+pub struct PayeeShown {
+    pub id: String,
+    /// `None`: the directory could not confirm the payee.
+    pub found: Option<PayeeFound>,
+    /// Why it is unknown, in words.
+    pub unknown_why: &'static str,
+    pub looked_up_at: String,
+    /// The provider refused the payment because the payee changed after the approval.
+    pub changed: bool,
+}
+
+pub struct PayeeFound {
+    pub name: String,
+    pub country: String,
+    pub account: String,
+    pub verified: bool,
+    pub version: i64,
+}
+
+impl PayeeShown {
+    fn of(r: &fleet_store::OperationRow) -> Option<PayeeShown> {
+        let evidence = PayeeEvidence::from_json(r.payee.as_ref()?)?;
+        let (id, looked_up_at, unknown_why) = match &evidence {
+            PayeeEvidence::Found {
+                payee,
+                looked_up_at,
+            } => (payee.id.clone(), *looked_up_at, ""),
+            PayeeEvidence::Unknown {
+                id,
+                reason,
+                looked_up_at,
+            } => (
+                id.clone(),
+                *looked_up_at,
+                match reason {
+                    UnknownPayee::NotFound => "the provider's directory has no such payee",
+                    UnknownPayee::LookupFailed => "the provider's directory did not answer",
+                },
+            ),
+        };
+        // The directory's words are a provider's free text: shown, never interpreted.
+        Some(PayeeShown {
+            id: reveal(&id),
+            found: evidence.found().map(|p| PayeeFound {
+                name: reveal(&p.name),
+                country: reveal(&p.country),
+                account: reveal(&p.account.masked),
+                verified: p.verified,
+                version: p.version,
+            }),
+            unknown_why,
+            looked_up_at: format!("{} UTC", at(looked_up_at)),
+            changed: r.status_reason.as_deref() == Some(Precondition::Payee.code()),
+        })
+    }
 }
 
 /// A time in the history tables (their headers say UTC).
@@ -155,6 +217,7 @@ impl Detail {
             external_id: shown(&r.external_id),
             error_code: shown(&r.error_code),
             lookup_failures: r.lookup_failures,
+            payee: PayeeShown::of(r),
         }
     }
 }

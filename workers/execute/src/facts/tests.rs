@@ -54,6 +54,7 @@ fn approved_row() -> OperationRow {
         lookup_failures: 0,
         next_lookup_at: None,
         signatures_required: 0,
+        payee: None,
         approval_expired: false,
         lease_expired: false,
         deadline_passed: false,

@@ -1,7 +1,9 @@
 //! The demo's intents: the seed example first, then a deterministic mix that shows each
 //! path: approved payments, payments the provider refuses (402), one rejected by its
 //! approver, one large enough (1,500,000.00 KZT) that its policy asks for two distinct
-//! approvers, both signing with their own keys, order status changes (one of an order someone else moved meanwhile, which
+//! approvers, both signing with their own keys, one to a payee whose bank account is
+//! changed after the approver was shown it (cancelled `beneficiary_changed`: never paid),
+//! order status changes (one of an order someone else moved meanwhile, which
 //! is cancelled as a new decision), contracts sent through the e-signature provider
 //! (accepted, then settled by its webhook), and a message that breaks the contract
 //! (dead-lettered by prepare).
@@ -18,6 +20,9 @@ pub struct DemoIntent {
 
 pub struct Plan {
     pub intents: Vec<DemoIntent>,
+    /// The payee whose bank account changes between its intake and the payment: no other
+    /// intent of the plan pays it.
+    pub changed_payee: &'static str,
     /// A float amount: prepare must dead-letter it.
     pub invalid: Vec<u8>,
 }
@@ -101,6 +106,10 @@ fn contract(recipient_id: &str) -> serde_json::Value {
     })
 }
 
+/// The payee "our new account" is announced for (the other payments pay `vendor_1` …
+/// `vendor_9`).
+const CHANGED_PAYEE: &str = "vendor_42";
+
 /// `count` payments besides the seed, a status change of each order in `orders`, and
 /// two contracts.
 pub fn plan(count: usize, orders: &[String]) -> Plan {
@@ -117,9 +126,10 @@ pub fn plan(count: usize, orders: &[String]) -> Plan {
     for i in 0..count {
         let n = i as i64;
         let invoice = format!("inv_{}", 9183 + n);
-        // Every 10th goes to a closed account (the provider answers 402); one is rejected.
+        // Every 10th goes to a closed account (the provider answers 402; the simulator
+        // holds a hundred of them); one is rejected.
         let beneficiary = if i % 10 == 7 {
-            format!("closed_vendor_{i}")
+            format!("closed_vendor_{}", i % 100)
         } else {
             format!("vendor_{}", 1 + i % 9)
         };
@@ -143,6 +153,16 @@ pub fn plan(count: usize, orders: &[String]) -> Plan {
         "Annual licence renewal, board-approved budget line 7.",
     );
     intents.push(demo_intent(large, false));
+    intents.push(demo_intent(
+        message(
+            "inv_9301",
+            CHANGED_PAYEE,
+            480_000,
+            "KZT",
+            "Consulting retainer for March, per the signed agreement.",
+        ),
+        false,
+    ));
     intents.extend(
         orders
             .iter()
@@ -155,6 +175,7 @@ pub fn plan(count: usize, orders: &[String]) -> Plan {
     invalid["payload"]["amount_minor"] = json!(125.5);
     Plan {
         intents,
+        changed_payee: CHANGED_PAYEE,
         invalid: serde_json::to_vec(&invalid).expect("json serialises"),
     }
 }

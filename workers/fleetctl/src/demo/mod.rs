@@ -8,7 +8,10 @@
 //! table of final states next to the effects the provider holds. Besides payments it
 //! moves a few orders from `paid` to `fulfilled`, one of which someone else puts on hold
 //! before it runs (cancelled: a new decision is needed), and sends two contracts, which
-//! the e-signature provider settles by signed webhooks.
+//! the e-signature provider settles by signed webhooks. One payment's payee has its bank
+//! account replaced after the approver was shown it: the provider refuses the payment on
+//! the payee version the approval bound, and the operation ends cancelled
+//! (`beneficiary_changed`) with nothing paid.
 
 mod api;
 mod intents;
@@ -193,6 +196,15 @@ async fn drive(
         report::move_order(sim_url, moved, "on_hold").await?;
         println!("order {moved} was put on hold by someone else before its change was approved");
     }
+    // "Our new account": the payee's bank details change after the approver was shown
+    // them (the page shows the evidence kept at intake; the approval binds its version).
+    let changed = report::change_payee_account(sim_url, plan.changed_payee).await?;
+    println!(
+        "payee {} now has account {} (version {}): changed after its payment was prepared and shown to the approver",
+        plan.changed_payee,
+        changed["account"]["masked"].as_str().unwrap_or("?"),
+        changed["version"]
+    );
 
     // The approvers' private keys live in a directory of this run's own, removed at the
     // end (their public keys stay registered, as the history cites them).
@@ -220,7 +232,7 @@ async fn drive(
         broker.events_exchange_name()
     );
     let dead = fleet_broker::dead_letters(&broker, Queue::IntentsPrepare).await?;
-    report::print(&store, &plan, sim_url, &dead).await?;
+    report::print(&store, &plan, (sim_url, api_url), &dead).await?;
     publisher.close().await;
     Ok(())
 }

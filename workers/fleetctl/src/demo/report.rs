@@ -106,10 +106,60 @@ pub async fn move_order(sim_url: &str, order_id: &str, status: &str) -> anyhow::
     Ok(())
 }
 
+/// Replaces `payee`'s bank account in the simulator's directory, as a persuaded vendor
+/// contact would: its answer (the new version, the masked account).
+pub async fn change_payee_account(sim_url: &str, payee: &str) -> anyhow::Result<Value> {
+    Ok(reqwest::Client::new()
+        .post(format!("{sim_url}/_sim/beneficiaries"))
+        .json(
+            &json!({"id": payee, "name": "Vendor 42 LLP", "country": "KZ",
+                      "account_number": "KZ07 999K ZT00 0000 4321"}),
+        )
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?)
+}
+
+/// What became of the payment to the payee whose account changed: the version approved,
+/// what the payee is now, and where a person reads it.
+async fn print_changed_payee(store: &Store, plan: &Plan, api_url: &str) -> anyhow::Result<()> {
+    for intent in &plan.intents {
+        let op = intent.intent.operation_id.as_str();
+        let Some(row) = store.get(op).await? else {
+            continue;
+        };
+        if row.payload["beneficiary_id"] != plan.changed_payee {
+            continue;
+        }
+        let approved = row
+            .payee
+            .as_ref()
+            .map_or(Value::Null, |p| p["version"].clone());
+        let now = store
+            .events(op)
+            .await?
+            .into_iter()
+            .find_map(|e| e.evidence?.get("payee_changed").cloned());
+        println!(
+            "{op} ({}): approved for payee version {approved}; the account then changed to {} (version {}): {} {}, nothing paid; see {api_url}/console/operations/{op}",
+            describe(&row.action, row.target.as_deref(), &row.payload),
+            now.as_ref()
+                .and_then(|n| n["now"]["account"]["masked"].as_str())
+                .unwrap_or("?"),
+            now.as_ref().map_or("?".into(), |n| n["now"]["version"].to_string()),
+            row.status,
+            row.status_reason.as_deref().unwrap_or(""),
+        );
+    }
+    Ok(())
+}
+
 pub async fn print(
     store: &Store,
     plan: &Plan,
-    sim_url: &str,
+    (sim_url, api_url): (&str, &str),
     dead: &[(Vec<u8>, Option<String>)],
 ) -> anyhow::Result<()> {
     let client = reqwest::Client::new();
@@ -181,6 +231,7 @@ pub async fn print(
             row.status
         );
     }
+    print_changed_payee(store, plan, api_url).await?;
     let summary: Vec<String> = by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
     println!("final states: {}", summary.join(", "));
     for (_, reason) in dead.iter().filter(|(body, _)| *body == plan.invalid) {

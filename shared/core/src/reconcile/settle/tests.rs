@@ -24,6 +24,7 @@ fn facts(failed_lookups_so_far: u32) -> SettleFacts {
         escalate_after_failed_lookups: 3,
         accepted_earlier: false,
         saved_error_replayed: false,
+        payee_changed: false,
     }
 }
 
@@ -131,6 +132,7 @@ fn the_facts_come_from_the_attempts_and_the_contract() {
             escalate_after_failed_lookups: 3,
             accepted_earlier: true,
             saved_error_replayed: false,
+            payee_changed: false,
         }
     );
     let f = SettleFacts::new(&[replayed_5xx], 0, CONTRACT);
@@ -245,4 +247,25 @@ fn the_backoff_doubles_up_to_a_minute() {
     let secs: Vec<u64> = (0..9).map(|n| lookup_backoff(n).as_secs()).collect();
     assert_eq!(secs, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
     assert_eq!(lookup_backoff(u32::MAX), MAX_LOOKUP_BACKOFF);
+}
+
+#[test]
+fn a_payment_refused_for_a_changed_payee_is_never_sent_back() {
+    let refused = AttemptSeen {
+        http_status: Some(409),
+        detail: Some(crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN),
+        ..attempt(2, Some(AttemptOutcome::Unknown))
+    };
+    let f = SettleFacts::new(
+        &[attempt(1, Some(AttemptOutcome::Unknown)), refused],
+        0,
+        CONTRACT,
+    );
+    assert!(f.payee_changed);
+    assert_eq!(
+        settle(Verdict::Absent, f),
+        Settle::Escalate("beneficiary_changed")
+    );
+    // The first attempt paid after all: that is what happened.
+    assert_eq!(settle(Verdict::Resolve(paid()), f), Settle::Resolve(paid()));
 }
