@@ -30,6 +30,12 @@
 //! retry): `"refuse"` (the default: dead-lettered `payee_unknown`, an HTTP 422) or
 //! `"approve"`, with `unknown_payee_approvers` distinct approvers at least (the amount's
 //! quorum when that is larger).
+//!
+//! `[actions."payment.create".risk]` says what a payment flagged by a risk cue
+//! (`crate::risk`) needs besides its amount's quorum: `extra_approvers` more distinct
+//! approvers (default 0), at least `signed_approvals` signed ones (default 0), and the
+//! multiple of the payee's median above which an amount is flagged (`median_multiple`,
+//! default 3). Without the table, cues are shown and change nothing.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -59,6 +65,51 @@ struct ActionFile {
     bands: Vec<BandFile>,
     unknown_payee: Option<String>,
     unknown_payee_approvers: Option<u8>,
+    risk: Option<RiskRule>,
+}
+
+/// What a payment flagged by a risk cue needs besides its amount's quorum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RiskRule {
+    /// More distinct approvers than the amount needs.
+    #[serde(default)]
+    pub extra_approvers: u8,
+    /// At least this many of the approvals signed.
+    #[serde(default)]
+    pub signed_approvals: u8,
+    /// An amount above this multiple of the payee's median is flagged.
+    #[serde(default = "default_median_multiple")]
+    pub median_multiple: u32,
+}
+
+fn default_median_multiple() -> u32 {
+    crate::risk::DEFAULT_MEDIAN_MULTIPLE
+}
+
+impl Default for RiskRule {
+    fn default() -> RiskRule {
+        RiskRule {
+            extra_approvers: 0,
+            signed_approvals: 0,
+            median_multiple: default_median_multiple(),
+        }
+    }
+}
+
+impl RiskRule {
+    /// (approvers, signed approvals) a payment with `cues` needs, given what its amount
+    /// needs: unchanged when nothing is flagged.
+    pub fn requirement(self, flagged: bool, approvers: u8, signed: u8) -> (u8, u8) {
+        if !flagged {
+            return (approvers, signed);
+        }
+        let approvers = approvers
+            .saturating_add(self.extra_approvers)
+            .min(MAX_APPROVERS)
+            .max(self.signed_approvals);
+        (approvers, signed.max(self.signed_approvals).min(approvers))
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -135,6 +186,7 @@ struct ActionQuorum {
     approvers: u8,
     signed: u8,
     unknown_payee: UnknownPayeeRule,
+    risk: RiskRule,
     /// Per currency, sorted by `from_amount_minor`.
     bands: BTreeMap<String, Vec<Band>>,
 }
@@ -224,6 +276,21 @@ impl Policy {
                     "{name}: names no payee, so it has no unknown_payee"
                 )));
             }
+            if rule.risk.is_some() && action != Action::PaymentCreate {
+                return Err(fail(format!(
+                    "{name}: risk cues judge payments, so only payment.create has a risk table"
+                )));
+            }
+            if let Some(risk) = rule.risk {
+                if risk.extra_approvers > MAX_APPROVERS
+                    || risk.signed_approvals > MAX_APPROVERS
+                    || risk.median_multiple < 1
+                {
+                    return Err(fail(format!(
+                        "{name}: risk's extra_approvers and signed_approvals are 0 to {MAX_APPROVERS}, its median_multiple at least 1"
+                    )));
+                }
+            }
             if !rule.bands.is_empty() && !action.spec().has_amount {
                 return Err(fail(format!("{name}: has no amount, so it has no bands")));
             }
@@ -290,6 +357,7 @@ impl Policy {
                     approvers: rule.approvers,
                     signed: rule.signed_approvals,
                     unknown_payee,
+                    risk: rule.risk.unwrap_or_default(),
                     bands,
                 },
             );
@@ -313,6 +381,11 @@ impl Policy {
     /// How many of those approvals must be signed by their approvers.
     pub fn required_signatures(&self, action: Action, payload: &Value) -> Option<u8> {
         self.actions.get(&action).map(|q| q.signed(payload))
+    }
+
+    /// What `action` needs when a risk cue flags it.
+    pub fn risk(&self, action: Action) -> Option<RiskRule> {
+        self.actions.get(&action).map(|q| q.risk)
     }
 
     /// What `action` does with an unknown payee under this policy.
@@ -378,6 +451,15 @@ impl PolicySet {
 }
 
 impl PolicySet {
+    /// What the policy an intent names asks of a flagged payment (the default rule, which
+    /// changes nothing, when it names neither).
+    pub fn risk(&self, policy_version: &str, action: Action) -> RiskRule {
+        self.policies
+            .get(policy_version)
+            .and_then(|p| p.risk(action))
+            .unwrap_or_default()
+    }
+
     /// What the policy an intent names does with its payee, when unknown.
     pub fn unknown_payee(
         &self,

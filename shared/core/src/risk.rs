@@ -19,9 +19,11 @@ pub struct PastPayment {
     pub account_fingerprint: Option<String>,
 }
 
-/// The payee as the directory described it at intake; `None` fields are unknown.
+/// The payee as the directory described it at intake; `None` fields are unknown. A
+/// provider without a directory says nothing: `known`, with nothing else.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PayeeNow {
+    /// `false`: the directory was asked and could not describe the payee.
     pub known: bool,
     pub verified: Option<bool>,
     pub account_fingerprint: Option<String>,
@@ -96,7 +98,7 @@ pub fn cues(
         .collect();
     if !payee.known {
         out.push(RiskCue::UnknownPayee);
-    } else if payee.verified != Some(true) {
+    } else if payee.verified == Some(false) {
         out.push(RiskCue::UnverifiedPayee);
     }
     if to_payee.is_empty() {

@@ -14,6 +14,7 @@ mod migrate;
 mod operator;
 mod outbox;
 mod passkeys;
+mod payment_history;
 mod pool;
 mod prepare;
 mod principal_admin;

@@ -25,8 +25,8 @@ const INSERT: &str = "
 WITH inserted AS (
     INSERT INTO operations (operation_id, tenant_id, action, provider, target, supersedes, rationale,
                             payload, payload_hash, policy_version, data_version, idempotency_key,
-                            approval_expires_at, submitted_by, approvals_required, signatures_required, payee)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16, $17)
+                            approval_expires_at, submitted_by, approvals_required, signatures_required, payee, risk)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16, $17, $18)
     ON CONFLICT (operation_id) DO NOTHING
     RETURNING operation_id
 ), event AS (
@@ -45,6 +45,8 @@ pub struct Requirement {
     pub approvals_required: i16,
     pub signatures_required: i16,
     pub payee: Option<serde_json::Value>,
+    /// The risk cues found at intake (`fleet_core::risk`), for a payment.
+    pub risk: Option<serde_json::Value>,
 }
 
 impl From<i16> for Requirement {
@@ -54,6 +56,7 @@ impl From<i16> for Requirement {
             approvals_required,
             signatures_required: 0,
             payee: None,
+            risk: None,
         }
     }
 }
@@ -182,6 +185,7 @@ struct Bound<'a> {
     approvals_required: i16,
     signatures_required: i16,
     payee: Option<&'a serde_json::Value>,
+    risk: Option<&'a serde_json::Value>,
     submitted_by: Option<&'a str>,
 }
 
@@ -199,12 +203,13 @@ impl<'a> Bound<'a> {
             approvals_required: required.approvals_required,
             signatures_required: required.signatures_required,
             payee: required.payee.as_ref(),
+            risk: required.risk.as_ref(),
             submitted_by,
         }
     }
 }
 
-fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 17] {
+fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 18] {
     let s = &intent.snapshot;
     [
         &s.operation_id,
@@ -224,6 +229,7 @@ fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 1
         &b.approvals_required,
         &b.signatures_required,
         &b.payee,
+        &b.risk,
     ]
 }
 
@@ -262,7 +268,7 @@ impl Store {
             .iter()
             .map(|(intent, required)| Bound::new(intent, required, None))
             .collect();
-        let params: Vec<[Param<'_>; 17]> = order
+        let params: Vec<[Param<'_>; 18]> = order
             .iter()
             .map(|&i| insert_params(items[i].0, &bound[i]))
             .collect();

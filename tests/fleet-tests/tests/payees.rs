@@ -280,3 +280,95 @@ async fn a_payee_changed_while_a_payment_was_uncertain_is_looked_up_then_escalat
     assert_eq!(statuses, [Value::Null, json!(409)], "never a third request");
     fleet.stop().await;
 }
+
+/// The codes of the risk cues the operation's view carries.
+async fn cues_of(fleet: &TestFleet, op: &str) -> Vec<String> {
+    fleet.view_in_db(op).await["risk"]
+        .as_array()
+        .expect("a payment's view carries its risk cues")
+        .iter()
+        .map(|c| c["cue"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Submits `i` to the queue and waits until prepare stored it.
+async fn prepared_now(fleet: &TestFleet, i: &Value) -> String {
+    let op = op_of(i);
+    fleet.submit(i).await;
+    fleet.prepared(&op).await;
+    op
+}
+
+#[tokio::test]
+async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    fleet.spawn_execute();
+
+    // Nothing was ever paid to vendor_77, nor to its account.
+    let first = intent();
+    let op = prepared_now(&fleet, &first).await;
+    assert_eq!(
+        cues_of(&fleet, &op).await,
+        ["first_payment_to_payee", "first_payment_to_account"]
+    );
+    assert_eq!(
+        fleet.view_in_db(&op).await["approvals_required"],
+        1,
+        "payments-v3 shows the cues and asks nothing more"
+    );
+    fleet.approve(&op, &hash_of(&first)).await.unwrap();
+    fleet.reaches(&op, Status::Succeeded).await;
+
+    // The same payee, account and amount again: nothing to flag.
+    let usual = intent();
+    assert!(cues_of(&fleet, &prepared_now(&fleet, &usual).await)
+        .await
+        .is_empty());
+
+    // Four times the usual amount.
+    let large = fleet_tests::with_amount(intent(), json!(5_000_000));
+    let large_op = prepared_now(&fleet, &large).await;
+    assert_eq!(cues_of(&fleet, &large_op).await, ["amount_above_usual"]);
+    assert_eq!(
+        fleet.view_in_db(&large_op).await["risk"][0],
+        json!({"cue": "amount_above_usual", "multiple": 3, "median_minor": 1_250_000})
+    );
+
+    // "Our new account": the payee's account is not the one it was paid on.
+    fleet
+        .sim_payee("vendor_77", "Vendor 77 LLP", "KZ07 999K ZT00 0000 4321")
+        .await;
+    let moved = prepared_now(&fleet, &intent()).await;
+    assert_eq!(
+        cues_of(&fleet, &moved).await,
+        [
+            "first_payment_to_account",
+            "account_changed_since_last_payment"
+        ]
+    );
+
+    // Under payments-v4 a flagged payment needs one approver more, one of them signed.
+    let mut flagged = intent();
+    flagged["policy_version"] = json!("payments-v4");
+    flagged["payload"]["beneficiary_id"] = json!("vendor_5");
+    let flagged_op = prepared_now(&fleet, &flagged).await;
+    let view = fleet.view_in_db(&flagged_op).await;
+    assert_eq!(view["approvals_required"], 2, "{view}");
+    let row = fleet.store.get(&flagged_op).await.unwrap().unwrap();
+    assert_eq!(row.signatures_required, 1);
+
+    // As immutable as the snapshot, even for the owner of the table.
+    let changed = fleet
+        .store
+        .pooled_session()
+        .await
+        .unwrap()
+        .execute(
+            "UPDATE operations SET risk = '[]' WHERE operation_id = $1",
+            &[&flagged_op],
+        )
+        .await;
+    assert!(changed.is_err(), "the risk cues are immutable");
+    fleet.stop().await;
+}

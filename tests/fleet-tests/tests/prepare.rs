@@ -209,6 +209,7 @@ fn checked(intent: fleet_core::ValidIntent) -> CheckedIntent {
         approvals_required: 1,
         signatures_required: 0,
         payee: None,
+        risk: None,
     }
 }
 

@@ -97,6 +97,7 @@ pub async fn accept(
     let checked = intake::with_payee(checked, &state.intake)
         .await
         .map_err(invalid)?;
+    let checked = fleet_prepare::risk::with_risk(checked, &state.intake, &state.store).await?;
     let intent = &checked.intent;
     let created = match intake::write(&state.store, &checked, Some(&caller.0.name)).await {
         Ok(Written::Inserted) => true,

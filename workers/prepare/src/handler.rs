@@ -11,6 +11,7 @@ use fleet_runtime::Batcher;
 use fleet_store::{settle_batch, PrepareOutcome, Requirement, Store, StoreError};
 
 use crate::intake::{check, judged, store_intent, CheckedIntent, Intake, IntakeRules};
+use crate::risk::with_risk;
 
 /// Most intents one transaction writes.
 const MAX_BATCH: usize = 64;
@@ -44,6 +45,10 @@ impl PrepareHandler {
         let checked = match check(bytes, &self.rules).await {
             Ok(checked) => checked,
             Err(refusal) => return Intake::Refused(refusal),
+        };
+        let checked = match with_risk(checked, &self.rules, &self.store).await {
+            Ok(checked) => checked,
+            Err(e) => return Intake::Unavailable(e),
         };
         if checked.intent.supersedes.is_some() {
             return store_intent(&self.store, checked).await;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::payee::PayeeDirectory;
 use fleet_core::catalogue::{guard, ProviderCapabilities};
 use fleet_core::payee::PayeeEvidence;
+use fleet_core::risk::RiskCue;
 use fleet_core::{parse_intent, IntentError, PolicySet, ValidIntent};
 use fleet_runtime::metric_names as m;
 use fleet_store::{PrepareOutcome, Requirement, Store, StoreError};
@@ -37,6 +38,8 @@ pub struct CheckedIntent {
     pub signatures_required: u8,
     /// Who the effect goes to, as the provider's directory described it at intake.
     pub payee: Option<PayeeEvidence>,
+    /// A payment's risk cues (`crate::risk`); `None` for what is no payment.
+    pub risk: Option<Vec<RiskCue>>,
 }
 
 impl CheckedIntent {
@@ -46,6 +49,10 @@ impl CheckedIntent {
             approvals_required: i16::from(self.approvals_required),
             signatures_required: i16::from(self.signatures_required),
             payee: self.payee.as_ref().map(PayeeEvidence::to_json),
+            risk: self
+                .risk
+                .as_ref()
+                .and_then(|cues| serde_json::to_value(cues).ok()),
         }
     }
 }
@@ -86,7 +93,10 @@ impl Refusal {
 /// stores it (the queue's intake: no authenticated submitter).
 pub async fn intake(store: &Store, rules: &IntakeRules, bytes: &[u8]) -> Intake {
     match check(bytes, rules).await {
-        Ok(checked) => store_intent(store, checked).await,
+        Ok(checked) => match crate::risk::with_risk(checked, rules, store).await {
+            Ok(checked) => store_intent(store, checked).await,
+            Err(e) => Intake::Unavailable(e),
+        },
         Err(refusal) => Intake::Refused(refusal),
     }
 }
@@ -170,6 +180,7 @@ pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refu
             approvals_required,
             signatures_required,
             payee: None,
+            risk: None,
         }),
         Err(refusal) => {
             // The version is the agent's text, not a secret; the log names it so the
@@ -257,12 +268,14 @@ pub(crate) fn judged(
         approvals_required,
         signatures_required,
         payee,
+        risk,
     } = checked;
+    let risk_cues = risk.as_ref().map_or(0, Vec::len);
     let payee_version = payee.as_ref().and_then(PayeeEvidence::version);
     let op = &intent.operation_id;
     match stored {
         Ok(PrepareOutcome::Inserted) => {
-            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, approvals_required, signatures_required, payee_version, "prepared, approval pending");
+            info!(operation_id = %op, action = intent.action.wire_name(), payload_hash = %intent.payload_hash, supersedes = intent.supersedes.as_ref().map(|o| o.as_str()), submitted_by, approvals_required, signatures_required, payee_version, risk_cues, "prepared, approval pending");
             count("prepared");
             if intent.supersedes.is_some() {
                 metrics::counter!(m::APPROVALS_RENEWED_TOTAL, "action" => intent.action.wire_name()).increment(1);

@@ -9,6 +9,7 @@
 mod handler;
 pub mod intake;
 pub mod payee;
+pub mod risk;
 pub mod series;
 
 use std::sync::Arc;

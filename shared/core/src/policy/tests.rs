@@ -35,8 +35,20 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
             "crm-v1",
             "orders-v1",
             "payments-v3",
+            "payments-v4",
             "refunds-v1"
         ]
+    );
+    // payments-v4: a flagged payment needs one approver more, one approval signed.
+    let risk = set.risk("payments-v4", Action::PaymentCreate);
+    assert_eq!(risk.requirement(true, 1, 0), (2, 1));
+    assert_eq!(risk.requirement(false, 1, 0), (1, 0));
+    assert_eq!(risk.requirement(true, 2, 2), (3, 2));
+    // Without a risk table the cues change nothing.
+    assert_eq!(
+        set.risk("payments-v3", Action::PaymentCreate)
+            .requirement(true, 1, 0),
+        (1, 0)
     );
     let refund = json!({"payment_id": "pay_1", "amount_minor": 500_000_000, "currency": "KZT", "reason": "r"});
     assert_eq!(
@@ -275,4 +287,34 @@ fn payments_refuse_an_unknown_payee_unless_the_policy_asks_for_more_approvers() 
         Policy::parse("r", refund).is_err(),
         "a refund names no payee"
     );
+}
+
+#[test]
+fn a_risk_table_is_for_payments_and_bounded() {
+    let parse = |text: &str| Policy::parse("p", text);
+    let base = "policy_version = \"p\"\n";
+    assert!(parse(&format!(
+        "{base}[actions.\"payment.create\"]\napprovers = 1\n[actions.\"payment.create\".risk]\nextra_approvers = 1\n"
+    ))
+    .is_ok());
+    assert!(parse(&format!(
+        "{base}[actions.\"refund.create\"]\napprovers = 1\n[actions.\"refund.create\".risk]\nextra_approvers = 1\n"
+    ))
+    .is_err());
+    assert!(parse(&format!(
+        "{base}[actions.\"payment.create\"]\napprovers = 1\n[actions.\"payment.create\".risk]\nmedian_multiple = 0\n"
+    ))
+    .is_err());
+    assert!(parse(&format!(
+        "{base}[actions.\"payment.create\"]\napprovers = 1\n[actions.\"payment.create\".risk]\nextra = 1\n"
+    ))
+    .is_err());
+    // Never more than the most approvers a policy may ask, and never more signed
+    // approvals than approvers.
+    let rule = RiskRule {
+        extra_approvers: 10,
+        signed_approvals: 3,
+        median_multiple: 3,
+    };
+    assert_eq!(rule.requirement(true, 5, 0), (MAX_APPROVERS, 3));
 }

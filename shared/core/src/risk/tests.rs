@@ -111,6 +111,12 @@ fn an_unverified_or_unknown_payee_is_flagged() {
         cues(asked(1_000_000), &PayeeNow::default(), &history, 3),
         [RiskCue::UnknownPayee]
     );
+    // A provider without a directory: nothing to say about the payee itself.
+    let silent = PayeeNow {
+        known: true,
+        ..PayeeNow::default()
+    };
+    assert_eq!(cues(asked(1_000_000), &silent, &history, 3), []);
 }
 
 #[test]

@@ -10,6 +10,7 @@
 
 use fleet_core::money::format_amount;
 use fleet_core::payee::{PayeeEvidence, UnknownPayee};
+use fleet_core::risk::RiskCue;
 use fleet_core::step_up::StepUp;
 use fleet_core::visible::reveal;
 use fleet_core::wording::{
@@ -56,6 +57,8 @@ pub struct Card {
     pub expiry: String,
     /// When the approval window closes: "19:54 UTC on 1 Dec 2026".
     pub deadline: String,
+    /// The risk cues found at intake, in words ("first payment to this payee").
+    pub risks: Vec<String>,
     pub submitted_by: String,
     /// "1 of 2" when the view says how many approvals are needed.
     pub quorum: Option<String>,
@@ -107,6 +110,7 @@ impl Card {
             pending,
             expiry: expiry_in_words(op.expires_in_s),
             deadline: instant_in_words(r.approval_expires_at),
+            risks: risks_in_words(op),
             submitted_by: text(&op.view, "submitted_by")
                 .unwrap_or_else(|| "the intents queue".into()),
             quorum,
@@ -347,6 +351,25 @@ pub fn step_up_of(op: &ConsoleOperation) -> (StepUp, Option<(i64, String, String
         .zip(currency)
         .and_then(|(m, c)| Some((m, c.to_owned(), format_amount(m, c)?)));
     (step, shown)
+}
+
+/// The operation's risk cues in words, as its view carries them (none for an operation
+/// that is no payment, or one without cues).
+fn risks_in_words(op: &ConsoleOperation) -> Vec<String> {
+    let currency = op
+        .row
+        .payload
+        .get("currency")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    op.view
+        .get("risk")
+        .cloned()
+        .and_then(|v| serde_json::from_value::<Vec<RiskCue>>(v).ok())
+        .unwrap_or_default()
+        .iter()
+        .map(|cue| cue.in_words(currency))
+        .collect()
 }
 
 /// A stored status token as a word ("in_progress" → "in progress").

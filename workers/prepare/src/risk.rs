@@ -1,0 +1,85 @@
+//! The intake's judgement of a payment's risk cues (`fleet_core::risk`) over the tenant's
+//! own succeeded payments, and what its policy asks of a flagged one (one more approver,
+//! a signed approval: `fleet_core::policy::RiskRule`). The cues are kept with the
+//! operation (`operations.risk`), shown beside the amount and carried in its events.
+
+use fleet_core::payee::PayeeEvidence;
+use fleet_core::risk::{cues, PayeeNow, PaymentAsked};
+use fleet_core::Action;
+use fleet_store::{Store, StoreError};
+use tracing::info;
+
+use crate::intake::{CheckedIntent, IntakeRules};
+
+/// `checked` with its risk cues, and its quorum raised as its policy asks when flagged.
+/// An intent that is no payment is returned as it came.
+pub async fn with_risk(
+    mut checked: CheckedIntent,
+    rules: &IntakeRules,
+    store: &Store,
+) -> Result<CheckedIntent, StoreError> {
+    let intent = &checked.intent;
+    if intent.action != Action::PaymentCreate {
+        return Ok(checked);
+    }
+    let payload = &intent.snapshot.payload;
+    let text = |member: &str| payload.get(member).and_then(serde_json::Value::as_str);
+    let (Some(beneficiary_id), Some(amount_minor), Some(currency)) = (
+        text("beneficiary_id"),
+        payload
+            .get("amount_minor")
+            .and_then(serde_json::Value::as_i64),
+        text("currency"),
+    ) else {
+        return Ok(checked);
+    };
+    let payee = match &checked.payee {
+        Some(PayeeEvidence::Found { payee, .. }) => PayeeNow {
+            known: true,
+            verified: Some(payee.verified),
+            account_fingerprint: Some(payee.account.fingerprint.clone()),
+        },
+        Some(PayeeEvidence::Unknown { .. }) => PayeeNow::default(),
+        // A provider without a directory says nothing about the payee.
+        None => PayeeNow {
+            known: true,
+            ..PayeeNow::default()
+        },
+    };
+    let history = store
+        .payment_history(
+            &intent.snapshot.tenant_id,
+            beneficiary_id,
+            payee.account_fingerprint.as_deref(),
+        )
+        .await?;
+    let rule = rules
+        .policies
+        .risk(&intent.snapshot.policy_version, intent.action);
+    let asked = PaymentAsked {
+        beneficiary_id,
+        amount_minor,
+        currency,
+    };
+    let found = cues(asked, &payee, &history, rule.median_multiple);
+    let (approvers, signed) = rule.requirement(
+        !found.is_empty(),
+        checked.approvals_required,
+        checked.signatures_required,
+    );
+    if !found.is_empty() {
+        let codes: Vec<String> = found
+            .iter()
+            .map(|c| {
+                serde_json::to_value(c)
+                    .map(|v| v["cue"].to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        info!(operation_id = %intent.operation_id, cues = %codes.join(","), approvals_required = approvers, signatures_required = signed, "payment flagged by risk cues");
+    }
+    checked.approvals_required = approvers;
+    checked.signatures_required = signed;
+    checked.risk = Some(found);
+    Ok(checked)
+}
