@@ -362,6 +362,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
         "approvals_required",
         "signatures_required",
         "payee",
+        "risk",
     ];
     const MOVE: &[&str] = &[
         "status",

@@ -108,6 +108,13 @@ pub struct OperationView {
     /// an action without a payee at a provider with a directory.
     #[schema(value_type = Option<Object>)]
     payee: Option<serde_json::Value>,
+    /// A payment's risk cues found at intake, each `{"cue": <code>, …}`
+    /// (`first_payment_to_payee`, `first_payment_to_account`,
+    /// `account_changed_since_last_payment`, `amount_above_usual` with `multiple` and
+    /// `median_minor`, `unverified_payee`, `unknown_payee`); empty for none, null for an
+    /// operation that is no payment. Immutable.
+    #[schema(value_type = Option<Vec<Object>>)]
+    risk: Option<Vec<serde_json::Value>>,
     /// not_started, in_progress, accepted, unknown, succeeded, failed, cancelled, disputed.
     status: String,
     /// Why it is in this status, when a reason was recorded (e.g. `superseded`).
