@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod batch;
 pub mod http_server;
+mod log_escape;
 pub mod metric_names;
 pub mod metrics;
 pub mod policies;
