@@ -14,22 +14,21 @@ pub struct ShareCaps {
 }
 
 impl ShareCaps {
-    /// Refuses caps that are zero or not nested (a share above the whole is no share).
+    /// Refuses a cap of zero; a share above the whole is cut to the whole (lowering the
+    /// total alone lowers every share with it).
     pub fn new(
         total: usize,
         per_tenant: usize,
         per_principal: usize,
     ) -> Result<ShareCaps, &'static str> {
-        if per_principal == 0 {
+        if total == 0 || per_tenant == 0 || per_principal == 0 {
             return Err("every cap must be at least 1");
         }
-        if per_principal > per_tenant || per_tenant > total {
-            return Err("the caps must be nested: per principal ≤ per tenant ≤ total");
-        }
+        let per_tenant = per_tenant.min(total);
         Ok(ShareCaps {
             total,
             per_tenant,
-            per_principal,
+            per_principal: per_principal.min(per_tenant),
         })
     }
 }
@@ -120,12 +119,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn caps_must_be_nested_and_positive() {
-        assert!(ShareCaps::new(10, 5, 2).is_ok());
-        assert!(ShareCaps::new(10, 10, 10).is_ok());
+    fn caps_are_positive_and_a_share_is_cut_to_the_whole() {
         assert!(ShareCaps::new(10, 5, 0).is_err());
-        assert!(ShareCaps::new(10, 5, 6).is_err());
-        assert!(ShareCaps::new(10, 11, 2).is_err());
+        assert!(ShareCaps::new(0, 5, 2).is_err());
+        assert_eq!(ShareCaps::new(10, 5, 6), ShareCaps::new(10, 5, 5));
+        assert_eq!(ShareCaps::new(1, 128, 32), ShareCaps::new(1, 1, 1));
     }
 
     #[test]
