@@ -1,6 +1,7 @@
 //! Plumbing every fleet binary shares: settings (clap + env), logging, the Prometheus
 //! recorder and metric names, the admin server (`/metrics`, `/livez`, `/readyz`),
-//! readiness checks, the shutdown signal, and redaction of secrets.
+//! readiness checks, the bounded HTTP server of the doors that face clients, the shutdown
+//! signal, and redaction of secrets.
 //!
 //! A worker's `main` is: parse settings, [`init_tracing`], [`install_metrics`], bind the
 //! admin listener and spawn [`serve_admin`], take [`shutdown_token`], then call its
@@ -8,6 +9,8 @@
 
 pub mod admin;
 pub mod batch;
+pub mod http_server;
+mod log_escape;
 pub mod metric_names;
 pub mod metrics;
 pub mod policies;
@@ -20,6 +23,7 @@ pub mod telemetry;
 
 pub use admin::serve_admin;
 pub use batch::Batcher;
+pub use http_server::{ConnectionLimits, RequestSlot, RequestSlots};
 pub use metrics::install_metrics;
 pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
 pub use readiness::{Readiness, ReadinessReport, SyncCheck};

@@ -5,6 +5,9 @@
 //! pipe them; logs must never mix into that. Container runtimes collect both streams, so
 //! the workers lose nothing by following the same rule.
 //!
+//! Text format: one line per event, whatever the values hold: control characters in
+//! them are escaped ([`crate::log_escape`]).
+//!
 //! JSON format: one object per line, event fields flattened into the top level, plus
 //! `timestamp`, `level`, `target` and the current span (`span`) when there is one.
 //! Log identifiers and outcomes only; never payloads, tokens or keys
@@ -89,6 +92,7 @@ pub fn init_tracing_with_default(format: LogFormat, default_filter: &str) {
             .with(third_party_caps())
             .try_init(),
         LogFormat::Text => builder
+            .fmt_fields(crate::log_escape::escaped_fields())
             .with_ansi(std::io::stderr().is_terminal())
             .finish()
             .with(third_party_caps())

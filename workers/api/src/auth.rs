@@ -4,7 +4,8 @@
 //! caller cannot tell a revoked token from one that never existed; only an expired token
 //! gets its own code, `token_expired` (telling it apart needs the whole token, so it says
 //! nothing to anyone else). A token limited to some tenants makes its caller act for
-//! those of its principal's only. The same check guards the JSON routes and `/mcp`.
+//! those of its principal's only. The same check guards the JSON routes and `/mcp`, and
+//! counts the request against the principal's rate ([`crate::rate_limit`]).
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -51,7 +52,10 @@ impl FromRequestParts<AppState> for Caller {
     ) -> Result<Self, Self::Rejection> {
         let hash = presented_hash(parts).ok_or(ApiError::Unauthorized)?;
         match state.store.check_token(&hash).await? {
-            TokenCheck::Valid(principal) => Ok(Caller(principal)),
+            TokenCheck::Valid(principal) => {
+                state.rate_limits.check(&principal.name)?;
+                Ok(Caller(principal))
+            }
             TokenCheck::Expired => Err(ApiError::TokenExpired),
             TokenCheck::Refused => Err(ApiError::Unauthorized),
         }

@@ -43,8 +43,12 @@ pub enum ApiError {
     Oversized,
     /// The body did not arrive in time.
     BodyTimeout,
-    /// Every wait slot is taken; try again shortly.
+    /// The caller's share of the wait slots, or every slot, is taken; try again shortly.
     TooManyWaiters,
+    /// The caller's principal sent more requests than its rate allows.
+    RateLimited { retry_after_s: u64 },
+    /// Every request slot stayed taken while the request waited for one.
+    Busy,
     /// Postgres did not answer; nothing was decided, the same request may be sent again.
     Unavailable,
 }
@@ -77,8 +81,10 @@ impl ApiError {
             ApiError::BadQuery { .. } | ApiError::BadSignature { .. } => StatusCode::BAD_REQUEST,
             ApiError::Oversized => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
-            ApiError::TooManyWaiters => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::TooManyWaiters | ApiError::RateLimited { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+            ApiError::Unavailable | ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -96,6 +102,8 @@ impl ApiError {
             ApiError::Oversized => "oversized",
             ApiError::BodyTimeout => "body_timeout",
             ApiError::TooManyWaiters => "too_many_waiters",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Busy => "busy",
             ApiError::Unavailable => "unavailable",
         }
     }
@@ -114,6 +122,8 @@ impl ApiError {
             | ApiError::Oversized
             | ApiError::BodyTimeout
             | ApiError::TooManyWaiters
+            | ApiError::RateLimited { .. }
+            | ApiError::Busy
             | ApiError::Unavailable => None,
         }
     }
@@ -142,8 +152,11 @@ impl IntoResponse for ApiError {
                     ),
                 );
             }
-            ApiError::TooManyWaiters | ApiError::Unavailable => {
+            ApiError::TooManyWaiters | ApiError::Busy | ApiError::Unavailable => {
                 headers.insert(header::RETRY_AFTER, RETRY_AFTER_S);
+            }
+            ApiError::RateLimited { retry_after_s } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
             }
             ApiError::Forbidden(_)
             | ApiError::NotFound

@@ -14,8 +14,13 @@
 //! | `/console/…` | the console for approvers and operators, signed in with OpenID Connect ([`console`]) |
 //!
 //! Every operation is shown as the SQL function `operation_view` returns it. The API
-//! holds no state of its own but the list of waiting requests: any number of replicas
-//! may run behind a load balancer.
+//! holds no state of its own but the list of waiting requests and the principals' rate
+//! buckets: any number of replicas may run behind a load balancer.
+//!
+//! What a client controls is bounded: connections, the time a request head may take,
+//! and the requests worked on at once ([`fleet_runtime::http_server`],
+//! [`request_slots`]); each principal's request rate ([`rate_limit`]); and each
+//! principal's and tenant's share of the wait slots ([`waiters`]).
 
 pub mod auth;
 pub mod console;
@@ -28,6 +33,8 @@ pub mod mcp;
 pub mod openapi;
 pub mod operations;
 pub mod public_url;
+pub mod rate_limit;
+pub mod request_slots;
 pub mod schemas;
 mod series;
 pub mod settings;
@@ -47,6 +54,7 @@ use axum::Router;
 use fleet_broker::Publisher;
 use fleet_prepare::IntakeRules;
 use fleet_runtime::metric_names as m;
+use fleet_runtime::{http_server, RequestSlots};
 use fleet_store::Store;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -75,8 +83,9 @@ pub struct ApiDeps {
     pub console: Option<console::Console>,
 }
 
-/// The routes and the OpenAPI document describing exactly them.
-pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+/// The routes and the OpenAPI document describing exactly them; every request takes one
+/// of `slots` first.
+pub fn app(state: AppState, slots: request_slots::Slots) -> (Router, utoipa::openapi::OpenApi) {
     let mcp = mcp::router(state.clone());
     let console = console::router(state.clone());
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
@@ -104,6 +113,10 @@ pub fn app(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .merge(mcp)
         .merge(console)
         .fallback(|| async { ApiError::NotFound })
+        .layer(middleware::from_fn_with_state(
+            slots,
+            request_slots::take_slot,
+        ))
         .layer(middleware::from_fn(observe));
     (router, doc)
 }
@@ -128,8 +141,12 @@ async fn observe(request: Request, next: Next) -> Response {
 /// answer at once and in-flight requests finish before it returns.
 pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<()> {
     let public_url = deps.settings.public_url(deps.listener.local_addr()?);
+    let caps = deps
+        .settings
+        .waiter_caps()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     series::series_at_zero();
-    let waiters = Arc::new(Waiters::new(deps.settings.max_waiters()));
+    let waiters = Arc::new(Waiters::new(caps));
     let poller = tokio::spawn(waiters.clone().run(
         deps.store.clone(),
         deps.settings.wait_poll(),
@@ -140,18 +157,25 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         store: deps.store,
         intake: deps.intake,
         waiters,
+        rate_limits: Arc::new(rate_limit::RateLimits::new(deps.settings.rate_rule())),
         shutdown: shutdown.clone(),
         public_url,
         console: deps.console.map(Arc::new),
     };
-    let public_url = state.public_url.clone();
-    let (router, _) = app(state);
-    if let Ok(addr) = deps.listener.local_addr() {
-        tracing::info!(%addr, %public_url, "api listening");
-    }
-    let served = axum::serve(deps.listener, router)
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-        .await;
+    let slots = request_slots::Slots {
+        slots: RequestSlots::new(deps.settings.api_max_concurrent_requests as usize),
+        queue_timeout: deps.settings.request_queue_timeout(),
+    };
+    tracing::info!(public_url = %state.public_url, "api public url");
+    let (router, _) = app(state, slots);
+    let served = http_server::serve(
+        "api",
+        deps.listener,
+        router,
+        deps.settings.connection_limits(),
+        shutdown.clone(),
+    )
+    .await;
     shutdown.cancel();
     if let Err(e) = poller.await {
         tracing::warn!(error = %e, "the wait poller failed");

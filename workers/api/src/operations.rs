@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::Json;
+use axum::{Extension, Json};
 use fleet_core::{ApiAction, ApprovalStatus, OperationId, Status, WaitFor, WaitState};
-use fleet_store::ViewFilter;
+use fleet_store::{Principal, ViewFilter};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::IntoParams;
@@ -17,6 +17,7 @@ use crate::auth::Caller;
 use crate::cursor;
 use crate::error::{ApiError, ErrorBody};
 use crate::openapi::{OperationPage, OperationView};
+use crate::request_slots::HeldSlot;
 use crate::state::AppState;
 
 /// The longest a request may wait.
@@ -77,7 +78,7 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
         (status = 400, description = "`invalid_query`: an unknown parameter, `wait_for` not `decision` or `final`, `timeout_s` above 60.", body = ErrorBody),
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
         (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 429, description = "`too_many_waiters`: every wait slot of this process is taken; retry after `Retry-After`.", body = ErrorBody),
+        (status = 429, description = "`too_many_waiters`: the caller's principal or tenant holds its share of this process's wait slots, or every slot is taken; `rate_limited`: the principal's request rate is spent. Retry after `Retry-After`.", body = ErrorBody),
         (status = 503, description = "Postgres did not answer.", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -85,6 +86,7 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
 pub async fn get_operation(
     State(state): State<AppState>,
     caller: Caller,
+    held: Option<Extension<HeldSlot>>,
     Path(id): Path<String>,
     q: Result<Query<WaitQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -113,25 +115,38 @@ pub async fn get_operation(
     };
     let view = read_view(
         &state,
-        &caller.0.tenants,
+        &caller.0,
+        held.as_deref(),
         &id,
-        wait_for,
-        Duration::from_secs(timeout_s),
+        Wait {
+            wait_for,
+            timeout: Duration::from_secs(timeout_s),
+        },
     )
     .await?;
     Ok(Json(view))
 }
 
-/// The view of operation `id` among `tenants`: at once without `wait_for`; with it, once
-/// the wait is over or `timeout` ran out (or the process drains), as it is then. Shared
-/// by this route and the MCP door's `get_operation`.
+/// What a read waits for, and how long at most.
+#[derive(Debug, Clone, Copy)]
+pub struct Wait {
+    pub wait_for: Option<WaitFor>,
+    pub timeout: Duration,
+}
+
+/// The view of operation `id` among `caller`'s tenants: at once without `wait_for`; with
+/// it, once the wait is over or `timeout` ran out (or the process drains), as it is then.
+/// A waiting request takes a wait slot of its principal's and its tenant's shares and
+/// gives back its request slot (`held`) while it waits. Shared by this route and the MCP
+/// door's `get_operation`.
 pub async fn read_view(
     state: &AppState,
-    tenants: &[String],
+    caller: &Principal,
+    held: Option<&HeldSlot>,
     id: &str,
-    wait_for: Option<WaitFor>,
-    timeout: Duration,
+    Wait { wait_for, timeout }: Wait,
 ) -> Result<Value, ApiError> {
+    let tenants = caller.tenants.as_slice();
     OperationId::parse(id).map_err(|_| ApiError::NotFound)?;
     let view = state
         .store
@@ -144,7 +159,14 @@ pub async fn read_view(
     if wait_state(&view).is_none_or(|s| fleet_core::wait_is_over(wait_for, s)) {
         return Ok(view);
     }
-    let _slot = state.waiters.slot().ok_or(ApiError::TooManyWaiters)?;
+    let tenant = view["tenant_id"].as_str().unwrap_or_default();
+    let _slot = state.waiters.slot(&caller.name, tenant).map_err(|share| {
+        tracing::info!(principal = %caller.name, share = share.as_str(), "a wait refused: its share of the wait slots is taken");
+        ApiError::TooManyWaiters
+    })?;
+    if let Some(held) = held {
+        held.release();
+    }
     let over = state.waiters.register(id, wait_for);
     tokio::select! {
         _ = over => {}

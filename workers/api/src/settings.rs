@@ -4,8 +4,14 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Args;
+use fleet_core::rate::RateRule;
+use fleet_core::wait_shares::ShareCaps;
+use fleet_runtime::ConnectionLimits;
 
 use crate::public_url::PublicUrl;
+
+/// The largest request head read (line and headers; 431 beyond it).
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, Clone, Args)]
 pub struct ApiSettings {
@@ -13,10 +19,57 @@ pub struct ApiSettings {
     #[arg(long, env = "API_ADDR", default_value = "127.0.0.1:8080")]
     pub api_addr: SocketAddr,
 
+    /// Most connections kept open; more wait in the accept backlog. Keep it well below
+    /// the process's open-file limit (`ulimit -n`): the database pool and the broker need
+    /// descriptors too.
+    #[arg(long, env = "API_MAX_CONNECTIONS", default_value_t = 512,
+          value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub api_max_connections: u32,
+
+    /// How long a request head (line and headers) may take to arrive, on a new
+    /// connection and between two requests of a kept-alive one (the idle timeout); the
+    /// connection is closed after it.
+    #[arg(long, env = "API_HEADER_TIMEOUT_MS", default_value_t = 5_000,
+          value_parser = clap::value_parser!(u64).range(100..=120_000))]
+    pub api_header_timeout_ms: u64,
+
+    /// Most requests worked on at once (a request waiting on an operation does not count
+    /// while it waits).
+    #[arg(long, env = "API_MAX_CONCURRENT_REQUESTS", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=4_096))]
+    pub api_max_concurrent_requests: u32,
+
+    /// How long a request may wait for a slot among API_MAX_CONCURRENT_REQUESTS before
+    /// it is answered 503 `busy`.
+    #[arg(long, env = "API_REQUEST_QUEUE_MS", default_value_t = 2_000,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub api_request_queue_ms: u64,
+
+    /// Requests per second each principal may make (its bucket's refill); more get 429
+    /// `rate_limited` with `Retry-After`.
+    #[arg(long, env = "API_RATE_PER_S", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub api_rate_per_s: u32,
+
+    /// Requests a principal may make at once above its rate (its bucket's size).
+    #[arg(long, env = "API_RATE_BURST", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub api_rate_burst: u32,
+
     /// Requests that may wait on an operation (`wait_for`) at the same time; more get 429.
     #[arg(long, env = "API_MAX_WAITERS", default_value_t = 256,
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub api_max_waiters: u32,
+
+    /// Of API_MAX_WAITERS, how many the operations of one tenant may hold; more get 429.
+    #[arg(long, env = "API_MAX_WAITERS_PER_TENANT", default_value_t = 128,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub api_max_waiters_per_tenant: u32,
+
+    /// Of API_MAX_WAITERS_PER_TENANT, how many one principal may hold; more get 429.
+    #[arg(long, env = "API_MAX_WAITERS_PER_PRINCIPAL", default_value_t = 32,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub api_max_waiters_per_principal: u32,
 
     /// How often the rows of waited-on operations are read (one statement for all of
     /// them), so how late a waiter may hear of a change.
@@ -36,8 +89,31 @@ impl ApiSettings {
         Duration::from_millis(self.api_wait_poll_ms)
     }
 
-    pub fn max_waiters(&self) -> usize {
-        self.api_max_waiters as usize
+    /// The wait slots' caps (a share above the whole is cut to it).
+    pub fn waiter_caps(&self) -> Result<ShareCaps, String> {
+        ShareCaps::new(
+            self.api_max_waiters as usize,
+            self.api_max_waiters_per_tenant as usize,
+            self.api_max_waiters_per_principal as usize,
+        )
+        .map_err(|e| format!("API_MAX_WAITERS, _PER_TENANT, _PER_PRINCIPAL: {e}"))
+    }
+
+    pub fn rate_rule(&self) -> RateRule {
+        RateRule::new(self.api_rate_per_s, self.api_rate_burst)
+            .expect("clap refuses a rate or burst of zero")
+    }
+
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: self.api_max_connections as usize,
+            header_timeout: Duration::from_millis(self.api_header_timeout_ms),
+            max_head_bytes: MAX_HEAD_BYTES,
+        }
+    }
+
+    pub fn request_queue_timeout(&self) -> Duration {
+        Duration::from_millis(self.api_request_queue_ms)
     }
 
     /// `API_PUBLIC_URL`, or the address the API actually listens on (`listening`).
@@ -52,7 +128,15 @@ impl Default for ApiSettings {
     fn default() -> Self {
         ApiSettings {
             api_addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            api_max_connections: 512,
+            api_header_timeout_ms: 5_000,
+            api_max_concurrent_requests: 64,
+            api_request_queue_ms: 2_000,
+            api_rate_per_s: 20,
+            api_rate_burst: 100,
             api_max_waiters: 256,
+            api_max_waiters_per_tenant: 128,
+            api_max_waiters_per_principal: 32,
             api_wait_poll_ms: 250,
             api_public_url: None,
         }
@@ -77,6 +161,18 @@ mod tests {
             assert_eq!(cli.api.api_addr.to_string(), "127.0.0.1:8080");
         }
         assert!(Cli::try_parse_from(["bin", "--api-max-waiters=0"]).is_err());
+        for zero in [
+            "--api-max-connections=0",
+            "--api-header-timeout-ms=0",
+            "--api-max-concurrent-requests=0",
+            "--api-request-queue-ms=0",
+            "--api-rate-per-s=0",
+            "--api-rate-burst=0",
+            "--api-max-waiters-per-tenant=0",
+            "--api-max-waiters-per-principal=0",
+        ] {
+            assert!(Cli::try_parse_from(["bin", zero]).is_err(), "{zero}");
+        }
         assert!(Cli::try_parse_from(["bin", "--api-wait-poll-ms=5"]).is_err());
         let cli = Cli::try_parse_from(["bin", "--api-addr=0.0.0.0:9000", "--api-wait-poll-ms=100"])
             .unwrap();
@@ -96,5 +192,21 @@ mod tests {
             "https://fleet.example.com"
         );
         assert!(Cli::try_parse_from(["bin", "--api-public-url=fleet.example.com"]).is_err());
+    }
+
+    #[test]
+    fn waiter_shares_are_cut_to_the_whole() {
+        let caps = |args: &[&str]| {
+            Cli::try_parse_from([&["bin"], args].concat())
+                .unwrap()
+                .api
+                .waiter_caps()
+        };
+        assert_eq!(caps(&[]).ok(), ShareCaps::new(256, 128, 32).ok());
+        assert_eq!(ApiSettings::default().waiter_caps(), caps(&[]));
+        assert_eq!(
+            caps(&["--api-max-waiters=1"]).ok(),
+            ShareCaps::new(1, 1, 1).ok()
+        );
     }
 }

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::console::Console;
 use crate::decisions::Decisions;
 use crate::public_url::PublicUrl;
+use crate::rate_limit::RateLimits;
 use crate::waiters::Waiters;
 
 #[derive(Clone)]
@@ -20,6 +21,8 @@ pub struct AppState {
     /// Approve, reject, resolve, dispute.
     pub decisions: Decisions,
     pub waiters: Arc<Waiters>,
+    /// Each principal's request rate, counted as it is authenticated.
+    pub rate_limits: Arc<RateLimits>,
     /// Cancelled at SIGTERM: waiting requests answer at once with the current view.
     pub shutdown: CancellationToken,
     /// Where people and agents reach the API: the base of the links handed out.

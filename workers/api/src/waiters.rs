@@ -11,52 +11,63 @@
 //! hanging until its timeout anyway. A tick of a quarter second is well inside what a
 //! person's approval or a provider call takes.
 //!
-//! The number of waiting requests is bounded (`API_MAX_WAITERS`): one more is refused
-//! (429) rather than queued.
+//! The number of waiting requests is bounded (`API_MAX_WAITERS`), and shared
+//! (`API_MAX_WAITERS_PER_TENANT`, `API_MAX_WAITERS_PER_PRINCIPAL`, see
+//! [`fleet_core::wait_shares`]): a waiter over its share, or past the whole, is refused
+//! (429) rather than queued, and the others still get theirs.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use fleet_core::wait_shares::{ShareCaps, ShareRefusal, WaitShares};
 use fleet_core::{wait_is_over, WaitFor, WaitState};
 use fleet_runtime::metric_names as m;
 use fleet_store::Store;
-use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 type Pending = HashMap<String, Vec<(WaitFor, oneshot::Sender<()>)>>;
 
 pub struct Waiters {
-    slots: Arc<Semaphore>,
+    shares: Arc<Mutex<WaitShares>>,
     pending: Mutex<Pending>,
     registered: Notify,
 }
 
 /// A place among the waiters; dropping it frees the place.
 pub struct Slot {
-    _permit: OwnedSemaphorePermit,
+    shares: Arc<Mutex<WaitShares>>,
+    principal: String,
+    tenant: String,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        lock(&self.shares).give_back(&self.principal, &self.tenant);
         metrics::gauge!(m::API_WAITING_REQUESTS).decrement(1.0);
     }
 }
 
 impl Waiters {
-    pub fn new(max_waiters: usize) -> Waiters {
+    pub fn new(caps: ShareCaps) -> Waiters {
         Waiters {
-            slots: Arc::new(Semaphore::new(max_waiters)),
+            shares: Arc::new(Mutex::new(WaitShares::new(caps))),
             pending: Mutex::new(HashMap::new()),
             registered: Notify::new(),
         }
     }
 
-    /// A place to wait in, or `None` when every place is taken.
-    pub fn slot(&self) -> Option<Slot> {
-        let permit = self.slots.clone().try_acquire_owned().ok()?;
+    /// A place for `principal` to wait on an operation of `tenant`, unless its share or
+    /// the whole is taken.
+    pub fn slot(&self, principal: &str, tenant: &str) -> Result<Slot, ShareRefusal> {
+        lock(&self.shares).take(principal, tenant)?;
         metrics::gauge!(m::API_WAITING_REQUESTS).increment(1.0);
-        Some(Slot { _permit: permit })
+        Ok(Slot {
+            shares: self.shares.clone(),
+            principal: principal.to_owned(),
+            tenant: tenant.to_owned(),
+        })
     }
 
     /// Resolves once `operation_id`'s wait for `wait_for` is over (as seen by the poller).
@@ -133,8 +144,8 @@ impl Waiters {
     }
 }
 
-fn lock(m: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
-    // A panic while holding the lock cannot leave the map inconsistent (every update is a
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave the maps inconsistent (every update is a
     // single call), so a poisoned lock is still usable.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -143,20 +154,35 @@ fn lock(m: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
 mod tests {
     use super::*;
 
+    fn caps(total: usize) -> ShareCaps {
+        ShareCaps::new(total, total, total).unwrap()
+    }
+
     #[test]
     fn places_are_bounded_and_freed_on_drop() {
-        let waiters = Waiters::new(2);
-        let a = waiters.slot().expect("first");
-        let _b = waiters.slot().expect("second");
-        assert!(waiters.slot().is_none(), "a third waiter is refused");
+        let waiters = Waiters::new(caps(2));
+        let a = waiters.slot("p", "t").expect("first");
+        let _b = waiters.slot("p", "t").expect("second");
+        assert!(waiters.slot("q", "u").is_err(), "a third waiter is refused");
         drop(a);
-        assert!(waiters.slot().is_some(), "a freed place is reused");
+        assert!(waiters.slot("q", "u").is_ok(), "a freed place is reused");
+    }
+
+    #[test]
+    fn a_principal_over_its_share_leaves_places_for_the_others() {
+        let waiters = Waiters::new(ShareCaps::new(4, 4, 1).unwrap());
+        let _held = waiters.slot("greedy", "t1").unwrap();
+        assert_eq!(
+            waiters.slot("greedy", "t1").err(),
+            Some(ShareRefusal::Principal)
+        );
+        assert!(waiters.slot("other", "t2").is_ok());
     }
 
     #[test]
     fn only_the_waiters_whose_wait_is_over_are_woken() {
         use fleet_core::{ApprovalStatus, Status};
-        let waiters = Waiters::new(4);
+        let waiters = Waiters::new(caps(4));
         let mut decision = waiters.register("op_a", WaitFor::Decision);
         let mut done = waiters.register("op_a", WaitFor::Final);
         let approved = WaitState {
@@ -179,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_withdrawn_wait_is_forgotten() {
-        let waiters = Waiters::new(4);
+        let waiters = Waiters::new(caps(4));
         let kept = waiters.register("op_a", WaitFor::Final);
         let gone = waiters.register("op_b", WaitFor::Decision);
         drop(gone);

@@ -23,7 +23,6 @@ pub mod receiver;
 pub mod retention;
 pub mod secrets;
 mod series;
-pub mod server;
 pub mod settings;
 pub mod signature;
 
@@ -38,10 +37,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use consumer::{IngestError, IngestHandler};
 pub use envelope::{Envelope, SignatureHeaders};
+pub use fleet_runtime::ConnectionLimits;
 pub use publish::IngestPublisher;
 pub use receiver::{ReceiverState, RequestLimits};
 pub use secrets::{SecretsError, WebhookSecrets};
-pub use server::ConnectionLimits;
 pub use settings::{Mode, WebhookSettings, KNOWN_PROVIDERS};
 
 /// Everything `run` needs, built by `main` (or by a test).

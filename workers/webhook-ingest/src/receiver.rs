@@ -15,7 +15,7 @@
 //! | 413 | body larger than `WEBHOOK_MAX_BODY_BYTES` |
 //! | 503 | every request slot stayed taken for `WEBHOOK_BODY_TIMEOUT_MS`, or the broker did not confirm: the provider retries later, nothing is lost |
 //!
-//! Connections themselves are bounded by [`crate::server`].
+//! Connections themselves are bounded by [`fleet_runtime::http_server`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,9 +28,9 @@ use axum::routing::post;
 use axum::{Json, Router};
 use chrono::Utc;
 use fleet_runtime::metric_names as m;
+use fleet_runtime::{http_server, ConnectionLimits, RequestSlots};
 use serde_json::json;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -39,10 +39,11 @@ use crate::clock::unix_now;
 use crate::envelope::Envelope;
 use crate::publish::IngestPublisher;
 use crate::secrets::WebhookSecrets;
-use crate::server::{self, ConnectionLimits};
 use crate::settings::KNOWN_PROVIDERS;
 use crate::signature::{self, SignedHeaders};
 
+/// The largest request head read (the signature header alone may be 8 KiB).
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// What a 503 asks the provider to wait before retrying.
 const RETRY_AFTER_S: &str = "5";
 
@@ -63,7 +64,7 @@ pub struct ReceiverState {
     secrets: Arc<WebhookSecrets>,
     publisher: Arc<IngestPublisher>,
     limits: RequestLimits,
-    turns: Arc<Semaphore>,
+    turns: RequestSlots,
 }
 
 impl ReceiverState {
@@ -76,7 +77,7 @@ impl ReceiverState {
             secrets: Arc::new(secrets),
             publisher,
             limits,
-            turns: Arc::new(Semaphore::new(limits.max_concurrent)),
+            turns: RequestSlots::new(limits.max_concurrent),
         }
     }
 }
@@ -96,7 +97,14 @@ pub async fn serve(
     connections: ConnectionLimits,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    server::serve(listener, router(state), connections, shutdown).await
+    http_server::serve(
+        "webhook receiver",
+        listener,
+        router(state),
+        connections,
+        shutdown,
+    )
+    .await
 }
 
 async fn receive(
@@ -114,9 +122,7 @@ async fn receive(
     };
     let deadline = Instant::now() + state.limits.body_timeout;
     // Held until the answer: the body and its envelope live that long.
-    let Ok(Ok(_turn)) =
-        tokio::time::timeout_at(deadline, state.turns.clone().acquire_owned()).await
-    else {
+    let Some(_turn) = state.turns.take_by(deadline).await else {
         warn!(
             provider,
             "webhook receiver busy: every request slot is taken; answering 503"

@@ -5,12 +5,11 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use fleet_runtime::Secret;
+use fleet_runtime::{ConnectionLimits, Secret};
 use fleet_store::MIN_WEBHOOK_RETENTION_S;
 
-use crate::receiver::RequestLimits;
+use crate::receiver::{RequestLimits, MAX_HEAD_BYTES};
 use crate::secrets::{SecretsError, WebhookSecrets};
-use crate::server::ConnectionLimits;
 use crate::signature::Freshness;
 
 /// Which halves this process runs; they scale separately.
@@ -140,6 +139,7 @@ impl WebhookSettings {
         ConnectionLimits {
             max_connections: self.webhook_max_connections as usize,
             header_timeout: Duration::from_millis(self.webhook_header_timeout_ms),
+            max_head_bytes: MAX_HEAD_BYTES,
         }
     }
 }
@@ -206,7 +206,8 @@ mod tests {
             cli.webhook.connection_limits(),
             ConnectionLimits {
                 max_connections: 256,
-                header_timeout: Duration::from_secs(5)
+                header_timeout: Duration::from_secs(5),
+                max_head_bytes: MAX_HEAD_BYTES,
             }
         );
         let requests = RequestLimits {

@@ -15,8 +15,9 @@ use tokio_util::sync::CancellationToken;
 use super::answers::{answer, bad_arguments, refusal};
 use crate::auth::Caller;
 use crate::operations::{
-    list_page, read_view, view_filter, DEFAULT_PAGE, DEFAULT_WAIT_S, MAX_PAGE, MAX_WAIT_S,
+    list_page, read_view, view_filter, Wait, DEFAULT_PAGE, DEFAULT_WAIT_S, MAX_PAGE, MAX_WAIT_S,
 };
+use crate::request_slots::HeldSlot;
 use crate::state::AppState;
 
 /// What `get_operation` waits for.
@@ -76,6 +77,7 @@ fn parse<T: for<'de> Deserialize<'de>>(arguments: Map<String, Value>) -> Option<
 pub async fn get_operation(
     state: &AppState,
     caller: &Caller,
+    held: Option<&HeldSlot>,
     arguments: Map<String, Value>,
     cancelled: CancellationToken,
 ) -> CallToolResult {
@@ -94,13 +96,11 @@ pub async fn get_operation(
         WaitForArg::Decision => WaitFor::Decision,
         WaitForArg::Final => WaitFor::Final,
     });
-    let read = read_view(
-        state,
-        &caller.0.tenants,
-        &args.operation_id,
+    let wait = Wait {
         wait_for,
-        Duration::from_secs(timeout_s),
-    );
+        timeout: Duration::from_secs(timeout_s),
+    };
+    let read = read_view(state, &caller.0, held, &args.operation_id, wait);
     let view = tokio::select! {
         view = read => view,
         // Nobody reads this answer: the call was withdrawn.

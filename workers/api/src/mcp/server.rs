@@ -15,6 +15,7 @@ use super::tools::{catalogue, GET_OPERATION, LIST_OPERATIONS};
 use super::{propose, read};
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::request_slots::HeldSlot;
 use crate::state::AppState;
 
 const INSTRUCTIONS: &str = "fleet executes payments, refunds and CRM changes that a person approved, \
@@ -36,13 +37,16 @@ impl FleetMcp {
     }
 }
 
-/// The principal the request authenticated as (see `super::authenticate`).
-fn caller(context: &RequestContext<RoleServer>) -> Option<Caller> {
+/// What the HTTP request carries for the tools: the principal it authenticated as (see
+/// `super::authenticate`), or its request slot.
+fn from_request<T: Clone + Send + Sync + 'static>(
+    context: &RequestContext<RoleServer>,
+) -> Option<T> {
     context
         .extensions
         .get::<Parts>()?
         .extensions
-        .get::<Caller>()
+        .get::<T>()
         .cloned()
 }
 
@@ -68,7 +72,7 @@ impl ServerHandler for FleetMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(caller) = caller(&context) else {
+        let Some(caller) = from_request::<Caller>(&context) else {
             // Only reachable if the route lost its authentication layer.
             return Ok(refusal(&ApiError::Unauthorized).into());
         };
@@ -76,7 +80,9 @@ impl ServerHandler for FleetMcp {
         let state = &self.state;
         let result: CallToolResult = match request.name.as_ref() {
             GET_OPERATION => {
-                read::get_operation(state, &caller, arguments, context.ct.clone()).await
+                let held = from_request::<HeldSlot>(&context);
+                read::get_operation(state, &caller, held.as_ref(), arguments, context.ct.clone())
+                    .await
             }
             LIST_OPERATIONS => read::list_operations(state, &caller, arguments).await,
             name => match action_of_tool(name) {
