@@ -496,6 +496,13 @@ impl TestFleet {
 
     /// Creates or replaces the payee `id` in the simulator's directory of beneficiaries
     /// (a Kazakh company paid to `account_number`): its answer, with the version.
+    /// A payee the simulator's directory holds under `id` (beside its seeded vendors), so a
+    /// payment to it passes intake.
+    pub async fn directory_holds(&self, id: &str) -> Value {
+        self.sim_payee(id, "Payee of the test", "KZ86 125K ZT50 0410 0100")
+            .await
+    }
+
     pub async fn sim_payee(&self, id: &str, name: &str, account_number: &str) -> Value {
         self.sim_post(
             "/_sim/beneficiaries",
