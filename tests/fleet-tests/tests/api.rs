@@ -487,14 +487,7 @@ async fn an_id_that_would_show_as_another_is_422_invalid_field_naming_it() {
         0,
         "nothing is written for a refused id"
     );
-    // A payee the provider's directory holds under that id.
-    fleet
-        .sim_payee(
-            NON_LATIN_ID,
-            "Πληρωμές ΑΕ",
-            "GR16 0110 1250 0000 0001 2300 695",
-        )
-        .await;
+    fleet.directory_holds(NON_LATIN_ID).await;
     let greek = with_payload_member(intent(), "beneficiary_id", NON_LATIN_ID);
     assert_eq!(
         submit(&fleet, &api, &token, intent_bytes(&greek))

@@ -133,6 +133,7 @@ async fn ids_that_would_show_as_other_ids_are_dead_lettered_as_invalid_fields() 
     for bytes in &spoofed {
         fleet.submit_bytes(bytes).await;
     }
+    fleet.directory_holds(NON_LATIN_ID).await;
     let greek = with_payload_member(intent(), "beneficiary_id", NON_LATIN_ID);
     fleet.submit(&greek).await;
     let dead = fleet
