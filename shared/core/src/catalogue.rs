@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::actions;
 use crate::intent::IntentError;
+use crate::objects::ObjectRef;
 use crate::outcome::{CallResult, Outcome};
 use crate::reconcile::Reading;
 
@@ -257,6 +258,9 @@ pub struct ActionSpec {
     /// The payload member naming who receives the effect (a payment's beneficiary), said
     /// in the statement an approver signs; `None` when the effect has no such party.
     pub payee: Option<&'static str>,
+    /// The provider objects an intent names (a refund's payment, the deal an update
+    /// changes), which must be the intent's tenant's (`crate::objects`).
+    pub objects: &'static [ObjectRef],
     pub webhook: Option<WebhookSpec>,
     pub tool: ToolText,
     pub behaviour: Behaviour,

@@ -20,6 +20,7 @@ pub mod identifier;
 pub mod ids;
 pub mod intent;
 pub mod money;
+pub mod objects;
 pub mod outcome;
 pub mod passkey;
 pub mod payee;

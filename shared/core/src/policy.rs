@@ -31,6 +31,13 @@
 //! `"approve"`, with `unknown_payee_approvers` distinct approvers at least (the amount's
 //! quorum when that is larger).
 //!
+//! `foreign_object` (on an action whose intents name a provider's object: `refund.create`,
+//! `crm.deal.update`, `order.status.change`; see `crate::objects`) says the same of an
+//! object the fleet has no record of (made outside the fleet): `"refuse"` (the default:
+//! dead-lettered `object_unknown`, an HTTP 422) or `"approve"`, with
+//! `foreign_object_approvers` distinct approvers at least. An object the fleet recorded
+//! for another tenant is refused whatever the policy says.
+//!
 //! `[actions."payment.create".risk]` says what a payment flagged by a risk cue
 //! (`crate::risk`) needs besides its amount's quorum: `extra_approvers` more distinct
 //! approvers (default 0), at least `signed_approvals` signed ones (default 0), and the
@@ -65,6 +72,8 @@ struct ActionFile {
     bands: Vec<BandFile>,
     unknown_payee: Option<String>,
     unknown_payee_approvers: Option<u8>,
+    foreign_object: Option<String>,
+    foreign_object_approvers: Option<u8>,
     risk: Option<RiskRule>,
 }
 
@@ -161,22 +170,53 @@ struct Band {
     signed: u8,
 }
 
-/// What a policy does with an intent whose payee is unknown.
+/// What a policy does with an intent that names what the fleet cannot confirm: a payee
+/// the provider's directory does not know, an object the fleet has no record of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnknownPayeeRule {
-    /// Refused at intake (`payee_unknown`).
+pub enum UnconfirmedRule {
+    /// Refused at intake (`payee_unknown`, `object_unknown`).
     Refuse,
     /// Accepted, needing at least this many distinct approvers.
     Approvers(u8),
 }
 
-impl UnknownPayeeRule {
-    /// The approvers an intent needs when its payee is unknown, given what its amount
-    /// needs; `None`: refused.
+/// What a policy does with an intent whose payee is unknown.
+pub type UnknownPayeeRule = UnconfirmedRule;
+
+/// What a policy does with an intent naming an object the fleet has no record of.
+pub type ForeignObjectRule = UnconfirmedRule;
+
+impl UnconfirmedRule {
+    /// The approvers such an intent needs, given what its amount needs; `None`: refused.
     pub fn approvers(self, for_amount: u8) -> Option<u8> {
         match self {
-            UnknownPayeeRule::Refuse => None,
-            UnknownPayeeRule::Approvers(n) => Some(n.max(for_amount)),
+            UnconfirmedRule::Refuse => None,
+            UnconfirmedRule::Approvers(n) => Some(n.max(for_amount)),
+        }
+    }
+
+    /// Reads `<setting>` and `<setting>_approvers` of one action (`name`): absent or
+    /// `"refuse"` without approvers, or `"approve"` with 1 to [`MAX_APPROVERS`].
+    fn parse(
+        name: &str,
+        setting: &str,
+        rule: Option<&str>,
+        approvers: Option<u8>,
+    ) -> Result<Self, String> {
+        match (rule, approvers) {
+            (None | Some("refuse"), None) => Ok(UnconfirmedRule::Refuse),
+            (Some("approve"), Some(n)) if (1..=MAX_APPROVERS).contains(&n) => {
+                Ok(UnconfirmedRule::Approvers(n))
+            }
+            (Some("approve"), _) => Err(format!(
+                "{name}: {setting} = \"approve\" needs {setting}_approvers, 1 to {MAX_APPROVERS}"
+            )),
+            (None | Some("refuse"), Some(_)) => Err(format!(
+                "{name}: {setting}_approvers goes with {setting} = \"approve\""
+            )),
+            (Some(other), _) => Err(format!(
+                "{name}: {setting} is \"refuse\" or \"approve\", not {other:?}"
+            )),
         }
     }
 }
@@ -186,6 +226,7 @@ struct ActionQuorum {
     approvers: u8,
     signed: u8,
     unknown_payee: UnknownPayeeRule,
+    foreign_object: ForeignObjectRule,
     risk: RiskRule,
     /// Per currency, sorted by `from_amount_minor`.
     bands: BTreeMap<String, Vec<Band>>,
@@ -252,25 +293,25 @@ impl Policy {
                     "{name}: signed_approvals may not exceed approvers"
                 )));
             }
-            let unknown_payee = match (rule.unknown_payee.as_deref(), rule.unknown_payee_approvers) {
-                (None | Some("refuse"), None) => UnknownPayeeRule::Refuse,
-                (Some("approve"), Some(n)) if approvers_ok(n) => UnknownPayeeRule::Approvers(n),
-                (Some("approve"), _) => {
-                    return Err(fail(format!(
-                        "{name}: unknown_payee = \"approve\" needs unknown_payee_approvers, 1 to {MAX_APPROVERS}"
-                    )))
-                }
-                (None | Some("refuse"), Some(_)) => {
-                    return Err(fail(format!(
-                        "{name}: unknown_payee_approvers goes with unknown_payee = \"approve\""
-                    )))
-                }
-                (Some(other), _) => {
-                    return Err(fail(format!(
-                        "{name}: unknown_payee is \"refuse\" or \"approve\", not {other:?}"
-                    )))
-                }
-            };
+            let unknown_payee = UnconfirmedRule::parse(
+                &name,
+                "unknown_payee",
+                rule.unknown_payee.as_deref(),
+                rule.unknown_payee_approvers,
+            )
+            .map_err(fail)?;
+            let foreign_object = UnconfirmedRule::parse(
+                &name,
+                "foreign_object",
+                rule.foreign_object.as_deref(),
+                rule.foreign_object_approvers,
+            )
+            .map_err(fail)?;
+            if rule.foreign_object.is_some() && action.spec().objects.is_empty() {
+                return Err(fail(format!(
+                    "{name}: names no provider object, so it has no foreign_object"
+                )));
+            }
             if rule.unknown_payee.is_some() && action.spec().payee.is_none() {
                 return Err(fail(format!(
                     "{name}: names no payee, so it has no unknown_payee"
@@ -357,6 +398,7 @@ impl Policy {
                     approvers: rule.approvers,
                     signed: rule.signed_approvals,
                     unknown_payee,
+                    foreign_object,
                     risk: rule.risk.unwrap_or_default(),
                     bands,
                 },
@@ -391,6 +433,11 @@ impl Policy {
     /// What `action` does with an unknown payee under this policy.
     pub fn unknown_payee(&self, action: Action) -> Option<UnknownPayeeRule> {
         self.actions.get(&action).map(|q| q.unknown_payee)
+    }
+
+    /// What `action` does with an object the fleet has no record of, under this policy.
+    pub fn foreign_object(&self, action: Action) -> Option<ForeignObjectRule> {
+        self.actions.get(&action).map(|q| q.foreign_object)
     }
 }
 
@@ -470,6 +517,19 @@ impl PolicySet {
             .get(policy_version)
             .ok_or(PolicyRefusal::UnknownPolicy)?
             .unknown_payee(action)
+            .ok_or(PolicyRefusal::ActionNotInPolicy)
+    }
+
+    /// What the policy an intent names does with an object the fleet has no record of.
+    pub fn foreign_object(
+        &self,
+        policy_version: &str,
+        action: Action,
+    ) -> Result<ForeignObjectRule, PolicyRefusal> {
+        self.policies
+            .get(policy_version)
+            .ok_or(PolicyRefusal::UnknownPolicy)?
+            .foreign_object(action)
             .ok_or(PolicyRefusal::ActionNotInPolicy)
     }
 }

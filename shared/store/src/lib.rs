@@ -11,6 +11,7 @@ mod claim;
 mod console_reads;
 mod error;
 mod migrate;
+mod object_owners;
 mod operator;
 mod outbox;
 mod passkeys;

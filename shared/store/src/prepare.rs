@@ -79,11 +79,14 @@ impl Store {
         }
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        // Only the intent's own tenant's row is read and locked: another tenant's is never
+        // waited on (its lock would time a probe, and hold up its own transitions), so it
+        // is judged exactly as a missing one.
         let row = tx
             .query_opt(
                 "SELECT status, fence, status_reason, tenant_id, action, submitted_by
-                 FROM operations WHERE operation_id = $1 FOR UPDATE",
-                &[&old],
+                 FROM operations WHERE operation_id = $1 AND tenant_id = $2 FOR UPDATE",
+                &[&old, &intent.snapshot.tenant_id],
             )
             .await?;
         let superseded = row.as_ref().map(|row| Superseded {

@@ -702,6 +702,36 @@ async fn the_inbox_and_the_operation_page_say_what_an_order_change_and_a_contrac
 }
 
 #[tokio::test]
+async fn an_object_the_fleet_has_no_record_of_is_noted_on_the_approval_page() {
+    let c = console().await;
+    let order = order_change_intent("ord_5531", "paid", "fulfilled");
+    let contract = contract_intent("cust_1042");
+    c.submit(&order).await;
+    c.submit(&contract).await;
+    let alice = session_of(&c.api, "sub-alice").await;
+    let page = |op: String| {
+        let (c, alice) = (&c, &alice);
+        async move {
+            c.get(alice, &format!("/console/operations/{op}"))
+                .await
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let order_page = page(op_of(&order)).await;
+    assert!(
+        order_page.contains(
+            "<p class=\"note\" id=\"foreign-object\">The order ord_5531 was not made by the fleet"
+        ),
+        "{order_page}"
+    );
+    // A contract names no provider object.
+    assert!(!page(op_of(&contract)).await.contains("foreign-object"));
+    c.fleet.stop().await;
+}
+
+#[tokio::test]
 async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
     let c = console().await;
     c.fleet

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use fleet_core::intent::MAX_INTENT_BYTES;
 use fleet_core::{authz, supersede, ApiAction};
-use fleet_prepare::intake::{self, Refusal, WriteError, Written};
+use fleet_prepare::intake::{self, Intake, Refusal, WriteError, Written};
 use serde_json::Value;
 
 use crate::auth::Caller;
@@ -45,7 +45,7 @@ const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
         (status = 408, description = "`body_timeout`: the body did not arrive within 10 s.", body = ErrorBody),
         (status = 409, description = "`operation_id_conflict`: the id names another snapshot.", body = ErrorBody),
         (status = 413, description = "`oversized`: more than 64 KiB.", body = ErrorBody),
-        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `supersedes_unknown_operation` (also for another tenant's operation), `supersedes_executed`, …) and `field` the offending field.", body = ErrorBody),
+        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `payee_unknown`, `object_of_other_tenant` (it names an object the fleet made or changed for another tenant), `object_unknown`, `supersedes_unknown_operation` (also for another tenant's operation), `supersedes_executed`, …) and `field` the offending field.", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -97,7 +97,12 @@ pub async fn accept(
     let checked = intake::with_payee(checked, &state.intake)
         .await
         .map_err(invalid)?;
-    let checked = fleet_prepare::risk::with_risk(checked, &state.intake, &state.store).await?;
+    let checked = match intake::against_records(checked, &state.intake, &state.store).await {
+        Ok(checked) => checked,
+        Err(Intake::Refused(r)) => return Err(invalid(r)),
+        Err(Intake::Unavailable(e)) => return Err(e.into()),
+        Err(Intake::Prepared(_) | Intake::AlreadyPrepared(_)) => return Err(ApiError::Unavailable),
+    };
     let intent = &checked.intent;
     let created = match intake::write(&state.store, &checked, Some(&caller.0.name)).await {
         Ok(Written::Inserted) => true,

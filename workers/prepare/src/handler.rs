@@ -10,8 +10,9 @@ use fleet_core::ValidIntent;
 use fleet_runtime::Batcher;
 use fleet_store::{settle_batch, PrepareOutcome, Requirement, Store, StoreError};
 
-use crate::intake::{check, judged, store_intent, CheckedIntent, Intake, IntakeRules};
-use crate::risk::with_risk;
+use crate::intake::{
+    against_records, check, judged, store_intent, CheckedIntent, Intake, IntakeRules,
+};
 
 /// Most intents one transaction writes.
 const MAX_BATCH: usize = 64;
@@ -46,9 +47,9 @@ impl PrepareHandler {
             Ok(checked) => checked,
             Err(refusal) => return Intake::Refused(refusal),
         };
-        let checked = match with_risk(checked, &self.rules, &self.store).await {
+        let checked = match against_records(checked, &self.rules, &self.store).await {
             Ok(checked) => checked,
-            Err(e) => return Intake::Unavailable(e),
+            Err(fate) => return fate,
         };
         if checked.intent.supersedes.is_some() {
             return store_intent(&self.store, checked).await;

@@ -81,7 +81,7 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn new(reason: &'static str, field: Option<&str>) -> Self {
+    pub(crate) fn new(reason: &'static str, field: Option<&str>) -> Self {
         Refusal {
             reason,
             field: field.map(str::to_owned),
@@ -93,12 +93,30 @@ impl Refusal {
 /// stores it (the queue's intake: no authenticated submitter).
 pub async fn intake(store: &Store, rules: &IntakeRules, bytes: &[u8]) -> Intake {
     match check(bytes, rules).await {
-        Ok(checked) => match crate::risk::with_risk(checked, rules, store).await {
+        Ok(checked) => match against_records(checked, rules, store).await {
             Ok(checked) => store_intent(store, checked).await,
-            Err(e) => Intake::Unavailable(e),
+            Err(fate) => fate,
         },
         Err(refusal) => Intake::Refused(refusal),
     }
+}
+
+/// The checks that read the fleet's own records, after [`check`]: the provider objects
+/// the intent names are its tenant's (`crate::objects`), then a payment's risk cues
+/// (`crate::risk`). `Err` is the intent's fate: refused, or Postgres unavailable.
+pub async fn against_records(
+    checked: CheckedIntent,
+    rules: &IntakeRules,
+    store: &Store,
+) -> Result<CheckedIntent, Intake> {
+    let checked = match crate::objects::with_objects(checked, rules, store).await {
+        Ok(Ok(checked)) => checked,
+        Ok(Err(refusal)) => return Err(Intake::Refused(refusal)),
+        Err(e) => return Err(Intake::Unavailable(e)),
+    };
+    crate::risk::with_risk(checked, rules, store)
+        .await
+        .map_err(Intake::Unavailable)
 }
 
 /// [`validate`], then [`with_payee`]: every check an intent passes before it is written.
@@ -332,7 +350,7 @@ fn refused(refusal: Refusal) -> Intake {
     Intake::Refused(counted(refusal))
 }
 
-fn counted(refusal: Refusal) -> Refusal {
+pub(crate) fn counted(refusal: Refusal) -> Refusal {
     count(refusal.reason);
     refusal
 }

@@ -8,6 +8,7 @@
 
 mod handler;
 pub mod intake;
+pub mod objects;
 pub mod payee;
 pub mod risk;
 pub mod series;

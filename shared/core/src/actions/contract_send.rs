@@ -131,6 +131,7 @@ pub const SPEC: ActionSpec = ActionSpec {
     effect: Effect::KeyedCreate,
     has_amount: false,
     payee: Some("recipient_id"),
+    objects: &[],
     webhook: Some(WebhookSpec { object: "envelope", succeeded: "sent", failed: "delivery_failed", pending: &["created"], reference_field: "external_ref" }),
     tool: ToolText {
         name: "contract_send",

@@ -79,6 +79,7 @@ pub const SPEC: ActionSpec = ActionSpec {
     effect: Effect::SearchedCreate,
     has_amount: true,
     payee: Some("owner_id"),
+    objects: &[],
     webhook: None,
     tool: ToolText {
         name: "crm_deal_create",

@@ -12,6 +12,7 @@ use crate::catalogue::{
 use crate::intent::payloads::{patch, version};
 use crate::intent::proposal::TargetedProposal;
 use crate::intent::{IntentError, MAX_SAFE_INTEGER};
+use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{classify_deal_update, CallResult, Outcome};
 use crate::reconcile::{Found, Lookup, Reading};
 use crate::wording::value_in_words;
@@ -108,6 +109,11 @@ pub const SPEC: ActionSpec = ActionSpec {
     effect: Effect::ConditionalUpdate,
     has_amount: false,
     payee: None,
+    objects: &[ObjectRef {
+        kind: "deal",
+        field: ObjectField::Target,
+        recorded_by: &[Action::CrmDealCreate, Action::CrmDealUpdate],
+    }],
     webhook: None,
     tool: ToolText {
         name: "crm_deal_update",

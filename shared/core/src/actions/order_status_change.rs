@@ -15,6 +15,7 @@ use crate::catalogue::{
 use crate::intent::payloads::text;
 use crate::intent::proposal::TargetedProposal;
 use crate::intent::{check_text, IntentError, MAX_TEXT_CHARS};
+use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{
     classify_unkeyed_common, error_type, transport, unknown, CallResult, Outcome, Precondition,
 };
@@ -158,6 +159,11 @@ pub const SPEC: ActionSpec = ActionSpec {
     effect: Effect::ConditionalUpdate,
     has_amount: false,
     payee: None,
+    objects: &[ObjectRef {
+        kind: "order",
+        field: ObjectField::Target,
+        recorded_by: &[Action::OrderStatusChange],
+    }],
     webhook: None,
     tool: ToolText {
         name: "order_status_change",

@@ -69,6 +69,7 @@ pub const SPEC: ActionSpec = ActionSpec {
     effect: Effect::KeyedCreate,
     has_amount: true,
     payee: Some("beneficiary_id"),
+    objects: &[],
     webhook: Some(WebhookSpec {
         object: "payment",
         succeeded: "succeeded",

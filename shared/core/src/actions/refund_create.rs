@@ -13,6 +13,7 @@ use crate::intent::payloads::{amount_minor, currency, identifier, text};
 use crate::intent::proposal::Proposal;
 use crate::intent::{check_id, check_money, check_text, IntentError};
 use crate::money::format_amount;
+use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{classify_payment, CallResult, Outcome};
 use crate::reconcile::{read_search, Found, Reading};
 
@@ -69,6 +70,11 @@ pub const SPEC: ActionSpec = ActionSpec {
     effect: Effect::KeyedCreate,
     has_amount: true,
     payee: None,
+    objects: &[ObjectRef {
+        kind: "payment",
+        field: ObjectField::Payload("payment_id"),
+        recorded_by: &[Action::PaymentCreate],
+    }],
     webhook: Some(WebhookSpec {
         object: "refund",
         succeeded: "succeeded",

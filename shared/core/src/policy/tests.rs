@@ -318,3 +318,52 @@ fn a_risk_table_is_for_payments_and_bounded() {
     };
     assert_eq!(rule.requirement(true, 5, 0), (MAX_APPROVERS, 3));
 }
+
+#[test]
+fn an_object_the_fleet_has_no_record_of_is_refused_unless_the_policy_asks_for_more_approvers() {
+    // The shipped policies accept such objects with the quorum they ask anyway (see
+    // docs/policies.md): orders, and most payments and deals, are made outside the fleet.
+    for (version, action) in [
+        ("refunds-v1", Action::RefundCreate),
+        ("crm-v1", Action::CrmDealUpdate),
+        ("orders-v1", Action::OrderStatusChange),
+    ] {
+        assert_eq!(
+            shipped().foreign_object(version, action),
+            Ok(ForeignObjectRule::Approvers(1)),
+            "{version}"
+        );
+    }
+    let text = |rule: &str| {
+        format!("policy_version = \"r\"\n[actions.\"refund.create\"]\napprovers = 1\n{rule}\n")
+    };
+    let default = Policy::parse("r", &text("")).unwrap();
+    assert_eq!(
+        default.foreign_object(Action::RefundCreate),
+        Some(ForeignObjectRule::Refuse)
+    );
+    let open = Policy::parse(
+        "r",
+        &text("foreign_object = \"approve\"\nforeign_object_approvers = 2"),
+    )
+    .unwrap();
+    assert_eq!(
+        open.foreign_object(Action::RefundCreate)
+            .unwrap()
+            .approvers(1),
+        Some(2)
+    );
+    for wrong in [
+        "foreign_object = \"approve\"",
+        "foreign_object = \"approve\"\nforeign_object_approvers = 0",
+        "foreign_object = \"refuse\"\nforeign_object_approvers = 2",
+        "foreign_object = \"trust\"",
+    ] {
+        assert!(Policy::parse("r", &text(wrong)).is_err(), "{wrong}");
+    }
+    let payment = "policy_version = \"p\"\n[actions.\"payment.create\"]\napprovers = 1\nforeign_object = \"refuse\"\n";
+    assert!(
+        Policy::parse("p", payment).is_err(),
+        "a payment names no provider object"
+    );
+}

@@ -4,14 +4,16 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use fleet_core::objects::ObjectRef;
 use fleet_core::step_up::StepUp;
-use fleet_core::{OperationId, Status};
+use fleet_core::{Action, OperationId, Status};
 use fleet_store::{ConsoleOperation, OperationSearch};
 use serde::Deserialize;
 
 use super::passkeys::Signing;
 use super::present::{
-    step_up_of, Allowed, ApprovalLine, AttemptLine, Card, DealChange, Detail, EventLine, Me,
+    foreign_object_note, step_up_of, Allowed, ApprovalLine, AttemptLine, Card, DealChange, Detail,
+    EventLine, Me,
 };
 use super::session::Signed;
 use super::{console, html};
@@ -61,6 +63,8 @@ pub struct OperationPage {
     card: Card,
     detail: Detail,
     deal: Option<DealChange>,
+    /// Said when the operation names an object the fleet has no record of.
+    foreign_object: Option<String>,
     allowed: Allowed,
     /// Whether and how the approval is signed, for a person who may approve.
     signing: Option<Signing>,
@@ -245,6 +249,7 @@ pub async fn operation_page(
         (_, "crm.deal.update", None) => DealChange::of(&op, Err("no CRM is configured".into())),
         _ => None,
     };
+    let foreign_object = foreign_object_note(&op, &unrecorded_objects(state, &op).await?);
     let card = Card::of(&op);
     let allowed = Allowed::of(&signed.principal, &card);
     let retype = match step_up_of(&op) {
@@ -274,6 +279,7 @@ pub async fn operation_page(
         detail: Detail::of(&op),
         card,
         deal,
+        foreign_object,
         allowed,
         signing,
         retype,
@@ -283,6 +289,32 @@ pub async fn operation_page(
         lookups,
         timeline,
     }))
+}
+
+/// The provider objects `op` names that the fleet has no record of (made outside it), with
+/// their ids, by the fleet's records now.
+async fn unrecorded_objects(
+    state: &AppState,
+    op: &ConsoleOperation,
+) -> Result<Vec<(ObjectRef, String)>, ApiError> {
+    let r = &op.row;
+    let Some(action) = Action::parse(&r.action) else {
+        return Ok(Vec::new());
+    };
+    let mut unrecorded = Vec::new();
+    for object in action.spec().objects {
+        let Some(id) = object.id(r.target.as_deref(), &r.payload) else {
+            continue;
+        };
+        let recorded = state
+            .store
+            .object_tenants(r.provider.as_str(), id, &object.recorded_by_names())
+            .await?;
+        if recorded.is_empty() {
+            unrecorded.push((*object, id.to_owned()));
+        }
+    }
+    Ok(unrecorded)
 }
 
 impl OperationPage {

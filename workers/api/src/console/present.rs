@@ -9,6 +9,7 @@
 //! about the characters HTML escaping leaves alone.
 
 use fleet_core::money::format_amount;
+use fleet_core::objects::ObjectRef;
 use fleet_core::payee::{PayeeEvidence, UnknownPayee};
 use fleet_core::risk::RiskCue;
 use fleet_core::step_up::StepUp;
@@ -351,6 +352,36 @@ pub fn step_up_of(op: &ConsoleOperation) -> (StepUp, Option<(i64, String, String
         .zip(currency)
         .and_then(|(m, c)| Some((m, c.to_owned(), format_amount(m, c)?)));
     (step, shown)
+}
+
+/// What the approver is told of objects the operation names that the fleet has no record
+/// of (`unrecorded`: each with its id): nothing ties them to the tenant, so the approver
+/// checks they are its own; the quorum shown already counts what the policy asks.
+pub fn foreign_object_note(
+    op: &ConsoleOperation,
+    unrecorded: &[(ObjectRef, String)],
+) -> Option<String> {
+    if unrecorded.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = unrecorded
+        .iter()
+        .map(|(object, id)| format!("the {} {id}", object.kind))
+        .collect();
+    Some(format!(
+        "{} was not made by the fleet: nothing in its records ties it to {}. Check that it is this tenant's before approving ({} approvals needed).",
+        capitalised(&named.join(" and ")),
+        op.row.tenant_id,
+        op.view["approvals_required"]
+    ))
+}
+
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// The operation's risk cues in words, as its view carries them (none for an operation
