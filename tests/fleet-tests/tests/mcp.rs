@@ -549,6 +549,7 @@ async fn a_proposal_whose_id_would_show_as_another_is_refused_naming_the_field()
         0,
         "nothing is written for a refused id"
     );
+    fleet.directory_holds(NON_LATIN_ID).await;
     let mut greek = payment();
     greek["payload"]["beneficiary_id"] = json!(NON_LATIN_ID);
     let proposed = agent.call("payment_create", greek).await.ok();
