@@ -138,6 +138,19 @@ impl Store {
         Ok(PrepareOutcome::Inserted)
     }
 
+    /// Whether this very snapshot is stored already (its id, with its hash): a redelivery
+    /// or a resend, whatever the world says of it now.
+    pub async fn prepared_before(&self, intent: &ValidIntent) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let found = client
+            .query_opt(
+                "SELECT 1 FROM operations WHERE operation_id = $1 AND payload_hash = $2",
+                &[&intent.operation_id.as_str(), &intent.payload_hash.as_str()],
+            )
+            .await?;
+        Ok(found.is_some())
+    }
+
     async fn compare_existing(&self, intent: &ValidIntent) -> Result<PrepareOutcome, StoreError> {
         let client = self.client().await?;
         let stored = client

@@ -372,3 +372,37 @@ async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
     assert!(changed.is_err(), "the risk cues are immutable");
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn a_redelivered_intent_is_a_no_op_even_once_its_payee_cannot_be_looked_up() {
+    let (fleet, i, op) = prepared_payment().await;
+    // The directory stops answering: a new intent to that payee would be refused.
+    fleet
+        .sim_fault(json!({"route": "GET /v1/beneficiaries/{id}", "kind": "error_before_commit", "status": 500, "probability": 1.0}))
+        .await;
+    let fresh = intent();
+    fleet.submit(&fresh).await;
+    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
+    assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
+    // The same snapshot again (a redelivery, a resend): acked, nothing new, nothing
+    // dead-lettered, the stored operation untouched.
+    let before = fleet.store.get(&op).await.unwrap().unwrap();
+    fleet.submit(&i).await;
+    // A message sent after it, to know the redelivery was handled when this one is.
+    fleet.submit(&fresh).await;
+    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
+    assert_eq!(
+        dead.iter()
+            .map(|(body, _)| body.clone())
+            .collect::<Vec<_>>(),
+        [fleet_tests::intent_bytes(&fresh)],
+        "only the new intent is dead-lettered, never the stored snapshot's redelivery"
+    );
+    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    assert_eq!(
+        (after.payee, after.updated_at),
+        (before.payee, before.updated_at)
+    );
+    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 1);
+    fleet.stop().await;
+}

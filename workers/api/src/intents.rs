@@ -94,14 +94,24 @@ pub async fn accept(
         return Err(denial.into());
     }
     // Looked up only for a caller who may submit it: a lookup is a call to the provider.
-    let checked = intake::with_payee(checked, &state.intake)
-        .await
-        .map_err(invalid)?;
-    let checked = match intake::against_records(checked, &state.intake, &state.store).await {
-        Ok(checked) => checked,
+    let written = match intake::against_world(checked, &state.intake, &state.store).await {
+        Ok(checked) => Ok(checked),
+        Err(Intake::AlreadyPrepared(intent)) => Err(intent),
         Err(Intake::Refused(r)) => return Err(invalid(r)),
         Err(Intake::Unavailable(e)) => return Err(e.into()),
-        Err(Intake::Prepared(_) | Intake::AlreadyPrepared(_)) => return Err(ApiError::Unavailable),
+        Err(Intake::Prepared(_)) => return Err(ApiError::Unavailable),
+    };
+    let checked = match written {
+        Ok(checked) => checked,
+        // A resend of a stored snapshot: answered as one, whatever the world says now.
+        Err(intent) => {
+            let view = state
+                .store
+                .operation_view(intent.operation_id.as_str(), &caller.0.tenants)
+                .await?
+                .ok_or(ApiError::Unavailable)?;
+            return Ok((false, view));
+        }
     };
     let intent = &checked.intent;
     let created = match intake::write(&state.store, &checked, Some(&caller.0.name)).await {

@@ -11,7 +11,7 @@ use fleet_runtime::Batcher;
 use fleet_store::{settle_batch, PrepareOutcome, Requirement, Store, StoreError};
 
 use crate::intake::{
-    against_records, check, judged, store_intent, CheckedIntent, Intake, IntakeRules,
+    against_world, judged, store_intent, validate, CheckedIntent, Intake, IntakeRules,
 };
 
 /// Most intents one transaction writes.
@@ -43,11 +43,11 @@ impl PrepareHandler {
     }
 
     async fn intake(&self, bytes: &[u8]) -> Intake {
-        let checked = match check(bytes, &self.rules).await {
+        let checked = match validate(bytes, &self.rules) {
             Ok(checked) => checked,
             Err(refusal) => return Intake::Refused(refusal),
         };
-        let checked = match against_records(checked, &self.rules, &self.store).await {
+        let checked = match against_world(checked, &self.rules, &self.store).await {
             Ok(checked) => checked,
             Err(fate) => return fate,
         };

@@ -92,8 +92,8 @@ impl Refusal {
 /// Validates `bytes` as an intent.v1 message, looks its payee up and, if it passes,
 /// stores it (the queue's intake: no authenticated submitter).
 pub async fn intake(store: &Store, rules: &IntakeRules, bytes: &[u8]) -> Intake {
-    match check(bytes, rules).await {
-        Ok(checked) => match against_records(checked, rules, store).await {
+    match validate(bytes, rules) {
+        Ok(checked) => match against_world(checked, rules, store).await {
             Ok(checked) => store_intent(store, checked).await,
             Err(fate) => fate,
         },
@@ -101,7 +101,40 @@ pub async fn intake(store: &Store, rules: &IntakeRules, bytes: &[u8]) -> Intake 
     }
 }
 
-/// The checks that read the fleet's own records, after [`check`]: the provider objects
+/// The checks of a validated intent against the world as it is at intake: the payee's
+/// directory ([`with_payee`]), then the fleet's own records ([`against_records`]). What
+/// they refuse is not the fate of an intent whose very snapshot is stored already: that
+/// is a redelivery or a resend, a no-op as always, even if the payee has since left the
+/// directory. `Err` is the intent's fate.
+pub async fn against_world(
+    checked: CheckedIntent,
+    rules: &IntakeRules,
+    store: &Store,
+) -> Result<CheckedIntent, Intake> {
+    let intent = checked.intent.clone();
+    let refused = |refusal: Refusal| async {
+        match store.prepared_before(&intent).await {
+            Ok(true) => {
+                info!(operation_id = %intent.operation_id, reason = refusal.reason, "same snapshot prepared before; the world's refusal does not apply to it");
+                count("duplicate");
+                Intake::AlreadyPrepared(intent.clone())
+            }
+            Ok(false) => Intake::Refused(refusal),
+            Err(e) => Intake::Unavailable(e),
+        }
+    };
+    let checked = match with_payee(checked, rules).await {
+        Ok(checked) => checked,
+        Err(refusal) => return Err(refused(refusal).await),
+    };
+    match against_records(checked, rules, store).await {
+        Ok(checked) => Ok(checked),
+        Err(Intake::Refused(refusal)) => Err(refused(refusal).await),
+        Err(fate) => Err(fate),
+    }
+}
+
+/// The checks that read the fleet's own records, after [`with_payee`]: the provider objects
 /// the intent names are its tenant's (`crate::objects`), then a payment's risk cues
 /// (`crate::risk`). `Err` is the intent's fate: refused, or Postgres unavailable.
 pub async fn against_records(
@@ -117,11 +150,6 @@ pub async fn against_records(
     crate::risk::with_risk(checked, rules, store)
         .await
         .map_err(Intake::Unavailable)
-}
-
-/// [`validate`], then [`with_payee`]: every check an intent passes before it is written.
-pub async fn check(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refusal> {
-    with_payee(validate(bytes, rules)?, rules).await
 }
 
 /// Looks up the payee of a validated intent and keeps what was found as its evidence. An
