@@ -206,6 +206,13 @@ impl BrokerConfig {
         }
     }
 
+    /// The broker user of `amqp_url` (lapin's default, `guest`, when the URL names none).
+    pub fn user(&self) -> Option<String> {
+        AMQPUri::from_str(&self.amqp_url)
+            .ok()
+            .map(|uri| uri.authority.userinfo.username)
+    }
+
     /// Rejects settings that would make the broker unbounded or names unrepresentable.
     pub fn validate(&self) -> Result<(), BrokerError> {
         if self.prefetch == 0 {
@@ -239,7 +246,7 @@ impl BrokerConfig {
         Ok(uri)
     }
 
-    fn namespaced(&self, name: &str) -> String {
+    pub(crate) fn namespaced(&self, name: &str) -> String {
         if self.namespace.is_empty() {
             name.to_owned()
         } else {

@@ -18,6 +18,7 @@ use crate::{
     error::BrokerError,
     health::BrokerHealth,
     metric_names::BROKER_RECONNECTS_TOTAL,
+    sender,
     topology::{declare_topology, short},
 };
 use futures_util::{FutureExt, StreamExt};
@@ -241,11 +242,16 @@ async fn process<H: Handler>(
     shutdown: CancellationToken,
 ) {
     let count = delivery_count(&delivery.properties);
+    let sender = sender::sender_of(delivery.exchange.as_str(), &delivery.properties);
+    // What a retry or a dead letter re-publishes: the sender as seen here, never a
+    // `user_id` the consumer's own user may not send.
+    let props = sender::carrying(&delivery.properties, sender.as_deref());
     let view = Delivery {
         body: &delivery.data,
         redelivered: delivery.redelivered,
         delivery_count: count,
         retries: retries_of(&delivery.properties),
+        sender: sender.as_deref(),
     };
     let disposition = match AssertUnwindSafe(handler.handle(view)).catch_unwind().await {
         Ok(disposition) => disposition,
@@ -269,7 +275,7 @@ async fn process<H: Handler>(
         &delivery.acker,
         disposition,
         &delivery.data,
-        &delivery.properties,
+        &props,
         count,
     )
     .await;

@@ -64,6 +64,10 @@ pub struct Delivery<'a> {
     pub delivery_count: u32,
     /// How often this message was parked for a retry before (`x-fleet-retries`).
     pub retries: u32,
+    /// The broker user that published it, as the broker validated it (its `user_id`
+    /// property, kept through the fleet's retries: see [`crate::SENDER_HEADER`]); `None`
+    /// when the publisher did not say.
+    pub sender: Option<&'a str>,
 }
 
 impl std::fmt::Debug for Delivery<'_> {
@@ -73,6 +77,7 @@ impl std::fmt::Debug for Delivery<'_> {
             .field("redelivered", &self.redelivered)
             .field("delivery_count", &self.delivery_count)
             .field("retries", &self.retries)
+            .field("sender", &self.sender)
             .finish()
     }
 }
@@ -283,6 +288,7 @@ mod tests {
             redelivered: false,
             delivery_count: 0,
             retries: 0,
+            sender: None,
         };
         let shown = format!("{d:?}");
         assert!(

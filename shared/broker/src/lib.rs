@@ -29,6 +29,7 @@ mod health;
 mod metric_names;
 pub mod permissions;
 mod publisher;
+mod sender;
 mod series;
 pub mod topology;
 
@@ -45,6 +46,7 @@ pub use disposition::{Delivery, Disposition, Handler, RETRIES_EXHAUSTED};
 pub use error::BrokerError;
 pub use health::BrokerHealth;
 pub use publisher::{EventMessage, EventsPublished, Publisher};
+pub use sender::SENDER_HEADER;
 pub use series::{consumer_series_at_zero, publisher_series_at_zero};
 pub use topology::{
     dead_letter_count, declare_topology, delete_namespace, ensure_topology, message_count,

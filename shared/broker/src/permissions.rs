@@ -126,6 +126,63 @@ pub fn permissions(cfg: &BrokerConfig, role: Role) -> Permissions {
     }
 }
 
+/// What one exchange's routing keys a user may use: RabbitMQ's topic permissions. On a
+/// topic exchange, `read` is matched against the key of every binding the user makes from
+/// it, `write` against the key of every message the user publishes to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicPermissions {
+    pub exchange: String,
+    pub write: String,
+    pub read: String,
+}
+
+/// The queues of an agent principal's own: `<ns.>events.<principal>/<anything>`. A
+/// principal's name holds no `/`, so no principal's prefix is another's.
+pub fn agent_queue_prefix(cfg: &BrokerConfig, principal: &str) -> String {
+    cfg.namespaced(&format!("events.{principal}/"))
+}
+
+/// The least an agent principal's own broker user needs: publish intents (under its own
+/// `user_id`, which the broker checks), and follow its tenants' outcome events on queues
+/// of its own. It may declare, bind and consume queues under [`agent_queue_prefix`], and
+/// bind them to `fleet.events` only with keys that end in one of its tenants' routing
+/// words (`fleet.operation.<type or *>.<tenant>`): `#`, or another tenant's key, is refused
+/// by the broker.
+pub fn agent_principal_permissions(
+    cfg: &BrokerConfig,
+    principal: &str,
+    tenants: &[String],
+) -> (Permissions, TopicPermissions) {
+    let own = format!("{}.+", escape(&agent_queue_prefix(cfg, principal)));
+    let entry = escape(&cfg.entry_exchange_name(Queue::IntentsPrepare));
+    let events = cfg.events_exchange_name();
+    let permissions = Permissions {
+        configure: format!("^{own}$"),
+        write: format!("^({entry}|{own})$"),
+        read: format!("^({}|{own})$", escape(&events)),
+    };
+    let words: Vec<String> = tenants
+        .iter()
+        .map(|t| escape(&fleet_core::events::tenant_segment(t)))
+        .collect();
+    let read = match words.as_slice() {
+        // No tenant: no binding at all (`^$` matches no key a binding can have but the
+        // empty one, which names no event).
+        [] => "^$".to_owned(),
+        words => format!(
+            r"^{}[^.]+\.({})$",
+            escape(fleet_core::events::TYPE_PREFIX),
+            words.join("|")
+        ),
+    };
+    let topic = TopicPermissions {
+        exchange: events,
+        write: "^$".to_owned(),
+        read,
+    };
+    (permissions, topic)
+}
+
 /// A pattern matching exactly these names and nothing else (`^$` for none: the broker
 /// has no resource with an empty name).
 fn exactly(names: &[String]) -> String {
@@ -213,6 +270,52 @@ mod tests {
         assert!(Role::ALL
             .iter()
             .all(|&r| !permissions(&cfg, r).write.contains("amq")));
+    }
+
+    #[test]
+    fn an_agent_principal_binds_only_its_tenants_events_on_queues_of_its_own() {
+        let (p, topic) =
+            agent_principal_permissions(&cfg(""), "bot-1", &["acme".into(), "a.b".into()]);
+        let re = |pattern: &str| regex::Regex::new(pattern).unwrap();
+        let configure = re(&p.configure);
+        assert!(configure.is_match("events.bot-1/outcomes"));
+        assert!(!configure.is_match("events.bot-1/"));
+        assert!(!configure.is_match("events.bot-12/outcomes"));
+        assert!(!configure.is_match("amq.gen-abc"));
+        assert!(!configure.is_match("intents.prepare"));
+        let write = re(&p.write);
+        assert!(write.is_match("fleet.to.intents.prepare"));
+        assert!(write.is_match("events.bot-1/outcomes"));
+        assert!(!write.is_match("fleet.events"));
+        assert!(!write.is_match("fleet.to.operations.execute"));
+        let read = re(&p.read);
+        assert!(read.is_match("fleet.events"));
+        assert!(!read.is_match("intents.prepare"));
+        assert_eq!(topic.exchange, "fleet.events");
+        let bind = re(&topic.read);
+        for ok in [
+            "fleet.operation.succeeded.acme",
+            "fleet.operation.*.acme",
+            "fleet.operation.*.a%2Eb",
+        ] {
+            assert!(bind.is_match(ok), "{ok}");
+        }
+        for refused in [
+            "#",
+            "fleet.operation.#",
+            "fleet.operation.*.*",
+            "fleet.operation.*.#",
+            "fleet.operation.*.acme2",
+            "fleet.operation.*.globex",
+            "fleet.operation.a.b.acme",
+            "*.*.*.acme",
+        ] {
+            assert!(!bind.is_match(refused), "{refused}");
+        }
+        assert!(!re(&topic.write).is_match("fleet.operation.succeeded.acme"));
+        // No tenant, no binding.
+        let (_, none) = agent_principal_permissions(&cfg(""), "bot-1", &[]);
+        assert!(!re(&none.read).is_match("fleet.operation.*.acme"));
     }
 
     #[test]

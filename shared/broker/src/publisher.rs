@@ -50,6 +50,8 @@ pub struct Publisher {
 
 struct Inner {
     cfg: BrokerConfig,
+    /// The connection's broker user, sent as `user_id` on intents.
+    user: Option<String>,
     // tokio Mutex: held across the publish and its confirm (see the module docs).
     live: Mutex<Option<Live>>,
     probe: Probe,
@@ -88,6 +90,7 @@ impl Publisher {
         info!(broker = %cfg.log_target(), "publisher connected");
         let inner = Arc::new(Inner {
             cfg: cfg.clone(),
+            user: cfg.user(),
             live: Mutex::new(Some(live)),
             probe,
             closed: AtomicBool::new(false),
@@ -120,9 +123,16 @@ impl Publisher {
                 slot.insert(fresh)
             }
         };
-        let props = BasicProperties::default()
+        let mut props = BasicProperties::default()
             .with_delivery_mode(PERSISTENT)
             .with_content_type(CONTENT_TYPE_JSON.into());
+        if queue == Queue::IntentsPrepare {
+            // Who is speaking: the broker checks that `user_id` is this connection's user,
+            // and prepare maps it to the principal the intent is submitted as.
+            if let Some(user) = &inner.user {
+                props = props.with_user_id(user.as_str().into());
+            }
+        }
         let result =
             publish_confirmed(&current.channel, &exchange, &routing_key, body, props).await;
         if result.as_ref().is_err_and(BrokerError::breaks_channel) {

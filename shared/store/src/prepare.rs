@@ -267,12 +267,12 @@ async fn insert_on(
 
 impl Store {
     /// [`Store::insert_prepared`] for several intents from the queue (none superseding
-    /// another, no authenticated submitter) in one transaction: each the same statement,
+    /// another), each with the principal that sent it if known, in one transaction: each the same statement,
     /// all pipelined in operation id order, one commit. Outcomes come in the order given;
     /// an intent whose id was taken is compared with the stored snapshot after the commit.
     pub async fn insert_prepared_many(
         &self,
-        items: &[(&ValidIntent, Requirement)],
+        items: &[(&ValidIntent, Requirement, Option<&str>)],
     ) -> Result<Vec<PrepareOutcome>, BatchError> {
         let rolled_back = |e: tokio_postgres::Error| BatchError::RolledBack(e.into());
         let mut client = self.client().await.map_err(BatchError::RolledBack)?;
@@ -282,7 +282,7 @@ impl Store {
         order.sort_by_key(|&i| items[i].0.operation_id.as_str());
         let bound: Vec<Bound<'_>> = items
             .iter()
-            .map(|(intent, required)| Bound::new(intent, required, None))
+            .map(|(intent, required, submitted_by)| Bound::new(intent, required, *submitted_by))
             .collect();
         let params: Vec<[Param<'_>; 18]> = order
             .iter()
@@ -301,7 +301,7 @@ impl Store {
             }
         }
         let mut out = Vec::with_capacity(items.len());
-        for ((intent, _), outcome) in items.iter().zip(outcomes) {
+        for ((intent, _, _), outcome) in items.iter().zip(outcomes) {
             out.push(match outcome {
                 Some(o) => o,
                 // A redelivery, or an id reused for another snapshot.

@@ -200,7 +200,7 @@ impl Store {
         )
         .await?;
         tx.execute(
-            "UPDATE principals SET oidc_subject = NULL, removed_at = now() WHERE name = $1",
+            "UPDATE principals SET oidc_subject = NULL, broker_user = NULL, removed_at = now() WHERE name = $1",
             &[&name],
         )
         .await?;

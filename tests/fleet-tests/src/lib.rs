@@ -195,6 +195,9 @@ impl TestFleet {
             broker: self.broker.clone(),
             health: BrokerHealth::new(),
             rules,
+            // Tests publish as the shared broker user (the door's identities are tested
+            // with the real processes).
+            anonymous: fleet_prepare::AnonymousIntents::Allow,
             concurrency: 4,
         };
         let shutdown = self.shutdown.clone();

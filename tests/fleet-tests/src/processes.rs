@@ -156,6 +156,9 @@ impl TestFleet {
             .env("POLICY_DIR", crate::policy_dir())
             .env("LOG_FORMAT", "json")
             .env("RUST_LOG", "info")
+            // Tests publish intents as the shared broker user; those about the queue
+            // door's identities set `refuse`.
+            .env("PREPARE_ANONYMOUS_INTENTS", "allow")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())

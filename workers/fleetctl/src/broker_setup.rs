@@ -10,7 +10,7 @@ use std::str::FromStr;
 
 use clap::Args;
 use fleet_broker::lapin::uri::AMQPUri;
-use fleet_broker::permissions::{permissions, Permissions, Role};
+use fleet_broker::permissions::{permissions, Permissions, Role, TopicPermissions};
 use fleet_broker::{BrokerConfig, BrokerError, TopologyMode};
 use fleet_runtime::Secret;
 use serde_json::json;
@@ -190,7 +190,7 @@ impl ManagementApi {
         })
     }
 
-    async fn put_user(&self, name: &str, password: &str) -> Result<(), SetupError> {
+    pub(crate) async fn put_user(&self, name: &str, password: &str) -> Result<(), SetupError> {
         // No tags: the component users cannot use the management API or UI.
         self.put(
             &["users", name],
@@ -200,7 +200,45 @@ impl ManagementApi {
         .await
     }
 
-    async fn put_permissions(&self, name: &str, p: &Permissions) -> Result<(), SetupError> {
+    /// Whether the broker has a user of this name.
+    pub(crate) async fn user_exists(&self, name: &str) -> Result<bool, SetupError> {
+        let response = self
+            .http
+            .get(self.url(&["users", name]))
+            .basic_auth(&self.admin, Some(self.password.expose()))
+            .send()
+            .await
+            .map_err(SetupError::Unreachable)?;
+        match response.status().as_u16() {
+            200..=299 => Ok(true),
+            404 => Ok(false),
+            status => Err(SetupError::Refused {
+                what: format!("reading user {name}"),
+                status,
+            }),
+        }
+    }
+
+    /// Puts the user's topic permissions on one exchange of the vhost.
+    pub(crate) async fn put_topic_permissions(
+        &self,
+        name: &str,
+        t: &TopicPermissions,
+    ) -> Result<(), SetupError> {
+        let body = json!({"exchange": t.exchange, "write": t.write, "read": t.read});
+        self.put(
+            &["topic-permissions", &self.vhost, name],
+            body,
+            format!("the topic permissions of {name}"),
+        )
+        .await
+    }
+
+    pub(crate) async fn put_permissions(
+        &self,
+        name: &str,
+        p: &Permissions,
+    ) -> Result<(), SetupError> {
         let body = json!({"configure": p.configure, "write": p.write, "read": p.read});
         self.put(
             &["permissions", &self.vhost, name],

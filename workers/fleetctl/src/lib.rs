@@ -22,6 +22,7 @@ pub mod inspect;
 pub mod key;
 pub mod operator;
 pub mod principal;
+pub mod principal_broker;
 pub mod processes;
 pub mod submit;
 pub mod token;

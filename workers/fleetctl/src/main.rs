@@ -93,7 +93,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Broker {
             command: BrokerCommand::Setup(args),
         } => broker_setup::run(&cli.conn.broker(), &args).await?,
-        Command::Principal { command } => principal::run(&store()?, command).await?,
+        Command::Principal { command } => {
+            principal::run(&store()?, &cli.conn.broker(), command).await?
+        }
         // Generating a key pair touches no database.
         Command::Key {
             command: KeyCommand::Generate { out },

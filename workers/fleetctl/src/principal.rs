@@ -3,9 +3,12 @@
 //! gives them (`--oidc-subject`); bots keep using tokens (`fleetctl token`).
 
 use clap::Subcommand;
+use fleet_broker::BrokerConfig;
 use fleet_core::access::check_principal_name;
 use fleet_core::Role;
 use fleet_store::{NewPrincipal, PrincipalAdded, PrincipalRemoved, Store};
+
+use crate::principal_broker::{self, BrokerUserArgs};
 
 #[derive(Subcommand, Debug)]
 pub enum PrincipalCommand {
@@ -25,6 +28,8 @@ pub enum PrincipalCommand {
         /// in to the console.
         #[arg(long)]
         oidc_subject: Option<String>,
+        #[command(flatten)]
+        broker: BrokerUserArgs,
     },
     /// List principals with their roles, tenants, subjects and active tokens.
     List,
@@ -33,19 +38,47 @@ pub enum PrincipalCommand {
     Remove {
         /// The principal's name.
         name: String,
+        /// The RabbitMQ management API, where its broker user (if any) is deleted.
+        #[arg(
+            long,
+            env = "RABBITMQ_MANAGEMENT_URL",
+            default_value = "http://127.0.0.1:15672"
+        )]
+        management_url: String,
     },
 }
 
-pub async fn run(store: &Store, command: PrincipalCommand) -> anyhow::Result<()> {
+pub async fn run(
+    store: &Store,
+    broker: &BrokerConfig,
+    command: PrincipalCommand,
+) -> anyhow::Result<()> {
     match command {
         PrincipalCommand::Add {
             name,
             role,
             tenants,
             oidc_subject,
-        } => add(store, &name, role, &tenants, oidc_subject.as_deref()).await,
+            broker: broker_args,
+        } => {
+            let tenants = add(store, &name, role, &tenants, oidc_subject.as_deref()).await?;
+            if broker_args.broker {
+                principal_broker::give(store, broker, &broker_args, &name, role, &tenants).await?;
+            }
+            Ok(())
+        }
         PrincipalCommand::List => list(store).await,
-        PrincipalCommand::Remove { name } => remove(store, &name).await,
+        PrincipalCommand::Remove {
+            name,
+            management_url,
+        } => {
+            let broker_user = store.broker_user_of(&name).await?;
+            remove(store, &name).await?;
+            match broker_user {
+                Some(user) => principal_broker::take_away(broker, &management_url, &user).await,
+                None => Ok(()),
+            }
+        }
     }
 }
 
@@ -55,7 +88,7 @@ async fn add(
     role: Role,
     tenants: &[String],
     oidc_subject: Option<&str>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<String>> {
     check_principal_name(name).map_err(anyhow::Error::msg)?;
     crate::token::check_tenants(tenants)?;
     if let Some(sub) = oidc_subject {
@@ -91,7 +124,7 @@ async fn add(
         }
     };
     println!(", tenants {}", tenants.join(", "));
-    Ok(())
+    Ok(tenants)
 }
 
 async fn list(store: &Store) -> anyhow::Result<()> {

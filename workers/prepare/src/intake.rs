@@ -112,17 +112,7 @@ pub async fn against_world(
     store: &Store,
 ) -> Result<CheckedIntent, Intake> {
     let intent = checked.intent.clone();
-    let refused = |refusal: Refusal| async {
-        match store.prepared_before(&intent).await {
-            Ok(true) => {
-                info!(operation_id = %intent.operation_id, reason = refusal.reason, "same snapshot prepared before; the world's refusal does not apply to it");
-                count("duplicate");
-                Intake::AlreadyPrepared(intent.clone())
-            }
-            Ok(false) => Intake::Refused(refusal),
-            Err(e) => Intake::Unavailable(e),
-        }
-    };
+    let refused = |refusal: Refusal| unless_prepared_before(store, &intent, refusal);
     let checked = match with_payee(checked, rules).await {
         Ok(checked) => checked,
         Err(refusal) => return Err(refused(refusal).await),
@@ -131,6 +121,24 @@ pub async fn against_world(
         Ok(checked) => Ok(checked),
         Err(Intake::Refused(refusal)) => Err(refused(refusal).await),
         Err(fate) => Err(fate),
+    }
+}
+
+/// `refusal`, unless the very snapshot of `intent` is stored already: then the intent is a
+/// redelivery or a resend, a no-op as always, whatever refuses it now.
+pub async fn unless_prepared_before(
+    store: &Store,
+    intent: &ValidIntent,
+    refusal: Refusal,
+) -> Intake {
+    match store.prepared_before(intent).await {
+        Ok(true) => {
+            info!(operation_id = %intent.operation_id, reason = refusal.reason, "same snapshot prepared before; the refusal does not apply to it");
+            count("duplicate");
+            Intake::AlreadyPrepared(intent.clone())
+        }
+        Ok(false) => Intake::Refused(refusal),
+        Err(e) => Intake::Unavailable(e),
     }
 }
 

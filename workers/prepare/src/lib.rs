@@ -12,6 +12,7 @@ pub mod objects;
 pub mod payee;
 pub mod risk;
 pub mod series;
+pub mod submitter;
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ pub use fleet_core::catalogue::ProviderCapabilities;
 pub use handler::{disposition, PrepareHandler};
 pub use intake::{intake, store_intent, CheckedIntent, Intake, IntakeRules, Refusal};
 pub use payee::PayeeDirectory;
+pub use submitter::AnonymousIntents;
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct PrepareDeps {
@@ -30,13 +32,18 @@ pub struct PrepareDeps {
     pub broker: BrokerConfig,
     pub health: BrokerHealth,
     pub rules: IntakeRules,
+    /// Whether intents from senders no principal speaks as are taken (development).
+    pub anonymous: AnonymousIntents,
     pub concurrency: usize,
 }
 
 /// Consumes `intents.prepare` until `shutdown` is cancelled.
 pub async fn run(deps: PrepareDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {
     series::series_at_zero();
-    let handler = Arc::new(PrepareHandler::new(deps.store, deps.rules));
+    if deps.anonymous == AnonymousIntents::Allow {
+        tracing::warn!("the queue door takes intents from senders no principal speaks as (PREPARE_ANONYMOUS_INTENTS=allow): for development only");
+    }
+    let handler = Arc::new(PrepareHandler::new(deps.store, deps.rules, deps.anonymous));
     fleet_broker::consume_with_health(
         deps.broker,
         Queue::IntentsPrepare,

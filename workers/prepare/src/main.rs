@@ -3,7 +3,7 @@
 use clap::Parser;
 use std::sync::Arc;
 
-use fleet_prepare::{IntakeRules, PayeeDirectory};
+use fleet_prepare::{AnonymousIntents, IntakeRules, PayeeDirectory};
 use fleet_providers::ProviderConfigs;
 use fleet_runtime::{admin_addrs, CommonArgs, PolicyArgs, ProviderArgs};
 
@@ -22,6 +22,16 @@ struct Cli {
     providers: ProviderArgs,
     #[command(flatten)]
     policies: PolicyArgs,
+    /// `refuse`: an intent whose sender (the message's broker-validated `user_id`) no
+    /// principal speaks as is dead-lettered `unknown_submitter`. `allow`: it is stored with
+    /// no submitter, for development with a shared broker user only.
+    #[arg(
+        long,
+        env = "PREPARE_ANONYMOUS_INTENTS",
+        value_enum,
+        default_value = "refuse"
+    )]
+    anonymous_intents: AnonymousIntents,
 }
 
 #[tokio::main]
@@ -41,6 +51,7 @@ async fn main() -> anyhow::Result<()> {
             policies,
             payees,
         },
+        anonymous: cli.anonymous_intents,
         concurrency: cli.common.concurrency,
     };
     fleet_prepare::run(deps, boot.shutdown.clone()).await?;

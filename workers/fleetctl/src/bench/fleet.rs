@@ -132,6 +132,9 @@ impl BenchFleet {
                     ("ADMIN_ADDR", &admin_s),
                     ("LOG_FORMAT", "json"),
                     ("RUST_LOG", spec.log_level),
+                    // The load is published as the broker user of AMQP_URL, which no
+                    // principal speaks as.
+                    ("PREPARE_ANONYMOUS_INTENTS", "allow"),
                 ];
                 envs.extend(spec.worker_env.iter().map(|(k, v)| (*k, v.as_str())));
                 let webhook_addr;

@@ -81,6 +81,9 @@ impl Fleet {
             ("WEBHOOK_SECRETS", webhook_secrets.as_str()),
             ("API_ADDR", api_addr),
             ("LOG_FORMAT", "json"),
+            // The demo's agent publishes as the broker user of AMQP_URL, which no principal
+            // speaks as: a development door (docs/operations.md#identities).
+            ("PREPARE_ANONYMOUS_INTENTS", "allow"),
         ];
         let workers = [
             ("fleet-prepare", admin_addrs::PREPARE),

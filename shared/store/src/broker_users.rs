@@ -1,0 +1,90 @@
+//! Broker users of agent principals: who speaks on the queue door. `fleetctl` records a
+//! principal's broker user (as the owner); prepare looks a message's validated `user_id`
+//! up to learn which principal, for which tenants, submitted the intent.
+
+use fleet_core::Role;
+
+use crate::{Principal, Store, StoreError};
+
+const SUBMITTER: &str = "
+SELECT p.name, p.role,
+       ARRAY(SELECT tenant_id FROM principal_tenants pt WHERE pt.principal = p.name ORDER BY tenant_id) AS tenants
+FROM principals p
+WHERE p.broker_user = $1 AND p.removed_at IS NULL";
+
+/// What recording a broker user for a principal did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrokerUserSet {
+    /// Recorded (or it was already this one).
+    Set,
+    /// No live principal of that name.
+    NoPrincipal,
+    /// Another principal speaks as that broker user: nothing was written.
+    Taken { by: String },
+}
+
+impl Store {
+    /// The live principal whose broker user is `broker_user`, with all its tenants.
+    pub async fn queue_submitter(
+        &self,
+        broker_user: &str,
+    ) -> Result<Option<Principal>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(SUBMITTER).await?;
+        let Some(row) = client.query_opt(&stmt, &[&broker_user]).await? else {
+            return Ok(None);
+        };
+        // The column only holds known roles (a CHECK); an unknown one speaks for nobody.
+        let Some(role) = Role::parse(row.get("role")) else {
+            return Ok(None);
+        };
+        Ok(Some(Principal {
+            name: row.get("name"),
+            role,
+            tenants: row.get("tenants"),
+        }))
+    }
+
+    /// Records that `principal` speaks on the queue as `broker_user` (replacing any it had).
+    pub async fn set_broker_user(
+        &self,
+        principal: &str,
+        broker_user: &str,
+    ) -> Result<BrokerUserSet, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        if let Some(row) = tx
+            .query_opt(
+                "SELECT name FROM principals WHERE broker_user = $1 AND name <> $2",
+                &[&broker_user, &principal],
+            )
+            .await?
+        {
+            return Ok(BrokerUserSet::Taken { by: row.get(0) });
+        }
+        let updated = tx
+            .execute(
+                "UPDATE principals SET broker_user = $2 WHERE name = $1 AND removed_at IS NULL",
+                &[&principal, &broker_user],
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(if updated == 1 {
+            BrokerUserSet::Set
+        } else {
+            BrokerUserSet::NoPrincipal
+        })
+    }
+
+    /// The broker user `principal` speaks as, if any (removed principals have none).
+    pub async fn broker_user_of(&self, principal: &str) -> Result<Option<String>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT broker_user FROM principals WHERE name = $1",
+                &[&principal],
+            )
+            .await?;
+        Ok(row.and_then(|r| r.get(0)))
+    }
+}
