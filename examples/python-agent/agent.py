@@ -8,7 +8,9 @@ cannot be reached, by long-polling the API) until it is final.
 Settings (environment):
   FLEET_API_URL   the API, default http://127.0.0.1:8080
   FLEET_TOKEN     an agent token: fleetctl token create --principal NAME --role agent --tenant org_482
-  AMQP_URL        the broker, default amqp://guest:guest@127.0.0.1:5672/%2f
+  AMQP_URL        the broker, as the agent's own broker user:
+                  fleetctl principal add --name NAME --role agent --tenant org_482 --broker
+  AGENT_PRINCIPAL that principal's name (its queues are named events.NAME/...)
   AMQP_NAMESPACE  the fleet's namespace, default empty
   AGENT_WAIT_S    how long to follow the operation, default 300
 
@@ -31,6 +33,7 @@ import rfc8785
 API_URL = os.environ.get("FLEET_API_URL", "http://127.0.0.1:8080").rstrip("/")
 AMQP_URL = os.environ.get("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2f")
 NAMESPACE = os.environ.get("AMQP_NAMESPACE", "")
+PRINCIPAL = os.environ.get("AGENT_PRINCIPAL", "python-agent")
 WAIT_S = float(os.environ.get("AGENT_WAIT_S", "300"))
 
 FINAL = {"succeeded", "failed", "cancelled", "disputed"}
@@ -89,14 +92,17 @@ class Events:
 
     The queue is exclusive and auto-deleted (it lives as long as this connection) and is
     bound before we submit: the broker drops events no queue is bound for, so binding first
-    means we miss none of our operation's.
+    means we miss none of our operation's. Our broker user may declare queues named
+    `events.<principal>/...` only, and bind them with our tenants' keys only.
     """
 
     def __init__(self, tenant: str):
         self.connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
         channel = self.connection.channel()
-        queue = channel.queue_declare(queue="", exclusive=True, auto_delete=True).method.queue
-        exchange = f"{NAMESPACE}.fleet.events" if NAMESPACE else "fleet.events"
+        prefix = f"{NAMESPACE}." if NAMESPACE else ""
+        queue = f"{prefix}events.{PRINCIPAL}/{secrets.token_hex(8)}"
+        channel.queue_declare(queue=queue, exclusive=True, auto_delete=True)
+        exchange = f"{prefix}fleet.events"
         channel.queue_bind(queue=queue, exchange=exchange,
                            routing_key=f"fleet.operation.*.{routing_word(tenant)}")
         self.channel = channel

@@ -23,6 +23,7 @@ MANAGEMENT_URL=${RABBITMQ_MANAGEMENT_URL:-http://127.0.0.1:15672}
 MANAGEMENT_AUTH=${RABBITMQ_MANAGEMENT_AUTH:-guest:guest}
 
 RUN=pyagent_$(date +%s)_$$
+AGENT=agent-$RUN
 export DATABASE_URL="$PG/fleet_$RUN" AMQP_NAMESPACE=$RUN LOG_FORMAT=json
 
 # --- the venv: created once, packages reinstalled only when requirements.txt changes ---
@@ -57,6 +58,8 @@ cleanup() {
         curl -sf -u "$MANAGEMENT_AUTH" -X DELETE "$MANAGEMENT_URL/api/$kind/%2F/$name" >/dev/null || true
       done
   done
+  # The agent's broker user (broker users belong to the broker, not to the namespace).
+  curl -sf -u "$MANAGEMENT_AUTH" -X DELETE "$MANAGEMENT_URL/api/users/fleet-agent.$AGENT" >/dev/null || true
   psql "$PG/postgres" -qc "DROP DATABASE IF EXISTS \"fleet_$RUN\" WITH (FORCE)" >/dev/null || true
   if [[ $status -ne 0 ]]; then
     echo "FAILED (logs in $LOG_DIR):" >&2
@@ -112,8 +115,15 @@ for bin in "${WORKERS[@]}"; do ready "$bin"; done
 API_URL=http://$(logged_addr "$LOG_DIR/fleet-api.log" "api listening")
 
 # The token is the first line printed (read whole: fleetctl must not write into a closed pipe).
-TOKEN=$("$BIN_DIR/fleetctl" token create --principal python-agent --role agent --tenant org_482 2>"$LOG_DIR/token.err")
+TOKEN=$("$BIN_DIR/fleetctl" token create --principal "$AGENT" --role agent --tenant org_482 2>"$LOG_DIR/token.err")
 TOKEN=${TOKEN%%$'\n'*}
+# The agent's own least-privilege broker user: it may bind org_482's events only, on queues
+# named events.$AGENT/... (the broker's admin, AMQP_URL, creates it).
+BROKER_OUT=$(RABBITMQ_MANAGEMENT_URL=$MANAGEMENT_URL "$BIN_DIR/fleetctl" principal add \
+  --name "$AGENT" --role agent --tenant org_482 --broker 2>"$LOG_DIR/broker-user.err")
+AGENT_PASSWORD=$(sed -n 's/^broker password (shown once): //p' <<<"$BROKER_OUT")
+[[ -n $AGENT_PASSWORD ]] || { echo "no broker user for the agent: $BROKER_OUT" >&2; exit 1; }
+AGENT_BROKER_URL="amqp://fleet-agent.$AGENT:$AGENT_PASSWORD@${AMQP_URL#*@}"
 
 # A person approves what is waiting for them: the pending operation's hash as fleet shows it.
 # (This is the one place that knows how an approval is given.)
@@ -135,14 +145,15 @@ approve_as_a_person() {
 
 # AGENT_AMQP_URL gives the agent another broker address: one nothing listens on makes it
 # follow the operation by long-polling the API instead of through the events.
-FLEET_API_URL=$API_URL FLEET_TOKEN=$TOKEN AGENT_WAIT_S=${AGENT_WAIT_S:-90} AMQP_URL=${AGENT_AMQP_URL:-$AMQP_URL} \
+FLEET_API_URL=$API_URL FLEET_TOKEN=$TOKEN AGENT_WAIT_S=${AGENT_WAIT_S:-90} \
+  AMQP_URL=${AGENT_AMQP_URL:-$AGENT_BROKER_URL} AGENT_PRINCIPAL=$AGENT \
   "$VENV/bin/python" -u "$HERE/agent.py" >"$LOG_DIR/agent.out" 2>&1 &
-AGENT=$!
-PIDS+=($AGENT)
+AGENT_PID=$!
+PIDS+=($AGENT_PID)
 approve_as_a_person >"$LOG_DIR/approval.out" 2>&1 || { cat "$LOG_DIR/approval.out" >&2; exit 1; }
 
 agent_status=0
-wait "$AGENT" || agent_status=$?
+wait "$AGENT_PID" || agent_status=$?
 cat "$LOG_DIR/agent.out"
 if [[ $agent_status -ne 0 ]] || ! grep -q '^outcome: succeeded' "$LOG_DIR/agent.out"; then
   echo "the agent did not report succeeded (exit $agent_status)" >&2
