@@ -52,6 +52,8 @@ pub struct PrincipalListing {
     pub role: String,
     pub tenants: Vec<String>,
     pub oidc_subject: Option<String>,
+    /// The broker user it speaks as on the queue door, if it has one.
+    pub broker_user: Option<String>,
     pub active_tokens: i64,
     pub created_at: DateTime<Utc>,
     pub removed_at: Option<DateTime<Utc>>,
@@ -144,7 +146,7 @@ impl Store {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT p.name, p.role, p.oidc_subject, p.created_at, p.removed_at,
+                "SELECT p.name, p.role, p.oidc_subject, p.broker_user, p.created_at, p.removed_at,
                         ARRAY(SELECT tenant_id FROM principal_tenants pt WHERE pt.principal = p.name ORDER BY tenant_id) AS tenants,
                         (SELECT count(*) FROM api_tokens t WHERE t.principal = p.name AND t.revoked_at IS NULL AND t.expires_at > now()) AS active_tokens
                  FROM principals p ORDER BY p.name",
@@ -158,6 +160,7 @@ impl Store {
                 role: r.get("role"),
                 tenants: r.get("tenants"),
                 oidc_subject: r.get("oidc_subject"),
+                broker_user: r.get("broker_user"),
                 active_tokens: r.get("active_tokens"),
                 created_at: r.get("created_at"),
                 removed_at: r.get("removed_at"),

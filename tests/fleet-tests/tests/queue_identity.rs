@@ -6,8 +6,6 @@
 //! dead-lettered `unknown_submitter`. The same user may follow only its own tenants'
 //! outcome events, on queues of its own.
 
-use std::process::Output;
-
 use fleet_broker::lapin::options::{
     BasicPublishOptions, ConfirmSelectOptions, QueueBindOptions, QueueDeclareOptions,
 };
@@ -15,32 +13,8 @@ use fleet_broker::lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use fleet_broker::lapin::types::{AMQPValue, FieldTable};
 use fleet_broker::lapin::{self, BasicProperties, Connection, ConnectionProperties};
 use fleet_broker::{dead_letters, BrokerConfig, Publisher, Queue, TopologyMode, SENDER_HEADER};
-use fleet_tests::{bin_dir, intent, op_of, TestFleet};
+use fleet_tests::{intent, op_of, TestFleet};
 use serde_json::Value;
-
-const MANAGEMENT: &str = "http://127.0.0.1:15672";
-
-/// Runs the real `fleetctl` as the fleet's owner and the broker's admin.
-async fn fleetctl(fleet: &TestFleet, args: &[&str]) -> Output {
-    let out = tokio::process::Command::new(bin_dir().join("fleetctl"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("DATABASE_URL", &fleet.database_url)
-        .env("AMQP_URL", &fleet.broker.amqp_url)
-        .env("AMQP_NAMESPACE", &fleet.broker.namespace)
-        .env("RABBITMQ_MANAGEMENT_URL", MANAGEMENT)
-        .args(args)
-        .output()
-        .await
-        .expect("run fleetctl");
-    assert!(
-        out.status.success(),
-        "fleetctl {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// An agent principal with its own broker user, as an administrator makes one.
 struct Agent {
@@ -58,7 +32,7 @@ impl Agent {
             args.extend(["--tenant", t]);
         }
         args.push("--broker");
-        let out = fleetctl(fleet, &args).await;
+        let out = fleet.fleetctl(&args).await;
         let printed = String::from_utf8_lossy(&out.stdout).into_owned();
         let password = printed
             .lines()
@@ -92,7 +66,7 @@ impl Agent {
     }
 
     async fn remove(self, fleet: &TestFleet) {
-        let out = fleetctl(fleet, &["principal", "remove", &self.name]).await;
+        let out = fleet.fleetctl(&["principal", "remove", &self.name]).await;
         let printed = String::from_utf8_lossy(&out.stdout);
         assert!(
             printed.contains(&format!("broker user {} deleted", self.user)),
@@ -196,6 +170,10 @@ async fn prepare_maps_the_validated_broker_user_to_its_principal_and_refuses_the
     prepare.wait_for_log("consumer subscribed").await;
     let bot = Agent::add(&fleet, "bot", &["org_482"]).await;
     let other = Agent::add(&fleet, "other", &["org_482"]).await;
+    let listed = fleet.fleetctl(&["principal", "list"]).await;
+    assert!(String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .any(|l| l.starts_with(&bot.name) && l.contains(&bot.user)));
 
     // Its own tenant: prepared, and recorded as submitted by the principal.
     let mine = intent();

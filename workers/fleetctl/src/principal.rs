@@ -129,10 +129,11 @@ async fn add(
 
 async fn list(store: &Store) -> anyhow::Result<()> {
     crate::say!(
-        "{:<24} {:<9} {:<28} {:<7} {:<8} tenants",
+        "{:<24} {:<9} {:<28} {:<32} {:<7} {:<8} tenants",
         "name",
         "role",
         "oidc subject",
+        "broker user",
         "tokens",
         "removed"
     );
@@ -141,10 +142,11 @@ async fn list(store: &Store) -> anyhow::Result<()> {
             .removed_at
             .map_or("-".to_owned(), |at| at.format("%Y-%m-%d").to_string());
         crate::say!(
-            "{:<24} {:<9} {:<28} {:<7} {:<8} {}",
+            "{:<24} {:<9} {:<28} {:<32} {:<7} {:<8} {}",
             p.name,
             p.role,
             p.oidc_subject.as_deref().unwrap_or("-"),
+            p.broker_user.as_deref().unwrap_or("-"),
             p.active_tokens,
             removed,
             p.tenants.join(",")
