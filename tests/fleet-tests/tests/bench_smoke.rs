@@ -1,4 +1,4 @@
-//! The benchmark's smoke mode runs in the default test run: every mode of `fleetctl bench`
+//! The benchmark's smoke mode runs in the default test run: every mode of `fleet-bench`
 //! completes on a small N and its report says every operation succeeded exactly once.
 //! (The full benchmark reports figures; it is not a timed test.)
 
@@ -10,11 +10,10 @@ use serde_json::Value;
 fn smoke(mode: &[&str], name: &str, port_base: &str) -> Value {
     let dir = bin_dir();
     let json = dir.join(format!("bench-smoke-{name}.json"));
-    let status = Command::new(dir.join("fleetctl"))
+    let status = Command::new(dir.join("fleet-bench"))
         // The workers it starts read the repository's quorum policies.
         .env("POLICY_DIR", policy_dir())
         .args([
-            "bench",
             "--smoke",
             "--db-name",
             &format!("fleet_bench_smoke_{name}"),
@@ -31,8 +30,8 @@ fn smoke(mode: &[&str], name: &str, port_base: &str) -> Value {
         .arg("--log-dir")
         .arg(dir.join(format!("bench-smoke-{name}-logs")))
         .status()
-        .expect("run fleetctl bench");
-    assert!(status.success(), "fleetctl bench {mode:?} failed");
+        .expect("run fleet-bench");
+    assert!(status.success(), "fleet-bench {mode:?} failed");
     serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
 }
 

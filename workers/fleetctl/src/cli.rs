@@ -221,8 +221,6 @@ pub enum Command {
     },
     /// Run the whole pipeline on this machine and print what happened.
     Demo(crate::demo::DemoArgs),
-    /// Measure throughput, latency and cost of the fleet on this machine.
-    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Subcommand)]
@@ -292,16 +290,5 @@ mod tests {
         );
         assert!(Cli::try_parse_from(["fleetctl", "list", "-o", "yaml"]).is_err());
         assert!(Cli::try_parse_from(["fleetctl", "list", "-o", "table", "--json"]).is_err());
-    }
-
-    #[test]
-    fn bench_help_speaks_of_the_fleet_only() {
-        let mut cmd = Cli::command();
-        let help = cmd
-            .find_subcommand_mut("bench")
-            .unwrap()
-            .render_long_help()
-            .to_string();
-        assert!(!help.to_lowercase().contains("issue"), "{help}");
     }
 }

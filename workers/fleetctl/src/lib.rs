@@ -1,4 +1,5 @@
-//! fleetctl: the approver's and operator's command line, the demo and the bench.
+//! fleetctl: the approver's and operator's command line, and the demo (the bench is
+//! `fleet-bench`, which shares the process helpers here).
 //! Each command is a small module; `main.rs` only parses and dispatches.
 
 /// `println!` for what a person reads: the line with every invisible or directional
@@ -11,7 +12,6 @@ macro_rules! say {
     };
 }
 
-pub mod bench;
 pub mod broker_setup;
 pub mod cli;
 pub mod decide;

@@ -6,7 +6,7 @@ use fleet_store::Store;
 use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::decide::{self, DecisionClient};
 use fleetctl::key::{self, KeyCommand};
-use fleetctl::{bench, broker_setup, demo, hash, inspect, operator, principal, submit, token};
+use fleetctl::{broker_setup, demo, hash, inspect, operator, principal, submit, token};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -102,7 +102,6 @@ async fn main() -> anyhow::Result<()> {
         } => key::generate(&out)?,
         Command::Key { command } => key::run(&store()?, command).await?,
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
-        Command::Bench(args) => bench::run(&cli.conn, args).await?,
     }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! Child processes started by `fleetctl demo` and `fleetctl bench`: the provider simulator
+//! Child processes started by `fleetctl demo` and `fleet-bench`: the provider simulator
 //! and the worker binaries, each a real process with its own log file, stopped with
 //! SIGTERM (the workers drain in-flight work) and killed if they linger or if fleetctl
 //! itself fails (`kill_on_drop`).

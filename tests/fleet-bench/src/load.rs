@@ -348,7 +348,7 @@ async fn approve_as_prepared(
         let client = sql.client().await?;
         let rows = client
             .query(
-                "SELECT /* fleetctl bench */ operation_id,
+                "SELECT /* fleet-bench */ operation_id,
                         now() - make_interval(secs => $4::float8 / 1000.0) AS next_since
                    FROM operations
                   WHERE tenant_id = $1 AND created_at > $3

@@ -1,4 +1,4 @@
-//! The report of a throughput run: one table on stdout, next to issue 7's targets, and
+//! The report of a throughput run: one table on stdout, next to the fleet's targets, and
 //! the same figures (with everything behind them) as JSON.
 
 use std::collections::BTreeMap;
@@ -233,7 +233,7 @@ pub fn finish(
     };
     println!();
     println!(
-        "fleetctl bench --mode {}: {} operations, replicas {}",
+        "fleet-bench --mode {}: {} operations, replicas {}",
         args.mode.as_str(),
         f.ops,
         replicas_line(&report.config)

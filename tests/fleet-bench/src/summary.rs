@@ -1,4 +1,4 @@
-//! The lines of a throughput run's table (each figure next to issue 7's target) and
+//! The lines of a throughput run's table (each figure next to the fleet's target) and
 //! the notes under it: how a figure was measured, and when the bench itself may have
 //! been the limit.
 

@@ -1,4 +1,4 @@
-//! `fleetctl bench`: throughput, latency and cost of the fleet on this machine, with real
+//! `fleet-bench`: throughput, latency and cost of the fleet on this machine, with real
 //! processes (the simulator and N replicas of each worker) against the configured
 //! Postgres and RabbitMQ, in a database and broker namespace of its own.
 //!
@@ -10,7 +10,7 @@
 //! - `--scale`: no workers; sweep and claim latency with 1 M final rows and 10 k unknown
 //!   rows in the table, against the same work on a table without that history.
 //!
-//! A benchmark, not a test: it reports figures next to issue 7's targets and fails only
+//! A benchmark, not a test: it reports figures next to the fleet's targets and fails only
 //! when the run itself fails (a process does not start, operations never become final).
 
 mod compare;
@@ -34,7 +34,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::Connection;
+use fleetctl::cli::Connection;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

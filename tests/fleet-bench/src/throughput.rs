@@ -25,8 +25,8 @@ use super::measure::{self, ProcSample};
 use super::report::{self, Config, Figures, PgFigures};
 use super::sql::BenchSql;
 use super::{compare, latency, procfs, seed, BenchArgs, Mode};
-use crate::cli::Connection;
-use crate::processes;
+use fleetctl::cli::Connection;
+use fleetctl::processes;
 
 const SMOKE_OPS: usize = 200;
 const DEFAULT_OPS: usize = 5_000;
@@ -85,7 +85,7 @@ pub struct BinSet {
     pub json: PathBuf,
 }
 
-/// `fleetctl bench` in execute or pipeline mode: one run with --bin-dir, or, with
+/// `fleet-bench` in execute or pipeline mode: one run with --bin-dir, or, with
 /// --baseline-bin, --rounds pairs (baseline first, then the candidate) and the two side by side.
 pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     let candidate = processes::bin_dir(args.bin_dir.as_deref())?;
@@ -157,7 +157,7 @@ async fn run_set(
     fleet_broker::delete_namespace(&broker).await;
     let mut notes = Vec::new();
     println!(
-        "fleetctl bench: mode {}, {ops} operations, database {}, namespace {}, {} binaries {}",
+        "fleet-bench: mode {}, {ops} operations, database {}, namespace {}, {} binaries {}",
         args.mode.as_str(),
         args.db_name,
         args.namespace,
@@ -414,7 +414,7 @@ async fn wait_all_final(sql: &BenchSql, tally: &BenchTally) -> anyhow::Result<()
         let client = sql.client().await?;
         let open: i64 = client
             .query_one(
-                "SELECT /* fleetctl bench */ count(*) FROM operations
+                "SELECT /* fleet-bench */ count(*) FROM operations
                  WHERE status IN ('not_started', 'in_progress', 'accepted', 'unknown') AND tenant_id = $1",
                 &[&TENANT],
             )

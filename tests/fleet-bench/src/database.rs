@@ -20,7 +20,7 @@ use super::sql::BenchSql;
 
 /// The `application_name` of the bench's own connections to the bench database, so its
 /// polls and readings can be told apart from the fleet's work.
-pub const BENCH_APP: &str = "fleetctl-bench";
+pub const BENCH_APP: &str = "fleet-bench";
 
 const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 const DISCONNECT_POLL: Duration = Duration::from_millis(50);
@@ -83,9 +83,9 @@ pub struct Statements {
 
 /// Marks the bench's own statements in the bench database (polls, readings), so that
 /// pg_stat_statements deltas leave them out.
-pub const BENCH_SQL_TAG: &str = "/* fleetctl bench */";
+pub const BENCH_SQL_TAG: &str = "/* fleet-bench */";
 
-const STATEMENTS_SQL: &str = "SELECT /* fleetctl bench */ queryid, calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 160)
+const STATEMENTS_SQL: &str = "SELECT /* fleet-bench */ queryid, calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 160)
      FROM pg_stat_statements
      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND queryid IS NOT NULL";
 

@@ -179,7 +179,7 @@ pub fn finish(
         .collect();
     println!();
     println!(
-        "fleetctl bench --mode {} --baseline-bin: {} round(s), medians",
+        "fleet-bench --mode {} --baseline-bin: {} round(s), medians",
         args.mode.as_str(),
         pairs.len()
     );

@@ -1,11 +1,11 @@
-//! The one table a bench prints (figure, value, issue 7's target, whether it is met),
+//! The one table a bench prints (figure, value, the fleet's target, whether it is met),
 //! and the JSON file next to it.
 
 use std::path::Path;
 
 use serde::Serialize;
 
-/// A figure with a target from issue 7, as it goes into the JSON.
+/// A figure with a target of the fleet's, as it goes into the JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct Target {
     pub figure: String,

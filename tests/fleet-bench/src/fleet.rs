@@ -5,7 +5,7 @@
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::Path;
 
-use crate::processes::{self, Proc};
+use fleetctl::processes::{self, Proc};
 
 /// How far above `--port-base` free ports are looked for.
 const PORT_SEARCH_SPAN: u16 = 1_000;

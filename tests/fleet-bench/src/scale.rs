@@ -1,4 +1,4 @@
-//! `fleetctl bench --scale`: does the cost of a sweep or a claim grow with history?
+//! `fleet-bench --scale`: does the cost of a sweep or a claim grow with history?
 //!
 //! No workers run. The bench database gets 10 k unknown rows (the sweeper's work) and a
 //! set of approved rows to claim; the reconcile sweep's store queries
@@ -21,7 +21,7 @@ use super::database::BenchDb;
 use super::machine::Machine;
 use super::table::{self, Table, Target};
 use super::{seed, BenchArgs};
-use crate::cli::Connection;
+use fleetctl::cli::Connection;
 
 /// The reconcile worker's default SWEEP_BATCH.
 const SWEEP_BATCH: i64 = 100;
@@ -167,7 +167,7 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     let store = Store::connect(&db.url, 2)?;
     let sql = db.sql(1)?;
     println!(
-        "fleetctl bench --scale: {} unknown rows, then {} final operations of history; database {}",
+        "fleet-bench --scale: {} unknown rows, then {} final operations of history; database {}",
         s.unknown_rows, s.final_rows, args.db_name
     );
 
@@ -243,7 +243,7 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     ];
     println!();
     println!(
-        "fleetctl bench --scale: sweep and claim latency, empty table → {} rows of history",
+        "fleet-bench --scale: sweep and claim latency, empty table → {} rows of history",
         s.final_rows
     );
     println!("machine: {}", machine.line());
