@@ -16,6 +16,7 @@ pub mod doorbell;
 pub mod events;
 pub mod execute;
 pub mod hash;
+pub mod history;
 pub mod identifier;
 pub mod ids;
 pub mod intent;
