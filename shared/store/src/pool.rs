@@ -18,7 +18,16 @@ use crate::StoreError;
 /// sequential scan, kept while the table grows: the execute worker's batch claim then read
 /// the whole table for every batch. `enable_seqscan = off` only makes the planner prefer
 /// any index path; a table no index can answer for is still scanned.
-const SESSION_SETTINGS: &str = "-c plan_cache_mode=force_generic_plan -c enable_seqscan=off";
+///
+/// No JIT compilation: every statement of the store touches a handful of rows by index, so
+/// compiling its expressions to machine code never pays for itself, and the planner's cost
+/// estimates, which decide when to compile (`jit_above_cost`), are inflated by the two
+/// settings above (a path `enable_seqscan = off` disfavours carries a huge cost), so with
+/// the server's default `jit = on` a statement could be compiled on every execution.
+/// Set here, for the fleet's own sessions, so a server configured either way gives the
+/// same figures.
+const SESSION_SETTINGS: &str =
+    "-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c jit=off";
 
 /// A clonable handle on the pool.
 #[derive(Clone)]

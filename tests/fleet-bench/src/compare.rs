@@ -33,6 +33,7 @@ pub struct Key {
     pub rows_updated_per_op: f64,
     pub max_worker_peak_rss_mib: f64,
     pub machine_busy_pct: f64,
+    pub machine_steal_pct: f64,
 }
 
 impl Key {
@@ -62,6 +63,7 @@ impl Key {
             rows_updated_per_op: r.postgres.rows_updated_per_op,
             max_worker_peak_rss_mib: u.max_worker_peak_rss_mib,
             machine_busy_pct: 100.0 * u.machine_busy_cpu_s / u.machine_capacity_cpu_s.max(1e-9),
+            machine_steal_pct: 100.0 * u.machine_steal_cpu_s / u.machine_capacity_cpu_s.max(1e-9),
         }
     }
 }
@@ -101,6 +103,9 @@ fn figures(mode: Mode) -> Vec<Figure> {
             k.max_worker_peak_rss_mib
         }),
         ("machine busy", "%", |k| k.machine_busy_pct),
+        ("machine stolen by the hypervisor", "%", |k| {
+            k.machine_steal_pct
+        }),
     ]
 }
 

@@ -240,6 +240,24 @@ impl BenchDb {
         }
     }
 
+    /// `names` as the server has them, `<setting><unit>` (e.g. `16384 8kB`).
+    pub async fn server_settings(
+        &self,
+        names: &[&str],
+    ) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let rows = self
+            .maintenance
+            .client()
+            .await?
+            .query(
+                "SELECT name, setting || COALESCE(' ' || unit, '') FROM pg_settings WHERE name = ANY($1)",
+                &[&names],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
     pub async fn server_version(&self) -> anyhow::Result<String> {
         Ok(self
             .maintenance

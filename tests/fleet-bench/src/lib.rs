@@ -13,6 +13,7 @@
 //! A benchmark, not a test: it reports figures next to the fleet's targets and fails only
 //! when the run itself fails (a process does not start, operations never become final).
 
+mod calibrate;
 mod compare;
 mod database;
 mod fleet;

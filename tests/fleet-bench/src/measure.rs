@@ -92,6 +92,8 @@ pub struct Usage {
     /// Busy CPU of the whole machine, and what is left after everything above.
     pub machine_busy_cpu_s: f64,
     pub machine_capacity_cpu_s: f64,
+    /// CPU time the hypervisor gave to others during the window (`steal` of /proc/stat).
+    pub machine_steal_cpu_s: f64,
     pub other_cpu_s: f64,
 }
 
@@ -174,6 +176,10 @@ pub fn usage(
         rabbitmq_cpu_ms_per_op: per_op(rabbitmq_cpu_s),
         machine_busy_cpu_s,
         machine_capacity_cpu_s,
+        machine_steal_cpu_s: secs(
+            after.machine.steal.saturating_sub(before.machine.steal),
+            tck,
+        ),
         other_cpu_s: (machine_busy_cpu_s - accounted).max(0.0),
         processes,
     }

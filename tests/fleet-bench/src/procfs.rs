@@ -119,6 +119,9 @@ impl ServiceTicks {
 pub struct MachineTicks {
     pub busy: u64,
     pub total: u64,
+    /// Time the hypervisor ran something else while this machine wanted a CPU (part of
+    /// `busy`): a figure taken under steal is taken on a slower machine.
+    pub steal: u64,
 }
 
 impl MachineTicks {
@@ -141,6 +144,7 @@ impl MachineTicks {
         MachineTicks {
             busy: total - idle,
             total,
+            steal: *v.get(7).unwrap_or(&0),
         }
     }
 }

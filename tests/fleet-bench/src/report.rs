@@ -239,6 +239,10 @@ pub fn finish(
         replicas_line(&report.config)
     );
     println!("machine: {}", report.machine.line());
+    println!("{}", report.machine.settings_line());
+    if let Some(line) = report.machine.calibration_line() {
+        println!("{line}");
+    }
     table.print();
     for n in &report.notes {
         println!("note: {n}");

@@ -163,7 +163,7 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     let started_at = Utc::now();
     let s = sizes(args);
     let db = BenchDb::recreate(conn.database_url.expose(), &args.db_name, None).await?;
-    let machine = Machine::read(db.server_version().await?);
+    let machine = Machine::measure(&db).await?;
     let store = Store::connect(&db.url, 2)?;
     let sql = db.sql(1)?;
     println!(
@@ -247,6 +247,10 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
         s.final_rows
     );
     println!("machine: {}", machine.line());
+    println!("{}", machine.settings_line());
+    if let Some(line) = machine.calibration_line() {
+        println!("{line}");
+    }
     t.print();
     for n in &notes {
         println!("note: {n}");

@@ -280,10 +280,11 @@ pub fn fill(t: &mut Table, args: &BenchArgs, r: &Results) -> Vec<Target> {
     t.row(
         "machine busy",
         format!(
-            "{:.2} of {:.2} cpu-s ({:.0}%)",
+            "{:.2} of {:.2} cpu-s ({:.0}%), stolen {:.2} cpu-s",
             u.machine_busy_cpu_s,
             u.machine_capacity_cpu_s,
-            100.0 * u.machine_busy_cpu_s / u.machine_capacity_cpu_s.max(1e-9)
+            100.0 * u.machine_busy_cpu_s / u.machine_capacity_cpu_s.max(1e-9),
+            u.machine_steal_cpu_s
         ),
     );
     t.targets()

@@ -152,7 +152,7 @@ async fn run_set(
         set.migrator.as_deref(),
     )
     .await?;
-    let machine = Machine::read(db.server_version().await?);
+    let machine = Machine::measure(&db).await?;
     let broker = BrokerConfig::new(conn.amqp_url.expose()).with_namespace(args.namespace.clone());
     fleet_broker::delete_namespace(&broker).await;
     let mut notes = Vec::new();
