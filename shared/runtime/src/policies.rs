@@ -1,8 +1,10 @@
-//! `POLICY_DIR`: where the quorum policies are, read once at start by every intake
-//! (prepare, the API). Each `<policy_version>.toml` in the directory is one policy
-//! (`fleet_core::policy`); a directory that cannot be read, holds no policy, or holds a
-//! file that does not parse stops the start, since every intent would then be refused or
-//! judged by a policy nobody wrote.
+//! The quorum policies every intake (prepare, the API) judges by, read once at start. The
+//! repository's own (`shared/policies`) are built into the binary, so a binary started
+//! anywhere has them; `POLICY_DIR` replaces them with a directory of one's own, each
+//! `<policy_version>.toml` one policy (`fleet_core::policy`). A directory that cannot be
+//! read, holds no policy, or holds a file that does not parse stops the start, naming the
+//! directory and why, since every intent would then be refused or judged by a policy
+//! nobody wrote.
 
 use std::path::{Path, PathBuf};
 
@@ -12,9 +14,38 @@ use fleet_core::policy::{PolicyError, PolicySet};
 #[derive(Debug, Clone, Args)]
 pub struct PolicyArgs {
     /// Directory of quorum policy files, one `<policy_version>.toml` per policy version
-    /// (a relative path is taken from the working directory).
-    #[arg(long, env = "POLICY_DIR", default_value = "shared/policies")]
-    pub policy_dir: PathBuf,
+    /// (a relative path is taken from the working directory). Unset: the policies built
+    /// into the binary (the repository's `shared/policies`).
+    #[arg(long, env = "POLICY_DIR")]
+    pub policy_dir: Option<PathBuf>,
+}
+
+/// The repository's policies, built in: `(policy_version, file text)`. A test checks the
+/// list against the directory, so a policy file added there and not here fails the build's
+/// tests.
+pub const BUILT_IN_POLICIES: [(&str, &str); 6] = [
+    (
+        "contracts-v1",
+        include_str!("../../policies/contracts-v1.toml"),
+    ),
+    ("crm-v1", include_str!("../../policies/crm-v1.toml")),
+    ("orders-v1", include_str!("../../policies/orders-v1.toml")),
+    (
+        "payments-v3",
+        include_str!("../../policies/payments-v3.toml"),
+    ),
+    (
+        "payments-v4",
+        include_str!("../../policies/payments-v4.toml"),
+    ),
+    ("refunds-v1", include_str!("../../policies/refunds-v1.toml")),
+];
+
+/// The policies built into the binary.
+pub fn built_in_policies() -> Result<PolicySet, PolicyLoadError> {
+    let set = PolicySet::parse(BUILT_IN_POLICIES.iter().copied())?;
+    tracing::info!(source = "built in", versions = ?set.versions().collect::<Vec<_>>(), "quorum policies loaded");
+    Ok(set)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +91,10 @@ pub fn load_policies(dir: &Path) -> Result<PolicySet, PolicyLoadError> {
 
 impl PolicyArgs {
     pub fn load(&self) -> Result<PolicySet, PolicyLoadError> {
-        load_policies(&self.policy_dir)
+        match &self.policy_dir {
+            Some(dir) => load_policies(dir),
+            None => built_in_policies(),
+        }
     }
 }
 
@@ -92,6 +126,45 @@ mod tests {
         let set = load_policies(&dir).unwrap();
         assert_eq!(set.versions().collect::<Vec<_>>(), ["p1"]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_built_in_policies_are_the_repository_directory_exactly() {
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
+        let mut on_disk: Vec<(String, String)> = std::fs::read_dir(&shipped)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .map(|p| {
+                (
+                    p.file_stem().unwrap().to_str().unwrap().to_owned(),
+                    std::fs::read_to_string(&p).unwrap(),
+                )
+            })
+            .collect();
+        on_disk.sort();
+        let built_in: Vec<(String, String)> = BUILT_IN_POLICIES
+            .iter()
+            .map(|(n, t)| ((*n).to_owned(), (*t).to_owned()))
+            .collect();
+        assert_eq!(
+            built_in.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            on_disk.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            "BUILT_IN_POLICIES must list every file of shared/policies"
+        );
+        assert_eq!(built_in, on_disk);
+        assert!(built_in_policies().is_ok());
+    }
+
+    #[test]
+    fn without_a_directory_the_built_in_policies_are_used() {
+        let args = PolicyArgs { policy_dir: None };
+        assert!(args.load().unwrap().versions().any(|v| v == "payments-v4"));
+        let missing = PolicyArgs {
+            policy_dir: Some(std::env::temp_dir().join("fleet-policies-nowhere")),
+        };
+        let err = missing.load().unwrap_err().to_string();
+        assert!(err.contains("fleet-policies-nowhere"), "{err}");
     }
 
     #[test]

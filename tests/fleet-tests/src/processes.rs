@@ -125,6 +125,17 @@ impl TestFleet {
 
     /// Starts `binary` (e.g. "fleet-execute") against this fleet, with extra settings.
     pub fn spawn_process(&self, binary: &str, env: &[(&str, &str)]) -> WorkerProcess {
+        self.spawn_process_unsetting(binary, env, &[])
+    }
+
+    /// [`TestFleet::spawn_process`] without the settings named in `unset` (which the
+    /// harness otherwise gives every process), to see what a binary does without them.
+    pub fn spawn_process_unsetting(
+        &self,
+        binary: &str,
+        env: &[(&str, &str)],
+        unset: &[&str],
+    ) -> WorkerProcess {
         let bin = bin_dir().join(binary);
         assert!(
             bin.exists(),
@@ -136,7 +147,8 @@ impl TestFleet {
         let n = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
         let log = dir.join(format!("{binary}-{n}.log"));
         let file = File::create(&log).unwrap();
-        let child = Command::new(&bin)
+        let mut command = Command::new(&bin);
+        command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("DATABASE_URL", self.database_url_of(binary))
@@ -159,7 +171,11 @@ impl TestFleet {
             // Tests publish intents as the shared broker user; those about the queue
             // door's identities set `refuse`.
             .env("PREPARE_ANONYMOUS_INTENTS", "allow")
-            .envs(env.iter().copied())
+            .envs(env.iter().copied());
+        for key in unset {
+            command.env_remove(key);
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())
             .stderr(file)
