@@ -14,7 +14,7 @@
 //!   whose hash changed (must be 0).
 //!
 //! CI runs 300 operations; `CHAOS_OPS=5000 CHAOS_SECONDS=300 cargo test -p fleet-tests
-//! --test chaos -- --nocapture` runs a large one. `CHAOS_SEED` replays a schedule.
+//! --test all chaos:: -- --nocapture` runs a large one. `CHAOS_SEED` replays a schedule.
 
 use std::collections::HashMap;
 use std::time::Duration;
