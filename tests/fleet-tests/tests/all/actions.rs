@@ -13,33 +13,6 @@ use fleet_tests::{
 };
 use serde_json::{json, Value};
 
-async fn submit_and_approve(fleet: &TestFleet, i: &Value) -> String {
-    let op = op_of(i);
-    fleet.submit(i).await;
-    fleet.prepared(&op).await;
-    fleet.approve(&op, &hash_of(i)).await.unwrap();
-    op
-}
-
-/// POSTs (creates) the simulator received for a reference, on a given path.
-async fn posts_to(fleet: &TestFleet, reference: &str, path: &str) -> usize {
-    let v = fleet
-        .sim_get(&format!("/_sim/requests?reference={reference}"))
-        .await;
-    v["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["path"] == json!(path))
-        .count()
-}
-
-async fn seed_deal(fleet: &TestFleet, external_id: &str) -> Value {
-    fleet
-        .sim_post("/_sim/deals", json!({"external_id": external_id, "name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"}))
-        .await
-}
-
 /// A fleet with prepare running and a payment the provider holds, for refunds to refer
 /// to: (fleet, payment id).
 async fn paid() -> (TestFleet, String) {
@@ -63,7 +36,9 @@ async fn paid() -> (TestFleet, String) {
 async fn a_refund_is_created_once() {
     let (mut fleet, payment) = paid().await;
     fleet.spawn_execute();
-    let op = submit_and_approve(&fleet, &refund_intent(&payment, 500_000)).await;
+    let op = fleet
+        .submit_and_approve(&refund_intent(&payment, 500_000))
+        .await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert!(row
         .external_id
@@ -88,7 +63,9 @@ async fn a_refund_whose_worker_crashed_after_the_provider_committed_is_one_refun
             ("FLEET_PAUSE_AT", "after_provider_response"),
         ],
     );
-    let op = submit_and_approve(&fleet, &refund_intent(&payment, 250_000)).await;
+    let op = fleet
+        .submit_and_approve(&refund_intent(&payment, 250_000))
+        .await;
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
@@ -99,7 +76,7 @@ async fn a_refund_whose_worker_crashed_after_the_provider_committed_is_one_refun
             .await["refunds"],
         json!(1)
     );
-    assert_eq!(posts_to(&fleet, &op, "/v1/refunds").await, 1);
+    assert_eq!(fleet.sim_posts_to(&op, "/v1/refunds").await, 1);
     fleet.stop().await;
 }
 
@@ -116,7 +93,7 @@ async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_
             ("FLEET_PAUSE_AT", "after_provider_response"),
         ],
     );
-    let op = submit_and_approve(&fleet, &deal_create_intent()).await;
+    let op = fleet.submit_and_approve(&deal_create_intent()).await;
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
@@ -134,7 +111,7 @@ async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_
         "exactly one deal"
     );
     assert_eq!(
-        posts_to(&fleet, &op, "/v1/deals").await,
+        fleet.sim_posts_to(&op, "/v1/deals").await,
         1,
         "no second POST"
     );
@@ -148,16 +125,16 @@ async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exis
     let i = deal_create_intent();
     let op = op_of(&i);
     // The CRM already holds our deal (say, from an attempt whose record was lost).
-    let existing = seed_deal(&fleet, &op).await;
+    let existing = fleet.sim_deal(&op).await;
     fleet.spawn_execute();
-    submit_and_approve(&fleet, &i).await;
+    fleet.submit_and_approve(&i).await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         row.external_id.as_ref(),
         existing["id"].as_str().map(str::to_owned).as_ref()
     );
     assert_eq!(
-        posts_to(&fleet, &op, "/v1/deals").await,
+        fleet.sim_posts_to(&op, "/v1/deals").await,
         0,
         "no POST at all"
     );
@@ -176,10 +153,10 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     fleet.spawn_prepare();
     let i = deal_create_intent();
     let op = op_of(&i);
-    seed_deal(&fleet, &op).await;
-    seed_deal(&fleet, &op).await;
+    fleet.sim_deal(&op).await;
+    fleet.sim_deal(&op).await;
     fleet.spawn_execute();
-    submit_and_approve(&fleet, &i).await;
+    fleet.submit_and_approve(&i).await;
     let row = fleet.escalated(&op).await;
     assert_eq!(
         (row.status, row.status_reason.as_deref()),
@@ -187,7 +164,7 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     );
     assert_eq!(row.external_id, None, "nothing picked");
     assert_eq!(
-        posts_to(&fleet, &op, "/v1/deals").await,
+        fleet.sim_posts_to(&op, "/v1/deals").await,
         0,
         "nothing created"
     );
@@ -220,7 +197,7 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
         &providers,
     ));
     fleet.spawn_reconcile(contract(2_000), fast_reconcile());
-    let op = submit_and_approve(&fleet, &deal_create_intent()).await;
+    let op = fleet.submit_and_approve(&deal_create_intent()).await;
     let accepted = fleet.reaches(&op, Status::Accepted).await;
     assert_eq!(accepted.external_id, None, "queued: no id yet");
     let row = fleet.reaches(&op, Status::Succeeded).await;
@@ -228,7 +205,7 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
         .external_id
         .as_deref()
         .is_some_and(|id| id.starts_with("deal_")));
-    assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 1);
+    assert_eq!(fleet.sim_posts_to(&op, "/v1/deals").await, 1);
     assert_eq!(
         fleet
             .sim_get(&format!("/_sim/effects?reference={op}"))
@@ -243,7 +220,7 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     fleet.spawn_execute();
-    let deal = seed_deal(&fleet, "acct_9_renewal").await;
+    let deal = fleet.sim_deal("acct_9_renewal").await;
     let deal_id = deal["id"].as_str().unwrap().to_owned();
     // Someone edits the deal after the agent read version 1.
     let r = fleet
@@ -255,7 +232,7 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
         .unwrap();
     assert!(r.status().is_success());
     let stale = deal_update_intent(&deal_id, 1, json!({"stage": "won"}));
-    let old = submit_and_approve(&fleet, &stale).await;
+    let old = fleet.submit_and_approve(&stale).await;
     let row = fleet.reaches(&old, Status::Cancelled).await;
     assert_eq!(
         (row.status_reason.as_deref(), row.error_code.as_deref()),
@@ -267,10 +244,8 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
         (json!(2), json!("proposal")),
         "the deal is untouched"
     );
-    let patches = fleet
-        .sim_get(&format!("/_sim/requests?reference={deal_id}"))
-        .await;
-    assert_eq!(patches["data"].as_array().unwrap().len(), 1, "zero retries");
+    let patches = fleet.sim_requests(Some(&deal_id)).await;
+    assert_eq!(patches.len(), 1, "zero retries");
     assert!(
         row.result
             .is_some_and(|r| r.to_string().contains("current_version")),
@@ -280,7 +255,7 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
     // A person approves the corrected intent, made against version 2.
     let mut fresh = deal_update_intent(&deal_id, 2, json!({"stage": "won"}));
     fresh["supersedes"] = json!(old);
-    let new = submit_and_approve(&fleet, &fresh).await;
+    let new = fleet.submit_and_approve(&fresh).await;
     fleet.reaches(&new, Status::Succeeded).await;
     assert_eq!(
         fleet
@@ -307,13 +282,10 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let first = intent();
-    let first_op = op_of(&first);
-    fleet.submit(&first).await;
-    fleet.prepared(&first_op).await;
+    let first_op = fleet.submitted(&first).await;
     let mut correction = fleet_tests::with_amount(intent(), json!(1_300_000));
     correction["supersedes"] = json!(first_op);
-    fleet.submit(&correction).await;
-    fleet.prepared(&op_of(&correction)).await;
+    fleet.submitted(&correction).await;
     let old = fleet.store.get(&first_op).await.unwrap().unwrap();
     assert_eq!(
         (old.status, old.status_reason.as_deref()),
@@ -321,14 +293,11 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
     );
     // An executed operation cannot be superseded: the correction is refused.
     fleet.spawn_execute();
-    let done = submit_and_approve(&fleet, &intent()).await;
+    let done = fleet.submit_and_approve(&intent()).await;
     fleet.reaches(&done, Status::Succeeded).await;
     let mut late = intent();
     late["supersedes"] = json!(done);
-    fleet.submit(&late).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(dead[0].1.as_deref(), Some("supersedes_executed"));
-    assert!(fleet.store.get(&op_of(&late)).await.unwrap().is_none());
+    fleet.refused_at_intake(&late, "supersedes_executed").await;
     fleet.stop().await;
 }
 
@@ -342,13 +311,9 @@ async fn an_intent_for_a_provider_without_idempotency_and_without_lookup_is_refu
             .with("crm", Capabilities::NONE),
     );
     let i = deal_create_intent();
-    fleet.submit(&i).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(dead[0].1.as_deref(), Some("provider_cannot_execute_safely"));
-    assert!(
-        fleet.store.get(&op_of(&i)).await.unwrap().is_none(),
-        "nothing written"
-    );
+    fleet
+        .refused_at_intake(&i, "provider_cannot_execute_safely")
+        .await;
     fleet.stop().await;
 }
 
@@ -368,14 +333,14 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
         ..ExecuteSettings::default()
     }));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    let op = submit_and_approve(&fleet, &deal_create_intent()).await;
+    let op = fleet.submit_and_approve(&deal_create_intent()).await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert!(row
         .external_id
         .as_deref()
         .is_some_and(|id| id.starts_with("deal_")));
     assert_eq!(
-        posts_to(&fleet, &op, "/v1/deals").await,
+        fleet.sim_posts_to(&op, "/v1/deals").await,
         1,
         "never a second create"
     );
@@ -393,9 +358,7 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let first = intent();
-    let op = op_of(&first);
-    fleet.submit(&first).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&first).await;
     fleet
         .store
         .approve(&op, &hash_of(&first), &fleet_tests::TEST_APPROVER, None)

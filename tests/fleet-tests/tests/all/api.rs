@@ -320,9 +320,7 @@ async fn the_queue_supersedes_only_what_came_through_the_queue() {
 
     // Submitted through the queue: a principal cannot replace it over the API, the queue can.
     let queued = intent();
-    let queued_op = op_of(&queued);
-    fleet.submit(&queued).await;
-    fleet.prepared(&queued_op).await;
+    let queued_op = fleet.submitted(&queued).await;
     let (status, error) =
         error_of(submit(&fleet, &api, &owner, intent_bytes(&superseding(&queued_op))).await).await;
     assert_eq!(
@@ -330,8 +328,7 @@ async fn the_queue_supersedes_only_what_came_through_the_queue() {
         (StatusCode::FORBIDDEN, Some("supersedes_forbidden"))
     );
     let correction = superseding(&queued_op);
-    fleet.submit(&correction).await;
-    fleet.prepared(&op_of(&correction)).await;
+    fleet.submitted(&correction).await;
     assert_eq!(
         status_of(&fleet, &queued_op).await,
         (Status::Cancelled, ApprovalStatus::Pending)

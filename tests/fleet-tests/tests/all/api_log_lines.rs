@@ -6,18 +6,10 @@
 use std::time::Duration;
 
 use fleet_core::Role;
-use fleet_tests::{eventually, TestFleet};
+use fleet_tests::{free_addr, ready, TestFleet};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Requests carrying control characters in every part, authenticated by `token`.
 fn requests(token: &str) -> Vec<Vec<u8>> {
@@ -86,11 +78,7 @@ fn starts_like_a_text_log_line(line: &str) -> bool {
 async fn lines_stay_whole(format: &str) {
     let fleet = TestFleet::start().await;
     let token = fleet.token("log-bot", Role::Agent, &["org_482"]).await;
-    let (api_port, admin_port) = (free_port(), free_port());
-    let (addr, admin) = (
-        format!("127.0.0.1:{api_port}"),
-        format!("127.0.0.1:{admin_port}"),
-    );
+    let (addr, admin) = (free_addr(), free_addr());
     let api = fleet.spawn_process(
         "fleet-api",
         &[
@@ -100,19 +88,7 @@ async fn lines_stay_whole(format: &str) {
             ("RUST_LOG", "debug"),
         ],
     );
-    let ready = format!("http://{admin}/readyz");
-    eventually("fleet-api to be ready", || async {
-        fleet
-            .http
-            .get(&ready)
-            .send()
-            .await
-            .ok()?
-            .status()
-            .is_success()
-            .then_some(())
-    })
-    .await;
+    ready(&fleet.http, &format!("http://{admin}"), "fleet-api").await;
     send_all(&addr, &requests(&token)).await;
     api.wait_for_log("answered").await;
     let log = api.log_text();

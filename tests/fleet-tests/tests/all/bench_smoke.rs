@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use fleet_tests::{bin_dir, policy_dir};
+use fleet_tests::{alone_blocking, bin_dir, policy_dir};
 use serde_json::Value;
 
 fn smoke(mode: &[&str], name: &str, port_base: &str) -> Value {
@@ -38,6 +38,8 @@ fn smoke(mode: &[&str], name: &str, port_base: &str) -> Value {
 
 #[test]
 fn the_execute_and_pipeline_smoke_runs_complete_every_operation_once() {
+    // Each mode starts a whole fleet of processes on fixed ports and loads both cores.
+    let _alone = alone_blocking();
     for (mode, name, port) in [
         (&["--mode", "execute"][..], "execute", "19501"),
         (&["--mode", "pipeline"][..], "pipeline", "19521"),

@@ -11,7 +11,9 @@ use fleet_broker::lapin::{self, BasicProperties, Connection, ConnectionPropertie
 use fleet_broker::permissions::Role;
 use fleet_broker::{Publisher, Queue};
 use fleet_core::Status;
-use fleet_tests::{event_body, hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET};
+use fleet_tests::{
+    event_body, free_addr, hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
+};
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -184,12 +186,7 @@ async fn each_components_user_may_publish_and_consume_only_what_it_needs_and_con
 async fn the_fleet_runs_with_each_worker_holding_only_its_own_broker_user() {
     let fleet = TestFleet::start().await;
     let users = fleet.create_broker_users().await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let webhook_addr = format!("127.0.0.1:{port}");
+    let webhook_addr = free_addr();
     let worker = |binary: &str, role: Role, extra: &[(&'static str, String)]| {
         let mut env = users.env(role);
         env.extend_from_slice(extra);

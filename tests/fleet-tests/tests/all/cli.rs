@@ -68,8 +68,7 @@ async fn list_and_show_give_amounts_in_major_units_reason_escalation_and_age() {
     kwd["payload"]["amount_minor"] = json!(1250);
     kwd["payload"]["currency"] = json!("KWD");
     for i in [&kzt, &jpy, &kwd] {
-        fleet.submit(i).await;
-        fleet.prepared(&op_of(i)).await;
+        fleet.submitted(i).await;
     }
     // The KWD one has waited three hours and was escalated with a reason.
     fleet

@@ -43,16 +43,9 @@ async fn console() -> Console {
 
 impl Console {
     async fn submit(&self, intent: &Value) {
-        let r = self
-            .fleet
-            .http
-            .post(self.api.url("/v1/intents"))
-            .bearer_auth(&self.agent)
-            .json(intent)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "{}", r.status());
+        self.api
+            .submitted(&self.fleet.http, &self.agent, intent)
+            .await;
     }
 
     async fn get(&self, session: &str, path: &str) -> reqwest::Response {
@@ -411,16 +404,7 @@ async fn another_tenants_operation_is_not_found_in_the_console() {
     let mut i = intent();
     i["tenant_id"] = "org_999".into();
     let op = op_of(&i);
-    let r = c
-        .fleet
-        .http
-        .post(c.api.url("/v1/intents"))
-        .bearer_auth(&other_agent)
-        .json(&i)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success());
+    c.api.submitted(&c.fleet.http, &other_agent, &i).await;
     let alice = session_of(&c.api, "sub-alice").await;
     let page = c.get(&alice, &format!("/console/operations/{op}")).await;
     assert_eq!(page.status(), StatusCode::NOT_FOUND);
@@ -624,10 +608,7 @@ async fn a_subject_names_one_principal_and_a_role_is_never_changed_by_adding() {
 #[tokio::test]
 async fn a_crm_update_is_shown_beside_the_deals_current_values() {
     let c = console().await;
-    let deal = c
-        .fleet
-        .sim_post("/_sim/deals", serde_json::json!({"external_id": "acct_9_renewal", "name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"}))
-        .await;
+    let deal = c.fleet.sim_deal("acct_9_renewal").await;
     let deal_id = deal["id"].as_str().unwrap().to_owned();
     // Someone edits the deal after the agent read version 1.
     let r = c
@@ -833,15 +814,7 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
         .await;
     let i = intent();
     let (op, hash) = (op_of(&i), hash_of(&i));
-    let submitted = fleet
-        .http
-        .post(api.url("/v1/intents"))
-        .bearer_auth(&agent)
-        .json(&i)
-        .send()
-        .await
-        .unwrap();
-    assert!(submitted.status().is_success());
+    api.submitted(&fleet.http, &agent, &i).await;
 
     match sign_in_over_http(&api, "sub-alice").await {
         SignedIn::Refused(status, body) => {

@@ -13,23 +13,6 @@ use serde_json::{json, Value};
 
 const TENANT: &str = "org_482";
 
-async fn submit_over_api(fleet: &TestFleet, api: &ApiProcess, token: &str, intent: &Value) {
-    let r = fleet
-        .http
-        .post(api.url("/v1/intents"))
-        .bearer_auth(token)
-        .json(intent)
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        r.status().is_success(),
-        "intent refused: {} {}",
-        r.status(),
-        r.text().await.unwrap()
-    );
-}
-
 /// A payment of `amount_minor` `currency` to `vendor`, approvable for `ttl_s` seconds.
 fn payment(vendor: &str, invoice: &str, amount_minor: i64, currency: &str, ttl_s: i64) -> Value {
     let mut i = intent();
@@ -73,18 +56,16 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
         .await;
     let seed = intent();
     let op = op_of(&seed);
-    submit_over_api(&fleet, &api, &agent, &seed).await;
+    api.submitted(&fleet.http, &agent, &seed).await;
     // Two more waiting, one expiring sooner, so the inbox has an order to show.
-    submit_over_api(
-        &fleet,
-        &api,
+    api.submitted(
+        &fleet.http,
         &agent,
         &payment("vendor_12", "inv_3310", 1_250_000, "JPY", 7200),
     )
     .await;
-    submit_over_api(
-        &fleet,
-        &api,
+    api.submitted(
+        &fleet.http,
         &agent,
         &payment("vendor_3", "inv_77", 4_250, "KWD", 900),
     )
@@ -188,7 +169,7 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
         .person("alice", Role::Approver, &[TENANT], "sub-alice")
         .await;
     let by_agent = intent();
-    submit_over_api(&fleet, &api, &agent, &by_agent).await;
+    api.submitted(&fleet.http, &agent, &by_agent).await;
     // An operation alice submitted herself (through an intake that recorded her).
     let by_alice = intent();
     let valid = fleet_core::parse_intent(&serde_json::to_vec(&by_alice).unwrap()).unwrap();
@@ -273,7 +254,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
         .await;
     let first = intent();
     let a = op_of(&first);
-    submit_over_api(&fleet, &api, &agent, &first).await;
+    api.submitted(&fleet.http, &agent, &first).await;
 
     let browser = Browser::start().await;
     browser.sign_in(&api.base_url, "sub-alice").await;
@@ -286,7 +267,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     corrected["payload"]["amount_minor"] = json!(1_350_000);
     corrected["supersedes"] = json!(a);
     let b = op_of(&corrected);
-    submit_over_api(&fleet, &api, &agent, &corrected).await;
+    api.submitted(&fleet.http, &agent, &corrected).await;
     browser.click("#approve").await;
     let refused = browser.text(".banner.refused").await;
     assert!(
@@ -342,7 +323,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         .await;
     let i = intent();
     let op = op_of(&i);
-    submit_over_api(&fleet, &api, &agent, &i).await;
+    api.submitted(&fleet.http, &agent, &i).await;
     // The provider commits the payment but answers 500: the outcome is unknown.
     fleet
         .sim_fault(
@@ -480,7 +461,7 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
     // registered key and offers no unsigned approval.
     let first = large_payment("inv_9300");
     let op = op_of(&first);
-    submit_over_api(&fleet, &api, &agent, &first).await;
+    api.submitted(&fleet.http, &agent, &first).await;
     browser
         .goto(&format!("{console_url}/console/operations/{op}"))
         .await;
@@ -567,7 +548,7 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
     // rows, here the API's own database role) signs nothing there: execute refuses it.
     let second = large_payment("inv_9301");
     let replayed = op_of(&second);
-    submit_over_api(&fleet, &api, &agent, &second).await;
+    api.submitted(&fleet.http, &agent, &second).await;
     let approved = api
         .post(
             &fleet.http,

@@ -6,11 +6,10 @@
 
 use std::time::Duration;
 
-use fleet_broker::Queue;
 use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_provider_sim::SimConfig;
-use fleet_tests::{contract, contract_intent, fast_reconcile, hash_of, op_of, TestFleet};
+use fleet_tests::{contract, contract_intent, fast_reconcile, hash_of, TestFleet};
 use serde_json::json;
 
 /// Prepare, execute, and webhook-ingest hearing the simulator's events on each
@@ -109,13 +108,7 @@ async fn a_contract_whose_approval_outlives_the_keys_hour_is_refused_at_prepare(
     fleet.spawn_prepare();
     let mut i = contract_intent("cust_1042");
     i["approval_ttl_seconds"] = json!(3_600);
-    fleet.submit(&i).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(dead[0].1.as_deref(), Some("approval_outlives_key"));
-    assert!(
-        fleet.store.get(&op_of(&i)).await.unwrap().is_none(),
-        "nothing written"
-    );
+    fleet.refused_at_intake(&i, "approval_outlives_key").await;
     fleet.stop().await;
 }
 
@@ -155,9 +148,7 @@ async fn execute_never_sends_a_contract_on_a_key_past_its_hour() {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let i = contract_intent("cust_1042");
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&i).await;
     fleet
         .store
         .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"), None)

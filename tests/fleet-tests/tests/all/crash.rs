@@ -8,7 +8,7 @@ use std::sync::Arc;
 use fleet_core::{OperationId, Status};
 use fleet_execute::ExecuteSettings;
 use fleet_reconcile::Reconciler;
-use fleet_tests::{contract, eventually, fast_reconcile, hash_of, intent, op_of, TestFleet};
+use fleet_tests::{contract, eventually, fast_reconcile, hash_of, intent, TestFleet};
 use serde_json::{json, Value};
 
 /// A fleet with prepare running and one prepared, approved operation (its execute bell
@@ -17,10 +17,7 @@ async fn approved() -> (TestFleet, String) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
-    fleet.approve(&op, &hash_of(&i)).await.unwrap();
+    let op = fleet.submit_and_approve(&i).await;
     (fleet, op)
 }
 
@@ -35,25 +32,9 @@ async fn unknown_after(fault: Value) -> (TestFleet, String) {
 
 const SHORT_LEASE: [(&str, &str); 1] = [("LEASE_TTL_MS", "1500")];
 
-async fn requests(fleet: &TestFleet, op: &str) -> Vec<Value> {
-    let v: Value = fleet
-        .http
-        .get(format!(
-            "{}/_sim/requests?reference={op}",
-            fleet.sim.base_url
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    v["data"].as_array().unwrap().clone()
-}
-
 /// Every POST for the operation carried its one idempotency key.
 async fn assert_one_key(fleet: &TestFleet, op: &str) {
-    for r in requests(fleet, op).await {
+    for r in fleet.sim_requests(Some(op)).await {
         assert_eq!(r["idempotency_key"], json!(op), "{r}");
     }
 }
@@ -236,9 +217,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     .await;
     fleet.spawn_prepare();
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&i).await;
     // The provider takes 500 ms; the worker gives up after 200 ms: unknown.
     fleet
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 500}))
@@ -296,16 +275,7 @@ async fn two_payments_for_one_reference_are_escalated_and_none_is_chosen() {
     let (mut fleet, op) =
         unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
     // Someone else created a second payment with our reference (another key).
-    let r = fleet
-        .http
-        .post(format!("{}/v1/payments", fleet.sim.base_url))
-        .bearer_auth("sk_test_sim")
-        .header("Idempotency-Key", format!("other-{op}"))
-        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": op}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
+    fleet.sim_foreign_payment(&op).await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let row = fleet.escalated(&op).await;
     assert_eq!(row.status, Status::Unknown);
@@ -385,9 +355,7 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&i).await;
     // Approved, but the doorbell is lost: approve without ringing.
     fleet
         .store
@@ -436,10 +404,7 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
         ..ExecuteSettings::default()
     });
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
-    fleet.approve(&op, &hash_of(&i)).await.unwrap();
+    let op = fleet.submit_and_approve(&i).await;
     let accepted = fleet.reaches(&op, Status::Accepted).await;
     assert!(accepted.deadline_at.is_some());
     // The provider settles it, but its webhook never arrives (none is configured).
@@ -475,9 +440,7 @@ async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_
     fleet.spawn_prepare();
     let mut closed = intent();
     closed["payload"]["beneficiary_id"] = json!("closed_vendor_77");
-    let op = op_of(&closed);
-    fleet.submit(&closed).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&closed).await;
     fleet
         .sim_fault(
             json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),

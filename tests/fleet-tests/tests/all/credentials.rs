@@ -11,8 +11,8 @@ use fleet_core::Role;
 use fleet_oidc_issuer::{IdTokenSigning, IssuerConfig, TestUser};
 use fleet_store::{role_url, DbRole};
 use fleet_tests::{
-    bin_dir, eventually, eventually_within, hash_of, intent, intent_bytes, op_of,
-    sign_in_over_http, ApiProcess, SignedIn, TestFleet,
+    bin_dir, eventually, eventually_within, hash_of, intent, op_of, sign_in_over_http, ApiProcess,
+    SignedIn, TestFleet,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -31,16 +31,7 @@ async fn get(fleet: &TestFleet, api: &ApiProcess, token: &str, path: &str) -> re
 }
 
 async fn submit(fleet: &TestFleet, api: &ApiProcess, token: &str, i: &Value) -> StatusCode {
-    fleet
-        .http
-        .post(api.url("/v1/intents"))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .body(intent_bytes(i))
-        .send()
-        .await
-        .unwrap()
-        .status()
+    api.submit(&fleet.http, token, i).await.status()
 }
 
 async fn approve(
@@ -165,15 +156,7 @@ async fn a_token_limited_to_one_tenant_acts_for_it_alone_while_its_principals_ot
         StatusCode::ACCEPTED
     );
     let refused = for_tenant(OTHER_TENANT);
-    let response = fleet
-        .http
-        .post(api.url("/v1/intents"))
-        .bearer_auth(&agent_limited)
-        .header("content-type", "application/json")
-        .body(intent_bytes(&refused))
-        .send()
-        .await
-        .unwrap();
+    let response = api.submit(&fleet.http, &agent_limited, &refused).await;
     assert_eq!(
         error_of(response).await,
         (StatusCode::FORBIDDEN, Some("tenant_not_granted".to_owned()))
@@ -356,15 +339,7 @@ async fn an_expired_token_is_refused_with_token_expired_on_the_json_routes_and_o
     );
     // Every door refuses it alike, and writes nothing.
     let i = intent();
-    let response = fleet
-        .http
-        .post(api.url("/v1/intents"))
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body(intent_bytes(&i))
-        .send()
-        .await
-        .unwrap();
+    let response = api.submit(&fleet.http, &token, &i).await;
     assert_eq!(
         error_of(response).await,
         (StatusCode::UNAUTHORIZED, Some("token_expired".to_owned()))

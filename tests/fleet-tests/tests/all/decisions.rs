@@ -12,8 +12,8 @@ use chrono::{Duration, Utc};
 use fleet_broker::Queue;
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::{
-    admin_url_of, eventually, hash_of, intent, intent_bytes, op_of, scrape_gauge, signed_approval,
-    with_amount, ApiProcess, TestFleet, WorkerProcess,
+    admin_url_of, eventually, hash_of, intent, op_of, scrape_gauge, signed_approval, with_amount,
+    ApiProcess, TestFleet, WorkerProcess,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -58,18 +58,7 @@ async fn desk() -> Desk {
 impl Desk {
     /// Submits as the agent; the intent must be stored.
     async fn submit(&self, i: &Value) -> Value {
-        let response = self
-            .fleet
-            .http
-            .post(self.api.url("/v1/intents"))
-            .bearer_auth(&self.agent)
-            .header("content-type", "application/json")
-            .body(intent_bytes(i))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), StatusCode::ACCEPTED);
-        response.json().await.unwrap()
+        self.api.submitted(&self.fleet.http, &self.agent, i).await
     }
 
     /// `POST /v1/operations/{op}/{what}` as the bearer of `token`: (status, body).
@@ -664,15 +653,7 @@ async fn an_intent_whose_policy_version_has_no_policy_is_refused_at_intake() {
     let dead = d.fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("unknown_policy"));
     // The API: the same reason, naming the field.
-    let response = d
-        .fleet
-        .http
-        .post(d.api.url("/v1/intents"))
-        .bearer_auth(&d.agent)
-        .body(intent_bytes(&unknown))
-        .send()
-        .await
-        .unwrap();
+    let response = d.api.submit(&d.fleet.http, &d.agent, &unknown).await;
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let body: Value = response.json().await.unwrap();
     assert_eq!(
@@ -683,14 +664,9 @@ async fn an_intent_whose_policy_version_has_no_policy_is_refused_at_intake() {
     let mut refund_under_payments = fleet_tests::refund_intent("pay_1", 100);
     refund_under_payments["policy_version"] = json!("payments-v3");
     let response = d
-        .fleet
-        .http
-        .post(d.api.url("/v1/intents"))
-        .bearer_auth(&d.agent)
-        .body(intent_bytes(&refund_under_payments))
-        .send()
-        .await
-        .unwrap();
+        .api
+        .submit(&d.fleet.http, &d.agent, &refund_under_payments)
+        .await;
     let body: Value = response.json().await.unwrap();
     assert_eq!(
         body["error"],

@@ -12,7 +12,7 @@ use fleet_tests::{
     contract, eventually, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy,
     TappedEvent, TestFleet,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 
 const HAPPY_PATH: [&str; 4] = ["prepared", "approved", "executing", "succeeded"];
 
@@ -35,27 +35,6 @@ fn first_copies(events: &[TappedEvent]) -> Vec<TappedEvent> {
         .collect()
 }
 
-/// The operation view as the database renders it now.
-async fn view_now(fleet: &TestFleet, op: &str) -> Value {
-    fleet
-        .sql()
-        .await
-        .query_one(
-            "SELECT operation_view(o) FROM operations o WHERE operation_id = $1",
-            &[&op],
-        )
-        .await
-        .unwrap()
-        .get(0)
-}
-
-/// Submits `i`, waits until it is prepared, approves it.
-async fn submit_and_approve(fleet: &TestFleet, i: &Value) {
-    fleet.submit(i).await;
-    fleet.prepared(&op_of(i)).await;
-    assert!(fleet.approve(&op_of(i), &hash_of(i)).await.unwrap());
-}
-
 async fn outbox_drained(fleet: &TestFleet) {
     eventually("the outbox to drain", || async {
         (fleet.outbox_backlog().await == 0).then_some(())
@@ -72,7 +51,7 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
     fleet.spawn_relay(fast_relay()).await;
     let i = intent();
     let op = op_of(&i);
-    submit_and_approve(&fleet, &i).await;
+    fleet.submit_and_approve(&i).await;
     fleet.reaches(&op, Status::Succeeded).await;
     let events = tap.until_types(&op, &HAPPY_PATH).await;
     outbox_drained(&fleet).await;
@@ -130,7 +109,7 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
         last.as_object_mut().unwrap().remove("sequence"),
         Some(json!(4))
     );
-    assert_eq!(last, view_now(&fleet, &op).await);
+    assert_eq!(last, fleet.view_in_db(&op).await);
     fleet.stop().await;
 }
 
@@ -150,7 +129,7 @@ async fn a_consumer_binds_by_type_or_by_tenant_and_a_tenant_with_dots_stays_one_
     acme["tenant_id"] = json!(dotted);
     let other = intent();
     for i in [&acme, &other] {
-        submit_and_approve(&fleet, i).await;
+        fleet.submit_and_approve(i).await;
         fleet.reaches(&op_of(i), Status::Succeeded).await;
     }
     for i in [&acme, &other] {
@@ -178,9 +157,7 @@ async fn a_rejected_operation_publishes_prepared_then_rejected() {
     fleet.spawn_prepare();
     fleet.spawn_relay(fast_relay()).await;
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&i).await;
     fleet
         .store
         .reject(&op, &fleet_tests::decider("bob"), "wrong beneficiary")
@@ -220,19 +197,10 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
     fleet
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"}))
         .await;
-    submit_and_approve(&fleet, &i).await;
+    fleet.submit_and_approve(&i).await;
     fleet.reaches(&op, Status::Unknown).await;
     // Someone else created a second payment with our reference: reconcile cannot choose.
-    let second = fleet
-        .http
-        .post(format!("{}/v1/payments", fleet.sim.base_url))
-        .bearer_auth("sk_test_sim")
-        .header("Idempotency-Key", format!("other-{op}"))
-        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": op}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(second.status().as_u16(), 201);
+    fleet.sim_foreign_payment(&op).await;
     // Reconciled by direct calls, so that no sweeper touches the row while the operator
     // decides (a concurrent lookup record makes the decision stale, by design).
     let reconciler = Reconciler::new(&fleet.reconcile_deps(contract(300), fast_reconcile()));
@@ -304,9 +272,7 @@ async fn a_relay_killed_between_the_confirm_and_its_commit_loses_nothing_and_rep
     let mut doomed =
         fleet.spawn_process("fleet-relay", &[poll, ("FLEET_PAUSE_AT", "after_publish")]);
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&i).await;
     // The broker confirmed `prepared` (the tap has it); the relay stopped before its commit.
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     tap.until_types(&op, &["prepared"]).await;
@@ -361,9 +327,7 @@ async fn a_broker_outage_under_the_relay_loses_nothing_and_keeps_the_order() {
         ],
     );
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&i).await;
     tap.until_types(&op, &["prepared"]).await;
     // The relay's broker connection drops and no new one gets through.
     proxy.cut();

@@ -6,16 +6,14 @@ use std::sync::Arc;
 use fleet_broker::Queue;
 use fleet_core::{ApprovalStatus, AttemptOutcome, OperationId, Status};
 use fleet_execute::{ExecuteHandler, ExecuteSettings};
-use fleet_tests::{eventually, hash_of, intent, op_of, TestFleet};
+use fleet_tests::{eventually, hash_of, intent, TestFleet};
 use serde_json::json;
 
 /// Submits an intent, waits until it is prepared, and returns (fleet, op, hash).
 async fn prepared(intent: serde_json::Value) -> (TestFleet, String, String) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
-    let op = op_of(&intent);
-    fleet.submit(&intent).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&intent).await;
     (fleet, op, hash_of(&intent))
 }
 

@@ -7,7 +7,7 @@
 use fleet_broker::Queue;
 use fleet_core::Status;
 use fleet_provider_sim::SimConfig;
-use fleet_tests::{eventually, hash_of, intent, op_of, with_amount, TestFleet};
+use fleet_tests::{eventually, free_addr, hash_of, intent, op_of, with_amount, TestFleet};
 use serde_json::json;
 
 const API_KEY: &str = "sk_live_CANARYapiKEY7731";
@@ -79,12 +79,7 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
     })
     .await;
     let secret = format!("whsec_{WEBHOOK_SECRET_B64}");
-    let webhook_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let webhook_addr = format!("127.0.0.1:{webhook_port}");
+    let webhook_addr = free_addr();
     let env = [
         ("PAYMENTS_API_KEY", API_KEY),
         ("CRM_API_KEY", API_KEY),
@@ -128,10 +123,7 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
         .await;
     let mut carded = intent();
     carded["payload"]["beneficiary_id"] = json!(PAN);
-    let carded_op = op_of(&carded);
-    fleet.submit(&carded).await;
-    fleet.prepared(&carded_op).await;
-    fleet.approve(&carded_op, &hash_of(&carded)).await.unwrap();
+    let carded_op = fleet.submit_and_approve(&carded).await;
     let accepted = fleet.reaches(&carded_op, Status::Accepted).await;
     fleet
         .sim_post(

@@ -4,7 +4,7 @@
 
 use fleet_core::{Resolution, Status};
 use fleet_store::{DecisionOutcome, Resolve};
-use fleet_tests::{contract, decider, fast_reconcile, hash_of, intent, op_of, TestFleet};
+use fleet_tests::{contract, decider, fast_reconcile, hash_of, intent, TestFleet};
 use serde_json::json;
 
 async fn unknown_operation() -> (TestFleet, String) {
@@ -12,9 +12,7 @@ async fn unknown_operation() -> (TestFleet, String) {
     fleet.spawn_prepare();
     fleet.spawn_execute();
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&i).await;
     fleet
         .sim_fault(
             json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),

@@ -3,7 +3,6 @@
 //! with the current status recorded), except when the order already holds our own
 //! transition; a provider that cannot make the change conditional is refused at prepare.
 
-use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, Status};
 use fleet_providers::Capabilities;
 use fleet_tests::{op_of, order_change_intent, TestFleet};
@@ -124,15 +123,8 @@ async fn an_orders_provider_that_cannot_make_a_transition_conditional_is_refused
             .with("orders", unconditional),
     );
     let i = order_change_intent("ord_1", "paid", "fulfilled");
-    fleet.submit(&i).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(
-        dead[0].1.as_deref(),
-        Some("provider_cannot_update_conditionally")
-    );
-    assert!(
-        fleet.store.get(&op_of(&i)).await.unwrap().is_none(),
-        "nothing written"
-    );
+    fleet
+        .refused_at_intake(&i, "provider_cannot_update_conditionally")
+        .await;
     fleet.stop().await;
 }

@@ -10,8 +10,7 @@ async fn prepared_fleet() -> (TestFleet, String, serde_json::Value) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let i = intent();
-    fleet.submit(&i).await;
-    fleet.prepared(&op_of(&i)).await;
+    fleet.submitted(&i).await;
     (fleet, op_of(&i), i)
 }
 
@@ -397,9 +396,7 @@ async fn one_round_takes_only_the_head_of_each_operation() {
     fleet.spawn_prepare();
     let (a, b) = (intent(), intent());
     for i in [&a, &b] {
-        fleet.submit(i).await;
-        fleet.prepared(&op_of(i)).await;
-        fleet.approve(&op_of(i), &hash_of(i)).await.unwrap();
+        fleet.submit_and_approve(i).await;
     }
     let mut rounds = Vec::new();
     loop {

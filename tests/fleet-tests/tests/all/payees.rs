@@ -14,12 +14,9 @@ use serde_json::{json, Value};
 
 /// How the simulator answered each payment request of `op`, in order (`null`: dropped).
 async fn answered(fleet: &TestFleet, op: &str) -> Vec<Value> {
-    let log = fleet
-        .sim_get(&format!("/_sim/requests?reference={op}"))
-        .await;
-    log["data"]
-        .as_array()
-        .unwrap()
+    fleet
+        .sim_requests(Some(op))
+        .await
         .iter()
         .map(|r| r["status"].clone())
         .collect()
@@ -37,9 +34,7 @@ async fn prepared_payment() -> (TestFleet, Value, String) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&i).await;
     (fleet, i, op)
 }
 
@@ -84,10 +79,7 @@ async fn an_unknown_payee_is_dead_lettered_payee_unknown_with_nothing_written() 
     fleet.spawn_prepare();
     let mut i = intent();
     i["payload"]["beneficiary_id"] = json!("nobody_1");
-    fleet.submit(&i).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
-    assert!(fleet.store.get(&op_of(&i)).await.unwrap().is_none());
+    fleet.refused_at_intake(&i, "payee_unknown").await;
 
     // A directory that does not answer, after the bounded retry: unknown too.
     fleet
@@ -97,10 +89,7 @@ async fn an_unknown_payee_is_dead_lettered_payee_unknown_with_nothing_written() 
         )
         .await;
     let down = intent();
-    fleet.submit(&down).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
-    assert!(fleet.store.get(&op_of(&down)).await.unwrap().is_none());
+    fleet.refused_at_intake(&down, "payee_unknown").await;
     fleet.stop().await;
 }
 
@@ -127,8 +116,7 @@ async fn under_a_policy_that_approves_unknown_payees_one_needs_more_approvers() 
     // A known payee under the same policy: its amount's quorum.
     let mut known = intent();
     known["policy_version"] = json!("payments-open-v1");
-    fleet.submit(&known).await;
-    fleet.prepared(&op_of(&known)).await;
+    fleet.submitted(&known).await;
     assert_eq!(
         fleet.view_in_db(&op_of(&known)).await["approvals_required"],
         1
@@ -298,9 +286,7 @@ async fn cues_of(fleet: &TestFleet, op: &str) -> Vec<String> {
 
 /// Submits `i` to the queue and waits until prepare stored it.
 async fn prepared_now(fleet: &TestFleet, i: &Value) -> String {
-    let op = op_of(i);
-    fleet.submit(i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(i).await;
     op
 }
 

@@ -27,8 +27,7 @@ async fn a_redelivered_intent_with_the_same_snapshot_is_one_row() {
     fleet.submit(&reworded).await;
     // A marker intent after them: once it is stored, the three before it were handled.
     let marker = intent();
-    fleet.submit(&marker).await;
-    fleet.prepared(&op_of(&marker)).await;
+    fleet.submitted(&marker).await;
     assert_eq!(
         fleet
             .count(&format!(

@@ -12,29 +12,9 @@ use fleet_execute::ExecuteSettings;
 use fleet_store::{Transition, TransitionOutcome};
 use fleet_tests::{
     contract, deal_create_intent, deal_update_intent, documents, event_body, eventually,
-    fast_reconcile, hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
+    fast_reconcile, free_addr, hash_of, intent, SignedDelivery, TestFleet, WEBHOOK_SECRET,
 };
 use serde_json::{json, Value};
-
-async fn submit_and_approve(fleet: &TestFleet, i: &Value) -> String {
-    let op = op_of(i);
-    fleet.submit(i).await;
-    fleet.prepared(&op).await;
-    fleet.approve(&op, &hash_of(i)).await.unwrap();
-    op
-}
-
-async fn posts_to(fleet: &TestFleet, reference: &str, path: &str) -> usize {
-    let v = fleet
-        .sim_get(&format!("/_sim/requests?reference={reference}"))
-        .await;
-    v["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["path"] == json!(path) && r["method"] != json!("GET"))
-        .count()
-}
 
 /// A CRM whose requests may commit up to 4 s after they started, searchable at once.
 fn slow_crm() -> ProviderContract {
@@ -65,7 +45,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
     spawn_crm_workers(&mut fleet, slow_crm(), 1_000);
     let mut ops = Vec::new();
     for _ in 0..3 {
-        ops.push(submit_and_approve(&fleet, &deal_create_intent()).await);
+        ops.push(fleet.submit_and_approve(&deal_create_intent()).await);
     }
     for op in &ops {
         let row = fleet.reaches(op, Status::Succeeded).await;
@@ -83,7 +63,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
             "exactly one deal for {op}"
         );
         assert_eq!(
-            posts_to(&fleet, op, "/v1/deals").await,
+            fleet.sim_posts_to(op, "/v1/deals").await,
             1,
             "no second create for {op}"
         );
@@ -95,9 +75,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
 async fn a_deal_update_refused_because_our_own_late_patch_landed_is_succeeded_not_cancelled() {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
-    let deal = fleet
-        .sim_post("/_sim/deals", json!({"external_id": "ext_1", "name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"}))
-        .await;
+    let deal = fleet.sim_deal("ext_1").await;
     let deal_id = deal["id"].as_str().unwrap();
     // The first PATCH lands 3 s after it arrived (the client gave up at 2 s); the retry,
     // sent after a lookup wrongly saw no change (the CRM's request bound understated as 0),
@@ -111,11 +89,9 @@ async fn a_deal_update_refused_because_our_own_late_patch_landed_is_succeeded_no
     };
     spawn_crm_workers(&mut fleet, understated, 2_000);
 
-    let op = submit_and_approve(
-        &fleet,
-        &deal_update_intent(deal_id, 1, json!({"stage": "won"})),
-    )
-    .await;
+    let op = fleet
+        .submit_and_approve(&deal_update_intent(deal_id, 1, json!({"stage": "won"})))
+        .await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), Some(deal_id));
     let attempts = fleet.store.attempts(&op).await.unwrap();
@@ -138,16 +114,12 @@ async fn a_conflict_with_no_uncertain_attempt_before_it_is_still_a_new_decision(
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     fleet.spawn_execute();
-    let deal = fleet
-        .sim_post("/_sim/deals", json!({"external_id": "ext_2", "name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"}))
-        .await;
+    let deal = fleet.sim_deal("ext_2").await;
     let deal_id = deal["id"].as_str().unwrap();
     // Approved against version 7, but the deal is at version 1: someone else's world.
-    let op = submit_and_approve(
-        &fleet,
-        &deal_update_intent(deal_id, 7, json!({"stage": "won"})),
-    )
-    .await;
+    let op = fleet
+        .submit_and_approve(&deal_update_intent(deal_id, 7, json!({"stage": "won"})))
+        .await;
     let row = fleet.reaches(&op, Status::Cancelled).await;
     assert_eq!(row.status_reason.as_deref(), Some("version_conflict"));
     fleet.stop().await;
@@ -158,9 +130,7 @@ async fn a_conflict_with_no_uncertain_attempt_before_it_is_still_a_new_decision(
 async fn payment_waiting_for_a_second_claim(fleet: &mut TestFleet) -> String {
     fleet.spawn_prepare();
     let i = intent();
-    let op = op_of(&i);
-    fleet.submit(&i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&i).await;
     fleet
         .store
         .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"), None)
@@ -186,13 +156,7 @@ async fn a_payment_whose_approval_outlives_its_key_is_refused_at_prepare() {
     fleet.spawn_prepare();
     let mut i = intent();
     i["approval_ttl_seconds"] = json!(2 * 86_400);
-    fleet.submit(&i).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(dead[0].1.as_deref(), Some("approval_outlives_key"));
-    assert_eq!(
-        fleet.store.get(&op_of(&i)).await.unwrap().map(|r| r.status),
-        None
-    );
+    fleet.refused_at_intake(&i, "approval_outlives_key").await;
     fleet.stop().await;
 }
 
@@ -297,9 +261,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
 }
 
 async fn submit_and_approve_with_fault(fleet: &mut TestFleet, i: &Value, fault: Value) -> String {
-    let op = op_of(i);
-    fleet.submit(i).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(i).await;
     fleet.sim_fault(fault).await;
     fleet.approve(&op, &hash_of(i)).await.unwrap();
     op
@@ -379,7 +341,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
     .await;
     fleet.reaches(&op, Status::Unknown).await;
     // Reconcile audits 2.3 s after settling (the provider's request bound plus its lag).
-    let admin = free_port().await;
+    let admin = free_addr();
     let mut reconcile = fleet.spawn_process(
         "fleet-reconcile",
         &[
@@ -541,9 +503,4 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
         (Some("disputed"), "operator:dana")
     );
     fleet.stop().await;
-}
-
-async fn free_port() -> String {
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap().to_string()
 }

@@ -3,7 +3,7 @@
 //! payments carry an account holder's name and a description, as a real provider's do.
 
 use fleet_core::Status;
-use fleet_tests::{hash_of, intent, op_of, TestFleet};
+use fleet_tests::{intent, TestFleet};
 use serde_json::{json, Value};
 
 /// Submits an intent, approves it with execute running, and waits for `status`.
@@ -11,10 +11,7 @@ async fn executed(intent: Value, status: Status) -> (TestFleet, String) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     fleet.spawn_execute();
-    let op = op_of(&intent);
-    fleet.submit(&intent).await;
-    fleet.prepared(&op).await;
-    fleet.approve(&op, &hash_of(&intent)).await.unwrap();
+    let op = fleet.submit_and_approve(&intent).await;
     fleet.reaches(&op, status).await;
     (fleet, op)
 }

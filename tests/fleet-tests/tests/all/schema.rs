@@ -7,8 +7,7 @@ async fn prepared_fleet() -> (TestFleet, String) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
     let i = intent();
-    fleet.submit(&i).await;
-    fleet.prepared(&op_of(&i)).await;
+    fleet.submitted(&i).await;
     (fleet, op_of(&i))
 }
 

@@ -11,8 +11,8 @@ use chrono::{DateTime, Duration, Utc};
 use fleet_broker::Queue;
 use fleet_core::{ApproverKey, Doorbell, OperationId, Role, Status};
 use fleet_tests::{
-    contract, eventually, fast_reconcile, hash_of, intent, intent_bytes, op_of, signed_approval,
-    with_amount, ApiProcess, TestFleet,
+    contract, eventually, fast_reconcile, hash_of, intent, op_of, signed_approval, with_amount,
+    ApiProcess, TestFleet,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -62,18 +62,7 @@ fn in_an_hour() -> DateTime<Utc> {
 impl Signers {
     /// Submits through the API as the agent; it must be stored.
     async fn submit(&self, i: &Value) -> Value {
-        let response = self
-            .fleet
-            .http
-            .post(self.api.url("/v1/intents"))
-            .bearer_auth(&self.agent)
-            .header("content-type", "application/json")
-            .body(intent_bytes(i))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), StatusCode::ACCEPTED);
-        response.json().await.unwrap()
+        self.api.submitted(&self.fleet.http, &self.agent, i).await
     }
 
     /// `POST /v1/operations/{op}/approve` as the bearer of `token`: (status, body).

@@ -4,7 +4,6 @@
 //! queue, HTTP, MCP) with nothing written; the tenant's own object is accepted; an object
 //! the fleet has no record of is what the intent's policy says.
 
-use fleet_broker::Queue;
 use fleet_core::{PolicySet, Role, Status};
 use fleet_tests::{intent, op_of, refund_intent, ApiProcess, TestFleet};
 use reqwest::StatusCode;
@@ -62,10 +61,9 @@ async fn a_refund_of_another_tenants_payment_is_refused_object_of_other_tenant_a
 
     // The queue: dead-lettered with the same reason.
     let queued = of_tenant(refund_intent(&payment, 500_000), TENANT);
-    fleet.submit(&queued).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(dead[0].1.as_deref(), Some("object_of_other_tenant"));
-    assert!(fleet.store.get(&op_of(&queued)).await.unwrap().is_none());
+    fleet
+        .refused_at_intake(&queued, "object_of_other_tenant")
+        .await;
 
     // MCP: the tool refuses it.
     let mcp = api.mcp(&agent).await.expect("connect");
@@ -122,16 +120,12 @@ async fn an_object_the_fleet_has_no_record_of_is_refused_or_needs_more_approvers
     // Refused by a policy that says nothing (the default), naming the field.
     let mut refused = refund_intent("pay_made_elsewhere_1", 500_000);
     refused["policy_version"] = json!("refunds-strict-v1");
-    fleet.submit(&refused).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(dead[0].1.as_deref(), Some("object_unknown"));
-    assert!(fleet.store.get(&op_of(&refused)).await.unwrap().is_none());
+    fleet.refused_at_intake(&refused, "object_unknown").await;
 
     // Two approvers under a policy that asks for them.
     let mut careful = refund_intent("pay_made_elsewhere_2", 500_000);
     careful["policy_version"] = json!("refunds-careful-v1");
-    fleet.submit(&careful).await;
-    fleet.prepared(&op_of(&careful)).await;
+    fleet.submitted(&careful).await;
     assert_eq!(
         fleet.view_in_db(&op_of(&careful)).await["approvals_required"],
         2
@@ -139,8 +133,7 @@ async fn an_object_the_fleet_has_no_record_of_is_refused_or_needs_more_approvers
 
     // The shipped policy: accepted with the action's own quorum.
     let shipped = refund_intent("pay_made_elsewhere_3", 500_000);
-    fleet.submit(&shipped).await;
-    fleet.prepared(&op_of(&shipped)).await;
+    fleet.submitted(&shipped).await;
     assert_eq!(
         fleet.view_in_db(&op_of(&shipped)).await["approvals_required"],
         1

@@ -8,7 +8,7 @@ use base64::Engine;
 use fleet_broker::Queue;
 use fleet_core::Status;
 use fleet_tests::{
-    event_body, hash_of, intent, now_s, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
+    event_body, free_addr, hash_of, intent, now_s, SignedDelivery, TestFleet, WEBHOOK_SECRET,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -23,9 +23,7 @@ async fn paid_but_unknown(fleet: &TestFleet) -> (String, Value) {
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"}))
         .await;
     let intent = intent();
-    let op = op_of(&intent);
-    fleet.submit(&intent).await;
-    fleet.prepared(&op).await;
+    let op = fleet.submitted(&intent).await;
     assert!(fleet.approve(&op, &hash_of(&intent)).await.unwrap());
     fleet.reaches(&op, Status::Unknown).await;
     let payment = fleet.sim_payment(&op).await;
@@ -68,12 +66,7 @@ async fn a_forged_envelope_on_the_queue_is_dead_lettered_and_moves_nothing_while
     fleet.spawn_prepare();
     fleet.spawn_execute();
     let (op, payment) = paid_but_unknown(&fleet).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
+    let addr = free_addr();
     let ingest = fleet.spawn_process(
         "fleet-webhook-ingest",
         &[

@@ -8,8 +8,8 @@ use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, Event, Status};
 use fleet_store::{Transition, TransitionOutcome, WebhookOutcome};
 use fleet_tests::{
-    event_body, eventually, hash_of, intent, now_s, op_of, webhook_secrets, BrokerProxy,
-    SignedDelivery, TestFleet, OTHER_SECRET, WEBHOOK_SECRET,
+    event_body, eventually, intent, now_s, webhook_secrets, BrokerProxy, SignedDelivery, TestFleet,
+    OTHER_SECRET, WEBHOOK_SECRET,
 };
 use fleet_webhook_ingest::retention::{prune_once, Retention};
 use fleet_webhook_ingest::{IngestHandler, WebhookSettings};
@@ -31,23 +31,13 @@ async fn payments_fleet() -> TestFleet {
     fleet
 }
 
-/// Submits and approves a fresh payment intent; returns its operation id.
-async fn approved(fleet: &TestFleet) -> String {
-    let intent = intent();
-    let op = op_of(&intent);
-    fleet.submit(&intent).await;
-    fleet.prepared(&op).await;
-    assert!(fleet.approve(&op, &hash_of(&intent)).await.unwrap());
-    op
-}
-
 /// An approved payment the provider answered `pending`: the row is `accepted`. Returns
 /// (operation id, payment id).
 async fn accepted_payment(fleet: &TestFleet) -> (String, String) {
     fleet
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"}))
         .await;
-    let op = approved(fleet).await;
+    let op = fleet.submit_and_approve(&intent()).await;
     let row = fleet.reaches(&op, Status::Accepted).await;
     (
         op,
@@ -338,7 +328,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
     fleet
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"}))
         .await;
-    let op = approved(&fleet).await;
+    let op = fleet.submit_and_approve(&intent()).await;
     let payment = fleet.sim_payment(&op).await;
     assert_eq!(
         fleet.store.get(&op).await.unwrap().unwrap().status,
@@ -351,17 +341,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
     fleet.sim_release().await;
 
     // Then the `pending` answer arrives: execute is fenced out and only records it.
-    let attempt = eventually("execute to record its attempt", || async {
-        fleet
-            .store
-            .attempts(&op)
-            .await
-            .unwrap()
-            .into_iter()
-            .next()
-            .filter(|a| a.finished_at.is_some())
-    })
-    .await;
+    let attempt = fleet.first_attempt_finished(&op).await;
     assert_eq!(
         (attempt.outcome, attempt.external_id.as_ref()),
         (
@@ -416,7 +396,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
     fleet
         .sim_webhooks(&ingest.url(), json!({"hold_response_ms": 4_000}))
         .await;
-    let op = approved(&fleet).await;
+    let op = fleet.submit_and_approve(&intent()).await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     let payment = fleet.sim_payment(&op).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
@@ -427,17 +407,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
     );
     fleet.sim_release().await;
 
-    let attempt = eventually("execute to record its attempt", || async {
-        fleet
-            .store
-            .attempts(&op)
-            .await
-            .unwrap()
-            .into_iter()
-            .next()
-            .filter(|a| a.finished_at.is_some())
-    })
-    .await;
+    let attempt = fleet.first_attempt_finished(&op).await;
     assert_eq!(
         (attempt.outcome, attempt.external_id.as_deref()),
         (Some(AttemptOutcome::Succeeded), payment["id"].as_str())
@@ -533,7 +503,7 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
 async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_applied() {
     let mut fleet = payments_fleet().await;
     let ingest = fleet.spawn_webhook_ingest().await;
-    let op = approved(&fleet).await;
+    let op = fleet.submit_and_approve(&intent()).await;
     fleet.reaches(&op, Status::Succeeded).await;
     let failed = settled(fleet.sim_payment(&op).await, "failed");
     let delivery = SignedDelivery::new(
@@ -579,12 +549,12 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
     fleet
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "drop_after_commit", "times": 2}))
         .await;
-    let op = approved(&fleet).await;
+    let op = fleet.submit_and_approve(&intent()).await;
     fleet.reaches(&op, Status::Unknown).await;
     let payment = settled(fleet.sim_payment(&op).await, "succeeded");
 
     // A matching, signed event settles an unknown operation without another call.
-    let other = approved(&fleet).await;
+    let other = fleet.submit_and_approve(&intent()).await;
     fleet.reaches(&other, Status::Unknown).await;
     let other_payment = settled(fleet.sim_payment(&other).await, "succeeded");
     let settles = SignedDelivery::new(
@@ -661,7 +631,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     fleet
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"}))
         .await;
-    let op = approved(&fleet).await;
+    let op = fleet.submit_and_approve(&intent()).await;
     let payment = fleet.sim_payment(&op).await;
     // An event that names only the provider's object id, which execute has not recorded yet.
     let mut object = settled(payment.clone(), "succeeded");
