@@ -695,6 +695,31 @@ impl TestFleet {
         self.sql().await.query_one(sql, &[]).await.unwrap().get(0)
     }
 
+    /// How many events the operation's history holds.
+    pub async fn history_len(&self, op: &str) -> i64 {
+        self.sql()
+            .await
+            .query_one(
+                "SELECT count(*) FROM operation_events WHERE operation_id = $1",
+                &[&op],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    }
+
+    /// GETs `url` and reads its answer as JSON.
+    pub async fn get_json(&self, url: &str) -> Value {
+        self.http
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Stops the workers (they drain), then removes the database and the namespace.
     pub async fn stop(mut self) {
         self.shutdown.cancel();

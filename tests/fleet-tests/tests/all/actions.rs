@@ -258,14 +258,7 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
     let new = fleet.submit_and_approve(&fresh).await;
     fleet.reaches(&new, Status::Succeeded).await;
     assert_eq!(
-        fleet
-            .store
-            .get(&new)
-            .await
-            .unwrap()
-            .unwrap()
-            .supersedes
-            .as_deref(),
+        fleet.row(&new).await.supersedes.as_deref(),
         Some(old.as_str())
     );
     let now = fleet.sim_get(&format!("/_sim/deals/{deal_id}")).await;
@@ -286,7 +279,7 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
     let mut correction = fleet_tests::with_amount(intent(), json!(1_300_000));
     correction["supersedes"] = json!(first_op);
     fleet.submitted(&correction).await;
-    let old = fleet.store.get(&first_op).await.unwrap().unwrap();
+    let old = fleet.row(&first_op).await;
     assert_eq!(
         (old.status, old.status_reason.as_deref()),
         (Status::Cancelled, Some("superseded"))
@@ -384,7 +377,7 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("supersedes_executed"));
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.row(&op).await.status,
         Status::NotStarted,
         "the old operation keeps its key and its chance"
     );

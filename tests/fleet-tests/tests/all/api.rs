@@ -180,7 +180,7 @@ fn superseding(old: &str) -> Value {
 }
 
 async fn status_of(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
-    let row = fleet.store.get(op).await.unwrap().unwrap();
+    let row = fleet.row(op).await;
     (row.status, row.approval_status)
 }
 
@@ -239,14 +239,7 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
         (Status::Cancelled, ApprovalStatus::Pending)
     );
     assert_eq!(
-        fleet
-            .store
-            .get(&op)
-            .await
-            .unwrap()
-            .unwrap()
-            .status_reason
-            .as_deref(),
+        fleet.row(&op).await.status_reason.as_deref(),
         Some("superseded")
     );
     fleet.stop().await;
@@ -422,14 +415,7 @@ async fn a_new_intent_is_202_with_its_view_and_location_and_the_same_intent_agai
         .await
         .unwrap();
     assert_eq!(read, view);
-    assert_eq!(
-        fleet
-            .count(&format!(
-                "SELECT count(*) FROM operation_events WHERE operation_id = '{op}'"
-            ))
-            .await,
-        1
-    );
+    assert_eq!(fleet.history_len(&op).await, 1);
     fleet.stop().await;
 }
 
@@ -903,15 +889,7 @@ async fn the_listing_pages_with_a_cursor_over_the_callers_tenants_only() {
 #[tokio::test]
 async fn the_openapi_document_lists_every_route_and_the_view_it_describes_is_the_real_one() {
     let (fleet, api) = fleet_with_api().await;
-    let doc: Value = fleet
-        .http
-        .get(api.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = fleet.get_json(&api.url("/openapi.json")).await;
     assert_eq!(doc["openapi"], json!("3.1.0"));
     for (path, method) in [
         ("/v1/intents", "post"),
@@ -992,15 +970,7 @@ async fn the_intent_schema_is_served_byte_for_byte_as_the_file_without_a_token_a
     let schema: Value = serde_json::from_slice(&served).unwrap();
     assert_eq!(schema["title"], json!("intent.v1"));
 
-    let doc: Value = fleet
-        .http
-        .get(api.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = fleet.get_json(&api.url("/openapi.json")).await;
     let operation = &doc["paths"]["/v1/schemas/intent.v1.json"]["get"];
     assert!(
         operation["responses"]["200"]["content"]["application/schema+json"].is_object(),

@@ -68,7 +68,7 @@ impl Console {
     }
 
     async fn approval(&self, op: &str) -> (Status, ApprovalStatus, Option<String>) {
-        let row = self.fleet.store.get(op).await.unwrap().unwrap();
+        let row = self.fleet.row(op).await;
         (row.status, row.approval_status, row.decided_by)
     }
 }
@@ -852,7 +852,7 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
             format!("/console/operations/{op}?done=approved")
         )
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.approval_status, row.decided_by.as_deref()),
         (ApprovalStatus::Approved, Some("erin"))

@@ -38,7 +38,7 @@ async fn post_from_page(browser: &Browser, action: &str, fields: Value) {
 }
 
 async fn db_status(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
-    let row = fleet.store.get(op).await.unwrap().unwrap();
+    let row = fleet.row(op).await;
     (row.status, row.approval_status)
 }
 
@@ -141,7 +141,7 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
     browser.client.set_window_size(1280, 1500).await.unwrap();
     browser.screenshot("console-operation.png").await;
 
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (
             row.status,
@@ -382,7 +382,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         .contains("You resolved this operation."));
     assert!(browser.page_text().await.contains("operator:dana"));
 
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_checked_by_hand"))

@@ -59,10 +59,7 @@ async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_wit
     );
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::InProgress
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::InProgress);
     // reconcile: lease expiry → unknown → the search (after its lag) proves absence →
     // not_started → a healthy worker retries with the same key.
     fleet.spawn_reconcile(contract(300), fast_reconcile());
@@ -112,7 +109,7 @@ async fn killed_while_the_provider_commits_is_found_by_lookup_with_no_second_pos
 async fn a_response_dropped_after_commit_is_unknown_then_found_by_lookup() {
     let (mut fleet, op) =
         unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
-    let unknown = fleet.store.get(&op).await.unwrap().unwrap();
+    let unknown = fleet.row(&op).await;
     assert_eq!(unknown.status_reason.as_deref(), Some("connection_reset"));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, Status::Succeeded).await;
@@ -134,7 +131,7 @@ async fn killed_after_the_response_before_the_row_was_written_is_found_by_lookup
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.row(&op).await.status,
         Status::InProgress,
         "nothing was recorded"
     );
@@ -153,10 +150,7 @@ async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbel
     let (fleet, op) = approved().await;
     let mut doomed = fleet.spawn_process("fleet-execute", &[("FLEET_PAUSE_AT", "after_record")]);
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::Succeeded
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::Succeeded);
     doomed.kill9();
     // The unacked doorbell goes back to the queue; a fresh worker takes it.
     let survivor = fleet.spawn_process("fleet-execute", &[]);
@@ -173,7 +167,7 @@ async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbel
     })
     .await;
     survivor.wait_for_log("consumer subscribed").await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!((row.status, row.fence), (Status::Succeeded, 1));
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(transitions_to(&fleet, &op, "succeeded").await, 1);
@@ -237,14 +231,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
         .await
         .unwrap();
     assert_eq!(
-        fleet
-            .store
-            .get(&op)
-            .await
-            .unwrap()
-            .unwrap()
-            .status_reason
-            .as_deref(),
+        fleet.row(&op).await.status_reason.as_deref(),
         Some("timeout")
     );
     // The documented lag bound (3 s) is longer than the real one (1 s after creation).
@@ -314,7 +301,7 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
     })
     .await;
     assert!(attempt.outcome.is_some());
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(row.status, Status::Succeeded);
     assert_eq!(
         transitions_to(&fleet, &op, "succeeded").await,
@@ -342,10 +329,7 @@ async fn two_reconcile_workers_on_the_same_operation_resolve_it_once() {
     let (ra, rb) = tokio::join!(a.reconcile(&op), b.reconcile(&op));
     ra.unwrap();
     rb.unwrap();
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::Succeeded
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::Succeeded);
     assert_eq!(transitions_to(&fleet, &op, "succeeded").await, 1);
     fleet.stop().await;
 }

@@ -124,7 +124,7 @@ async fn killed_after_the_answer_is_found_by_lookup_with_no_second_request(
     let op = fleet.submit_and_approve(&case.intent).await;
     killed_at(fleet, "after_provider_response").await;
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.row(&op).await.status,
         Status::InProgress,
         "nothing was recorded"
     );
@@ -145,7 +145,7 @@ async fn killed_after_the_record_the_redelivered_doorbell_changes_nothing(
     );
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     // Recorded: succeeded, or accepted for a contract the provider sends later.
-    let recorded = fleet.store.get(&op).await.unwrap().unwrap().status;
+    let recorded = fleet.row(&op).await.status;
     assert!(
         [Status::Succeeded, Status::Accepted].contains(&recorded),
         "{recorded}"

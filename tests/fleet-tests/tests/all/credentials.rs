@@ -497,18 +497,12 @@ async fn an_id_token_signed_hs256_with_the_client_secret_is_refused_though_the_i
     )
     .await
     .unwrap();
-    let discovery: Value = fleet
-        .http
-        .get(format!(
+    let discovery = fleet
+        .get_json(&format!(
             "{}/.well-known/openid-configuration",
             issuer.issuer_url
         ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(
         discovery["id_token_signing_alg_values_supported"],
         json!(["HS256"])

@@ -135,7 +135,7 @@ async fn the_execute_role_gets_permission_denied_approving_an_operation() {
         .await,
         "ok"
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.approval_status, row.decided_by),
         (ApprovalStatus::Pending, None)
@@ -307,7 +307,7 @@ async fn the_api_role_cannot_approve_a_large_payment_short_of_its_quorum() {
     );
     fleet.ring_execute(&op).await;
     assert_never_paid(&fleet, &op).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.approval_status, row.status),
         (ApprovalStatus::Pending, Status::NotStarted)
@@ -334,10 +334,7 @@ async fn a_row_that_reads_approved_without_its_approvals_is_never_claimed() {
         .unwrap();
     fleet.ring_execute(&op).await;
     assert_never_paid(&fleet, &op).await;
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::NotStarted
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::NotStarted);
     fleet.stop().await;
 }
 

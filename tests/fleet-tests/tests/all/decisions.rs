@@ -261,7 +261,7 @@ async fn an_agent_token_is_refused_every_decision_with_403() {
             "{what}"
         );
     }
-    let row = d.fleet.store.get(&op).await.unwrap().unwrap();
+    let row = d.fleet.row(&op).await;
     assert_eq!(
         (row.status, row.approval_status),
         (Status::NotStarted, ApprovalStatus::Pending)
@@ -299,13 +299,7 @@ async fn another_tenants_approver_gets_404_exactly_like_a_missing_operation() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(d.approvals(&op).await.is_empty());
     assert_eq!(
-        d.fleet
-            .store
-            .get(&op)
-            .await
-            .unwrap()
-            .unwrap()
-            .approval_status,
+        d.fleet.row(&op).await.approval_status,
         ApprovalStatus::Pending
     );
     d.stop().await;
@@ -333,7 +327,7 @@ async fn a_hash_that_is_not_the_pending_snapshots_is_409_and_records_nothing() {
         (StatusCode::UNPROCESSABLE_ENTITY, "malformed")
     );
     assert!(d.approvals(&op).await.is_empty());
-    let row = d.fleet.store.get(&op).await.unwrap().unwrap();
+    let row = d.fleet.row(&op).await;
     assert_eq!(
         (row.approval_status, row.approved_hash),
         (ApprovalStatus::Pending, None)
@@ -555,7 +549,7 @@ async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_fr
         (&old, ApprovalStatus::Pending),
         (&expired, ApprovalStatus::Expired),
     ] {
-        let row = d.fleet.store.get(op).await.unwrap().unwrap();
+        let row = d.fleet.row(op).await;
         assert_eq!(row.approval_status, approval, "{op}");
         assert_ne!(row.status, Status::InProgress, "{op}");
         assert_eq!(d.approvals(op).await.len(), 1, "only alice's first: {op}");
@@ -601,7 +595,7 @@ async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
         (StatusCode::OK, Some("pending"), Some(1))
     );
     assert_eq!(d.approvals(&op).await.len(), 1);
-    let row = d.fleet.store.get(&op).await.unwrap().unwrap();
+    let row = d.fleet.row(&op).await;
     assert_eq!(
         (row.status, row.fence),
         (Status::NotStarted, 0),

@@ -75,11 +75,7 @@ async fn the_same_execute_doorbell_delivered_five_times_makes_one_provider_post(
     fleet.drained(fleet_broker::Queue::OperationsExecute).await;
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(fleet.sim_effects(&op).await, 1);
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().fence,
-        1,
-        "one claim"
-    );
+    assert_eq!(fleet.row(&op).await.fence, 1, "one claim");
     fleet.stop().await;
 }
 
@@ -121,7 +117,7 @@ async fn many_concurrent_claims_of_one_operation_yield_one_claim() {
         .approve(&op, &hash, &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     let handles: Vec<_> = (0..32)
         .map(|i| {
             let store = fleet.store.clone();
@@ -141,7 +137,7 @@ async fn many_concurrent_claims_of_one_operation_yield_one_claim() {
         }
     }
     assert_eq!(won, 1, "exactly one of 32 concurrent claims wins");
-    assert_eq!(fleet.store.get(&op).await.unwrap().unwrap().fence, 1);
+    assert_eq!(fleet.row(&op).await.fence, 1);
     fleet.stop().await;
 }
 
@@ -172,14 +168,14 @@ async fn an_approval_that_expired_before_execution_is_cancelled_with_zero_provid
 #[tokio::test]
 async fn approving_with_a_hash_that_is_not_the_stored_one_is_refused_and_changes_nothing() {
     let (fleet, op, _) = prepared(intent()).await;
-    let before = fleet.store.get(&op).await.unwrap().unwrap();
+    let before = fleet.row(&op).await;
     let other = hash_of(&fleet_tests::with_amount(intent(), json!(1)));
     let err = fleet.approve(&op, &other).await.unwrap_err();
     assert!(
         matches!(err, fleet_store::ApprovalOutcome::HashMismatch { .. }),
         "{err:?}"
     );
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.row(&op).await;
     assert_eq!(
         (after.approval_status, after.approved_hash.as_deref()),
         (ApprovalStatus::Pending, None)
@@ -243,9 +239,6 @@ async fn a_500_from_the_provider_makes_the_operation_unknown_and_it_is_never_ret
         1,
         "the provider did act: only a lookup can tell"
     );
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::Unknown
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::Unknown);
     fleet.stop().await;
 }

@@ -35,7 +35,7 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
         fleet.store.resolve(&op, r, &decider("dana")).await.unwrap(),
         DecisionOutcome::Moved(fleet_core::Status::Succeeded)
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_checked_by_hand"))
@@ -87,10 +87,7 @@ async fn workers_never_move_a_disputed_operation() {
             .unwrap(),
         DecisionOutcome::Moved(fleet_core::Status::Disputed)
     );
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::Disputed
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::Disputed);
     // reconcile would find the payment; it must leave the disputed row alone.
     fleet.spawn_reconcile(contract(0), fast_reconcile());
     let reconciler =
@@ -98,7 +95,7 @@ async fn workers_never_move_a_disputed_operation() {
     reconciler.reconcile(&op).await.unwrap();
     fleet.ring_execute(&op).await;
     fleet.drained(fleet_broker::Queue::OperationsExecute).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(row.status, Status::Disputed);
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert!(
@@ -126,17 +123,14 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
         fleet.store.resolve(&op, r, &decider("dana")).await.unwrap(),
         DecisionOutcome::ExternalIdRequired
     );
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::Unknown
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::Unknown);
     fleet.stop().await;
 }
 
 #[tokio::test]
 async fn every_worker_move_is_stale_once_escalated() {
     let (fleet, op) = unknown_operation().await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     let escalate = fleet_store::Transition {
         escalate: true,
         reason: Some("test"),
@@ -172,7 +166,7 @@ async fn every_worker_move_is_stale_once_escalated() {
             "{event:?}"
         );
     }
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.row(&op).await;
     assert_eq!(after.status, Status::Unknown);
     assert!(after.escalated_at.is_some());
     fleet.stop().await;

@@ -47,7 +47,7 @@ async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
         .await
         .unwrap()
         .expect("a seeded payee");
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     let payee = row.payee.expect("evidence kept");
     assert_eq!(payee["status"], "found");
     assert_eq!(payee["id"], "vendor_77");
@@ -346,7 +346,7 @@ async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
     let flagged_op = prepared_now(&fleet, &flagged).await;
     let view = fleet.view_in_db(&flagged_op).await;
     assert_eq!(view["approvals_required"], 2, "{view}");
-    let row = fleet.store.get(&flagged_op).await.unwrap().unwrap();
+    let row = fleet.row(&flagged_op).await;
     assert_eq!(row.signatures_required, 1);
 
     // As immutable as the snapshot, even for the owner of the table.
@@ -375,7 +375,7 @@ async fn a_redelivered_intent_is_a_no_op_even_once_its_payee_cannot_be_looked_up
     assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
     // The same snapshot again (a redelivery, a resend): acked, nothing new, nothing
     // dead-lettered, the stored operation untouched.
-    let before = fleet.store.get(&op).await.unwrap().unwrap();
+    let before = fleet.row(&op).await;
     fleet.submit(&i).await;
     // A message sent after it, to know the redelivery was handled when this one is.
     fleet.submit(&fresh).await;
@@ -387,7 +387,7 @@ async fn a_redelivered_intent_is_a_no_op_even_once_its_payee_cannot_be_looked_up
         [fleet_tests::intent_bytes(&fresh)],
         "only the new intent is dead-lettered, never the stored snapshot's redelivery"
     );
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.row(&op).await;
     assert_eq!(
         (after.payee, after.updated_at),
         (before.payee, before.updated_at)

@@ -36,16 +36,9 @@ async fn a_redelivered_intent_with_the_same_snapshot_is_one_row() {
             .await,
         1
     );
-    assert_eq!(
-        fleet
-            .count(&format!(
-                "SELECT count(*) FROM operation_events WHERE operation_id = '{op}'"
-            ))
-            .await,
-        1
-    );
+    assert_eq!(fleet.history_len(&op).await, 1);
     assert!(fleet.dead_letters(Queue::IntentsPrepare).await.is_empty());
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.status, row.approval_status),
         (Status::NotStarted, ApprovalStatus::Pending)
@@ -71,7 +64,7 @@ async fn the_same_operation_id_with_another_amount_is_dead_lettered_as_a_conflic
         intent_bytes(&altered),
         "the refused message is kept as sent"
     );
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.row(&op).await;
     assert_eq!(
         after.payload, stored.payload,
         "the original row is untouched"
@@ -264,7 +257,7 @@ async fn doubles_survive_jsonb_so_the_stored_snapshot_hashes_to_the_approved_has
         store_intent(&fleet.store, checked(intent)).await,
         Intake::Prepared(_)
     ));
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(row.payload_hash, approved_hash.as_str());
     assert_eq!(
         row.snapshot().hash(),

@@ -164,7 +164,7 @@ async fn a_payment_whose_approval_outlives_its_key_is_refused_at_prepare() {
 async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
     let mut fleet = TestFleet::start().await;
     let op = payment_waiting_for_a_second_claim(&mut fleet).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     let escalate = Transition {
         escalate: true,
         reason: Some("test"),
@@ -202,7 +202,7 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.row(&op).await;
     assert_eq!((after.status, after.fence), (Status::NotStarted, row.fence));
     assert_eq!(fleet.sim_posts(&op).await, 0);
     fleet.stop().await;
@@ -255,7 +255,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
     })
     .await;
     assert_eq!(note.actor, "webhook-ingest");
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.row(&op).await;
     assert_eq!(after.status, Status::Unknown, "a person decides");
     fleet.stop().await;
 }
@@ -290,7 +290,7 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
         fleet.reaches(ops.last().unwrap(), Status::Accepted).await;
     }
     for op in &ops[..2] {
-        let row = fleet.store.get(op).await.unwrap().unwrap();
+        let row = fleet.row(op).await;
         fleet
             .sql()
             .await
@@ -314,7 +314,7 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
     assert_eq!(moved.status_reason.as_deref(), Some("deadline_passed"));
     for op in &ops[..2] {
         assert_eq!(
-            fleet.store.get(op).await.unwrap().unwrap().status,
+            fleet.row(op).await.status,
             Status::Accepted,
             "left to a person"
         );
@@ -423,14 +423,7 @@ async fn a_payment_that_succeeded_after_an_uncertain_attempt_with_one_effect_is_
     fleet.reaches(&op, Status::Succeeded).await;
     let audited = fleet.recorded(&op, "audited").await;
     assert_eq!(audited.reason.as_deref(), Some("single_effect"));
-    assert!(fleet
-        .store
-        .get(&op)
-        .await
-        .unwrap()
-        .unwrap()
-        .escalated_at
-        .is_none());
+    assert!(fleet.row(&op).await.escalated_at.is_none());
     fleet.stop().await;
 }
 
@@ -492,7 +485,7 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
         evidence: "one charge in the provider dashboard",
     };
     fleet.store.resolve(&op, r, &dana).await.unwrap();
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_checked"))

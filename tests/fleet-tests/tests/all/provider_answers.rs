@@ -36,7 +36,7 @@ async fn stored_text(fleet: &TestFleet, op: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_payment_answer_carrying_customer_data_leaves_none_of_it_in_attempts_or_operations() {
     let (fleet, op) = executed(intent(), Status::Succeeded).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     let payment_id = row.external_id.clone().unwrap();
 
     // The provider's answer did carry customer data.
@@ -91,7 +91,7 @@ async fn a_rejected_payment_keeps_the_error_type_and_code() {
     let kept = json!({"error": {"type": "payment_rejected", "code": "account_closed"}});
     assert_eq!(attempts[0].response.as_ref(), Some(&kept));
     assert_eq!(attempts[0].detail.as_deref(), Some("account_closed"));
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.error_code.as_deref(), row.result.as_ref()),
         (Some("account_closed"), Some(&kept))

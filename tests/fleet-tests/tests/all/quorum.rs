@@ -52,7 +52,7 @@ async fn two_distinct_approvers_at_once_are_both_counted_and_approve_exactly_onc
             matches!(outcomes, [ApprovalOutcome::Counted(q), ApprovalOutcome::Approved] if q.received == 1 && q.required == 2),
             "{outcomes:?}"
         );
-        let row = fleet.store.get(&op).await.unwrap().unwrap();
+        let row = fleet.row(&op).await;
         assert_eq!(row.approval_status, ApprovalStatus::Approved);
         assert_eq!(
             count(
@@ -107,7 +107,7 @@ async fn the_same_approver_twice_at_once_is_one_approval() {
             "{outcomes:?}"
         );
         assert_eq!(
-            fleet.store.get(&op).await.unwrap().unwrap().approval_status,
+            fleet.row(&op).await.approval_status,
             ApprovalStatus::Pending
         );
         assert_eq!(

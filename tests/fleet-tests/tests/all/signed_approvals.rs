@@ -334,7 +334,7 @@ async fn approvals_written_as_the_api_role_pay_nothing_unsigned_refused_by_the_d
     witness["approval_ttl_seconds"] = json!(1);
     s.submit(&witness).await;
     s.fleet.reaches(&op_of(&witness), Status::Cancelled).await;
-    let row = s.fleet.store.get(&forged_op).await.unwrap().unwrap();
+    let row = s.fleet.row(&forged_op).await;
     assert_eq!(
         (row.status, row.fence, row.escalated_at.is_some()),
         (Status::Unknown, 1, true),

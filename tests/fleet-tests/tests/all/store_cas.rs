@@ -81,7 +81,7 @@ where
         .await
         .unwrap();
     assert_eq!(touched, 1, "session A updates the row");
-    let before = fleet.store.get(op).await.unwrap().unwrap();
+    let before = fleet.row(op).await;
 
     let b = tokio::spawn(cas);
     let observer = fleet.sql().await;
@@ -104,7 +104,7 @@ where
     a.batch_execute("COMMIT").await.unwrap();
 
     let out = b.await.expect("the compare-and-set task");
-    let after = fleet.store.get(op).await.unwrap().unwrap();
+    let after = fleet.row(op).await;
     assert!(after.updated_at >= before.updated_at);
     out
 }
@@ -112,14 +112,7 @@ where
 #[tokio::test]
 async fn renew_lease_succeeds_after_waiting_for_a_concurrent_update_of_the_row() {
     let (fleet, op, fence) = claimed().await;
-    let before = fleet
-        .store
-        .get(&op)
-        .await
-        .unwrap()
-        .unwrap()
-        .lease_expires_at
-        .unwrap();
+    let before = fleet.row(&op).await.lease_expires_at.unwrap();
     let (store, id) = (fleet.store.clone(), op.clone());
     let renewed = after_a_concurrent_update(&fleet, &op, async move {
         store.renew_lease(&id, fence, LEASE_TTL_MS).await.unwrap()
@@ -129,7 +122,7 @@ async fn renew_lease_succeeds_after_waiting_for_a_concurrent_update_of_the_row()
         renewed,
         "a live lease renewal that waited for the row lock must still succeed"
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert!(
         row.lease_expires_at.unwrap() > before,
         "the lease was extended"
@@ -166,7 +159,7 @@ async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_r
         ),
         "{outcome:?}"
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_under_lock_wait"))
@@ -189,10 +182,7 @@ async fn claim_ready_claims_after_waiting_for_a_concurrent_update_of_the_row() {
         panic!("an approved row touched by another transaction is still claimable")
     };
     assert_eq!(c.fence, 1);
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::InProgress
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::InProgress);
     fleet.stop().await;
 }
 
@@ -224,7 +214,7 @@ async fn approve_succeeds_after_waiting_for_a_concurrent_update_of_the_row() {
     .await;
     assert_eq!(outcome, ApprovalOutcome::Approved);
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().approval_status,
+        fleet.row(&op).await.approval_status,
         ApprovalStatus::Approved
     );
     fleet.stop().await;
@@ -242,7 +232,7 @@ async fn reject_cancels_after_waiting_for_a_concurrent_update_of_the_row() {
     })
     .await;
     assert_eq!(outcome, RejectOutcome::Rejected);
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.status, row.approval_status),
         (Status::Cancelled, ApprovalStatus::Rejected)
@@ -283,10 +273,7 @@ async fn a_webhook_is_applied_after_waiting_for_a_concurrent_update_of_the_row()
         ),
         "{outcome:?}"
     );
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::Succeeded
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::Succeeded);
     fleet.stop().await;
 }
 

@@ -158,7 +158,7 @@ async fn a_forged_envelope_on_the_queue_is_dead_lettered_and_moves_nothing_while
             .expect("a forgery, kept byte for byte");
         assert_eq!(reason.as_deref(), Some("signature_invalid"), "{case}");
     }
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         (row.status, row.escalated_at),
         (Status::Unknown, None),

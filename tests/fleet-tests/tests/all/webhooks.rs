@@ -196,10 +196,7 @@ async fn only_authentic_deliveries_pass_the_receiver_and_refused_ones_leave_no_t
     assert_eq!(huge.post(&http, &url).await, StatusCode::PAYLOAD_TOO_LARGE);
 
     // Nothing above was stored or published: the row waits, the dedup table is empty.
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::Accepted
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::Accepted);
     assert!(fleet.webhook_rows().await.is_empty());
 
     // The authentic one, signed with the second (older) secret, is accepted and applied.
@@ -330,10 +327,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
         .await;
     let op = fleet.submit_and_approve(&intent()).await;
     let payment = fleet.sim_payment(&op).await;
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::InProgress
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::InProgress);
     fleet
         .sim_settle(payment["id"].as_str().unwrap(), "succeeded")
         .await;
@@ -349,7 +343,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
             payment["id"].as_str().map(str::to_owned).as_ref()
         )
     );
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.row(&op).await;
     assert_eq!(
         (after.status, after.external_id.as_ref()),
         (Status::Succeeded, row.external_id.as_ref())
@@ -379,7 +373,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
         StatusCode::NO_CONTENT
     );
     wait_for_outcome(&fleet, "evt_late_pending", "ignored_transition").await;
-    let last = fleet.store.get(&op).await.unwrap().unwrap();
+    let last = fleet.row(&op).await;
     assert_eq!(
         (last.status, last.updated_at, last.escalated_at),
         (Status::Succeeded, after.updated_at, None)
@@ -421,7 +415,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
         ),
         (1, "webhook-ingest", Some("in_progress"))
     );
-    let last = fleet.store.get(&op).await.unwrap().unwrap();
+    let last = fleet.row(&op).await;
     assert_eq!(
         (last.status, last.external_id.as_deref(), last.escalated_at),
         (Status::Succeeded, payment["id"].as_str(), None)
@@ -440,7 +434,7 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
     let (op, payment_id) = accepted_payment(&fleet).await;
     let ingest = fleet.spawn_webhook_ingest().await;
     fleet.sim_webhooks(&ingest.url(), json!({})).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     let dispute = Transition {
         reason: Some("customer_claims_double_charge"),
         ..Transition::new(
@@ -458,11 +452,11 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
             ..
         }
     ));
-    let before = fleet.store.get(&op).await.unwrap().unwrap();
+    let before = fleet.row(&op).await;
 
     let event_id = fleet.sim_settle(&payment_id, "succeeded").await;
     wait_for_outcome(&fleet, &event_id, "escalated").await;
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.row(&op).await;
     assert_eq!(
         (
             after.status,
@@ -516,7 +510,7 @@ async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_app
         StatusCode::NO_CONTENT
     );
     wait_for_outcome(&fleet, "evt_contradiction", "escalated").await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(row.status, Status::Succeeded);
     assert!(row.escalated_at.is_some());
     let note = fleet.store.events(&op).await.unwrap().pop().unwrap();
@@ -589,7 +583,7 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
         StatusCode::NO_CONTENT
     );
     wait_for_outcome(&fleet, "evt_mismatch", "escalated").await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(
         row.status,
         Status::Unknown,
@@ -608,7 +602,7 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
         StatusCode::NO_CONTENT
     );
     wait_for_outcome(&fleet, "evt_match", "escalated").await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.row(&op).await;
     assert_eq!(row.status, Status::Unknown, "escalated means hands off");
     let noted = fleet
         .store
@@ -716,10 +710,7 @@ async fn with_the_broker_down_the_receiver_answers_503_and_the_providers_retry_i
     })
     .await;
     assert!(fleet.webhook_rows().await.is_empty());
-    assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
-        Status::Accepted
-    );
+    assert_eq!(fleet.row(&op).await.status, Status::Accepted);
 
     proxy.set_up(true);
     fleet.reaches(&op, Status::Succeeded).await;
