@@ -1,6 +1,6 @@
 //! The fleet's integration tests: one test binary, one module per subject. Every test
 //! links the whole fleet, so one binary is linked once where a binary per file was linked
-//! once each (docs/testing.md#running-them has the figures). A new file here is a
+//! once each (docs/testing.md#one-test-binary has the figures). A new file here is a
 //! module: add its `mod` line below, or cargo never compiles it.
 //!
 //! `cargo test -p fleet-tests --test all crash::` runs one module.
@@ -62,5 +62,24 @@ fn every_file_of_the_directory_is_a_module() {
     assert!(
         missing.is_empty(),
         "no `mod` line in main.rs for {missing:?}"
+    );
+}
+
+/// The fleet's tests stay one binary: a file beside this directory would be a test binary
+/// of its own, linking the whole fleet once more.
+#[test]
+fn no_test_file_lies_beside_this_directory() {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut strays = Vec::new();
+    for entry in std::fs::read_dir(&tests).expect("tests") {
+        let path = entry.expect("an entry").path();
+        let binary = path.extension().is_some_and(|e| e == "rs") || path.join("main.rs").is_file();
+        if binary && !path.ends_with("all") {
+            strays.push(path.display().to_string());
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "each of {strays:?} is a test binary of its own: make it a module of tests/all"
     );
 }
