@@ -26,7 +26,7 @@ use tokio_postgres::Row;
 // plan never substitutes parameter values, so no partial index on status can have its
 // predicate proven, and the one index left that answers `operation_id = $1` is the
 // primary key. A literal status, or a custom plan, would let a lagging estimate pick a
-// partial status index instead (`tests/fleet-tests/tests/store_cas.rs` checks the plans
+// partial status index instead (`tests/fleet-tests/tests/all/store_cas.rs` checks the plans
 // with statistics that say such an index is empty).
 
 /// The `operations` columns every read selects, plus two flags computed with the

@@ -4,9 +4,10 @@
 use std::process::Output;
 
 use fleet_core::Role;
+use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::{bin_dir, eventually, TestFleet, WorkerProcess};
+use crate::{bin_dir, eventually, intent_bytes, TestFleet, WorkerProcess};
 
 /// A running fleet-api process.
 pub struct ApiProcess {
@@ -25,6 +26,32 @@ impl ApiProcess {
     /// The value of an unlabelled gauge on `/metrics`.
     pub async fn gauge(&self, http: &reqwest::Client, name: &str) -> Option<f64> {
         scrape_gauge(http, &self.admin_url, name).await
+    }
+
+    /// Submits `intent` to `POST /v1/intents` as the bearer of `token`.
+    pub async fn submit(
+        &self,
+        http: &reqwest::Client,
+        token: &str,
+        intent: &Value,
+    ) -> reqwest::Response {
+        http.post(self.url("/v1/intents"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(intent_bytes(intent))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Submits `intent` as the bearer of `token`; it must be stored (202): the view of
+    /// its operation.
+    pub async fn submitted(&self, http: &reqwest::Client, token: &str, intent: &Value) -> Value {
+        let response = self.submit(http, token, intent).await;
+        let status = response.status();
+        let body = response.text().await.unwrap();
+        assert_eq!(status, StatusCode::ACCEPTED, "intent refused: {body}");
+        serde_json::from_str(&body).expect("the operation's view")
     }
 
     /// POSTs a JSON body as the bearer of `token`.
@@ -56,6 +83,22 @@ pub async fn scrape_gauge(http: &reqwest::Client, admin_url: &str, name: &str) -
         .ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// Waits until the admin server at `admin_url` (`http://…`) of `what` answers `/readyz`
+/// with 200.
+pub async fn ready(http: &reqwest::Client, admin_url: &str, what: &str) {
+    let url = format!("{admin_url}/readyz");
+    eventually(&format!("{what} to be ready"), || async {
+        http.get(&url)
+            .send()
+            .await
+            .ok()?
+            .status()
+            .is_success()
+            .then_some(())
+    })
+    .await;
 }
 
 /// `http://` + the address a worker process logged for its admin server, once it did.
@@ -94,20 +137,7 @@ impl TestFleet {
             ))
         })
         .await;
-        let (http, ready) = (self.http.clone(), format!("{admin_url}/readyz"));
-        eventually("fleet-api to be ready", || {
-            let (http, ready) = (http.clone(), ready.clone());
-            async move {
-                http.get(ready)
-                    .send()
-                    .await
-                    .ok()?
-                    .status()
-                    .is_success()
-                    .then_some(())
-            }
-        })
-        .await;
+        ready(&self.http, &admin_url, "fleet-api").await;
         ApiProcess {
             base_url,
             admin_url,

@@ -2,6 +2,7 @@
 //! namespace, the provider simulator over real HTTP, and the workers' own `run`
 //! functions started in-process on demand. Everything is torn down when it is dropped.
 
+mod alone;
 mod api;
 mod broker_users;
 mod browser;
@@ -35,9 +36,10 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use api::{admin_url_of, scrape_gauge, ApiProcess};
+pub use alone::{alone, alone_blocking, Alone};
+pub use api::{admin_url_of, ready, scrape_gauge, ApiProcess};
 pub use broker_users::BrokerUsers;
-pub use browser::{free_port, Browser};
+pub use browser::Browser;
 pub use console::{
     cookie_value, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn,
     CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,
@@ -81,6 +83,9 @@ pub struct TestFleet {
     /// Set once [`TestFleet::stop`] removed the database and the namespace; otherwise
     /// (a test that panicked) `Drop` removes them.
     removed: bool,
+    /// This test's share of the process (or all of it): a test that must run alone waits
+    /// until every fleet is gone (see [`alone`]). Dropped last, after the clean-up.
+    _share: Arc<alone::Hold>,
 }
 
 impl TestFleet {
@@ -90,6 +95,7 @@ impl TestFleet {
     }
 
     pub async fn start_with_sim(sim: SimConfig) -> TestFleet {
+        let share = alone::share().await;
         // In-process workers log to the test's output, shown when a test fails.
         fleet_runtime::init_tracing_with_default(fleet_runtime::LogFormat::Text, "warn");
         let name = format!("fleet_t_{}", ulid::Ulid::new().to_string().to_lowercase());
@@ -138,6 +144,7 @@ impl TestFleet {
             workers: Vec::new(),
             processes: Default::default(),
             removed: false,
+            _share: share,
         }
     }
 
@@ -335,14 +342,33 @@ impl TestFleet {
             .is_ok())
     }
 
-    /// Submits `intent` to the queue, waits until it is prepared and approves it (ringing
-    /// execute): its operation id.
-    pub async fn submit_and_approve(&self, intent: &Value) -> String {
+    /// Submits `intent` to the queue and waits until prepare stored it: its operation id.
+    pub async fn submitted(&self, intent: &Value) -> String {
         let op = op_of(intent);
         self.submit(intent).await;
         self.prepared(&op).await;
-        self.approve(&op, &hash_of(intent)).await.expect("approved");
         op
+    }
+
+    /// Submits `intent` to the queue, waits until it is prepared and approves it, execute
+    /// rung: its operation id.
+    pub async fn submit_and_approve(&self, intent: &Value) -> String {
+        let op = self.submitted(intent).await;
+        let rung = self.approve(&op, &hash_of(intent)).await.expect("approved");
+        assert!(rung, "execute rung for {op}");
+        op
+    }
+
+    /// Submits `intent` to the queue and waits until prepare dead-letters it with
+    /// `reason`, having stored nothing.
+    pub async fn refused_at_intake(&self, intent: &Value, reason: &str) {
+        self.submit(intent).await;
+        let dead = self.expect_dead_letters(Queue::IntentsPrepare, 1).await;
+        assert_eq!(dead[0].1.as_deref(), Some(reason));
+        assert!(
+            self.store.get(&op_of(intent)).await.unwrap().is_none(),
+            "nothing written"
+        );
     }
 
     /// Stores `intent` as intake stores it, needing `approvals_required` approvers and
@@ -378,6 +404,29 @@ impl TestFleet {
         eventually(&format!("{op} to become {status}"), || {
             let store = store.clone();
             async move { store.get(op).await.unwrap().filter(|r| r.status == status) }
+        })
+        .await
+    }
+
+    /// The operation's row; it must exist.
+    pub async fn row(&self, op: &str) -> fleet_store::OperationRow {
+        self.store
+            .get(op)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{op} is stored"))
+    }
+
+    /// Waits until execute has finished the operation's first attempt: that attempt.
+    pub async fn first_attempt_finished(&self, op: &str) -> fleet_store::AttemptRow {
+        eventually("execute to record its attempt", || async {
+            self.store
+                .attempts(op)
+                .await
+                .unwrap()
+                .into_iter()
+                .next()
+                .filter(|a| a.finished_at.is_some())
         })
         .await
     }
@@ -514,13 +563,57 @@ impl TestFleet {
         .await
     }
 
+    /// The simulator's log of writes (creates, updates, transitions) for this reference,
+    /// or for every reference: `{"method", "path", "idempotency_key", "reference",
+    /// "status", "replayed"}` each, in arrival order.
+    pub async fn sim_requests(&self, reference: Option<&str>) -> Vec<Value> {
+        let path = match reference {
+            Some(reference) => format!("/_sim/requests?reference={reference}"),
+            None => "/_sim/requests".to_owned(),
+        };
+        let Value::Array(requests) = self.sim_get(&path).await["data"].take() else {
+            panic!("{path} answers no data array");
+        };
+        requests
+    }
+
     /// The create requests (POSTs) the simulator received for this reference.
     pub async fn sim_posts(&self, reference: &str) -> usize {
-        self.sim_get(&format!("/_sim/requests?reference={reference}"))
-            .await["data"]
-            .as_array()
-            .unwrap()
-            .len()
+        self.sim_requests(Some(reference)).await.len()
+    }
+
+    /// The POSTs the simulator received for this reference on `path` (`/v1/deals`).
+    pub async fn sim_posts_to(&self, reference: &str, path: &str) -> usize {
+        self.sim_requests(Some(reference))
+            .await
+            .iter()
+            .filter(|r| r["method"] == "POST" && r["path"] == path)
+            .count()
+    }
+
+    /// A deal the simulator's CRM holds under our reference `external_id`, as if created
+    /// elsewhere (an attempt whose record was lost, someone else): the deal.
+    pub async fn sim_deal(&self, external_id: &str) -> Value {
+        self.sim_post(
+            "/_sim/deals",
+            json!({"external_id": external_id, "name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"}),
+        )
+        .await
+    }
+
+    /// A second payment with `op`'s reference that someone else created at the provider,
+    /// under another key (the seed intent's amount and payee).
+    pub async fn sim_foreign_payment(&self, op: &str) {
+        let r = self
+            .http
+            .post(format!("{}/v1/payments", self.sim.base_url))
+            .bearer_auth("sk_test_sim")
+            .header("Idempotency-Key", format!("other-{op}"))
+            .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": op}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 201, "the foreign payment is created");
     }
 
     /// POSTs to the simulator's admin API and returns the JSON answer.
@@ -603,6 +696,31 @@ impl TestFleet {
 
     pub async fn count(&self, sql: &str) -> i64 {
         self.sql().await.query_one(sql, &[]).await.unwrap().get(0)
+    }
+
+    /// How many events the operation's history holds.
+    pub async fn history_len(&self, op: &str) -> i64 {
+        self.sql()
+            .await
+            .query_one(
+                "SELECT count(*) FROM operation_events WHERE operation_id = $1",
+                &[&op],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    }
+
+    /// GETs `url` and reads its answer as JSON.
+    pub async fn get_json(&self, url: &str) -> Value {
+        self.http
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
     }
 
     /// Stops the workers (they drain), then removes the database and the namespace.
@@ -690,6 +808,20 @@ pub fn hash_of(intent: &Value) -> String {
         .payload_hash
         .as_str()
         .to_owned()
+}
+
+/// A port of 127.0.0.1 nothing listens on (the OS's pick; free when this returns).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `127.0.0.1:<a free port>`, for a process's listen address.
+pub fn free_addr() -> String {
+    format!("127.0.0.1:{}", free_port())
 }
 
 pub fn fault(route: &str, kind: &str) -> Value {

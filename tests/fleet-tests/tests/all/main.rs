@@ -1,0 +1,85 @@
+//! The fleet's integration tests: one test binary, one module per subject. Every test
+//! links the whole fleet, so one binary is linked once where a binary per file was linked
+//! once each (docs/testing.md#one-test-binary has the figures). A new file here is a
+//! module: add its `mod` line below, or cargo never compiles it.
+//!
+//! `cargo test -p fleet-tests --test all crash::` runs one module.
+
+mod actions;
+mod api;
+mod api_abuse;
+mod api_log_lines;
+mod bench_smoke;
+mod broker_users;
+mod chaos;
+mod cli;
+mod console;
+mod console_browser;
+mod contracts;
+mod crash;
+mod crash_actions;
+mod credentials;
+mod db_roles;
+mod decisions;
+mod events;
+mod execute;
+mod log_hygiene;
+mod mcp;
+mod metrics_at_start;
+mod operator;
+mod orders;
+mod outbox;
+mod payees;
+mod prepare;
+mod promise;
+mod provider_answers;
+mod quorum;
+mod schema;
+mod signed_approvals;
+mod store_cas;
+mod tenant_ids;
+mod tenant_objects;
+mod webhook_flood;
+mod webhook_forgery;
+mod webhooks;
+
+/// Every file of this directory is a module of the binary: cargo compiles only the files
+/// `main.rs` names, so a file without its `mod` line would never run, silently.
+#[test]
+fn every_file_of_the_directory_is_a_module() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all");
+    let main = std::fs::read_to_string(dir.join("main.rs")).expect("main.rs");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("tests/all") {
+        let name = entry.expect("an entry").file_name();
+        let name = name.to_string_lossy();
+        if let Some(module) = name.strip_suffix(".rs") {
+            if module != "main" && !main.contains(&format!("\nmod {module};\n")) {
+                missing.push(module.to_owned());
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "no `mod` line in main.rs for {missing:?}"
+    );
+}
+
+/// The fleet's tests stay one binary: a file beside this directory would be a test binary
+/// of its own, linking the whole fleet once more.
+#[test]
+fn no_test_file_lies_beside_this_directory() {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut strays = Vec::new();
+    for entry in std::fs::read_dir(&tests).expect("tests") {
+        let path = entry.expect("an entry").path();
+        let binary = path.extension().is_some_and(|e| e == "rs") || path.join("main.rs").is_file();
+        if binary && !path.ends_with("all") {
+            strays.push(path.display().to_string());
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "each of {strays:?} is a test binary of its own: make it a module of tests/all"
+    );
+}

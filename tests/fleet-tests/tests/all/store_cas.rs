@@ -1,0 +1,591 @@
+//! Compare-and-set statements under a lock wait, with two real Postgres sessions.
+//!
+//! Session A updates the operation in an open transaction without touching its status or
+//! fence (as the sweeper's redrive mark or a lookup's bookkeeping do). Session B, the
+//! store, runs a compare-and-set on the same row and blocks on A's row lock. Once B is
+//! seen waiting, A commits; B must then succeed, since everything it compares is still
+//! true. A statement that matched the row version its snapshot saw, instead of
+//! re-checking the newest one, would report a stale row here and, for a lease renewal,
+//! make the execute worker abandon a live call.
+
+use std::future::Future;
+
+use chrono::Utc;
+use fleet_core::{ApprovalStatus, Event, Status};
+use fleet_store::{
+    ApprovalOutcome, Claim, RejectOutcome, ReportedObject, Transition, TransitionOutcome,
+    WebhookEvent, WebhookOutcome,
+};
+use fleet_tests::{eventually, hash_of, intent, op_of, TestFleet};
+
+const OWNER: &str = "execute-test";
+const LEASE_TTL_MS: i64 = 30_000;
+
+/// A fleet (no workers) holding one prepared operation: (fleet, operation id, hash).
+async fn prepared() -> (TestFleet, String, String) {
+    let fleet = TestFleet::start().await;
+    let (op, hash) = prepare_one(&fleet).await;
+    (fleet, op, hash)
+}
+
+/// Stores one intent as prepare does: (operation id, hash).
+async fn prepare_one(fleet: &TestFleet) -> (String, String) {
+    let i = intent();
+    let valid = fleet_core::parse_intent(&serde_json::to_vec(&i).unwrap()).unwrap();
+    fleet.store.insert_prepared(&valid, 1, None).await.unwrap();
+    (op_of(&i), hash_of(&i))
+}
+
+async fn approved() -> (TestFleet, String) {
+    let (fleet, op, hash) = prepared().await;
+    assert_eq!(
+        fleet
+            .store
+            .approve(&op, &hash, &fleet_tests::decider("ann"), None)
+            .await
+            .unwrap(),
+        ApprovalOutcome::Approved
+    );
+    (fleet, op)
+}
+
+/// An approved operation claimed by `OWNER`: (fleet, operation id, fence held).
+async fn claimed() -> (TestFleet, String, i64) {
+    let (fleet, op) = approved().await;
+    let Claim::Claimed(c) = fleet
+        .store
+        .claim_ready(&op, &[], OWNER, LEASE_TTL_MS)
+        .await
+        .unwrap()
+    else {
+        panic!("a fresh approved operation is claimable");
+    };
+    (fleet, op, c.fence)
+}
+
+/// Runs `cas` while another transaction holds a committed-later update of the row: the
+/// update is made, `cas` is started and seen waiting for the row lock, then the other
+/// transaction commits and `cas`'s result is returned.
+async fn after_a_concurrent_update<T, F>(fleet: &TestFleet, op: &str, cas: F) -> T
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let a = fleet.sql().await;
+    a.batch_execute("BEGIN").await.unwrap();
+    let touched = a
+        .execute(
+            "UPDATE operations SET updated_at = now() WHERE operation_id = $1",
+            &[&op],
+        )
+        .await
+        .unwrap();
+    assert_eq!(touched, 1, "session A updates the row");
+    let before = fleet.row(op).await;
+
+    let b = tokio::spawn(cas);
+    let observer = fleet.sql().await;
+    eventually("the compare-and-set to wait for session A's row lock", || {
+        let observer = &observer;
+        async move {
+            let r = observer
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity
+                     WHERE datname = current_database() AND application_name = 'fleet' AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await
+                .unwrap();
+            (r.get::<_, i64>(0) == 1).then_some(())
+        }
+    })
+    .await;
+    assert!(!b.is_finished(), "the compare-and-set is still blocked");
+    a.batch_execute("COMMIT").await.unwrap();
+
+    let out = b.await.expect("the compare-and-set task");
+    let after = fleet.row(op).await;
+    assert!(after.updated_at >= before.updated_at);
+    out
+}
+
+#[tokio::test]
+async fn renew_lease_succeeds_after_waiting_for_a_concurrent_update_of_the_row() {
+    let (fleet, op, fence) = claimed().await;
+    let before = fleet.row(&op).await.lease_expires_at.unwrap();
+    let (store, id) = (fleet.store.clone(), op.clone());
+    let renewed = after_a_concurrent_update(&fleet, &op, async move {
+        store.renew_lease(&id, fence, LEASE_TTL_MS).await.unwrap()
+    })
+    .await;
+    assert!(
+        renewed,
+        "a live lease renewal that waited for the row lock must still succeed"
+    );
+    let row = fleet.row(&op).await;
+    assert!(
+        row.lease_expires_at.unwrap() > before,
+        "the lease was extended"
+    );
+    assert_eq!((row.status, row.fence), (Status::InProgress, fence));
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_row() {
+    let (fleet, op, fence) = claimed().await;
+    let (store, id) = (fleet.store.clone(), op.clone());
+    let outcome = after_a_concurrent_update(&fleet, &op, async move {
+        let t = Transition {
+            external_id: Some("pay_under_lock_wait"),
+            ..Transition::new(
+                &id,
+                Status::InProgress,
+                fence,
+                Event::ProviderSucceeded,
+                "execute",
+            )
+        };
+        store.transition(t, None).await.unwrap()
+    })
+    .await;
+    assert!(
+        matches!(
+            outcome,
+            TransitionOutcome::Moved {
+                to: Status::Succeeded,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    let row = fleet.row(&op).await;
+    assert_eq!(
+        (row.status, row.external_id.as_deref()),
+        (Status::Succeeded, Some("pay_under_lock_wait"))
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn claim_ready_claims_after_waiting_for_a_concurrent_update_of_the_row() {
+    let (fleet, op) = approved().await;
+    let (store, id) = (fleet.store.clone(), op.clone());
+    let claim = after_a_concurrent_update(&fleet, &op, async move {
+        store
+            .claim_ready(&id, &[], OWNER, LEASE_TTL_MS)
+            .await
+            .unwrap()
+    })
+    .await;
+    let Claim::Claimed(c) = claim else {
+        panic!("an approved row touched by another transaction is still claimable")
+    };
+    assert_eq!(c.fence, 1);
+    assert_eq!(fleet.row(&op).await.status, Status::InProgress);
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn claim_with_the_read_fence_claims_after_waiting_for_a_concurrent_update_of_the_row() {
+    let (fleet, op) = approved().await;
+    let (store, id) = (fleet.store.clone(), op.clone());
+    let claim = after_a_concurrent_update(&fleet, &op, async move {
+        store.claim(&id, 0, OWNER, LEASE_TTL_MS).await.unwrap()
+    })
+    .await;
+    assert!(
+        matches!(claim, Claim::Claimed(ref c) if c.fence == 1),
+        "{claim:?}"
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn approve_succeeds_after_waiting_for_a_concurrent_update_of_the_row() {
+    let (fleet, op, hash) = prepared().await;
+    let (store, id) = (fleet.store.clone(), op.clone());
+    let outcome = after_a_concurrent_update(&fleet, &op, async move {
+        store
+            .approve(&id, &hash, &fleet_tests::decider("ann"), None)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(outcome, ApprovalOutcome::Approved);
+    assert_eq!(
+        fleet.row(&op).await.approval_status,
+        ApprovalStatus::Approved
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn reject_cancels_after_waiting_for_a_concurrent_update_of_the_row() {
+    let (fleet, op, _) = prepared().await;
+    let (store, id) = (fleet.store.clone(), op.clone());
+    let outcome = after_a_concurrent_update(&fleet, &op, async move {
+        store
+            .reject(&id, &fleet_tests::decider("ann"), "wrong beneficiary")
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(outcome, RejectOutcome::Rejected);
+    let row = fleet.row(&op).await;
+    assert_eq!(
+        (row.status, row.approval_status),
+        (Status::Cancelled, ApprovalStatus::Rejected)
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn a_webhook_is_applied_after_waiting_for_a_concurrent_update_of_the_row() {
+    let (fleet, op, _) = claimed().await;
+    let ev = WebhookEvent {
+        provider: "payments".into(),
+        event_id: format!("evt_{}", ulid::Ulid::new()),
+        event_type: "payment.succeeded".into(),
+        received_at: Utc::now(),
+        payload_hash: format!("sha256:{}", "ab".repeat(32)),
+        object: ReportedObject {
+            id: Some("pay_from_webhook".into()),
+            reference: Some(op.clone()),
+            status: Some("succeeded".into()),
+            amount_minor: Some(1_250_000),
+            currency: Some("KZT".into()),
+            failure_code: None,
+        },
+    };
+    let store = fleet.store.clone();
+    let outcome = after_a_concurrent_update(&fleet, &op, async move {
+        store.ingest_webhook(&ev).await.unwrap()
+    })
+    .await;
+    assert!(
+        matches!(
+            outcome,
+            WebhookOutcome::Applied {
+                to: Status::Succeeded,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(fleet.row(&op).await.status, Status::Succeeded);
+    fleet.stop().await;
+}
+
+/// Gives `operations` the statistics of a table that grew fast since its last ANALYZE: the
+/// rows analyzed were all final, then many `not_started` rows arrived, so the statistics
+/// say the partial index on `not_started` rows is empty while it holds them all.
+async fn stale_statistics(fleet: &TestFleet) {
+    let sql = fleet.sql().await;
+    sql.batch_execute(
+        "ALTER TABLE operations SET (autovacuum_enabled = false);
+         -- History seeded in bulk, as it would be after years of use: triggers off (they
+         -- refuse an operation inserted already settled).
+         SET session_replication_role = replica;
+         INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash, policy_version,
+                                 data_version, idempotency_key, approval_expires_at, status, approval_status, approved_hash,
+                                 fence, resolved_at)
+         SELECT 'op_1' || lpad(i::text, 25, '0'), 'org_history', 'payment.create', 'payments', '{}',
+                'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_1' || lpad(i::text, 25, '0'), now(), 'succeeded',
+                'approved', 'sha256:' || repeat('0', 64), 1, now()
+         FROM generate_series(1, 2000) i;
+         SET session_replication_role = origin;
+         ANALYZE operations;
+         INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash, policy_version,
+                                 data_version, idempotency_key, approval_expires_at)
+         SELECT 'op_2' || lpad(i::text, 25, '0'), 'org_backlog', 'payment.create', 'payments', '{}',
+                'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_2' || lpad(i::text, 25, '0'), now() + interval '1 hour'
+         FROM generate_series(1, 30000) i;",
+    )
+    .await
+    .unwrap();
+    let tuples: f32 = sql
+        .query_one(
+            "SELECT reltuples FROM pg_class WHERE relname = 'operations_unstarted_expiry'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        tuples, 0.0,
+        "the statistics say the partial index on not_started rows is empty"
+    );
+}
+
+/// The scans of `operations` in `plan` (EXPLAIN's JSON), as (node type, index name): the
+/// scans of the table and the bitmap index scans of its indexes.
+fn operations_scans(plan: &serde_json::Value, out: &mut Vec<(String, Option<String>)>) {
+    let node_type = plan["Node Type"].as_str().unwrap_or_default();
+    let index = plan["Index Name"].as_str().map(str::to_owned);
+    let of_operations = plan["Relation Name"] == "operations" && node_type != "ModifyTable";
+    let bitmap_of_operations = node_type == "Bitmap Index Scan"
+        && index
+            .as_deref()
+            .is_some_and(|i| i.starts_with("operations_"));
+    if of_operations || bitmap_of_operations {
+        out.push((node_type.to_owned(), index));
+    }
+    for child in plan["Plans"].as_array().into_iter().flatten() {
+        operations_scans(child, out);
+    }
+}
+
+/// Whether a plan reads `operations` through its primary key alone: an index scan, or a
+/// bitmap scan whose only index is the primary key (a key list), never a sequential scan
+/// or another index.
+/// (The claim also counts each row's approvals again, by the approvals' own primary key,
+/// whose first column is the operation.)
+fn by_primary_key_only(scans: &[(String, Option<String>)]) -> bool {
+    scans.iter().all(|(node, index)| match node.as_str() {
+        "Index Scan" | "Bitmap Index Scan" => {
+            matches!(index.as_deref(), Some("operations_pkey" | "approvals_pkey"))
+        }
+        "Bitmap Heap Scan" => true,
+        _ => false,
+    }) && scans
+        .iter()
+        .any(|(_, index)| index.as_deref() == Some("operations_pkey"))
+}
+
+/// The plan Postgres uses for the prepared statement `name` on this connection.
+async fn plan_of(
+    client: &tokio_postgres::Client,
+    name: &str,
+    params: i32,
+) -> Vec<(String, Option<String>)> {
+    let args = match params {
+        0 => String::new(),
+        n => format!("({})", vec!["NULL"; n as usize].join(", ")),
+    };
+    let explain = format!("EXPLAIN (FORMAT JSON) EXECUTE {name}{args}");
+    let rows = client.query(explain.as_str(), &[]).await.unwrap();
+    let plan: serde_json::Value = rows[0].get(0);
+    let mut scans = Vec::new();
+    operations_scans(&plan[0]["Plan"], &mut scans);
+    scans
+}
+
+#[tokio::test]
+async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_say_a_status_index_is_empty(
+) {
+    let fleet = TestFleet::start().await;
+    stale_statistics(&fleet).await;
+    let (op, hash) = prepare_one(&fleet).await;
+    let (other, other_hash) = prepare_one(&fleet).await;
+
+    // One connection, so every statement the store prepares lands on it.
+    let store = fleet_store::Store::connect(&fleet.database_url, 1).unwrap();
+    assert_eq!(
+        store
+            .approve(&op, &hash, &fleet_tests::decider("ann"), None)
+            .await
+            .unwrap(),
+        ApprovalOutcome::Approved
+    );
+    assert_eq!(
+        store
+            .reject(&other, &fleet_tests::decider("ann"), "duplicate")
+            .await
+            .unwrap(),
+        RejectOutcome::Rejected
+    );
+    assert_eq!(
+        store
+            .approve(&other, &other_hash, &fleet_tests::decider("ann"), None)
+            .await
+            .unwrap(),
+        ApprovalOutcome::NotPending {
+            approval_status: ApprovalStatus::Rejected,
+            status: Status::Cancelled
+        }
+    );
+    assert!(matches!(
+        store.claim(&op, 5, OWNER, LEASE_TTL_MS).await.unwrap(),
+        Claim::NotClaimable
+    ));
+    let Claim::Claimed(c) = store
+        .claim_ready(&op, &[], OWNER, LEASE_TTL_MS)
+        .await
+        .unwrap()
+    else {
+        panic!("claimable")
+    };
+    assert!(store.renew_lease(&op, c.fence, LEASE_TTL_MS).await.unwrap());
+    let t = Transition::new(
+        &op,
+        Status::InProgress,
+        c.fence,
+        Event::ProviderSucceeded,
+        "execute",
+    );
+    assert!(matches!(
+        store.transition(t, None).await.unwrap(),
+        TransitionOutcome::Moved { .. }
+    ));
+
+    // The store's own session: its settings and prepared statements are visible there only.
+    let client = store.pooled_session().await.unwrap();
+    let mode: String = client
+        .query_one("SHOW plan_cache_mode", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        mode, "force_generic_plan",
+        "the pool's connections plan generically"
+    );
+    let prepared = client
+        .query(
+            "SELECT name, statement, cardinality(parameter_types) FROM pg_prepared_statements
+             WHERE statement LIKE '%UPDATE operations SET%' AND statement NOT LIKE '%pg_prepared_statements%'
+             ORDER BY name",
+            &[],
+        )
+        .await
+        .unwrap();
+    let mut checked = Vec::new();
+    for row in &prepared {
+        let (name, statement, params): (String, String, i32) = (row.get(0), row.get(1), row.get(2));
+        let scans = plan_of(&client, &name, params).await;
+        assert!(
+            !scans.is_empty(),
+            "{statement}: no scan of operations in its plan"
+        );
+        assert!(by_primary_key_only(&scans), "{statement}: {scans:?}");
+        checked.push(statement);
+    }
+    for (what, marker) in [
+        ("claim", "fence = fence + 1"),
+        ("renew_lease", "lease_expires_at = now() + make_interval"),
+        ("approve", "approved_hash = $2"),
+        ("transition", "status_reason = $6"),
+    ] {
+        assert!(
+            checked.iter().any(|s| s.contains(marker)),
+            "the {what} statement was checked"
+        );
+    }
+
+    // The premise holds: the same kind of statement with a literal status is planned on
+    // the partial index the statistics call empty.
+    client
+        .batch_execute(
+            "PREPARE literal_status(text) AS UPDATE operations SET updated_at = now()
+             WHERE operation_id = $1 AND status = 'not_started' AND approval_expires_at > now()",
+        )
+        .await
+        .unwrap();
+    let scans = plan_of(&client, "literal_status", 1).await;
+    assert_eq!(
+        scans,
+        vec![(
+            "Index Scan".to_owned(),
+            Some("operations_unstarted_expiry".to_owned())
+        )]
+    );
+    drop(client);
+    store.close();
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_table_never_analysed()
+{
+    // A fresh deployment: the execute worker's connection plans its claim while the table
+    // is nearly empty and has no statistics, and keeps that generic plan while thousands
+    // of approved rows arrive (nothing analyses the table in between, so nothing makes it
+    // plan again). A sequential scan (or a status index the planner guessed selective)
+    // would then read the whole backlog for every batch.
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    sql.batch_execute("ALTER TABLE operations SET (autovacuum_enabled = false)")
+        .await
+        .unwrap();
+    let (op, hash) = prepare_one(&fleet).await;
+    let (second, second_hash) = prepare_one(&fleet).await;
+
+    // One connection, so the claim's prepared statement lands on it.
+    let store = fleet_store::Store::connect(&fleet.database_url, 1).unwrap();
+    for (op, hash) in [(&op, &hash), (&second, &second_hash)] {
+        assert_eq!(
+            store
+                .approve(op, hash, &fleet_tests::decider("ann"), None)
+                .await
+                .unwrap(),
+            ApprovalOutcome::Approved
+        );
+    }
+    let claimed = store
+        .claim_ready_many(&[op.as_str()], &[], OWNER, LEASE_TTL_MS)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1, "planned and run on a near-empty table");
+
+    // A backlog of approved rows, seeded in bulk with their approvals (triggers off: the
+    // database refuses an operation inserted already approved).
+    sql.batch_execute(
+        "SET session_replication_role = replica;
+         INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash, policy_version,
+                                 data_version, idempotency_key, approval_expires_at, approval_status, approved_hash)
+         SELECT 'op_2' || lpad(i::text, 25, '0'), 'org_backlog', 'payment.create', 'payments', '{}',
+                'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_2' || lpad(i::text, 25, '0'),
+                now() + interval '1 hour', 'approved', 'sha256:' || repeat('0', 64)
+         FROM generate_series(1, 5000) i;
+         INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash)
+         SELECT 'op_2' || lpad(i::text, 25, '0'), 'ann', 'token', 'sha256:' || repeat('0', 64)
+         FROM generate_series(1, 5000) i;
+         SET session_replication_role = origin;",
+    )
+    .await
+    .unwrap();
+    let analysed: bool = sql
+        .query_one(
+            "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL
+             FROM pg_stat_user_tables WHERE relname = 'operations'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!analysed, "the premise: operations was never analysed");
+    let claimed = store
+        .claim_ready_many(
+            &[second.as_str(), "op_20000000000000000000000001"],
+            &[],
+            OWNER,
+            LEASE_TTL_MS,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed.len(),
+        2,
+        "the same statement claims from the backlog"
+    );
+
+    let client = store.pooled_session().await.unwrap();
+    let prepared = client
+        .query(
+            "SELECT name, cardinality(parameter_types) FROM pg_prepared_statements
+             WHERE statement LIKE '%fence = fence + 1%' AND statement NOT LIKE '%pg_prepared_statements%'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(prepared.len(), 1, "one claim statement, planned once");
+    let (name, params): (String, i32) = (prepared[0].get(0), prepared[0].get(1));
+    let scans = plan_of(&client, &name, params).await;
+    assert!(
+        by_primary_key_only(&scans),
+        "the claim reads the keys it was given through the primary key: {scans:?}"
+    );
+    drop(client);
+    store.close();
+    fleet.stop().await;
+}
