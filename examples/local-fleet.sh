@@ -28,6 +28,12 @@ local_fleet_venv() { # venv, requirements file, [more files whose change means r
   local venv=$1 stamp_files=() ; shift
   while [[ $# -gt 0 && $1 != -- ]]; do stamp_files+=("$1"); shift; done
   shift
+  # A venv holds its own absolute path (the scripts' first lines): one that was copied or
+  # moved would install into the original, so it is made anew.
+  if [[ -x $venv/bin/python ]] &&
+     [[ $(head -n 1 "$venv/bin/pip" 2>/dev/null) != "#!$(cd "$venv" && pwd -P)/bin/python"* ]]; then
+    rm -rf "$venv"
+  fi
   [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
   local stamp
   stamp=$(cat "${stamp_files[@]}")

@@ -10,7 +10,7 @@
 """
 
 from .errors import ApiError, FleetError, HashMismatch, PublishError
-from .events import EventListener, ListenerClosed, SequenceFilter, binding_keys, routing_word
+from .events import BrokerError, EventListener, ListenerClosed, SequenceFilter, binding_keys, routing_word
 from .hashing import SNAPSHOT_MEMBERS, canonical_snapshot, payload_hash, snapshot
 from .http import FleetClient, Submitted
 from .models import (
@@ -38,6 +38,7 @@ __all__ = [
     "Action",
     "ApiError",
     "ApprovalStatus",
+    "BrokerError",
     "ContractPayload",
     "DealCreatePayload",
     "DealUpdatePayload",

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import aio_pika
+import aiormq.exceptions
+from yarl import URL
 from aio_pika.abc import AbstractConnection, AbstractIncomingMessage, AbstractQueue
 
 from .errors import FleetError
@@ -53,8 +55,15 @@ class SequenceFilter:
             self.seen[operation_id] = sequence
 
 
-class ListenerClosed(FleetError):
-    """The listener lost its connection or channel; events since may be missed."""
+class BrokerError(FleetError):
+    """The listener could not reach the broker (`code` `broker_unreachable`), or the broker
+    refused what it asked (`access_refused` and the like: a queue name outside
+    `events.<principal>/`, a binding for another tenant)."""
+
+
+class ListenerClosed(BrokerError):
+    """The listener lost its connection or channel (`code` `listener_closed`); events since
+    may be missed, so catch up through the API."""
 
 
 class EventListener:
@@ -86,7 +95,9 @@ class EventListener:
         durable: bool = False,
         expires_ms: int | None = None,
         prefetch: int = 64,
+        connect_timeout_s: float = 10.0,
     ) -> None:
+        self.connect_timeout_s = connect_timeout_s
         self.amqp_url = amqp_url
         self.namespace = namespace
         self.tenants = list(tenants)
@@ -104,7 +115,7 @@ class EventListener:
         self._queue: AbstractQueue | None = None
         # Deliveries wait here for next_event; None says the channel or connection closed.
         self._messages: asyncio.Queue[AbstractIncomingMessage | None] = asyncio.Queue()
-        self._open = False
+        self._live = False
         self._pending: AbstractIncomingMessage | None = None
 
     async def __aenter__(self) -> EventListener:
@@ -115,10 +126,28 @@ class EventListener:
         await self.close()
 
     async def open(self) -> None:
-        """Connect, declare the queue and bind it for every tenant."""
+        """Connect, declare the queue and bind it for every tenant; raises BrokerError."""
+        try:
+            await self._open()
+        except (aiormq.exceptions.AMQPError, OSError, asyncio.TimeoutError) as e:
+            await self.close()
+            if "ACCESS_REFUSED" in str(e):  # a wrong password, or a name not ours
+                code = "access_refused"
+            elif isinstance(e, (aiormq.exceptions.AMQPConnectionError, OSError,
+                                asyncio.TimeoutError)):
+                code = "broker_unreachable"
+            else:
+                code = "broker_refused"
+            raise BrokerError(f"the event listener could not start: {type(e).__name__}: {e}",
+                              code=code) from e
+
+    async def _open(self) -> None:
         # Not the robust connection: a queue of ours that vanished with a lost connection
         # would come back empty, and the caller must know to catch up through the API.
-        self._connection = await aio_pika.connect(self.amqp_url)
+        # Made here rather than by aio_pika.connect so that a connection that never came up
+        # is still ours to close (left to the collector, it warns of an un-awaited close).
+        self._connection = aio_pika.Connection(URL(self.amqp_url))
+        await self._connection.connect(timeout=self.connect_timeout_s)
         self._connection.close_callbacks.add(self._on_close)
         channel = await self._connection.channel()
         channel.close_callbacks.add(self._on_close)
@@ -139,22 +168,25 @@ class EventListener:
         # A callback feeding a queue of our own, not aio-pika's iterator: a wait that times
         # out must leave the consumer as it is.
         await self._queue.consume(self._on_message)
-        self._open = True
+        self._live = True
 
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
         self._messages.put_nowait(message)
 
     def _on_close(self, *_: Any) -> None:
-        self._open = False
+        self._live = False
         self._messages.put_nowait(None)
 
     async def close(self) -> None:
         connection, self._connection = self._connection, None
-        self._open = False
+        self._live = False
         self._pending = None
         if connection is not None and not connection.is_closed:
             # An unacknowledged event goes back to the queue, to be handled again.
-            await connection.close()
+            try:
+                await connection.close()
+            except (aiormq.exceptions.AMQPError, OSError, RuntimeError):
+                pass
         self._queue = None
 
     async def delete_queue(self) -> None:
@@ -165,7 +197,7 @@ class EventListener:
     async def _ack_pending(self) -> None:
         if self._pending is not None:
             message, self._pending = self._pending, None
-            if self._open:
+            if self._live:
                 await message.ack()
 
     async def next_event(self, timeout: float | None = None) -> Event | None:
