@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the client's tests, the unit tests and the integration tests, against a real local
-# fleet.
+# fleet, after checking its types.
 #
 # Needs PostgreSQL and RabbitMQ as in the README (bash .ci/services) and the binaries built
 # (cargo build --workspace --bins; BIN_DIR picks another build). It makes a venv in
@@ -21,6 +21,9 @@ source examples/local-fleet.sh
 
 local_fleet_venv "$VENV" "$HERE/requirements.txt" "$HERE/pyproject.toml" -- \
   -r "$HERE/requirements.txt" -e "$HERE"
+
+# The types first (mypy --strict, as pyproject.toml configures it): seconds, no fleet needed.
+"$VENV/bin/python" -m mypy --config-file "$HERE/pyproject.toml" --cache-dir "$VENV/mypy-cache" "$HERE/src"
 
 local_fleet_start pyclient
 local_fleet_agent "client-$RUN"
