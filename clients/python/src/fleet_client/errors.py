@@ -84,8 +84,10 @@ class ApiError(FleetError):
 
 class PublishError(FleetError):
     """The broker did not take an intent: returned as unroutable (`code` `unroutable`: the
-    entry exchange reaches no queue, e.g. a wrong namespace), refused (`nacked`), or not
-    confirmed after every attempt (`not_confirmed`). Resending the same intent is safe."""
+    entry exchange reaches no queue, e.g. a wrong namespace), refused outright
+    (`access_refused`: an exchange this user may not write to; `refused`: a `user_id` that
+    is not the connection's user, or no such exchange), nacked (`nacked`), or not confirmed
+    after every attempt (`not_confirmed`). Resending the same intent is safe."""
 
 
 class HashMismatch(FleetError):

@@ -109,6 +109,15 @@ class QueueSubmitter:
                     "(is the namespace right?)",
                     code="unroutable",
                 ) from e
+            except pika.exceptions.ChannelClosedByBroker as e:
+                # The broker judged the message itself (a user_id that is not the
+                # connection's user, an exchange this user may not write to, or none):
+                # sending it again gets the same answer.
+                self.close()
+                raise PublishError(
+                    f"the broker refused the intent: {e.reply_code} {e.reply_text}",
+                    code="access_refused" if e.reply_code == 403 else "refused",
+                ) from e
             except pika.exceptions.NackError as e:
                 last = PublishError("the broker refused the intent", code="nacked")
                 last.__cause__ = e

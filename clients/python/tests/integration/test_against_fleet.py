@@ -18,6 +18,7 @@ from fleet_client import (
     Event,
     EventListener,
     FleetClient,
+    PublishError,
     QueueSubmitter,
     Status,
     new_operation_id,
@@ -85,6 +86,14 @@ def test_submit_over_the_queue_records_the_principal_as_submitter(
     assert view.approval_status is ApprovalStatus.PENDING
 
 
+def test_a_user_id_other_than_the_connections_is_refused_by_the_broker(fleet: Fleet) -> None:
+    with QueueSubmitter(fleet.agent_amqp_url, namespace=fleet.namespace,
+                        broker_user="someone-else") as queue:
+        with pytest.raises(PublishError) as refused:
+            queue.publish(seed_payment())
+    assert refused.value.code == "refused"
+
+
 def test_wait_for_decision_returns_once_fleetctl_approve_approved_it_then_final(
     fleet: Fleet, client: FleetClient
 ) -> None:
@@ -137,13 +146,21 @@ async def test_listener_sees_prepared_to_succeeded_once_each_and_drops_duplicate
         assert "approved" in names and "executing" in names
         assert [e.sequence for e in events] == list(range(1, len(events) + 1))
 
-        # Every event again, as a redelivery would bring it: the listener drops them all.
-        bodies = [json.dumps({"specversion": "1.0", "id": e.id, "source": e.source,
-                              "type": e.type, "subject": e.subject, "time": e.time,
-                              "datacontenttype": "application/json",
-                              "data": dict(e.data.raw)}).encode() for e in events]
-        await asyncio.to_thread(_put_in_queue, fleet.admin_amqp_url, listener.queue_name, bodies)
-        assert await listener.next_event(timeout=3) is None
+        # Every event again, as a redelivery would bring it, then one with the next
+        # sequence: the listener drops the copies and hands over only the new one.
+        def body(e: Event, sequence: int) -> bytes:
+            return json.dumps({"specversion": "1.0", "id": f"{e.subject}.{sequence}",
+                               "source": e.source, "type": e.type, "subject": e.subject,
+                               "time": e.time, "datacontenttype": "application/json",
+                               "data": dict(e.data.raw, sequence=sequence)}).encode()
+
+        copies = [body(e, e.sequence) for e in events]
+        newer = body(events[-1], len(events) + 1)
+        await asyncio.to_thread(_put_in_queue, fleet.admin_amqp_url, listener.queue_name,
+                                copies + [newer])
+        next_one = await listener.next_event(timeout=10)
+        assert next_one is not None and next_one.sequence == len(events) + 1
+        assert await listener.next_event(timeout=1) is None
 
 
 def _put_in_queue(admin_url: str, queue: str, bodies: list[bytes]) -> None:
