@@ -140,7 +140,10 @@ async fn observe(request: Request, next: Next) -> Response {
 /// Serves the API on `listener` until `shutdown` is cancelled; waiting requests then
 /// answer at once and in-flight requests finish before it returns.
 pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<()> {
-    let public_url = deps.settings.public_url(deps.listener.local_addr()?);
+    let public_url = deps
+        .settings
+        .public_url(deps.listener.local_addr()?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let caps = deps
         .settings
         .waiter_caps()

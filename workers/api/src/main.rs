@@ -55,7 +55,10 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(cli.api.api_addr)
         .await
         .with_context(|| format!("binding the API address {}", cli.api.api_addr))?;
-    let public_url = cli.api.public_url(listener.local_addr()?);
+    let public_url = cli
+        .api
+        .public_url(listener.local_addr()?)
+        .map_err(anyhow::Error::msg)?;
     let console = Console::from_settings(
         &cli.console,
         public_url.as_str(),

@@ -117,10 +117,19 @@ impl ApiSettings {
     }
 
     /// `API_PUBLIC_URL`, or the address the API actually listens on (`listening`).
-    pub fn public_url(&self, listening: SocketAddr) -> PublicUrl {
-        self.api_public_url
-            .clone()
-            .unwrap_or_else(|| PublicUrl::listening_on(listening))
+    /// Where links handed out lead: `API_PUBLIC_URL`, else the address listened on. An
+    /// address that names every interface (`0.0.0.0`, `::`) is no address anyone can
+    /// reach: links built on it would lead nowhere, so the start is refused instead.
+    pub fn public_url(&self, listening: SocketAddr) -> Result<PublicUrl, String> {
+        match &self.api_public_url {
+            Some(url) => Ok(url.clone()),
+            None if listening.ip().is_unspecified() => Err(format!(
+                "API_ADDR {listening} listens on every interface, which is no address a person \
+                 or an agent can open: set API_PUBLIC_URL to the URL they reach the API at \
+                 (e.g. https://fleet.example.com), on which approval links are built"
+            )),
+            None => Ok(PublicUrl::listening_on(listening)),
+        }
     }
 }
 
@@ -181,16 +190,23 @@ mod tests {
         let listening = SocketAddr::from(([127, 0, 0, 1], 43210));
         if std::env::var_os("API_PUBLIC_URL").is_none() {
             assert_eq!(
-                cli.api.public_url(listening).as_str(),
+                cli.api.public_url(listening).unwrap().as_str(),
                 "http://127.0.0.1:43210"
             );
+            let everywhere = SocketAddr::from(([0, 0, 0, 0], 8080));
+            let refused = cli.api.public_url(everywhere).unwrap_err();
+            assert!(refused.contains("API_PUBLIC_URL"), "{refused}");
         }
         let cli =
             Cli::try_parse_from(["bin", "--api-public-url=https://fleet.example.com/"]).unwrap();
         assert_eq!(
-            cli.api.public_url(listening).as_str(),
+            cli.api.public_url(listening).unwrap().as_str(),
             "https://fleet.example.com"
         );
+        assert!(cli
+            .api
+            .public_url(SocketAddr::from(([0, 0, 0, 0], 8080)))
+            .is_ok());
         assert!(Cli::try_parse_from(["bin", "--api-public-url=fleet.example.com"]).is_err());
     }
 
