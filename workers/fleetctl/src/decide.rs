@@ -21,7 +21,7 @@ pub struct ApiConnection {
     /// The bearer token of the principal deciding (`fleetctl token create`). Prefer the
     /// environment variable: a flag shows in the process list.
     #[arg(long, env = "FLEET_TOKEN", hide_env_values = true)]
-    pub token: Secret<String>,
+    pub token: Option<Secret<String>>,
 }
 
 /// A client of the decision routes.
@@ -40,8 +40,14 @@ impl DecisionClient {
         }
     }
 
-    pub fn from_args(conn: &ApiConnection) -> DecisionClient {
-        DecisionClient::new(&conn.api_url, conn.token.clone())
+    /// The client of `conn`, or why there is none: a decision is made as the principal
+    /// of a token, and the message names where the token comes from.
+    pub fn from_args(conn: &ApiConnection) -> anyhow::Result<DecisionClient> {
+        let token = conn.token.clone().context(
+            "no token: set FLEET_TOKEN (or pass --token) to the token of the principal who \
+             decides; an administrator creates one with `fleetctl token create`",
+        )?;
+        Ok(DecisionClient::new(&conn.api_url, token))
     }
 
     /// GETs the operation's view (what the caller may see of it).

@@ -10,6 +10,7 @@ use fleetctl::{broker_setup, demo, hash, inspect, operator, principal, submit, t
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     fleet_runtime::init_tracing_with_default(fleet_runtime::LogFormat::Text, "warn,lapin=off");
     let db = cli.conn.database_url.expose();
@@ -45,14 +46,14 @@ async fn main() -> anyhow::Result<()> {
         } => {
             // Read before anything is asked of the API: a wrong path fails here.
             let key = key.as_deref().map(key::read_private).transpose()?;
-            let client = DecisionClient::from_args(&api);
+            let client = DecisionClient::from_args(&api)?;
             decide::approve(&client, &operation_id, &hash, key.as_ref()).await?
         }
         Command::Reject {
             operation_id,
             reason,
             api,
-        } => decide::reject(&DecisionClient::from_args(&api), &operation_id, &reason).await?,
+        } => decide::reject(&DecisionClient::from_args(&api)?, &operation_id, &reason).await?,
         Command::Show {
             operation_id,
             output,
@@ -71,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
             api,
         } => {
             decide::resolve(
-                &DecisionClient::from_args(&api),
+                &DecisionClient::from_args(&api)?,
                 &operation_id,
                 &outcome,
                 external_id.as_deref(),
@@ -83,7 +84,7 @@ async fn main() -> anyhow::Result<()> {
             operation_id,
             reason,
             api,
-        } => decide::dispute(&DecisionClient::from_args(&api), &operation_id, &reason).await?,
+        } => decide::dispute(&DecisionClient::from_args(&api)?, &operation_id, &reason).await?,
         Command::Reconcile { operation_id } => {
             let publisher = Publisher::connect(&cli.conn.broker()).await?;
             operator::reconcile(&store()?, &publisher, &operation_id).await?;
@@ -104,4 +105,15 @@ async fn main() -> anyhow::Result<()> {
         Command::Demo(args) => demo::run(&cli.conn, args).await?,
     }
     Ok(())
+}
+
+/// `fleetctl list | head -2`: when the reader goes away, end quietly as every Unix tool
+/// does. Rust ignores SIGPIPE, so a write to a closed pipe would be an error, and
+/// `println!` panics on it (exit 101 and a backtrace hint) instead.
+fn restore_default_sigpipe() {
+    // SAFETY: only the process-wide disposition of one signal is set back to its default;
+    // no handler runs, so no code of ours executes in signal context.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

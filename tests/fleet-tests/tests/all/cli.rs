@@ -226,3 +226,49 @@ async fn a_database_without_the_schema_says_to_run_migrate() {
     }
     fleet_store::drop_database(&bare).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_reader_that_stops_early_ends_fleetctl_quietly() {
+    let fleet = TestFleet::start().await;
+    for _ in 0..3 {
+        fleet.submit(&intent()).await;
+    }
+    // `fleetctl list | head -1`: the reader takes one line and closes the pipe.
+    let mut child = std::process::Command::new(bin_dir().join("fleetctl"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &fleet.database_url)
+        .args(["principal", "list"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn a_decision_without_a_token_says_where_the_token_comes_from() {
+    let out = tokio::process::Command::new(bin_dir().join("fleetctl"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .args([
+            "approve",
+            "op_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+            "--hash",
+            "sha256:00",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("FLEET_TOKEN") && stderr.contains("fleetctl token create"),
+        "{stderr}"
+    );
+}
