@@ -29,6 +29,7 @@ mod tools;
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Request, State};
+use axum::http::{header, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -41,6 +42,10 @@ use crate::state::AppState;
 
 /// A JSON-RPC request carries an intent's arguments plus a little framing.
 const MAX_REQUEST_BYTES: usize = 2 * MAX_INTENT_BYTES;
+/// JSON-RPC 2.0: the body is not JSON.
+const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC 2.0: JSON, but no request object.
+const INVALID_REQUEST: i64 = -32600;
 
 /// `/mcp`, authenticated.
 pub fn router(state: AppState) -> Router {
@@ -62,7 +67,72 @@ pub fn router(state: AppState) -> Router {
     );
     Router::new()
         .route_service("/mcp", service)
+        .route_layer(middleware::from_fn(framing))
         .route_layer(middleware::from_fn_with_state(state, authenticate))
+}
+
+/// A JSON-RPC error an MCP client can read, for a message the SDK never sees: `id` is null,
+/// since none could be read.
+fn jsonrpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    });
+    (status, axum::Json(body)).into_response()
+}
+
+/// JSON-RPC's own answers to a POST that is no JSON-RPC message: not JSON at all is -32700
+/// (parse error), JSON that is no request object is -32600 (invalid request), both in JSON
+/// as a client of the protocol expects, never in plain text. A well-formed message goes
+/// on to the SDK unchanged.
+async fn framing(request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let json_content = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json_content {
+        return jsonrpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            INVALID_REQUEST,
+            "a JSON-RPC message is sent with Content-Type: application/json",
+        );
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BYTES).await else {
+        return jsonrpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            INVALID_REQUEST,
+            "the message is larger than the server takes",
+        );
+    };
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(_) => {
+            return jsonrpc_error(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                "parse error: the body is not JSON",
+            )
+        }
+        // An array is a batch, which the older protocol revision allows: the SDK judges it.
+        Ok(serde_json::Value::Array(_)) => {}
+        Ok(serde_json::Value::Object(m))
+            if m.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0") => {}
+        Ok(_) => {
+            return jsonrpc_error(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                "invalid request: a JSON-RPC 2.0 message is an object with \"jsonrpc\": \"2.0\"",
+            )
+        }
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }
 
 /// Admits a request with a valid bearer token and hands its principal to the tools (in the

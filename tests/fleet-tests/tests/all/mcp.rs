@@ -723,3 +723,61 @@ async fn no_tool_argument_or_token_reaches_the_apis_log_even_at_trace() {
     }
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn a_message_that_is_no_json_rpc_gets_json_rpcs_own_error_in_json() {
+    let (fleet, api) = fleet_with_api(&[]).await;
+    let token = fleet
+        .token("mcp-framing", fleet_core::Role::Agent, &["org_482"])
+        .await;
+    let post = |content_type: &'static str, body: &'static str| {
+        fleet
+            .http
+            .post(api.url("/mcp"))
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    for (content_type, body, status, code) in [
+        (
+            "application/json",
+            "{\"jsonrpc\": \"2.0\", \"id\": 1,",
+            400,
+            -32700,
+        ),
+        ("application/json", "not json", 400, -32700),
+        (
+            "application/json",
+            "{\"id\": 1, \"method\": \"tools/list\"}",
+            400,
+            -32600,
+        ),
+        ("application/json", "42", 400, -32600),
+        (
+            "text/plain",
+            "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}",
+            415,
+            -32600,
+        ),
+    ] {
+        let response = post(content_type, body).await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "{body}");
+        assert!(response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json"));
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(answer["jsonrpc"], json!("2.0"), "{body}");
+        assert_eq!(answer["id"], Value::Null);
+        assert_eq!(answer["error"]["code"], json!(code), "{body}: {answer}");
+    }
+    // A well-formed message still reaches the server.
+    let agent = api.mcp(&token).await.unwrap();
+    assert!(agent.server_instructions().is_some_and(
+        |text| text.contains("order_status_change") && text.contains("list_operations")
+    ));
+    agent.close().await;
+    fleet.stop().await;
+}

@@ -1,8 +1,11 @@
 //! The MCP server itself: what it says about itself, its tools, and the dispatch of a
 //! call to the tool, for the principal the request authenticated as.
 
+use std::sync::LazyLock;
+
 use axum::http::request::Parts;
 use fleet_core::intent::proposal::action_of_tool;
+use fleet_core::Action;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -18,12 +21,27 @@ use crate::error::ApiError;
 use crate::request_slots::HeldSlot;
 use crate::state::AppState;
 
-const INSTRUCTIONS: &str = "fleet executes payments, refunds and CRM changes that a person approved, \
-exactly once. Propose one with its tool (payment_create, refund_create, crm_deal_create, crm_deal_update): \
-it is stored and answered at once with an approval link for a person. Nothing happens until that person \
-approves it in fleet; then follow it with get_operation (wait_for \"final\"). An operation that is \
-\"unknown\" or \"escalated\" is being settled, not failed: never propose it again. To retry a proposal \
-safely, call again with the operation_id it answered with.";
+/// What the server tells an agent about itself: every tool of the catalogue by name (built
+/// from it, so a new action's tool is never missing from the text), and how a proposal goes.
+fn instructions() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        let proposals: Vec<&str> = Action::ALL
+            .into_iter()
+            .map(|a| a.spec().tool.name)
+            .collect();
+        format!(
+            "fleet executes side effects (payments, refunds, CRM changes, order status changes, \
+             contracts) that a person approved, exactly once. Propose one with its tool ({}): it is \
+             stored and answered at once with an approval link for a person. Nothing happens until \
+             that person approves it in fleet; then follow it with {GET_OPERATION} (wait_for \
+             \"final\"), or see your operations with {LIST_OPERATIONS}. An operation that is \
+             \"unknown\" or \"escalated\" is being settled, not failed: never propose it again. To \
+             retry a proposal safely, call again with the operation_id it answered with.",
+            proposals.join(", ")
+        )
+    });
+    &TEXT
+}
 
 /// One per request (the service is stateless); cheap to make.
 #[derive(Clone)]
@@ -56,7 +74,7 @@ impl ServerHandler for FleetMcp {
             .with_server_info(
                 Implementation::new("fleet", env!("CARGO_PKG_VERSION")).with_title("fleet"),
             )
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(instructions())
     }
 
     async fn list_tools(
@@ -103,5 +121,22 @@ impl ServerHandler for FleetMcp {
             "mcp tool called"
         );
         Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_instructions_name_every_tool_of_the_catalogue() {
+        let text = instructions();
+        for tool in catalogue() {
+            assert!(
+                text.contains(tool.name.as_ref()),
+                "{} missing: {text}",
+                tool.name
+            );
+        }
     }
 }
