@@ -21,7 +21,7 @@ use crate::error::{ErrorBody, ErrorDetail};
         description = "Submit intents, follow the operations they become, and decide on them. Every request carries `Authorization: Bearer <token>` (`fleetctl token create`); a caller sees, submits and decides only for the tenants its principal was granted, and only what its role permits (agents submit, approvers approve and reject, operators resolve and dispute).",
     ),
     modifiers(&BearerAuth),
-    components(schemas(ErrorBody, ErrorDetail, IntentV1, OperationView, OperationPage, ApproveBody, RejectBody, ResolveBody, DisputeBody)),
+    components(schemas(ErrorBody, ErrorDetail, IntentV1, OperationView, OperationPage, StatusName, ApprovalStatusName, ApproveBody, RejectBody, ResolveBody, DisputeBody)),
     tags(
         (name = "intents", description = "Proposing side effects."),
         (name = "operations", description = "Following them."),
@@ -115,8 +115,7 @@ pub struct OperationView {
     /// operation that is no payment. Immutable.
     #[schema(value_type = Option<Vec<Object>>)]
     risk: Option<Vec<serde_json::Value>>,
-    /// not_started, in_progress, accepted, unknown, succeeded, failed, cancelled, disputed.
-    status: String,
+    status: StatusName,
     /// Why it is in this status, when a reason was recorded (e.g. `superseded`).
     reason: Option<String>,
     /// The provider's error code of a failed operation.
@@ -125,8 +124,8 @@ pub struct OperationView {
     external_id: Option<String>,
     /// Waiting for a person (an operator) to settle it.
     escalated: bool,
-    /// pending, approved, rejected, expired.
-    approval_status: String,
+    approval_status: ApprovalStatusName,
+    #[schema(value_type = String, format = DateTime)]
     approval_expires_at: String,
     /// Distinct approvers the operation's quorum policy requires (fixed when it was prepared).
     approvals_required: i64,
@@ -135,14 +134,50 @@ pub struct OperationView {
     approvals_received: i64,
     /// The approver whose approval completed the quorum, or who rejected it.
     decided_by: Option<String>,
+    #[schema(value_type = Option<String>, format = DateTime)]
     decided_at: Option<String>,
     /// The principal that submitted it through the API (null for the queue).
     submitted_by: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
     created_at: String,
+    #[schema(value_type = String, format = DateTime)]
     updated_at: String,
+    #[schema(value_type = Option<String>, format = DateTime)]
     unknown_since: Option<String>,
+    #[schema(value_type = Option<String>, format = DateTime)]
     escalated_at: Option<String>,
+    #[schema(value_type = Option<String>, format = DateTime)]
     resolved_at: Option<String>,
+}
+
+/// Where an operation stands (`fleet_core::Status`; a test keeps the two the same).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusName {
+    /// Prepared; waiting for its approval or for a worker to claim it.
+    NotStarted,
+    /// Claimed; the provider is being called.
+    InProgress,
+    /// The provider accepted it asynchronously; the final answer follows.
+    Accepted,
+    /// The provider's answer was lost; reconciliation is finding out (never a failure).
+    Unknown,
+    Succeeded,
+    Failed,
+    Cancelled,
+    /// An operator took it out of the workers' hands.
+    Disputed,
+}
+
+/// Where its approval stands (`fleet_core::ApprovalStatus`; a test keeps the two the same).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatusName {
+    Pending,
+    Approved,
+    Rejected,
+    /// Nobody decided before `approval_expires_at`.
+    Expired,
 }
 
 /// One page of a listing.
@@ -151,4 +186,48 @@ pub struct OperationPage {
     data: Vec<OperationView>,
     /// Pass as `cursor` for the next page; null on the last page.
     next_cursor: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use fleet_core::{ApprovalStatus, Status};
+    use serde_json::Value;
+    use utoipa::OpenApi;
+
+    fn schema(name: &str) -> Value {
+        let doc = serde_json::to_value(super::ApiDoc::openapi()).unwrap();
+        doc["components"]["schemas"][name].clone()
+    }
+
+    fn names(schema: &Value) -> Vec<String> {
+        schema["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no enum in {schema}"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_documented_statuses_are_cores() {
+        let core: Vec<String> = Status::ALL.iter().map(|s| s.as_str().to_owned()).collect();
+        assert_eq!(names(&schema("StatusName")), core);
+        let core: Vec<String> = ApprovalStatus::ALL
+            .iter()
+            .map(|s| s.as_str().to_owned())
+            .collect();
+        assert_eq!(names(&schema("ApprovalStatusName")), core);
+    }
+
+    #[test]
+    fn times_are_documented_as_date_times() {
+        let view = schema("OperationView");
+        for field in ["created_at", "updated_at", "approval_expires_at"] {
+            assert_eq!(view["properties"][field]["format"], "date-time", "{field}");
+        }
+        for field in ["decided_at", "unknown_since", "escalated_at", "resolved_at"] {
+            let text = view["properties"][field].to_string();
+            assert!(text.contains("date-time"), "{field}: {text}");
+        }
+    }
 }
