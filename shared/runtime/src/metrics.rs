@@ -273,7 +273,8 @@ const DESCRIPTIONS: &[Description] = &[
         Kind::Histogram(API_REQUEST_DURATION_BUCKETS_SECONDS),
         Unit::Seconds,
         "HTTP API requests from arrival to answer (route: the route template, with \
-         `?wait_for` appended for a long-poll; method; status_class: 2xx, 4xx, 5xx, …).",
+         `?wait_for` appended for a long-poll; method: GET, POST, … or other; status_class: 2xx, \
+         4xx, 5xx, …).",
     ),
     describe(
         names::API_WAITING_REQUESTS,

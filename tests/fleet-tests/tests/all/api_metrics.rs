@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use fleet_core::Role;
 use fleet_tests::{eventually, intent, intent_bytes, op_of, TestFleet};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 
 const TENANT: &str = "org_482";
 const HISTOGRAM: &str = "fleet_api_request_duration_seconds";
@@ -79,12 +79,20 @@ async fn the_request_histogram_is_labelled_by_route_template_method_and_status_c
     );
     let anonymous = http.get(api.url("/v1/operations")).send().await.unwrap();
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    // Any token is a method to HTTP; each must not become a series of its own.
+    let invented = Method::from_bytes(b"BREW").unwrap();
+    let brewed = http
+        .request(invented, api.url("/v1/intents"))
+        .send()
+        .await
+        .unwrap();
+    assert!(brewed.status().is_client_error(), "{}", brewed.status());
 
     let count = format!("{HISTOGRAM}_count");
     let sum = format!("{HISTOGRAM}_sum");
     let bucket = format!("{HISTOGRAM}_bucket");
     // The observation is recorded once the answer is built, just before it is sent.
-    let text = eventually("the five requests on /metrics", || async {
+    let text = eventually("the six requests on /metrics", || async {
         let text = http
             .get(format!("{}/metrics", api.admin_url))
             .send()
@@ -94,7 +102,7 @@ async fn the_request_histogram_is_labelled_by_route_template_method_and_status_c
             .await
             .ok()?;
         let total: f64 = samples_of(&text, &count).iter().map(|(_, v)| v).sum();
-        (total >= 5.0).then_some(text)
+        (total >= 6.0).then_some(text)
     })
     .await;
 
@@ -114,6 +122,15 @@ async fn the_request_histogram_is_labelled_by_route_template_method_and_status_c
     );
     assert_eq!(series("/v1/operations/{id}", "GET", "4xx"), Some(1.0));
     assert_eq!(series("/v1/operations", "GET", "4xx"), Some(1.0));
+
+    let methods: Vec<String> = samples_of(&text, &count)
+        .into_iter()
+        .filter_map(|(labels, _)| labels.get("method").cloned())
+        .collect();
+    assert!(
+        methods.iter().any(|m| m == "other") && !methods.iter().any(|m| m == "BREW"),
+        "methods: {methods:?}"
+    );
 
     let waited = value(
         &text,
