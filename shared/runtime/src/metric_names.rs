@@ -31,6 +31,7 @@ pub const RECONCILE_SWEEPS_TOTAL: &str = "fleet_reconcile_sweeps_total";
 pub const DUPLICATE_EFFECTS_DETECTED_TOTAL: &str = "fleet_duplicate_effects_detected_total";
 pub const API_REQUESTS_TOTAL: &str = "fleet_api_requests_total";
 pub const API_WAITING_REQUESTS: &str = "fleet_api_waiting_requests";
+pub const API_REQUEST_DURATION_SECONDS: &str = "fleet_api_request_duration_seconds";
 pub const EVENTS_PUBLISHED_TOTAL: &str = "fleet_events_published_total";
 pub const EVENTS_PUBLISH_FAILURES_TOTAL: &str = "fleet_events_publish_failures_total";
 pub const OUTBOX_BACKLOG: &str = "fleet_outbox_backlog";
@@ -80,6 +81,7 @@ pub const ALL: &[&str] = &[
     BUILD_INFO,
     API_REQUESTS_TOTAL,
     API_WAITING_REQUESTS,
+    API_REQUEST_DURATION_SECONDS,
     EVENTS_PUBLISHED_TOTAL,
     EVENTS_PUBLISH_FAILURES_TOTAL,
     OUTBOX_BACKLOG,

@@ -30,6 +30,16 @@ pub const WEBHOOK_LATENCY_BUCKETS_SECONDS: &[f64] = &[
     3600.0,
 ];
 
+/// Buckets for one fleet-api request, from its arrival to its answer: 1 ms … 90 s. Most
+/// answers take milliseconds; a long-poll (`wait_for`, at most 60 s) ends at its timeout or
+/// when the operation moves, hence the buckets up to and just past a minute. Long-polls
+/// have a route label of their own (see fleet-api's `observe`), so their durations never
+/// enter the quantiles of the other routes; the top buckets serve them, and a request
+/// queued behind `API_REQUEST_QUEUE_MS`.
+pub const API_REQUEST_DURATION_BUCKETS_SECONDS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 90.0,
+];
+
 /// Buckets for lifecycle spans measured in minutes to a day: 100 ms … 24 h.
 pub const LIFECYCLE_BUCKETS_SECONDS: &[f64] = &[
     0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0,
@@ -259,6 +269,14 @@ const DESCRIPTIONS: &[Description] = &[
         "HTTP API requests answered (route: the route template, status: the HTTP status code).",
     ),
     describe(
+        names::API_REQUEST_DURATION_SECONDS,
+        Kind::Histogram(API_REQUEST_DURATION_BUCKETS_SECONDS),
+        Unit::Seconds,
+        "HTTP API requests from arrival to answer (route: the route template, with \
+         `?wait_for` appended for a long-poll; method: GET, POST, … or other; status_class: 2xx, \
+         4xx, 5xx, …).",
+    ),
+    describe(
         names::API_WAITING_REQUESTS,
         Kind::Gauge,
         Unit::Count,
@@ -353,6 +371,7 @@ mod tests {
         }
         assert_eq!(CALL_DURATION_BUCKETS_SECONDS.first(), Some(&0.001));
         assert_eq!(CALL_DURATION_BUCKETS_SECONDS.last(), Some(&60.0));
+        assert_eq!(API_REQUEST_DURATION_BUCKETS_SECONDS.last(), Some(&90.0));
         assert_eq!(LIFECYCLE_BUCKETS_SECONDS.first(), Some(&0.1));
         assert_eq!(LIFECYCLE_BUCKETS_SECONDS.last(), Some(&86400.0));
     }

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
-use axum::http::header;
+use axum::http::{header, Method};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -121,20 +121,81 @@ pub fn app(state: AppState, slots: request_slots::Slots) -> (Router, utoipa::ope
     (router, doc)
 }
 
-/// Counts and logs every answer by route template and status (never the path itself, which
-/// carries an operation id, nor any header).
+/// The route that long-polls when asked (`?wait_for=`); see [`route_label`].
+const LONG_POLL_ROUTE: &str = "/v1/operations/{id}";
+
+/// Counts, times and logs every answer by route template and status (never the path
+/// itself, which carries an operation id, nor any header).
+///
+/// `fleet_api_requests_total{route,status}` keeps the exact status (a 429 from a 503 matters
+/// to whoever reads it); the duration histogram has the status class instead, so that its
+/// series stay few, and its `_count` is what the dashboard and the 5xx alert count
+/// requests by class with: a `status_class` label on the counter would only repeat it.
 async fn observe(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let long_poll = route_label(&route, request.uri().query());
     let method = request.method().clone();
     let response = next.run(request).await;
+    let elapsed = started.elapsed();
     let status = response.status().as_u16();
     metrics::counter!(m::API_REQUESTS_TOTAL, "route" => route.clone(), "status" => status.to_string()).increment(1);
-    tracing::info!(%method, route, status, elapsed_ms = started.elapsed().as_millis() as u64, "answered");
+    metrics::histogram!(
+        m::API_REQUEST_DURATION_SECONDS,
+        "route" => long_poll,
+        "method" => method_label(&method),
+        "status_class" => status_class(status),
+    )
+    .record(elapsed.as_secs_f64());
+    tracing::info!(%method, route, status, elapsed_ms = elapsed.as_millis() as u64, "answered");
     response.into_response()
+}
+
+/// The histogram's route label: the template, and for a request that may long-poll (it
+/// asks `wait_for`) the template with `?wait_for` appended. A long-poll lasts up to 60 s by
+/// design; under the plain template it would drown the quantiles of the quick reads, so it
+/// has a label of its own, and a latency panel leaves it out. MCP's waiting
+/// `get_operation` calls cannot be told apart without reading the body: they are among
+/// `/mcp`.
+fn route_label(route: &str, query: Option<&str>) -> String {
+    let asks_to_wait = query.is_some_and(|q| {
+        q.split('&')
+            .any(|pair| pair.split('=').next() == Some("wait_for"))
+    });
+    if route == LONG_POLL_ROUTE && asks_to_wait {
+        format!("{route}?wait_for")
+    } else {
+        route.to_owned()
+    }
+}
+
+/// The method as a bounded label: a client may send any token as its method (an extension
+/// method reaches the fallback as a 404 or a 405), and each would otherwise be a series.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
+/// `2xx`, `4xx`, `5xx`, … (a bounded label: at most five values).
+fn status_class(status: u16) -> &'static str {
+    match status / 100 {
+        1 => "1xx",
+        2 => "2xx",
+        3 => "3xx",
+        4 => "4xx",
+        _ => "5xx",
+    }
 }
 
 /// Serves the API on `listener` until `shutdown` is cancelled; waiting requests then
@@ -184,4 +245,49 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         tracing::warn!(error = %e, "the wait poller failed");
     }
     served
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_poll_has_its_own_route_label_and_other_queries_do_not() {
+        let long = "/v1/operations/{id}?wait_for";
+        assert_eq!(route_label(LONG_POLL_ROUTE, Some("wait_for=final")), long);
+        assert_eq!(
+            route_label(LONG_POLL_ROUTE, Some("timeout_s=5&wait_for=decision")),
+            long
+        );
+        assert_eq!(route_label(LONG_POLL_ROUTE, None), LONG_POLL_ROUTE);
+        assert_eq!(
+            route_label(LONG_POLL_ROUTE, Some("x_wait_for=1")),
+            LONG_POLL_ROUTE
+        );
+        // Only the operation view waits; elsewhere the parameter is refused (400), and
+        // the label stays the template, so a client cannot multiply the series.
+        assert_eq!(
+            route_label("/v1/operations", Some("wait_for=final")),
+            "/v1/operations"
+        );
+    }
+
+    #[test]
+    fn methods_outside_the_standard_ones_share_one_label() {
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::POST), "POST");
+        let invented = Method::from_bytes(b"XYZ123").expect("an extension method");
+        assert_eq!(method_label(&invented), "other");
+        assert_eq!(method_label(&Method::TRACE), "other");
+    }
+
+    #[test]
+    fn status_classes_are_the_first_digit() {
+        assert_eq!(status_class(200), "2xx");
+        assert_eq!(status_class(204), "2xx");
+        assert_eq!(status_class(429), "4xx");
+        assert_eq!(status_class(503), "5xx");
+        assert_eq!(status_class(101), "1xx");
+        assert_eq!(status_class(302), "3xx");
+    }
 }

@@ -1,6 +1,8 @@
 //! The series fleet-api owns, created at zero when it starts, so that dashboards and
-//! alerts see them from the first scrape. (`fleet_api_requests_total` is not among them:
-//! its status label is only known once a request is answered.)
+//! alerts see them from the first scrape. (`fleet_api_requests_total` and
+//! `fleet_api_request_duration_seconds` are not among them: their status labels are only
+//! known once a request is answered. Rules on them compare rates, for which a series
+//! created at its first request is soon enough.)
 
 use fleet_runtime::metric_names as m;
 
