@@ -73,6 +73,36 @@ impl<'a> OpRef<'a> {
             operation_id,
         }
     }
+
+    pub fn to_key(self) -> OpKey {
+        OpKey::new(self.tenant_id, self.operation_id)
+    }
+}
+
+/// [`OpRef`], owned: what a sweep or a doorbell hands on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpKey {
+    pub tenant_id: String,
+    pub operation_id: String,
+}
+
+impl OpKey {
+    pub fn new(tenant_id: impl Into<String>, operation_id: impl Into<String>) -> Self {
+        OpKey {
+            tenant_id: tenant_id.into(),
+            operation_id: operation_id.into(),
+        }
+    }
+
+    pub fn op(&self) -> OpRef<'_> {
+        OpRef::new(&self.tenant_id, &self.operation_id)
+    }
+}
+
+impl fmt::Display for OpKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.op().fmt(f)
+    }
 }
 
 impl fmt::Display for OpRef<'_> {

@@ -4,7 +4,7 @@
 //! from these rows.) Who may decide is not this module's question: callers ask
 //! `fleet_core::authz` first.
 
-use fleet_core::{Decider, Event, Resolution, Status};
+use fleet_core::{Decider, Event, OpRef, Resolution, Status};
 use serde_json::json;
 
 use crate::{Store, StoreError, Transition, TransitionOutcome};
@@ -44,11 +44,11 @@ impl Store {
     /// Settles the operation as `r.outcome`, with the evidence in its history.
     pub async fn resolve(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         r: Resolve<'_>,
         by: &Decider<'_>,
     ) -> Result<DecisionOutcome, StoreError> {
-        let Some(row) = self.get(operation_id).await? else {
+        let Some(row) = self.get(op).await? else {
             return Ok(DecisionOutcome::NotFound);
         };
         if r.outcome
@@ -63,7 +63,7 @@ impl Store {
             external_id: r.external_id,
             signed_in_with: Some(by.signed_in_with.as_str()),
             ..Transition::new(
-                operation_id,
+                op,
                 row.status,
                 row.fence,
                 r.outcome.event(),
@@ -84,11 +84,11 @@ impl Store {
     /// Takes the operation out of the workers' hands for investigation.
     pub async fn dispute(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         reason: &str,
         by: &Decider<'_>,
     ) -> Result<DecisionOutcome, StoreError> {
-        let Some(row) = self.get(operation_id).await? else {
+        let Some(row) = self.get(op).await? else {
             return Ok(DecisionOutcome::NotFound);
         };
         if row.status == Status::Disputed {
@@ -100,7 +100,7 @@ impl Store {
             evidence: Some(json!({ "reason": reason })),
             signed_in_with: Some(by.signed_in_with.as_str()),
             ..Transition::new(
-                operation_id,
+                op,
                 row.status,
                 row.fence,
                 Event::OperatorDispute,

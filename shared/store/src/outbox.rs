@@ -49,7 +49,8 @@ SELECT o.id, o.operation_id, o.sequence, o.event_type, o.tenant_id, fleet_utc(o.
 FROM operation_outbox o
 WHERE o.published_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM operation_outbox p
-                  WHERE p.operation_id = o.operation_id AND p.sequence < o.sequence AND p.published_at IS NULL)
+                  WHERE p.operation_id = o.operation_id AND p.tenant_id = o.tenant_id
+                    AND p.sequence < o.sequence AND p.published_at IS NULL)
 ORDER BY o.id
 LIMIT $1
 FOR UPDATE OF o SKIP LOCKED";
