@@ -103,7 +103,9 @@ mod tests {
         );
         // A bell from before bells named the tenant names every row with the id.
         assert_eq!(
-            Doorbell::parse(br#"{"schema":"doorbell.v1","operation_id":"op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"}"#),
+            Doorbell::parse(
+                br#"{"schema":"doorbell.v1","operation_id":"op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"}"#
+            ),
             Ok(Rung {
                 operation_id: op,
                 tenant_id: None

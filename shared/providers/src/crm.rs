@@ -163,8 +163,7 @@ impl Adapter for CrmClient {
                 }
                 _ => looked(
                     "external_id_search",
-                    self.find_deals_by_external_id(op.subject.reference)
-                        .await,
+                    self.find_deals_by_external_id(op.subject.reference).await,
                 ),
             }
         })

@@ -5,8 +5,8 @@
 //! `fleet_core::authz` first.
 
 use fleet_core::{
-    judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event,
-    OpRef, PresentedSignature, Quorum, Status,
+    judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event, OpRef,
+    PresentedSignature, Quorum, Status,
 };
 
 use crate::{Store, StoreError, Transition, TransitionOutcome};
@@ -268,10 +268,7 @@ impl Store {
         match self.transition(t, None).await? {
             TransitionOutcome::Moved { .. } => Ok(RejectOutcome::Rejected),
             TransitionOutcome::Refused(_) | TransitionOutcome::Stale => {
-                let now = self
-                    .get(key)
-                    .await?
-                    .expect("operations are never deleted");
+                let now = self.get(key).await?.expect("operations are never deleted");
                 if now.approval_status == ApprovalStatus::Rejected {
                     return Ok(RejectOutcome::AlreadyRejected);
                 }

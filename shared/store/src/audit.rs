@@ -85,11 +85,7 @@ impl Store {
     }
 
     /// The audit's lookup failed: try again after `recheck`.
-    pub async fn postpone_audit(
-        &self,
-        op: OpRef<'_>,
-        recheck: Duration,
-    ) -> Result<(), StoreError> {
+    pub async fn postpone_audit(&self, op: OpRef<'_>, recheck: Duration) -> Result<(), StoreError> {
         let client = self.client().await?;
         client
             .execute(

@@ -71,9 +71,7 @@ impl Store {
     ) -> Result<Option<ConsoleOperation>, StoreError> {
         let client = self.client().await?;
         let stmt = client
-            .prepare_cached(&select(
-                "WHERE o.operation_id = $1 AND o.tenant_id = $2",
-            ))
+            .prepare_cached(&select("WHERE o.operation_id = $1 AND o.tenant_id = $2"))
             .await?;
         Ok(client
             .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])

@@ -62,13 +62,7 @@ impl Store {
             evidence: Some(json!({ "evidence": r.evidence })),
             external_id: r.external_id,
             signed_in_with: Some(by.signed_in_with.as_str()),
-            ..Transition::new(
-                op,
-                row.status,
-                row.fence,
-                r.outcome.event(),
-                &actor,
-            )
+            ..Transition::new(op, row.status, row.fence, r.outcome.event(), &actor)
         };
         Ok(match self.transition(t, None).await? {
             TransitionOutcome::Moved { to, .. } => DecisionOutcome::Moved(to),
@@ -99,13 +93,7 @@ impl Store {
             reason: Some("disputed"),
             evidence: Some(json!({ "reason": reason })),
             signed_in_with: Some(by.signed_in_with.as_str()),
-            ..Transition::new(
-                op,
-                row.status,
-                row.fence,
-                Event::OperatorDispute,
-                &actor,
-            )
+            ..Transition::new(op, row.status, row.fence, Event::OperatorDispute, &actor)
         };
         Ok(match self.transition(t, None).await? {
             TransitionOutcome::Moved { to, .. } => DecisionOutcome::Moved(to),

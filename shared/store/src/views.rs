@@ -104,10 +104,7 @@ impl Store {
 
     /// What decides a wait, for many operations in one statement (by primary key: the ids
     /// find the rows, and the pairs, as the claim writes them, keep each tenant's own).
-    pub async fn wait_states(
-        &self,
-        ops: &[OpKey],
-    ) -> Result<Vec<(OpKey, WaitState)>, StoreError> {
+    pub async fn wait_states(&self, ops: &[OpKey]) -> Result<Vec<(OpKey, WaitState)>, StoreError> {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(

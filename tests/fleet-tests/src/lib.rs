@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
 use fleet_core::reconcile::ProviderContract;
-use fleet_core::{Decider, Doorbell, OperationId, PolicySet, SignIn, Status};
+use fleet_core::{Decider, Doorbell, OpRef, PolicySet, SignIn, Status};
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
 use fleet_prepare::{IntakeRules, PayeeDirectory, PrepareDeps, ProviderCapabilities};
 use fleet_provider_sim::{RunningSim, SimConfig};
@@ -52,6 +52,16 @@ pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
 pub use processes::{bin_dir, WorkerProcess};
 pub use signing::{signed_approval, statement_of};
 pub use wait::{eventually, eventually_within, DEADLINE};
+
+/// The tenant of the intents the tests build ([`intent`]), which holds most of the
+/// operations a test names by id.
+pub const TENANT: &str = "org_482";
+
+/// Operation `op` of the tests' tenant ([`TENANT`]): ids are unique per tenant, so the store
+/// names an operation by both.
+pub fn at(op: &str) -> OpRef<'_> {
+    OpRef::new(TENANT, op)
+}
 pub use webhooks::{
     event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET,
     WEBHOOK_SECRET,
@@ -303,9 +313,11 @@ impl TestFleet {
     }
 
     pub async fn ring_execute(&self, op: &str) {
-        let op = OperationId::parse(op).unwrap();
         self.publisher
-            .publish(Queue::OperationsExecute, &Doorbell::new(&op).to_bytes())
+            .publish(
+                Queue::OperationsExecute,
+                &Doorbell::new(TENANT, op).to_bytes(),
+            )
             .await
             .expect("ring execute");
     }
@@ -317,14 +329,14 @@ impl TestFleet {
     pub async fn approve(&self, op: &str, hash: &str) -> Result<bool, ApprovalOutcome> {
         match self
             .store
-            .approve(op, hash, &TEST_APPROVER, None)
+            .approve(at(op), hash, &TEST_APPROVER, None)
             .await
             .expect("approve")
         {
             ApprovalOutcome::Approved => {}
             other => return Err(other),
         }
-        let bell = Doorbell::new(&OperationId::parse(op).unwrap()).to_bytes();
+        let bell = Doorbell::new(TENANT, op).to_bytes();
         Ok(self
             .publisher
             .publish(Queue::OperationsExecute, &bell)
@@ -364,7 +376,7 @@ impl TestFleet {
         let store = self.store.clone();
         eventually("the operation to be prepared", || {
             let store = store.clone();
-            async move { store.get(op).await.unwrap() }
+            async move { store.get(at(op)).await.unwrap() }
         })
         .await
     }
@@ -374,7 +386,13 @@ impl TestFleet {
         let store = self.store.clone();
         eventually(&format!("{op} to become {status}"), || {
             let store = store.clone();
-            async move { store.get(op).await.unwrap().filter(|r| r.status == status) }
+            async move {
+                store
+                    .get(at(op))
+                    .await
+                    .unwrap()
+                    .filter(|r| r.status == status)
+            }
         })
         .await
     }
@@ -386,7 +404,7 @@ impl TestFleet {
             let store = store.clone();
             async move {
                 store
-                    .get(op)
+                    .get(at(op))
                     .await
                     .unwrap()
                     .filter(|r| r.escalated_at.is_some())
@@ -403,7 +421,7 @@ impl TestFleet {
             let store = store.clone();
             async move {
                 store
-                    .events(op)
+                    .events(at(op))
                     .await
                     .unwrap()
                     .into_iter()

@@ -7,6 +7,7 @@ use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_provider_sim::SimConfig;
 use fleet_providers::Capabilities;
+use fleet_tests::at;
 use fleet_tests::{
     contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent,
     op_of, refund_intent, TestFleet,
@@ -285,7 +286,7 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
     assert_eq!(
         fleet
             .store
-            .get(&new)
+            .get(at(&new))
             .await
             .unwrap()
             .unwrap()
@@ -314,7 +315,7 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
     correction["supersedes"] = json!(first_op);
     fleet.submit(&correction).await;
     fleet.prepared(&op_of(&correction)).await;
-    let old = fleet.store.get(&first_op).await.unwrap().unwrap();
+    let old = fleet.store.get(at(&first_op)).await.unwrap().unwrap();
     assert_eq!(
         (old.status, old.status_reason.as_deref()),
         (Status::Cancelled, Some("superseded"))
@@ -328,7 +329,7 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
     fleet.submit(&late).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("supersedes_executed"));
-    assert!(fleet.store.get(&op_of(&late)).await.unwrap().is_none());
+    assert!(fleet.store.get(at(&op_of(&late))).await.unwrap().is_none());
     fleet.stop().await;
 }
 
@@ -346,7 +347,7 @@ async fn an_intent_for_a_provider_without_idempotency_and_without_lookup_is_refu
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("provider_cannot_execute_safely"));
     assert!(
-        fleet.store.get(&op_of(&i)).await.unwrap().is_none(),
+        fleet.store.get(at(&op_of(&i))).await.unwrap().is_none(),
         "nothing written"
     );
     fleet.stop().await;
@@ -398,17 +399,17 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     fleet.prepared(&op).await;
     fleet
         .store
-        .approve(&op, &hash_of(&first), &fleet_tests::TEST_APPROVER, None)
+        .approve(at(&op), &hash_of(&first), &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     // Claimed once, then released as provably not sent: back to not_started, fence 1.
     let fleet_store::Claim::Claimed(claimed) =
-        fleet.store.claim(&op, 0, "test", 30_000).await.unwrap()
+        fleet.store.claim(at(&op), 0, "test", 30_000).await.unwrap()
     else {
         panic!("claimable")
     };
     let release = fleet_store::Transition::new(
-        &op,
+        at(&op),
         fleet_core::Status::InProgress,
         claimed.fence,
         fleet_core::Event::ProviderNotSent,
@@ -421,7 +422,7 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("supersedes_executed"));
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::NotStarted,
         "the old operation keeps its key and its chance"
     );

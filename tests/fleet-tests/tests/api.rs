@@ -4,6 +4,7 @@
 //! queue only what came through the queue), waiting on an operation, listing with a
 //! cursor, and the OpenAPI document.
 
+use fleet_tests::at;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -180,7 +181,7 @@ fn superseding(old: &str) -> Value {
 }
 
 async fn status_of(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
-    let row = fleet.store.get(op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(op)).await.unwrap().unwrap();
     (row.status, row.approval_status)
 }
 
@@ -215,7 +216,12 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
         (Status::NotStarted, ApprovalStatus::Pending),
         "the colleague's target stays pending"
     );
-    assert!(fleet.store.get(&op_of(&theirs)).await.unwrap().is_none());
+    assert!(fleet
+        .store
+        .get(at(&op_of(&theirs)))
+        .await
+        .unwrap()
+        .is_none());
     // Operators do not submit intents at all, so none supersedes through this route.
     let (status, error) =
         error_of(submit(&fleet, &api, &operator, intent_bytes(&superseding(&op))).await).await;
@@ -241,7 +247,7 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
     assert_eq!(
         fleet
             .store
-            .get(&op)
+            .get(at(&op))
             .await
             .unwrap()
             .unwrap()
@@ -313,7 +319,7 @@ async fn the_queue_supersedes_only_what_came_through_the_queue() {
     );
     assert!(fleet
         .store
-        .get(&op_of(&from_queue))
+        .get(at(&op_of(&from_queue)))
         .await
         .unwrap()
         .is_none());

@@ -4,6 +4,7 @@
 //! GET, idempotent decisions, tenant scope, signing out, and removing a principal.
 
 use fleet_core::{ApprovalStatus, Role, Status};
+use fleet_tests::at;
 use fleet_tests::{
     contract_intent, cookie_value, deal_create_intent, deal_update_intent, form_token, hash_of,
     intent, no_redirects, op_of, order_change_intent, refund_intent, session_of, set_cookie,
@@ -75,7 +76,7 @@ impl Console {
     }
 
     async fn approval(&self, op: &str) -> (Status, ApprovalStatus, Option<String>) {
-        let row = self.fleet.store.get(op).await.unwrap().unwrap();
+        let row = self.fleet.store.get(at(op)).await.unwrap().unwrap();
         (row.status, row.approval_status, row.decided_by)
     }
 }
@@ -798,7 +799,7 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         format!("/console/operations/{op}?done=already")
     );
     assert_eq!(c.approval(&op).await.0, Status::Disputed);
-    let last = c.fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let last = c.fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(
         (
             last.actor.as_str(),
@@ -879,7 +880,7 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
             format!("/console/operations/{op}?done=approved")
         )
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.approval_status, row.decided_by.as_deref()),
         (ApprovalStatus::Approved, Some("erin"))

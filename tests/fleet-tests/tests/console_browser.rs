@@ -5,6 +5,7 @@
 
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_oidc_issuer::RunningIssuer;
+use fleet_tests::at;
 use fleet_tests::{
     contract, fast_reconcile, free_port, hash_of, intent, op_of, signed_approval, ApiProcess,
     Browser, TestFleet,
@@ -55,7 +56,7 @@ async fn post_from_page(browser: &Browser, action: &str, fields: Value) {
 }
 
 async fn db_status(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
-    let row = fleet.store.get(op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(op)).await.unwrap().unwrap();
     (row.status, row.approval_status)
 }
 
@@ -160,7 +161,7 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
     browser.client.set_window_size(1280, 1500).await.unwrap();
     browser.screenshot("console-operation.png").await;
 
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (
             row.status,
@@ -355,7 +356,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         escalate: true,
         reason: Some("lookup_ambiguous"),
         ..fleet_store::Transition::new(
-            &op,
+            at(&op),
             fleet_core::Status::Unknown,
             row.fence,
             fleet_core::Event::Escalate,
@@ -401,12 +402,12 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         .contains("You resolved this operation."));
     assert!(browser.page_text().await.contains("operator:dana"));
 
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_checked_by_hand"))
     );
-    let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(last.actor, "operator:dana");
     assert_eq!(
         last.evidence.unwrap()["evidence"],

@@ -4,6 +4,7 @@
 //! its deadline by a lookup by `external_ref`. Past the key's hour nothing is sent on
 //! the key again: only a lookup or a person decides.
 
+use fleet_tests::at;
 use std::time::Duration;
 
 use fleet_broker::Queue;
@@ -38,7 +39,7 @@ async fn a_contract_is_sent_once_and_settled_by_the_providers_signed_webhook() {
     let row = fleet.reaches(&op, Status::Succeeded).await;
     let envelope = row.external_id.clone().expect("the envelope is the effect");
     assert!(envelope.starts_with("env_"), "{envelope}");
-    let history = fleet.store.events(&op).await.unwrap();
+    let history = fleet.store.events(at(&op)).await.unwrap();
     assert!(
         history
             .iter()
@@ -63,7 +64,7 @@ async fn a_contract_is_sent_once_and_settled_by_the_providers_signed_webhook() {
     let kept = format!(
         "{:?} {:?}",
         row.result,
-        fleet.store.attempts(&op).await.unwrap()
+        fleet.store.attempts(at(&op)).await.unwrap()
     );
     assert!(!kept.contains("@customer.example"), "{kept}");
     fleet.stop().await;
@@ -113,7 +114,7 @@ async fn a_contract_whose_approval_outlives_the_keys_hour_is_refused_at_prepare(
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("approval_outlives_key"));
     assert!(
-        fleet.store.get(&op_of(&i)).await.unwrap().is_none(),
+        fleet.store.get(at(&op_of(&i))).await.unwrap().is_none(),
         "nothing written"
     );
     fleet.stop().await;
@@ -160,7 +161,12 @@ async fn execute_never_sends_a_contract_on_a_key_past_its_hour() {
     fleet.prepared(&op).await;
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"), None)
+        .approve(
+            at(&op),
+            &hash_of(&i),
+            &fleet_tests::decider("approver"),
+            None,
+        )
         .await
         .unwrap();
     // The key was first used 61 minutes ago (its release and redrive took that long).

@@ -3,9 +3,10 @@
 //! the provider simulator then have to bring every operation to the truth with exactly one
 //! payment and no blind retry.
 
+use fleet_tests::at;
 use std::sync::Arc;
 
-use fleet_core::{OperationId, Status};
+use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_reconcile::Reconciler;
 use fleet_tests::{contract, eventually, fast_reconcile, hash_of, intent, op_of, TestFleet};
@@ -61,7 +62,7 @@ async fn assert_one_key(fleet: &TestFleet, op: &str) {
 async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> usize {
     fleet
         .store
-        .events(op)
+        .events(at(op))
         .await
         .unwrap()
         .iter()
@@ -79,7 +80,7 @@ async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_wit
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::InProgress
     );
     // reconcile: lease expiry → unknown → the search (after its lag) proves absence →
@@ -95,7 +96,7 @@ async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_wit
     );
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_one_key(&fleet, &op).await;
-    let events = fleet.store.events(&op).await.unwrap();
+    let events = fleet.store.events(at(&op)).await.unwrap();
     let absent = events
         .iter()
         .position(|e| e.reason.as_deref() == Some("lookup_proved_absence"))
@@ -131,7 +132,7 @@ async fn killed_while_the_provider_commits_is_found_by_lookup_with_no_second_pos
 async fn a_response_dropped_after_commit_is_unknown_then_found_by_lookup() {
     let (mut fleet, op) =
         unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
-    let unknown = fleet.store.get(&op).await.unwrap().unwrap();
+    let unknown = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(unknown.status_reason.as_deref(), Some("connection_reset"));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, Status::Succeeded).await;
@@ -153,7 +154,7 @@ async fn killed_after_the_response_before_the_row_was_written_is_found_by_lookup
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::InProgress,
         "nothing was recorded"
     );
@@ -173,7 +174,7 @@ async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbel
     let mut doomed = fleet.spawn_process("fleet-execute", &[("FLEET_PAUSE_AT", "after_record")]);
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::Succeeded
     );
     doomed.kill9();
@@ -192,7 +193,7 @@ async fn killed_after_the_row_was_written_before_the_ack_the_redelivered_doorbel
     })
     .await;
     survivor.wait_for_log("consumer subscribed").await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!((row.status, row.fence), (Status::Succeeded, 1));
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(transitions_to(&fleet, &op, "succeeded").await, 1);
@@ -216,7 +217,7 @@ async fn a_saved_500_after_commit_is_unknown_until_the_lookup_finds_the_payment(
     assert_eq!(fleet.sim_effects(&op).await, 1);
     let lookups: Vec<_> = fleet
         .store
-        .events(&op)
+        .events(at(&op))
         .await
         .unwrap()
         .into_iter()
@@ -250,17 +251,14 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     );
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
+        .approve(at(&op), &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
-    handler
-        .resume(&OperationId::parse(&op).unwrap())
-        .await
-        .unwrap();
+    handler.resume(at(&op)).await.unwrap();
     assert_eq!(
         fleet
             .store
-            .get(&op)
+            .get(at(&op))
             .await
             .unwrap()
             .unwrap()
@@ -274,7 +272,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.fence, 1, "no second claim");
     assert_eq!(fleet.sim_posts(&op).await, 1, "never a second POST");
-    let events = fleet.store.events(&op).await.unwrap();
+    let events = fleet.store.events(at(&op)).await.unwrap();
     let empty_lookups = events
         .iter()
         .filter(|e| {
@@ -335,7 +333,7 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
         let op = op.clone();
         async move {
             store
-                .attempts(&op)
+                .attempts(at(&op))
                 .await
                 .unwrap()
                 .into_iter()
@@ -344,7 +342,7 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
     })
     .await;
     assert!(attempt.outcome.is_some());
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(row.status, Status::Succeeded);
     assert_eq!(
         transitions_to(&fleet, &op, "succeeded").await,
@@ -369,11 +367,11 @@ async fn two_reconcile_workers_on_the_same_operation_resolve_it_once() {
     let b = Arc::new(Reconciler::new(
         &fleet.reconcile_deps(contract(0), fast_reconcile()),
     ));
-    let (ra, rb) = tokio::join!(a.reconcile(&op), b.reconcile(&op));
+    let (ra, rb) = tokio::join!(a.reconcile(at(&op)), b.reconcile(at(&op)));
     ra.unwrap();
     rb.unwrap();
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::Succeeded
     );
     assert_eq!(transitions_to(&fleet, &op, "succeeded").await, 1);
@@ -391,7 +389,7 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
     // Approved, but the doorbell is lost: approve without ringing.
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
+        .approve(at(&op), &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     fleet.spawn_execute();
@@ -456,7 +454,7 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
     assert!(
         fleet
             .store
-            .events(&op)
+            .events(at(&op))
             .await
             .unwrap()
             .iter()
@@ -491,7 +489,7 @@ async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_
         (row.status, row.status_reason.as_deref()),
         (Status::Unknown, Some("saved_error_replayed"))
     );
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(
         attempts.len(),
         2,

@@ -9,6 +9,7 @@ use fleet_core::reconcile::ProviderContract;
 use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_reconcile::ReconcileSettings;
+use fleet_tests::at;
 use fleet_tests::{contract, contract_intent, fast_reconcile, order_change_intent, TestFleet};
 use serde_json::{json, Value};
 
@@ -108,7 +109,7 @@ async fn killed_before_the_call_is_proven_absent_and_sent_once(fleet: &mut TestF
     spawn_execute(fleet);
     let row = settled_once(fleet, &case, &op, 1).await;
     assert_eq!(row.fence, 2, "the second claim did the work");
-    let events = fleet.store.events(&op).await.unwrap();
+    let events = fleet.store.events(at(&op)).await.unwrap();
     assert!(
         events
             .iter()
@@ -124,7 +125,7 @@ async fn killed_after_the_answer_is_found_by_lookup_with_no_second_request(
     let op = fleet.submit_and_approve(&case.intent).await;
     killed_at(fleet, "after_provider_response").await;
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::InProgress,
         "nothing was recorded"
     );
@@ -145,7 +146,7 @@ async fn killed_after_the_record_the_redelivered_doorbell_changes_nothing(
     );
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     // Recorded: succeeded, or accepted for a contract the provider sends later.
-    let recorded = fleet.store.get(&op).await.unwrap().unwrap().status;
+    let recorded = fleet.store.get(at(&op)).await.unwrap().unwrap().status;
     assert!(
         [Status::Succeeded, Status::Accepted].contains(&recorded),
         "{recorded}"

@@ -4,6 +4,7 @@
 //! its quorum, nor write history in another's name; and one deployment's roles cannot
 //! reach another deployment's database on the same server.
 
+use fleet_tests::at;
 use std::collections::BTreeSet;
 
 use fleet_core::{ApprovalStatus, Status};
@@ -135,7 +136,7 @@ async fn the_execute_role_gets_permission_denied_approving_an_operation() {
         .await,
         "ok"
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.approval_status, row.decided_by),
         (ApprovalStatus::Pending, None)
@@ -261,7 +262,7 @@ async fn an_operation_inserted_already_approved_is_refused_and_never_paid() {
     );
     fleet.ring_execute(&op).await;
     assert_never_paid(&fleet, &op).await;
-    assert!(fleet.store.get(&op).await.unwrap().is_none());
+    assert!(fleet.store.get(at(&op)).await.unwrap().is_none());
     fleet.stop().await;
 }
 
@@ -307,7 +308,7 @@ async fn the_api_role_cannot_approve_a_large_payment_short_of_its_quorum() {
     );
     fleet.ring_execute(&op).await;
     assert_never_paid(&fleet, &op).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.approval_status, row.status),
         (ApprovalStatus::Pending, Status::NotStarted)
@@ -335,7 +336,7 @@ async fn a_row_that_reads_approved_without_its_approvals_is_never_claimed() {
     fleet.ring_execute(&op).await;
     assert_never_paid(&fleet, &op).await;
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::NotStarted
     );
     fleet.stop().await;

@@ -11,6 +11,7 @@
 use chrono::{Duration, Utc};
 use fleet_broker::Queue;
 use fleet_core::{ApprovalStatus, Role, Status};
+use fleet_tests::at;
 use fleet_tests::{
     admin_url_of, eventually, hash_of, intent, intent_bytes, op_of, scrape_gauge, signed_approval,
     with_amount, ApiProcess, TestFleet, WorkerProcess,
@@ -272,7 +273,7 @@ async fn an_agent_token_is_refused_every_decision_with_403() {
             "{what}"
         );
     }
-    let row = d.fleet.store.get(&op).await.unwrap().unwrap();
+    let row = d.fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.status, row.approval_status),
         (Status::NotStarted, ApprovalStatus::Pending)
@@ -312,7 +313,7 @@ async fn another_tenants_approver_gets_404_exactly_like_a_missing_operation() {
     assert_eq!(
         d.fleet
             .store
-            .get(&op)
+            .get(at(&op))
             .await
             .unwrap()
             .unwrap()
@@ -344,7 +345,7 @@ async fn a_hash_that_is_not_the_pending_snapshots_is_409_and_records_nothing() {
         (StatusCode::UNPROCESSABLE_ENTITY, "malformed")
     );
     assert!(d.approvals(&op).await.is_empty());
-    let row = d.fleet.store.get(&op).await.unwrap().unwrap();
+    let row = d.fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.approval_status, row.approved_hash),
         (ApprovalStatus::Pending, None)
@@ -566,7 +567,7 @@ async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_fr
         (&old, ApprovalStatus::Pending),
         (&expired, ApprovalStatus::Expired),
     ] {
-        let row = d.fleet.store.get(op).await.unwrap().unwrap();
+        let row = d.fleet.store.get(at(op)).await.unwrap().unwrap();
         assert_eq!(row.approval_status, approval, "{op}");
         assert_ne!(row.status, Status::InProgress, "{op}");
         assert_eq!(d.approvals(op).await.len(), 1, "only alice's first: {op}");
@@ -612,7 +613,7 @@ async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
         (StatusCode::OK, Some("pending"), Some(1))
     );
     assert_eq!(d.approvals(&op).await.len(), 1);
-    let row = d.fleet.store.get(&op).await.unwrap().unwrap();
+    let row = d.fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.status, row.fence),
         (Status::NotStarted, 0),

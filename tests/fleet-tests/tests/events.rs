@@ -8,6 +8,7 @@ use fleet_core::events::tenant_segment;
 use fleet_core::{Resolution, Status};
 use fleet_reconcile::Reconciler;
 use fleet_store::Resolve;
+use fleet_tests::at;
 use fleet_tests::{
     contract, eventually, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy,
     TappedEvent, TestFleet,
@@ -183,7 +184,7 @@ async fn a_rejected_operation_publishes_prepared_then_rejected() {
     fleet.prepared(&op).await;
     fleet
         .store
-        .reject(&op, &fleet_tests::decider("bob"), "wrong beneficiary")
+        .reject(at(&op), &fleet_tests::decider("bob"), "wrong beneficiary")
         .await
         .unwrap();
     let events = tap.until_types(&op, &["prepared", "rejected"]).await;
@@ -237,10 +238,10 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
     // decides (a concurrent lookup record makes the decision stale, by design).
     let reconciler = Reconciler::new(&fleet.reconcile_deps(contract(300), fast_reconcile()));
     eventually("reconcile to escalate", || async {
-        reconciler.reconcile(&op).await.unwrap();
+        reconciler.reconcile(at(&op)).await.unwrap();
         fleet
             .store
-            .get(&op)
+            .get(at(&op))
             .await
             .unwrap()
             .filter(|r| r.escalated_at.is_some())
@@ -254,7 +255,7 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
     };
     fleet
         .store
-        .resolve(&op, r, &fleet_tests::decider("dana"))
+        .resolve(at(&op), r, &fleet_tests::decider("dana"))
         .await
         .unwrap();
     let events = tap.until_types(&op, &["resolved"]).await;
@@ -399,7 +400,7 @@ async fn each_approval_short_of_the_quorum_publishes_approval_recorded_with_who_
     for approver in ["ann", "ben"] {
         fleet
             .store
-            .approve(&op, &hash_of(&i), &fleet_tests::decider(approver), None)
+            .approve(at(&op), &hash_of(&i), &fleet_tests::decider(approver), None)
             .await
             .unwrap();
     }

@@ -7,6 +7,7 @@
 use fleet_broker::Queue;
 use fleet_core::Status;
 use fleet_provider_sim::SimConfig;
+use fleet_tests::at;
 use fleet_tests::{eventually, hash_of, intent, op_of, with_amount, TestFleet};
 use serde_json::json;
 
@@ -161,7 +162,7 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
         let op = unknown_op.clone();
         async move {
             store
-                .get(&op)
+                .get(at(&op))
                 .await
                 .unwrap()
                 .filter(|r| matches!(r.status, Status::Accepted | Status::Succeeded))

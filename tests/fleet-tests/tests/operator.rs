@@ -4,6 +4,7 @@
 
 use fleet_core::{Resolution, Status};
 use fleet_store::{DecisionOutcome, Resolve};
+use fleet_tests::at;
 use fleet_tests::{contract, decider, fast_reconcile, hash_of, intent, op_of, TestFleet};
 use serde_json::json;
 
@@ -34,15 +35,19 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
         evidence: "seen in the provider dashboard",
     };
     assert_eq!(
-        fleet.store.resolve(&op, r, &decider("dana")).await.unwrap(),
+        fleet
+            .store
+            .resolve(at(&op), r, &decider("dana"))
+            .await
+            .unwrap(),
         DecisionOutcome::Moved(fleet_core::Status::Succeeded)
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_checked_by_hand"))
     );
-    let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(last.actor, "operator:dana");
     let signed_in: Option<String> = fleet
         .sql()
@@ -68,7 +73,7 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
     assert_eq!(
         fleet
             .store
-            .resolve(&op, again, &decider("dana"))
+            .resolve(at(&op), again, &decider("dana"))
             .await
             .unwrap(),
         DecisionOutcome::Refused {
@@ -84,29 +89,29 @@ async fn workers_never_move_a_disputed_operation() {
     assert_eq!(
         fleet
             .store
-            .dispute(&op, "customer says charged twice", &decider("dana"))
+            .dispute(at(&op), "customer says charged twice", &decider("dana"))
             .await
             .unwrap(),
         DecisionOutcome::Moved(fleet_core::Status::Disputed)
     );
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::Disputed
     );
     // reconcile would find the payment; it must leave the disputed row alone.
     fleet.spawn_reconcile(contract(0), fast_reconcile());
     let reconciler =
         fleet_reconcile::Reconciler::new(&fleet.reconcile_deps(contract(0), fast_reconcile()));
-    reconciler.reconcile(&op).await.unwrap();
+    reconciler.reconcile(at(&op)).await.unwrap();
     fleet.ring_execute(&op).await;
     fleet.drained(fleet_broker::Queue::OperationsExecute).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(row.status, Status::Disputed);
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert!(
         fleet
             .store
-            .events(&op)
+            .events(at(&op))
             .await
             .unwrap()
             .iter()
@@ -125,11 +130,15 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
         evidence: "trust me",
     };
     assert_eq!(
-        fleet.store.resolve(&op, r, &decider("dana")).await.unwrap(),
+        fleet
+            .store
+            .resolve(at(&op), r, &decider("dana"))
+            .await
+            .unwrap(),
         DecisionOutcome::ExternalIdRequired
     );
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::Unknown
     );
     fleet.stop().await;
@@ -138,12 +147,12 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
 #[tokio::test]
 async fn every_worker_move_is_stale_once_escalated() {
     let (fleet, op) = unknown_operation().await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     let escalate = fleet_store::Transition {
         escalate: true,
         reason: Some("test"),
         ..fleet_store::Transition::new(
-            &op,
+            at(&op),
             fleet_core::Status::Unknown,
             row.fence,
             fleet_core::Event::Escalate,
@@ -161,7 +170,7 @@ async fn every_worker_move_is_stale_once_escalated() {
         let worker_move = fleet_store::Transition {
             external_id: Some("pay_x"),
             ..fleet_store::Transition::new(
-                &op,
+                at(&op),
                 fleet_core::Status::Unknown,
                 row.fence,
                 event,
@@ -174,7 +183,7 @@ async fn every_worker_move_is_stale_once_escalated() {
             "{event:?}"
         );
     }
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(after.status, Status::Unknown);
     assert!(after.escalated_at.is_some());
     fleet.stop().await;

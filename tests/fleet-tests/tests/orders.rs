@@ -6,6 +6,7 @@
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, Status};
 use fleet_providers::Capabilities;
+use fleet_tests::at;
 use fleet_tests::{op_of, order_change_intent, TestFleet};
 use serde_json::json;
 
@@ -69,7 +70,7 @@ async fn an_order_someone_else_moved_is_cancelled_with_its_status_recorded_and_a
     );
     assert_eq!(fleet.sim_posts(&old).await, 1, "zero retries");
     assert_eq!(fleet.sim_effects(&old).await, 0);
-    let attempts = fleet.store.attempts(&old).await.unwrap();
+    let attempts = fleet.store.attempts(at(&old)).await.unwrap();
     assert_eq!(attempts[0].outcome, Some(AttemptOutcome::StatusConflict));
 
     // A person approves the corrected intent, made against the status the order has now.
@@ -101,7 +102,7 @@ async fn an_order_already_at_the_target_status_by_our_own_transition_is_succeede
     fleet.submit_and_approve(&i).await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), Some(order.as_str()));
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(
         (attempts.len(), attempts[0].http_status),
         (1, Some(409)),
@@ -131,7 +132,7 @@ async fn an_orders_provider_that_cannot_make_a_transition_conditional_is_refused
         Some("provider_cannot_update_conditionally")
     );
     assert!(
-        fleet.store.get(&op_of(&i)).await.unwrap().is_none(),
+        fleet.store.get(at(&op_of(&i))).await.unwrap().is_none(),
         "nothing written"
     );
     fleet.stop().await;

@@ -5,6 +5,7 @@
 
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, PolicySet, Role, Status};
+use fleet_tests::at;
 use fleet_tests::{
     contract, fast_reconcile, hash_of, intent, no_redirects, op_of, session_of, TestFleet,
 };
@@ -52,7 +53,7 @@ async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
         .await
         .unwrap()
         .expect("a seeded payee");
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     let payee = row.payee.expect("evidence kept");
     assert_eq!(payee["status"], "found");
     assert_eq!(payee["id"], "vendor_77");
@@ -87,7 +88,7 @@ async fn an_unknown_payee_is_dead_lettered_payee_unknown_with_nothing_written() 
     fleet.submit(&i).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
-    assert!(fleet.store.get(&op_of(&i)).await.unwrap().is_none());
+    assert!(fleet.store.get(at(&op_of(&i))).await.unwrap().is_none());
 
     // A directory that does not answer, after the bounded retry: unknown too.
     fleet
@@ -100,7 +101,7 @@ async fn an_unknown_payee_is_dead_lettered_payee_unknown_with_nothing_written() 
     fleet.submit(&down).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
-    assert!(fleet.store.get(&op_of(&down)).await.unwrap().is_none());
+    assert!(fleet.store.get(at(&op_of(&down))).await.unwrap().is_none());
     fleet.stop().await;
 }
 
@@ -158,7 +159,7 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
     let statuses = answered(&fleet, &op).await;
     assert_eq!(statuses, [json!(409)], "exactly one POST, refused");
 
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].outcome, Some(AttemptOutcome::VersionConflict));
     let detail = attempts[0].detail.clone().unwrap_or_default();
@@ -168,7 +169,7 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
     );
     let cancelled = fleet
         .store
-        .events(&op)
+        .events(at(&op))
         .await
         .unwrap()
         .into_iter()
@@ -254,7 +255,12 @@ async fn over_http_the_payee_is_in_the_operation_json_and_on_the_console_page_an
         error,
         json!({"error": {"code": "payee_unknown", "field": "payload.beneficiary_id"}})
     );
-    assert!(fleet.store.get(&op_of(&unknown)).await.unwrap().is_none());
+    assert!(fleet
+        .store
+        .get(at(&op_of(&unknown)))
+        .await
+        .unwrap()
+        .is_none());
     fleet.stop().await;
 }
 
@@ -360,7 +366,7 @@ async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
     let flagged_op = prepared_now(&fleet, &flagged).await;
     let view = fleet.view_in_db(&flagged_op).await;
     assert_eq!(view["approvals_required"], 2, "{view}");
-    let row = fleet.store.get(&flagged_op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&flagged_op)).await.unwrap().unwrap();
     assert_eq!(row.signatures_required, 1);
 
     // As immutable as the snapshot, even for the owner of the table.
@@ -389,7 +395,7 @@ async fn a_redelivered_intent_is_a_no_op_even_once_its_payee_cannot_be_looked_up
     assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
     // The same snapshot again (a redelivery, a resend): acked, nothing new, nothing
     // dead-lettered, the stored operation untouched.
-    let before = fleet.store.get(&op).await.unwrap().unwrap();
+    let before = fleet.store.get(at(&op)).await.unwrap().unwrap();
     fleet.submit(&i).await;
     // A message sent after it, to know the redelivery was handled when this one is.
     fleet.submit(&fresh).await;
@@ -401,7 +407,7 @@ async fn a_redelivered_intent_is_a_no_op_even_once_its_payee_cannot_be_looked_up
         [fleet_tests::intent_bytes(&fresh)],
         "only the new intent is dead-lettered, never the stored snapshot's redelivery"
     );
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (after.payee, after.updated_at),
         (before.payee, before.updated_at)

@@ -1,6 +1,7 @@
 //! fleet-prepare against real RabbitMQ and Postgres: idempotent by operation_id, and every
 //! contract violation dead-lettered at once with its reason, with nothing written.
 
+use fleet_tests::at;
 use std::time::Duration;
 
 use fleet_broker::{Disposition, Queue};
@@ -46,7 +47,7 @@ async fn a_redelivered_intent_with_the_same_snapshot_is_one_row() {
         1
     );
     assert!(fleet.dead_letters(Queue::IntentsPrepare).await.is_empty());
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.status, row.approval_status),
         (Status::NotStarted, ApprovalStatus::Pending)
@@ -72,7 +73,7 @@ async fn the_same_operation_id_with_another_amount_is_dead_lettered_as_a_conflic
         intent_bytes(&altered),
         "the refused message is kept as sent"
     );
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         after.payload, stored.payload,
         "the original row is untouched"
@@ -265,7 +266,7 @@ async fn doubles_survive_jsonb_so_the_stored_snapshot_hashes_to_the_approved_has
         store_intent(&fleet.store, checked(intent)).await,
         Intake::Prepared(_)
     ));
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(row.payload_hash, approved_hash.as_str());
     assert_eq!(
         row.snapshot().hash(),

@@ -3,6 +3,7 @@
 //! late request caused, rows escalated to a person, keys past their retention, and the
 //! audit that proves no second effect slipped through.
 
+use fleet_tests::at;
 use std::time::Duration;
 
 use fleet_broker::Queue;
@@ -118,7 +119,7 @@ async fn a_deal_update_refused_because_our_own_late_patch_landed_is_succeeded_no
     .await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), Some(deal_id));
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert!(
         attempts.iter().any(|a| a.http_status == Some(412)
             && a.detail.as_deref() == Some("conflict_after_uncertain_attempt")),
@@ -163,7 +164,12 @@ async fn payment_waiting_for_a_second_claim(fleet: &mut TestFleet) -> String {
     fleet.prepared(&op).await;
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"), None)
+        .approve(
+            at(&op),
+            &hash_of(&i),
+            &fleet_tests::decider("approver"),
+            None,
+        )
         .await
         .unwrap();
     op
@@ -190,7 +196,12 @@ async fn a_payment_whose_approval_outlives_its_key_is_refused_at_prepare() {
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("approval_outlives_key"));
     assert_eq!(
-        fleet.store.get(&op_of(&i)).await.unwrap().map(|r| r.status),
+        fleet
+            .store
+            .get(at(&op_of(&i)))
+            .await
+            .unwrap()
+            .map(|r| r.status),
         None
     );
     fleet.stop().await;
@@ -200,12 +211,12 @@ async fn a_payment_whose_approval_outlives_its_key_is_refused_at_prepare() {
 async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
     let mut fleet = TestFleet::start().await;
     let op = payment_waiting_for_a_second_claim(&mut fleet).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     let escalate = Transition {
         escalate: true,
         reason: Some("test"),
         ..Transition::new(
-            &op,
+            at(&op),
             Status::NotStarted,
             row.fence,
             Event::Escalate,
@@ -219,7 +230,7 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
     // The claim itself refuses it, whoever rings.
     let claim = fleet
         .store
-        .claim_ready(&op, &[], "execute:test", 5_000)
+        .claim_ready(at(&op), &[], "execute:test", 5_000)
         .await
         .unwrap();
     assert!(matches!(claim, fleet_store::Claim::NotClaimable));
@@ -238,7 +249,7 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!((after.status, after.fence), (Status::NotStarted, row.fence));
     assert_eq!(fleet.sim_posts(&op).await, 0);
     fleet.stop().await;
@@ -261,7 +272,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
         escalate: true,
         reason: Some("test"),
         ..Transition::new(
-            &op,
+            at(&op),
             Status::Unknown,
             row.fence,
             Event::Escalate,
@@ -282,7 +293,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
         let (store, op) = (store.clone(), op.clone());
         async move {
             store
-                .events(&op)
+                .events(at(&op))
                 .await
                 .unwrap()
                 .into_iter()
@@ -291,7 +302,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
     })
     .await;
     assert_eq!(note.actor, "webhook-ingest");
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(after.status, Status::Unknown, "a person decides");
     fleet.stop().await;
 }
@@ -328,7 +339,7 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
         fleet.reaches(ops.last().unwrap(), Status::Accepted).await;
     }
     for op in &ops[..2] {
-        let row = fleet.store.get(op).await.unwrap().unwrap();
+        let row = fleet.store.get(at(op)).await.unwrap().unwrap();
         fleet
             .sql()
             .await
@@ -352,7 +363,7 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
     assert_eq!(moved.status_reason.as_deref(), Some("deadline_passed"));
     for op in &ops[..2] {
         assert_eq!(
-            fleet.store.get(op).await.unwrap().unwrap().status,
+            fleet.store.get(at(op)).await.unwrap().unwrap().status,
             Status::Accepted,
             "left to a person"
         );
@@ -412,7 +423,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
     );
     let event = fleet
         .store
-        .events(&op)
+        .events(at(&op))
         .await
         .unwrap()
         .into_iter()
@@ -463,7 +474,7 @@ async fn a_payment_that_succeeded_after_an_uncertain_attempt_with_one_effect_is_
     assert_eq!(audited.reason.as_deref(), Some("single_effect"));
     assert!(fleet
         .store
-        .get(&op)
+        .get(at(&op))
         .await
         .unwrap()
         .unwrap()
@@ -521,7 +532,7 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
     let dana = fleet_tests::decider("dana");
     fleet
         .store
-        .dispute(&op, "customer says charged twice", &dana)
+        .dispute(at(&op), "customer says charged twice", &dana)
         .await
         .unwrap();
     let r = fleet_store::Resolve {
@@ -529,13 +540,13 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
         external_id: Some("pay_checked"),
         evidence: "one charge in the provider dashboard",
     };
-    fleet.store.resolve(&op, r, &dana).await.unwrap();
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    fleet.store.resolve(at(&op), r, &dana).await.unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_checked"))
     );
-    let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(
         (last.from_status.as_deref(), last.actor.as_str()),
         (Some("disputed"), "operator:dana")

@@ -3,6 +3,7 @@
 //! payments carry an account holder's name and a description, as a real provider's do.
 
 use fleet_core::Status;
+use fleet_tests::at;
 use fleet_tests::{hash_of, intent, op_of, TestFleet};
 use serde_json::{json, Value};
 
@@ -39,7 +40,7 @@ async fn stored_text(fleet: &TestFleet, op: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_payment_answer_carrying_customer_data_leaves_none_of_it_in_attempts_or_operations() {
     let (fleet, op) = executed(intent(), Status::Succeeded).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     let payment_id = row.external_id.clone().unwrap();
 
     // The provider's answer did carry customer data.
@@ -66,7 +67,7 @@ async fn a_payment_answer_carrying_customer_data_leaves_none_of_it_in_attempts_o
 
     // What is kept: the summary, in the attempt and as the operation's result.
     let kept = json!({"id": payment_id, "status": "succeeded", "amount_minor": 1_250_000, "currency": "KZT", "reference": op});
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].response.as_ref(), Some(&kept));
     assert_eq!(row.result.as_ref(), Some(&kept));
@@ -90,11 +91,11 @@ async fn a_rejected_payment_keeps_the_error_type_and_code() {
     let mut closed = intent();
     closed["payload"]["beneficiary_id"] = json!("closed_vendor_77");
     let (fleet, op) = executed(closed, Status::Failed).await;
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     let kept = json!({"error": {"type": "payment_rejected", "code": "account_closed"}});
     assert_eq!(attempts[0].response.as_ref(), Some(&kept));
     assert_eq!(attempts[0].detail.as_deref(), Some("account_closed"));
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.error_code.as_deref(), row.result.as_ref()),
         (Some("account_closed"), Some(&kept))

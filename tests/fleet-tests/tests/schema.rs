@@ -1,6 +1,7 @@
 //! The database itself enforces the snapshot's immutability and the append-only history,
 //! whatever code (or person with psql) tries otherwise.
 
+use fleet_tests::at;
 use fleet_tests::{intent, op_of, TestFleet};
 
 async fn prepared_fleet() -> (TestFleet, String) {
@@ -15,7 +16,7 @@ async fn prepared_fleet() -> (TestFleet, String) {
 #[tokio::test]
 async fn updating_payload_or_payload_hash_through_sql_is_rejected_by_the_database() {
     let (fleet, op) = prepared_fleet().await;
-    let before = fleet.store.get(&op).await.unwrap().unwrap();
+    let before = fleet.store.get(at(&op)).await.unwrap().unwrap();
     let sql = fleet.sql().await;
     let attempts = [
         "UPDATE operations SET payload = jsonb_set(payload, '{amount_minor}', '99999999') WHERE operation_id = $1",
@@ -31,7 +32,7 @@ async fn updating_payload_or_payload_hash_through_sql_is_rejected_by_the_databas
             "{statement}: {err:?}"
         );
     }
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(after.payload, before.payload);
     assert_eq!(after.payload_hash, before.payload_hash);
     // Columns outside the snapshot stay writable (that is how work progresses).

@@ -8,6 +8,7 @@
 //! re-checking the newest one, would report a stale row here and, for a lease renewal,
 //! make the execute worker abandon a live call.
 
+use fleet_tests::at;
 use std::future::Future;
 
 use chrono::Utc;
@@ -41,7 +42,7 @@ async fn approved() -> (TestFleet, String) {
     assert_eq!(
         fleet
             .store
-            .approve(&op, &hash, &fleet_tests::decider("ann"), None)
+            .approve(at(&op), &hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap(),
         ApprovalOutcome::Approved
@@ -54,7 +55,7 @@ async fn claimed() -> (TestFleet, String, i64) {
     let (fleet, op) = approved().await;
     let Claim::Claimed(c) = fleet
         .store
-        .claim_ready(&op, &[], OWNER, LEASE_TTL_MS)
+        .claim_ready(at(&op), &[], OWNER, LEASE_TTL_MS)
         .await
         .unwrap()
     else {
@@ -81,7 +82,7 @@ where
         .await
         .unwrap();
     assert_eq!(touched, 1, "session A updates the row");
-    let before = fleet.store.get(op).await.unwrap().unwrap();
+    let before = fleet.store.get(at(op)).await.unwrap().unwrap();
 
     let b = tokio::spawn(cas);
     let observer = fleet.sql().await;
@@ -104,7 +105,7 @@ where
     a.batch_execute("COMMIT").await.unwrap();
 
     let out = b.await.expect("the compare-and-set task");
-    let after = fleet.store.get(op).await.unwrap().unwrap();
+    let after = fleet.store.get(at(op)).await.unwrap().unwrap();
     assert!(after.updated_at >= before.updated_at);
     out
 }
@@ -114,7 +115,7 @@ async fn renew_lease_succeeds_after_waiting_for_a_concurrent_update_of_the_row()
     let (fleet, op, fence) = claimed().await;
     let before = fleet
         .store
-        .get(&op)
+        .get(at(&op))
         .await
         .unwrap()
         .unwrap()
@@ -122,14 +123,17 @@ async fn renew_lease_succeeds_after_waiting_for_a_concurrent_update_of_the_row()
         .unwrap();
     let (store, id) = (fleet.store.clone(), op.clone());
     let renewed = after_a_concurrent_update(&fleet, &op, async move {
-        store.renew_lease(&id, fence, LEASE_TTL_MS).await.unwrap()
+        store
+            .renew_lease(at(&id), fence, LEASE_TTL_MS)
+            .await
+            .unwrap()
     })
     .await;
     assert!(
         renewed,
         "a live lease renewal that waited for the row lock must still succeed"
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert!(
         row.lease_expires_at.unwrap() > before,
         "the lease was extended"
@@ -146,7 +150,7 @@ async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_r
         let t = Transition {
             external_id: Some("pay_under_lock_wait"),
             ..Transition::new(
-                &id,
+                at(&id),
                 Status::InProgress,
                 fence,
                 Event::ProviderSucceeded,
@@ -166,7 +170,7 @@ async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_r
         ),
         "{outcome:?}"
     );
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_under_lock_wait"))
@@ -180,7 +184,7 @@ async fn claim_ready_claims_after_waiting_for_a_concurrent_update_of_the_row() {
     let (store, id) = (fleet.store.clone(), op.clone());
     let claim = after_a_concurrent_update(&fleet, &op, async move {
         store
-            .claim_ready(&id, &[], OWNER, LEASE_TTL_MS)
+            .claim_ready(at(&id), &[], OWNER, LEASE_TTL_MS)
             .await
             .unwrap()
     })
@@ -190,7 +194,7 @@ async fn claim_ready_claims_after_waiting_for_a_concurrent_update_of_the_row() {
     };
     assert_eq!(c.fence, 1);
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::InProgress
     );
     fleet.stop().await;
@@ -201,7 +205,7 @@ async fn claim_with_the_read_fence_claims_after_waiting_for_a_concurrent_update_
     let (fleet, op) = approved().await;
     let (store, id) = (fleet.store.clone(), op.clone());
     let claim = after_a_concurrent_update(&fleet, &op, async move {
-        store.claim(&id, 0, OWNER, LEASE_TTL_MS).await.unwrap()
+        store.claim(at(&id), 0, OWNER, LEASE_TTL_MS).await.unwrap()
     })
     .await;
     assert!(
@@ -217,14 +221,20 @@ async fn approve_succeeds_after_waiting_for_a_concurrent_update_of_the_row() {
     let (store, id) = (fleet.store.clone(), op.clone());
     let outcome = after_a_concurrent_update(&fleet, &op, async move {
         store
-            .approve(&id, &hash, &fleet_tests::decider("ann"), None)
+            .approve(at(&id), &hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap()
     })
     .await;
     assert_eq!(outcome, ApprovalOutcome::Approved);
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().approval_status,
+        fleet
+            .store
+            .get(at(&op))
+            .await
+            .unwrap()
+            .unwrap()
+            .approval_status,
         ApprovalStatus::Approved
     );
     fleet.stop().await;
@@ -236,13 +246,13 @@ async fn reject_cancels_after_waiting_for_a_concurrent_update_of_the_row() {
     let (store, id) = (fleet.store.clone(), op.clone());
     let outcome = after_a_concurrent_update(&fleet, &op, async move {
         store
-            .reject(&id, &fleet_tests::decider("ann"), "wrong beneficiary")
+            .reject(at(&id), &fleet_tests::decider("ann"), "wrong beneficiary")
             .await
             .unwrap()
     })
     .await;
     assert_eq!(outcome, RejectOutcome::Rejected);
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.status, row.approval_status),
         (Status::Cancelled, ApprovalStatus::Rejected)
@@ -284,7 +294,7 @@ async fn a_webhook_is_applied_after_waiting_for_a_concurrent_update_of_the_row()
         "{outcome:?}"
     );
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::Succeeded
     );
     fleet.stop().await;
@@ -396,21 +406,21 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
     let store = fleet_store::Store::connect(&fleet.database_url, 1).unwrap();
     assert_eq!(
         store
-            .approve(&op, &hash, &fleet_tests::decider("ann"), None)
+            .approve(at(&op), &hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap(),
         ApprovalOutcome::Approved
     );
     assert_eq!(
         store
-            .reject(&other, &fleet_tests::decider("ann"), "duplicate")
+            .reject(at(&other), &fleet_tests::decider("ann"), "duplicate")
             .await
             .unwrap(),
         RejectOutcome::Rejected
     );
     assert_eq!(
         store
-            .approve(&other, &other_hash, &fleet_tests::decider("ann"), None)
+            .approve(at(&other), &other_hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap(),
         ApprovalOutcome::NotPending {
@@ -419,19 +429,22 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
         }
     );
     assert!(matches!(
-        store.claim(&op, 5, OWNER, LEASE_TTL_MS).await.unwrap(),
+        store.claim(at(&op), 5, OWNER, LEASE_TTL_MS).await.unwrap(),
         Claim::NotClaimable
     ));
     let Claim::Claimed(c) = store
-        .claim_ready(&op, &[], OWNER, LEASE_TTL_MS)
+        .claim_ready(at(&op), &[], OWNER, LEASE_TTL_MS)
         .await
         .unwrap()
     else {
         panic!("claimable")
     };
-    assert!(store.renew_lease(&op, c.fence, LEASE_TTL_MS).await.unwrap());
+    assert!(store
+        .renew_lease(at(&op), c.fence, LEASE_TTL_MS)
+        .await
+        .unwrap());
     let t = Transition::new(
-        &op,
+        at(&op),
         Status::InProgress,
         c.fence,
         Event::ProviderSucceeded,
@@ -528,14 +541,14 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
     for (op, hash) in [(&op, &hash), (&second, &second_hash)] {
         assert_eq!(
             store
-                .approve(op, hash, &fleet_tests::decider("ann"), None)
+                .approve(at(op), hash, &fleet_tests::decider("ann"), None)
                 .await
                 .unwrap(),
             ApprovalOutcome::Approved
         );
     }
     let claimed = store
-        .claim_ready_many(&[op.as_str()], &[], OWNER, LEASE_TTL_MS)
+        .claim_ready_many(&[at(op.as_str())], &[], OWNER, LEASE_TTL_MS)
         .await
         .unwrap();
     assert_eq!(claimed.len(), 1, "planned and run on a near-empty table");
@@ -569,7 +582,7 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
     assert!(!analysed, "the premise: operations was never analysed");
     let claimed = store
         .claim_ready_many(
-            &[second.as_str(), "op_20000000000000000000000001"],
+            &[at(second.as_str()), at("op_20000000000000000000000001")],
             &[],
             OWNER,
             LEASE_TTL_MS,

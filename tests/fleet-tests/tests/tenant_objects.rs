@@ -6,6 +6,7 @@
 
 use fleet_broker::Queue;
 use fleet_core::{PolicySet, Role, Status};
+use fleet_tests::at;
 use fleet_tests::{intent, op_of, refund_intent, ApiProcess, TestFleet};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -58,14 +59,24 @@ async fn a_refund_of_another_tenants_payment_is_refused_object_of_other_tenant_a
             &json!("payload.payment_id")
         )
     );
-    assert!(fleet.store.get(&op_of(&refund)).await.unwrap().is_none());
+    assert!(fleet
+        .store
+        .get(at(&op_of(&refund)))
+        .await
+        .unwrap()
+        .is_none());
 
     // The queue: dead-lettered with the same reason.
     let queued = of_tenant(refund_intent(&payment, 500_000), TENANT);
     fleet.submit(&queued).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("object_of_other_tenant"));
-    assert!(fleet.store.get(&op_of(&queued)).await.unwrap().is_none());
+    assert!(fleet
+        .store
+        .get(at(&op_of(&queued)))
+        .await
+        .unwrap()
+        .is_none());
 
     // MCP: the tool refuses it.
     let mcp = api.mcp(&agent).await.expect("connect");
@@ -125,7 +136,12 @@ async fn an_object_the_fleet_has_no_record_of_is_refused_or_needs_more_approvers
     fleet.submit(&refused).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("object_unknown"));
-    assert!(fleet.store.get(&op_of(&refused)).await.unwrap().is_none());
+    assert!(fleet
+        .store
+        .get(at(&op_of(&refused)))
+        .await
+        .unwrap()
+        .is_none());
 
     // Two approvers under a policy that asks for them.
     let mut careful = refund_intent("pay_made_elsewhere_2", 500_000);

@@ -7,6 +7,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use fleet_broker::Queue;
 use fleet_core::Status;
+use fleet_tests::at;
 use fleet_tests::{
     event_body, hash_of, intent, now_s, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
 };
@@ -165,7 +166,7 @@ async fn a_forged_envelope_on_the_queue_is_dead_lettered_and_moves_nothing_while
             .expect("a forgery, kept byte for byte");
         assert_eq!(reason.as_deref(), Some("signature_invalid"), "{case}");
     }
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (row.status, row.escalated_at),
         (Status::Unknown, None),

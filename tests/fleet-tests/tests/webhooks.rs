@@ -2,6 +2,7 @@
 //! reached over TCP, the provider simulator sends signed webhooks (duplicated, held,
 //! retried), and every assertion is on the rows.
 
+use fleet_tests::at;
 use std::sync::Arc;
 
 use fleet_broker::Queue;
@@ -63,7 +64,7 @@ fn settled(mut payment: Value, status: &str) -> Value {
 }
 
 async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> Vec<fleet_store::EventRow> {
-    let events = fleet.store.events(op).await.unwrap();
+    let events = fleet.store.events(at(op)).await.unwrap();
     events
         .into_iter()
         .filter(|e| e.kind == "transition" && e.to_status.as_deref() == Some(status))
@@ -207,7 +208,13 @@ async fn only_authentic_deliveries_pass_the_receiver_and_refused_ones_leave_no_t
 
     // Nothing above was stored or published: the row waits, the dedup table is empty.
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet
+            .store
+            .get(fleet_tests::at(&op))
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         Status::Accepted
     );
     assert!(fleet.webhook_rows().await.is_empty());
@@ -341,7 +348,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
     let op = approved(&fleet).await;
     let payment = fleet.sim_payment(&op).await;
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::InProgress
     );
     fleet
@@ -354,7 +361,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
     let attempt = eventually("execute to record its attempt", || async {
         fleet
             .store
-            .attempts(&op)
+            .attempts(at(&op))
             .await
             .unwrap()
             .into_iter()
@@ -369,7 +376,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
             payment["id"].as_str().map(str::to_owned).as_ref()
         )
     );
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (after.status, after.external_id.as_ref()),
         (Status::Succeeded, row.external_id.as_ref())
@@ -399,7 +406,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
         StatusCode::NO_CONTENT
     );
     wait_for_outcome(&fleet, "evt_late_pending", "ignored_transition").await;
-    let last = fleet.store.get(&op).await.unwrap().unwrap();
+    let last = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (last.status, last.updated_at, last.escalated_at),
         (Status::Succeeded, after.updated_at, None)
@@ -420,7 +427,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
     let row = fleet.reaches(&op, Status::Succeeded).await;
     let payment = fleet.sim_payment(&op).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert!(
         attempts[0].finished_at.is_none(),
         "execute is still waiting for the provider's answer"
@@ -430,7 +437,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
     let attempt = eventually("execute to record its attempt", || async {
         fleet
             .store
-            .attempts(&op)
+            .attempts(at(&op))
             .await
             .unwrap()
             .into_iter()
@@ -451,7 +458,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
         ),
         (1, "webhook-ingest", Some("in_progress"))
     );
-    let last = fleet.store.get(&op).await.unwrap().unwrap();
+    let last = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (last.status, last.external_id.as_deref(), last.escalated_at),
         (Status::Succeeded, payment["id"].as_str(), None)
@@ -470,11 +477,11 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
     let (op, payment_id) = accepted_payment(&fleet).await;
     let ingest = fleet.spawn_webhook_ingest().await;
     fleet.sim_webhooks(&ingest.url(), json!({})).await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     let dispute = Transition {
         reason: Some("customer_claims_double_charge"),
         ..Transition::new(
-            &op,
+            at(&op),
             Status::Accepted,
             row.fence,
             Event::OperatorDispute,
@@ -488,11 +495,11 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
             ..
         }
     ));
-    let before = fleet.store.get(&op).await.unwrap().unwrap();
+    let before = fleet.store.get(at(&op)).await.unwrap().unwrap();
 
     let event_id = fleet.sim_settle(&payment_id, "succeeded").await;
     wait_for_outcome(&fleet, &event_id, "escalated").await;
-    let after = fleet.store.get(&op).await.unwrap().unwrap();
+    let after = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         (
             after.status,
@@ -507,7 +514,7 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
             before.fence
         )
     );
-    let events = fleet.store.events(&op).await.unwrap();
+    let events = fleet.store.events(at(&op)).await.unwrap();
     let note = events.last().unwrap();
     assert_eq!(
         (
@@ -546,10 +553,10 @@ async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_app
         StatusCode::NO_CONTENT
     );
     wait_for_outcome(&fleet, "evt_contradiction", "escalated").await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(row.status, Status::Succeeded);
     assert!(row.escalated_at.is_some());
-    let note = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let note = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(
         (note.kind.as_str(), note.reason.as_deref()),
         ("webhook_conflict", Some("webhook_contradicts_final"))
@@ -619,7 +626,7 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
         StatusCode::NO_CONTENT
     );
     wait_for_outcome(&fleet, "evt_mismatch", "escalated").await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(
         row.status,
         Status::Unknown,
@@ -638,11 +645,11 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
         StatusCode::NO_CONTENT
     );
     wait_for_outcome(&fleet, "evt_match", "escalated").await;
-    let row = fleet.store.get(&op).await.unwrap().unwrap();
+    let row = fleet.store.get(at(&op)).await.unwrap().unwrap();
     assert_eq!(row.status, Status::Unknown, "escalated means hands off");
     let noted = fleet
         .store
-        .events(&op)
+        .events(at(&op))
         .await
         .unwrap()
         .into_iter()
@@ -679,7 +686,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     assert!(
         fleet
             .store
-            .unlinked_webhooks_for(&op)
+            .unlinked_webhooks_for(at(&op))
             .await
             .unwrap()
             .is_empty(),
@@ -689,7 +696,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     fleet.sim_release().await;
     let row = fleet.reaches(&op, Status::Accepted).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
-    let unlinked = fleet.store.unlinked_webhooks_for(&op).await.unwrap();
+    let unlinked = fleet.store.unlinked_webhooks_for(at(&op)).await.unwrap();
     assert_eq!(unlinked.len(), 1);
     assert_eq!(
         (
@@ -700,11 +707,12 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     );
 
     // What reconcile does when it looks at the row.
-    let applied = fleet.store.apply_unlinked_webhooks(&op).await.unwrap();
+    let applied = fleet.store.apply_unlinked_webhooks(at(&op)).await.unwrap();
     assert_eq!(
         applied,
         vec![WebhookOutcome::Applied {
             operation_id: op.clone(),
+            tenant_id: fleet_tests::TENANT.to_owned(),
             from: Status::Accepted,
             to: Status::Succeeded
         }]
@@ -720,7 +728,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     );
     assert!(fleet
         .store
-        .apply_unlinked_webhooks(&op)
+        .apply_unlinked_webhooks(at(&op))
         .await
         .unwrap()
         .is_empty());
@@ -747,7 +755,7 @@ async fn with_the_broker_down_the_receiver_answers_503_and_the_providers_retry_i
     .await;
     assert!(fleet.webhook_rows().await.is_empty());
     assert_eq!(
-        fleet.store.get(&op).await.unwrap().unwrap().status,
+        fleet.store.get(at(&op)).await.unwrap().unwrap().status,
         Status::Accepted
     );
 

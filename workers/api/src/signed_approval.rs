@@ -10,8 +10,8 @@
 
 use fleet_core::approval_statement::parse_expiry;
 use fleet_core::{
-    check_signature, ApprovalStatus, KeyId, OpRef, PresentedSignature, RecordedApproval,
-    Signature, SignatureRefusal, Status,
+    check_signature, ApprovalStatus, KeyId, OpRef, PresentedSignature, RecordedApproval, Signature,
+    SignatureRefusal, Status,
 };
 use fleet_store::Store;
 

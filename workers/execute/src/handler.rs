@@ -58,7 +58,11 @@ impl ExecuteHandler {
         }
         for _ in 0..2 {
             let Some(row) = self.deps.store.get(op).await? else {
-                info!(operation_id = op.operation_id, tenant_id = op.tenant_id, "doorbell for an operation that is not prepared; nothing to do");
+                info!(
+                    operation_id = op.operation_id,
+                    tenant_id = op.tenant_id,
+                    "doorbell for an operation that is not prepared; nothing to do"
+                );
                 return Ok(());
             };
             match decide(facts_of(&row, &self.policies)) {
@@ -67,12 +71,7 @@ impl ExecuteHandler {
                     let claim = self
                         .deps
                         .store
-                        .claim(
-                            op,
-                            row.fence,
-                            &self.owner,
-                            self.deps.settings.lease_ttl_ms,
-                        )
+                        .claim(op, row.fence, &self.owner, self.deps.settings.lease_ttl_ms)
                         .await?;
                     match claim {
                         Claim::Claimed(claimed) => {

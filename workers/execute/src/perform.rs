@@ -90,7 +90,10 @@ impl ExecuteHandler {
                 detail: Some("lease_lost_before_call".into()),
                 ..AttemptRecord::new(AttemptOutcome::NotExecuted)
             };
-            self.deps.store.record_attempt(row.key(), fence, &record).await?;
+            self.deps
+                .store
+                .record_attempt(row.key(), fence, &record)
+                .await?;
             return Ok(());
         }
         // The keeper runs on its own task (and takes its own pooled connection for each
@@ -125,7 +128,10 @@ impl ExecuteHandler {
                     detail: Some(lost.as_str().into()),
                     ..AttemptRecord::new(AttemptOutcome::Unknown)
                 };
-                self.deps.store.record_attempt(row.key(), fence, &record).await?;
+                self.deps
+                    .store
+                    .record_attempt(row.key(), fence, &record)
+                    .await?;
                 self.ring_reconcile(row.key()).await;
                 return Ok(());
             }
@@ -154,11 +160,7 @@ impl ExecuteHandler {
     /// Whether the key's first use (the operation's first attempt) is recent enough that
     /// the provider still deduplicates it, by the database clock.
     async fn key_still_trusted(&self, call: &Call<'_>, fence: i64) -> Result<bool, StoreError> {
-        let ages = self
-            .deps
-            .store
-            .attempt_ages_before(call.key, fence)
-            .await?;
+        let ages = self.deps.store.attempt_ages_before(call.key, fence).await?;
         Ok(ages
             .oldest
             .is_none_or(|first_use| key_trusted(first_use, call.provider.contract())))

@@ -57,7 +57,11 @@ impl Reconciler {
                     .await?;
             }
             AuditFinding::Duplicate => {
-                if self.store.record_audit(key, true, &outcome.evidence).await? {
+                if self
+                    .store
+                    .record_audit(key, true, &outcome.evidence)
+                    .await?
+                {
                     metrics::counter!(m::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => row.provider.as_str(), "action" => row.action.clone()).increment(1);
                     error!(operation_id = op, evidence = %outcome.evidence, "the provider holds more than one effect for this operation; escalated");
                 }

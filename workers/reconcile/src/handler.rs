@@ -39,8 +39,8 @@ impl Handler for ReconcileHandler {
                 Ok(tenants) => {
                     let mut reconciled = Ok(());
                     for tenant in &tenants {
-                        reconciled = reconciled
-                            .and(self.reconciler.reconcile(OpRef::new(tenant, id)).await);
+                        reconciled =
+                            reconciled.and(self.reconciler.reconcile(OpRef::new(tenant, id)).await);
                     }
                     reconciled
                 }

@@ -198,13 +198,7 @@ impl Reconciler {
         found: &Found,
         evidence: Value,
     ) -> Result<(), StoreError> {
-        let base = Transition::new(
-            row.key(),
-            from,
-            row.fence,
-            Event::LookupSucceeded,
-            ACTOR,
-        );
+        let base = Transition::new(row.key(), from, row.fence, Event::LookupSucceeded, ACTOR);
         let t = match found {
             Found::Succeeded { external_id } => Transition {
                 external_id: Some(external_id),

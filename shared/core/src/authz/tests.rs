@@ -241,7 +241,13 @@ fn an_id_names_the_one_operation_of_the_callers_tenants_that_holds_it() {
     assert_eq!(locate(&who, Some("org_483"), &both), Ok("org_483"));
     assert_eq!(locate(&who, Some(MINE), &both), Ok(MINE));
     // Naming a tenant not granted, or one that does not hold the id, finds nothing.
-    assert_eq!(locate(&who, Some(THEIRS), &s(&[THEIRS])), Err(Denial::NotFound));
-    assert_eq!(locate(&who, Some("org_483"), &s(&[MINE])), Err(Denial::NotFound));
+    assert_eq!(
+        locate(&who, Some(THEIRS), &s(&[THEIRS])),
+        Err(Denial::NotFound)
+    );
+    assert_eq!(
+        locate(&who, Some("org_483"), &s(&[MINE])),
+        Err(Denial::NotFound)
+    );
     assert_eq!(Denial::Ambiguous.code(), "operation_id_ambiguous");
 }

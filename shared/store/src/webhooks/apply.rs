@@ -200,7 +200,10 @@ async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<Operatio
     }
 }
 
-async fn lock_by_id(tx: &Transaction<'_>, op: OpRef<'_>) -> Result<Option<OperationRow>, StoreError> {
+async fn lock_by_id(
+    tx: &Transaction<'_>,
+    op: OpRef<'_>,
+) -> Result<Option<OperationRow>, StoreError> {
     let sql = format!(
         "SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 AND tenant_id = $2 FOR UPDATE"
     );

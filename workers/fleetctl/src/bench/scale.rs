@@ -138,7 +138,8 @@ async fn measure(
             0,
             "bench-scale",
             LEASE_TTL_MS,
-        )).await?;
+        ))
+        .await?;
         anyhow::ensure!(
             matches!(claim, Claim::Claimed(_)),
             "{op} could not be claimed"

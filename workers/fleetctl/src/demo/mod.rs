@@ -188,7 +188,12 @@ async fn drive(
     let ids: Vec<OpKey> = plan
         .intents
         .iter()
-        .map(|i| OpKey::new(&*i.intent.snapshot.tenant_id, i.intent.operation_id.as_str()))
+        .map(|i| {
+            OpKey::new(
+                &*i.intent.snapshot.tenant_id,
+                i.intent.operation_id.as_str(),
+            )
+        })
         .collect();
     report::wait_until(&store, &ids, deadline, |row| row.is_some(), "prepared").await?;
     // Someone else puts the last order on hold after the agent read it at `paid`.
