@@ -62,6 +62,15 @@ pub const TENANT: &str = "org_482";
 pub fn at(op: &str) -> OpRef<'_> {
     OpRef::new(TENANT, op)
 }
+
+/// The reference (and key) a provider knows operation `op` of [`TENANT`] by, as intake
+/// derives and stores it; anything that is not an operation id is a reference already.
+pub fn reference(op: &str) -> String {
+    fleet_core::OperationId::parse(op).map_or_else(
+        |_| op.to_owned(),
+        |id| id.idempotency_key(TENANT).as_str().to_owned(),
+    )
+}
 pub use webhooks::{
     event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET,
     WEBHOOK_SECRET,
@@ -479,10 +488,14 @@ impl TestFleet {
     }
 
     /// Waits until the simulator has received a request for this reference.
-    pub async fn provider_received(&self, reference: &str) {
+    pub async fn provider_received(&self, op: &str) {
         let (http, url) = (
             self.http.clone(),
-            format!("{}/_sim/requests?reference={reference}", self.sim.base_url),
+            format!(
+                "{}/_sim/requests?reference={}",
+                self.sim.base_url,
+                reference(op)
+            ),
         );
         eventually("the request to reach the provider", || {
             let (http, url) = (http.clone(), url.clone());
@@ -494,9 +507,9 @@ impl TestFleet {
         .await
     }
 
-    pub async fn sim_effects(&self, reference: &str) -> i64 {
+    pub async fn sim_effects(&self, op: &str) -> i64 {
         let v = self
-            .sim_get(&format!("/_sim/effects?reference={reference}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(op)))
             .await;
         ["payments", "refunds", "deals", "orders", "envelopes"]
             .iter()
@@ -530,8 +543,8 @@ impl TestFleet {
     }
 
     /// The create requests (POSTs) the simulator received for this reference.
-    pub async fn sim_posts(&self, reference: &str) -> usize {
-        self.sim_get(&format!("/_sim/requests?reference={reference}"))
+    pub async fn sim_posts(&self, op: &str) -> usize {
+        self.sim_get(&format!("/_sim/requests?reference={}", reference(op)))
             .await["data"]
             .as_array()
             .unwrap()

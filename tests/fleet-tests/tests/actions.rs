@@ -7,7 +7,7 @@ use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_provider_sim::SimConfig;
 use fleet_providers::Capabilities;
-use fleet_tests::at;
+use fleet_tests::{at, reference};
 use fleet_tests::{
     contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent,
     op_of, refund_intent, TestFleet,
@@ -25,7 +25,10 @@ async fn submit_and_approve(fleet: &TestFleet, i: &Value) -> String {
 /// POSTs (creates) the simulator received for a reference, on a given path.
 async fn posts_to(fleet: &TestFleet, reference: &str, path: &str) -> usize {
     let v = fleet
-        .sim_get(&format!("/_sim/requests?reference={reference}"))
+        .sim_get(&format!(
+            "/_sim/requests?reference={}",
+            fleet_tests::reference(reference)
+        ))
         .await;
     v["data"]
         .as_array()
@@ -72,7 +75,7 @@ async fn a_refund_is_created_once() {
         .is_some_and(|id| id.starts_with("re_")));
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["refunds"],
         json!(1)
     );
@@ -96,7 +99,7 @@ async fn a_refund_whose_worker_crashed_after_the_provider_committed_is_one_refun
     fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["refunds"],
         json!(1)
     );
@@ -129,7 +132,7 @@ async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_
         .is_some_and(|id| id.starts_with("deal_")));
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(1),
         "exactly one deal"
@@ -164,7 +167,7 @@ async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exis
     );
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(1)
     );
@@ -194,7 +197,7 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     );
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(2)
     );
@@ -232,7 +235,7 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
     assert_eq!(posts_to(&fleet, &op, "/v1/deals").await, 1);
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(1)
     );
@@ -382,7 +385,7 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
     );
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(1)
     );

@@ -3,7 +3,7 @@
 //! the provider simulator then have to bring every operation to the truth with exactly one
 //! payment and no blind retry.
 
-use fleet_tests::at;
+use fleet_tests::{at, reference};
 use std::sync::Arc;
 
 use fleet_core::Status;
@@ -40,8 +40,9 @@ async fn requests(fleet: &TestFleet, op: &str) -> Vec<Value> {
     let v: Value = fleet
         .http
         .get(format!(
-            "{}/_sim/requests?reference={op}",
-            fleet.sim.base_url
+            "{}/_sim/requests?reference={}",
+            fleet.sim.base_url,
+            reference(op)
         ))
         .send()
         .await
@@ -55,7 +56,7 @@ async fn requests(fleet: &TestFleet, op: &str) -> Vec<Value> {
 /// Every POST for the operation carried its one idempotency key.
 async fn assert_one_key(fleet: &TestFleet, op: &str) {
     for r in requests(fleet, op).await {
-        assert_eq!(r["idempotency_key"], json!(op), "{r}");
+        assert_eq!(r["idempotency_key"], json!(reference(op)), "{r}");
     }
 }
 
@@ -299,7 +300,7 @@ async fn two_payments_for_one_reference_are_escalated_and_none_is_chosen() {
         .post(format!("{}/v1/payments", fleet.sim.base_url))
         .bearer_auth("sk_test_sim")
         .header("Idempotency-Key", format!("other-{op}"))
-        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": op}))
+        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": reference(&op)}))
         .send()
         .await
         .unwrap();

@@ -8,7 +8,7 @@ use fleet_core::events::tenant_segment;
 use fleet_core::{Resolution, Status};
 use fleet_reconcile::Reconciler;
 use fleet_store::Resolve;
-use fleet_tests::at;
+use fleet_tests::{at, reference};
 use fleet_tests::{
     contract, eventually, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy,
     TappedEvent, TestFleet,
@@ -229,7 +229,7 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
         .post(format!("{}/v1/payments", fleet.sim.base_url))
         .bearer_auth("sk_test_sim")
         .header("Idempotency-Key", format!("other-{op}"))
-        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": op}))
+        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": reference(&op)}))
         .send()
         .await
         .unwrap();

@@ -5,7 +5,7 @@
 
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, PolicySet, Role, Status};
-use fleet_tests::at;
+use fleet_tests::{at, reference};
 use fleet_tests::{
     contract, fast_reconcile, hash_of, intent, no_redirects, op_of, session_of, TestFleet,
 };
@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 /// How the simulator answered each payment request of `op`, in order (`null`: dropped).
 async fn answered(fleet: &TestFleet, op: &str) -> Vec<Value> {
     let log = fleet
-        .sim_get(&format!("/_sim/requests?reference={op}"))
+        .sim_get(&format!("/_sim/requests?reference={}", reference(op)))
         .await;
     log["data"]
         .as_array()

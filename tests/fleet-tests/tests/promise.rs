@@ -3,7 +3,7 @@
 //! late request caused, rows escalated to a person, keys past their retention, and the
 //! audit that proves no second effect slipped through.
 
-use fleet_tests::at;
+use fleet_tests::{at, reference};
 use std::time::Duration;
 
 use fleet_broker::Queue;
@@ -27,7 +27,10 @@ async fn submit_and_approve(fleet: &TestFleet, i: &Value) -> String {
 
 async fn posts_to(fleet: &TestFleet, reference: &str, path: &str) -> usize {
     let v = fleet
-        .sim_get(&format!("/_sim/requests?reference={reference}"))
+        .sim_get(&format!(
+            "/_sim/requests?reference={}",
+            fleet_tests::reference(reference)
+        ))
         .await;
     v["data"]
         .as_array()
@@ -78,7 +81,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
     for op in &ops {
         assert_eq!(
             fleet
-                .sim_get(&format!("/_sim/effects?reference={op}"))
+                .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
                 .await["deals"],
             json!(1),
             "exactly one deal for {op}"
@@ -409,7 +412,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
         .post(format!("{}/v1/payments", fleet.sim.base_url))
         .bearer_auth("sk_test_sim")
         .header("Idempotency-Key", "someone-else")
-        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": op}))
+        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": reference(&op)}))
         .send()
         .await
         .unwrap();
