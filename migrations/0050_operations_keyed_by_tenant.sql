@@ -291,6 +291,32 @@ BEGIN
     );
 END $$;
 
+-- A writer that names only the operation's id in a child row (one of a version from before
+-- this migration, still running during a rolling upgrade; a script) gets the tenant of the
+-- one operation with that id. When two tenants hold the id nothing is guessed: the tenant
+-- stays NULL and the row is refused (23502). Every component of this version names the
+-- tenant itself, and the WHEN clause keeps this off its path. The trigger names sort
+-- before every other BEFORE INSERT trigger of these tables, which read the tenant.
+CREATE FUNCTION fleet_tenant_of_only_operation() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+    tenants text[];
+BEGIN
+    tenants := ARRAY(SELECT tenant_id FROM operations WHERE operation_id = NEW.operation_id LIMIT 2);
+    IF cardinality(tenants) = 1 THEN
+        NEW.tenant_id := tenants[1];
+    END IF;
+    RETURN NEW;
+END $$;
+REVOKE ALL ON FUNCTION fleet_tenant_of_only_operation() FROM PUBLIC;
+
+CREATE TRIGGER operation_events_0_tenant BEFORE INSERT ON operation_events
+    FOR EACH ROW WHEN (NEW.tenant_id IS NULL) EXECUTE FUNCTION fleet_tenant_of_only_operation();
+CREATE TRIGGER attempts_0_tenant BEFORE INSERT ON attempts
+    FOR EACH ROW WHEN (NEW.tenant_id IS NULL) EXECUTE FUNCTION fleet_tenant_of_only_operation();
+CREATE TRIGGER approvals_0_tenant BEFORE INSERT ON approvals
+    FOR EACH ROW WHEN (NEW.tenant_id IS NULL) EXECUTE FUNCTION fleet_tenant_of_only_operation();
+
 -- Grants (0039, 0045): whoever writes an operation's id in a child row writes its tenant.
 GRANT INSERT (tenant_id) ON operation_events
     TO fleet_api, fleet_prepare, fleet_execute, fleet_reconcile, fleet_webhook_ingest;

@@ -271,7 +271,7 @@ async fn a_webhook_is_applied_after_waiting_for_a_concurrent_update_of_the_row()
         payload_hash: format!("sha256:{}", "ab".repeat(32)),
         object: ReportedObject {
             id: Some("pay_from_webhook".into()),
-            reference: Some(op.clone()),
+            reference: Some(fleet_tests::reference(&op)),
             status: Some("succeeded".into()),
             amount_minor: Some(1_250_000),
             currency: Some("KZT".into()),
@@ -563,8 +563,8 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
                 'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_2' || lpad(i::text, 25, '0'),
                 now() + interval '1 hour', 'approved', 'sha256:' || repeat('0', 64)
          FROM generate_series(1, 5000) i;
-         INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash)
-         SELECT 'op_2' || lpad(i::text, 25, '0'), 'ann', 'token', 'sha256:' || repeat('0', 64)
+         INSERT INTO approvals (operation_id, tenant_id, principal, signed_in_with, payload_hash)
+         SELECT 'op_2' || lpad(i::text, 25, '0'), 'org_backlog', 'ann', 'token', 'sha256:' || repeat('0', 64)
          FROM generate_series(1, 5000) i;
          SET session_replication_role = origin;",
     )
@@ -582,7 +582,10 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
     assert!(!analysed, "the premise: operations was never analysed");
     let claimed = store
         .claim_ready_many(
-            &[at(second.as_str()), at("op_20000000000000000000000001")],
+            &[
+                at(second.as_str()),
+                fleet_core::OpRef::new("org_backlog", "op_20000000000000000000000001"),
+            ],
             &[],
             OWNER,
             LEASE_TTL_MS,
