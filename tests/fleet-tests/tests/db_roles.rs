@@ -382,6 +382,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
     ];
     const HISTORY: &[&str] = &[
         "operation_id",
+        "tenant_id",
         "kind",
         "from_status",
         "to_status",
@@ -401,7 +402,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
         "response",
         "detail",
     ];
-    const WEBHOOK_APPLIED: &[&str] = &["operation_id", "outcome", "applied_at"];
+    const WEBHOOK_APPLIED: &[&str] = &["operation_id", "tenant_id", "outcome", "applied_at"];
     let mut w: Vec<(&str, &[&str], &'static str)> = Vec::new();
     let mover = !matches!(role, DbRole::Relay);
     if matches!(role, DbRole::Api | DbRole::Prepare) {
@@ -427,6 +428,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
                 "approvals",
                 &[
                     "operation_id",
+                    "tenant_id",
                     "principal",
                     "signed_in_with",
                     "payload_hash",
@@ -476,7 +478,11 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
         DbRole::Prepare => {}
         DbRole::Execute => {
             w.push(("operations", &["fence", "attempts"], "UPDATE"));
-            w.push(("attempts", &["operation_id", "fence", "worker"], "INSERT"));
+            w.push((
+                "attempts",
+                &["operation_id", "tenant_id", "fence", "worker"],
+                "INSERT",
+            ));
             w.push(("attempts", ATTEMPT_DONE, "UPDATE"));
         }
         DbRole::Reconcile => {
