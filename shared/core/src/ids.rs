@@ -188,10 +188,7 @@ mod tests {
         }
         // A fixed value (docs/api.md prints it): the derivation never changes, or a row's
         // key would no longer be what a person recomputes from its tenant and id.
-        assert_eq!(
-            a.as_str(),
-            "9d9bb817477c6881.op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"
-        );
+        assert_eq!(a.as_str(), "9d9bb817477c6881.op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8");
         assert_ne!(tenant_hash("org_482"), tenant_hash("org_48"));
     }
 

@@ -63,6 +63,17 @@ pub fn at(op: &str) -> OpRef<'_> {
     OpRef::new(TENANT, op)
 }
 
+/// The one stored operation with the id `op`, of whichever tenant; a test that stores one id
+/// in two tenants names the tenant instead.
+async fn row_of(store: &Store, op: &str) -> Option<fleet_store::OperationRow> {
+    let tenants = store.tenants_of(op).await.unwrap();
+    match tenants.as_slice() {
+        [] => None,
+        [tenant] => store.get(OpRef::new(tenant, op)).await.unwrap(),
+        several => panic!("{op} is stored in {several:?}: name the tenant"),
+    }
+}
+
 /// The reference (and key) a provider knows operation `op` of [`TENANT`] by, as intake
 /// derives and stores it; anything that is not an operation id is a reference already.
 pub fn reference(op: &str) -> String {
@@ -321,11 +332,31 @@ impl TestFleet {
             .expect("publish intent");
     }
 
+    /// The one stored operation with this id, of whichever tenant (most tests name an
+    /// operation by id; the few that put one id in two tenants read the store by
+    /// (tenant, id) themselves).
+    pub async fn row(&self, op: &str) -> Option<fleet_store::OperationRow> {
+        row_of(&self.store, op).await
+    }
+
+    /// The reference the provider knows `op` by: its stored key, or for an id not stored
+    /// (yet) the key intake would store for [`TENANT`]; anything else is a reference already.
+    pub async fn reference_of(&self, op: &str) -> String {
+        match self.row(op).await {
+            Some(row) => row.idempotency_key,
+            None => reference(op),
+        }
+    }
+
     pub async fn ring_execute(&self, op: &str) {
+        let tenant = self
+            .row(op)
+            .await
+            .map_or(TENANT.to_owned(), |r| r.tenant_id);
         self.publisher
             .publish(
                 Queue::OperationsExecute,
-                &Doorbell::new(TENANT, op).to_bytes(),
+                &Doorbell::new(&tenant, op).to_bytes(),
             )
             .await
             .expect("ring execute");
@@ -336,16 +367,20 @@ impl TestFleet {
     /// API does: `Ok(rung)`. Anything but an approval that completes the quorum is the
     /// store's answer as an error. (Tests of who may approve go through the API.)
     pub async fn approve(&self, op: &str, hash: &str) -> Result<bool, ApprovalOutcome> {
+        let tenant = self
+            .row(op)
+            .await
+            .map_or(TENANT.to_owned(), |r| r.tenant_id);
         match self
             .store
-            .approve(at(op), hash, &TEST_APPROVER, None)
+            .approve(OpRef::new(&tenant, op), hash, &TEST_APPROVER, None)
             .await
             .expect("approve")
         {
             ApprovalOutcome::Approved => {}
             other => return Err(other),
         }
-        let bell = Doorbell::new(TENANT, op).to_bytes();
+        let bell = Doorbell::new(&tenant, op).to_bytes();
         Ok(self
             .publisher
             .publish(Queue::OperationsExecute, &bell)
@@ -385,7 +420,7 @@ impl TestFleet {
         let store = self.store.clone();
         eventually("the operation to be prepared", || {
             let store = store.clone();
-            async move { store.get(at(op)).await.unwrap() }
+            async move { row_of(&store, op).await }
         })
         .await
     }
@@ -395,13 +430,7 @@ impl TestFleet {
         let store = self.store.clone();
         eventually(&format!("{op} to become {status}"), || {
             let store = store.clone();
-            async move {
-                store
-                    .get(at(op))
-                    .await
-                    .unwrap()
-                    .filter(|r| r.status == status)
-            }
+            async move { row_of(&store, op).await.filter(|r| r.status == status) }
         })
         .await
     }
@@ -412,10 +441,8 @@ impl TestFleet {
         eventually(&format!("{op} to be escalated"), || {
             let store = store.clone();
             async move {
-                store
-                    .get(at(op))
+                row_of(&store, op)
                     .await
-                    .unwrap()
                     .filter(|r| r.escalated_at.is_some())
             }
         })
@@ -429,8 +456,9 @@ impl TestFleet {
         eventually(&format!("a {kind} event of {op}"), || {
             let store = store.clone();
             async move {
+                let row = row_of(&store, op).await?;
                 store
-                    .events(at(op))
+                    .events(row.key())
                     .await
                     .unwrap()
                     .into_iter()
@@ -494,7 +522,7 @@ impl TestFleet {
             format!(
                 "{}/_sim/requests?reference={}",
                 self.sim.base_url,
-                reference(op)
+                self.reference_of(op).await
             ),
         );
         eventually("the request to reach the provider", || {
@@ -509,7 +537,10 @@ impl TestFleet {
 
     pub async fn sim_effects(&self, op: &str) -> i64 {
         let v = self
-            .sim_get(&format!("/_sim/effects?reference={}", reference(op)))
+            .sim_get(&format!(
+                "/_sim/effects?reference={}",
+                self.reference_of(op).await
+            ))
             .await;
         ["payments", "refunds", "deals", "orders", "envelopes"]
             .iter()
@@ -544,8 +575,11 @@ impl TestFleet {
 
     /// The create requests (POSTs) the simulator received for this reference.
     pub async fn sim_posts(&self, op: &str) -> usize {
-        self.sim_get(&format!("/_sim/requests?reference={}", reference(op)))
-            .await["data"]
+        self.sim_get(&format!(
+            "/_sim/requests?reference={}",
+            self.reference_of(op).await
+        ))
+        .await["data"]
             .as_array()
             .unwrap()
             .len()
