@@ -953,7 +953,21 @@ async fn the_openapi_document_lists_every_route_and_the_view_it_describes_is_the
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    assert_eq!(waits, BTreeSet::from(["id", "wait_for", "timeout_s"]));
+    assert_eq!(
+        waits,
+        BTreeSet::from(["id", "wait_for", "timeout_s", "tenant"])
+    );
+    // Every decision route takes the tenant too (ids are unique per tenant).
+    for decision in ["approve", "reject", "resolve", "dispute"] {
+        let path = format!("/v1/operations/{{id}}/{decision}");
+        let names: BTreeSet<&str> = doc["paths"][path.as_str()]["post"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, BTreeSet::from(["id", "tenant"]), "{path}");
+    }
 
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     let view: Value = submit(&fleet, &api, &token, intent_bytes(&intent()))
