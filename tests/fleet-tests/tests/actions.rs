@@ -40,7 +40,7 @@ async fn posts_to(fleet: &TestFleet, reference: &str, path: &str) -> usize {
 
 async fn seed_deal(fleet: &TestFleet, external_id: &str) -> Value {
     fleet
-        .sim_post("/_sim/deals", json!({"external_id": external_id, "name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"}))
+        .sim_post("/_sim/deals", json!({"external_id": reference(external_id), "name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"}))
         .await
 }
 

@@ -32,7 +32,7 @@ async fn an_approved_status_change_moves_the_order_once_and_says_what_it_does() 
     let now = fleet.sim_get(&format!("/_sim/orders/{order}")).await;
     assert_eq!(
         (now["status"].clone(), now["last_transition_ref"].clone()),
-        (json!("fulfilled"), json!(op))
+        (json!("fulfilled"), json!(fleet.reference_of(&op).await))
     );
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_eq!(fleet.sim_posts(&op).await, 1);
@@ -81,7 +81,7 @@ async fn an_order_someone_else_moved_is_cancelled_with_its_status_recorded_and_a
     let now = fleet.sim_get(&format!("/_sim/orders/{order}")).await;
     assert_eq!(
         (now["status"].clone(), now["last_transition_ref"].clone()),
-        (json!("fulfilled"), json!(new))
+        (json!("fulfilled"), json!(fleet.reference_of(&new).await))
     );
     fleet.stop().await;
 }
