@@ -76,7 +76,7 @@ impl Console {
     }
 
     async fn approval(&self, op: &str) -> (Status, ApprovalStatus, Option<String>) {
-        let row = self.fleet.store.get(at(op)).await.unwrap().unwrap();
+        let row = self.fleet.row(op).await.unwrap();
         (row.status, row.approval_status, row.decided_by)
     }
 }
@@ -336,7 +336,7 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
         (r.status(), location(&r).to_owned()),
         (
             StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?done=approved")
+            format!("/console/operations/{op}?tenant=org_482&done=approved")
         )
     );
     assert_eq!(
@@ -359,7 +359,7 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
         (r.status(), location(&r).to_owned()),
         (
             StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?done=already")
+            format!("/console/operations/{op}?tenant=org_482&done=already")
         )
     );
     let approvals = c.fleet.count(&format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}' AND kind = 'approved'")).await;
@@ -784,7 +784,7 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         (r.status(), location(&r).to_owned()),
         (
             StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?done=disputed")
+            format!("/console/operations/{op}?tenant=org_482&done=disputed")
         )
     );
     let r = c
@@ -796,7 +796,7 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         .await;
     assert_eq!(
         location(&r).to_owned(),
-        format!("/console/operations/{op}?done=already")
+        format!("/console/operations/{op}?tenant=org_482&done=already")
     );
     assert_eq!(c.approval(&op).await.0, Status::Disputed);
     let last = c.fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
@@ -877,7 +877,7 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
         (r.status(), location(&r).to_owned()),
         (
             StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?done=approved")
+            format!("/console/operations/{op}?tenant=org_482&done=approved")
         )
     );
     let row = fleet.store.get(at(&op)).await.unwrap().unwrap();

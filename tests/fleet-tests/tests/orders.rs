@@ -6,7 +6,7 @@
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, Status};
 use fleet_providers::Capabilities;
-use fleet_tests::at;
+use fleet_tests::{at, reference};
 use fleet_tests::{op_of, order_change_intent, TestFleet};
 use serde_json::json;
 
@@ -96,7 +96,7 @@ async fn an_order_already_at_the_target_status_by_our_own_transition_is_succeede
     fleet
         .sim_post(
             &format!("/_sim/orders/{order}/status"),
-            json!({"status": "fulfilled", "transition_ref": op}),
+            json!({"status": "fulfilled", "transition_ref": reference(&op)}),
         )
         .await;
     fleet.submit_and_approve(&i).await;
