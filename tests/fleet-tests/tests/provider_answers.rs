@@ -66,7 +66,7 @@ async fn a_payment_answer_carrying_customer_data_leaves_none_of_it_in_attempts_o
         .to_owned();
 
     // What is kept: the summary, in the attempt and as the operation's result.
-    let kept = json!({"id": payment_id, "status": "succeeded", "amount_minor": 1_250_000, "currency": "KZT", "reference": op});
+    let kept = json!({"id": payment_id, "status": "succeeded", "amount_minor": 1_250_000, "currency": "KZT", "reference": row.idempotency_key});
     let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].response.as_ref(), Some(&kept));
