@@ -204,6 +204,26 @@ mod tests {
     }
 
     #[test]
+    fn one_id_in_two_tenants_is_two_waits() {
+        use fleet_core::{ApprovalStatus, Status};
+        let waiters = Waiters::new(caps(4));
+        let mut mine = waiters.register(OpRef::new("t1", "op_a"), WaitFor::Final);
+        let mut theirs = waiters.register(OpRef::new("t2", "op_a"), WaitFor::Final);
+        let succeeded = WaitState {
+            status: Status::Succeeded,
+            approval: ApprovalStatus::Approved,
+            escalated: false,
+        };
+        waiters.wake(vec![(OpKey::new("t1", "op_a"), succeeded)]);
+        assert!(mine.try_recv().is_ok());
+        assert!(
+            theirs.try_recv().is_err(),
+            "another tenant's operation is not over"
+        );
+        assert_eq!(waiters.waited_on(), vec![OpKey::new("t2", "op_a")]);
+    }
+
+    #[test]
     fn a_withdrawn_wait_is_forgotten() {
         let waiters = Waiters::new(caps(4));
         let kept = waiters.register(OpRef::new("t1", "op_a"), WaitFor::Final);
