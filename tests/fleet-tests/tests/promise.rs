@@ -81,7 +81,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
     for op in &ops {
         assert_eq!(
             fleet
-                .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
+                .sim_get(&format!("/_sim/effects?reference={}", reference(op)))
                 .await["deals"],
             json!(1),
             "exactly one deal for {op}"
