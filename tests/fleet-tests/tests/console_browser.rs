@@ -116,7 +116,9 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
     browser.screenshot("console-inbox.png").await;
 
     browser
-        .click(&format!("a[href=\"/console/operations/{op}?tenant={TENANT}\"]"))
+        .click(&format!(
+            "a[href=\"/console/operations/{op}?tenant={TENANT}\"]"
+        ))
         .await;
     let page = browser.page_text().await;
     for fact in [
@@ -376,7 +378,9 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         "{queue}"
     );
     browser
-        .click(&format!("a[href=\"/console/operations/{op}?tenant={TENANT}\"]"))
+        .click(&format!(
+            "a[href=\"/console/operations/{op}?tenant={TENANT}\"]"
+        ))
         .await;
     let page = browser.page_text().await;
     assert!(
