@@ -66,9 +66,16 @@ ALTER TABLE approvals ALTER COLUMN tenant_id SET NOT NULL,
         REFERENCES operations (operation_id, tenant_id);
 
 -- The outbox already carried the tenant (for routing keys); its per-operation sequence is
--- now per (operation, tenant).
+-- now per (operation, tenant). An event's id was `<operation id>.<sequence>`, which two
+-- tenants' operations with one id would share (and a consumer deduplicating on it would
+-- drop one): it is now `<operation key>.<sequence>`, the key being the operation's stored
+-- idempotency key, so an operation stored before keeps the ids its events always had.
 ALTER TABLE operation_outbox DROP CONSTRAINT operation_outbox_sequence,
-    ADD CONSTRAINT operation_outbox_sequence UNIQUE (operation_id, tenant_id, sequence);
+    ADD CONSTRAINT operation_outbox_sequence UNIQUE (operation_id, tenant_id, sequence),
+    ADD COLUMN event_key text;
+UPDATE operation_outbox x SET event_key = o.idempotency_key
+FROM operations o WHERE o.operation_id = x.operation_id AND o.tenant_id = x.tenant_id;
+ALTER TABLE operation_outbox ALTER COLUMN event_key SET NOT NULL;
 
 -- A provider event is linked to one operation: both halves of its key, or neither.
 ALTER TABLE webhook_events ADD COLUMN tenant_id text;
@@ -246,9 +253,10 @@ BEGIN
                                 AND a.payload_hash = op.payload_hash AND a.signature IS NOT NULL),
             'signed_in_with', NEW.signed_in_with));
     END IF;
-    INSERT INTO operation_outbox (operation_id, sequence, event_type, tenant_id, history_id, occurred_at, data)
-    VALUES (op.operation_id, NEW.event_sequence, event_type, op.tenant_id, NEW.id, NEW.at,
-            operation_view(op) || extra);
+    INSERT INTO operation_outbox (operation_id, event_key, sequence, event_type, tenant_id, history_id,
+                                  occurred_at, data)
+    VALUES (op.operation_id, op.idempotency_key, NEW.event_sequence, event_type, op.tenant_id, NEW.id,
+            NEW.at, operation_view(op) || extra);
     RETURN NULL;
 END
 $$;

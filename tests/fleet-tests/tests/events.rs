@@ -89,7 +89,7 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
         let b = &e.body;
         let t = e.short_type();
         assert_eq!(b["specversion"], "1.0");
-        assert_eq!(b["id"], format!("{op}.{}", e.sequence()));
+        assert_eq!(b["id"], format!("{}.{}", reference(&op), e.sequence()));
         assert_eq!(b["source"], source.as_str());
         assert_eq!(b["type"], format!("fleet.operation.{t}"));
         assert_eq!(b["subject"], op.as_str());
@@ -340,7 +340,9 @@ async fn a_relay_killed_between_the_confirm_and_its_commit_loses_nothing_and_rep
     assert_eq!(sequences(&kept), [1, 2, 3, 4]);
     assert_eq!(
         kept.iter().map(|e| e.id().to_owned()).collect::<Vec<_>>(),
-        (1..=4).map(|n| format!("{op}.{n}")).collect::<Vec<_>>()
+        (1..=4)
+            .map(|n| format!("{}.{n}", reference(&op)))
+            .collect::<Vec<_>>()
     );
     fleet.stop().await;
 }

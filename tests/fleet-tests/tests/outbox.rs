@@ -285,7 +285,7 @@ async fn every_history_kind_maps_to_its_documented_event_type_and_bookkeeping_to
     assert_eq!(produced, known);
     let bad = sql
         .execute(
-            "INSERT INTO operation_outbox (operation_id, sequence, event_type, tenant_id, history_id, occurred_at, data) VALUES ($1, 999, 'teleported', 't', 0, now(), '{}')",
+            "INSERT INTO operation_outbox (operation_id, event_key, sequence, event_type, tenant_id, history_id, occurred_at, data) VALUES ($1, $1, 999, 'teleported', 't', 0, now(), '{}')",
             &[&op],
         )
         .await;
