@@ -298,6 +298,23 @@ async fn two_tenants_operations_with_one_id_run_apart_under_their_own_keys() {
         keys[0], keys[1],
         "two tenants never share a key at a provider"
     );
+    // Nor an outcome event id: each operation's events are named by its own key.
+    let mut event_keys: Vec<String> = fleet
+        .sql()
+        .await
+        .query(
+            "SELECT DISTINCT event_key FROM operation_outbox WHERE operation_id = $1",
+            &[&op],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    event_keys.sort();
+    let mut expected_keys = keys.clone();
+    expected_keys.sort();
+    assert_eq!(event_keys, expected_keys);
 
     // Each payment's webhook settles its own operation, and nothing else.
     for (tenant, payment) in &payments {
