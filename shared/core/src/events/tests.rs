@@ -40,7 +40,7 @@ fn the_envelope_is_a_structured_cloudevent() {
     let e = event(EventType::Succeeded, "acme");
     let v = e.cloud_event("/fleet/ns1");
     assert_eq!(v["specversion"], "1.0");
-    assert_eq!(v["id"], "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8.3");
+    assert_eq!(v["id"], "9d9bb817477c6881.op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8.3");
     assert_eq!(v["source"], "/fleet/ns1");
     assert_eq!(v["type"], "fleet.operation.succeeded");
     assert_eq!(v["subject"], "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8");
