@@ -134,6 +134,9 @@ pub enum Denial {
     NotFound,
     /// 403: the principal submitted this operation and may not also approve it.
     SubmitterCannotApprove,
+    /// 409: the id names an operation in several of the principal's tenants (ids are
+    /// unique per tenant); the caller names the tenant (`?tenant=`).
+    Ambiguous,
 }
 
 impl Denial {
@@ -143,6 +146,7 @@ impl Denial {
             Denial::TenantNotGranted => "tenant_not_granted",
             Denial::NotFound => "not_found",
             Denial::SubmitterCannotApprove => "submitter_cannot_approve",
+            Denial::Ambiguous => "operation_id_ambiguous",
         }
     }
 
@@ -198,6 +202,27 @@ pub fn may_act_on(
         | OperationAction::Resolve
         | OperationAction::Dispute
         | OperationAction::Reconcile => Ok(()),
+    }
+}
+
+/// Which operation `who` means by an id (docs/design.md#tenant-boundaries). Ids are unique
+/// per tenant only: `holders` are the tenants whose operations carry the id (in any
+/// order; another tenant's counts for nothing), `asked` the tenant the caller named, if
+/// any. One of the caller's tenants holds it → that tenant; none (or the named tenant is
+/// not the caller's, or does not hold it) → not found, exactly as a free id; several and
+/// none named → [`Denial::Ambiguous`].
+pub fn locate<'h>(
+    who: &Actor<'_>,
+    asked: Option<&str>,
+    holders: &'h [String],
+) -> Result<&'h str, Denial> {
+    let mut mine = holders
+        .iter()
+        .filter(|t| who.acts_for(t) && asked.is_none_or(|a| a == t.as_str()));
+    match (mine.next(), mine.next()) {
+        (None, _) => Err(Denial::NotFound),
+        (Some(one), None) => Ok(one),
+        (Some(_), Some(_)) => Err(Denial::Ambiguous),
     }
 }
 

@@ -122,7 +122,7 @@ pub struct WebhookSpec {
     pub failed: &'static str,
     /// Statuses reported on the way (heard, never applied).
     pub pending: &'static [&'static str],
-    /// The member of the reported object that echoes our operation id.
+    /// The member of the reported object that echoes our reference (the stored key).
     pub reference_field: &'static str,
 }
 
@@ -136,11 +136,13 @@ pub struct ToolText {
     pub what: &'static str,
 }
 
-/// What a provider call and a lookup are about: the operation's id (its reference and,
-/// for keyed creates, its key), its target and its approved payload.
+/// What a provider call and a lookup are about: the operation's reference at the provider
+/// (its stored idempotency key, also the key of keyed creates), its target and its
+/// approved payload.
 #[derive(Debug, Clone, Copy)]
 pub struct Subject<'a> {
-    pub operation_id: &'a str,
+    /// `operations.idempotency_key`, fixed at intake (docs/design.md#tenant-boundaries).
+    pub reference: &'a str,
     pub target: Option<&'a str>,
     pub payload: &'a Value,
 }

@@ -113,6 +113,10 @@ impl EventType {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutcomeEvent {
     pub operation_id: String,
+    /// The operation's key (`operations.idempotency_key`: `<tenant hash>.<id>`, or the bare
+    /// id of an operation stored before keys named the tenant), which names the operation
+    /// across tenants where its id alone does not.
+    pub key: String,
     /// 1, 2, 3, … per operation, in the order the events happened.
     pub sequence: i32,
     pub event_type: EventType,
@@ -125,8 +129,10 @@ pub struct OutcomeEvent {
 
 impl OutcomeEvent {
     /// Unique per event and identical on every republish: consumers deduplicate on it.
+    /// Built from the operation's key, so two tenants' operations with one id never share
+    /// an event id (and an operation stored before keys named the tenant keeps its ids).
     pub fn id(&self) -> String {
-        format!("{}.{}", self.operation_id, self.sequence)
+        format!("{}.{}", self.key, self.sequence)
     }
 
     /// `<type>.<tenant segment>`, e.g. `fleet.operation.succeeded.acme`.

@@ -30,16 +30,84 @@ impl OperationId {
         &self.0
     }
 
-    /// The idempotency key sent to providers: the operation id itself (docs/protocol.md),
-    /// the same on every attempt, forever.
-    pub fn idempotency_key(&self) -> IdempotencyKey {
-        IdempotencyKey(self.0.clone())
+    /// The idempotency key (and the reference) sent to providers for this operation of
+    /// `tenant_id`: `<tenant hash>.<operation id>`. Operation ids are unique per tenant
+    /// only, so the key names the tenant too: two tenants' operations with one id never
+    /// share a key at a provider, where the second would replay the first's answer
+    /// (docs/design.md#tenant-boundaries). Intake stores it in the row, and every attempt,
+    /// lookup and webhook match uses the stored key: an operation stored before keys named
+    /// the tenant keeps its bare id.
+    pub fn idempotency_key(&self, tenant_id: &str) -> IdempotencyKey {
+        IdempotencyKey(format!("{}.{}", tenant_hash(tenant_id), self.0))
     }
+}
+
+/// The first 16 hex digits (64 bits) of the SHA-256 of the tenant id: short enough for
+/// every provider's key and reference fields (docs/protocol.md), free of the characters a
+/// tenant id may hold, and the same for a tenant forever. Two tenants whose hashes met
+/// could still never share a key: the database refuses a second row with a stored key
+/// (`operations_idempotency_key`).
+pub fn tenant_hash(tenant_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(tenant_id.as_bytes())[..8])
 }
 
 impl fmt::Display for OperationId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// One operation as every read and write names it: ids are unique per tenant only
+/// (docs/design.md#tenant-boundaries), so the tenant always comes with the id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpRef<'a> {
+    pub tenant_id: &'a str,
+    pub operation_id: &'a str,
+}
+
+impl<'a> OpRef<'a> {
+    pub fn new(tenant_id: &'a str, operation_id: &'a str) -> Self {
+        OpRef {
+            tenant_id,
+            operation_id,
+        }
+    }
+
+    pub fn to_key(self) -> OpKey {
+        OpKey::new(self.tenant_id, self.operation_id)
+    }
+}
+
+/// [`OpRef`], owned: what a sweep or a doorbell hands on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpKey {
+    pub tenant_id: String,
+    pub operation_id: String,
+}
+
+impl OpKey {
+    pub fn new(tenant_id: impl Into<String>, operation_id: impl Into<String>) -> Self {
+        OpKey {
+            tenant_id: tenant_id.into(),
+            operation_id: operation_id.into(),
+        }
+    }
+
+    pub fn op(&self) -> OpRef<'_> {
+        OpRef::new(&self.tenant_id, &self.operation_id)
+    }
+}
+
+impl fmt::Display for OpKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.op().fmt(f)
+    }
+}
+
+impl fmt::Display for OpRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} of {}", self.operation_id, self.tenant_id)
     }
 }
 
@@ -103,6 +171,25 @@ mod tests {
         ] {
             assert!(OperationId::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn keys_name_the_tenant_and_the_id() {
+        let op = OperationId::parse("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8").unwrap();
+        let a = op.idempotency_key("org_482");
+        let b = op.idempotency_key("org_999");
+        assert_ne!(a, b);
+        assert_eq!(a, op.idempotency_key("org_482"), "the same on every call");
+        for key in [&a, &b] {
+            let (hash, id) = key.as_str().split_once('.').unwrap();
+            assert_eq!(id, op.as_str());
+            assert_eq!(hash.len(), 16);
+            assert!(hash.bytes().all(|c| c.is_ascii_hexdigit()));
+        }
+        // A fixed value (docs/api.md prints it): the derivation never changes, or a row's
+        // key would no longer be what a person recomputes from its tenant and id.
+        assert_eq!(a.as_str(), "9d9bb817477c6881.op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8");
+        assert_ne!(tenant_hash("org_482"), tenant_hash("org_48"));
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub use catalogue::{Action, ActionSpec, Effect, ProviderName, Subject, CATALOGUE
 pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};
 pub use identifier::{check_identifier, is_identifier, IdentifierProblem};
-pub use ids::{IdempotencyKey, OperationId, PayloadHash};
+pub use ids::{tenant_hash, IdempotencyKey, OpKey, OpRef, OperationId, PayloadHash};
 pub use intent::{parse_intent, IntentError, ValidIntent};
 pub use outcome::{
     classify_deal_create, classify_deal_update, classify_payment, CallResult, NoAnswerKind,

@@ -114,7 +114,7 @@ pub fn read_search(
 ) -> Reading {
     let ours: Vec<&Value> = objects
         .iter()
-        .filter(|o| o.get(reference_field).and_then(Value::as_str) == Some(subject.operation_id))
+        .filter(|o| o.get(reference_field).and_then(Value::as_str) == Some(subject.reference))
         .collect();
     let ids: Vec<&str> = ours
         .iter()
@@ -439,7 +439,7 @@ mod tests {
     fn a_search_counts_only_objects_with_our_reference() {
         let payload = json!({});
         let subject = Subject {
-            operation_id: "op_A",
+            reference: "op_A",
             target: None,
             payload: &payload,
         };

@@ -115,7 +115,8 @@ pub const ON_DISPUTED: &str = "webhook_on_disputed";
 /// What the row says the effect is, for [`check_identity`].
 #[derive(Debug, Clone, Copy)]
 pub struct RowIdentity<'a> {
-    pub operation_id: &'a str,
+    /// The reference the provider echoes: the operation's stored idempotency key.
+    pub reference: &'a str,
     pub provider: &'a str,
     pub action: &'a str,
     pub external_id: Option<&'a str>,
@@ -147,7 +148,7 @@ pub fn check_identity(
         return Err("webhook_action_mismatch");
     }
     if let Some(reference) = object.reference {
-        if reference != row.operation_id {
+        if reference != row.reference {
             return Err("webhook_reference_mismatch");
         }
     }
@@ -284,7 +285,7 @@ mod tests {
     fn identity_must_match_the_row_in_every_reported_field() {
         let payload = json!({"amount_minor": 1250000, "currency": "KZT"});
         let row = RowIdentity {
-            operation_id: "op_A",
+            reference: "op_A",
             provider: "payments",
             action: "payment.create",
             external_id: Some("pay_1"),

@@ -136,7 +136,7 @@ impl Api {
             CallResult::Answer(answer) => tracing::debug!(
                 provider,
                 action,
-                operation_id = subject,
+                reference = subject,
                 elapsed_ms,
                 status = answer.status,
                 replayed = answer.replayed,
@@ -147,7 +147,7 @@ impl Api {
                 tracing::debug!(
                     provider,
                     action,
-                    operation_id = subject,
+                    reference = subject,
                     elapsed_ms,
                     detail = detail.as_str(),
                     "provider call not sent"
@@ -157,7 +157,7 @@ impl Api {
                 tracing::debug!(
                     provider,
                     action,
-                    operation_id = subject,
+                    reference = subject,
                     elapsed_ms,
                     result = call_label(call),
                     "provider call got no answer"

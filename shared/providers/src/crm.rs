@@ -129,7 +129,7 @@ impl Adapter for CrmClient {
             Action::CrmDealCreate => {
                 let p: DealCreatePayload = op.payload()?;
                 let body = DealRequest {
-                    external_id: op.subject.operation_id.to_owned(),
+                    external_id: op.subject.reference.to_owned(),
                     name: p.name,
                     amount_minor: p.amount_minor,
                     currency: p.currency,
@@ -163,8 +163,7 @@ impl Adapter for CrmClient {
                 }
                 _ => looked(
                     "external_id_search",
-                    self.find_deals_by_external_id(op.subject.operation_id)
-                        .await,
+                    self.find_deals_by_external_id(op.subject.reference).await,
                 ),
             }
         })

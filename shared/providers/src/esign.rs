@@ -87,7 +87,7 @@ impl Adapter for EsignClient {
             Action::ContractSend => {
                 let p: ContractSendPayload = op.payload()?;
                 let body = EnvelopeRequest {
-                    external_ref: op.subject.operation_id.to_owned(),
+                    external_ref: op.subject.reference.to_owned(),
                     template_id: p.template_id,
                     recipient_id: p.recipient_id,
                     document_sha256: p.document_sha256,
@@ -116,7 +116,7 @@ impl Adapter for EsignClient {
             }
             looked(
                 "external_ref",
-                self.find_envelopes_by_external_ref(op.subject.operation_id)
+                self.find_envelopes_by_external_ref(op.subject.reference)
                     .await,
             )
         })

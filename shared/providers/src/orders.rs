@@ -71,7 +71,7 @@ impl Adapter for OrdersClient {
                 let body = TransitionRequest {
                     from: p.from,
                     to: p.to,
-                    transition_ref: op.subject.operation_id.to_owned(),
+                    transition_ref: op.subject.reference.to_owned(),
                     reason: p.reason,
                 };
                 Ok(Request::new(

@@ -177,7 +177,7 @@ impl Adapter for PaymentsClient {
     }
 
     fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
-        let reference = op.subject.operation_id.to_owned();
+        let reference = op.subject.reference.to_owned();
         let (path, body) = match op.action {
             Action::PaymentCreate => {
                 let p: PaymentPayload = op.payload()?;
@@ -228,7 +228,7 @@ impl Adapter for PaymentsClient {
                     other => return looked_one("external_id", other),
                 }
             }
-            let reference = op.subject.operation_id;
+            let reference = op.subject.reference;
             let search = if refund {
                 self.find_refunds_by_reference(reference).await
             } else {

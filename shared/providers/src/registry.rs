@@ -209,7 +209,7 @@ impl Provider {
     pub async fn send(&self, op: &Operation<'_>, request: &Request) -> CallResult {
         self.adapter
             .api()
-            .send(request, op.action.wire_name(), op.subject.operation_id)
+            .send(request, op.action.wire_name(), op.subject.reference)
             .await
     }
 
@@ -291,7 +291,7 @@ mod tests {
             let intent = parse_intent(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
             let s = &intent.snapshot;
             let subject = Subject {
-                operation_id: &s.operation_id,
+                reference: &s.operation_id,
                 target: s.target.as_deref(),
                 payload: &s.payload,
             };

@@ -5,7 +5,7 @@
 //! `fleet_core::authz` first.
 
 use fleet_core::{
-    judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event,
+    judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event, OpRef,
     PresentedSignature, Quorum, Status,
 };
 
@@ -54,13 +54,13 @@ pub enum RejectOutcome {
 const LOCK: &str = "
 SELECT approval_status, status, payload_hash, fence, approvals_required,
        approval_expires_at <= now() AS expired
-FROM operations WHERE operation_id = $1 FOR NO KEY UPDATE";
+FROM operations WHERE operation_id = $1 AND tenant_id = $2 FOR NO KEY UPDATE";
 
 /// Sent right behind [`LOCK`] on the same connection (one round trip for both): the server
 /// runs it after the lock is granted, so it sees an approval committed while this one
 /// waited for the lock.
 const APPROVED_BEFORE: &str =
-    "SELECT EXISTS (SELECT 1 FROM approvals WHERE operation_id = $1 AND principal = $2)";
+    "SELECT EXISTS (SELECT 1 FROM approvals WHERE operation_id = $1 AND tenant_id = $3 AND principal = $2)";
 
 /// Records the approval and, in the same statement, the approval's compare-and-set
 /// (written as every CAS is, see `rows.rs`): `$5` is `pending`, `$6` `approved` and `$7`
@@ -72,7 +72,7 @@ const APPROVED_BEFORE: &str =
 /// approval row is written unless it was inserted: a principal whose approval is already
 /// there (only possible if the row lock did not serialise approvers) changes nothing.
 ///
-/// `$10`, `$11` and `$12` are the approval's key id, signature and statement expiry (all
+/// `$13` is the operation's tenant. `$10`, `$11` and `$12` are the approval's key id, signature and statement expiry (all
 /// null for an unsigned approval). The operation is approved only when its approvals also
 /// carry `signatures_required` signatures by keys registered for their principals before
 /// them and not removed: the rule the database's `operations_signed_approvals_gate`
@@ -81,31 +81,31 @@ const APPROVED_BEFORE: &str =
 /// signature itself before sending it.
 const APPROVE: &str = "
 WITH recorded AS (
-    INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash, key_id, signature, signed_expires_at)
-    VALUES ($1, $3, $8, $2, $10, $11, $12)
-    ON CONFLICT (operation_id, principal) DO NOTHING
+    INSERT INTO approvals (operation_id, tenant_id, principal, signed_in_with, payload_hash, key_id, signature, signed_expires_at)
+    VALUES ($1, $13, $3, $8, $2, $10, $11, $12)
+    ON CONFLICT (operation_id, tenant_id, principal) DO NOTHING
     RETURNING operation_id, key_id
 ), received AS (
     SELECT count(*) + (SELECT count(*) FROM recorded) AS n
-    FROM approvals WHERE operation_id = $1 AND payload_hash = $2
+    FROM approvals WHERE operation_id = $1 AND tenant_id = $13 AND payload_hash = $2
 ), signed AS (
     SELECT count(*) + (SELECT count(*) FROM recorded r JOIN approver_keys k ON k.key_id = r.key_id
                        WHERE k.principal = $3 AND k.registered_at < now() AND k.removed_at IS NULL) AS n
     FROM approvals a JOIN approver_keys k ON k.key_id = a.key_id
-    WHERE a.operation_id = $1 AND a.payload_hash = $2 AND k.principal = a.principal
+    WHERE a.operation_id = $1 AND a.tenant_id = $13 AND a.payload_hash = $2 AND k.principal = a.principal
       AND k.registered_at < a.at AND k.removed_at IS NULL
 ), approved AS (
     UPDATE operations SET approval_status = $6, approved_hash = $2, decided_by = $3,
         decided_at = now(), updated_at = now()
-    WHERE operation_id = $1 AND approval_status = $5 AND payload_hash = $2
+    WHERE operation_id = $1 AND tenant_id = $13 AND approval_status = $5 AND payload_hash = $2
       AND approval_expires_at > now() AND status = $7
       AND EXISTS (SELECT 1 FROM recorded)
       AND approvals_required <= (SELECT n FROM received)
       AND signatures_required <= (SELECT n FROM signed)
     RETURNING operation_id
 ), event AS (
-    INSERT INTO operation_events (operation_id, kind, fence, actor, evidence, signed_in_with)
-    SELECT $1, CASE WHEN EXISTS (SELECT 1 FROM approved) THEN 'approved' ELSE 'approval_recorded' END,
+    INSERT INTO operation_events (operation_id, tenant_id, kind, fence, actor, evidence, signed_in_with)
+    SELECT $1, $13, CASE WHEN EXISTS (SELECT 1 FROM approved) THEN 'approved' ELSE 'approval_recorded' END,
            $9, $4, jsonb_build_object('approved_hash', $2::text, 'approvals_received', r.n), $8
     FROM received r WHERE EXISTS (SELECT 1 FROM recorded)
 )
@@ -116,11 +116,11 @@ SELECT (SELECT count(*) FROM recorded) AS recorded, (SELECT count(*) FROM approv
 const EXPIRE: &str = "
 WITH expired AS (
     UPDATE operations SET approval_status = 'expired', updated_at = now()
-    WHERE operation_id = $1 AND approval_status = $2 AND approval_expires_at <= now()
-    RETURNING operation_id, fence
+    WHERE operation_id = $1 AND tenant_id = $3 AND approval_status = $2 AND approval_expires_at <= now()
+    RETURNING operation_id, tenant_id, fence
 )
-INSERT INTO operation_events (operation_id, kind, fence, actor, reason)
-SELECT operation_id, 'approval_expired', fence, 'approver', 'approval_expired' FROM expired";
+INSERT INTO operation_events (operation_id, tenant_id, kind, fence, actor, reason)
+SELECT operation_id, tenant_id, 'approval_expired', fence, 'approver', 'approval_expired' FROM expired";
 
 /// The actor of an approver's history rows.
 fn approver(by: &Decider<'_>) -> String {
@@ -133,7 +133,7 @@ impl Store {
     /// transaction; the execute bell is the caller's to ring after it.
     pub async fn approve(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         hash: &str,
         by: &Decider<'_>,
         signed: Option<&PresentedSignature>,
@@ -143,8 +143,14 @@ impl Store {
         let lock = tx.prepare_cached(LOCK).await?;
         let before = tx.prepare_cached(APPROVED_BEFORE).await?;
         // Pipelined: both go out together and are answered in order.
-        let (lock_params, before_params) =
-            ([&operation_id as _], [&operation_id as _, &by.name as _]);
+        let OpRef {
+            tenant_id,
+            operation_id,
+        } = op;
+        let (lock_params, before_params) = (
+            [&operation_id as _, &tenant_id as _],
+            [&operation_id as _, &by.name as _, &tenant_id as _],
+        );
         let (locked, before) = tokio::try_join!(
             tx.query_opt(&lock, &lock_params),
             tx.query_one(&before, &before_params),
@@ -176,7 +182,8 @@ impl Store {
             },
             ApprovalVerdict::Expire => {
                 let pending = ApprovalStatus::Pending.as_str();
-                tx.execute(EXPIRE, &[&operation_id, &pending]).await?;
+                tx.execute(EXPIRE, &[&operation_id, &pending, &tenant_id])
+                    .await?;
                 ApprovalOutcome::Expired
             }
             ApprovalVerdict::Count => {
@@ -205,6 +212,7 @@ impl Store {
                             &key_id,
                             &signature,
                             &signed_expires_at,
+                            &tenant_id,
                         ],
                     )
                     .await?;
@@ -229,11 +237,11 @@ impl Store {
     /// rejection of a rejected operation changes nothing and says so.
     pub async fn reject(
         &self,
-        operation_id: &str,
+        key: OpRef<'_>,
         by: &Decider<'_>,
         reason: &str,
     ) -> Result<RejectOutcome, StoreError> {
-        let Some(op) = self.get(operation_id).await? else {
+        let Some(op) = self.get(key).await? else {
             return Ok(RejectOutcome::NotFound);
         };
         if op.approval_status == ApprovalStatus::Rejected {
@@ -250,7 +258,7 @@ impl Store {
             decided_by: Some(by.name),
             signed_in_with: Some(by.signed_in_with.as_str()),
             ..Transition::new(
-                operation_id,
+                key,
                 Status::NotStarted,
                 op.fence,
                 Event::CancelBeforeStart,
@@ -260,10 +268,7 @@ impl Store {
         match self.transition(t, None).await? {
             TransitionOutcome::Moved { .. } => Ok(RejectOutcome::Rejected),
             TransitionOutcome::Refused(_) | TransitionOutcome::Stale => {
-                let now = self
-                    .get(operation_id)
-                    .await?
-                    .expect("operations are never deleted");
+                let now = self.get(key).await?.expect("operations are never deleted");
                 if now.approval_status == ApprovalStatus::Rejected {
                     return Ok(RejectOutcome::AlreadyRejected);
                 }

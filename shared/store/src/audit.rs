@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use fleet_core::OpRef;
 use serde_json::Value;
 
 use crate::rows::OPERATION_COLUMNS;
@@ -22,11 +23,11 @@ const RECORD: &str = "
 WITH audited AS (
     UPDATE operations SET audited_at = now(), next_lookup_at = NULL,
         escalated_at = CASE WHEN $2 THEN COALESCE(escalated_at, now()) ELSE escalated_at END
-    WHERE operation_id = $1 AND status = 'succeeded' AND audited_at IS NULL
-    RETURNING operation_id, fence, status
+    WHERE operation_id = $1 AND tenant_id = $4 AND status = 'succeeded' AND audited_at IS NULL
+    RETURNING operation_id, tenant_id, fence, status
 )
-INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor, reason, evidence)
-SELECT operation_id, CASE WHEN $2 THEN 'escalated' ELSE 'audited' END, status, status, fence, 'reconcile',
+INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, to_status, fence, actor, reason, evidence)
+SELECT operation_id, tenant_id, CASE WHEN $2 THEN 'escalated' ELSE 'audited' END, status, status, fence, 'reconcile',
        CASE WHEN $2 THEN 'duplicate_effect' ELSE 'single_effect' END, $3
 FROM audited
 RETURNING 1";
@@ -68,30 +69,29 @@ impl Store {
     /// nothing). `duplicate` escalates the row. Returns whether this call recorded it.
     pub async fn record_audit(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         duplicate: bool,
         evidence: &Value,
     ) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(RECORD).await?;
         Ok(client
-            .query_opt(&stmt, &[&operation_id, &duplicate, evidence])
+            .query_opt(
+                &stmt,
+                &[&op.operation_id, &duplicate, evidence, &op.tenant_id],
+            )
             .await?
             .is_some())
     }
 
     /// The audit's lookup failed: try again after `recheck`.
-    pub async fn postpone_audit(
-        &self,
-        operation_id: &str,
-        recheck: Duration,
-    ) -> Result<(), StoreError> {
+    pub async fn postpone_audit(&self, op: OpRef<'_>, recheck: Duration) -> Result<(), StoreError> {
         let client = self.client().await?;
         client
             .execute(
                 "UPDATE operations SET next_lookup_at = now() + make_interval(secs => $2::float8)
-                 WHERE operation_id = $1 AND status = 'succeeded' AND audited_at IS NULL",
-                &[&operation_id, &recheck.as_secs_f64()],
+                 WHERE operation_id = $1 AND tenant_id = $3 AND status = 'succeeded' AND audited_at IS NULL",
+                &[&op.operation_id, &recheck.as_secs_f64(), &op.tenant_id],
             )
             .await?;
         Ok(())

@@ -23,23 +23,30 @@ impl StoredFacts {
 }
 
 impl Store {
-    /// The facts of an operation, if it exists (whatever its tenant: the rules decide).
+    /// The facts of every operation with this id among `tenants` (ids are unique per
+    /// tenant only, docs/design.md#tenant-boundaries), in tenant order. Another tenant's
+    /// operation is not even read: `fleet_core::authz::locate` then finds it missing,
+    /// exactly as a free id.
     pub async fn operation_facts(
         &self,
         operation_id: &str,
-    ) -> Result<Option<StoredFacts>, StoreError> {
+        tenants: &[String],
+    ) -> Result<Vec<StoredFacts>, StoreError> {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "SELECT tenant_id, submitted_by FROM operations WHERE operation_id = $1",
+                "SELECT tenant_id, submitted_by FROM operations
+                 WHERE operation_id = $1 AND tenant_id = ANY($2) ORDER BY tenant_id",
             )
             .await?;
         Ok(client
-            .query_opt(&stmt, &[&operation_id])
+            .query(&stmt, &[&operation_id, &tenants])
             .await?
+            .iter()
             .map(|r| StoredFacts {
                 tenant_id: r.get(0),
                 submitted_by: r.get(1),
-            }))
+            })
+            .collect())
     }
 }

@@ -33,7 +33,7 @@ impl Store {
     /// Applies each transition with its attempt, all in one transaction, and returns
     /// their outcomes in the order given. Every statement is the one
     /// [`Store::transition`] sends for a transition with an attempt, all sent pipelined
-    /// in operation id order (so two such transactions always lock rows in the same order
+    /// in (tenant, operation id) order (so two such transactions always lock rows in the same order
     /// and never wait on each other in a cycle). A transition the state machine refuses
     /// writes its attempt only.
     pub async fn transition_many(
@@ -56,7 +56,7 @@ impl Store {
             .map_err(|e| rolled_back(e.into()))?;
 
         let mut order: Vec<usize> = (0..items.len()).collect();
-        order.sort_by_key(|&i| items[i].0.operation_id);
+        order.sort_by_key(|&i| items[i].0.op);
         let bound: Vec<Result<(Status, Bound), Refused>> =
             items.iter().map(|(t, _)| bind(t)).collect();
         let attempt_outcomes: Vec<&'static str> =
@@ -64,7 +64,7 @@ impl Store {
         // A transition the state machine refuses completes its attempt only.
         let (moves, refusals): (Vec<usize>, Vec<usize>) =
             order.into_iter().partition(|&i| bound[i].is_ok());
-        let move_params: Vec<[Param<'_>; 25]> = moves
+        let move_params: Vec<[Param<'_>; 26]> = moves
             .iter()
             .filter_map(|&i| {
                 bound[i].as_ref().ok().map(|(_, b)| {
@@ -72,11 +72,11 @@ impl Store {
                 })
             })
             .collect();
-        let refusal_params: Vec<[Param<'_>; 9]> = refusals
+        let refusal_params: Vec<[Param<'_>; 10]> = refusals
             .iter()
             .map(|&i| {
                 attempt_params(
-                    &items[i].0.operation_id,
+                    &items[i].0.op,
                     &items[i].0.fence,
                     &attempt_outcomes[i],
                     items[i].1,

@@ -1,7 +1,7 @@
 //! The claim: one compare-and-set that bumps the fence, takes the lease (timed by the
 //! database clock) and writes the attempt row, before any provider call.
 
-use fleet_core::{ApprovalStatus, Status};
+use fleet_core::{ApprovalStatus, OpRef, Status};
 
 use crate::rows::OPERATION_COLUMNS;
 use crate::transition::Param;
@@ -26,15 +26,18 @@ pub enum Claim {
 /// Each row moves on its own status (and, given `$4`, fence) compare-and-set and gets its
 /// own attempt and event rows.
 ///
-/// The keys are matched with `operation_id = ANY($1)`, which only the primary key can
-/// answer (no index has `status` as a plain column), so the plan is a primary-key lookup
+/// The keys are matched with `operation_id = ANY($1)`, which only the primary key (id,
+/// tenant) can answer (no index has `status` as a plain column), so the plan is a primary-key lookup
 /// whatever the table's size when the connection planned it. A join with `unnest($1)`
 /// was planned, on a near-empty table, as a sequential scan joined to the keys, and that
 /// generic plan stayed cached while the table grew: every claim then read the whole
 /// table. Rows are locked in the order the scan meets them; two claims of overlapping
 /// sets that deadlock anyway fail, and the batch is then retried claim by claim.
 /// `$6`, `$7` and `$8` are the statuses `not_started`, `in_progress` and `approved`,
-/// bound as parameters.
+/// bound as parameters. `$9` holds the same operations as `tenant_id || ' ' ||
+/// operation_id`: a filter on the rows the index found, so another tenant's operation
+/// with one of the ids is never claimed. (An id has a fixed length and no space, so
+/// each such text names exactly one pair.)
 ///
 /// The approval is checked again here, in the statement that claims, however the row came
 /// to read `approved`: its hash is the stored snapshot's, its window is open, and as many
@@ -47,22 +50,24 @@ fn claim_sql() -> String {
             UPDATE operations SET status = $7, fence = fence + 1, lease_owner = $2,
                 lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0), attempts = attempts + 1,
                 updated_at = now()
-            WHERE operation_id = ANY($1::text[]) AND status = $6
+            WHERE operation_id = ANY($1::text[]) AND tenant_id || ' ' || operation_id = ANY($9::text[])
+              AND status = $6
               AND ($4::bigint IS NULL OR fence = $4)
               AND (cardinality($5::text[]) = 0 OR policy_version = ANY($5::text[]))
               AND approval_status = $8 AND approval_expires_at > now()
               AND approved_hash = payload_hash AND escalated_at IS NULL
               AND approvals_required <= (
                   SELECT count(*) FROM approvals a
-                  WHERE a.operation_id = operations.operation_id
+                  WHERE a.operation_id = operations.operation_id AND a.tenant_id = operations.tenant_id
                     AND a.payload_hash = operations.payload_hash
                     AND a.principal IS DISTINCT FROM operations.submitted_by)
             RETURNING {OPERATION_COLUMNS}
         ), attempt AS (
-            INSERT INTO attempts (operation_id, fence, worker) SELECT operation_id, fence, $2 FROM claimed
+            INSERT INTO attempts (operation_id, tenant_id, fence, worker)
+            SELECT operation_id, tenant_id, fence, $2 FROM claimed
         ), event AS (
-            INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor)
-            SELECT operation_id, 'transition', $6, $7, fence, 'execute' FROM claimed
+            INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, to_status, fence, actor)
+            SELECT operation_id, tenant_id, 'transition', $6, $7, fence, 'execute' FROM claimed
         )
         SELECT * FROM claimed"
     )
@@ -79,19 +84,19 @@ fn the_one(claimed: Vec<ClaimedOperation>) -> Claim {
 /// Renews a held lease; `$4` is the status `in_progress`, bound as a parameter.
 const RENEW: &str = "
 UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0)
-WHERE operation_id = $1 AND fence = $2 AND status = $4 AND lease_expires_at > now()";
+WHERE operation_id = $1 AND tenant_id = $5 AND fence = $2 AND status = $4 AND lease_expires_at > now()";
 
 impl Store {
     /// Claims an approved, unexpired `not_started` row whose fence is still `read_fence`.
     pub async fn claim(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         read_fence: i64,
         owner: &str,
         lease_ttl_ms: i64,
     ) -> Result<Claim, StoreError> {
         let claimed = self
-            .claim_where(&[operation_id], Some(read_fence), &[], owner, lease_ttl_ms)
+            .claim_where(&[op], Some(read_fence), &[], owner, lease_ttl_ms)
             .await?;
         Ok(the_one(claimed))
     }
@@ -101,13 +106,13 @@ impl Store {
     /// the claim bumps the fence in the same statement; the happy path costs one statement.
     pub async fn claim_ready(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         policies: &[String],
         owner: &str,
         lease_ttl_ms: i64,
     ) -> Result<Claim, StoreError> {
         let claimed = self
-            .claim_ready_many(&[operation_id], policies, owner, lease_ttl_ms)
+            .claim_ready_many(&[op], policies, owner, lease_ttl_ms)
             .await?;
         Ok(the_one(claimed))
     }
@@ -117,32 +122,37 @@ impl Store {
     /// was not claimable (the caller reads its row and acts on what it says).
     pub async fn claim_ready_many(
         &self,
-        operation_ids: &[&str],
+        ops: &[OpRef<'_>],
         policies: &[String],
         owner: &str,
         lease_ttl_ms: i64,
     ) -> Result<Vec<ClaimedOperation>, StoreError> {
-        let mut ids = operation_ids.to_vec();
-        ids.sort_unstable();
-        ids.dedup();
-        self.claim_where(&ids, None, policies, owner, lease_ttl_ms)
+        let mut ops = ops.to_vec();
+        ops.sort_unstable();
+        ops.dedup();
+        self.claim_where(&ops, None, policies, owner, lease_ttl_ms)
             .await
     }
 
     async fn claim_where(
         &self,
-        operation_ids: &[&str],
+        ops: &[OpRef<'_>],
         read_fence: Option<i64>,
         policies: &[String],
         owner: &str,
         lease_ttl_ms: i64,
     ) -> Result<Vec<ClaimedOperation>, StoreError> {
+        let operation_ids: Vec<&str> = ops.iter().map(|o| o.operation_id).collect();
+        let pairs: Vec<String> = ops
+            .iter()
+            .map(|o| format!("{} {}", o.tenant_id, o.operation_id))
+            .collect();
         let client = self.client().await?;
         let stmt = client.prepare_cached(&claim_sql()).await?;
         let ttl = lease_ttl_ms as f64;
         let (from, to) = (Status::NotStarted.as_str(), Status::InProgress.as_str());
         let approved = ApprovalStatus::Approved.as_str();
-        let params: [Param<'_>; 8] = [
+        let params: [Param<'_>; 9] = [
             &operation_ids,
             &owner,
             &ttl,
@@ -151,6 +161,7 @@ impl Store {
             &from,
             &to,
             &approved,
+            &pairs,
         ];
         let rows = client.query(&stmt, &params).await?;
         Ok(rows
@@ -169,7 +180,7 @@ impl Store {
     /// Extends a held lease. `false` means fenced out: the lease is gone.
     pub async fn renew_lease(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         fence: i64,
         lease_ttl_ms: i64,
     ) -> Result<bool, StoreError> {
@@ -179,7 +190,13 @@ impl Store {
         Ok(client
             .execute(
                 &stmt,
-                &[&operation_id, &fence, &(lease_ttl_ms as f64), &held],
+                &[
+                    &op.operation_id,
+                    &fence,
+                    &(lease_ttl_ms as f64),
+                    &held,
+                    &op.tenant_id,
+                ],
             )
             .await?
             == 1)

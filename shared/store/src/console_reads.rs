@@ -4,7 +4,7 @@
 //! by the database clock.
 
 use chrono::{DateTime, Utc};
-use fleet_core::Status;
+use fleet_core::{OpRef, Status};
 use serde_json::Value;
 use tokio_postgres::Row;
 
@@ -47,7 +47,8 @@ fn select(where_order: &str) -> String {
         "SELECT {OPERATION_COLUMNS}, operation_view(o) AS view,
                 floor(EXTRACT(EPOCH FROM o.approval_expires_at - now()))::bigint AS expires_in_s,
                 (SELECT e.reason FROM operation_events e
-                 WHERE e.operation_id = o.operation_id AND e.reason IS NOT NULL
+                 WHERE e.operation_id = o.operation_id AND e.tenant_id = o.tenant_id
+                   AND e.reason IS NOT NULL
                  ORDER BY e.id DESC LIMIT 1) AS latest_reason
          FROM operations o {where_order}"
     )
@@ -63,38 +64,32 @@ fn console_operation(r: &Row) -> ConsoleOperation {
 }
 
 impl Store {
-    /// One operation of `tenants` (another tenant's is not found, like a missing one).
+    /// One operation (the caller located it among the person's tenants first).
     pub async fn console_operation(
         &self,
-        operation_id: &str,
-        tenants: &[String],
+        op: OpRef<'_>,
     ) -> Result<Option<ConsoleOperation>, StoreError> {
         let client = self.client().await?;
         let stmt = client
-            .prepare_cached(&select(
-                "WHERE o.operation_id = $1 AND o.tenant_id = ANY($2)",
-            ))
+            .prepare_cached(&select("WHERE o.operation_id = $1 AND o.tenant_id = $2"))
             .await?;
         Ok(client
-            .query_opt(&stmt, &[&operation_id, &tenants])
+            .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
             .await?
             .as_ref()
             .map(console_operation))
     }
 
     /// Who approved the operation's stored hash so far, first first.
-    pub async fn approvals_given(
-        &self,
-        operation_id: &str,
-    ) -> Result<Vec<ApprovalGiven>, StoreError> {
+    pub async fn approvals_given(&self, op: OpRef<'_>) -> Result<Vec<ApprovalGiven>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
                 "SELECT a.principal, a.at, a.signature IS NOT NULL AS signed, a.signed_in_with
-                 FROM approvals a JOIN operations o USING (operation_id)
-                 WHERE a.operation_id = $1 AND a.payload_hash = o.payload_hash
+                 FROM approvals a JOIN operations o USING (operation_id, tenant_id)
+                 WHERE a.operation_id = $1 AND a.tenant_id = $2 AND a.payload_hash = o.payload_hash
                  ORDER BY a.at, a.principal",
-                &[&operation_id],
+                &[&op.operation_id, &op.tenant_id],
             )
             .await?;
         Ok(rows

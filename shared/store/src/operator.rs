@@ -4,7 +4,7 @@
 //! from these rows.) Who may decide is not this module's question: callers ask
 //! `fleet_core::authz` first.
 
-use fleet_core::{Decider, Event, Resolution, Status};
+use fleet_core::{Decider, Event, OpRef, Resolution, Status};
 use serde_json::json;
 
 use crate::{Store, StoreError, Transition, TransitionOutcome};
@@ -44,11 +44,11 @@ impl Store {
     /// Settles the operation as `r.outcome`, with the evidence in its history.
     pub async fn resolve(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         r: Resolve<'_>,
         by: &Decider<'_>,
     ) -> Result<DecisionOutcome, StoreError> {
-        let Some(row) = self.get(operation_id).await? else {
+        let Some(row) = self.get(op).await? else {
             return Ok(DecisionOutcome::NotFound);
         };
         if r.outcome
@@ -62,13 +62,7 @@ impl Store {
             evidence: Some(json!({ "evidence": r.evidence })),
             external_id: r.external_id,
             signed_in_with: Some(by.signed_in_with.as_str()),
-            ..Transition::new(
-                operation_id,
-                row.status,
-                row.fence,
-                r.outcome.event(),
-                &actor,
-            )
+            ..Transition::new(op, row.status, row.fence, r.outcome.event(), &actor)
         };
         Ok(match self.transition(t, None).await? {
             TransitionOutcome::Moved { to, .. } => DecisionOutcome::Moved(to),
@@ -84,11 +78,11 @@ impl Store {
     /// Takes the operation out of the workers' hands for investigation.
     pub async fn dispute(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         reason: &str,
         by: &Decider<'_>,
     ) -> Result<DecisionOutcome, StoreError> {
-        let Some(row) = self.get(operation_id).await? else {
+        let Some(row) = self.get(op).await? else {
             return Ok(DecisionOutcome::NotFound);
         };
         if row.status == Status::Disputed {
@@ -99,13 +93,7 @@ impl Store {
             reason: Some("disputed"),
             evidence: Some(json!({ "reason": reason })),
             signed_in_with: Some(by.signed_in_with.as_str()),
-            ..Transition::new(
-                operation_id,
-                row.status,
-                row.fence,
-                Event::OperatorDispute,
-                &actor,
-            )
+            ..Transition::new(op, row.status, row.fence, Event::OperatorDispute, &actor)
         };
         Ok(match self.transition(t, None).await? {
             TransitionOutcome::Moved { to, .. } => DecisionOutcome::Moved(to),

@@ -45,11 +45,12 @@ pub struct OutboxGauges {
 }
 
 const TAKE: &str = "
-SELECT o.id, o.operation_id, o.sequence, o.event_type, o.tenant_id, fleet_utc(o.occurred_at) AS time, o.data
+SELECT o.id, o.operation_id, o.event_key, o.sequence, o.event_type, o.tenant_id, fleet_utc(o.occurred_at) AS time, o.data
 FROM operation_outbox o
 WHERE o.published_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM operation_outbox p
-                  WHERE p.operation_id = o.operation_id AND p.sequence < o.sequence AND p.published_at IS NULL)
+                  WHERE p.operation_id = o.operation_id AND p.tenant_id = o.tenant_id
+                    AND p.sequence < o.sequence AND p.published_at IS NULL)
 ORDER BY o.id
 LIMIT $1
 FOR UPDATE OF o SKIP LOCKED";
@@ -161,6 +162,7 @@ fn outbox_row(r: &tokio_postgres::Row) -> Result<OutboxRow, StoreError> {
         id: r.get("id"),
         event: OutcomeEvent {
             operation_id: r.get("operation_id"),
+            key: r.get("event_key"),
             sequence: r.get("sequence"),
             event_type,
             tenant_id: r.get("tenant_id"),

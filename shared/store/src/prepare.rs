@@ -1,7 +1,7 @@
-//! prepare's one write: the immutable snapshot, idempotent by operation_id.
+//! prepare's one write: the immutable snapshot, idempotent by (tenant, operation id).
 
 use fleet_core::supersede::{judge, Correction, Replaceable, Superseded};
-use fleet_core::{Status, ValidIntent};
+use fleet_core::{OpRef, Status, ValidIntent};
 use futures_util::future::try_join_all;
 
 use crate::transition::Param;
@@ -12,7 +12,8 @@ pub enum PrepareOutcome {
     Inserted,
     /// The same snapshot was prepared before (a redelivery): nothing to do.
     AlreadyPrepared,
-    /// The id is taken by a different snapshot: the agent reused an id. Refused.
+    /// The id is taken in the intent's tenant by a different snapshot: the agent reused an
+    /// id. Refused. (Another tenant's operation with the id is another operation.)
     Conflict {
         stored_hash: String,
     },
@@ -27,11 +28,11 @@ WITH inserted AS (
                             payload, payload_hash, policy_version, data_version, idempotency_key,
                             approval_expires_at, submitted_by, approvals_required, signatures_required, payee, risk)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16, $17, $18)
-    ON CONFLICT (operation_id) DO NOTHING
-    RETURNING operation_id
+    ON CONFLICT (operation_id, tenant_id) DO NOTHING
+    RETURNING operation_id, tenant_id
 ), event AS (
-    INSERT INTO operation_events (operation_id, kind, to_status, fence, actor, evidence)
-    SELECT operation_id, 'prepared', 'not_started', 0, 'prepare', jsonb_build_object('payload_hash', $9::text)
+    INSERT INTO operation_events (operation_id, tenant_id, kind, to_status, fence, actor, evidence)
+    SELECT operation_id, tenant_id, 'prepared', 'not_started', 0, 'prepare', jsonb_build_object('payload_hash', $9::text)
     FROM inserted
 )
 SELECT count(*) AS inserted FROM inserted";
@@ -73,7 +74,14 @@ impl Store {
         approvals_required: Requirement,
         submitted_by: Option<&str>,
     ) -> Result<PrepareOutcome, StoreError> {
-        if self.get(intent.operation_id.as_str()).await?.is_some() {
+        if self
+            .get(OpRef::new(
+                &intent.snapshot.tenant_id,
+                intent.operation_id.as_str(),
+            ))
+            .await?
+            .is_some()
+        {
             // A redelivery of the correction itself: judged like any other redelivery.
             return self.compare_existing(intent).await;
         }
@@ -122,7 +130,7 @@ impl Store {
                     serde_json::json!({ "superseded_by": intent.operation_id.as_str() }),
                 ),
                 ..crate::Transition::new(
-                    old,
+                    OpRef::new(&intent.snapshot.tenant_id, old),
                     Status::NotStarted,
                     fence,
                     fleet_core::Event::CancelBeforeStart,
@@ -144,8 +152,12 @@ impl Store {
         let client = self.client().await?;
         let found = client
             .query_opt(
-                "SELECT 1 FROM operations WHERE operation_id = $1 AND payload_hash = $2",
-                &[&intent.operation_id.as_str(), &intent.payload_hash.as_str()],
+                "SELECT 1 FROM operations WHERE operation_id = $1 AND tenant_id = $3 AND payload_hash = $2",
+                &[
+                    &intent.operation_id.as_str(),
+                    &intent.payload_hash.as_str(),
+                    &intent.snapshot.tenant_id,
+                ],
             )
             .await?;
         Ok(found.is_some())
@@ -155,8 +167,8 @@ impl Store {
         let client = self.client().await?;
         let stored = client
             .query_one(
-                "SELECT payload_hash FROM operations WHERE operation_id = $1",
-                &[&intent.operation_id.as_str()],
+                "SELECT payload_hash FROM operations WHERE operation_id = $1 AND tenant_id = $2",
+                &[&intent.operation_id.as_str(), &intent.snapshot.tenant_id],
             )
             .await?;
         let stored_hash: String = stored.get(0);
@@ -214,7 +226,11 @@ impl<'a> Bound<'a> {
         Bound {
             hash: intent.payload_hash.as_str(),
             supersedes: intent.supersedes.as_ref().map(|o| o.as_str()),
-            key: intent.operation_id.idempotency_key().as_str().to_owned(),
+            key: intent
+                .operation_id
+                .idempotency_key(&intent.snapshot.tenant_id)
+                .as_str()
+                .to_owned(),
             ttl_s: intent.approval_ttl_seconds as f64,
             approvals_required: required.approvals_required,
             signatures_required: required.signatures_required,
@@ -249,7 +265,7 @@ fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 1
     ]
 }
 
-/// The insert itself; `false` when the operation id already exists.
+/// The insert itself; `false` when the tenant already holds the operation id.
 async fn insert_on(
     client: &impl deadpool_postgres::GenericClient,
     intent: &ValidIntent,
@@ -279,7 +295,12 @@ impl Store {
         let tx = client.transaction().await.map_err(rolled_back)?;
         let insert = tx.prepare_cached(INSERT).await.map_err(rolled_back)?;
         let mut order: Vec<usize> = (0..items.len()).collect();
-        order.sort_by_key(|&i| items[i].0.operation_id.as_str());
+        order.sort_by_key(|&i| {
+            (
+                items[i].0.operation_id.as_str(),
+                items[i].0.snapshot.tenant_id.as_str(),
+            )
+        });
         let bound: Vec<Bound<'_>> = items
             .iter()
             .map(|(intent, required, submitted_by)| Bound::new(intent, required, *submitted_by))

@@ -1,17 +1,19 @@
 //! Reads for operators and workers: one operation, its attempts and events, lists.
 
-use fleet_core::Status;
+use fleet_core::{OpRef, Status};
 
 use crate::rows::OPERATION_COLUMNS;
 use crate::{AttemptRow, EventRow, OperationRow, Store, StoreError};
 
 impl Store {
-    pub async fn get(&self, operation_id: &str) -> Result<Option<OperationRow>, StoreError> {
+    pub async fn get(&self, op: OpRef<'_>) -> Result<Option<OperationRow>, StoreError> {
         let client = self.client().await?;
-        let sql = format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1");
+        let sql = format!(
+            "SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 AND tenant_id = $2"
+        );
         let stmt = client.prepare_cached(&sql).await?;
         Ok(client
-            .query_opt(&stmt, &[&operation_id])
+            .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
             .await?
             .as_ref()
             .map(OperationRow::from_row))
@@ -41,23 +43,36 @@ impl Store {
         Ok(rows.iter().map(OperationRow::from_row).collect())
     }
 
-    pub async fn attempts(&self, operation_id: &str) -> Result<Vec<AttemptRow>, StoreError> {
+    /// The tenants holding an operation with this id, in order: what a caller that named
+    /// only the id may mean (a doorbell from before bells named the tenant, `fleetctl`).
+    pub async fn tenants_of(&self, operation_id: &str) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT * FROM attempts WHERE operation_id = $1 ORDER BY fence",
+                "SELECT tenant_id FROM operations WHERE operation_id = $1 ORDER BY tenant_id",
                 &[&operation_id],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    pub async fn attempts(&self, op: OpRef<'_>) -> Result<Vec<AttemptRow>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT * FROM attempts WHERE operation_id = $1 AND tenant_id = $2 ORDER BY fence",
+                &[&op.operation_id, &op.tenant_id],
             )
             .await?;
         Ok(rows.iter().map(AttemptRow::from_row).collect())
     }
 
-    pub async fn events(&self, operation_id: &str) -> Result<Vec<EventRow>, StoreError> {
+    pub async fn events(&self, op: OpRef<'_>) -> Result<Vec<EventRow>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT * FROM operation_events WHERE operation_id = $1 ORDER BY id",
-                &[&operation_id],
+                "SELECT * FROM operation_events WHERE operation_id = $1 AND tenant_id = $2 ORDER BY id",
+                &[&op.operation_id, &op.tenant_id],
             )
             .await?;
         Ok(rows.iter().map(EventRow::from_row).collect())

@@ -2,15 +2,15 @@
 
 use chrono::{DateTime, Utc};
 use fleet_core::{
-    Action, ApprovalStatus, AttemptOutcome, ProviderName, Snapshot, StatementSubject, Status,
-    Subject,
+    Action, ApprovalStatus, AttemptOutcome, OpRef, ProviderName, Snapshot, StatementSubject,
+    Status, Subject,
 };
 use serde::Serialize;
 use serde_json::Value;
 use tokio_postgres::Row;
 
 // How every compare-and-set on `operations` is written: one plain
-// `UPDATE operations … WHERE operation_id = $1 AND status = $n AND fence = $m …`.
+// `UPDATE operations … WHERE operation_id = $1 AND tenant_id = $t AND status = $n AND fence = $m …`.
 //
 // Correct under concurrency: at READ COMMITTED, an UPDATE that waited for another
 // transaction's row lock re-checks its WHERE on the newest version of that row, so a
@@ -24,9 +24,10 @@ use tokio_postgres::Row;
 // (`status`, `approval_status`) is a bound parameter, never a literal, and the pool's
 // connections run with `plan_cache_mode = force_generic_plan` (see `pool.rs`). A generic
 // plan never substitutes parameter values, so no partial index on status can have its
-// predicate proven, and the one index left that answers `operation_id = $1` is the
-// primary key. A literal status, or a custom plan, would let a lagging estimate pick a
-// partial status index instead (`tests/fleet-tests/tests/all/store_cas.rs` checks the plans
+// predicate proven, and the one index left that answers `operation_id = $1 AND
+// tenant_id = $t` is the primary key. A literal status, or a custom plan, would let a
+// lagging estimate pick a partial status index instead
+// (`tests/fleet-tests/tests/all/store_cas.rs` checks the plans
 // with statistics that say such an index is empty).
 
 /// The `operations` columns every read selects, plus two flags computed with the
@@ -140,10 +141,16 @@ impl OperationRow {
         }
     }
 
-    /// What a provider call and a lookup are about: id, target and approved payload.
+    /// The operation's key: its tenant and id (docs/design.md#tenant-boundaries).
+    pub fn key(&self) -> OpRef<'_> {
+        OpRef::new(&self.tenant_id, &self.operation_id)
+    }
+
+    /// What a provider call and a lookup are about: the reference the provider knows it
+    /// by (the key stored at intake), target and approved payload.
     pub fn subject(&self) -> Subject<'_> {
         Subject {
-            operation_id: &self.operation_id,
+            reference: &self.idempotency_key,
             target: self.target.as_deref(),
             payload: &self.payload,
         }

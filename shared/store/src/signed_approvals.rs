@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use fleet_core::{
-    KeyId, PresentedSignature, PublicKey, RecordedApproval, RegisteredKey, Signature,
+    KeyId, OpRef, PresentedSignature, PublicKey, RecordedApproval, RegisteredKey, Signature,
 };
 use tokio_postgres::Row;
 
@@ -23,7 +23,7 @@ SELECT now() AS now, a.principal, a.at, a.key_id, a.signature, a.signed_expires_
        k.principal AS key_principal, k.algorithm, k.public_key, k.rp_id, k.origin,
        k.registered_at, k.removed_at
 FROM (SELECT 1) AS one
-LEFT JOIN approvals a ON a.operation_id = $1 AND a.payload_hash = $2
+LEFT JOIN approvals a ON a.operation_id = $1 AND a.tenant_id = $3 AND a.payload_hash = $2
 LEFT JOIN approver_keys k ON k.key_id = a.key_id
 ORDER BY a.at, a.principal";
 
@@ -53,15 +53,17 @@ fn key(r: &Row) -> Option<RegisteredKey> {
 }
 
 impl Store {
-    /// The approvals of `payload_hash` for `operation_id`, with their keys.
+    /// The approvals of `payload_hash` for `op`, with their keys.
     pub async fn signed_approvals(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         payload_hash: &str,
     ) -> Result<SignedApprovals, StoreError> {
         let client = self.client().await?;
         let read = client.prepare_cached(READ).await?;
-        let rows = client.query(&read, &[&operation_id, &payload_hash]).await?;
+        let rows = client
+            .query(&read, &[&op.operation_id, &payload_hash, &op.tenant_id])
+            .await?;
         let now = rows.first().map_or_else(Utc::now, |r| r.get("now"));
         let mut approvals = Vec::new();
         let mut keys: Vec<RegisteredKey> = Vec::new();

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use fleet_core::{Event, Status};
+use fleet_core::{Event, OpKey, OpRef, Status};
 use serde_json::Value;
 
 use crate::{transition_in, Store, StoreError, Transition, TransitionOutcome};
@@ -28,6 +28,14 @@ struct BatchMove {
     expire_approval: bool,
 }
 
+/// The key of a row a sweep selected as (operation_id, tenant_id, …).
+fn key_of(r: &tokio_postgres::Row) -> OpKey {
+    OpKey::new(
+        r.get::<_, String>("tenant_id"),
+        r.get::<_, String>("operation_id"),
+    )
+}
+
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -35,9 +43,9 @@ fn secs(d: Duration) -> f64 {
 impl Store {
     /// Moves up to `batch` in_progress rows whose lease expired to `unknown`, in one
     /// transaction. Returns the operations moved.
-    pub async fn expire_leases(&self, batch: i64) -> Result<Vec<String>, StoreError> {
+    pub async fn expire_leases(&self, batch: i64) -> Result<Vec<OpKey>, StoreError> {
         let expired = BatchMove {
-            select: "SELECT operation_id, fence FROM operations
+            select: "SELECT operation_id, fence, tenant_id FROM operations
                      WHERE status = 'in_progress' AND lease_expires_at <= now() AND escalated_at IS NULL
                      ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
             from: Status::InProgress,
@@ -54,37 +62,37 @@ impl Store {
         &self,
         batch: i64,
         recheck: Duration,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<OpKey>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
                 "UPDATE operations SET next_lookup_at = now() + make_interval(secs => $2)
-                 WHERE operation_id IN (
-                    SELECT operation_id FROM operations
+                 WHERE (operation_id, tenant_id) IN (
+                    SELECT operation_id, tenant_id FROM operations
                     WHERE status = 'unknown' AND escalated_at IS NULL
                       AND (next_lookup_at IS NULL OR next_lookup_at <= now())
                     ORDER BY next_lookup_at NULLS FIRST LIMIT $1 FOR UPDATE SKIP LOCKED)
-                 RETURNING operation_id",
+                 RETURNING operation_id, tenant_id",
                 &[&batch, &secs(recheck)],
             )
             .await?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        Ok(rows.iter().map(key_of).collect())
     }
 
     /// Accepted rows past their deadline (each is then looked up; the CAS on status and
     /// fence keeps two replicas from both moving one). Escalated rows wait for a person
     /// and are left out, so they can never fill a batch and starve the others.
-    pub async fn accepted_past_deadline(&self, batch: i64) -> Result<Vec<String>, StoreError> {
+    pub async fn accepted_past_deadline(&self, batch: i64) -> Result<Vec<OpKey>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT operation_id FROM operations WHERE status = 'accepted' AND deadline_at <= now()
+                "SELECT operation_id, tenant_id FROM operations WHERE status = 'accepted' AND deadline_at <= now()
                    AND escalated_at IS NULL
                  ORDER BY deadline_at LIMIT $1",
                 &[&batch],
             )
             .await?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        Ok(rows.iter().map(key_of).collect())
     }
 
     /// Approved rows still waiting to start after `waited`: their doorbell may have been
@@ -93,27 +101,27 @@ impl Store {
         &self,
         batch: i64,
         waited: Duration,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<OpKey>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
                 "UPDATE operations SET updated_at = now()
-                 WHERE operation_id IN (
-                    SELECT operation_id FROM operations
+                 WHERE (operation_id, tenant_id) IN (
+                    SELECT operation_id, tenant_id FROM operations
                     WHERE status = 'not_started' AND approval_status = 'approved' AND escalated_at IS NULL
                       AND updated_at <= now() - make_interval(secs => $2)
                     ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-                 RETURNING operation_id",
+                 RETURNING operation_id, tenant_id",
                 &[&batch, &secs(waited)],
             )
             .await?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        Ok(rows.iter().map(key_of).collect())
     }
 
     /// Cancels up to `batch` rows that never started and whose approval window closed.
     pub async fn cancel_expired_approvals(&self, batch: i64) -> Result<usize, StoreError> {
         let expired = BatchMove {
-            select: "SELECT operation_id, fence FROM operations
+            select: "SELECT operation_id, fence, tenant_id FROM operations
                      WHERE status = 'not_started' AND approval_expires_at <= now() AND escalated_at IS NULL
                      ORDER BY approval_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
             from: Status::NotStarted,
@@ -124,24 +132,27 @@ impl Store {
         Ok(self.move_batch(expired, batch).await?.len())
     }
 
-    /// Locks a batch of rows (`select` returns operation_id, fence; `$1` is the batch
+    /// Locks a batch of rows (`select` returns operation_id, fence, tenant_id; `$1` is the batch
     /// size), applies the same transition to each through `transition_in`, and commits
     /// once. Returns the operations that moved.
-    async fn move_batch(&self, m: BatchMove, batch: i64) -> Result<Vec<String>, StoreError> {
+    async fn move_batch(&self, m: BatchMove, batch: i64) -> Result<Vec<OpKey>, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let rows = tx.query(m.select, &[&batch]).await?;
         let mut moved = Vec::new();
         for r in &rows {
-            let op: String = r.get(0);
+            let op = OpKey::new(r.get::<_, String>(2), r.get::<_, String>(0));
             let t = Transition {
                 reason: Some(m.reason),
-                ..Transition::new(&op, m.from, r.get(1), m.event, "reconcile")
+                ..Transition::new(op.op(), m.from, r.get(1), m.event, "reconcile")
             };
             if let o @ TransitionOutcome::Moved { .. } = transition_in(&tx, t, None).await? {
                 if m.expire_approval {
-                    tx.execute("SELECT fleet_expire_approval($1)", &[&op])
-                        .await?;
+                    tx.execute(
+                        "SELECT fleet_expire_approval($1, $2)",
+                        &[&op.operation_id, &op.tenant_id],
+                    )
+                    .await?;
                 }
                 moved.push((op, o));
             }
@@ -162,15 +173,15 @@ impl Store {
     /// by then, and a worker never starts a call past two thirds of its lease). "Newest
     /// start" is the age of the latest attempt's start, from which the provider's maximum
     /// request time runs.
-    pub async fn attempt_ages(&self, operation_id: &str) -> Result<AttemptAgesMs, StoreError> {
-        self.attempt_ages_before(operation_id, i64::MAX).await
+    pub async fn attempt_ages(&self, op: OpRef<'_>) -> Result<AttemptAgesMs, StoreError> {
+        self.attempt_ages_before(op, i64::MAX).await
     }
 
     /// [`Store::attempt_ages`] over the attempts before `fence` only: what a new claim
     /// must respect before it repeats an uncertain create.
     pub async fn attempt_ages_before(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         fence: i64,
     ) -> Result<AttemptAgesMs, StoreError> {
         let client = self.client().await?;
@@ -179,10 +190,13 @@ impl Store {
                 "SELECT (EXTRACT(EPOCH FROM now() - GREATEST(max(a.started_at), max(a.finished_at), max(o.unknown_since))) * 1000)::float8,
                         (EXTRACT(EPOCH FROM now() - max(a.started_at)) * 1000)::float8,
                         (EXTRACT(EPOCH FROM now() - min(a.started_at)) * 1000)::float8
-                 FROM attempts a JOIN operations o USING (operation_id) WHERE a.operation_id = $1 AND a.fence < $2",
+                 FROM attempts a JOIN operations o USING (operation_id, tenant_id)
+                 WHERE a.operation_id = $1 AND a.tenant_id = $3 AND a.fence < $2",
             )
             .await?;
-        let r = client.query_one(&stmt, &[&operation_id, &fence]).await?;
+        let r = client
+            .query_one(&stmt, &[&op.operation_id, &fence, &op.tenant_id])
+            .await?;
         let ms = |v: Option<f64>| v.map(|v| v.max(0.0) as u64);
         Ok(AttemptAgesMs {
             newest: ms(r.get(0)),
@@ -195,14 +209,14 @@ impl Store {
     /// schedules the next one. Used when the lookup did not move the row.
     pub async fn record_lookup(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         fence: i64,
         evidence: &Value,
         failed: bool,
         next_in: Option<Duration>,
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
-        record_lookup_on(&client, operation_id, fence, evidence, failed, next_in).await
+        record_lookup_on(&client, op, fence, evidence, failed, next_in).await
     }
 
     /// Records one lookup of `t`'s operation at `t`'s fence (not failed, nothing
@@ -216,7 +230,7 @@ impl Store {
         let from = t.expected;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        record_lookup_on(&tx, t.operation_id, t.fence, evidence, false, None).await?;
+        record_lookup_on(&tx, t.op, t.fence, evidence, false, None).await?;
         let outcome = transition_in(&tx, t, None).await?;
         tx.commit().await?;
         outcome.observe(from);
@@ -228,7 +242,7 @@ impl Store {
 /// proves absence commits together with the move back to not_started.
 async fn record_lookup_on(
     client: &impl deadpool_postgres::GenericClient,
-    operation_id: &str,
+    op: OpRef<'_>,
     fence: i64,
     evidence: &Value,
     failed: bool,
@@ -241,10 +255,17 @@ async fn record_lookup_on(
                     lookup_failures = lookup_failures + CASE WHEN $4 THEN 1 ELSE 0 END,
                     next_lookup_at = CASE WHEN $5::float8 IS NULL THEN next_lookup_at
                                           ELSE now() + make_interval(secs => $5) END
-                WHERE operation_id = $1 RETURNING operation_id)
-             INSERT INTO operation_events (operation_id, kind, fence, actor, evidence)
-             SELECT operation_id, 'lookup', $2, 'reconcile', $3 FROM bump",
-            &[&operation_id, &fence, evidence, &failed, &next_in.map(secs)],
+                WHERE operation_id = $1 AND tenant_id = $6 RETURNING operation_id, tenant_id)
+             INSERT INTO operation_events (operation_id, tenant_id, kind, fence, actor, evidence)
+             SELECT operation_id, tenant_id, 'lookup', $2, 'reconcile', $3 FROM bump",
+            &[
+                &op.operation_id,
+                &fence,
+                evidence,
+                &failed,
+                &next_in.map(secs),
+                &op.tenant_id,
+            ],
         )
         .await?;
     Ok(())

@@ -3,7 +3,7 @@
 //! expected status AND fence, and the event row is written in the same statement.
 //! Zero rows affected is `Stale`, a normal outcome every caller handles.
 
-use fleet_core::{transition, ApprovalStatus, Event, Refused, Status};
+use fleet_core::{transition, ApprovalStatus, Event, OpRef, Refused, Status};
 use serde_json::Value;
 
 use fleet_runtime::metric_names as m;
@@ -16,7 +16,8 @@ use crate::{AttemptRecord, Store, StoreError};
 /// and struct-update syntax for the optional parts.
 #[derive(Debug, Clone)]
 pub struct Transition<'a> {
-    pub operation_id: &'a str,
+    /// The operation, by tenant and id.
+    pub op: OpRef<'a>,
     pub expected: Status,
     /// The fence the caller holds (execute) or read (everyone else).
     pub fence: i64,
@@ -39,15 +40,9 @@ pub struct Transition<'a> {
 }
 
 impl<'a> Transition<'a> {
-    pub fn new(
-        operation_id: &'a str,
-        expected: Status,
-        fence: i64,
-        event: Event,
-        actor: &'a str,
-    ) -> Self {
+    pub fn new(op: OpRef<'a>, expected: Status, fence: i64, event: Event, actor: &'a str) -> Self {
         Transition {
-            operation_id,
+            op,
             expected,
             fence,
             event,
@@ -106,14 +101,14 @@ WITH moved AS (
         lease_owner = CASE WHEN $3 = 'in_progress' THEN lease_owner END,
         lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,", $decided, "
         updated_at = now()
-    WHERE operation_id = $1 AND status = $2 AND fence = $4
+    WHERE operation_id = $1 AND tenant_id = $19 AND status = $2 AND fence = $4
       AND (NOT $17 OR escalated_at IS NULL)", $guard, "
-    RETURNING operation_id, fence,
+    RETURNING operation_id, tenant_id, fence,
         EXTRACT(EPOCH FROM (resolved_at - decided_at))::float8 AS approved_to_final_s,
         EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s
 ), event AS (
-    INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor, reason, evidence, signed_in_with)
-    SELECT operation_id, $16, $2, $3, fence, $5, $6, $7, $18 FROM moved
+    INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, to_status, fence, actor, reason, evidence, signed_in_with)
+    SELECT operation_id, tenant_id, $16, $2, $3, fence, $5, $6, $7, $18 FROM moved
 )")
     };
 }
@@ -139,15 +134,15 @@ pub(crate) const UPDATE_DECIDED: &str = concat!(
     "\nSELECT * FROM moved"
 );
 
-/// [`UPDATE`] and the attempt row of (operation `$1`, fence `$4`) completed with `$19`–`$25`,
+/// [`UPDATE`] and the attempt row of (operation `$1` of tenant `$19`, fence `$4`) completed with `$20`–`$26`,
 /// in one statement: the attempt is written whether or not the row moves. Attempts are a
 /// worker's: no decision is recorded with one.
 pub(crate) const UPDATE_WITH_ATTEMPT: &str = concat!(
     worker_move!(),
     ", attempt AS (
-    UPDATE attempts SET finished_at = now(), outcome = $19, http_status = $20, replayed = $21, external_id = $22,
-        provider_request_id = $23, response = $24, detail = $25
-    WHERE operation_id = $1 AND fence = $4
+    UPDATE attempts SET finished_at = now(), outcome = $20, http_status = $21, replayed = $22, external_id = $23,
+        provider_request_id = $24, response = $25, detail = $26
+    WHERE operation_id = $1 AND tenant_id = $19 AND fence = $4
 )
 SELECT * FROM moved"
 );
@@ -155,7 +150,7 @@ SELECT * FROM moved"
 pub(crate) const RECORD_ATTEMPT: &str = "
 UPDATE attempts SET finished_at = now(), outcome = $3, http_status = $4, replayed = $5, external_id = $6,
     provider_request_id = $7, response = $8, detail = $9
-WHERE operation_id = $1 AND fence = $2";
+WHERE operation_id = $1 AND fence = $2 AND tenant_id = $10";
 
 impl Store {
     /// Applies `t` if the state machine allows it and the row still has the expected
@@ -179,7 +174,7 @@ impl Store {
     /// Completes the attempt row of (operation, fence) on its own.
     pub async fn record_attempt(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
         fence: i64,
         a: &AttemptRecord,
     ) -> Result<(), StoreError> {
@@ -187,7 +182,7 @@ impl Store {
         let record = client.prepare_cached(RECORD_ATTEMPT).await?;
         let outcome = a.outcome.as_str();
         client
-            .execute(&record, &attempt_params(&operation_id, &fence, &outcome, a))
+            .execute(&record, &attempt_params(&op, &fence, &outcome, a))
             .await?;
         Ok(())
     }
@@ -208,7 +203,7 @@ pub(crate) async fn transition_in(
                 let outcome = a.outcome.as_str();
                 tx.execute(
                     RECORD_ATTEMPT,
-                    &attempt_params(&t.operation_id, &t.fence, &outcome, a),
+                    &attempt_params(&t.op, &t.fence, &outcome, a),
                 )
                 .await?;
             }
@@ -267,9 +262,9 @@ pub(crate) fn bind(t: &Transition<'_>) -> Result<(Status, Bound), Refused> {
     ))
 }
 
-pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'p>; 18] {
+pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'p>; 19] {
     [
-        &t.operation_id,
+        &t.op.operation_id,
         &b.expected,
         &b.to,
         &t.fence,
@@ -287,6 +282,7 @@ pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'
         &b.kind,
         &b.unescalated_only,
         &t.signed_in_with,
+        &t.op.tenant_id,
     ]
 }
 
@@ -296,13 +292,13 @@ pub(crate) fn update_with_attempt_params<'p>(
     b: &'p Bound,
     outcome: &'p &'static str,
     a: &'p AttemptRecord,
-) -> [Param<'p>; 25] {
-    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18] =
+) -> [Param<'p>; 26] {
+    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19] =
         update_params(t, b);
-    let [_, _, a1, a2, a3, a4, a5, a6, a7] = attempt_params(&t.operation_id, &t.fence, outcome, a);
+    let [_, _, a1, a2, a3, a4, a5, a6, a7, _] = attempt_params(&t.op, &t.fence, outcome, a);
     [
-        p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, a1, a2,
-        a3, a4, a5, a6, a7,
+        p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, a1,
+        a2, a3, a4, a5, a6, a7,
     ]
 }
 
@@ -355,16 +351,16 @@ pub(crate) fn observe(
 
 pub(crate) type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
 
-/// The attempt's columns; `outcome` is `a.outcome`'s name (bound as text), kept alive by
-/// the caller for as long as the statement.
+/// The attempt's columns ([`RECORD_ATTEMPT`]'s parameters); `outcome` is `a.outcome`'s
+/// name (bound as text), kept alive by the caller for as long as the statement.
 pub(crate) fn attempt_params<'a>(
-    operation_id: &'a &'a str,
+    op: &'a OpRef<'a>,
     fence: &'a i64,
     outcome: &'a &'static str,
     a: &'a AttemptRecord,
-) -> [Param<'a>; 9] {
+) -> [Param<'a>; 10] {
     [
-        operation_id,
+        &op.operation_id,
         fence,
         outcome,
         &a.http_status,
@@ -373,5 +369,6 @@ pub(crate) fn attempt_params<'a>(
         &a.provider_request_id,
         &a.response,
         &a.detail,
+        &op.tenant_id,
     ]
 }

@@ -3,7 +3,7 @@
 //! disagree), always scoped to the tenants the caller may act for.
 
 use chrono::{DateTime, Utc};
-use fleet_core::{ApprovalStatus, Status, WaitState};
+use fleet_core::{ApprovalStatus, OpKey, OpRef, Status, WaitState};
 use serde_json::Value;
 
 use crate::{Store, StoreError};
@@ -22,7 +22,8 @@ pub struct ViewFilter {
     pub approval: Option<ApprovalStatus>,
 }
 
-const ONE: &str = "SELECT operation_view(o) FROM operations o WHERE o.operation_id = $1 AND o.tenant_id = ANY($2)";
+const ONE: &str =
+    "SELECT operation_view(o) FROM operations o WHERE o.operation_id = $1 AND o.tenant_id = $2";
 
 /// Newest first, `$6` rows at most. Each tenant's rows are read from its own index range
 /// (`operations_tenant_created`) up to the page size and the ranges merged, so a page
@@ -54,16 +55,12 @@ fn page_sql(after: bool) -> String {
 }
 
 impl Store {
-    /// The view of one operation, if it belongs to one of `tenants`.
-    pub async fn operation_view(
-        &self,
-        operation_id: &str,
-        tenants: &[String],
-    ) -> Result<Option<Value>, StoreError> {
+    /// The view of one operation (the caller located it among its tenants first).
+    pub async fn operation_view(&self, op: OpRef<'_>) -> Result<Option<Value>, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(ONE).await?;
         Ok(client
-            .query_opt(&stmt, &[&operation_id, &tenants])
+            .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
             .await?
             .map(|r| r.get(0)))
     }
@@ -105,23 +102,30 @@ impl Store {
             .collect())
     }
 
-    /// What decides a wait, for many operations in one statement (by primary key).
-    pub async fn wait_states(
-        &self,
-        operation_ids: &[String],
-    ) -> Result<Vec<(String, WaitState)>, StoreError> {
+    /// What decides a wait, for many operations in one statement (by primary key: the ids
+    /// find the rows, and the pairs, as the claim writes them, keep each tenant's own).
+    pub async fn wait_states(&self, ops: &[OpKey]) -> Result<Vec<(OpKey, WaitState)>, StoreError> {
         let client = self.client().await?;
         let stmt = client
-            .prepare_cached("SELECT operation_id, status, approval_status, escalated_at IS NOT NULL FROM operations WHERE operation_id = ANY($1)")
+            .prepare_cached(
+                "SELECT operation_id, status, approval_status, escalated_at IS NOT NULL, tenant_id
+                 FROM operations
+                 WHERE operation_id = ANY($1) AND tenant_id || ' ' || operation_id = ANY($2)",
+            )
             .await?;
-        let rows = client.query(&stmt, &[&operation_ids]).await?;
+        let ids: Vec<&str> = ops.iter().map(|o| o.operation_id.as_str()).collect();
+        let pairs: Vec<String> = ops
+            .iter()
+            .map(|o| format!("{} {}", o.tenant_id, o.operation_id))
+            .collect();
+        let rows = client.query(&stmt, &[&ids, &pairs]).await?;
         Ok(rows
             .iter()
             .filter_map(|r| {
                 let status = Status::parse(r.get(1))?;
                 let approval = ApprovalStatus::parse(r.get(2))?;
                 Some((
-                    r.get(0),
+                    OpKey::new(r.get::<_, String>(4), r.get::<_, String>(0)),
                     WaitState {
                         status,
                         approval,

@@ -13,7 +13,7 @@ mod apply;
 mod retention;
 
 use chrono::{DateTime, Utc};
-use fleet_core::Status;
+use fleet_core::{OpRef, Status};
 use fleet_runtime::metric_names as m;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -75,14 +75,19 @@ pub enum WebhookOutcome {
     /// First delivery; it moved its operation.
     Applied {
         operation_id: String,
+        tenant_id: String,
         from: Status,
         to: Status,
     },
     /// First delivery; linked, but the row already says as much (or more).
-    IgnoredTransition { operation_id: String },
+    IgnoredTransition {
+        operation_id: String,
+        tenant_id: String,
+    },
     /// First delivery; it contradicts its operation: recorded, row escalated, not applied.
     Escalated {
         operation_id: String,
+        tenant_id: String,
         reason: &'static str,
     },
     /// First delivery; no operation matches it yet. Stored for reconcile.
@@ -130,11 +135,23 @@ impl WebhookOutcome {
         }
     }
 
-    pub fn operation_id(&self) -> Option<&str> {
+    /// The operation the event was linked to.
+    pub fn operation(&self) -> Option<OpRef<'_>> {
         match self {
-            WebhookOutcome::Applied { operation_id, .. }
-            | WebhookOutcome::IgnoredTransition { operation_id }
-            | WebhookOutcome::Escalated { operation_id, .. } => Some(operation_id),
+            WebhookOutcome::Applied {
+                operation_id,
+                tenant_id,
+                ..
+            }
+            | WebhookOutcome::IgnoredTransition {
+                operation_id,
+                tenant_id,
+            }
+            | WebhookOutcome::Escalated {
+                operation_id,
+                tenant_id,
+                ..
+            } => Some(OpRef::new(tenant_id, operation_id)),
             WebhookOutcome::Unlinked
             | WebhookOutcome::IgnoredType
             | WebhookOutcome::Duplicate { .. } => None,
@@ -199,31 +216,34 @@ impl Store {
         Ok(decided.outcome)
     }
 
-    /// The stored, not yet linked events that name `operation_id`: by their reference,
-    /// or by the provider object id the operation now records as `external_id`. Oldest
-    /// first.
+    /// The stored, not yet linked events that name `op`: by their reference (its stored
+    /// key), or by the provider object id the operation now records as `external_id`.
+    /// Oldest first.
     pub async fn unlinked_webhooks_for(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
     ) -> Result<Vec<StoredWebhook>, StoreError> {
         let client = self.client().await?;
         let rows = client
-            .query(&apply::unlinked_sql(false), &[&operation_id])
+            .query(
+                &apply::unlinked_sql(false),
+                &[&op.operation_id, &op.tenant_id],
+            )
             .await?;
         Ok(rows.iter().map(apply::stored_webhook).collect())
     }
 
     /// Links and applies (or records, or escalates: the same rules as on arrival) every
-    /// unlinked event of `operation_id`, oldest first, in one transaction that holds the
+    /// unlinked event of `op`, oldest first, in one transaction that holds the
     /// row. Events another replica is applying right now are skipped. Returns what was
     /// done with each.
     pub async fn apply_unlinked_webhooks(
         &self,
-        operation_id: &str,
+        op: OpRef<'_>,
     ) -> Result<Vec<WebhookOutcome>, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        let decided = apply::apply_unlinked_in(&tx, operation_id).await?;
+        let decided = apply::apply_unlinked_in(&tx, op).await?;
         tx.commit().await?;
         Ok(decided
             .into_iter()

@@ -107,7 +107,7 @@ pub async fn read(sql: &BenchSql, with_bells: bool) -> anyhow::Result<RowFigures
     drop(client);
     let ops = "FROM operations o WHERE o.tenant_id = $1";
     let first_claim =
-        "(SELECT min(a.started_at) FROM attempts a WHERE a.operation_id = o.operation_id)";
+        "(SELECT min(a.started_at) FROM attempts a WHERE a.operation_id = o.operation_id AND a.tenant_id = o.tenant_id)";
     Ok(RowFigures {
         statuses,
         last_final_at,

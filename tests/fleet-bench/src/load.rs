@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use fleet_broker::{Publisher, Queue};
-use fleet_core::{parse_intent, Decider, Doorbell, OperationId, SignIn, ValidIntent};
+use fleet_core::{parse_intent, Decider, Doorbell, OpRef, SignIn, ValidIntent};
 use fleet_store::{ApprovalOutcome, PrepareOutcome, Store};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -132,7 +132,7 @@ pub async fn prepare_and_approve(
                 );
                 let approved = store
                     .approve(
-                        it.operation_id.as_str(),
+                        OpRef::new(&it.snapshot.tenant_id, it.operation_id.as_str()),
                         it.payload_hash.as_str(),
                         &BY,
                         None,
@@ -164,10 +164,12 @@ pub async fn ring_all(
         set.spawn(async move {
             let mut rung = Vec::with_capacity(intents.len() / k + 1);
             for i in dealt(intents.len(), k, w) {
-                let op = &intents[i].intent.operation_id;
+                let it = &intents[i].intent;
+                let op = &it.operation_id;
                 let at = Utc::now();
+                let bell = Doorbell::new(&it.snapshot.tenant_id, op.as_str());
                 publisher
-                    .publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes())
+                    .publish(Queue::OperationsExecute, &bell.to_bytes())
                     .await?;
                 tally.published.fetch_add(1, Ordering::Relaxed);
                 rung.push((op.as_str().to_owned(), at));
@@ -269,16 +271,17 @@ async fn submit_all(
 async fn approve_and_ring(
     store: &Store,
     publisher: &Publisher,
-    op: &OperationId,
+    op: OpRef<'_>,
     hash: &str,
 ) -> anyhow::Result<bool> {
-    let approved = store.approve(op.as_str(), hash, &BY, None).await?;
+    let approved = store.approve(op, hash, &BY, None).await?;
     anyhow::ensure!(
         approved == ApprovalOutcome::Approved,
         "{op}: approve said {approved:?}"
     );
+    let bell = Doorbell::new(op.tenant_id, op.operation_id);
     Ok(publisher
-        .publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes())
+        .publish(Queue::OperationsExecute, &bell.to_bytes())
         .await
         .is_ok())
 }
@@ -314,7 +317,7 @@ async fn approve_as_prepared(
                 let rung = approve_and_ring(
                     &store,
                     &publisher,
-                    &it.operation_id,
+                    OpRef::new(&it.snapshot.tenant_id, it.operation_id.as_str()),
                     it.payload_hash.as_str(),
                 )
                 .await?;

@@ -13,6 +13,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use fleet_core::OpRef;
 use fleet_store::{Claim, Store};
 use serde::Serialize;
 use tokio::time::Instant;
@@ -132,7 +133,13 @@ async fn measure(
         }
     }
     for (i, op) in ready.iter().enumerate() {
-        let (claim, t) = timed(store.claim(op, 0, "bench-scale", LEASE_TTL_MS)).await?;
+        let (claim, t) = timed(store.claim(
+            OpRef::new(seed::READY_TENANT, op),
+            0,
+            "bench-scale",
+            LEASE_TTL_MS,
+        ))
+        .await?;
         anyhow::ensure!(
             matches!(claim, Claim::Claimed(_)),
             "{op} could not be claimed"

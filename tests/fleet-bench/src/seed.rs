@@ -35,8 +35,8 @@ fn rows_from(kind: u8, created: &str) -> String {
     )
 }
 
-/// Runs `operations` (parameters: first row, last row, tenant) and then `children`
-/// (first row, last row) over `1..=count`, one transaction per [`CHUNK`] rows.
+/// Runs `operations` and then `children` (parameters of both: first row, last row, tenant)
+/// over `1..=count`, one transaction per [`CHUNK`] rows.
 async fn chunked(
     sql: &BenchSql,
     count: i64,
@@ -55,7 +55,7 @@ async fn chunked(
             .await?;
         tx.execute(operations, &[&from, &to, &tenant]).await?;
         for child in children {
-            tx.execute(child.as_str(), &[&from, &to]).await?;
+            tx.execute(child.as_str(), &[&from, &to, &tenant]).await?;
         }
         tx.commit().await?;
         from = to + 1;
@@ -75,13 +75,13 @@ pub async fn history(sql: &BenchSql, count: i64) -> anyhow::Result<()> {
          SELECT {SNAPSHOT_VALUES}, 'succeeded', 1, 1, 'pay_s' || i, t + interval '2 seconds', t, t + interval '2 seconds' {from}"
     );
     let attempts = format!(
-        "INSERT INTO attempts (operation_id, fence, worker, started_at, finished_at, outcome, http_status, replayed, external_id)
-         SELECT id, 1, 'bench-seed', t + interval '1 second', t + interval '2 seconds', 'succeeded', 200, false, 'pay_s' || i
+        "INSERT INTO attempts (operation_id, tenant_id, fence, worker, started_at, finished_at, outcome, http_status, replayed, external_id)
+         SELECT id, $3, 1, 'bench-seed', t + interval '1 second', t + interval '2 seconds', 'succeeded', 200, false, 'pay_s' || i
          {from}"
     );
     let events = format!(
-        "INSERT INTO operation_events (operation_id, kind, from_status, to_status, fence, actor, at)
-         SELECT id, e.kind, e.from_status, e.to_status, e.fence, e.actor, t + e.after
+        "INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, to_status, fence, actor, at)
+         SELECT id, $3, e.kind, e.from_status, e.to_status, e.fence, e.actor, t + e.after
          {from} CROSS JOIN (VALUES
              ('prepared', NULL, NULL, 0, 'prepare', interval '0'),
              ('approved', NULL, NULL, 0, 'approver:bench-seed', interval '1 second'),
@@ -104,11 +104,14 @@ pub async fn unknown(sql: &BenchSql, count: i64) -> anyhow::Result<()> {
          SELECT {SNAPSHOT_VALUES}, 'unknown', 1, 1, t + interval '2 seconds', t, t + interval '2 seconds' {from}"
     );
     let attempts = format!(
-        "INSERT INTO attempts (operation_id, fence, worker, started_at, outcome, detail)
-         SELECT id, 1, 'bench-seed', t + interval '1 second', 'unknown', 'timeout' {from}"
+        "INSERT INTO attempts (operation_id, tenant_id, fence, worker, started_at, outcome, detail)
+         SELECT id, $3, 1, 'bench-seed', t + interval '1 second', 'unknown', 'timeout' {from}"
     );
     chunked(sql, count, "org_unknown", &operations, &[attempts]).await
 }
+
+/// The tenant of the rows [`ready`] seeds.
+pub const READY_TENANT: &str = "org_ready";
 
 /// `count` approved, unexpired rows waiting to be claimed (fence 0), of kind `kind`.
 pub async fn ready(sql: &BenchSql, kind: u8, count: i64) -> anyhow::Result<Vec<String>> {
@@ -119,10 +122,10 @@ pub async fn ready(sql: &BenchSql, kind: u8, count: i64) -> anyhow::Result<Vec<S
     );
     // The approval behind each row: execute's claim counts it.
     let approvals = format!(
-        "INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash, at)
-         SELECT id, 'bench-seed', 'token', h, t {from}"
+        "INSERT INTO approvals (operation_id, tenant_id, principal, signed_in_with, payload_hash, at)
+         SELECT id, $3, 'bench-seed', 'token', h, t {from}"
     );
-    chunked(sql, count, "org_ready", &operations, &[approvals]).await?;
+    chunked(sql, count, READY_TENANT, &operations, &[approvals]).await?;
     Ok((1..=count).map(|i| op_id(kind, i)).collect())
 }
 

@@ -182,13 +182,15 @@ impl TestFleet {
         output
     }
 
-    /// `SELECT operation_view(o)` for one operation, straight from the database.
+    /// `SELECT operation_view(o)` for one operation (of whichever tenant holds the id,
+    /// [`TestFleet::row`]), straight from the database.
     pub async fn view_in_db(&self, op: &str) -> Value {
+        let tenant = self.row(op).await.tenant_id;
         self.sql()
             .await
             .query_one(
-                "SELECT operation_view(o) FROM operations o WHERE operation_id = $1",
-                &[&op],
+                "SELECT operation_view(o) FROM operations o WHERE operation_id = $1 AND tenant_id = $2",
+                &[&op, &tenant],
             )
             .await
             .unwrap()

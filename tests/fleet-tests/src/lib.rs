@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
 use fleet_core::reconcile::ProviderContract;
-use fleet_core::{Decider, Doorbell, OperationId, PolicySet, SignIn, Status};
+use fleet_core::{Decider, Doorbell, OpRef, PolicySet, SignIn, Status};
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
 use fleet_prepare::{IntakeRules, PayeeDirectory, PrepareDeps, ProviderCapabilities};
 use fleet_provider_sim::{RunningSim, SimConfig};
@@ -54,6 +54,36 @@ pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
 pub use processes::{bin_dir, WorkerProcess};
 pub use signing::{signed_approval, statement_of};
 pub use wait::{eventually, eventually_within, DEADLINE};
+
+/// The tenant of the intents the tests build ([`intent`]), which holds most of the
+/// operations a test names by id.
+pub const TENANT: &str = "org_482";
+
+/// Operation `op` of the tests' tenant ([`TENANT`]): ids are unique per tenant, so the store
+/// names an operation by both.
+pub fn at(op: &str) -> OpRef<'_> {
+    OpRef::new(TENANT, op)
+}
+
+/// The one stored operation with the id `op`, of whichever tenant; a test that stores one id
+/// in two tenants names the tenant instead.
+async fn row_of(store: &Store, op: &str) -> Option<fleet_store::OperationRow> {
+    let tenants = store.tenants_of(op).await.unwrap();
+    match tenants.as_slice() {
+        [] => None,
+        [tenant] => store.get(OpRef::new(tenant, op)).await.unwrap(),
+        several => panic!("{op} is stored in {several:?}: name the tenant"),
+    }
+}
+
+/// The reference (and key) a provider knows operation `op` of [`TENANT`] by, as intake
+/// derives and stores it; anything that is not an operation id is a reference already.
+pub fn reference(op: &str) -> String {
+    fleet_core::OperationId::parse(op).map_or_else(
+        |_| op.to_owned(),
+        |id| id.idempotency_key(TENANT).as_str().to_owned(),
+    )
+}
 pub use webhooks::{
     event_body, now_s, webhook_secrets, BrokerProxy, SignedDelivery, WebhookIngest, OTHER_SECRET,
     WEBHOOK_SECRET,
@@ -312,10 +342,32 @@ impl TestFleet {
             .expect("publish intent");
     }
 
+    /// The one stored operation with this id, of whichever tenant, if any (most tests name
+    /// an operation by id; the few that put one id in two tenants read the store by
+    /// (tenant, id) themselves).
+    pub async fn stored(&self, op: &str) -> Option<fleet_store::OperationRow> {
+        row_of(&self.store, op).await
+    }
+
+    /// The reference the provider knows `op` by: its stored key, or for an id not stored
+    /// (yet) the key intake would store for [`TENANT`]; anything else is a reference already.
+    pub async fn reference_of(&self, op: &str) -> String {
+        match self.stored(op).await {
+            Some(row) => row.idempotency_key,
+            None => reference(op),
+        }
+    }
+
     pub async fn ring_execute(&self, op: &str) {
-        let op = OperationId::parse(op).unwrap();
+        let tenant = self
+            .stored(op)
+            .await
+            .map_or(TENANT.to_owned(), |r| r.tenant_id);
         self.publisher
-            .publish(Queue::OperationsExecute, &Doorbell::new(&op).to_bytes())
+            .publish(
+                Queue::OperationsExecute,
+                &Doorbell::new(&tenant, op).to_bytes(),
+            )
             .await
             .expect("ring execute");
     }
@@ -325,16 +377,20 @@ impl TestFleet {
     /// API does: `Ok(rung)`. Anything but an approval that completes the quorum is the
     /// store's answer as an error. (Tests of who may approve go through the API.)
     pub async fn approve(&self, op: &str, hash: &str) -> Result<bool, ApprovalOutcome> {
+        let tenant = self
+            .stored(op)
+            .await
+            .map_or(TENANT.to_owned(), |r| r.tenant_id);
         match self
             .store
-            .approve(op, hash, &TEST_APPROVER, None)
+            .approve(OpRef::new(&tenant, op), hash, &TEST_APPROVER, None)
             .await
             .expect("approve")
         {
             ApprovalOutcome::Approved => {}
             other => return Err(other),
         }
-        let bell = Doorbell::new(&OperationId::parse(op).unwrap()).to_bytes();
+        let bell = Doorbell::new(&tenant, op).to_bytes();
         Ok(self
             .publisher
             .publish(Queue::OperationsExecute, &bell)
@@ -366,7 +422,14 @@ impl TestFleet {
         let dead = self.expect_dead_letters(Queue::IntentsPrepare, 1).await;
         assert_eq!(dead[0].1.as_deref(), Some(reason));
         assert!(
-            self.store.get(&op_of(intent)).await.unwrap().is_none(),
+            self.store
+                .get(OpRef::new(
+                    intent["tenant_id"].as_str().unwrap_or(TENANT),
+                    &op_of(intent)
+                ))
+                .await
+                .unwrap()
+                .is_none(),
             "nothing written"
         );
     }
@@ -393,7 +456,7 @@ impl TestFleet {
         let store = self.store.clone();
         eventually("the operation to be prepared", || {
             let store = store.clone();
-            async move { store.get(op).await.unwrap() }
+            async move { row_of(&store, op).await }
         })
         .await
     }
@@ -403,25 +466,25 @@ impl TestFleet {
         let store = self.store.clone();
         eventually(&format!("{op} to become {status}"), || {
             let store = store.clone();
-            async move { store.get(op).await.unwrap().filter(|r| r.status == status) }
+            async move { row_of(&store, op).await.filter(|r| r.status == status) }
         })
         .await
     }
 
-    /// The operation's row; it must exist.
+    /// The operation's row, of whichever tenant holds the id ([`TestFleet::stored`]); it
+    /// must exist.
     pub async fn row(&self, op: &str) -> fleet_store::OperationRow {
-        self.store
-            .get(op)
+        self.stored(op)
             .await
-            .unwrap()
             .unwrap_or_else(|| panic!("{op} is stored"))
     }
 
     /// Waits until execute has finished the operation's first attempt: that attempt.
     pub async fn first_attempt_finished(&self, op: &str) -> fleet_store::AttemptRow {
         eventually("execute to record its attempt", || async {
+            let row = self.stored(op).await?;
             self.store
-                .attempts(op)
+                .attempts(row.key())
                 .await
                 .unwrap()
                 .into_iter()
@@ -437,10 +500,8 @@ impl TestFleet {
         eventually(&format!("{op} to be escalated"), || {
             let store = store.clone();
             async move {
-                store
-                    .get(op)
+                row_of(&store, op)
                     .await
-                    .unwrap()
                     .filter(|r| r.escalated_at.is_some())
             }
         })
@@ -454,8 +515,9 @@ impl TestFleet {
         eventually(&format!("a {kind} event of {op}"), || {
             let store = store.clone();
             async move {
+                let row = row_of(&store, op).await?;
                 store
-                    .events(op)
+                    .events(row.key())
                     .await
                     .unwrap()
                     .into_iter()
@@ -513,10 +575,14 @@ impl TestFleet {
     }
 
     /// Waits until the simulator has received a request for this reference.
-    pub async fn provider_received(&self, reference: &str) {
+    pub async fn provider_received(&self, op: &str) {
         let (http, url) = (
             self.http.clone(),
-            format!("{}/_sim/requests?reference={reference}", self.sim.base_url),
+            format!(
+                "{}/_sim/requests?reference={}",
+                self.sim.base_url,
+                self.reference_of(op).await
+            ),
         );
         eventually("the request to reach the provider", || {
             let (http, url) = (http.clone(), url.clone());
@@ -528,9 +594,12 @@ impl TestFleet {
         .await
     }
 
-    pub async fn sim_effects(&self, reference: &str) -> i64 {
+    pub async fn sim_effects(&self, op: &str) -> i64 {
         let v = self
-            .sim_get(&format!("/_sim/effects?reference={reference}"))
+            .sim_get(&format!(
+                "/_sim/effects?reference={}",
+                self.reference_of(op).await
+            ))
             .await;
         ["payments", "refunds", "deals", "orders", "envelopes"]
             .iter()
@@ -563,12 +632,16 @@ impl TestFleet {
         .await
     }
 
-    /// The simulator's log of writes (creates, updates, transitions) for this reference,
-    /// or for every reference: `{"method", "path", "idempotency_key", "reference",
-    /// "status", "replayed"}` each, in arrival order.
+    /// The simulator's log of writes (creates, updates, transitions) for this reference
+    /// (an operation id stands for its stored key, [`TestFleet::reference_of`]), or for
+    /// every reference: `{"method", "path", "idempotency_key", "reference", "status",
+    /// "replayed"}` each, in arrival order.
     pub async fn sim_requests(&self, reference: Option<&str>) -> Vec<Value> {
         let path = match reference {
-            Some(reference) => format!("/_sim/requests?reference={reference}"),
+            Some(reference) => format!(
+                "/_sim/requests?reference={}",
+                self.reference_of(reference).await
+            ),
             None => "/_sim/requests".to_owned(),
         };
         let Value::Array(requests) = self.sim_get(&path).await["data"].take() else {
@@ -578,13 +651,13 @@ impl TestFleet {
     }
 
     /// The create requests (POSTs) the simulator received for this reference.
-    pub async fn sim_posts(&self, reference: &str) -> usize {
-        self.sim_requests(Some(reference)).await.len()
+    pub async fn sim_posts(&self, op: &str) -> usize {
+        self.sim_requests(Some(op)).await.len()
     }
 
-    /// The POSTs the simulator received for this reference on `path` (`/v1/deals`).
-    pub async fn sim_posts_to(&self, reference: &str, path: &str) -> usize {
-        self.sim_requests(Some(reference))
+    /// The POSTs the simulator received for `op`'s reference on `path` (`/v1/deals`).
+    pub async fn sim_posts_to(&self, op: &str, path: &str) -> usize {
+        self.sim_requests(Some(op))
             .await
             .iter()
             .filter(|r| r["method"] == "POST" && r["path"] == path)
@@ -592,8 +665,10 @@ impl TestFleet {
     }
 
     /// A deal the simulator's CRM holds under our reference `external_id`, as if created
-    /// elsewhere (an attempt whose record was lost, someone else): the deal.
+    /// elsewhere (an attempt whose record was lost, someone else): the deal. An operation
+    /// id stands for its reference ([`TestFleet::reference_of`]).
     pub async fn sim_deal(&self, external_id: &str) -> Value {
+        let external_id = self.reference_of(external_id).await;
         self.sim_post(
             "/_sim/deals",
             json!({"external_id": external_id, "name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"}),
@@ -604,12 +679,13 @@ impl TestFleet {
     /// A second payment with `op`'s reference that someone else created at the provider,
     /// under another key (the seed intent's amount and payee).
     pub async fn sim_foreign_payment(&self, op: &str) {
+        let reference = self.reference_of(op).await;
         let r = self
             .http
             .post(format!("{}/v1/payments", self.sim.base_url))
             .bearer_auth("sk_test_sim")
             .header("Idempotency-Key", format!("other-{op}"))
-            .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": op}))
+            .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": reference}))
             .send()
             .await
             .unwrap();
@@ -703,8 +779,8 @@ impl TestFleet {
         self.sql()
             .await
             .query_one(
-                "SELECT count(*) FROM operation_events WHERE operation_id = $1",
-                &[&op],
+                "SELECT count(*) FROM operation_events WHERE operation_id = $1 AND tenant_id = $2",
+                &[&op, &self.row(op).await.tenant_id],
             )
             .await
             .unwrap()

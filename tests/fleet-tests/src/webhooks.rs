@@ -193,7 +193,8 @@ impl TestFleet {
     }
 
     /// Waits until the simulator holds a payment with this reference, and returns it.
-    pub async fn sim_payment(&self, reference: &str) -> Value {
+    pub async fn sim_payment(&self, op: &str) -> Value {
+        let reference = &self.reference_of(op).await;
         let payments = self.payments_client(5_000);
         eventually(
             &format!("a payment for {reference} at the provider"),

@@ -2,16 +2,17 @@
 //! `/dispute`. Each is a thin JSON wrapper around the [`crate::decisions`] function of
 //! the same name, which holds the rules; these only read the body and name the answer.
 
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
 use axum::Json;
 use fleet_core::{ApiAction, Resolution};
 use fleet_store::Resolve;
 use serde::Deserialize;
 use serde_json::Value;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Caller;
+use crate::decisions::Addressed;
 use crate::error::{ApiError, ErrorBody};
 use crate::openapi::OperationView;
 use crate::signed_approval::SignatureOffer;
@@ -73,6 +74,21 @@ pub struct DisputeBody {
 }
 
 /// A body that is not the JSON object the route takes.
+/// Which operation of the caller's the path's id names, when two of its tenants hold it.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TenantQuery {
+    /// The operation's tenant. Ids are unique per tenant: needed only when two of the
+    /// caller's tenants hold this id (otherwise 409 `operation_id_ambiguous`).
+    tenant: Option<String>,
+}
+
+fn tenant(q: Result<Query<TenantQuery>, QueryRejection>) -> Result<Option<String>, ApiError> {
+    q.map(|Query(q)| q.tenant)
+        .map_err(|_| ApiError::BadQuery { field: None })
+}
+
 fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     b.map(|Json(b)| b).map_err(|_| ApiError::Invalid {
         code: "malformed",
@@ -94,7 +110,7 @@ fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     post,
     path = "/v1/operations/{id}/approve",
     tag = "decisions",
-    params(("id" = String, Path, description = "The operation id.")),
+    params(("id" = String, Path, description = "The operation id."), TenantQuery),
     request_body(content = ApproveBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Approval recorded, or this principal approved this same hash before: the operation's view, with the quorum's progress.", body = OperationView),
@@ -102,7 +118,7 @@ fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
         (status = 403, description = "`role_not_allowed` (only approvers approve) or `submitter_cannot_approve` (the caller submitted it).", body = ErrorBody),
         (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`hash_mismatch` (not the stored snapshot's hash: also when the operation is approved, and also when the caller approved the right hash before), `approval_expired` (the window closed before the quorum), `not_pending` (rejected, cancelled, or approved by others and no longer waiting to run), or `signature_required` (the operation's policy asks for signed approvals and none was given). Nothing was recorded.", body = ErrorBody),
+        (status = 409, description = "`hash_mismatch` (not the stored snapshot's hash: also when the operation is approved, and also when the caller approved the right hash before), `approval_expired` (the window closed before the quorum), `not_pending` (rejected, cancelled, or approved by others and no longer waiting to run), or `signature_required` (the operation's policy asks for signed approvals and none was given); `operation_id_ambiguous`: two of the caller's tenants hold this id, name one with `tenant`. Nothing was recorded.", body = ErrorBody),
         (status = 422, description = "`malformed`: not a JSON object with `payload_hash`.", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
     ),
@@ -112,9 +128,12 @@ pub async fn approve_operation(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    q: Result<Query<TenantQuery>, QueryRejection>,
     b: Result<Json<ApproveBody>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::Approve)?;
+    let tenant = tenant(q)?;
+    let at = Addressed::new(&id, tenant.as_deref());
     let b = body(b)?;
     let who = caller.0.actor();
     let offer = SignatureOffer {
@@ -125,7 +144,7 @@ pub async fn approve_operation(
     Ok(Json(
         state
             .decisions
-            .approve(&who, caller.signed_in_with(), &id, &b.payload_hash, &offer)
+            .approve(&who, caller.signed_in_with(), at, &b.payload_hash, &offer)
             .await?
             .view,
     ))
@@ -139,14 +158,14 @@ pub async fn approve_operation(
     post,
     path = "/v1/operations/{id}/reject",
     tag = "decisions",
-    params(("id" = String, Path, description = "The operation id.")),
+    params(("id" = String, Path, description = "The operation id."), TenantQuery),
     request_body(content = RejectBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Rejected (or rejected before): the operation's view.", body = OperationView),
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
         (status = 403, description = "`role_not_allowed`: only approvers reject.", body = ErrorBody),
         (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`already_started`: execution began or the operation ended (cancelled otherwise than by a rejection included).", body = ErrorBody),
+        (status = 409, description = "`already_started`: execution began or the operation ended (cancelled otherwise than by a rejection included); `operation_id_ambiguous`: name the tenant.", body = ErrorBody),
         (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason` (blank or too long).", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
     ),
@@ -156,15 +175,18 @@ pub async fn reject_operation(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    q: Result<Query<TenantQuery>, QueryRejection>,
     b: Result<Json<RejectBody>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::Reject)?;
+    let tenant = tenant(q)?;
+    let at = Addressed::new(&id, tenant.as_deref());
     let b = body(b)?;
     let who = caller.0.actor();
     Ok(Json(
         state
             .decisions
-            .reject(&who, caller.signed_in_with(), &id, &b.reason)
+            .reject(&who, caller.signed_in_with(), at, &b.reason)
             .await?
             .view,
     ))
@@ -180,14 +202,14 @@ pub async fn reject_operation(
     post,
     path = "/v1/operations/{id}/resolve",
     tag = "decisions",
-    params(("id" = String, Path, description = "The operation id.")),
+    params(("id" = String, Path, description = "The operation id."), TenantQuery),
     request_body(content = ResolveBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Resolved: the operation's view.", body = OperationView),
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
         (status = 403, description = "`role_not_allowed`: only operators resolve.", body = ErrorBody),
         (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`not_allowed_in_status` (e.g. resolving a payment not yet sent, or a failed one as succeeded), or `changed_meanwhile` (look again).", body = ErrorBody),
+        (status = 409, description = "`not_allowed_in_status` (e.g. resolving a payment not yet sent, or a failed one as succeeded), or `changed_meanwhile` (look again); `operation_id_ambiguous`: name the tenant.", body = ErrorBody),
         (status = 422, description = "`malformed`, or `invalid_field` with `field` `outcome`, `evidence` or `external_id` (required to resolve as succeeded when none is recorded).", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
     ),
@@ -197,9 +219,12 @@ pub async fn resolve_operation(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    q: Result<Query<TenantQuery>, QueryRejection>,
     b: Result<Json<ResolveBody>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::Resolve)?;
+    let tenant = tenant(q)?;
+    let at = Addressed::new(&id, tenant.as_deref());
     let b = body(b)?;
     let outcome = Resolution::parse(&b.outcome).ok_or(ApiError::Invalid {
         code: "invalid_field",
@@ -214,7 +239,7 @@ pub async fn resolve_operation(
     Ok(Json(
         state
             .decisions
-            .resolve(&who, caller.signed_in_with(), &id, r)
+            .resolve(&who, caller.signed_in_with(), at, r)
             .await?
             .view,
     ))
@@ -229,14 +254,14 @@ pub async fn resolve_operation(
     post,
     path = "/v1/operations/{id}/dispute",
     tag = "decisions",
-    params(("id" = String, Path, description = "The operation id.")),
+    params(("id" = String, Path, description = "The operation id."), TenantQuery),
     request_body(content = DisputeBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Disputed: the operation's view.", body = OperationView),
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
         (status = 403, description = "`role_not_allowed`: only operators dispute.", body = ErrorBody),
         (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`not_allowed_in_status` (the operation is final), or `changed_meanwhile`.", body = ErrorBody),
+        (status = 409, description = "`not_allowed_in_status` (the operation is final), or `changed_meanwhile`; `operation_id_ambiguous`: name the tenant.", body = ErrorBody),
         (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason`.", body = ErrorBody),
         (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
     ),
@@ -246,15 +271,18 @@ pub async fn dispute_operation(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    q: Result<Query<TenantQuery>, QueryRejection>,
     b: Result<Json<DisputeBody>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::Dispute)?;
+    let tenant = tenant(q)?;
+    let at = Addressed::new(&id, tenant.as_deref());
     let b = body(b)?;
     let who = caller.0.actor();
     Ok(Json(
         state
             .decisions
-            .dispute(&who, caller.signed_in_with(), &id, &b.reason)
+            .dispute(&who, caller.signed_in_with(), at, &b.reason)
             .await?
             .view,
     ))

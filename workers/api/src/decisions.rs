@@ -10,8 +10,10 @@
 
 use fleet_broker::{Publisher, Queue};
 use fleet_core::authz::{self, Actor, Decider, Denial, OperationAction, SignIn};
-use fleet_core::{ApprovalStatus, Doorbell, OperationId};
-use fleet_store::{ApprovalOutcome, DecisionOutcome, RejectOutcome, Resolve, Store, StoreError};
+use fleet_core::{ApprovalStatus, Doorbell, OpKey, OpRef, OperationId};
+use fleet_store::{
+    ApprovalOutcome, DecisionOutcome, RejectOutcome, Resolve, Store, StoreError, StoredFacts,
+};
 use serde_json::Value;
 
 use crate::signed_approval::{self, SignatureOffer};
@@ -71,6 +73,42 @@ impl From<Denial> for DecisionError {
     }
 }
 
+/// How a caller names an operation: its id, and the tenant when it named one (`?tenant=`).
+/// Ids are unique per tenant only (docs/design.md#tenant-boundaries): the tenant is needed
+/// only when two of the caller's tenants hold the id.
+#[derive(Debug, Clone, Copy)]
+pub struct Addressed<'a> {
+    pub id: &'a str,
+    pub tenant: Option<&'a str>,
+}
+
+impl<'a> Addressed<'a> {
+    pub fn new(id: &'a str, tenant: Option<&'a str>) -> Self {
+        Addressed { id, tenant }
+    }
+}
+
+/// The operation of `who`'s tenants that `at` names, with its facts: another tenant's
+/// operation is not found, exactly as a free id; an id two of the caller's tenants hold is
+/// `operation_id_ambiguous` unless the tenant was named (`fleet_core::authz::locate`).
+pub async fn locate(
+    store: &Store,
+    who: &Actor<'_>,
+    at: Addressed<'_>,
+) -> Result<(OpKey, StoredFacts), DecisionError> {
+    let op = OperationId::parse(at.id).map_err(|_| Denial::NotFound)?;
+    let mut found = store.operation_facts(op.as_str(), who.tenants).await?;
+    let holders: Vec<String> = found.iter().map(|f| f.tenant_id.clone()).collect();
+    let tenant = authz::locate(who, at.tenant, &holders)?.to_owned();
+    let facts = found.swap_remove(
+        holders
+            .iter()
+            .position(|t| *t == tenant)
+            .expect("located among the holders"),
+    );
+    Ok((OpKey::new(tenant, op.as_str()), facts))
+}
+
 /// A decision's answer: the operation's view after it, and whether this call changed
 /// anything (a repeated decision answers the same view with `changed: false`).
 #[derive(Debug)]
@@ -107,38 +145,38 @@ impl Decisions {
         Decisions { store, publisher }
     }
 
-    /// Asks the rules whether `who` may do `what` to the operation `id`; an id that is
-    /// not even well formed names no operation.
+    /// Asks the rules whether `who` may do `what` to the operation `at` names; an id that
+    /// is not even well formed names no operation.
     async fn authorize(
         &self,
         who: &Actor<'_>,
         what: OperationAction,
-        id: &str,
-    ) -> Result<OperationId, DecisionError> {
+        at: Addressed<'_>,
+    ) -> Result<OpKey, DecisionError> {
         authz::may(who, what.api_action())?;
-        let op = OperationId::parse(id).map_err(|_| Denial::NotFound)?;
-        let stored = self.store.operation_facts(op.as_str()).await?;
-        authz::may_act_on(who, what, stored.as_ref().map(|s| s.facts()).as_ref())?;
+        let (op, stored) = locate(&self.store, who, at).await?;
+        authz::may_act_on(who, what, Some(&stored.facts()))?;
         Ok(op)
     }
 
-    async fn view(&self, who: &Actor<'_>, op: &OperationId) -> Result<Value, DecisionError> {
+    async fn view(&self, op: OpRef<'_>) -> Result<Value, DecisionError> {
         // Authorized a moment ago and operations are never deleted, so it is there.
         self.store
-            .operation_view(op.as_str(), who.tenants)
+            .operation_view(op)
             .await?
             .ok_or(DecisionError::Denied(Denial::NotFound))
     }
 
-    async fn ring_execute(&self, op: &OperationId) {
+    async fn ring_execute(&self, op: OpRef<'_>) {
+        let bell = Doorbell::new(op.tenant_id, op.operation_id);
         if let Err(e) = self
             .publisher
-            .publish(Queue::OperationsExecute, &Doorbell::new(op).to_bytes())
+            .publish(Queue::OperationsExecute, &bell.to_bytes())
             .await
         {
             // The approval is committed; reconcile's sweeper rings approved operations
             // that wait too long (UNSTARTED_REDRIVE_MS).
-            tracing::warn!(operation_id = %op, error = %e, "approved, but the execute bell could not be rung");
+            tracing::warn!(operation_id = op.operation_id, error = %e, "approved, but the execute bell could not be rung");
         }
     }
 
@@ -151,25 +189,25 @@ impl Decisions {
         &self,
         who: &Actor<'_>,
         signed_in: SignIn,
-        id: &str,
+        at: Addressed<'_>,
         payload_hash: &str,
         offered: &SignatureOffer<'_>,
     ) -> Result<Decided, DecisionError> {
-        let op = self.authorize(who, OperationAction::Approve, id).await?;
+        let op = self.authorize(who, OperationAction::Approve, at).await?;
         let signed =
-            signed_approval::checked(&self.store, &op, who.name, payload_hash, offered).await?;
+            signed_approval::checked(&self.store, op.op(), who.name, payload_hash, offered).await?;
         let by = Decider::new(who.name, signed_in);
         let outcome = self
             .store
-            .approve(op.as_str(), payload_hash, &by, signed.as_ref())
+            .approve(op.op(), payload_hash, &by, signed.as_ref())
             .await?;
         match &outcome {
             ApprovalOutcome::Approved => {
-                tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, "approved: quorum reached");
-                self.ring_execute(&op).await;
+                tracing::info!(operation_id = op.operation_id, principal = who.name, signed_in_with = %signed_in, "approved: quorum reached");
+                self.ring_execute(op.op()).await;
             }
             ApprovalOutcome::Counted(quorum) => {
-                tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, %quorum, "approval recorded; quorum not reached");
+                tracing::info!(operation_id = op.operation_id, principal = who.name, signed_in_with = %signed_in, %quorum, "approval recorded; quorum not reached");
             }
             ApprovalOutcome::AlreadyCounted => {}
             ApprovalOutcome::NotFound => return Err(Denial::NotFound.into()),
@@ -182,14 +220,14 @@ impl Decisions {
             }
             ApprovalOutcome::NotPending { .. } => return Err(DecisionError::NotPending),
         }
-        let view = self.view(who, &op).await?;
+        let view = self.view(op.op()).await?;
         // A repeated approval of an approved operation that has not started rings again:
         // the first bell may have been lost, and a second one is harmless.
         if outcome == ApprovalOutcome::AlreadyCounted
             && view["approval_status"] == "approved"
             && view["status"] == "not_started"
         {
-            self.ring_execute(&op).await;
+            self.ring_execute(op.op()).await;
         }
         let changed = outcome != ApprovalOutcome::AlreadyCounted;
         Ok(Decided { view, changed })
@@ -200,25 +238,25 @@ impl Decisions {
         &self,
         who: &Actor<'_>,
         signed_in: SignIn,
-        id: &str,
+        at: Addressed<'_>,
         reason: &str,
     ) -> Result<Decided, DecisionError> {
-        let op = self.authorize(who, OperationAction::Reject, id).await?;
+        let op = self.authorize(who, OperationAction::Reject, at).await?;
         text(reason, "reason")?;
         let changed = match self
             .store
-            .reject(op.as_str(), &Decider::new(who.name, signed_in), reason)
+            .reject(op.op(), &Decider::new(who.name, signed_in), reason)
             .await?
         {
             RejectOutcome::Rejected => {
-                tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, "rejected");
+                tracing::info!(operation_id = op.operation_id, principal = who.name, signed_in_with = %signed_in, "rejected");
                 true
             }
             RejectOutcome::AlreadyRejected => false,
             RejectOutcome::NotFound => return Err(Denial::NotFound.into()),
             RejectOutcome::TooLate { .. } => return Err(DecisionError::AlreadyStarted),
         };
-        let view = self.view(who, &op).await?;
+        let view = self.view(op.op()).await?;
         Ok(Decided { view, changed })
     }
 
@@ -227,19 +265,19 @@ impl Decisions {
         &self,
         who: &Actor<'_>,
         signed_in: SignIn,
-        id: &str,
+        at: Addressed<'_>,
         r: Resolve<'_>,
     ) -> Result<Decided, DecisionError> {
-        let op = self.authorize(who, OperationAction::Resolve, id).await?;
+        let op = self.authorize(who, OperationAction::Resolve, at).await?;
         text(r.evidence, "evidence")?;
         if let Some(x) = r.external_id {
             external_id(x)?;
         }
         let outcome = self
             .store
-            .resolve(op.as_str(), r, &Decider::new(who.name, signed_in))
+            .resolve(op.op(), r, &Decider::new(who.name, signed_in))
             .await?;
-        self.operator_outcome(who, signed_in, &op, outcome, "resolved")
+        self.operator_outcome(who, signed_in, op.op(), outcome, "resolved")
             .await
     }
 
@@ -248,16 +286,16 @@ impl Decisions {
         &self,
         who: &Actor<'_>,
         signed_in: SignIn,
-        id: &str,
+        at: Addressed<'_>,
         reason: &str,
     ) -> Result<Decided, DecisionError> {
-        let op = self.authorize(who, OperationAction::Dispute, id).await?;
+        let op = self.authorize(who, OperationAction::Dispute, at).await?;
         text(reason, "reason")?;
         let outcome = self
             .store
-            .dispute(op.as_str(), reason, &Decider::new(who.name, signed_in))
+            .dispute(op.op(), reason, &Decider::new(who.name, signed_in))
             .await?;
-        self.operator_outcome(who, signed_in, &op, outcome, "disputed")
+        self.operator_outcome(who, signed_in, op.op(), outcome, "disputed")
             .await
     }
 
@@ -265,13 +303,13 @@ impl Decisions {
         &self,
         who: &Actor<'_>,
         signed_in: SignIn,
-        op: &OperationId,
+        op: OpRef<'_>,
         outcome: DecisionOutcome,
         what: &'static str,
     ) -> Result<Decided, DecisionError> {
         let changed = match outcome {
             DecisionOutcome::Moved(to) => {
-                tracing::info!(operation_id = %op, principal = who.name, signed_in_with = %signed_in, to = to.as_str(), "{what} by an operator");
+                tracing::info!(operation_id = op.operation_id, principal = who.name, signed_in_with = %signed_in, to = to.as_str(), "{what} by an operator");
                 true
             }
             DecisionOutcome::Already(_) => false,
@@ -282,7 +320,7 @@ impl Decisions {
             DecisionOutcome::Refused { .. } => return Err(DecisionError::NotAllowedInStatus),
             DecisionOutcome::Stale => return Err(DecisionError::ChangedMeanwhile),
         };
-        let view = self.view(who, op).await?;
+        let view = self.view(op).await?;
         Ok(Decided { view, changed })
     }
 }

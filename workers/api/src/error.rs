@@ -177,6 +177,8 @@ impl From<Denial> for ApiError {
         // Another tenant's operation is answered exactly like one that does not exist.
         if d.is_not_found() {
             ApiError::NotFound
+        } else if d == Denial::Ambiguous {
+            ApiError::Refused(d.code())
         } else {
             ApiError::Forbidden(d.code())
         }

@@ -10,7 +10,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use fleet_core::intent::MAX_INTENT_BYTES;
-use fleet_core::{authz, supersede, ApiAction};
+use fleet_core::{authz, supersede, ApiAction, OpRef};
 use fleet_prepare::intake::{self, Intake, Refusal, WriteError, Written};
 use serde_json::Value;
 
@@ -107,7 +107,10 @@ pub async fn accept(
         Err(intent) => {
             let view = state
                 .store
-                .operation_view(intent.operation_id.as_str(), &caller.0.tenants)
+                .operation_view(OpRef::new(
+                    &intent.snapshot.tenant_id,
+                    intent.operation_id.as_str(),
+                ))
                 .await?
                 .ok_or(ApiError::Unavailable)?;
             return Ok((false, view));
@@ -127,7 +130,10 @@ pub async fn accept(
     };
     let view = state
         .store
-        .operation_view(intent.operation_id.as_str(), &caller.0.tenants)
+        .operation_view(OpRef::new(
+            &intent.snapshot.tenant_id,
+            intent.operation_id.as_str(),
+        ))
         .await?
         .ok_or(ApiError::Unavailable)?;
     Ok((created, view))

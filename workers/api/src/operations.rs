@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::{Extension, Json};
-use fleet_core::{ApiAction, ApprovalStatus, OperationId, Status, WaitFor, WaitState};
+use fleet_core::{ApiAction, ApprovalStatus, Status, WaitFor, WaitState};
 use fleet_store::{Principal, ViewFilter};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -15,6 +15,7 @@ use utoipa::IntoParams;
 
 use crate::auth::Caller;
 use crate::cursor;
+use crate::decisions::{locate, Addressed};
 use crate::error::{ApiError, ErrorBody};
 use crate::openapi::{OperationPage, OperationView};
 use crate::request_slots::HeldSlot;
@@ -40,6 +41,9 @@ pub struct WaitQuery {
     /// out the answer is 200 with the current view: look at it, and ask again.
     #[param(value_type = Option<u64>, maximum = 60)]
     timeout_s: Option<String>,
+    /// The operation's tenant. Ids are unique per tenant: needed only when two of the
+    /// caller's tenants hold this id (otherwise 409 `operation_id_ambiguous`).
+    tenant: Option<String>,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -77,7 +81,8 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
         (status = 200, description = "The operation: when waiting, once the wait is over or, at the timeout, as it is then.", body = OperationView),
         (status = 400, description = "`invalid_query`: an unknown parameter, `wait_for` not `decision` or `final`, `timeout_s` above 60.", body = ErrorBody),
         (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
-        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
+        (status = 404, description = "No such operation among the caller's tenants (or in the `tenant` named).", body = ErrorBody),
+        (status = 409, description = "`operation_id_ambiguous`: two of the caller's tenants hold this id; name one with `tenant`.", body = ErrorBody),
         (status = 429, description = "`too_many_waiters`: the caller's principal or tenant holds its share of this process's wait slots, or every slot is taken; `rate_limited`: the principal's request rate is spent. Retry after `Retry-After`.", body = ErrorBody),
         (status = 503, description = "Postgres did not answer.", body = ErrorBody),
     ),
@@ -117,7 +122,7 @@ pub async fn get_operation(
         &state,
         &caller.0,
         held.as_deref(),
-        &id,
+        Addressed::new(&id, q.tenant.as_deref()),
         Wait {
             wait_for,
             timeout: Duration::from_secs(timeout_s),
@@ -134,7 +139,7 @@ pub struct Wait {
     pub timeout: Duration,
 }
 
-/// The view of operation `id` among `caller`'s tenants: at once without `wait_for`; with
+/// The view of the operation `at` names among `caller`'s tenants: at once without `wait_for`; with
 /// it, once the wait is over or `timeout` ran out (or the process drains), as it is then.
 /// A waiting request takes a wait slot of its principal's and its tenant's shares and
 /// gives back its request slot (`held`) while it waits. Shared by this route and the MCP
@@ -143,14 +148,13 @@ pub async fn read_view(
     state: &AppState,
     caller: &Principal,
     held: Option<&HeldSlot>,
-    id: &str,
+    at: Addressed<'_>,
     Wait { wait_for, timeout }: Wait,
 ) -> Result<Value, ApiError> {
-    let tenants = caller.tenants.as_slice();
-    OperationId::parse(id).map_err(|_| ApiError::NotFound)?;
+    let (key, _) = locate(&state.store, &caller.actor(), at).await?;
     let view = state
         .store
-        .operation_view(id, tenants)
+        .operation_view(key.op())
         .await?
         .ok_or(ApiError::NotFound)?;
     let Some(wait_for) = wait_for else {
@@ -167,7 +171,7 @@ pub async fn read_view(
     if let Some(held) = held {
         held.release();
     }
-    let over = state.waiters.register(id, wait_for);
+    let over = state.waiters.register(key.op(), wait_for);
     tokio::select! {
         _ = over => {}
         _ = tokio::time::sleep(timeout) => {}
@@ -176,7 +180,7 @@ pub async fn read_view(
     }
     state
         .store
-        .operation_view(id, tenants)
+        .operation_view(key.op())
         .await?
         .ok_or(ApiError::NotFound)
 }

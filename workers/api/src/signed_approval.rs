@@ -10,8 +10,8 @@
 
 use fleet_core::approval_statement::parse_expiry;
 use fleet_core::{
-    check_signature, ApprovalStatus, KeyId, OperationId, PresentedSignature, RecordedApproval,
-    Signature, SignatureRefusal, Status,
+    check_signature, ApprovalStatus, KeyId, OpRef, PresentedSignature, RecordedApproval, Signature,
+    SignatureRefusal, Status,
 };
 use fleet_store::Store;
 
@@ -64,12 +64,12 @@ fn parse(offer: &SignatureOffer<'_>) -> Result<PresentedSignature, DecisionError
 /// `None` for an unsigned approval the operation allows, and for one the store will refuse.
 pub async fn checked(
     store: &Store,
-    op: &OperationId,
+    op: OpRef<'_>,
     principal: &str,
     payload_hash: &str,
     offer: &SignatureOffer<'_>,
 ) -> Result<Option<PresentedSignature>, DecisionError> {
-    let Some(row) = store.get(op.as_str()).await? else {
+    let Some(row) = store.get(op).await? else {
         return Ok(None);
     };
     // An approval that cannot be recorded anyway (another hash, or an operation no longer

@@ -21,13 +21,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use fleet_core::wait_shares::{ShareCaps, ShareRefusal, WaitShares};
-use fleet_core::{wait_is_over, WaitFor, WaitState};
+use fleet_core::{wait_is_over, OpKey, OpRef, WaitFor, WaitState};
 use fleet_runtime::metric_names as m;
 use fleet_store::Store;
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
-type Pending = HashMap<String, Vec<(WaitFor, oneshot::Sender<()>)>>;
+type Pending = HashMap<OpKey, Vec<(WaitFor, oneshot::Sender<()>)>>;
 
 pub struct Waiters {
     shares: Arc<Mutex<WaitShares>>,
@@ -70,20 +70,20 @@ impl Waiters {
         })
     }
 
-    /// Resolves once `operation_id`'s wait for `wait_for` is over (as seen by the poller).
+    /// Resolves once `op`'s wait for `wait_for` is over (as seen by the poller).
     /// Dropping the receiver (the request timed out) withdraws the wait.
-    pub fn register(&self, operation_id: &str, wait_for: WaitFor) -> oneshot::Receiver<()> {
+    pub fn register(&self, op: OpRef<'_>, wait_for: WaitFor) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
         lock(&self.pending)
-            .entry(operation_id.to_owned())
+            .entry(op.to_key())
             .or_default()
             .push((wait_for, tx));
         self.registered.notify_one();
         rx
     }
 
-    /// The ids somebody still waits on; withdrawn waits are dropped here.
-    fn waited_on(&self) -> Vec<String> {
+    /// The operations somebody still waits on; withdrawn waits are dropped here.
+    fn waited_on(&self) -> Vec<OpKey> {
         let mut pending = lock(&self.pending);
         pending.retain(|_, waits| {
             waits.retain(|(_, tx)| !tx.is_closed());
@@ -126,7 +126,7 @@ impl Waiters {
     }
 
     /// Wakes every waiter whose wait these states end.
-    fn wake(&self, states: Vec<(String, WaitState)>) {
+    fn wake(&self, states: Vec<(OpKey, WaitState)>) {
         let mut pending = lock(&self.pending);
         for (id, state) in states {
             let Some(waits) = pending.get_mut(&id) else {
@@ -183,33 +183,53 @@ mod tests {
     fn only_the_waiters_whose_wait_is_over_are_woken() {
         use fleet_core::{ApprovalStatus, Status};
         let waiters = Waiters::new(caps(4));
-        let mut decision = waiters.register("op_a", WaitFor::Decision);
-        let mut done = waiters.register("op_a", WaitFor::Final);
+        let mut decision = waiters.register(OpRef::new("t1", "op_a"), WaitFor::Decision);
+        let mut done = waiters.register(OpRef::new("t1", "op_a"), WaitFor::Final);
         let approved = WaitState {
             status: Status::InProgress,
             approval: ApprovalStatus::Approved,
             escalated: false,
         };
-        waiters.wake(vec![("op_a".to_owned(), approved)]);
+        waiters.wake(vec![(OpKey::new("t1", "op_a"), approved)]);
         assert!(decision.try_recv().is_ok(), "the decision is known");
         assert!(done.try_recv().is_err(), "the operation is not final yet");
-        assert_eq!(waiters.waited_on(), vec!["op_a".to_owned()]);
+        assert_eq!(waiters.waited_on(), vec![OpKey::new("t1", "op_a")]);
         let succeeded = WaitState {
             status: Status::Succeeded,
             ..approved
         };
-        waiters.wake(vec![("op_a".to_owned(), succeeded)]);
+        waiters.wake(vec![(OpKey::new("t1", "op_a"), succeeded)]);
         assert!(done.try_recv().is_ok());
         assert!(waiters.waited_on().is_empty());
     }
 
     #[test]
+    fn one_id_in_two_tenants_is_two_waits() {
+        use fleet_core::{ApprovalStatus, Status};
+        let waiters = Waiters::new(caps(4));
+        let mut mine = waiters.register(OpRef::new("t1", "op_a"), WaitFor::Final);
+        let mut theirs = waiters.register(OpRef::new("t2", "op_a"), WaitFor::Final);
+        let succeeded = WaitState {
+            status: Status::Succeeded,
+            approval: ApprovalStatus::Approved,
+            escalated: false,
+        };
+        waiters.wake(vec![(OpKey::new("t1", "op_a"), succeeded)]);
+        assert!(mine.try_recv().is_ok());
+        assert!(
+            theirs.try_recv().is_err(),
+            "another tenant's operation is not over"
+        );
+        assert_eq!(waiters.waited_on(), vec![OpKey::new("t2", "op_a")]);
+    }
+
+    #[test]
     fn a_withdrawn_wait_is_forgotten() {
         let waiters = Waiters::new(caps(4));
-        let kept = waiters.register("op_a", WaitFor::Final);
-        let gone = waiters.register("op_b", WaitFor::Decision);
+        let kept = waiters.register(OpRef::new("t1", "op_a"), WaitFor::Final);
+        let gone = waiters.register(OpRef::new("t1", "op_b"), WaitFor::Decision);
         drop(gone);
-        assert_eq!(waiters.waited_on(), vec!["op_a".to_owned()]);
+        assert_eq!(waiters.waited_on(), vec![OpKey::new("t1", "op_a")]);
         drop(kept);
         assert!(waiters.waited_on().is_empty());
     }

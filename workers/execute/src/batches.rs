@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use fleet_core::Outcome;
+use fleet_core::{OpKey, OpRef, Outcome};
 use fleet_runtime::Batcher;
 use fleet_store::{
     settle_batch, AttemptRecord, Claim, Store, StoreError, Transition, TransitionOutcome,
@@ -26,7 +26,7 @@ const IN_FLIGHT: usize = 2;
 /// What the provider said for the claim (operation, fence), owned so that it can wait in
 /// a batch.
 pub(crate) struct Answer {
-    pub operation_id: String,
+    pub op: OpKey,
     pub fence: i64,
     pub outcome: Outcome,
     pub attempt: AttemptRecord,
@@ -40,7 +40,7 @@ type ClaimResult = Option<Claim>;
 type RecordResult = Result<TransitionOutcome, StoreError>;
 
 pub(crate) struct Batches {
-    claims: Batcher<String, ClaimResult>,
+    claims: Batcher<OpKey, ClaimResult>,
     records: Batcher<Answer, RecordResult>,
 }
 
@@ -55,7 +55,7 @@ impl Batches {
         let (lease_ttl_ms, accepted_deadline_s) =
             (settings.lease_ttl_ms, settings.accepted_deadline_s);
         let claim_store = store.clone();
-        let claims = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |ids: Vec<String>| {
+        let claims = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |ids: Vec<OpKey>| {
             let (store, policies, owner) = (claim_store.clone(), policies.clone(), owner.clone());
             async move { claim_batch(&store, &ids, &policies, &owner, lease_ttl_ms).await }
         });
@@ -67,9 +67,9 @@ impl Batches {
         Batches { claims, records }
     }
 
-    /// Claims `operation_id` with the claims that overlap it. `None`: the batch failed.
-    pub async fn claim(&self, operation_id: &str) -> ClaimResult {
-        self.claims.submit(operation_id.to_owned()).await.flatten()
+    /// Claims `op` with the claims that overlap it. `None`: the batch failed.
+    pub async fn claim(&self, op: OpRef<'_>) -> ClaimResult {
+        self.claims.submit(op.to_key()).await.flatten()
     }
 
     /// Records `answer` in one transaction with the answers that overlap it.
@@ -84,20 +84,20 @@ impl Batches {
 
 async fn claim_batch(
     store: &Store,
-    ids: &[String],
+    ids: &[OpKey],
     policies: &[String],
     owner: &str,
     lease_ttl_ms: i64,
 ) -> Vec<ClaimResult> {
-    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let refs: Vec<OpRef<'_>> = ids.iter().map(OpKey::op).collect();
     match store
         .claim_ready_many(&refs, policies, owner, lease_ttl_ms)
         .await
     {
         Ok(claimed) => {
-            let mut by_id: HashMap<String, _> = claimed
+            let mut by_id: HashMap<OpKey, _> = claimed
                 .into_iter()
-                .map(|c| (c.row.operation_id.clone(), c))
+                .map(|c| (c.row.key().to_key(), c))
                 .collect();
             // The same operation twice in a batch (a redelivered doorbell) is claimed once:
             // the first asker gets the claim, the other reads the row like any loser.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use fleet_core::outcome::settle_conflict;
 use fleet_core::payee::PayeeEvidence;
-use fleet_core::{ActionSpec, AttemptOutcome, CallResult, Effect, Outcome};
+use fleet_core::{ActionSpec, AttemptOutcome, CallResult, Effect, OpRef, Outcome};
 use fleet_providers::{Operation, Provider, Request};
 use fleet_store::{AttemptRecord, OperationRow, StoreError};
 
@@ -19,6 +19,8 @@ const NOT_SENT_BACKOFF: Duration = Duration::from_millis(200);
 
 /// Everything one call needs, built before the lease keeper starts.
 pub(crate) struct Call<'a> {
+    /// The operation, by tenant and id.
+    pub key: OpRef<'a>,
     pub spec: &'static ActionSpec,
     pub op: Operation<'a>,
     pub provider: &'a Provider,
@@ -44,6 +46,7 @@ impl ExecuteHandler {
         let provider = self.deps.providers.serving(&op)?;
         let request = provider.request(&op).ok()?;
         Some(Call {
+            key: row.key(),
             spec: action.spec(),
             op,
             provider,
@@ -65,10 +68,9 @@ impl ExecuteHandler {
             .await;
         let mut outcome = call.spec.classify(&sent, &call.op.subject);
         if matches!(outcome, Outcome::Conflict { .. }) {
-            // Rare path: an earlier request of ours (the key is the operation id) may be
+            // Rare path: an earlier request of ours (under the operation's key) may be
             // what broke the precondition.
-            let op = call.op.subject.operation_id;
-            let earlier = self.deps.store.attempts(op).await?;
+            let earlier = self.deps.store.attempts(call.key).await?;
             let earlier: Vec<Option<AttemptOutcome>> = earlier
                 .iter()
                 .filter(|a| a.fence < fence)

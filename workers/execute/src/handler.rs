@@ -3,7 +3,7 @@
 
 use fleet_broker::{Delivery, Disposition, Handler, Queue};
 use fleet_core::execute::{decide, Decision};
-use fleet_core::{ApprovalStatus, Doorbell, Event, OperationId, Status};
+use fleet_core::{ApprovalStatus, Doorbell, Event, OpRef, Status};
 use fleet_store::{Claim, OperationRow, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
 use tracing::{error, info, warn};
@@ -39,17 +39,17 @@ impl ExecuteHandler {
     /// Anything else reads the row and acts on what it says, at most twice: a row that
     /// moved between the read and the claim is read again once, then left to the next
     /// doorbell or the sweeper.
-    pub async fn resume(&self, op: &OperationId) -> Result<(), StoreError> {
+    pub async fn resume(&self, op: OpRef<'_>) -> Result<(), StoreError> {
         // Taken before the claim is queued: the lease's deadlines count from no later
         // than the moment the database could have started it.
         let claim_sent_at = Instant::now();
         let ttl = self.deps.settings.lease_ttl_ms;
-        let claim = match self.batches.claim(op.as_str()).await {
+        let claim = match self.batches.claim(op).await {
             Some(claim) => claim,
             None => {
                 self.deps
                     .store
-                    .claim_ready(op.as_str(), &self.policies, &self.owner, ttl)
+                    .claim_ready(op, &self.policies, &self.owner, ttl)
                     .await?
             }
         };
@@ -57,8 +57,12 @@ impl ExecuteHandler {
             return self.perform(*claimed, claim_sent_at).await;
         }
         for _ in 0..2 {
-            let Some(row) = self.deps.store.get(op.as_str()).await? else {
-                info!(operation_id = %op, "doorbell for an operation that is not prepared; nothing to do");
+            let Some(row) = self.deps.store.get(op).await? else {
+                info!(
+                    operation_id = op.operation_id,
+                    tenant_id = op.tenant_id,
+                    "doorbell for an operation that is not prepared; nothing to do"
+                );
                 return Ok(());
             };
             match decide(facts_of(&row, &self.policies)) {
@@ -67,12 +71,7 @@ impl ExecuteHandler {
                     let claim = self
                         .deps
                         .store
-                        .claim(
-                            op.as_str(),
-                            row.fence,
-                            &self.owner,
-                            self.deps.settings.lease_ttl_ms,
-                        )
+                        .claim(op, row.fence, &self.owner, self.deps.settings.lease_ttl_ms)
                         .await?;
                     match claim {
                         Claim::Claimed(claimed) => {
@@ -99,7 +98,7 @@ impl ExecuteHandler {
             reason: Some(reason),
             approval_status,
             ..Transition::new(
-                &row.operation_id,
+                row.key(),
                 Status::NotStarted,
                 row.fence,
                 Event::CancelBeforeStart,
@@ -122,7 +121,7 @@ impl ExecuteHandler {
             reason: Some(reason),
             escalate: true,
             ..Transition::new(
-                &row.operation_id,
+                row.key(),
                 Status::NotStarted,
                 row.fence,
                 Event::Escalate,
@@ -141,22 +140,23 @@ impl ExecuteHandler {
     }
 
     /// Best effort: if the bell cannot be rung, reconcile's sweeper finds the row anyway.
-    pub(crate) async fn ring_reconcile(&self, op: &OperationId) {
+    pub(crate) async fn ring_reconcile(&self, op: OpRef<'_>) {
+        let bell = Doorbell::new(op.tenant_id, op.operation_id);
         if let Err(e) = self
             .deps
             .publisher
-            .publish(Queue::OperationsReconcile, &Doorbell::new(op).to_bytes())
+            .publish(Queue::OperationsReconcile, &bell.to_bytes())
             .await
         {
-            warn!(operation_id = %op, error = %e, "could not ring reconcile; the sweeper will pick the row up");
+            warn!(operation_id = op.operation_id, tenant_id = op.tenant_id, error = %e, "could not ring reconcile; the sweeper will pick the row up");
         }
     }
 }
 
 impl Handler for ExecuteHandler {
     async fn handle(&self, delivery: Delivery<'_>) -> Disposition {
-        let op = match Doorbell::parse(delivery.body) {
-            Ok(op) => op,
+        let rung = match Doorbell::parse(delivery.body) {
+            Ok(rung) => rung,
             Err(reason) => {
                 warn!(reason, "execute doorbell refused");
                 return Disposition::DeadLetter {
@@ -164,10 +164,26 @@ impl Handler for ExecuteHandler {
                 };
             }
         };
-        match self.resume(&op).await {
+        let id = rung.operation_id.as_str();
+        let resumed = match &rung.tenant_id {
+            Some(tenant) => self.resume(OpRef::new(tenant, id)).await,
+            // A bell from before bells named the tenant: every row with the id is looked
+            // at (a row with nothing to do stays as it is).
+            None => match self.deps.store.tenants_of(id).await {
+                Ok(tenants) => {
+                    let mut resumed = Ok(());
+                    for tenant in &tenants {
+                        resumed = resumed.and(self.resume(OpRef::new(tenant, id)).await);
+                    }
+                    resumed
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match resumed {
             Ok(()) => Disposition::Ack,
             Err(e) => {
-                warn!(operation_id = %op, error = %e, "store unavailable; the doorbell will be redelivered");
+                warn!(operation_id = id, error = %e, "store unavailable; the doorbell will be redelivered");
                 Disposition::Retry
             }
         }

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use fleet_core::OpKey;
 use fleet_store::Store;
 use tokio::time::{sleep, timeout_at, Instant};
 
@@ -35,12 +36,12 @@ pub fn give_up_after(ttl_ms: i64) -> Duration {
 
 pub async fn hold(
     store: Store,
-    operation_id: String,
+    op: OpKey,
     fence: i64,
     ttl_ms: i64,
     claim_sent_at: Instant,
 ) -> LeaseLost {
-    let operation_id = operation_id.as_str();
+    let operation_id = op.operation_id.as_str();
     let ttl = Duration::from_millis(ttl_ms.unsigned_abs());
     let mut confirmed_at = claim_sent_at;
     loop {
@@ -48,7 +49,7 @@ pub async fn hold(
         let give_up_at = confirmed_at + give_up_after(ttl_ms);
         loop {
             let sent_at = Instant::now();
-            match timeout_at(give_up_at, store.renew_lease(operation_id, fence, ttl_ms)).await {
+            match timeout_at(give_up_at, store.renew_lease(op.op(), fence, ttl_ms)).await {
                 Ok(Ok(true)) => {
                     confirmed_at = sent_at;
                     break;

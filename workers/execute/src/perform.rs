@@ -5,7 +5,7 @@ use fleet_core::execute::answer_move;
 use fleet_core::payee::{payee_id, PayeeEvidence};
 use fleet_core::reconcile::key_trusted;
 use fleet_core::{
-    answer_summary, AttemptOutcome, CallResult, Effect, OperationId, Outcome, Precondition, Status,
+    answer_summary, AttemptOutcome, CallResult, Effect, Outcome, Precondition, Status,
 };
 use fleet_runtime::metric_names as m;
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
@@ -90,14 +90,17 @@ impl ExecuteHandler {
                 detail: Some("lease_lost_before_call".into()),
                 ..AttemptRecord::new(AttemptOutcome::NotExecuted)
             };
-            self.deps.store.record_attempt(op, fence, &record).await?;
+            self.deps
+                .store
+                .record_attempt(row.key(), fence, &record)
+                .await?;
             return Ok(());
         }
         // The keeper runs on its own task (and takes its own pooled connection for each
         // renewal), so a slow call cannot delay a renewal.
         let mut keeper = tokio::spawn(lease::hold(
             self.deps.store.clone(),
-            op.to_owned(),
+            row.key().to_key(),
             fence,
             ttl,
             claim_sent_at,
@@ -125,9 +128,11 @@ impl ExecuteHandler {
                     detail: Some(lost.as_str().into()),
                     ..AttemptRecord::new(AttemptOutcome::Unknown)
                 };
-                self.deps.store.record_attempt(op, fence, &record).await?;
-                self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid"))
-                    .await;
+                self.deps
+                    .store
+                    .record_attempt(row.key(), fence, &record)
+                    .await?;
+                self.ring_reconcile(row.key()).await;
                 return Ok(());
             }
         };
@@ -155,11 +160,7 @@ impl ExecuteHandler {
     /// Whether the key's first use (the operation's first attempt) is recent enough that
     /// the provider still deduplicates it, by the database clock.
     async fn key_still_trusted(&self, call: &Call<'_>, fence: i64) -> Result<bool, StoreError> {
-        let ages = self
-            .deps
-            .store
-            .attempt_ages_before(call.op.subject.operation_id, fence)
-            .await?;
+        let ages = self.deps.store.attempt_ages_before(call.key, fence).await?;
         Ok(ages
             .oldest
             .is_none_or(|first_use| key_trusted(first_use, call.provider.contract())))
@@ -216,7 +217,7 @@ impl ExecuteHandler {
             None => "payee changed after approval; it cannot be looked up now".to_owned(),
         };
         warn!(
-            operation_id = call.op.subject.operation_id,
+            operation_id = call.key.operation_id,
             approved_version = approved,
             current_version = now.version(),
             "{detail}"
@@ -245,7 +246,7 @@ impl ExecuteHandler {
         let row = &claimed.row;
         let op = row.operation_id.as_str();
         let answer = Answer {
-            operation_id: op.to_owned(),
+            op: row.key().to_key(),
             fence: claimed.fence,
             outcome: outcome.clone(),
             attempt,
@@ -259,8 +260,7 @@ impl ExecuteHandler {
                     warn!(operation_id = op, conflict = on.code(), current = current.as_deref(), "precondition no longer holds: cancelled; a new intent and approval are needed");
                 }
                 if to == Status::Unknown {
-                    self.ring_reconcile(&OperationId::parse(op).expect("stored ids are valid"))
-                        .await;
+                    self.ring_reconcile(row.key()).await;
                 }
             }
             TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
@@ -301,7 +301,7 @@ pub(crate) fn transition_of(answer: &Answer, accepted_deadline_s: u32) -> Transi
         },
         evidence: answer.evidence.clone(),
         ..Transition::new(
-            &answer.operation_id,
+            answer.op.op(),
             Status::InProgress,
             answer.fence,
             step.event,

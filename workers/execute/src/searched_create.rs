@@ -38,11 +38,11 @@ impl ExecuteHandler {
         call: &Call<'_>,
         fence: i64,
     ) -> Result<(Outcome, AttemptRecord), StoreError> {
-        let op = call.op.subject.operation_id;
+        let op = call.key.operation_id;
         let nothing = json!({});
         // Measured before the search: the search proves absence only for what could have
         // been committed and indexed by the moment it ran.
-        let earlier = self.deps.store.attempt_ages_before(op, fence).await?;
+        let earlier = self.deps.store.attempt_ages_before(call.key, fence).await?;
         let reading = call.provider.look_up(&call.op, None).await;
         let found = match reading.lookup {
             Lookup::Matches(found) => found,
@@ -98,7 +98,7 @@ impl ExecuteHandler {
             };
             return Ok(searched(wait, "search_lag_not_passed", &nothing));
         }
-        let earlier = self.deps.store.attempts(op).await?;
+        let earlier = self.deps.store.attempts(call.key).await?;
         if earlier
             .iter()
             .any(|a| a.fence < fence && a.outcome == Some(AttemptOutcome::Accepted))
@@ -115,7 +115,7 @@ impl ExecuteHandler {
         if !self
             .deps
             .store
-            .renew_lease(op, fence, self.deps.settings.lease_ttl_ms)
+            .renew_lease(call.key, fence, self.deps.settings.lease_ttl_ms)
             .await?
         {
             return Ok(searched(

@@ -148,6 +148,9 @@ pub enum Command {
     Show {
         /// The operation to show (op_…).
         operation_id: String,
+        /// Its tenant: needed only when two tenants hold the id (ids are unique per tenant).
+        #[arg(long)]
+        tenant: Option<String>,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -196,6 +199,9 @@ pub enum Command {
     Reconcile {
         /// The operation reconcile should look at (op_…); it must exist.
         operation_id: String,
+        /// Its tenant: needed only when two tenants hold the id (ids are unique per tenant).
+        #[arg(long)]
+        tenant: Option<String>,
     },
     /// Bearer tokens for the HTTP API (create, revoke, list).
     Token {

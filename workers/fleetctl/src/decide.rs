@@ -22,6 +22,10 @@ pub struct ApiConnection {
     /// environment variable: a flag shows in the process list.
     #[arg(long, env = "FLEET_TOKEN", hide_env_values = true)]
     pub token: Option<Secret<String>>,
+    /// The operation's tenant: needed only when two of your tenants hold the id (ids are
+    /// unique per tenant).
+    #[arg(long)]
+    pub tenant: Option<String>,
 }
 
 /// A client of the decision routes.
@@ -29,6 +33,8 @@ pub struct DecisionClient {
     http: reqwest::Client,
     api_url: String,
     token: Secret<String>,
+    /// `?tenant=…` for every request about an operation, or nothing.
+    tenant_query: String,
 }
 
 impl DecisionClient {
@@ -37,6 +43,7 @@ impl DecisionClient {
             http: reqwest::Client::new(),
             api_url: api_url.trim_end_matches('/').to_owned(),
             token,
+            tenant_query: String::new(),
         }
     }
 
@@ -47,12 +54,26 @@ impl DecisionClient {
             "no token: set FLEET_TOKEN (or pass --token) to the token of the principal who \
              decides; an administrator creates one with `fleetctl token create`",
         )?;
-        Ok(DecisionClient::new(&conn.api_url, token))
+        Ok(DecisionClient::new(&conn.api_url, token).of_tenant(conn.tenant.as_deref()))
+    }
+
+    /// Names the operation's tenant in every request (`?tenant=`).
+    pub fn of_tenant(self, tenant: Option<&str>) -> DecisionClient {
+        let tenant_query = tenant.map_or_else(String::new, |t| {
+            let query = url::form_urlencoded::Serializer::new(String::new())
+                .append_pair("tenant", t)
+                .finish();
+            format!("?{query}")
+        });
+        DecisionClient {
+            tenant_query,
+            ..self
+        }
     }
 
     /// GETs the operation's view (what the caller may see of it).
     pub async fn operation(&self, op: &str) -> anyhow::Result<Value> {
-        let url = format!("{}/v1/operations/{op}", self.api_url);
+        let url = format!("{}/v1/operations/{op}{}", self.api_url, self.tenant_query);
         let response = self
             .http
             .get(&url)
@@ -76,7 +97,10 @@ impl DecisionClient {
     /// POSTs `body` to `/v1/operations/{op}/{decision}` and returns the operation's view,
     /// or the API's refusal in words.
     pub async fn decide(&self, op: &str, decision: &str, body: Value) -> anyhow::Result<Value> {
-        let url = format!("{}/v1/operations/{op}/{decision}", self.api_url);
+        let url = format!(
+            "{}/v1/operations/{op}/{decision}{}",
+            self.api_url, self.tenant_query
+        );
         let response = self
             .http
             .post(&url)
@@ -107,6 +131,7 @@ fn explain(code: &str, field: Option<&str>) -> String {
         "role_not_allowed" => "your principal's role may not do this (approvers approve and reject, operators resolve and dispute)".to_owned(),
         "submitter_cannot_approve" => "your principal submitted this operation; someone else must approve it".to_owned(),
         "not_found" => "no such operation among your tenants".to_owned(),
+        "operation_id_ambiguous" => "two of your tenants hold an operation with this id: name one with --tenant".to_owned(),
         "hash_mismatch" => "the hash is not the stored snapshot's (whatever you approved before); look at `fleetctl show` again".to_owned(),
         "approval_expired" => "the approval window has closed; the agent must submit a new intent".to_owned(),
         "not_pending" => "the operation was rejected or cancelled, or others approved it and it no longer waits for you".to_owned(),

@@ -3,7 +3,7 @@
 //! dashboards read these names, so they are the columns' own.
 
 use chrono::Utc;
-use fleet_core::{AttemptOutcome, Status};
+use fleet_core::{AttemptOutcome, OpKey, OpRef, OperationId, Status};
 use fleet_store::{OperationRow, Store};
 use serde_json::Value;
 
@@ -12,13 +12,34 @@ use crate::format::{age, amount};
 
 pub async fn operation_json(store: &Store, row: &OperationRow) -> anyhow::Result<Value> {
     let mut v = serde_json::to_value(row)?;
-    v["attempts"] = serde_json::to_value(store.attempts(&row.operation_id).await?)?;
-    v["events"] = serde_json::to_value(store.events(&row.operation_id).await?)?;
+    v["attempts"] = serde_json::to_value(store.attempts(row.key()).await?)?;
+    v["events"] = serde_json::to_value(store.events(row.key()).await?)?;
     Ok(v)
 }
 
-pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()> {
-    let Some(row) = store.get(op).await? else {
+/// The operation `id` names (of `tenant`, when given). Ids are unique per tenant
+/// (docs/design.md#tenant-boundaries): an id two tenants hold needs `--tenant`.
+pub async fn pick(store: &Store, id: &str, tenant: Option<&str>) -> anyhow::Result<OpKey> {
+    OperationId::parse(id).map_err(anyhow::Error::msg)?;
+    let holders: Vec<String> = store
+        .tenants_of(id)
+        .await?
+        .into_iter()
+        .filter(|t| tenant.is_none_or(|asked| asked == t))
+        .collect();
+    match holders.as_slice() {
+        [] => anyhow::bail!("no operation {id}"),
+        [one] => Ok(OpKey::new(one.as_str(), id)),
+        several => anyhow::bail!(
+            "{id} names operations of tenants {}: say which with --tenant",
+            several.join(", ")
+        ),
+    }
+}
+
+pub async fn show(store: &Store, key: OpRef<'_>, format: Format) -> anyhow::Result<()> {
+    let op = key.operation_id;
+    let Some(row) = store.get(key).await? else {
         anyhow::bail!("no operation {op}");
     };
     if format == Format::Json {
@@ -65,7 +86,7 @@ pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()>
         say!("escalated   {at}");
     }
     say!("attempts:");
-    for a in store.attempts(op).await? {
+    for a in store.attempts(key).await? {
         say!(
             "  fence {} by {} at {}: {} http {} {}",
             a.fence,
@@ -80,7 +101,7 @@ pub async fn show(store: &Store, op: &str, format: Format) -> anyhow::Result<()>
         );
     }
     say!("events:");
-    for e in store.events(op).await? {
+    for e in store.events(key).await? {
         let moved = match (&e.from_status, &e.to_status) {
             (Some(f), Some(t)) => format!("{f} -> {t}"),
             (None, Some(t)) => format!("-> {t}"),

@@ -56,8 +56,13 @@ async fn main() -> anyhow::Result<()> {
         } => decide::reject(&DecisionClient::from_args(&api)?, &operation_id, &reason).await?,
         Command::Show {
             operation_id,
+            tenant,
             output,
-        } => inspect::show(&store()?, &operation_id, output.format()).await?,
+        } => {
+            let store = store()?;
+            let op = inspect::pick(&store, &operation_id, tenant.as_deref()).await?;
+            inspect::show(&store, op.op(), output.format()).await?
+        }
         Command::List {
             status,
             escalated,
@@ -85,9 +90,14 @@ async fn main() -> anyhow::Result<()> {
             reason,
             api,
         } => decide::dispute(&DecisionClient::from_args(&api)?, &operation_id, &reason).await?,
-        Command::Reconcile { operation_id } => {
+        Command::Reconcile {
+            operation_id,
+            tenant,
+        } => {
+            let store = store()?;
+            let op = inspect::pick(&store, &operation_id, tenant.as_deref()).await?;
             let publisher = Publisher::connect(&cli.conn.broker()).await?;
-            operator::reconcile(&store()?, &publisher, &operation_id).await?;
+            operator::reconcile(&publisher, op.op()).await?;
             publisher.close().await;
         }
         Command::Token { command } => token::run(&store()?, command).await?,

@@ -40,10 +40,11 @@ impl Reconciler {
     /// Audits one succeeded operation (taken from `Store::due_audits`).
     pub(crate) async fn audit(&self, row: &OperationRow) -> Result<(), StoreError> {
         let op = row.operation_id.as_str();
+        let key = row.key();
         if row.action().is_some_and(|a| !a.spec().may_duplicate()) {
             // A conditional update cannot apply twice: its precondition moves with the first.
             self.store
-                .record_audit(op, false, &json!({"via": "conditional_update"}))
+                .record_audit(key, false, &json!({"via": "conditional_update"}))
                 .await?;
             return Ok(());
         }
@@ -52,11 +53,15 @@ impl Reconciler {
         match audit(&outcome.lookup) {
             AuditFinding::Single => {
                 self.store
-                    .record_audit(op, false, &outcome.evidence)
+                    .record_audit(key, false, &outcome.evidence)
                     .await?;
             }
             AuditFinding::Duplicate => {
-                if self.store.record_audit(op, true, &outcome.evidence).await? {
+                if self
+                    .store
+                    .record_audit(key, true, &outcome.evidence)
+                    .await?
+                {
                     metrics::counter!(m::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => row.provider.as_str(), "action" => row.action.clone()).increment(1);
                     error!(operation_id = op, evidence = %outcome.evidence, "the provider holds more than one effect for this operation; escalated");
                 }
@@ -67,7 +72,7 @@ impl Reconciler {
                     "audit lookup failed; auditing again later"
                 );
                 self.store
-                    .postpone_audit(op, self.settings.lookup_recheck())
+                    .postpone_audit(key, self.settings.lookup_recheck())
                     .await?;
             }
         }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use fleet_broker::{Delivery, Disposition, Handler};
-use fleet_core::Doorbell;
+use fleet_core::{Doorbell, OpRef};
 use tracing::warn;
 
 use crate::Reconciler;
@@ -20,8 +20,8 @@ impl ReconcileHandler {
 
 impl Handler for ReconcileHandler {
     async fn handle(&self, delivery: Delivery<'_>) -> Disposition {
-        let op = match Doorbell::parse(delivery.body) {
-            Ok(op) => op,
+        let rung = match Doorbell::parse(delivery.body) {
+            Ok(rung) => rung,
             Err(reason) => {
                 warn!(reason, "reconcile doorbell refused");
                 return Disposition::DeadLetter {
@@ -29,10 +29,28 @@ impl Handler for ReconcileHandler {
                 };
             }
         };
-        match self.reconciler.reconcile(op.as_str()).await {
+        let id = rung.operation_id.as_str();
+        let reconciled = match &rung.tenant_id {
+            Some(tenant) => self.reconciler.reconcile(OpRef::new(tenant, id)).await,
+            // A bell from before bells named the tenant (or `fleetctl reconcile` of an id
+            // alone): every row with the id is looked at; one with nothing to settle stays
+            // as it is.
+            None => match self.reconciler.store.tenants_of(id).await {
+                Ok(tenants) => {
+                    let mut reconciled = Ok(());
+                    for tenant in &tenants {
+                        reconciled =
+                            reconciled.and(self.reconciler.reconcile(OpRef::new(tenant, id)).await);
+                    }
+                    reconciled
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match reconciled {
             Ok(()) => Disposition::Ack,
             Err(e) => {
-                warn!(operation_id = %op, error = %e, "store unavailable; the doorbell will be redelivered");
+                warn!(operation_id = id, error = %e, "store unavailable; the doorbell will be redelivered");
                 Disposition::Retry
             }
         }

@@ -9,7 +9,7 @@ use fleet_core::reconcile::{
     definitive_attempt, judge, settle, AskAgain, AttemptAges, AttemptSeen, Found, Reading, Settle,
     SettleFacts,
 };
-use fleet_core::{Doorbell, Event, OperationId, Status};
+use fleet_core::{Doorbell, Event, OpRef, Status};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{
@@ -45,14 +45,15 @@ impl Reconciler {
     }
 
     /// Brings one operation in line with the provider, if it needs it.
-    pub async fn reconcile(&self, op: &str) -> Result<(), StoreError> {
-        let Some(mut row) = self.store.get(op).await? else {
+    pub async fn reconcile(&self, key: OpRef<'_>) -> Result<(), StoreError> {
+        let op = key.operation_id;
+        let Some(mut row) = self.store.get(key).await? else {
             return Ok(());
         };
         if matches!(row.status, Status::Accepted | Status::Unknown) {
             // A signed provider event that arrived before anything could link it is the
             // cheapest evidence there is: apply it before asking the provider.
-            let applied = self.store.apply_unlinked_webhooks(op).await?;
+            let applied = self.store.apply_unlinked_webhooks(key).await?;
             if applied.iter().any(|o| {
                 matches!(
                     o,
@@ -63,7 +64,7 @@ impl Reconciler {
                     operation_id = op,
                     "applied webhook events that arrived before the operation could be linked"
                 );
-                row = match self.store.get(op).await? {
+                row = match self.store.get(key).await? {
                     Some(row) => row,
                     None => return Ok(()),
                 };
@@ -74,7 +75,7 @@ impl Reconciler {
                 let t = Transition {
                     reason: Some("lease_expired"),
                     ..Transition::new(
-                        op,
+                        key,
                         Status::InProgress,
                         row.fence,
                         Event::LeaseExpired,
@@ -89,7 +90,7 @@ impl Reconciler {
                         fence = row.fence,
                         "lease expired during the call: unknown"
                     );
-                    if let Some(row) = self.store.get(op).await? {
+                    if let Some(row) = self.store.get(key).await? {
                         return self.settle_unknown(&row).await;
                     }
                 }
@@ -108,7 +109,7 @@ impl Reconciler {
 
     async fn settle_unknown(&self, row: &OperationRow) -> Result<(), StoreError> {
         let op = row.operation_id.as_str();
-        let attempts = self.store.attempts(op).await?;
+        let attempts = self.store.attempts(row.key()).await?;
         let seen: Vec<AttemptSeen<'_>> = attempts.iter().map(attempt_seen).collect();
         if let Some((found, fence)) = definitive_attempt(&seen) {
             // A worker that lost its lease still wrote what the provider told it.
@@ -122,7 +123,7 @@ impl Reconciler {
             .or_else(|| attempts.iter().rev().find_map(|a| a.external_id.clone()));
         let Reading { lookup, evidence } =
             look_up(&self.providers, row, external_id.as_deref()).await;
-        let ages = self.store.attempt_ages(op).await?;
+        let ages = self.store.attempt_ages(row.key()).await?;
         let failed_lookups_so_far = row.lookup_failures.max(0) as u32;
         let ages = AttemptAges {
             newest_ms: ages.newest,
@@ -136,7 +137,7 @@ impl Reconciler {
             Settle::Resolve(found) => self.resolve(row, Status::Unknown, &found, evidence).await,
             Settle::AcceptAgain(found) => {
                 self.store
-                    .record_lookup(op, row.fence, &evidence, true, None)
+                    .record_lookup(row.key(), row.fence, &evidence, true, None)
                     .await?;
                 self.resolve(row, Status::Unknown, &found, evidence).await
             }
@@ -158,7 +159,7 @@ impl Reconciler {
                     ),
                 }
                 self.store
-                    .record_lookup(op, row.fence, &evidence, failed, Some(after))
+                    .record_lookup(row.key(), row.fence, &evidence, failed, Some(after))
                     .await
             }
             Settle::SendBack => self.send_back(row, evidence).await,
@@ -180,7 +181,7 @@ impl Reconciler {
             reason: Some("deadline_passed"),
             evidence: Some(evidence),
             ..Transition::new(
-                &row.operation_id,
+                row.key(),
                 Status::Accepted,
                 row.fence,
                 Event::DeadlinePassed,
@@ -197,13 +198,7 @@ impl Reconciler {
         found: &Found,
         evidence: Value,
     ) -> Result<(), StoreError> {
-        let base = Transition::new(
-            &row.operation_id,
-            from,
-            row.fence,
-            Event::LookupSucceeded,
-            ACTOR,
-        );
+        let base = Transition::new(row.key(), from, row.fence, Event::LookupSucceeded, ACTOR);
         let t = match found {
             Found::Succeeded { external_id } => Transition {
                 external_id: Some(external_id),
@@ -245,7 +240,7 @@ impl Reconciler {
             reason: Some("lookup_proved_absence"),
             evidence: Some(evidence.clone()),
             ..Transition::new(
-                &row.operation_id,
+                row.key(),
                 Status::Unknown,
                 row.fence,
                 Event::LookupAbsent,
@@ -255,7 +250,7 @@ impl Reconciler {
         let outcome = self.store.record_lookup_and_move(&evidence, t).await?;
         if let TransitionOutcome::Moved { .. } = outcome {
             info!(operation_id = %row.operation_id, "provider holds no effect; retrying with the same key");
-            self.ring_execute(&row.operation_id).await;
+            self.ring_execute(row.key()).await;
         }
         Ok(())
     }
@@ -271,7 +266,7 @@ impl Reconciler {
             evidence: Some(evidence.clone()),
             escalate: true,
             ..Transition::new(
-                &row.operation_id,
+                row.key(),
                 Status::Unknown,
                 row.fence,
                 Event::Escalate,
@@ -286,16 +281,14 @@ impl Reconciler {
     }
 
     /// Best effort: the sweeper re-rings approved rows that wait too long.
-    pub(crate) async fn ring_execute(&self, op: &str) {
-        let Ok(id) = OperationId::parse(op) else {
-            return;
-        };
+    pub(crate) async fn ring_execute(&self, op: OpRef<'_>) {
+        let bell = Doorbell::new(op.tenant_id, op.operation_id);
         if let Err(e) = self
             .publisher
-            .publish(Queue::OperationsExecute, &Doorbell::new(&id).to_bytes())
+            .publish(Queue::OperationsExecute, &bell.to_bytes())
             .await
         {
-            warn!(operation_id = op, error = %e, "could not ring execute; the sweeper will try again");
+            warn!(operation_id = op.operation_id, error = %e, "could not ring execute; the sweeper will try again");
         }
     }
 }

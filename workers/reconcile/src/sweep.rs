@@ -62,7 +62,7 @@ pub async fn sweep_once(
     due.dedup();
     futures_util::stream::iter(due)
         .for_each_concurrent(concurrency.max(1), |op| async move {
-            if let Err(e) = r.reconcile(&op).await {
+            if let Err(e) = r.reconcile(op.op()).await {
                 warn!(operation_id = %op, error = %e, "reconcile failed; the next sweep retries");
             }
         })
@@ -71,7 +71,7 @@ pub async fn sweep_once(
         .take_stranded_approved(batch, settings.unstarted_redrive())
         .await?
     {
-        r.ring_execute(&op).await;
+        r.ring_execute(op.op()).await;
     }
     store.cancel_expired_approvals(batch).await?;
     for row in store.due_audits(&r.audit_delays, batch).await? {

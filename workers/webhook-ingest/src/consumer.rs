@@ -87,16 +87,18 @@ fn log(event_id: &str, event_type: &str, outcome: &WebhookOutcome) {
     match outcome {
         WebhookOutcome::Applied {
             operation_id,
+            tenant_id,
             from,
             to,
         } => {
-            info!(event_id, event_type, operation_id = %operation_id, %from, %to, "webhook applied")
+            info!(event_id, event_type, operation_id = %operation_id, tenant_id = %tenant_id, %from, %to, "webhook applied")
         }
         WebhookOutcome::Escalated {
             operation_id,
+            tenant_id,
             reason,
         } => {
-            warn!(event_id, event_type, operation_id = %operation_id, reason, "webhook recorded and escalated, not applied")
+            warn!(event_id, event_type, operation_id = %operation_id, tenant_id = %tenant_id, reason, "webhook recorded and escalated, not applied")
         }
         WebhookOutcome::Unlinked => info!(
             event_id,

@@ -173,7 +173,7 @@ mod tests {
         contract().classify(
             call,
             &Subject {
-                operation_id: OP,
+                reference: OP,
                 target: None,
                 payload: &payload,
             },
@@ -265,7 +265,7 @@ mod tests {
     fn a_search_counts_only_envelopes_with_our_external_ref() {
         let payload = json!({});
         let subject = Subject {
-            operation_id: OP,
+            reference: OP,
             target: None,
             payload: &payload,
         };

@@ -131,7 +131,7 @@ mod tests {
 
     fn subject(payload: &Value) -> Subject<'_> {
         Subject {
-            operation_id: "op_1",
+            reference: "op_1",
             target: Some("deal_1"),
             payload,
         }

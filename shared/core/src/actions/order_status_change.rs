@@ -54,9 +54,9 @@ fn is_status(s: &str) -> bool {
 
 impl OrderStatusChangePayload {
     /// The order as our transition leaves it: at `to`, last moved by this operation.
-    fn ours(&self, order: &Value, operation_id: &str) -> bool {
+    fn ours(&self, order: &Value, reference: &str) -> bool {
         order.get("status").and_then(Value::as_str) == Some(self.to.as_str())
-            && order.get("last_transition_ref").and_then(Value::as_str) == Some(operation_id)
+            && order.get("last_transition_ref").and_then(Value::as_str) == Some(reference)
     }
 }
 
@@ -98,7 +98,7 @@ impl ActionPayload for OrderStatusChangePayload {
         };
         let order_id = || subject.target.unwrap_or_default().to_owned();
         match answer.status {
-            200 if self.ours(&answer.body, subject.operation_id) => Outcome::Succeeded {
+            200 if self.ours(&answer.body, subject.reference) => Outcome::Succeeded {
                 external_id: order_id(),
             },
             // A 2xx we cannot read proves the provider acted but not how: ask it.
@@ -106,7 +106,7 @@ impl ActionPayload for OrderStatusChangePayload {
             409 if error_type(&answer.body) == Some("status_conflict") => {
                 let now = answer.body.get("error").cloned().unwrap_or(Value::Null);
                 let as_order = json!({"status": now.get("current_status"), "last_transition_ref": now.get("last_transition_ref")});
-                if self.ours(&as_order, subject.operation_id) {
+                if self.ours(&as_order, subject.reference) {
                     Outcome::Succeeded {
                         external_id: order_id(),
                     }
@@ -134,8 +134,8 @@ impl ActionPayload for OrderStatusChangePayload {
         };
         let status = order.get("status").and_then(Value::as_str);
         let ref_is_ours =
-            order.get("last_transition_ref").and_then(Value::as_str) == Some(subject.operation_id);
-        let lookup = if self.ours(order, subject.operation_id) {
+            order.get("last_transition_ref").and_then(Value::as_str) == Some(subject.reference);
+        let lookup = if self.ours(order, subject.reference) {
             Lookup::Matches(vec![Found::Succeeded {
                 external_id: order_id.to_owned(),
             }])
@@ -205,7 +205,7 @@ mod tests {
         change().classify(
             call,
             &Subject {
-                operation_id: OP,
+                reference: OP,
                 target: Some("ord_1"),
                 payload: &p,
             },
@@ -218,7 +218,7 @@ mod tests {
         change()
             .read_lookup(
                 &Subject {
-                    operation_id: OP,
+                    reference: OP,
                     target: Some("ord_1"),
                     payload: &p,
                 },

@@ -225,3 +225,29 @@ fn codes_are_bounded_and_sign_in_methods_round_trip() {
     }
     assert_eq!(SignIn::parse("password"), None);
 }
+
+#[test]
+fn an_id_names_the_one_operation_of_the_callers_tenants_that_holds_it() {
+    let granted = tenants();
+    let who = actor(Role::Approver, &granted);
+    let s = |v: &[&str]| v.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+    // Another tenant's operation with the id counts for nothing: a free id's answer.
+    assert_eq!(locate(&who, None, &s(&[THEIRS])), Err(Denial::NotFound));
+    assert_eq!(locate(&who, None, &s(&[])), Err(Denial::NotFound));
+    assert_eq!(locate(&who, None, &s(&[THEIRS, MINE])), Ok(MINE));
+    // Two of the caller's tenants hold it: the tenant must be named.
+    let both = s(&[MINE, "org_483"]);
+    assert_eq!(locate(&who, None, &both), Err(Denial::Ambiguous));
+    assert_eq!(locate(&who, Some("org_483"), &both), Ok("org_483"));
+    assert_eq!(locate(&who, Some(MINE), &both), Ok(MINE));
+    // Naming a tenant not granted, or one that does not hold the id, finds nothing.
+    assert_eq!(
+        locate(&who, Some(THEIRS), &s(&[THEIRS])),
+        Err(Denial::NotFound)
+    );
+    assert_eq!(
+        locate(&who, Some("org_483"), &s(&[MINE])),
+        Err(Denial::NotFound)
+    );
+    assert_eq!(Denial::Ambiguous.code(), "operation_id_ambiguous");
+}

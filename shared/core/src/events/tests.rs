@@ -4,6 +4,7 @@ use serde_json::json;
 fn event(event_type: EventType, tenant_id: &str) -> OutcomeEvent {
     OutcomeEvent {
         operation_id: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".into(),
+        key: "9d9bb817477c6881.op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".into(),
         sequence: 3,
         event_type,
         tenant_id: tenant_id.into(),
@@ -39,7 +40,7 @@ fn the_envelope_is_a_structured_cloudevent() {
     let e = event(EventType::Succeeded, "acme");
     let v = e.cloud_event("/fleet/ns1");
     assert_eq!(v["specversion"], "1.0");
-    assert_eq!(v["id"], "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8.3");
+    assert_eq!(v["id"], "9d9bb817477c6881.op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8.3");
     assert_eq!(v["source"], "/fleet/ns1");
     assert_eq!(v["type"], "fleet.operation.succeeded");
     assert_eq!(v["subject"], "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8");
@@ -64,6 +65,13 @@ fn the_id_is_stable_and_differs_per_sequence() {
         ..a.clone()
     };
     assert_ne!(a.id(), b.id());
+    // Another tenant's operation with the same id and sequence is another event.
+    let other_tenant = OutcomeEvent {
+        key: "0123456789abcdef.op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".into(),
+        tenant_id: "org_999".into(),
+        ..a.clone()
+    };
+    assert_ne!(a.id(), other_tenant.id());
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! the caller's transaction; nothing here commits.
 
 use deadpool_postgres::Transaction;
-use fleet_core::Status;
+use fleet_core::{OpRef, Status};
 use tokio_postgres::Row;
 use tracing::warn;
 
@@ -28,7 +28,7 @@ const STORED_HASH: &str =
     "SELECT payload_hash FROM webhook_events WHERE provider = $1 AND event_id = $2";
 
 const FINISH: &str = "
-UPDATE webhook_events SET operation_id = $3, outcome = $4,
+UPDATE webhook_events SET operation_id = $3, tenant_id = $5, outcome = $4,
     applied_at = CASE WHEN $3::text IS NULL THEN NULL ELSE now() END
 WHERE provider = $1 AND event_id = $2
 RETURNING EXTRACT(EPOCH FROM (now() - received_at))::float8";
@@ -37,16 +37,16 @@ RETURNING EXTRACT(EPOCH FROM (now() - received_at))::float8";
 const ESCALATE: &str = "
 WITH escalated AS (
     UPDATE operations SET escalated_at = COALESCE(escalated_at, now()), updated_at = now()
-    WHERE operation_id = $1
-    RETURNING operation_id, fence
+    WHERE operation_id = $1 AND tenant_id = $6
+    RETURNING operation_id, tenant_id, fence
 )
-INSERT INTO operation_events (operation_id, kind, from_status, fence, actor, reason, evidence)
-SELECT operation_id, 'webhook_conflict', $2, fence, $3, $4, $5 FROM escalated";
+INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, fence, actor, reason, evidence)
+SELECT operation_id, tenant_id, 'webhook_conflict', $2, fence, $3, $4, $5 FROM escalated";
 
 /// A disputed row is an operator's: only the event log learns of the webhook.
 const NOTE: &str = "
-INSERT INTO operation_events (operation_id, kind, from_status, fence, actor, reason, evidence)
-VALUES ($1, 'webhook_conflict', $2, $3, $4, $5, $6)";
+INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, fence, actor, reason, evidence)
+VALUES ($1, $7, 'webhook_conflict', $2, $3, $4, $5, $6)";
 
 /// Why an event that would have moved an escalated row only went to its history.
 const ON_ESCALATED: &str = "operation_escalated";
@@ -106,15 +106,17 @@ pub(super) async fn ingest_in(
     finish(tx, ev, settled).await
 }
 
-/// Applies the unlinked events of `operation_id` against its row, oldest first.
+/// Applies the unlinked events of `op` against its row, oldest first.
 pub(super) async fn apply_unlinked_in(
     tx: &Transaction<'_>,
-    operation_id: &str,
+    op: OpRef<'_>,
 ) -> Result<Vec<(String, Decided)>, StoreError> {
-    let Some(mut row) = lock_by_id(tx, operation_id).await? else {
+    let Some(mut row) = lock_by_id(tx, op).await? else {
         return Ok(Vec::new());
     };
-    let pending = tx.query(&unlinked_sql(true), &[&operation_id]).await?;
+    let pending = tx
+        .query(&unlinked_sql(true), &[&op.operation_id, &op.tenant_id])
+        .await?;
     let mut decided = Vec::with_capacity(pending.len());
     for stored in pending.iter().map(stored_webhook) {
         let ev = stored.event;
@@ -126,20 +128,21 @@ pub(super) async fn apply_unlinked_in(
         };
         decided.push((ev.provider.clone(), finish(tx, &ev, settled).await?));
         // The next event is decided against the row as this one left it.
-        row = lock_by_id(tx, operation_id)
+        row = lock_by_id(tx, op)
             .await?
             .expect("a row held FOR UPDATE cannot vanish");
     }
     Ok(decided)
 }
 
-/// The unlinked events naming an operation, by reference or by its external id.
+/// The unlinked events naming an operation (`$1` of tenant `$2`), by the reference the
+/// provider echoes (the operation's stored key) or by its external id.
 pub(super) fn unlinked_sql(lock: bool) -> String {
     format!(
         "SELECT w.provider, w.event_id, w.event_type, w.received_at, w.payload_hash, w.reference, w.object_id, w.object
-         FROM webhook_events w JOIN operations o ON o.operation_id = $1
+         FROM webhook_events w JOIN operations o ON o.operation_id = $1 AND o.tenant_id = $2
          WHERE w.operation_id IS NULL AND w.outcome = 'unlinked' AND w.provider = o.provider
-           AND (w.reference = o.operation_id OR (o.external_id IS NOT NULL AND w.object_id = o.external_id))
+           AND (w.reference = o.idempotency_key OR (o.external_id IS NOT NULL AND w.object_id = o.external_id))
          ORDER BY w.received_at, w.event_id
          {}",
         if lock { "FOR UPDATE OF w SKIP LOCKED" } else { "" }
@@ -166,12 +169,17 @@ pub(super) fn stored_webhook(r: &Row) -> StoredWebhook {
 }
 
 /// The operation the event is about, held until the commit: by the reference it echoes
-/// (our operation_id), else by the provider's object id. Several rows with one external
-/// id would be a data incident: the event stays unlinked rather than pick one.
+/// (the key stored at intake, unique across tenants), else by the provider's object id.
+/// Several rows with one external id would be a data incident: the event stays unlinked
+/// rather than pick one.
 async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<OperationRow>, StoreError> {
     if let Some(reference) = &ev.object.reference {
-        if let Some(row) = lock_by_id(tx, reference).await? {
-            return Ok(Some(row));
+        let sql = format!(
+            "SELECT {OPERATION_COLUMNS} FROM operations WHERE idempotency_key = $1 FOR UPDATE"
+        );
+        let stmt = tx.prepare_cached(&sql).await?;
+        if let Some(row) = tx.query_opt(&stmt, &[reference]).await? {
+            return Ok(Some(OperationRow::from_row(&row)));
         }
     }
     let Some(object_id) = &ev.object.id else {
@@ -194,13 +202,14 @@ async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<Operatio
 
 async fn lock_by_id(
     tx: &Transaction<'_>,
-    operation_id: &str,
+    op: OpRef<'_>,
 ) -> Result<Option<OperationRow>, StoreError> {
-    let sql =
-        format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 FOR UPDATE");
+    let sql = format!(
+        "SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 AND tenant_id = $2 FOR UPDATE"
+    );
     let stmt = tx.prepare_cached(&sql).await?;
     Ok(tx
-        .query_opt(&stmt, &[&operation_id])
+        .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
         .await?
         .as_ref()
         .map(OperationRow::from_row))
@@ -216,7 +225,7 @@ async fn settle_in(
 ) -> Result<Settled, StoreError> {
     let status = row.status;
     let identity = RowIdentity {
-        operation_id: &row.operation_id,
+        reference: &row.idempotency_key,
         provider: row.provider.as_str(),
         action: &row.action,
         external_id: row.external_id.as_deref(),
@@ -228,6 +237,7 @@ async fn settle_in(
         Err(mismatch) => WebhookDecision::Escalate(mismatch),
     };
     let operation_id = row.operation_id.clone();
+    let tenant_id = row.tenant_id.clone();
     match decision {
         WebhookDecision::Apply(_) if row.escalated_at.is_some() => {
             // Escalated means hands off: the event is evidence for the person deciding,
@@ -242,11 +252,13 @@ async fn settle_in(
                     &WEBHOOK_ACTOR,
                     &reason,
                     &evidence(ev, Some(reason)),
+                    &row.tenant_id,
                 ],
             )
             .await?;
             Ok(Settled::only(WebhookOutcome::Escalated {
                 operation_id,
+                tenant_id,
                 reason,
             }))
         }
@@ -261,12 +273,13 @@ async fn settle_in(
                 external_id: ev.object.id.as_deref(),
                 result: Some(ev.object.to_json()),
                 error_code: failure_code,
-                ..Transition::new(&row.operation_id, status, row.fence, event, WEBHOOK_ACTOR)
+                ..Transition::new(row.key(), status, row.fence, event, WEBHOOK_ACTOR)
             };
             match transition_in(tx, t, None).await? {
                 moved @ TransitionOutcome::Moved { to, .. } => Ok(Settled {
                     outcome: WebhookOutcome::Applied {
                         operation_id,
+                        tenant_id,
                         from: status,
                         to,
                     },
@@ -281,6 +294,7 @@ async fn settle_in(
         }
         WebhookDecision::Ignore => Ok(Settled::only(WebhookOutcome::IgnoredTransition {
             operation_id,
+            tenant_id,
         })),
         WebhookDecision::Escalate(reason) => escalate(tx, row, ev, reason).await,
         WebhookDecision::NoteOnDisputed => {
@@ -294,11 +308,13 @@ async fn settle_in(
                     &WEBHOOK_ACTOR,
                     &reason,
                     &evidence(ev, Some(reason)),
+                    &row.tenant_id,
                 ],
             )
             .await?;
             Ok(Settled::only(WebhookOutcome::Escalated {
                 operation_id,
+                tenant_id,
                 reason,
             }))
         }
@@ -320,11 +336,13 @@ async fn escalate(
             &WEBHOOK_ACTOR,
             &reason,
             &evidence(ev, Some(reason)),
+            &row.tenant_id,
         ],
     )
     .await?;
     Ok(Settled::only(WebhookOutcome::Escalated {
         operation_id: row.operation_id.clone(),
+        tenant_id: row.tenant_id.clone(),
         reason,
     }))
 }
@@ -335,7 +353,10 @@ async fn finish(
     ev: &WebhookEvent,
     settled: Settled,
 ) -> Result<Decided, StoreError> {
-    let operation_id = settled.outcome.operation_id().map(str::to_owned);
+    let (operation_id, tenant_id) = match settled.outcome.operation() {
+        Some(op) => (Some(op.operation_id), Some(op.tenant_id)),
+        None => (None, None),
+    };
     let stored = settled
         .outcome
         .stored()
@@ -344,7 +365,13 @@ async fn finish(
     let r = tx
         .query_one(
             &finish,
-            &[&ev.provider, &ev.event_id, &operation_id, &stored],
+            &[
+                &ev.provider,
+                &ev.event_id,
+                &operation_id,
+                &stored,
+                &tenant_id,
+            ],
         )
         .await?;
     Ok(Decided {

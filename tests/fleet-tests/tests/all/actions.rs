@@ -7,6 +7,7 @@ use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_provider_sim::SimConfig;
 use fleet_providers::Capabilities;
+use fleet_tests::{at, reference};
 use fleet_tests::{
     contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent,
     op_of, refund_intent, TestFleet,
@@ -46,7 +47,7 @@ async fn a_refund_is_created_once() {
         .is_some_and(|id| id.starts_with("re_")));
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["refunds"],
         json!(1)
     );
@@ -72,7 +73,7 @@ async fn a_refund_whose_worker_crashed_after_the_provider_committed_is_one_refun
     fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["refunds"],
         json!(1)
     );
@@ -105,7 +106,7 @@ async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_
         .is_some_and(|id| id.starts_with("deal_")));
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(1),
         "exactly one deal"
@@ -140,7 +141,7 @@ async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exis
     );
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(1)
     );
@@ -170,7 +171,7 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     );
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(2)
     );
@@ -208,7 +209,7 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
     assert_eq!(fleet.sim_posts_to(&op, "/v1/deals").await, 1);
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(1)
     );
@@ -339,7 +340,7 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
     );
     assert_eq!(
         fleet
-            .sim_get(&format!("/_sim/effects?reference={op}"))
+            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
             .await["deals"],
         json!(1)
     );
@@ -354,17 +355,17 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     let op = fleet.submitted(&first).await;
     fleet
         .store
-        .approve(&op, &hash_of(&first), &fleet_tests::TEST_APPROVER, None)
+        .approve(at(&op), &hash_of(&first), &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     // Claimed once, then released as provably not sent: back to not_started, fence 1.
     let fleet_store::Claim::Claimed(claimed) =
-        fleet.store.claim(&op, 0, "test", 30_000).await.unwrap()
+        fleet.store.claim(at(&op), 0, "test", 30_000).await.unwrap()
     else {
         panic!("claimable")
     };
     let release = fleet_store::Transition::new(
-        &op,
+        at(&op),
         fleet_core::Status::InProgress,
         claimed.fence,
         fleet_core::Event::ProviderNotSent,

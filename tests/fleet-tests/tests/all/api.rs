@@ -4,6 +4,7 @@
 //! queue only what came through the queue), waiting on an operation, listing with a
 //! cursor, and the OpenAPI document.
 
+use fleet_tests::at;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -215,7 +216,12 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
         (Status::NotStarted, ApprovalStatus::Pending),
         "the colleague's target stays pending"
     );
-    assert!(fleet.store.get(&op_of(&theirs)).await.unwrap().is_none());
+    assert!(fleet
+        .store
+        .get(at(&op_of(&theirs)))
+        .await
+        .unwrap()
+        .is_none());
     // Operators do not submit intents at all, so none supersedes through this route.
     let (status, error) =
         error_of(submit(&fleet, &api, &operator, intent_bytes(&superseding(&op))).await).await;
@@ -306,7 +312,7 @@ async fn the_queue_supersedes_only_what_came_through_the_queue() {
     );
     assert!(fleet
         .store
-        .get(&op_of(&from_queue))
+        .get(at(&op_of(&from_queue)))
         .await
         .unwrap()
         .is_none());
@@ -922,7 +928,21 @@ async fn the_openapi_document_lists_every_route_and_the_view_it_describes_is_the
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    assert_eq!(waits, BTreeSet::from(["id", "wait_for", "timeout_s"]));
+    assert_eq!(
+        waits,
+        BTreeSet::from(["id", "wait_for", "timeout_s", "tenant"])
+    );
+    // Every decision route takes the tenant too (ids are unique per tenant).
+    for decision in ["approve", "reject", "resolve", "dispute"] {
+        let path = format!("/v1/operations/{{id}}/{decision}");
+        let names: BTreeSet<&str> = doc["paths"][path.as_str()]["post"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, BTreeSet::from(["id", "tenant"]), "{path}");
+    }
 
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     let view: Value = submit(&fleet, &api, &token, intent_bytes(&intent()))

@@ -16,6 +16,7 @@
 //! CI runs 300 operations; `CHAOS_OPS=5000 CHAOS_SECONDS=300 cargo test -p fleet-tests
 //! --test all chaos:: -- --nocapture` runs a large one. `CHAOS_SEED` replays a schedule.
 
+use fleet_tests::at;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -142,7 +143,7 @@ async fn check(fleet: &TestFleet, ops: &[(String, String)]) -> Report {
     for (op, hash) in ops {
         let row = fleet
             .store
-            .get(op)
+            .get(at(op))
             .await
             .unwrap()
             .expect("every submitted operation exists");
@@ -169,7 +170,7 @@ async fn check(fleet: &TestFleet, ops: &[(String, String)]) -> Report {
         if expected.is_some_and(|n| n != effects) {
             report.mismatched += 1;
         }
-        report.blind_retries += blind_retries(&fleet.store.events(op).await.unwrap());
+        report.blind_retries += blind_retries(&fleet.store.events(at(op)).await.unwrap());
     }
     report
 }

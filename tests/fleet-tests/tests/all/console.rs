@@ -4,6 +4,7 @@
 //! GET, idempotent decisions, tenant scope, signing out, and removing a principal.
 
 use fleet_core::{ApprovalStatus, Role, Status};
+use fleet_tests::at;
 use fleet_tests::{
     contract_intent, cookie_value, deal_create_intent, deal_update_intent, form_token, hash_of,
     intent, no_redirects, op_of, order_change_intent, refund_intent, session_of, set_cookie,
@@ -328,7 +329,7 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
         (r.status(), location(&r).to_owned()),
         (
             StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?done=approved")
+            format!("/console/operations/{op}?tenant=org_482&done=approved")
         )
     );
     assert_eq!(
@@ -351,7 +352,7 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
         (r.status(), location(&r).to_owned()),
         (
             StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?done=already")
+            format!("/console/operations/{op}?tenant=org_482&done=already")
         )
     );
     let approvals = c.fleet.count(&format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}' AND kind = 'approved'")).await;
@@ -764,7 +765,7 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         (r.status(), location(&r).to_owned()),
         (
             StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?done=disputed")
+            format!("/console/operations/{op}?tenant=org_482&done=disputed")
         )
     );
     let r = c
@@ -776,10 +777,10 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         .await;
     assert_eq!(
         location(&r).to_owned(),
-        format!("/console/operations/{op}?done=already")
+        format!("/console/operations/{op}?tenant=org_482&done=already")
     );
     assert_eq!(c.approval(&op).await.0, Status::Disputed);
-    let last = c.fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let last = c.fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(
         (
             last.actor.as_str(),
@@ -849,7 +850,7 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
         (r.status(), location(&r).to_owned()),
         (
             StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?done=approved")
+            format!("/console/operations/{op}?tenant=org_482&done=approved")
         )
     );
     let row = fleet.row(&op).await;

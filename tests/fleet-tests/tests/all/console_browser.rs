@@ -5,6 +5,7 @@
 
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_oidc_issuer::RunningIssuer;
+use fleet_tests::at;
 use fleet_tests::{
     contract, fast_reconcile, free_port, hash_of, intent, op_of, signed_approval, ApiProcess,
     Browser, TestFleet,
@@ -96,7 +97,9 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
     browser.screenshot("console-inbox.png").await;
 
     browser
-        .click(&format!("a[href=\"/console/operations/{op}\"]"))
+        .click(&format!(
+            "a[href=\"/console/operations/{op}?tenant={TENANT}\"]"
+        ))
         .await;
     let page = browser.page_text().await;
     for fact in [
@@ -336,7 +339,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         escalate: true,
         reason: Some("lookup_ambiguous"),
         ..fleet_store::Transition::new(
-            &op,
+            at(&op),
             fleet_core::Status::Unknown,
             row.fence,
             fleet_core::Event::Escalate,
@@ -356,7 +359,9 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         "{queue}"
     );
     browser
-        .click(&format!("a[href=\"/console/operations/{op}\"]"))
+        .click(&format!(
+            "a[href=\"/console/operations/{op}?tenant={TENANT}\"]"
+        ))
         .await;
     let page = browser.page_text().await;
     assert!(
@@ -387,7 +392,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_checked_by_hand"))
     );
-    let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(last.actor, "operator:dana");
     assert_eq!(
         last.evidence.unwrap()["evidence"],

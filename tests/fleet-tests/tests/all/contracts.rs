@@ -4,6 +4,7 @@
 //! its deadline by a lookup by `external_ref`. Past the key's hour nothing is sent on
 //! the key again: only a lookup or a person decides.
 
+use fleet_tests::at;
 use std::time::Duration;
 
 use fleet_core::Status;
@@ -37,7 +38,7 @@ async fn a_contract_is_sent_once_and_settled_by_the_providers_signed_webhook() {
     let row = fleet.reaches(&op, Status::Succeeded).await;
     let envelope = row.external_id.clone().expect("the envelope is the effect");
     assert!(envelope.starts_with("env_"), "{envelope}");
-    let history = fleet.store.events(&op).await.unwrap();
+    let history = fleet.store.events(at(&op)).await.unwrap();
     assert!(
         history
             .iter()
@@ -62,7 +63,7 @@ async fn a_contract_is_sent_once_and_settled_by_the_providers_signed_webhook() {
     let kept = format!(
         "{:?} {:?}",
         row.result,
-        fleet.store.attempts(&op).await.unwrap()
+        fleet.store.attempts(at(&op)).await.unwrap()
     );
     assert!(!kept.contains("@customer.example"), "{kept}");
     fleet.stop().await;
@@ -151,7 +152,12 @@ async fn execute_never_sends_a_contract_on_a_key_past_its_hour() {
     let op = fleet.submitted(&i).await;
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"), None)
+        .approve(
+            at(&op),
+            &hash_of(&i),
+            &fleet_tests::decider("approver"),
+            None,
+        )
         .await
         .unwrap();
     // The key was first used 61 minutes ago (its release and redrive took that long).

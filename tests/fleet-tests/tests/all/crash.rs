@@ -3,9 +3,10 @@
 //! the provider simulator then have to bring every operation to the truth with exactly one
 //! payment and no blind retry.
 
+use fleet_tests::{at, reference};
 use std::sync::Arc;
 
-use fleet_core::{OperationId, Status};
+use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_reconcile::Reconciler;
 use fleet_tests::{contract, eventually, fast_reconcile, hash_of, intent, TestFleet};
@@ -35,14 +36,14 @@ const SHORT_LEASE: [(&str, &str); 1] = [("LEASE_TTL_MS", "1500")];
 /// Every POST for the operation carried its one idempotency key.
 async fn assert_one_key(fleet: &TestFleet, op: &str) {
     for r in fleet.sim_requests(Some(op)).await {
-        assert_eq!(r["idempotency_key"], json!(op), "{r}");
+        assert_eq!(r["idempotency_key"], json!(reference(op)), "{r}");
     }
 }
 
 async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> usize {
     fleet
         .store
-        .events(op)
+        .events(at(op))
         .await
         .unwrap()
         .iter()
@@ -73,7 +74,7 @@ async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_wit
     );
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_one_key(&fleet, &op).await;
-    let events = fleet.store.events(&op).await.unwrap();
+    let events = fleet.store.events(at(&op)).await.unwrap();
     let absent = events
         .iter()
         .position(|e| e.reason.as_deref() == Some("lookup_proved_absence"))
@@ -191,7 +192,7 @@ async fn a_saved_500_after_commit_is_unknown_until_the_lookup_finds_the_payment(
     assert_eq!(fleet.sim_effects(&op).await, 1);
     let lookups: Vec<_> = fleet
         .store
-        .events(&op)
+        .events(at(&op))
         .await
         .unwrap()
         .into_iter()
@@ -223,13 +224,10 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     );
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
+        .approve(at(&op), &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
-    handler
-        .resume(&OperationId::parse(&op).unwrap())
-        .await
-        .unwrap();
+    handler.resume(at(&op)).await.unwrap();
     assert_eq!(
         fleet.row(&op).await.status_reason.as_deref(),
         Some("timeout")
@@ -240,7 +238,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.fence, 1, "no second claim");
     assert_eq!(fleet.sim_posts(&op).await, 1, "never a second POST");
-    let events = fleet.store.events(&op).await.unwrap();
+    let events = fleet.store.events(at(&op)).await.unwrap();
     let empty_lookups = events
         .iter()
         .filter(|e| {
@@ -292,7 +290,7 @@ async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts()
         let op = op.clone();
         async move {
             store
-                .attempts(&op)
+                .attempts(at(&op))
                 .await
                 .unwrap()
                 .into_iter()
@@ -326,7 +324,7 @@ async fn two_reconcile_workers_on_the_same_operation_resolve_it_once() {
     let b = Arc::new(Reconciler::new(
         &fleet.reconcile_deps(contract(0), fast_reconcile()),
     ));
-    let (ra, rb) = tokio::join!(a.reconcile(&op), b.reconcile(&op));
+    let (ra, rb) = tokio::join!(a.reconcile(at(&op)), b.reconcile(at(&op)));
     ra.unwrap();
     rb.unwrap();
     assert_eq!(fleet.row(&op).await.status, Status::Succeeded);
@@ -343,7 +341,7 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
     // Approved, but the doorbell is lost: approve without ringing.
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
+        .approve(at(&op), &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     fleet.spawn_execute();
@@ -405,7 +403,7 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
     assert!(
         fleet
             .store
-            .events(&op)
+            .events(at(&op))
             .await
             .unwrap()
             .iter()
@@ -438,7 +436,7 @@ async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_
         (row.status, row.status_reason.as_deref()),
         (Status::Unknown, Some("saved_error_replayed"))
     );
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(
         attempts.len(),
         2,

@@ -9,6 +9,7 @@ use fleet_core::reconcile::ProviderContract;
 use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_reconcile::ReconcileSettings;
+use fleet_tests::at;
 use fleet_tests::{contract, contract_intent, fast_reconcile, order_change_intent, TestFleet};
 use serde_json::{json, Value};
 
@@ -108,7 +109,7 @@ async fn killed_before_the_call_is_proven_absent_and_sent_once(fleet: &mut TestF
     spawn_execute(fleet);
     let row = settled_once(fleet, &case, &op, 1).await;
     assert_eq!(row.fence, 2, "the second claim did the work");
-    let events = fleet.store.events(&op).await.unwrap();
+    let events = fleet.store.events(at(&op)).await.unwrap();
     assert!(
         events
             .iter()

@@ -4,6 +4,7 @@
 //! its quorum, nor write history in another's name; and one deployment's roles cannot
 //! reach another deployment's database on the same server.
 
+use fleet_tests::at;
 use std::collections::BTreeSet;
 
 use fleet_core::{ApprovalStatus, Status};
@@ -261,7 +262,7 @@ async fn an_operation_inserted_already_approved_is_refused_and_never_paid() {
     );
     fleet.ring_execute(&op).await;
     assert_never_paid(&fleet, &op).await;
-    assert!(fleet.store.get(&op).await.unwrap().is_none());
+    assert!(fleet.store.get(at(&op)).await.unwrap().is_none());
     fleet.stop().await;
 }
 
@@ -378,6 +379,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
     ];
     const HISTORY: &[&str] = &[
         "operation_id",
+        "tenant_id",
         "kind",
         "from_status",
         "to_status",
@@ -397,7 +399,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
         "response",
         "detail",
     ];
-    const WEBHOOK_APPLIED: &[&str] = &["operation_id", "outcome", "applied_at"];
+    const WEBHOOK_APPLIED: &[&str] = &["operation_id", "tenant_id", "outcome", "applied_at"];
     let mut w: Vec<(&str, &[&str], &'static str)> = Vec::new();
     let mover = !matches!(role, DbRole::Relay);
     if matches!(role, DbRole::Api | DbRole::Prepare) {
@@ -423,6 +425,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
                 "approvals",
                 &[
                     "operation_id",
+                    "tenant_id",
                     "principal",
                     "signed_in_with",
                     "payload_hash",
@@ -472,7 +475,11 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
         DbRole::Prepare => {}
         DbRole::Execute => {
             w.push(("operations", &["fence", "attempts"], "UPDATE"));
-            w.push(("attempts", &["operation_id", "fence", "worker"], "INSERT"));
+            w.push((
+                "attempts",
+                &["operation_id", "tenant_id", "fence", "worker"],
+                "INSERT",
+            ));
             w.push(("attempts", ATTEMPT_DONE, "UPDATE"));
         }
         DbRole::Reconcile => {

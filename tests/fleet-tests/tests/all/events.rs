@@ -8,6 +8,7 @@ use fleet_core::events::tenant_segment;
 use fleet_core::{Resolution, Status};
 use fleet_reconcile::Reconciler;
 use fleet_store::Resolve;
+use fleet_tests::{at, reference};
 use fleet_tests::{
     contract, eventually, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy,
     TappedEvent, TestFleet,
@@ -67,7 +68,7 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
         let b = &e.body;
         let t = e.short_type();
         assert_eq!(b["specversion"], "1.0");
-        assert_eq!(b["id"], format!("{op}.{}", e.sequence()));
+        assert_eq!(b["id"], format!("{}.{}", reference(&op), e.sequence()));
         assert_eq!(b["source"], source.as_str());
         assert_eq!(b["type"], format!("fleet.operation.{t}"));
         assert_eq!(b["subject"], op.as_str());
@@ -160,7 +161,7 @@ async fn a_rejected_operation_publishes_prepared_then_rejected() {
     let op = fleet.submitted(&i).await;
     fleet
         .store
-        .reject(&op, &fleet_tests::decider("bob"), "wrong beneficiary")
+        .reject(at(&op), &fleet_tests::decider("bob"), "wrong beneficiary")
         .await
         .unwrap();
     let events = tap.until_types(&op, &["prepared", "rejected"]).await;
@@ -205,10 +206,10 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
     // decides (a concurrent lookup record makes the decision stale, by design).
     let reconciler = Reconciler::new(&fleet.reconcile_deps(contract(300), fast_reconcile()));
     eventually("reconcile to escalate", || async {
-        reconciler.reconcile(&op).await.unwrap();
+        reconciler.reconcile(at(&op)).await.unwrap();
         fleet
             .store
-            .get(&op)
+            .get(at(&op))
             .await
             .unwrap()
             .filter(|r| r.escalated_at.is_some())
@@ -222,7 +223,7 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
     };
     fleet
         .store
-        .resolve(&op, r, &fleet_tests::decider("dana"))
+        .resolve(at(&op), r, &fleet_tests::decider("dana"))
         .await
         .unwrap();
     let events = tap.until_types(&op, &["resolved"]).await;
@@ -305,7 +306,9 @@ async fn a_relay_killed_between_the_confirm_and_its_commit_loses_nothing_and_rep
     assert_eq!(sequences(&kept), [1, 2, 3, 4]);
     assert_eq!(
         kept.iter().map(|e| e.id().to_owned()).collect::<Vec<_>>(),
-        (1..=4).map(|n| format!("{op}.{n}")).collect::<Vec<_>>()
+        (1..=4)
+            .map(|n| format!("{}.{n}", reference(&op)))
+            .collect::<Vec<_>>()
     );
     fleet.stop().await;
 }
@@ -363,7 +366,7 @@ async fn each_approval_short_of_the_quorum_publishes_approval_recorded_with_who_
     for approver in ["ann", "ben"] {
         fleet
             .store
-            .approve(&op, &hash_of(&i), &fleet_tests::decider(approver), None)
+            .approve(at(&op), &hash_of(&i), &fleet_tests::decider(approver), None)
             .await
             .unwrap();
     }

@@ -1,6 +1,7 @@
 //! fleet-execute against real Postgres, RabbitMQ and the provider simulator over HTTP:
 //! approved means exactly one provider effect, whatever the broker redelivers.
 
+use fleet_tests::at;
 use std::sync::Arc;
 
 use fleet_broker::Queue;
@@ -35,7 +36,7 @@ async fn happy_path_submit_approve_succeeds_with_exactly_one_payment() {
         .as_deref()
         .is_some_and(|id| id.starts_with("pay_")));
     assert!(row.resolved_at.is_some() && row.lease_owner.is_none());
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(
         (attempts[0].outcome, attempts[0].http_status),
@@ -43,7 +44,7 @@ async fn happy_path_submit_approve_succeeds_with_exactly_one_payment() {
     );
     let kinds: Vec<_> = fleet
         .store
-        .events(&op)
+        .events(at(&op))
         .await
         .unwrap()
         .into_iter()
@@ -84,7 +85,7 @@ async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim
     let (fleet, op, hash) = prepared(intent()).await;
     fleet
         .store
-        .approve(&op, &hash, &fleet_tests::TEST_APPROVER, None)
+        .approve(at(&op), &hash, &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     // Slow provider: the first call is still in flight while the second worker tries.
@@ -98,12 +99,12 @@ async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim
         fleet.execute_deps(ExecuteSettings::default()),
     ));
     let id = OperationId::parse(&op).unwrap();
-    let (ra, rb) = tokio::join!(a.resume(&id), b.resume(&id));
+    let (ra, rb) = tokio::join!(a.resume(at(id.as_str())), b.resume(at(id.as_str())));
     ra.unwrap();
     rb.unwrap();
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.fence, 1, "exactly one claim");
-    assert_eq!(fleet.store.attempts(&op).await.unwrap().len(), 1);
+    assert_eq!(fleet.store.attempts(at(&op)).await.unwrap().len(), 1);
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(fleet.sim_effects(&op).await, 1);
     fleet.stop().await;
@@ -114,7 +115,7 @@ async fn many_concurrent_claims_of_one_operation_yield_one_claim() {
     let (fleet, op, hash) = prepared(intent()).await;
     fleet
         .store
-        .approve(&op, &hash, &fleet_tests::TEST_APPROVER, None)
+        .approve(at(&op), &hash, &fleet_tests::TEST_APPROVER, None)
         .await
         .unwrap();
     let row = fleet.row(&op).await;
@@ -124,7 +125,7 @@ async fn many_concurrent_claims_of_one_operation_yield_one_claim() {
             let op = op.clone();
             tokio::spawn(async move {
                 store
-                    .claim(&op, row.fence, &format!("racer-{i}"), 30_000)
+                    .claim(at(&op), row.fence, &format!("racer-{i}"), 30_000)
                     .await
                     .unwrap()
             })
@@ -152,7 +153,13 @@ async fn an_approval_that_expired_before_execution_is_cancelled_with_zero_provid
     eventually("the approval to expire", || {
         let store = store.clone();
         let op = op.clone();
-        async move { store.get(&op).await.unwrap().filter(|r| r.approval_expired) }
+        async move {
+            store
+                .get(at(&op))
+                .await
+                .unwrap()
+                .filter(|r| r.approval_expired)
+        }
     })
     .await;
     fleet.spawn_execute();
@@ -161,7 +168,7 @@ async fn an_approval_that_expired_before_execution_is_cancelled_with_zero_provid
     assert_eq!(row.approval_status, ApprovalStatus::Expired);
     assert_eq!(row.fence, 0, "never claimed");
     assert_eq!(fleet.sim_posts(&op).await, 0);
-    assert!(fleet.store.attempts(&op).await.unwrap().is_empty());
+    assert!(fleet.store.attempts(at(&op)).await.unwrap().is_empty());
     fleet.stop().await;
 }
 
@@ -182,7 +189,7 @@ async fn approving_with_a_hash_that_is_not_the_stored_one_is_refused_and_changes
     );
     assert_eq!(after.updated_at, before.updated_at);
     assert_eq!(
-        fleet.store.events(&op).await.unwrap().len(),
+        fleet.store.events(at(&op)).await.unwrap().len(),
         1,
         "no approval event"
     );

@@ -7,7 +7,7 @@
 use fleet_broker::Queue;
 use fleet_core::Status;
 use fleet_provider_sim::SimConfig;
-use fleet_tests::{eventually, free_addr, hash_of, intent, op_of, with_amount, TestFleet};
+use fleet_tests::{at, eventually, free_addr, hash_of, intent, op_of, with_amount, TestFleet};
 use serde_json::json;
 
 const API_KEY: &str = "sk_live_CANARYapiKEY7731";
@@ -153,7 +153,7 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
         let op = unknown_op.clone();
         async move {
             store
-                .get(&op)
+                .get(at(&op))
                 .await
                 .unwrap()
                 .filter(|r| matches!(r.status, Status::Accepted | Status::Succeeded))

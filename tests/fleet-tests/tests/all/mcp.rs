@@ -257,7 +257,7 @@ async fn an_order_status_change_is_proposed_with_its_target_and_runs_once_approv
     );
     assert_eq!(
         fleet.sim_get(&format!("/_sim/orders/{order}")).await["last_transition_ref"],
-        json!(op)
+        json!(fleet.reference_of(&op).await)
     );
     // Without its target the tool refuses, with the reason the intent queue would give.
     let refused = agent

@@ -4,7 +4,7 @@
 
 use fleet_core::{Resolution, Status};
 use fleet_store::{DecisionOutcome, Resolve};
-use fleet_tests::{contract, decider, fast_reconcile, hash_of, intent, TestFleet};
+use fleet_tests::{at, contract, decider, fast_reconcile, hash_of, intent, TestFleet};
 use serde_json::json;
 
 async fn unknown_operation() -> (TestFleet, String) {
@@ -32,7 +32,11 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
         evidence: "seen in the provider dashboard",
     };
     assert_eq!(
-        fleet.store.resolve(&op, r, &decider("dana")).await.unwrap(),
+        fleet
+            .store
+            .resolve(at(&op), r, &decider("dana"))
+            .await
+            .unwrap(),
         DecisionOutcome::Moved(fleet_core::Status::Succeeded)
     );
     let row = fleet.row(&op).await;
@@ -40,7 +44,7 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_checked_by_hand"))
     );
-    let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(last.actor, "operator:dana");
     let signed_in: Option<String> = fleet
         .sql()
@@ -66,7 +70,7 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
     assert_eq!(
         fleet
             .store
-            .resolve(&op, again, &decider("dana"))
+            .resolve(at(&op), again, &decider("dana"))
             .await
             .unwrap(),
         DecisionOutcome::Refused {
@@ -82,7 +86,7 @@ async fn workers_never_move_a_disputed_operation() {
     assert_eq!(
         fleet
             .store
-            .dispute(&op, "customer says charged twice", &decider("dana"))
+            .dispute(at(&op), "customer says charged twice", &decider("dana"))
             .await
             .unwrap(),
         DecisionOutcome::Moved(fleet_core::Status::Disputed)
@@ -92,7 +96,7 @@ async fn workers_never_move_a_disputed_operation() {
     fleet.spawn_reconcile(contract(0), fast_reconcile());
     let reconciler =
         fleet_reconcile::Reconciler::new(&fleet.reconcile_deps(contract(0), fast_reconcile()));
-    reconciler.reconcile(&op).await.unwrap();
+    reconciler.reconcile(at(&op)).await.unwrap();
     fleet.ring_execute(&op).await;
     fleet.drained(fleet_broker::Queue::OperationsExecute).await;
     let row = fleet.row(&op).await;
@@ -101,7 +105,7 @@ async fn workers_never_move_a_disputed_operation() {
     assert!(
         fleet
             .store
-            .events(&op)
+            .events(at(&op))
             .await
             .unwrap()
             .iter()
@@ -120,7 +124,11 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
         evidence: "trust me",
     };
     assert_eq!(
-        fleet.store.resolve(&op, r, &decider("dana")).await.unwrap(),
+        fleet
+            .store
+            .resolve(at(&op), r, &decider("dana"))
+            .await
+            .unwrap(),
         DecisionOutcome::ExternalIdRequired
     );
     assert_eq!(fleet.row(&op).await.status, Status::Unknown);
@@ -135,7 +143,7 @@ async fn every_worker_move_is_stale_once_escalated() {
         escalate: true,
         reason: Some("test"),
         ..fleet_store::Transition::new(
-            &op,
+            at(&op),
             fleet_core::Status::Unknown,
             row.fence,
             fleet_core::Event::Escalate,
@@ -153,7 +161,7 @@ async fn every_worker_move_is_stale_once_escalated() {
         let worker_move = fleet_store::Transition {
             external_id: Some("pay_x"),
             ..fleet_store::Transition::new(
-                &op,
+                at(&op),
                 fleet_core::Status::Unknown,
                 row.fence,
                 event,

@@ -5,6 +5,7 @@
 
 use fleet_core::{AttemptOutcome, Status};
 use fleet_providers::Capabilities;
+use fleet_tests::{at, reference};
 use fleet_tests::{op_of, order_change_intent, TestFleet};
 use serde_json::json;
 
@@ -30,7 +31,7 @@ async fn an_approved_status_change_moves_the_order_once_and_says_what_it_does() 
     let now = fleet.sim_get(&format!("/_sim/orders/{order}")).await;
     assert_eq!(
         (now["status"].clone(), now["last_transition_ref"].clone()),
-        (json!("fulfilled"), json!(op))
+        (json!("fulfilled"), json!(fleet.reference_of(&op).await))
     );
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_eq!(fleet.sim_posts(&op).await, 1);
@@ -68,7 +69,7 @@ async fn an_order_someone_else_moved_is_cancelled_with_its_status_recorded_and_a
     );
     assert_eq!(fleet.sim_posts(&old).await, 1, "zero retries");
     assert_eq!(fleet.sim_effects(&old).await, 0);
-    let attempts = fleet.store.attempts(&old).await.unwrap();
+    let attempts = fleet.store.attempts(at(&old)).await.unwrap();
     assert_eq!(attempts[0].outcome, Some(AttemptOutcome::StatusConflict));
 
     // A person approves the corrected intent, made against the status the order has now.
@@ -79,7 +80,7 @@ async fn an_order_someone_else_moved_is_cancelled_with_its_status_recorded_and_a
     let now = fleet.sim_get(&format!("/_sim/orders/{order}")).await;
     assert_eq!(
         (now["status"].clone(), now["last_transition_ref"].clone()),
-        (json!("fulfilled"), json!(new))
+        (json!("fulfilled"), json!(fleet.reference_of(&new).await))
     );
     fleet.stop().await;
 }
@@ -94,13 +95,13 @@ async fn an_order_already_at_the_target_status_by_our_own_transition_is_succeede
     fleet
         .sim_post(
             &format!("/_sim/orders/{order}/status"),
-            json!({"status": "fulfilled", "transition_ref": op}),
+            json!({"status": "fulfilled", "transition_ref": reference(&op)}),
         )
         .await;
     fleet.submit_and_approve(&i).await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), Some(order.as_str()));
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(
         (attempts.len(), attempts[0].http_status),
         (1, Some(409)),

@@ -1,6 +1,7 @@
 //! The outbox in the database: which history rows become which event, sequence numbers
 //! under concurrent writers, the relay's hold on an operation's head event, retention.
 
+use fleet_tests::at;
 use std::collections::BTreeSet;
 
 use fleet_core::events::EventType;
@@ -283,7 +284,7 @@ async fn every_history_kind_maps_to_its_documented_event_type_and_bookkeeping_to
     assert_eq!(produced, known);
     let bad = sql
         .execute(
-            "INSERT INTO operation_outbox (operation_id, sequence, event_type, tenant_id, history_id, occurred_at, data) VALUES ($1, 999, 'teleported', 't', 0, now(), '{}')",
+            "INSERT INTO operation_outbox (operation_id, event_key, sequence, event_type, tenant_id, history_id, occurred_at, data) VALUES ($1, $1, 999, 'teleported', 't', 0, now(), '{}')",
             &[&op],
         )
         .await;
@@ -454,7 +455,7 @@ async fn retention_deletes_only_published_events_older_than_the_retention() {
     sql.execute("UPDATE operation_outbox SET published_at = now() - interval '2 hours' WHERE operation_id = $1 AND sequence = 1", &[&op]).await.unwrap();
     fleet
         .store
-        .reject(&op, &fleet_tests::decider("bob"), "changed my mind")
+        .reject(at(&op), &fleet_tests::decider("bob"), "changed my mind")
         .await
         .unwrap();
     sql.execute("UPDATE operation_outbox SET occurred_at = now() - interval '3 hours' WHERE operation_id = $1 AND sequence = 3", &[&op]).await.unwrap();

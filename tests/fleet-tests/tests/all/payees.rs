@@ -5,6 +5,7 @@
 
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, PolicySet, Role, Status};
+use fleet_tests::at;
 use fleet_tests::{
     contract, fast_reconcile, hash_of, intent, no_redirects, op_of, session_of, TestFleet,
 };
@@ -146,7 +147,7 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
     let statuses = answered(&fleet, &op).await;
     assert_eq!(statuses, [json!(409)], "exactly one POST, refused");
 
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].outcome, Some(AttemptOutcome::VersionConflict));
     let detail = attempts[0].detail.clone().unwrap_or_default();
@@ -156,7 +157,7 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
     );
     let cancelled = fleet
         .store
-        .events(&op)
+        .events(at(&op))
         .await
         .unwrap()
         .into_iter()
@@ -242,7 +243,12 @@ async fn over_http_the_payee_is_in_the_operation_json_and_on_the_console_page_an
         error,
         json!({"error": {"code": "payee_unknown", "field": "payload.beneficiary_id"}})
     );
-    assert!(fleet.store.get(&op_of(&unknown)).await.unwrap().is_none());
+    assert!(fleet
+        .store
+        .get(at(&op_of(&unknown)))
+        .await
+        .unwrap()
+        .is_none());
     fleet.stop().await;
 }
 

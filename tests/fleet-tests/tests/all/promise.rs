@@ -3,6 +3,7 @@
 //! late request caused, rows escalated to a person, keys past their retention, and the
 //! audit that proves no second effect slipped through.
 
+use fleet_tests::{at, reference};
 use std::time::Duration;
 
 use fleet_broker::Queue;
@@ -57,7 +58,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
     for op in &ops {
         assert_eq!(
             fleet
-                .sim_get(&format!("/_sim/effects?reference={op}"))
+                .sim_get(&format!("/_sim/effects?reference={}", reference(op)))
                 .await["deals"],
             json!(1),
             "exactly one deal for {op}"
@@ -94,7 +95,7 @@ async fn a_deal_update_refused_because_our_own_late_patch_landed_is_succeeded_no
         .await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), Some(deal_id));
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert!(
         attempts.iter().any(|a| a.http_status == Some(412)
             && a.detail.as_deref() == Some("conflict_after_uncertain_attempt")),
@@ -133,7 +134,12 @@ async fn payment_waiting_for_a_second_claim(fleet: &mut TestFleet) -> String {
     let op = fleet.submitted(&i).await;
     fleet
         .store
-        .approve(&op, &hash_of(&i), &fleet_tests::decider("approver"), None)
+        .approve(
+            at(&op),
+            &hash_of(&i),
+            &fleet_tests::decider("approver"),
+            None,
+        )
         .await
         .unwrap();
     op
@@ -169,7 +175,7 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
         escalate: true,
         reason: Some("test"),
         ..Transition::new(
-            &op,
+            at(&op),
             Status::NotStarted,
             row.fence,
             Event::Escalate,
@@ -183,7 +189,7 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
     // The claim itself refuses it, whoever rings.
     let claim = fleet
         .store
-        .claim_ready(&op, &[], "execute:test", 5_000)
+        .claim_ready(at(&op), &[], "execute:test", 5_000)
         .await
         .unwrap();
     assert!(matches!(claim, fleet_store::Claim::NotClaimable));
@@ -225,7 +231,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
         escalate: true,
         reason: Some("test"),
         ..Transition::new(
-            &op,
+            at(&op),
             Status::Unknown,
             row.fence,
             Event::Escalate,
@@ -246,7 +252,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
         let (store, op) = (store.clone(), op.clone());
         async move {
             store
-                .events(&op)
+                .events(at(&op))
                 .await
                 .unwrap()
                 .into_iter()
@@ -360,7 +366,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
         .post(format!("{}/v1/payments", fleet.sim.base_url))
         .bearer_auth("sk_test_sim")
         .header("Idempotency-Key", "someone-else")
-        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": op}))
+        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": reference(&op)}))
         .send()
         .await
         .unwrap();
@@ -374,7 +380,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
     );
     let event = fleet
         .store
-        .events(&op)
+        .events(at(&op))
         .await
         .unwrap()
         .into_iter()
@@ -476,7 +482,7 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
     let dana = fleet_tests::decider("dana");
     fleet
         .store
-        .dispute(&op, "customer says charged twice", &dana)
+        .dispute(at(&op), "customer says charged twice", &dana)
         .await
         .unwrap();
     let r = fleet_store::Resolve {
@@ -484,13 +490,13 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
         external_id: Some("pay_checked"),
         evidence: "one charge in the provider dashboard",
     };
-    fleet.store.resolve(&op, r, &dana).await.unwrap();
+    fleet.store.resolve(at(&op), r, &dana).await.unwrap();
     let row = fleet.row(&op).await;
     assert_eq!(
         (row.status, row.external_id.as_deref()),
         (Status::Succeeded, Some("pay_checked"))
     );
-    let last = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(
         (last.from_status.as_deref(), last.actor.as_str()),
         (Some("disputed"), "operator:dana")

@@ -3,7 +3,7 @@
 //! payments carry an account holder's name and a description, as a real provider's do.
 
 use fleet_core::Status;
-use fleet_tests::{intent, TestFleet};
+use fleet_tests::{at, intent, TestFleet};
 use serde_json::{json, Value};
 
 /// Submits an intent, approves it with execute running, and waits for `status`.
@@ -62,8 +62,8 @@ async fn a_payment_answer_carrying_customer_data_leaves_none_of_it_in_attempts_o
         .to_owned();
 
     // What is kept: the summary, in the attempt and as the operation's result.
-    let kept = json!({"id": payment_id, "status": "succeeded", "amount_minor": 1_250_000, "currency": "KZT", "reference": op});
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let kept = json!({"id": payment_id, "status": "succeeded", "amount_minor": 1_250_000, "currency": "KZT", "reference": row.idempotency_key});
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].response.as_ref(), Some(&kept));
     assert_eq!(row.result.as_ref(), Some(&kept));
@@ -87,7 +87,7 @@ async fn a_rejected_payment_keeps_the_error_type_and_code() {
     let mut closed = intent();
     closed["payload"]["beneficiary_id"] = json!("closed_vendor_77");
     let (fleet, op) = executed(closed, Status::Failed).await;
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     let kept = json!({"error": {"type": "payment_rejected", "code": "account_closed"}});
     assert_eq!(attempts[0].response.as_ref(), Some(&kept));
     assert_eq!(attempts[0].detail.as_deref(), Some("account_closed"));

@@ -13,7 +13,7 @@ use fleet_broker::lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use fleet_broker::lapin::types::{AMQPValue, FieldTable};
 use fleet_broker::lapin::{self, BasicProperties, Connection, ConnectionProperties};
 use fleet_broker::{dead_letters, BrokerConfig, Publisher, Queue, TopologyMode, SENDER_HEADER};
-use fleet_tests::{intent, op_of, TestFleet};
+use fleet_tests::{intent, op_of, TestFleet, TENANT};
 use serde_json::Value;
 
 /// An agent principal with its own broker user, as an administrator makes one.
@@ -132,6 +132,7 @@ async fn publish_raw(fleet: &TestFleet, intent: &Value, props: BasicProperties) 
     let _ = conn.close(200, "done".into()).await;
 }
 
+/// Who submitted operation `op` of [`TENANT`].
 async fn submitted_by(fleet: &TestFleet, op: &str) -> Option<String> {
     fleet
         .store
@@ -139,23 +140,24 @@ async fn submitted_by(fleet: &TestFleet, op: &str) -> Option<String> {
         .await
         .unwrap()
         .query_one(
-            "SELECT submitted_by FROM operations WHERE operation_id = $1",
-            &[&op],
+            "SELECT submitted_by FROM operations WHERE operation_id = $1 AND tenant_id = $2",
+            &[&op, &TENANT],
         )
         .await
         .unwrap()
         .get(0)
 }
 
-async fn stored(fleet: &TestFleet, op: &str) -> bool {
+/// Whether the intent's tenant holds an operation with its id.
+async fn stored(fleet: &TestFleet, intent: &Value) -> bool {
     fleet
         .store
         .pooled_session()
         .await
         .unwrap()
         .query_one(
-            "SELECT count(*) FROM operations WHERE operation_id = $1",
-            &[&op],
+            "SELECT count(*) FROM operations WHERE operation_id = $1 AND tenant_id = $2",
+            &[&op_of(intent), &intent["tenant_id"].as_str().unwrap()],
         )
         .await
         .unwrap()
@@ -190,7 +192,7 @@ async fn prepare_maps_the_validated_broker_user_to_its_principal_and_refuses_the
     foreign["tenant_id"] = "globex".into();
     bot.submit(&fleet, &foreign).await;
     assert_eq!(dead_lettered(&fleet, 1).await, ["tenant_not_granted"]);
-    assert!(!stored(&fleet, &op_of(&foreign)).await);
+    assert!(!stored(&fleet, &foreign).await);
 
     // The shared admin user, which no principal speaks as (its `user_id` is `guest`).
     let anonymous = intent();
@@ -213,8 +215,8 @@ async fn prepare_maps_the_validated_broker_user_to_its_principal_and_refuses_the
         dead_lettered(&fleet, 2).await,
         ["unknown_submitter", "unknown_submitter"]
     );
-    assert!(!stored(&fleet, &op_of(&anonymous)).await);
-    assert!(!stored(&fleet, &op_of(&forged)).await);
+    assert!(!stored(&fleet, &anonymous).await);
+    assert!(!stored(&fleet, &forged).await);
 
     // Maker-checker holds on the queue: only the submitter replaces its operation.
     let mut replaced_by_other = intent();

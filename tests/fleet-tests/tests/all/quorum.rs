@@ -4,6 +4,7 @@
 
 use fleet_core::ApprovalStatus;
 use fleet_store::ApprovalOutcome;
+use fleet_tests::at;
 use fleet_tests::{decider, hash_of, intent, op_of, TestFleet};
 
 /// Rounds of simultaneous approvals; a race between them shows within a few.
@@ -40,7 +41,7 @@ async fn two_distinct_approvers_at_once_are_both_counted_and_approve_exactly_onc
             let (store, op, hash) = (fleet.store.clone(), op.clone(), hash.clone());
             tokio::spawn(async move {
                 store
-                    .approve(&op, &hash, &decider(name), None)
+                    .approve(at(&op), &hash, &decider(name), None)
                     .await
                     .unwrap()
             })
@@ -94,7 +95,7 @@ async fn the_same_approver_twice_at_once_is_one_approval() {
             let (store, op, hash) = (fleet.store.clone(), op.clone(), hash.clone());
             tokio::spawn(async move {
                 store
-                    .approve(&op, &hash, &decider("ann"), None)
+                    .approve(at(&op), &hash, &decider("ann"), None)
                     .await
                     .unwrap()
             })

@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use fleet_broker::Queue;
-use fleet_core::{ApproverKey, Doorbell, OperationId, Role, Status};
+use fleet_core::{ApproverKey, Doorbell, Role, Status};
 use fleet_tests::{
     contract, eventually, fast_reconcile, hash_of, intent, op_of, signed_approval, with_amount,
     ApiProcess, TestFleet,
@@ -319,7 +319,7 @@ async fn approvals_written_as_the_api_role_pay_nothing_unsigned_refused_by_the_d
     s.fleet.spawn_reconcile(contract(300), fast_reconcile());
     for _ in 0..3 {
         s.fleet.ring_execute(&forged_op).await;
-        let bell = Doorbell::new(&OperationId::parse(&forged_op).unwrap()).to_bytes();
+        let bell = Doorbell::new(fleet_tests::TENANT, &forged_op).to_bytes();
         s.fleet
             .publisher
             .publish(Queue::OperationsReconcile, &bell)

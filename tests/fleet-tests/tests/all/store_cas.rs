@@ -8,6 +8,7 @@
 //! re-checking the newest one, would report a stale row here and, for a lease renewal,
 //! make the execute worker abandon a live call.
 
+use fleet_tests::at;
 use std::future::Future;
 
 use chrono::Utc;
@@ -41,7 +42,7 @@ async fn approved() -> (TestFleet, String) {
     assert_eq!(
         fleet
             .store
-            .approve(&op, &hash, &fleet_tests::decider("ann"), None)
+            .approve(at(&op), &hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap(),
         ApprovalOutcome::Approved
@@ -54,7 +55,7 @@ async fn claimed() -> (TestFleet, String, i64) {
     let (fleet, op) = approved().await;
     let Claim::Claimed(c) = fleet
         .store
-        .claim_ready(&op, &[], OWNER, LEASE_TTL_MS)
+        .claim_ready(at(&op), &[], OWNER, LEASE_TTL_MS)
         .await
         .unwrap()
     else {
@@ -115,7 +116,10 @@ async fn renew_lease_succeeds_after_waiting_for_a_concurrent_update_of_the_row()
     let before = fleet.row(&op).await.lease_expires_at.unwrap();
     let (store, id) = (fleet.store.clone(), op.clone());
     let renewed = after_a_concurrent_update(&fleet, &op, async move {
-        store.renew_lease(&id, fence, LEASE_TTL_MS).await.unwrap()
+        store
+            .renew_lease(at(&id), fence, LEASE_TTL_MS)
+            .await
+            .unwrap()
     })
     .await;
     assert!(
@@ -139,7 +143,7 @@ async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_r
         let t = Transition {
             external_id: Some("pay_under_lock_wait"),
             ..Transition::new(
-                &id,
+                at(&id),
                 Status::InProgress,
                 fence,
                 Event::ProviderSucceeded,
@@ -173,7 +177,7 @@ async fn claim_ready_claims_after_waiting_for_a_concurrent_update_of_the_row() {
     let (store, id) = (fleet.store.clone(), op.clone());
     let claim = after_a_concurrent_update(&fleet, &op, async move {
         store
-            .claim_ready(&id, &[], OWNER, LEASE_TTL_MS)
+            .claim_ready(at(&id), &[], OWNER, LEASE_TTL_MS)
             .await
             .unwrap()
     })
@@ -191,7 +195,7 @@ async fn claim_with_the_read_fence_claims_after_waiting_for_a_concurrent_update_
     let (fleet, op) = approved().await;
     let (store, id) = (fleet.store.clone(), op.clone());
     let claim = after_a_concurrent_update(&fleet, &op, async move {
-        store.claim(&id, 0, OWNER, LEASE_TTL_MS).await.unwrap()
+        store.claim(at(&id), 0, OWNER, LEASE_TTL_MS).await.unwrap()
     })
     .await;
     assert!(
@@ -207,7 +211,7 @@ async fn approve_succeeds_after_waiting_for_a_concurrent_update_of_the_row() {
     let (store, id) = (fleet.store.clone(), op.clone());
     let outcome = after_a_concurrent_update(&fleet, &op, async move {
         store
-            .approve(&id, &hash, &fleet_tests::decider("ann"), None)
+            .approve(at(&id), &hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap()
     })
@@ -226,7 +230,7 @@ async fn reject_cancels_after_waiting_for_a_concurrent_update_of_the_row() {
     let (store, id) = (fleet.store.clone(), op.clone());
     let outcome = after_a_concurrent_update(&fleet, &op, async move {
         store
-            .reject(&id, &fleet_tests::decider("ann"), "wrong beneficiary")
+            .reject(at(&id), &fleet_tests::decider("ann"), "wrong beneficiary")
             .await
             .unwrap()
     })
@@ -251,7 +255,7 @@ async fn a_webhook_is_applied_after_waiting_for_a_concurrent_update_of_the_row()
         payload_hash: format!("sha256:{}", "ab".repeat(32)),
         object: ReportedObject {
             id: Some("pay_from_webhook".into()),
-            reference: Some(op.clone()),
+            reference: Some(fleet_tests::reference(&op)),
             status: Some("succeeded".into()),
             amount_minor: Some(1_250_000),
             currency: Some("KZT".into()),
@@ -383,21 +387,21 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
     let store = fleet_store::Store::connect(&fleet.database_url, 1).unwrap();
     assert_eq!(
         store
-            .approve(&op, &hash, &fleet_tests::decider("ann"), None)
+            .approve(at(&op), &hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap(),
         ApprovalOutcome::Approved
     );
     assert_eq!(
         store
-            .reject(&other, &fleet_tests::decider("ann"), "duplicate")
+            .reject(at(&other), &fleet_tests::decider("ann"), "duplicate")
             .await
             .unwrap(),
         RejectOutcome::Rejected
     );
     assert_eq!(
         store
-            .approve(&other, &other_hash, &fleet_tests::decider("ann"), None)
+            .approve(at(&other), &other_hash, &fleet_tests::decider("ann"), None)
             .await
             .unwrap(),
         ApprovalOutcome::NotPending {
@@ -406,19 +410,22 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
         }
     );
     assert!(matches!(
-        store.claim(&op, 5, OWNER, LEASE_TTL_MS).await.unwrap(),
+        store.claim(at(&op), 5, OWNER, LEASE_TTL_MS).await.unwrap(),
         Claim::NotClaimable
     ));
     let Claim::Claimed(c) = store
-        .claim_ready(&op, &[], OWNER, LEASE_TTL_MS)
+        .claim_ready(at(&op), &[], OWNER, LEASE_TTL_MS)
         .await
         .unwrap()
     else {
         panic!("claimable")
     };
-    assert!(store.renew_lease(&op, c.fence, LEASE_TTL_MS).await.unwrap());
+    assert!(store
+        .renew_lease(at(&op), c.fence, LEASE_TTL_MS)
+        .await
+        .unwrap());
     let t = Transition::new(
-        &op,
+        at(&op),
         Status::InProgress,
         c.fence,
         Event::ProviderSucceeded,
@@ -515,14 +522,14 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
     for (op, hash) in [(&op, &hash), (&second, &second_hash)] {
         assert_eq!(
             store
-                .approve(op, hash, &fleet_tests::decider("ann"), None)
+                .approve(at(op), hash, &fleet_tests::decider("ann"), None)
                 .await
                 .unwrap(),
             ApprovalOutcome::Approved
         );
     }
     let claimed = store
-        .claim_ready_many(&[op.as_str()], &[], OWNER, LEASE_TTL_MS)
+        .claim_ready_many(&[at(op.as_str())], &[], OWNER, LEASE_TTL_MS)
         .await
         .unwrap();
     assert_eq!(claimed.len(), 1, "planned and run on a near-empty table");
@@ -537,8 +544,8 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
                 'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_2' || lpad(i::text, 25, '0'),
                 now() + interval '1 hour', 'approved', 'sha256:' || repeat('0', 64)
          FROM generate_series(1, 5000) i;
-         INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash)
-         SELECT 'op_2' || lpad(i::text, 25, '0'), 'ann', 'token', 'sha256:' || repeat('0', 64)
+         INSERT INTO approvals (operation_id, tenant_id, principal, signed_in_with, payload_hash)
+         SELECT 'op_2' || lpad(i::text, 25, '0'), 'org_backlog', 'ann', 'token', 'sha256:' || repeat('0', 64)
          FROM generate_series(1, 5000) i;
          SET session_replication_role = origin;",
     )
@@ -556,7 +563,10 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
     assert!(!analysed, "the premise: operations was never analysed");
     let claimed = store
         .claim_ready_many(
-            &[second.as_str(), "op_20000000000000000000000001"],
+            &[
+                at(second.as_str()),
+                fleet_core::OpRef::new("org_backlog", "op_20000000000000000000000001"),
+            ],
             &[],
             OWNER,
             LEASE_TTL_MS,

@@ -5,6 +5,7 @@
 //! the fleet has no record of is what the intent's policy says.
 
 use fleet_core::{PolicySet, Role, Status};
+use fleet_tests::at;
 use fleet_tests::{intent, op_of, refund_intent, ApiProcess, TestFleet};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -57,7 +58,12 @@ async fn a_refund_of_another_tenants_payment_is_refused_object_of_other_tenant_a
             &json!("payload.payment_id")
         )
     );
-    assert!(fleet.store.get(&op_of(&refund)).await.unwrap().is_none());
+    assert!(fleet
+        .store
+        .get(at(&op_of(&refund)))
+        .await
+        .unwrap()
+        .is_none());
 
     // The queue: dead-lettered with the same reason.
     let queued = of_tenant(refund_intent(&payment, 500_000), TENANT);

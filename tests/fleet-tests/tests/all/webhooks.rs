@@ -2,6 +2,7 @@
 //! reached over TCP, the provider simulator sends signed webhooks (duplicated, held,
 //! retried), and every assertion is on the rows.
 
+use fleet_tests::at;
 use std::sync::Arc;
 
 use fleet_broker::Queue;
@@ -53,7 +54,7 @@ fn settled(mut payment: Value, status: &str) -> Value {
 }
 
 async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> Vec<fleet_store::EventRow> {
-    let events = fleet.store.events(op).await.unwrap();
+    let events = fleet.store.events(at(op)).await.unwrap();
     events
         .into_iter()
         .filter(|e| e.kind == "transition" && e.to_status.as_deref() == Some(status))
@@ -394,7 +395,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
     let row = fleet.reaches(&op, Status::Succeeded).await;
     let payment = fleet.sim_payment(&op).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
-    let attempts = fleet.store.attempts(&op).await.unwrap();
+    let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert!(
         attempts[0].finished_at.is_none(),
         "execute is still waiting for the provider's answer"
@@ -438,7 +439,7 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
     let dispute = Transition {
         reason: Some("customer_claims_double_charge"),
         ..Transition::new(
-            &op,
+            at(&op),
             Status::Accepted,
             row.fence,
             Event::OperatorDispute,
@@ -471,7 +472,7 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
             before.fence
         )
     );
-    let events = fleet.store.events(&op).await.unwrap();
+    let events = fleet.store.events(at(&op)).await.unwrap();
     let note = events.last().unwrap();
     assert_eq!(
         (
@@ -513,7 +514,7 @@ async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_app
     let row = fleet.row(&op).await;
     assert_eq!(row.status, Status::Succeeded);
     assert!(row.escalated_at.is_some());
-    let note = fleet.store.events(&op).await.unwrap().pop().unwrap();
+    let note = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(
         (note.kind.as_str(), note.reason.as_deref()),
         ("webhook_conflict", Some("webhook_contradicts_final"))
@@ -606,7 +607,7 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
     assert_eq!(row.status, Status::Unknown, "escalated means hands off");
     let noted = fleet
         .store
-        .events(&op)
+        .events(at(&op))
         .await
         .unwrap()
         .into_iter()
@@ -643,7 +644,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     assert!(
         fleet
             .store
-            .unlinked_webhooks_for(&op)
+            .unlinked_webhooks_for(at(&op))
             .await
             .unwrap()
             .is_empty(),
@@ -653,7 +654,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     fleet.sim_release().await;
     let row = fleet.reaches(&op, Status::Accepted).await;
     assert_eq!(row.external_id.as_deref(), payment["id"].as_str());
-    let unlinked = fleet.store.unlinked_webhooks_for(&op).await.unwrap();
+    let unlinked = fleet.store.unlinked_webhooks_for(at(&op)).await.unwrap();
     assert_eq!(unlinked.len(), 1);
     assert_eq!(
         (
@@ -664,11 +665,12 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     );
 
     // What reconcile does when it looks at the row.
-    let applied = fleet.store.apply_unlinked_webhooks(&op).await.unwrap();
+    let applied = fleet.store.apply_unlinked_webhooks(at(&op)).await.unwrap();
     assert_eq!(
         applied,
         vec![WebhookOutcome::Applied {
             operation_id: op.clone(),
+            tenant_id: fleet_tests::TENANT.to_owned(),
             from: Status::Accepted,
             to: Status::Succeeded
         }]
@@ -684,7 +686,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     );
     assert!(fleet
         .store
-        .apply_unlinked_webhooks(&op)
+        .apply_unlinked_webhooks(at(&op))
         .await
         .unwrap()
         .is_empty());

@@ -5,7 +5,7 @@
 //! refusal answers the page itself with the reason at its top and what the operation is
 //! now.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
@@ -20,12 +20,18 @@ use fleet_store::Resolve;
 use serde::Deserialize;
 
 use super::pages::{error_page, not_found, operation_page};
-use super::present::step_up_of;
+use super::present::{step_up_of, tenant_query};
 use super::session::Signed;
-use crate::decisions::{Decided, DecisionError};
+use crate::decisions::{locate, Addressed, Decided, DecisionError};
 use crate::error::ApiError;
 use crate::signed_approval::SignatureOffer;
 use crate::state::AppState;
+
+/// The operation's tenant, as every form's action names it (`?tenant=`).
+#[derive(Debug, Default, Deserialize)]
+pub struct TenantQuery {
+    tenant: Option<String>,
+}
 
 /// Every field any decision form posts.
 #[derive(Debug, Default, Deserialize)]
@@ -52,14 +58,15 @@ pub struct DecisionForm {
 async fn amount_retyped(
     state: &AppState,
     signed: &Signed,
-    id: &str,
+    at: Addressed<'_>,
     typed: Option<&str>,
 ) -> Result<bool, ApiError> {
-    let Some(op) = state
-        .store
-        .console_operation(id, &signed.principal.tenants)
-        .await?
-    else {
+    let key = match locate(&state.store, &signed.principal.actor(), at).await {
+        Ok((key, _)) => key,
+        Err(DecisionError::Store(e)) => return Err(e.into()),
+        Err(_) => return Ok(true),
+    };
+    let Some(op) = state.store.console_operation(key.op()).await? else {
         return Ok(true);
     };
     Ok(match step_up_of(&op) {
@@ -124,6 +131,10 @@ fn refusal(e: &DecisionError) -> Option<(StatusCode, &'static str)> {
     let invalid = StatusCode::UNPROCESSABLE_ENTITY;
     Some(match e {
         E::Denied(Denial::NotFound | Denial::TenantNotGranted) | E::Store(_) => return None,
+        E::Denied(Denial::Ambiguous) => (
+            conflict,
+            "this id names an operation in more than one of your tenants: open it from a list",
+        ),
         E::Denied(Denial::RoleNotAllowed) => {
             (StatusCode::FORBIDDEN, "your role may not take this decision")
         }
@@ -181,9 +192,11 @@ async fn decide(
     state: AppState,
     signed: Signed,
     id: String,
+    tenant: Option<String>,
     f: DecisionForm,
     asked: Asked,
 ) -> Result<Response, ApiError> {
+    let at = Addressed::new(&id, tenant.as_deref());
     if !f
         .form_token
         .as_deref()
@@ -197,14 +210,14 @@ async fn decide(
     let result = match asked {
         Asked::Approve => {
             let hash = f.payload_hash.as_deref().unwrap_or_default();
-            if !amount_retyped(&state, &signed, &id, f.confirm_amount.as_deref()).await? {
-                let page = operation_page(&state, &signed, &id, None).await?;
+            if !amount_retyped(&state, &signed, at, f.confirm_amount.as_deref()).await? {
+                let page = operation_page(&state, &signed, at, None).await?;
                 return Ok(match page {
-                    Some(page) => page.refused(
+                    Ok(page) => page.refused(
                         StatusCode::UNPROCESSABLE_ENTITY,
                         "Refused: type the amount exactly as this page shows it to confirm a payment this large. Nothing was changed.".to_owned(),
                     ),
-                    None => not_found(),
+                    Err(answer) => answer,
                 });
             }
             // Signed when the person approved with a passkey; otherwise unsigned, which
@@ -220,12 +233,12 @@ async fn decide(
                 SignatureOffer::default()
             };
             decisions
-                .approve(&who, SignIn::Oidc, &id, hash, &offer)
+                .approve(&who, SignIn::Oidc, at, hash, &offer)
                 .await
         }
         Asked::Reject => {
             decisions
-                .reject(&who, SignIn::Oidc, &id, &text(&f.reason))
+                .reject(&who, SignIn::Oidc, at, &text(&f.reason))
                 .await
         }
         Asked::Resolve => match f.outcome.as_deref().and_then(Resolution::parse) {
@@ -242,22 +255,24 @@ async fn decide(
                     external_id,
                     evidence: &evidence,
                 };
-                decisions.resolve(&who, SignIn::Oidc, &id, r).await
+                decisions.resolve(&who, SignIn::Oidc, at, r).await
             }
             None => Err(DecisionError::InvalidField("outcome")),
         },
         Asked::Dispute => {
             decisions
-                .dispute(&who, SignIn::Oidc, &id, &text(&f.reason))
+                .dispute(&who, SignIn::Oidc, at, &text(&f.reason))
                 .await
         }
     };
     let error = match result {
-        Ok(Decided { changed, .. }) => {
+        Ok(Decided { view, changed }) => {
             let done = if changed { asked.done() } else { "already" };
             tracing::info!(principal = %signed.principal.name, operation_id = %id, decision = done, "console decision");
+            let tenant = tenant_query(view["tenant_id"].as_str().unwrap_or_default());
             return Ok(
-                Redirect::to(&format!("/console/operations/{id}?done={done}")).into_response(),
+                Redirect::to(&format!("/console/operations/{id}?{tenant}&done={done}"))
+                    .into_response(),
             );
         }
         Err(DecisionError::Store(e)) => return Err(e.into()),
@@ -267,9 +282,9 @@ async fn decide(
     let Some((status, words)) = refusal(&error) else {
         return Ok(not_found());
     };
-    Ok(match operation_page(&state, &signed, &id, None).await? {
-        Some(page) => page.refused(status, format!("Refused: {words}. Nothing was changed.")),
-        None => not_found(),
+    Ok(match operation_page(&state, &signed, at, None).await? {
+        Ok(page) => page.refused(status, format!("Refused: {words}. Nothing was changed.")),
+        Err(answer) => answer,
     })
 }
 
@@ -277,34 +292,38 @@ pub async fn approve(
     State(state): State<AppState>,
     signed: Signed,
     Path(id): Path<String>,
+    Query(q): Query<TenantQuery>,
     Form(f): Form<DecisionForm>,
 ) -> Result<Response, ApiError> {
-    decide(state, signed, id, f, Asked::Approve).await
+    decide(state, signed, id, q.tenant, f, Asked::Approve).await
 }
 
 pub async fn reject(
     State(state): State<AppState>,
     signed: Signed,
     Path(id): Path<String>,
+    Query(q): Query<TenantQuery>,
     Form(f): Form<DecisionForm>,
 ) -> Result<Response, ApiError> {
-    decide(state, signed, id, f, Asked::Reject).await
+    decide(state, signed, id, q.tenant, f, Asked::Reject).await
 }
 
 pub async fn resolve(
     State(state): State<AppState>,
     signed: Signed,
     Path(id): Path<String>,
+    Query(q): Query<TenantQuery>,
     Form(f): Form<DecisionForm>,
 ) -> Result<Response, ApiError> {
-    decide(state, signed, id, f, Asked::Resolve).await
+    decide(state, signed, id, q.tenant, f, Asked::Resolve).await
 }
 
 pub async fn dispute(
     State(state): State<AppState>,
     signed: Signed,
     Path(id): Path<String>,
+    Query(q): Query<TenantQuery>,
     Form(f): Form<DecisionForm>,
 ) -> Result<Response, ApiError> {
-    decide(state, signed, id, f, Asked::Dispute).await
+    decide(state, signed, id, q.tenant, f, Asked::Dispute).await
 }

@@ -4,9 +4,10 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use fleet_core::authz::Denial;
 use fleet_core::objects::ObjectRef;
 use fleet_core::step_up::StepUp;
-use fleet_core::{Action, OperationId, Status};
+use fleet_core::{Action, Status};
 use fleet_store::{ConsoleOperation, OperationSearch};
 use serde::Deserialize;
 
@@ -17,6 +18,7 @@ use super::present::{
 };
 use super::session::Signed;
 use super::{console, html};
+use crate::decisions::{locate, Addressed, DecisionError};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -184,6 +186,8 @@ pub async fn operations(
 #[derive(Debug, Default, Deserialize)]
 pub struct DoneQuery {
     done: Option<String>,
+    /// The operation's tenant, needed when two of the person's tenants hold the id.
+    tenant: Option<String>,
 }
 
 /// What a finished decision says when the browser comes back to the page.
@@ -209,9 +213,10 @@ pub async fn operation(
     Query(q): Query<DoneQuery>,
 ) -> Result<Response, ApiError> {
     let banner = done_banner(q.done.as_deref());
-    Ok(match operation_page(&state, &signed, &id, banner).await? {
-        Some(page) => html(page.render()),
-        None => not_found(),
+    let at = Addressed::new(&id, q.tenant.as_deref());
+    Ok(match operation_page(&state, &signed, at, banner).await? {
+        Ok(page) => html(page.render()),
+        Err(answer) => answer,
     })
 }
 
@@ -223,25 +228,35 @@ pub fn not_found() -> Response {
     )
 }
 
-/// The operation page as `signed` may see it, `None` when it is not theirs to see.
+/// An id two of the person's tenants hold, named without its tenant.
+pub fn ambiguous() -> Response {
+    error_page(
+        StatusCode::CONFLICT,
+        "Which tenant?",
+        "This id names an operation in more than one of your tenants. Open it from a list, or add ?tenant= with its tenant to the address.",
+    )
+}
+
+/// The operation page as `signed` may see it; otherwise the page to answer instead (not
+/// found when it is not theirs to see, exactly as a free id; which tenant, when two of
+/// theirs hold the id).
 pub async fn operation_page(
     state: &AppState,
     signed: &Signed,
-    id: &str,
+    at: Addressed<'_>,
     banner: Option<Banner>,
-) -> Result<Option<OperationPage>, ApiError> {
-    if OperationId::parse(id).is_err() {
-        return Ok(None);
-    }
-    let Some(op) = state
-        .store
-        .console_operation(id, &signed.principal.tenants)
-        .await?
-    else {
-        return Ok(None);
+) -> Result<Result<OperationPage, Response>, ApiError> {
+    let key = match locate(&state.store, &signed.principal.actor(), at).await {
+        Ok((key, _)) => key,
+        Err(DecisionError::Denied(Denial::Ambiguous)) => return Ok(Err(ambiguous())),
+        Err(DecisionError::Store(e)) => return Err(e.into()),
+        Err(_) => return Ok(Err(not_found())),
     };
-    let attempts = state.store.attempts(id).await?;
-    let events = state.store.events(id).await?;
+    let Some(op) = state.store.console_operation(key.op()).await? else {
+        return Ok(Err(not_found()));
+    };
+    let attempts = state.store.attempts(key.op()).await?;
+    let events = state.store.events(key.op()).await?;
     let deal = match (&op.row.target, op.row.action.as_str(), &console(state).crm) {
         (Some(deal_id), "crm.deal.update", Some(crm)) => {
             DealChange::of(&op, crm.get_deal(deal_id).await.map_err(|e| e.to_string()))
@@ -258,7 +273,7 @@ pub async fn operation_page(
     };
     let approvals = state
         .store
-        .approvals_given(id)
+        .approvals_given(key.op())
         .await?
         .iter()
         .map(ApprovalLine::of)
@@ -274,7 +289,7 @@ pub async fn operation_page(
         .filter(|e| e.kind == "lookup")
         .map(EventLine::of)
         .collect();
-    Ok(Some(OperationPage {
+    Ok(Ok(OperationPage {
         me: me(signed),
         detail: Detail::of(&op),
         card,

@@ -45,6 +45,9 @@ impl Me {
 pub struct Card {
     pub id: String,
     pub tenant: String,
+    /// `tenant=<the tenant, percent-encoded>`: every link and form of the operation names
+    /// its tenant, since ids are unique per tenant only (docs/design.md#tenant-boundaries).
+    pub tenant_query: String,
     pub headline: String,
     pub action: String,
     pub status: Status,
@@ -102,6 +105,7 @@ impl Card {
         Card {
             id: r.operation_id.clone(),
             tenant: reveal(&r.tenant_id),
+            tenant_query: tenant_query(&r.tenant_id),
             headline: reveal(&describe(&r.action, r.target.as_deref(), &r.payload)),
             action: reveal(&r.action),
             status: r.status,
@@ -120,6 +124,13 @@ impl Card {
             created_at: r.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
         }
     }
+}
+
+/// `tenant=<tenant>`, percent-encoded, for a console link or form of one operation.
+pub fn tenant_query(tenant: &str) -> String {
+    url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("tenant", tenant)
+        .finish()
 }
 
 /// Everything else the operation page shows about the snapshot and its decision.

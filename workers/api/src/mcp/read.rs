@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::answers::{answer, bad_arguments, refusal};
 use crate::auth::Caller;
+use crate::decisions::Addressed;
 use crate::operations::{
     list_page, read_view, view_filter, Wait, DEFAULT_PAGE, DEFAULT_WAIT_S, MAX_PAGE, MAX_WAIT_S,
 };
@@ -37,6 +38,10 @@ pub enum WaitForArg {
 pub struct GetOperationArgs {
     /// The id a proposal tool answered with (`op_…`).
     pub operation_id: String,
+    /// The operation's tenant: needed only when two of the caller's tenants hold the id
+    /// (ids are unique per tenant).
+    #[serde(default)]
+    pub tenant_id: Option<String>,
     /// Wait before answering: for the approval's decision, or for the end. Either wait
     /// also ends when the operation is escalated to a person.
     #[serde(default)]
@@ -100,7 +105,8 @@ pub async fn get_operation(
         wait_for,
         timeout: Duration::from_secs(timeout_s),
     };
-    let read = read_view(state, &caller.0, held, &args.operation_id, wait);
+    let at = Addressed::new(&args.operation_id, args.tenant_id.as_deref());
+    let read = read_view(state, &caller.0, held, at, wait);
     let view = tokio::select! {
         view = read => view,
         // Nobody reads this answer: the call was withdrawn.

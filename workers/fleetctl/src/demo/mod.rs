@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use clap::Args;
 use fleet_broker::{Publisher, Queue};
-use fleet_core::OperationId;
+use fleet_core::{OpKey, OpRef};
 use fleet_store::Store;
 use serde_json::{json, Value};
 
@@ -102,7 +102,7 @@ async fn approve_all(
             continue;
         }
         let sign = store
-            .get(op)
+            .get(OpRef::new(&intent.intent.snapshot.tenant_id, op))
             .await?
             .is_some_and(|row| row.signatures_required > 0);
         let signed = if sign { ", each signed" } else { "" };
@@ -185,10 +185,15 @@ async fn drive(
     );
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout_s);
-    let ids: Vec<OperationId> = plan
+    let ids: Vec<OpKey> = plan
         .intents
         .iter()
-        .map(|i| i.intent.operation_id.clone())
+        .map(|i| {
+            OpKey::new(
+                &*i.intent.snapshot.tenant_id,
+                i.intent.operation_id.as_str(),
+            )
+        })
         .collect();
     report::wait_until(&store, &ids, deadline, |row| row.is_some(), "prepared").await?;
     // Someone else puts the last order on hold after the agent read it at `paid`.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fleet_core::wording::describe;
-use fleet_core::{OperationId, Status};
+use fleet_core::{OpKey, OpRef, Status};
 use fleet_store::{OperationRow, Store};
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
@@ -15,7 +15,7 @@ use super::intents::Plan;
 /// Polls until `done` holds for every operation, or fails at `deadline`.
 pub async fn wait_until(
     store: &Store,
-    ids: &[OperationId],
+    ids: &[OpKey],
     deadline: Instant,
     done: impl Fn(Option<&OperationRow>) -> bool,
     what: &str,
@@ -23,7 +23,7 @@ pub async fn wait_until(
     loop {
         let mut waiting = 0;
         for id in ids {
-            if !done(store.get(id.as_str()).await?.as_ref()) {
+            if !done(store.get(id.op()).await?.as_ref()) {
                 waiting += 1;
             }
         }
@@ -127,7 +127,8 @@ pub async fn change_payee_account(sim_url: &str, payee: &str) -> anyhow::Result<
 async fn print_changed_payee(store: &Store, plan: &Plan, api_url: &str) -> anyhow::Result<()> {
     for intent in &plan.intents {
         let op = intent.intent.operation_id.as_str();
-        let Some(row) = store.get(op).await? else {
+        let key = OpRef::new(&intent.intent.snapshot.tenant_id, op);
+        let Some(row) = store.get(key).await? else {
             continue;
         };
         if row.payload["beneficiary_id"] != plan.changed_payee {
@@ -138,7 +139,7 @@ async fn print_changed_payee(store: &Store, plan: &Plan, api_url: &str) -> anyho
             .as_ref()
             .map_or(Value::Null, |p| p["version"].clone());
         let now = store
-            .events(op)
+            .events(key)
             .await?
             .into_iter()
             .find_map(|e| e.evidence?.get("payee_changed").cloned());
@@ -173,10 +174,11 @@ pub async fn print(
     for intent in &plan.intents {
         let op = intent.intent.operation_id.as_str();
         let row = store
-            .get(op)
+            .get(OpRef::new(&intent.intent.snapshot.tenant_id, op))
             .await?
             .ok_or_else(|| anyhow::anyhow!("{op} vanished"))?;
-        let n = effects(&client, sim_url, op).await?;
+        // The provider knows the operation by its stored key.
+        let n = effects(&client, sim_url, &row.idempotency_key).await?;
         // Exactly once: one effect iff the log says succeeded, none otherwise.
         // (An escalated, non-final operation is waiting for a person, not a disagreement.)
         if row.status.is_final() && n != i64::from(row.status == Status::Succeeded) {
@@ -209,13 +211,14 @@ pub async fn print(
     println!();
     for intent in &plan.intents {
         let op = intent.intent.operation_id.as_str();
-        let Some(row) = store.get(op).await? else {
+        let key = OpRef::new(&intent.intent.snapshot.tenant_id, op);
+        let Some(row) = store.get(key).await? else {
             continue;
         };
         if row.signatures_required == 0 {
             continue;
         }
-        let signed = store.signed_approvals(op, &row.payload_hash).await?;
+        let signed = store.signed_approvals(key, &row.payload_hash).await?;
         let signers: Vec<&str> = signed
             .approvals
             .iter()
