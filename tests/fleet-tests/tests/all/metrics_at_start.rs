@@ -61,27 +61,37 @@ fn logged_addr(log: &str, message: &str) -> Option<String> {
         .and_then(|v| v["addr"].as_str().map(str::to_owned))
 }
 
-/// The process's first scrape once its work has started: the series are created when
-/// the worker's run begins, just after the admin server listens.
-async fn scrape_at_start(
+/// Scrapes the process until every expected series is exported (its run registers them
+/// just after the admin server listens, so an early scrape may come before), at most
+/// until the deadline, then asserts each one is there with the value 0: nothing has
+/// happened yet, so a series that is not 0, or never appears, is the failure.
+async fn exports_at_zero(
     fleet: &TestFleet,
     process: &WorkerProcess,
-    first_owned: &str,
-) -> Vec<Sample> {
+    binary: &str,
+    expected: &[(&str, &[(&str, &str)])],
+) {
     let admin = eventually(&format!("{} to serve /metrics", process.name), || async {
         logged_addr(&process.log_text(), "admin server listening")
     })
     .await;
-    let text = eventually(&format!("{} to export {first_owned}", process.name), || {
-        let http = fleet.http.clone();
-        let url = format!("http://{admin}/metrics");
-        async move {
-            let text = http.get(url).send().await.ok()?.text().await.ok()?;
-            text.contains(first_owned).then_some(text)
+    let url = format!("http://{admin}/metrics");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let all = loop {
+        let text = match fleet.http.get(&url).send().await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let all = samples(&text);
+        let complete = expected
+            .iter()
+            .all(|(name, labels)| find(&all, name, labels).is_some());
+        if complete || tokio::time::Instant::now() >= deadline {
+            break all;
         }
-    })
-    .await;
-    samples(&text)
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_at_zero(binary, &all, expected);
 }
 
 /// Asserts each expected series is present with the value 0.
@@ -118,10 +128,10 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
     let relay = fleet.spawn_process("fleet-relay", &[]);
     let api = fleet.spawn_process("fleet-api", &[("API_ADDR", "127.0.0.1:0")]);
 
-    let all = scrape_at_start(&fleet, &prepare, "fleet_intents_prepared_total").await;
-    assert_at_zero(
+    exports_at_zero(
+        &fleet,
+        &prepare,
         "fleet-prepare",
-        &all,
         &[
             ("fleet_intents_prepared_total", &[("outcome", "prepared")]),
             (
@@ -167,12 +177,13 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
                 &[("queue", "intents.prepare"), ("op", "ack")],
             ),
         ],
-    );
+    )
+    .await;
 
-    let all = scrape_at_start(&fleet, &execute, "fleet_version_conflicts_total").await;
-    assert_at_zero(
+    exports_at_zero(
+        &fleet,
+        &execute,
         "fleet-execute",
-        &all,
         &[
             ("fleet_version_conflicts_total", &[("provider", "crm")]),
             ("fleet_version_conflicts_total", &[("provider", "orders")]),
@@ -237,12 +248,13 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
             ),
             ("fleet_broker_reconnects_total", &[("role", "publisher")]),
         ],
-    );
+    )
+    .await;
 
-    let all = scrape_at_start(&fleet, &reconcile, "fleet_time_to_reconciliation_seconds").await;
-    assert_at_zero(
+    exports_at_zero(
+        &fleet,
+        &reconcile,
         "fleet-reconcile",
-        &all,
         &[
             ("fleet_lease_expired_total", &[("action", "any")]),
             ("fleet_lease_expired_total", &[("action", "payment.create")]),
@@ -271,12 +283,13 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
                 &[("queue", "operations.execute"), ("outcome", "confirmed")],
             ),
         ],
-    );
+    )
+    .await;
 
-    let all = scrape_at_start(&fleet, &webhooks, "fleet_webhook_events_total").await;
-    assert_at_zero(
+    exports_at_zero(
+        &fleet,
+        &webhooks,
         "fleet-webhook-ingest",
-        &all,
         &[
             (
                 "fleet_webhook_events_total",
@@ -314,23 +327,25 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
                 &[("queue", "webhooks.ingest"), ("outcome", "confirmed")],
             ),
         ],
-    );
+    )
+    .await;
 
-    let all = scrape_at_start(&fleet, &relay, "fleet_events_published_total").await;
-    assert_at_zero(
+    exports_at_zero(
+        &fleet,
+        &relay,
         "fleet-relay",
-        &all,
         &[
             ("fleet_events_published_total", &[("type", "succeeded")]),
             ("fleet_events_published_total", &[("type", "prepared")]),
             ("fleet_events_publish_failures_total", &[]),
         ],
-    );
+    )
+    .await;
 
-    let all = scrape_at_start(&fleet, &api, "fleet_api_waiting_requests").await;
-    assert_at_zero(
+    exports_at_zero(
+        &fleet,
+        &api,
         "fleet-api",
-        &all,
         &[
             ("fleet_api_waiting_requests", &[]),
             ("fleet_intents_prepared_total", &[("outcome", "prepared")]),
@@ -339,7 +354,8 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
                 &[("action", "refund.create")],
             ),
         ],
-    );
+    )
+    .await;
 
     drop((prepare, execute, reconcile, webhooks, relay, api));
     fleet.stop().await;
