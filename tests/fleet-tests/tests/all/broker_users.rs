@@ -17,7 +17,8 @@ use fleet_tests::{
 use reqwest::StatusCode;
 use serde_json::json;
 
-fn refused(e: &lapin::Error) -> bool {
+/// Whether the broker refused the operation for want of a permission (ACCESS_REFUSED).
+pub(crate) fn refused(e: &lapin::Error) -> bool {
     matches!(e.kind(), lapin::ErrorKind::ProtocolError(p) if matches!(p.kind(), AMQPErrorKind::Soft(AMQPSoftError::ACCESSREFUSED)))
 }
 

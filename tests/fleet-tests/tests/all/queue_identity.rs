@@ -6,10 +6,10 @@
 //! dead-lettered `unknown_submitter`. The same user may follow only its own tenants'
 //! outcome events, on queues of its own.
 
+use super::broker_users::refused;
 use fleet_broker::lapin::options::{
     BasicPublishOptions, ConfirmSelectOptions, QueueBindOptions, QueueDeclareOptions,
 };
-use fleet_broker::lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use fleet_broker::lapin::types::{AMQPValue, FieldTable};
 use fleet_broker::lapin::{self, BasicProperties, Connection, ConnectionProperties};
 use fleet_broker::{dead_letters, BrokerConfig, Publisher, Queue, TopologyMode, SENDER_HEADER};
@@ -250,10 +250,6 @@ async fn prepare_maps_the_validated_broker_user_to_its_principal_and_refuses_the
         .is_err());
     drop(prepare);
     fleet.stop().await;
-}
-
-fn refused(e: &lapin::Error) -> bool {
-    matches!(e.kind(), lapin::ErrorKind::ProtocolError(p) if matches!(p.kind(), AMQPErrorKind::Soft(AMQPSoftError::ACCESSREFUSED)))
 }
 
 /// Declares `queue` and binds it to the events exchange with `key`, as `url`'s user, on a
