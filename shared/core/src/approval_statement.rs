@@ -11,7 +11,7 @@
 //!
 //! The words (`action`, `amount`, `payee`, `summary`) are derived here from the stored
 //! snapshot, and the payee's name, masked account and version from the payee evidence
-//! kept at intake (`payee.rs`; all three `null` when the payee is unknown or the action
+//! kept at intake (`fleet_intake::payee`; all three `null` when the payee is unknown or the action
 //! names none), never taken from whoever asks for a signature or presents one: the signer
 //! rebuilds them from the operation it fetched (and checks its hash), and the verifier
 //! rebuilds them from the row it is about to execute. A signature thus binds the payee

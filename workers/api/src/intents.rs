@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use fleet_core::intent::MAX_INTENT_BYTES;
 use fleet_core::{authz, supersede, ApiAction, OpRef};
-use fleet_prepare::intake::{self, Intake, Refusal, WriteError, Written};
+use fleet_intake::intake::{self, WriteError, Written};
+use fleet_intake::{Intake, Refusal};
 use serde_json::Value;
 
 use crate::auth::Caller;

@@ -52,7 +52,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use fleet_broker::Publisher;
-use fleet_prepare::IntakeRules;
+use fleet_intake::IntakeRules;
 use fleet_runtime::metric_names as m;
 use fleet_runtime::{http_server, RequestSlots};
 use fleet_store::Store;

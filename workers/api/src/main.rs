@@ -8,7 +8,7 @@ use clap::Parser;
 use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::{ApiDeps, ApiSettings};
 use fleet_broker::Publisher;
-use fleet_prepare::{IntakeRules, PayeeDirectory};
+use fleet_intake::{IntakeRules, PayeeDirectory};
 use fleet_providers::ProviderConfigs;
 use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PolicyArgs, ProviderArgs};
 

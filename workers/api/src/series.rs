@@ -7,7 +7,7 @@
 use fleet_runtime::metric_names as m;
 
 pub fn series_at_zero() {
-    // The intake is the same as fleet-prepare's, and counts the same way.
-    fleet_prepare::series::intake_series_at_zero();
+    // The intake is fleet-prepare's too (fleet_intake), and counts the same way.
+    fleet_intake::series::intake_series_at_zero();
     metrics::gauge!(m::API_WAITING_REQUESTS).increment(0.0);
 }

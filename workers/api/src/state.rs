@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use fleet_prepare::IntakeRules;
+use fleet_intake::IntakeRules;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 

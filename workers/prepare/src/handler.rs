@@ -10,11 +10,11 @@ use fleet_core::ValidIntent;
 use fleet_runtime::Batcher;
 use fleet_store::{settle_batch, PrepareOutcome, Requirement, Store, StoreError};
 
-use crate::intake::{
-    against_world, judged, store_intent_by, unless_prepared_before, validate, CheckedIntent,
-    Intake, IntakeRules,
-};
 use crate::submitter::{submitter, AnonymousIntents};
+use fleet_intake::intake::{
+    against_world, judged, store_intent_by, unless_prepared_before, validate,
+};
+use fleet_intake::{CheckedIntent, Intake, IntakeRules};
 
 /// Most intents one transaction writes.
 const MAX_BATCH: usize = 64;

@@ -1,16 +1,13 @@
 //! fleet-prepare: turns intent.v1 messages into immutable, pending-approval operations.
 //! Its one external call is a read: the payee's lookup in the provider's directory, kept
-//! with the operation as evidence (`payee.rs`). It refuses actions on providers that
+//! with the operation as evidence (`fleet_intake::payee`). It refuses actions on providers that
 //! cannot execute them safely (the capability guard). A message that breaks the contract is dead-lettered at
 //! once with its reason and nothing is written for it, as is an intent whose
-//! `policy_version` names no quorum policy in force (`POLICY_DIR`). The HTTP API validates and
-//! writes intents with the same [`intake`] functions.
+//! `policy_version` names no quorum policy in force (`POLICY_DIR`). The checks and the write
+//! are `fleet_intake`'s, which the HTTP API uses too; this worker adds the queue's own part:
+//! who sent the message (`submitter`), the batched write, and the dead-letter.
 
 mod handler;
-pub mod intake;
-pub mod objects;
-pub mod payee;
-pub mod risk;
 pub mod series;
 pub mod submitter;
 
@@ -21,9 +18,9 @@ use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
 pub use fleet_core::catalogue::ProviderCapabilities;
+pub use fleet_intake::PayeeDirectory;
+pub use fleet_intake::{intake, store_intent, CheckedIntent, Intake, IntakeRules, Refusal};
 pub use handler::{disposition, PrepareHandler};
-pub use intake::{intake, store_intent, CheckedIntent, Intake, IntakeRules, Refusal};
-pub use payee::PayeeDirectory;
 pub use submitter::AnonymousIntents;
 
 /// Everything `run` needs, built by `main` (or by a test).

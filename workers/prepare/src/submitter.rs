@@ -10,7 +10,7 @@ use fleet_core::authz::{may_submit, Denial};
 use fleet_store::{Principal, Store};
 use tracing::warn;
 
-use crate::intake::{counted, CheckedIntent, Intake, Refusal};
+use fleet_intake::checked::{counted, CheckedIntent, Intake, Refusal};
 
 /// The refusal of an intent whose sender no principal speaks as.
 pub const UNKNOWN_SUBMITTER: &str = "unknown_submitter";

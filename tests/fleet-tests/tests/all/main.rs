@@ -26,6 +26,7 @@ mod decisions;
 mod event_types;
 mod events;
 mod execute;
+mod layout;
 mod log_hygiene;
 mod mcp;
 mod metrics_at_start;

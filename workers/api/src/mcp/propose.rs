@@ -7,7 +7,7 @@
 
 use fleet_core::intent::proposal;
 use fleet_core::{Action, ApiAction, ApprovalStatus};
-use fleet_prepare::intake;
+use fleet_intake::intake;
 use rmcp::model::CallToolResult;
 use schemars::JsonSchema;
 use serde::Serialize;

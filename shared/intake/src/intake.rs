@@ -7,87 +7,14 @@
 //! prepared operation waits for its approvers, and the approval that completes its quorum
 //! rings execute.
 
-use std::sync::Arc;
-
-use crate::payee::PayeeDirectory;
-use fleet_core::catalogue::{guard, ProviderCapabilities};
+use fleet_core::catalogue::guard;
 use fleet_core::payee::PayeeEvidence;
-use fleet_core::risk::RiskCue;
-use fleet_core::{parse_intent, IntentError, PolicySet, ValidIntent};
+use fleet_core::{parse_intent, IntentError, ValidIntent};
 use fleet_runtime::metric_names as m;
-use fleet_store::{PrepareOutcome, Requirement, Store, StoreError};
+use fleet_store::{PrepareOutcome, Store, StoreError};
 use tracing::{info, warn};
 
-/// What an intent is checked against besides the contract: what the providers guarantee
-/// (the capability guard), the quorum policies in force, and the providers' directories of
-/// payees.
-#[derive(Debug, Clone)]
-pub struct IntakeRules {
-    pub providers: ProviderCapabilities,
-    pub policies: Arc<PolicySet>,
-    pub payees: PayeeDirectory,
-}
-
-/// An intent that passed every check, with the number of distinct approvers its policy
-/// requires for it.
-#[derive(Debug, Clone)]
-pub struct CheckedIntent {
-    pub intent: ValidIntent,
-    pub approvals_required: u8,
-    /// How many of those approvals must be signed by their approvers (0: none).
-    pub signatures_required: u8,
-    /// Who the effect goes to, as the provider's directory described it at intake.
-    pub payee: Option<PayeeEvidence>,
-    /// A payment's risk cues (`crate::risk`); `None` for what is no payment.
-    pub risk: Option<Vec<RiskCue>>,
-}
-
-impl CheckedIntent {
-    /// What the operation needs before it may run, as the store records it.
-    pub fn requirement(&self) -> Requirement {
-        Requirement {
-            approvals_required: i16::from(self.approvals_required),
-            signatures_required: i16::from(self.signatures_required),
-            payee: self.payee.as_ref().map(PayeeEvidence::to_json),
-            risk: self
-                .risk
-                .as_ref()
-                .and_then(|cues| serde_json::to_value(cues).ok()),
-        }
-    }
-}
-
-/// The fate of one intent.
-#[derive(Debug)]
-pub enum Intake {
-    /// Stored now, approval pending.
-    Prepared(ValidIntent),
-    /// The same snapshot was stored before (a redelivery or a resend): nothing to do.
-    AlreadyPrepared(ValidIntent),
-    /// Refused for good: the same message is refused every time. Nothing was written.
-    Refused(Refusal),
-    /// Postgres failed in a way that says nothing about the intent (down, overloaded,
-    /// a lock or serialisation conflict): the same message may succeed later.
-    Unavailable(StoreError),
-}
-
-/// Why an intent was refused, as a sender can be told.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// A bounded code: the dead-letter reason (see docs/protocol.md).
-    pub reason: &'static str,
-    /// The member the refusal is about (`payload.amount_minor`), when there is one.
-    pub field: Option<String>,
-}
-
-impl Refusal {
-    pub(crate) fn new(reason: &'static str, field: Option<&str>) -> Self {
-        Refusal {
-            reason,
-            field: field.map(str::to_owned),
-        }
-    }
-}
+use crate::checked::{count, counted, CheckedIntent, Intake, IntakeRules, Refusal};
 
 /// Validates `bytes` as an intent.v1 message, looks its payee up and, if it passes,
 /// stores it (the queue's intake: no authenticated submitter).
@@ -312,7 +239,7 @@ pub async fn store_intent_by(
 }
 
 /// What the store's answer for `checked` means for its sender, logged and counted here.
-pub(crate) fn judged(
+pub fn judged(
     checked: CheckedIntent,
     submitted_by: Option<&str>,
     stored: Result<PrepareOutcome, StoreError>,
@@ -384,13 +311,4 @@ fn refusal_of(e: &IntentError) -> Refusal {
 
 fn refused(refusal: Refusal) -> Intake {
     Intake::Refused(counted(refusal))
-}
-
-pub(crate) fn counted(refusal: Refusal) -> Refusal {
-    count(refusal.reason);
-    refusal
-}
-
-fn count(outcome: &'static str) {
-    metrics::counter!(m::INTENTS_PREPARED_TOTAL, "outcome" => outcome).increment(1);
 }

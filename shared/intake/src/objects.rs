@@ -8,7 +8,7 @@ use fleet_core::objects::{ownership, Ownership, OBJECT_OF_OTHER_TENANT, OBJECT_U
 use fleet_store::{Store, StoreError};
 use tracing::{info, warn};
 
-use crate::intake::{counted, CheckedIntent, IntakeRules, Refusal};
+use crate::checked::{counted, CheckedIntent, IntakeRules, Refusal};
 
 /// `checked` with its quorum raised as its policy asks for objects the fleet has no record
 /// of; a refusal for an object of another tenant, or one its policy refuses. Postgres

@@ -9,7 +9,7 @@ use fleet_core::Action;
 use fleet_store::{Store, StoreError};
 use tracing::info;
 
-use crate::intake::{CheckedIntent, IntakeRules};
+use crate::checked::{CheckedIntent, IntakeRules};
 
 /// `checked` with its risk cues, and its quorum raised as its policy asks when flagged.
 /// An intent that is no payment is returned as it came.

@@ -1,0 +1,94 @@
+//! What the intake passes from check to check and answers with: the rules an intent is
+//! checked against, the intent once checked, its fate, and a refusal as its sender is told
+//! it. Every refusal is counted here, once (`fleet_intents_prepared_total` by outcome).
+
+use std::sync::Arc;
+
+use fleet_core::catalogue::ProviderCapabilities;
+use fleet_core::payee::PayeeEvidence;
+use fleet_core::risk::RiskCue;
+use fleet_core::{PolicySet, ValidIntent};
+use fleet_runtime::metric_names as m;
+use fleet_store::{Requirement, StoreError};
+
+use crate::payee::PayeeDirectory;
+
+/// What an intent is checked against besides the contract: what the providers guarantee
+/// (the capability guard), the quorum policies in force, and the providers' directories of
+/// payees.
+#[derive(Debug, Clone)]
+pub struct IntakeRules {
+    pub providers: ProviderCapabilities,
+    pub policies: Arc<PolicySet>,
+    pub payees: PayeeDirectory,
+}
+
+/// An intent that passed every check, with the number of distinct approvers its policy
+/// requires for it.
+#[derive(Debug, Clone)]
+pub struct CheckedIntent {
+    pub intent: ValidIntent,
+    pub approvals_required: u8,
+    /// How many of those approvals must be signed by their approvers (0: none).
+    pub signatures_required: u8,
+    /// Who the effect goes to, as the provider's directory described it at intake.
+    pub payee: Option<PayeeEvidence>,
+    /// A payment's risk cues (`crate::risk`); `None` for what is no payment.
+    pub risk: Option<Vec<RiskCue>>,
+}
+
+impl CheckedIntent {
+    /// What the operation needs before it may run, as the store records it.
+    pub fn requirement(&self) -> Requirement {
+        Requirement {
+            approvals_required: i16::from(self.approvals_required),
+            signatures_required: i16::from(self.signatures_required),
+            payee: self.payee.as_ref().map(PayeeEvidence::to_json),
+            risk: self
+                .risk
+                .as_ref()
+                .and_then(|cues| serde_json::to_value(cues).ok()),
+        }
+    }
+}
+
+/// The fate of one intent.
+#[derive(Debug)]
+pub enum Intake {
+    /// Stored now, approval pending.
+    Prepared(ValidIntent),
+    /// The same snapshot was stored before (a redelivery or a resend): nothing to do.
+    AlreadyPrepared(ValidIntent),
+    /// Refused for good: the same message is refused every time. Nothing was written.
+    Refused(Refusal),
+    /// Postgres failed in a way that says nothing about the intent (down, overloaded,
+    /// a lock or serialisation conflict): the same message may succeed later.
+    Unavailable(StoreError),
+}
+
+/// Why an intent was refused, as a sender can be told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// A bounded code: the dead-letter reason (see docs/protocol.md).
+    pub reason: &'static str,
+    /// The member the refusal is about (`payload.amount_minor`), when there is one.
+    pub field: Option<String>,
+}
+
+impl Refusal {
+    pub fn new(reason: &'static str, field: Option<&str>) -> Self {
+        Refusal {
+            reason,
+            field: field.map(str::to_owned),
+        }
+    }
+}
+
+pub fn counted(refusal: Refusal) -> Refusal {
+    count(refusal.reason);
+    refusal
+}
+
+pub(crate) fn count(outcome: &'static str) {
+    metrics::counter!(m::INTENTS_PREPARED_TOTAL, "outcome" => outcome).increment(1);
+}

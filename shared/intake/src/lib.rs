@@ -1,0 +1,26 @@
+//! fleet-intake: how an intent.v1 becomes a stored, pending-approval operation, the same
+//! way at every door (the `intents.prepare` queue in fleet-prepare, the HTTP API and its
+//! MCP tools in fleet-api). The contract and the capability guard, the quorum policy the
+//! intent names, the payee's lookup in the provider's directory (the one external call,
+//! a read, kept as evidence), the tenant's own records (objects it names, a payment's risk
+//! cues), then the immutable snapshot written idempotently by operation id. Each door
+//! adds only what is its own: who is speaking, and how the fate is answered.
+//!
+//! - [`checked`]: the rules, the checked intent, its fate and the refusal a sender is told;
+//! - [`intake`](mod@intake): the order of the checks and the write;
+//! - [`payee`], [`objects`], [`risk`]: the checks against the world and the records;
+//! - [`series`]: every refusal reason, and the intake's series at zero.
+
+pub mod checked;
+pub mod intake;
+pub mod objects;
+pub mod payee;
+pub mod risk;
+pub mod series;
+
+pub use checked::{CheckedIntent, Intake, IntakeRules, Refusal};
+pub use intake::{
+    against_records, against_world, intake, refuse, store_intent, store_intent_by, validate,
+    with_payee, write, WriteError, Written, PAYEE_UNKNOWN,
+};
+pub use payee::PayeeDirectory;

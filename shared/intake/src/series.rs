@@ -1,0 +1,85 @@
+//! The series of the intake, created at zero when the process starts (fleet-prepare, and
+//! the HTTP API, which takes intents through the same intake), so that dashboards and
+//! alerts see every outcome from the first scrape rather than from its first occurrence.
+
+use fleet_core::Action;
+use fleet_runtime::metric_names as m;
+
+/// Every reason an intent is refused with: its `fleet_intents_prepared_total` outcome
+/// and, from the queue, its dead-letter reason. The contract's codes
+/// (`IntentError::code`), the capability guard's (`catalogue::capabilities::REFUSALS`,
+/// held in agreement by a test), and the store's (`supersede::REFUSALS`, likewise).
+pub const REFUSAL_REASONS: &[&str] = &[
+    "oversized",
+    "malformed",
+    "duplicate_member",
+    "invalid_unicode",
+    "number_out_of_range",
+    "nul_character",
+    "unsupported_schema",
+    "unknown_action",
+    "invalid_field",
+    "unsupported_provider",
+    "provider_cannot_execute_safely",
+    "provider_cannot_update_conditionally",
+    "approval_outlives_key",
+    "operation_id_conflict",
+    "supersedes_unknown_operation",
+    "supersedes_other_tenant_or_action",
+    "supersedes_forbidden",
+    "supersedes_executed",
+    "database_refused",
+];
+
+/// `fleet_intents_prepared_total` by outcome and `fleet_approvals_renewed_total` by
+/// action, at zero.
+pub fn intake_series_at_zero() {
+    for outcome in ["prepared", "duplicate"].iter().chain(REFUSAL_REASONS) {
+        metrics::counter!(m::INTENTS_PREPARED_TOTAL, "outcome" => *outcome).increment(0);
+    }
+    for action in Action::ALL {
+        metrics::counter!(m::APPROVALS_RENEWED_TOTAL, "action" => action.wire_name()).increment(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared intent fixtures are named `<reason>--<case>.json` for every refusal the
+    /// contract knows.
+    #[test]
+    fn every_refusal_of_the_contract_fixtures_is_listed() {
+        let root = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../core/tests/fixtures/intents"
+        );
+        let mut seen = 0;
+        for dir in ["invalid", "strict"] {
+            for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                let reason = name.split("--").next().unwrap();
+                assert!(
+                    REFUSAL_REASONS.contains(&reason),
+                    "{reason} (from {name}) is not listed"
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen > 100, "fixtures found: {seen}");
+    }
+
+    #[test]
+    fn every_refusal_of_a_superseding_intent_is_listed() {
+        for reason in fleet_core::supersede::REFUSALS {
+            assert!(REFUSAL_REASONS.contains(&reason), "{reason}");
+        }
+    }
+
+    #[test]
+    fn every_refusal_of_the_capability_guard_is_listed() {
+        for reason in fleet_core::catalogue::capabilities::REFUSALS {
+            assert!(REFUSAL_REASONS.contains(&reason), "{reason}");
+        }
+    }
+}
