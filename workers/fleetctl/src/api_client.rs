@@ -54,7 +54,7 @@ impl ApiClient {
     pub fn from_args(args: &ApiArgs) -> anyhow::Result<ApiClient> {
         let target = args.target()?;
         let token = target.read_token(|var| std::env::var(var).ok())?;
-        url::Url::parse(&target.api_url)
+        let url = url::Url::parse(&target.api_url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"))
             .with_context(|| {
@@ -63,6 +63,12 @@ impl ApiClient {
                     target.api_url, target.api_url_from
                 )
             })?;
+        if exposes_the_token(&url) {
+            eprintln!(
+                "warning: {} is plain http off this machine: the token crosses the network unencrypted",
+                target.api_url
+            );
+        }
         Ok(ApiClient::new(&target.api_url, token).of_tenant(target.tenant.as_deref()))
     }
 
@@ -187,6 +193,18 @@ impl ApiClient {
     }
 }
 
+/// Whether a bearer token sent to `url` would cross a network in clear text: plain http
+/// to anything but this machine's loopback.
+fn exposes_the_token(url: &url::Url) -> bool {
+    let loopback = match url.host() {
+        Some(url::Host::Domain(name)) => name == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    url.scheme() == "http" && !loopback
+}
+
 /// The path of an operation; a malformed id never reaches the API (nor a URL).
 fn operation_path(op: &str) -> anyhow::Result<String> {
     fleet_core::OperationId::parse(op).map_err(anyhow::Error::msg)?;
@@ -211,5 +229,16 @@ mod tests {
         );
         assert!(operation_path("op_01ARZ3NDEKTSV4RRFFQ69G5FAV").is_ok());
         assert!(operation_path("../intents").is_err());
+    }
+
+    #[test]
+    fn only_plain_http_off_the_loopback_exposes_the_token() {
+        let exposes = |u: &str| exposes_the_token(&url::Url::parse(u).unwrap());
+        assert!(exposes("http://fleet.example:8080"));
+        assert!(exposes("http://10.0.0.5"));
+        assert!(!exposes("https://fleet.example"));
+        assert!(!exposes("http://127.0.0.1:8080"));
+        assert!(!exposes("http://localhost:8080"));
+        assert!(!exposes("http://[::1]:8080"));
     }
 }
