@@ -154,14 +154,15 @@ local_fleet_approver_token() {
   APPROVER_TOKEN=${APPROVER_TOKEN%%$'\n'*}
 }
 
-# A person approves what is waiting for them: the given operation (or the first pending
-# one) once it is pending, with the hash as fleet shows it, through the API with a token of
-# their own (never the agent's). This is the one place that knows how an approval is given.
+# A person approves what is waiting for them: the given operation (or the newest pending
+# one) once it is pending, with the hash as the API shows it, read and approved through the
+# API with a token of their own (never the agent's). This is the one place that knows how an approval is given.
 local_fleet_approve() { # [operation id]
   local want=${1:-} pending=""
+  local_fleet_approver_token
   for _ in $(seq 1 300); do
-    pending=$("$BIN_DIR/fleetctl" list --json | jq -r --arg op "$want" \
-      'first(.[] | select(.approval_status == "pending" and ($op == "" or .operation_id == $op)))
+    pending=$(FLEET_API_URL=$API_URL FLEET_TOKEN=$APPROVER_TOKEN "$BIN_DIR/fleetctl" list --approval-status pending -o json | jq -r --arg op "$want" \
+      'first(.data[] | select($op == "" or .operation_id == $op))
        | "\(.operation_id) \(.payload_hash)"')
     [[ -n $pending ]] && break
     sleep 0.2
@@ -169,6 +170,5 @@ local_fleet_approve() { # [operation id]
   [[ -n $pending ]] || { echo "no operation waited for approval" >&2; return 1; }
   local op hash
   read -r op hash <<<"$pending"
-  local_fleet_approver_token
   FLEET_API_URL=$API_URL FLEET_TOKEN=$APPROVER_TOKEN "$BIN_DIR/fleetctl" approve "$op" --hash "$hash"
 }

@@ -60,12 +60,8 @@ forget_agent
 
 # 2. A person approves while no agent runs; the operation ends while nobody listens.
 local_fleet_approve "$OP" >"$LOG_DIR/approval.out" 2>&1 || { cat "$LOG_DIR/approval.out" >&2; exit 1; }
-status=""
-for _ in $(seq 1 600); do
-  status=$("$BIN_DIR/fleetctl" show "$OP" --json | jq -r .status)
-  [[ $status == succeeded ]] && break
-  sleep 0.1
-done
+# The approver's token (local_fleet_approve made it) follows it to its end through the API.
+status=$(FLEET_API_URL=$API_URL FLEET_TOKEN=$APPROVER_TOKEN "$BIN_DIR/fleetctl" wait "$OP" --for final --timeout 60s -o json | jq -r .status) || true
 [[ $status == succeeded ]] || { echo "$OP did not succeed (status $status)" >&2; exit 1; }
 
 # 3. The same thread again: it resumes from the checkpoint and the queued outcome event.

@@ -1,7 +1,7 @@
 //! JSON for the closed sets of names the rows hold (a status, an approval status, an
 //! attempt's outcome, a provider): each is written as its `as_str` name, exactly the text
 //! its column holds, so a typed row serialises as the row itself reads
-//! (`fleetctl show --json`, the console, tests and the example agent parse that text).
+//! (the console, tests and the example agent parse that text).
 
 /// Implements `Serialize` for `$t` by its `as_str` name.
 macro_rules! serialize_by_name {

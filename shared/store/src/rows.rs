@@ -1,4 +1,4 @@
-//! Row types, named exactly as the columns (scripts read `fleetctl show --json`).
+//! Row types, named exactly as the columns (a serialised row reads as the row itself).
 
 use chrono::{DateTime, Utc};
 use fleet_core::{

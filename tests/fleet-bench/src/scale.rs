@@ -169,7 +169,7 @@ fn sizes(args: &BenchArgs) -> Sizes {
 pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     let started_at = Utc::now();
     let s = sizes(args);
-    let db = BenchDb::recreate(conn.database_url.expose(), &args.db_name, None).await?;
+    let db = BenchDb::recreate(conn.db.database_url.expose(), &args.db_name, None).await?;
     let machine = Machine::measure(&db).await?;
     let store = Store::connect(&db.url, 2)?;
     let sql = db.sql(1)?;

@@ -147,13 +147,14 @@ async fn run_set(
     }
     let bin_dir = &set.bin_dir;
     let db = BenchDb::recreate(
-        conn.database_url.expose(),
+        conn.db.database_url.expose(),
         &args.db_name,
         set.migrator.as_deref(),
     )
     .await?;
     let machine = Machine::measure(&db).await?;
-    let broker = BrokerConfig::new(conn.amqp_url.expose()).with_namespace(args.namespace.clone());
+    let broker =
+        BrokerConfig::new(conn.amqp.amqp_url.expose()).with_namespace(args.namespace.clone());
     fleet_broker::delete_namespace(&broker).await;
     let mut notes = Vec::new();
     println!(
@@ -210,7 +211,7 @@ async fn run_set(
         bin_dir,
         log_dir: &args.log_dir,
         database_url: &db.url,
-        amqp_url: conn.amqp_url.expose(),
+        amqp_url: conn.amqp.amqp_url.expose(),
         namespace: &args.namespace,
         port_base: args.port_base,
         replicas,

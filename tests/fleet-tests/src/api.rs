@@ -71,6 +71,68 @@ impl ApiProcess {
     }
 }
 
+/// Where a person's `fleetctl` is told the database and the broker are: a port nothing
+/// listens on, so a command that reached for either would fail.
+pub const DEAD_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:9/fleet";
+pub const DEAD_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:9/%2f";
+
+/// The `fleetctl` binary with nothing in its environment but PATH (no config file, no
+/// connection settings): add what the test means it to see.
+pub fn bare_fleetctl() -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(bin_dir().join("fleetctl"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .kill_on_drop(true);
+    command
+}
+
+impl ApiProcess {
+    /// `fleetctl` as a person runs it: this API's URL and `token` and nothing else (no
+    /// config file, the database and broker unreachable), with `env` on top. Not yet run:
+    /// `.output()` it, or spawn it to run beside the test.
+    pub fn person_fleetctl(
+        &self,
+        token: &str,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> tokio::process::Command {
+        let mut command = bare_fleetctl();
+        command
+            .env("DATABASE_URL", DEAD_DATABASE_URL)
+            .env("AMQP_URL", DEAD_AMQP_URL)
+            .env("FLEET_API_URL", &self.base_url)
+            .env("FLEET_TOKEN", token)
+            .envs(env.iter().copied())
+            .args(args);
+        command
+    }
+
+    /// Runs [`ApiProcess::person_fleetctl`], whatever its exit status.
+    pub async fn fleetctl_as(&self, token: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
+        self.person_fleetctl(token, env, args)
+            .output()
+            .await
+            .expect("run fleetctl")
+    }
+
+    /// `GET path` as the bearer of `token`: (status, JSON body).
+    pub async fn get(
+        &self,
+        http: &reqwest::Client,
+        token: &str,
+        path: &str,
+    ) -> (StatusCode, Value) {
+        let response = http
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        (response.status(), response.json().await.unwrap())
+    }
+}
+
 /// The value of an unlabelled gauge on the `/metrics` of the admin server at `admin_url`.
 pub async fn scrape_gauge(http: &reqwest::Client, admin_url: &str, name: &str) -> Option<f64> {
     let text = http

@@ -37,7 +37,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use alone::{alone, alone_blocking, Alone};
-pub use api::{admin_url_of, ready, scrape_gauge, ApiProcess};
+pub use api::{
+    admin_url_of, bare_fleetctl, ready, scrape_gauge, ApiProcess, DEAD_AMQP_URL, DEAD_DATABASE_URL,
+};
 pub use broker_users::BrokerUsers;
 pub use browser::Browser;
 pub use console::{

@@ -61,6 +61,9 @@ pub struct ListQuery {
     limit: Option<String>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// Only this one of the caller's tenants (a tenant not granted lists nothing, as one
+    /// without operations).
+    tenant: Option<String>,
 }
 
 fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
@@ -228,14 +231,21 @@ pub async fn list_operations(
             .filter(|l| (1..=MAX_PAGE).contains(l))
             .ok_or(bad("limit"))?,
     };
-    let page = list_page(
-        &state,
-        &caller.0.tenants,
-        filter,
-        limit,
-        q.cursor.as_deref(),
-    )
-    .await?;
+    // Narrowed, never widened: the listing stays within the caller's tenants.
+    let tenants: Vec<String> = match q.tenant.as_deref() {
+        None => caller.0.tenants.clone(),
+        Some(asked) => caller
+            .0
+            .tenants
+            .iter()
+            .filter(|t| *t == asked)
+            .cloned()
+            .collect(),
+    };
+    if tenants.is_empty() {
+        return Ok(Json(json!({"data": [], "next_cursor": null})));
+    }
+    let page = list_page(&state, &tenants, filter, limit, q.cursor.as_deref()).await?;
     Ok(Json(page))
 }
 

@@ -1,12 +1,16 @@
-//! The command line. Connection settings are global flags with env, as in the workers.
+//! The command line. Each command takes only the connection it uses, as flags with env:
+//! people's commands the API (`ApiArgs`, which a context in the config file may fill),
+//! operator tooling the owner's database and the broker.
 
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use fleet_broker::BrokerConfig;
-use fleet_core::Status;
+use fleet_core::{ApprovalStatus, Status, WaitFor};
 use fleet_runtime::{AmqpTopology, RedactedUrl};
+
+use crate::api_target::ApiArgs;
 
 #[derive(Parser)]
 #[command(
@@ -15,14 +19,15 @@ use fleet_runtime::{AmqpTopology, RedactedUrl};
     about = "Approve, inspect and operate the fleet"
 )]
 pub struct Cli {
-    #[command(flatten)]
-    pub conn: Connection,
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The owner's database connection: operator tooling only (people read and decide through
+/// the API). Global within the command it is given to, so `token create --database-url …`
+/// works as well as `token --database-url … create`.
 #[derive(Args, Clone, Debug)]
-pub struct Connection {
+pub struct Database {
     /// Postgres URL (the password is never printed).
     #[arg(
         long,
@@ -32,6 +37,11 @@ pub struct Connection {
         default_value = "postgres://postgres@127.0.0.1:5432/fleet"
     )]
     pub database_url: RedactedUrl,
+}
+
+/// The broker connection, for the commands that publish or administer the broker.
+#[derive(Args, Clone, Debug)]
+pub struct Broker {
     /// RabbitMQ URL (the password is never printed).
     #[arg(
         long,
@@ -45,17 +55,41 @@ pub struct Connection {
     #[arg(long, global = true, env = "AMQP_NAMESPACE", default_value = "")]
     pub amqp_namespace: String,
     /// `verify` with a least-privilege broker user (the agent's for submit, the
-    /// operator's for approve and reconcile): check the topology, never declare it.
+    /// operator's for reconcile): check the topology, never declare it.
     #[arg(long, global = true, env = "AMQP_TOPOLOGY", value_enum, default_value_t = AmqpTopology::Declare)]
     pub amqp_topology: AmqpTopology,
 }
 
-/// How `show` and `list` print operations.
+impl Broker {
+    pub fn config(&self) -> BrokerConfig {
+        BrokerConfig::new(self.amqp_url.expose())
+            .with_namespace(self.amqp_namespace.clone())
+            .with_topology(self.amqp_topology.into())
+    }
+}
+
+/// Both: for the commands that read the database and ring or administer the broker
+/// (reconcile, principal, the demo and the bench).
+#[derive(Args, Clone, Debug)]
+pub struct Connection {
+    #[command(flatten)]
+    pub db: Database,
+    #[command(flatten)]
+    pub amqp: Broker,
+}
+
+impl Connection {
+    pub fn broker(&self) -> BrokerConfig {
+        self.amqp.config()
+    }
+}
+
+/// How `show`, `list` and `wait` print operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Aligned text for people.
     Table,
-    /// Objects keyed by the `operations` column names, with `attempts` and `events`.
+    /// The API's answer as it came: an operation's view, or a page `{"data", "next_cursor"}`.
     Json,
 }
 
@@ -85,12 +119,17 @@ fn status_parser() -> impl TypedValueParser<Value = Status> {
         .map(|name| Status::parse(&name).expect("only the status names are possible values"))
 }
 
-impl Connection {
-    pub fn broker(&self) -> BrokerConfig {
-        BrokerConfig::new(self.amqp_url.expose())
-            .with_namespace(self.amqp_namespace.clone())
-            .with_topology(self.amqp_topology.into())
-    }
+/// `--approval-status`: one of the approval status names.
+fn approval_parser() -> impl TypedValueParser<Value = ApprovalStatus> {
+    PossibleValuesParser::new(ApprovalStatus::ALL.map(ApprovalStatus::as_str)).map(|name| {
+        ApprovalStatus::parse(&name).expect("only the approval status names are possible values")
+    })
+}
+
+/// `wait --for`: the values the API's `wait_for` takes.
+fn wait_for_parser() -> impl TypedValueParser<Value = WaitFor> {
+    PossibleValuesParser::new([WaitFor::Decision.as_str(), WaitFor::Final.as_str()])
+        .map(|name| WaitFor::parse(&name).expect("only the wait_for names are possible values"))
 }
 
 #[derive(Subcommand)]
@@ -99,7 +138,10 @@ pub enum Command {
     /// login role per component: fleet_api, fleet_prepare, fleet_execute, fleet_reconcile,
     /// fleet_webhook_ingest, fleet_relay), and set the password of each role whose
     /// FLEET_DB_PASSWORD_<COMPONENT> is set (e.g. FLEET_DB_PASSWORD_EXECUTE).
-    Migrate,
+    Migrate {
+        #[command(flatten)]
+        db: Database,
+    },
     /// Print the payload hash of an intent.v1 file (what an approver approves).
     Hash {
         /// The intent.v1 JSON file.
@@ -109,6 +151,8 @@ pub enum Command {
     Submit {
         /// The intent.v1 JSON file.
         file: PathBuf,
+        #[command(flatten)]
+        amqp: Broker,
     },
     /// Submit a corrected intent that replaces OP (it needs a new approval).
     Supersede {
@@ -117,9 +161,11 @@ pub enum Command {
         /// The corrected intent.v1 JSON file (a new operation id, `supersedes` set to OP).
         #[arg(long)]
         file: PathBuf,
+        #[command(flatten)]
+        amqp: Broker,
     },
     /// Approve the exact snapshot hash of a pending operation, through the API as the
-    /// principal of FLEET_TOKEN; it runs once its quorum of distinct approvers is reached.
+    /// principal of your token; it runs once its quorum of distinct approvers is reached.
     Approve {
         /// The operation to approve (op_…).
         operation_id: String,
@@ -132,7 +178,7 @@ pub enum Command {
         #[arg(long, env = "FLEET_SIGNING_KEY")]
         key: Option<PathBuf>,
         #[command(flatten)]
-        api: crate::decide::ApiConnection,
+        api: ApiArgs,
     },
     /// Reject an operation that has not started, through the API; it is cancelled.
     Reject {
@@ -142,34 +188,56 @@ pub enum Command {
         #[arg(long)]
         reason: String,
         #[command(flatten)]
-        api: crate::decide::ApiConnection,
+        api: ApiArgs,
     },
-    /// Show one operation with its attempts and events.
+    /// Show one operation as the API shows it to your token, payload hash included.
     Show {
         /// The operation to show (op_…).
         operation_id: String,
-        /// Its tenant: needed only when two tenants hold the id (ids are unique per tenant).
-        #[arg(long)]
-        tenant: Option<String>,
         #[command(flatten)]
         output: OutputArgs,
+        #[command(flatten)]
+        api: ApiArgs,
     },
-    /// List operations, newest first, with their amount, reason, escalation and age.
+    /// List your tenants' operations through the API, newest first, one page at a time.
     List {
         /// Only operations in this status.
         #[arg(long, value_parser = status_parser())]
         status: Option<Status>,
-        /// Only operations escalated to an operator.
+        /// Only operations with this approval status.
+        #[arg(long, value_parser = approval_parser())]
+        approval_status: Option<ApprovalStatus>,
+        /// Operations on the page (1 to 100).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(1..=100))]
+        limit: u8,
+        /// The page after the one that printed this cursor (with the same filters).
         #[arg(long)]
-        escalated: bool,
-        /// At most this many operations (1 to 10000).
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..=10_000))]
-        limit: i64,
+        cursor: Option<String>,
         #[command(flatten)]
         output: OutputArgs,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Wait until an operation's approval is decided or it is final. Exit status: 0 when
+    /// it is, 2 when --timeout ran out first, 3 when it was escalated to an operator
+    /// instead (it waits for a person), 1 on any error.
+    Wait {
+        /// The operation to wait for (op_…).
+        operation_id: String,
+        /// `decision`: approved, rejected or expired (or final without a decision);
+        /// `final`: succeeded, failed, cancelled or disputed.
+        #[arg(long = "for", value_parser = wait_for_parser())]
+        wait_for: WaitFor,
+        /// The longest to wait: seconds, or a number and s, m or h (`90s`, `10m`, `2h`).
+        #[arg(long, default_value = "5m", value_parser = crate::wait::parse_timeout)]
+        timeout: std::time::Duration,
+        #[command(flatten)]
+        output: OutputArgs,
+        #[command(flatten)]
+        api: ApiArgs,
     },
     /// Settle an unknown or accepted operation by hand, with evidence, through the API as
-    /// the operator of FLEET_TOKEN.
+    /// the operator of your token.
     Resolve {
         /// The operation to settle (op_…).
         operation_id: String,
@@ -183,7 +251,7 @@ pub enum Command {
         #[arg(long)]
         evidence: String,
         #[command(flatten)]
-        api: crate::decide::ApiConnection,
+        api: ApiArgs,
     },
     /// Take an operation out of the workers' hands for investigation, through the API.
     Dispute {
@@ -193,20 +261,25 @@ pub enum Command {
         #[arg(long)]
         reason: String,
         #[command(flatten)]
-        api: crate::decide::ApiConnection,
+        api: ApiArgs,
     },
-    /// Ring the reconcile doorbell for an operation now.
+    /// Ring the reconcile doorbell for an operation now (the owner's database connection
+    /// finds it, the broker carries the bell).
     Reconcile {
         /// The operation reconcile should look at (op_…); it must exist.
         operation_id: String,
         /// Its tenant: needed only when two tenants hold the id (ids are unique per tenant).
         #[arg(long)]
         tenant: Option<String>,
+        #[command(flatten)]
+        conn: Connection,
     },
     /// Bearer tokens for the HTTP API (create, revoke, list).
     Token {
         #[command(subcommand)]
         command: crate::token::TokenCommand,
+        #[command(flatten)]
+        db: Database,
     },
     /// Broker administration.
     Broker {
@@ -224,16 +297,38 @@ pub enum Command {
     Principal {
         #[command(subcommand)]
         command: crate::principal::PrincipalCommand,
+        #[command(flatten)]
+        conn: Connection,
+    },
+    /// Named API contexts (URL, tenant, where the token comes from) in the config file.
+    Context {
+        #[command(subcommand)]
+        command: crate::context::ContextCommand,
+    },
+    /// Print a shell completion script: `fleetctl completion bash > /etc/bash_completion.d/fleetctl`.
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Run the whole pipeline on this machine and print what happened.
-    Demo(crate::demo::DemoArgs),
+    Demo {
+        #[command(flatten)]
+        args: crate::demo::DemoArgs,
+        #[command(flatten)]
+        conn: Connection,
+    },
 }
 
 #[derive(Subcommand)]
 pub enum BrokerCommand {
     /// As the broker admin of AMQP_URL: declare the topology, then create or update one
     /// least-privilege user per component (management API; idempotent).
-    Setup(crate::broker_setup::BrokerSetupArgs),
+    Setup {
+        #[command(flatten)]
+        args: crate::broker_setup::BrokerSetupArgs,
+        #[command(flatten)]
+        amqp: Broker,
+    },
 }
 
 #[cfg(test)]
@@ -296,5 +391,78 @@ mod tests {
         );
         assert!(Cli::try_parse_from(["fleetctl", "list", "-o", "yaml"]).is_err());
         assert!(Cli::try_parse_from(["fleetctl", "list", "-o", "table", "--json"]).is_err());
+    }
+
+    fn help_of(path: &[&str]) -> String {
+        let mut cmd = Cli::command();
+        // Global arguments reach the subcommands when the command is built, as at parsing.
+        cmd.build();
+        let mut sub = &mut cmd;
+        for name in path {
+            sub = sub.find_subcommand_mut(name).unwrap();
+        }
+        sub.render_long_help().to_string()
+    }
+
+    #[test]
+    fn each_command_lists_only_the_connection_it_uses() {
+        for people in [
+            &["approve"][..],
+            &["show"],
+            &["list"],
+            &["wait"],
+            &["resolve"],
+        ] {
+            let help = help_of(people);
+            assert!(
+                !help.contains("DATABASE_URL") && !help.contains("AMQP_URL"),
+                "{people:?}:\n{help}"
+            );
+            assert!(
+                help.contains("FLEET_API_URL") && help.contains("FLEET_CONTEXT"),
+                "{people:?}:\n{help}"
+            );
+        }
+        for operator in [
+            &["migrate"][..],
+            &["token", "create"],
+            &["key", "add"],
+            &["reconcile"],
+        ] {
+            let help = help_of(operator);
+            assert!(
+                help.contains("DATABASE_URL") && !help.contains("FLEET_TOKEN"),
+                "{operator:?}:\n{help}"
+            );
+        }
+        assert!(!help_of(&["key", "generate"]).contains("DATABASE_URL"));
+        assert!(!help_of(&["submit"]).contains("DATABASE_URL"));
+        assert!(help_of(&["submit"]).contains("AMQP_URL"));
+    }
+
+    #[test]
+    fn wait_takes_the_apis_wait_for_values_and_a_timeout() {
+        let Command::Wait {
+            wait_for, timeout, ..
+        } = Cli::try_parse_from([
+            "fleetctl",
+            "wait",
+            "op_x",
+            "--for",
+            "decision",
+            "--timeout",
+            "2m",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("wait")
+        };
+        assert_eq!(wait_for, WaitFor::Decision);
+        assert_eq!(timeout, std::time::Duration::from_secs(120));
+        let refused = Cli::try_parse_from(["fleetctl", "wait", "op_x", "--for", "done"])
+            .err()
+            .expect("done is not a wait_for value");
+        assert!(refused.to_string().contains("final"), "{refused}");
     }
 }

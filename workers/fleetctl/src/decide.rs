@@ -1,156 +1,15 @@
 //! `fleetctl approve | reject | resolve | dispute`: a person's decisions go through the
-//! HTTP API as the principal whose token is `FLEET_TOKEN`, so they are authorized (role,
+//! HTTP API as the principal of their token (`api_target`), so they are authorized (role,
 //! tenant, maker-checker), counted towards a quorum and recorded exactly as any other
 //! door's. fleetctl never writes a decision to Postgres itself.
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
-use clap::Args;
 use fleet_core::approval_statement::{expiry_for, format_expiry};
 use fleet_core::{ApprovalStatement, ApproverKey, Snapshot, StatementSubject};
-use fleet_runtime::Secret;
-use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-/// Where fleet-api is and who is calling.
-#[derive(Args, Debug, Clone)]
-pub struct ApiConnection {
-    /// Base URL of fleet-api.
-    #[arg(long, env = "FLEET_API_URL", default_value = "http://127.0.0.1:8080")]
-    pub api_url: String,
-    /// The bearer token of the principal deciding (`fleetctl token create`). Prefer the
-    /// environment variable: a flag shows in the process list.
-    #[arg(long, env = "FLEET_TOKEN", hide_env_values = true)]
-    pub token: Option<Secret<String>>,
-    /// The operation's tenant: needed only when two of your tenants hold the id (ids are
-    /// unique per tenant).
-    #[arg(long)]
-    pub tenant: Option<String>,
-}
-
-/// A client of the decision routes.
-pub struct DecisionClient {
-    http: reqwest::Client,
-    api_url: String,
-    token: Secret<String>,
-    /// `?tenant=…` for every request about an operation, or nothing.
-    tenant_query: String,
-}
-
-impl DecisionClient {
-    pub fn new(api_url: &str, token: Secret<String>) -> DecisionClient {
-        DecisionClient {
-            http: reqwest::Client::new(),
-            api_url: api_url.trim_end_matches('/').to_owned(),
-            token,
-            tenant_query: String::new(),
-        }
-    }
-
-    /// The client of `conn`, or why there is none: a decision is made as the principal
-    /// of a token, and the message names where the token comes from.
-    pub fn from_args(conn: &ApiConnection) -> anyhow::Result<DecisionClient> {
-        let token = conn.token.clone().context(
-            "no token: set FLEET_TOKEN (or pass --token) to the token of the principal who \
-             decides; an administrator creates one with `fleetctl token create`",
-        )?;
-        Ok(DecisionClient::new(&conn.api_url, token).of_tenant(conn.tenant.as_deref()))
-    }
-
-    /// Names the operation's tenant in every request (`?tenant=`).
-    pub fn of_tenant(self, tenant: Option<&str>) -> DecisionClient {
-        let tenant_query = tenant.map_or_else(String::new, |t| {
-            let query = url::form_urlencoded::Serializer::new(String::new())
-                .append_pair("tenant", t)
-                .finish();
-            format!("?{query}")
-        });
-        DecisionClient {
-            tenant_query,
-            ..self
-        }
-    }
-
-    /// GETs the operation's view (what the caller may see of it).
-    pub async fn operation(&self, op: &str) -> anyhow::Result<Value> {
-        let url = format!("{}/v1/operations/{op}{}", self.api_url, self.tenant_query);
-        let response = self
-            .http
-            .get(&url)
-            .bearer_auth(self.token.expose())
-            .send()
-            .await
-            .with_context(|| format!("calling the API at {}", self.api_url))?;
-        let status = response.status();
-        let answer: Value = response.json().await.unwrap_or(Value::Null);
-        if status == StatusCode::OK {
-            return Ok(answer);
-        }
-        let code = answer["error"]["code"].as_str().unwrap_or("");
-        anyhow::bail!(
-            "reading {op} refused ({} {code}): {}",
-            status.as_u16(),
-            explain(code, None)
-        )
-    }
-
-    /// POSTs `body` to `/v1/operations/{op}/{decision}` and returns the operation's view,
-    /// or the API's refusal in words.
-    pub async fn decide(&self, op: &str, decision: &str, body: Value) -> anyhow::Result<Value> {
-        let url = format!(
-            "{}/v1/operations/{op}/{decision}{}",
-            self.api_url, self.tenant_query
-        );
-        let response = self
-            .http
-            .post(&url)
-            .bearer_auth(self.token.expose())
-            .json(&body)
-            .send()
-            .await
-            .with_context(|| format!("calling the API at {}", self.api_url))?;
-        let status = response.status();
-        let answer: Value = response.json().await.unwrap_or(Value::Null);
-        if status == StatusCode::OK {
-            return Ok(answer);
-        }
-        let code = answer["error"]["code"].as_str().unwrap_or("");
-        let field = answer["error"]["field"].as_str();
-        anyhow::bail!(
-            "{decision} {op} refused ({} {code}): {}",
-            status.as_u16(),
-            explain(code, field)
-        )
-    }
-}
-
-/// What a refusal means for the person who typed the command.
-fn explain(code: &str, field: Option<&str>) -> String {
-    match code {
-        "unauthorized" => "FLEET_TOKEN is missing, unknown or revoked".to_owned(),
-        "role_not_allowed" => "your principal's role may not do this (approvers approve and reject, operators resolve and dispute)".to_owned(),
-        "submitter_cannot_approve" => "your principal submitted this operation; someone else must approve it".to_owned(),
-        "not_found" => "no such operation among your tenants".to_owned(),
-        "operation_id_ambiguous" => "two of your tenants hold an operation with this id: name one with --tenant".to_owned(),
-        "hash_mismatch" => "the hash is not the stored snapshot's (whatever you approved before); look at `fleetctl show` again".to_owned(),
-        "approval_expired" => "the approval window has closed; the agent must submit a new intent".to_owned(),
-        "not_pending" => "the operation was rejected or cancelled, or others approved it and it no longer waits for you".to_owned(),
-        "already_started" => "execution began or the operation ended; only an operation that has not started can be rejected".to_owned(),
-        "not_allowed_in_status" => "the operation's status does not allow this decision (an operator resolves unknown, accepted or disputed operations, or confirms a succeeded one)".to_owned(),
-        "changed_meanwhile" => "the operation changed while you decided; look at it again".to_owned(),
-        "signature_required" => "this operation's policy asks for signed approvals: approve with --key (or FLEET_SIGNING_KEY) and a key registered for you".to_owned(),
-        "signature_invalid" => format!(
-            "the signature does not count ({}): is the key registered for your principal (`fleetctl key list`), not removed, and this machine's clock right?",
-            field.unwrap_or("signature")
-        ),
-        "invalid_field" if field == Some("external_id") => {
-            "resolving as succeeded needs --external-id, the provider's id of the effect (one visible token)".to_owned()
-        }
-        "invalid_field" => format!("{} is missing, blank or too long", field.unwrap_or("a value")),
-        "unavailable" => "the API could not reach Postgres; nothing was decided, try again".to_owned(),
-        _ => "see the API's documentation (docs/api.md)".to_owned(),
-    }
-}
+use crate::api_client::ApiClient;
 
 fn quorum(view: &Value) -> String {
     format!(
@@ -163,7 +22,7 @@ fn quorum(view: &Value) -> String {
 /// the snapshot fetched (whose hash must be the one reviewed), shown, and signed on this
 /// machine. Only the signature leaves it.
 pub async fn approve(
-    client: &DecisionClient,
+    client: &ApiClient,
     op: &str,
     hash: &str,
     key: Option<&ApproverKey>,
@@ -255,7 +114,7 @@ pub fn statement_of(
     Ok(ApprovalStatement::derive(&subject, expires_at))
 }
 
-pub async fn reject(client: &DecisionClient, op: &str, reason: &str) -> anyhow::Result<()> {
+pub async fn reject(client: &ApiClient, op: &str, reason: &str) -> anyhow::Result<()> {
     let view = client
         .decide(op, "reject", json!({ "reason": reason }))
         .await?;
@@ -264,7 +123,7 @@ pub async fn reject(client: &DecisionClient, op: &str, reason: &str) -> anyhow::
 }
 
 pub async fn resolve(
-    client: &DecisionClient,
+    client: &ApiClient,
     op: &str,
     outcome: &str,
     external_id: Option<&str>,
@@ -276,7 +135,7 @@ pub async fn resolve(
     Ok(())
 }
 
-pub async fn dispute(client: &DecisionClient, op: &str, reason: &str) -> anyhow::Result<()> {
+pub async fn dispute(client: &ApiClient, op: &str, reason: &str) -> anyhow::Result<()> {
     client
         .decide(op, "dispute", json!({ "reason": reason }))
         .await?;
@@ -287,29 +146,6 @@ pub async fn dispute(client: &DecisionClient, op: &str, reason: &str) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_refusal_the_decision_routes_give_is_explained() {
-        for code in [
-            "unauthorized",
-            "role_not_allowed",
-            "submitter_cannot_approve",
-            "not_found",
-            "hash_mismatch",
-            "approval_expired",
-            "not_pending",
-            "already_started",
-            "not_allowed_in_status",
-            "changed_meanwhile",
-            "signature_required",
-            "signature_invalid",
-            "invalid_field",
-            "unavailable",
-        ] {
-            assert!(!explain(code, None).contains("documentation"), "{code}");
-        }
-        assert!(explain("invalid_field", Some("external_id")).contains("--external-id"));
-    }
 
     fn view(expires: &str) -> Value {
         json!({

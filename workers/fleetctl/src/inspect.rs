@@ -1,168 +1,274 @@
-//! `show` and `list`. With `--json`, an operation is an object keyed by the column names
-//! of the operations table, with its `attempts` and `events` as arrays: scripts and
-//! dashboards read these names, so they are the columns' own.
+//! `show` and `list`: operations as the API shows them to the caller's token. `-o json`
+//! prints the API's answer as it came (a view, or a page `{"data", "next_cursor"}`), so
+//! scripts read the documented `OperationView`; the table is the same view in words.
 
-use chrono::Utc;
-use fleet_core::{AttemptOutcome, OpKey, OpRef, OperationId, Status};
-use fleet_store::{OperationRow, Store};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::api_client::{Answer, ApiClient, ListQuery};
 use crate::cli::Format;
 use crate::format::{age, amount};
 
-pub async fn operation_json(store: &Store, row: &OperationRow) -> anyhow::Result<Value> {
-    let mut v = serde_json::to_value(row)?;
-    v["attempts"] = serde_json::to_value(store.attempts(row.key()).await?)?;
-    v["events"] = serde_json::to_value(store.events(row.key()).await?)?;
-    Ok(v)
+pub async fn show(client: &ApiClient, op: &str, format: Format) -> anyhow::Result<()> {
+    let answer = client.operation_answer(op).await?;
+    print_view(&answer, format);
+    Ok(())
 }
 
-/// The operation `id` names (of `tenant`, when given). Ids are unique per tenant
-/// (docs/design.md#tenant-boundaries): an id two tenants hold needs `--tenant`.
-pub async fn pick(store: &Store, id: &str, tenant: Option<&str>) -> anyhow::Result<OpKey> {
-    OperationId::parse(id).map_err(anyhow::Error::msg)?;
-    let holders: Vec<String> = store
-        .tenants_of(id)
-        .await?
-        .into_iter()
-        .filter(|t| tenant.is_none_or(|asked| asked == t))
-        .collect();
-    match holders.as_slice() {
-        [] => anyhow::bail!("no operation {id}"),
-        [one] => Ok(OpKey::new(one.as_str(), id)),
-        several => anyhow::bail!(
-            "{id} names operations of tenants {}: say which with --tenant",
-            several.join(", ")
-        ),
+/// Prints one view: as it came, or in words.
+pub fn print_view(answer: &Answer, format: Format) {
+    match format {
+        Format::Json => println!("{}", answer.body),
+        Format::Table => {
+            for line in view_lines(&answer.json) {
+                say!("{line}");
+            }
+        }
     }
 }
 
-pub async fn show(store: &Store, key: OpRef<'_>, format: Format) -> anyhow::Result<()> {
-    let op = key.operation_id;
-    let Some(row) = store.get(key).await? else {
-        anyhow::bail!("no operation {op}");
-    };
+pub async fn list(client: &ApiClient, query: &ListQuery, format: Format) -> anyhow::Result<()> {
+    let page = client.list(query).await?;
     if format == Format::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&operation_json(store, &row).await?)?
-        );
+        println!("{}", page.body);
         return Ok(());
     }
-    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
-    say!(
-        "operation   {}  ({} via {}, tenant {})",
-        row.operation_id,
-        row.action,
-        row.provider,
-        row.tenant_id
-    );
-    say!(
-        "status      {}{}",
-        row.status,
-        row.status_reason
-            .as_ref()
-            .map(|r| format!(" ({r})"))
-            .unwrap_or_default()
-    );
-    say!(
-        "approval    {} until {} by {}",
-        row.approval_status,
-        row.approval_expires_at,
-        opt(&row.decided_by)
-    );
-    if let Some(amount) = amount(&row.payload) {
-        say!("amount      {amount}");
+    let rows = page.json["data"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for line in table_lines(rows, Utc::now()) {
+        say!("{line}");
     }
-    say!("hash        {}", row.payload_hash);
-    say!("payload     {}", row.payload);
-    say!(
-        "fence       {}  attempts {}  external_id {}",
-        row.fence,
-        row.attempts,
-        opt(&row.external_id)
-    );
-    if let Some(at) = row.escalated_at {
-        say!("escalated   {at}");
-    }
-    say!("attempts:");
-    for a in store.attempts(key).await? {
-        say!(
-            "  fence {} by {} at {}: {} http {} {}",
-            a.fence,
-            a.worker,
-            a.started_at,
-            a.outcome
-                .map_or("(no answer recorded)", AttemptOutcome::as_str),
-            a.http_status
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "-".into()),
-            a.detail.as_deref().unwrap_or("")
-        );
-    }
-    say!("events:");
-    for e in store.events(key).await? {
-        let moved = match (&e.from_status, &e.to_status) {
-            (Some(f), Some(t)) => format!("{f} -> {t}"),
-            (None, Some(t)) => format!("-> {t}"),
-            _ => String::new(),
-        };
-        say!(
-            "  {} {:<12} {:<28} by {} {}",
-            e.at,
-            e.kind,
-            moved,
-            e.actor,
-            e.reason.as_deref().unwrap_or("")
+    // On stderr: the table on stdout stays rows only, for `| grep`, `| wc -l`.
+    if let Some(cursor) = page.json["next_cursor"].as_str() {
+        eprintln!(
+            "{}",
+            fleet_core::visible::reveal(&format!(
+                "more: the next page is `fleetctl list --cursor {cursor}` (with the same filters)"
+            ))
         );
     }
     Ok(())
 }
 
-pub async fn list(
-    store: &Store,
-    status: Option<Status>,
-    escalated: bool,
-    limit: i64,
-    format: Format,
-) -> anyhow::Result<()> {
-    let rows = store
-        .list(status, escalated, limit.clamp(1, 10_000))
-        .await?;
-    if format == Format::Json {
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            out.push(operation_json(store, row).await?);
-        }
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
+fn text<'a>(view: &'a Value, key: &str) -> &'a str {
+    view[key].as_str().unwrap_or("-")
+}
+
+fn time(view: &Value, key: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(view[key].as_str()?)
+        .ok()
+        .map(|t| t.to_utc())
+}
+
+/// One operation's view, line by line, for people.
+pub fn view_lines(v: &Value) -> Vec<String> {
+    let mut lines = vec![format!(
+        "operation   {}  ({} via {}, tenant {})",
+        text(v, "operation_id"),
+        text(v, "action"),
+        text(v, "provider"),
+        text(v, "tenant_id")
+    )];
+    let reason = v["reason"]
+        .as_str()
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    lines.push(format!("status      {}{reason}", text(v, "status")));
+    let decided = match (v["decided_by"].as_str(), v["decided_at"].as_str()) {
+        (Some(by), Some(at)) => format!(", decided by {by} at {at}"),
+        (Some(by), None) => format!(", decided by {by}"),
+        _ => String::new(),
+    };
+    lines.push(format!(
+        "approval    {} ({} of {} approvals) until {}{decided}",
+        text(v, "approval_status"),
+        v["approvals_received"],
+        v["approvals_required"],
+        text(v, "approval_expires_at"),
+    ));
+    lines.push(format!(
+        "submitted   by {} at {}",
+        v["submitted_by"].as_str().unwrap_or("the queue"),
+        text(v, "created_at")
+    ));
+    if let Some(amount) = amount(&v["payload"]) {
+        lines.push(format!("amount      {amount}"));
     }
-    let now = Utc::now();
-    say!(
-        "{:<30} {:<16} {:<12} {:<26} {:>22} {:<10} {:<9} {:>5} EXTERNAL_ID",
+    if let Some(payee) = payee(&v["payee"]) {
+        lines.push(format!("payee       {payee}"));
+    }
+    if let Some(cues) = v["risk"].as_array().filter(|c| !c.is_empty()) {
+        let cues: Vec<&str> = cues
+            .iter()
+            .map(|c| c["cue"].as_str().unwrap_or("?"))
+            .collect();
+        lines.push(format!("risk        {}", cues.join(", ")));
+    }
+    for key in ["target", "supersedes", "external_id", "error_code"] {
+        if let Some(value) = v[key].as_str() {
+            lines.push(format!("{key:<11} {value}"));
+        }
+    }
+    if v["escalated"] == Value::Bool(true) {
+        lines.push(format!(
+            "escalated   at {}: an operator settles it",
+            text(v, "escalated_at")
+        ));
+    }
+    lines.push(format!("hash        {}", text(v, "payload_hash")));
+    lines.push(format!(
+        "policy      {}  data version {}",
+        text(v, "policy_version"),
+        text(v, "data_version")
+    ));
+    lines.push(format!("payload     {}", v["payload"]));
+    lines
+}
+
+/// The payee evidence in words: who, the masked account, the directory's version.
+fn payee(p: &Value) -> Option<String> {
+    match p["status"].as_str()? {
+        "found" => Some(format!(
+            "{} ({}), account {}, version {}{}",
+            text(p, "name"),
+            text(p, "id"),
+            p["account"]["masked"].as_str().unwrap_or("-"),
+            p["version"],
+            if p["verified"] == Value::Bool(true) {
+                ", verified"
+            } else {
+                ", not verified"
+            }
+        )),
+        other => Some(format!(
+            "{} ({other}: {})",
+            text(p, "id"),
+            text(p, "reason")
+        )),
+    }
+}
+
+/// The listing's table: a header, then one line per view.
+pub fn table_lines(views: &[Value], now: DateTime<Utc>) -> Vec<String> {
+    let row = |cells: [&str; 10]| {
+        format!(
+            "{:<30} {:<10} {:<16} {:<12} {:<26} {:>22} {:<10} {:<9} {:>5} {}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            cells[6],
+            cells[7],
+            cells[8],
+            cells[9]
+        )
+    };
+    let mut lines = vec![row([
         "OPERATION",
+        "TENANT",
         "ACTION",
         "STATUS",
         "REASON",
         "AMOUNT",
         "APPROVAL",
         "ESCALATED",
-        "AGE"
-    );
-    for r in rows {
-        say!(
-            "{:<30} {:<16} {:<12} {:<26} {:>22} {:<10} {:<9} {:>5} {}",
-            r.operation_id,
-            r.action,
-            // By name: a column's width pads text, not a value's `Display`.
-            r.status.as_str(),
-            r.status_reason.as_deref().unwrap_or("-"),
-            amount(&r.payload).unwrap_or_else(|| "-".into()),
-            r.approval_status.as_str(),
-            if r.escalated_at.is_some() { "yes" } else { "-" },
-            age(r.created_at, now),
-            r.external_id.as_deref().unwrap_or("-"),
+        "AGE",
+        "EXTERNAL_ID",
+    ])];
+    for v in views {
+        let amount = amount(&v["payload"]).unwrap_or_else(|| "-".into());
+        let age = time(v, "created_at").map_or_else(|| "-".into(), |t| age(t, now));
+        lines.push(row([
+            text(v, "operation_id"),
+            text(v, "tenant_id"),
+            text(v, "action"),
+            text(v, "status"),
+            text(v, "reason"),
+            &amount,
+            text(v, "approval_status"),
+            if v["escalated"] == Value::Bool(true) {
+                "yes"
+            } else {
+                "-"
+            },
+            &age,
+            text(v, "external_id"),
+        ]));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn view() -> Value {
+        json!({
+            "operation_id": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8", "tenant_id": "org_482",
+            "action": "payment.create", "provider": "payments", "target": null, "supersedes": null,
+            "payload": {"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"},
+            "payload_hash": "sha256:abc", "policy_version": "payments-v3", "data_version": "inv_9182@1",
+            "payee": {"status": "found", "id": "vendor_77", "name": "Vendor 77 LLP", "account": {"masked": "KZ•• 4711"}, "verified": true, "version": 1},
+            "risk": [{"cue": "first_payment_to_payee"}],
+            "status": "unknown", "reason": "lookup_failed_repeatedly", "error_code": null, "external_id": null,
+            "escalated": true, "escalated_at": "2026-12-01T12:00:00Z",
+            "approval_status": "approved", "approval_expires_at": "2026-12-01T13:00:00Z",
+            "approvals_required": 1, "approvals_received": 1, "decided_by": "alice", "decided_at": "2026-12-01T11:00:00Z",
+            "submitted_by": "billing-bot", "created_at": "2026-12-01T09:00:00Z",
+        })
+    }
+
+    #[test]
+    fn a_view_in_words_has_the_hash_amount_approval_and_escalation() {
+        let lines = view_lines(&view());
+        let has = |prefix: &str, part: &str| {
+            lines
+                .iter()
+                .any(|l| l.starts_with(prefix) && l.contains(part))
+        };
+        assert!(has("hash", "sha256:abc"), "{lines:#?}");
+        assert!(has("amount", "12,500.00 KZT"));
+        assert!(has("status", "unknown (lookup_failed_repeatedly)"));
+        assert!(has("approval", "approved (1 of 1 approvals)") && has("approval", "by alice"));
+        assert!(has(
+            "payee",
+            "Vendor 77 LLP (vendor_77), account KZ•• 4711, version 1, verified"
+        ));
+        assert!(has("risk", "first_payment_to_payee"));
+        assert!(has("escalated", "2026-12-01T12:00:00Z"));
+        assert!(has("submitted", "billing-bot"));
+        assert!(
+            !lines.iter().any(|l| l.starts_with("target")),
+            "null members are left out"
         );
     }
-    Ok(())
+
+    #[test]
+    fn the_table_has_a_header_and_a_row_per_view_with_amount_and_age() {
+        let now = DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        let lines = table_lines(&[view()], now);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("OPERATION") && lines[0].contains("AMOUNT"));
+        let cells: Vec<&str> = lines[1].split_whitespace().collect();
+        assert!(
+            cells.windows(2).any(|w| w == ["12,500.00", "KZT"]),
+            "{cells:?}"
+        );
+        for cell in [
+            "org_482",
+            "lookup_failed_repeatedly",
+            "yes",
+            "3h",
+            "approved",
+        ] {
+            assert!(cells.contains(&cell), "{cell} in {cells:?}");
+        }
+    }
 }

@@ -13,6 +13,8 @@ use clap::Subcommand;
 use fleet_core::{ApproverKey, KeyId, PublicKey};
 use fleet_store::{KeyAdded, KeyRemoved, Store};
 
+use crate::cli::Database;
+
 #[derive(Subcommand, Debug)]
 pub enum KeyCommand {
     /// Generate an Ed25519 key pair: the private key is written to PATH (mode 0600, never
@@ -35,6 +37,8 @@ pub enum KeyCommand {
         /// Who is registering it (recorded with the key).
         #[arg(long, env = "FLEET_ADMIN")]
         by: String,
+        #[command(flatten)]
+        db: Database,
     },
     /// Register a passkey an approver created in the console (Passkeys page): the console
     /// showed them its key id, which they give you. Approvals they sign with it count
@@ -45,9 +49,14 @@ pub enum KeyCommand {
         /// Who is registering it (recorded with the key).
         #[arg(long, env = "FLEET_ADMIN")]
         by: String,
+        #[command(flatten)]
+        db: Database,
     },
     /// List the passkeys approvers created in the console, accepted or waiting.
-    Requests,
+    Requests {
+        #[command(flatten)]
+        db: Database,
+    },
     /// Remove a key: nothing it signed counts any more, including approvals of operations
     /// that have not run yet. The key stays listed, as removed.
     Remove {
@@ -56,23 +65,32 @@ pub enum KeyCommand {
         /// Who is removing it (recorded with the key).
         #[arg(long, env = "FLEET_ADMIN")]
         by: String,
+        #[command(flatten)]
+        db: Database,
     },
     /// List every key, removed ones included.
-    List,
+    List {
+        #[command(flatten)]
+        db: Database,
+    },
 }
 
-pub async fn run(store: &Store, command: KeyCommand) -> anyhow::Result<()> {
+/// Runs `command`; generating a key pair touches no database, the others connect with
+/// the owner's URL they were given.
+pub async fn run(command: KeyCommand) -> anyhow::Result<()> {
+    let store = |db: &Database| Store::connect(db.database_url.expose(), 2);
     match command {
         KeyCommand::Generate { out } => generate(&out),
         KeyCommand::Add {
             principal,
             public_key,
             by,
-        } => add(store, &principal, &public_key, &by).await,
-        KeyCommand::Accept { key_id, by } => accept(store, &key_id, &by).await,
-        KeyCommand::Requests => requests(store).await,
-        KeyCommand::Remove { key_id, by } => remove(store, &key_id, &by).await,
-        KeyCommand::List => list(store).await,
+            db,
+        } => add(&store(&db)?, &principal, &public_key, &by).await,
+        KeyCommand::Accept { key_id, by, db } => accept(&store(&db)?, &key_id, &by).await,
+        KeyCommand::Requests { db } => requests(&store(&db)?).await,
+        KeyCommand::Remove { key_id, by, db } => remove(&store(&db)?, &key_id, &by).await,
+        KeyCommand::List { db } => list(&store(&db)?).await,
     }
 }
 

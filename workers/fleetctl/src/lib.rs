@@ -12,8 +12,13 @@ macro_rules! say {
     };
 }
 
+pub mod api_client;
+pub mod api_target;
 pub mod broker_setup;
 pub mod cli;
+pub mod completion;
+pub mod config;
+pub mod context;
 pub mod decide;
 pub mod demo;
 pub mod format;
@@ -24,5 +29,7 @@ pub mod operator;
 pub mod principal;
 pub mod principal_broker;
 pub mod processes;
+pub mod refusal;
 pub mod submit;
 pub mod token;
+pub mod wait;

@@ -1,43 +1,46 @@
 //! fleetctl: parse, connect, dispatch.
 
+use std::process::ExitCode;
+
 use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
-use fleetctl::cli::{BrokerCommand, Cli, Command};
-use fleetctl::decide::{self, DecisionClient};
-use fleetctl::key::{self, KeyCommand};
-use fleetctl::{broker_setup, demo, hash, inspect, operator, principal, submit, token};
+use fleetctl::api_client::{ApiClient, ListQuery};
+use fleetctl::cli::{BrokerCommand, Cli, Command, Database};
+use fleetctl::{
+    broker_setup, completion, context, decide, demo, hash, inspect, key, operator, principal,
+    submit, token, wait,
+};
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     restore_default_sigpipe();
     let cli = Cli::parse();
     fleet_runtime::init_tracing_with_default(fleet_runtime::LogFormat::Text, "warn,lapin=off");
-    let db = cli.conn.database_url.expose();
-    let store = || Store::connect(db, 2);
-    match cli.command {
-        Command::Migrate => {
-            fleet_store::create_database_if_missing(db).await?;
-            fleet_store::migrate(db).await?;
-            println!("migrated {}", cli.conn.database_url);
-            let passwords: Vec<_> = fleet_store::DbRole::ALL
-                .into_iter()
-                .filter_map(|r| Some((r, r.password_from_env()?)))
-                .collect();
-            fleet_store::set_role_passwords(db, &passwords).await?;
-            let prefix = fleet_store::RolePrefix::of(db)?;
-            for (role, _) in &passwords {
-                println!(
-                    "set the password of the database role {}",
-                    role.login_name(&prefix)
-                );
-            }
+    match run(cli.command).await {
+        Ok(code) => code,
+        // As `main` returning the error would print it.
+        Err(e) => {
+            eprintln!("Error: {e:?}");
+            ExitCode::FAILURE
         }
+    }
+}
+
+fn store(db: &Database) -> anyhow::Result<Store> {
+    Ok(Store::connect(db.database_url.expose(), 2)?)
+}
+
+async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Migrate { db } => migrate(&db).await?,
         Command::Hash { file } => hash::run(&file)?,
-        Command::Submit { file } => submit::run(&cli.conn.broker(), &file).await?,
-        Command::Supersede { operation_id, file } => {
-            submit::supersede(&cli.conn.broker(), &operation_id, &file).await?
-        }
+        Command::Submit { file, amqp } => submit::run(&amqp.config(), &file).await?,
+        Command::Supersede {
+            operation_id,
+            file,
+            amqp,
+        } => submit::supersede(&amqp.config(), &operation_id, &file).await?,
         Command::Approve {
             operation_id,
             hash,
@@ -46,29 +49,45 @@ async fn main() -> anyhow::Result<()> {
         } => {
             // Read before anything is asked of the API: a wrong path fails here.
             let key = key.as_deref().map(key::read_private).transpose()?;
-            let client = DecisionClient::from_args(&api)?;
+            let client = ApiClient::from_args(&api)?;
             decide::approve(&client, &operation_id, &hash, key.as_ref()).await?
         }
         Command::Reject {
             operation_id,
             reason,
             api,
-        } => decide::reject(&DecisionClient::from_args(&api)?, &operation_id, &reason).await?,
+        } => decide::reject(&ApiClient::from_args(&api)?, &operation_id, &reason).await?,
         Command::Show {
             operation_id,
-            tenant,
             output,
-        } => {
-            let store = store()?;
-            let op = inspect::pick(&store, &operation_id, tenant.as_deref()).await?;
-            inspect::show(&store, op.op(), output.format()).await?
-        }
+            api,
+        } => inspect::show(&ApiClient::from_args(&api)?, &operation_id, output.format()).await?,
         Command::List {
             status,
-            escalated,
+            approval_status,
             limit,
+            cursor,
             output,
-        } => inspect::list(&store()?, status, escalated, limit, output.format()).await?,
+            api,
+        } => {
+            let query = ListQuery {
+                status,
+                approval_status,
+                limit: Some(limit),
+                cursor,
+            };
+            inspect::list(&ApiClient::from_args(&api)?, &query, output.format()).await?
+        }
+        Command::Wait {
+            operation_id,
+            wait_for,
+            timeout,
+            output,
+            api,
+        } => {
+            let client = ApiClient::from_args(&api)?;
+            return wait::run(&client, &operation_id, wait_for, timeout, output.format()).await;
+        }
         Command::Resolve {
             operation_id,
             outcome,
@@ -77,7 +96,7 @@ async fn main() -> anyhow::Result<()> {
             api,
         } => {
             decide::resolve(
-                &DecisionClient::from_args(&api)?,
+                &ApiClient::from_args(&api)?,
                 &operation_id,
                 &outcome,
                 external_id.as_deref(),
@@ -89,30 +108,49 @@ async fn main() -> anyhow::Result<()> {
             operation_id,
             reason,
             api,
-        } => decide::dispute(&DecisionClient::from_args(&api)?, &operation_id, &reason).await?,
+        } => decide::dispute(&ApiClient::from_args(&api)?, &operation_id, &reason).await?,
         Command::Reconcile {
             operation_id,
             tenant,
+            conn,
         } => {
-            let store = store()?;
-            let op = inspect::pick(&store, &operation_id, tenant.as_deref()).await?;
-            let publisher = Publisher::connect(&cli.conn.broker()).await?;
+            let store = store(&conn.db)?;
+            let op = operator::pick(&store, &operation_id, tenant.as_deref()).await?;
+            let publisher = Publisher::connect(&conn.broker()).await?;
             operator::reconcile(&publisher, op.op()).await?;
             publisher.close().await;
         }
-        Command::Token { command } => token::run(&store()?, command).await?,
+        Command::Token { command, db } => token::run(&store(&db)?, command).await?,
         Command::Broker {
-            command: BrokerCommand::Setup(args),
-        } => broker_setup::run(&cli.conn.broker(), &args).await?,
-        Command::Principal { command } => {
-            principal::run(&store()?, &cli.conn.broker(), command).await?
+            command: BrokerCommand::Setup { args, amqp },
+        } => broker_setup::run(&amqp.config(), &args).await?,
+        Command::Principal { command, conn } => {
+            principal::run(&store(&conn.db)?, &conn.broker(), command).await?
         }
-        // Generating a key pair touches no database.
-        Command::Key {
-            command: KeyCommand::Generate { out },
-        } => key::generate(&out)?,
-        Command::Key { command } => key::run(&store()?, command).await?,
-        Command::Demo(args) => demo::run(&cli.conn, args).await?,
+        Command::Key { command } => key::run(command).await?,
+        Command::Context { command } => context::run(command)?,
+        Command::Completion { shell } => completion::run(shell),
+        Command::Demo { args, conn } => demo::run(&conn, args).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn migrate(db: &Database) -> anyhow::Result<()> {
+    let url = db.database_url.expose();
+    fleet_store::create_database_if_missing(url).await?;
+    fleet_store::migrate(url).await?;
+    println!("migrated {}", db.database_url);
+    let passwords: Vec<_> = fleet_store::DbRole::ALL
+        .into_iter()
+        .filter_map(|r| Some((r, r.password_from_env()?)))
+        .collect();
+    fleet_store::set_role_passwords(url, &passwords).await?;
+    let prefix = fleet_store::RolePrefix::of(url)?;
+    for (role, _) in &passwords {
+        println!(
+            "set the password of the database role {}",
+            role.login_name(&prefix)
+        );
     }
     Ok(())
 }

@@ -2,12 +2,34 @@
 //! the sweeper. (Operator decisions, resolve and dispute, go through the API: `decide`.)
 
 use fleet_broker::{Publisher, Queue};
-use fleet_core::{Doorbell, OpRef};
+use fleet_core::{Doorbell, OpKey, OpRef, OperationId};
+use fleet_store::Store;
+
+/// The operation `id` names (of `tenant`, when given), read with the owner's connection.
+/// Ids are unique per tenant (docs/design.md#tenant-boundaries): an id two tenants hold
+/// needs `--tenant`.
+pub async fn pick(store: &Store, id: &str, tenant: Option<&str>) -> anyhow::Result<OpKey> {
+    OperationId::parse(id).map_err(anyhow::Error::msg)?;
+    let holders: Vec<String> = store
+        .tenants_of(id)
+        .await?
+        .into_iter()
+        .filter(|t| tenant.is_none_or(|asked| asked == t))
+        .collect();
+    match holders.as_slice() {
+        [] => anyhow::bail!("no operation {id}"),
+        [one] => Ok(OpKey::new(one.as_str(), id)),
+        several => anyhow::bail!(
+            "{id} names operations of tenants {}: say which with --tenant",
+            several.join(", ")
+        ),
+    }
+}
 
 /// Rings the reconcile doorbell now instead of waiting for the sweeper, for an operation
-/// the caller found first (`inspect::pick`): an id with no operation behind it is an
-/// error there, since the doorbell would be consumed and do nothing, and the operator
-/// would believe a lookup was asked for.
+/// the caller found first (`pick`): an id with no operation behind it is an error there,
+/// since the doorbell would be consumed and do nothing, and the operator would believe a
+/// lookup was asked for.
 pub async fn reconcile(publisher: &Publisher, op: OpRef<'_>) -> anyhow::Result<()> {
     let bell = Doorbell::new(op.tenant_id, op.operation_id);
     publisher

@@ -1,9 +1,10 @@
 //! What a new user meets first: every binary's `--version`, and `fleetctl` run as a real
-//! process against a test database (list and show as a person reads them, and the errors
-//! that must say what to do).
+//! process (list and show as a person reads them, through the API, and the errors that
+//! must say what to do).
 
 use std::process::Output;
 
+use fleet_core::Role;
 use fleet_tests::{bin_dir, intent, op_of, TestFleet};
 use serde_json::{json, Value};
 
@@ -81,9 +82,11 @@ async fn list_and_show_give_amounts_in_major_units_reason_escalation_and_age() {
         )
         .await
         .unwrap();
-    let (db, ns) = (fleet.database_url.clone(), fleet.broker.namespace.clone());
+    let api = fleet.spawn_api(&[]).await;
+    let reader = fleet.token("alice", Role::Approver, &["org_482"]).await;
+    let run = |args: &'static [&'static str]| api.fleetctl_as(&reader, &[], args);
 
-    let out = fleetctl(&db, &ns, &["list"]).await;
+    let out = run(&["list"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let table = text(&out.stdout);
     let header = table.lines().next().unwrap();
@@ -115,7 +118,8 @@ async fn list_and_show_give_amounts_in_major_units_reason_escalation_and_age() {
         assert!(row.contains(&cell.to_owned()), "{cell} in {row:?}");
     }
 
-    let out = fleetctl(&db, &ns, &["show", &op_of(&kzt)]).await;
+    let kzt_op = op_of(&kzt);
+    let out = api.fleetctl_as(&reader, &[], &["show", &kzt_op]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout)
@@ -125,27 +129,19 @@ async fn list_and_show_give_amounts_in_major_units_reason_escalation_and_age() {
         text(&out.stdout)
     );
 
-    // -o json and --json print the same objects, with the stored minor units.
-    let by_o: Value =
-        serde_json::from_slice(&fleetctl(&db, &ns, &["list", "-o", "json"]).await.stdout).unwrap();
-    let by_flag: Value =
-        serde_json::from_slice(&fleetctl(&db, &ns, &["list", "--json"]).await.stdout).unwrap();
-    assert_eq!(by_o.as_array().unwrap().len(), 3);
-    let ids = |v: &Value| {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o["operation_id"].clone())
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(ids(&by_o), ids(&by_flag));
-    assert!(by_o
+    // -o json and --json print the same page, with the stored minor units.
+    let by_o: Value = serde_json::from_slice(&run(&["list", "-o", "json"]).await.stdout).unwrap();
+    let by_flag: Value = serde_json::from_slice(&run(&["list", "--json"]).await.stdout).unwrap();
+    assert_eq!(by_o["data"].as_array().unwrap().len(), 3);
+    assert_eq!(by_o, by_flag);
+    assert!(by_o["data"]
         .as_array()
         .unwrap()
         .iter()
         .any(|o| o["payload"]["amount_minor"] == json!(1250000)));
+    let jpy_op = op_of(&jpy);
     let shown: Value = serde_json::from_slice(
-        &fleetctl(&db, &ns, &["show", &op_of(&jpy), "-o", "json"])
+        &api.fleetctl_as(&reader, &[], &["show", &jpy_op, "-o", "json"])
             .await
             .stdout,
     )
@@ -153,24 +149,26 @@ async fn list_and_show_give_amounts_in_major_units_reason_escalation_and_age() {
     assert_eq!(shown["payload"]["currency"], "JPY");
 
     // --status takes a status name, and says which ones there are.
-    let out = fleetctl(&db, &ns, &["list", "--status", "pending"]).await;
+    let out = run(&["list", "--status", "pending"]).await;
     assert!(!out.status.success());
     assert!(
         text(&out.stderr).contains("not_started"),
         "{}",
         text(&out.stderr)
     );
-    let out = fleetctl(
-        &db,
-        &ns,
-        &["list", "--status", "not_started", "--escalated"],
-    )
+    let out = run(&[
+        "list",
+        "--status",
+        "not_started",
+        "--approval-status",
+        "pending",
+    ])
     .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout).lines().count(),
-        2,
-        "the header and the escalated one:\n{}",
+        4,
+        "the header and the three:\n{}",
         text(&out.stdout)
     );
     fleet.stop().await;
@@ -212,9 +210,9 @@ async fn a_database_without_the_schema_says_to_run_migrate() {
         .await
         .unwrap();
     for (db, args) in [
-        (&bare, &["list"][..]),
-        (&bare, &["show", "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"]),
-        (&missing, &["list"]),
+        (&bare, &["token", "list"][..]),
+        (&bare, &["key", "list"]),
+        (&missing, &["principal", "list"]),
     ] {
         let out = fleetctl(db, "unused", args).await;
         assert!(!out.status.success(), "{args:?} succeeded");

@@ -15,6 +15,7 @@ mod bench_smoke;
 mod broker_users;
 mod chaos;
 mod cli;
+mod cli_api;
 mod console;
 mod console_browser;
 mod contracts;

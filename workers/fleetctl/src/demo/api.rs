@@ -15,7 +15,7 @@ use fleet_store::Store;
 use reqwest::StatusCode;
 
 use super::intents::DemoIntent;
-use crate::decide::DecisionClient;
+use crate::api_client::ApiClient;
 
 const AGENT: &str = "demo-agent";
 /// Two people, so that a payment whose quorum policy asks for two distinct approvers can
@@ -25,7 +25,7 @@ pub const APPROVERS: [&str; 2] = ["demo-approver", "demo-approver-2"];
 /// A demo approver: a decision client with its token, and its signing key.
 pub struct Approver {
     pub name: &'static str,
-    pub client: DecisionClient,
+    pub client: ApiClient,
     key: ApproverKey,
 }
 
@@ -74,7 +74,7 @@ pub async fn approvers(
         }
         approvers.push(Approver {
             name,
-            client: DecisionClient::new(api_url, Secret::new(token.expose().to_owned())),
+            client: ApiClient::new(api_url, Secret::new(token.expose().to_owned())),
             key,
         });
     }

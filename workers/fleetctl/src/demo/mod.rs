@@ -58,10 +58,10 @@ pub struct DemoArgs {
 }
 
 pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
-    let db = conn.database_url.expose();
+    let db = conn.db.database_url.expose();
     fleet_store::create_database_if_missing(db).await?;
     fleet_store::migrate(db).await?;
-    println!("migrated {}", conn.database_url);
+    println!("migrated {}", conn.db.database_url);
 
     let bin_dir = crate::processes::bin_dir(args.bin_dir.as_deref())?;
     let mut fleet = Fleet::start(
@@ -159,7 +159,7 @@ async fn drive(
     sim_url: &str,
     api_url: &str,
 ) -> anyhow::Result<()> {
-    let store = Store::connect(conn.database_url.expose(), 4)?;
+    let store = Store::connect(conn.db.database_url.expose(), 4)?;
     let broker = conn.broker();
     let publisher = Publisher::connect(&broker).await?;
     let orders = report::seed_orders(sim_url, ORDERS).await?;

@@ -72,8 +72,8 @@ impl Fleet {
             .await?
             .error_for_status()?;
         let envs = [
-            ("AMQP_URL", conn.amqp_url.expose()),
-            ("AMQP_NAMESPACE", conn.amqp_namespace.as_str()),
+            ("AMQP_URL", conn.amqp.amqp_url.expose()),
+            ("AMQP_NAMESPACE", conn.amqp.amqp_namespace.as_str()),
             ("PAYMENTS_URL", sim_url.as_str()),
             ("CRM_URL", sim_url.as_str()),
             ("ORDERS_URL", sim_url.as_str()),
@@ -95,7 +95,8 @@ impl Fleet {
         ];
         for (name, _) in workers {
             // Each component connects as its own database role (created by the migrations).
-            let database_url = processes::component_database_url(conn.database_url.expose(), name)?;
+            let database_url =
+                processes::component_database_url(conn.db.database_url.expose(), name)?;
             let envs = [envs.as_slice(), &[("DATABASE_URL", database_url.as_str())]].concat();
             procs.push(processes::spawn(bin_dir, log_dir, name, name, &envs)?);
         }
