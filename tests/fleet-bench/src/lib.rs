@@ -35,7 +35,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use fleetctl::cli::Connection;
+use fleetctl::args::Connection;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use fleet_bench::BenchArgs;
-use fleetctl::cli::Connection;
+use fleetctl::args::Connection;
 
 /// Throughput, latency and cost of the fleet on this machine, with the real binaries.
 #[derive(Parser)]

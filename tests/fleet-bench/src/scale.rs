@@ -22,7 +22,7 @@ use super::database::BenchDb;
 use super::machine::Machine;
 use super::table::{self, Table, Target};
 use super::{seed, BenchArgs};
-use fleetctl::cli::Connection;
+use fleetctl::args::Connection;
 
 /// The reconcile worker's default SWEEP_BATCH.
 const SWEEP_BATCH: i64 = 100;

@@ -25,7 +25,7 @@ use super::measure::{self, ProcSample};
 use super::report::{self, Config, Figures, PgFigures};
 use super::sql::BenchSql;
 use super::{compare, latency, procfs, seed, BenchArgs, Mode};
-use fleetctl::cli::Connection;
+use fleetctl::args::Connection;
 use fleetctl::processes;
 
 const SMOKE_OPS: usize = 200;

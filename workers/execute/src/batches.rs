@@ -7,14 +7,14 @@
 
 use std::collections::HashMap;
 
-use fleet_core::{OpKey, OpRef, Outcome};
+use fleet_core::{OpKey, OpRef};
 use fleet_runtime::Batcher;
 use fleet_store::{
     settle_batch, AttemptRecord, Claim, Store, StoreError, Transition, TransitionOutcome,
 };
 use tracing::warn;
 
-use crate::perform::transition_of;
+use crate::answer::{transition_of, Answer};
 use crate::ExecuteSettings;
 
 /// Most doorbells one claim statement takes, and most answers one transaction records.
@@ -22,18 +22,6 @@ const MAX_BATCH: usize = 64;
 /// Batches of each kind running at once: a second one goes out while the first is in
 /// Postgres, so a request waits at most for one batch ahead of it.
 const IN_FLIGHT: usize = 2;
-
-/// What the provider said for the claim (operation, fence), owned so that it can wait in
-/// a batch.
-pub(crate) struct Answer {
-    pub op: OpKey,
-    pub fence: i64,
-    pub outcome: Outcome,
-    pub attempt: AttemptRecord,
-    /// What the history row of the move keeps besides the attempt (the payee as it is
-    /// now, after the provider refused a changed one).
-    pub evidence: Option<serde_json::Value>,
-}
 
 /// `None`: the batch failed; the doorbell's operation is claimed on its own.
 type ClaimResult = Option<Claim>;

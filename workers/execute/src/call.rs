@@ -12,8 +12,8 @@ use fleet_core::{ActionSpec, AttemptOutcome, CallResult, Effect, OpRef, Outcome}
 use fleet_providers::{Operation, Provider, Request};
 use fleet_store::{AttemptRecord, OperationRow, StoreError};
 
+use crate::answer::attempt_record;
 use crate::handler::ExecuteHandler;
-use crate::perform::attempt_record;
 
 const NOT_SENT_BACKOFF: Duration = Duration::from_millis(200);
 

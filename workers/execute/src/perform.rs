@@ -1,18 +1,15 @@
 //! One claimed attempt: call the provider once (resending only what provably never left),
 //! hold the lease meanwhile, then record the answer with the fence.
 
-use fleet_core::execute::answer_move;
 use fleet_core::payee::{payee_id, PayeeEvidence};
 use fleet_core::reconcile::key_trusted;
-use fleet_core::{
-    answer_summary, AttemptOutcome, CallResult, Effect, Outcome, Precondition, Status,
-};
+use fleet_core::{AttemptOutcome, Effect, Outcome, Precondition, Status};
 use fleet_runtime::metric_names as m;
-use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, Transition, TransitionOutcome};
+use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, TransitionOutcome};
 use tokio::time::Instant;
 use tracing::{error, info, warn};
 
-use crate::batches::Answer;
+use crate::answer::Answer;
 use crate::call::Call;
 use crate::handler::ExecuteHandler;
 use crate::{lease, pause};
@@ -276,73 +273,5 @@ impl ExecuteHandler {
             }
         }
         Ok(())
-    }
-}
-
-/// The fenced transition that records `answer`: from `in_progress` at the claim's fence,
-/// as `fleet_core::execute::answer_move` says.
-pub(crate) fn transition_of(answer: &Answer, accepted_deadline_s: u32) -> Transition<'_> {
-    let step = answer_move(&answer.outcome, accepted_deadline_s);
-    let attempt = &answer.attempt;
-    Transition {
-        reason: step.reason,
-        error_code: step.error_code,
-        external_id: step.external_id,
-        deadline_s: step.deadline_s.map(f64::from),
-        escalate: step.escalate,
-        provider_request_id: attempt
-            .provider_request_id
-            .as_deref()
-            .filter(|_| step.keeps_request_id),
-        result: if step.keeps_result {
-            attempt.response.clone()
-        } else {
-            None
-        },
-        evidence: answer.evidence.clone(),
-        ..Transition::new(
-            answer.op.op(),
-            Status::InProgress,
-            answer.fence,
-            step.event,
-            "execute",
-        )
-    }
-}
-
-pub(crate) fn attempt_record(call: &CallResult, outcome: &Outcome) -> AttemptRecord {
-    let external_id = match outcome {
-        Outcome::Succeeded { external_id } => Some(external_id.clone()),
-        Outcome::Accepted { external_id } => external_id.clone(),
-        Outcome::Failed { .. }
-        | Outcome::NotExecuted { .. }
-        | Outcome::Unknown { .. }
-        | Outcome::Conflict { .. } => None,
-    };
-    let detail = match outcome {
-        Outcome::Failed { code } => Some(code.clone()),
-        Outcome::NotExecuted { reason } | Outcome::Unknown { reason, .. } => Some(reason.clone()),
-        Outcome::Conflict { on, current } => Some(format!(
-            "{} current={}",
-            on.code(),
-            current.as_deref().unwrap_or("?")
-        )),
-        Outcome::Succeeded { .. } | Outcome::Accepted { .. } => None,
-    };
-    let base = AttemptRecord {
-        external_id,
-        detail,
-        ..AttemptRecord::new(outcome.attempt_outcome())
-    };
-    match call {
-        CallResult::Answer(a) => AttemptRecord {
-            http_status: Some(i32::from(a.status)),
-            replayed: Some(a.replayed),
-            provider_request_id: a.request_id.clone(),
-            // Only the allow-listed summary is stored, never the whole body (customer data).
-            response: answer_summary(&a.body),
-            ..base
-        },
-        CallResult::NotSent { .. } | CallResult::NoAnswer { .. } => base,
     }
 }

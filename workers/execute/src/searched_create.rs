@@ -12,9 +12,9 @@ use fleet_store::{AttemptRecord, StoreError};
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
+use crate::answer::attempt_record;
 use crate::call::Call;
 use crate::handler::ExecuteHandler;
-use crate::perform::attempt_record;
 
 fn searched(outcome: Outcome, detail: &str, evidence: &Value) -> (Outcome, AttemptRecord) {
     let external_id = match &outcome {

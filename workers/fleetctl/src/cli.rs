@@ -5,12 +5,11 @@
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use fleet_broker::BrokerConfig;
+use clap::{Parser, Subcommand};
 use fleet_core::{ApprovalStatus, Status, WaitFor};
-use fleet_runtime::{AmqpTopology, RedactedUrl};
 
 use crate::api_target::ApiArgs;
+use crate::args::{Broker, Connection, Database, OutputArgs};
 
 #[derive(Parser)]
 #[command(
@@ -21,96 +20,6 @@ use crate::api_target::ApiArgs;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// The owner's database connection: operator tooling only (people read and decide through
-/// the API). Global within the command it is given to, so `token create --database-url …`
-/// works as well as `token --database-url … create`.
-#[derive(Args, Clone, Debug)]
-pub struct Database {
-    /// Postgres URL (the password is never printed).
-    #[arg(
-        long,
-        global = true,
-        env = "DATABASE_URL",
-        hide_env_values = true,
-        default_value = "postgres://postgres@127.0.0.1:5432/fleet"
-    )]
-    pub database_url: RedactedUrl,
-}
-
-/// The broker connection, for the commands that publish or administer the broker.
-#[derive(Args, Clone, Debug)]
-pub struct Broker {
-    /// RabbitMQ URL (the password is never printed).
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_URL",
-        hide_env_values = true,
-        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
-    )]
-    pub amqp_url: RedactedUrl,
-    /// Prefix of every queue name (empty in production).
-    #[arg(long, global = true, env = "AMQP_NAMESPACE", default_value = "")]
-    pub amqp_namespace: String,
-    /// `verify` with a least-privilege broker user (the agent's for submit, the
-    /// operator's for reconcile): check the topology, never declare it.
-    #[arg(long, global = true, env = "AMQP_TOPOLOGY", value_enum, default_value_t = AmqpTopology::Declare)]
-    pub amqp_topology: AmqpTopology,
-}
-
-impl Broker {
-    pub fn config(&self) -> BrokerConfig {
-        BrokerConfig::new(self.amqp_url.expose())
-            .with_namespace(self.amqp_namespace.clone())
-            .with_topology(self.amqp_topology.into())
-    }
-}
-
-/// Both: for the commands that read the database and ring or administer the broker
-/// (reconcile, principal, the demo and the bench).
-#[derive(Args, Clone, Debug)]
-pub struct Connection {
-    #[command(flatten)]
-    pub db: Database,
-    #[command(flatten)]
-    pub amqp: Broker,
-}
-
-impl Connection {
-    pub fn broker(&self) -> BrokerConfig {
-        self.amqp.config()
-    }
-}
-
-/// How `show`, `list` and `wait` print operations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned text for people.
-    Table,
-    /// The API's answer as it came: an operation's view, or a page `{"data", "next_cursor"}`.
-    Json,
-}
-
-#[derive(Args, Clone, Copy, Debug)]
-pub struct OutputArgs {
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Same as `-o json`.
-    #[arg(long, conflicts_with = "format")]
-    pub json: bool,
-}
-
-impl OutputArgs {
-    pub fn format(self) -> Format {
-        if self.json {
-            Format::Json
-        } else {
-            self.format
-        }
-    }
 }
 
 /// `--status`: one of the status names, listed in `--help` and in the error for any other.

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::api_client::{Answer, ApiClient, ListQuery};
-use crate::cli::Format;
+use crate::args::Format;
 use crate::format::{age, amount};
 
 pub async fn show(client: &ApiClient, op: &str, format: Format) -> anyhow::Result<()> {

@@ -13,7 +13,7 @@ use clap::Subcommand;
 use fleet_core::{ApproverKey, KeyId, PublicKey};
 use fleet_store::{KeyAdded, KeyRemoved, Store};
 
-use crate::cli::Database;
+use crate::args::Database;
 
 #[derive(Subcommand, Debug)]
 pub enum KeyCommand {

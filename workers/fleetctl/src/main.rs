@@ -6,7 +6,8 @@ use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
 use fleetctl::api_client::{ApiClient, ListQuery};
-use fleetctl::cli::{BrokerCommand, Cli, Command, Database};
+use fleetctl::args::Database;
+use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::{
     broker_setup, completion, context, decide, demo, hash, inspect, key, operator, principal,
     submit, token, wait,

@@ -11,7 +11,7 @@ use fleet_core::{ApprovalStatus, Status, WaitFor};
 use serde_json::Value;
 
 use crate::api_client::{Answer, ApiClient};
-use crate::cli::Format;
+use crate::args::Format;
 use crate::refusal::Refusal;
 
 /// The longest one request waits (the API refuses more).

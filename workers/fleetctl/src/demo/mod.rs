@@ -27,7 +27,7 @@ use fleet_core::{OpKey, OpRef};
 use fleet_store::Store;
 use serde_json::{json, Value};
 
-use crate::cli::Connection;
+use crate::args::Connection;
 use processes::Fleet;
 
 #[derive(Args, Debug, Clone)]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use fleet_runtime::admin_addrs;
 
-use crate::cli::Connection;
+use crate::args::Connection;
 use crate::processes::{self, Proc};
 
 /// A development-only webhook signing secret (base64 of "dev-only-webhook-secret!").
