@@ -8,13 +8,12 @@ use std::future::Future;
 use std::pin::Pin;
 
 use fleet_core::{Action, Subject};
-use reqwest::Method;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::api::Api;
 use crate::lookup::LookupError;
+pub use crate::request::Request;
 
 /// A future an adapter returns (adapters are used as trait objects).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -51,49 +50,6 @@ impl Operation<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the stored snapshot does not make a {0} request")]
 pub struct Unbuildable(pub &'static str);
-
-/// The one side-effecting request of an operation: the same on every attempt, since it is
-/// built from the approved snapshot alone.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Request {
-    pub method: Method,
-    pub path: Vec<String>,
-    /// `Idempotency-Key`, for a provider that deduplicates by it.
-    pub idempotency_key: Option<String>,
-    /// `If-Match: "<version>"`, for a conditional update by version.
-    pub if_match: Option<String>,
-    pub body: Value,
-}
-
-impl Request {
-    pub fn new(method: Method, path: &[&str], body: &impl Serialize) -> Request {
-        Request {
-            method,
-            path: path.iter().map(|s| (*s).to_owned()).collect(),
-            idempotency_key: None,
-            if_match: None,
-            body: serde_json::to_value(body).expect("a request body serialises"),
-        }
-    }
-
-    pub fn with_key(self, key: &str) -> Request {
-        Request {
-            idempotency_key: Some(key.to_owned()),
-            ..self
-        }
-    }
-
-    pub fn with_if_match(self, version: i64) -> Request {
-        Request {
-            if_match: Some(version.to_string()),
-            ..self
-        }
-    }
-
-    pub(crate) fn path(&self) -> Vec<&str> {
-        self.path.iter().map(String::as_str).collect()
-    }
-}
 
 /// What a lookup returned: how it asked (`via`, for the evidence) and the objects (a
 /// search's list, or the one object read by id, or none).

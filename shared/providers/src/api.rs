@@ -11,8 +11,8 @@ use fleet_runtime::Secret;
 use reqwest::header::{HeaderValue, AUTHORIZATION};
 use reqwest::{Method, RequestBuilder, Url};
 
-use crate::adapter::Request;
 use crate::lookup::endpoint;
+use crate::request::Request;
 use crate::transport::{build_client, call_label, classify_send_error, read_answer};
 
 /// Why a client could not be built from its configuration.

@@ -20,6 +20,7 @@ mod lookup;
 pub mod orders;
 pub mod payments;
 mod registry;
+mod request;
 mod transport;
 
 pub use adapter::{Adapter, Operation, PayeeAnswer, Request, Unbuildable};

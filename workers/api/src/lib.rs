@@ -25,6 +25,7 @@
 pub mod auth;
 pub mod console;
 pub mod cursor;
+pub mod decision_error;
 pub mod decision_routes;
 pub mod decisions;
 pub mod error;

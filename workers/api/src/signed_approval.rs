@@ -15,7 +15,7 @@ use fleet_core::{
 };
 use fleet_store::Store;
 
-use crate::decisions::DecisionError;
+use crate::decision_error::DecisionError;
 
 /// What the approve body carries besides the hash, as sent (all three or none).
 #[derive(Debug, Clone, Default)]

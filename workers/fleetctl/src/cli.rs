@@ -243,6 +243,7 @@ pub enum BrokerCommand {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::Format;
     use clap::CommandFactory;
 
     #[test]

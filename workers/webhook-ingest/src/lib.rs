@@ -18,6 +18,7 @@ mod clock;
 pub mod consumer;
 pub mod envelope;
 pub mod event;
+pub mod limits;
 pub mod publish;
 pub mod receiver;
 pub mod retention;
@@ -38,8 +39,9 @@ use tokio_util::sync::CancellationToken;
 pub use consumer::{IngestError, IngestHandler};
 pub use envelope::{Envelope, SignatureHeaders};
 pub use fleet_runtime::ConnectionLimits;
+pub use limits::RequestLimits;
 pub use publish::IngestPublisher;
-pub use receiver::{ReceiverState, RequestLimits};
+pub use receiver::ReceiverState;
 pub use secrets::{SecretsError, WebhookSecrets};
 pub use settings::{Mode, WebhookSettings, KNOWN_PROVIDERS};
 

@@ -18,7 +18,6 @@
 //! Connections themselves are bounded by [`fleet_runtime::http_server`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -37,27 +36,14 @@ use tracing::{info, warn};
 
 use crate::clock::unix_now;
 use crate::envelope::Envelope;
+use crate::limits::RequestLimits;
 use crate::publish::IngestPublisher;
 use crate::secrets::WebhookSecrets;
 use crate::settings::KNOWN_PROVIDERS;
 use crate::signature::{self, SignedHeaders};
 
-/// The largest request head read (the signature header alone may be 8 KiB).
-pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// What a 503 asks the provider to wait before retrying.
 const RETRY_AFTER_S: &str = "5";
-
-/// Bounds on the requests the handler reads: how large a body may be, how long its
-/// reading may take, and how many are read (and published) at once, which bounds the
-/// memory bodies hold to about `max_concurrent × 5 × max_body_bytes` (the body, its
-/// base64 envelope, the serialised message and the frames being published).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestLimits {
-    pub max_body_bytes: usize,
-    pub max_concurrent: usize,
-    /// From the end of the head: waiting for a turn, then reading the whole body.
-    pub body_timeout: Duration,
-}
 
 #[derive(Clone)]
 pub struct ReceiverState {

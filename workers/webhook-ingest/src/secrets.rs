@@ -5,10 +5,17 @@
 
 use std::fmt;
 
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine;
 use fleet_runtime::Secret;
 
-use crate::signature::BASE64;
+/// Standard base64, padded or not (providers differ; the Standard Webhooks libraries
+/// accept both): the secrets' keys and the signatures alike.
+pub(crate) const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// Secrets accepted at once: a rotation needs two; a few more leave room, no more.
 pub const MAX_SECRETS: usize = 8;

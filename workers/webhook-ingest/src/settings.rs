@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use fleet_runtime::{ConnectionLimits, Secret};
 use fleet_store::MIN_WEBHOOK_RETENTION_S;
 
-use crate::receiver::{RequestLimits, MAX_HEAD_BYTES};
+use crate::limits::{RequestLimits, MAX_HEAD_BYTES};
 use crate::secrets::{SecretsError, WebhookSecrets};
 use crate::signature::Freshness;
 

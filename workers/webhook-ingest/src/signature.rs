@@ -9,14 +9,12 @@
 //! time taken does not tell which one matched or how many bytes did.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use base64::alphabet;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::{Choice, ConstantTimeEq};
 
-use crate::secrets::WebhookSecrets;
+use crate::secrets::{WebhookSecrets, BASE64};
 
 /// How far `webhook-timestamp` may be from now, either way (Stripe and Svix use the same).
 pub const TOLERANCE_S: u64 = 300;
@@ -29,13 +27,6 @@ pub const MAX_SIGNATURE_HEADER_BYTES: usize = 8 * 1024;
 pub const HEADER_ID: &str = "webhook-id";
 pub const HEADER_TIMESTAMP: &str = "webhook-timestamp";
 pub const HEADER_SIGNATURE: &str = "webhook-signature";
-
-/// Standard base64, padded or not (providers differ; the Standard Webhooks libraries
-/// accept both).
-pub(crate) const BASE64: GeneralPurpose = GeneralPurpose::new(
-    &alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
 
 /// Why a delivery was refused. Nothing is stored or published for any of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
