@@ -4,6 +4,7 @@
 import type { components, paths } from "./fleet-api";
 
 type Intent = components["schemas"]["IntentV1"];
+type PaymentPayload = components["schemas"]["IntentV1_payment_create"];
 type View = components["schemas"]["OperationView"];
 type Problem = components["schemas"]["Problem"];
 type ErrorCode = components["schemas"]["ErrorCode"];
@@ -12,6 +13,13 @@ type Submitted =
 type Refused =
   paths["/v1/intents"]["post"]["responses"]["422"]["content"]["application/problem+json"];
 
+const payment: PaymentPayload = {
+  invoice_id: "inv_9182",
+  beneficiary_id: "vendor_77",
+  amount_minor: 1250000,
+  currency: "KZT",
+};
+
 export const intent: Intent = {
   schema: "intent.v1",
   operation_id: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
@@ -19,12 +27,7 @@ export const intent: Intent = {
   action: "payment.create",
   provider: "payments",
   target: null,
-  payload: {
-    invoice_id: "inv_9182",
-    beneficiary_id: "vendor_77",
-    amount_minor: 1250000,
-    currency: "KZT",
-  },
+  payload: payment,
   policy_version: "payments-v3",
   data_version: "inv_9182@7",
   approval_ttl_seconds: 3600,
