@@ -181,6 +181,29 @@ def test_event_reads_the_cloudevent_envelope() -> None:
     assert event.data.external_id == "pay_1"
 
 
+def test_api_error_reads_a_problem_with_its_detail_and_request_id() -> None:
+    error = ApiError.from_response(
+        422,
+        {"type": "/docs/api.md#error-invalid_field", "title": "Invalid field", "status": 422,
+         "detail": "A member is missing, unknown, of the wrong type or out of its limits.",
+         "code": "invalid_field", "field": "payload.amount_minor", "request_id": "req_1",
+         "error": {"code": "invalid_field", "field": "payload.amount_minor"}},
+        None,
+        "req_from_header",
+    )
+    assert (error.code, error.field, error.status) == ("invalid_field", "payload.amount_minor", 422)
+    assert error.message.startswith("A member is missing")
+    assert (error.request_id, error.type, error.title) == (
+        "req_1", "/docs/api.md#error-invalid_field", "Invalid field")
+    assert "request_id=req_1" in str(error)
+    # A problem without the deprecated member, and the request id from the header.
+    bare = ApiError.from_response(405, {"code": "method_not_allowed", "field": None}, None, "req_2")
+    assert (bare.code, bare.field, bare.request_id) == ("method_not_allowed", None, "req_2")
+    # Members of the wrong type are ignored rather than raised on.
+    odd = ApiError.from_response(400, {"code": 7, "field": ["x"], "detail": None})
+    assert (odd.code, odd.field, odd.message) == (None, None, "fleet-api answered 400")
+
+
 def test_api_error_carries_code_field_status_and_room_for_a_message() -> None:
     error = ApiError.from_response(
         422, {"error": {"code": "invalid_field", "field": "payload.currency"}})

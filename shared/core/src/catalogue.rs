@@ -197,8 +197,11 @@ impl Behaviour {
     }
 }
 
+/// The payload as its action's type; a refusal names the member (`payload.amount_minor`),
+/// not the payload as a whole.
 fn typed<P: ActionPayload>(payload: &Value) -> Result<P, IntentError> {
-    P::deserialize(payload).map_err(|e| IntentError::field("payload", e.to_string()))
+    crate::member_path::read::<P>(payload)
+        .map_err(|r| IntentError::field(&r.under("payload"), r.problem))
 }
 
 fn check<P: ActionPayload>(payload: &Value) -> Result<(), IntentError> {

@@ -136,8 +136,10 @@ pub fn parse_intent(bytes: &[u8]) -> Result<ValidIntent, IntentError> {
             return Err(IntentError::UnknownAction(a.clone()));
         }
     }
-    let envelope: Envelope = serde_json::from_value(Value::Object(object))
-        .map_err(|e| IntentError::field("intent", e.to_string()))?;
+    // A refusal names the member (`approval_ttl_seconds`, `payload`); `intent` only when
+    // no member can be named.
+    let envelope: Envelope = crate::member_path::read(&Value::Object(object))
+        .map_err(|r| IntentError::field(r.path.as_deref().unwrap_or("intent"), r.problem))?;
     validate_envelope(envelope)
 }
 

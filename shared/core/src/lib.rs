@@ -20,6 +20,7 @@ pub mod history;
 pub mod identifier;
 pub mod ids;
 pub mod intent;
+pub mod member_path;
 pub mod money;
 pub mod objects;
 pub mod outcome;

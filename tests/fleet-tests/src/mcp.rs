@@ -43,14 +43,24 @@ impl ToolAnswer {
         self.content
     }
 
-    /// `(code, field)` of a refusal (panics on a success, showing it).
+    /// `(code, field)` of a refusal (panics on a success, showing it). The refusal is the
+    /// HTTP API's problem: its `type` links the code's section, and the deprecated `error`
+    /// member says the same.
     pub fn refusal(&self) -> (String, Value) {
         assert!(self.is_error, "the tool did not refuse: {}", self.content);
-        let error = &self.content["error"];
-        (
-            error["code"].as_str().unwrap_or_default().to_owned(),
-            error["field"].clone(),
-        )
+        let problem = &self.content;
+        let code = problem["code"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(
+            problem["type"],
+            format!("/docs/api.md#error-{code}"),
+            "{problem}"
+        );
+        assert_eq!(
+            (&problem["error"]["code"], &problem["error"]["field"]),
+            (&problem["code"], &problem["field"]),
+            "{problem}"
+        );
+        (code, problem["field"].clone())
     }
 }
 

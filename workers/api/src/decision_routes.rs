@@ -2,8 +2,7 @@
 //! `/dispute`. Each is a thin JSON wrapper around the [`crate::decisions`] function of
 //! the same name, which holds the rules; these only read the body and name the answer.
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::Json;
 use fleet_core::{ApiAction, Resolution};
 use fleet_store::Resolve;
@@ -13,8 +12,11 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Caller;
 use crate::decisions::Addressed;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::ApiError;
+use crate::json_body::JsonBody;
 use crate::openapi::OperationView;
+use crate::problem::Problem;
+use crate::query_params::Params;
 use crate::signed_approval::SignatureOffer;
 use crate::state::AppState;
 
@@ -73,7 +75,6 @@ pub struct DisputeBody {
     pub reason: String,
 }
 
-/// A body that is not the JSON object the route takes.
 /// Which operation of the caller's the path's id names, when two of its tenants hold it.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -84,16 +85,12 @@ pub struct TenantQuery {
     tenant: Option<String>,
 }
 
-fn tenant(q: Result<Query<TenantQuery>, QueryRejection>) -> Result<Option<String>, ApiError> {
-    q.map(|Query(q)| q.tenant)
-        .map_err(|_| ApiError::BadQuery { field: None })
+fn tenant(q: Result<Params<TenantQuery>, ApiError>) -> Result<Option<String>, ApiError> {
+    q.map(|Params(q)| q.tenant)
 }
 
-fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    b.map(|Json(b)| b).map_err(|_| ApiError::Invalid {
-        code: "malformed",
-        field: None,
-    })
+fn body<T>(b: Result<JsonBody<T>, ApiError>) -> Result<T, ApiError> {
+    b.map(|JsonBody(b)| b)
 }
 
 /// Approve an operation.
@@ -114,13 +111,16 @@ fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     request_body(content = ApproveBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Approval recorded, or this principal approved this same hash before: the operation's view, with the quorum's progress.", body = OperationView),
-        (status = 400, description = "`signature_invalid`: the signature does not count; `field` is `key_id` (unknown, not the caller's, removed, or registered too recently), `expires_at` (malformed, past, or more than 24 hours ahead) or `signature` (malformed, or not over this operation's statement). Nothing was recorded.", body = ErrorBody),
-        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
-        (status = 403, description = "`role_not_allowed` (only approvers approve) or `submitter_cannot_approve` (the caller submitted it).", body = ErrorBody),
-        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`hash_mismatch` (not the stored snapshot's hash: also when the operation is approved, and also when the caller approved the right hash before), `approval_expired` (the window closed before the quorum), `not_pending` (rejected, cancelled, or approved by others and no longer waiting to run), or `signature_required` (the operation's policy asks for signed approvals and none was given); `operation_id_ambiguous`: two of the caller's tenants hold this id, name one with `tenant`. Nothing was recorded.", body = ErrorBody),
-        (status = 422, description = "`malformed`: not a JSON object with `payload_hash`.", body = ErrorBody),
-        (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
+        (status = 400, description = "`invalid_query`: an unknown query parameter (`field` names it); `signature_invalid`: the signature does not count; `field` is `key_id` (unknown, not the caller's, removed, or registered too recently), `expires_at` (malformed, past, or more than 24 hours ahead) or `signature` (malformed, or not over this operation's statement). Nothing was recorded.", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`role_not_allowed` (only approvers approve) or `submitter_cannot_approve` (the caller submitted it).", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such operation among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`hash_mismatch` (not the stored snapshot's hash: also when the operation is approved, and also when the caller approved the right hash before), `approval_expired` (the window closed before the quorum), `not_pending` (rejected, cancelled, or approved by others and no longer waiting to run), or `signature_required` (the operation's policy asks for signed approvals and none was given); `operation_id_ambiguous`: two of the caller's tenants hold this id, name one with `tenant`. Nothing was recorded.", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`oversized`: a body larger than 64 KiB.", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`malformed`: not a JSON object with `payload_hash`.", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -128,8 +128,8 @@ pub async fn approve_operation(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    q: Result<Query<TenantQuery>, QueryRejection>,
-    b: Result<Json<ApproveBody>, JsonRejection>,
+    q: Result<Params<TenantQuery>, ApiError>,
+    b: Result<JsonBody<ApproveBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::Approve)?;
     let tenant = tenant(q)?;
@@ -162,12 +162,16 @@ pub async fn approve_operation(
     request_body(content = RejectBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Rejected (or rejected before): the operation's view.", body = OperationView),
-        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
-        (status = 403, description = "`role_not_allowed`: only approvers reject.", body = ErrorBody),
-        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`already_started`: execution began or the operation ended (cancelled otherwise than by a rejection included); `operation_id_ambiguous`: name the tenant.", body = ErrorBody),
-        (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason` (blank or too long).", body = ErrorBody),
-        (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
+        (status = 400, description = "`invalid_query`: an unknown query parameter (`field` names it).", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`role_not_allowed`: only approvers reject.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such operation among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`already_started`: execution began or the operation ended (cancelled otherwise than by a rejection included); `operation_id_ambiguous`: name the tenant.", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`oversized`: a body larger than 64 KiB.", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason` (blank or too long).", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Postgres did not answer; nothing was decided.", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -175,8 +179,8 @@ pub async fn reject_operation(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    q: Result<Query<TenantQuery>, QueryRejection>,
-    b: Result<Json<RejectBody>, JsonRejection>,
+    q: Result<Params<TenantQuery>, ApiError>,
+    b: Result<JsonBody<RejectBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::Reject)?;
     let tenant = tenant(q)?;
@@ -206,12 +210,16 @@ pub async fn reject_operation(
     request_body(content = ResolveBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Resolved: the operation's view.", body = OperationView),
-        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
-        (status = 403, description = "`role_not_allowed`: only operators resolve.", body = ErrorBody),
-        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`not_allowed_in_status` (e.g. resolving a payment not yet sent, or a failed one as succeeded), or `changed_meanwhile` (look again); `operation_id_ambiguous`: name the tenant.", body = ErrorBody),
-        (status = 422, description = "`malformed`, or `invalid_field` with `field` `outcome`, `evidence` or `external_id` (required to resolve as succeeded when none is recorded).", body = ErrorBody),
-        (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
+        (status = 400, description = "`invalid_query`: an unknown query parameter (`field` names it).", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`role_not_allowed`: only operators resolve.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such operation among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`not_allowed_in_status` (e.g. resolving a payment not yet sent, or a failed one as succeeded), or `changed_meanwhile` (look again); `operation_id_ambiguous`: name the tenant.", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`oversized`: a body larger than 64 KiB.", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`malformed`, or `invalid_field` with `field` `outcome`, `evidence` or `external_id` (required to resolve as succeeded when none is recorded).", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Postgres did not answer; nothing was decided.", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -219,8 +227,8 @@ pub async fn resolve_operation(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    q: Result<Query<TenantQuery>, QueryRejection>,
-    b: Result<Json<ResolveBody>, JsonRejection>,
+    q: Result<Params<TenantQuery>, ApiError>,
+    b: Result<JsonBody<ResolveBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::Resolve)?;
     let tenant = tenant(q)?;
@@ -258,12 +266,16 @@ pub async fn resolve_operation(
     request_body(content = DisputeBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Disputed: the operation's view.", body = OperationView),
-        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
-        (status = 403, description = "`role_not_allowed`: only operators dispute.", body = ErrorBody),
-        (status = 404, description = "No such operation among the caller's tenants.", body = ErrorBody),
-        (status = 409, description = "`not_allowed_in_status` (the operation is final), or `changed_meanwhile`; `operation_id_ambiguous`: name the tenant.", body = ErrorBody),
-        (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason`.", body = ErrorBody),
-        (status = 503, description = "Postgres did not answer; nothing was decided.", body = ErrorBody),
+        (status = 400, description = "`invalid_query`: an unknown query parameter (`field` names it).", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`role_not_allowed`: only operators dispute.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such operation among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`not_allowed_in_status` (the operation is final), or `changed_meanwhile`; `operation_id_ambiguous`: name the tenant.", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`oversized`: a body larger than 64 KiB.", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason`.", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Postgres did not answer; nothing was decided.", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -271,8 +283,8 @@ pub async fn dispute_operation(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    q: Result<Query<TenantQuery>, QueryRejection>,
-    b: Result<Json<DisputeBody>, JsonRejection>,
+    q: Result<Params<TenantQuery>, ApiError>,
+    b: Result<JsonBody<DisputeBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::Dispute)?;
     let tenant = tenant(q)?;

@@ -1,13 +1,12 @@
 //! Every refusal the API answers, in one place: its status, its bounded code and the
-//! body `{"error": {"code": …, "field": …}}`. A code never quotes a submitted value.
+//! member at fault, answered as a problem ([`crate::problem`]). A code never quotes a
+//! submitted value.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::decisions::DecisionError;
+use crate::problem::Problem;
 use fleet_core::Denial;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,8 +33,10 @@ pub enum ApiError {
         code: &'static str,
         field: Option<String>,
     },
-    /// A query parameter is unknown or out of range.
-    BadQuery { field: Option<&'static str> },
+    /// A query parameter is unknown or out of range; `field` is its name.
+    BadQuery { field: Option<String> },
+    /// A body sent with a content type other than JSON's.
+    UnsupportedMediaType,
     /// An approval's signature does not count: `signature_invalid`, with the member at
     /// fault (`key_id`, `signature`, `expires_at`). Nothing was recorded.
     BadSignature { field: &'static str },
@@ -53,21 +54,6 @@ pub enum ApiError {
     Unavailable,
 }
 
-/// The error body.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorBody {
-    pub error: ErrorDetail,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// A bounded code, e.g. `unauthorized`, `token_expired`, `tenant_not_granted`,
-    /// `invalid_field`.
-    pub code: String,
-    /// The offending field (`payload.amount_minor`, `limit`, …) when there is one.
-    pub field: Option<String>,
-}
-
 const RETRY_AFTER_S: HeaderValue = HeaderValue::from_static("1");
 
 impl ApiError {
@@ -80,6 +66,7 @@ impl ApiError {
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadQuery { .. } | ApiError::BadSignature { .. } => StatusCode::BAD_REQUEST,
             ApiError::Oversized => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooManyWaiters | ApiError::RateLimited { .. } => {
                 StatusCode::TOO_MANY_REQUESTS
@@ -100,6 +87,7 @@ impl ApiError {
             ApiError::BadQuery { .. } => "invalid_query",
             ApiError::BadSignature { .. } => "signature_invalid",
             ApiError::Oversized => "oversized",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::BodyTimeout => "body_timeout",
             ApiError::TooManyWaiters => "too_many_waiters",
             ApiError::RateLimited { .. } => "rate_limited",
@@ -111,7 +99,7 @@ impl ApiError {
     pub fn field(&self) -> Option<String> {
         match self {
             ApiError::Invalid { field, .. } => field.clone(),
-            ApiError::BadQuery { field } => field.map(str::to_owned),
+            ApiError::BadQuery { field } => field.clone(),
             ApiError::BadSignature { field } => Some((*field).to_owned()),
             ApiError::Conflict => Some("operation_id".to_owned()),
             ApiError::Unauthorized
@@ -120,6 +108,7 @@ impl ApiError {
             | ApiError::NotFound
             | ApiError::Refused(_)
             | ApiError::Oversized
+            | ApiError::UnsupportedMediaType
             | ApiError::BodyTimeout
             | ApiError::TooManyWaiters
             | ApiError::RateLimited { .. }
@@ -129,15 +118,16 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The problem this refusal is answered with (its request id is added on the way out).
+    pub fn problem(&self) -> Problem {
+        Problem::new(self.status(), self.code(), self.field())
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorBody {
-            error: ErrorDetail {
-                code: self.code().to_owned(),
-                field: self.field(),
-            },
-        };
-        let mut response = (self.status(), Json(body)).into_response();
+        let mut response = self.problem().into_response();
         let headers = response.headers_mut();
         match self {
             ApiError::Unauthorized => {
@@ -166,6 +156,7 @@ impl IntoResponse for ApiError {
             | ApiError::BadQuery { .. }
             | ApiError::BadSignature { .. }
             | ApiError::Oversized
+            | ApiError::UnsupportedMediaType
             | ApiError::BodyTimeout => {}
         }
         response

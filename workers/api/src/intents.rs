@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use fleet_core::intent::MAX_INTENT_BYTES;
@@ -16,8 +16,10 @@ use fleet_intake::{Intake, Refusal};
 use serde_json::Value;
 
 use crate::auth::Caller;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::ApiError;
+use crate::json_body::require_json;
 use crate::openapi::{IntentV1, OperationView};
+use crate::problem::Problem;
 use crate::state::AppState;
 
 /// A client that cannot send 64 KiB within this long is not waited for.
@@ -41,22 +43,26 @@ const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
          headers(("Location" = String, description = "/v1/operations/{operation_id}"))),
         (status = 200, description = "The same intent was stored before; its current view.", body = OperationView,
          headers(("Location" = String, description = "/v1/operations/{operation_id}"))),
-        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
-        (status = 403, description = "`role_not_allowed` (only agents submit), `tenant_not_granted`, or `supersedes_forbidden` (`supersedes` names an operation of the tenant that another principal submitted, or that came through the queue: only its submitter replaces it); nothing is written.", body = ErrorBody),
-        (status = 408, description = "`body_timeout`: the body did not arrive within 10 s.", body = ErrorBody),
-        (status = 409, description = "`operation_id_conflict`: the id names another snapshot.", body = ErrorBody),
-        (status = 413, description = "`oversized`: more than 64 KiB.", body = ErrorBody),
-        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `payee_unknown`, `object_of_other_tenant` (it names an object the fleet made or changed for another tenant), `object_unknown`, `supersedes_unknown_operation` (also for another tenant's operation), `supersedes_executed`, …) and `field` the offending field.", body = ErrorBody),
-        (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = ErrorBody),
+        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`role_not_allowed` (only agents submit), `tenant_not_granted`, or `supersedes_forbidden` (`supersedes` names an operation of the tenant that another principal submitted, or that came through the queue: only its submitter replaces it); nothing is written.", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "`body_timeout`: the body did not arrive within 10 s.", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`operation_id_conflict`: the id names another snapshot.", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`oversized`: more than 64 KiB.", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `payee_unknown`, `object_of_other_tenant` (it names an object the fleet made or changed for another tenant), `object_unknown`, `supersedes_unknown_operation` (also for another tenant's operation), `supersedes_executed`, …) and `field` the offending field.", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
 pub async fn submit_intent(
     State(state): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     caller.may(ApiAction::SubmitIntent)?;
+    require_json(&headers)?;
     let bytes = match tokio::time::timeout(
         BODY_READ_TIMEOUT,
         axum::body::to_bytes(body, MAX_INTENT_BYTES),

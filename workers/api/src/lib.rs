@@ -24,17 +24,22 @@
 
 pub mod auth;
 pub mod console;
+pub mod contract_enums;
 pub mod cursor;
 pub mod decision_error;
 pub mod decision_routes;
 pub mod decisions;
 pub mod error;
 pub mod intents;
+pub mod json_body;
 pub mod mcp;
 pub mod openapi;
 pub mod operations;
+pub mod problem;
 pub mod public_url;
+pub mod query_params;
 pub mod rate_limit;
+pub mod request_id;
 pub mod request_slots;
 pub mod schemas;
 mod series;
@@ -69,6 +74,7 @@ pub use state::AppState;
 pub use waiters::Waiters;
 
 use crate::error::ApiError;
+use crate::request_id::RequestId;
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct ApiDeps {
@@ -100,7 +106,7 @@ pub fn app(state: AppState, slots: request_slots::Slots) -> (Router, utoipa::ope
         .routes(routes!(decision_routes::dispute_operation))
         .with_state(state)
         .split_for_parts();
-    let json = Arc::new(doc.to_json().expect("the OpenAPI document serialises"));
+    let json = Arc::new(openapi::document(&doc).to_string());
     let router = router
         .route(
             "/openapi.json",
@@ -118,15 +124,16 @@ pub fn app(state: AppState, slots: request_slots::Slots) -> (Router, utoipa::ope
             slots,
             request_slots::take_slot,
         ))
-        .layer(middleware::from_fn(observe));
+        .layer(middleware::from_fn(observe))
+        .layer(middleware::from_fn(request_id::identify));
     (router, doc)
 }
 
 /// The route that long-polls when asked (`?wait_for=`); see [`route_label`].
 const LONG_POLL_ROUTE: &str = "/v1/operations/{id}";
 
-/// Counts, times and logs every answer by route template and status (never the path
-/// itself, which carries an operation id, nor any header).
+/// Counts, times and logs every answer by route template and status, with the request's
+/// id (never the path itself, which carries an operation id, nor any other header).
 ///
 /// `fleet_api_requests_total{route,status}` keeps the exact status (a 429 from a 503 matters
 /// to whoever reads it); the duration histogram has the status class instead, so that its
@@ -140,6 +147,11 @@ async fn observe(request: Request, next: Next) -> Response {
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let long_poll = route_label(&route, request.uri().query());
     let method = request.method().clone();
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .map(|id| id.as_str().to_owned())
+        .unwrap_or_default();
     let response = next.run(request).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
@@ -151,7 +163,7 @@ async fn observe(request: Request, next: Next) -> Response {
         "status_class" => status_class(status),
     )
     .record(elapsed.as_secs_f64());
-    tracing::info!(%method, route, status, elapsed_ms = elapsed.as_millis() as u64, "answered");
+    tracing::info!(%method, route, status, elapsed_ms = elapsed.as_millis() as u64, request_id, "answered");
     response.into_response()
 }
 

@@ -3,16 +3,23 @@
 //! route cannot exist without being documented. The schemas below document what the
 //! handlers send and receive; they are never built (the API answers with what the SQL
 //! function `operation_view` returns), and a test compares `OperationView`'s properties
-//! with the keys of a real view.
+//! with the keys of a real view. The intent's schema is not restated here: the document
+//! carries the JSON Schema the intake is held to (`shared/schemas/intent.v1.json`),
+//! put in by [`document`].
 
 #![allow(dead_code)]
 
 use serde::Serialize;
+use serde_json::Value;
+use utoipa::openapi::schema::{Object, Schema};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::openapi::RefOr;
+use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
 
+use crate::contract_enums::{ErrorCode, EventTypeName, RefusalReason};
 use crate::decision_routes::{ApproveBody, DisputeBody, RejectBody, ResolveBody};
-use crate::error::{ErrorBody, ErrorDetail};
+use crate::problem::Problem;
+use crate::schemas::INTENT_V1_SCHEMA;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -21,7 +28,7 @@ use crate::error::{ErrorBody, ErrorDetail};
         description = "Submit intents, follow the operations they become, and decide on them. Every request carries `Authorization: Bearer <token>` (`fleetctl token create`); a caller sees, submits and decides only for the tenants its principal was granted, and only what its role permits (agents submit, approvers approve and reject, operators resolve and dispute).",
     ),
     modifiers(&BearerAuth),
-    components(schemas(ErrorBody, ErrorDetail, IntentV1, OperationView, OperationPage, StatusName, ApprovalStatusName, ApproveBody, RejectBody, ResolveBody, DisputeBody)),
+    components(schemas(Problem, ErrorCode, RefusalReason, EventTypeName, IntentV1, OperationView, OperationPage, StatusName, ApprovalStatusName, ApproveBody, RejectBody, ResolveBody, DisputeBody)),
     tags(
         (name = "intents", description = "Proposing side effects."),
         (name = "operations", description = "Following them."),
@@ -45,45 +52,64 @@ impl Modify for BearerAuth {
     }
 }
 
-/// An intent.v1 message: what an agent proposes. The snapshot (operation_id, tenant_id,
-/// action, provider, target, payload, policy_version, data_version) is what a person
-/// approves, by its hash.
-#[derive(Serialize, ToSchema)]
-pub struct IntentV1 {
-    /// Always `intent.v1`.
-    #[schema(example = "intent.v1")]
-    schema: String,
-    /// `op_` + a 26-character ULID, made by the agent before it submits, so that a resent
-    /// intent is the same operation.
-    #[schema(example = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")]
-    operation_id: String,
-    #[schema(example = "org_482")]
-    tenant_id: String,
-    /// An action of the catalogue: `payment.create`, `refund.create`, `crm.deal.create`,
-    /// `crm.deal.update`, `order.status.change` or `contract.send`.
-    #[schema(example = "payment.create")]
-    action: String,
-    /// The provider serving the action: `payments` for payments and refunds, `crm` for
-    /// deals, `orders` for order status changes, `esign` for contracts.
-    #[schema(example = "payments")]
-    provider: String,
-    /// The deal id for `crm.deal.update`, the order id for `order.status.change`; null
-    /// otherwise.
-    target: Option<String>,
-    /// The action's fields; money is an integer in minor units.
-    #[schema(value_type = Object, example = json!({"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"}))]
-    payload: serde_json::Value,
-    #[schema(example = "payments-v3")]
-    policy_version: String,
-    #[schema(example = "inv_9182@7")]
-    data_version: String,
-    /// How long the approval may wait, 1 s to 30 days.
-    #[schema(example = 3600)]
-    approval_ttl_seconds: i64,
-    /// Shown to the approver; not part of the snapshot.
-    rationale: Option<String>,
-    /// The operation this one corrects (it is cancelled if it never started).
-    supersedes: Option<String>,
+/// An intent.v1 message: what an agent proposes. Its schema in the document is
+/// `shared/schemas/intent.v1.json` itself ([`document`] puts it in); this placeholder only
+/// names it for the routes that take it.
+pub struct IntentV1;
+
+impl PartialSchema for IntentV1 {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(Schema::Object(Object::new()))
+    }
+}
+
+impl ToSchema for IntentV1 {}
+
+/// Where the intent schema's own definitions (`$defs`) go: components of their own, so
+/// that every validator and generator resolves them as ordinary component references.
+const INTENT_DEF_PREFIX: &str = "IntentV1_";
+
+/// The document as served: the generated one, with the intent.v1 JSON Schema as the
+/// `IntentV1` component (OpenAPI 3.1 schemas are JSON Schema 2020-12). Its `$defs` become
+/// components `IntentV1_<name>`, and `$schema` and `$id` are left out so that references
+/// resolve against the document.
+pub fn document(doc: &utoipa::openapi::OpenApi) -> Value {
+    let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serialises");
+    let mut intent: Value =
+        serde_json::from_str(INTENT_V1_SCHEMA).expect("the intent schema is JSON");
+    relink(&mut intent);
+    let intent = intent
+        .as_object_mut()
+        .expect("the intent schema is an object");
+    intent.remove("$schema");
+    intent.remove("$id");
+    let defs = intent.remove("$defs").unwrap_or_default();
+    let schemas = doc["components"]["schemas"]
+        .as_object_mut()
+        .expect("the document has schemas");
+    schemas.insert("IntentV1".to_owned(), Value::Object(intent.clone()));
+    if let Value::Object(defs) = defs {
+        for (name, def) in defs {
+            schemas.insert(format!("{INTENT_DEF_PREFIX}{name}"), def);
+        }
+    }
+    doc
+}
+
+/// Points every `#/$defs/<name>` of the intent schema at its component.
+fn relink(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get_mut("$ref") {
+                if let Some(name) = r.strip_prefix("#/$defs/") {
+                    *r = format!("#/components/schemas/{INTENT_DEF_PREFIX}{name}");
+                }
+            }
+            map.values_mut().for_each(relink);
+        }
+        Value::Array(items) => items.iter_mut().for_each(relink),
+        _ => {}
+    }
 }
 
 /// An operation as agents and people see it (timestamps RFC 3339, UTC).
@@ -217,6 +243,48 @@ mod tests {
             .map(|s| s.as_str().to_owned())
             .collect();
         assert_eq!(names(&schema("ApprovalStatusName")), core);
+    }
+
+    #[test]
+    fn the_documented_codes_reasons_and_event_types_are_the_fleets() {
+        let codes: Vec<String> = crate::problem::codes()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(names(&schema("ErrorCode")), codes);
+        assert_eq!(
+            names(&schema("RefusalReason")),
+            crate::contract_enums::RefusalReason::values()
+        );
+        let types: Vec<String> = fleet_core::events::EventType::ALL
+            .iter()
+            .map(|t| t.as_str().to_owned())
+            .collect();
+        assert_eq!(names(&schema("EventTypeName")), types);
+    }
+
+    #[test]
+    fn every_refusal_reason_is_a_problem_code() {
+        let codes = crate::problem::codes();
+        for reason in crate::contract_enums::RefusalReason::values() {
+            assert!(codes.contains(&reason.as_str()), "{reason}");
+        }
+    }
+
+    #[test]
+    fn the_intent_component_is_the_intent_schema_with_its_definitions_as_components() {
+        let doc = super::document(&super::ApiDoc::openapi());
+        let schemas = &doc["components"]["schemas"];
+        let intent = &schemas["IntentV1"];
+        let file: Value = serde_json::from_str(crate::schemas::INTENT_V1_SCHEMA).unwrap();
+        assert_eq!(intent["required"], file["required"]);
+        assert_eq!(intent["additionalProperties"], false);
+        assert!(intent.get("$id").is_none() && intent.get("$defs").is_none());
+        for name in file["$defs"].as_object().unwrap().keys() {
+            assert!(schemas[format!("IntentV1_{name}")].is_object(), "{name}");
+        }
+        let text = doc.to_string();
+        assert!(!text.contains("#/$defs/"), "a reference left unresolved");
     }
 
     #[test]

@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::{Extension, Json};
 use fleet_core::{ApiAction, ApprovalStatus, Status, WaitFor, WaitState};
 use fleet_store::{Principal, ViewFilter};
@@ -16,8 +15,10 @@ use utoipa::IntoParams;
 use crate::auth::Caller;
 use crate::cursor;
 use crate::decisions::{locate, Addressed};
-use crate::error::{ApiError, ErrorBody};
-use crate::openapi::{OperationPage, OperationView};
+use crate::error::ApiError;
+use crate::openapi::{ApprovalStatusName, OperationPage, OperationView, StatusName};
+use crate::problem::Problem;
+use crate::query_params::Params;
 use crate::request_slots::HeldSlot;
 use crate::state::AppState;
 
@@ -39,7 +40,7 @@ pub struct WaitQuery {
     wait_for: Option<String>,
     /// The longest to hold the request, in seconds (0 to 60, default 30). When it runs
     /// out the answer is 200 with the current view: look at it, and ask again.
-    #[param(value_type = Option<u64>, maximum = 60)]
+    #[param(value_type = Option<u64>, minimum = 0, maximum = 60)]
     timeout_s: Option<String>,
     /// The operation's tenant. Ids are unique per tenant: needed only when two of the
     /// caller's tenants hold this id (otherwise 409 `operation_id_ambiguous`).
@@ -51,10 +52,10 @@ pub struct WaitQuery {
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only operations in this status.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<StatusName>)]
     status: Option<String>,
     /// Only operations with this approval status (`pending`, `approved`, `rejected`, `expired`).
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<ApprovalStatusName>)]
     approval_status: Option<String>,
     /// Page size, 1 to 100 (default 50).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
@@ -66,9 +67,8 @@ pub struct ListQuery {
     tenant: Option<String>,
 }
 
-fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
-    q.map(|Query(q)| q)
-        .map_err(|_| ApiError::BadQuery { field: None })
+fn query<T>(q: Result<Params<T>, ApiError>) -> Result<T, ApiError> {
+    q.map(|Params(q)| q)
 }
 
 /// Read an operation, optionally waiting.
@@ -82,12 +82,12 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
     params(("id" = String, Path, description = "The operation id (`op_` + ULID)."), WaitQuery),
     responses(
         (status = 200, description = "The operation: when waiting, once the wait is over or, at the timeout, as it is then.", body = OperationView),
-        (status = 400, description = "`invalid_query`: an unknown parameter, `wait_for` not `decision` or `final`, `timeout_s` above 60.", body = ErrorBody),
-        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
-        (status = 404, description = "No such operation among the caller's tenants (or in the `tenant` named).", body = ErrorBody),
-        (status = 409, description = "`operation_id_ambiguous`: two of the caller's tenants hold this id; name one with `tenant`.", body = ErrorBody),
-        (status = 429, description = "`too_many_waiters`: the caller's principal or tenant holds its share of this process's wait slots, or every slot is taken; `rate_limited`: the principal's request rate is spent. Retry after `Retry-After`.", body = ErrorBody),
-        (status = 503, description = "Postgres did not answer.", body = ErrorBody),
+        (status = 400, description = "`invalid_query`: an unknown parameter, `wait_for` not `decision` or `final`, `timeout_s` above 60.", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such operation among the caller's tenants (or in the `tenant` named).", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`operation_id_ambiguous`: two of the caller's tenants hold this id; name one with `tenant`.", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`too_many_waiters`: the caller's principal or tenant holds its share of this process's wait slots, or every slot is taken; `rate_limited`: the principal's request rate is spent. Retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Postgres did not answer.", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -96,21 +96,21 @@ pub async fn get_operation(
     caller: Caller,
     held: Option<Extension<HeldSlot>>,
     Path(id): Path<String>,
-    q: Result<Query<WaitQuery>, QueryRejection>,
+    q: Result<Params<WaitQuery>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::ReadOperations)?;
     let q = query(q)?;
     let wait_for = match q.wait_for.as_deref() {
         None => None,
         Some(w) => Some(WaitFor::parse(w).ok_or(ApiError::BadQuery {
-            field: Some("wait_for"),
+            field: Some("wait_for".to_owned()),
         })?),
     };
     let timeout_s = match q.timeout_s.as_deref() {
         None => DEFAULT_WAIT_S,
         Some(_) if wait_for.is_none() => {
             return Err(ApiError::BadQuery {
-                field: Some("timeout_s"),
+                field: Some("timeout_s".to_owned()),
             })
         }
         Some(t) => t
@@ -118,7 +118,7 @@ pub async fn get_operation(
             .ok()
             .filter(|t| *t <= MAX_WAIT_S)
             .ok_or(ApiError::BadQuery {
-                field: Some("timeout_s"),
+                field: Some("timeout_s".to_owned()),
             })?,
     };
     let view = read_view(
@@ -208,20 +208,23 @@ fn wait_state(view: &Value) -> Option<WaitState> {
     params(ListQuery),
     responses(
         (status = 200, description = "One page.", body = OperationPage),
-        (status = 400, description = "`invalid_query`: an unknown parameter or status, `limit` outside 1..100, a cursor this API did not hand out.", body = ErrorBody),
-        (status = 401, description = "Missing, unknown or revoked token.", body = ErrorBody),
-        (status = 503, description = "Postgres did not answer.", body = ErrorBody),
+        (status = 400, description = "`invalid_query`: an unknown parameter or status, `limit` outside 1..100, a cursor this API did not hand out.", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Postgres did not answer.", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
 pub async fn list_operations(
     State(state): State<AppState>,
     caller: Caller,
-    q: Result<Query<ListQuery>, QueryRejection>,
+    q: Result<Params<ListQuery>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::ReadOperations)?;
     let q = query(q)?;
-    let bad = |field| ApiError::BadQuery { field: Some(field) };
+    let bad = |field: &str| ApiError::BadQuery {
+        field: Some(field.to_owned()),
+    };
     let filter = view_filter(q.status.as_deref(), q.approval_status.as_deref())?;
     let limit = match q.limit.as_deref() {
         None => DEFAULT_PAGE,
@@ -251,7 +254,9 @@ pub async fn list_operations(
 
 /// The listing's filter from its two optional names; an unknown one is `invalid_query`.
 pub fn view_filter(status: Option<&str>, approval: Option<&str>) -> Result<ViewFilter, ApiError> {
-    let bad = |field| ApiError::BadQuery { field: Some(field) };
+    let bad = |field: &str| ApiError::BadQuery {
+        field: Some(field.to_owned()),
+    };
     Ok(ViewFilter {
         status: status
             .map(|s| Status::parse(s).ok_or(bad("status")))
@@ -274,7 +279,7 @@ pub async fn list_page(
     let after = cursor
         .map(|c| {
             cursor::decode(c).ok_or(ApiError::BadQuery {
-                field: Some("cursor"),
+                field: Some("cursor".to_owned()),
             })
         })
         .transpose()?;

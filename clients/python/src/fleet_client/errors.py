@@ -9,9 +9,9 @@ from typing import Any, Mapping
 class FleetError(Exception):
     """A refusal or failure, with fleet's error code when there is one.
 
-    `code` and `field` are fleet's (docs/api.md#errors: `{"error": {"code", "field"}}`);
-    `message` is the body's `message` when fleet sends one, else a short description made
-    here; `status` is the HTTP status (None off HTTP).
+    `code` and `field` are fleet's (docs/api.md#errors: an RFC 9457 problem with `code`
+    and `field`); `message` is the problem's `detail` when fleet sends one, else a short
+    description made here; `status` is the HTTP status (None off HTTP).
     """
 
     def __init__(
@@ -40,7 +40,12 @@ class FleetError(Exception):
 
 
 class ApiError(FleetError):
-    """fleet-api refused a request (any status other than what the route answers with)."""
+    """fleet-api refused a request (any status other than what the route answers with).
+
+    `request_id` is the request's id (the problem's `request_id`, or the `X-Request-Id`
+    header), which fleet's log line of the request carries too; `type` is the link to the
+    code's section of docs/api.md, `title` its fixed summary.
+    """
 
     def __init__(
         self,
@@ -50,9 +55,19 @@ class ApiError(FleetError):
         field: str | None = None,
         status: int | None = None,
         retry_after: float | None = None,
+        request_id: str | None = None,
+        type: str | None = None,
+        title: str | None = None,
     ) -> None:
         super().__init__(message, code=code, field=field, status=status)
         self.retry_after = retry_after
+        self.request_id = request_id
+        self.type = type
+        self.title = title
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text} request_id={self.request_id}" if self.request_id else text
 
     @property
     def retryable(self) -> bool:
@@ -61,16 +76,29 @@ class ApiError(FleetError):
 
     @classmethod
     def from_response(
-        cls, status: int, body: Any, retry_after: str | None = None
+        cls,
+        status: int,
+        body: Any,
+        retry_after: str | None = None,
+        request_id: str | None = None,
     ) -> ApiError:
-        """Reads `{"error": {"code", "field", "message"?}}`; any other body still gives an
-        error with the status, so a proxy's HTML page is reported, not a KeyError."""
-        error: Mapping[str, Any] = {}
-        if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
-            error = body["error"]
-        code = error.get("code") if isinstance(error.get("code"), str) else None
-        field = error.get("field") if isinstance(error.get("field"), str) else None
-        message = error.get("message") if isinstance(error.get("message"), str) else None
+        """Reads a problem (`code`, `field`, `detail`, `request_id`, `type`, `title` at the
+        top), or the older body `{"error": {"code", "field", "message"?}}`; any other body
+        still gives an error with the status, so a proxy's HTML page is reported, not a
+        KeyError. `request_id` is the `X-Request-Id` header, used when the body has none."""
+        top: Mapping[str, Any] = body if isinstance(body, Mapping) else {}
+        old: Mapping[str, Any] = top["error"] if isinstance(top.get("error"), Mapping) else {}
+
+        def text(name: str, *sources: Mapping[str, Any]) -> str | None:
+            for source in sources:
+                value = source.get(name)
+                if isinstance(value, str):
+                    return value
+            return None
+
+        code = text("code", top, old)
+        field = text("field", top, old)
+        message = text("detail", top) or text("message", old)
         if message is None:
             message = f"fleet-api answered {status}" + (f" {code}" if code else "")
         seconds: float | None = None
@@ -79,7 +107,16 @@ class ApiError(FleetError):
                 seconds = float(retry_after)
             except ValueError:
                 seconds = None
-        return cls(message, code=code, field=field, status=status, retry_after=seconds)
+        return cls(
+            message,
+            code=code,
+            field=field,
+            status=status,
+            retry_after=seconds,
+            request_id=text("request_id", top) or request_id,
+            type=text("type", top),
+            title=text("title", top),
+        )
 
 
 class PublishError(FleetError):

@@ -140,7 +140,10 @@ class FleetClient:
             except ValueError:
                 body = None
             error = ApiError.from_response(
-                response.status_code, body, response.headers.get("Retry-After")
+                response.status_code,
+                body,
+                response.headers.get("Retry-After"),
+                response.headers.get("X-Request-Id"),
             )
             if not (retry and error.retryable):
                 raise error

@@ -184,6 +184,8 @@ def test_an_invalid_field_raises_api_error_with_code_field_and_status(client: Fl
     assert refused.value.status == 422
     assert refused.value.code == "invalid_field"
     assert refused.value.field == "payload.currency"
+    assert refused.value.type == "/docs/api.md#error-invalid_field"
+    assert (refused.value.request_id or "").startswith("req_")
 
 
 def test_an_unknown_operation_raises_not_found(client: FleetClient) -> None:

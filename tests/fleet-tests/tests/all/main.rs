@@ -10,6 +10,7 @@ mod api;
 mod api_abuse;
 mod api_log_lines;
 mod api_metrics;
+mod api_problems;
 mod api_public_url;
 mod bench_smoke;
 mod broker_users;

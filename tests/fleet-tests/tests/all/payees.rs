@@ -240,8 +240,8 @@ async fn over_http_the_payee_is_in_the_operation_json_and_on_the_console_page_an
     let (status, error) = submit(unknown.clone()).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(
-        error,
-        json!({"error": {"code": "payee_unknown", "field": "payload.beneficiary_id"}})
+        (&error["code"], &error["field"]),
+        (&json!("payee_unknown"), &json!("payload.beneficiary_id"))
     );
     assert!(fleet
         .store

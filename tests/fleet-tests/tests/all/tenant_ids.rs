@@ -22,9 +22,21 @@ fn fresh_id() -> String {
     format!("op_{}", ulid::Ulid::new())
 }
 
+/// Every request names itself alike, so that two answers compare whole (an answer
+/// carries its request's id).
+const REQUEST_ID: &str = "tenant-ids-test";
+
 /// (status, body) of POST /v1/intents.
 async fn post(fleet: &TestFleet, api: &ApiProcess, token: &str, i: &Value) -> (StatusCode, Value) {
-    let response = api.post(&fleet.http, token, "/v1/intents", i).await;
+    let response = fleet
+        .http
+        .post(api.url("/v1/intents"))
+        .bearer_auth(token)
+        .header("x-request-id", REQUEST_ID)
+        .json(i)
+        .send()
+        .await
+        .unwrap();
     (response.status(), response.json().await.unwrap())
 }
 
@@ -34,6 +46,7 @@ async fn get(fleet: &TestFleet, api: &ApiProcess, token: &str, path: &str) -> (S
         .http
         .get(api.url(path))
         .bearer_auth(token)
+        .header("x-request-id", REQUEST_ID)
         .send()
         .await
         .unwrap();

@@ -8,7 +8,10 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Value};
 
+use axum::http::StatusCode;
+
 use crate::error::ApiError;
+use crate::problem::Problem;
 
 /// A successful answer: `value`, plus `note` (one sentence for the model) when given.
 pub fn answer(value: Value, note: Option<String>) -> CallToolResult {
@@ -21,15 +24,25 @@ pub fn answer(value: Value, note: Option<String>) -> CallToolResult {
 
 /// A refusal, exactly as the HTTP API would word it.
 pub fn refusal(error: &ApiError) -> CallToolResult {
-    CallToolResult::structured_error(json!({
-        "error": {"code": error.code(), "field": error.field()}
-    }))
+    problem(error.problem())
 }
 
 /// Arguments the tool cannot read (of the wrong shape or out of range); `field` names
 /// the argument when it is known.
 pub fn bad_arguments(field: Option<&'static str>) -> CallToolResult {
-    CallToolResult::structured_error(json!({
-        "error": {"code": "invalid_arguments", "field": field}
-    }))
+    problem(Problem::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_arguments",
+        field.map(str::to_owned),
+    ))
+}
+
+/// A tool error carrying `problem` (without a request id: the HTTP answer of the call has
+/// it as `X-Request-Id`).
+fn problem(problem: Problem) -> CallToolResult {
+    let mut body = serde_json::to_value(&problem).unwrap_or_else(|_| json!({}));
+    if let Some(map) = body.as_object_mut() {
+        map.remove("request_id");
+    }
+    CallToolResult::structured_error(body)
 }
