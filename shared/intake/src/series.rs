@@ -8,7 +8,9 @@ use fleet_runtime::metric_names as m;
 /// Every reason an intent is refused with: its `fleet_intents_prepared_total` outcome
 /// and, from the queue, its dead-letter reason. The contract's codes
 /// (`IntentError::code`), the capability guard's (`catalogue::capabilities::REFUSALS`,
-/// held in agreement by a test), and the store's (`supersede::REFUSALS`, likewise).
+/// held in agreement by a test), the store's (`supersede::REFUSALS`, likewise), and the
+/// checks against the policies, the payee's directory and the tenant's records (each
+/// held to its constant by a test).
 pub const REFUSAL_REASONS: &[&str] = &[
     "oversized",
     "malformed",
@@ -29,6 +31,10 @@ pub const REFUSAL_REASONS: &[&str] = &[
     "supersedes_forbidden",
     "supersedes_executed",
     "database_refused",
+    "unknown_policy",
+    "payee_unknown",
+    "object_of_other_tenant",
+    "object_unknown",
 ];
 
 /// `fleet_intents_prepared_total` by outcome and `fleet_approvals_renewed_total` by
@@ -79,6 +85,19 @@ mod tests {
     #[test]
     fn every_refusal_of_the_capability_guard_is_listed() {
         for reason in fleet_core::catalogue::capabilities::REFUSALS {
+            assert!(REFUSAL_REASONS.contains(&reason), "{reason}");
+        }
+    }
+
+    #[test]
+    fn every_refusal_of_the_policies_the_payee_and_the_objects_is_listed() {
+        for reason in [
+            fleet_core::policy::PolicyRefusal::UnknownPolicy.reason(),
+            fleet_core::policy::PolicyRefusal::ActionNotInPolicy.reason(),
+            crate::intake::PAYEE_UNKNOWN,
+            fleet_core::objects::OBJECT_OF_OTHER_TENANT,
+            fleet_core::objects::OBJECT_UNKNOWN,
+        ] {
             assert!(REFUSAL_REASONS.contains(&reason), "{reason}");
         }
     }

@@ -44,20 +44,8 @@ pub struct RefusalReason;
 
 impl RefusalReason {
     pub fn values() -> Vec<String> {
-        let mut all: Vec<&str> = fleet_prepare::series::REFUSAL_REASONS.to_vec();
-        // Refusals of the intake that its metric series list leaves out: the payee's,
-        // the policies' and the tenants' objects'.
-        for more in [
-            fleet_prepare::intake::PAYEE_UNKNOWN,
-            fleet_core::policy::PolicyRefusal::UnknownPolicy.reason(),
-            fleet_core::objects::OBJECT_OF_OTHER_TENANT,
-            fleet_core::objects::OBJECT_UNKNOWN,
-        ] {
-            if !all.contains(&more) {
-                all.push(more);
-            }
-        }
-        all.into_iter().map(str::to_owned).collect()
+        let all = fleet_intake::series::REFUSAL_REASONS;
+        all.iter().map(|r| (*r).to_owned()).collect()
     }
 }
 
