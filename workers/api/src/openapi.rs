@@ -96,6 +96,54 @@ pub fn document(doc: &utoipa::openapi::OpenApi) -> Value {
     doc
 }
 
+/// The JSON Schema (2020-12) of one component of the served document, standing alone: the
+/// components it refers to, directly or not, come along as its `$defs`. MCP's tools
+/// describe their answers with it (an output schema cannot point into another document),
+/// so the HTTP API and the tools describe one view with one type.
+pub fn standalone_schema(component: &str) -> serde_json::Map<String, Value> {
+    let doc = document(&ApiDoc::openapi());
+    let schemas = doc["components"]["schemas"]
+        .as_object()
+        .expect("the document has schemas");
+    let mut needed = vec![component.to_owned()];
+    let mut defs = serde_json::Map::new();
+    while let Some(name) = needed.pop() {
+        if defs.contains_key(&name) {
+            continue;
+        }
+        let mut schema = schemas
+            .get(&name)
+            .unwrap_or_else(|| panic!("no component {name}"))
+            .clone();
+        rebase(&mut schema, &mut needed);
+        defs.insert(name, schema);
+    }
+    let Some(Value::Object(mut root)) = defs.remove(component) else {
+        panic!("the component {component} is no object schema");
+    };
+    if !defs.is_empty() {
+        root.insert("$defs".to_owned(), Value::Object(defs));
+    }
+    root
+}
+
+/// Points every `#/components/schemas/<name>` at `#/$defs/<name>`, noting each name.
+fn rebase(value: &mut Value, needed: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get_mut("$ref") {
+                if let Some(name) = r.strip_prefix("#/components/schemas/") {
+                    needed.push(name.to_owned());
+                    *r = format!("#/$defs/{name}");
+                }
+            }
+            map.values_mut().for_each(|v| rebase(v, needed));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| rebase(v, needed)),
+        _ => {}
+    }
+}
+
 /// Points every `#/$defs/<name>` of the intent schema at its component.
 fn relink(value: &mut Value) {
     match value {

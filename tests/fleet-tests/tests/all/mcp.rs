@@ -43,6 +43,29 @@ fn intent_schema() -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The output schema a tool is listed with.
+fn output_schema(tools: &[rmcp::model::Tool], name: &str) -> Value {
+    let tool = tools.iter().find(|t| t.name == name).expect(name);
+    Value::Object(
+        tool.output_schema
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name} has no output schema"))
+            .as_ref()
+            .clone(),
+    )
+}
+
+/// `answer` is what `schema` describes (as a client that checks structured content would
+/// find it).
+fn assert_conforms(schema: &Value, answer: &Value) {
+    let validator = jsonschema::draft202012::new(schema).expect("a valid 2020-12 schema");
+    let errors: Vec<String> = validator
+        .iter_errors(answer)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{answer}");
+}
+
 fn keys(v: &Value) -> BTreeSet<String> {
     v.as_object().unwrap().keys().cloned().collect()
 }
@@ -173,6 +196,16 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
                 .map(str::to_owned)
             )
         );
+    }
+    // The reads describe their answers with the HTTP API's own types (the answers are
+    // checked against them in the test of a proposal that waits to succeeded).
+    for (tool, member) in [("get_operation", "status"), ("list_operations", "data")] {
+        let output = output_schema(&tools, tool);
+        assert!(
+            output["properties"].get(member).is_some(),
+            "{tool}: {output}"
+        );
+        assert!(output.get("$defs").is_some(), "{tool}: {output}");
     }
     for tool in ["get_operation", "list_operations"] {
         let t = tools.iter().find(|t| t.name == tool).unwrap();
@@ -369,6 +402,8 @@ async fn a_proposed_payment_answers_at_once_with_the_approval_link_and_after_app
         .as_str()
         .is_some_and(|id| id.starts_with("pay_")));
     assert_eq!(done, fleet.view_in_db(&op).await, "the view, unchanged");
+    let tools = agent.tools().await;
+    assert_conforms(&output_schema(&tools, "get_operation"), &done);
     assert_eq!(fleet.sim_effects(&op).await, 1);
 
     // The listing shows it too.
@@ -381,6 +416,7 @@ async fn a_proposed_payment_answers_at_once_with_the_approval_link_and_after_app
         .ok();
     assert_eq!(listed["data"], json!([done]));
     assert_eq!(listed["next_cursor"], Value::Null);
+    assert_conforms(&output_schema(&tools, "list_operations"), &listed);
     agent.close().await;
     fleet.stop().await;
 }

@@ -1,6 +1,6 @@
 //! How a tool answers. A result carries its JSON twice, as MCP asks: as structured content
 //! and as text (for clients that only show text). A refusal is a tool error (`isError`)
-//! whose body is the HTTP API's error body, `{"error": {"code", "field"}}`, with the same
+//! whose body is the HTTP API's problem details (`code`, `field`, `title`, `detail`, …), with the same
 //! bounded codes (for a proposal, the dead-letter reasons), so an agent reads the same
 //! refusal whichever door it came through. Protocol errors are left to the SDK (an
 //! unknown tool); everything about the call itself is a tool error the agent can read.

@@ -14,6 +14,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 
 use super::propose::Proposed;
 use super::read::{GetOperationArgs, ListOperationsArgs};
+use crate::openapi::standalone_schema;
 
 pub const GET_OPERATION: &str = "get_operation";
 pub const LIST_OPERATIONS: &str = "list_operations";
@@ -36,8 +37,9 @@ exactly this payload_hash in fleet; the confirmation your own client may ask for
 this tool never waits for one. Then call get_operation with wait_for \"final\" to learn what happened. \
 Calling again with the same operation_id and arguments is the same operation (created: false, nothing \
 new); the same operation_id with other arguments is refused. A refusal is a tool error \
-{\"error\": {\"code\", \"field\"}}: the reason the intent queue would refuse the same intent with \
-(invalid_field, operation_id_conflict, ...) and the member concerned, or tenant_not_granted.";
+whose content is the HTTP API's problem details {\"code\", \"field\", \"title\", \"detail\", ...}: code is \
+the reason the intent queue would refuse the same intent with (invalid_field, operation_id_conflict, ...) \
+or tenant_not_granted, and field the member concerned (payload.amount_minor).";
 
 /// The tool of one action, as its catalogue entry presents it; the input schema is the
 /// one generated from the action's proposal type (intent.v1's payload type inside).
@@ -94,6 +96,7 @@ fn get_operation_tool() -> Tool {
     )
     .with_input_schema::<GetOperationArgs>()
     .with_title(title)
+    .with_raw_output_schema(Arc::new(standalone_schema("OperationView")))
     .annotate(read_only(title))
 }
 
@@ -108,5 +111,6 @@ fn list_operations_tool() -> Tool {
     )
     .with_input_schema::<ListOperationsArgs>()
     .with_title(title)
+    .with_raw_output_schema(Arc::new(standalone_schema("OperationPage")))
     .annotate(read_only(title))
 }
