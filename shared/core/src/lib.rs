@@ -68,4 +68,4 @@ pub use signed_quorum::{
 };
 pub use signing::{ApproverKey, KeyId, PublicKey, Signature};
 pub use state::{transition, Event, Refused, Status};
-pub use waiting::{wait_is_over, WaitFor, WaitState};
+pub use waiting::{wait_is_over, WaitFor, WaitOver, WaitState};

@@ -38,17 +38,47 @@ pub struct WaitState {
     pub escalated: bool,
 }
 
-/// Whether a waiter has its answer. An escalated operation waits for a person, which can
-/// take hours, so every wait ends there too; a final operation also ends a wait for the
-/// decision (it will never be decided now, e.g. an operation superseded while pending).
+/// How a wait ends, when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOver {
+    /// The operation is where it was awaited.
+    Reached,
+    /// It was escalated to a person first, which can take hours: the wait ends there too.
+    Escalated,
+}
+
+impl WaitState {
+    /// The state in an operation's view as the API serves it (`status`,
+    /// `approval_status`, `escalated`); `None` when a member is missing or unknown.
+    pub fn of_view(view: &serde_json::Value) -> Option<WaitState> {
+        Some(WaitState {
+            status: Status::parse(view["status"].as_str()?)?,
+            approval: ApprovalStatus::parse(view["approval_status"].as_str()?)?,
+            escalated: view["escalated"].as_bool()?,
+        })
+    }
+
+    /// Whether a waiter for `wait_for` has its answer, and which. A final operation also
+    /// ends a wait for the decision (it will never be decided now, e.g. an operation
+    /// superseded while pending); an operation both final and escalated is reached.
+    pub fn over(self, wait_for: WaitFor) -> Option<WaitOver> {
+        let reached = match wait_for {
+            WaitFor::Decision => self.approval.is_decided() || self.status.is_final(),
+            WaitFor::Final => self.status.is_final(),
+        };
+        if reached {
+            Some(WaitOver::Reached)
+        } else if self.escalated {
+            Some(WaitOver::Escalated)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether a waiter has its answer ([`WaitState::over`]).
 pub fn wait_is_over(wait_for: WaitFor, state: WaitState) -> bool {
-    if state.escalated || state.status.is_final() {
-        return true;
-    }
-    match wait_for {
-        WaitFor::Decision => state.approval.is_decided(),
-        WaitFor::Final => false,
-    }
+    state.over(wait_for).is_some()
 }
 
 #[cfg(test)]
@@ -108,5 +138,29 @@ mod tests {
         assert_eq!(WaitFor::parse("final"), Some(WaitFor::Final));
         assert_eq!(WaitFor::parse("succeeded"), None);
         assert_eq!(WaitFor::Final.as_str(), "final");
+    }
+
+    #[test]
+    fn a_view_says_what_decides_a_wait() {
+        let view = serde_json::json!({"status": "unknown", "approval_status": "approved", "escalated": true});
+        assert_eq!(
+            WaitState::of_view(&view),
+            Some(state(Status::Unknown, ApprovalStatus::Approved, true))
+        );
+        assert_eq!(
+            WaitState::of_view(&serde_json::json!({"status": "unknown"})),
+            None
+        );
+    }
+
+    #[test]
+    fn an_escalated_wait_is_told_from_a_reached_one() {
+        let escalated = state(Status::Unknown, ApprovalStatus::Approved, true);
+        assert_eq!(escalated.over(WaitFor::Final), Some(WaitOver::Escalated));
+        // Escalated and final: it is final.
+        let done = state(Status::Succeeded, ApprovalStatus::Approved, true);
+        assert_eq!(done.over(WaitFor::Final), Some(WaitOver::Reached));
+        let pending = state(Status::NotStarted, ApprovalStatus::Pending, false);
+        assert_eq!(pending.over(WaitFor::Decision), None);
     }
 }

@@ -163,7 +163,7 @@ pub async fn read_view(
     let Some(wait_for) = wait_for else {
         return Ok(view);
     };
-    if wait_state(&view).is_none_or(|s| fleet_core::wait_is_over(wait_for, s)) {
+    if WaitState::of_view(&view).is_none_or(|s| fleet_core::wait_is_over(wait_for, s)) {
         return Ok(view);
     }
     let tenant = view["tenant_id"].as_str().unwrap_or_default();
@@ -186,15 +186,6 @@ pub async fn read_view(
         .operation_view(key.op())
         .await?
         .ok_or(ApiError::NotFound)
-}
-
-/// What decides a wait, read from a view (the view is the one truth the caller gets).
-fn wait_state(view: &Value) -> Option<WaitState> {
-    Some(WaitState {
-        status: Status::parse(view["status"].as_str()?)?,
-        approval: ApprovalStatus::parse(view["approval_status"].as_str()?)?,
-        escalated: view["escalated"].as_bool()?,
-    })
 }
 
 /// List operations, newest first.
@@ -297,23 +288,4 @@ pub async fn list_page(
     };
     let data: Vec<Value> = rows.into_iter().map(|(view, _)| view).collect();
     Ok(json!({"data": data, "next_cursor": next_cursor}))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_view_says_what_decides_a_wait() {
-        let view = json!({"status": "unknown", "approval_status": "approved", "escalated": true});
-        assert_eq!(
-            wait_state(&view),
-            Some(WaitState {
-                status: Status::Unknown,
-                approval: ApprovalStatus::Approved,
-                escalated: true
-            })
-        );
-        assert_eq!(wait_state(&json!({"status": "unknown"})), None);
-    }
 }

@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fleet_core::{ApprovalStatus, Status, WaitFor};
+use fleet_core::{WaitFor, WaitOver, WaitState};
 use serde_json::Value;
 
 use crate::api_client::{Answer, ApiClient};
@@ -39,22 +39,13 @@ impl WaitEnd {
     }
 }
 
-/// Whether the view `v` ends a wait for `wait_for`. A decision is also over when the
-/// operation became final without one (superseded while pending): it will never come.
+/// Whether the view `v` ends a wait for `wait_for`, by the API's own rule
+/// (`fleet_core::WaitState`).
 pub fn judge(wait_for: WaitFor, v: &Value) -> Option<WaitEnd> {
-    let status = Status::parse(v["status"].as_str()?)?;
-    let approval = ApprovalStatus::parse(v["approval_status"].as_str()?)?;
-    let reached = match wait_for {
-        WaitFor::Decision => approval.is_decided() || status.is_final(),
-        WaitFor::Final => status.is_final(),
-    };
-    if reached {
-        Some(WaitEnd::Reached)
-    } else if v["escalated"] == Value::Bool(true) {
-        Some(WaitEnd::Escalated)
-    } else {
-        None
-    }
+    Some(match WaitState::of_view(v)?.over(wait_for)? {
+        WaitOver::Reached => WaitEnd::Reached,
+        WaitOver::Escalated => WaitEnd::Escalated,
+    })
 }
 
 /// `90`, `90s`, `10m`, `2h`: a whole number of seconds, minutes or hours, 0 to 24 hours.
