@@ -91,13 +91,27 @@ pub use webhooks::{
     WEBHOOK_SECRET,
 };
 
-fn base_database_url() -> String {
-    std::env::var("TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+/// The servers a test fleet runs on: by default the machine's shared Postgres and broker
+/// (`TEST_DATABASE_URL`, `AMQP_URL`); a failover test brings its own.
+#[derive(Clone, Debug)]
+pub struct Infra {
+    /// A server URL without a database (`postgres://user@host:port`): the fleet creates its
+    /// database there, migrates it and connects the harness's own pool to it.
+    pub database_base_url: String,
+    /// What the workers (and the harness's publisher) are given as `AMQP_URL`.
+    pub amqp_url: String,
 }
 
-fn amqp_url() -> String {
-    std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+impl Infra {
+    /// The machine's shared Postgres and broker.
+    pub fn shared() -> Infra {
+        Infra {
+            database_base_url: std::env::var("TEST_DATABASE_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into()),
+            amqp_url: std::env::var("AMQP_URL")
+                .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
+        }
+    }
 }
 
 pub struct TestFleet {
@@ -127,11 +141,16 @@ impl TestFleet {
     }
 
     pub async fn start_with_sim(sim: SimConfig) -> TestFleet {
+        Self::start_on(Infra::shared(), sim).await
+    }
+
+    /// A fleet on these servers (a failover test's own cluster) instead of the shared ones.
+    pub async fn start_on(infra: Infra, sim: SimConfig) -> TestFleet {
         let share = alone::share().await;
         // In-process workers log to the test's output, shown when a test fails.
         fleet_runtime::init_tracing_with_default(fleet_runtime::LogFormat::Text, "warn");
         let name = format!("fleet_t_{}", ulid::Ulid::new().to_string().to_lowercase());
-        let database_url = format!("{}/{}", base_database_url(), name);
+        let database_url = format!("{}/{}", infra.database_base_url, name);
         fleet_store::create_database_if_missing(&database_url)
             .await
             .expect("create the test database");
@@ -151,7 +170,7 @@ impl TestFleet {
             )
             .await
             .expect("the store-level approvers");
-        let mut broker = BrokerConfig::new(amqp_url())
+        let mut broker = BrokerConfig::new(infra.amqp_url.clone())
             .with_namespace(format!("t{}", ulid::Ulid::new().to_string().to_lowercase()));
         // The tests share one broker with every other test running at the same moment (and
         // each declares a dozen quorum queues): a handshake may wait its turn for longer
