@@ -112,7 +112,9 @@ impl From<fleet_runtime::AmqpTopology> for TopologyMode {
 /// `Debug` is written by hand so the password in `amqp_url` never reaches a log.
 #[derive(Clone)]
 pub struct BrokerConfig {
-    /// e.g. `amqp://guest:guest@127.0.0.1:5672/%2f`. Contains a password: never log it
+    /// e.g. `amqp://guest:guest@127.0.0.1:5672/%2f`, or the nodes of a cluster as a
+    /// comma-separated list of such URLs: a connection goes to the first node that answers,
+    /// trying them in turn from a rotating start. Contains a password: never log it
     /// (use [`BrokerConfig::log_target`]). A `heartbeat=` query parameter is honoured;
     /// without one [`DEFAULT_HEARTBEAT_S`] is requested.
     pub amqp_url: String,
@@ -198,17 +200,33 @@ impl BrokerConfig {
         self.namespaced("fleet.events")
     }
 
-    /// `host:port` of the broker: safe to log, unlike `amqp_url`.
+    /// The URL of each broker node `amqp_url` names: one, or several nodes of a cluster
+    /// as a comma-separated list (see [`fleet_runtime::split_url_list`]).
+    pub fn node_urls(&self) -> Vec<&str> {
+        fleet_runtime::split_url_list(&self.amqp_url)
+    }
+
+    /// `host:port` of each broker node, comma-separated: safe to log, unlike `amqp_url`.
     pub fn log_target(&self) -> String {
-        match AMQPUri::from_str(&self.amqp_url) {
-            Ok(uri) => format!("{}:{}", uri.authority.host, uri.authority.port),
-            Err(_) => "<invalid amqp_url>".to_owned(),
+        let targets: Vec<String> = self
+            .node_urls()
+            .into_iter()
+            .map(|url| match AMQPUri::from_str(url) {
+                Ok(uri) => format!("{}:{}", uri.authority.host, uri.authority.port),
+                Err(_) => "<invalid amqp_url>".to_owned(),
+            })
+            .collect();
+        match targets.is_empty() {
+            true => "<invalid amqp_url>".to_owned(),
+            false => targets.join(","),
         }
     }
 
-    /// The broker user of `amqp_url` (lapin's default, `guest`, when the URL names none).
+    /// The broker user of the first node's URL (lapin's default, `guest`, when the URL
+    /// names none).
     pub fn user(&self) -> Option<String> {
-        AMQPUri::from_str(&self.amqp_url)
+        let first = *self.node_urls().first()?;
+        AMQPUri::from_str(first)
             .ok()
             .map(|uri| uri.authority.userinfo.username)
     }
@@ -230,20 +248,33 @@ impl BrokerConfig {
                 "namespace longer than {MAX_NAMESPACE_LEN} bytes"
             )));
         }
-        self.amqp_uri().map(|_| ())
+        self.amqp_uris().map(|_| ())
     }
 
-    /// The parsed URL with our heartbeat and TCP timeout defaults applied.
-    pub(crate) fn amqp_uri(&self) -> Result<AMQPUri, BrokerError> {
-        // The parser's error text echoes the whole URL, password included: drop it.
-        let mut uri = AMQPUri::from_str(&self.amqp_url).map_err(|_| {
-            BrokerError::Config("amqp_url is not a valid amqp:// or amqps:// URL".into())
-        })?;
-        uri.query.heartbeat.get_or_insert(DEFAULT_HEARTBEAT_S);
-        uri.query
-            .connection_timeout
-            .get_or_insert(self.connect_timeout_ms);
-        Ok(uri)
+    /// Each node's parsed URL, in the order given, with our heartbeat and TCP timeout
+    /// defaults applied.
+    pub(crate) fn amqp_uris(&self) -> Result<Vec<AMQPUri>, BrokerError> {
+        let urls = self.node_urls();
+        if urls.is_empty() {
+            return Err(BrokerError::Config("amqp_url names no broker".into()));
+        }
+        urls.into_iter()
+            .enumerate()
+            .map(|(n, url)| {
+                // The parser's error text echoes the whole URL, password included: drop it.
+                let mut uri = AMQPUri::from_str(url).map_err(|_| {
+                    BrokerError::Config(format!(
+                        "amqp_url: URL {} of the list is not a valid amqp:// or amqps:// URL",
+                        n + 1
+                    ))
+                })?;
+                uri.query.heartbeat.get_or_insert(DEFAULT_HEARTBEAT_S);
+                uri.query
+                    .connection_timeout
+                    .get_or_insert(self.connect_timeout_ms);
+                Ok(uri)
+            })
+            .collect()
     }
 
     pub(crate) fn namespaced(&self, name: &str) -> String {
@@ -347,11 +378,35 @@ mod tests {
 
     #[test]
     fn heartbeat_default_applies_only_when_absent() {
-        let uri = BrokerConfig::new(URL).amqp_uri().unwrap();
-        assert_eq!(uri.query.heartbeat, Some(DEFAULT_HEARTBEAT_S));
-        let uri = BrokerConfig::new(format!("{URL}?heartbeat=3"))
-            .amqp_uri()
+        let uris = BrokerConfig::new(URL).amqp_uris().unwrap();
+        assert_eq!(uris[0].query.heartbeat, Some(DEFAULT_HEARTBEAT_S));
+        let uris = BrokerConfig::new(format!("{URL}?heartbeat=3"))
+            .amqp_uris()
             .unwrap();
-        assert_eq!(uri.query.heartbeat, Some(3));
+        assert_eq!(uris[0].query.heartbeat, Some(3));
+    }
+
+    #[test]
+    fn a_cluster_is_a_list_of_node_urls() {
+        let cfg = BrokerConfig::new(format!("{URL},amqp://guest:s3cret@10.0.0.2:5673/%2f"));
+        let uris = cfg.amqp_uris().unwrap();
+        assert_eq!(uris.len(), 2);
+        assert_eq!(uris[1].authority.port, 5673);
+        assert_eq!(
+            uris[1].query.connection_timeout,
+            Some(DEFAULT_CONNECT_TIMEOUT_MS)
+        );
+        assert_eq!(cfg.log_target(), "127.0.0.1:5672,10.0.0.2:5673");
+        assert!(!format!("{cfg:?}").contains("s3cret"));
+        assert_eq!(cfg.user().as_deref(), Some("guest"));
+    }
+
+    #[test]
+    fn a_bad_node_url_is_named_by_its_place_not_echoed() {
+        let cfg = BrokerConfig::new(format!("{URL},amqp://u:s3cret@host:notaport/%2f"));
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("URL 2"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+        assert!(BrokerConfig::new("").validate().is_err());
     }
 }

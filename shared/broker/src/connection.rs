@@ -8,27 +8,60 @@ use lapin::{options::ConfirmSelectOptions, Channel, Connection, ConnectionProper
 use std::{
     collections::hash_map::RandomState,
     hash::{BuildHasher, Hasher},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        OnceLock,
+    },
     time::Duration,
 };
+use tracing::debug;
 
-/// Opens one connection, bounded by `connect_timeout_ms` (TCP + handshake).
+/// Where connections start trying: a random offset per process plus one per connection,
+/// so the replicas of a worker spread over a cluster's nodes and a reconnect after a
+/// node's loss does not begin with the node that was just lost.
+static FIRST_NODE: OnceLock<usize> = OnceLock::new();
+static CONNECTIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Opens one connection to the first node of `amqp_url` that answers, trying each node in
+/// turn from a rotating start, each bounded by `connect_timeout_ms` (TCP + handshake).
 pub(crate) async fn open(cfg: &BrokerConfig, role: &str) -> Result<Connection, BrokerError> {
-    let uri = cfg.amqp_uri()?;
+    let uris = cfg.amqp_uris()?;
     // Shown in the management UI and `rabbitmqctl list_connections` (tests find their
     // own connections by namespace); it carries no secret.
     let name = match cfg.namespace.as_str() {
         "" => format!("fleet {role}"),
         ns => format!("fleet {role} [{ns}]"),
     };
-    let props = ConnectionProperties::default().with_connection_name(name.into());
-    let bound = Duration::from_millis(cfg.connect_timeout_ms);
-    match tokio::time::timeout(bound, Connection::connect_uri(uri, props)).await {
-        Ok(result) => result.map_err(BrokerError::amqp("connect")),
-        Err(_) => Err(BrokerError::ConnectTimeout {
-            target: cfg.log_target(),
-            timeout_ms: cfg.connect_timeout_ms,
-        }),
+    let start = next_start(uris.len());
+    let mut last = None;
+    for uri in uris.iter().cycle().skip(start).take(uris.len()) {
+        let target = format!("{}:{}", uri.authority.host, uri.authority.port);
+        let props = ConnectionProperties::default().with_connection_name(name.clone().into());
+        let bound = Duration::from_millis(cfg.connect_timeout_ms);
+        let failed =
+            match tokio::time::timeout(bound, Connection::connect_uri(uri.clone(), props)).await {
+                Ok(Ok(conn)) => {
+                    debug!(role, node = %target, "connected to the broker");
+                    return Ok(conn);
+                }
+                Ok(Err(e)) => BrokerError::amqp("connect")(e),
+                Err(_) => BrokerError::ConnectTimeout {
+                    target: target.clone(),
+                    timeout_ms: cfg.connect_timeout_ms,
+                },
+            };
+        if uris.len() > 1 {
+            debug!(role, node = %target, error = %failed, "broker node unavailable; trying the next");
+        }
+        last = Some(failed);
     }
+    Err(last.expect("amqp_uris returns at least one node"))
+}
+
+/// The index of the node a new connection tries first, among `nodes`.
+fn next_start(nodes: usize) -> usize {
+    let offset = *FIRST_NODE.get_or_init(|| (random_u64() % 1_000_003) as usize);
+    offset.wrapping_add(CONNECTIONS.fetch_add(1, Ordering::Relaxed)) % nodes
 }
 
 /// A channel in publisher-confirm mode.

@@ -20,6 +20,7 @@ pub mod redact;
 pub mod settings;
 pub mod shutdown;
 pub mod telemetry;
+pub mod url_list;
 
 pub use admin::serve_admin;
 pub use batch::Batcher;
@@ -34,6 +35,7 @@ pub use settings::{
 };
 pub use shutdown::shutdown_token;
 pub use telemetry::{init_tracing, init_tracing_with_default, LogFormat};
+pub use url_list::split_url_list;
 
 /// Re-exported so binaries name one version of these types.
 pub use metrics_exporter_prometheus::PrometheusHandle;

@@ -103,7 +103,21 @@ impl fmt::Display for RedactedUrl {
 /// Query parameter names whose values are hidden (matched case-insensitively, by substring).
 const SENSITIVE_PARAMS: [&str; 5] = ["pass", "pwd", "secret", "token", "key"];
 
+/// A list of URLs (several nodes of one cluster) is redacted URL by URL, so each keeps
+/// its host readable and none lends its `@` to another's password.
 fn redact_url(raw: &str) -> String {
+    let urls = crate::split_url_list(raw);
+    if urls.len() > 1 {
+        return urls
+            .into_iter()
+            .map(redact_one_url)
+            .collect::<Vec<_>>()
+            .join(",");
+    }
+    redact_one_url(raw)
+}
+
+fn redact_one_url(raw: &str) -> String {
     let Some(scheme_end) = raw.find("://") else {
         return REDACTED.to_owned();
     };
@@ -192,6 +206,15 @@ mod tests {
         assert_eq!(
             url.expose(),
             "amqp://guest:s3cr3t@127.0.0.1:5672/%2f?heartbeat=10"
+        );
+    }
+
+    #[test]
+    fn every_url_of_a_list_is_redacted() {
+        let urls = RedactedUrl::new("amqp://u:s3cr3t@a:5672/%2f,amqp://u:s3cr3t@b:5673/%2f");
+        assert_eq!(
+            urls.to_string(),
+            "amqp://u:[redacted]@a:5672/%2f,amqp://u:[redacted]@b:5673/%2f"
         );
     }
 

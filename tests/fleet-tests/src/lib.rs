@@ -4,6 +4,7 @@
 
 mod alone;
 mod api;
+mod audit;
 mod broker_users;
 mod browser;
 mod console;
@@ -11,6 +12,7 @@ mod events;
 mod intents;
 mod mcp;
 mod processes;
+mod rabbit_cluster;
 mod signing;
 mod wait;
 mod webhooks;
@@ -40,6 +42,7 @@ pub use alone::{alone, alone_blocking, Alone};
 pub use api::{
     admin_url_of, bare_fleetctl, ready, scrape_gauge, ApiProcess, DEAD_AMQP_URL, DEAD_DATABASE_URL,
 };
+pub use audit::{blind_retries, Audit};
 pub use broker_users::BrokerUsers;
 pub use browser::Browser;
 pub use console::{
@@ -54,6 +57,7 @@ pub use intents::{
 };
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
 pub use processes::{bin_dir, WorkerProcess};
+pub use rabbit_cluster::RabbitCluster;
 pub use signing::{signed_approval, statement_of};
 pub use wait::{eventually, eventually_within, DEADLINE};
 

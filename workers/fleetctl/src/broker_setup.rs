@@ -168,10 +168,12 @@ pub struct ManagementApi {
 }
 
 impl ManagementApi {
-    /// Admin user, password and vhost are taken from `broker`'s URL.
+    /// Admin user, password and vhost are taken from `broker`'s URL (the first node's, for
+    /// a cluster: users, permissions and the vhost are the cluster's, not a node's).
     pub fn new(broker: &BrokerConfig, management_url: &str) -> Result<ManagementApi, SetupError> {
+        let first = broker.node_urls().first().copied().unwrap_or_default();
         // The parser's error would echo the URL, password included.
-        let uri = AMQPUri::from_str(&broker.amqp_url).map_err(|_| SetupError::BadAmqpUrl)?;
+        let uri = AMQPUri::from_str(first).map_err(|_| SetupError::BadAmqpUrl)?;
         let base = reqwest::Url::parse(management_url).map_err(|_| SetupError::BadManagementUrl)?;
         if base.cannot_be_a_base() || !matches!(base.scheme(), "http" | "https") {
             return Err(SetupError::BadManagementUrl);

@@ -13,6 +13,7 @@ mod api_metrics;
 mod api_problems;
 mod api_public_url;
 mod bench_smoke;
+mod broker_failover;
 mod broker_users;
 mod chaos;
 mod cli;

@@ -1,0 +1,309 @@
+//! A RabbitMQ cluster of its own for a failover test: three (or more) nodes started on
+//! this machine with their own node names, ports, data directories and Erlang cookie, so
+//! the machine's shared broker is never touched. A node is killed with SIGKILL (its whole
+//! process group: the start script, the Erlang VM and its helpers) and started again on
+//! its data directory, where it rejoins the cluster. Dropping the cluster kills every node
+//! and removes the directory, on every path.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How long one node may take to boot (or to boot again after a kill) on a busy machine.
+const BOOT_DEADLINE: Duration = Duration::from_secs(120);
+
+/// RabbitMQ's own scripts, which run the server as the calling user (the packaged
+/// wrappers in `/usr/sbin` switch to the system broker's user and home).
+const RABBIT_BIN: &str = "/usr/lib/rabbitmq/bin";
+
+struct Node {
+    name: String,
+    amqp_port: u16,
+    dist_port: u16,
+    dir: PathBuf,
+    server: Option<Child>,
+}
+
+pub struct RabbitCluster {
+    dir: PathBuf,
+    nodes: Vec<Node>,
+}
+
+impl RabbitCluster {
+    /// Starts `size` nodes, joins them into one cluster and waits until every node runs.
+    pub async fn start(size: usize) -> RabbitCluster {
+        assert!(size >= 1);
+        let id = ulid::Ulid::new().to_string().to_lowercase();
+        let dir = std::env::temp_dir().join(format!("fleet-rabbit-{id}"));
+        std::fs::create_dir_all(&dir).expect("the cluster's directory");
+        // The cluster's own cookie, read by its nodes and by rabbitmqctl through HOME.
+        let cookie = dir.join(".erlang.cookie");
+        std::fs::write(&cookie, format!("FLEETTEST{id}").to_uppercase()).expect("the cookie");
+        set_mode(&cookie, 0o400);
+        let host = short_hostname();
+        let ports = free_ports(2 * size);
+        let mut cluster = RabbitCluster {
+            nodes: (0..size)
+                .map(|i| Node {
+                    name: format!("fleet-{}-{}@{host}", &id[id.len() - 8..], i + 1),
+                    amqp_port: ports[2 * i],
+                    dist_port: ports[2 * i + 1],
+                    dir: dir.join(format!("n{}", i + 1)),
+                    server: None,
+                })
+                .collect(),
+            dir,
+        };
+        for i in 0..size {
+            cluster.write_config(i);
+            cluster.spawn(i);
+        }
+        for i in 0..size {
+            cluster.await_startup(i).await;
+        }
+        let first = cluster.nodes[0].name.clone();
+        for i in 1..size {
+            let name = cluster.nodes[i].name.clone();
+            cluster.ctl(&["-n", &name, "stop_app"]).await;
+            cluster.ctl(&["-n", &name, "join_cluster", &first]).await;
+            cluster.ctl(&["-n", &name, "start_app"]).await;
+        }
+        for i in 0..size {
+            cluster.await_startup(i).await;
+        }
+        cluster
+    }
+
+    /// `AMQP_URL` for the whole cluster: every node's URL, comma-separated.
+    pub fn amqp_url(&self) -> String {
+        (0..self.nodes.len())
+            .map(|i| self.node_url(i))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The URL of node `i` alone.
+    pub fn node_url(&self, i: usize) -> String {
+        format!(
+            "amqp://guest:guest@127.0.0.1:{}/%2f",
+            self.nodes[i].amqp_port
+        )
+    }
+
+    pub fn size(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// SIGKILL of node `i` (its process group), reaped.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut server) = self.nodes[i].server.take() {
+            kill_group(&server);
+            let _ = server.wait();
+        }
+    }
+
+    /// Starts node `i` again on its data directory and waits until it runs in the cluster.
+    pub async fn restart(&mut self, i: usize) {
+        assert!(self.nodes[i].server.is_none(), "node {i} is running");
+        self.spawn(i);
+        self.await_startup(i).await;
+    }
+
+    /// The members of every queue whose name starts with `prefix`, as the cluster reports
+    /// them (`name` and its member nodes' count).
+    pub async fn quorum_members(&self, prefix: &str) -> Vec<(String, usize)> {
+        self.list_queues("members")
+            .await
+            .iter()
+            .filter(|q| q["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .map(|q| {
+                let members = q["members"].as_array().map_or(0, Vec::len);
+                (q["name"].as_str().unwrap_or_default().to_owned(), members)
+            })
+            .collect()
+    }
+
+    /// The index of the node leading queue `name` (where its writes are ordered).
+    pub async fn leader_of(&self, name: &str) -> usize {
+        let leader = self
+            .list_queues("leader")
+            .await
+            .iter()
+            .find(|q| q["name"] == name)
+            .and_then(|q| q["leader"].as_str())
+            .unwrap_or_else(|| panic!("{name} has a leader"))
+            .to_owned();
+        self.nodes
+            .iter()
+            .position(|n| n.name == leader)
+            .unwrap_or_else(|| panic!("{leader} is a node of the cluster"))
+    }
+
+    /// Every queue's `name` and `column`, as a running node reports them.
+    async fn list_queues(&self, column: &str) -> Vec<serde_json::Value> {
+        let node = self.running_node();
+        let args = [
+            "-n",
+            &node,
+            "list_queues",
+            "name",
+            column,
+            "--formatter",
+            "json",
+        ];
+        let out = self.ctl(&args).await;
+        match serde_json::from_str(&out).expect("list_queues answers json") {
+            serde_json::Value::Array(queues) => queues,
+            other => panic!("list_queues answered {other}"),
+        }
+    }
+
+    fn running_node(&self) -> String {
+        self.nodes
+            .iter()
+            .find(|n| n.server.is_some())
+            .expect("a running node")
+            .name
+            .clone()
+    }
+
+    fn write_config(&self, i: usize) {
+        let node = &self.nodes[i];
+        std::fs::create_dir_all(&node.dir).expect("a node's directory");
+        std::fs::write(node.dir.join("enabled_plugins"), "[].\n").expect("enabled_plugins");
+        std::fs::write(
+            node.dir.join("rabbitmq.conf"),
+            format!("listeners.tcp.default = 127.0.0.1:{}\n", node.amqp_port),
+        )
+        .expect("rabbitmq.conf");
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let home = self.dir.clone();
+        let node = &mut self.nodes[i];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(node.dir.join("server.log"))
+            .expect("the node's log");
+        let mut command = Command::new(rabbit_bin("rabbitmq-server"));
+        command
+            .env("HOME", &home)
+            .env("RABBITMQ_NODENAME", &node.name)
+            .env("RABBITMQ_DIST_PORT", node.dist_port.to_string())
+            .env("RABBITMQ_CONFIG_FILE", node.dir.join("rabbitmq.conf"))
+            .env("RABBITMQ_MNESIA_BASE", node.dir.join("mnesia"))
+            .env("RABBITMQ_LOG_BASE", node.dir.join("log"))
+            .env(
+                "RABBITMQ_ENABLED_PLUGINS_FILE",
+                node.dir.join("enabled_plugins"),
+            )
+            .env("RABBITMQ_PID_FILE", node.dir.join("pid"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log);
+        // Its own process group, so that a kill reaches the VM and its helpers too.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        node.server = Some(command.spawn().unwrap_or_else(|e| {
+            panic!("starting rabbitmq-server ({RABBIT_BIN}): {e}; is RabbitMQ installed?")
+        }));
+    }
+
+    async fn await_startup(&self, i: usize) {
+        let node = &self.nodes[i];
+        let deadline = Instant::now() + BOOT_DEADLINE;
+        loop {
+            let ready = self
+                .ctl_status(&["-n", &node.name, "await_startup", "--timeout", "5"])
+                .await;
+            if ready {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {} did not start within {BOOT_DEADLINE:?}; see {}",
+                node.name,
+                node.dir.join("server.log").display()
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Runs rabbitmqctl against the cluster; its output, or a panic naming the failure.
+    async fn ctl(&self, args: &[&str]) -> String {
+        let out = self.ctl_command(args).output().await.expect("rabbitmqctl");
+        assert!(
+            out.status.success(),
+            "rabbitmqctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    async fn ctl_status(&self, args: &[&str]) -> bool {
+        self.ctl_command(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .is_ok_and(|s| s.success())
+    }
+
+    fn ctl_command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(rabbit_bin("rabbitmqctl"));
+        command.env("HOME", &self.dir).args(args).kill_on_drop(true);
+        command
+    }
+}
+
+impl Drop for RabbitCluster {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rabbit_bin(name: &str) -> PathBuf {
+    let packaged = Path::new(RABBIT_BIN).join(name);
+    if packaged.exists() {
+        packaged
+    } else {
+        PathBuf::from(name)
+    }
+}
+
+fn kill_group(child: &Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
+}
+
+/// The host part of a short Erlang node name, as RabbitMQ's scripts derive it.
+fn short_hostname() -> String {
+    let out = Command::new("hostname")
+        .arg("-s")
+        .output()
+        .expect("hostname -s");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// `n` ports free at this moment (bound and released at once).
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().expect("its address").port())
+        .collect()
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
