@@ -3,15 +3,17 @@
 //! Every fleet queue is a quorum queue with a member on each node. Two replicas of prepare,
 //! execute and the relay and one reconcile run as real processes given every node's URL;
 //! intents arrive at a steady pace through the harness's publisher (on the same list). The
-//! node leading the execute queue is SIGKILLed, started again, and then the node leading
-//! the intake queue is. The promise must hold: nothing lost (every intent whose publish the
-//! cluster confirmed is an operation, and every operation ends final), nothing done twice,
-//! no blind retry, and outcome events in order per operation with no gap. The longest stall
-//! of completions after each kill is reported.
-//!
-//! `BROKER_FAILOVER_OPS=1000` runs a larger load.
+//! node leading the execute queue is SIGKILLed and started again, then the node leading
+//! the intake queue; all along, a worker replica picked at random is SIGKILLed and
+//! replaced every one to two seconds. The promise must hold: nothing lost (every intent
+//! whose publish the cluster confirmed is an operation, and every operation ends final),
+//! nothing done twice, no blind retry, and outcome events in order per operation with no
+//! gap. Reported: the longest stall of each step of the pipeline after each kill, and the
+//! publishes the cluster refused meanwhile.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fleet_broker::lapin::options::{BasicGetOptions, QueueBindOptions, QueueDeclareOptions};
@@ -44,15 +46,9 @@ const REPLICATED: [&str; 7] = [
     "fleet-relay",
 ];
 
-/// Submissions are spaced this far apart, so the pipeline is busy through both kills.
-const PACE: Duration = Duration::from_millis(60);
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+/// Submissions are spaced this far apart (about 13 a second) from the start until a while
+/// after the second node is back, so the pipeline is busy through both kills.
+const PACE: Duration = Duration::from_millis(75);
 
 fn epoch_s(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH).unwrap().as_secs_f64()
@@ -62,7 +58,6 @@ fn epoch_s(t: SystemTime) -> f64 {
 async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     // Three broker nodes, seven workers and the load fill both cores.
     let _alone = alone().await;
-    let n_ops = env_or("BROKER_FAILOVER_OPS", 300) as usize;
     let mut cluster = RabbitCluster::start(3).await;
     let infra = Infra {
         amqp_url: cluster.amqp_url(),
@@ -71,7 +66,7 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     let fleet = TestFleet::start_on(infra, Default::default()).await;
     let ns = fleet.broker.namespace.clone();
     let events = EventsQueue::declare(&cluster, &fleet).await;
-    let procs: Vec<WorkerProcess> = REPLICATED
+    let mut procs: Vec<WorkerProcess> = REPLICATED
         .iter()
         .map(|name| fleet.spawn_process(name, &WORKER_ENV))
         .collect();
@@ -79,61 +74,97 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
         assert_eq!(members, 3, "{queue} is replicated on every node");
     }
 
-    let intents: Vec<Value> = (0..n_ops).map(|_| intent()).collect();
-    let ops: Vec<(String, String)> = intents.iter().map(|i| (op_of(i), hash_of(i))).collect();
     let started = Instant::now();
-    let load_for = PACE * n_ops as u32;
     let queues = [
         fleet.broker.queue_name(Queue::OperationsExecute),
         fleet.broker.queue_name(Queue::IntentsPrepare),
     ];
+    let chaos_over = AtomicBool::new(false);
+    let submitted: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    let publishes = Mutex::new(Publishes::default());
 
-    // The kills run beside the load: the leader of the execute queue a fifth of the way
-    // in, then (once the first is back) the leader of the intake queue.
+    // The node kills run beside the load: the leader of the execute queue, then (once the
+    // first is back and the pipeline ran a while) the leader of the intake queue. The load
+    // goes on until a while after the second node is back.
     let chaos = async {
         let mut kills = Vec::new();
-        let mut victims = Vec::new();
-        for (n, queue) in queues.iter().enumerate() {
-            sleep_until(started + load_for * (1 + 2 * n as u32) / 5).await;
+        for queue in &queues {
+            sleep(Duration::from_secs(3)).await;
             let mut victim = cluster.leader_of(queue).await;
-            if victims.contains(&victim) {
+            if kills.iter().any(|(killed, _)| *killed == victim) {
                 victim = (victim + 1) % cluster.size();
             }
             cluster.kill(victim);
             kills.push((victim, SystemTime::now()));
-            victims.push(victim);
             sleep(Duration::from_secs(3)).await;
             cluster.restart(victim).await;
         }
+        sleep(Duration::from_secs(3)).await;
+        chaos_over.store(true, Ordering::Relaxed);
         kills
     };
-    let load = futures_util::stream::iter(intents.iter().zip(&ops).enumerate())
-        .for_each_concurrent(16, |(n, (intent, (op, hash)))| {
-            let fleet = &fleet;
+    let load = futures_util::stream::iter(0u32..)
+        .take_while(|_| std::future::ready(!chaos_over.load(Ordering::Relaxed)))
+        .for_each_concurrent(16, |n| {
+            let (fleet, submitted, publishes) = (&fleet, &submitted, &publishes);
             async move {
-                sleep_until(started + PACE * n as u32).await;
-                submit_until_confirmed(fleet, intent).await;
-                fleet.prepared(op).await;
+                sleep_until(started + PACE * n).await;
+                let intent = intent();
+                let (op, hash) = (op_of(&intent), hash_of(&intent));
+                let asked = Instant::now();
+                let refused = submit_until_confirmed(fleet, &intent).await;
+                publishes.lock().unwrap().record(refused, asked.elapsed());
+                submitted.lock().unwrap().push((op.clone(), hash.clone()));
+                fleet.prepared(&op).await;
                 // A doorbell lost with a node is rung again by reconcile's redrive.
-                fleet.approve(op, hash).await.expect("approved");
+                fleet.approve(&op, &hash).await.expect("approved");
             }
         });
-    let (kills, ()) = tokio::join!(chaos, load);
+    // Meanwhile a worker replica, picked at random, is SIGKILLed and replaced every 1–2 s.
+    let worker_kills = async {
+        let mut rng = started.elapsed().as_nanos() as u64 | 1;
+        let mut killed = 0;
+        while !chaos_over.load(Ordering::Relaxed) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            sleep(Duration::from_millis(1_000 + rng % 1_000)).await;
+            let victim = (rng % procs.len() as u64) as usize;
+            procs[victim].kill9();
+            procs[victim] = fleet.spawn_process(REPLICATED[victim], &WORKER_ENV);
+            killed += 1;
+        }
+        killed
+    };
+    let (kills, (), workers_killed) = tokio::join!(chaos, load, worker_kills);
     let load_ended = SystemTime::now();
+    let ops = submitted.into_inner().unwrap();
+    let publishes = publishes.into_inner().unwrap();
+    let n_ops = ops.len();
 
     fleet.settles(Duration::from_secs(120)).await;
     let audit = fleet.audit(&ops).await;
-    let completions = completion_times(&fleet).await;
-    let stalls: Vec<String> = kills
+    let mut stalls = Vec::new();
+    for (step, filter) in STEPS {
+        let times = times_of(&fleet, filter).await;
+        let after_kills: Vec<String> = kills
+            .iter()
+            .enumerate()
+            .map(|(k, (_, at))| {
+                // Each kill's window ends where the next kill's begins.
+                let until = kills.get(k + 1).map_or(load_ended, |(_, next)| *next);
+                format!("{:.2}", longest_stall(&times, epoch_s(*at), epoch_s(until)))
+            })
+            .collect();
+        stalls.push(format!("{step}:{}", after_kills.join("/")));
+    }
+    let victims: Vec<String> = kills
         .iter()
-        .map(|(node, at)| {
-            let stall = longest_stall(&completions, epoch_s(*at), epoch_s(load_ended));
-            format!("node{}:{stall:.2}s", node + 1)
-        })
+        .map(|(node, _)| format!("node{}", node + 1))
         .collect();
     let order = events.check_order(&fleet).await;
     println!(
-        "broker failover: operations={n_ops} kills={} final={:?} escalated={} lost={} duplicates={} blind_retries={} drift={} mismatched={} longest_stall_after_kill=[{}] events={} out_of_order={} gaps={}",
+        "broker failover: operations={n_ops} node_kills={} worker_kills={workers_killed} final={:?} escalated={} lost={} duplicates={} blind_retries={} drift={} mismatched={} killed=[{}] longest_stall_s=[{}] publishes_refused={} longest_publish_wait_s={:.2} events={} out_of_order={} gaps={}",
         kills.len(),
         audit.by_status,
         audit.escalated,
@@ -142,7 +173,10 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
         audit.blind_retries,
         audit.drift,
         audit.mismatched,
+        victims.join(","),
         stalls.join(" "),
+        publishes.refused,
+        publishes.longest_wait.as_secs_f64(),
         order.events,
         order.out_of_order,
         order.gaps,
@@ -159,46 +193,78 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     drop(cluster);
 }
 
-/// Publishes until the cluster confirms it: an agent's retry of an unconfirmed publish is
-/// safe, since the operation id makes a second copy a no-op at intake.
-async fn submit_until_confirmed(fleet: &TestFleet, intent: &Value) {
+/// What the agent's side saw: publishes the cluster refused (nacked, or lost with a node)
+/// and the longest an intent waited until one was confirmed.
+#[derive(Debug, Default)]
+struct Publishes {
+    refused: u32,
+    longest_wait: Duration,
+}
+
+impl Publishes {
+    fn record(&mut self, refused: u32, waited: Duration) {
+        self.refused += refused;
+        self.longest_wait = self.longest_wait.max(waited);
+    }
+}
+
+/// Publishes until the cluster confirms it, counting the refusals: an agent's retry of an
+/// unconfirmed publish is safe, since the operation id makes a second copy a no-op at
+/// intake. A quorum queue that lost its leader refuses (nacks) publishes until it has
+/// elected another.
+async fn submit_until_confirmed(fleet: &TestFleet, intent: &Value) -> u32 {
     let bytes = serde_json::to_vec(intent).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
+    let mut refused = 0;
     while fleet
         .publisher
         .publish(Queue::IntentsPrepare, &bytes)
         .await
         .is_err()
     {
+        refused += 1;
         assert!(
             Instant::now() < deadline,
             "no node confirmed an intent in 60 s"
         );
         sleep(Duration::from_millis(100)).await;
     }
+    refused
 }
 
-/// When each operation succeeded (seconds since the epoch, sorted), by the database clock.
-async fn completion_times(fleet: &TestFleet) -> Vec<f64> {
+/// The steps of the pipeline, each by the history rows that mark it: after a kill, the
+/// step whose rows stop coming is the one that stalled.
+const STEPS: [(&str, &str); 4] = [
+    ("prepared", "kind = 'prepared'"),
+    ("approved", "kind = 'approved'"),
+    (
+        "claimed",
+        "kind = 'transition' AND to_status = 'in_progress'",
+    ),
+    (
+        "completed",
+        "kind = 'transition' AND to_status IN ('succeeded','failed')",
+    ),
+];
+
+/// When each row matching `filter` was written (seconds since the epoch, sorted), by the
+/// database clock.
+async fn times_of(fleet: &TestFleet, filter: &str) -> Vec<f64> {
     let client = fleet.store.pooled_session().await.unwrap();
-    let rows = client
-        .query(
-            "SELECT extract(epoch FROM at)::float8 FROM operation_events \
-             WHERE kind = 'transition' AND to_status IN ('succeeded','failed') ORDER BY 1",
-            &[],
-        )
-        .await
-        .unwrap();
+    let sql = format!(
+        "SELECT extract(epoch FROM at)::float8 FROM operation_events WHERE {filter} ORDER BY 1"
+    );
+    let rows = client.query(&sql, &[]).await.unwrap();
     rows.iter().map(|r| r.get(0)).collect()
 }
 
-/// The longest time without a completion from `kill` on, over the next 15 s (or until the
-/// load ended): how long the pipeline stood still after losing the node.
-fn longest_stall(completions: &[f64], kill: f64, load_ended: f64) -> f64 {
-    let until = (kill + 15.0).min(load_ended);
+/// The longest time without one of `times` from `kill` on, over the next 15 s (or until
+/// `until`): how long that step stood still after the node was lost.
+fn longest_stall(times: &[f64], kill: f64, until: f64) -> f64 {
+    let until = (kill + 15.0).min(until);
     let mut last = kill;
     let mut longest: f64 = 0.0;
-    for &t in completions.iter().filter(|t| **t > kill && **t <= until) {
+    for &t in times.iter().filter(|t| **t > kill && **t <= until) {
         longest = longest.max(t - last);
         last = t;
     }
