@@ -126,20 +126,19 @@ impl RabbitCluster {
             .collect()
     }
 
-    /// The index of the node leading queue `name` (where its writes are ordered).
-    pub async fn leader_of(&self, name: &str) -> usize {
-        let leader = self
-            .list_queues("leader")
+    /// The index of the node leading each queue whose name starts with `prefix` (where
+    /// its writes are ordered), by queue name.
+    pub async fn leaders(&self, prefix: &str) -> std::collections::BTreeMap<String, usize> {
+        self.list_queues("leader")
             .await
             .iter()
-            .find(|q| q["name"] == name)
-            .and_then(|q| q["leader"].as_str())
-            .unwrap_or_else(|| panic!("{name} has a leader"))
-            .to_owned();
-        self.nodes
-            .iter()
-            .position(|n| n.name == leader)
-            .unwrap_or_else(|| panic!("{leader} is a node of the cluster"))
+            .filter_map(|q| {
+                let name = q["name"].as_str().filter(|n| n.starts_with(prefix))?;
+                let leader = q["leader"].as_str()?;
+                let node = self.nodes.iter().position(|n| n.name == leader)?;
+                Some((name.to_owned(), node))
+            })
+            .collect()
     }
 
     /// Every queue's `name` and `column`, as a running node reports them.
