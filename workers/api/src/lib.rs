@@ -46,6 +46,7 @@ mod series;
 pub mod settings;
 pub mod signed_approval;
 pub mod state;
+pub mod view_schemas;
 pub mod waiters;
 
 use std::sync::Arc;
