@@ -36,6 +36,7 @@ pub mod mcp;
 pub mod openapi;
 pub mod operations;
 pub mod problem;
+pub mod problem_codes;
 pub mod public_url;
 pub mod query_params;
 pub mod rate_limit;

@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn the_documented_codes_reasons_and_event_types_are_the_fleets() {
-        let codes: Vec<String> = crate::problem::codes()
+        let codes: Vec<String> = crate::problem_codes::codes()
             .iter()
             .map(|c| c.to_string())
             .collect();
@@ -210,7 +210,7 @@ mod tests {
 
     #[test]
     fn every_refusal_reason_is_a_problem_code() {
-        let codes = crate::problem::codes();
+        let codes = crate::problem_codes::codes();
         for reason in crate::contract_enums::RefusalReason::values() {
             assert!(codes.contains(&reason.as_str()), "{reason}");
         }
