@@ -75,7 +75,7 @@ pub fn check_principal_name(name: &str) -> Result<(), String> {
 }
 
 /// The most characters of a tenant id, as intent.v1's `tenant_id`.
-pub const MAX_TENANT_CHARS: usize = crate::intent::MAX_TEXT_CHARS;
+pub const MAX_TENANT_CHARS: usize = crate::intent_limits::MAX_TEXT_CHARS;
 
 /// Whether `tenant` can be granted to a principal or a token: what intent.v1 accepts as a
 /// `tenant_id` (an identifier of at most [`MAX_TENANT_CHARS`] characters), so that a

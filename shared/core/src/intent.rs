@@ -8,71 +8,32 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::catalogue::Target;
-use crate::currency::is_iso_4217;
 use crate::hash::Snapshot;
-use crate::identifier::check_identifier;
 use crate::ids::{OperationId, PayloadHash};
-pub use crate::strict_json::MAX_SAFE_INTEGER;
-use crate::strict_json::{check_strict, Ambiguity, StrictJsonError};
+use crate::members::checks::check_id;
+use crate::strict_json::{check_strict, StrictJsonError};
 
-pub mod payloads;
 pub mod proposal;
 
+pub use crate::actions::deal_create::DealCreatePayload;
+pub use crate::actions::deal_update::DealUpdatePayload;
+pub use crate::actions::payment_create::PaymentPayload;
+pub use crate::actions::refund_create::RefundPayload;
 pub use crate::catalogue::Action;
-pub use payloads::{DealCreatePayload, DealUpdatePayload, PaymentPayload, RefundPayload};
+pub use crate::intent_error::IntentError;
+pub use crate::intent_limits::{
+    MAX_APPROVAL_TTL_SECONDS, MAX_INTENT_BYTES, MAX_RATIONALE_CHARS, MAX_SAFE_INTEGER,
+    MAX_TEXT_CHARS,
+};
 
 pub const SCHEMA: &str = "intent.v1";
-/// Messages larger than this are refused before parsing.
-pub const MAX_INTENT_BYTES: usize = 64 * 1024;
-pub const MAX_APPROVAL_TTL_SECONDS: i64 = 30 * 24 * 3600;
-/// Identifier-like text (ids, versions, names), in characters (Unicode scalar values,
-/// what JSON Schema's `maxLength` counts), not bytes.
-pub const MAX_TEXT_CHARS: usize = 256;
-/// The free-text rationale shown to the approver, in characters.
-pub const MAX_RATIONALE_CHARS: usize = 4096;
 
-/// Why an intent was refused. `code()` is the bounded dead-letter reason.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum IntentError {
-    #[error("message is {0} bytes, more than the {MAX_INTENT_BYTES}-byte limit")]
-    Oversized(usize),
-    #[error("message is not a UTF-8 JSON object: {0}")]
-    Malformed(String),
-    /// JSON that parsers may read differently (duplicate names, lone surrogates, numbers
-    /// no double holds) or that cannot be stored (U+0000). `at` is a member path.
-    #[error("{at}: {}", kind.problem())]
-    Ambiguous { kind: Ambiguity, at: String },
-    #[error("schema {0:?} is not supported (expected \"intent.v1\")")]
-    UnsupportedSchema(String),
-    #[error("action {0:?} is not one of {known}", known = known_actions())]
-    UnknownAction(String),
-    #[error("field {field}: {problem}")]
-    InvalidField { field: String, problem: String },
-}
-
-impl IntentError {
-    pub fn code(&self) -> &'static str {
-        match self {
-            IntentError::Oversized(_) => "oversized",
-            IntentError::Malformed(_) => "malformed",
-            IntentError::Ambiguous { kind, .. } => kind.code(),
-            IntentError::UnsupportedSchema(_) => "unsupported_schema",
-            IntentError::UnknownAction(_) => "unknown_action",
-            IntentError::InvalidField { .. } => "invalid_field",
-        }
+/// The refusal of an action the catalogue does not list, naming those it does.
+fn unknown_action(action: &str) -> IntentError {
+    IntentError::UnknownAction {
+        action: action.to_owned(),
+        known: Action::ALL.map(Action::wire_name).join(", "),
     }
-
-    pub(crate) fn field(field: &str, problem: impl Into<String>) -> Self {
-        IntentError::InvalidField {
-            field: field.to_owned(),
-            problem: problem.into(),
-        }
-    }
-}
-
-/// The catalogue's wire names, for a refusal that names what is known.
-fn known_actions() -> String {
-    Action::ALL.map(Action::wire_name).join(", ")
 }
 
 /// A validated intent.v1 message.
@@ -133,7 +94,7 @@ pub fn parse_intent(bytes: &[u8]) -> Result<ValidIntent, IntentError> {
     }
     if let Some(Value::String(a)) = object.get("action") {
         if Action::parse(a).is_none() {
-            return Err(IntentError::UnknownAction(a.clone()));
+            return Err(unknown_action(a));
         }
     }
     // A refusal names the member (`approval_ttl_seconds`, `payload`); `intent` only when
@@ -147,8 +108,7 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
     let _ = e.schema;
     let operation_id =
         OperationId::parse(&e.operation_id).map_err(|p| IntentError::field("operation_id", p))?;
-    let action =
-        Action::parse(&e.action).ok_or_else(|| IntentError::UnknownAction(e.action.clone()))?;
+    let action = Action::parse(&e.action).ok_or_else(|| unknown_action(&e.action))?;
     check_id("tenant_id", &e.tenant_id)?;
     check_id("provider", &e.provider)?;
     check_id("policy_version", &e.policy_version)?;
@@ -211,52 +171,6 @@ fn validate_envelope(e: Envelope) -> Result<ValidIntent, IntentError> {
         rationale: e.rationale,
         supersedes,
     })
-}
-
-/// Short free text (a deal's name, a reason, a subject): 1 to [`MAX_TEXT_CHARS`]
-/// characters, no control characters. Shown to people with its invisible characters
-/// revealed ([`crate::visible::reveal`]).
-pub(crate) fn check_text(field: &str, value: &str) -> Result<(), IntentError> {
-    if value.is_empty() || value.chars().count() > MAX_TEXT_CHARS {
-        return Err(IntentError::field(
-            field,
-            format!("must be 1 to {MAX_TEXT_CHARS} characters"),
-        ));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(IntentError::field(
-            field,
-            "must not contain control characters",
-        ));
-    }
-    Ok(())
-}
-
-/// An identifier (tenant, provider, versions, target, the payload's ids): 1 to
-/// [`MAX_TEXT_CHARS`] characters that satisfy the identifier rule
-/// ([`crate::identifier`]: no invisible, directional, whitespace or control characters, one
-/// script, not a look-alike of an ASCII id).
-pub(crate) fn check_id(field: &str, value: &str) -> Result<(), IntentError> {
-    check_text(field, value)?;
-    check_identifier(value).map_err(|problem| IntentError::field(field, problem.to_string()))
-}
-
-/// `payload.amount_minor` and `payload.currency`: a positive safe integer in an active
-/// ISO 4217 currency.
-pub(crate) fn check_money(amount_minor: i64, currency: &str) -> Result<(), IntentError> {
-    if !(1..=MAX_SAFE_INTEGER).contains(&amount_minor) {
-        return Err(IntentError::field(
-            "payload.amount_minor",
-            format!("must be an integer from 1 to {MAX_SAFE_INTEGER}"),
-        ));
-    }
-    if !is_iso_4217(currency) {
-        return Err(IntentError::field(
-            "payload.currency",
-            "must be an ISO 4217 code such as KZT or USD",
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

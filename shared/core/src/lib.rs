@@ -3,6 +3,7 @@
 //! never read inside, so everything is testable without services.
 
 pub mod access;
+pub mod action_spec;
 pub mod actions;
 pub mod answer;
 pub mod approval;
@@ -20,7 +21,12 @@ pub mod history;
 pub mod identifier;
 pub mod ids;
 pub mod intent;
+pub mod intent_error;
+pub mod intent_limits;
+pub mod json_words;
+pub mod lookup;
 pub mod member_path;
+pub mod members;
 pub mod money;
 pub mod objects;
 pub mod outcome;
@@ -46,20 +52,21 @@ pub mod webhook;
 pub mod wording;
 
 pub use access::{claimed_access, ClaimedAccess, Role, Token, TokenHash};
+pub use action_spec::{Action, ActionSpec, Effect, ProviderName, Subject};
+pub use actions::deal_create::classify_deal_create;
+pub use actions::deal_update::classify_deal_update;
+pub use actions::payment_create::classify_payment;
 pub use approval::{judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict};
 pub use approval_statement::{ApprovalStatement, StatementSubject};
 pub use attempt::AttemptOutcome;
 pub use authz::{Actor, ApiAction, Decider, Denial, OperationAction, OperationFacts, SignIn};
-pub use catalogue::{Action, ActionSpec, Effect, ProviderName, Subject, CATALOGUE};
+pub use catalogue::CATALOGUE;
 pub use doorbell::Doorbell;
 pub use hash::{canonical_json, hash_value, Snapshot};
 pub use identifier::{check_identifier, is_identifier, IdentifierProblem};
 pub use ids::{tenant_hash, IdempotencyKey, OpKey, OpRef, OperationId, PayloadHash};
 pub use intent::{parse_intent, IntentError, ValidIntent};
-pub use outcome::{
-    classify_deal_create, classify_deal_update, classify_payment, CallResult, NoAnswerKind,
-    Outcome, Precondition, ProviderAnswer,
-};
+pub use outcome::{CallResult, NoAnswerKind, Outcome, Precondition, ProviderAnswer};
 pub use policy::{PolicyRefusal, PolicySet, Quorum};
 pub use resolution::Resolution;
 pub use signed_quorum::{

@@ -9,58 +9,13 @@
 //!
 //! Pure: the records are read by the caller (`fleet_store`), judged here.
 
-use serde_json::Value;
-
-use crate::catalogue::Action;
+pub use crate::action_spec::object_ref::{ObjectField, ObjectRef};
 
 /// The refusal of an intent naming an object the fleet recorded for another tenant.
 pub const OBJECT_OF_OTHER_TENANT: &str = "object_of_other_tenant";
 /// The refusal of an intent naming an object the fleet has no record of, under a policy
 /// that refuses such objects.
 pub const OBJECT_UNKNOWN: &str = "object_unknown";
-
-/// Where an intent names an object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectField {
-    /// The intent's `target`.
-    Target,
-    /// A string member of the payload.
-    Payload(&'static str),
-}
-
-/// One reference to a provider's object in an action's intent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObjectRef {
-    /// What the object is, for people ("payment", "deal").
-    pub kind: &'static str,
-    pub field: ObjectField,
-    /// The actions whose succeeded operations record such an object as their
-    /// `external_id` (at the action's own provider): where the fleet's records of it are.
-    pub recorded_by: &'static [Action],
-}
-
-impl ObjectRef {
-    /// The object's id as the intent names it; `None` when it names none.
-    pub fn id<'a>(&self, target: Option<&'a str>, payload: &'a Value) -> Option<&'a str> {
-        match self.field {
-            ObjectField::Target => target,
-            ObjectField::Payload(member) => payload.get(member)?.as_str(),
-        }
-    }
-
-    /// The field a refusal names: `target`, `payload.payment_id`.
-    pub fn field_name(&self) -> String {
-        match self.field {
-            ObjectField::Target => "target".to_owned(),
-            ObjectField::Payload(member) => format!("payload.{member}"),
-        }
-    }
-
-    /// The wire names of the actions that record such an object.
-    pub fn recorded_by_names(&self) -> Vec<&'static str> {
-        self.recorded_by.iter().map(|a| a.wire_name()).collect()
-    }
-}
 
 /// Whose an object is, by the fleet's records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +44,7 @@ pub fn ownership<S: AsRef<str>>(tenant: &str, recorded_for: &[S]) -> Ownership {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::action_spec::Action;
     use serde_json::json;
 
     #[test]

@@ -1,14 +1,14 @@
 //! Outcome classification: what one provider call proves about the side effect.
 //!
-//! The adapter reports what the transport saw (`CallResult`); `classify_payment`
-//! decides what that means. The rule that matters: anything that could have reached the
+//! The adapter reports what the transport saw (`CallResult`); the action's classifier
+//! (`crate::actions`, from the shared pieces here) decides what that means. The rule that matters: anything that could have reached the
 //! provider and did not come back definitive is `Unknown`, never a failure and never a
 //! reason to call again.
 
 use serde_json::Value;
 
 use crate::attempt::AttemptOutcome;
-use crate::reconcile::Found;
+use crate::lookup::Found;
 
 /// What the transport saw of one provider call.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,11 +150,6 @@ pub(crate) fn unknown(reason: impl Into<String>) -> Outcome {
     }
 }
 
-/// Classifies one call to the reference payments API (docs/protocol.md; refunds share it).
-pub fn classify_payment(call: &CallResult) -> Outcome {
-    classify_keyed_create(call, Found::from_object)
-}
-
 /// Classifies one create sent under an idempotency key the provider honours with
 /// Stripe's semantics (the payments API, the e-signature API): the created object, read
 /// by `created`, or what the key's bookkeeping says.
@@ -247,48 +242,6 @@ pub(crate) fn classify_unkeyed_common(answer: &ProviderAnswer) -> Outcome {
     }
 }
 
-/// `POST /v1/deals` (the reference CRM API): no idempotency key, so anything but a complete
-/// answer is unknown and only a search by external id may settle it.
-pub fn classify_deal_create(call: &CallResult) -> Outcome {
-    let answer = match transport(call) {
-        Ok(a) => a,
-        Err(o) => return o,
-    };
-    match (answer.status, answer.body.get("id").and_then(Value::as_str)) {
-        (200 | 201, Some(id)) => Outcome::Succeeded {
-            external_id: id.to_owned(),
-        },
-        (200 | 201, None) => unknown("unreadable_success_body"),
-        (202, id) => Outcome::Accepted {
-            external_id: id.map(str::to_owned),
-        },
-        _ => classify_unkeyed_common(answer),
-    }
-}
-
-/// `PATCH /v1/deals/<id>` with `If-Match`: a 412 is a version conflict, never retried.
-pub fn classify_deal_update(call: &CallResult) -> Outcome {
-    let answer = match transport(call) {
-        Ok(a) => a,
-        Err(o) => return o,
-    };
-    match (answer.status, answer.body.get("id").and_then(Value::as_str)) {
-        (200, Some(id)) => Outcome::Succeeded {
-            external_id: id.to_owned(),
-        },
-        (200, None) => unknown("unreadable_success_body"),
-        (412, _) => Outcome::Conflict {
-            on: Precondition::Version,
-            current: answer
-                .body
-                .pointer("/error/current_version")
-                .and_then(Value::as_i64)
-                .map(|v| v.to_string()),
-        },
-        _ => classify_unkeyed_common(answer),
-    }
-}
-
 /// The reason of a payment refused for a changed payee after an earlier attempt whose fate
 /// is unknown: that attempt may have paid (the lookup decides), and if it did not, only a
 /// person may decide again (reconcile never sends it back, see `reconcile::settle`).
@@ -315,10 +268,20 @@ pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<AttemptOutc
     }
 }
 
+/// A complete answer, as the classifiers' tests hand one over.
+#[cfg(test)]
+pub(crate) fn answer(status: u16, replayed: bool, body: Value) -> CallResult {
+    CallResult::Answer(ProviderAnswer {
+        status,
+        replayed,
+        request_id: None,
+        body,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn every_label_is_an_attempt_outcome() {
@@ -329,33 +292,6 @@ mod tests {
         for on in [Precondition::Version, Precondition::Status] {
             assert_eq!(on.attempt_outcome().as_str(), on.code());
         }
-    }
-
-    #[test]
-    fn a_changed_payee_is_a_conflict_on_the_payee_not_a_retry() {
-        let changed = json!({"error": {"type": "precondition_failed",
-                                       "code": "beneficiary_changed", "current_version": 4}});
-        let outcome = classify_payment(&answer(409, false, changed));
-        assert_eq!(
-            outcome,
-            Outcome::Conflict {
-                on: Precondition::Payee,
-                current: Some("4".into())
-            }
-        );
-        assert_eq!(Precondition::Payee.code(), "beneficiary_changed");
-        assert_eq!(outcome.label(), "version_conflict");
-        // Another 409 is still the key in flight: unknown, looked up.
-        let other = json!({"error": {"type": "precondition_failed", "code": "other"}});
-        assert!(matches!(
-            classify_payment(&answer(409, false, other)),
-            Outcome::Unknown { .. }
-        ));
-        // After an attempt whose fate is unknown, the first request may have paid: looked up.
-        assert_eq!(
-            settle_conflict(outcome, &[Some(AttemptOutcome::Unknown)]),
-            unknown(PAYEE_CHANGED_AFTER_UNCERTAIN)
-        );
     }
 
     #[test]
@@ -383,195 +319,6 @@ mod tests {
         assert_eq!(
             settle_conflict(paid.clone(), &[Some(AttemptOutcome::Unknown)]),
             paid
-        );
-    }
-
-    fn answer(status: u16, replayed: bool, body: Value) -> CallResult {
-        CallResult::Answer(ProviderAnswer {
-            status,
-            replayed,
-            request_id: None,
-            body,
-        })
-    }
-
-    #[test]
-    fn created_payment_statuses_map_to_final_or_accepted() {
-        assert_eq!(
-            classify_payment(&answer(
-                201,
-                false,
-                json!({"id": "pay_1", "status": "succeeded"})
-            )),
-            Outcome::Succeeded {
-                external_id: "pay_1".into()
-            }
-        );
-        assert_eq!(
-            classify_payment(&answer(
-                201,
-                true,
-                json!({"id": "pay_1", "status": "pending"})
-            )),
-            Outcome::Accepted {
-                external_id: Some("pay_1".into())
-            }
-        );
-        assert_eq!(
-            classify_payment(&answer(
-                201,
-                false,
-                json!({"id": "pay_1", "status": "failed"})
-            )),
-            Outcome::Failed {
-                code: "payment_failed".into()
-            }
-        );
-    }
-
-    #[test]
-    fn business_rejection_is_failed_with_its_code() {
-        let body = json!({"error": {"type": "payment_rejected", "code": "account_closed"}});
-        assert_eq!(
-            classify_payment(&answer(402, false, body)),
-            Outcome::Failed {
-                code: "account_closed".into()
-            }
-        );
-    }
-
-    #[test]
-    fn server_errors_timeouts_and_in_flight_keys_are_unknown() {
-        for status in [500, 502, 503, 504] {
-            assert!(matches!(
-                classify_payment(&answer(status, false, Value::Null)),
-                Outcome::Unknown {
-                    escalate: false,
-                    ..
-                }
-            ));
-        }
-        assert_eq!(
-            classify_payment(&answer(500, true, Value::Null)),
-            Outcome::Unknown {
-                reason: "http_500_replayed".into(),
-                escalate: false
-            }
-        );
-        let in_use =
-            json!({"error": {"type": "idempotency_error", "code": "idempotency_key_in_use"}});
-        assert!(matches!(
-            classify_payment(&answer(409, false, in_use)),
-            Outcome::Unknown {
-                escalate: false,
-                ..
-            }
-        ));
-        for kind in [NoAnswerKind::Timeout, NoAnswerKind::Reset] {
-            assert!(matches!(
-                classify_payment(&CallResult::NoAnswer { kind }),
-                Outcome::Unknown {
-                    escalate: false,
-                    ..
-                }
-            ));
-        }
-        assert!(matches!(
-            classify_payment(&answer(201, false, json!({}))),
-            Outcome::Unknown { .. }
-        ));
-    }
-
-    #[test]
-    fn key_reused_with_other_parameters_escalates() {
-        let body =
-            json!({"error": {"type": "idempotency_error", "code": "idempotency_key_reused"}});
-        assert_eq!(
-            classify_payment(&answer(400, false, body)),
-            Outcome::Unknown {
-                reason: "idempotency_key_reused".into(),
-                escalate: true
-            }
-        );
-    }
-
-    #[test]
-    fn deal_creates_succeed_queue_or_stay_unknown() {
-        assert_eq!(
-            classify_deal_create(&answer(201, false, json!({"id": "deal_1", "version": 1}))),
-            Outcome::Succeeded {
-                external_id: "deal_1".into()
-            }
-        );
-        assert_eq!(
-            classify_deal_create(&answer(202, false, json!({"status": "queued"}))),
-            Outcome::Accepted { external_id: None }
-        );
-        assert!(matches!(
-            classify_deal_create(&answer(500, false, Value::Null)),
-            Outcome::Unknown { .. }
-        ));
-        assert!(matches!(
-            classify_deal_create(&CallResult::NoAnswer {
-                kind: NoAnswerKind::Timeout
-            }),
-            Outcome::Unknown { .. }
-        ));
-        let invalid = json!({"error": {"type": "invalid_request", "code": "parameter_invalid"}});
-        assert_eq!(
-            classify_deal_create(&answer(400, false, invalid)),
-            Outcome::Failed {
-                code: "parameter_invalid".into()
-            }
-        );
-    }
-
-    #[test]
-    fn a_412_on_a_deal_update_is_a_conflict_with_the_current_version() {
-        let conflict = json!({"error": {"type": "version_conflict", "current_version": 4}});
-        assert_eq!(
-            classify_deal_update(&answer(412, false, conflict)),
-            Outcome::Conflict {
-                on: Precondition::Version,
-                current: Some("4".into())
-            }
-        );
-        assert_eq!(
-            classify_deal_update(&answer(200, false, json!({"id": "deal_1", "version": 4}))),
-            Outcome::Succeeded {
-                external_id: "deal_1".into()
-            }
-        );
-        assert!(matches!(
-            classify_deal_update(&answer(503, false, Value::Null)),
-            Outcome::Unknown { .. }
-        ));
-        assert!(matches!(
-            classify_deal_update(&CallResult::NotSent {
-                detail: "refused".into()
-            }),
-            Outcome::NotExecuted { .. }
-        ));
-    }
-
-    #[test]
-    fn only_provably_unsent_calls_may_be_sent_again() {
-        assert!(matches!(
-            classify_payment(&CallResult::NotSent {
-                detail: "refused".into()
-            }),
-            Outcome::NotExecuted { .. }
-        ));
-        assert!(matches!(
-            classify_payment(&answer(429, false, Value::Null)),
-            Outcome::NotExecuted { .. }
-        ));
-        let invalid = json!({"error": {"type": "invalid_request", "code": "amount_too_small"}});
-        assert_eq!(
-            classify_payment(&answer(400, false, invalid)),
-            Outcome::Failed {
-                code: "amount_too_small".into()
-            }
         );
     }
 }

@@ -8,133 +8,14 @@
 //! searchable (its search lag); and a same-key retry is allowed only while the key is still
 //! inside the provider's retention window. Anything ambiguous goes to a person.
 
-use serde_json::{json, Value};
-
-use crate::catalogue::Subject;
-
 mod settle;
+
+pub use crate::lookup::{Found, Lookup, Reading};
 
 pub use settle::{
     definitive_attempt, lookup_backoff, settle, AskAgain, AttemptSeen, Settle, SettleFacts,
     MAX_LOOKUP_BACKOFF,
 };
-
-/// What one provider object says about the effect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
-    Succeeded { external_id: String },
-    Failed { external_id: String, code: String },
-    Pending { external_id: String },
-}
-
-impl Found {
-    pub fn external_id(&self) -> &str {
-        match self {
-            Found::Succeeded { external_id }
-            | Found::Failed { external_id, .. }
-            | Found::Pending { external_id } => external_id,
-        }
-    }
-
-    /// Reads a payment or refund object of the reference payments API.
-    pub fn from_object(object: &Value) -> Option<Found> {
-        let external_id = object.get("id")?.as_str()?.to_owned();
-        match object.get("status")?.as_str()? {
-            "succeeded" => Some(Found::Succeeded { external_id }),
-            "pending" => Some(Found::Pending { external_id }),
-            "failed" => {
-                let code = object
-                    .get("failure_code")
-                    .and_then(Value::as_str)
-                    .unwrap_or("payment_failed")
-                    .to_owned();
-                Some(Found::Failed { external_id, code })
-            }
-            _ => None,
-        }
-    }
-}
-
-/// The result of asking the provider.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
-    /// Every object the search returned (zero, one or several).
-    Matches(Vec<Found>),
-    /// The provider could not be asked, or answered something unreadable.
-    Failed,
-    /// The provider answered, but what it holds cannot be matched to this operation
-    /// automatically (e.g. a deal whose version moved with other values).
-    Ambiguous(&'static str),
-}
-
-/// What one lookup proved, with the evidence recorded for the operation's history (what
-/// was asked and the ids that came back, never whole objects).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
-    pub lookup: Lookup,
-    pub evidence: Value,
-}
-
-impl Reading {
-    pub fn ambiguous(reason: &'static str, evidence: Value) -> Reading {
-        Reading {
-            lookup: Lookup::Ambiguous(reason),
-            evidence,
-        }
-    }
-
-    /// `lookup` with `evidence` that also names the effects found, as a search's does
-    /// (an empty list: the lookup proved the effect did not happen).
-    pub fn with_found(lookup: Lookup, mut evidence: Value) -> Reading {
-        if let Lookup::Matches(found) = &lookup {
-            evidence["found"] = found.iter().map(Found::external_id).collect();
-        }
-        Reading { lookup, evidence }
-    }
-
-    /// The provider could not be asked (`error` says why, without any body).
-    pub fn failed(via: &str, error: &str) -> Reading {
-        Reading {
-            lookup: Lookup::Failed,
-            evidence: json!({"via": via, "error": error}),
-        }
-    }
-}
-
-/// Reads what a search by our reference (or a read by the effect's id) returned: only
-/// objects whose `reference_field` is this operation's id count (a search result for
-/// something else must never settle it), each read by `found`. An object that cannot be
-/// read makes the whole lookup inconclusive.
-pub fn read_search(
-    subject: &Subject<'_>,
-    via: &str,
-    objects: &[Value],
-    reference_field: &str,
-    found: fn(&Value) -> Option<Found>,
-) -> Reading {
-    let ours: Vec<&Value> = objects
-        .iter()
-        .filter(|o| o.get(reference_field).and_then(Value::as_str) == Some(subject.reference))
-        .collect();
-    let ids: Vec<&str> = ours
-        .iter()
-        .filter_map(|o| o.get("id").and_then(Value::as_str))
-        .collect();
-    match ours
-        .iter()
-        .map(|o| found(o))
-        .collect::<Option<Vec<Found>>>()
-    {
-        Some(found) => Reading {
-            lookup: Lookup::Matches(found),
-            evidence: json!({"via": via, "found": ids}),
-        },
-        None => Reading {
-            lookup: Lookup::Failed,
-            evidence: json!({"via": via, "found": ids, "error": "unreadable object"}),
-        },
-    }
-}
 
 /// The provider's documented contract, as configured by the operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -433,64 +314,5 @@ mod tests {
             judge(&Lookup::Matches(vec![]), none, CONTRACT),
             Verdict::Absent
         );
-    }
-
-    #[test]
-    fn a_search_counts_only_objects_with_our_reference() {
-        let payload = json!({});
-        let subject = Subject {
-            reference: "op_A",
-            target: None,
-            payload: &payload,
-        };
-        let objects = [
-            json!({"id": "pay_1", "status": "succeeded", "reference": "op_A"}),
-            json!({"id": "pay_2", "status": "succeeded", "reference": "op_B"}),
-        ];
-        let read = read_search(
-            &subject,
-            "reference",
-            &objects,
-            "reference",
-            Found::from_object,
-        );
-        assert_eq!(read.lookup, Lookup::Matches(vec![paid("pay_1")]));
-        assert_eq!(
-            read.evidence,
-            json!({"via": "reference", "found": ["pay_1"]})
-        );
-        let odd = [json!({"id": "pay_3", "status": "weird", "reference": "op_A"})];
-        assert_eq!(
-            read_search(&subject, "reference", &odd, "reference", Found::from_object).lookup,
-            Lookup::Failed
-        );
-    }
-
-    #[test]
-    fn provider_objects_are_read_by_status() {
-        assert_eq!(
-            Found::from_object(&json!({"id": "pay_1", "status": "succeeded"})),
-            Some(paid("pay_1"))
-        );
-        assert_eq!(
-            Found::from_object(&json!({"id": "pay_1", "status": "pending"})),
-            Some(Found::Pending {
-                external_id: "pay_1".into()
-            })
-        );
-        assert_eq!(
-            Found::from_object(
-                &json!({"id": "pay_1", "status": "failed", "failure_code": "insufficient_funds"})
-            ),
-            Some(Found::Failed {
-                external_id: "pay_1".into(),
-                code: "insufficient_funds".into()
-            })
-        );
-        assert_eq!(
-            Found::from_object(&json!({"id": "pay_1", "status": "weird"})),
-            None
-        );
-        assert_eq!(Found::from_object(&json!({"status": "succeeded"})), None);
     }
 }

@@ -8,6 +8,7 @@ use crate::catalogue::Action;
 
 mod page;
 
+pub use crate::json_words::value_in_words;
 pub use page::{
     amount_confirmed, approval_in_words, instant_in_words, patch_field_in_words,
     patch_value_in_words, status_in_words,
@@ -20,15 +21,6 @@ pub fn describe(action: &str, target: Option<&str>, payload: &Value) -> String {
     Action::parse(action)
         .and_then(|a| a.spec().describe(target, payload))
         .unwrap_or_else(|| format!("{action} (its payload cannot be read as one)"))
-}
-
-/// A JSON value as a person reads it: text in quotes, `null` as "nothing", the rest as JSON.
-pub fn value_in_words(v: &Value) -> String {
-    match v {
-        Value::Null => "nothing".to_owned(),
-        Value::String(s) => format!("\"{s}\""),
-        Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_) => v.to_string(),
-    }
 }
 
 /// "expires in 54 min", "expires in 2 h 5 min", "expired 3 min ago": the time left to

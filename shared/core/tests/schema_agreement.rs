@@ -156,7 +156,7 @@ fn the_schema_states_the_validators_limits() {
     assert_eq!(defs["identifier"]["minLength"], 1);
     assert_eq!(
         defs["identifier"]["pattern"],
-        fleet_core::intent::payloads::identifier_pattern(),
+        fleet_core::members::schemas::identifier_pattern(),
         "the pattern names the hidden characters of fleet_core::visible::is_hidden"
     );
     assert_eq!(

@@ -298,7 +298,7 @@ fn refusal_of(e: &IntentError) -> Refusal {
         IntentError::Oversized(_)
         | IntentError::Malformed(_)
         | IntentError::UnsupportedSchema(_)
-        | IntentError::UnknownAction(_) => None,
+        | IntentError::UnknownAction { .. } => None,
     };
     let refusal = Refusal::new(e.code(), field);
     warn!(

@@ -1,6 +1,6 @@
 //! The closed lists of the contract as OpenAPI enums, made from the lists the fleet's own
 //! rules use, so the document cannot drift from them: the codes of problems (the
-//! catalogue of [`crate::problem`]), the reasons an intent is refused with (the intake's,
+//! catalogue of [`crate::problem_codes`]), the reasons an intent is refused with (the intake's,
 //! the same as the queue's dead-letter reasons) and the types of the outcome events.
 
 use utoipa::openapi::schema::{Object, Schema, SchemaType, Type};
@@ -19,7 +19,7 @@ pub struct ErrorCode;
 
 impl ErrorCode {
     pub fn values() -> Vec<String> {
-        crate::problem::codes()
+        crate::problem_codes::codes()
             .into_iter()
             .map(str::to_owned)
             .collect()

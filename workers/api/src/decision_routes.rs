@@ -14,11 +14,11 @@ use crate::auth::Caller;
 use crate::decisions::Addressed;
 use crate::error::ApiError;
 use crate::json_body::JsonBody;
-use crate::openapi::OperationView;
 use crate::problem::Problem;
 use crate::query_params::Params;
 use crate::signed_approval::SignatureOffer;
 use crate::state::AppState;
+use crate::view_schemas::OperationView;
 
 /// An approval of one exact snapshot.
 #[derive(Debug, Deserialize, ToSchema)]

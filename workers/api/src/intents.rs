@@ -18,9 +18,10 @@ use serde_json::Value;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::json_body::require_json;
-use crate::openapi::{IntentV1, OperationView};
+use crate::openapi::IntentV1;
 use crate::problem::Problem;
 use crate::state::AppState;
+use crate::view_schemas::OperationView;
 
 /// A client that cannot send 64 KiB within this long is not waited for.
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);

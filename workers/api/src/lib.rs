@@ -36,6 +36,7 @@ pub mod mcp;
 pub mod openapi;
 pub mod operations;
 pub mod problem;
+pub mod problem_codes;
 pub mod public_url;
 pub mod query_params;
 pub mod rate_limit;
@@ -46,6 +47,7 @@ mod series;
 pub mod settings;
 pub mod signed_approval;
 pub mod state;
+pub mod view_schemas;
 pub mod waiters;
 
 use std::sync::Arc;

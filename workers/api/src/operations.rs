@@ -16,11 +16,11 @@ use crate::auth::Caller;
 use crate::cursor;
 use crate::decisions::{locate, Addressed};
 use crate::error::ApiError;
-use crate::openapi::{ApprovalStatusName, OperationPage, OperationView, StatusName};
 use crate::problem::Problem;
 use crate::query_params::Params;
 use crate::request_slots::HeldSlot;
 use crate::state::AppState;
+use crate::view_schemas::{ApprovalStatusName, OperationPage, OperationView, StatusName};
 
 /// The longest a request may wait.
 pub const MAX_WAIT_S: u64 = 60;

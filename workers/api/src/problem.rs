@@ -1,9 +1,8 @@
 //! Every error answer of the HTTP API as an RFC 9457 problem (`application/problem+json`):
 //! `type` (the code's section of docs/api.md), `title` (fixed per code), `status`,
 //! `detail` (fixed per code: it never quotes what was sent), `code`, `field` (the member or
-//! query parameter at fault) and `request_id`. The catalogue below is the one list of
-//! codes: the OpenAPI document's `ErrorCode` enum is made from it, and tests hold it equal
-//! to every code the fleet's rules produce and to the sections of docs/api.md.
+//! query parameter at fault) and `request_id`. Each code's title and detail are read from
+//! the one list of codes ([`crate::problem_codes`]).
 //!
 //! The deprecated member `error` (`{"code", "field"}`, the body before problem details)
 //! is still sent, so that clients written against it keep working.
@@ -17,6 +16,7 @@ use utoipa::ToSchema;
 
 #[allow(unused_imports)] // named by the schema of `Problem::code`
 use crate::contract_enums::ErrorCode;
+use crate::problem_codes::kind_of;
 
 /// The media type of a problem.
 pub const CONTENT_TYPE: &str = "application/problem+json";
@@ -24,97 +24,6 @@ pub const CONTENT_TYPE: &str = "application/problem+json";
 /// Where each code is explained: its section of the API's documentation, as a reference
 /// from the repository's root (the same in every deployment, so a client may match on it).
 pub const TYPE_BASE: &str = "/docs/api.md#error-";
-
-/// One code of the catalogue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kind {
-    pub code: &'static str,
-    pub title: &'static str,
-    pub detail: &'static str,
-}
-
-const fn kind(code: &'static str, title: &'static str, detail: &'static str) -> Kind {
-    Kind {
-        code,
-        title,
-        detail,
-    }
-}
-
-/// Every code the API (and its MCP door) answers a refusal with.
-pub const CATALOGUE: &[Kind] = &[
-    // Who is asking.
-    kind("unauthorized", "Unauthorized", "The request carries no valid bearer token: it is missing, malformed, unknown or revoked."),
-    kind("token_expired", "Token expired", "The bearer token is past its expiry; ask for a new token."),
-    kind("role_not_allowed", "Role not allowed", "The caller's role may not do this."),
-    kind("tenant_not_granted", "Tenant not granted", "The caller's principal was not granted the intent's tenant; nothing was written."),
-    kind("submitter_cannot_approve", "Submitter cannot approve", "The principal that submitted the operation never approves it."),
-    kind("supersedes_forbidden", "Superseding forbidden", "Only the principal that submitted an operation may replace it; nothing was written."),
-    // What is addressed, and how.
-    kind("not_found", "Not found", "No such operation among the caller's tenants, or no such route."),
-    kind("method_not_allowed", "Method not allowed", "The route does not take this method; the Allow header lists those it takes."),
-    kind("unsupported_media_type", "Unsupported media type", "The body must be sent as JSON, with Content-Type: application/json."),
-    kind("invalid_query", "Invalid query", "A query parameter is unknown or out of range; field names it."),
-    kind("oversized", "Body too large", "The body is larger than 64 KiB."),
-    kind("body_timeout", "Body too slow", "The body did not arrive within 10 seconds."),
-    kind("operation_id_conflict", "Operation id conflict", "The operation id names another snapshot of the same tenant; the stored operation is untouched."),
-    kind("operation_id_ambiguous", "Operation id ambiguous", "Two of the caller's tenants hold an operation with this id; name one with the tenant query parameter."),
-    // Decisions the operation's state does not allow.
-    kind("hash_mismatch", "Hash mismatch", "The payload hash is not the stored snapshot's; nothing was recorded."),
-    kind("approval_expired", "Approval expired", "The approval window closed; nothing was recorded."),
-    kind("not_pending", "Not pending", "The operation no longer waits for this approval; nothing was recorded."),
-    kind("already_started", "Already started", "Execution began or the operation ended; it can no longer be rejected."),
-    kind("not_allowed_in_status", "Not allowed in this status", "The operation's status does not allow this decision; nothing was written."),
-    kind("changed_meanwhile", "Changed meanwhile", "The operation changed while the decision was made; read it again and decide anew."),
-    kind("signature_required", "Signature required", "The operation's policy asks for signed approvals and none was given; nothing was recorded."),
-    kind("signature_invalid", "Signature invalid", "The approval's signature does not count; field names the member at fault. Nothing was recorded."),
-    // The body breaks the contract (for an intent: the reason the queue dead-letters it with).
-    kind("malformed", "Malformed body", "The body is not the JSON object this route takes."),
-    kind("invalid_field", "Invalid field", "A member is missing, unknown, of the wrong type or out of its limits; field names it."),
-    kind("duplicate_member", "Duplicate member", "A member name appears twice in one object."),
-    kind("invalid_unicode", "Invalid Unicode", "A string holds an escaped UTF-16 surrogate without its pair."),
-    kind("number_out_of_range", "Number out of range", "A number is beyond what every JSON parser reads alike."),
-    kind("nul_character", "NUL character", "A string or member name holds U+0000."),
-    kind("unsupported_schema", "Unsupported schema", "The schema member names a version this fleet does not read."),
-    kind("unknown_action", "Unknown action", "The action is not one of the catalogue's."),
-    kind("unsupported_provider", "Unsupported provider", "The provider does not serve this action."),
-    kind("provider_cannot_execute_safely", "Provider cannot execute safely", "The provider offers neither idempotent creates nor a lookup by reference, so an uncertain create could never be settled."),
-    kind("provider_cannot_update_conditionally", "Provider cannot update conditionally", "The provider is not declared to support conditional updates."),
-    kind("approval_outlives_key", "Approval outlives the provider's key", "The approval window is not shorter than the provider keeps idempotency keys."),
-    kind("unknown_policy", "Unknown policy", "No quorum policy covers the intent's policy version and action."),
-    kind("payee_unknown", "Payee unknown", "The provider's directory cannot confirm the payee, and the policy refuses unknown payees."),
-    kind("object_of_other_tenant", "Object of another tenant", "The intent names an object the fleet made or changed for another tenant."),
-    kind("object_unknown", "Object unknown", "The intent names an object the fleet has no record of, and the policy refuses such objects."),
-    kind("supersedes_unknown_operation", "Superseded operation unknown", "The operation named in supersedes does not exist for this tenant."),
-    kind("supersedes_other_tenant_or_action", "Superseded operation of another action", "The operation named in supersedes is of another action."),
-    kind("supersedes_executed", "Superseded operation executed", "The operation named in supersedes was claimed for execution or may have had an effect."),
-    kind("database_refused", "Database refused", "Postgres cannot store the intent's values."),
-    kind("invalid_arguments", "Invalid arguments", "A tool's arguments are of the wrong shape or out of range; field names the argument when it is known."),
-    // Come back later.
-    kind("too_many_waiters", "Too many waiters", "The caller's share of the wait slots is taken; retry after Retry-After."),
-    kind("rate_limited", "Rate limited", "The caller's principal sent more requests than its rate allows; retry after Retry-After."),
-    kind("busy", "Busy", "Every request slot stayed taken; nothing was done. Retry after Retry-After."),
-    kind("unavailable", "Unavailable", "Postgres did not answer; nothing was decided. Retry after Retry-After."),
-];
-
-/// The catalogue's entry for `code` (a code outside it reads as a generic refusal; a test
-/// keeps every code the API sends inside it).
-pub fn kind_of(code: &str) -> Kind {
-    CATALOGUE
-        .iter()
-        .copied()
-        .find(|k| k.code == code)
-        .unwrap_or(Kind {
-            code: "refused",
-            title: "Refused",
-            detail: "The request was refused.",
-        })
-}
-
-/// Every code, in the catalogue's order.
-pub fn codes() -> Vec<&'static str> {
-    CATALOGUE.iter().map(|k| k.code).collect()
-}
 
 /// An RFC 9457 problem, as the API sends it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -242,87 +151,6 @@ fn is_bare_error(response: &Response) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
-
-    #[test]
-    fn every_code_is_listed_once_with_a_title_and_a_detail() {
-        let mut seen = BTreeSet::new();
-        for k in CATALOGUE {
-            assert!(seen.insert(k.code), "{} twice", k.code);
-            assert!(!k.title.is_empty() && !k.detail.is_empty(), "{}", k.code);
-            assert!(
-                k.code.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
-                "{}",
-                k.code
-            );
-        }
-    }
-
-    #[test]
-    fn every_code_has_its_section_in_the_api_documentation() {
-        let doc = include_str!("../../../docs/api.md");
-        for k in CATALOGUE {
-            let heading = format!("\n### Error `{}`\n", k.code);
-            assert!(
-                doc.contains(&heading),
-                "docs/api.md has no section {heading:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn every_code_the_api_answers_with_is_in_the_catalogue() {
-        use crate::decisions::DecisionError;
-        use crate::error::ApiError;
-        use fleet_core::Denial;
-        let mut errors = vec![
-            ApiError::Unauthorized,
-            ApiError::TokenExpired,
-            ApiError::NotFound,
-            ApiError::Conflict,
-            ApiError::BadQuery { field: None },
-            ApiError::UnsupportedMediaType,
-            ApiError::Oversized,
-            ApiError::BodyTimeout,
-            ApiError::TooManyWaiters,
-            ApiError::RateLimited { retry_after_s: 1 },
-            ApiError::Busy,
-            ApiError::Unavailable,
-            ApiError::Forbidden(fleet_core::supersede::FORBIDDEN),
-        ];
-        for d in [
-            Denial::RoleNotAllowed,
-            Denial::TenantNotGranted,
-            Denial::NotFound,
-            Denial::SubmitterCannotApprove,
-            Denial::Ambiguous,
-        ] {
-            errors.push(d.into());
-        }
-        for e in [
-            DecisionError::HashMismatch,
-            DecisionError::ApprovalExpired,
-            DecisionError::NotPending,
-            DecisionError::AlreadyStarted,
-            DecisionError::NotAllowedInStatus,
-            DecisionError::ChangedMeanwhile,
-            DecisionError::SignatureRequired,
-            DecisionError::SignatureInvalid("key_id"),
-            DecisionError::InvalidField("reason"),
-        ] {
-            errors.push(e.into());
-        }
-        let codes = codes();
-        for e in &errors {
-            assert!(codes.contains(&e.code()), "{} is not catalogued", e.code());
-        }
-        for code in fleet_core::supersede::REFUSALS
-            .iter()
-            .chain(fleet_core::catalogue::capabilities::REFUSALS.iter())
-        {
-            assert!(codes.contains(code), "{code} is not catalogued");
-        }
-    }
 
     #[test]
     fn a_problem_links_its_codes_section_and_keeps_the_old_member() {

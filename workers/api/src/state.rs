@@ -6,7 +6,7 @@ use fleet_intake::IntakeRules;
 use fleet_store::Store;
 use tokio_util::sync::CancellationToken;
 
-use crate::console::Console;
+use crate::console::setup::Console;
 use crate::decisions::Decisions;
 use crate::public_url::PublicUrl;
 use crate::rate_limit::RateLimits;

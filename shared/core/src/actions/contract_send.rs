@@ -13,15 +13,18 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::catalogue::{
+use crate::action_spec::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
     WebhookSpec,
 };
-use crate::intent::payloads::{identifier, text};
-use crate::intent::proposal::Proposal;
-use crate::intent::{check_id, check_text, IntentError, MAX_TEXT_CHARS};
+use crate::actions::search::read_search;
+use crate::intent_error::IntentError;
+use crate::intent_limits::MAX_TEXT_CHARS;
+use crate::lookup::{Found, Reading};
+use crate::members::arguments::Proposal;
+use crate::members::checks::{check_id, check_text};
+use crate::members::schemas::{identifier, text};
 use crate::outcome::{classify_keyed_create, CallResult, Outcome};
-use crate::reconcile::{read_search, Found, Reading};
 
 /// A recipient id: letters, digits and `_ . : -`, with at least one digit. An e-mail
 /// address (`@`) or a name (spaces, letters only) is refused.
@@ -149,23 +152,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::outcome::{NoAnswerKind, ProviderAnswer};
-    use crate::reconcile::Lookup;
+    use crate::lookup::Lookup;
+    use crate::outcome::{answer, NoAnswerKind};
 
     const OP: &str = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8";
     const DOC: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
     fn contract() -> ContractSendPayload {
         serde_json::from_value(json!({"template_id": "tpl_msa_v3", "recipient_id": "cust_1042", "document_sha256": DOC, "subject": "Master services agreement"})).unwrap()
-    }
-
-    fn answer(status: u16, replayed: bool, body: Value) -> CallResult {
-        CallResult::Answer(ProviderAnswer {
-            status,
-            replayed,
-            request_id: None,
-            body,
-        })
     }
 
     fn classify(call: &CallResult) -> Outcome {

@@ -6,15 +6,17 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::catalogue::{
+use crate::action_spec::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
 };
-use crate::intent::payloads::{amount_minor, currency, identifier, text};
-use crate::intent::proposal::Proposal;
-use crate::intent::{check_id, check_money, check_text, IntentError};
+use crate::actions::search::read_search;
+use crate::intent_error::IntentError;
+use crate::lookup::{Found, Reading};
+use crate::members::arguments::Proposal;
+use crate::members::checks::{check_id, check_money, check_text};
+use crate::members::schemas::{amount_minor, currency, identifier, text};
 use crate::money::format_amount;
-use crate::outcome::{classify_deal_create, CallResult, Outcome};
-use crate::reconcile::{read_search, Found, Reading};
+use crate::outcome::{classify_unkeyed_common, transport, unknown, CallResult, Outcome};
 
 /// `crm.deal.create`: a new deal in the CRM.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -42,6 +44,25 @@ fn deal_found(deal: &Value) -> Option<Found> {
     Some(Found::Succeeded {
         external_id: deal.get("id")?.as_str()?.to_owned(),
     })
+}
+
+/// `POST /v1/deals` (the reference CRM API): no idempotency key, so anything but a complete
+/// answer is unknown and only a search by external id may settle it.
+pub fn classify_deal_create(call: &CallResult) -> Outcome {
+    let answer = match transport(call) {
+        Ok(a) => a,
+        Err(o) => return o,
+    };
+    match (answer.status, answer.body.get("id").and_then(Value::as_str)) {
+        (200 | 201, Some(id)) => Outcome::Succeeded {
+            external_id: id.to_owned(),
+        },
+        (200 | 201, None) => unknown("unreadable_success_body"),
+        (202, id) => Outcome::Accepted {
+            external_id: id.map(str::to_owned),
+        },
+        _ => classify_unkeyed_common(answer),
+    }
 }
 
 impl ActionPayload for DealCreatePayload {
@@ -88,3 +109,42 @@ pub const SPEC: ActionSpec = ActionSpec {
     },
     behaviour: Behaviour::of::<DealCreatePayload>(),
 };
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::outcome::{answer, NoAnswerKind};
+
+    #[test]
+    fn deal_creates_succeed_queue_or_stay_unknown() {
+        assert_eq!(
+            classify_deal_create(&answer(201, false, json!({"id": "deal_1", "version": 1}))),
+            Outcome::Succeeded {
+                external_id: "deal_1".into()
+            }
+        );
+        assert_eq!(
+            classify_deal_create(&answer(202, false, json!({"status": "queued"}))),
+            Outcome::Accepted { external_id: None }
+        );
+        assert!(matches!(
+            classify_deal_create(&answer(500, false, Value::Null)),
+            Outcome::Unknown { .. }
+        ));
+        assert!(matches!(
+            classify_deal_create(&CallResult::NoAnswer {
+                kind: NoAnswerKind::Timeout
+            }),
+            Outcome::Unknown { .. }
+        ));
+        let invalid = json!({"error": {"type": "invalid_request", "code": "parameter_invalid"}});
+        assert_eq!(
+            classify_deal_create(&answer(400, false, invalid)),
+            Outcome::Failed {
+                code: "parameter_invalid".into()
+            }
+        );
+    }
+}

@@ -6,16 +6,19 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::catalogue::{
+use crate::action_spec::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
 };
-use crate::intent::payloads::{patch, version};
-use crate::intent::proposal::TargetedProposal;
-use crate::intent::{IntentError, MAX_SAFE_INTEGER};
+use crate::intent_error::IntentError;
+use crate::intent_limits::MAX_SAFE_INTEGER;
+use crate::json_words::value_in_words;
+use crate::lookup::{Found, Lookup, Reading};
+use crate::members::arguments::TargetedProposal;
+use crate::members::schemas::{patch, version};
 use crate::objects::{ObjectField, ObjectRef};
-use crate::outcome::{classify_deal_update, CallResult, Outcome};
-use crate::reconcile::{Found, Lookup, Reading};
-use crate::wording::value_in_words;
+use crate::outcome::{
+    classify_unkeyed_common, transport, unknown, CallResult, Outcome, Precondition,
+};
 
 /// `crm.deal.update`: change fields of a deal, only if it is still at the version read.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -29,6 +32,29 @@ pub struct DealUpdatePayload {
     /// The fields to set, at least one. Numbers here may be any double (0.35, 1e21).
     #[schemars(schema_with = "patch")]
     pub patch: Map<String, Value>,
+}
+
+/// `PATCH /v1/deals/<id>` with `If-Match`: a 412 is a version conflict, never retried.
+pub fn classify_deal_update(call: &CallResult) -> Outcome {
+    let answer = match transport(call) {
+        Ok(a) => a,
+        Err(o) => return o,
+    };
+    match (answer.status, answer.body.get("id").and_then(Value::as_str)) {
+        (200, Some(id)) => Outcome::Succeeded {
+            external_id: id.to_owned(),
+        },
+        (200, None) => unknown("unreadable_success_body"),
+        (412, _) => Outcome::Conflict {
+            on: Precondition::Version,
+            current: answer
+                .body
+                .pointer("/error/current_version")
+                .and_then(Value::as_i64)
+                .map(|v| v.to_string()),
+        },
+        _ => classify_unkeyed_common(answer),
+    }
 }
 
 impl ActionPayload for DealUpdatePayload {
@@ -128,6 +154,7 @@ pub const SPEC: ActionSpec = ActionSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::answer;
 
     fn subject(payload: &Value) -> Subject<'_> {
         Subject {
@@ -164,5 +191,33 @@ mod tests {
             p.read_lookup(&subject(&payload), "deal", &[]).lookup,
             Lookup::Ambiguous("deal_missing")
         );
+    }
+
+    #[test]
+    fn a_412_on_a_deal_update_is_a_conflict_with_the_current_version() {
+        let conflict = json!({"error": {"type": "version_conflict", "current_version": 4}});
+        assert_eq!(
+            classify_deal_update(&answer(412, false, conflict)),
+            Outcome::Conflict {
+                on: Precondition::Version,
+                current: Some("4".into())
+            }
+        );
+        assert_eq!(
+            classify_deal_update(&answer(200, false, json!({"id": "deal_1", "version": 4}))),
+            Outcome::Succeeded {
+                external_id: "deal_1".into()
+            }
+        );
+        assert!(matches!(
+            classify_deal_update(&answer(503, false, Value::Null)),
+            Outcome::Unknown { .. }
+        ));
+        assert!(matches!(
+            classify_deal_update(&CallResult::NotSent {
+                detail: "refused".into()
+            }),
+            Outcome::NotExecuted { .. }
+        ));
     }
 }

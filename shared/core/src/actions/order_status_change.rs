@@ -9,17 +9,19 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::catalogue::{
+use crate::action_spec::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
 };
-use crate::intent::payloads::text;
-use crate::intent::proposal::TargetedProposal;
-use crate::intent::{check_text, IntentError, MAX_TEXT_CHARS};
+use crate::intent_error::IntentError;
+use crate::intent_limits::MAX_TEXT_CHARS;
+use crate::lookup::{Found, Lookup, Reading};
+use crate::members::arguments::TargetedProposal;
+use crate::members::checks::check_text;
+use crate::members::schemas::text;
 use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{
     classify_unkeyed_common, error_type, transport, unknown, CallResult, Outcome, Precondition,
 };
-use crate::reconcile::{Found, Lookup, Reading};
 
 /// An order status: lower-case words joined by `_` (`paid`, `on_hold`).
 pub const STATUS_PATTERN: &str = "^[a-z]+(_[a-z]+)*$";
@@ -179,7 +181,7 @@ pub const SPEC: ActionSpec = ActionSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::{NoAnswerKind, ProviderAnswer};
+    use crate::outcome::NoAnswerKind;
 
     const OP: &str = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8";
 
@@ -192,12 +194,7 @@ mod tests {
     }
 
     fn answer(status: u16, body: Value) -> CallResult {
-        CallResult::Answer(ProviderAnswer {
-            status,
-            replayed: false,
-            request_id: None,
-            body,
-        })
+        crate::outcome::answer(status, false, body)
     }
 
     fn classify(call: &CallResult) -> Outcome {

@@ -5,16 +5,18 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::catalogue::{
+use crate::action_spec::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
     WebhookSpec,
 };
-use crate::intent::payloads::{amount_minor, currency, identifier};
-use crate::intent::proposal::Proposal;
-use crate::intent::{check_id, check_money, IntentError};
+use crate::actions::search::read_search;
+use crate::intent_error::IntentError;
+use crate::lookup::{Found, Reading};
+use crate::members::arguments::Proposal;
+use crate::members::checks::{check_id, check_money};
+use crate::members::schemas::{amount_minor, currency, identifier};
 use crate::money::format_amount;
-use crate::outcome::{classify_payment, CallResult, Outcome};
-use crate::reconcile::{read_search, Found, Reading};
+use crate::outcome::{classify_keyed_create, CallResult, Outcome};
 
 /// `payment.create`: pay an invoice to a beneficiary.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -33,6 +35,11 @@ pub struct PaymentPayload {
     /// An active ISO 4217 code, upper case.
     #[schemars(schema_with = "currency")]
     pub currency: String,
+}
+
+/// Classifies one call to the reference payments API (docs/protocol.md; refunds share it).
+pub fn classify_payment(call: &CallResult) -> Outcome {
+    classify_keyed_create(call, Found::from_object)
 }
 
 impl ActionPayload for PaymentPayload {
@@ -85,3 +92,162 @@ pub const SPEC: ActionSpec = ActionSpec {
     },
     behaviour: Behaviour::of::<PaymentPayload>(),
 };
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::attempt::AttemptOutcome;
+    use crate::outcome::{
+        answer, settle_conflict, unknown, NoAnswerKind, Precondition, PAYEE_CHANGED_AFTER_UNCERTAIN,
+    };
+
+    #[test]
+    fn a_changed_payee_is_a_conflict_on_the_payee_not_a_retry() {
+        let changed = json!({"error": {"type": "precondition_failed",
+                                       "code": "beneficiary_changed", "current_version": 4}});
+        let outcome = classify_payment(&answer(409, false, changed));
+        assert_eq!(
+            outcome,
+            Outcome::Conflict {
+                on: Precondition::Payee,
+                current: Some("4".into())
+            }
+        );
+        assert_eq!(Precondition::Payee.code(), "beneficiary_changed");
+        assert_eq!(outcome.label(), "version_conflict");
+        // Another 409 is still the key in flight: unknown, looked up.
+        let other = json!({"error": {"type": "precondition_failed", "code": "other"}});
+        assert!(matches!(
+            classify_payment(&answer(409, false, other)),
+            Outcome::Unknown { .. }
+        ));
+        // After an attempt whose fate is unknown, the first request may have paid: looked up.
+        assert_eq!(
+            settle_conflict(outcome, &[Some(AttemptOutcome::Unknown)]),
+            unknown(PAYEE_CHANGED_AFTER_UNCERTAIN)
+        );
+    }
+
+    #[test]
+    fn created_payment_statuses_map_to_final_or_accepted() {
+        assert_eq!(
+            classify_payment(&answer(
+                201,
+                false,
+                json!({"id": "pay_1", "status": "succeeded"})
+            )),
+            Outcome::Succeeded {
+                external_id: "pay_1".into()
+            }
+        );
+        assert_eq!(
+            classify_payment(&answer(
+                201,
+                true,
+                json!({"id": "pay_1", "status": "pending"})
+            )),
+            Outcome::Accepted {
+                external_id: Some("pay_1".into())
+            }
+        );
+        assert_eq!(
+            classify_payment(&answer(
+                201,
+                false,
+                json!({"id": "pay_1", "status": "failed"})
+            )),
+            Outcome::Failed {
+                code: "payment_failed".into()
+            }
+        );
+    }
+
+    #[test]
+    fn business_rejection_is_failed_with_its_code() {
+        let body = json!({"error": {"type": "payment_rejected", "code": "account_closed"}});
+        assert_eq!(
+            classify_payment(&answer(402, false, body)),
+            Outcome::Failed {
+                code: "account_closed".into()
+            }
+        );
+    }
+
+    #[test]
+    fn server_errors_timeouts_and_in_flight_keys_are_unknown() {
+        for status in [500, 502, 503, 504] {
+            assert!(matches!(
+                classify_payment(&answer(status, false, Value::Null)),
+                Outcome::Unknown {
+                    escalate: false,
+                    ..
+                }
+            ));
+        }
+        assert_eq!(
+            classify_payment(&answer(500, true, Value::Null)),
+            Outcome::Unknown {
+                reason: "http_500_replayed".into(),
+                escalate: false
+            }
+        );
+        let in_use =
+            json!({"error": {"type": "idempotency_error", "code": "idempotency_key_in_use"}});
+        assert!(matches!(
+            classify_payment(&answer(409, false, in_use)),
+            Outcome::Unknown {
+                escalate: false,
+                ..
+            }
+        ));
+        for kind in [NoAnswerKind::Timeout, NoAnswerKind::Reset] {
+            assert!(matches!(
+                classify_payment(&CallResult::NoAnswer { kind }),
+                Outcome::Unknown {
+                    escalate: false,
+                    ..
+                }
+            ));
+        }
+        assert!(matches!(
+            classify_payment(&answer(201, false, json!({}))),
+            Outcome::Unknown { .. }
+        ));
+    }
+
+    #[test]
+    fn key_reused_with_other_parameters_escalates() {
+        let body =
+            json!({"error": {"type": "idempotency_error", "code": "idempotency_key_reused"}});
+        assert_eq!(
+            classify_payment(&answer(400, false, body)),
+            Outcome::Unknown {
+                reason: "idempotency_key_reused".into(),
+                escalate: true
+            }
+        );
+    }
+
+    #[test]
+    fn only_provably_unsent_calls_may_be_sent_again() {
+        assert!(matches!(
+            classify_payment(&CallResult::NotSent {
+                detail: "refused".into()
+            }),
+            Outcome::NotExecuted { .. }
+        ));
+        assert!(matches!(
+            classify_payment(&answer(429, false, Value::Null)),
+            Outcome::NotExecuted { .. }
+        ));
+        let invalid = json!({"error": {"type": "invalid_request", "code": "amount_too_small"}});
+        assert_eq!(
+            classify_payment(&answer(400, false, invalid)),
+            Outcome::Failed {
+                code: "amount_too_small".into()
+            }
+        );
+    }
+}

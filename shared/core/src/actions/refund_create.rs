@@ -5,17 +5,20 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::catalogue::{
+use crate::action_spec::{
     Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
     WebhookSpec,
 };
-use crate::intent::payloads::{amount_minor, currency, identifier, text};
-use crate::intent::proposal::Proposal;
-use crate::intent::{check_id, check_money, check_text, IntentError};
+use crate::actions::payment_create::classify_payment;
+use crate::actions::search::read_search;
+use crate::intent_error::IntentError;
+use crate::lookup::{Found, Reading};
+use crate::members::arguments::Proposal;
+use crate::members::checks::{check_id, check_money, check_text};
+use crate::members::schemas::{amount_minor, currency, identifier, text};
 use crate::money::format_amount;
 use crate::objects::{ObjectField, ObjectRef};
-use crate::outcome::{classify_payment, CallResult, Outcome};
-use crate::reconcile::{read_search, Found, Reading};
+use crate::outcome::{CallResult, Outcome};
 
 /// `refund.create`: give back (part of) a payment the provider holds.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

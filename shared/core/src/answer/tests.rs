@@ -4,10 +4,11 @@
 use serde_json::json;
 
 use super::*;
-use crate::outcome::{
-    classify_deal_create, classify_deal_update, classify_payment, CallResult, ProviderAnswer,
-};
-use crate::reconcile::Found;
+use crate::actions::deal_create::classify_deal_create;
+use crate::actions::deal_update::classify_deal_update;
+use crate::actions::payment_create::classify_payment;
+use crate::lookup::Found;
+use crate::outcome::{CallResult, ProviderAnswer};
 
 /// A payment as a provider returns it, with the customer data a real one echoes.
 fn payment_with_customer_data(status: &str) -> Value {

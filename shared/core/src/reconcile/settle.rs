@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::{Found, ProviderContract, Verdict};
+use crate::attempt::AttemptOutcome;
 use crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN;
-use crate::AttemptOutcome;
 
 /// An inconclusive lookup waits 1 s, 2 s, 4 s … before the next one, at most this long.
 pub const MAX_LOOKUP_BACKOFF: Duration = Duration::from_secs(60);

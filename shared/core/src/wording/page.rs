@@ -5,11 +5,11 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::approval::ApprovalStatus;
 use crate::currency::minor_unit_exponent;
+use crate::json_words::value_in_words;
 use crate::money::format_amount;
-use crate::{ApprovalStatus, Status};
-
-use super::value_in_words;
+use crate::state::Status;
 
 /// An operation's state as a person reads it, from its status, its approval status and
 /// whether a person must decide: "Waiting for approval", "Outcome unknown: being

@@ -19,88 +19,28 @@
 //! | `GET /console/login`, `/console/login/start`, `/console/auth/callback`; `POST /console/logout` | signing in and out |
 
 pub mod forms;
+mod handler;
 pub mod oidc;
 pub mod pages;
+pub mod passkey_site;
 pub mod passkeys;
 pub mod present;
 pub mod session;
 pub mod settings;
+pub mod setup;
 pub mod sign_in;
-
-use std::sync::Arc;
 
 use axum::extract::Request;
 use axum::http::{header, HeaderValue};
 use axum::middleware::{self, Next};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use fleet_providers::CrmClient;
 
 pub use settings::ConsoleSettings;
+pub use setup::{AccessClaims, Console};
 
 use crate::state::AppState;
-
-/// What the console needs besides the store: the issuer, where it is served, the CRM to
-/// show a deal's current values.
-pub struct Console {
-    pub oidc: oidc::Oidc,
-    /// Cookies get `Secure` when the public URL is https.
-    pub secure_cookies: bool,
-    pub session_ttl_s: u64,
-    pub crm: Option<CrmClient>,
-    /// The ID-token claims that give a role and tenants, when the issuer says them.
-    pub access_claims: Option<AccessClaims>,
-    /// Where passkeys are created and used; `None` when the public URL cannot carry
-    /// them (an IP address, or plain http off `localhost`).
-    pub passkeys: Option<passkeys::PasskeySite>,
-}
-
-/// The names of the role claim and the tenants claim.
-#[derive(Debug, Clone)]
-pub struct AccessClaims {
-    pub role: String,
-    pub tenants: String,
-}
-
-impl Console {
-    /// The console for `settings`, served at `public_url` (`API_PUBLIC_URL`); `None`
-    /// when no issuer is configured.
-    pub fn from_settings(
-        settings: &ConsoleSettings,
-        public_url: &str,
-        crm: Option<CrmClient>,
-    ) -> Result<Option<Console>, String> {
-        let Some(issuer) = settings.oidc_issuer_url.as_deref() else {
-            return Ok(None);
-        };
-        let base = public_url.trim_end_matches('/');
-        let redirect = format!("{base}/console/auth/callback");
-        let oidc = oidc::Oidc::new(
-            issuer,
-            &settings.oidc_client_id,
-            settings.oidc_client_secret.expose(),
-            &redirect,
-            settings
-                .oidc_id_token_algs
-                .iter()
-                .map(settings::IdTokenAlg::algorithm)
-                .collect(),
-        )?;
-        Ok(Some(Console {
-            oidc,
-            secure_cookies: base.starts_with("https://"),
-            session_ttl_s: settings.console_session_ttl_s,
-            crm,
-            access_claims: settings
-                .oidc_role_claim
-                .clone()
-                .zip(settings.oidc_tenants_claim.clone())
-                .map(|(role, tenants)| AccessClaims { role, tenants }),
-            passkeys: passkeys::PasskeySite::of(base),
-        }))
-    }
-}
 
 /// Scripts, styles and images from the console only (no inline script, no other origin),
 /// requests and forms to the console only, never framed.
@@ -178,27 +118,4 @@ pub fn router(state: AppState) -> Router {
         .route("/console/assets/passkey.js", get(passkey_script))
         .layer(middleware::from_fn(security_headers))
         .with_state(state)
-}
-
-/// The console as configured (routes exist only when it is).
-pub(crate) fn console(state: &AppState) -> &Arc<Console> {
-    state
-        .console
-        .as_ref()
-        .expect("console routes are mounted only with a console")
-}
-
-/// A rendered template, or a plain 500 if a template could not render (a bug).
-pub(crate) fn html(rendered: askama::Result<String>) -> Response {
-    match rendered {
-        Ok(body) => Html(body).into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "a console page did not render");
-            (
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "the page could not be rendered",
-            )
-                .into_response()
-        }
-    }
 }

@@ -11,13 +11,13 @@ use fleet_core::{Action, Status};
 use fleet_store::{ConsoleOperation, OperationSearch};
 use serde::Deserialize;
 
+use super::handler::{console, html};
 use super::passkeys::Signing;
 use super::present::{
     foreign_object_note, step_up_of, Allowed, ApprovalLine, AttemptLine, Card, DealChange, Detail,
     EventLine, Me,
 };
 use super::session::Signed;
-use super::{console, html};
 use crate::decisions::{locate, Addressed, DecisionError};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -104,10 +104,6 @@ fn cards(ops: &[ConsoleOperation]) -> Vec<Card> {
     ops.iter().map(Card::of).collect()
 }
 
-pub(super) fn me(s: &Signed) -> Me {
-    Me::of(&s.principal, s.secret.form_token())
-}
-
 pub async fn inbox(State(state): State<AppState>, signed: Signed) -> Result<Response, ApiError> {
     let ops = state
         .store
@@ -115,7 +111,7 @@ pub async fn inbox(State(state): State<AppState>, signed: Signed) -> Result<Resp
         .await?;
     Ok(html(
         InboxPage {
-            me: me(&signed),
+            me: signed.me(),
             items: cards(&ops),
         }
         .render(),
@@ -129,7 +125,7 @@ pub async fn queue(State(state): State<AppState>, signed: Signed) -> Result<Resp
         .await?;
     Ok(html(
         QueuePage {
-            me: me(&signed),
+            me: signed.me(),
             items: cards(&ops),
         }
         .render(),
@@ -171,7 +167,7 @@ pub async fn operations(
     };
     Ok(html(
         OperationsPage {
-            me: me(&signed),
+            me: signed.me(),
             items: cards(&ops),
             q_id: id.unwrap_or_default(),
             q_status: status.unwrap_or_default(),
@@ -290,7 +286,7 @@ pub async fn operation_page(
         .map(EventLine::of)
         .collect();
     Ok(Ok(OperationPage {
-        me: me(signed),
+        me: signed.me(),
         detail: Detail::of(&op),
         card,
         deal,

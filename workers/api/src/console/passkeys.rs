@@ -32,53 +32,18 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use webauthn_rs::prelude::{
-    COSEAlgorithm, COSEKeyType, ECDSACurve, PasskeyRegistration, RegisterPublicKeyCredential, Url,
-    Uuid, Webauthn, WebauthnBuilder,
+    COSEAlgorithm, COSEKeyType, ECDSACurve, PasskeyRegistration, RegisterPublicKeyCredential, Uuid,
 };
 
+use super::handler::{console, html};
+use super::passkey_site::PasskeySite;
 use super::present::Me;
 use super::session::Signed;
-use super::{console, html};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The header the console's script sends the session's form token in.
 pub const FORM_TOKEN_HEADER: &str = "x-fleet-form-token";
-
-/// Where passkeys are created and used: the console's relying party id (its host name)
-/// and origin, from `API_PUBLIC_URL`.
-pub struct PasskeySite {
-    webauthn: Webauthn,
-    pub rp_id: String,
-    pub origin: String,
-}
-
-impl PasskeySite {
-    /// The site of the console served at `public_url`; `None` when its host is an IP
-    /// address (WebAuthn scopes a passkey to a domain name: `localhost` does, `127.0.0.1`
-    /// does not) or it is not https outside `localhost` (browsers offer passkeys only
-    /// to secure pages).
-    pub fn of(public_url: &str) -> Option<PasskeySite> {
-        let url = Url::parse(public_url).ok()?;
-        let host = url.host_str()?.to_owned();
-        let is_name = matches!(url.host(), Some(url::Host::Domain(_)));
-        let secure = url.scheme() == "https" || host == "localhost";
-        if !is_name || !secure {
-            return None;
-        }
-        let origin = url.origin().ascii_serialization();
-        let webauthn = WebauthnBuilder::new(&host, &Url::parse(&origin).ok()?)
-            .ok()?
-            .rp_name("fleet")
-            .build()
-            .ok()?;
-        Some(PasskeySite {
-            webauthn,
-            rp_id: host,
-            origin,
-        })
-    }
-}
 
 /// The WebAuthn user handle of `principal`: stable, and not their name (an authenticator
 /// may show or sync it).
@@ -126,7 +91,7 @@ pub async fn page(State(state): State<AppState>, signed: Signed) -> Result<Respo
         .await?;
     Ok(html(
         PasskeysPage {
-            me: super::pages::me(&signed),
+            me: signed.me(),
             available: site.is_some(),
             rp_id: site.map(|s| s.rp_id.clone()).unwrap_or_default(),
             items: items.iter().map(PasskeyLine::of).collect(),

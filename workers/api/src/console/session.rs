@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use fleet_core::session::{SessionSecret, SESSION_SECRET_BYTES};
 use fleet_store::Principal;
 
+use super::present::Me;
 use crate::state::AppState;
 
 pub const SESSION_COOKIE: &str = "fleet_console";
@@ -24,6 +25,13 @@ pub const SIGN_IN_TTL_S: u64 = 600;
 pub struct Signed {
     pub principal: Principal,
     pub secret: SessionSecret,
+}
+
+impl Signed {
+    /// Who is signed in, as every page shows them, with the form token its forms carry.
+    pub fn me(&self) -> Me {
+        Me::of(&self.principal, self.secret.form_token())
+    }
 }
 
 /// The value of the cookie `name`, from every `Cookie` header of the request.

@@ -15,12 +15,12 @@ use axum::Form;
 use fleet_core::session::SessionSecret;
 use serde::Deserialize;
 
+use super::handler::{console, html};
 use super::oidc::PendingSignIn;
 use super::session::{
     cleared_session_cookie, cookie, new_secret, session_cookie, set_cookie, SESSION_COOKIE,
     SIGN_IN_COOKIE, SIGN_IN_TTL_S,
 };
-use super::{console, html};
 use crate::state::AppState;
 
 /// Whether the `state` the issuer returned is the one this browser started with, looking

@@ -1,21 +1,18 @@
 //! The member schemas the actions' payload types describe themselves with (the types are
-//! in `crate::actions`, one file per action, and re-exported here). The same types are
-//! read by `parse_intent` (unknown members refused) and describe themselves, limits
-//! included, as JSON Schema (the MCP tools' input schemas), so what fleet reads and what
-//! it tells an agent it reads cannot drift apart. The limits repeat
-//! shared/schemas/intent.v1.json; a test holds the two in agreement.
+//! in `crate::actions`, one file per action). The same types are read by `parse_intent`
+//! (unknown members refused) and describe themselves, limits included, as JSON Schema
+//! (the MCP tools' input schemas), so what fleet reads and what it tells an agent it reads
+//! cannot drift apart. The limits repeat shared/schemas/intent.v1.json; a test holds the
+//! two in agreement.
 
 use std::borrow::Cow;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 
-use super::{MAX_APPROVAL_TTL_SECONDS, MAX_RATIONALE_CHARS, MAX_SAFE_INTEGER, MAX_TEXT_CHARS};
 use crate::currency::ISO_4217;
-
-pub use crate::actions::deal_create::DealCreatePayload;
-pub use crate::actions::deal_update::DealUpdatePayload;
-pub use crate::actions::payment_create::PaymentPayload;
-pub use crate::actions::refund_create::RefundPayload;
+use crate::intent_limits::{
+    MAX_APPROVAL_TTL_SECONDS, MAX_RATIONALE_CHARS, MAX_SAFE_INTEGER, MAX_TEXT_CHARS,
+};
 
 // The member schemas, as shared/schemas/intent.v1.json states them.
 
