@@ -88,6 +88,22 @@ impl PostgresUrl {
         })
     }
 
+    /// The same URL without the option `name` (the others kept, in order).
+    pub fn without_option(mut self, name: &str) -> PostgresUrl {
+        let kept: Vec<(String, String)> = self
+            .first
+            .query_pairs()
+            .filter(|(k, _)| k != name)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        if kept.is_empty() {
+            self.first.set_query(None);
+        } else {
+            self.first.query_pairs_mut().clear().extend_pairs(kept);
+        }
+        self
+    }
+
     pub fn as_string(&self) -> String {
         let head = &self.first[..url::Position::BeforeHost];
         let rest = &self.first[url::Position::AfterPort..];
@@ -119,7 +135,8 @@ pub async fn writable_server(database_url: &str) -> Result<String, StoreError> {
             continue;
         };
         match accepts_writes(&one.clone().with_database("postgres").as_string()).await {
-            Ok(true) => return Ok(one.as_string()),
+            // The option chose among servers; one server alone has nothing to choose.
+            Ok(true) => return Ok(one.without_option("target_session_attrs").as_string()),
             Ok(false) => {}
             Err(e) => last_error = Some(e),
         }
@@ -178,6 +195,21 @@ mod tests {
             "postgres://postgres:pw@10.0.0.2:5433/fleet?target_session_attrs=read-write"
         );
         assert!(url.only_host(2).is_none());
+        assert_eq!(
+            url.only_host(0)
+                .unwrap()
+                .without_option("target_session_attrs")
+                .as_string(),
+            "postgres://postgres:pw@10.0.0.1:5432/fleet"
+        );
+        let two = PostgresUrl::parse(
+            "postgres://h1,h2/f?sslmode=require&target_session_attrs=read-write&application_name=x",
+        )
+        .unwrap();
+        assert_eq!(
+            two.without_option("target_session_attrs").as_string(),
+            "postgres://h1,h2/f?sslmode=require&application_name=x"
+        );
     }
 
     #[test]
@@ -191,7 +223,12 @@ mod tests {
             let url = PostgresUrl::parse(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
             assert_eq!(url.as_string(), raw);
         }
-        assert_eq!(PostgresUrl::parse("postgres://u@h:1,h:2").unwrap().database(), None);
+        assert_eq!(
+            PostgresUrl::parse("postgres://u@h:1,h:2")
+                .unwrap()
+                .database(),
+            None
+        );
     }
 
     #[test]

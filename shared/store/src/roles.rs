@@ -200,8 +200,8 @@ pub fn role_url(
     let prefix = RolePrefix::of(database_url)?;
     // A list of servers (a primary and its standby) stays a list: each component must
     // find the writable one after a failover as the operator's URL would.
-    let url = PostgresUrl::parse(database_url)?
-        .with_credentials(&role.login_name(&prefix), password)?;
+    let url =
+        PostgresUrl::parse(database_url)?.with_credentials(&role.login_name(&prefix), password)?;
     Ok(url.as_string())
 }
 

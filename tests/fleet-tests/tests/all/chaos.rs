@@ -11,19 +11,20 @@
 //! - blind retries: a claim after `unknown` without a lookup that found nothing in
 //!   between (must be 0);
 //! - drift: a keyed request under another key (or an unkeyed one with a key), or a row
-//!   whose hash changed (must be 0).
+//!   whose hash changed (must be 0);
+//! - and every submitted operation stored, every history a chain of moves
+//!   (`fleet_tests::check_promise` has the whole list).
 //!
 //! CI runs 300 operations; `CHAOS_OPS=5000 CHAOS_SECONDS=300 cargo test -p fleet-tests
 //! --test all chaos:: -- --nocapture` runs a large one. `CHAOS_SEED` replays a schedule.
 
-use fleet_tests::at;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use fleet_core::Status;
 use fleet_provider_sim::SimConfig;
 use fleet_tests::{
-    alone, contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet, WorkerProcess,
+    alone, check_promise, contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet,
+    WorkerProcess,
 };
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
@@ -94,9 +95,6 @@ const FAULT_KINDS: [&str; 5] = [
 /// Of every 8 operations, one is an order status change and one a contract.
 const MIX: usize = 8;
 
-/// Paths whose requests carry the operation's idempotency key.
-const KEYED_PATHS: [&str; 3] = ["/v1/payments", "/v1/refunds", "/v1/envelopes"];
-
 async fn inject_faults(fleet: &TestFleet) {
     let writes = ROUTES
         .iter()
@@ -114,82 +112,6 @@ async fn inject_faults(fleet: &TestFleet) {
         }
         fleet.sim_fault(f).await;
     }
-}
-
-#[derive(Default, Debug)]
-struct Report {
-    duplicates: usize,
-    /// The log and the provider disagree: succeeded without exactly one effect, or
-    /// failed/cancelled with one.
-    mismatched: usize,
-    lost: usize,
-    blind_retries: usize,
-    drift: usize,
-    escalated: usize,
-    by_status: HashMap<String, usize>,
-}
-
-async fn check(fleet: &TestFleet, ops: &[(String, String)]) -> Report {
-    let mut report = Report::default();
-    let requests = fleet.sim_requests(None).await;
-    for r in &requests {
-        let keyed = KEYED_PATHS.contains(&r["path"].as_str().unwrap_or(""));
-        if (keyed && r["idempotency_key"] != r["reference"])
-            || (!keyed && !r["idempotency_key"].is_null())
-        {
-            report.drift += 1;
-        }
-    }
-    for (op, hash) in ops {
-        let row = fleet
-            .store
-            .get(at(op))
-            .await
-            .unwrap()
-            .expect("every submitted operation exists");
-        *report.by_status.entry(row.status.to_string()).or_default() += 1;
-        if &row.payload_hash != hash || row.snapshot().hash().as_str() != hash {
-            report.drift += 1;
-        }
-        let effects = fleet.sim_effects(op).await;
-        if effects > 1 {
-            report.duplicates += 1;
-        }
-        let settled = row.status.is_final() || row.escalated_at.is_some();
-        if !settled {
-            report.lost += 1;
-        }
-        if row.escalated_at.is_some() {
-            report.escalated += 1;
-        }
-        let expected = match row.status {
-            Status::Succeeded => Some(1),
-            Status::Failed | Status::Cancelled => Some(0),
-            _ => None,
-        };
-        if expected.is_some_and(|n| n != effects) {
-            report.mismatched += 1;
-        }
-        report.blind_retries += blind_retries(&fleet.store.events(at(op)).await.unwrap());
-    }
-    report
-}
-
-/// Claims that followed an `unknown` with no lookup that found nothing in between.
-fn blind_retries(events: &[fleet_store::EventRow]) -> usize {
-    let mut unknown_since_last_absence = false;
-    let mut blind = 0;
-    for e in events {
-        match (e.kind.as_str(), e.to_status.as_deref()) {
-            ("transition", Some("unknown")) => unknown_since_last_absence = true,
-            ("lookup", _) if e.evidence.as_ref().is_some_and(|v| v["found"] == json!([])) => {
-                unknown_since_last_absence = false
-            }
-            ("transition", Some("in_progress")) if unknown_since_last_absence => blind += 1,
-            _ => {}
-        }
-    }
-    blind
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -261,7 +183,7 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
         sleep(Duration::from_millis(200)).await;
     }
 
-    let report = check(&fleet, &ops).await;
+    let report = check_promise(&fleet, &ops).await;
     let requests = fleet.sim_requests(None).await;
     let mut by_answer: HashMap<String, usize> = HashMap::new();
     for r in &requests {
@@ -283,11 +205,7 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
         report.blind_retries,
         report.drift
     );
-    assert_eq!(report.duplicates, 0, "seed {seed:#x}");
-    assert_eq!(report.mismatched, 0, "seed {seed:#x}");
-    assert_eq!(report.lost, 0, "seed {seed:#x}");
-    assert_eq!(report.blind_retries, 0, "seed {seed:#x}");
-    assert_eq!(report.drift, 0, "seed {seed:#x}");
+    report.assert_kept(&format!("seed {seed:#x}"));
     assert!(kills > 0);
     drop(procs);
     fleet.stop().await;

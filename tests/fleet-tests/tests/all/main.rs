@@ -36,6 +36,7 @@ mod operator;
 mod orders;
 mod outbox;
 mod payees;
+mod pg_failover;
 mod policies_at_start;
 mod prepare;
 mod promise;
