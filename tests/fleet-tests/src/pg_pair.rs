@@ -50,10 +50,13 @@ impl PgPair {
         let bin = pg_bin_dir();
         let run_as = server_user();
         let dir = std::env::temp_dir().join(format!(
-            "fleet-pg-{}",
+            "{DIR_PREFIX}{}",
             ulid::Ulid::new().to_string().to_lowercase()
         ));
+        remove_leftovers();
         std::fs::create_dir(&dir).expect("the pair's directory");
+        std::fs::write(dir.join(OWNER_FILE), std::process::id().to_string())
+            .expect("the pair's owner file");
         let server = |name: &str| Server {
             data: dir.join(name),
             port: free_port(),
@@ -172,10 +175,12 @@ impl PgPair {
 
     /// Both servers in one URL, as a deployment gives its workers: a client connects to
     /// whichever accepts writes (`postgres://…@P1,P2?target_session_attrs=read-write`;
-    /// [`database_url_at`](crate::database_url_at) puts a database in it).
+    /// [`database_url_at`](crate::database_url_at) puts a database in it). With a connect
+    /// timeout, so that the harness's own connections (which set none) never wait on a
+    /// server that does not answer.
     pub fn url(&self) -> String {
         format!(
-            "postgres://postgres@127.0.0.1:{},127.0.0.1:{}?target_session_attrs=read-write",
+            "postgres://postgres@127.0.0.1:{},127.0.0.1:{}?target_session_attrs=read-write&connect_timeout=5",
             self.primary.port, self.standby.port
         )
     }
@@ -310,6 +315,46 @@ impl Drop for PgPair {
             }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The file of a pair's directory naming the test process that started it.
+const OWNER_FILE: &str = "owner.pid";
+const DIR_PREFIX: &str = "fleet-pg-";
+
+/// Ends the servers and removes the directories of pairs whose test process is gone (a run
+/// killed before any `Drop` could run): nothing of an earlier run outlives the next.
+fn remove_leftovers() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for dir in entries.filter_map(|e| Some(e.ok()?.path())) {
+        let ours = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(DIR_PREFIX));
+        let owner: Option<u32> = std::fs::read_to_string(dir.join(OWNER_FILE))
+            .ok()
+            .and_then(|p| p.trim().parse().ok());
+        if !ours || owner.is_none_or(alive) {
+            continue;
+        }
+        for data in ["primary", "standby"].map(|name| dir.join(name)) {
+            let pid: Option<u32> = std::fs::read_to_string(data.join("postmaster.pid"))
+                .ok()
+                .and_then(|f| f.lines().next()?.trim().parse().ok());
+            // Only a postmaster of that very directory (a pid may have been reused).
+            let runs_there = |pid: u32| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&*data.to_string_lossy()))
+            };
+            if let Some(pid) = pid.filter(|&p| runs_there(p)) {
+                signal("-STOP", &[pid]);
+                signal("-KILL", &children_of(pid));
+                signal("-KILL", &[pid]);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
