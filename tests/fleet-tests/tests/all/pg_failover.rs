@@ -141,13 +141,25 @@ impl Client {
     }
 }
 
-/// A count over the fleet's database, or `None` while it cannot be read (the failover).
-async fn count(fleet: &TestFleet, sql: &str) -> Option<i64> {
+/// A connection to the fleet's database (whichever server takes writes), or `None` while
+/// there is none: the harness's own helpers expect a database that answers.
+async fn connected(fleet: &TestFleet) -> Option<tokio_postgres::Client> {
     let (client, connection) = tokio_postgres::connect(&fleet.database_url, tokio_postgres::NoTls)
         .await
         .ok()?;
     tokio::spawn(connection);
-    client.query_one(sql, &[]).await.ok()?.try_get(0).ok()
+    Some(client)
+}
+
+/// A count over the fleet's database, or `None` while it cannot be read (the failover).
+async fn count(fleet: &TestFleet, sql: &str) -> Option<i64> {
+    connected(fleet)
+        .await?
+        .query_one(sql, &[])
+        .await
+        .ok()?
+        .try_get(0)
+        .ok()
 }
 
 const OPEN: &str = "SELECT count(*) FROM operations WHERE status NOT IN ('succeeded','failed','cancelled','disputed') AND escalated_at IS NULL";
@@ -257,12 +269,8 @@ async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
         Duration::from_secs(60),
         "an operation to reach a final state after the failover",
         || async {
-            let (client, connection) =
-                tokio_postgres::connect(&fleet.database_url, tokio_postgres::NoTls)
-                    .await
-                    .ok()?;
-            tokio::spawn(connection);
-            client
+            connected(&fleet)
+                .await?
                 .query_one(
                     "SELECT min(at) FROM operation_events
                       WHERE kind = 'transition' AND to_status IN ('succeeded','failed','cancelled')
