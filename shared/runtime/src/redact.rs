@@ -229,6 +229,18 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_servers_prints_every_server_and_hides_the_password() {
+        // A primary and its standby in one URL (libpq's multi-host form).
+        let url = RedactedUrl::new(
+            "postgres://fleet__execute:s3cr3t@db1:5432,db2:5432/fleet?target_session_attrs=read-write",
+        );
+        assert_eq!(
+            url.to_string(),
+            "postgres://fleet__execute:[redacted]@db1:5432,db2:5432/fleet?target_session_attrs=read-write"
+        );
+    }
+
+    #[test]
     fn credential_query_parameters_and_fragments_are_hidden() {
         let url = RedactedUrl::new(
             "postgres://u@db/fleet?sslmode=require&password=hunter2&sslkey=/k#frag",

@@ -1,8 +1,15 @@
 //! Schema migrations, owned by sqlx's embedded migrator over `migrations/`.
+//!
+//! sqlx connects to one server only, while a deployment with a standby names both in its
+//! URL (`postgres://…@db1,db2/fleet?target_session_attrs=read-write`): every function
+//! here first picks the server of the list that accepts writes
+//! ([`writable_server`](crate::postgres_url::writable_server)), so `fleetctl migrate` takes
+//! the same URL as the workers, before and after a failover.
 
 use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::PgPoolOptions;
 
+use crate::postgres_url::{writable_server, PostgresUrl};
 use crate::{DbRole, RolePrefix, StoreError};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -13,6 +20,7 @@ fn err(e: impl std::fmt::Display) -> StoreError {
 
 /// Creates the database named in `database_url` when it does not exist yet.
 pub async fn create_database_if_missing(database_url: &str) -> Result<(), StoreError> {
+    let database_url = &writable_server(database_url).await?;
     if !sqlx::Postgres::database_exists(database_url)
         .await
         .map_err(err)?
@@ -26,6 +34,7 @@ pub async fn create_database_if_missing(database_url: &str) -> Result<(), StoreE
 
 /// Drops a database and its deployment's roles (tests clean up after themselves with it).
 pub async fn drop_database(database_url: &str) -> Result<(), StoreError> {
+    let database_url = &writable_server(database_url).await?;
     sqlx::Postgres::force_drop_database(database_url)
         .await
         .map_err(err)?;
@@ -36,11 +45,10 @@ pub async fn drop_database(database_url: &str) -> Result<(), StoreError> {
 /// nothing and hold grants in that database only, so nothing else refers to them.
 async fn drop_deployment_roles(database_url: &str) -> Result<(), StoreError> {
     let prefix = RolePrefix::of(database_url)?;
-    let mut maintenance = url::Url::parse(database_url).map_err(err)?;
-    maintenance.set_path("/postgres");
+    let maintenance = PostgresUrl::parse(database_url)?.with_database("postgres");
     let pool = PgPoolOptions::new()
         .max_connections(1)
-        .connect(maintenance.as_str())
+        .connect(&maintenance.as_string())
         .await
         .map_err(err)?;
     let mut result = Ok(());
@@ -65,6 +73,7 @@ async fn drop_deployment_roles(database_url: &str) -> Result<(), StoreError> {
 /// advisory lock, and the roles are the deployment's own.
 pub async fn migrate(database_url: &str) -> Result<(), StoreError> {
     let prefix = RolePrefix::of(database_url)?;
+    let database_url = &writable_server(database_url).await?;
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .connect(database_url)
@@ -136,6 +145,7 @@ pub async fn set_role_passwords(
         return Ok(());
     }
     let prefix = RolePrefix::of(database_url)?;
+    let database_url = &writable_server(database_url).await?;
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .connect(database_url)

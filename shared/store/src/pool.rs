@@ -29,6 +29,19 @@ use crate::StoreError;
 const SESSION_SETTINGS: &str =
     "-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c jit=off";
 
+/// How long one server of the URL gets to answer a new connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long opening a pooled connection may take: long enough for the client to try
+/// every server of the URL in turn. With a primary and its standby named
+/// (`…@db1,db2/fleet?target_session_attrs=read-write`), a primary that went silent
+/// (a host that answers nothing, rather than refusing) holds each attempt for the whole
+/// connect timeout before the client asks the standby; a bound of one connect timeout
+/// would then give up every time without ever reaching the promoted standby.
+fn create_timeout(servers: usize) -> Duration {
+    CONNECT_TIMEOUT * servers.clamp(1, 16) as u32 + Duration::from_secs(1)
+}
+
 /// A clonable handle on the pool.
 #[derive(Clone)]
 pub struct Store {
@@ -60,7 +73,8 @@ impl Store {
         let mut config: tokio_postgres::Config = database_url
             .parse()
             .map_err(|e: tokio_postgres::Error| StoreError::Config(e.to_string()))?;
-        config.connect_timeout(Duration::from_secs(5));
+        config.connect_timeout(CONNECT_TIMEOUT);
+        let servers = config.get_hosts().len();
         config.application_name(application_name);
         // Generic plans only: a compare-and-set then never sees its status parameters as
         // constants, so it is planned by primary key even while statistics lag (see
@@ -84,7 +98,7 @@ impl Store {
             .max_size(max_size)
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(Duration::from_secs(10)))
-            .create_timeout(Some(Duration::from_secs(5)))
+            .create_timeout(Some(create_timeout(servers)))
             .build()
             .map_err(|e| StoreError::Config(e.to_string()))?;
         Ok(Store { pool })

@@ -14,6 +14,7 @@
 //! fleet (the demo, the benchmark, compose, the tests) derives each component's database
 //! URL from the operator's with [`role_url`].
 
+use crate::postgres_url::PostgresUrl;
 use crate::StoreError;
 
 /// A component that connects to Postgres at run time, and so has its own role.
@@ -161,24 +162,13 @@ impl RolePrefix {
     }
 }
 
-/// The database a `postgres://` URL names.
+/// The database a `postgres://` URL names (one server or a list of them).
 fn database_name(database_url: &str) -> Result<String, StoreError> {
-    let url = parse_postgres_url(database_url)?;
-    let name = url.path().trim_start_matches('/');
-    if name.is_empty() {
-        return Err(StoreError::Config("DATABASE_URL names no database".into()));
-    }
+    let url = PostgresUrl::parse(database_url)?;
     // As written in the URL: a percent-escape only becomes `_` in a prefix.
-    Ok(name.to_owned())
-}
-
-fn parse_postgres_url(database_url: &str) -> Result<url::Url, StoreError> {
-    let invalid = || StoreError::Config("DATABASE_URL is not a postgres:// URL with a host".into());
-    let url = url::Url::parse(database_url).map_err(|_| invalid())?;
-    if !matches!(url.scheme(), "postgres" | "postgresql") || !url.has_host() {
-        return Err(invalid());
-    }
-    Ok(url)
+    url.database()
+        .map(str::to_owned)
+        .ok_or_else(|| StoreError::Config("DATABASE_URL names no database".into()))
 }
 
 impl crate::Store {
@@ -208,12 +198,11 @@ pub fn role_url(
     password: Option<&str>,
 ) -> Result<String, StoreError> {
     let prefix = RolePrefix::of(database_url)?;
-    let mut url = parse_postgres_url(database_url)?;
-    let invalid = || StoreError::Config("DATABASE_URL is not a postgres:// URL with a host".into());
-    url.set_username(&role.login_name(&prefix))
-        .map_err(|_| invalid())?;
-    url.set_password(password).map_err(|_| invalid())?;
-    Ok(url.into())
+    // A list of servers (a primary and its standby) stays a list: each component must
+    // find the writable one after a failover as the operator's URL would.
+    let url =
+        PostgresUrl::parse(database_url)?.with_credentials(&role.login_name(&prefix), password)?;
+    Ok(url.as_string())
 }
 
 #[cfg(test)]
@@ -245,11 +234,33 @@ mod tests {
     }
 
     #[test]
+    fn a_role_url_keeps_every_server_of_a_list() {
+        let url = role_url(
+            "postgres://postgres@127.0.0.1:5433,127.0.0.1:5434/fleet_t_1?target_session_attrs=read-write",
+            DbRole::Relay,
+            Some("pw"),
+        )
+        .unwrap();
+        assert_eq!(
+            url,
+            "postgres://fleet_t_1__relay:pw@127.0.0.1:5433,127.0.0.1:5434/fleet_t_1?target_session_attrs=read-write"
+        );
+        assert_eq!(
+            RolePrefix::of("postgres://u@db1:5432,db2:5432/Fleet-Prod?sslmode=require")
+                .unwrap()
+                .as_str(),
+            "fleet_prod"
+        );
+    }
+
+    #[test]
     fn only_postgres_urls_with_a_host_are_rewritten() {
         for bad in [
             "mysql://root@localhost/db",
             "not a url",
             "postgres:///fleet",
+            "postgres://h1,/fleet",
+            "postgres://h1:x,h2/fleet",
         ] {
             assert!(role_url(bad, DbRole::Api, None).is_err(), "{bad}");
         }

@@ -4,14 +4,15 @@
 
 mod alone;
 mod api;
-mod audit;
 mod broker_users;
 mod browser;
 mod console;
 mod events;
 mod intents;
 mod mcp;
+mod pg_pair;
 mod processes;
+mod promise_check;
 mod rabbit_cluster;
 mod signing;
 mod wait;
@@ -42,7 +43,6 @@ pub use alone::{alone, alone_blocking, Alone};
 pub use api::{
     admin_url_of, bare_fleetctl, ready, scrape_gauge, ApiProcess, DEAD_AMQP_URL, DEAD_DATABASE_URL,
 };
-pub use audit::{blind_retries, Audit};
 pub use broker_users::BrokerUsers;
 pub use browser::Browser;
 pub use console::{
@@ -56,7 +56,9 @@ pub use intents::{
     NON_LATIN_ID, SPOOFED_IDS,
 };
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
+pub use pg_pair::PgPair;
 pub use processes::{bin_dir, WorkerProcess};
+pub use promise_check::{blind_retries, check_promise, history_breaks, PromiseReport};
 pub use rabbit_cluster::RabbitCluster;
 pub use signing::{signed_approval, statement_of};
 pub use wait::{eventually, eventually_within, DEADLINE};
@@ -99,8 +101,10 @@ pub use webhooks::{
 /// (`TEST_DATABASE_URL`, `AMQP_URL`); a failover test brings its own.
 #[derive(Clone, Debug)]
 pub struct Infra {
-    /// A server URL without a database (`postgres://user@host:port`): the fleet creates its
-    /// database there, migrates it and connects the harness's own pool to it.
+    /// A server URL without a database (`postgres://user@host:port`), or a list of servers
+    /// with options (`postgres://user@h1:p1,h2:p2?target_session_attrs=read-write`, a
+    /// [`PgPair`]): the fleet creates its database there ([`database_url_at`]), migrates
+    /// it, connects the harness's own pool to it, and gives the workers the same servers.
     pub database_base_url: String,
     /// What the workers (and the harness's publisher) are given as `AMQP_URL`.
     pub amqp_url: String,
@@ -115,6 +119,15 @@ impl Infra {
             amqp_url: std::env::var("AMQP_URL")
                 .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
         }
+    }
+}
+
+/// The URL of database `name` on the servers of `base_url`, a URL without a database whose
+/// options (after `?`), if any, are kept after the database's name.
+pub fn database_url_at(base_url: &str, name: &str) -> String {
+    match base_url.split_once('?') {
+        Some((servers, options)) => format!("{servers}/{name}?{options}"),
+        None => format!("{base_url}/{name}"),
     }
 }
 
@@ -154,7 +167,7 @@ impl TestFleet {
         // In-process workers log to the test's output, shown when a test fails.
         fleet_runtime::init_tracing_with_default(fleet_runtime::LogFormat::Text, "warn");
         let name = format!("fleet_t_{}", ulid::Ulid::new().to_string().to_lowercase());
-        let database_url = format!("{}/{}", infra.database_base_url, name);
+        let database_url = database_url_at(&infra.database_base_url, &name);
         fleet_store::create_database_if_missing(&database_url)
             .await
             .expect("create the test database");

@@ -3,9 +3,17 @@
 //! 5% on every action's routes. The mix is mostly payments, with order status changes
 //! (a conditional update settled from the order) and contracts (a keyed create the
 //! provider settles later, looked up past a one-second deadline) among them. At the end
-//! every operation must be final or escalated, and the harness's audit
-//! ([`TestFleet::audit`]) reads the simulator's request log and counters and the operation
-//! log: no duplicate, nothing lost, no blind retry, no drift.
+//! every operation must be final or escalated, and a checker reads the simulator's
+//! request log and counters and the operation log:
+//!
+//! - duplicates: operations with more than one provider effect (must be 0);
+//! - lost: approved operations neither final nor escalated (must be 0);
+//! - blind retries: a claim after `unknown` without a lookup that found nothing in
+//!   between (must be 0);
+//! - drift: a keyed request under another key (or an unkeyed one with a key), or a row
+//!   whose hash changed (must be 0);
+//! - and every submitted operation stored, every history a chain of moves
+//!   (`fleet_tests::check_promise` has the whole list).
 //!
 //! CI runs 300 operations; `CHAOS_OPS=5000 CHAOS_SECONDS=300 cargo test -p fleet-tests
 //! --test all chaos:: -- --nocapture` runs a large one. `CHAOS_SEED` replays a schedule.
@@ -15,7 +23,8 @@ use std::time::Duration;
 
 use fleet_provider_sim::SimConfig;
 use fleet_tests::{
-    alone, contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet, WorkerProcess,
+    alone, check_promise, contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet,
+    WorkerProcess,
 };
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
@@ -163,7 +172,7 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
         .settles(Duration::from_secs(env_or("CHAOS_SETTLE_SECONDS", 180)))
         .await;
 
-    let report = fleet.audit(&ops).await;
+    let report = check_promise(&fleet, &ops).await;
     let requests = fleet.sim_requests(None).await;
     let mut by_answer: HashMap<String, usize> = HashMap::new();
     for r in &requests {
@@ -185,7 +194,7 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
         report.blind_retries,
         report.drift
     );
-    report.assert_promise_held(&format!("seed {seed:#x}"));
+    report.assert_kept(&format!("seed {seed:#x}"));
     assert!(kills > 0);
     drop(procs);
     fleet.stop().await;

@@ -37,6 +37,7 @@ mod operator;
 mod orders;
 mod outbox;
 mod payees;
+mod pg_failover;
 mod policies_at_start;
 mod prepare;
 mod promise;
