@@ -45,6 +45,9 @@ pub struct ProviderAnswer {
     /// `Idempotent-Replayed: true`: the provider returned the answer it saved for this key.
     pub replayed: bool,
     pub request_id: Option<String>,
+    /// What a `Retry-After` header asked for, read and bounded by
+    /// `throttle::retry_after` (only a 429 is ever waited on for it).
+    pub retry_after: Option<std::time::Duration>,
     pub body: Value,
 }
 
@@ -391,6 +394,7 @@ mod tests {
             status,
             replayed,
             request_id: None,
+            retry_after: None,
             body,
         })
     }

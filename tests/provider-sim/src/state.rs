@@ -16,6 +16,7 @@ use crate::faults::{FaultKind, FaultSet};
 use crate::idempotency::IdempotencyStore;
 use crate::ledger::{Ledger, ObjectStatus, Payment, Refund};
 use crate::orders::OrderStore;
+use crate::rate_limit::RateLimits;
 use crate::request_log::{LoggedRequest, RequestLog, Seq};
 use crate::route::Route;
 
@@ -33,6 +34,7 @@ pub struct SimState {
     pub esign_keys: IdempotencyStore,
     pub faults: FaultSet,
     pub requests: RequestLog,
+    pub rate_limits: RateLimits,
     pub webhooks: crate::webhooks::WebhookState,
     // How far the admin API has moved the simulator's clock ahead of the wall clock.
     clock_offset: TimeDelta,
@@ -56,6 +58,7 @@ impl SimState {
             esign_keys: IdempotencyStore::new(esign_key_retention),
             faults: FaultSet::new(seed),
             requests: RequestLog::default(),
+            rate_limits: RateLimits::default(),
             webhooks: Default::default(),
             clock_offset: TimeDelta::zero(),
         }
@@ -86,6 +89,7 @@ impl SimState {
         self.esign_keys.forget_all();
         self.faults.clear();
         self.requests = RequestLog::default();
+        self.rate_limits = RateLimits::default();
         self.webhooks = Default::default();
         self.clock_offset = TimeDelta::zero();
     }
@@ -97,6 +101,7 @@ struct Shared {
     search_lag: TimeDelta,
     esign: EsignSettings,
     default_status: ObjectStatus,
+    rate_limit_per_s: Option<u32>,
     webhook_runtime: crate::webhooks::WebhookRuntime,
 }
 
@@ -128,6 +133,7 @@ impl App {
                     .then(|| Duration::from_millis(config.esign_send_delay_ms)),
             },
             default_status: config.default_status()?,
+            rate_limit_per_s: config.rate_limit_per_s.filter(|r| *r > 0),
             webhook_runtime: crate::webhooks::WebhookRuntime::new()?,
         })))
     }
@@ -152,6 +158,11 @@ impl App {
 
     pub fn default_status(&self) -> ObjectStatus {
         self.0.default_status
+    }
+
+    /// Requests per second each provider API admits (`None`: no limit).
+    pub fn rate_limit_per_s(&self) -> Option<u32> {
+        self.0.rate_limit_per_s
     }
 
     pub fn webhook_runtime(&self) -> &crate::webhooks::WebhookRuntime {

@@ -164,6 +164,7 @@ mod tests {
             status,
             replayed,
             request_id: None,
+            retry_after: None,
             body,
         })
     }

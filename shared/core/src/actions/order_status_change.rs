@@ -196,6 +196,7 @@ mod tests {
             status,
             replayed: false,
             request_id: None,
+            retry_after: None,
             body,
         })
     }
