@@ -1,4 +1,5 @@
-//! The provider APIs' rate limit, when `SimConfig::rate_limit_per_s` sets one: each
+//! The provider APIs' rate limit, when `SimConfig::rate_limit_per_s` (or, at run time,
+//! `POST /_sim/rate_limit {"per_second": n | null}`) sets one: each
 //! provider API (the payments API with its refunds and payees, the CRM, orders,
 //! e-signatures) has a token bucket of its own holding one second of requests and refilled
 //! at the rate, over all of its routes, reads and writes alike. A request that finds it
@@ -23,9 +24,11 @@ use crate::state::App;
 /// The wait every refusal asks for.
 pub const RETRY_AFTER_S: u64 = 1;
 
-/// One bucket per provider API.
+/// The limit in force, and one bucket per provider API.
 #[derive(Debug, Default)]
 pub struct RateLimits {
+    /// Requests per second each provider API admits; `None`: no limit.
+    pub per_second: Option<u32>,
     buckets: HashMap<&'static str, Bucket>,
 }
 
@@ -36,8 +39,24 @@ struct Bucket {
 }
 
 impl RateLimits {
-    /// Takes a request's token from `provider`'s bucket at `per_second`, if one is there.
-    pub fn admit(&mut self, provider: &'static str, per_second: u32, now: Instant) -> bool {
+    pub fn new(per_second: Option<u32>) -> RateLimits {
+        RateLimits {
+            per_second: per_second.filter(|r| *r > 0),
+            buckets: HashMap::new(),
+        }
+    }
+
+    /// Sets the limit (`None`: none); every bucket starts full again.
+    pub fn set(&mut self, per_second: Option<u32>) {
+        *self = RateLimits::new(per_second);
+    }
+
+    /// Takes a request's token from `provider`'s bucket, if one is there (always, with no
+    /// limit in force).
+    pub fn admit(&mut self, provider: &'static str, now: Instant) -> bool {
+        let Some(per_second) = self.per_second else {
+            return true;
+        };
         let capacity = f64::from(per_second);
         let bucket = self.buckets.entry(provider).or_insert(Bucket {
             tokens: capacity,
@@ -56,9 +75,6 @@ impl RateLimits {
 }
 
 pub async fn limit(State(app): State<App>, request: Request, next: Next) -> Response {
-    let Some(per_second) = app.rate_limit_per_s() else {
-        return next.run(request).await;
-    };
     // Inside the `/v1` nest the path comes without its prefix.
     let path = format!("/v1{}", request.uri().path());
     let Some(route) = Route::matching(request.method().as_str(), &path) else {
@@ -66,9 +82,7 @@ pub async fn limit(State(app): State<App>, request: Request, next: Next) -> Resp
     };
     let admitted = {
         let mut state = app.lock();
-        let admitted = state
-            .rate_limits
-            .admit(route.provider(), per_second, Instant::now());
+        let admitted = state.rate_limits.admit(route.provider(), Instant::now());
         if !admitted {
             let key = request
                 .headers()
@@ -105,25 +119,25 @@ mod tests {
 
     #[test]
     fn a_bucket_holds_one_second_and_refills_at_the_rate_per_provider() {
-        let mut limits = RateLimits::default();
+        let mut limits = RateLimits::new(Some(10));
         let t0 = Instant::now();
         for _ in 0..10 {
-            assert!(limits.admit("payments", 10, t0));
+            assert!(limits.admit("payments", t0));
         }
-        assert!(!limits.admit("payments", 10, t0));
+        assert!(!limits.admit("payments", t0));
         // Another provider's bucket is its own.
-        assert!(limits.admit("crm", 10, t0));
+        assert!(limits.admit("crm", t0));
         // A tenth of a second brings one token back, no more.
         let later = t0 + Duration::from_millis(100);
-        assert!(limits.admit("payments", 10, later));
-        assert!(!limits.admit("payments", 10, later));
+        assert!(limits.admit("payments", later));
+        assert!(!limits.admit("payments", later));
         // Idle for long, the bucket is full again, and never fuller.
         let idle = t0 + Duration::from_secs(60);
         assert_eq!(
-            (0..20)
-                .filter(|_| limits.admit("payments", 10, idle))
-                .count(),
+            (0..20).filter(|_| limits.admit("payments", idle)).count(),
             10
         );
+        limits.set(None);
+        assert!((0..100).all(|_| limits.admit("payments", idle)));
     }
 }

@@ -46,6 +46,7 @@ impl SimState {
         esign_key_retention: TimeDelta,
         seed: u64,
         crm: CrmSettings,
+        rate_limit_per_s: Option<u32>,
     ) -> Self {
         Self {
             payments: Ledger::default(),
@@ -58,7 +59,7 @@ impl SimState {
             esign_keys: IdempotencyStore::new(esign_key_retention),
             faults: FaultSet::new(seed),
             requests: RequestLog::default(),
-            rate_limits: RateLimits::default(),
+            rate_limits: RateLimits::new(rate_limit_per_s),
             webhooks: Default::default(),
             clock_offset: TimeDelta::zero(),
         }
@@ -89,7 +90,7 @@ impl SimState {
         self.esign_keys.forget_all();
         self.faults.clear();
         self.requests = RequestLog::default();
-        self.rate_limits = RateLimits::default();
+        self.rate_limits.set(self.rate_limits.per_second);
         self.webhooks = Default::default();
         self.clock_offset = TimeDelta::zero();
     }
@@ -101,7 +102,6 @@ struct Shared {
     search_lag: TimeDelta,
     esign: EsignSettings,
     default_status: ObjectStatus,
-    rate_limit_per_s: Option<u32>,
     webhook_runtime: crate::webhooks::WebhookRuntime,
 }
 
@@ -122,6 +122,7 @@ impl App {
                 seconds(config.esign_key_retention_s)?,
                 seed,
                 CrmSettings::from_config(config)?,
+                config.rate_limit_per_s,
             )),
             api_key: config.api_key.clone(),
             search_lag,
@@ -133,7 +134,6 @@ impl App {
                     .then(|| Duration::from_millis(config.esign_send_delay_ms)),
             },
             default_status: config.default_status()?,
-            rate_limit_per_s: config.rate_limit_per_s.filter(|r| *r > 0),
             webhook_runtime: crate::webhooks::WebhookRuntime::new()?,
         })))
     }
@@ -158,11 +158,6 @@ impl App {
 
     pub fn default_status(&self) -> ObjectStatus {
         self.0.default_status
-    }
-
-    /// Requests per second each provider API admits (`None`: no limit).
-    pub fn rate_limit_per_s(&self) -> Option<u32> {
-        self.0.rate_limit_per_s
     }
 
     pub fn webhook_runtime(&self) -> &crate::webhooks::WebhookRuntime {

@@ -47,3 +47,38 @@ async fn above_the_rate_a_request_is_refused_with_retry_after_and_runs_nothing()
         StatusCode::TOO_MANY_REQUESTS
     );
 }
+
+#[tokio::test]
+async fn the_limit_can_be_set_and_lifted_while_the_simulator_runs() {
+    let sim = start(SimConfig::default()).await;
+    assert_eq!(
+        sim.admin_get("/_sim/rate_limit").await,
+        json!({"per_second": null})
+    );
+    for _ in 0..5 {
+        assert_eq!(
+            sim.get("/v1/payments?reference=op_rl").await.status(),
+            StatusCode::OK
+        );
+    }
+    let (status, set) = json_of(
+        sim.admin_post("/_sim/rate_limit", &json!({"per_second": 1}))
+            .await,
+    )
+    .await;
+    assert_eq!((status, set), (StatusCode::OK, json!({"per_second": 1})));
+    assert_eq!(
+        sim.get("/v1/payments?reference=op_rl").await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        sim.get("/v1/payments?reference=op_rl").await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    sim.admin_post("/_sim/rate_limit", &json!({"per_second": null}))
+        .await;
+    assert_eq!(
+        sim.get("/v1/payments?reference=op_rl").await.status(),
+        StatusCode::OK
+    );
+}
