@@ -33,6 +33,19 @@ RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
            END
 $$;
 
+-- The provider's row, created on first use, locked until the caller's statement ends:
+-- one reservation or report at a time, in the order they got the lock.
+CREATE FUNCTION fleet_lock_provider_rate(p text) RETURNS provider_rates
+LANGUAGE plpgsql SET search_path = public, pg_temp AS $$
+DECLARE
+    r provider_rates;
+BEGIN
+    INSERT INTO provider_rates (provider) VALUES (p) ON CONFLICT (provider) DO NOTHING;
+    SELECT * INTO r FROM provider_rates WHERE provider = p FOR UPDATE;
+    RETURN r;
+END;
+$$;
+
 -- Reserves `slots` requests to `p` at `rate_per_s` and answers, in milliseconds from now,
 -- when each may be sent, and how much of a pause is left (so that a process holding
 -- slots from before the pause learns of it).
@@ -52,8 +65,7 @@ BEGIN
         RAISE EXCEPTION 'a reservation needs a rate, 1 to 1000 slots and a recovery in [0, 1]'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    INSERT INTO provider_rates (provider) VALUES (p) ON CONFLICT (provider) DO NOTHING;
-    SELECT * INTO r FROM provider_rates WHERE provider = p FOR UPDATE;
+    r := fleet_lock_provider_rate(p);
     t := clock_timestamp();
     spacing := make_interval(secs => 1 / (rate_per_s * fleet_provider_factor(r, t, recovery_per_s)));
     start := greatest(t, r.next_slot_at, r.paused_until);
@@ -83,8 +95,7 @@ BEGIN
         RAISE EXCEPTION 'a throttle report needs a wait, a cut in [0.05, 1], a floor in [0.01, 1] and a recovery in [0, 1]'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    INSERT INTO provider_rates (provider) VALUES (p) ON CONFLICT (provider) DO NOTHING;
-    SELECT * INTO r FROM provider_rates WHERE provider = p FOR UPDATE;
+    r := fleet_lock_provider_rate(p);
     t := clock_timestamp();
     IF t >= r.paused_until THEN
         r.factor := greatest(floor, fleet_provider_factor(r, t, recovery_per_s) * cut);
@@ -99,6 +110,7 @@ END;
 $$;
 
 REVOKE ALL ON FUNCTION fleet_provider_factor(provider_rates, timestamptz, double precision) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fleet_lock_provider_rate(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fleet_reserve_provider_slots(text, double precision, integer, double precision) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fleet_provider_throttled(text, double precision, double precision, double precision, double precision) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION fleet_reserve_provider_slots(text, double precision, integer, double precision)

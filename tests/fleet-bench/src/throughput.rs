@@ -453,28 +453,28 @@ async fn wait_all_final(sql: &BenchSql, tally: &BenchTally) -> anyhow::Result<()
     }
 }
 
-async fn sim_payments(http: &reqwest::Client, sim_url: &str) -> Option<i64> {
-    let v: serde_json::Value = http
-        .get(format!("{sim_url}/_sim/effects"))
+/// A simulator admin route's JSON answer, if it gave one.
+async fn sim_json(http: &reqwest::Client, sim_url: &str, path: &str) -> Option<serde_json::Value> {
+    http.get(format!("{sim_url}{path}"))
         .send()
         .await
         .ok()?
         .json()
         .await
-        .ok()?;
-    v["payments"].as_i64()
+        .ok()
+}
+
+async fn sim_payments(http: &reqwest::Client, sim_url: &str) -> Option<i64> {
+    sim_json(http, sim_url, "/_sim/effects").await?["payments"].as_i64()
 }
 
 /// The requests the simulator refused for its rate (its request log holds every 429).
 async fn sim_refused(http: &reqwest::Client, sim_url: &str) -> Option<i64> {
-    let v: serde_json::Value = http
-        .get(format!("{sim_url}/_sim/requests"))
-        .send()
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
-    let refused = v["data"].as_array()?.iter().filter(|r| r["status"] == 429).count();
+    let v = sim_json(http, sim_url, "/_sim/requests").await?;
+    let refused = v["data"]
+        .as_array()?
+        .iter()
+        .filter(|r| r["status"] == 429)
+        .count();
     i64::try_from(refused).ok()
 }

@@ -185,7 +185,10 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
         &execute,
         "fleet-execute",
         &[
-            ("fleet_provider_throttled_total", &[("provider", "payments")]),
+            (
+                "fleet_provider_throttled_total",
+                &[("provider", "payments")],
+            ),
             ("fleet_provider_throttled_total", &[("provider", "esign")]),
             (
                 "fleet_provider_slot_wait_seconds_count",
