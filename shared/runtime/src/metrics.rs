@@ -141,7 +141,7 @@ const DESCRIPTIONS: &[Description] = &[
         names::PROVIDER_CALL_DURATION_SECONDS,
         Kind::Histogram(CALL_DURATION_BUCKETS_SECONDS),
         Unit::Seconds,
-        "Duration of one provider HTTP call, including timeouts (labels: provider, action).",
+        "Duration of one provider HTTP call, including timeouts and, for a rate-limited provider, the waits for its slots (labels: provider, action).",
     ),
     describe(
         names::PROVIDER_THROTTLED_TOTAL,

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use fleet_core::throttle::BACKOFF;
 use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_store::{DbRole, RolePrefix};
@@ -214,7 +215,7 @@ async fn the_schedule_spaces_slots_pauses_for_a_429_and_lowers_its_factor_once_p
     let factor = fleet
         .count("SELECT (factor * 1000)::bigint FROM provider_rates WHERE provider = 'payments'")
         .await;
-    assert_eq!(factor, 500);
+    assert_eq!(factor, (BACKOFF.lowered(1.0) * 1000.0) as i64);
 
     // What a component may ask for is bounded.
     assert!(store
