@@ -44,6 +44,7 @@ pub mod state;
 pub mod step_up;
 pub mod strict_json;
 pub mod supersede;
+pub mod throttle;
 pub mod visible;
 pub use answer::answer_summary;
 pub mod wait_shares;

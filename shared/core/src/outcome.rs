@@ -45,6 +45,9 @@ pub struct ProviderAnswer {
     /// `Idempotent-Replayed: true`: the provider returned the answer it saved for this key.
     pub replayed: bool,
     pub request_id: Option<String>,
+    /// What a `Retry-After` header asked for, read and bounded by
+    /// `throttle::retry_after` (only a 429 is ever waited on for it).
+    pub retry_after: Option<std::time::Duration>,
     pub body: Value,
 }
 
@@ -275,6 +278,7 @@ pub(crate) fn answer(status: u16, replayed: bool, body: Value) -> CallResult {
         status,
         replayed,
         request_id: None,
+        retry_after: None,
         body,
     })
 }

@@ -74,6 +74,9 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// The provider's endpoint (its requests are sent through it).
     fn api(&self) -> &Api;
 
+    /// The same, to give it a pace (`Providers` does, for a rate-limited provider).
+    fn api_mut(&mut self) -> &mut Api;
+
     /// The one side-effecting request of `op`.
     fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable>;
 

@@ -4,16 +4,21 @@
 //! reports what the transport saw.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fleet_core::outcome::CallResult;
-use fleet_runtime::Secret;
+use fleet_core::throttle::DEFAULT_RETRY_AFTER;
+use fleet_runtime::metric_names as m;
+use fleet_runtime::{Pacer, Secret};
 use reqwest::header::{HeaderValue, AUTHORIZATION};
-use reqwest::{Method, RequestBuilder, Url};
+use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
 
 use crate::lookup::endpoint;
 use crate::request::Request;
-use crate::transport::{build_client, call_label, classify_send_error, read_answer};
+use crate::transport::{
+    build_client, call_label, classify_send_error, read_answer, retry_after_of,
+};
 
 /// Why a client could not be built from its configuration.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +44,9 @@ pub struct Api {
     /// `Bearer <key>`, marked sensitive so no header dump can show it.
     authorization: HeaderValue,
     timeout_ms: u64,
+    /// The provider's rate limit, when it has one: every request waits for a slot, and a
+    /// 429 is reported to it. `None`: requests go at once.
+    pacer: Option<Arc<dyn Pacer>>,
 }
 
 impl fmt::Debug for Api {
@@ -48,6 +56,7 @@ impl fmt::Debug for Api {
             .field("base_url", &self.base.as_str())
             .field("api_key", &"[redacted]")
             .field("timeout_ms", &self.timeout_ms)
+            .field("paced", &self.pacer.is_some())
             .finish()
     }
 }
@@ -80,7 +89,39 @@ impl Api {
             base,
             authorization,
             timeout_ms,
+            pacer: None,
         })
+    }
+
+    /// From now on every request to this provider waits for a slot of `pacer`.
+    pub(crate) fn pace(&mut self, pacer: Arc<dyn Pacer>) {
+        self.pacer = Some(pacer);
+    }
+
+    /// Sends one request (a create or a lookup) once its slot came, and tells the pacer
+    /// of a 429. Every request an adapter makes goes through here.
+    pub(crate) async fn exchange(&self, request: RequestBuilder) -> reqwest::Result<Response> {
+        if let Some(pacer) = &self.pacer {
+            let asked = Instant::now();
+            pacer.slot().await;
+            metrics::histogram!(m::PROVIDER_SLOT_WAIT_SECONDS, "provider" => self.provider)
+                .record(asked.elapsed().as_secs_f64());
+        }
+        let response = request.send().await?;
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            metrics::counter!(m::PROVIDER_THROTTLED_TOTAL, "provider" => self.provider)
+                .increment(1);
+            let retry_after = retry_after_of(response.headers()).unwrap_or(DEFAULT_RETRY_AFTER);
+            tracing::debug!(
+                provider = self.provider,
+                retry_after_ms = retry_after.as_millis() as u64,
+                "provider rate limited a request"
+            );
+            if let Some(pacer) = &self.pacer {
+                pacer.throttled(retry_after).await;
+            }
+        }
+        Ok(response)
     }
 
     pub(crate) fn request(&self, method: Method, path: &[&str]) -> RequestBuilder {
@@ -121,7 +162,7 @@ impl Api {
         subject: &str,
     ) -> CallResult {
         let started = Instant::now();
-        let call = match request.send().await {
+        let call = match self.exchange(request).await {
             Ok(response) => read_answer(response).await,
             Err(error) => classify_send_error(&error),
         };

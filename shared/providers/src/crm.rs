@@ -16,7 +16,7 @@ use crate::adapter::{
 };
 use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
-use crate::lookup::{get_list, get_object, LookupError};
+use crate::lookup::LookupError;
 
 /// How to reach the CRM API.
 #[derive(Debug, Clone)]
@@ -103,23 +103,28 @@ impl CrmClient {
         &self,
         external_id: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        get_list(
-            self.api
-                .get(&["v1", "deals"])
-                .query(&[("external_id", external_id)]),
-        )
-        .await
+        self.api
+            .list(
+                self.api
+                    .get(&["v1", "deals"])
+                    .query(&[("external_id", external_id)]),
+            )
+            .await
     }
 
     /// `GET /v1/deals/{id}`; `None` on 404.
     pub async fn get_deal(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        get_object(self.api.get(&["v1", "deals", id])).await
+        self.api.object(self.api.get(&["v1", "deals", id])).await
     }
 }
 
 impl Adapter for CrmClient {
     fn api(&self) -> &Api {
         &self.api
+    }
+
+    fn api_mut(&mut self) -> &mut Api {
+        &mut self.api
     }
 
     /// `POST /v1/deals` (the CRM deduplicates nothing: execute sends it only after a

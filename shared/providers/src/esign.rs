@@ -17,7 +17,7 @@ use crate::adapter::{
 };
 use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
-use crate::lookup::{get_list, get_object, LookupError};
+use crate::lookup::LookupError;
 
 /// What the e-signature API guarantees: idempotent creates (keys kept `key_retention`,
 /// one hour for the reference API), lookup by id and by `external_ref`, no conditional
@@ -60,7 +60,9 @@ impl EsignClient {
 
     /// `GET /v1/envelopes/{id}` (strongly consistent); `None` on 404.
     pub async fn get_envelope(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        get_object(self.api.get(&["v1", "envelopes", id])).await
+        self.api
+            .object(self.api.get(&["v1", "envelopes", id]))
+            .await
     }
 
     /// `GET /v1/envelopes?external_ref=…`: every envelope carrying it (eventually consistent).
@@ -68,18 +70,23 @@ impl EsignClient {
         &self,
         external_ref: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        get_list(
-            self.api
-                .get(&["v1", "envelopes"])
-                .query(&[("external_ref", external_ref)]),
-        )
-        .await
+        self.api
+            .list(
+                self.api
+                    .get(&["v1", "envelopes"])
+                    .query(&[("external_ref", external_ref)]),
+            )
+            .await
     }
 }
 
 impl Adapter for EsignClient {
     fn api(&self) -> &Api {
         &self.api
+    }
+
+    fn api_mut(&mut self) -> &mut Api {
+        &mut self.api
     }
 
     fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {

@@ -1,10 +1,12 @@
 //! Read-only lookups (search by reference, get by id) shared by the adapters. They never
 //! change anything at the provider, so a caller may repeat them freely; this module does
-//! not, leaving retry policy to reconcile.
+//! not, leaving retry policy to reconcile. Like every request, each takes its provider's
+//! slot first ([`Api::exchange`]).
 
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
+use crate::api::Api;
 use crate::transport::read_body;
 
 /// Why a lookup gave no answer. None of these says anything about whether the effect exists.
@@ -21,9 +23,26 @@ pub enum LookupError {
     Body(String),
 }
 
-/// `GET url` → the `data` array of a list answer (`{"data": [...]}`).
-pub(crate) async fn get_list(request: reqwest::RequestBuilder) -> Result<Vec<Value>, LookupError> {
-    let response = request.send().await.map_err(LookupError::Transport)?;
+impl Api {
+    /// `GET url` → the `data` array of a list answer (`{"data": [...]}`).
+    pub(crate) async fn list(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Vec<Value>, LookupError> {
+        get_list(self.exchange(request).await).await
+    }
+
+    /// `GET url` → the object, or `None` on 404.
+    pub(crate) async fn object(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Option<Value>, LookupError> {
+        get_object(self.exchange(request).await).await
+    }
+}
+
+async fn get_list(response: reqwest::Result<reqwest::Response>) -> Result<Vec<Value>, LookupError> {
+    let response = response.map_err(LookupError::Transport)?;
     if response.status() != StatusCode::OK {
         return Err(LookupError::Status(response.status().as_u16()));
     }
@@ -36,11 +55,10 @@ pub(crate) async fn get_list(request: reqwest::RequestBuilder) -> Result<Vec<Val
     }
 }
 
-/// `GET url` → the object, or `None` on 404.
-pub(crate) async fn get_object(
-    request: reqwest::RequestBuilder,
+async fn get_object(
+    response: reqwest::Result<reqwest::Response>,
 ) -> Result<Option<Value>, LookupError> {
-    let response = request.send().await.map_err(LookupError::Transport)?;
+    let response = response.map_err(LookupError::Transport)?;
     match response.status() {
         StatusCode::OK => match read_json(response).await? {
             object @ Value::Object(_) => Ok(Some(object)),

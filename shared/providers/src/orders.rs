@@ -14,7 +14,7 @@ use crate::adapter::{
 };
 use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
-use crate::lookup::{get_object, LookupError};
+use crate::lookup::LookupError;
 
 /// What the orders API guarantees: no idempotent creates, lookup by order id (strongly
 /// consistent), and conditional transitions (the `from` precondition).
@@ -55,13 +55,17 @@ impl OrdersClient {
 
     /// `GET /v1/orders/{id}` (strongly consistent); `None` on 404.
     pub async fn get_order(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        get_object(self.api.get(&["v1", "orders", id])).await
+        self.api.object(self.api.get(&["v1", "orders", id])).await
     }
 }
 
 impl Adapter for OrdersClient {
     fn api(&self) -> &Api {
         &self.api
+    }
+
+    fn api_mut(&mut self) -> &mut Api {
+        &mut self.api
     }
 
     fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {

@@ -23,7 +23,7 @@ use crate::adapter::{
 };
 use crate::api::{Api, ConfigError};
 use crate::capabilities::Capabilities;
-use crate::lookup::{get_list, get_object, LookupError};
+use crate::lookup::LookupError;
 
 /// What the payments API guarantees: idempotent creates (keys kept `key_retention`, 24 h
 /// for the reference API), lookup by reference (eventually consistent, within the search
@@ -140,13 +140,15 @@ impl PaymentsClient {
 
     /// `GET /v1/payments/{id}` (strongly consistent); `None` on 404.
     pub async fn get_payment(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        get_object(self.api.get(&["v1", "payments", id])).await
+        self.api.object(self.api.get(&["v1", "payments", id])).await
     }
 
     /// `GET /v1/beneficiaries/{id}` (strongly consistent): the payee a payment to `id`
     /// goes to, with its masked account and version; `None` on 404.
     pub async fn get_beneficiary(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        get_object(self.api.get(&["v1", "beneficiaries", id])).await
+        self.api
+            .object(self.api.get(&["v1", "beneficiaries", id]))
+            .await
     }
 
     /// `GET /v1/refunds?reference=…`: same rules as payments.
@@ -159,17 +161,23 @@ impl PaymentsClient {
 
     /// `GET /v1/refunds/{id}`; `None` on 404.
     pub async fn get_refund(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        get_object(self.api.get(&["v1", "refunds", id])).await
+        self.api.object(self.api.get(&["v1", "refunds", id])).await
     }
 
     async fn search(&self, path: &[&str], reference: &str) -> Result<Vec<Value>, LookupError> {
-        get_list(self.api.get(path).query(&[("reference", reference)])).await
+        self.api
+            .list(self.api.get(path).query(&[("reference", reference)]))
+            .await
     }
 }
 
 impl Adapter for PaymentsClient {
     fn api(&self) -> &Api {
         &self.api
+    }
+
+    fn api_mut(&mut self) -> &mut Api {
+        &mut self.api
     }
 
     fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>> {

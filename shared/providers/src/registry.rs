@@ -4,12 +4,13 @@
 //! here; prepare and the API read only the guarantees (the capability guard's input).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_core::catalogue::ProviderCapabilities;
 use fleet_core::outcome::CallResult;
 use fleet_core::reconcile::{ProviderContract, Reading};
-use fleet_runtime::{ProviderArgs, Secret};
+use fleet_runtime::{Pacer, ProviderArgs, Secret};
 
 use crate::adapter::{Adapter, Operation, PayeeAnswer, Request, Unbuildable};
 use crate::api::ConfigError;
@@ -149,14 +150,27 @@ impl ProviderConfigs {
             })
     }
 
-    /// A client for each provider.
+    /// A client for each provider, sending at once (no rate limit).
     pub fn connect(&self) -> Result<Providers, ConfigError> {
+        self.connect_paced(|_| None)
+    }
+
+    /// A client for each provider; every request to a provider `pacer_of` gives a pacer
+    /// for waits for its slot first (docs/design.md#provider-rates).
+    pub fn connect_paced(
+        &self,
+        pacer_of: impl Fn(&'static str) -> Option<Arc<dyn Pacer>>,
+    ) -> Result<Providers, ConfigError> {
         let mut providers = BTreeMap::new();
         for (name, config) in &self.0 {
+            let mut adapter = adapter(name, config)?;
+            if let Some(pacer) = pacer_of(name) {
+                adapter.api_mut().pace(pacer);
+            }
             providers.insert(
                 *name,
                 Provider {
-                    adapter: adapter(name, config)?,
+                    adapter,
                     config: config.clone(),
                 },
             );

@@ -72,6 +72,7 @@ pub(crate) async fn read_answer(response: Response) -> CallResult {
     let replayed = header_str(response.headers(), "idempotent-replayed")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let request_id = header_str(response.headers(), "request-id").map(str::to_owned);
+    let retry_after = retry_after_of(response.headers());
     let body = match read_body(response).await {
         Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         Ok(None) => {
@@ -97,6 +98,7 @@ pub(crate) async fn read_answer(response: Response) -> CallResult {
         status,
         replayed,
         request_id,
+        retry_after,
         body,
     })
 }
@@ -117,6 +119,14 @@ pub(crate) async fn read_body(mut response: Response) -> reqwest::Result<Option<
         body.extend_from_slice(&chunk);
     }
     Ok(Some(body))
+}
+
+/// The wait a `Retry-After` header asks for, bounded (`fleet_core::throttle::retry_after`;
+/// an HTTP date is read against this host's clock, the only one that can read it).
+pub(crate) fn retry_after_of(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .map(|v| fleet_core::throttle::retry_after(v.to_str().ok(), chrono::Utc::now()))
 }
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

@@ -129,6 +129,7 @@ async fn created_payment_is_parsed_and_sent_with_key_and_bearer() {
             status: 201,
             replayed: false,
             request_id: Some("req_abc".into()),
+            retry_after: None,
             body: payment_object("succeeded"),
         })
     );
@@ -226,6 +227,7 @@ async fn a_non_json_body_becomes_null() {
             status: 502,
             replayed: false,
             request_id: None,
+            retry_after: None,
             body: Value::Null
         })
     );

@@ -13,6 +13,7 @@ pub mod http_server;
 mod log_escape;
 pub mod metric_names;
 pub mod metrics;
+pub mod pacing;
 pub mod policies;
 mod process;
 pub mod readiness;
@@ -26,12 +27,13 @@ pub use admin::serve_admin;
 pub use batch::Batcher;
 pub use http_server::{ConnectionLimits, RequestSlot, RequestSlots};
 pub use metrics::install_metrics;
+pub use pacing::{PaceFuture, Pacer};
 pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
 pub use readiness::{Readiness, ReadinessReport, SyncCheck};
 pub use redact::{RedactedUrl, Secret};
 pub use settings::{
     admin_addrs, undocumented_arguments, AmqpTopology, CommonArgs, CrmArgs, EsignArgs, OrdersArgs,
-    PaymentsArgs, ProviderArgs,
+    PaymentsArgs, ProviderArgs, ProviderRateArgs,
 };
 pub use shutdown::shutdown_token;
 pub use telemetry::{init_tracing, init_tracing_with_default, LogFormat};

@@ -11,6 +11,8 @@ pub const APPROVALS_EXPIRING_SOON: &str = "fleet_approvals_expiring_soon";
 pub const TIME_TO_RECONCILIATION_SECONDS: &str = "fleet_time_to_reconciliation_seconds";
 pub const PROVIDER_CALLS_TOTAL: &str = "fleet_provider_calls_total";
 pub const PROVIDER_CALL_DURATION_SECONDS: &str = "fleet_provider_call_duration_seconds";
+pub const PROVIDER_THROTTLED_TOTAL: &str = "fleet_provider_throttled_total";
+pub const PROVIDER_SLOT_WAIT_SECONDS: &str = "fleet_provider_slot_wait_seconds";
 pub const TRANSITIONS_TOTAL: &str = "fleet_transitions_total";
 pub const LEASE_EXPIRED_TOTAL: &str = "fleet_lease_expired_total";
 pub const FENCED_OUT_TOTAL: &str = "fleet_fenced_out_total";
@@ -63,6 +65,8 @@ pub const ALL: &[&str] = &[
     TIME_TO_RECONCILIATION_SECONDS,
     PROVIDER_CALLS_TOTAL,
     PROVIDER_CALL_DURATION_SECONDS,
+    PROVIDER_THROTTLED_TOTAL,
+    PROVIDER_SLOT_WAIT_SECONDS,
     TRANSITIONS_TOTAL,
     LEASE_EXPIRED_TOTAL,
     FENCED_OUT_TOTAL,

@@ -23,6 +23,12 @@ pub const CALL_DURATION_BUCKETS_SECONDS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
+/// Buckets for the wait for a slot of a rate-limited provider: none at all (most
+/// requests, below the rate) … a minute (a long queue, or a provider's longest pause).
+pub const SLOT_WAIT_BUCKETS_SECONDS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
 /// Buckets for a webhook from its receipt to its decision: milliseconds normally, up to
 /// an hour when the consumer was down and the queue kept the events.
 pub const WEBHOOK_LATENCY_BUCKETS_SECONDS: &[f64] = &[
@@ -135,7 +141,19 @@ const DESCRIPTIONS: &[Description] = &[
         names::PROVIDER_CALL_DURATION_SECONDS,
         Kind::Histogram(CALL_DURATION_BUCKETS_SECONDS),
         Unit::Seconds,
-        "Duration of one provider HTTP call, including timeouts (labels: provider, action).",
+        "Duration of one provider HTTP call, including timeouts and, for a rate-limited provider, the waits for its slots (labels: provider, action).",
+    ),
+    describe(
+        names::PROVIDER_THROTTLED_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Provider answers 429 (rate limited), creates and lookups alike (label: provider).",
+    ),
+    describe(
+        names::PROVIDER_SLOT_WAIT_SECONDS,
+        Kind::Histogram(SLOT_WAIT_BUCKETS_SECONDS),
+        Unit::Seconds,
+        "Time a request to a rate-limited provider waited for its slot in the shared schedule (label: provider).",
     ),
     describe(
         names::TRANSITIONS_TOTAL,

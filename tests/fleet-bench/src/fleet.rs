@@ -45,6 +45,8 @@ pub struct FleetSpec<'a> {
     pub log_level: &'a str,
     /// Extra environment for every worker (e.g. UNSTARTED_REDRIVE_MS).
     pub worker_env: Vec<(&'static str, String)>,
+    /// Extra environment for the simulator (e.g. SIM_RATE_LIMIT_PER_S).
+    pub sim_env: Vec<(&'static str, String)>,
 }
 
 pub struct BenchFleet {
@@ -90,13 +92,10 @@ impl BenchFleet {
         );
         let sim_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, ports.take()?)).to_string();
         let sim_url = format!("http://{sim_addr}");
-        let sim = processes::spawn(
-            spec.bin_dir,
-            spec.log_dir,
-            SIM,
-            SIM,
-            &[("SIM_ADDR", &sim_addr), ("RUST_LOG", spec.log_level)],
-        )?;
+        let mut sim_env: Vec<(&str, &str)> =
+            vec![("SIM_ADDR", &sim_addr), ("RUST_LOG", spec.log_level)];
+        sim_env.extend(spec.sim_env.iter().map(|(k, v)| (*k, v.as_str())));
+        let sim = processes::spawn(spec.bin_dir, spec.log_dir, SIM, SIM, &sim_env)?;
         let mut members = vec![Member {
             bin: SIM,
             name: SIM.into(),

@@ -7,6 +7,10 @@
 //!   measured until every operation is final.
 //! - `--mode pipeline`: submit → prepare → approve → execute, measured end to end,
 //!   optionally paced (`--rate`, `--duration-s`).
+//! - `--provider-rate N` (execute mode): the simulator admits N requests a second to each
+//!   provider API (429 with `Retry-After: 1` above it) and the workers are told the same
+//!   (`PAYMENTS_RATE_PER_S`); the report gives the window against ops ÷ N and the refused
+//!   requests per operation.
 //! - `--scale`: no workers; sweep and claim latency with 1 M final rows and 10 k unknown
 //!   rows in the table, against the same work on a table without that history.
 //!
@@ -76,6 +80,12 @@ pub struct BenchArgs {
     /// Pipeline mode: a sustained run of this many seconds at --rate (ops = rate × duration).
     #[arg(long)]
     pub duration_s: Option<u64>,
+    /// Execute mode against a rate-limited provider: the simulator admits this many
+    /// requests a second to each provider API (429 with Retry-After: 1 above it), and
+    /// execute and reconcile are set to the same (PAYMENTS_RATE_PER_S). Reports the window
+    /// against ops ÷ rate and the refused requests per operation [ops default: 600].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub provider_rate: Option<u32>,
     /// A tiny run for CI (under ~30 s): 200 operations; with --scale, 20 k history rows.
     #[arg(long)]
     pub smoke: bool,

@@ -136,7 +136,19 @@ pub struct Figures {
     pub load: Option<PipelineLoad>,
     pub ring_s: Option<f64>,
     pub provider_payments: Option<i64>,
+    pub provider_refused: Option<i64>,
     pub tally: Arc<BenchTally>,
+}
+
+/// A run against a rate-limited provider (`--provider-rate`).
+#[derive(Debug, Serialize)]
+pub struct ProviderRate {
+    pub limit_per_s: u32,
+    /// ops ÷ limit: the shortest the window can be.
+    pub ideal_s: f64,
+    pub window_over_ideal: f64,
+    pub refused: Option<i64>,
+    pub refused_per_op: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -161,6 +173,7 @@ pub struct Results {
     pub ring_s: Option<f64>,
     pub pipeline: Option<PipelineLoad>,
     pub provider_payments: Option<i64>,
+    pub provider_rate: Option<ProviderRate>,
     pub rows: RowFigures,
     pub postgres: PgFigures,
     pub broker: Broker,
@@ -212,6 +225,16 @@ pub fn finish(
         ring_s: f.ring_s,
         pipeline: f.load,
         provider_payments: f.provider_payments,
+        provider_rate: args.provider_rate.map(|limit| {
+            let ideal_s = ops / f64::from(limit);
+            ProviderRate {
+                limit_per_s: limit,
+                ideal_s,
+                window_over_ideal: window_s / ideal_s,
+                refused: f.provider_refused,
+                refused_per_op: f.provider_refused.map(|n| n as f64 / ops),
+            }
+        }),
         rows: f.rows,
         postgres: f.pg,
         broker,

@@ -30,6 +30,8 @@ use fleetctl::processes;
 
 const SMOKE_OPS: usize = 200;
 const DEFAULT_OPS: usize = 5_000;
+/// With --provider-rate: about 15 s at 40/s.
+const DEFAULT_PACED_OPS: usize = 600;
 const FINAL_POLL: Duration = Duration::from_millis(20);
 /// Worker settings a reader needs next to the figures (inherited from the environment).
 const WORKER_ENV: [&str; 6] = [
@@ -52,9 +54,13 @@ fn ops_for(args: &BenchArgs) -> anyhow::Result<usize> {
         let rate = args.rate.context("--duration-s needs --rate")?;
         return Ok((rate * d as f64).ceil() as usize);
     }
-    Ok(args
-        .ops
-        .unwrap_or(if args.smoke { SMOKE_OPS } else { DEFAULT_OPS }))
+    Ok(args.ops.unwrap_or(if args.smoke {
+        SMOKE_OPS
+    } else if args.provider_rate.is_some() {
+        DEFAULT_PACED_OPS
+    } else {
+        DEFAULT_OPS
+    }))
 }
 
 fn pool_size(args: &BenchArgs) -> usize {
@@ -142,6 +148,10 @@ async fn run_set(
     let started_at = Utc::now();
     let ops = ops_for(args)?;
     anyhow::ensure!(ops > 0, "nothing to run: --ops 0");
+    anyhow::ensure!(
+        args.provider_rate.is_none() || args.mode == Mode::Execute,
+        "--provider-rate is for --mode execute (intake's payee lookups would share the provider's rate)"
+    );
     if args.mode == Mode::Execute && args.rate.is_some() {
         eprintln!("--rate applies to --mode pipeline; the execute mode rings every bell at once");
     }
@@ -207,6 +217,11 @@ async fn run_set(
     if args.mode == Mode::Execute {
         worker_env.push(("UNSTARTED_REDRIVE_MS", EXECUTE_MODE_REDRIVE_MS.to_owned()));
     }
+    let mut sim_env = Vec::new();
+    if let Some(rate) = args.provider_rate {
+        sim_env.push(("SIM_RATE_LIMIT_PER_S", rate.to_string()));
+        worker_env.push(("PAYMENTS_RATE_PER_S", rate.to_string()));
+    }
     let spec = FleetSpec {
         bin_dir,
         log_dir: &args.log_dir,
@@ -217,6 +232,7 @@ async fn run_set(
         replicas,
         log_level: &args.worker_log,
         worker_env,
+        sim_env,
     };
     let mut fleet = BenchFleet::start(&spec).await?;
     println!(
@@ -290,6 +306,7 @@ async fn run_set(
         load: window.load,
         ring_s: window.ring_s,
         provider_payments: window.provider_payments,
+        provider_refused: window.provider_refused,
         tally: window.tally,
     };
     report::finish(args, machine, config, figures, notes, &set.json)
@@ -306,6 +323,8 @@ struct Window {
     ring_s: Option<f64>,
     load: Option<load::PipelineLoad>,
     provider_payments: Option<i64>,
+    /// The requests the simulator answered 429.
+    provider_refused: Option<i64>,
 }
 
 async fn measure_window(
@@ -393,6 +412,7 @@ async fn measure_window(
     if provider_payments.is_none() {
         notes.push("the simulator's effect counter could not be read".into());
     }
+    let provider_refused = sim_refused(&http, &fleet.sim_url).await;
     for p in &publishers {
         p.close().await;
     }
@@ -406,6 +426,7 @@ async fn measure_window(
         ring_s,
         load: pipeline,
         provider_payments,
+        provider_refused,
     })
 }
 
@@ -432,14 +453,28 @@ async fn wait_all_final(sql: &BenchSql, tally: &BenchTally) -> anyhow::Result<()
     }
 }
 
-async fn sim_payments(http: &reqwest::Client, sim_url: &str) -> Option<i64> {
-    let v: serde_json::Value = http
-        .get(format!("{sim_url}/_sim/effects"))
+/// A simulator admin route's JSON answer, if it gave one.
+async fn sim_json(http: &reqwest::Client, sim_url: &str, path: &str) -> Option<serde_json::Value> {
+    http.get(format!("{sim_url}{path}"))
         .send()
         .await
         .ok()?
         .json()
         .await
-        .ok()?;
-    v["payments"].as_i64()
+        .ok()
+}
+
+async fn sim_payments(http: &reqwest::Client, sim_url: &str) -> Option<i64> {
+    sim_json(http, sim_url, "/_sim/effects").await?["payments"].as_i64()
+}
+
+/// The requests the simulator refused for its rate (its request log holds every 429).
+async fn sim_refused(http: &reqwest::Client, sim_url: &str) -> Option<i64> {
+    let v = sim_json(http, sim_url, "/_sim/requests").await?;
+    let refused = v["data"]
+        .as_array()?
+        .iter()
+        .filter(|r| r["status"] == 429)
+        .count();
+    i64::try_from(refused).ok()
 }

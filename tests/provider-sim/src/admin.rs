@@ -11,7 +11,9 @@
 //! | `GET /_sim/requests[?reference=R]` | `{"data": [{"method", "path", "idempotency_key", "reference", "status", "replayed"}, …]}` |
 //! | `GET /_sim/clock` | `{"now": RFC 3339, "offset_seconds": n}` |
 //! | `POST /_sim/clock/advance` `{"seconds": n}` | same as `GET /_sim/clock` |
-//! | `POST /_sim/reset` | `204` |
+//! | `GET /_sim/rate_limit` | `{"per_second": n \| null}` |
+//! | `POST /_sim/rate_limit` `{"per_second": n \| null}` | the same; every bucket starts full (see rate_limit.rs) |
+//! | `POST /_sim/reset` | `204` (the rate limit stays as it was set) |
 //!
 //! `route` is one of `POST /v1/payments`, `GET /v1/payments`, `GET /v1/payments/{id}`, the
 //! same three for refunds, `POST /v1/deals`, `GET /v1/deals`, `GET /v1/deals/{id}`,
@@ -59,12 +61,33 @@ pub fn routes() -> Router<App> {
         .route("/_sim/requests", get(requests))
         .route("/_sim/clock", get(clock))
         .route("/_sim/clock/advance", post(advance_clock))
+        .route("/_sim/rate_limit", get(rate_limit).post(set_rate_limit))
         .route("/_sim/reset", post(reset))
 }
 
 #[derive(Debug, Deserialize)]
 struct ReferenceQuery {
     reference: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateLimit {
+    per_second: Option<u32>,
+}
+
+async fn rate_limit(State(app): State<App>) -> Response {
+    Json(json!({"per_second": app.lock().rate_limits.per_second})).into_response()
+}
+
+async fn set_rate_limit(State(app): State<App>, body: Bytes) -> Response {
+    let asked: RateLimit = match parse(&body) {
+        Ok(asked) => asked,
+        Err(unparsable) => return unparsable.into_response(),
+    };
+    let mut state = app.lock();
+    state.rate_limits.set(asked.per_second);
+    Json(json!({"per_second": state.rate_limits.per_second})).into_response()
 }
 
 #[derive(Debug, Deserialize)]

@@ -121,6 +121,16 @@ impl ApiError {
         }
     }
 
+    /// Above the rate limit: refused before anything ran, saved under no key (sent with
+    /// `Retry-After`).
+    pub const fn rate_limited() -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "rate_limited",
+        )
+    }
+
     /// The answer of an `error_*` fault, with the status the fault asked for.
     pub const fn simulated(status: StatusCode) -> Self {
         Self::new(status, "api_error", "simulated_fault")

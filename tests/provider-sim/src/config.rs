@@ -33,6 +33,11 @@ pub struct SimConfig {
     /// wait for `POST /_sim/envelopes/{id}/settle`).
     pub esign_auto_send: bool,
     pub esign_send_delay_ms: u64,
+    /// Requests per second each provider API admits, over all of its routes (the payments
+    /// API with refunds and payees, the CRM, orders, e-signatures: one bucket each,
+    /// holding one second of requests); above it `429` with `Retry-After: 1`. `None`:
+    /// no limit.
+    pub rate_limit_per_s: Option<u32>,
 }
 
 impl Default for SimConfig {
@@ -49,6 +54,7 @@ impl Default for SimConfig {
             esign_search_lag_ms: 0,
             esign_auto_send: true,
             esign_send_delay_ms: 200,
+            rate_limit_per_s: None,
         }
     }
 }
@@ -68,6 +74,7 @@ impl fmt::Debug for SimConfig {
             .field("esign_search_lag_ms", &self.esign_search_lag_ms)
             .field("esign_auto_send", &self.esign_auto_send)
             .field("esign_send_delay_ms", &self.esign_send_delay_ms)
+            .field("rate_limit_per_s", &self.rate_limit_per_s)
             .finish()
     }
 }

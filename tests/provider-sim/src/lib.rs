@@ -21,6 +21,7 @@ mod idempotency;
 mod ledger;
 mod orders;
 mod payments;
+mod rate_limit;
 mod reads;
 mod refunds;
 mod reply;

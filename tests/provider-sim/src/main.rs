@@ -58,6 +58,11 @@ struct Args {
     /// With SIM_ESIGN_AUTO_SEND, how long after its creation an envelope is sent.
     #[arg(long, env = "SIM_ESIGN_SEND_DELAY_MS", default_value_t = 200)]
     esign_send_delay_ms: u64,
+    /// Requests per second each provider API admits (payments with refunds and payees,
+    /// the CRM, orders, e-signatures, each on its own); above it 429 with Retry-After: 1.
+    /// Unset: no limit.
+    #[arg(long, env = "SIM_RATE_LIMIT_PER_S", value_parser = clap::value_parser!(u32).range(1..))]
+    rate_limit_per_s: Option<u32>,
 }
 
 #[tokio::main]
@@ -81,6 +86,7 @@ async fn main() -> anyhow::Result<()> {
         esign_search_lag_ms: args.esign_search_lag_ms,
         esign_auto_send: args.esign_auto_send,
         esign_send_delay_ms: args.esign_send_delay_ms,
+        rate_limit_per_s: args.rate_limit_per_s,
     };
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await

@@ -98,6 +98,41 @@ impl Route {
     pub fn path(self) -> &'static str {
         self.as_str().split_once(' ').map_or("", |(_, path)| path)
     }
+
+    /// The route a request to `path` with `method` is served by (`{id}` matches one
+    /// path segment).
+    pub fn matching(method: &str, path: &str) -> Option<Route> {
+        Route::ALL.into_iter().find(|route| {
+            route.method() == method && {
+                let (mut template, mut asked) = (route.path().split('/'), path.split('/'));
+                loop {
+                    match (template.next(), asked.next()) {
+                        (None, None) => break true,
+                        (Some("{id}"), Some(segment)) if !segment.is_empty() => {}
+                        (Some(t), Some(a)) if t == a => {}
+                        _ => break false,
+                    }
+                }
+            }
+        })
+    }
+
+    /// The provider API the route belongs to, which has its own rate limit: the payments
+    /// API (payments, refunds, beneficiaries), the CRM, orders, e-signatures.
+    pub const fn provider(self) -> &'static str {
+        match self {
+            Route::CreatePayment
+            | Route::SearchPayments
+            | Route::GetPayment
+            | Route::CreateRefund
+            | Route::SearchRefunds
+            | Route::GetRefund
+            | Route::GetBeneficiary => "payments",
+            Route::CreateDeal | Route::SearchDeals | Route::GetDeal | Route::PatchDeal => "crm",
+            Route::TransitionOrder | Route::GetOrder => "orders",
+            Route::CreateEnvelope | Route::SearchEnvelopes | Route::GetEnvelope => "esign",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -114,5 +149,17 @@ mod tests {
         assert_eq!(Route::PatchDeal.path(), "/v1/deals/{id}");
         assert_eq!(Route::CreateRefund.method(), "POST");
         assert_eq!(Route::CreateRefund.path(), "/v1/refunds");
+    }
+
+    #[test]
+    fn requests_find_their_route() {
+        for route in Route::ALL {
+            let path = route.path().replace("{id}", "obj_1");
+            assert_eq!(Route::matching(route.method(), &path), Some(route));
+        }
+        assert_eq!(Route::matching("GET", "/v1/payments/"), None);
+        assert_eq!(Route::matching("GET", "/v1/payments/a/b"), None);
+        assert_eq!(Route::matching("DELETE", "/v1/payments"), None);
+        assert_eq!(Route::matching("GET", "/v1/charges"), None);
     }
 }

@@ -44,6 +44,8 @@ pub fn build(app: App) -> Router {
             app.clone(),
             crate::create_hook::announce_creates,
         ))
+        // After the key check (only known callers count), before anything else.
+        .layer(from_fn_with_state(app.clone(), crate::rate_limit::limit))
         .layer(from_fn_with_state(app.clone(), require_api_key));
     Router::new()
         .nest("/v1", v1)

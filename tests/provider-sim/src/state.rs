@@ -16,6 +16,7 @@ use crate::faults::{FaultKind, FaultSet};
 use crate::idempotency::IdempotencyStore;
 use crate::ledger::{Ledger, ObjectStatus, Payment, Refund};
 use crate::orders::OrderStore;
+use crate::rate_limit::RateLimits;
 use crate::request_log::{LoggedRequest, RequestLog, Seq};
 use crate::route::Route;
 
@@ -33,6 +34,7 @@ pub struct SimState {
     pub esign_keys: IdempotencyStore,
     pub faults: FaultSet,
     pub requests: RequestLog,
+    pub rate_limits: RateLimits,
     pub webhooks: crate::webhooks::WebhookState,
     // How far the admin API has moved the simulator's clock ahead of the wall clock.
     clock_offset: TimeDelta,
@@ -44,6 +46,7 @@ impl SimState {
         esign_key_retention: TimeDelta,
         seed: u64,
         crm: CrmSettings,
+        rate_limit_per_s: Option<u32>,
     ) -> Self {
         Self {
             payments: Ledger::default(),
@@ -56,6 +59,7 @@ impl SimState {
             esign_keys: IdempotencyStore::new(esign_key_retention),
             faults: FaultSet::new(seed),
             requests: RequestLog::default(),
+            rate_limits: RateLimits::new(rate_limit_per_s),
             webhooks: Default::default(),
             clock_offset: TimeDelta::zero(),
         }
@@ -86,6 +90,7 @@ impl SimState {
         self.esign_keys.forget_all();
         self.faults.clear();
         self.requests = RequestLog::default();
+        self.rate_limits.set(self.rate_limits.per_second);
         self.webhooks = Default::default();
         self.clock_offset = TimeDelta::zero();
     }
@@ -117,6 +122,7 @@ impl App {
                 seconds(config.esign_key_retention_s)?,
                 seed,
                 CrmSettings::from_config(config)?,
+                config.rate_limit_per_s,
             )),
             api_key: config.api_key.clone(),
             search_lag,

@@ -6,7 +6,8 @@ use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_providers::ProviderConfigs;
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
-use fleet_runtime::{admin_addrs, CommonArgs, ProviderArgs};
+use fleet_runtime::{admin_addrs, CommonArgs, ProviderArgs, ProviderRateArgs};
+use fleet_store::ProviderSchedule;
 
 #[derive(Parser)]
 #[command(
@@ -19,6 +20,8 @@ struct Cli {
     common: CommonArgs,
     #[command(flatten)]
     providers: ProviderArgs,
+    #[command(flatten)]
+    rates: ProviderRateArgs,
     #[command(flatten)]
     reconcile: ReconcileSettings,
 }
@@ -35,7 +38,7 @@ async fn main() -> anyhow::Result<()> {
         providers: Arc::new(
             ProviderConfigs::from_args(&cli.providers)
                 .map_err(anyhow::Error::msg)?
-                .connect()?,
+                .connect_paced(ProviderSchedule::pacers(&boot.store, &cli.rates.rates()))?,
         ),
         settings: cli.reconcile,
         concurrency: cli.common.concurrency,

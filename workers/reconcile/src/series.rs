@@ -11,6 +11,7 @@ use fleet_runtime::metric_names as m;
 const FINAL: [&str; 3] = ["succeeded", "failed", "cancelled"];
 
 pub fn series_at_zero() {
+    fleet_providers::series_at_zero();
     fleet_broker::consumer_series_at_zero(Queue::OperationsReconcile, &Doorbell::REFUSALS);
     fleet_broker::publisher_series_at_zero(&[Queue::OperationsExecute]);
     // Only an effect that may happen twice is audited for a duplicate.

@@ -118,6 +118,7 @@ fn answer(status: u16, body: Value) -> CallResult {
         status,
         replayed: false,
         request_id: Some("req_1".into()),
+        retry_after: None,
         body,
     })
 }

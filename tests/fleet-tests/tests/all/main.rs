@@ -42,6 +42,7 @@ mod policies_at_start;
 mod prepare;
 mod promise;
 mod provider_answers;
+mod provider_rate;
 mod queue_identity;
 mod quorum;
 mod schema;

@@ -185,6 +185,15 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
         &execute,
         "fleet-execute",
         &[
+            (
+                "fleet_provider_throttled_total",
+                &[("provider", "payments")],
+            ),
+            ("fleet_provider_throttled_total", &[("provider", "esign")]),
+            (
+                "fleet_provider_slot_wait_seconds_count",
+                &[("provider", "payments")],
+            ),
             ("fleet_version_conflicts_total", &[("provider", "crm")]),
             ("fleet_version_conflicts_total", &[("provider", "orders")]),
             (
@@ -256,6 +265,11 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
         &reconcile,
         "fleet-reconcile",
         &[
+            ("fleet_provider_throttled_total", &[("provider", "crm")]),
+            (
+                "fleet_provider_slot_wait_seconds_count",
+                &[("provider", "orders")],
+            ),
             ("fleet_lease_expired_total", &[("action", "any")]),
             ("fleet_lease_expired_total", &[("action", "payment.create")]),
             ("fleet_reconcile_sweeps_total", &[("outcome", "error")]),

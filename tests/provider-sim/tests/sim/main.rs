@@ -10,6 +10,7 @@ mod faults;
 mod idempotency;
 mod orders;
 mod process;
+mod rate_limit;
 mod reads;
 mod refunds;
 mod webhooks;
