@@ -1,7 +1,7 @@
 //! A `postgres://` URL as libpq and tokio-postgres read it, including a list of servers:
 //! `postgres://user@db1:5432,db2:5432/fleet?target_session_attrs=read-write`. That form is
 //! how a deployment with a standby names both servers, so that a client reconnects to
-//! whichever of them accepts writes after a failover (docs/failover-postgres.md). The
+//! whichever of them accepts writes after a failover (docs/scaling.md). The
 //! `url` crate, which the rest of the store uses to rewrite users and paths, reads one
 //! authority only and refuses a host list; this type keeps the list aside and lets `url`
 //! handle everything else (user, password, path, options), through the first host.

@@ -88,21 +88,24 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
 
     // The node kills run beside the load: the leader of the execute queue, then (once the
     // first is back and the pipeline ran a while) the leader of the intake queue, or of
-    // another queue if that is the node killed first. The load
-    // goes on until a while after the second node is back.
+    // another queue if that is the node killed first. The load goes on until a while after
+    // the second node is back. Each kill is reported with the work queues its node led.
     let chaos = async {
         let mut kills = Vec::new();
+        let mut led = Vec::new();
         for queue in &queues {
             sleep(Duration::from_secs(3)).await;
-            let victim = victim_for(&cluster.leaders(&ns).await, queue, &kills);
+            let leaders = cluster.leaders(&ns).await;
+            let victim = victim_for(&leaders, queue, &kills);
             cluster.kill(victim);
             kills.push((victim, SystemTime::now()));
+            led.push(work_queues_led(&leaders, victim, &ns));
             sleep(Duration::from_secs(3)).await;
             cluster.restart(victim).await;
         }
         sleep(Duration::from_secs(3)).await;
         chaos_over.store(true, Ordering::Relaxed);
-        kills
+        (kills, led)
     };
     let load = futures_util::stream::iter(0u32..)
         .take_while(|_| std::future::ready(!chaos_over.load(Ordering::Relaxed)))
@@ -137,7 +140,7 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
         }
         killed
     };
-    let (kills, (), workers_killed) = tokio::join!(chaos, load, worker_kills);
+    let ((kills, led), (), workers_killed) = tokio::join!(chaos, load, worker_kills);
     let load_ended = SystemTime::now();
     let ops = submitted.into_inner().unwrap();
     let publishes = publishes.into_inner().unwrap();
@@ -161,7 +164,8 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     }
     let victims: Vec<String> = kills
         .iter()
-        .map(|(node, _)| format!("node{}", node + 1))
+        .zip(&led)
+        .map(|((node, _), led)| format!("node{}(leading {})", node + 1, led.join("+")))
         .collect();
     let order = events.check_order(&fleet).await;
     println!(
@@ -208,6 +212,18 @@ fn victim_for(
         .or_else(|| leaders.values().find(|node| !killed(node)))
         .copied()
         .expect("some queue is led by a node not killed yet")
+}
+
+/// The work queues (not their retry and dead-letter queues) `node` leads, by wire name.
+fn work_queues_led(leaders: &BTreeMap<String, usize>, node: usize, ns: &str) -> Vec<String> {
+    leaders
+        .iter()
+        .filter(|(_, leader)| **leader == node)
+        .filter_map(|(name, _)| name.strip_prefix(ns)?.strip_prefix('.'))
+        .filter(|name| !name.ends_with(".retry") && !name.ends_with(".dead"))
+        .filter(|name| !name.starts_with("test."))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// What the agent's side saw: publishes the cluster refused (nacked, or lost with a node)
