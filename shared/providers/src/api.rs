@@ -14,7 +14,6 @@ use fleet_runtime::{Pacer, Secret};
 use reqwest::header::{HeaderValue, AUTHORIZATION};
 use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
 
-use crate::lookup::endpoint;
 use crate::request::Request;
 use crate::transport::{
     build_client, call_label, classify_send_error, read_answer, retry_after_of,
@@ -206,4 +205,14 @@ impl Api {
             }
         }
     }
+}
+
+/// `base` + path segments, each percent-encoded (an id can never add a path level).
+pub(crate) fn endpoint(base: &Url, segments: &[&str]) -> Url {
+    let mut url = base.clone();
+    url.path_segments_mut()
+        .expect("base URLs are checked to be http(s) at construction")
+        .pop_if_empty()
+        .extend(segments);
+    url
 }

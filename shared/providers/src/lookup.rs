@@ -3,7 +3,7 @@
 //! not, leaving retry policy to reconcile. Like every request, each takes its provider's
 //! slot first ([`Api::exchange`]).
 
-use reqwest::{StatusCode, Url};
+use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::api::Api;
@@ -77,14 +77,4 @@ async fn read_json(response: reqwest::Response) -> Result<Value, LookupError> {
         .map_err(LookupError::Transport)?
         .ok_or_else(|| LookupError::Body("response too large".into()))?;
     serde_json::from_slice(&bytes).map_err(|e| LookupError::Body(format!("not JSON: {e}")))
-}
-
-/// `base` + path segments, each percent-encoded (an id can never add a path level).
-pub(crate) fn endpoint(base: &Url, segments: &[&str]) -> Url {
-    let mut url = base.clone();
-    url.path_segments_mut()
-        .expect("base URLs are checked to be http(s) at construction")
-        .pop_if_empty()
-        .extend(segments);
-    url
 }
