@@ -1,5 +1,5 @@
-//! Postgres failover under load: a fleet of real processes (prepare, two execute,
-//! reconcile, relay, the API) on a primary with a synchronous standby of its own
+//! Postgres failover under load: a fleet of real processes (two replicas each of prepare,
+//! execute, reconcile, the relay and the API) on a primary with a synchronous standby of its own
 //! ([`PgPair`]), every process given both servers in one URL with
 //! `target_session_attrs=read-write`. While intents are submitted (over the API and the
 //! queue) and approved over the API, and payments are in flight at the simulator, the
@@ -61,7 +61,9 @@ const PACE: Duration = Duration::from_millis(40);
 #[derive(Clone)]
 struct Client {
     http: reqwest::Client,
-    api: String,
+    /// The API replicas, taken in turn by every try (a load balancer's round robin).
+    apis: Vec<String>,
+    next_api: Arc<std::sync::atomic::AtomicUsize>,
     agent: String,
     approver: String,
     publisher: Publisher,
@@ -82,9 +84,13 @@ impl Client {
     /// POSTs `body` to the API as `token`: whether it answered one of `ok`.
     async fn write(&self, token: &str, path: &str, body: Vec<u8>, ok: &[StatusCode]) -> bool {
         let sent = Instant::now();
+        let turn = self
+            .next_api
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let api = &self.apis[turn % self.apis.len()];
         let answer = self
             .http
-            .post(format!("{}{path}", self.api))
+            .post(format!("{api}{path}"))
             .bearer_auth(token)
             .header("content-type", "application/json")
             .body(body)
@@ -166,7 +172,7 @@ const OPEN: &str = "SELECT count(*) FROM operations WHERE status NOT IN ('succee
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
-    // Two Postgres servers and six worker processes under load keep both cores busy.
+    // Two Postgres servers and ten worker processes under load keep both cores busy.
     let _alone = alone().await;
     let n_ops: usize = std::env::var("FAILOVER_OPS")
         .ok()
@@ -194,18 +200,25 @@ async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
     }
     let workers: Vec<WorkerProcess> = [
         "fleet-prepare",
+        "fleet-prepare",
         "fleet-execute",
         "fleet-execute",
         "fleet-reconcile",
+        "fleet-reconcile",
+        "fleet-relay",
         "fleet-relay",
     ]
     .into_iter()
     .map(|name| fleet.spawn_process(name, &WORKER_ENV))
     .collect();
-    let mut api = fleet.spawn_api(&WORKER_ENV).await;
+    let mut apis = vec![
+        fleet.spawn_api(&WORKER_ENV).await,
+        fleet.spawn_api(&WORKER_ENV).await,
+    ];
     let client = Client {
         http: reqwest::Client::new(),
-        api: api.base_url.clone(),
+        apis: apis.iter().map(|a| a.base_url.clone()).collect(),
+        next_api: Arc::default(),
         agent: fleet.token("billing-bot", Role::Agent, &[TENANT]).await,
         approver: fleet.token("alice", Role::Approver, &[TENANT]).await,
         publisher: fleet.publisher.clone(),
@@ -340,7 +353,10 @@ async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
         }
     }
     let mut workers = workers;
-    for w in workers.iter_mut().chain([&mut api.process]) {
+    for w in workers
+        .iter_mut()
+        .chain(apis.iter_mut().map(|a| &mut a.process))
+    {
         assert!(
             w.exited().is_none(),
             "{} exited during the failover:\n{}",
@@ -377,7 +393,7 @@ async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
     );
 
     drop(workers);
-    drop(api);
+    drop(apis);
     fleet.stop().await;
     drop(pair);
 }
