@@ -2,6 +2,7 @@
 //! bound to this fleet's `fleet.events` exchange, as an agent would bind one — that
 //! records every event it receives, in arrival order.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use fleet_broker::lapin::{
@@ -103,7 +104,7 @@ impl Drop for EventTap {
 impl TestFleet {
     /// Binds a fresh exclusive queue to `fleet.events` with `binding` (e.g. `#`).
     pub async fn tap_events(&self, binding: &str) -> EventTap {
-        let conn = Connection::connect(&self.broker.amqp_url, ConnectionProperties::default())
+        let conn = Connection::connect(self.broker.node_urls()[0], ConnectionProperties::default())
             .await
             .expect("tap connection");
         let channel = conn.create_channel().await.expect("tap channel");
@@ -184,5 +185,99 @@ impl TestFleet {
     pub async fn outbox_backlog(&self) -> i64 {
         self.count("SELECT count(*) FROM operation_outbox WHERE published_at IS NULL")
             .await
+    }
+}
+
+/// What a consumer bound to every event of a run received, against the operation log.
+#[derive(Debug, Default)]
+pub struct EventOrder {
+    pub events: usize,
+    /// A first delivery of a sequence that was not the next one of its operation.
+    pub out_of_order: usize,
+    /// Operations whose highest sequence received is below the events their log holds.
+    pub gaps: usize,
+}
+
+impl EventOrder {
+    /// Judges `received` ((subject, `data.sequence`) in arrival order): each operation's
+    /// first deliveries must be 1, 2, 3, … (a redelivered duplicate is allowed), up to the
+    /// number of events `logged` says its log holds.
+    pub fn of(received: &[(String, i64)], logged: &BTreeMap<String, i64>) -> EventOrder {
+        let mut highest: BTreeMap<&str, i64> = BTreeMap::new();
+        let mut order = EventOrder {
+            events: received.len(),
+            ..Default::default()
+        };
+        for (op, sequence) in received {
+            let seen = highest.entry(op).or_insert(0);
+            if *sequence == *seen + 1 {
+                *seen = *sequence;
+            } else if *sequence > *seen {
+                order.out_of_order += 1;
+                *seen = *sequence;
+            }
+        }
+        order.gaps = logged
+            .iter()
+            .filter(|(op, n)| highest.get(op.as_str()).copied().unwrap_or(0) < **n)
+            .count();
+        order
+    }
+
+    /// Whether every operation of `logged` has reached its last event in `received`.
+    pub fn complete(received: &[(String, i64)], logged: &BTreeMap<String, i64>) -> bool {
+        EventOrder::of(received, logged).gaps == 0
+    }
+}
+
+impl TestFleet {
+    /// How many outcome events each operation's log numbered (the outbox keeps them for
+    /// its retention, a day by default).
+    pub async fn logged_event_counts(&self) -> BTreeMap<String, i64> {
+        self.store
+            .pooled_session()
+            .await
+            .expect("a connection")
+            .query(
+                "SELECT operation_id, count(*) FROM operation_outbox GROUP BY operation_id",
+                &[],
+            )
+            .await
+            .expect("the outbox")
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    }
+}
+
+impl TappedEvent {
+    /// (subject, `data.sequence`): what [`EventOrder`] judges.
+    pub fn sequenced(&self) -> (String, i64) {
+        (
+            self.subject().to_owned(),
+            self.body["data"]["sequence"].as_i64().unwrap_or(0),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seq(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
+        pairs.iter().map(|(op, n)| ((*op).to_owned(), *n)).collect()
+    }
+
+    #[test]
+    fn duplicates_are_allowed_skips_and_gaps_are_not() {
+        let logged: BTreeMap<String, i64> = [("a".to_owned(), 3), ("b".to_owned(), 2)].into();
+        let in_order = seq(&[("a", 1), ("b", 1), ("a", 2), ("a", 2), ("b", 2), ("a", 3)]);
+        let judged = EventOrder::of(&in_order, &logged);
+        assert_eq!((judged.events, judged.out_of_order, judged.gaps), (6, 0, 0));
+        assert!(EventOrder::complete(&in_order, &logged));
+        let skipped = seq(&[("a", 1), ("a", 3), ("b", 1)]);
+        let judged = EventOrder::of(&skipped, &logged);
+        assert_eq!((judged.out_of_order, judged.gaps), (1, 1));
+        assert!(!EventOrder::complete(&skipped, &logged));
     }
 }

@@ -49,7 +49,7 @@ pub use console::{
     cookie_value, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn,
     CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,
 };
-pub use events::{fast_relay, EventTap, TappedEvent};
+pub use events::{fast_relay, EventOrder, EventTap, TappedEvent};
 pub use intents::{
     contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes,
     order_change_intent, refund_intent, with_amount, with_payload_member, CONTRACT_SHA256,

@@ -21,7 +21,8 @@ use fleet_broker::lapin::types::{AMQPValue, FieldTable};
 use fleet_broker::lapin::{Connection, ConnectionProperties};
 use fleet_broker::Queue;
 use fleet_tests::{
-    alone, check_promise, hash_of, intent, op_of, Infra, RabbitCluster, TestFleet, WorkerProcess,
+    alone, check_promise, hash_of, intent, op_of, EventOrder, Infra, RabbitCluster, TestFleet,
+    WorkerProcess,
 };
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -310,15 +311,6 @@ struct EventsQueue {
     name: String,
 }
 
-#[derive(Debug, Default)]
-struct Order {
-    events: usize,
-    /// A first delivery of a sequence that was not the next one of its operation.
-    out_of_order: usize,
-    /// Operations whose highest sequence received is below the events their log holds.
-    gaps: usize,
-}
-
 impl EventsQueue {
     async fn declare(cluster: &RabbitCluster, fleet: &TestFleet) -> EventsQueue {
         let name = format!("{}.test.events", fleet.broker.namespace);
@@ -356,17 +348,16 @@ impl EventsQueue {
         EventsQueue { name }
     }
 
-    /// Reads every event and checks each operation's sequence: first deliveries 1, 2, 3, …
-    /// (a redelivered duplicate is allowed), up to the number of events its log holds.
-    async fn check_order(&self, fleet: &TestFleet) -> Order {
-        let expected = outbox_counts(fleet).await;
+    /// Reads every event (waiting, within a deadline, until each operation's last one
+    /// came) and judges their order ([`EventOrder`]).
+    async fn check_order(&self, fleet: &TestFleet) -> EventOrder {
+        let logged = fleet.logged_event_counts().await;
         let url = fleet.broker.node_urls()[0].to_owned();
         let conn = Connection::connect(&url, ConnectionProperties::default())
             .await
             .expect("a node");
         let channel = conn.create_channel().await.unwrap();
-        let mut highest: BTreeMap<String, i64> = BTreeMap::new();
-        let mut order = Order::default();
+        let mut received = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let got = channel
@@ -374,47 +365,19 @@ impl EventsQueue {
                 .await
                 .unwrap();
             let Some(message) = got else {
-                let complete = expected
-                    .iter()
-                    .all(|(op, n)| highest.get(op).copied().unwrap_or(0) >= *n);
-                if complete || Instant::now() > deadline {
+                if EventOrder::complete(&received, &logged) || Instant::now() > deadline {
                     break;
                 }
                 sleep(Duration::from_millis(200)).await;
                 continue;
             };
             let event: Value = serde_json::from_slice(&message.delivery.data).unwrap();
-            order.events += 1;
-            let op = event["subject"].as_str().unwrap_or_default().to_owned();
-            let sequence = event["data"]["sequence"].as_i64().unwrap_or(0);
-            let seen = highest.entry(op).or_insert(0);
-            if sequence == *seen + 1 {
-                *seen = sequence;
-            } else if sequence > *seen {
-                order.out_of_order += 1;
-                *seen = sequence;
-            }
+            received.push((
+                event["subject"].as_str().unwrap_or_default().to_owned(),
+                event["data"]["sequence"].as_i64().unwrap_or(0),
+            ));
         }
-        order.gaps = expected
-            .iter()
-            .filter(|(op, n)| highest.get(*op).copied().unwrap_or(0) < **n)
-            .count();
         let _ = conn.close(200, "OK".into()).await;
-        order
+        EventOrder::of(&received, &logged)
     }
-}
-
-/// How many events each operation's log numbered.
-async fn outbox_counts(fleet: &TestFleet) -> BTreeMap<String, i64> {
-    let client = fleet.store.pooled_session().await.unwrap();
-    client
-        .query(
-            "SELECT operation_id, count(*) FROM operation_outbox GROUP BY operation_id",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect()
 }

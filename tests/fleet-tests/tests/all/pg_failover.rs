@@ -24,8 +24,8 @@ use fleet_broker::{Publisher, Queue};
 use fleet_core::{ApprovalStatus, Role};
 use fleet_provider_sim::SimConfig;
 use fleet_tests::{
-    alone, at, check_promise, eventually_within, hash_of, intent, intent_bytes, op_of, Infra,
-    PgPair, TestFleet, WorkerProcess, TENANT,
+    alone, at, check_promise, eventually_within, hash_of, intent, intent_bytes, op_of, EventOrder,
+    Infra, PgPair, TappedEvent, TestFleet, WorkerProcess, TENANT,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -211,6 +211,8 @@ async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
     .into_iter()
     .map(|name| fleet.spawn_process(name, &WORKER_ENV))
     .collect();
+    // Every outcome event of the run, as an agent subscribed throughout receives them.
+    let tap = fleet.tap_events("#").await;
     let mut apis = vec![
         fleet.spawn_api(&WORKER_ENV).await,
         fleet.spawn_api(&WORKER_ENV).await,
@@ -352,6 +354,18 @@ async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
             approvals_lost += 1;
         }
     }
+    let logged = fleet.logged_event_counts().await;
+    let received = eventually_within(
+        Duration::from_secs(30),
+        "every operation's last event",
+        || async {
+            let received: Vec<(String, i64)> =
+                tap.events().iter().map(TappedEvent::sequenced).collect();
+            EventOrder::complete(&received, &logged).then_some(received)
+        },
+    )
+    .await;
+    let order = EventOrder::of(&received, &logged);
     let mut workers = workers;
     for w in workers
         .iter_mut()
@@ -373,7 +387,7 @@ async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
         })
         .sum();
     println!(
-        "pg_failover: operations={n_ops} final={:?} escalated={} lost={} missing={} approvals_lost={approvals_lost} duplicates={} mismatched={} blind_retries={} drift={} broken_histories={} abandoned_calls={abandoned_calls} refused_writes={refused_writes} promote_after_s={:.1} promoted_s={promoted_s:.2} api_resume_s={api_resume_s:.2} ops_resume_s={ops_resume_s:.2}",
+        "pg_failover: operations={n_ops} final={:?} escalated={} lost={} missing={} approvals_lost={approvals_lost} duplicates={} mismatched={} blind_retries={} drift={} broken_histories={} abandoned_calls={abandoned_calls} refused_writes={refused_writes} promote_after_s={:.1} promoted_s={promoted_s:.2} api_resume_s={api_resume_s:.2} ops_resume_s={ops_resume_s:.2} events={} out_of_order={} gaps={}",
         report.by_status,
         report.escalated,
         report.lost,
@@ -384,9 +398,16 @@ async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
         report.drift,
         report.broken_histories,
         promote_after.as_secs_f64(),
+        order.events,
+        order.out_of_order,
+        order.gaps,
     );
     report.assert_kept("after the failover");
     assert_eq!(approvals_lost, 0, "approvals answered 200 and not recorded");
+    assert_eq!(
+        order.out_of_order, 0,
+        "events arrive in order per operation"
+    );
     assert!(
         api_resume_s.is_finite(),
         "no API write was answered after the kill"
