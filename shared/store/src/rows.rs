@@ -260,32 +260,6 @@ impl EventRow {
     }
 }
 
-/// What one provider call said, as written into `attempts` (normalised: `response` is
-/// the allow-listed summary of the provider's answer, `fleet_core::answer_summary`, never
-/// its whole body nor the request we sent).
-#[derive(Debug, Clone)]
-pub struct AttemptRecord {
-    pub outcome: AttemptOutcome,
-    pub http_status: Option<i32>,
-    pub replayed: Option<bool>,
-    pub external_id: Option<String>,
-    pub provider_request_id: Option<String>,
-    pub response: Option<Value>,
-    pub detail: Option<String>,
-}
-
-impl AttemptRecord {
-    /// An attempt that recorded only its outcome; the rest is added with struct-update
-    /// syntax.
-    pub fn new(outcome: AttemptOutcome) -> AttemptRecord {
-        AttemptRecord {
-            outcome,
-            http_status: None,
-            replayed: None,
-            external_id: None,
-            provider_request_id: None,
-            response: None,
-            detail: None,
-        }
-    }
-}
+/// What one provider call said, as written into `attempts`: core's record (built there
+/// from the call and its classified outcome), written as it is.
+pub use fleet_core::AttemptRecord;

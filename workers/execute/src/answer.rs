@@ -1,11 +1,12 @@
-//! What one attempt's answer becomes in the records: the attempt row (what the provider
-//! said, its allow-listed summary only) and the fenced transition out of `in_progress`
-//! that `fleet_core::execute::answer_move` chooses. Built by the attempt (`perform`,
+//! What one attempt's answer becomes in the records: the attempt row
+//! (`fleet_core::AttemptRecord::of`: what the provider said, its allow-listed summary
+//! only) and the fenced transition out of `in_progress` that
+//! `fleet_core::execute::answer_move` chooses. Built by the attempt (`perform`,
 //! `call`) and written in batches (`batches`); kept apart from both so that neither
 //! reaches into the other.
 
 use fleet_core::execute::answer_move;
-use fleet_core::{answer_summary, CallResult, OpKey, Outcome, Status};
+use fleet_core::{OpKey, Outcome, Status};
 use fleet_store::{AttemptRecord, Transition};
 
 /// What the provider said for the claim (operation, fence), owned so that it can wait in
@@ -48,42 +49,5 @@ pub(crate) fn transition_of(answer: &Answer, accepted_deadline_s: u32) -> Transi
             step.event,
             "execute",
         )
-    }
-}
-
-pub(crate) fn attempt_record(call: &CallResult, outcome: &Outcome) -> AttemptRecord {
-    let external_id = match outcome {
-        Outcome::Succeeded { external_id } => Some(external_id.clone()),
-        Outcome::Accepted { external_id } => external_id.clone(),
-        Outcome::Failed { .. }
-        | Outcome::NotExecuted { .. }
-        | Outcome::Unknown { .. }
-        | Outcome::Conflict { .. } => None,
-    };
-    let detail = match outcome {
-        Outcome::Failed { code } => Some(code.clone()),
-        Outcome::NotExecuted { reason } | Outcome::Unknown { reason, .. } => Some(reason.clone()),
-        Outcome::Conflict { on, current } => Some(format!(
-            "{} current={}",
-            on.code(),
-            current.as_deref().unwrap_or("?")
-        )),
-        Outcome::Succeeded { .. } | Outcome::Accepted { .. } => None,
-    };
-    let base = AttemptRecord {
-        external_id,
-        detail,
-        ..AttemptRecord::new(outcome.attempt_outcome())
-    };
-    match call {
-        CallResult::Answer(a) => AttemptRecord {
-            http_status: Some(i32::from(a.status)),
-            replayed: Some(a.replayed),
-            provider_request_id: a.request_id.clone(),
-            // Only the allow-listed summary is stored, never the whole body (customer data).
-            response: answer_summary(&a.body),
-            ..base
-        },
-        CallResult::NotSent { .. } | CallResult::NoAnswer { .. } => base,
     }
 }

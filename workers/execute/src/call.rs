@@ -15,7 +15,6 @@ use fleet_store::{AttemptRecord, OperationRow, StoreError};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use crate::answer::attempt_record;
 use crate::handler::ExecuteHandler;
 use crate::lease;
 
@@ -80,7 +79,7 @@ impl ExecuteHandler {
                 .collect();
             outcome = settle_conflict(outcome, &earlier);
         }
-        let record = attempt_record(&sent, &outcome);
+        let record = AttemptRecord::of(&sent, &outcome);
         Ok((outcome, record))
     }
 

@@ -12,7 +12,6 @@ use fleet_store::{AttemptRecord, StoreError};
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
-use crate::answer::attempt_record;
 use crate::call::Call;
 use crate::handler::ExecuteHandler;
 
@@ -128,7 +127,7 @@ impl ExecuteHandler {
         }
         let sent = call.provider.send(&call.op, &call.request).await;
         let outcome = call.spec.classify(&sent, &call.op.subject);
-        let record = attempt_record(&sent, &outcome);
+        let record = AttemptRecord::of(&sent, &outcome);
         Ok((outcome, record))
     }
 }
