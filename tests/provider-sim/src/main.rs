@@ -88,6 +88,11 @@ async fn main() -> anyhow::Result<()> {
         esign_send_delay_ms: args.esign_send_delay_ms,
         rate_limit_per_s: args.rate_limit_per_s,
     };
+    // The handler is installed before the simulator listens: a SIGTERM that follows the
+    // "listening" line at once (a supervisor, a test) is then always a clean stop, never
+    // the default action's kill.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("binding {}", args.addr))?;
@@ -95,19 +100,13 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(?config, "configured");
     let sim = fleet_provider_sim::spawn(config, listener).await?;
     tracing::info!(addr = %sim.addr, "provider simulator listening");
-    shutdown_signal().await?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result.context("waiting for ctrl-c")?,
+        _ = terminate.recv() => {}
+    }
     tracing::info!("shutting down");
     sim.shutdown().await;
     Ok(())
-}
-
-async fn shutdown_signal() -> anyhow::Result<()> {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result.context("waiting for ctrl-c"),
-        _ = terminate.recv() => Ok(()),
-    }
 }
 
 #[cfg(test)]
