@@ -8,6 +8,7 @@
 //! show one id while the operation carries another. The templates escape HTML; this is
 //! about the characters HTML escaping leaves alone.
 
+use fleet_core::authz::{self, Actor, Denial, OperationAction, OperationFacts};
 use fleet_core::money::format_amount;
 use fleet_core::objects::ObjectRef;
 use fleet_core::payee::{PayeeEvidence, UnknownPayee};
@@ -18,7 +19,7 @@ use fleet_core::wording::{
     approval_in_words, describe, expiry_in_words, instant_in_words, patch_field_in_words,
     patch_value_in_words, status_in_words,
 };
-use fleet_core::{canonical_json, ApprovalStatus, AttemptOutcome, Precondition, Role, Status};
+use fleet_core::{canonical_json, ApprovalStatus, AttemptOutcome, Precondition, Status};
 use fleet_store::{ApprovalGiven, AttemptRow, ConsoleOperation, EventRow, Principal};
 use serde_json::Value;
 
@@ -64,6 +65,9 @@ pub struct Card {
     /// The risk cues found at intake, in words ("first payment to this payee").
     pub risks: Vec<String>,
     pub submitted_by: String,
+    /// The submitting principal's name as stored (not as shown), for the authorization
+    /// rules; none when the intent came through the queue.
+    pub submitter: Option<String>,
     /// "1 of 2" when the view says how many approvals are needed.
     pub quorum: Option<String>,
     pub escalated: bool,
@@ -118,6 +122,11 @@ impl Card {
             risks: risks_in_words(op),
             submitted_by: text(&op.view, "submitted_by")
                 .unwrap_or_else(|| "the intents queue".into()),
+            submitter: op
+                .view
+                .get("submitted_by")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             quorum,
             escalated: r.escalated_at.is_some(),
             why,
@@ -492,20 +501,34 @@ pub struct Allowed {
 }
 
 impl Allowed {
+    /// What `p` may do on this page, as `fleet_core::authz` decides for the API's routes
+    /// (the same role, tenant and maker-checker rules), and what the operation's state
+    /// leaves to do at all.
     pub fn of(p: &Principal, card: &Card) -> Allowed {
-        let approve_why_not = if !card.pending {
-            None
-        } else if p.role != Role::Approver {
-            Some(format!(
+        let actor = Actor {
+            name: &p.name,
+            role: p.role,
+            tenants: &p.tenants,
+        };
+        let facts = OperationFacts {
+            tenant_id: &card.tenant,
+            submitted_by: card.submitter.as_deref(),
+        };
+        let may = |what| authz::may_act_on(&actor, what, Some(&facts));
+        let approve_why_not = match may(OperationAction::Approve) {
+            _ if !card.pending => None,
+            Ok(()) => None,
+            Err(Denial::RoleNotAllowed) => Some(format!(
                 "Your role ({}) does not approve or reject.",
                 p.role
-            ))
-        } else if card.submitted_by == p.name {
-            Some("You submitted this operation: another person must approve it.".to_owned())
-        } else {
-            None
+            )),
+            Err(Denial::SubmitterCannotApprove) => {
+                Some("You submitted this operation: another person must approve it.".to_owned())
+            }
+            Err(Denial::NotFound | Denial::TenantNotGranted | Denial::Ambiguous) => {
+                Some("This operation is not in your tenants.".to_owned())
+            }
         };
-        let operator = p.role == Role::Operator;
         let settleable = matches!(
             card.status,
             Status::Unknown | Status::Accepted | Status::Disputed
@@ -514,8 +537,8 @@ impl Allowed {
         Allowed {
             approve: card.pending && approve_why_not.is_none(),
             approve_why_not,
-            resolve: operator && settleable,
-            dispute: operator && !final_for_workers,
+            resolve: may(OperationAction::Resolve).is_ok() && settleable,
+            dispute: may(OperationAction::Dispute).is_ok() && !final_for_workers,
         }
     }
 }
