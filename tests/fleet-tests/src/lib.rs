@@ -57,7 +57,7 @@ pub use intents::{
 };
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
 pub use pg_pair::PgPair;
-pub use processes::{bin_dir, WorkerProcess};
+pub use processes::{bin_dir, WorkerProcess, TWO_OF_EACH_WORKER};
 pub use promise_check::{blind_retries, check_promise, history_breaks, PromiseReport};
 pub use rabbit_cluster::RabbitCluster;
 pub use signing::{signed_approval, statement_of};

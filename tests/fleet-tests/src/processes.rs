@@ -97,6 +97,20 @@ impl Drop for WorkerProcess {
     }
 }
 
+/// Two replicas of every worker that consumes or publishes (the API aside, which a test
+/// starts with [`TestFleet::spawn_api`]): what the failover tests run, so that the loss of
+/// any one process leaves its twin working.
+pub const TWO_OF_EACH_WORKER: [&str; 8] = [
+    "fleet-prepare",
+    "fleet-prepare",
+    "fleet-execute",
+    "fleet-execute",
+    "fleet-reconcile",
+    "fleet-reconcile",
+    "fleet-relay",
+    "fleet-relay",
+];
+
 impl TestFleet {
     /// Ends every process this fleet started that is still running. Called before the
     /// namespace is removed: a worker whose queue is deleted under it reconnects and

@@ -22,7 +22,7 @@ use fleet_broker::lapin::{Connection, ConnectionProperties};
 use fleet_broker::Queue;
 use fleet_tests::{
     alone, check_promise, hash_of, intent, op_of, EventOrder, Infra, RabbitCluster, TestFleet,
-    WorkerProcess,
+    WorkerProcess, TWO_OF_EACH_WORKER,
 };
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -37,17 +37,6 @@ const WORKER_ENV: [(&str, &str); 7] = [
     ("CONCURRENCY", "8"),
     ("RELAY_POLL_INTERVAL_MS", "25"),
     ("RUST_LOG", "warn"),
-];
-
-const REPLICATED: [&str; 8] = [
-    "fleet-prepare",
-    "fleet-prepare",
-    "fleet-execute",
-    "fleet-execute",
-    "fleet-reconcile",
-    "fleet-reconcile",
-    "fleet-relay",
-    "fleet-relay",
 ];
 
 /// Submissions are spaced this far apart (about 13 a second) from the start until a while
@@ -70,7 +59,7 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     let fleet = TestFleet::start_on(infra, Default::default()).await;
     let ns = fleet.broker.namespace.clone();
     let events = EventsQueue::declare(&cluster, &fleet).await;
-    let mut procs: Vec<WorkerProcess> = REPLICATED
+    let mut procs: Vec<WorkerProcess> = TWO_OF_EACH_WORKER
         .iter()
         .map(|name| fleet.spawn_process(name, &WORKER_ENV))
         .collect();
@@ -136,7 +125,7 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
             sleep(Duration::from_millis(1_000 + rng % 1_000)).await;
             let victim = (rng % procs.len() as u64) as usize;
             procs[victim].kill9();
-            procs[victim] = fleet.spawn_process(REPLICATED[victim], &WORKER_ENV);
+            procs[victim] = fleet.spawn_process(TWO_OF_EACH_WORKER[victim], &WORKER_ENV);
             killed += 1;
         }
         killed

@@ -25,7 +25,7 @@ use fleet_core::{ApprovalStatus, Role};
 use fleet_provider_sim::SimConfig;
 use fleet_tests::{
     alone, at, check_promise, eventually_within, hash_of, intent, intent_bytes, op_of, EventOrder,
-    Infra, PgPair, TappedEvent, TestFleet, WorkerProcess, TENANT,
+    Infra, PgPair, TappedEvent, TestFleet, WorkerProcess, TENANT, TWO_OF_EACH_WORKER,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -198,19 +198,10 @@ async fn a_fleet_rides_out_a_primary_failover_losing_and_repeating_nothing() {
             .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": delay_ms, "probability": probability}))
             .await;
     }
-    let workers: Vec<WorkerProcess> = [
-        "fleet-prepare",
-        "fleet-prepare",
-        "fleet-execute",
-        "fleet-execute",
-        "fleet-reconcile",
-        "fleet-reconcile",
-        "fleet-relay",
-        "fleet-relay",
-    ]
-    .into_iter()
-    .map(|name| fleet.spawn_process(name, &WORKER_ENV))
-    .collect();
+    let workers: Vec<WorkerProcess> = TWO_OF_EACH_WORKER
+        .into_iter()
+        .map(|name| fleet.spawn_process(name, &WORKER_ENV))
+        .collect();
     // Every outcome event of the run, as an agent subscribed throughout receives them.
     let tap = fleet.tap_events("#").await;
     let mut apis = vec![
