@@ -189,7 +189,10 @@ impl RabbitCluster {
             .open(node.dir.join("server.log"))
             .expect("the node's log");
         let mut command = Command::new(rabbit_bin("rabbitmq-server"));
+        // The VM writes its crash dumps (erl_crash.dump, MnesiaCore.*) into its working
+        // directory; the node's own, so that nothing lands in the caller's checkout.
         command
+            .current_dir(&node.dir)
             .env("HOME", &home)
             .env("RABBITMQ_NODENAME", &node.name)
             .env("RABBITMQ_DIST_PORT", node.dist_port.to_string())
@@ -253,7 +256,11 @@ impl RabbitCluster {
 
     fn ctl_command(&self, args: &[&str]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(rabbit_bin("rabbitmqctl"));
-        command.env("HOME", &self.dir).args(args).kill_on_drop(true);
+        command
+            .current_dir(&self.dir)
+            .env("HOME", &self.dir)
+            .args(args)
+            .kill_on_drop(true);
         command
     }
 }
