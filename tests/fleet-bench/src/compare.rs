@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::machine::Machine;
 use super::report::Results;
 use super::{BenchArgs, Mode};
 
@@ -34,10 +35,15 @@ pub struct Key {
     pub max_worker_peak_rss_mib: f64,
     pub machine_busy_pct: f64,
     pub machine_steal_pct: f64,
+    /// The calibration's commit probe (ms per commit) and CPU loop (ms), before the window.
+    pub calibration_commit_ms: f64,
+    pub calibration_cpu_loop_ms: f64,
+    /// The in-window speed probe against the calibration's loop (1.0: as fast).
+    pub window_core_slowdown: f64,
 }
 
 impl Key {
-    pub fn of(args: &BenchArgs, r: &Results) -> Key {
+    pub fn of(args: &BenchArgs, r: &Results, machine: &Machine) -> Key {
         let u = &r.usage;
         let per_op = |s: f64| s * 1000.0 / r.ops.max(1) as f64;
         let to_final = match (args.mode, &r.rows.ring_to_final) {
@@ -64,6 +70,18 @@ impl Key {
             max_worker_peak_rss_mib: u.max_worker_peak_rss_mib,
             machine_busy_pct: 100.0 * u.machine_busy_cpu_s / u.machine_capacity_cpu_s.max(1e-9),
             machine_steal_pct: 100.0 * u.machine_steal_cpu_s / u.machine_capacity_cpu_s.max(1e-9),
+            calibration_commit_ms: machine
+                .calibration
+                .as_ref()
+                .map_or(f64::NAN, |c| c.commit_ms),
+            calibration_cpu_loop_ms: machine
+                .calibration
+                .as_ref()
+                .map_or(f64::NAN, |c| c.cpu_loop_ms),
+            window_core_slowdown: machine
+                .speed_during_window
+                .as_ref()
+                .map_or(f64::NAN, |s| s.slowdown()),
         }
     }
 }
@@ -105,6 +123,13 @@ fn figures(mode: Mode) -> Vec<Figure> {
         ("machine busy", "%", |k| k.machine_busy_pct),
         ("machine stolen by the hypervisor", "%", |k| {
             k.machine_steal_pct
+        }),
+        ("calibration: Postgres commit", "ms", |k| {
+            k.calibration_commit_ms
+        }),
+        ("calibration: CPU loop", "ms", |k| k.calibration_cpu_loop_ms),
+        ("core slowdown during the window", "×", |k| {
+            k.window_core_slowdown
         }),
     ]
 }
@@ -232,6 +257,98 @@ pub fn finish(
         candidate_bin: candidate.display().to_string(),
         rounds: pairs.to_vec(),
         medians: rows,
+    };
+    super::table::write_json(json, &report)
+}
+
+#[derive(Debug, Serialize)]
+struct Spread {
+    figure: String,
+    unit: String,
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Repeated {
+    schema: &'static str,
+    kind: &'static str,
+    command: String,
+    bin: String,
+    runs: Vec<Key>,
+    spreads: Vec<Spread>,
+}
+
+/// `--rounds N` without `--baseline-bin`: the same run N times; prints each figure's
+/// median and range (the spread to expect from one run on this machine) and writes them
+/// as JSON to `json`.
+pub fn finish_repeated(
+    args: &BenchArgs,
+    bin: &Path,
+    runs: &[Key],
+    json: &Path,
+) -> anyhow::Result<()> {
+    let spreads: Vec<Spread> = figures(args.mode)
+        .into_iter()
+        .map(|(figure, unit, get)| {
+            let v: Vec<f64> = runs.iter().map(get).filter(|v| v.is_finite()).collect();
+            Spread {
+                figure: figure.into(),
+                unit: unit.into(),
+                median: median(v.clone()),
+                min: v.iter().copied().fold(f64::NAN, f64::min),
+                max: v.iter().copied().fold(f64::NAN, f64::max),
+            }
+        })
+        .collect();
+    println!();
+    println!(
+        "fleet-bench --mode {} --rounds {}: medians and ranges over the runs",
+        args.mode.as_str(),
+        runs.len()
+    );
+    println!("binaries: {}", bin.display());
+    let w0 = spreads
+        .iter()
+        .map(|r| r.figure.chars().count() + r.unit.chars().count() + 3)
+        .max()
+        .unwrap_or(6);
+    println!(
+        "{:<w0$}  {:>10}  {:>10}  {:>10}",
+        "FIGURE", "MEDIAN", "MIN", "MAX"
+    );
+    for r in &spreads {
+        let label = if r.unit.is_empty() {
+            r.figure.clone()
+        } else {
+            format!("{} ({})", r.figure, r.unit)
+        };
+        println!(
+            "{label:<w0$}  {:>10}  {:>10}  {:>10}",
+            fmt(r.median),
+            fmt(r.min),
+            fmt(r.max)
+        );
+    }
+    for (i, k) in runs.iter().enumerate() {
+        println!(
+            "run {}: {:.0} ops/s ({} of {} succeeded), Postgres {:.3} ms/op, core slowdown {:.2}×",
+            i + 1,
+            k.throughput_ops_s,
+            k.succeeded,
+            k.ops,
+            k.postgres_fleet_cpu_ms_per_op,
+            k.window_core_slowdown
+        );
+    }
+    let report = Repeated {
+        schema: super::report::SCHEMA,
+        kind: "repeated",
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        bin: bin.display().to_string(),
+        runs: runs.to_vec(),
+        spreads,
     };
     super::table::write_json(json, &report)
 }

@@ -7,7 +7,7 @@
 //! figures are therefore read only once every connection to the bench database is gone
 //! ([`BenchDb::wait_disconnected`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -171,20 +171,30 @@ impl BenchDb {
     /// bench database, except the bench's own, and the server's background processes
     /// (WAL writer, checkpointer, background writer, autovacuum launcher), which every
     /// database shares.
-    pub async fn fleet_backends(&self) -> anyhow::Result<HashSet<u32>> {
+    /// The Postgres processes working for the fleet, each with what it works for: the
+    /// component whose role it logged in as (`execute` for `<db>__execute`), or its
+    /// background type (`checkpointer`, `walwriter`, …).
+    pub async fn fleet_backends(&self) -> anyhow::Result<HashMap<u32, String>> {
         let rows = self
             .maintenance
             .client()
             .await?
             .query(
-                "SELECT pid FROM pg_stat_activity
+                "SELECT pid, CASE WHEN datname IS NULL THEN backend_type
+                                  ELSE coalesce(nullif(split_part(usename, '__', 2), ''), usename) END
+                 FROM pg_stat_activity
                  WHERE (datname = $1 AND application_name <> $2) OR (datname IS NULL AND backend_type <> 'client backend')",
                 &[&self.name, &BENCH_APP],
             )
             .await?;
         Ok(rows
             .iter()
-            .map(|r| r.get::<_, i32>(0).unsigned_abs())
+            .map(|r| {
+                (
+                    r.get::<_, i32>(0).unsigned_abs(),
+                    r.get::<_, Option<String>>(1).unwrap_or_default(),
+                )
+            })
             .collect())
     }
 

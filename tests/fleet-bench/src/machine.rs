@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::calibrate::{self, Calibration};
+use super::calibrate::{self, Calibration, SpeedDuringWindow};
 use super::database::BenchDb;
 
 /// The server settings that move the figures: what each session may run (JIT), what a
@@ -43,6 +43,9 @@ pub struct Machine {
     pub postgres_settings: BTreeMap<String, String>,
     /// The probe run just before the measurement.
     pub calibration: Option<Calibration>,
+    /// The core's speed sampled during the measured window (a host that slowed down
+    /// during a run shows here, not in the steal time).
+    pub speed_during_window: Option<SpeedDuringWindow>,
 }
 
 fn first_value(text: &str, key: &str) -> Option<String> {
@@ -71,6 +74,7 @@ impl Machine {
             postgres,
             postgres_settings: BTreeMap::new(),
             calibration: None,
+            speed_during_window: None,
         }
     }
 
@@ -86,6 +90,19 @@ impl Machine {
     /// The calibration probe's line, if it ran.
     pub fn calibration_line(&self) -> Option<String> {
         self.calibration.as_ref().map(Calibration::line)
+    }
+
+    /// The in-window speed samples' line, if there are any.
+    pub fn speed_line(&self) -> Option<String> {
+        self.speed_during_window
+            .as_ref()
+            .map(SpeedDuringWindow::line)
+    }
+
+    /// The core's speed during the window, beside the calibration's.
+    pub fn with_window_speed(mut self, speed: Option<SpeedDuringWindow>) -> Machine {
+        self.speed_during_window = speed.map(|s| s.against(self.calibration.as_ref()));
+        self
     }
 
     /// The server's settings and the calibration probe, as measured for this run.

@@ -3,7 +3,7 @@
 //! (the workers' own `fleet_messages_*` counters), and the CPU of the services the fleet
 //! shares the machine with (Postgres backends, RabbitMQ, everything else).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -86,6 +86,9 @@ pub struct Usage {
     /// the window is missing from it.
     pub postgres_fleet_cpu_s: f64,
     pub postgres_fleet_cpu_ms_per_op: f64,
+    /// The same by what each process works for (the component whose role a backend
+    /// logged in as, or a background process's type): where Postgres's time goes.
+    pub postgres_fleet_cpu_ms_per_op_by_component: BTreeMap<String, f64>,
     /// Every `beam.smp` process on the machine.
     pub rabbitmq_cpu_s: f64,
     pub rabbitmq_cpu_ms_per_op: f64,
@@ -109,7 +112,7 @@ pub fn usage(
     before: &ProcSample,
     after: &ProcSample,
     members: &[Member],
-    fleet_backends: &HashSet<u32>,
+    fleet_backends: &HashMap<u32, String>,
     ops: usize,
     tck: u64,
 ) -> Usage {
@@ -149,10 +152,14 @@ pub fn usage(
         .sum();
     let bench_cpu_s = secs(delta(after.own_ticks, before.own_ticks), tck);
     let postgres_cpu_s = secs(after.postgres.since(&before.postgres), tck);
-    let postgres_fleet_cpu_s = secs(
-        after.postgres.since_for(&before.postgres, fleet_backends),
-        tck,
-    );
+    let fleet_pids: HashSet<u32> = fleet_backends.keys().copied().collect();
+    let postgres_fleet_cpu_s = secs(after.postgres.since_for(&before.postgres, &fleet_pids), tck);
+    let mut postgres_by_component: BTreeMap<String, f64> = BTreeMap::new();
+    for (pid, component) in fleet_backends {
+        let one = HashSet::from([*pid]);
+        let s = secs(after.postgres.since_for(&before.postgres, &one), tck);
+        *postgres_by_component.entry(component.clone()).or_default() += per_op(s);
+    }
     let rabbitmq_cpu_s = secs(after.rabbitmq.since(&before.rabbitmq), tck);
     let machine_busy_cpu_s = secs(after.machine.busy.saturating_sub(before.machine.busy), tck);
     let machine_capacity_cpu_s = secs(
@@ -172,6 +179,7 @@ pub fn usage(
         postgres_cpu_ms_per_op: per_op(postgres_cpu_s),
         postgres_fleet_cpu_s,
         postgres_fleet_cpu_ms_per_op: per_op(postgres_fleet_cpu_s),
+        postgres_fleet_cpu_ms_per_op_by_component: postgres_by_component,
         rabbitmq_cpu_s,
         rabbitmq_cpu_ms_per_op: per_op(rabbitmq_cpu_s),
         machine_busy_cpu_s,

@@ -266,12 +266,19 @@ pub fn finish(
     if let Some(line) = report.machine.calibration_line() {
         println!("{line}");
     }
+    if let Some(line) = report.machine.speed_line() {
+        println!("{line}");
+    }
     table.print();
     for n in &report.notes {
         println!("note: {n}");
     }
     super::table::write_json(json, &report)?;
-    Ok(super::compare::Key::of(args, &report.results))
+    Ok(super::compare::Key::of(
+        args,
+        &report.results,
+        &report.machine,
+    ))
 }
 
 fn replicas_line(c: &Config) -> String {

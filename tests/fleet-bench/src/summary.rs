@@ -276,6 +276,14 @@ pub fn fill(t: &mut Table, args: &BenchArgs, r: &Results) -> Vec<Target> {
     } else {
         t.row(PG_FIGURE, postgres);
     }
+    let by_component = u
+        .postgres_fleet_cpu_ms_per_op_by_component
+        .iter()
+        .filter(|(_, ms)| **ms >= 0.0005)
+        .map(|(c, ms)| format!("{c} {ms:.3}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    t.row("postgres cpu/op by component (ms)", by_component);
     t.row(
         "rabbitmq cpu/op",
         format!("{:.3} ms", u.rabbitmq_cpu_ms_per_op),

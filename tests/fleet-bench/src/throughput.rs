@@ -24,7 +24,7 @@ use super::machine::Machine;
 use super::measure::{self, ProcSample};
 use super::report::{self, Config, Figures, PgFigures};
 use super::sql::BenchSql;
-use super::{compare, latency, procfs, seed, BenchArgs, Mode};
+use super::{calibrate, compare, latency, procfs, seed, BenchArgs, Mode};
 use fleetctl::args::Connection;
 use fleetctl::processes;
 
@@ -97,18 +97,33 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     let candidate = processes::bin_dir(args.bin_dir.as_deref())?;
     let json = args.json_path();
     let Some(baseline) = &args.baseline_bin else {
-        run_set(
-            conn,
-            args,
-            &BinSet {
+        if args.rounds == 1 {
+            let set = BinSet {
                 bin_dir: candidate,
                 migrator: None,
                 label: "candidate".into(),
                 json,
-            },
-        )
-        .await?;
-        return Ok(());
+            };
+            run_set(conn, args, &set).await?;
+            return Ok(());
+        }
+        let mut runs = Vec::new();
+        for round in 1..=args.rounds {
+            let set = BinSet {
+                bin_dir: candidate.clone(),
+                migrator: None,
+                label: "candidate".into(),
+                json: compare::suffixed(&json, &format!("run-{round}")),
+            };
+            println!("\n== run {round} of {} ==", args.rounds);
+            runs.push(run_set(conn, args, &set).await?);
+        }
+        return compare::finish_repeated(
+            args,
+            &candidate,
+            &runs,
+            &compare::suffixed(&json, "runs"),
+        );
     };
     let fleetctl = baseline.join("fleetctl");
     let migrator = fleetctl.exists().then_some(fleetctl);
@@ -309,6 +324,7 @@ async fn run_set(
         provider_refused: window.provider_refused,
         tally: window.tally,
     };
+    let machine = machine.with_window_speed(window.speed);
     report::finish(args, machine, config, figures, notes, &set.json)
 }
 
@@ -325,6 +341,7 @@ struct Window {
     provider_payments: Option<i64>,
     /// The requests the simulator answered 429.
     provider_refused: Option<i64>,
+    speed: Option<calibrate::SpeedDuringWindow>,
 }
 
 async fn measure_window(
@@ -364,6 +381,7 @@ async fn measure_window(
     let start = Utc::now();
     let deadline = Instant::now() + Duration::from_secs(args.timeout_s);
     let (mut bells, mut ring_s, mut pipeline) = (None, None, None);
+    let speed_probe = calibrate::SpeedProbe::start();
     let drive = async {
         match args.mode {
             Mode::Execute => {
@@ -397,6 +415,7 @@ async fn measure_window(
                 args.log_dir.display()
             )
         })??;
+    let speed = speed_probe.finish();
     let sample_after = ProcSample::take(fleet, &http).await?;
     // Read while the fleet still runs: its backends are the ones connected now.
     let fleet_backends = db.fleet_backends().await?;
@@ -427,6 +446,7 @@ async fn measure_window(
         load: pipeline,
         provider_payments,
         provider_refused,
+        speed,
     })
 }
 

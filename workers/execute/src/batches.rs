@@ -21,7 +21,7 @@ use crate::ExecuteSettings;
 const MAX_BATCH: usize = 64;
 /// Batches of each kind running at once: a second one goes out while the first is in
 /// Postgres, so a request waits at most for one batch ahead of it.
-const IN_FLIGHT: usize = 2;
+const IN_FLIGHT: usize = 1;
 
 /// `None`: the batch failed; the doorbell's operation is claimed on its own.
 type ClaimResult = Option<Claim>;
