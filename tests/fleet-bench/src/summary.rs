@@ -119,8 +119,10 @@ pub fn fill(t: &mut Table, args: &BenchArgs, r: &Results) -> Vec<Target> {
         "window (first bell/submit → last final)",
         format!("{:.2} s", r.window_s),
     );
+    // The targets for a 2-vCPU machine of the kind docs/benchmark.md describes, with
+    // Postgres, RabbitMQ and the fleet on the same two cores.
     let (tp_target, tp_figure) = match args.mode {
-        Mode::Execute => (1500.0, "throughput, execute phase"),
+        Mode::Execute => (1200.0, "throughput, execute phase"),
         Mode::Pipeline => (1000.0, "throughput, whole pipeline"),
     };
     if let Some(p) = &r.provider_rate {
@@ -266,11 +268,11 @@ pub fn fill(t: &mut Table, args: &BenchArgs, r: &Results) -> Vec<Target> {
         let pg_met = u.postgres_fleet_cpu_ms_per_op <= 0.8;
         t.target(PG_FIGURE, postgres, "≤ 0.8 ms", Some(pg_met));
         let execute = format!("{:.3} ms", u.execute_cpu_ms_per_op);
-        let execute_met = u.execute_cpu_ms_per_op <= 0.4;
+        let execute_met = u.execute_cpu_ms_per_op <= 0.3;
         t.target(
             "fleet-execute cpu/op",
             execute,
-            "≤ 0.4 ms",
+            "≤ 0.3 ms",
             Some(execute_met),
         );
     } else {

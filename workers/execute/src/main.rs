@@ -30,9 +30,12 @@ struct Cli {
 /// spend most of their time waiting on the provider, and the claims and answers of the
 /// handlers running at the same time share one statement and one commit (see
 /// `batches.rs`), so more of them at once costs Postgres less per operation. The prefetch
-/// keeps the next doorbells at hand for every slot.
-const CONCURRENCY: &str = "64";
-const PREFETCH: &str = "128";
+/// keeps the next doorbells at hand for every slot. 128 handlers let a claim batch reach
+/// the 64 doorbells one statement takes while the answers of the previous ones are being
+/// recorded (docs/benchmark.md); a provider with a low rate limit wants fewer
+/// (docs/scaling.md).
+const CONCURRENCY: &str = "128";
+const PREFETCH: &str = "256";
 
 fn command() -> clap::Command {
     Cli::command()
@@ -83,7 +86,7 @@ mod tests {
         };
         if std::env::var_os("CONCURRENCY").is_none() && std::env::var_os("PREFETCH").is_none() {
             let cli = parse(&["fleet-execute"]);
-            assert_eq!((cli.common.concurrency, cli.common.prefetch), (64, 128));
+            assert_eq!((cli.common.concurrency, cli.common.prefetch), (128, 256));
         }
         let cli = parse(&["fleet-execute", "--concurrency=5", "--prefetch=7"]);
         assert_eq!((cli.common.concurrency, cli.common.prefetch), (5, 7));
