@@ -7,14 +7,22 @@
 //! time, counted from the start of the latest attempt) and that request's effect would be
 //! searchable (its search lag); and a same-key retry is allowed only while the key is still
 //! inside the provider's retention window. Anything ambiguous goes to a person.
+//!
+//! The worker's step is here too: which rows it reconciles and the fenced move each
+//! verdict makes ([`next_step`], [`found_move`] and the other moves of `step`).
 
 mod settle;
+mod step;
 
 pub use crate::lookup::{Found, Lookup, Reading};
 
 pub use settle::{
     definitive_attempt, lookup_backoff, settle, AskAgain, AttemptSeen, Settle, SettleFacts,
     MAX_LOOKUP_BACKOFF,
+};
+pub use step::{
+    absent_move, escalate_move, found_move, lease_expired_move, next_step, past_deadline_move,
+    LookupMove, RowDue, Step,
 };
 
 /// The provider's documented contract, as configured by the operator.
