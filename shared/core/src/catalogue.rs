@@ -9,7 +9,9 @@
 //! Adding an action is: a typed payload implementing [`ActionPayload`] (a file under
 //! `actions/`), its [`ActionSpec`] constant, a variant of [`Action`] and a line in
 //! [`CATALOGUE`] (in the variant's order), plus the provider adapter's request and lookup
-//! (`fleet_providers`). docs/adding-an-action.md walks through one.
+//! (`fleet_providers`), and beside the code its schema rule and fixtures, a policy naming
+//! it, a migration admitting it and a simulator route (`fleet-tests`' `action_pieces`
+//! names whichever an action lacks). docs/adding-an-action.md walks through one.
 
 pub mod capabilities;
 

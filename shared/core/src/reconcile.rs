@@ -7,14 +7,22 @@
 //! time, counted from the start of the latest attempt) and that request's effect would be
 //! searchable (its search lag); and a same-key retry is allowed only while the key is still
 //! inside the provider's retention window. Anything ambiguous goes to a person.
+//!
+//! The worker's step is here too: which rows it reconciles and the fenced move each
+//! verdict makes ([`next_step`], [`found_move`] and the other moves of `step`).
 
 mod settle;
+mod step;
 
 pub use crate::lookup::{Found, Lookup, Reading};
 
 pub use settle::{
     definitive_attempt, lookup_backoff, settle, AskAgain, AttemptSeen, Settle, SettleFacts,
     MAX_LOOKUP_BACKOFF,
+};
+pub use step::{
+    absent_move, escalate_move, found_move, lease_expired_move, next_step, past_deadline_move,
+    LookupMove, RowDue, Step,
 };
 
 /// The provider's documented contract, as configured by the operator.
@@ -61,30 +69,64 @@ pub enum Verdict {
     Escalate(&'static str),
 }
 
+/// Who judges a lookup, which decides what a failed or unmatched one costs and what an
+/// empty one must also prove. Both share the rest: one match is ours, several are never
+/// picked from, and an empty search proves absence only once an earlier request can no
+/// longer commit and its effect would be searchable ([`absence_provable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judge {
+    /// Reconcile, about an unknown operation: absence sends it back for a same-key retry,
+    /// so the key must still be deduplicated by the provider; failed lookups count toward
+    /// a person, and an answer that cannot be matched goes to one.
+    Reconcile,
+    /// Execute, searching before a create the provider cannot deduplicate
+    /// (`Effect::SearchedCreate`): the create carries no key the provider would
+    /// deduplicate, so the key's retention proves nothing here; and nothing has been sent
+    /// in this claim yet, so a search that failed or cannot be matched only releases the
+    /// claim for a later attempt (which searches again), nothing is counted or escalated.
+    BeforeCreate,
+}
+
+/// Reconcile's verdict on a lookup ([`judge_as`] by [`Judge::Reconcile`]).
 pub fn judge(lookup: &Lookup, ages: AttemptAges, contract: ProviderContract) -> Verdict {
-    match lookup {
-        Lookup::Failed
+    judge_as(Judge::Reconcile, lookup, ages, contract)
+}
+
+/// What `lookup` proves, for `who`.
+pub fn judge_as(
+    who: Judge,
+    lookup: &Lookup,
+    ages: AttemptAges,
+    contract: ProviderContract,
+) -> Verdict {
+    match (who, lookup) {
+        (Judge::BeforeCreate, Lookup::Failed | Lookup::Ambiguous(_)) => Verdict::RetryLater,
+        (Judge::Reconcile, Lookup::Failed)
             if ages.failed_lookups_so_far + 1 >= contract.escalate_after_failed_lookups =>
         {
             Verdict::Escalate("lookup_failed_repeatedly")
         }
-        Lookup::Failed => Verdict::RetryLater,
-        Lookup::Ambiguous(reason) => Verdict::Escalate(reason),
-        Lookup::Matches(found) if found.len() > 1 => Verdict::Escalate("multiple_matches"),
-        Lookup::Matches(found) if found.len() == 1 => Verdict::Resolve(found[0].clone()),
-        Lookup::Matches(_) => judge_absence(ages, contract),
+        (Judge::Reconcile, Lookup::Failed) => Verdict::RetryLater,
+        (Judge::Reconcile, Lookup::Ambiguous(reason)) => Verdict::Escalate(reason),
+        (_, Lookup::Matches(found)) if found.len() > 1 => Verdict::Escalate("multiple_matches"),
+        (_, Lookup::Matches(found)) if found.len() == 1 => Verdict::Resolve(found[0].clone()),
+        (_, Lookup::Matches(_)) => judge_absence(who, ages, contract),
     }
 }
 
-fn judge_absence(ages: AttemptAges, contract: ProviderContract) -> Verdict {
-    let Some(oldest) = ages.oldest_ms else {
-        // No attempt row: nothing was ever sent (the claim writes the row before any call).
-        return Verdict::Absent;
-    };
-    if !key_trusted(oldest, contract) {
-        // The provider may have forgotten the key: a retry could create a second effect.
-        return Verdict::Escalate("key_retention_passed");
+fn judge_absence(who: Judge, ages: AttemptAges, contract: ProviderContract) -> Verdict {
+    if who == Judge::Reconcile {
+        let Some(oldest) = ages.oldest_ms else {
+            // No attempt row: nothing was ever sent (the claim writes the row before any
+            // call).
+            return Verdict::Absent;
+        };
+        if !key_trusted(oldest, contract) {
+            // The provider may have forgotten the key: a retry could create a second effect.
+            return Verdict::Escalate("key_retention_passed");
+        }
     }
+    // Before a create, no earlier attempt means no age to wait for: absence is provable.
     match absence_provable(ages, contract) {
         Ok(()) => Verdict::Absent,
         Err(wait_ms) => Verdict::WaitForSearchLag { wait_ms },
@@ -299,6 +341,41 @@ mod tests {
         assert_eq!(
             judge(&Lookup::Ambiguous("version_moved"), ages(0, 0), CONTRACT),
             Verdict::Escalate("version_moved")
+        );
+    }
+
+    #[test]
+    fn before_a_create_the_verdict_is_reconciles_but_for_what_a_claim_may_retry() {
+        let before = |lookup: &Lookup, a: AttemptAges, c: ProviderContract| {
+            judge_as(Judge::BeforeCreate, lookup, a, c)
+        };
+        // The same verdict on what a search found, and on when an empty one proves absence.
+        for (lookup, a) in [
+            (Lookup::Matches(vec![paid("pay_1")]), ages(0, 0)),
+            (
+                Lookup::Matches(vec![paid("pay_1"), paid("pay_2")]),
+                ages(0, 0),
+            ),
+            (Lookup::Matches(vec![]), ages(10_000, 10_000)),
+            (Lookup::Matches(vec![]), ages(60_000, 60_000)),
+        ] {
+            assert_eq!(
+                before(&lookup, a, CONTRACT),
+                judge(&lookup, a, CONTRACT),
+                "{lookup:?}"
+            );
+        }
+        // A failed or unmatched search only releases the claim, however often it failed.
+        let mut tried = ages(0, 0);
+        tried.failed_lookups_so_far = 10;
+        for lookup in [Lookup::Failed, Lookup::Ambiguous("version_moved")] {
+            assert_eq!(before(&lookup, tried, CONTRACT), Verdict::RetryLater);
+        }
+        // A create carries no key the provider deduplicates: its retention is not waited on.
+        let late = 86_400_000 - RETENTION_SAFETY_MARGIN_MS;
+        assert_eq!(
+            before(&Lookup::Matches(vec![]), ages(120_000, late), CONTRACT),
+            Verdict::Absent
         );
     }
 

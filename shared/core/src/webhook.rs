@@ -1,7 +1,8 @@
 //! What a provider event means for an operation row, decided without I/O: which events
 //! are status reports at all, whether the event is about the same thing the row is about,
-//! and whether the state machine lets it move the row. The store's transactional code
-//! (`fleet_store`'s webhooks module) only carries the decision out.
+//! whether the state machine lets it move the row, and what a disputed or escalated row
+//! overrides ([`decide_linked`]). The store's transactional code (`fleet_store`'s
+//! webhooks module) only carries the decision out.
 
 use crate::catalogue::{Action, CATALOGUE};
 use crate::{Event, Status};
@@ -76,6 +77,49 @@ pub enum WebhookDecision {
     Escalate(&'static str),
     /// The row is disputed, so an operator owns it: record the event, touch nothing.
     NoteOnDisputed,
+    /// The row is escalated, so a person was asked to decide: the event is evidence for
+    /// them, recorded in the history, and moves nothing.
+    NoteOnEscalated,
+}
+
+impl Reported {
+    /// The error code an applied report records: the provider's failure code, for a
+    /// failure only.
+    pub fn error_code(self, failure_code: Option<&str>) -> Option<&str> {
+        match self {
+            Reported::Failed => failure_code,
+            Reported::Succeeded | Reported::Pending => None,
+        }
+    }
+}
+
+/// What the linked row adds to [`decide`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkedRow {
+    pub status: Status,
+    /// A person was asked to decide (`escalated_at` is set).
+    pub escalated: bool,
+}
+
+/// The decision for a status report linked to `row`, given whether it is about the row's
+/// effect (`identity`, from [`check_identity`]). The row overrides [`decide`] twice:
+/// an event about something else escalates the row with the mismatch, except a disputed
+/// row, which is an operator's and only notes it; and an event that would move an
+/// escalated row is only noted, since escalated means hands off.
+pub fn decide_linked(
+    row: LinkedRow,
+    identity: Result<(), &'static str>,
+    reported: Reported,
+) -> WebhookDecision {
+    let decision = match identity {
+        Ok(()) => decide(row.status, reported),
+        Err(_) if row.status == Status::Disputed => WebhookDecision::NoteOnDisputed,
+        Err(mismatch) => WebhookDecision::Escalate(mismatch),
+    };
+    match decision {
+        WebhookDecision::Apply(_) if row.escalated => WebhookDecision::NoteOnEscalated,
+        decision => decision,
+    }
 }
 
 /// The event's status report against the row's status. Exhaustive on purpose: a new
@@ -111,6 +155,12 @@ pub fn decide(status: Status, reported: Reported) -> WebhookDecision {
 pub const CONTRADICTS_FINAL: &str = "webhook_contradicts_final";
 pub const BEFORE_CLAIM: &str = "webhook_before_claim";
 pub const ON_DISPUTED: &str = "webhook_on_disputed";
+/// Why an event that would have moved an escalated row only went to its history.
+pub const ON_ESCALATED: &str = "operation_escalated";
+/// Why an event [`decide`] applied was escalated instead: the state machine refused it,
+/// or the row moved, although the row was held. Never expected; recorded for an
+/// operator rather than guessed at.
+pub const NOT_APPLICABLE: &str = "webhook_not_applicable";
 
 /// What the row says the effect is, for [`check_identity`].
 #[derive(Debug, Clone, Copy)]
@@ -240,6 +290,78 @@ mod tests {
             assert_eq!(decide(Status::Disputed, reported), D::NoteOnDisputed);
         }
         assert_eq!(decide(Status::Accepted, Reported::Pending), D::Ignore);
+    }
+
+    fn linked(status: Status, escalated: bool) -> LinkedRow {
+        LinkedRow { status, escalated }
+    }
+
+    #[test]
+    fn an_event_about_this_rows_effect_is_decided_by_the_state_machine() {
+        for status in Status::ALL {
+            for reported in REPORTS {
+                assert_eq!(
+                    decide_linked(linked(status, false), Ok(()), reported),
+                    decide(status, reported),
+                    "{status} {reported:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_event_about_something_else_escalates_except_on_a_disputed_row() {
+        for escalated in [false, true] {
+            for status in Status::ALL {
+                for reported in REPORTS {
+                    let expected = if status == Status::Disputed {
+                        WebhookDecision::NoteOnDisputed
+                    } else {
+                        WebhookDecision::Escalate("webhook_amount_mismatch")
+                    };
+                    assert_eq!(
+                        decide_linked(
+                            linked(status, escalated),
+                            Err("webhook_amount_mismatch"),
+                            reported
+                        ),
+                        expected,
+                        "{status} {reported:?} escalated={escalated}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_escalated_row_is_never_moved_by_an_event_only_noted() {
+        for status in Status::ALL {
+            for reported in REPORTS {
+                let decision = decide_linked(linked(status, true), Ok(()), reported);
+                match decide(status, reported) {
+                    WebhookDecision::Apply(_) => {
+                        assert_eq!(decision, WebhookDecision::NoteOnEscalated, "{status}")
+                    }
+                    // What would not have moved the row is decided as for any row.
+                    other => assert_eq!(decision, other, "{status} {reported:?}"),
+                }
+            }
+        }
+        assert_eq!(
+            decide_linked(linked(Status::Unknown, true), Ok(()), Reported::Succeeded),
+            WebhookDecision::NoteOnEscalated
+        );
+    }
+
+    #[test]
+    fn only_a_failure_records_the_providers_failure_code() {
+        assert_eq!(
+            Reported::Failed.error_code(Some("card_declined")),
+            Some("card_declined")
+        );
+        assert_eq!(Reported::Failed.error_code(None), None);
+        assert_eq!(Reported::Succeeded.error_code(Some("card_declined")), None);
+        assert_eq!(Reported::Pending.error_code(Some("card_declined")), None);
     }
 
     #[test]

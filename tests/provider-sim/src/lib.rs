@@ -36,4 +36,7 @@ mod webhooks;
 
 pub use beneficiaries::seeded_beneficiary;
 pub use config::SimConfig;
+/// The routes by name, as fault rules refer to them; the tests also match a request an
+/// adapter builds against them, to know the simulator serves it.
+pub use route::Route;
 pub use server::{spawn, RunningSim};

@@ -4,9 +4,11 @@
 //! data incident for a person, never pick one. None: create — but only once the provider
 //! can no longer commit an earlier, uncertain attempt (its maximum request time) and that
 //! object would be searchable (its search lag); before that, the empty search proves
-//! nothing.
+//! nothing. What the search proves is `fleet_core::execute::before_create`'s (reconcile's
+//! verdict, judged for a create); this file searches, reads the attempts, and sends.
 
-use fleet_core::reconcile::{absence_provable, AttemptAges, Lookup};
+use fleet_core::execute::{before_create, queued_create_not_found, BeforeCreate, SearchedAnswer};
+use fleet_core::reconcile::{AttemptAges, Lookup};
 use fleet_core::{AttemptOutcome, Outcome};
 use fleet_store::{AttemptRecord, StoreError};
 use serde_json::{json, Value};
@@ -15,7 +17,12 @@ use tracing::{info, warn};
 use crate::call::Call;
 use crate::handler::ExecuteHandler;
 
-fn searched(outcome: Outcome, detail: &str, evidence: &Value) -> (Outcome, AttemptRecord) {
+/// The claim's answer without a create, with the attempt that records it (and what the
+/// search found, when the answer rests on it).
+fn searched(answer: SearchedAnswer, evidence: &Value) -> (Outcome, AttemptRecord) {
+    let SearchedAnswer {
+        outcome, detail, ..
+    } = answer;
     let external_id = match &outcome {
         Outcome::Succeeded { external_id } => Some(external_id.clone()),
         _ => None,
@@ -43,71 +50,48 @@ impl ExecuteHandler {
         // been committed and indexed by the moment it ran.
         let earlier = self.deps.store.attempt_ages_before(call.key, fence).await?;
         let reading = call.provider.look_up(&call.op, None).await;
-        let found = match reading.lookup {
-            Lookup::Matches(found) => found,
-            Lookup::Failed | Lookup::Ambiguous(_) => {
-                // Nothing was sent: release the claim for a later attempt.
-                warn!(operation_id = op, evidence = %reading.evidence, "search before create failed; not creating");
-                return Ok(searched(
-                    Outcome::NotExecuted {
-                        reason: "search_failed".into(),
-                    },
-                    "search_failed",
-                    &nothing,
-                ));
-            }
-        };
-        match found.as_slice() {
-            [one] => {
-                info!(
-                    operation_id = op,
-                    external_id = one.external_id(),
-                    "the effect already exists; no create"
-                );
-                let ours = Outcome::from(one.clone());
-                return Ok(searched(ours, "found_by_search", &reading.evidence));
-            }
-            [] => {}
-            _ => {
-                warn!(
-                    operation_id = op,
-                    count = found.len(),
-                    "several objects carry this operation's reference; escalating"
-                );
-                // The same verdict reconcile's judge gives several matches.
-                let incident = Outcome::Unknown {
-                    reason: "multiple_matches".into(),
-                    escalate: true,
-                };
-                return Ok(searched(incident, "multiple_matches", &reading.evidence));
-            }
-        }
         let ages = AttemptAges {
             newest_ms: earlier.newest,
             newest_start_ms: earlier.newest_start,
             oldest_ms: earlier.oldest,
             failed_lookups_so_far: 0,
         };
-        if absence_provable(ages, call.provider.contract()).is_err() {
-            // An earlier create may still commit, or exist and not be searchable yet:
-            // reconcile waits until an empty search proves absence.
-            let wait = Outcome::Unknown {
-                reason: "search_lag_not_passed".into(),
-                escalate: false,
+        if let BeforeCreate::Answer(answer) =
+            before_create(&reading.lookup, ages, call.provider.contract())
+        {
+            let found = match &reading.lookup {
+                Lookup::Matches(found) => found.as_slice(),
+                Lookup::Failed | Lookup::Ambiguous(_) => &[],
             };
-            return Ok(searched(wait, "search_lag_not_passed", &nothing));
+            match &answer.outcome {
+                Outcome::NotExecuted { .. } => {
+                    warn!(operation_id = op, evidence = %reading.evidence, "search before create failed; not creating")
+                }
+                Outcome::Unknown { escalate: true, .. } => warn!(
+                    operation_id = op,
+                    count = found.len(),
+                    "several objects carry this operation's reference; escalating"
+                ),
+                Outcome::Unknown { .. } => {}
+                _ => info!(
+                    operation_id = op,
+                    external_id = found.first().map_or("", |one| one.external_id()),
+                    "the effect already exists; no create"
+                ),
+            }
+            let evidence = if answer.keeps_found {
+                &reading.evidence
+            } else {
+                &nothing
+            };
+            return Ok(searched(answer, evidence));
         }
         let earlier = self.deps.store.attempts(call.key).await?;
         if earlier
             .iter()
             .any(|a| a.fence < fence && a.outcome == Some(AttemptOutcome::Accepted))
         {
-            // The provider queued an earlier create: it may still appear. Never create twice.
-            let wait = Outcome::Unknown {
-                reason: "queued_create_not_found".into(),
-                escalate: false,
-            };
-            return Ok(searched(wait, "queued_create_not_found", &nothing));
+            return Ok(searched(queued_create_not_found(), &nothing));
         }
         // A search can take long: confirm the lease is still ours right before the one
         // call that cannot be deduplicated.
@@ -117,13 +101,14 @@ impl ExecuteHandler {
             .renew_lease(call.key, fence, self.deps.settings.lease_ttl_ms)
             .await?
         {
-            return Ok(searched(
-                Outcome::NotExecuted {
+            let lost = SearchedAnswer {
+                outcome: Outcome::NotExecuted {
                     reason: "lease_lost_before_create".into(),
                 },
-                "lease_lost_before_create",
-                &nothing,
-            ));
+                detail: "lease_lost_before_create",
+                keeps_found: false,
+            };
+            return Ok(searched(lost, &nothing));
         }
         let sent = call.provider.send(&call.op, &call.request).await;
         let outcome = call.spec.classify(&sent, &call.op.subject);

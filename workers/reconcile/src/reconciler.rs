@@ -1,13 +1,15 @@
 //! Reconciling one operation: local evidence first, then the provider, then what the
-//! domain's `judge` and `settle` say to do. Every move is a fenced compare-and-set, so two
-//! reconcilers on one operation resolve it once.
+//! domain's `judge` and `settle` say to do, and the move `fleet_core::reconcile`'s step
+//! names for it. This file only reads, asks and applies. Every move is a fenced
+//! compare-and-set, so two reconcilers on one operation resolve it once.
 
 use std::sync::Arc;
 
 use fleet_broker::{Publisher, Queue};
 use fleet_core::reconcile::{
-    definitive_attempt, judge, settle, AskAgain, AttemptAges, AttemptSeen, Found, Reading, Settle,
-    SettleFacts,
+    absent_move, definitive_attempt, escalate_move, found_move, judge, lease_expired_move,
+    next_step, past_deadline_move, settle, AskAgain, AttemptAges, AttemptSeen, LookupMove, Reading,
+    RowDue, Settle, SettleFacts, Step,
 };
 use fleet_core::{Doorbell, Event, OpRef, Status};
 use fleet_providers::Providers;
@@ -50,9 +52,7 @@ impl Reconciler {
         let Some(mut row) = self.store.get(key).await? else {
             return Ok(());
         };
-        if matches!(row.status, Status::Accepted | Status::Unknown) {
-            // A signed provider event that arrived before anything could link it is the
-            // cheapest evidence there is: apply it before asking the provider.
+        if row_due(&row).applies_unlinked_webhooks_first() {
             let applied = self.store.apply_unlinked_webhooks(key).await?;
             if applied.iter().any(|o| {
                 matches!(
@@ -70,19 +70,10 @@ impl Reconciler {
                 };
             }
         }
-        match row.status {
-            Status::InProgress if row.lease_expired => {
-                let t = Transition {
-                    reason: Some("lease_expired"),
-                    ..Transition::new(
-                        key,
-                        Status::InProgress,
-                        row.fence,
-                        Event::LeaseExpired,
-                        ACTOR,
-                    )
-                };
-                if let TransitionOutcome::Moved { .. } = self.store.transition(t, None).await? {
+        match next_step(row_due(&row)) {
+            Step::ExpireLease => {
+                let moved = self.apply(&row, lease_expired_move(), None).await?;
+                if let TransitionOutcome::Moved { .. } = moved {
                     metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.clone())
                         .increment(1);
                     warn!(
@@ -96,26 +87,23 @@ impl Reconciler {
                 }
                 Ok(())
             }
-            Status::Accepted if row.deadline_passed => self.settle_accepted(&row).await,
-            Status::Unknown if row.escalated_at.is_none() => self.settle_unknown(&row).await,
-            Status::InProgress | Status::Accepted | Status::Unknown => Ok(()),
-            Status::NotStarted
-            | Status::Succeeded
-            | Status::Failed
-            | Status::Cancelled
-            | Status::Disputed => Ok(()),
+            Step::SettleAccepted => self.settle_accepted(&row).await,
+            Step::SettleUnknown => self.settle_unknown(&row).await,
+            Step::LeaveAlone => Ok(()),
         }
     }
 
     async fn settle_unknown(&self, row: &OperationRow) -> Result<(), StoreError> {
         let op = row.operation_id.as_str();
+        let deadline_s = self.settings.accepted_deadline_s;
         let attempts = self.store.attempts(row.key()).await?;
         let seen: Vec<AttemptSeen<'_>> = attempts.iter().map(attempt_seen).collect();
         if let Some((found, fence)) = definitive_attempt(&seen) {
             // A worker that lost its lease still wrote what the provider told it.
             let evidence =
                 json!({"via": "attempts", "fence": fence, "found": [found.external_id()]});
-            return self.resolve(row, Status::Unknown, &found, evidence).await;
+            let step = found_move(&found, Status::Unknown, deadline_s);
+            return self.apply_lookup(row, step, evidence).await;
         }
         let external_id = row
             .external_id
@@ -134,12 +122,16 @@ impl Reconciler {
         let contract = contract_of(&self.providers, row, self.settings.escalate_after_lookups);
         let facts = SettleFacts::new(&seen, failed_lookups_so_far, contract);
         match settle(judge(&lookup, ages, contract), facts) {
-            Settle::Resolve(found) => self.resolve(row, Status::Unknown, &found, evidence).await,
+            Settle::Resolve(found) => {
+                let step = found_move(&found, Status::Unknown, deadline_s);
+                self.apply_lookup(row, step, evidence).await
+            }
             Settle::AcceptAgain(found) => {
                 self.store
                     .record_lookup(row.key(), row.fence, &evidence, true, None)
                     .await?;
-                self.resolve(row, Status::Unknown, &found, evidence).await
+                let step = found_move(&found, Status::Unknown, deadline_s);
+                self.apply_lookup(row, step, evidence).await
             }
             Settle::AskAgain { why, failed, after } => {
                 match why {
@@ -162,122 +154,77 @@ impl Reconciler {
                     .record_lookup(row.key(), row.fence, &evidence, failed, Some(after))
                     .await
             }
-            Settle::SendBack => self.send_back(row, evidence).await,
-            Settle::Escalate(reason) => self.escalate(row, reason, evidence).await,
+            Settle::SendBack => self.apply_lookup(row, absent_move(), evidence).await,
+            Settle::Escalate(reason) => {
+                self.apply_lookup(row, escalate_move(reason), evidence)
+                    .await
+            }
         }
     }
 
-    /// Past its deadline an accepted operation is looked up; a final answer settles it,
-    /// anything else makes it unknown (reconcile then keeps asking, or escalates).
+    /// Past its deadline an accepted operation is looked up; where that moves it is
+    /// `fleet_core::reconcile::past_deadline_move`'s.
     async fn settle_accepted(&self, row: &OperationRow) -> Result<(), StoreError> {
         let Reading { lookup, evidence } =
             look_up(&self.providers, row, row.external_id.as_deref()).await;
-        if let fleet_core::reconcile::Lookup::Matches(found) = &lookup {
-            if let [found @ (Found::Succeeded { .. } | Found::Failed { .. })] = found.as_slice() {
-                return self.resolve(row, Status::Accepted, found, evidence).await;
+        let step = past_deadline_move(&lookup, self.settings.accepted_deadline_s);
+        if step.records_lookup {
+            self.apply_lookup(row, step, evidence).await
+        } else {
+            self.apply(row, step, Some(evidence)).await.map(|_| ())
+        }
+    }
+
+    /// Applies a move a lookup (or an attempt's final answer) justified, with that lookup
+    /// recorded in the same transaction, and says so; a row sent back rings execute.
+    async fn apply_lookup(
+        &self,
+        row: &OperationRow,
+        step: LookupMove<'_>,
+        evidence: Value,
+    ) -> Result<(), StoreError> {
+        let outcome = self.apply(row, step, Some(evidence)).await?;
+        let TransitionOutcome::Moved { to, .. } = outcome else {
+            return Ok(());
+        };
+        match step.event {
+            Event::LookupAbsent => {
+                info!(operation_id = %row.operation_id, "provider holds no effect; retrying with the same key");
+                self.ring_execute(row.key()).await;
+            }
+            Event::Escalate => {
+                warn!(operation_id = %row.operation_id, reason = step.reason, "escalated to an operator");
+            }
+            _ => {
+                info!(operation_id = %row.operation_id, status = %to, external_id = step.external_id.unwrap_or_default(), "reconciled");
             }
         }
-        let t = Transition {
-            reason: Some("deadline_passed"),
-            evidence: Some(evidence),
-            ..Transition::new(
-                row.key(),
-                Status::Accepted,
-                row.fence,
-                Event::DeadlinePassed,
-                ACTOR,
-            )
-        };
-        self.store.transition(t, None).await.map(|_| ())
+        Ok(())
     }
 
-    async fn resolve(
+    /// The store's fenced transition for `step`, at the fence `row` was read with; with
+    /// the lookup recorded in the same transaction when the move is its verdict.
+    async fn apply(
         &self,
         row: &OperationRow,
-        from: Status,
-        found: &Found,
-        evidence: Value,
-    ) -> Result<(), StoreError> {
-        let base = Transition::new(row.key(), from, row.fence, Event::LookupSucceeded, ACTOR);
-        let t = match found {
-            Found::Succeeded { external_id } => Transition {
-                external_id: Some(external_id),
-                ..base
-            },
-            Found::Failed { external_id, code } => Transition {
-                event: Event::LookupFailed,
-                external_id: Some(external_id),
-                error_code: Some(code),
-                ..base
-            },
-            Found::Pending { external_id } => Transition {
-                event: Event::LookupAccepted,
-                external_id: Some(external_id),
-                deadline_s: Some(f64::from(self.settings.accepted_deadline_s)),
-                ..base
-            },
-        };
-        let outcome = self
-            .store
-            .record_lookup_and_move(
-                &evidence,
-                Transition {
-                    reason: Some("reconciled"),
-                    evidence: Some(evidence.clone()),
-                    ..t
-                },
-            )
-            .await?;
-        if let TransitionOutcome::Moved { to, .. } = outcome {
-            info!(operation_id = %row.operation_id, status = %to, external_id = found.external_id(), "reconciled");
-        }
-        Ok(())
-    }
-
-    /// Absence proven and a same-key retry is safe: back to not_started, ring execute.
-    async fn send_back(&self, row: &OperationRow, evidence: Value) -> Result<(), StoreError> {
+        step: LookupMove<'_>,
+        evidence: Option<Value>,
+    ) -> Result<TransitionOutcome, StoreError> {
         let t = Transition {
-            reason: Some("lookup_proved_absence"),
-            evidence: Some(evidence.clone()),
-            ..Transition::new(
-                row.key(),
-                Status::Unknown,
-                row.fence,
-                Event::LookupAbsent,
-                ACTOR,
-            )
+            reason: Some(step.reason),
+            error_code: step.error_code,
+            external_id: step.external_id,
+            deadline_s: step.deadline_s.map(f64::from),
+            escalate: step.escalate,
+            evidence: evidence.clone(),
+            ..Transition::new(row.key(), step.from, row.fence, step.event, ACTOR)
         };
-        let outcome = self.store.record_lookup_and_move(&evidence, t).await?;
-        if let TransitionOutcome::Moved { .. } = outcome {
-            info!(operation_id = %row.operation_id, "provider holds no effect; retrying with the same key");
-            self.ring_execute(row.key()).await;
+        match evidence {
+            Some(evidence) if step.records_lookup => {
+                self.store.record_lookup_and_move(&evidence, t).await
+            }
+            _ => self.store.transition(t, None).await,
         }
-        Ok(())
-    }
-
-    async fn escalate(
-        &self,
-        row: &OperationRow,
-        reason: &'static str,
-        evidence: Value,
-    ) -> Result<(), StoreError> {
-        let t = Transition {
-            reason: Some(reason),
-            evidence: Some(evidence.clone()),
-            escalate: true,
-            ..Transition::new(
-                row.key(),
-                Status::Unknown,
-                row.fence,
-                Event::Escalate,
-                ACTOR,
-            )
-        };
-        let outcome = self.store.record_lookup_and_move(&evidence, t).await?;
-        if let TransitionOutcome::Moved { .. } = outcome {
-            warn!(operation_id = %row.operation_id, reason, "escalated to an operator");
-        }
-        Ok(())
     }
 
     /// Best effort: the sweeper re-rings approved rows that wait too long.
@@ -290,6 +237,16 @@ impl Reconciler {
         {
             warn!(operation_id = op.operation_id, error = %e, "could not ring execute; the sweeper will try again");
         }
+    }
+}
+
+/// What `fleet_core::reconcile::next_step` reads of a row.
+fn row_due(row: &OperationRow) -> RowDue {
+    RowDue {
+        status: row.status,
+        lease_expired: row.lease_expired,
+        deadline_passed: row.deadline_passed,
+        escalated: row.escalated_at.is_some(),
     }
 }
 

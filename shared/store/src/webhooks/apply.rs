@@ -14,7 +14,8 @@ use super::{
 use crate::rows::OPERATION_COLUMNS;
 use crate::{transition_in, OperationRow, StoreError, Transition, TransitionOutcome};
 use fleet_core::webhook::{
-    check_identity, decide, EventKind, Reported, RowIdentity, WebhookDecision, ON_DISPUTED,
+    check_identity, decide_linked, EventKind, LinkedRow, Reported, RowIdentity, WebhookDecision,
+    NOT_APPLICABLE, ON_DISPUTED, ON_ESCALATED,
 };
 use fleet_core::Action;
 
@@ -43,13 +44,10 @@ WITH escalated AS (
 INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, fence, actor, reason, evidence)
 SELECT operation_id, tenant_id, 'webhook_conflict', $2, fence, $3, $4, $5 FROM escalated";
 
-/// A disputed row is an operator's: only the event log learns of the webhook.
+/// A disputed or escalated row is a person's: only the event log learns of the webhook.
 const NOTE: &str = "
 INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, fence, actor, reason, evidence)
 VALUES ($1, $7, 'webhook_conflict', $2, $3, $4, $5, $6)";
-
-/// Why an event that would have moved an escalated row only went to its history.
-const ON_ESCALATED: &str = "operation_escalated";
 
 /// A decision carried out, before its event row records it.
 struct Settled {
@@ -215,7 +213,8 @@ async fn lock_by_id(
         .map(OperationRow::from_row))
 }
 
-/// Decides a linked status report against the held row and carries the decision out.
+/// Decides a linked status report against the held row (`fleet_core::webhook::decide_linked`)
+/// and carries the decision out.
 async fn settle_in(
     tx: &Transaction<'_>,
     row: &OperationRow,
@@ -231,48 +230,25 @@ async fn settle_in(
         external_id: row.external_id.as_deref(),
         payload: &row.payload,
     };
-    let decision = match check_identity(action, &ev.provider, identity, ev.object.identity()) {
-        Ok(()) => decide(status, reported),
-        Err(_) if status == Status::Disputed => WebhookDecision::NoteOnDisputed,
-        Err(mismatch) => WebhookDecision::Escalate(mismatch),
+    let linked = LinkedRow {
+        status,
+        escalated: row.escalated_at.is_some(),
     };
+    let decision = decide_linked(
+        linked,
+        check_identity(action, &ev.provider, identity, ev.object.identity()),
+        reported,
+    );
     let operation_id = row.operation_id.clone();
     let tenant_id = row.tenant_id.clone();
     match decision {
-        WebhookDecision::Apply(_) if row.escalated_at.is_some() => {
-            // Escalated means hands off: the event is evidence for the person deciding,
-            // recorded in the history, and moves nothing.
-            let reason = ON_ESCALATED;
-            tx.execute(
-                NOTE,
-                &[
-                    &row.operation_id,
-                    &status.as_str(),
-                    &row.fence,
-                    &WEBHOOK_ACTOR,
-                    &reason,
-                    &evidence(ev, Some(reason)),
-                    &row.tenant_id,
-                ],
-            )
-            .await?;
-            Ok(Settled::only(WebhookOutcome::Escalated {
-                operation_id,
-                tenant_id,
-                reason,
-            }))
-        }
         WebhookDecision::Apply(event) => {
-            let failure_code = match reported {
-                Reported::Failed => ev.object.failure_code.as_deref(),
-                Reported::Succeeded | Reported::Pending => None,
-            };
             let t = Transition {
                 reason: Some("webhook"),
                 evidence: Some(evidence(ev, None)),
                 external_id: ev.object.id.as_deref(),
                 result: Some(ev.object.to_json()),
-                error_code: failure_code,
+                error_code: reported.error_code(ev.object.failure_code.as_deref()),
                 ..Transition::new(row.key(), status, row.fence, event, WEBHOOK_ACTOR)
             };
             match transition_in(tx, t, None).await? {
@@ -288,7 +264,7 @@ async fn settle_in(
                 // Impossible while the row is held and `decide` applies only allowed
                 // edges; if it ever happens, record it for an operator, never guess.
                 TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
-                    escalate(tx, row, ev, "webhook_not_applicable").await
+                    escalate(tx, row, ev, NOT_APPLICABLE).await
                 }
             }
         }
@@ -297,28 +273,36 @@ async fn settle_in(
             tenant_id,
         })),
         WebhookDecision::Escalate(reason) => escalate(tx, row, ev, reason).await,
-        WebhookDecision::NoteOnDisputed => {
-            let reason = ON_DISPUTED;
-            tx.execute(
-                NOTE,
-                &[
-                    &row.operation_id,
-                    &status.as_str(),
-                    &row.fence,
-                    &WEBHOOK_ACTOR,
-                    &reason,
-                    &evidence(ev, Some(reason)),
-                    &row.tenant_id,
-                ],
-            )
-            .await?;
-            Ok(Settled::only(WebhookOutcome::Escalated {
-                operation_id,
-                tenant_id,
-                reason,
-            }))
-        }
+        WebhookDecision::NoteOnDisputed => note(tx, row, ev, ON_DISPUTED).await,
+        WebhookDecision::NoteOnEscalated => note(tx, row, ev, ON_ESCALATED).await,
     }
+}
+
+/// Records the event in the row's history only, with `reason`; the row is not touched.
+async fn note(
+    tx: &Transaction<'_>,
+    row: &OperationRow,
+    ev: &WebhookEvent,
+    reason: &'static str,
+) -> Result<Settled, StoreError> {
+    tx.execute(
+        NOTE,
+        &[
+            &row.operation_id,
+            &row.status.as_str(),
+            &row.fence,
+            &WEBHOOK_ACTOR,
+            &reason,
+            &evidence(ev, Some(reason)),
+            &row.tenant_id,
+        ],
+    )
+    .await?;
+    Ok(Settled::only(WebhookOutcome::Escalated {
+        operation_id: row.operation_id.clone(),
+        tenant_id: row.tenant_id.clone(),
+        reason,
+    }))
 }
 
 async fn escalate(

@@ -5,6 +5,7 @@
 //!
 //! `cargo test -p fleet-tests --test all crash::` runs one module.
 
+mod action_pieces;
 mod actions;
 mod api;
 mod api_abuse;
