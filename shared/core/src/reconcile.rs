@@ -11,6 +11,7 @@
 mod settle;
 
 pub use crate::lookup::{Found, Lookup, Reading};
+use crate::Reason;
 
 pub use settle::{
     definitive_attempt, lookup_backoff, settle, AskAgain, AttemptSeen, Settle, SettleFacts,
@@ -58,7 +59,7 @@ pub enum Verdict {
     /// The lookup failed; ask again later (the failure is counted).
     RetryLater,
     /// A person must decide.
-    Escalate(&'static str),
+    Escalate(Reason),
 }
 
 pub fn judge(lookup: &Lookup, ages: AttemptAges, contract: ProviderContract) -> Verdict {
@@ -66,11 +67,11 @@ pub fn judge(lookup: &Lookup, ages: AttemptAges, contract: ProviderContract) -> 
         Lookup::Failed
             if ages.failed_lookups_so_far + 1 >= contract.escalate_after_failed_lookups =>
         {
-            Verdict::Escalate("lookup_failed_repeatedly")
+            Verdict::Escalate(Reason::LookupFailedRepeatedly)
         }
         Lookup::Failed => Verdict::RetryLater,
-        Lookup::Ambiguous(reason) => Verdict::Escalate(reason),
-        Lookup::Matches(found) if found.len() > 1 => Verdict::Escalate("multiple_matches"),
+        Lookup::Ambiguous(reason) => Verdict::Escalate(*reason),
+        Lookup::Matches(found) if found.len() > 1 => Verdict::Escalate(Reason::MultipleMatches),
         Lookup::Matches(found) if found.len() == 1 => Verdict::Resolve(found[0].clone()),
         Lookup::Matches(_) => judge_absence(ages, contract),
     }
@@ -83,7 +84,7 @@ fn judge_absence(ages: AttemptAges, contract: ProviderContract) -> Verdict {
     };
     if !key_trusted(oldest, contract) {
         // The provider may have forgotten the key: a retry could create a second effect.
-        return Verdict::Escalate("key_retention_passed");
+        return Verdict::Escalate(Reason::KeyRetentionPassed);
     }
     match absence_provable(ages, contract) {
         Ok(()) => Verdict::Absent,
@@ -188,7 +189,7 @@ mod tests {
                 ages(120_000, 120_000),
                 CONTRACT
             ),
-            Verdict::Escalate("multiple_matches")
+            Verdict::Escalate(Reason::MultipleMatches)
         );
     }
 
@@ -254,7 +255,7 @@ mod tests {
         let late = 86_400_000 - RETENTION_SAFETY_MARGIN_MS;
         assert_eq!(
             judge(&Lookup::Matches(vec![]), ages(120_000, late), CONTRACT),
-            Verdict::Escalate("key_retention_passed")
+            Verdict::Escalate(Reason::KeyRetentionPassed)
         );
         assert_eq!(
             judge(&Lookup::Matches(vec![]), ages(120_000, late - 1), CONTRACT),
@@ -290,15 +291,19 @@ mod tests {
         a.failed_lookups_so_far = 2;
         assert_eq!(
             judge(&Lookup::Failed, a, CONTRACT),
-            Verdict::Escalate("lookup_failed_repeatedly")
+            Verdict::Escalate(Reason::LookupFailedRepeatedly)
         );
     }
 
     #[test]
     fn an_ambiguous_answer_goes_to_a_person() {
         assert_eq!(
-            judge(&Lookup::Ambiguous("version_moved"), ages(0, 0), CONTRACT),
-            Verdict::Escalate("version_moved")
+            judge(
+                &Lookup::Ambiguous(Reason::VersionMoved),
+                ages(0, 0),
+                CONTRACT
+            ),
+            Verdict::Escalate(Reason::VersionMoved)
         );
     }
 

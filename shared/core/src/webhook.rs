@@ -4,7 +4,7 @@
 //! (`fleet_store`'s webhooks module) only carries the decision out.
 
 use crate::catalogue::{Action, CATALOGUE};
-use crate::{Event, Status};
+use crate::{Event, Reason, Status};
 use serde_json::Value;
 
 /// The object status an event reports.
@@ -73,7 +73,7 @@ pub enum WebhookDecision {
     /// Nothing to change: a non-final report, or a final one the row already agrees with.
     Ignore,
     /// The event contradicts the row: record it and escalate the row, never apply it.
-    Escalate(&'static str),
+    Escalate(Reason),
     /// The row is disputed, so an operator owns it: record the event, touch nothing.
     NoteOnDisputed,
 }
@@ -108,9 +108,9 @@ pub fn decide(status: Status, reported: Reported) -> WebhookDecision {
     }
 }
 
-pub const CONTRADICTS_FINAL: &str = "webhook_contradicts_final";
-pub const BEFORE_CLAIM: &str = "webhook_before_claim";
-pub const ON_DISPUTED: &str = "webhook_on_disputed";
+pub const CONTRADICTS_FINAL: Reason = Reason::WebhookContradictsFinal;
+pub const BEFORE_CLAIM: Reason = Reason::WebhookBeforeClaim;
+pub const ON_DISPUTED: Reason = Reason::WebhookOnDisputed;
 
 /// What the row says the effect is, for [`check_identity`].
 #[derive(Debug, Clone, Copy)]
@@ -140,21 +140,21 @@ pub fn check_identity(
     provider: &str,
     row: RowIdentity<'_>,
     object: ObjectIdentity<'_>,
-) -> Result<(), &'static str> {
+) -> Result<(), Reason> {
     if row.provider != provider {
-        return Err("webhook_provider_mismatch");
+        return Err(Reason::WebhookProviderMismatch);
     }
     if row.action != action.wire_name() {
-        return Err("webhook_action_mismatch");
+        return Err(Reason::WebhookActionMismatch);
     }
     if let Some(reference) = object.reference {
         if reference != row.reference {
-            return Err("webhook_reference_mismatch");
+            return Err(Reason::WebhookReferenceMismatch);
         }
     }
     if let (Some(known), Some(reported)) = (row.external_id, object.id) {
         if known != reported {
-            return Err("webhook_external_id_mismatch");
+            return Err(Reason::WebhookExternalIdMismatch);
         }
     }
     if let (Some(amount), Some(expected)) = (
@@ -162,7 +162,7 @@ pub fn check_identity(
         row.payload.get("amount_minor").and_then(Value::as_i64),
     ) {
         if amount != expected {
-            return Err("webhook_amount_mismatch");
+            return Err(Reason::WebhookAmountMismatch);
         }
     }
     if let (Some(currency), Some(expected)) = (
@@ -170,7 +170,7 @@ pub fn check_identity(
         row.payload.get("currency").and_then(Value::as_str),
     ) {
         if currency != expected {
-            return Err("webhook_currency_mismatch");
+            return Err(Reason::WebhookCurrencyMismatch);
         }
     }
     Ok(())
@@ -303,7 +303,7 @@ mod tests {
         );
         assert_eq!(
             check_identity(Action::RefundCreate, "payments", row, good),
-            Err("webhook_action_mismatch")
+            Err(Reason::WebhookActionMismatch)
         );
         assert_eq!(
             check_identity(
@@ -315,7 +315,7 @@ mod tests {
                     ..good
                 }
             ),
-            Err("webhook_reference_mismatch")
+            Err(Reason::WebhookReferenceMismatch)
         );
         assert_eq!(
             check_identity(
@@ -327,7 +327,7 @@ mod tests {
                     ..good
                 }
             ),
-            Err("webhook_external_id_mismatch")
+            Err(Reason::WebhookExternalIdMismatch)
         );
         assert_eq!(
             check_identity(
@@ -339,7 +339,7 @@ mod tests {
                     ..good
                 }
             ),
-            Err("webhook_amount_mismatch")
+            Err(Reason::WebhookAmountMismatch)
         );
         assert_eq!(
             check_identity(
@@ -351,11 +351,11 @@ mod tests {
                     ..good
                 }
             ),
-            Err("webhook_currency_mismatch")
+            Err(Reason::WebhookCurrencyMismatch)
         );
         assert_eq!(
             check_identity(Action::PaymentCreate, "crm", row, good),
-            Err("webhook_provider_mismatch")
+            Err(Reason::WebhookProviderMismatch)
         );
         // The row has no external id yet (the execute worker has not recorded it): fine.
         let fresh = RowIdentity {

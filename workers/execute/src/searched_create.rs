@@ -7,7 +7,7 @@
 //! nothing.
 
 use fleet_core::reconcile::{absence_provable, AttemptAges, Lookup};
-use fleet_core::{AttemptOutcome, Outcome};
+use fleet_core::{AttemptOutcome, Outcome, Reason};
 use fleet_store::{AttemptRecord, StoreError};
 use serde_json::{json, Value};
 use tracing::{info, warn};
@@ -50,9 +50,9 @@ impl ExecuteHandler {
                 warn!(operation_id = op, evidence = %reading.evidence, "search before create failed; not creating");
                 return Ok(searched(
                     Outcome::NotExecuted {
-                        reason: "search_failed".into(),
+                        reason: Reason::SearchFailed,
                     },
-                    "search_failed",
+                    Reason::SearchFailed.as_str(),
                     &nothing,
                 ));
             }
@@ -76,10 +76,14 @@ impl ExecuteHandler {
                 );
                 // The same verdict reconcile's judge gives several matches.
                 let incident = Outcome::Unknown {
-                    reason: "multiple_matches".into(),
+                    reason: Reason::MultipleMatches,
                     escalate: true,
                 };
-                return Ok(searched(incident, "multiple_matches", &reading.evidence));
+                return Ok(searched(
+                    incident,
+                    Reason::MultipleMatches.as_str(),
+                    &reading.evidence,
+                ));
             }
         }
         let ages = AttemptAges {
@@ -92,10 +96,14 @@ impl ExecuteHandler {
             // An earlier create may still commit, or exist and not be searchable yet:
             // reconcile waits until an empty search proves absence.
             let wait = Outcome::Unknown {
-                reason: "search_lag_not_passed".into(),
+                reason: Reason::SearchLagNotPassed,
                 escalate: false,
             };
-            return Ok(searched(wait, "search_lag_not_passed", &nothing));
+            return Ok(searched(
+                wait,
+                Reason::SearchLagNotPassed.as_str(),
+                &nothing,
+            ));
         }
         let earlier = self.deps.store.attempts(call.key).await?;
         if earlier
@@ -104,10 +112,14 @@ impl ExecuteHandler {
         {
             // The provider queued an earlier create: it may still appear. Never create twice.
             let wait = Outcome::Unknown {
-                reason: "queued_create_not_found".into(),
+                reason: Reason::QueuedCreateNotFound,
                 escalate: false,
             };
-            return Ok(searched(wait, "queued_create_not_found", &nothing));
+            return Ok(searched(
+                wait,
+                Reason::QueuedCreateNotFound.as_str(),
+                &nothing,
+            ));
         }
         // A search can take long: confirm the lease is still ours right before the one
         // call that cannot be deduplicated.
@@ -119,9 +131,9 @@ impl ExecuteHandler {
         {
             return Ok(searched(
                 Outcome::NotExecuted {
-                    reason: "lease_lost_before_create".into(),
+                    reason: Reason::LeaseLostBeforeCreate,
                 },
-                "lease_lost_before_create",
+                Reason::LeaseLostBeforeCreate.as_str(),
                 &nothing,
             ));
         }

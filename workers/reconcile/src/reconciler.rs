@@ -9,7 +9,7 @@ use fleet_core::reconcile::{
     definitive_attempt, judge, settle, AskAgain, AttemptAges, AttemptSeen, Found, Reading, Settle,
     SettleFacts,
 };
-use fleet_core::{Doorbell, Event, OpRef, Status};
+use fleet_core::{Doorbell, Event, OpRef, Reason, Status};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{
@@ -73,7 +73,7 @@ impl Reconciler {
         match row.status {
             Status::InProgress if row.lease_expired => {
                 let t = Transition {
-                    reason: Some("lease_expired"),
+                    reason: Some(Reason::LeaseExpired),
                     ..Transition::new(
                         key,
                         Status::InProgress,
@@ -178,7 +178,7 @@ impl Reconciler {
             }
         }
         let t = Transition {
-            reason: Some("deadline_passed"),
+            reason: Some(Reason::DeadlinePassed),
             evidence: Some(evidence),
             ..Transition::new(
                 row.key(),
@@ -222,7 +222,7 @@ impl Reconciler {
             .record_lookup_and_move(
                 &evidence,
                 Transition {
-                    reason: Some("reconciled"),
+                    reason: Some(Reason::Reconciled),
                     evidence: Some(evidence.clone()),
                     ..t
                 },
@@ -237,7 +237,7 @@ impl Reconciler {
     /// Absence proven and a same-key retry is safe: back to not_started, ring execute.
     async fn send_back(&self, row: &OperationRow, evidence: Value) -> Result<(), StoreError> {
         let t = Transition {
-            reason: Some("lookup_proved_absence"),
+            reason: Some(Reason::LookupProvedAbsence),
             evidence: Some(evidence.clone()),
             ..Transition::new(
                 row.key(),
@@ -258,7 +258,7 @@ impl Reconciler {
     async fn escalate(
         &self,
         row: &OperationRow,
-        reason: &'static str,
+        reason: Reason,
         evidence: Value,
     ) -> Result<(), StoreError> {
         let t = Transition {
@@ -275,7 +275,7 @@ impl Reconciler {
         };
         let outcome = self.store.record_lookup_and_move(&evidence, t).await?;
         if let TransitionOutcome::Moved { .. } = outcome {
-            warn!(operation_id = %row.operation_id, reason, "escalated to an operator");
+            warn!(operation_id = %row.operation_id, reason = reason.as_str(), "escalated to an operator");
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ use fleet_core::webhook::{
     check_identity, decide, EventKind, Reported, RowIdentity, WebhookDecision, ON_DISPUTED,
 };
 use fleet_core::Action;
+use fleet_core::Reason;
 
 const INSERT: &str = "
 INSERT INTO webhook_events (provider, event_id, event_type, received_at, payload_hash, reference, object_id, object)
@@ -49,7 +50,7 @@ INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, fence,
 VALUES ($1, $7, 'webhook_conflict', $2, $3, $4, $5, $6)";
 
 /// Why an event that would have moved an escalated row only went to its history.
-const ON_ESCALATED: &str = "operation_escalated";
+const ON_ESCALATED: Reason = Reason::OperationEscalated;
 
 /// A decision carried out, before its event row records it.
 struct Settled {
@@ -179,7 +180,7 @@ async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<Operatio
         );
         let stmt = tx.prepare_cached(&sql).await?;
         if let Some(row) = tx.query_opt(&stmt, &[reference]).await? {
-            return Ok(Some(OperationRow::from_row(&row)));
+            return OperationRow::from_row(&row).map(Some);
         }
     }
     let Some(object_id) = &ev.object.id else {
@@ -192,7 +193,7 @@ async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<Operatio
     let rows = tx.query(&sql, &[&ev.provider, object_id]).await?;
     match rows.as_slice() {
         [] => Ok(None),
-        [one] => Ok(Some(OperationRow::from_row(one))),
+        [one] => OperationRow::from_row(one).map(Some),
         [..] => {
             warn!(provider = %ev.provider, event_id = %ev.event_id, "several operations share the event's object id; left unlinked");
             Ok(None)
@@ -208,11 +209,11 @@ async fn lock_by_id(
         "SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 AND tenant_id = $2 FOR UPDATE"
     );
     let stmt = tx.prepare_cached(&sql).await?;
-    Ok(tx
-        .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
+    tx.query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
         .await?
         .as_ref()
-        .map(OperationRow::from_row))
+        .map(OperationRow::from_row)
+        .transpose()
 }
 
 /// Decides a linked status report against the held row and carries the decision out.
@@ -250,7 +251,7 @@ async fn settle_in(
                     &status.as_str(),
                     &row.fence,
                     &WEBHOOK_ACTOR,
-                    &reason,
+                    &reason.as_str(),
                     &evidence(ev, Some(reason)),
                     &row.tenant_id,
                 ],
@@ -268,7 +269,7 @@ async fn settle_in(
                 Reported::Succeeded | Reported::Pending => None,
             };
             let t = Transition {
-                reason: Some("webhook"),
+                reason: Some(Reason::Webhook),
                 evidence: Some(evidence(ev, None)),
                 external_id: ev.object.id.as_deref(),
                 result: Some(ev.object.to_json()),
@@ -288,7 +289,7 @@ async fn settle_in(
                 // Impossible while the row is held and `decide` applies only allowed
                 // edges; if it ever happens, record it for an operator, never guess.
                 TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
-                    escalate(tx, row, ev, "webhook_not_applicable").await
+                    escalate(tx, row, ev, Reason::WebhookNotApplicable).await
                 }
             }
         }
@@ -306,7 +307,7 @@ async fn settle_in(
                     &status.as_str(),
                     &row.fence,
                     &WEBHOOK_ACTOR,
-                    &reason,
+                    &reason.as_str(),
                     &evidence(ev, Some(reason)),
                     &row.tenant_id,
                 ],
@@ -325,16 +326,16 @@ async fn escalate(
     tx: &Transaction<'_>,
     row: &OperationRow,
     ev: &WebhookEvent,
-    reason: &'static str,
+    reason: Reason,
 ) -> Result<Settled, StoreError> {
-    warn!(operation_id = %row.operation_id, status = %row.status, event_id = %ev.event_id, event_type = %ev.event_type, reason, "webhook contradicts the operation; escalated");
+    warn!(operation_id = %row.operation_id, status = %row.status, event_id = %ev.event_id, event_type = %ev.event_type, reason = reason.as_str(), "webhook contradicts the operation; escalated");
     tx.execute(
         ESCALATE,
         &[
             &row.operation_id,
             &row.status.as_str(),
             &WEBHOOK_ACTOR,
-            &reason,
+            &reason.as_str(),
             &evidence(ev, Some(reason)),
             &row.tenant_id,
         ],
