@@ -49,7 +49,7 @@ impl AttemptRecord {
         let detail = match outcome {
             Outcome::Failed { code } => Some(code.clone()),
             Outcome::NotExecuted { reason } | Outcome::Unknown { reason, .. } => {
-                Some(reason.clone())
+                Some(reason.as_str().to_owned())
             }
             Outcome::Conflict { on, current } => Some(format!(
                 "{} current={}",
@@ -81,6 +81,7 @@ impl AttemptRecord {
 mod tests {
     use super::*;
     use crate::outcome::ProviderAnswer;
+    use crate::Reason;
     use serde_json::json;
 
     #[test]
@@ -109,7 +110,7 @@ mod tests {
     #[test]
     fn an_uncertain_call_keeps_why() {
         let outcome = Outcome::NotExecuted {
-            reason: "http_429".into(),
+            reason: Reason::Http(429),
         };
         let call = CallResult::NotSent {
             detail: "connect".into(),

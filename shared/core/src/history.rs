@@ -8,6 +8,7 @@
 //! (`tests/fleet-tests`, the schema tests). Change one, and the test names the other.
 
 use crate::events::EventType;
+use crate::reason::Reason;
 use crate::state::Status;
 
 /// What a history row records.
@@ -66,21 +67,6 @@ impl HistoryKind {
     }
 }
 
-/// The reasons the mapping reads. A cancellation's reason says which event it is; a
-/// webhook conflict on a row a person already holds is only noted.
-pub mod reasons {
-    /// A person rejected the operation.
-    pub const APPROVAL_REJECTED: &str = "approval_rejected";
-    /// Nobody approved it in time.
-    pub const APPROVAL_EXPIRED: &str = "approval_expired";
-    /// A corrected intent replaced it.
-    pub const SUPERSEDED: &str = "superseded";
-    /// A provider's event about a disputed operation.
-    pub const WEBHOOK_ON_DISPUTED: &str = "webhook_on_disputed";
-    /// A provider's event about an operation already escalated.
-    pub const OPERATION_ESCALATED: &str = "operation_escalated";
-}
-
 /// Who wrote a history row, as the mapping tells them apart: an operator (`operator:<name>`)
 /// settles or disputes; anyone else's transition is the workers'.
 pub fn by_operator(actor: &str) -> bool {
@@ -91,13 +77,15 @@ impl EventType {
     /// The event a history row publishes, if any: `kind`, the status it moved to, who
     /// wrote it and why. An `unknown` row whose operation is already escalated publishes
     /// [`EventType::Escalated`] instead (see [`EventType::on_escalated_row`]).
+    ///
+    /// The reasons read here are the ones that name an event: a cancellation's says which
+    /// one, and a webhook conflict on a row a person already holds is only noted.
     pub fn of(
         kind: HistoryKind,
         to_status: Option<Status>,
         actor: &str,
-        reason: Option<&str>,
+        reason: Option<Reason>,
     ) -> Option<EventType> {
-        use reasons::*;
         Some(match kind {
             HistoryKind::Prepared => EventType::Prepared,
             HistoryKind::ApprovalRecorded => EventType::ApprovalRecorded,
@@ -105,7 +93,7 @@ impl EventType {
             HistoryKind::ApprovalExpired => EventType::ApprovalExpired,
             HistoryKind::Escalated => EventType::Escalated,
             HistoryKind::WebhookConflict => match reason {
-                Some(WEBHOOK_ON_DISPUTED) | Some(OPERATION_ESCALATED) => return None,
+                Some(Reason::WebhookOnDisputed | Reason::OperationEscalated) => return None,
                 _ => EventType::Escalated,
             },
             HistoryKind::Lookup | HistoryKind::Audited => return None,
@@ -122,9 +110,9 @@ impl EventType {
                 Status::Failed => EventType::Failed,
                 Status::Disputed => EventType::Disputed,
                 Status::Cancelled => match reason {
-                    Some(APPROVAL_REJECTED) => EventType::Rejected,
-                    Some(APPROVAL_EXPIRED) => EventType::ApprovalExpired,
-                    Some(SUPERSEDED) => EventType::Superseded,
+                    Some(Reason::ApprovalRejected) => EventType::Rejected,
+                    Some(Reason::ApprovalExpired) => EventType::ApprovalExpired,
+                    Some(Reason::Superseded) => EventType::Superseded,
                     _ => EventType::Cancelled,
                 },
             },
@@ -164,18 +152,24 @@ mod tests {
             )
         };
         assert_eq!(
-            cancelled(Some("approval_rejected")),
+            cancelled(Some(Reason::ApprovalRejected)),
             Some(EventType::Rejected)
         );
-        assert_eq!(cancelled(Some("superseded")), Some(EventType::Superseded));
-        assert_eq!(cancelled(Some("hash_mismatch")), Some(EventType::Cancelled));
+        assert_eq!(
+            cancelled(Some(Reason::Superseded)),
+            Some(EventType::Superseded)
+        );
+        assert_eq!(
+            cancelled(Some(Reason::PolicyOutdated)),
+            Some(EventType::Cancelled)
+        );
         assert_eq!(cancelled(None), Some(EventType::Cancelled));
         assert_eq!(
             EventType::of(
                 HistoryKind::Transition,
                 Some(Status::Cancelled),
                 "operator:ops",
-                Some("superseded")
+                Some(Reason::Superseded)
             ),
             Some(EventType::Resolved)
         );

@@ -2,6 +2,7 @@
 //! action's own checks.
 
 use crate::intent_limits::MAX_INTENT_BYTES;
+use crate::refusal::IntakeRefusal;
 use crate::strict_json::Ambiguity;
 
 /// Why an intent was refused. `code()` is the bounded dead-letter reason.
@@ -28,12 +29,12 @@ pub enum IntentError {
 impl IntentError {
     pub fn code(&self) -> &'static str {
         match self {
-            IntentError::Oversized(_) => "oversized",
-            IntentError::Malformed(_) => "malformed",
+            IntentError::Oversized(_) => IntakeRefusal::Oversized.as_str(),
+            IntentError::Malformed(_) => IntakeRefusal::Malformed.as_str(),
             IntentError::Ambiguous { kind, .. } => kind.code(),
-            IntentError::UnsupportedSchema(_) => "unsupported_schema",
-            IntentError::UnknownAction { .. } => "unknown_action",
-            IntentError::InvalidField { .. } => "invalid_field",
+            IntentError::UnsupportedSchema(_) => IntakeRefusal::UnsupportedSchema.as_str(),
+            IntentError::UnknownAction { .. } => IntakeRefusal::UnknownAction.as_str(),
+            IntentError::InvalidField { .. } => IntakeRefusal::InvalidField.as_str(),
         }
     }
 

@@ -35,7 +35,9 @@ pub mod passkey;
 pub mod payee;
 pub mod policy;
 pub mod rate;
+pub mod reason;
 pub mod reconcile;
+pub mod refusal;
 pub mod resolution;
 pub mod risk;
 pub mod session;
@@ -71,6 +73,8 @@ pub use ids::{tenant_hash, IdempotencyKey, OpKey, OpRef, OperationId, PayloadHas
 pub use intent::{parse_intent, IntentError, ValidIntent};
 pub use outcome::{CallResult, NoAnswerKind, Outcome, Precondition, ProviderAnswer};
 pub use policy::{PolicyRefusal, PolicySet, Quorum};
+pub use reason::Reason;
+pub use refusal::IntakeRefusal;
 pub use resolution::Resolution;
 pub use signed_quorum::{
     check_signature, count_signed, PresentedSignature, RecordedApproval, RegisteredKey,

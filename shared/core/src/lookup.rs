@@ -5,6 +5,8 @@
 
 use serde_json::{json, Value};
 
+use crate::reason::Reason;
+
 /// What one provider object says about the effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Found {
@@ -50,7 +52,7 @@ pub enum Lookup {
     Failed,
     /// The provider answered, but what it holds cannot be matched to this operation
     /// automatically (e.g. a deal whose version moved with other values).
-    Ambiguous(&'static str),
+    Ambiguous(Reason),
 }
 
 /// What one lookup proved, with the evidence recorded for the operation's history (what
@@ -62,7 +64,7 @@ pub struct Reading {
 }
 
 impl Reading {
-    pub fn ambiguous(reason: &'static str, evidence: Value) -> Reading {
+    pub fn ambiguous(reason: Reason, evidence: Value) -> Reading {
         Reading {
             lookup: Lookup::Ambiguous(reason),
             evidence,

@@ -10,12 +10,13 @@
 //! Pure: the records are read by the caller (`fleet_store`), judged here.
 
 pub use crate::action_spec::object_ref::{ObjectField, ObjectRef};
+use crate::refusal::IntakeRefusal;
 
 /// The refusal of an intent naming an object the fleet recorded for another tenant.
-pub const OBJECT_OF_OTHER_TENANT: &str = "object_of_other_tenant";
+pub const OBJECT_OF_OTHER_TENANT: &str = IntakeRefusal::ObjectOfOtherTenant.as_str();
 /// The refusal of an intent naming an object the fleet has no record of, under a policy
 /// that refuses such objects.
-pub const OBJECT_UNKNOWN: &str = "object_unknown";
+pub const OBJECT_UNKNOWN: &str = IntakeRefusal::ObjectUnknown.as_str();
 
 /// Whose an object is, by the fleet's records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::attempt::AttemptOutcome;
 use crate::lookup::Found;
+use crate::reason::Reason;
 
 /// What the transport saw of one provider call.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,11 +30,16 @@ pub enum NoAnswerKind {
 }
 
 impl NoAnswerKind {
-    pub fn as_str(self) -> &'static str {
+    /// The reason of the unknown outcome it leaves.
+    pub fn reason(self) -> Reason {
         match self {
-            NoAnswerKind::Timeout => "timeout",
-            NoAnswerKind::Reset => "connection_reset",
+            NoAnswerKind::Timeout => Reason::Timeout,
+            NoAnswerKind::Reset => Reason::ConnectionReset,
         }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.reason().as_str()
     }
 }
 
@@ -69,10 +75,10 @@ pub enum Outcome {
         current: Option<String>,
     },
     /// Provably no effect and nothing saved under the key: the same key may be sent again.
-    NotExecuted { reason: String },
+    NotExecuted { reason: Reason },
     /// The effect may or may not exist; only a lookup (or a person) may settle it.
     /// `escalate` marks answers that are an alarm for an operator at once.
-    Unknown { reason: String, escalate: bool },
+    Unknown { reason: Reason, escalate: bool },
 }
 
 /// What a conditional update was conditional on.
@@ -94,6 +100,15 @@ impl Precondition {
             Precondition::Version => "version_conflict",
             Precondition::Status => "status_conflict",
             Precondition::Payee => "beneficiary_changed",
+        }
+    }
+
+    /// The reason of the cancelled row: named as [`Precondition::code`].
+    pub fn reason(self) -> Reason {
+        match self {
+            Precondition::Version => Reason::VersionConflict,
+            Precondition::Status => Reason::StatusConflict,
+            Precondition::Payee => Reason::BeneficiaryChanged,
         }
     }
 
@@ -146,9 +161,9 @@ pub(crate) fn error_type(body: &Value) -> Option<&str> {
     body.pointer("/error/type").and_then(Value::as_str)
 }
 
-pub(crate) fn unknown(reason: impl Into<String>) -> Outcome {
+pub(crate) fn unknown(reason: Reason) -> Outcome {
     Outcome::Unknown {
-        reason: reason.into(),
+        reason,
         escalate: false,
     }
 }
@@ -165,7 +180,7 @@ pub fn classify_keyed_create(call: &CallResult, created: fn(&Value) -> Option<Fo
     match answer.status {
         // A 2xx we cannot read proves the provider acted but not how: ask it.
         200 | 201 => {
-            created(body).map_or_else(|| unknown("unreadable_success_body"), Outcome::from)
+            created(body).map_or_else(|| unknown(Reason::UnreadableSuccessBody), Outcome::from)
         }
         402 => Outcome::Failed {
             code: error_code(body).unwrap_or("payment_rejected").to_owned(),
@@ -173,7 +188,7 @@ pub fn classify_keyed_create(call: &CallResult, created: fn(&Value) -> Option<Fo
         400 if error_type(body) == Some("idempotency_error") => {
             // Same key, different parameters: the snapshot drifted between attempts.
             Outcome::Unknown {
-                reason: "idempotency_key_reused".into(),
+                reason: Reason::IdempotencyKeyReused,
                 escalate: true,
             }
         }
@@ -193,13 +208,13 @@ pub fn classify_keyed_create(call: &CallResult, created: fn(&Value) -> Option<Fo
                     .map(|v| v.to_string()),
             }
         }
-        409 => unknown("idempotency_key_in_use"),
+        409 => unknown(Reason::IdempotencyKeyInUse),
         // Rejected before execution and never saved under the key: provably no effect.
         401 | 403 | 429 => Outcome::NotExecuted {
-            reason: format!("http_{}", answer.status),
+            reason: Reason::Http(answer.status),
         },
-        s if s >= 500 && answer.replayed => unknown(format!("http_{s}_replayed")),
-        s => unknown(format!("http_{s}")),
+        s if s >= 500 && answer.replayed => unknown(Reason::HttpReplayed(s)),
+        s => unknown(Reason::Http(s)),
     }
 }
 
@@ -221,9 +236,9 @@ impl From<Found> for Outcome {
 pub(crate) fn transport(call: &CallResult) -> Result<&ProviderAnswer, Outcome> {
     match call {
         CallResult::NotSent { .. } => Err(Outcome::NotExecuted {
-            reason: "not_sent".into(),
+            reason: Reason::NotSent,
         }),
-        CallResult::NoAnswer { kind } => Err(unknown(kind.as_str())),
+        CallResult::NoAnswer { kind } => Err(unknown(kind.reason())),
         CallResult::Answer(answer) => Ok(answer),
     }
 }
@@ -234,21 +249,21 @@ pub(crate) fn transport(call: &CallResult) -> Result<&ProviderAnswer, Outcome> {
 pub(crate) fn classify_unkeyed_common(answer: &ProviderAnswer) -> Outcome {
     match answer.status {
         401 | 403 | 429 => Outcome::NotExecuted {
-            reason: format!("http_{}", answer.status),
+            reason: Reason::Http(answer.status),
         },
         s @ 400..=499 => Outcome::Failed {
             code: error_code(&answer.body)
                 .map(str::to_owned)
                 .unwrap_or_else(|| format!("http_{s}")),
         },
-        s => unknown(format!("http_{s}")),
+        s => unknown(Reason::Http(s)),
     }
 }
 
 /// The reason of a payment refused for a changed payee after an earlier attempt whose fate
 /// is unknown: that attempt may have paid (the lookup decides), and if it did not, only a
 /// person may decide again (reconcile never sends it back, see `reconcile::settle`).
-pub const PAYEE_CHANGED_AFTER_UNCERTAIN: &str = "beneficiary_changed_after_uncertain_attempt";
+pub const PAYEE_CHANGED_AFTER_UNCERTAIN: Reason = Reason::BeneficiaryChangedAfterUncertainAttempt;
 
 /// A conditional update refused (412) after an earlier attempt whose fate is unknown may
 /// have been refused by our own earlier request, committed late: it is a conflict only once
@@ -266,7 +281,9 @@ pub fn settle_conflict(conflict: Outcome, earlier_outcomes: &[Option<AttemptOutc
             on: Precondition::Payee,
             ..
         } if uncertain_before => unknown(PAYEE_CHANGED_AFTER_UNCERTAIN),
-        Outcome::Conflict { .. } if uncertain_before => unknown("conflict_after_uncertain_attempt"),
+        Outcome::Conflict { .. } if uncertain_before => {
+            unknown(Reason::ConflictAfterUncertainAttempt)
+        }
         other => other,
     }
 }
@@ -296,6 +313,13 @@ mod tests {
         for on in [Precondition::Version, Precondition::Status] {
             assert_eq!(on.attempt_outcome().as_str(), on.code());
         }
+        for on in [
+            Precondition::Version,
+            Precondition::Status,
+            Precondition::Payee,
+        ] {
+            assert_eq!(on.reason().as_str(), on.code());
+        }
     }
 
     #[test]
@@ -311,11 +335,11 @@ mod tests {
         );
         assert_eq!(
             settle_conflict(conflict.clone(), &[Some(AttemptOutcome::Unknown)]),
-            unknown("conflict_after_uncertain_attempt")
+            unknown(Reason::ConflictAfterUncertainAttempt)
         );
         assert_eq!(
             settle_conflict(conflict.clone(), &[Some(AttemptOutcome::NotExecuted), None]),
-            unknown("conflict_after_uncertain_attempt")
+            unknown(Reason::ConflictAfterUncertainAttempt)
         );
         let paid = Outcome::Succeeded {
             external_id: "deal_1".into(),

@@ -151,7 +151,7 @@ pub enum PolicyRefusal {
 impl PolicyRefusal {
     /// The dead-letter reason (both cases: the intent's policy says nothing about it).
     pub fn reason(self) -> &'static str {
-        "unknown_policy"
+        crate::refusal::IntakeRefusal::UnknownPolicy.as_str()
     }
 
     /// The member of the intent the refusal is about.

@@ -15,6 +15,7 @@ mod settle;
 mod step;
 
 pub use crate::lookup::{Found, Lookup, Reading};
+use crate::Reason;
 
 pub use settle::{
     definitive_attempt, lookup_backoff, settle, AskAgain, AttemptSeen, Settle, SettleFacts,
@@ -66,7 +67,7 @@ pub enum Verdict {
     /// The lookup failed; ask again later (the failure is counted).
     RetryLater,
     /// A person must decide.
-    Escalate(&'static str),
+    Escalate(Reason),
 }
 
 /// Who judges a lookup, which decides what a failed or unmatched one costs and what an
@@ -104,11 +105,13 @@ pub fn judge_as(
         (Judge::Reconcile, Lookup::Failed)
             if ages.failed_lookups_so_far + 1 >= contract.escalate_after_failed_lookups =>
         {
-            Verdict::Escalate("lookup_failed_repeatedly")
+            Verdict::Escalate(Reason::LookupFailedRepeatedly)
         }
         (Judge::Reconcile, Lookup::Failed) => Verdict::RetryLater,
-        (Judge::Reconcile, Lookup::Ambiguous(reason)) => Verdict::Escalate(reason),
-        (_, Lookup::Matches(found)) if found.len() > 1 => Verdict::Escalate("multiple_matches"),
+        (Judge::Reconcile, Lookup::Ambiguous(reason)) => Verdict::Escalate(*reason),
+        (_, Lookup::Matches(found)) if found.len() > 1 => {
+            Verdict::Escalate(Reason::MultipleMatches)
+        }
         (_, Lookup::Matches(found)) if found.len() == 1 => Verdict::Resolve(found[0].clone()),
         (_, Lookup::Matches(_)) => judge_absence(who, ages, contract),
     }
@@ -123,7 +126,7 @@ fn judge_absence(who: Judge, ages: AttemptAges, contract: ProviderContract) -> V
         };
         if !key_trusted(oldest, contract) {
             // The provider may have forgotten the key: a retry could create a second effect.
-            return Verdict::Escalate("key_retention_passed");
+            return Verdict::Escalate(Reason::KeyRetentionPassed);
         }
     }
     // Before a create, no earlier attempt means no age to wait for: absence is provable.
@@ -230,7 +233,7 @@ mod tests {
                 ages(120_000, 120_000),
                 CONTRACT
             ),
-            Verdict::Escalate("multiple_matches")
+            Verdict::Escalate(Reason::MultipleMatches)
         );
     }
 
@@ -296,7 +299,7 @@ mod tests {
         let late = 86_400_000 - RETENTION_SAFETY_MARGIN_MS;
         assert_eq!(
             judge(&Lookup::Matches(vec![]), ages(120_000, late), CONTRACT),
-            Verdict::Escalate("key_retention_passed")
+            Verdict::Escalate(Reason::KeyRetentionPassed)
         );
         assert_eq!(
             judge(&Lookup::Matches(vec![]), ages(120_000, late - 1), CONTRACT),
@@ -332,15 +335,19 @@ mod tests {
         a.failed_lookups_so_far = 2;
         assert_eq!(
             judge(&Lookup::Failed, a, CONTRACT),
-            Verdict::Escalate("lookup_failed_repeatedly")
+            Verdict::Escalate(Reason::LookupFailedRepeatedly)
         );
     }
 
     #[test]
     fn an_ambiguous_answer_goes_to_a_person() {
         assert_eq!(
-            judge(&Lookup::Ambiguous("version_moved"), ages(0, 0), CONTRACT),
-            Verdict::Escalate("version_moved")
+            judge(
+                &Lookup::Ambiguous(Reason::VersionMoved),
+                ages(0, 0),
+                CONTRACT
+            ),
+            Verdict::Escalate(Reason::VersionMoved)
         );
     }
 
@@ -368,7 +375,7 @@ mod tests {
         // A failed or unmatched search only releases the claim, however often it failed.
         let mut tried = ages(0, 0);
         tried.failed_lookups_so_far = 10;
-        for lookup in [Lookup::Failed, Lookup::Ambiguous("version_moved")] {
+        for lookup in [Lookup::Failed, Lookup::Ambiguous(Reason::VersionMoved)] {
             assert_eq!(before(&lookup, tried, CONTRACT), Verdict::RetryLater);
         }
         // A create carries no key the provider deduplicates: its retention is not waited on.

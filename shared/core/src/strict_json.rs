@@ -16,6 +16,8 @@
 use std::collections::HashSet;
 use std::fmt;
 
+use crate::refusal::IntakeRefusal;
+
 /// The largest integer every JSON parser reads exactly: IEEE-754 doubles hold every
 /// integer up to 2^53 − 1, and several RFC 8785 libraries refuse larger integers.
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
@@ -33,10 +35,10 @@ impl Ambiguity {
     /// The bounded reason code (dead-letter header, metric label, API error code).
     pub fn code(self) -> &'static str {
         match self {
-            Ambiguity::DuplicateMember => "duplicate_member",
-            Ambiguity::InvalidUnicode => "invalid_unicode",
-            Ambiguity::NumberOutOfRange => "number_out_of_range",
-            Ambiguity::NulCharacter => "nul_character",
+            Ambiguity::DuplicateMember => IntakeRefusal::DuplicateMember.as_str(),
+            Ambiguity::InvalidUnicode => IntakeRefusal::InvalidUnicode.as_str(),
+            Ambiguity::NumberOutOfRange => IntakeRefusal::NumberOutOfRange.as_str(),
+            Ambiguity::NulCharacter => IntakeRefusal::NulCharacter.as_str(),
         }
     }
 

@@ -1,20 +1,21 @@
 //! Whether an operation can be replaced by a corrected intent that `supersedes` it: who
 //! may replace it ([`judge`]), and whether its state still allows it ([`replaceable`]).
 
-use crate::Status;
+use crate::refusal::IntakeRefusal;
+use crate::{Reason, Status};
 
 /// `supersedes` names no operation the sender can see: none at all, or one of another
 /// tenant (the same answer, so nobody learns which ids another tenant uses).
-pub const UNKNOWN_OPERATION: &str = "supersedes_unknown_operation";
+pub const UNKNOWN_OPERATION: &str = IntakeRefusal::SupersedesUnknownOperation.as_str();
 /// `supersedes` names an operation of the sender's tenant submitted by someone else: by
 /// another principal, or through the other intake (the queue, which has no principal,
 /// against an operation submitted over the API, or the other way round).
-pub const FORBIDDEN: &str = "supersedes_forbidden";
+pub const FORBIDDEN: &str = IntakeRefusal::SupersedesForbidden.as_str();
 /// `supersedes` names an operation of another action (the name predates the tenant rule
 /// above: another tenant's operation is [`UNKNOWN_OPERATION`]).
-pub const OTHER_ACTION: &str = "supersedes_other_tenant_or_action";
+pub const OTHER_ACTION: &str = IntakeRefusal::SupersedesOtherTenantOrAction.as_str();
 /// `supersedes` names an operation a request may have gone out for.
-pub const EXECUTED: &str = "supersedes_executed";
+pub const EXECUTED: &str = IntakeRefusal::SupersedesExecuted.as_str();
 
 /// Every refusal of a superseding intent.
 pub const REFUSALS: [&str; 4] = [UNKNOWN_OPERATION, FORBIDDEN, OTHER_ACTION, EXECUTED];
@@ -38,7 +39,7 @@ pub struct Superseded<'a> {
     pub status: Status,
     pub fence: i64,
     /// Its `status_reason`.
-    pub reason: Option<&'a str>,
+    pub reason: Option<Reason>,
 }
 
 /// Whether `correction` may replace `old` (`None`: no operation has that id), in this
@@ -82,14 +83,14 @@ pub enum Replaceable {
 /// Whether the superseded operation can still be replaced: it was never claimed, or it
 /// ended without any possible effect (a conditional update whose precondition the
 /// provider refused, or a claim that never happened). `reason` is its `status_reason`.
-pub fn replaceable(status: Status, fence: i64, reason: Option<&str>) -> Replaceable {
+pub fn replaceable(status: Status, fence: i64, reason: Option<Reason>) -> Replaceable {
     match (status, reason) {
         // Claimed before (fence > 0) means a request may have gone out under the old key:
         // a new operation with a new key could double it.
         (Status::NotStarted, _) if fence == 0 => Replaceable::CancelIt,
         (
             Status::Cancelled,
-            Some("version_conflict" | "status_conflict" | "beneficiary_changed"),
+            Some(Reason::VersionConflict | Reason::StatusConflict | Reason::BeneficiaryChanged),
         ) => Replaceable::AlreadyEnded,
         (Status::Cancelled, _) if fence == 0 => Replaceable::AlreadyEnded,
         _ => Replaceable::Refused(EXECUTED),
@@ -226,7 +227,11 @@ mod tests {
 
     #[test]
     fn a_conflict_ended_without_effect_whatever_its_fence() {
-        for reason in ["version_conflict", "status_conflict", "beneficiary_changed"] {
+        for reason in [
+            Reason::VersionConflict,
+            Reason::StatusConflict,
+            Reason::BeneficiaryChanged,
+        ] {
             for fence in [0, 1, 3] {
                 assert_eq!(
                     replaceable(Status::Cancelled, fence, Some(reason)),
@@ -239,7 +244,11 @@ mod tests {
 
     #[test]
     fn a_cancellation_is_without_effect_only_if_never_claimed() {
-        for reason in [None, Some("approval_rejected"), Some("superseded")] {
+        for reason in [
+            None,
+            Some(Reason::ApprovalRejected),
+            Some(Reason::Superseded),
+        ] {
             assert_eq!(
                 replaceable(Status::Cancelled, 0, reason),
                 Replaceable::AlreadyEnded
@@ -259,7 +268,7 @@ mod tests {
             Status::Disputed,
         ] {
             for fence in [0, 1] {
-                for reason in [None, Some("version_conflict")] {
+                for reason in [None, Some(Reason::VersionConflict)] {
                     assert_eq!(
                         replaceable(status, fence, reason),
                         EXECUTED,

@@ -5,7 +5,7 @@
 //! webhooks module) only carries the decision out.
 
 use crate::catalogue::{Action, CATALOGUE};
-use crate::{Event, Status};
+use crate::{Event, Reason, Status};
 use serde_json::Value;
 
 /// The object status an event reports.
@@ -74,7 +74,7 @@ pub enum WebhookDecision {
     /// Nothing to change: a non-final report, or a final one the row already agrees with.
     Ignore,
     /// The event contradicts the row: record it and escalate the row, never apply it.
-    Escalate(&'static str),
+    Escalate(Reason),
     /// The row is disputed, so an operator owns it: record the event, touch nothing.
     NoteOnDisputed,
     /// The row is escalated, so a person was asked to decide: the event is evidence for
@@ -108,7 +108,7 @@ pub struct LinkedRow {
 /// escalated row is only noted, since escalated means hands off.
 pub fn decide_linked(
     row: LinkedRow,
-    identity: Result<(), &'static str>,
+    identity: Result<(), Reason>,
     reported: Reported,
 ) -> WebhookDecision {
     let decision = match identity {
@@ -152,15 +152,15 @@ pub fn decide(status: Status, reported: Reported) -> WebhookDecision {
     }
 }
 
-pub const CONTRADICTS_FINAL: &str = "webhook_contradicts_final";
-pub const BEFORE_CLAIM: &str = "webhook_before_claim";
-pub const ON_DISPUTED: &str = "webhook_on_disputed";
+pub const CONTRADICTS_FINAL: Reason = Reason::WebhookContradictsFinal;
+pub const BEFORE_CLAIM: Reason = Reason::WebhookBeforeClaim;
+pub const ON_DISPUTED: Reason = Reason::WebhookOnDisputed;
 /// Why an event that would have moved an escalated row only went to its history.
-pub const ON_ESCALATED: &str = "operation_escalated";
+pub const ON_ESCALATED: Reason = Reason::OperationEscalated;
 /// Why an event [`decide`] applied was escalated instead: the state machine refused it,
 /// or the row moved, although the row was held. Never expected; recorded for an
 /// operator rather than guessed at.
-pub const NOT_APPLICABLE: &str = "webhook_not_applicable";
+pub const NOT_APPLICABLE: Reason = Reason::WebhookNotApplicable;
 
 /// What the row says the effect is, for [`check_identity`].
 #[derive(Debug, Clone, Copy)]
@@ -190,21 +190,21 @@ pub fn check_identity(
     provider: &str,
     row: RowIdentity<'_>,
     object: ObjectIdentity<'_>,
-) -> Result<(), &'static str> {
+) -> Result<(), Reason> {
     if row.provider != provider {
-        return Err("webhook_provider_mismatch");
+        return Err(Reason::WebhookProviderMismatch);
     }
     if row.action != action.wire_name() {
-        return Err("webhook_action_mismatch");
+        return Err(Reason::WebhookActionMismatch);
     }
     if let Some(reference) = object.reference {
         if reference != row.reference {
-            return Err("webhook_reference_mismatch");
+            return Err(Reason::WebhookReferenceMismatch);
         }
     }
     if let (Some(known), Some(reported)) = (row.external_id, object.id) {
         if known != reported {
-            return Err("webhook_external_id_mismatch");
+            return Err(Reason::WebhookExternalIdMismatch);
         }
     }
     if let (Some(amount), Some(expected)) = (
@@ -212,7 +212,7 @@ pub fn check_identity(
         row.payload.get("amount_minor").and_then(Value::as_i64),
     ) {
         if amount != expected {
-            return Err("webhook_amount_mismatch");
+            return Err(Reason::WebhookAmountMismatch);
         }
     }
     if let (Some(currency), Some(expected)) = (
@@ -220,7 +220,7 @@ pub fn check_identity(
         row.payload.get("currency").and_then(Value::as_str),
     ) {
         if currency != expected {
-            return Err("webhook_currency_mismatch");
+            return Err(Reason::WebhookCurrencyMismatch);
         }
     }
     Ok(())
@@ -317,12 +317,12 @@ mod tests {
                     let expected = if status == Status::Disputed {
                         WebhookDecision::NoteOnDisputed
                     } else {
-                        WebhookDecision::Escalate("webhook_amount_mismatch")
+                        WebhookDecision::Escalate(Reason::WebhookAmountMismatch)
                     };
                     assert_eq!(
                         decide_linked(
                             linked(status, escalated),
-                            Err("webhook_amount_mismatch"),
+                            Err(Reason::WebhookAmountMismatch),
                             reported
                         ),
                         expected,
@@ -425,7 +425,7 @@ mod tests {
         );
         assert_eq!(
             check_identity(Action::RefundCreate, "payments", row, good),
-            Err("webhook_action_mismatch")
+            Err(Reason::WebhookActionMismatch)
         );
         assert_eq!(
             check_identity(
@@ -437,7 +437,7 @@ mod tests {
                     ..good
                 }
             ),
-            Err("webhook_reference_mismatch")
+            Err(Reason::WebhookReferenceMismatch)
         );
         assert_eq!(
             check_identity(
@@ -449,7 +449,7 @@ mod tests {
                     ..good
                 }
             ),
-            Err("webhook_external_id_mismatch")
+            Err(Reason::WebhookExternalIdMismatch)
         );
         assert_eq!(
             check_identity(
@@ -461,7 +461,7 @@ mod tests {
                     ..good
                 }
             ),
-            Err("webhook_amount_mismatch")
+            Err(Reason::WebhookAmountMismatch)
         );
         assert_eq!(
             check_identity(
@@ -473,11 +473,11 @@ mod tests {
                     ..good
                 }
             ),
-            Err("webhook_currency_mismatch")
+            Err(Reason::WebhookCurrencyMismatch)
         );
         assert_eq!(
             check_identity(Action::PaymentCreate, "crm", row, good),
-            Err("webhook_provider_mismatch")
+            Err(Reason::WebhookProviderMismatch)
         );
         // The row has no external id yet (the execute worker has not recorded it): fine.
         let fresh = RowIdentity {

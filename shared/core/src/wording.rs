@@ -11,7 +11,7 @@ mod page;
 pub use crate::json_words::value_in_words;
 pub use page::{
     amount_confirmed, approval_in_words, instant_in_words, patch_field_in_words,
-    patch_value_in_words, status_in_words,
+    patch_value_in_words, reason_in_words, reason_name_in_words, status_in_words,
 };
 
 /// One sentence saying what the operation will do once approved, as its action's

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use fleet_core::catalogue::ProviderCapabilities;
 use fleet_core::payee::PayeeEvidence;
 use fleet_core::risk::RiskCue;
-use fleet_core::{PolicySet, ValidIntent};
+use fleet_core::{IntakeRefusal, PolicySet, ValidIntent};
 use fleet_runtime::metric_names as m;
 use fleet_store::{Requirement, StoreError};
 
@@ -76,11 +76,23 @@ pub struct Refusal {
 }
 
 impl Refusal {
+    /// A refusal with the code of a refusing module (`IntentError::code`, the capability
+    /// guard's, …): each is one of [`IntakeRefusal`]'s names.
     pub fn new(reason: &'static str, field: Option<&str>) -> Self {
         Refusal {
             reason,
             field: field.map(str::to_owned),
         }
+    }
+
+    /// A refusal the intake names itself.
+    pub fn of(reason: IntakeRefusal, field: Option<&str>) -> Self {
+        Refusal::new(reason.as_str(), field)
+    }
+
+    /// Whether this is the refusal `reason`.
+    pub fn is(&self, reason: IntakeRefusal) -> bool {
+        self.reason == reason.as_str()
     }
 }
 

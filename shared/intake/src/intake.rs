@@ -9,7 +9,7 @@
 
 use fleet_core::catalogue::guard;
 use fleet_core::payee::PayeeEvidence;
-use fleet_core::{parse_intent, IntentError, ValidIntent};
+use fleet_core::{parse_intent, IntakeRefusal, IntentError, ValidIntent};
 use fleet_runtime::metric_names as m;
 use fleet_store::{PrepareOutcome, Store, StoreError};
 use tracing::{info, warn};
@@ -126,7 +126,7 @@ pub async fn with_payee(
 
 /// The refusal of an intent whose payee the provider's directory cannot confirm, under a
 /// policy that refuses unknown payees.
-pub const PAYEE_UNKNOWN: &str = "payee_unknown";
+pub const PAYEE_UNKNOWN: &str = IntakeRefusal::PayeeUnknown.as_str();
 
 /// Parses and checks raw bytes: the contract, the capability guard, then the quorum
 /// policy the intent names. A refusal is logged and counted here.
@@ -214,7 +214,7 @@ pub async fn write(
     match store_intent_by(store, checked.clone(), submitted_by).await {
         Intake::Prepared(_) => Ok(Written::Inserted),
         Intake::AlreadyPrepared(_) => Ok(Written::AlreadyPrepared),
-        Intake::Refused(r) if r.reason == "operation_id_conflict" => Err(WriteError::Conflict),
+        Intake::Refused(r) if r.is(IntakeRefusal::OperationIdConflict) => Err(WriteError::Conflict),
         Intake::Refused(r) => Err(WriteError::Refused(r)),
         Intake::Unavailable(e) => Err(WriteError::Store(e)),
     }
@@ -273,14 +273,16 @@ pub fn judged(
             refused(Refusal::new(reason, Some("supersedes")))
         }
         Ok(PrepareOutcome::Conflict { stored_hash }) => {
-            warn!(operation_id = %op, payload_hash = %intent.payload_hash, stored_hash = %stored_hash, reason = "operation_id_conflict", "intent refused: the id names another snapshot");
-            refused(Refusal::new("operation_id_conflict", Some("operation_id")))
+            let refusal = IntakeRefusal::OperationIdConflict;
+            warn!(operation_id = %op, payload_hash = %intent.payload_hash, stored_hash = %stored_hash, reason = refusal.as_str(), "intent refused: the id names another snapshot");
+            refused(Refusal::of(refusal, Some("operation_id")))
         }
         Err(e) if e.refuses_content() => {
             // The SQLSTATE says which rule; the server's message is not logged, since it
             // can quote the offending value.
-            warn!(operation_id = %op, sqlstate = e.sqlstate().unwrap_or(""), reason = "database_refused", "intent refused: Postgres cannot store its values");
-            refused(Refusal::new("database_refused", None))
+            let refusal = IntakeRefusal::DatabaseRefused;
+            warn!(operation_id = %op, sqlstate = e.sqlstate().unwrap_or(""), reason = refusal.as_str(), "intent refused: Postgres cannot store its values");
+            refused(Refusal::of(refusal, None))
         }
         Err(e) => {
             warn!(operation_id = %op, error = %e, "could not store the intent; it will be tried again");

@@ -6,36 +6,10 @@ use fleet_core::Action;
 use fleet_runtime::metric_names as m;
 
 /// Every reason an intent is refused with: its `fleet_intents_prepared_total` outcome
-/// and, from the queue, its dead-letter reason. The contract's codes
-/// (`IntentError::code`), the capability guard's (`catalogue::capabilities::REFUSALS`,
-/// held in agreement by a test), the store's (`supersede::REFUSALS`, likewise), and the
-/// checks against the policies, the payee's directory and the tenant's records (each
-/// held to its constant by a test).
-pub const REFUSAL_REASONS: &[&str] = &[
-    "oversized",
-    "malformed",
-    "duplicate_member",
-    "invalid_unicode",
-    "number_out_of_range",
-    "nul_character",
-    "unsupported_schema",
-    "unknown_action",
-    "invalid_field",
-    "unsupported_provider",
-    "provider_cannot_execute_safely",
-    "provider_cannot_update_conditionally",
-    "approval_outlives_key",
-    "operation_id_conflict",
-    "supersedes_unknown_operation",
-    "supersedes_other_tenant_or_action",
-    "supersedes_forbidden",
-    "supersedes_executed",
-    "database_refused",
-    "unknown_policy",
-    "payee_unknown",
-    "object_of_other_tenant",
-    "object_unknown",
-];
+/// and, from the queue, its dead-letter reason. Core names them all
+/// ([`fleet_core::IntakeRefusal`]); the tests below hold every refusing module's codes
+/// and the contract's fixtures to that list.
+pub const REFUSAL_REASONS: &[&str] = fleet_core::IntakeRefusal::NAMES;
 
 /// `fleet_intents_prepared_total` by outcome and `fleet_approvals_renewed_total` by
 /// action, at zero.

@@ -10,6 +10,7 @@ use fleet_core::{
 };
 
 use crate::{Store, StoreError, Transition, TransitionOutcome};
+use fleet_core::Reason;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalOutcome {
@@ -112,7 +113,8 @@ WITH recorded AS (
 SELECT (SELECT count(*) FROM recorded) AS recorded, (SELECT count(*) FROM approved) AS approved,
        (SELECT n FROM received) AS received";
 
-/// `$2` is `pending`, bound as a parameter (see `rows.rs`).
+/// `$2` is `pending`, bound as a parameter (see `rows.rs`); `$4` is the reason
+/// ([`Reason::ApprovalExpired`], by name).
 const EXPIRE: &str = "
 WITH expired AS (
     UPDATE operations SET approval_status = 'expired', updated_at = now()
@@ -120,7 +122,7 @@ WITH expired AS (
     RETURNING operation_id, tenant_id, fence
 )
 INSERT INTO operation_events (operation_id, tenant_id, kind, fence, actor, reason)
-SELECT operation_id, tenant_id, 'approval_expired', fence, 'approver', 'approval_expired' FROM expired";
+SELECT operation_id, tenant_id, 'approval_expired', fence, 'approver', $4::text FROM expired";
 
 /// The actor of an approver's history rows.
 fn approver(by: &Decider<'_>) -> String {
@@ -182,8 +184,16 @@ impl Store {
             },
             ApprovalVerdict::Expire => {
                 let pending = ApprovalStatus::Pending.as_str();
-                tx.execute(EXPIRE, &[&operation_id, &pending, &tenant_id])
-                    .await?;
+                tx.execute(
+                    EXPIRE,
+                    &[
+                        &operation_id,
+                        &pending,
+                        &tenant_id,
+                        &Reason::ApprovalExpired.as_str(),
+                    ],
+                )
+                .await?;
                 ApprovalOutcome::Expired
             }
             ApprovalVerdict::Count => {
@@ -252,7 +262,7 @@ impl Store {
         }
         let actor = approver(by);
         let t = Transition {
-            reason: Some("approval_rejected"),
+            reason: Some(Reason::ApprovalRejected),
             evidence: Some(serde_json::json!({ "reason": reason })),
             approval_status: Some(ApprovalStatus::Rejected),
             decided_by: Some(by.name),

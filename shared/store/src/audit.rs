@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use fleet_core::OpRef;
+use fleet_core::{OpRef, Reason};
 use serde_json::Value;
 
 use crate::rows::OPERATION_COLUMNS;
@@ -28,7 +28,7 @@ WITH audited AS (
 )
 INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, to_status, fence, actor, reason, evidence)
 SELECT operation_id, tenant_id, CASE WHEN $2 THEN 'escalated' ELSE 'audited' END, status, status, fence, 'reconcile',
-       CASE WHEN $2 THEN 'duplicate_effect' ELSE 'single_effect' END, $3
+       CASE WHEN $2 THEN $5::text ELSE $6::text END, $3
 FROM audited
 RETURNING 1";
 
@@ -62,7 +62,7 @@ impl Store {
                 &[&providers, &secs, &delays.otherwise.as_secs_f64(), &batch],
             )
             .await?;
-        Ok(rows.iter().map(OperationRow::from_row).collect())
+        rows.iter().map(OperationRow::from_row).collect()
     }
 
     /// Records the audit's finding once (a second auditor finds it done and records
@@ -78,7 +78,14 @@ impl Store {
         Ok(client
             .query_opt(
                 &stmt,
-                &[&op.operation_id, &duplicate, evidence, &op.tenant_id],
+                &[
+                    &op.operation_id,
+                    &duplicate,
+                    evidence,
+                    &op.tenant_id,
+                    &Reason::DuplicateEffect.as_str(),
+                    &Reason::SingleEffect.as_str(),
+                ],
             )
             .await?
             .is_some())

@@ -164,17 +164,16 @@ impl Store {
             &pairs,
         ];
         let rows = client.query(&stmt, &params).await?;
-        Ok(rows
-            .iter()
+        rows.iter()
             .map(|r| {
-                let row = OperationRow::from_row(r);
                 crate::transition::observe(Status::NotStarted, Status::InProgress, None, None);
-                ClaimedOperation {
+                let row = OperationRow::from_row(r)?;
+                Ok(ClaimedOperation {
                     fence: row.fence,
                     row,
-                }
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Extends a held lease. `false` means fenced out: the lease is gone.

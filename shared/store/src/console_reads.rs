@@ -4,11 +4,11 @@
 //! by the database clock.
 
 use chrono::{DateTime, Utc};
-use fleet_core::{OpRef, Status};
+use fleet_core::{OpRef, Reason, Status};
 use serde_json::Value;
 use tokio_postgres::Row;
 
-use crate::rows::OPERATION_COLUMNS;
+use crate::rows::{reason_at, OPERATION_COLUMNS};
 use crate::{OperationRow, Store, StoreError};
 
 /// One operation as the console shows it.
@@ -20,7 +20,7 @@ pub struct ConsoleOperation {
     /// Seconds until the approval expires, by the database clock (negative once past).
     pub expires_in_s: i64,
     /// The reason of the latest event that gave one (why it is unknown or escalated).
-    pub latest_reason: Option<String>,
+    pub latest_reason: Option<Reason>,
 }
 
 /// One approval of an operation's stored hash, as the approval page lists it.
@@ -54,13 +54,13 @@ fn select(where_order: &str) -> String {
     )
 }
 
-fn console_operation(r: &Row) -> ConsoleOperation {
-    ConsoleOperation {
-        row: OperationRow::from_row(r),
+fn console_operation(r: &Row) -> Result<ConsoleOperation, StoreError> {
+    Ok(ConsoleOperation {
+        row: OperationRow::from_row(r)?,
         view: r.get("view"),
         expires_in_s: r.get("expires_in_s"),
-        latest_reason: r.get("latest_reason"),
-    }
+        latest_reason: reason_at(r, "latest_reason")?,
+    })
 }
 
 impl Store {
@@ -73,11 +73,12 @@ impl Store {
         let stmt = client
             .prepare_cached(&select("WHERE o.operation_id = $1 AND o.tenant_id = $2"))
             .await?;
-        Ok(client
+        client
             .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
             .await?
             .as_ref()
-            .map(console_operation))
+            .map(console_operation)
+            .transpose()
     }
 
     /// Who approved the operation's stored hash so far, first first.
@@ -119,7 +120,7 @@ impl Store {
             ))
             .await?;
         let rows = client.query(&stmt, &[&tenants, &limit]).await?;
-        Ok(rows.iter().map(console_operation).collect())
+        rows.iter().map(console_operation).collect()
     }
 
     /// Operations waiting for an operator in `tenants`: unknown ones, and escalated ones
@@ -139,7 +140,7 @@ impl Store {
             ))
             .await?;
         let rows = client.query(&stmt, &[&tenants, &limit]).await?;
-        Ok(rows.iter().map(console_operation).collect())
+        rows.iter().map(console_operation).collect()
     }
 
     /// Operations of `tenants` matching `search`, newest first.
@@ -171,6 +172,6 @@ impl Store {
                 ],
             )
             .await?;
-        Ok(rows.iter().map(console_operation).collect())
+        rows.iter().map(console_operation).collect()
     }
 }

@@ -17,6 +17,10 @@ pub enum StoreError {
     /// the batch's, told to each of its requests).
     #[error("batch: {0}")]
     Batched(String),
+    /// A stored value this build cannot read (a reason no variant names): the row is
+    /// never guessed at; the caller fails as it would on a database error.
+    #[error("unreadable row: {0}")]
+    Unreadable(String),
 }
 
 impl StoreError {
@@ -27,7 +31,8 @@ impl StoreError {
             StoreError::Pool(_)
             | StoreError::Migrate(_)
             | StoreError::Config(_)
-            | StoreError::Batched(_) => None,
+            | StoreError::Batched(_)
+            | StoreError::Unreadable(_) => None,
         }
     }
 

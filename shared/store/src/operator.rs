@@ -8,6 +8,7 @@ use fleet_core::{Decider, Event, OpRef, Resolution, Status};
 use serde_json::json;
 
 use crate::{Store, StoreError, Transition, TransitionOutcome};
+use fleet_core::Reason;
 
 /// An operator's resolution, with what backs it.
 #[derive(Debug, Clone, Copy)]
@@ -58,7 +59,7 @@ impl Store {
         }
         let actor = operator(by);
         let t = Transition {
-            reason: Some("operator_resolution"),
+            reason: Some(Reason::OperatorResolution),
             evidence: Some(json!({ "evidence": r.evidence })),
             external_id: r.external_id,
             signed_in_with: Some(by.signed_in_with.as_str()),
@@ -90,7 +91,7 @@ impl Store {
         }
         let actor = operator(by);
         let t = Transition {
-            reason: Some("disputed"),
+            reason: Some(Reason::Disputed),
             evidence: Some(json!({ "reason": reason })),
             signed_in_with: Some(by.signed_in_with.as_str()),
             ..Transition::new(op, row.status, row.fence, Event::OperatorDispute, &actor)

@@ -4,8 +4,10 @@ use fleet_core::supersede::{judge, Correction, Replaceable, Superseded};
 use fleet_core::{OpRef, Status, ValidIntent};
 use futures_util::future::try_join_all;
 
+use crate::rows::reason_at;
 use crate::transition::Param;
 use crate::{BatchError, Store, StoreError};
+use fleet_core::Reason;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PrepareOutcome {
@@ -97,15 +99,20 @@ impl Store {
                 &[&old, &intent.snapshot.tenant_id],
             )
             .await?;
-        let superseded = row.as_ref().map(|row| Superseded {
-            tenant_id: row.get(3),
-            action: row.get(4),
-            submitted_by: row.get(5),
-            // The CHECK constraint admits only known names.
-            status: Status::parse(row.get(0)).expect("status CHECK"),
-            fence: row.get(1),
-            reason: row.get(2),
-        });
+        let superseded = row
+            .as_ref()
+            .map(|row| {
+                Ok::<_, StoreError>(Superseded {
+                    tenant_id: row.get(3),
+                    action: row.get(4),
+                    submitted_by: row.get(5),
+                    // The CHECK constraint admits only known names.
+                    status: Status::parse(row.get(0)).expect("status CHECK"),
+                    fence: row.get(1),
+                    reason: reason_at(row, 2)?,
+                })
+            })
+            .transpose()?;
         let correction = Correction {
             tenant_id: &intent.snapshot.tenant_id,
             action: &intent.snapshot.action,
@@ -125,7 +132,7 @@ impl Store {
         let mut outcome = None;
         if cancel_old {
             let t = crate::Transition {
-                reason: Some("superseded"),
+                reason: Some(Reason::Superseded),
                 evidence: Some(
                     serde_json::json!({ "superseded_by": intent.operation_id.as_str() }),
                 ),

@@ -12,11 +12,12 @@ impl Store {
             "SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 AND tenant_id = $2"
         );
         let stmt = client.prepare_cached(&sql).await?;
-        Ok(client
+        client
             .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
             .await?
             .as_ref()
-            .map(OperationRow::from_row))
+            .map(OperationRow::from_row)
+            .transpose()
     }
 
     /// Newest first, at most `limit` rows.
@@ -40,7 +41,7 @@ impl Store {
              ORDER BY created_at DESC, operation_id DESC LIMIT $2"
         );
         let rows = client.query(&sql, &[&escalated_only, &limit]).await?;
-        Ok(rows.iter().map(OperationRow::from_row).collect())
+        rows.iter().map(OperationRow::from_row).collect()
     }
 
     /// The tenants holding an operation with this id, in order: what a caller that named
@@ -75,7 +76,7 @@ impl Store {
                 &[&op.operation_id, &op.tenant_id],
             )
             .await?;
-        Ok(rows.iter().map(EventRow::from_row).collect())
+        rows.iter().map(EventRow::from_row).collect()
     }
 
     /// Counts by status, for summaries and fleet-wide gauges.

@@ -2,12 +2,31 @@
 
 use chrono::{DateTime, Utc};
 use fleet_core::{
-    Action, ApprovalStatus, AttemptOutcome, OpRef, ProviderName, Snapshot, StatementSubject,
-    Status, Subject,
+    Action, ApprovalStatus, AttemptOutcome, OpRef, ProviderName, Reason, Snapshot,
+    StatementSubject, Status, Subject,
 };
 use serde::Serialize;
 use serde_json::Value;
+use tokio_postgres::row::RowIndex;
 use tokio_postgres::Row;
+
+use crate::StoreError;
+
+/// A reason column (`status_reason`, `operation_events.reason`) as core names it. A name
+/// no [`Reason`] has is an error, never a guess: a row written by a newer build is read
+/// by a build that knows its reasons.
+pub(crate) fn reason_at<I>(r: &Row, column: I) -> Result<Option<Reason>, StoreError>
+where
+    I: RowIndex + std::fmt::Display,
+{
+    let stored: Option<String> = r.try_get(&column)?;
+    stored
+        .map(|s| {
+            Reason::parse(&s)
+                .ok_or_else(|| StoreError::Unreadable(format!("{column}: unknown reason {s:?}")))
+        })
+        .transpose()
+}
 
 // How every compare-and-set on `operations` is written: one plain
 // `UPDATE operations … WHERE operation_id = $1 AND tenant_id = $t AND status = $n AND fence = $m …`.
@@ -62,7 +81,7 @@ pub struct OperationRow {
     pub decided_by: Option<String>,
     pub decided_at: Option<DateTime<Utc>>,
     pub status: Status,
-    pub status_reason: Option<String>,
+    pub status_reason: Option<Reason>,
     pub fence: i64,
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<DateTime<Utc>>,
@@ -93,8 +112,8 @@ pub struct OperationRow {
 }
 
 impl OperationRow {
-    pub(crate) fn from_row(r: &Row) -> OperationRow {
-        OperationRow {
+    pub(crate) fn from_row(r: &Row) -> Result<OperationRow, StoreError> {
+        Ok(OperationRow {
             operation_id: r.get("operation_id"),
             tenant_id: r.get("tenant_id"),
             action: r.get("action"),
@@ -116,7 +135,7 @@ impl OperationRow {
             decided_at: r.get("decided_at"),
             status: Status::parse(r.get("status"))
                 .expect("the status CHECK constraint admits only known names"),
-            status_reason: r.get("status_reason"),
+            status_reason: reason_at(r, "status_reason")?,
             fence: r.get("fence"),
             lease_owner: r.get("lease_owner"),
             lease_expires_at: r.get("lease_expires_at"),
@@ -138,7 +157,7 @@ impl OperationRow {
             approval_expired: r.get("approval_expired"),
             lease_expired: r.get("lease_expired"),
             deadline_passed: r.get("deadline_passed"),
-        }
+        })
     }
 
     /// The operation's key: its tenant and id (docs/design.md#tenant-boundaries).
@@ -238,14 +257,14 @@ pub struct EventRow {
     pub to_status: Option<String>,
     pub fence: Option<i64>,
     pub actor: String,
-    pub reason: Option<String>,
+    pub reason: Option<Reason>,
     pub evidence: Option<Value>,
     pub at: DateTime<Utc>,
 }
 
 impl EventRow {
-    pub(crate) fn from_row(r: &Row) -> EventRow {
-        EventRow {
+    pub(crate) fn from_row(r: &Row) -> Result<EventRow, StoreError> {
+        Ok(EventRow {
             id: r.get("id"),
             operation_id: r.get("operation_id"),
             kind: r.get("kind"),
@@ -253,10 +272,10 @@ impl EventRow {
             to_status: r.get("to_status"),
             fence: r.get("fence"),
             actor: r.get("actor"),
-            reason: r.get("reason"),
+            reason: reason_at(r, "reason")?,
             evidence: r.get("evidence"),
             at: r.get("at"),
-        }
+        })
     }
 }
 

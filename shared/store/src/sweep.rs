@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use fleet_core::{Event, OpKey, OpRef, Status};
+use fleet_core::{Event, OpKey, OpRef, Reason, Status};
 use serde_json::Value;
 
 use crate::{transition_in, Store, StoreError, Transition, TransitionOutcome};
@@ -22,7 +22,7 @@ struct BatchMove {
     select: &'static str,
     from: Status,
     event: Event,
-    reason: &'static str,
+    reason: Reason,
     /// Also mark the approval expired (through `fleet_expire_approval`, the one change to
     /// an approval column a worker's database role may make).
     expire_approval: bool,
@@ -50,7 +50,7 @@ impl Store {
                      ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
             from: Status::InProgress,
             event: Event::LeaseExpired,
-            reason: "lease_expired",
+            reason: Reason::LeaseExpired,
             expire_approval: false,
         };
         self.move_batch(expired, batch).await
@@ -126,7 +126,7 @@ impl Store {
                      ORDER BY approval_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
             from: Status::NotStarted,
             event: Event::CancelBeforeStart,
-            reason: "approval_expired",
+            reason: Reason::ApprovalExpired,
             expire_approval: true,
         };
         Ok(self.move_batch(expired, batch).await?.len())

@@ -3,7 +3,7 @@
 //! expected status AND fence, and the event row is written in the same statement.
 //! Zero rows affected is `Stale`, a normal outcome every caller handles.
 
-use fleet_core::{transition, ApprovalStatus, Event, OpRef, Refused, Status};
+use fleet_core::{transition, ApprovalStatus, Event, OpRef, Reason, Refused, Status};
 use serde_json::Value;
 
 use fleet_runtime::metric_names as m;
@@ -23,7 +23,8 @@ pub struct Transition<'a> {
     pub fence: i64,
     pub event: Event,
     pub actor: &'a str,
-    pub reason: Option<&'a str>,
+    /// Stored by its wire name ([`Reason::as_str`]), which the outbox trigger reads.
+    pub reason: Option<Reason>,
     pub evidence: Option<Value>,
     pub external_id: Option<&'a str>,
     pub provider_request_id: Option<&'a str>,
@@ -240,6 +241,8 @@ pub(crate) struct Bound {
     unescalated_only: bool,
     /// The approval status `t` sets, by name.
     approval_status: Option<&'static str>,
+    /// `t`'s reason, by name.
+    reason: Option<&'static str>,
 }
 
 /// The target status the state machine gives `t`, with the values bound beside it, or
@@ -258,6 +261,7 @@ pub(crate) fn bind(t: &Transition<'_>) -> Result<(Status, Bound), Refused> {
             kind,
             unescalated_only: !t.event.is_operator_decision(),
             approval_status: t.approval_status.map(ApprovalStatus::as_str),
+            reason: t.reason.map(Reason::as_str),
         },
     ))
 }
@@ -269,7 +273,7 @@ pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'
         &b.to,
         &t.fence,
         &t.actor,
-        &t.reason,
+        &b.reason,
         &t.evidence,
         &t.external_id,
         &t.provider_request_id,

@@ -13,7 +13,7 @@ mod apply;
 mod retention;
 
 use chrono::{DateTime, Utc};
-use fleet_core::{OpRef, Status};
+use fleet_core::{OpRef, Reason, Status};
 use fleet_runtime::metric_names as m;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -88,7 +88,7 @@ pub enum WebhookOutcome {
     Escalated {
         operation_id: String,
         tenant_id: String,
-        reason: &'static str,
+        reason: Reason,
     },
     /// First delivery; no operation matches it yet. Stored for reconcile.
     Unlinked,
@@ -192,7 +192,7 @@ impl Decided {
     }
 }
 
-fn evidence(ev: &WebhookEvent, reason: Option<&str>) -> Value {
+fn evidence(ev: &WebhookEvent, reason: Option<Reason>) -> Value {
     json!({
         "provider": ev.provider,
         "event_id": ev.event_id,
@@ -200,7 +200,7 @@ fn evidence(ev: &WebhookEvent, reason: Option<&str>) -> Value {
         "received_at": ev.received_at,
         "payload_hash": ev.payload_hash,
         "object": ev.object.to_json(),
-        "reason": reason,
+        "reason": reason.map(Reason::as_str),
     })
 }
 

@@ -571,7 +571,10 @@ impl TestFleet {
         self.ring_execute(op).await;
         let row = self.escalated(op).await;
         assert_eq!(
-            (row.status, row.status_reason.as_deref()),
+            (
+                row.status,
+                row.status_reason.map(fleet_core::Reason::as_str)
+            ),
             (Status::Unknown, Some("key_retention_passed"))
         );
         assert_eq!(

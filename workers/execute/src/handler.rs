@@ -3,7 +3,7 @@
 
 use fleet_broker::{Delivery, Disposition, Handler, Queue};
 use fleet_core::execute::{decide, Decision};
-use fleet_core::{ApprovalStatus, Doorbell, Event, OpRef, Status};
+use fleet_core::{ApprovalStatus, Doorbell, Event, OpRef, Reason, Status};
 use fleet_store::{Claim, OperationRow, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
 use tracing::{error, info, warn};
@@ -92,8 +92,9 @@ impl ExecuteHandler {
         Ok(())
     }
 
-    async fn cancel(&self, row: &OperationRow, reason: &'static str) -> Result<(), StoreError> {
-        let approval_status = (reason == "approval_expired").then_some(ApprovalStatus::Expired);
+    async fn cancel(&self, row: &OperationRow, reason: Reason) -> Result<(), StoreError> {
+        let approval_status =
+            (reason == Reason::ApprovalExpired).then_some(ApprovalStatus::Expired);
         let t = Transition {
             reason: Some(reason),
             approval_status,
@@ -107,7 +108,7 @@ impl ExecuteHandler {
         };
         match self.deps.store.transition(t, None).await? {
             TransitionOutcome::Moved { .. } => {
-                warn!(operation_id = %row.operation_id, reason, "cancelled before any provider call")
+                warn!(operation_id = %row.operation_id, reason = reason.as_str(), "cancelled before any provider call")
             }
             TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
                 info!(operation_id = %row.operation_id, "row moved before it could be cancelled")
@@ -116,7 +117,7 @@ impl ExecuteHandler {
         Ok(())
     }
 
-    async fn escalate(&self, row: &OperationRow, reason: &'static str) -> Result<(), StoreError> {
+    async fn escalate(&self, row: &OperationRow, reason: Reason) -> Result<(), StoreError> {
         let t = Transition {
             reason: Some(reason),
             escalate: true,
@@ -130,7 +131,7 @@ impl ExecuteHandler {
         };
         match self.deps.store.transition(t, None).await? {
             TransitionOutcome::Moved { .. } => {
-                error!(operation_id = %row.operation_id, reason, "snapshot does not match its approval; escalated without a call")
+                error!(operation_id = %row.operation_id, reason = reason.as_str(), "snapshot does not match its approval; escalated without a call")
             }
             TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
                 info!(operation_id = %row.operation_id, "row moved before it could be escalated")

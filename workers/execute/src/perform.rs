@@ -3,7 +3,7 @@
 
 use fleet_core::payee::{payee_id, PayeeEvidence};
 use fleet_core::reconcile::key_trusted;
-use fleet_core::{AttemptOutcome, Effect, Outcome, Precondition, Status};
+use fleet_core::{AttemptOutcome, Effect, Outcome, Precondition, Reason, Status};
 use fleet_runtime::metric_names as m;
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError, TransitionOutcome};
 use tokio::time::Instant;
@@ -32,7 +32,11 @@ impl ExecuteHandler {
                 "stored snapshot does not match its approved hash; escalating without a call"
             );
             return self
-                .escalate_without_call(&claimed, "snapshot_hash_mismatch", AttemptOutcome::Unknown)
+                .escalate_without_call(
+                    &claimed,
+                    Reason::SnapshotHashMismatch,
+                    AttemptOutcome::Unknown,
+                )
                 .await;
         }
         if row.signatures_required > 0 && !self.signatures_hold(row).await? {
@@ -42,7 +46,7 @@ impl ExecuteHandler {
             return self
                 .escalate_without_call(
                     &claimed,
-                    "approval_signature_invalid",
+                    Reason::ApprovalSignatureInvalid,
                     AttemptOutcome::NotExecuted,
                 )
                 .await;
@@ -51,7 +55,11 @@ impl ExecuteHandler {
             // prepare validated this shape; reaching here is a bug, never a reason to guess.
             error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");
             return self
-                .escalate_without_call(&claimed, "unbuildable_request", AttemptOutcome::Unknown)
+                .escalate_without_call(
+                    &claimed,
+                    Reason::UnbuildableRequest,
+                    AttemptOutcome::Unknown,
+                )
                 .await;
         };
         if call.spec.effect == Effect::KeyedCreate
@@ -67,7 +75,7 @@ impl ExecuteHandler {
             return self
                 .escalate_without_call(
                     &claimed,
-                    "key_retention_passed",
+                    Reason::KeyRetentionPassed,
                     AttemptOutcome::NotExecuted,
                 )
                 .await;
@@ -169,15 +177,15 @@ impl ExecuteHandler {
     async fn escalate_without_call(
         &self,
         claimed: &ClaimedOperation,
-        reason: &'static str,
+        reason: Reason,
         attempt_outcome: AttemptOutcome,
     ) -> Result<(), StoreError> {
         let outcome = Outcome::Unknown {
-            reason: reason.into(),
+            reason,
             escalate: true,
         };
         let attempt = AttemptRecord {
-            detail: Some(reason.into()),
+            detail: Some(reason.as_str().into()),
             ..AttemptRecord::new(attempt_outcome)
         };
         self.record(claimed, &outcome, attempt, None).await

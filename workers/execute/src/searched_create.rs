@@ -9,7 +9,7 @@
 
 use fleet_core::execute::{before_create, queued_create_not_found, BeforeCreate, SearchedAnswer};
 use fleet_core::reconcile::{AttemptAges, Lookup};
-use fleet_core::{AttemptOutcome, Outcome};
+use fleet_core::{AttemptOutcome, Outcome, Reason};
 use fleet_store::{AttemptRecord, StoreError};
 use serde_json::{json, Value};
 use tracing::{info, warn};
@@ -103,9 +103,9 @@ impl ExecuteHandler {
         {
             let lost = SearchedAnswer {
                 outcome: Outcome::NotExecuted {
-                    reason: "lease_lost_before_create".into(),
+                    reason: Reason::LeaseLostBeforeCreate,
                 },
-                detail: "lease_lost_before_create",
+                detail: Reason::LeaseLostBeforeCreate.as_str(),
                 keeps_found: false,
             };
             return Ok(searched(lost, &nothing));

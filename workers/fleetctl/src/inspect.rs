@@ -3,6 +3,7 @@
 //! scripts read the documented `OperationView`; the table is the same view in words.
 
 use chrono::{DateTime, Utc};
+use fleet_core::wording::reason_name_in_words;
 use serde_json::Value;
 
 use crate::api_client::{Answer, ApiClient, ListQuery};
@@ -73,7 +74,7 @@ pub fn view_lines(v: &Value) -> Vec<String> {
     )];
     let reason = v["reason"]
         .as_str()
-        .map(|r| format!(" ({r})"))
+        .map(|r| format!(": {}", reason_name_in_words(r)))
         .unwrap_or_default();
     lines.push(format!("status      {}{reason}", text(v, "status")));
     let decided = match (v["decided_by"].as_str(), v["decided_at"].as_str()) {
@@ -233,7 +234,10 @@ mod tests {
         };
         assert!(has("hash", "sha256:abc"), "{lines:#?}");
         assert!(has("amount", "12,500.00 KZT"));
-        assert!(has("status", "unknown (lookup_failed_repeatedly)"));
+        assert!(has(
+            "status",
+            "unknown: lookups kept failing (lookup_failed_repeatedly)"
+        ));
         assert!(has("approval", "approved (1 of 1 approvals)") && has("approval", "by alice"));
         assert!(has(
             "payee",

@@ -4,6 +4,7 @@
 //! the action changed. What the answer proves is read by the action's catalogue entry.
 
 use fleet_core::reconcile::{ProviderContract, Reading};
+use fleet_core::Reason;
 use fleet_providers::{Operation, Provider, Providers};
 use fleet_store::OperationRow;
 use serde_json::json;
@@ -21,7 +22,7 @@ pub async fn look_up(
 ) -> Reading {
     let (Some(action), Some(provider)) = (row.action(), provider_of(providers, row)) else {
         return Reading::ambiguous(
-            "unknown_action",
+            Reason::UnknownAction,
             json!({"via": "none", "action": row.action}),
         );
     };

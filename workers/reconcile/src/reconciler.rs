@@ -193,7 +193,7 @@ impl Reconciler {
                 self.ring_execute(row.key()).await;
             }
             Event::Escalate => {
-                warn!(operation_id = %row.operation_id, reason = step.reason, "escalated to an operator");
+                warn!(operation_id = %row.operation_id, reason = step.reason.as_str(), "escalated to an operator");
             }
             _ => {
                 info!(operation_id = %row.operation_id, status = %to, external_id = step.external_id.unwrap_or_default(), "reconciled");

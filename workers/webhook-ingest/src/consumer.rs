@@ -98,7 +98,7 @@ fn log(event_id: &str, event_type: &str, outcome: &WebhookOutcome) {
             tenant_id,
             reason,
         } => {
-            warn!(event_id, event_type, operation_id = %operation_id, tenant_id = %tenant_id, reason, "webhook recorded and escalated, not applied")
+            warn!(event_id, event_type, operation_id = %operation_id, tenant_id = %tenant_id, reason = reason.as_str(), "webhook recorded and escalated, not applied")
         }
         WebhookOutcome::Unlinked => info!(
             event_id,

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::intent_error::IntentError;
 use crate::lookup::Reading;
 use crate::outcome::{CallResult, Outcome};
+use crate::reason::Reason;
 
 /// What a provider call and a lookup are about: the operation's reference at the provider
 /// (its stored idempotency key, also the key of keyed creates), its target and its
@@ -92,7 +93,7 @@ fn describe<P: ActionPayload>(target: Option<&str>, payload: &Value) -> Option<S
 /// looks, nothing is guessed.
 fn unreadable() -> Outcome {
     Outcome::Unknown {
-        reason: "unreadable_snapshot".into(),
+        reason: Reason::UnreadableSnapshot,
         escalate: true,
     }
 }
@@ -107,7 +108,10 @@ fn classify<P: ActionPayload>(call: &CallResult, subject: &Subject<'_>) -> Outco
 fn read_lookup<P: ActionPayload>(subject: &Subject<'_>, via: &str, objects: &[Value]) -> Reading {
     match typed::<P>(subject.payload) {
         Ok(p) => p.read_lookup(subject, via, objects),
-        Err(_) => Reading::ambiguous("unreadable_snapshot", serde_json::json!({ "via": via })),
+        Err(_) => Reading::ambiguous(
+            Reason::UnreadableSnapshot,
+            serde_json::json!({ "via": via }),
+        ),
     }
 }
 

@@ -154,6 +154,7 @@ mod tests {
     use super::*;
     use crate::lookup::Lookup;
     use crate::outcome::{answer, NoAnswerKind};
+    use crate::Reason;
 
     const OP: &str = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8";
     const DOC: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
@@ -212,7 +213,7 @@ mod tests {
         assert_eq!(
             classify(&answer(400, false, reused)),
             Outcome::Unknown {
-                reason: "idempotency_key_reused".into(),
+                reason: Reason::IdempotencyKeyReused,
                 escalate: true
             }
         );
@@ -228,7 +229,7 @@ mod tests {
         assert_eq!(
             classify(&answer(500, true, Value::Null)),
             Outcome::Unknown {
-                reason: "http_500_replayed".into(),
+                reason: Reason::HttpReplayed(500),
                 escalate: false
             }
         );

@@ -17,6 +17,7 @@ use crate::members::checks::{check_id, check_money, check_text};
 use crate::members::schemas::{amount_minor, currency, identifier, text};
 use crate::money::format_amount;
 use crate::outcome::{classify_unkeyed_common, transport, unknown, CallResult, Outcome};
+use crate::Reason;
 
 /// `crm.deal.create`: a new deal in the CRM.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -57,7 +58,7 @@ pub fn classify_deal_create(call: &CallResult) -> Outcome {
         (200 | 201, Some(id)) => Outcome::Succeeded {
             external_id: id.to_owned(),
         },
-        (200 | 201, None) => unknown("unreadable_success_body"),
+        (200 | 201, None) => unknown(Reason::UnreadableSuccessBody),
         (202, id) => Outcome::Accepted {
             external_id: id.map(str::to_owned),
         },

@@ -19,6 +19,7 @@ use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{
     classify_unkeyed_common, transport, unknown, CallResult, Outcome, Precondition,
 };
+use crate::Reason;
 
 /// `crm.deal.update`: change fields of a deal, only if it is still at the version read.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -44,7 +45,7 @@ pub fn classify_deal_update(call: &CallResult) -> Outcome {
         (200, Some(id)) => Outcome::Succeeded {
             external_id: id.to_owned(),
         },
-        (200, None) => unknown("unreadable_success_body"),
+        (200, None) => unknown(Reason::UnreadableSuccessBody),
         (412, _) => Outcome::Conflict {
             on: Precondition::Version,
             current: answer
@@ -97,7 +98,10 @@ impl ActionPayload for DealUpdatePayload {
     fn read_lookup(&self, subject: &Subject<'_>, via: &str, objects: &[Value]) -> Reading {
         let deal_id = subject.target.unwrap_or_default();
         let Some(deal) = objects.first() else {
-            return Reading::ambiguous("deal_missing", json!({"via": via, "deal_id": deal_id}));
+            return Reading::ambiguous(
+                Reason::DealMissing,
+                json!({"via": via, "deal_id": deal_id}),
+            );
         };
         let version = deal.get("version").and_then(Value::as_i64);
         let applied = self.patch.iter().all(|(k, v)| deal.get(k) == Some(v));
@@ -108,7 +112,7 @@ impl ActionPayload for DealUpdatePayload {
                     external_id: deal_id.to_owned(),
                 }])
             }
-            _ => Lookup::Ambiguous("version_moved"),
+            _ => Lookup::Ambiguous(Reason::VersionMoved),
         };
         let evidence = json!({"via": via, "deal_id": deal_id, "version": version, "expected_version": self.expected_version});
         Reading::with_found(lookup, evidence)
@@ -181,15 +185,15 @@ mod tests {
         );
         assert_eq!(
             read(json!({"id": "deal_1", "version": 4, "stage": "lost"})),
-            Lookup::Ambiguous("version_moved")
+            Lookup::Ambiguous(Reason::VersionMoved)
         );
         assert_eq!(
             read(json!({"id": "deal_1", "version": 6, "stage": "won"})),
-            Lookup::Ambiguous("version_moved")
+            Lookup::Ambiguous(Reason::VersionMoved)
         );
         assert_eq!(
             p.read_lookup(&subject(&payload), "deal", &[]).lookup,
-            Lookup::Ambiguous("deal_missing")
+            Lookup::Ambiguous(Reason::DealMissing)
         );
     }
 

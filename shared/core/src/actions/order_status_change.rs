@@ -22,6 +22,7 @@ use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{
     classify_unkeyed_common, error_type, transport, unknown, CallResult, Outcome, Precondition,
 };
+use crate::Reason;
 
 /// An order status: lower-case words joined by `_` (`paid`, `on_hold`).
 pub const STATUS_PATTERN: &str = "^[a-z]+(_[a-z]+)*$";
@@ -104,7 +105,7 @@ impl ActionPayload for OrderStatusChangePayload {
                 external_id: order_id(),
             },
             // A 2xx we cannot read proves the provider acted but not how: ask it.
-            200..=299 => unknown("unreadable_success_body"),
+            200..=299 => unknown(Reason::UnreadableSuccessBody),
             409 if error_type(&answer.body) == Some("status_conflict") => {
                 let now = answer.body.get("error").cloned().unwrap_or(Value::Null);
                 let as_order = json!({"status": now.get("current_status"), "last_transition_ref": now.get("last_transition_ref")});
@@ -132,7 +133,10 @@ impl ActionPayload for OrderStatusChangePayload {
     fn read_lookup(&self, subject: &Subject<'_>, via: &str, objects: &[Value]) -> Reading {
         let order_id = subject.target.unwrap_or_default();
         let Some(order) = objects.first() else {
-            return Reading::ambiguous("order_missing", json!({"via": via, "order_id": order_id}));
+            return Reading::ambiguous(
+                Reason::OrderMissing,
+                json!({"via": via, "order_id": order_id}),
+            );
         };
         let status = order.get("status").and_then(Value::as_str);
         let ref_is_ours =
@@ -144,7 +148,7 @@ impl ActionPayload for OrderStatusChangePayload {
         } else if status == Some(self.from.as_str()) && !ref_is_ours {
             Lookup::Matches(vec![])
         } else {
-            Lookup::Ambiguous("status_moved")
+            Lookup::Ambiguous(Reason::StatusMoved)
         };
         Reading::with_found(
             lookup,
@@ -322,10 +326,13 @@ mod tests {
         assert_eq!(read(at("paid", "op_earlier")), Lookup::Matches(vec![]));
         assert_eq!(
             read(at("fulfilled", "op_other")),
-            Lookup::Ambiguous("status_moved")
+            Lookup::Ambiguous(Reason::StatusMoved)
         );
-        assert_eq!(read(at("shipped", OP)), Lookup::Ambiguous("status_moved"));
-        assert_eq!(read(None), Lookup::Ambiguous("order_missing"));
+        assert_eq!(
+            read(at("shipped", OP)),
+            Lookup::Ambiguous(Reason::StatusMoved)
+        );
+        assert_eq!(read(None), Lookup::Ambiguous(Reason::OrderMissing));
     }
 
     #[test]

@@ -102,6 +102,7 @@ mod tests {
     use crate::outcome::{
         answer, settle_conflict, unknown, NoAnswerKind, Precondition, PAYEE_CHANGED_AFTER_UNCERTAIN,
     };
+    use crate::Reason;
 
     #[test]
     fn a_changed_payee_is_a_conflict_on_the_payee_not_a_retry() {
@@ -189,7 +190,7 @@ mod tests {
         assert_eq!(
             classify_payment(&answer(500, true, Value::Null)),
             Outcome::Unknown {
-                reason: "http_500_replayed".into(),
+                reason: Reason::HttpReplayed(500),
                 escalate: false
             }
         );
@@ -224,7 +225,7 @@ mod tests {
         assert_eq!(
             classify_payment(&answer(400, false, body)),
             Outcome::Unknown {
-                reason: "idempotency_key_reused".into(),
+                reason: Reason::IdempotencyKeyReused,
                 escalate: true
             }
         );

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use super::{Action, Effect};
 use crate::reconcile::RETENTION_SAFETY_MARGIN_MS;
+use crate::refusal::IntakeRefusal;
 
 /// What a provider guarantees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,19 +82,19 @@ pub fn guard(
     let spec = action.spec();
     let caps = match providers.get(provider) {
         Some(caps) if provider == spec.provider.as_str() => caps,
-        _ => return Err("unsupported_provider"),
+        _ => return Err(IntakeRefusal::UnsupportedProvider.as_str()),
     };
     match spec.effect {
         Effect::KeyedCreate | Effect::SearchedCreate
             if caps.idempotent_create.is_none() && !caps.lookup =>
         {
-            Err("provider_cannot_execute_safely")
+            Err(IntakeRefusal::ProviderCannotExecuteSafely.as_str())
         }
         Effect::ConditionalUpdate if !caps.conditional_update => {
-            Err("provider_cannot_update_conditionally")
+            Err(IntakeRefusal::ProviderCannotUpdateConditionally.as_str())
         }
         Effect::KeyedCreate if !approval_fits_key(approval_ttl_s, caps.key_retention_ms()) => {
-            Err("approval_outlives_key")
+            Err(IntakeRefusal::ApprovalOutlivesKey.as_str())
         }
         Effect::KeyedCreate | Effect::SearchedCreate | Effect::ConditionalUpdate => Ok(()),
     }
@@ -108,10 +109,10 @@ fn approval_fits_key(approval_ttl_s: i64, key_retention_ms: u64) -> bool {
 
 /// Every reason [`guard`] refuses with.
 pub const REFUSALS: [&str; 4] = [
-    "unsupported_provider",
-    "provider_cannot_execute_safely",
-    "provider_cannot_update_conditionally",
-    "approval_outlives_key",
+    IntakeRefusal::UnsupportedProvider.as_str(),
+    IntakeRefusal::ProviderCannotExecuteSafely.as_str(),
+    IntakeRefusal::ProviderCannotUpdateConditionally.as_str(),
+    IntakeRefusal::ApprovalOutlivesKey.as_str(),
 ];
 
 #[cfg(test)]

@@ -1,14 +1,14 @@
 //! Where a provider's answer moves the claimed row: from `in_progress` at the claim's
 //! fence, by the event the answer proves, with what the row keeps of the answer.
 
-use crate::{Event, Outcome};
+use crate::{Event, Outcome, Reason};
 
 /// The fenced move that records one answer, as plain values: the worker turns it into
 /// the store's transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AnswerMove<'a> {
     pub event: Event,
-    pub reason: Option<&'a str>,
+    pub reason: Option<Reason>,
     pub error_code: Option<&'a str>,
     pub external_id: Option<&'a str>,
     /// An accepted request: the row waits this many seconds for a final answer.
@@ -43,7 +43,7 @@ pub fn answer_move(outcome: &Outcome, accepted_deadline_s: u32) -> AnswerMove<'_
         },
         Outcome::Failed { code } => AnswerMove {
             event: Event::ProviderFailed,
-            reason: Some("provider_rejected"),
+            reason: Some(Reason::ProviderRejected),
             error_code: Some(code),
             keeps_request_id: true,
             keeps_result: true,
@@ -61,18 +61,18 @@ pub fn answer_move(outcome: &Outcome, accepted_deadline_s: u32) -> AnswerMove<'_
         // both reason and code, and what the provider said about it.
         Outcome::Conflict { on, .. } => AnswerMove {
             event: Event::ProviderConflict,
-            reason: Some(on.code()),
+            reason: Some(on.reason()),
             error_code: Some(on.code()),
             keeps_result: true,
             ..ambiguous
         },
         Outcome::NotExecuted { reason } => AnswerMove {
             event: Event::ProviderNotSent,
-            reason: Some(reason),
+            reason: Some(*reason),
             ..ambiguous
         },
         Outcome::Unknown { reason, escalate } => AnswerMove {
-            reason: Some(reason),
+            reason: Some(*reason),
             escalate: *escalate,
             ..ambiguous
         },
@@ -115,7 +115,7 @@ mod tests {
             answer_move(&outcome, DEADLINE_S),
             AnswerMove {
                 event: Event::ProviderFailed,
-                reason: Some("provider_rejected"),
+                reason: Some(Reason::ProviderRejected),
                 error_code: Some("insufficient_funds"),
                 external_id: None,
                 deadline_s: None,
@@ -163,7 +163,7 @@ mod tests {
                 answer_move(&outcome, DEADLINE_S),
                 AnswerMove {
                     event: Event::ProviderConflict,
-                    reason: Some(on.code()),
+                    reason: Some(on.reason()),
                     error_code: Some(on.code()),
                     external_id: None,
                     deadline_s: None,
@@ -178,13 +178,13 @@ mod tests {
     #[test]
     fn a_request_that_never_left_goes_back_with_its_reason() {
         let outcome = Outcome::NotExecuted {
-            reason: "connection_refused".into(),
+            reason: Reason::NotSent,
         };
         assert_eq!(
             answer_move(&outcome, DEADLINE_S),
             AnswerMove {
                 event: Event::ProviderNotSent,
-                reason: Some("connection_refused"),
+                reason: Some(Reason::NotSent),
                 error_code: None,
                 external_id: None,
                 deadline_s: None,
@@ -199,14 +199,14 @@ mod tests {
     fn an_ambiguous_answer_is_unknown_and_escalated_only_when_it_says_so() {
         for escalate in [false, true] {
             let outcome = Outcome::Unknown {
-                reason: "timeout".into(),
+                reason: Reason::Timeout,
                 escalate,
             };
             assert_eq!(
                 answer_move(&outcome, DEADLINE_S),
                 AnswerMove {
                     event: Event::ProviderAmbiguous,
-                    reason: Some("timeout"),
+                    reason: Some(Reason::Timeout),
                     error_code: None,
                     external_id: None,
                     deadline_s: None,
@@ -230,9 +230,11 @@ mod tests {
                 on: Precondition::Version,
                 current: None,
             },
-            Outcome::NotExecuted { reason: "x".into() },
+            Outcome::NotExecuted {
+                reason: Reason::Http(429),
+            },
             Outcome::Unknown {
-                reason: "x".into(),
+                reason: Reason::Http(503),
                 escalate: false,
             },
         ];

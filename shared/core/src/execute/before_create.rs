@@ -5,7 +5,7 @@
 
 use crate::lookup::Lookup;
 use crate::reconcile::{judge_as, AttemptAges, Judge, ProviderContract, Verdict};
-use crate::Outcome;
+use crate::{Outcome, Reason};
 
 /// The claim's answer without a create.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,28 +46,28 @@ pub fn before_create(
         // never pick one.
         Verdict::Escalate(reason) => SearchedAnswer {
             outcome: Outcome::Unknown {
-                reason: reason.into(),
+                reason,
                 escalate: true,
             },
-            detail: reason,
+            detail: reason.as_str(),
             keeps_found: true,
         },
         // An earlier create may still commit, or exist and not be searchable yet:
         // reconcile waits until an empty search proves absence.
         Verdict::WaitForSearchLag { .. } => SearchedAnswer {
             outcome: Outcome::Unknown {
-                reason: "search_lag_not_passed".into(),
+                reason: Reason::SearchLagNotPassed,
                 escalate: false,
             },
-            detail: "search_lag_not_passed",
+            detail: Reason::SearchLagNotPassed.as_str(),
             keeps_found: false,
         },
         // Nothing was sent: the claim is released for a later attempt.
         Verdict::RetryLater => SearchedAnswer {
             outcome: Outcome::NotExecuted {
-                reason: "search_failed".into(),
+                reason: Reason::SearchFailed,
             },
-            detail: "search_failed",
+            detail: Reason::SearchFailed.as_str(),
             keeps_found: false,
         },
         Verdict::Absent => return BeforeCreate::Create,
@@ -80,10 +80,10 @@ pub fn before_create(
 pub fn queued_create_not_found() -> SearchedAnswer {
     SearchedAnswer {
         outcome: Outcome::Unknown {
-            reason: "queued_create_not_found".into(),
+            reason: Reason::QueuedCreateNotFound,
             escalate: false,
         },
-        detail: "queued_create_not_found",
+        detail: Reason::QueuedCreateNotFound.as_str(),
         keeps_found: false,
     }
 }
@@ -154,10 +154,10 @@ mod tests {
             ),
             answer(
                 Outcome::Unknown {
-                    reason: "multiple_matches".into(),
+                    reason: Reason::MultipleMatches,
                     escalate: true
                 },
-                "multiple_matches",
+                Reason::MultipleMatches.as_str(),
                 true
             )
         );
@@ -171,10 +171,10 @@ mod tests {
             before_create(&empty, started(30_000), CRM),
             answer(
                 Outcome::Unknown {
-                    reason: "search_lag_not_passed".into(),
+                    reason: Reason::SearchLagNotPassed,
                     escalate: false
                 },
-                "search_lag_not_passed",
+                Reason::SearchLagNotPassed.as_str(),
                 false
             )
         );
@@ -186,14 +186,14 @@ mod tests {
 
     #[test]
     fn a_search_that_failed_or_cannot_be_matched_releases_the_claim() {
-        for lookup in [Lookup::Failed, Lookup::Ambiguous("version_moved")] {
+        for lookup in [Lookup::Failed, Lookup::Ambiguous(Reason::VersionMoved)] {
             assert_eq!(
                 before_create(&lookup, started(0), CRM),
                 answer(
                     Outcome::NotExecuted {
-                        reason: "search_failed".into()
+                        reason: Reason::SearchFailed
                     },
-                    "search_failed",
+                    Reason::SearchFailed.as_str(),
                     false
                 ),
                 "{lookup:?}"
@@ -219,10 +219,10 @@ mod tests {
             queued_create_not_found(),
             SearchedAnswer {
                 outcome: Outcome::Unknown {
-                    reason: "queued_create_not_found".into(),
+                    reason: Reason::QueuedCreateNotFound,
                     escalate: false
                 },
-                detail: "queued_create_not_found",
+                detail: Reason::QueuedCreateNotFound.as_str(),
                 keeps_found: false,
             }
         );

@@ -1,7 +1,7 @@
 //! What the execute worker does with a row it was rung for, decided from the row's facts
 //! alone (the database clock's verdicts arrive as flags).
 
-use crate::{ApprovalStatus, Status};
+use crate::{ApprovalStatus, Reason, Status};
 
 /// What [`decide`] reads of an operation row (the worker builds it from the row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,10 +27,10 @@ pub enum Decision {
     /// Approved, unexpired, hashes agree, policy current: claim it and call the provider.
     Claim,
     /// It must never run: cancel with this reason (and, for an expired approval, mark it).
-    Cancel(&'static str),
+    Cancel(Reason),
     /// It must not run as it is, and nothing explains it but tampering or a bug: a person
     /// decides (the row stays where it is, escalated).
-    Escalate(&'static str),
+    Escalate(Reason),
     /// The row needs reconcile (unknown, or a holder's lease expired): ring its bell.
     RingReconcile,
     /// Nothing to do here (waiting for approval, someone else holds it, or final).
@@ -63,21 +63,27 @@ pub fn decide(facts: ExecuteFacts) -> Decision {
 
 fn decide_not_started(facts: ExecuteFacts) -> Decision {
     match facts.approval {
-        ApprovalStatus::Pending if facts.approval_expired => Decision::Cancel("approval_expired"),
+        ApprovalStatus::Pending if facts.approval_expired => {
+            Decision::Cancel(Reason::ApprovalExpired)
+        }
         ApprovalStatus::Pending => Decision::Nothing,
-        ApprovalStatus::Rejected => Decision::Cancel("approval_rejected"),
-        ApprovalStatus::Expired => Decision::Cancel("approval_expired"),
-        ApprovalStatus::Approved if facts.approval_expired => Decision::Cancel("approval_expired"),
+        ApprovalStatus::Rejected => Decision::Cancel(Reason::ApprovalRejected),
+        ApprovalStatus::Expired => Decision::Cancel(Reason::ApprovalExpired),
+        ApprovalStatus::Approved if facts.approval_expired => {
+            Decision::Cancel(Reason::ApprovalExpired)
+        }
         // The stored snapshot must still hash to what was approved: a row edited behind the
         // trigger's back (or a bug) must never reach the provider, and is never quietly
         // cancelled either — someone must look at how it happened.
         ApprovalStatus::Approved if !facts.approved_hash_matches => {
-            Decision::Escalate("approved_hash_mismatch")
+            Decision::Escalate(Reason::ApprovedHashMismatch)
         }
         ApprovalStatus::Approved if !facts.snapshot_hash_matches => {
-            Decision::Escalate("snapshot_hash_mismatch")
+            Decision::Escalate(Reason::SnapshotHashMismatch)
         }
-        ApprovalStatus::Approved if !facts.policy_current => Decision::Cancel("policy_outdated"),
+        ApprovalStatus::Approved if !facts.policy_current => {
+            Decision::Cancel(Reason::PolicyOutdated)
+        }
         ApprovalStatus::Approved => Decision::Claim,
     }
 }

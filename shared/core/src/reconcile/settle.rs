@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::{Found, ProviderContract, Verdict};
 use crate::attempt::AttemptOutcome;
 use crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN;
+use crate::reason::Reason;
 
 /// An inconclusive lookup waits 1 s, 2 s, 4 s … before the next one, at most this long.
 pub const MAX_LOOKUP_BACKOFF: Duration = Duration::from_secs(60);
@@ -76,7 +77,7 @@ impl SettleFacts {
                 .any(|a| a.replayed == Some(true) && a.http_status.is_some_and(|s| s >= 500)),
             payee_changed: attempts
                 .iter()
-                .any(|a| a.detail == Some(PAYEE_CHANGED_AFTER_UNCERTAIN)),
+                .any(|a| a.detail == Some(PAYEE_CHANGED_AFTER_UNCERTAIN.as_str())),
         }
     }
 
@@ -114,7 +115,7 @@ pub enum Settle {
     /// Proven absent and a same-key retry is safe: back to not_started, ring execute.
     SendBack,
     /// A person decides.
-    Escalate(&'static str),
+    Escalate(Reason),
 }
 
 pub fn settle(verdict: Verdict, facts: SettleFacts) -> Settle {
@@ -124,14 +125,14 @@ pub fn settle(verdict: Verdict, facts: SettleFacts) -> Settle {
         // Still pending at the provider after its deadline: accepted again, but only a
         // bounded number of times before a person looks.
         Verdict::Resolve(Found::Pending { .. }) if out_of_patience => {
-            Settle::Escalate("still_pending")
+            Settle::Escalate(Reason::StillPending)
         }
         Verdict::Resolve(found @ Found::Pending { .. }) => Settle::AcceptAgain(found),
         Verdict::Resolve(found) => Settle::Resolve(found),
         // The provider accepted a request (a queued create) that no lookup shows yet: that
         // is not absence. Ask again; a person decides if it never appears.
         Verdict::Absent if facts.accepted_earlier && out_of_patience => {
-            Settle::Escalate("accepted_but_not_found")
+            Settle::Escalate(Reason::AcceptedButNotFound)
         }
         Verdict::Absent if facts.accepted_earlier => Settle::AskAgain {
             why: AskAgain::AcceptedNotFoundYet,
@@ -140,10 +141,12 @@ pub fn settle(verdict: Verdict, facts: SettleFacts) -> Settle {
         },
         // The key holds a saved error (a replayed 5xx): every same-key retry will get the
         // same answer until the key expires, so only a person can move this on.
-        Verdict::Absent if facts.saved_error_replayed => Settle::Escalate("saved_error_replayed"),
+        Verdict::Absent if facts.saved_error_replayed => {
+            Settle::Escalate(Reason::SavedErrorReplayed)
+        }
         // Nothing was paid, and the payee is no longer the one approved: a new decision for
         // people, never a second request.
-        Verdict::Absent if facts.payee_changed => Settle::Escalate("beneficiary_changed"),
+        Verdict::Absent if facts.payee_changed => Settle::Escalate(Reason::BeneficiaryChanged),
         Verdict::Absent => Settle::SendBack,
         Verdict::WaitForSearchLag { wait_ms } => Settle::AskAgain {
             why: AskAgain::SearchMayLag,

@@ -5,7 +5,7 @@
 //! provider, asks here, and has the store apply the move.
 
 use super::{Found, Lookup};
-use crate::{Event, Status};
+use crate::{Event, Reason, Status};
 
 /// What reconcile reads of a row to know whether, and how, it needs reconciling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub struct LookupMove<'a> {
     /// The status the row must still be in.
     pub from: Status,
     pub event: Event,
-    pub reason: &'static str,
+    pub reason: Reason,
     pub error_code: Option<&'a str>,
     pub external_id: Option<&'a str>,
     /// A pending effect: the row waits this many seconds for a final answer.
@@ -79,7 +79,7 @@ pub struct LookupMove<'a> {
 }
 
 /// A move with nothing but its reason, recorded with its lookup.
-fn plain<'a>(from: Status, event: Event, reason: &'static str) -> LookupMove<'a> {
+fn plain<'a>(from: Status, event: Event, reason: Reason) -> LookupMove<'a> {
     LookupMove {
         from,
         event,
@@ -95,7 +95,7 @@ fn plain<'a>(from: Status, event: Event, reason: &'static str) -> LookupMove<'a>
 /// The move that settles a row in `from` with what one provider object (or an attempt's
 /// final answer) proves; a pending effect waits `accepted_deadline_s` more.
 pub fn found_move(found: &Found, from: Status, accepted_deadline_s: u32) -> LookupMove<'_> {
-    let base = plain(from, Event::LookupSucceeded, "reconciled");
+    let base = plain(from, Event::LookupSucceeded, Reason::Reconciled);
     match found {
         Found::Succeeded { external_id } => LookupMove {
             external_id: Some(external_id),
@@ -127,7 +127,11 @@ pub fn past_deadline_move(lookup: &Lookup, accepted_deadline_s: u32) -> LookupMo
     }
     LookupMove {
         records_lookup: false,
-        ..plain(Status::Accepted, Event::DeadlinePassed, "deadline_passed")
+        ..plain(
+            Status::Accepted,
+            Event::DeadlinePassed,
+            Reason::DeadlinePassed,
+        )
     }
 }
 
@@ -136,7 +140,11 @@ pub fn past_deadline_move(lookup: &Lookup, accepted_deadline_s: u32) -> LookupMo
 pub fn lease_expired_move() -> LookupMove<'static> {
     LookupMove {
         records_lookup: false,
-        ..plain(Status::InProgress, Event::LeaseExpired, "lease_expired")
+        ..plain(
+            Status::InProgress,
+            Event::LeaseExpired,
+            Reason::LeaseExpired,
+        )
     }
 }
 
@@ -146,12 +154,12 @@ pub fn absent_move() -> LookupMove<'static> {
     plain(
         Status::Unknown,
         Event::LookupAbsent,
-        "lookup_proved_absence",
+        Reason::LookupProvedAbsence,
     )
 }
 
 /// A person decides: the unknown row stays unknown, escalated, with `reason`.
-pub fn escalate_move(reason: &'static str) -> LookupMove<'static> {
+pub fn escalate_move(reason: Reason) -> LookupMove<'static> {
     LookupMove {
         escalate: true,
         ..plain(Status::Unknown, Event::Escalate, reason)

@@ -9,6 +9,7 @@ use crate::approval::ApprovalStatus;
 use crate::currency::minor_unit_exponent;
 use crate::json_words::value_in_words;
 use crate::money::format_amount;
+use crate::reason::Reason;
 use crate::state::Status;
 
 /// An operation's state as a person reads it, from its status, its approval status and
@@ -34,6 +35,27 @@ pub fn status_in_words(status: Status, approval: ApprovalStatus, escalated: bool
         (Status::Cancelled, _) => "Cancelled",
         (Status::Disputed, _) => "Disputed: an operator is investigating",
     }
+}
+
+/// Why an operation is where it is, as the console and fleetctl say it: the reason in
+/// words, then its name as the API, the events and the logs carry it ("nobody approved
+/// it in time (approval_expired)"), so a person can search for what they read.
+pub fn reason_in_words(reason: Reason) -> String {
+    match reason {
+        Reason::Http(status) => {
+            format!("the provider answered HTTP {status} and nothing more ({reason})")
+        }
+        Reason::HttpReplayed(status) => {
+            format!("the provider replayed a saved HTTP {status} for its key ({reason})")
+        }
+        _ => format!("{} ({reason})", reason.words()),
+    }
+}
+
+/// A reason as an API answer carries it (text): in words when this build names it,
+/// as it came otherwise (a newer server may know a reason this client does not).
+pub fn reason_name_in_words(name: &str) -> String {
+    Reason::parse(name).map_or_else(|| name.to_owned(), reason_in_words)
 }
 
 /// The approval status in words.
@@ -191,5 +213,22 @@ mod tests {
         assert!(amount_confirmed("1,250,000", 1_250_000, "JPY"));
         assert!(!amount_confirmed("1,250,000.5", 1_250_000, "JPY"));
         assert!(amount_confirmed("1.250", 1_250, "KWD"));
+    }
+
+    #[test]
+    fn a_reason_is_said_in_words_with_its_name() {
+        assert_eq!(
+            reason_in_words(Reason::ApprovalExpired),
+            "nobody approved it in time (approval_expired)"
+        );
+        assert_eq!(
+            reason_in_words(Reason::Http(503)),
+            "the provider answered HTTP 503 and nothing more (http_503)"
+        );
+        assert_eq!(
+            reason_name_in_words("lookup_failed_repeatedly"),
+            "lookups kept failing (lookup_failed_repeatedly)"
+        );
+        assert_eq!(reason_name_in_words("a_newer_reason"), "a_newer_reason");
     }
 }

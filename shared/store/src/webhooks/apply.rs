@@ -18,6 +18,7 @@ use fleet_core::webhook::{
     NOT_APPLICABLE, ON_DISPUTED, ON_ESCALATED,
 };
 use fleet_core::Action;
+use fleet_core::Reason;
 
 const INSERT: &str = "
 INSERT INTO webhook_events (provider, event_id, event_type, received_at, payload_hash, reference, object_id, object)
@@ -177,7 +178,7 @@ async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<Operatio
         );
         let stmt = tx.prepare_cached(&sql).await?;
         if let Some(row) = tx.query_opt(&stmt, &[reference]).await? {
-            return Ok(Some(OperationRow::from_row(&row)));
+            return OperationRow::from_row(&row).map(Some);
         }
     }
     let Some(object_id) = &ev.object.id else {
@@ -190,7 +191,7 @@ async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<Operatio
     let rows = tx.query(&sql, &[&ev.provider, object_id]).await?;
     match rows.as_slice() {
         [] => Ok(None),
-        [one] => Ok(Some(OperationRow::from_row(one))),
+        [one] => OperationRow::from_row(one).map(Some),
         [..] => {
             warn!(provider = %ev.provider, event_id = %ev.event_id, "several operations share the event's object id; left unlinked");
             Ok(None)
@@ -206,11 +207,11 @@ async fn lock_by_id(
         "SELECT {OPERATION_COLUMNS} FROM operations WHERE operation_id = $1 AND tenant_id = $2 FOR UPDATE"
     );
     let stmt = tx.prepare_cached(&sql).await?;
-    Ok(tx
-        .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
+    tx.query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
         .await?
         .as_ref()
-        .map(OperationRow::from_row))
+        .map(OperationRow::from_row)
+        .transpose()
 }
 
 /// Decides a linked status report against the held row (`fleet_core::webhook::decide_linked`)
@@ -244,7 +245,7 @@ async fn settle_in(
     match decision {
         WebhookDecision::Apply(event) => {
             let t = Transition {
-                reason: Some("webhook"),
+                reason: Some(Reason::Webhook),
                 evidence: Some(evidence(ev, None)),
                 external_id: ev.object.id.as_deref(),
                 result: Some(ev.object.to_json()),
@@ -283,7 +284,7 @@ async fn note(
     tx: &Transaction<'_>,
     row: &OperationRow,
     ev: &WebhookEvent,
-    reason: &'static str,
+    reason: Reason,
 ) -> Result<Settled, StoreError> {
     tx.execute(
         NOTE,
@@ -292,7 +293,7 @@ async fn note(
             &row.status.as_str(),
             &row.fence,
             &WEBHOOK_ACTOR,
-            &reason,
+            &reason.as_str(),
             &evidence(ev, Some(reason)),
             &row.tenant_id,
         ],
@@ -309,16 +310,16 @@ async fn escalate(
     tx: &Transaction<'_>,
     row: &OperationRow,
     ev: &WebhookEvent,
-    reason: &'static str,
+    reason: Reason,
 ) -> Result<Settled, StoreError> {
-    warn!(operation_id = %row.operation_id, status = %row.status, event_id = %ev.event_id, event_type = %ev.event_type, reason, "webhook contradicts the operation; escalated");
+    warn!(operation_id = %row.operation_id, status = %row.status, event_id = %ev.event_id, event_type = %ev.event_type, reason = reason.as_str(), "webhook contradicts the operation; escalated");
     tx.execute(
         ESCALATE,
         &[
             &row.operation_id,
             &row.status.as_str(),
             &WEBHOOK_ACTOR,
-            &reason,
+            &reason.as_str(),
             &evidence(ev, Some(reason)),
             &row.tenant_id,
         ],

@@ -160,7 +160,10 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     fleet.submit_and_approve(&i).await;
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status, row.status_reason.as_deref()),
+        (
+            row.status,
+            row.status_reason.map(fleet_core::Reason::as_str)
+        ),
         (Status::Unknown, Some("multiple_matches"))
     );
     assert_eq!(row.external_id, None, "nothing picked");
@@ -236,7 +239,10 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
     let old = fleet.submit_and_approve(&stale).await;
     let row = fleet.reaches(&old, Status::Cancelled).await;
     assert_eq!(
-        (row.status_reason.as_deref(), row.error_code.as_deref()),
+        (
+            row.status_reason.map(fleet_core::Reason::as_str),
+            row.error_code.as_deref()
+        ),
         (Some("version_conflict"), Some("version_conflict"))
     );
     let now = fleet.sim_get(&format!("/_sim/deals/{deal_id}")).await;
@@ -282,7 +288,10 @@ async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_can
     fleet.submitted(&correction).await;
     let old = fleet.row(&first_op).await;
     assert_eq!(
-        (old.status, old.status_reason.as_deref()),
+        (
+            old.status,
+            old.status_reason.map(fleet_core::Reason::as_str)
+        ),
         (Status::Cancelled, Some("superseded"))
     );
     // An executed operation cannot be superseded: the correction is refused.

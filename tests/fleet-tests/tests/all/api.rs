@@ -249,7 +249,11 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
         (Status::Cancelled, ApprovalStatus::Pending)
     );
     assert_eq!(
-        fleet.row(&op).await.status_reason.as_deref(),
+        fleet
+            .row(&op)
+            .await
+            .status_reason
+            .map(fleet_core::Reason::as_str),
         Some("superseded")
     );
     fleet.stop().await;

@@ -337,7 +337,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
     let row = fleet.reaches(&op, Status::Unknown).await;
     let escalate = fleet_store::Transition {
         escalate: true,
-        reason: Some("lookup_ambiguous"),
+        reason: Some(fleet_core::Reason::VersionMoved),
         ..fleet_store::Transition::new(
             at(&op),
             fleet_core::Status::Unknown,
@@ -355,7 +355,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
     assert!(
         queue.contains("Pay 12,500.00 KZT to vendor_77")
             && queue.contains("escalated")
-            && queue.contains("lookup_ambiguous"),
+            && queue.contains("version_moved"),
         "{queue}"
     );
     browser
@@ -589,7 +589,10 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
     fleet.ring_execute(&replayed).await;
     let row = fleet.escalated(&replayed).await;
     assert_eq!(
-        (row.status, row.status_reason.as_deref()),
+        (
+            row.status,
+            row.status_reason.map(fleet_core::Reason::as_str)
+        ),
         (Status::Unknown, Some("approval_signature_invalid"))
     );
     assert_eq!(fleet.sim_effects(&replayed).await, 0, "nothing was paid");

@@ -50,7 +50,10 @@ async fn a_contract_is_sent_once_and_settled_by_the_providers_signed_webhook() {
         .find(|e| e.to_status.as_deref() == Some("succeeded"))
         .unwrap();
     assert_eq!(
-        (settled.actor.as_str(), settled.reason.as_deref()),
+        (
+            settled.actor.as_str(),
+            settled.reason.map(fleet_core::Reason::as_str)
+        ),
         ("webhook-ingest", Some("webhook"))
     );
     assert_eq!(fleet.sim_effects(&op).await, 1);
@@ -135,7 +138,10 @@ async fn an_unknown_contract_whose_key_may_have_expired_is_escalated_never_sent_
     fleet.spawn_reconcile_deps(fleet.reconcile_deps_with(&providers, fast_reconcile()));
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status, row.status_reason.as_deref()),
+        (
+            row.status,
+            row.status_reason.map(fleet_core::Reason::as_str)
+        ),
         (Status::Unknown, Some("key_retention_passed"))
     );
     assert_eq!(row.fence, 1, "never claimed again");

@@ -77,7 +77,7 @@ async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_wit
     let events = fleet.store.events(at(&op)).await.unwrap();
     let absent = events
         .iter()
-        .position(|e| e.reason.as_deref() == Some("lookup_proved_absence"))
+        .position(|e| e.reason.map(fleet_core::Reason::as_str) == Some("lookup_proved_absence"))
         .expect("a lookup proved absence");
     assert!(
         events[..absent].iter().any(|e| e.kind == "lookup"),
@@ -111,7 +111,10 @@ async fn a_response_dropped_after_commit_is_unknown_then_found_by_lookup() {
     let (mut fleet, op) =
         unknown_after(json!({"route": "POST /v1/payments", "kind": "drop_after_commit"})).await;
     let unknown = fleet.row(&op).await;
-    assert_eq!(unknown.status_reason.as_deref(), Some("connection_reset"));
+    assert_eq!(
+        unknown.status_reason.map(fleet_core::Reason::as_str),
+        Some("connection_reset")
+    );
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(fleet.sim_posts(&op).await, 1);
@@ -229,7 +232,11 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
         .unwrap();
     handler.resume(at(&op)).await.unwrap();
     assert_eq!(
-        fleet.row(&op).await.status_reason.as_deref(),
+        fleet
+            .row(&op)
+            .await
+            .status_reason
+            .map(fleet_core::Reason::as_str),
         Some("timeout")
     );
     // The documented lag bound (3 s) is longer than the real one (1 s after creation).
@@ -251,7 +258,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     );
     assert!(!events
         .iter()
-        .any(|e| e.reason.as_deref() == Some("lookup_proved_absence")));
+        .any(|e| e.reason.map(fleet_core::Reason::as_str) == Some("lookup_proved_absence")));
     fleet.stop().await;
 }
 
@@ -264,7 +271,10 @@ async fn two_payments_for_one_reference_are_escalated_and_none_is_chosen() {
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let row = fleet.escalated(&op).await;
     assert_eq!(row.status, Status::Unknown);
-    assert_eq!(row.status_reason.as_deref(), Some("multiple_matches"));
+    assert_eq!(
+        row.status_reason.map(fleet_core::Reason::as_str),
+        Some("multiple_matches")
+    );
     assert_eq!(row.external_id, None, "nothing chosen automatically");
     assert_eq!(fleet.sim_effects(&op).await, 2);
     fleet.stop().await;
@@ -364,7 +374,10 @@ async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retr
     fleet.spawn_reconcile(short_retention, fast_reconcile());
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status, row.status_reason.as_deref()),
+        (
+            row.status,
+            row.status_reason.map(fleet_core::Reason::as_str)
+        ),
         (Status::Unknown, Some("key_retention_passed"))
     );
     assert_eq!(row.fence, 1, "never claimed again");
@@ -433,7 +446,10 @@ async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status, row.status_reason.as_deref()),
+        (
+            row.status,
+            row.status_reason.map(fleet_core::Reason::as_str)
+        ),
         (Status::Unknown, Some("saved_error_replayed"))
     );
     let attempts = fleet.store.attempts(at(&op)).await.unwrap();

@@ -113,7 +113,7 @@ async fn killed_before_the_call_is_proven_absent_and_sent_once(fleet: &mut TestF
     assert!(
         events
             .iter()
-            .any(|e| e.reason.as_deref() == Some("lookup_proved_absence")),
+            .any(|e| e.reason.map(fleet_core::Reason::as_str) == Some("lookup_proved_absence")),
         "a lookup proved absence before the retry"
     );
 }
@@ -191,7 +191,10 @@ async fn an_answer_lost_after_the_commit_is_unknown_then_found_by_lookup(
     spawn_execute(fleet);
     let op = fleet.submit_and_approve(&case.intent).await;
     let unknown = fleet.reaches(&op, Status::Unknown).await;
-    assert_eq!(unknown.status_reason.as_deref(), Some("connection_reset"));
+    assert_eq!(
+        unknown.status_reason.map(fleet_core::Reason::as_str),
+        Some("connection_reset")
+    );
     spawn_reconcile(fleet, contract(300));
     settled_once(fleet, &case, &op, 1).await;
     fleet.recorded(&op, "lookup").await;

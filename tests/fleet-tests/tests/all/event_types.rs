@@ -1,10 +1,11 @@
 //! The database publishes the event core says: `outcome_event_type`, the SQL function the
 //! outbox trigger applies to every history row, against `fleet_core::EventType::of`, for
-//! every combination of kind, status, actor and reason (known ones and strangers).
+//! every combination of kind, status, actor and reason: every reason core names
+//! (`Reason::ALL`, and samples of the HTTP families), none, and strangers.
 
 use fleet_core::events::EventType;
-use fleet_core::history::{reasons, HistoryKind};
-use fleet_core::Status;
+use fleet_core::history::HistoryKind;
+use fleet_core::{Reason, Status};
 use fleet_tests::TestFleet;
 
 #[tokio::test]
@@ -23,21 +24,21 @@ async fn the_outbox_trigger_and_core_map_every_history_row_to_the_same_event() {
         "approver:alice",
         "operator:ops",
     ];
-    let reasons = [
-        None,
-        Some(reasons::APPROVAL_REJECTED),
-        Some(reasons::APPROVAL_EXPIRED),
-        Some(reasons::SUPERSEDED),
-        Some(reasons::WEBHOOK_ON_DISPUTED),
-        Some(reasons::OPERATION_ESCALATED),
-        Some("hash_mismatch"),
-        Some("version_conflict"),
-    ];
+    let mut reasons: Vec<Option<&str>> = Reason::ALL.iter().map(|r| Some(r.as_str())).collect();
+    for http in [
+        Reason::Http(429),
+        Reason::Http(503),
+        Reason::HttpReplayed(500),
+    ] {
+        reasons.push(Some(http.as_str()));
+    }
+    // Names core never writes: the database must read them as it reads no reason.
+    reasons.extend([None, Some("hash_mismatch"), Some("Approval_Rejected")]);
     let (mut k, mut s, mut a, mut r) = (vec![], vec![], vec![], vec![]);
     for kind in &kinds {
         for status in &statuses {
             for actor in actors {
-                for reason in reasons {
+                for &reason in &reasons {
                     k.push(kind.to_string());
                     s.push(status.map(str::to_owned));
                     a.push(actor.to_owned());
@@ -68,7 +69,7 @@ async fn the_outbox_trigger_and_core_map_every_history_row_to_the_same_event() {
                 kind,
                 s[i].as_deref().and_then(Status::parse),
                 &a[i],
-                r[i].as_deref(),
+                r[i].as_deref().and_then(Reason::parse),
             )
         });
         if in_sql.as_deref() != in_core.map(EventType::as_str) {

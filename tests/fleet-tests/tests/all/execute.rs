@@ -164,7 +164,10 @@ async fn an_approval_that_expired_before_execution_is_cancelled_with_zero_provid
     .await;
     fleet.spawn_execute();
     let row = fleet.reaches(&op, Status::Cancelled).await;
-    assert_eq!(row.status_reason.as_deref(), Some("approval_expired"));
+    assert_eq!(
+        row.status_reason.map(fleet_core::Reason::as_str),
+        Some("approval_expired")
+    );
     assert_eq!(row.approval_status, ApprovalStatus::Expired);
     assert_eq!(row.fence, 0, "never claimed");
     assert_eq!(fleet.sim_posts(&op).await, 0);
@@ -233,7 +236,10 @@ async fn a_500_from_the_provider_makes_the_operation_unknown_and_it_is_never_ret
     fleet.spawn_execute();
     fleet.approve(&op, &hash).await.unwrap();
     let row = fleet.reaches(&op, Status::Unknown).await;
-    assert_eq!(row.status_reason.as_deref(), Some("http_500"));
+    assert_eq!(
+        row.status_reason.map(fleet_core::Reason::as_str),
+        Some("http_500")
+    );
     assert!(row.unknown_since.is_some());
     // More bells change nothing: execute never calls again for an unknown operation.
     for _ in 0..3 {

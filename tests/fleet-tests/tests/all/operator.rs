@@ -141,7 +141,7 @@ async fn every_worker_move_is_stale_once_escalated() {
     let row = fleet.row(&op).await;
     let escalate = fleet_store::Transition {
         escalate: true,
-        reason: Some("test"),
+        reason: Some(fleet_core::Reason::LookupFailedRepeatedly),
         ..fleet_store::Transition::new(
             at(&op),
             fleet_core::Status::Unknown,

@@ -58,7 +58,10 @@ async fn an_order_someone_else_moved_is_cancelled_with_its_status_recorded_and_a
     let old = fleet.submit_and_approve(&stale).await;
     let row = fleet.reaches(&old, Status::Cancelled).await;
     assert_eq!(
-        (row.status_reason.as_deref(), row.error_code.as_deref()),
+        (
+            row.status_reason.map(fleet_core::Reason::as_str),
+            row.error_code.as_deref()
+        ),
         (Some("status_conflict"), Some("status_conflict"))
     );
     let result = row.result.expect("the provider's answer is recorded");

@@ -137,7 +137,10 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
     fleet.spawn_execute();
 
     let row = fleet.reaches(&op, Status::Cancelled).await;
-    assert_eq!(row.status_reason.as_deref(), Some("beneficiary_changed"));
+    assert_eq!(
+        row.status_reason.map(fleet_core::Reason::as_str),
+        Some("beneficiary_changed")
+    );
     assert_eq!(
         row.payee.unwrap()["version"],
         1,
@@ -163,7 +166,10 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
         .into_iter()
         .find(|e| e.to_status.as_deref() == Some("cancelled"))
         .expect("the cancellation's history row");
-    assert_eq!(cancelled.reason.as_deref(), Some("beneficiary_changed"));
+    assert_eq!(
+        cancelled.reason.map(fleet_core::Reason::as_str),
+        Some("beneficiary_changed")
+    );
     let evidence = cancelled.evidence.expect("the new details");
     assert_eq!(evidence["payee_changed"]["approved_version"], 1);
     assert_eq!(evidence["payee_changed"]["now"]["version"], 2);
@@ -271,7 +277,10 @@ async fn a_payee_changed_while_a_payment_was_uncertain_is_looked_up_then_escalat
     fleet.spawn_reconcile(contract(0), fast_reconcile());
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status, row.status_reason.as_deref()),
+        (
+            row.status,
+            row.status_reason.map(fleet_core::Reason::as_str)
+        ),
         (Status::Unknown, Some("beneficiary_changed"))
     );
     assert_eq!(fleet.sim_effects(&op).await, 0);

@@ -122,7 +122,10 @@ async fn a_conflict_with_no_uncertain_attempt_before_it_is_still_a_new_decision(
         .submit_and_approve(&deal_update_intent(deal_id, 7, json!({"stage": "won"})))
         .await;
     let row = fleet.reaches(&op, Status::Cancelled).await;
-    assert_eq!(row.status_reason.as_deref(), Some("version_conflict"));
+    assert_eq!(
+        row.status_reason.map(fleet_core::Reason::as_str),
+        Some("version_conflict")
+    );
     fleet.stop().await;
 }
 
@@ -173,7 +176,7 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
     let row = fleet.row(&op).await;
     let escalate = Transition {
         escalate: true,
-        reason: Some("test"),
+        reason: Some(fleet_core::Reason::LookupFailedRepeatedly),
         ..Transition::new(
             at(&op),
             Status::NotStarted,
@@ -229,7 +232,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
     let row = fleet.reaches(&op, Status::Unknown).await;
     let escalate = Transition {
         escalate: true,
-        reason: Some("test"),
+        reason: Some(fleet_core::Reason::LookupFailedRepeatedly),
         ..Transition::new(
             at(&op),
             Status::Unknown,
@@ -248,18 +251,16 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
     );
     assert!(delivery.post(&fleet.http, &ingest.url()).await.is_success());
     let store = fleet.store.clone();
-    let note = eventually("the event to be recorded", || {
-        let (store, op) = (store.clone(), op.clone());
-        async move {
-            store
-                .events(at(&op))
-                .await
-                .unwrap()
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some("operation_escalated"))
-        }
-    })
-    .await;
+    let note =
+        eventually("the event to be recorded", || {
+            let (store, op) = (store.clone(), op.clone());
+            async move {
+                store.events(at(&op)).await.unwrap().into_iter().find(|e| {
+                    e.reason.map(fleet_core::Reason::as_str) == Some("operation_escalated")
+                })
+            }
+        })
+        .await;
     assert_eq!(note.actor, "webhook-ingest");
     let after = fleet.row(&op).await;
     assert_eq!(after.status, Status::Unknown, "a person decides");
@@ -317,7 +318,10 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
         },
     );
     let moved = fleet.reaches(&ops[2], Status::Unknown).await;
-    assert_eq!(moved.status_reason.as_deref(), Some("deadline_passed"));
+    assert_eq!(
+        moved.status_reason.map(fleet_core::Reason::as_str),
+        Some("deadline_passed")
+    );
     for op in &ops[..2] {
         assert_eq!(
             fleet.row(op).await.status,
@@ -384,7 +388,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
         .await
         .unwrap()
         .into_iter()
-        .find(|e| e.reason.as_deref() == Some("duplicate_effect"))
+        .find(|e| e.reason.map(fleet_core::Reason::as_str) == Some("duplicate_effect"))
         .expect("audit event");
     let found: Vec<String> =
         serde_json::from_value(event.evidence.unwrap()["found"].clone()).unwrap();
@@ -428,7 +432,10 @@ async fn a_payment_that_succeeded_after_an_uncertain_attempt_with_one_effect_is_
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, Status::Succeeded).await;
     let audited = fleet.recorded(&op, "audited").await;
-    assert_eq!(audited.reason.as_deref(), Some("single_effect"));
+    assert_eq!(
+        audited.reason.map(fleet_core::Reason::as_str),
+        Some("single_effect")
+    );
     assert!(fleet.row(&op).await.escalated_at.is_none());
     fleet.stop().await;
 }
@@ -459,7 +466,10 @@ async fn a_payload_edited_after_approval_is_escalated_on_the_read_path_too() {
     fleet.ring_execute(&op).await;
     let row = fleet.escalated(&op).await;
     assert_eq!(
-        (row.status, row.status_reason.as_deref()),
+        (
+            row.status,
+            row.status_reason.map(fleet_core::Reason::as_str)
+        ),
         (Status::NotStarted, Some("approved_hash_mismatch"))
     );
     assert_eq!(fleet.sim_posts(&op).await, 0);

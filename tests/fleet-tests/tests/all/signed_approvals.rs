@@ -124,7 +124,10 @@ const MARK_APPROVED: &str =
 async fn refused_by_execute(fleet: &TestFleet, op: &str) {
     let row = fleet.escalated(op).await;
     assert_eq!(
-        (row.status, row.status_reason.as_deref()),
+        (
+            row.status,
+            row.status_reason.map(fleet_core::Reason::as_str)
+        ),
         (Status::Unknown, Some("approval_signature_invalid"))
     );
     let sql = fleet.sql().await;

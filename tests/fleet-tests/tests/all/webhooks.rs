@@ -437,7 +437,7 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
     fleet.sim_webhooks(&ingest.url(), json!({})).await;
     let row = fleet.row(&op).await;
     let dispute = Transition {
-        reason: Some("customer_claims_double_charge"),
+        reason: Some(fleet_core::Reason::Disputed),
         ..Transition::new(
             at(&op),
             Status::Accepted,
@@ -477,7 +477,7 @@ async fn a_succeeded_webhook_for_a_disputed_row_changes_nothing_but_is_stored_an
     assert_eq!(
         (
             note.kind.as_str(),
-            note.reason.as_deref(),
+            note.reason.map(fleet_core::Reason::as_str),
             note.actor.as_str()
         ),
         (
@@ -516,7 +516,10 @@ async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_app
     assert!(row.escalated_at.is_some());
     let note = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(
-        (note.kind.as_str(), note.reason.as_deref()),
+        (
+            note.kind.as_str(),
+            note.reason.map(fleet_core::Reason::as_str)
+        ),
         ("webhook_conflict", Some("webhook_contradicts_final"))
     );
     // An agreeing final event is merely noted as changing nothing.
@@ -611,7 +614,7 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
         .await
         .unwrap()
         .into_iter()
-        .any(|e| e.reason.as_deref() == Some("operation_escalated"));
+        .any(|e| e.reason.map(fleet_core::Reason::as_str) == Some("operation_escalated"));
     assert!(noted, "the event is in the operation's history");
     fleet.stop().await;
 }

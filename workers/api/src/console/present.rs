@@ -17,7 +17,7 @@ use fleet_core::step_up::StepUp;
 use fleet_core::visible::reveal;
 use fleet_core::wording::{
     approval_in_words, describe, expiry_in_words, instant_in_words, patch_field_in_words,
-    patch_value_in_words, status_in_words,
+    patch_value_in_words, reason_in_words, status_in_words,
 };
 use fleet_core::{canonical_json, ApprovalStatus, AttemptOutcome, Precondition, Status};
 use fleet_store::{ApprovalGiven, AttemptRow, ConsoleOperation, EventRow, Principal};
@@ -97,15 +97,12 @@ impl Card {
             (Some(got), Some(needed)) => Some(format!("{got} of {needed}")),
             _ => None,
         };
-        let why = [
-            r.status_reason.clone(),
-            op.latest_reason.clone(),
-            r.error_code.clone(),
-        ]
-        .into_iter()
-        .flatten()
-        .next()
-        .map(|why| reveal(&why));
+        // Core's reasons are said in core's words; a provider's error code as it came.
+        let why = r
+            .status_reason
+            .or(op.latest_reason)
+            .map(reason_in_words)
+            .or_else(|| r.error_code.as_deref().map(reveal));
         Card {
             id: r.operation_id.clone(),
             tenant: reveal(&r.tenant_id),
@@ -215,7 +212,7 @@ impl PayeeShown {
             }),
             unknown_why,
             looked_up_at: format!("{} UTC", at(looked_up_at)),
-            changed: r.status_reason.as_deref() == Some(Precondition::Payee.code()),
+            changed: r.status_reason == Some(Precondition::Payee.reason()),
         })
     }
 }
@@ -345,7 +342,7 @@ impl EventLine {
             kind: reveal(&e.kind),
             change: reveal(&change),
             actor: reveal(&e.actor),
-            reason: shown(&e.reason).unwrap_or_default(),
+            reason: e.reason.map(reason_in_words).unwrap_or_default(),
             evidence: e
                 .evidence
                 .as_ref()

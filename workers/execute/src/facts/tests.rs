@@ -1,6 +1,7 @@
 use super::*;
 use chrono::Utc;
 use fleet_core::execute::{decide, Decision};
+use fleet_core::Reason;
 use fleet_core::{ApprovalStatus, ProviderName, Snapshot, Status};
 use serde_json::json;
 
@@ -107,12 +108,12 @@ fn a_snapshot_that_no_longer_matches_its_approval_is_escalated_never_cancelled()
     r.payload["amount_minor"] = json!(99_999_999);
     let f = facts_of(&r, &[]);
     assert!(f.approved_hash_matches && !f.snapshot_hash_matches);
-    assert_eq!(decide(f), Decision::Escalate("snapshot_hash_mismatch"));
+    assert_eq!(decide(f), Decision::Escalate(Reason::SnapshotHashMismatch));
     let mut r = approved_row();
     r.approved_hash = Some(format!("sha256:{}", "0".repeat(64)));
     assert_eq!(
         decide(facts_of(&r, &[])),
-        Decision::Escalate("approved_hash_mismatch")
+        Decision::Escalate(Reason::ApprovedHashMismatch)
     );
     let mut r = approved_row();
     r.approval_status = ApprovalStatus::Pending;

@@ -151,7 +151,7 @@ async fn print_changed_payee(store: &Store, plan: &Plan, api_url: &str) -> anyho
                 .unwrap_or("?"),
             now.as_ref().map_or("?".into(), |n| n["now"]["version"].to_string()),
             row.status,
-            row.status_reason.as_deref().unwrap_or(""),
+            row.status_reason.map(fleet_core::Reason::as_str).unwrap_or(""),
         );
     }
     Ok(())
@@ -195,7 +195,7 @@ pub async fn print(
             },
             row.error_code
                 .as_deref()
-                .or(row.status_reason.as_deref())
+                .or(row.status_reason.map(fleet_core::Reason::as_str))
                 .unwrap_or(""),
             row.external_id.as_deref().unwrap_or("-"),
             n,

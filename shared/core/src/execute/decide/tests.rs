@@ -24,17 +24,20 @@ fn approval_problems_cancel_without_a_call() {
         approval_expired: true,
         ..approved()
     };
-    assert_eq!(decide(expired), Decision::Cancel("approval_expired"));
+    assert_eq!(decide(expired), Decision::Cancel(Reason::ApprovalExpired));
     let rejected = ExecuteFacts {
         approval: ApprovalStatus::Rejected,
         ..approved()
     };
-    assert_eq!(decide(rejected), Decision::Cancel("approval_rejected"));
+    assert_eq!(decide(rejected), Decision::Cancel(Reason::ApprovalRejected));
     let marked_expired = ExecuteFacts {
         approval: ApprovalStatus::Expired,
         ..approved()
     };
-    assert_eq!(decide(marked_expired), Decision::Cancel("approval_expired"));
+    assert_eq!(
+        decide(marked_expired),
+        Decision::Cancel(Reason::ApprovalExpired)
+    );
     let pending_past_its_window = ExecuteFacts {
         approval: ApprovalStatus::Pending,
         approval_expired: true,
@@ -43,13 +46,13 @@ fn approval_problems_cancel_without_a_call() {
     };
     assert_eq!(
         decide(pending_past_its_window),
-        Decision::Cancel("approval_expired")
+        Decision::Cancel(Reason::ApprovalExpired)
     );
     let outdated = ExecuteFacts {
         policy_current: false,
         ..approved()
     };
-    assert_eq!(decide(outdated), Decision::Cancel("policy_outdated"));
+    assert_eq!(decide(outdated), Decision::Cancel(Reason::PolicyOutdated));
 }
 
 #[test]
@@ -58,14 +61,17 @@ fn a_snapshot_that_no_longer_matches_its_approval_is_escalated_never_cancelled()
         snapshot_hash_matches: false,
         ..approved()
     };
-    assert_eq!(decide(edited), Decision::Escalate("snapshot_hash_mismatch"));
+    assert_eq!(
+        decide(edited),
+        Decision::Escalate(Reason::SnapshotHashMismatch)
+    );
     let other_hash_approved = ExecuteFacts {
         approved_hash_matches: false,
         ..approved()
     };
     assert_eq!(
         decide(other_hash_approved),
-        Decision::Escalate("approved_hash_mismatch")
+        Decision::Escalate(Reason::ApprovedHashMismatch)
     );
     // Even with its policy out of force: tampering is a person's business first.
     let both = ExecuteFacts {
@@ -73,7 +79,10 @@ fn a_snapshot_that_no_longer_matches_its_approval_is_escalated_never_cancelled()
         policy_current: false,
         ..approved()
     };
-    assert_eq!(decide(both), Decision::Escalate("snapshot_hash_mismatch"));
+    assert_eq!(
+        decide(both),
+        Decision::Escalate(Reason::SnapshotHashMismatch)
+    );
 }
 
 #[test]

@@ -163,7 +163,7 @@ fn still_pending_is_accepted_again_until_patience_runs_out() {
     );
     assert_eq!(
         settle(Verdict::Resolve(pending()), facts(2)),
-        Settle::Escalate("still_pending")
+        Settle::Escalate(Reason::StillPending)
     );
 }
 
@@ -194,7 +194,7 @@ fn an_accepted_request_not_found_yet_is_asked_again_then_escalated() {
     };
     assert_eq!(
         settle(Verdict::Absent, out_of_patience),
-        Settle::Escalate("accepted_but_not_found")
+        Settle::Escalate(Reason::AcceptedButNotFound)
     );
 }
 
@@ -206,7 +206,7 @@ fn a_key_that_replays_a_saved_error_goes_to_a_person_instead_of_a_retry() {
     };
     assert_eq!(
         settle(Verdict::Absent, saved),
-        Settle::Escalate("saved_error_replayed")
+        Settle::Escalate(Reason::SavedErrorReplayed)
     );
 }
 
@@ -237,8 +237,8 @@ fn a_failed_lookup_is_counted_and_asked_again_after_a_backoff() {
 #[test]
 fn the_verdicts_escalation_is_passed_on() {
     assert_eq!(
-        settle(Verdict::Escalate("multiple_matches"), facts(0)),
-        Settle::Escalate("multiple_matches")
+        settle(Verdict::Escalate(Reason::MultipleMatches), facts(0)),
+        Settle::Escalate(Reason::MultipleMatches)
     );
 }
 
@@ -253,7 +253,7 @@ fn the_backoff_doubles_up_to_a_minute() {
 fn a_payment_refused_for_a_changed_payee_is_never_sent_back() {
     let refused = AttemptSeen {
         http_status: Some(409),
-        detail: Some(crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN),
+        detail: Some(crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN.as_str()),
         ..attempt(2, Some(AttemptOutcome::Unknown))
     };
     let f = SettleFacts::new(
@@ -264,7 +264,7 @@ fn a_payment_refused_for_a_changed_payee_is_never_sent_back() {
     assert!(f.payee_changed);
     assert_eq!(
         settle(Verdict::Absent, f),
-        Settle::Escalate("beneficiary_changed")
+        Settle::Escalate(Reason::BeneficiaryChanged)
     );
     // The first attempt paid after all: that is what happened.
     assert_eq!(settle(Verdict::Resolve(paid()), f), Settle::Resolve(paid()));

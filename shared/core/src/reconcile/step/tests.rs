@@ -94,7 +94,7 @@ fn a_succeeded_object_settles_the_row_with_its_id() {
             LookupMove {
                 from,
                 event: Event::LookupSucceeded,
-                reason: "reconciled",
+                reason: Reason::Reconciled,
                 error_code: None,
                 external_id: Some("pay_1"),
                 deadline_s: None,
@@ -113,7 +113,7 @@ fn a_failed_object_fails_the_row_with_the_providers_code() {
             LookupMove {
                 from,
                 event: Event::LookupFailed,
-                reason: "reconciled",
+                reason: Reason::Reconciled,
                 error_code: Some("insufficient_funds"),
                 external_id: Some("pay_1"),
                 deadline_s: None,
@@ -131,7 +131,7 @@ fn a_pending_object_makes_the_row_accepted_with_a_new_deadline() {
         LookupMove {
             from: Status::Unknown,
             event: Event::LookupAccepted,
-            reason: "reconciled",
+            reason: Reason::Reconciled,
             error_code: None,
             external_id: Some("pay_1"),
             deadline_s: Some(DEADLINE_S),
@@ -152,7 +152,7 @@ fn past_its_deadline_only_one_final_object_settles_an_accepted_row() {
     let unknown = LookupMove {
         from: Status::Accepted,
         event: Event::DeadlinePassed,
-        reason: "deadline_passed",
+        reason: Reason::DeadlinePassed,
         error_code: None,
         external_id: None,
         deadline_s: None,
@@ -164,7 +164,7 @@ fn past_its_deadline_only_one_final_object_settles_an_accepted_row() {
         Lookup::Matches(vec![]),
         Lookup::Matches(vec![paid(), paid()]),
         Lookup::Failed,
-        Lookup::Ambiguous("status_moved"),
+        Lookup::Ambiguous(Reason::StatusMoved),
     ] {
         assert_eq!(
             past_deadline_move(&lookup, DEADLINE_S),
@@ -181,7 +181,7 @@ fn the_moves_without_an_object_say_why() {
         LookupMove {
             from: Status::InProgress,
             event: Event::LeaseExpired,
-            reason: "lease_expired",
+            reason: Reason::LeaseExpired,
             error_code: None,
             external_id: None,
             deadline_s: None,
@@ -194,7 +194,7 @@ fn the_moves_without_an_object_say_why() {
         LookupMove {
             from: Status::Unknown,
             event: Event::LookupAbsent,
-            reason: "lookup_proved_absence",
+            reason: Reason::LookupProvedAbsence,
             error_code: None,
             external_id: None,
             deadline_s: None,
@@ -203,11 +203,11 @@ fn the_moves_without_an_object_say_why() {
         }
     );
     assert_eq!(
-        escalate_move("multiple_matches"),
+        escalate_move(Reason::MultipleMatches),
         LookupMove {
             from: Status::Unknown,
             event: Event::Escalate,
-            reason: "multiple_matches",
+            reason: Reason::MultipleMatches,
             error_code: None,
             external_id: None,
             deadline_s: None,
@@ -219,7 +219,11 @@ fn the_moves_without_an_object_say_why() {
 
 #[test]
 fn every_move_is_one_the_state_machine_allows() {
-    let mut moves = vec![lease_expired_move(), absent_move(), escalate_move("x")];
+    let mut moves = vec![
+        lease_expired_move(),
+        absent_move(),
+        escalate_move(Reason::MultipleMatches),
+    ];
     let (p, r, q) = (paid(), refused(), pending());
     for found in [&p, &r, &q] {
         moves.push(found_move(found, Status::Unknown, DEADLINE_S));
