@@ -238,6 +238,16 @@ pub struct SpeedDuringWindow {
 }
 
 impl SpeedDuringWindow {
+    /// The samples, set beside what the same loop took at `calibration`'s speed.
+    pub fn against(mut self, calibration: Option<&Calibration>) -> SpeedDuringWindow {
+        self.calibration_us = calibration.map_or(f64::NAN, Calibration::sample_us);
+        self
+    }
+
+    /// How much slower the core ran during the window than at calibration (1.0: as fast).
+    pub fn slowdown(&self) -> f64 {
+        self.p50_us / self.calibration_us
+    }
     pub fn line(&self) -> String {
         format!(
             "core speed during the window: {:.0} µs per probe loop (p50 of {}, {:.0}–{:.0}); {:.0} µs at calibration ({:.2}× slower during the window)",
@@ -296,19 +306,6 @@ impl SpeedProbe {
             max_us: v[v.len() - 1],
             calibration_us: f64::NAN,
         })
-    }
-}
-
-impl SpeedDuringWindow {
-    /// The samples, set beside what the same loop took at `calibration`'s speed.
-    pub fn against(mut self, calibration: Option<&Calibration>) -> SpeedDuringWindow {
-        self.calibration_us = calibration.map_or(f64::NAN, Calibration::sample_us);
-        self
-    }
-
-    /// How much slower the core ran during the window than at calibration (1.0: as fast).
-    pub fn slowdown(&self) -> f64 {
-        self.p50_us / self.calibration_us
     }
 }
 

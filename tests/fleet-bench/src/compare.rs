@@ -183,6 +183,23 @@ fn fmt(v: f64) -> String {
     }
 }
 
+/// A figure's label in a table: its name, and its unit in parentheses if it has one.
+fn label(figure: &str, unit: &str) -> String {
+    if unit.is_empty() {
+        figure.to_owned()
+    } else {
+        format!("{figure} ({unit})")
+    }
+}
+
+/// The width of a table's label column, for `(figure, unit)` pairs.
+fn label_width<'a>(labels: impl Iterator<Item = (&'a str, &'a str)>) -> usize {
+    labels
+        .map(|(f, u)| label(f, u).chars().count())
+        .max()
+        .unwrap_or(6)
+}
+
 /// Prints the side-by-side table and writes it as JSON to `json`.
 pub fn finish(
     args: &BenchArgs,
@@ -215,21 +232,13 @@ pub fn finish(
     );
     println!("baseline:  {}", baseline.display());
     println!("candidate: {}", candidate.display());
-    let w0 = rows
-        .iter()
-        .map(|r| r.figure.chars().count() + r.unit.len() + 3)
-        .max()
-        .unwrap_or(6);
+    let w0 = label_width(rows.iter().map(|r| (r.figure.as_str(), r.unit.as_str())));
     println!(
         "{:<w0$}  {:>10}  {:>10}  {:>9}",
         "FIGURE", "BASELINE", "CANDIDATE", "CAND/BASE"
     );
     for r in &rows {
-        let label = if r.unit.is_empty() {
-            r.figure.clone()
-        } else {
-            format!("{} ({})", r.figure, r.unit)
-        };
+        let label = label(&r.figure, &r.unit);
         println!(
             "{label:<w0$}  {:>10}  {:>10}  {:>8}×",
             fmt(r.baseline),
@@ -309,21 +318,13 @@ pub fn finish_repeated(
         runs.len()
     );
     println!("binaries: {}", bin.display());
-    let w0 = spreads
-        .iter()
-        .map(|r| r.figure.chars().count() + r.unit.chars().count() + 3)
-        .max()
-        .unwrap_or(6);
+    let w0 = label_width(spreads.iter().map(|r| (r.figure.as_str(), r.unit.as_str())));
     println!(
         "{:<w0$}  {:>10}  {:>10}  {:>10}",
         "FIGURE", "MEDIAN", "MIN", "MAX"
     );
     for r in &spreads {
-        let label = if r.unit.is_empty() {
-            r.figure.clone()
-        } else {
-            format!("{} ({})", r.figure, r.unit)
-        };
+        let label = label(&r.figure, &r.unit);
         println!(
             "{label:<w0$}  {:>10}  {:>10}  {:>10}",
             fmt(r.median),

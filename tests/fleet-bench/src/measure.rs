@@ -156,8 +156,7 @@ pub fn usage(
     let postgres_fleet_cpu_s = secs(after.postgres.since_for(&before.postgres, &fleet_pids), tck);
     let mut postgres_by_component: BTreeMap<String, f64> = BTreeMap::new();
     for (pid, component) in fleet_backends {
-        let one = HashSet::from([*pid]);
-        let s = secs(after.postgres.since_for(&before.postgres, &one), tck);
+        let s = secs(after.postgres.since_of(&before.postgres, *pid), tck);
         *postgres_by_component.entry(component.clone()).or_default() += per_op(s);
     }
     let rabbitmq_cpu_s = secs(after.rabbitmq.since(&before.rabbitmq), tck);

@@ -106,11 +106,14 @@ impl ServiceTicks {
 
     /// Ticks spent between `before` and `self` by the live processes in `pids` alone.
     pub fn since_for(&self, before: &ServiceTicks, pids: &HashSet<u32>) -> u64 {
-        self.live
-            .iter()
-            .filter(|(pid, _)| pids.contains(pid))
-            .map(|(pid, t)| t.saturating_sub(*before.live.get(pid).unwrap_or(&0)))
-            .sum()
+        pids.iter().map(|pid| self.since_of(before, *pid)).sum()
+    }
+
+    /// Ticks spent between `before` and `self` by the live process `pid` (0 if gone).
+    pub fn since_of(&self, before: &ServiceTicks, pid: u32) -> u64 {
+        self.live.get(&pid).map_or(0, |t| {
+            t.saturating_sub(*before.live.get(&pid).unwrap_or(&0))
+        })
     }
 }
 
