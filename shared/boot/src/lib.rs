@@ -11,13 +11,15 @@ use fleet_broker::{BrokerConfig, BrokerHealth};
 use fleet_runtime::{
     init_tracing, install_metrics, serve_admin, shutdown_token, CommonArgs, Readiness,
 };
-use fleet_store::Store;
+use fleet_store::component::Component;
+use fleet_store::StoreAs;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// What a started worker holds. `finish` drains the admin server after `run` returned.
-pub struct Boot {
-    pub store: Store,
+/// What a started worker holds, its store held as component `R` (its database role's
+/// capabilities). `finish` drains the admin server after `run` returned.
+pub struct Boot<R> {
+    pub store: StoreAs<R>,
     pub broker: BrokerConfig,
     pub broker_health: BrokerHealth,
     pub readiness: Readiness,
@@ -30,15 +32,15 @@ const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Starts the shared parts of `component`. The admin server listens on `--admin-addr`
 /// (or `default_admin`) before any work begins, so `/livez` answers during start-up.
-pub async fn start(
+pub async fn start<R: Component>(
     component: &'static str,
     common: &CommonArgs,
     default_admin: SocketAddr,
-) -> anyhow::Result<Boot> {
+) -> anyhow::Result<Boot<R>> {
     init_tracing(common.log_format);
     let metrics = install_metrics(component);
     let shutdown = shutdown_token();
-    let store = Store::connect(common.database_url.expose(), common.db_pool_size)
+    let store = StoreAs::<R>::connect(common.database_url.expose(), common.db_pool_size)
         .context("postgres settings")?;
     let broker = broker_config(common);
     let broker_health = BrokerHealth::new();
@@ -82,7 +84,7 @@ pub fn broker_config(common: &CommonArgs) -> BrokerConfig {
     cfg
 }
 
-impl Boot {
+impl<R> Boot<R> {
     /// Stops the admin server once the worker's `run` has drained.
     pub async fn finish(self) {
         self.shutdown.cancel();

@@ -11,14 +11,19 @@ use fleet_core::catalogue::guard;
 use fleet_core::payee::PayeeEvidence;
 use fleet_core::{parse_intent, IntakeRefusal, IntentError, ValidIntent};
 use fleet_runtime::metric_names as m;
-use fleet_store::{PrepareOutcome, Store, StoreError};
+use fleet_store::component::StoreIntents;
+use fleet_store::{PrepareOutcome, StoreAs, StoreError};
 use tracing::{info, warn};
 
 use crate::checked::{count, counted, CheckedIntent, Intake, IntakeRules, Refusal};
 
 /// Validates `bytes` as an intent.v1 message, looks its payee up and, if it passes,
 /// stores it (the queue's intake: no authenticated submitter).
-pub async fn intake(store: &Store, rules: &IntakeRules, bytes: &[u8]) -> Intake {
+pub async fn intake<R: StoreIntents>(
+    store: &StoreAs<R>,
+    rules: &IntakeRules,
+    bytes: &[u8],
+) -> Intake {
     match validate(bytes, rules) {
         Ok(checked) => match against_world(checked, rules, store).await {
             Ok(checked) => store_intent(store, checked).await,
@@ -33,10 +38,10 @@ pub async fn intake(store: &Store, rules: &IntakeRules, bytes: &[u8]) -> Intake 
 /// they refuse is not the fate of an intent whose very snapshot is stored already: that
 /// is a redelivery or a resend, a no-op as always, even if the payee has since left the
 /// directory. `Err` is the intent's fate.
-pub async fn against_world(
+pub async fn against_world<R: StoreIntents>(
     checked: CheckedIntent,
     rules: &IntakeRules,
-    store: &Store,
+    store: &StoreAs<R>,
 ) -> Result<CheckedIntent, Intake> {
     let intent = checked.intent.clone();
     let refused = |refusal: Refusal| unless_prepared_before(store, &intent, refusal);
@@ -53,8 +58,8 @@ pub async fn against_world(
 
 /// `refusal`, unless the very snapshot of `intent` is stored already: then the intent is a
 /// redelivery or a resend, a no-op as always, whatever refuses it now.
-pub async fn unless_prepared_before(
-    store: &Store,
+pub async fn unless_prepared_before<R: StoreIntents>(
+    store: &StoreAs<R>,
     intent: &ValidIntent,
     refusal: Refusal,
 ) -> Intake {
@@ -72,10 +77,10 @@ pub async fn unless_prepared_before(
 /// The checks that read the fleet's own records, after [`with_payee`]: the provider objects
 /// the intent names are its tenant's (`crate::objects`), then a payment's risk cues
 /// (`crate::risk`). `Err` is the intent's fate: refused, or Postgres unavailable.
-pub async fn against_records(
+pub async fn against_records<R: StoreIntents>(
     checked: CheckedIntent,
     rules: &IntakeRules,
-    store: &Store,
+    store: &StoreAs<R>,
 ) -> Result<CheckedIntent, Intake> {
     let checked = match crate::objects::with_objects(checked, rules, store).await {
         Ok(Ok(checked)) => checked,
@@ -206,8 +211,8 @@ pub enum WriteError {
 
 /// Writes a validated intent on behalf of `submitted_by` (the authenticated principal, for
 /// an intake that has one).
-pub async fn write(
-    store: &Store,
+pub async fn write<R: StoreIntents>(
+    store: &StoreAs<R>,
     checked: &CheckedIntent,
     submitted_by: Option<&str>,
 ) -> Result<Written, WriteError> {
@@ -221,14 +226,14 @@ pub async fn write(
 }
 
 /// Writes an intent that passed validation, from the queue (no authenticated submitter).
-pub async fn store_intent(store: &Store, checked: CheckedIntent) -> Intake {
+pub async fn store_intent<R: StoreIntents>(store: &StoreAs<R>, checked: CheckedIntent) -> Intake {
     store_intent_by(store, checked, None).await
 }
 
 /// Writes an intent that passed validation, mapping every store answer to its meaning.
 /// Postgres refusing the values (a gap in validation) is a refusal, never a retry.
-pub async fn store_intent_by(
-    store: &Store,
+pub async fn store_intent_by<R: StoreIntents>(
+    store: &StoreAs<R>,
     checked: CheckedIntent,
     submitted_by: Option<&str>,
 ) -> Intake {

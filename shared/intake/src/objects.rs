@@ -5,7 +5,8 @@
 //! and before anything is written; the records are read by `Store::object_tenants`.
 
 use fleet_core::objects::{ownership, Ownership, OBJECT_OF_OTHER_TENANT, OBJECT_UNKNOWN};
-use fleet_store::{Store, StoreError};
+use fleet_store::component::StoreIntents;
+use fleet_store::{StoreAs, StoreError};
 use tracing::{info, warn};
 
 use crate::checked::{counted, CheckedIntent, IntakeRules, Refusal};
@@ -13,10 +14,10 @@ use crate::checked::{counted, CheckedIntent, IntakeRules, Refusal};
 /// `checked` with its quorum raised as its policy asks for objects the fleet has no record
 /// of; a refusal for an object of another tenant, or one its policy refuses. Postgres
 /// failing is the outer error: nothing was decided.
-pub async fn with_objects(
+pub async fn with_objects<R: StoreIntents>(
     mut checked: CheckedIntent,
     rules: &IntakeRules,
-    store: &Store,
+    store: &StoreAs<R>,
 ) -> Result<Result<CheckedIntent, Refusal>, StoreError> {
     let intent = &checked.intent;
     let spec = intent.action.spec();

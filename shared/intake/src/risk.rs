@@ -6,17 +6,18 @@
 use fleet_core::payee::PayeeEvidence;
 use fleet_core::risk::{cues, PayeeNow, PaymentAsked};
 use fleet_core::Action;
-use fleet_store::{Store, StoreError};
+use fleet_store::component::StoreIntents;
+use fleet_store::{StoreAs, StoreError};
 use tracing::info;
 
 use crate::checked::{CheckedIntent, IntakeRules};
 
 /// `checked` with its risk cues, and its quorum raised as its policy asks when flagged.
 /// An intent that is no payment is returned as it came.
-pub async fn with_risk(
+pub async fn with_risk<R: StoreIntents>(
     mut checked: CheckedIntent,
     rules: &IntakeRules,
-    store: &Store,
+    store: &StoreAs<R>,
 ) -> Result<CheckedIntent, StoreError> {
     let intent = &checked.intent;
     if intent.action != Action::PaymentCreate {

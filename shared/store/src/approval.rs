@@ -9,7 +9,9 @@ use fleet_core::{
     PresentedSignature, Quorum, Status,
 };
 
-use crate::{Store, StoreError, Transition, TransitionOutcome};
+use crate::component::DecideApprovals;
+use crate::StoreAs;
+use crate::{StoreError, Transition, TransitionOutcome};
 use fleet_core::Reason;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +131,7 @@ fn approver(by: &Decider<'_>) -> String {
     format!("approver:{}", by.name)
 }
 
-impl Store {
+impl<R: DecideApprovals> StoreAs<R> {
     /// Records `by`'s approval of `hash` (with the signature it presented, which the
     /// caller verified), and approves the operation if that completes its quorum. One
     /// transaction; the execute bell is the caller's to ring after it.

@@ -6,7 +6,10 @@ use chrono::{DateTime, Utc};
 use fleet_core::{KeyId, PublicKey, RegisteredKey};
 use tokio_postgres::Row;
 
-use crate::{Store, StoreError};
+use crate::component::Administer;
+use crate::component::DecideApprovals;
+use crate::StoreAs;
+use crate::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyAdded {
@@ -65,7 +68,7 @@ pub(crate) fn registered_key(r: &Row) -> Option<RegisteredKey> {
     })
 }
 
-impl Store {
+impl<R: Administer> StoreAs<R> {
     /// Registers the Ed25519 `key` for `principal`, recording `by` (the administrator) as who did it.
     pub async fn add_approver_key(
         &self,
@@ -176,7 +179,9 @@ impl Store {
             })
             .collect())
     }
+}
 
+impl<R: DecideApprovals> StoreAs<R> {
     /// The key `key_id` as registered (removed or not), with the database clock's now:
     /// what the API checks an approver's signature against before recording it.
     pub async fn approver_key(

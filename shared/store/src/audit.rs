@@ -7,8 +7,10 @@ use std::time::Duration;
 use fleet_core::{OpRef, Reason};
 use serde_json::Value;
 
+use crate::component::SweepAndLookUp;
 use crate::rows::OPERATION_COLUMNS;
-use crate::{OperationRow, Store, StoreError};
+use crate::StoreAs;
+use crate::{OperationRow, StoreError};
 
 /// How long after settling each provider's operations are audited: its maximum request
 /// time plus its search lag, by provider name. A provider not listed is audited after
@@ -32,7 +34,7 @@ SELECT operation_id, tenant_id, CASE WHEN $2 THEN 'escalated' ELSE 'audited' END
 FROM audited
 RETURNING 1";
 
-impl Store {
+impl<R: SweepAndLookUp> StoreAs<R> {
     /// Succeeded operations with an uncertain past whose audit is due, oldest first.
     pub async fn due_audits(
         &self,

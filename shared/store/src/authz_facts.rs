@@ -4,7 +4,9 @@
 
 use fleet_core::OperationFacts;
 
-use crate::{Store, StoreError};
+use crate::component::ReadOperations;
+use crate::StoreAs;
+use crate::StoreError;
 
 /// [`OperationFacts`], owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +24,7 @@ impl StoredFacts {
     }
 }
 
-impl Store {
+impl<R: ReadOperations> StoreAs<R> {
     /// The facts of every operation with this id among `tenants` (ids are unique per
     /// tenant only, docs/design.md#tenant-boundaries), in tenant order. Another tenant's
     /// operation is not even read: `fleet_core::authz::locate` then finds it missing,

@@ -10,11 +10,13 @@ use tracing::warn;
 
 use fleet_core::{Refused, Status};
 
+use crate::component::MoveOperations;
 use crate::transition::{
     attempt_params, bind, outcome_of, update_with_attempt_params, Bound, Param, RECORD_ATTEMPT,
     UPDATE_WITH_ATTEMPT,
 };
-use crate::{AttemptRecord, Store, StoreError, Transition, TransitionOutcome};
+use crate::StoreAs;
+use crate::{AttemptRecord, StoreError, Transition, TransitionOutcome};
 
 /// Why [`Store::transition_many`] recorded nothing it can vouch for.
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +31,7 @@ pub enum BatchError {
     CommitUnknown(StoreError),
 }
 
-impl Store {
+impl<R: MoveOperations> StoreAs<R> {
     /// Applies each transition with its attempt, all in one transaction, and returns
     /// their outcomes in the order given. Every statement is the one
     /// [`Store::transition`] sends for a transition with an attempt, all sent pipelined

@@ -4,7 +4,10 @@
 
 use fleet_core::Role;
 
-use crate::{Principal, Store, StoreError};
+use crate::component::Administer;
+use crate::component::IdentifyQueueSubmitters;
+use crate::StoreAs;
+use crate::{Principal, StoreError};
 
 const SUBMITTER: &str = "
 SELECT p.name, p.role,
@@ -23,7 +26,7 @@ pub enum BrokerUserSet {
     Taken { by: String },
 }
 
-impl Store {
+impl<R: IdentifyQueueSubmitters> StoreAs<R> {
     /// The live principal whose broker user is `broker_user`, with all its tenants.
     pub async fn queue_submitter(
         &self,
@@ -44,7 +47,9 @@ impl Store {
             tenants: row.get("tenants"),
         }))
     }
+}
 
+impl<R: Administer> StoreAs<R> {
     /// Records that `principal` speaks on the queue as `broker_user` (replacing any it had).
     pub async fn set_broker_user(
         &self,

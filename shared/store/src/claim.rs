@@ -3,9 +3,11 @@
 
 use fleet_core::{ApprovalStatus, OpRef, Status};
 
+use crate::component::ClaimAndCall;
 use crate::rows::OPERATION_COLUMNS;
 use crate::transition::Param;
-use crate::{OperationRow, Store, StoreError};
+use crate::StoreAs;
+use crate::{OperationRow, StoreError};
 
 #[derive(Debug, Clone)]
 pub struct ClaimedOperation {
@@ -86,7 +88,7 @@ const RENEW: &str = "
 UPDATE operations SET lease_expires_at = now() + make_interval(secs => $3::float8 / 1000.0)
 WHERE operation_id = $1 AND tenant_id = $5 AND fence = $2 AND status = $4 AND lease_expires_at > now()";
 
-impl Store {
+impl<R: ClaimAndCall> StoreAs<R> {
     /// Claims an approved, unexpired `not_started` row whose fence is still `read_fence`.
     pub async fn claim(
         &self,

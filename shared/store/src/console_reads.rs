@@ -8,8 +8,10 @@ use fleet_core::{OpRef, Reason, Status};
 use serde_json::Value;
 use tokio_postgres::Row;
 
+use crate::component::ReadViews;
 use crate::rows::{reason_at, OPERATION_COLUMNS};
-use crate::{OperationRow, Store, StoreError};
+use crate::StoreAs;
+use crate::{OperationRow, StoreError};
 
 /// One operation as the console shows it.
 #[derive(Debug, Clone)]
@@ -63,7 +65,7 @@ fn console_operation(r: &Row) -> Result<ConsoleOperation, StoreError> {
     })
 }
 
-impl Store {
+impl<R: ReadViews> StoreAs<R> {
     /// One operation (the caller located it among the person's tenants first).
     pub async fn console_operation(
         &self,

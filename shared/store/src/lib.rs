@@ -9,6 +9,7 @@ mod authz_facts;
 mod batch;
 mod broker_users;
 mod claim;
+pub mod component;
 mod console_reads;
 mod error;
 mod migrate;
@@ -46,7 +47,9 @@ pub use migrate::{create_database_if_missing, drop_database, migrate, set_role_p
 pub use operator::{DecisionOutcome, Resolve};
 pub use outbox::{OutboxGauges, OutboxRow, Relayed};
 pub use passkeys::{ActivePasskey, PasskeyRequest, VerifiedPasskey, CEREMONY_TTL_S};
-pub use pool::Store;
+pub use pool::{
+    ApiStore, ExecuteStore, IngestStore, PrepareStore, ReconcileStore, RelayStore, Store, StoreAs,
+};
 pub use postgres_url::{writable_server, PostgresUrl};
 pub use prepare::{PrepareOutcome, Requirement};
 pub use principal_admin::{NewPrincipal, PrincipalAdded, PrincipalListing, PrincipalRemoved};

@@ -4,14 +4,16 @@
 //! the index `operations_external_id` (provider, external_id) of
 //! `migrations/0001_operations.sql`.
 
-use crate::{Store, StoreError};
+use crate::component::ReadOperations;
+use crate::StoreAs;
+use crate::StoreError;
 
 const READ: &str = "
 SELECT DISTINCT tenant_id FROM operations
 WHERE provider = $1 AND external_id = $2 AND status = 'succeeded' AND action = ANY($3)
 ORDER BY tenant_id";
 
-impl Store {
+impl<R: ReadOperations> StoreAs<R> {
     /// The tenants for which an operation of one of `actions` at `provider` succeeded
     /// with `external_id`, each once (none: the fleet has no record of the object).
     pub async fn object_tenants(

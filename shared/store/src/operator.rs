@@ -7,7 +7,9 @@
 use fleet_core::{Decider, Event, OpRef, Resolution, Status};
 use serde_json::json;
 
-use crate::{Store, StoreError, Transition, TransitionOutcome};
+use crate::component::SettleByOperator;
+use crate::StoreAs;
+use crate::{StoreError, Transition, TransitionOutcome};
 use fleet_core::Reason;
 
 /// An operator's resolution, with what backs it.
@@ -41,7 +43,7 @@ fn operator(by: &Decider<'_>) -> String {
     format!("operator:{}", by.name)
 }
 
-impl Store {
+impl<R: SettleByOperator> StoreAs<R> {
     /// Settles the operation as `r.outcome`, with the evidence in its history.
     pub async fn resolve(
         &self,

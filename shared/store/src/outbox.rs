@@ -18,7 +18,9 @@ use std::future::Future;
 use fleet_core::events::{EventType, OutcomeEvent};
 use serde_json::Value;
 
-use crate::{Store, StoreError};
+use crate::component::RelayOutbox;
+use crate::StoreAs;
+use crate::StoreError;
 
 /// One outbox row: its id (the relay's handle) and the event it carries.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +79,7 @@ WITH doomed AS (
 )
 DELETE FROM operation_outbox o USING doomed d WHERE o.id = d.id";
 
-impl Store {
+impl<R: RelayOutbox> StoreAs<R> {
     /// Takes up to `limit` events (the head of each operation's queue, oldest first),
     /// calls `publish` with them while they stay locked, then marks the ids `publish`
     /// returns (those the broker confirmed) published and commits. An event not returned,

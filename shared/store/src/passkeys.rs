@@ -7,7 +7,10 @@ use chrono::{DateTime, Utc};
 use fleet_core::{KeyId, PublicKey};
 use serde_json::Value;
 
-use crate::{KeyAdded, Store, StoreError};
+use crate::component::Administer;
+use crate::component::RegisterPasskeys;
+use crate::StoreAs;
+use crate::{KeyAdded, StoreError};
 
 /// How long a started registration may wait for the browser's answer.
 pub const CEREMONY_TTL_S: i64 = 300;
@@ -37,7 +40,7 @@ pub struct ActivePasskey {
     pub credential_id: Vec<u8>,
 }
 
-impl Store {
+impl<R: RegisterPasskeys> StoreAs<R> {
     /// Keeps a new ceremony's state for `principal`, forgetting their unfinished ones.
     pub async fn start_passkey_request(
         &self,
@@ -161,7 +164,9 @@ impl Store {
             })
             .collect())
     }
+}
 
+impl<R: Administer> StoreAs<R> {
     /// Registers the passkey of the finished request `key_id` for the principal that
     /// filed it, recording `by` (the administrator). The key id is recomputed from the
     /// stored public key: a request whose key does not match the id the approver was

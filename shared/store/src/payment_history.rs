@@ -4,7 +4,9 @@
 
 use fleet_core::risk::PastPayment;
 
-use crate::{Store, StoreError};
+use crate::component::StoreIntents;
+use crate::StoreAs;
+use crate::StoreError;
 
 const READ: &str = "
 SELECT payload ->> 'beneficiary_id' AS beneficiary_id, (payload ->> 'amount_minor')::bigint AS amount_minor,
@@ -15,7 +17,7 @@ WHERE action = 'payment.create' AND status = 'succeeded' AND tenant_id = $1
 ORDER BY created_at, operation_id
 LIMIT 1000";
 
-impl Store {
+impl<R: StoreIntents> StoreAs<R> {
     /// `tenant`'s succeeded payments to `beneficiary_id` or to the account `fingerprint`,
     /// oldest first (the latest thousand).
     pub async fn payment_history(

@@ -1,11 +1,13 @@
 //! The connection pool and the handle every worker holds.
 
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 
-use crate::StoreError;
+use crate::component::{self, Component, Owner};
+use crate::{DbRole, StoreError};
 
 /// The session settings every pooled connection starts with.
 ///
@@ -42,23 +44,58 @@ fn create_timeout(servers: usize) -> Duration {
     CONNECT_TIMEOUT * servers.clamp(1, 16) as u32 + Duration::from_secs(1)
 }
 
-/// A clonable handle on the pool.
-#[derive(Clone)]
-pub struct Store {
+/// A clonable handle on the pool, held as component `R`: only the methods of the
+/// capabilities `R` holds can be called (`component.rs`).
+pub struct StoreAs<R> {
     pub(crate) pool: Pool,
+    component: PhantomData<fn() -> R>,
 }
 
-impl std::fmt::Debug for Store {
+/// The store as its owner holds it: every capability.
+pub type Store = StoreAs<Owner>;
+/// The store as fleet-api holds it.
+pub type ApiStore = StoreAs<component::Api>;
+/// The store as fleet-prepare holds it.
+pub type PrepareStore = StoreAs<component::Prepare>;
+/// The store as fleet-execute holds it.
+pub type ExecuteStore = StoreAs<component::Execute>;
+/// The store as fleet-reconcile holds it.
+pub type ReconcileStore = StoreAs<component::Reconcile>;
+/// The store as fleet-webhook-ingest holds it.
+pub type IngestStore = StoreAs<component::WebhookIngest>;
+/// The store as fleet-relay holds it.
+pub type RelayStore = StoreAs<component::Relay>;
+
+impl<R> Clone for StoreAs<R> {
+    fn clone(&self) -> Self {
+        StoreAs {
+            pool: self.pool.clone(),
+            component: PhantomData,
+        }
+    }
+}
+
+impl<R: Component> std::fmt::Debug for StoreAs<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
+            .field("role", &R::ROLE.map_or("owner", DbRole::name))
             .field("pool_size", &self.pool.status().max_size)
             .finish()
     }
 }
 
 impl Store {
+    /// The same pool held as component `R`: the owner may do everything any component
+    /// may, so narrowing is always sound (a test starting one component in process over
+    /// the owner's connection, say).
+    pub fn narrow<R: Component>(&self) -> StoreAs<R> {
+        self.retype()
+    }
+}
+
+impl<R: Component> StoreAs<R> {
     /// Builds a pool of at most `max_size` connections. Connections open lazily.
-    pub fn connect(database_url: &str, max_size: usize) -> Result<Store, StoreError> {
+    pub fn connect(database_url: &str, max_size: usize) -> Result<Self, StoreError> {
         Self::connect_as(database_url, max_size, "fleet")
     }
 
@@ -69,7 +106,7 @@ impl Store {
         database_url: &str,
         max_size: usize,
         application_name: &str,
-    ) -> Result<Store, StoreError> {
+    ) -> Result<Self, StoreError> {
         let mut config: tokio_postgres::Config = database_url
             .parse()
             .map_err(|e: tokio_postgres::Error| StoreError::Config(e.to_string()))?;
@@ -101,7 +138,19 @@ impl Store {
             .create_timeout(Some(create_timeout(servers)))
             .build()
             .map_err(|e| StoreError::Config(e.to_string()))?;
-        Ok(Store { pool })
+        Ok(StoreAs {
+            pool,
+            component: PhantomData,
+        })
+    }
+
+    /// The same pool under another component's type: the store's own, for a piece that
+    /// serves several components with one capability (a provider's rate schedule).
+    pub(crate) fn retype<S>(&self) -> StoreAs<S> {
+        StoreAs {
+            pool: self.pool.clone(),
+            component: PhantomData,
+        }
     }
 
     /// Closes the pool: connections are dropped and later checkouts fail.

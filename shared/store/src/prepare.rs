@@ -4,9 +4,11 @@ use fleet_core::supersede::{judge, Correction, Replaceable, Superseded};
 use fleet_core::{OpRef, Status, ValidIntent};
 use futures_util::future::try_join_all;
 
+use crate::component::StoreIntents;
 use crate::rows::reason_at;
 use crate::transition::Param;
-use crate::{BatchError, Store, StoreError};
+use crate::StoreAs;
+use crate::{BatchError, StoreError};
 use fleet_core::Reason;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +66,7 @@ impl From<i16> for Requirement {
     }
 }
 
-impl Store {
+impl<R: StoreIntents> StoreAs<R> {
     /// Inserts an intent that replaces `old` after a correction: in one transaction the old
     /// operation is cancelled (if it never started) and the new one inserted, linked to it.
     /// Only the old operation's own submitter (`submitted_by`, `None` for the queue) may
@@ -288,7 +290,7 @@ async fn insert_on(
     Ok(row.get::<_, i64>("inserted") == 1)
 }
 
-impl Store {
+impl<R: StoreIntents> StoreAs<R> {
     /// [`Store::insert_prepared`] for several intents from the queue (none superseding
     /// another), each with the principal that sent it if known, in one transaction: each the same statement,
     /// all pipelined in operation id order, one commit. Outcomes come in the order given;

@@ -7,7 +7,9 @@ use chrono::{DateTime, Utc};
 use fleet_core::access::{check_principal_name, check_tenant_id};
 use fleet_core::Role;
 
-use crate::{Store, StoreError};
+use crate::component::Administer;
+use crate::StoreAs;
+use crate::StoreError;
 
 /// A principal to add, or to grant more tenants (and a subject it has none of).
 #[derive(Debug)]
@@ -66,7 +68,7 @@ pub(crate) fn check_names(name: &str, tenants: &[String]) -> Result<(), String> 
     tenants.iter().try_for_each(|t| check_tenant_id(t))
 }
 
-impl Store {
+impl<R: Administer> StoreAs<R> {
     /// Adds (or reinstates, or extends) a principal in one transaction.
     pub async fn add_principal(&self, p: &NewPrincipal<'_>) -> Result<PrincipalAdded, StoreError> {
         if let Err(problem) = check_names(p.name, p.tenants) {

@@ -8,7 +8,10 @@ use chrono::{DateTime, Utc};
 use fleet_core::access::{token_tenants, TokenLifetime};
 use fleet_core::{Actor, Role, TokenHash};
 
-use crate::{Store, StoreError};
+use crate::component::Administer;
+use crate::component::Authenticate;
+use crate::StoreAs;
+use crate::StoreError;
 
 /// A token to create for `principal` (created with `role` if new).
 #[derive(Debug)]
@@ -139,7 +142,7 @@ WITH token AS (
 )
 SELECT name, role, tenants, limited_to, expired FROM token";
 
-impl Store {
+impl<R: Authenticate> StoreAs<R> {
     /// The principal a presented token lets act, if the token exists, is neither revoked
     /// nor expired, and its principal was not removed.
     pub async fn authenticate(&self, hash: &TokenHash) -> Result<Option<Principal>, StoreError> {
@@ -171,7 +174,9 @@ impl Store {
             tenants: token_tenants(&principal_tenants, limited_to.as_deref()),
         }))
     }
+}
 
+impl<R: Administer> StoreAs<R> {
     /// Creates the token (and the principal when new, granted the token's tenants) in one
     /// transaction; nothing is written when it is refused.
     pub async fn create_token(&self, t: &NewToken<'_>) -> Result<TokenCreated, StoreError> {

@@ -13,7 +13,9 @@ use fleet_runtime::{Batcher, PaceFuture, Pacer};
 use tokio::time::{sleep, sleep_until, Instant};
 use tracing::warn;
 
-use crate::{Store, StoreError};
+use crate::component::RateProviders;
+use crate::StoreAs;
+use crate::StoreError;
 
 const RESERVE: &str =
     "SELECT waits_ms, paused_ms FROM fleet_reserve_provider_slots($1, $2, $3, $4)";
@@ -39,7 +41,7 @@ fn millis(ms: f64) -> Duration {
     Duration::from_secs_f64(ms.max(0.0) / 1000.0)
 }
 
-impl Store {
+impl<R: RateProviders> StoreAs<R> {
     /// Reserves `slots` requests to `provider` at `rate_per_s` in the shared schedule.
     pub async fn reserve_provider_slots(
         &self,
@@ -94,10 +96,10 @@ impl Store {
 type Slot = Result<(Instant, Instant), String>;
 
 /// One provider's pace for this process, taken from the shared schedule.
-pub struct ProviderSchedule {
+pub struct ProviderSchedule<R> {
     provider: &'static str,
     rate_per_s: f64,
-    store: Store,
+    store: StoreAs<R>,
     slots: Batcher<(), Slot>,
     /// The latest end of a pause this process knows of (its own 429s, and what each
     /// reservation said), so that a slot handed out before another replica's 429 is not
@@ -105,7 +107,7 @@ pub struct ProviderSchedule {
     paused_until: Mutex<Option<Instant>>,
 }
 
-impl std::fmt::Debug for ProviderSchedule {
+impl<R> std::fmt::Debug for ProviderSchedule<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProviderSchedule")
             .field("provider", &self.provider)
@@ -114,10 +116,10 @@ impl std::fmt::Debug for ProviderSchedule {
     }
 }
 
-impl ProviderSchedule {
+impl<R: RateProviders> ProviderSchedule<R> {
     /// The schedule of `provider` at `rate_per_s`; spawns its batching task (call it
     /// inside a Tokio runtime).
-    pub fn new(store: &Store, provider: &'static str, rate_per_s: f64) -> Arc<ProviderSchedule> {
+    pub fn new(store: &StoreAs<R>, provider: &'static str, rate_per_s: f64) -> Arc<Self> {
         let batch_store = store.clone();
         let slots = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |asks: Vec<()>| {
             let store = batch_store.clone();
@@ -135,7 +137,7 @@ impl ProviderSchedule {
     /// The pacer of each provider `rates` names (at its rate), for
     /// `ProviderConfigs::connect_paced`; a provider it leaves out is not paced.
     pub fn pacers(
-        store: &Store,
+        store: &StoreAs<R>,
         rates: &[(&'static str, f64)],
     ) -> impl Fn(&'static str) -> Option<Arc<dyn Pacer>> {
         let schedules: Vec<(&'static str, Arc<dyn Pacer>)> = rates
@@ -198,7 +200,12 @@ impl ProviderSchedule {
     }
 }
 
-async fn reserve(store: &Store, provider: &str, rate_per_s: f64, k: usize) -> Vec<Slot> {
+async fn reserve<R: RateProviders>(
+    store: &StoreAs<R>,
+    provider: &str,
+    rate_per_s: f64,
+    k: usize,
+) -> Vec<Slot> {
     match store.reserve_provider_slots(provider, rate_per_s, k).await {
         Ok(reserved) => {
             let now = Instant::now();
@@ -216,7 +223,7 @@ async fn reserve(store: &Store, provider: &str, rate_per_s: f64, k: usize) -> Ve
     }
 }
 
-impl Pacer for ProviderSchedule {
+impl<R: RateProviders> Pacer for ProviderSchedule<R> {
     fn slot(&self) -> PaceFuture<'_> {
         Box::pin(self.take_slot())
     }

@@ -2,10 +2,12 @@
 
 use fleet_core::{OpRef, Status};
 
+use crate::component::ReadOperations;
 use crate::rows::OPERATION_COLUMNS;
-use crate::{AttemptRow, EventRow, OperationRow, Store, StoreError};
+use crate::StoreAs;
+use crate::{AttemptRow, EventRow, OperationRow, StoreError};
 
-impl Store {
+impl<R: ReadOperations> StoreAs<R> {
     pub async fn get(&self, op: OpRef<'_>) -> Result<Option<OperationRow>, StoreError> {
         let client = self.client().await?;
         let sql = format!(
@@ -114,7 +116,7 @@ pub struct FleetGauges {
     pub operator_decisions: i64,
 }
 
-impl Store {
+impl<R: ReadOperations> StoreAs<R> {
     pub async fn fleet_gauges(&self) -> Result<FleetGauges, StoreError> {
         let client = self.client().await?;
         let stmt = client
@@ -152,7 +154,7 @@ pub struct ApprovalGauges {
     pub expiring_soon: i64,
 }
 
-impl Store {
+impl<R: ReadOperations> StoreAs<R> {
     /// Read through the partial index on not-started rows' expiry, so the cost follows
     /// the rows waiting to start, not the history.
     pub async fn approval_gauges(

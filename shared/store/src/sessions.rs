@@ -7,7 +7,9 @@ use fleet_core::session::SessionHash;
 use fleet_core::{ClaimedAccess, Role};
 use tokio_postgres::Row;
 
-use crate::{Principal, Store, StoreError};
+use crate::component::Authenticate;
+use crate::StoreAs;
+use crate::{Principal, StoreError};
 
 /// Expired sessions deleted whenever one starts: housekeeping in small, bounded steps.
 const EXPIRED_PER_SIGN_IN: i64 = 100;
@@ -23,7 +25,7 @@ fn principal_of(row: &Row) -> Option<Principal> {
     })
 }
 
-impl Store {
+impl<R: Authenticate> StoreAs<R> {
     /// The principal the issuer's `subject` belongs to, unless it was removed.
     pub async fn principal_by_oidc_subject(
         &self,

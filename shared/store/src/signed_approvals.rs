@@ -7,7 +7,9 @@ use fleet_core::{
 };
 use tokio_postgres::Row;
 
-use crate::{Store, StoreError};
+use crate::component::ClaimAndCall;
+use crate::StoreAs;
+use crate::StoreError;
 
 /// Every approval of the hash, every key they name, and the database clock's now.
 #[derive(Debug, Clone)]
@@ -52,7 +54,7 @@ fn key(r: &Row) -> Option<RegisteredKey> {
     })
 }
 
-impl Store {
+impl<R: ClaimAndCall> StoreAs<R> {
     /// The approvals of `payload_hash` for `op`, with their keys.
     pub async fn signed_approvals(
         &self,

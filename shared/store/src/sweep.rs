@@ -7,7 +7,10 @@ use std::time::Duration;
 use fleet_core::{Event, OpKey, OpRef, Reason, Status};
 use serde_json::Value;
 
-use crate::{transition_in, Store, StoreError, Transition, TransitionOutcome};
+use crate::component::ReadOperations;
+use crate::component::SweepAndLookUp;
+use crate::StoreAs;
+use crate::{transition_in, StoreError, Transition, TransitionOutcome};
 
 /// Ages of an operation's attempts by the database clock, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +43,7 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-impl Store {
+impl<R: SweepAndLookUp> StoreAs<R> {
     /// Moves up to `batch` in_progress rows whose lease expired to `unknown`, in one
     /// transaction. Returns the operations moved.
     pub async fn expire_leases(&self, batch: i64) -> Result<Vec<OpKey>, StoreError> {
@@ -166,7 +169,9 @@ impl Store {
             })
             .collect())
     }
+}
 
+impl<R: ReadOperations> StoreAs<R> {
     /// Ages by the database clock. "Newest" is measured from the last moment a request of
     /// this operation could have reached the provider: the latest attempt's start or end,
     /// or the moment the row became unknown (an attempt that never finished lost its lease
@@ -204,7 +209,9 @@ impl Store {
             oldest: ms(r.get(2)),
         })
     }
+}
 
+impl<R: SweepAndLookUp> StoreAs<R> {
     /// Records one lookup in the operation's history, optionally counts it as failed and
     /// schedules the next one. Used when the lookup did not move the row.
     pub async fn record_lookup(

@@ -10,7 +10,10 @@ use fleet_runtime::metric_names as m;
 
 use deadpool_postgres::Transaction;
 
-use crate::{AttemptRecord, Store, StoreError};
+use crate::component::ClaimAndCall;
+use crate::component::MoveOperations;
+use crate::StoreAs;
+use crate::{AttemptRecord, StoreError};
 
 /// One requested status change and the columns it sets. Build with `Transition::new`
 /// and struct-update syntax for the optional parts.
@@ -153,7 +156,7 @@ UPDATE attempts SET finished_at = now(), outcome = $3, http_status = $4, replaye
     provider_request_id = $7, response = $8, detail = $9
 WHERE operation_id = $1 AND fence = $2 AND tenant_id = $10";
 
-impl Store {
+impl<R: MoveOperations> StoreAs<R> {
     /// Applies `t` if the state machine allows it and the row still has the expected
     /// status and fence, in its own transaction. When `attempt` is given, the attempt row
     /// of (operation, fence) is completed in the same transaction, whether or not the row
@@ -171,7 +174,9 @@ impl Store {
         outcome.observe(from);
         Ok(outcome)
     }
+}
 
+impl<R: ClaimAndCall> StoreAs<R> {
     /// Completes the attempt row of (operation, fence) on its own.
     pub async fn record_attempt(
         &self,

@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use fleet_core::{ApprovalStatus, OpKey, OpRef, Status, WaitState};
 use serde_json::Value;
 
-use crate::{Store, StoreError};
+use crate::component::ReadViews;
+use crate::StoreAs;
+use crate::StoreError;
 
 /// Where a page of a listing ends: the next page starts strictly after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +56,7 @@ fn page_sql(after: bool) -> String {
     )
 }
 
-impl Store {
+impl<R: ReadViews> StoreAs<R> {
     /// The view of one operation (the caller located it among its tenants first).
     pub async fn operation_view(&self, op: OpRef<'_>) -> Result<Option<Value>, StoreError> {
         let client = self.client().await?;

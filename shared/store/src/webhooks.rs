@@ -18,7 +18,10 @@ use fleet_runtime::metric_names as m;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::{Store, StoreError, TransitionOutcome};
+use crate::component::ApplyWebhooks;
+use crate::component::IngestWebhooks;
+use crate::StoreAs;
+use crate::{StoreError, TransitionOutcome};
 
 pub use fleet_core::webhook::{
     check_identity, decide, EventKind, ObjectIdentity, Reported, RowIdentity, WebhookDecision,
@@ -204,7 +207,7 @@ fn evidence(ev: &WebhookEvent, reason: Option<Reason>) -> Value {
     })
 }
 
-impl Store {
+impl<R: IngestWebhooks> StoreAs<R> {
     /// Deduplicates, links and applies one event in one transaction, then counts it
     /// (`fleet_webhook_events_total`, the receive-to-apply histogram, transitions).
     pub async fn ingest_webhook(&self, ev: &WebhookEvent) -> Result<WebhookOutcome, StoreError> {
@@ -215,7 +218,9 @@ impl Store {
         decided.observe(&ev.provider, true);
         Ok(decided.outcome)
     }
+}
 
+impl<R: ApplyWebhooks> StoreAs<R> {
     /// The stored, not yet linked events that name `op`: by their reference (its stored
     /// key), or by the provider object id the operation now records as `external_id`.
     /// Oldest first.

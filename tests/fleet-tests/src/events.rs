@@ -171,7 +171,7 @@ impl TestFleet {
             .await
             .expect("relay publisher");
         let deps = RelayDeps {
-            store: self.store.clone(),
+            store: self.store.narrow(),
             publisher,
             namespace: self.broker.namespace.clone(),
             settings,

@@ -266,7 +266,7 @@ impl TestFleet {
             payees: PayeeDirectory::new(connect(&self.provider_configs())),
         };
         let deps = PrepareDeps {
-            store: self.store.clone(),
+            store: self.store.narrow(),
             broker: self.broker.clone(),
             health: BrokerHealth::new(),
             rules,
@@ -293,7 +293,7 @@ impl TestFleet {
         providers: &ProviderConfigs,
     ) -> ExecuteDeps {
         ExecuteDeps {
-            store: self.store.clone(),
+            store: self.store.narrow(),
             broker: self.broker.clone(),
             health: BrokerHealth::new(),
             publisher: self.publisher.clone(),
@@ -343,7 +343,7 @@ impl TestFleet {
         settings: ReconcileSettings,
     ) -> ReconcileDeps {
         ReconcileDeps {
-            store: self.store.clone(),
+            store: self.store.narrow(),
             broker: self.broker.clone(),
             health: BrokerHealth::new(),
             publisher: self.publisher.clone(),

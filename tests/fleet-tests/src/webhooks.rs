@@ -96,7 +96,7 @@ impl TestFleet {
             .await;
         let outcomes = Arc::new(Mutex::new(Vec::new()));
         let inner = IngestHandler::new(
-            self.store.clone(),
+            self.store.narrow(),
             webhook_secrets(secrets),
             WebhookSettings::default().consumer_freshness(),
         );
@@ -146,7 +146,7 @@ impl TestFleet {
             ..WebhookSettings::default()
         };
         let deps = WebhookDeps {
-            store: self.store.clone(),
+            store: self.store.narrow(),
             broker,
             health: BrokerHealth::new(),
             readiness: Readiness::new(),

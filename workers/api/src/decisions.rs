@@ -11,7 +11,9 @@
 use fleet_broker::{Publisher, Queue};
 use fleet_core::authz::{self, Actor, Decider, Denial, OperationAction, SignIn};
 use fleet_core::{ApprovalStatus, Doorbell, OpKey, OpRef, OperationId};
-use fleet_store::{ApprovalOutcome, DecisionOutcome, RejectOutcome, Resolve, Store, StoredFacts};
+use fleet_store::{
+    ApiStore, ApprovalOutcome, DecisionOutcome, RejectOutcome, Resolve, StoredFacts,
+};
 use serde_json::Value;
 
 pub use crate::decision_error::DecisionError;
@@ -42,7 +44,7 @@ impl<'a> Addressed<'a> {
 /// operation is not found, exactly as a free id; an id two of the caller's tenants hold is
 /// `operation_id_ambiguous` unless the tenant was named (`fleet_core::authz::locate`).
 pub async fn locate(
-    store: &Store,
+    store: &ApiStore,
     who: &Actor<'_>,
     at: Addressed<'_>,
 ) -> Result<(OpKey, StoredFacts), DecisionError> {
@@ -71,7 +73,7 @@ pub struct Decided {
 /// execute. Cheap to clone.
 #[derive(Clone)]
 pub struct Decisions {
-    store: Store,
+    store: ApiStore,
     publisher: Publisher,
 }
 
@@ -91,7 +93,7 @@ fn external_id(value: &str) -> Result<(), DecisionError> {
 }
 
 impl Decisions {
-    pub fn new(store: Store, publisher: Publisher) -> Self {
+    pub fn new(store: ApiStore, publisher: Publisher) -> Self {
         Decisions { store, publisher }
     }
 

@@ -63,7 +63,7 @@ use fleet_broker::Publisher;
 use fleet_intake::IntakeRules;
 use fleet_runtime::metric_names as m;
 use fleet_runtime::{http_server, RequestSlots};
-use fleet_store::Store;
+use fleet_store::ApiStore;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use utoipa::OpenApi;
@@ -80,7 +80,7 @@ use crate::request_id::RequestId;
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct ApiDeps {
-    pub store: Store,
+    pub store: ApiStore,
     /// Rings execute when an approval completes a quorum.
     pub publisher: Publisher,
     /// The capability guard's input and the quorum policies, as prepare's.

@@ -46,7 +46,9 @@ fn console_crm(args: &CrmArgs) -> Option<fleet_providers::CrmClient> {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // The broker carries the execute bell an approval rings; /readyz includes it.
-    let boot = fleet_boot::start("api", &cli.common, admin_addrs::API).await?;
+    let boot =
+        fleet_boot::start::<fleet_store::component::Api>("api", &cli.common, admin_addrs::API)
+            .await?;
     let policies = Arc::new(cli.policies.load()?);
     let publisher = Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?;
     let configs = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?;

@@ -13,7 +13,7 @@ use fleet_core::{
     check_signature, ApprovalStatus, KeyId, OpRef, PresentedSignature, RecordedApproval, Signature,
     SignatureRefusal, Status,
 };
-use fleet_store::Store;
+use fleet_store::ApiStore;
 
 use crate::decision_error::DecisionError;
 
@@ -63,7 +63,7 @@ fn parse(offer: &SignatureOffer<'_>) -> Result<PresentedSignature, DecisionError
 /// The signature to record with `principal`'s approval of `payload_hash`, once checked;
 /// `None` for an unsigned approval the operation allows, and for one the store will refuse.
 pub async fn checked(
-    store: &Store,
+    store: &ApiStore,
     op: OpRef<'_>,
     principal: &str,
     payload_hash: &str,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use fleet_intake::IntakeRules;
-use fleet_store::Store;
+use fleet_store::ApiStore;
 use tokio_util::sync::CancellationToken;
 
 use crate::console::setup::Console;
@@ -14,7 +14,7 @@ use crate::waiters::Waiters;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub store: Store,
+    pub store: ApiStore,
     /// What an intent is checked against, as prepare checks it: the providers'
     /// guarantees and the quorum policies.
     pub intake: IntakeRules,

@@ -23,7 +23,7 @@ use std::time::Duration;
 use fleet_core::wait_shares::{ShareCaps, ShareRefusal, WaitShares};
 use fleet_core::{wait_is_over, OpKey, OpRef, WaitFor, WaitState};
 use fleet_runtime::metric_names as m;
-use fleet_store::Store;
+use fleet_store::ApiStore;
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -93,7 +93,12 @@ impl Waiters {
     }
 
     /// Polls until `shutdown` (see the module docs).
-    pub async fn run(self: Arc<Self>, store: Store, every: Duration, shutdown: CancellationToken) {
+    pub async fn run(
+        self: Arc<Self>,
+        store: ApiStore,
+        every: Duration,
+        shutdown: CancellationToken,
+    ) {
         // Logged when reads start failing and when they recover, not at every tick.
         let mut failing = false;
         loop {

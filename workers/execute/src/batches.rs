@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use fleet_core::{OpKey, OpRef};
 use fleet_runtime::Batcher;
 use fleet_store::{
-    settle_batch, AttemptRecord, Claim, Store, StoreError, Transition, TransitionOutcome,
+    settle_batch, AttemptRecord, Claim, ExecuteStore, StoreError, Transition, TransitionOutcome,
 };
 use tracing::warn;
 
@@ -40,7 +40,7 @@ pub(crate) struct Batches {
 impl Batches {
     /// Spawns the two batching tasks (on the current runtime).
     pub fn spawn(
-        store: &Store,
+        store: &ExecuteStore,
         policies: Vec<String>,
         owner: String,
         settings: &ExecuteSettings,
@@ -76,7 +76,7 @@ impl Batches {
 }
 
 async fn claim_batch(
-    store: &Store,
+    store: &ExecuteStore,
     ids: &[OpKey],
     policies: &[String],
     owner: &str,
@@ -112,7 +112,7 @@ async fn claim_batch(
 }
 
 async fn record_batch(
-    store: &Store,
+    store: &ExecuteStore,
     answers: &[Answer],
     accepted_deadline_s: u32,
 ) -> Vec<RecordResult> {

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use fleet_core::OpKey;
-use fleet_store::Store;
+use fleet_store::ExecuteStore;
 use tokio::time::{sleep, timeout_at, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub fn give_up_after(ttl_ms: i64) -> Duration {
 }
 
 pub async fn hold(
-    store: Store,
+    store: ExecuteStore,
     op: OpKey,
     fence: i64,
     ttl_ms: i64,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
 use fleet_providers::Providers;
-use fleet_store::Store;
+use fleet_store::ExecuteStore;
 use tokio_util::sync::CancellationToken;
 
 pub use handler::ExecuteHandler;
@@ -29,7 +29,7 @@ pub use settings::ExecuteSettings;
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct ExecuteDeps {
-    pub store: Store,
+    pub store: ExecuteStore,
     pub broker: BrokerConfig,
     pub health: BrokerHealth,
     /// Rings `operations.reconcile` after an ambiguous outcome.

@@ -46,7 +46,12 @@ fn command() -> clap::Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::from_arg_matches(&command().get_matches())?;
-    let boot = fleet_boot::start("execute", &cli.common, admin_addrs::EXECUTE).await?;
+    let boot = fleet_boot::start::<fleet_store::component::Execute>(
+        "execute",
+        &cli.common,
+        admin_addrs::EXECUTE,
+    )
+    .await?;
     let deps = ExecuteDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),

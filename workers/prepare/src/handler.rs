@@ -8,7 +8,7 @@
 use fleet_broker::{Delivery, Disposition, Handler};
 use fleet_core::ValidIntent;
 use fleet_runtime::Batcher;
-use fleet_store::{settle_batch, PrepareOutcome, Requirement, Store, StoreError};
+use fleet_store::{settle_batch, PrepareOutcome, PrepareStore, Requirement, StoreError};
 
 use crate::submitter::{submitter, AnonymousIntents};
 use fleet_intake::intake::{
@@ -27,7 +27,7 @@ type Stored = Result<PrepareOutcome, StoreError>;
 type Submitted = (CheckedIntent, Option<String>);
 
 pub struct PrepareHandler {
-    store: Store,
+    store: PrepareStore,
     rules: IntakeRules,
     anonymous: AnonymousIntents,
     inserts: Batcher<Submitted, Stored>,
@@ -35,7 +35,7 @@ pub struct PrepareHandler {
 
 impl PrepareHandler {
     /// Builds the handler and spawns its batching task: call it inside a Tokio runtime.
-    pub fn new(store: Store, rules: IntakeRules, anonymous: AnonymousIntents) -> Self {
+    pub fn new(store: PrepareStore, rules: IntakeRules, anonymous: AnonymousIntents) -> Self {
         let batch_store = store.clone();
         let inserts = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |batch: Vec<Submitted>| {
             let store = batch_store.clone();
@@ -79,7 +79,7 @@ impl PrepareHandler {
     }
 }
 
-async fn insert_batch(store: &Store, batch: &[Submitted]) -> Vec<Stored> {
+async fn insert_batch(store: &PrepareStore, batch: &[Submitted]) -> Vec<Stored> {
     let items: Vec<(&ValidIntent, Requirement, Option<&str>)> = batch
         .iter()
         .map(|(c, by)| (&c.intent, c.requirement(), by.as_deref()))

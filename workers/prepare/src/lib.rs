@@ -14,7 +14,7 @@ pub mod submitter;
 use std::sync::Arc;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Queue};
-use fleet_store::Store;
+use fleet_store::PrepareStore;
 use tokio_util::sync::CancellationToken;
 
 pub use fleet_core::catalogue::ProviderCapabilities;
@@ -25,7 +25,7 @@ pub use submitter::AnonymousIntents;
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct PrepareDeps {
-    pub store: Store,
+    pub store: PrepareStore,
     pub broker: BrokerConfig,
     pub health: BrokerHealth,
     pub rules: IntakeRules,

@@ -37,7 +37,12 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let boot = fleet_boot::start("prepare", &cli.common, admin_addrs::PREPARE).await?;
+    let boot = fleet_boot::start::<fleet_store::component::Prepare>(
+        "prepare",
+        &cli.common,
+        admin_addrs::PREPARE,
+    )
+    .await?;
     let policies = Arc::new(cli.policies.load()?);
     let configs = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?;
     let providers = configs.capabilities();

@@ -7,7 +7,7 @@
 //! on this door too.
 
 use fleet_core::authz::{may_submit, Denial};
-use fleet_store::{Principal, Store};
+use fleet_store::{PrepareStore, Principal};
 use tracing::warn;
 
 use fleet_intake::checked::{counted, CheckedIntent, Intake, Refusal};
@@ -30,7 +30,7 @@ pub enum AnonymousIntents {
 /// the intent's fate: refused (unknown sender, wrong role, tenant not granted) or
 /// Postgres unavailable.
 pub async fn submitter(
-    store: &Store,
+    store: &PrepareStore,
     sender: Option<&str>,
     checked: &CheckedIntent,
     anonymous: AnonymousIntents,

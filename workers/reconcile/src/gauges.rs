@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use fleet_runtime::metric_names as m;
-use fleet_store::Store;
+use fleet_store::ReconcileStore;
 use tokio_util::sync::CancellationToken;
 
 /// Every `every`, computes the gauges; pending approvals closing within `expiring_soon`
 /// count as expiring soon.
 pub async fn run(
-    store: Store,
+    store: ReconcileStore,
     every: Duration,
     expiring_soon: Duration,
     shutdown: CancellationToken,

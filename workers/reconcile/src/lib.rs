@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
 use fleet_providers::Providers;
-use fleet_store::Store;
+use fleet_store::ReconcileStore;
 use tokio_util::sync::CancellationToken;
 
 pub use handler::ReconcileHandler;
@@ -26,7 +26,7 @@ pub use reconciler::Reconciler;
 pub use settings::ReconcileSettings;
 
 pub struct ReconcileDeps {
-    pub store: Store,
+    pub store: ReconcileStore,
     pub broker: BrokerConfig,
     pub health: BrokerHealth,
     /// Rings `operations.execute` for operations sent back for a same-key retry.

@@ -29,7 +29,12 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let boot = fleet_boot::start("reconcile", &cli.common, admin_addrs::RECONCILE).await?;
+    let boot = fleet_boot::start::<fleet_store::component::Reconcile>(
+        "reconcile",
+        &cli.common,
+        admin_addrs::RECONCILE,
+    )
+    .await?;
     let deps = ReconcileDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),

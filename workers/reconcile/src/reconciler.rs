@@ -15,8 +15,8 @@ use fleet_core::{Doorbell, Event, OpRef, Status};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{
-    AttemptRow, AuditDelays, OperationRow, Store, StoreError, Transition, TransitionOutcome,
-    WebhookOutcome,
+    AttemptRow, AuditDelays, OperationRow, ReconcileStore, StoreError, Transition,
+    TransitionOutcome, WebhookOutcome,
 };
 use serde_json::{json, Value};
 use tracing::{info, warn};
@@ -25,7 +25,7 @@ use crate::lookup::{contract_of, look_up};
 use crate::{ReconcileDeps, ReconcileSettings};
 
 pub struct Reconciler {
-    pub(crate) store: Store,
+    pub(crate) store: ReconcileStore,
     publisher: Publisher,
     pub(crate) providers: Arc<Providers>,
     /// Derived from the providers' contracts once, read by every sweep.

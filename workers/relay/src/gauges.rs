@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use fleet_runtime::metric_names as m;
-use fleet_store::Store;
+use fleet_store::RelayStore;
 use tokio_util::sync::CancellationToken;
 
 /// How often the gauges are recomputed (a count over the unpublished rows' index).
 pub const GAUGES_EVERY: Duration = Duration::from_secs(5);
 
-pub async fn run(store: Store, shutdown: CancellationToken) {
+pub async fn run(store: RelayStore, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(GAUGES_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

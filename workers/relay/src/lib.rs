@@ -21,7 +21,7 @@ mod settings;
 use std::time::Duration;
 
 use fleet_broker::Publisher;
-use fleet_store::Store;
+use fleet_store::RelayStore;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -29,7 +29,7 @@ use round::Round;
 pub use settings::RelaySettings;
 
 pub struct RelayDeps {
-    pub store: Store,
+    pub store: RelayStore,
     pub publisher: Publisher,
     /// The broker namespace, named in every event's `source`.
     pub namespace: String,

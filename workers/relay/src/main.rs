@@ -21,7 +21,12 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let boot = fleet_boot::start("relay", &cli.common, admin_addrs::RELAY).await?;
+    let boot = fleet_boot::start::<fleet_store::component::Relay>(
+        "relay",
+        &cli.common,
+        admin_addrs::RELAY,
+    )
+    .await?;
     let deps = RelayDeps {
         store: boot.store.clone(),
         publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,

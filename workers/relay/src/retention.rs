@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use fleet_store::Store;
+use fleet_store::RelayStore;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -16,7 +16,7 @@ pub const MAX_BATCHES_PER_RUN: u32 = 100;
 const PAUSE_BETWEEN_BATCHES: Duration = Duration::from_millis(50);
 
 /// Runs until `shutdown`; the first run starts right away.
-pub async fn run(store: Store, retention_s: u64, shutdown: CancellationToken) {
+pub async fn run(store: RelayStore, retention_s: u64, shutdown: CancellationToken) {
     loop {
         prune_once(&store, retention_s, &shutdown).await;
         tokio::select! {
@@ -27,7 +27,7 @@ pub async fn run(store: Store, retention_s: u64, shutdown: CancellationToken) {
 }
 
 /// One run; returns how many rows were deleted.
-pub async fn prune_once(store: &Store, retention_s: u64, shutdown: &CancellationToken) -> u64 {
+pub async fn prune_once(store: &RelayStore, retention_s: u64, shutdown: &CancellationToken) -> u64 {
     let mut deleted = 0;
     for _ in 0..MAX_BATCHES_PER_RUN {
         match store.prune_outbox(retention_s, RETENTION_BATCH).await {

@@ -4,14 +4,14 @@
 use fleet_broker::{EventMessage, Publisher};
 use fleet_core::events::CONTENT_TYPE;
 use fleet_runtime::metric_names as m;
-use fleet_store::{OutboxRow, Relayed, Store, StoreError};
+use fleet_store::{OutboxRow, RelayStore, Relayed, StoreError};
 use tracing::{debug, warn};
 
 use crate::pause;
 
 /// What a round needs; built once per relay.
 pub(crate) struct Round {
-    pub store: Store,
+    pub store: RelayStore,
     pub publisher: Publisher,
     /// The CloudEvents `source` of this deployment.
     pub source: String,

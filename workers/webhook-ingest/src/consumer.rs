@@ -9,7 +9,7 @@
 //! (its bytes are kept there), a store failure is retried, everything else is acked.
 
 use fleet_broker::{Delivery, Disposition, Handler};
-use fleet_store::{Store, StoreError, WebhookOutcome};
+use fleet_store::{IngestStore, StoreError, WebhookOutcome};
 use tracing::{debug, info, warn};
 
 use crate::clock::unix_now;
@@ -52,7 +52,7 @@ impl IngestError {
 }
 
 pub struct IngestHandler {
-    store: Store,
+    store: IngestStore,
     secrets: WebhookSecrets,
     freshness: Freshness,
 }
@@ -60,7 +60,7 @@ pub struct IngestHandler {
 impl IngestHandler {
     /// `secrets` are the receiver's (`WEBHOOK_SECRETS`); `freshness` is how old a
     /// signature may be when it is consumed.
-    pub fn new(store: Store, secrets: WebhookSecrets, freshness: Freshness) -> IngestHandler {
+    pub fn new(store: IngestStore, secrets: WebhookSecrets, freshness: Freshness) -> IngestHandler {
         IngestHandler {
             store,
             secrets,

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Queue};
 use fleet_runtime::Readiness;
-use fleet_store::Store;
+use fleet_store::IngestStore;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -47,7 +47,7 @@ pub use settings::{Mode, WebhookSettings, KNOWN_PROVIDERS};
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct WebhookDeps {
-    pub store: Store,
+    pub store: IngestStore,
     pub broker: BrokerConfig,
     pub health: BrokerHealth,
     pub readiness: Readiness,

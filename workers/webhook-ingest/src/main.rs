@@ -25,8 +25,12 @@ async fn main() -> anyhow::Result<()> {
     // Refuse bad secrets before anything starts (both halves verify signatures); the
     // error never repeats a secret.
     cli.webhook.secrets()?;
-    let boot =
-        fleet_boot::start("webhook-ingest", &cli.common, admin_addrs::WEBHOOK_INGEST).await?;
+    let boot = fleet_boot::start::<fleet_store::component::WebhookIngest>(
+        "webhook-ingest",
+        &cli.common,
+        admin_addrs::WEBHOOK_INGEST,
+    )
+    .await?;
     let listener = match cli.webhook.mode.receives() {
         true => Some(
             tokio::net::TcpListener::bind(cli.webhook.webhook_addr)

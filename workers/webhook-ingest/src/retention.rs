@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use fleet_store::Store;
+use fleet_store::IngestStore;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -20,7 +20,7 @@ pub struct Retention {
 }
 
 /// Runs until `shutdown`; the first run starts right away.
-pub async fn run(store: Store, retention: Retention, shutdown: CancellationToken) {
+pub async fn run(store: IngestStore, retention: Retention, shutdown: CancellationToken) {
     loop {
         prune_once(&store, retention, &shutdown).await;
         tokio::select! {
@@ -32,7 +32,11 @@ pub async fn run(store: Store, retention: Retention, shutdown: CancellationToken
 
 /// One run: batches until one comes back short, the cap is hit, or shutdown. Returns
 /// how many rows were deleted.
-pub async fn prune_once(store: &Store, retention: Retention, shutdown: &CancellationToken) -> u64 {
+pub async fn prune_once(
+    store: &IngestStore,
+    retention: Retention,
+    shutdown: &CancellationToken,
+) -> u64 {
     let mut deleted = 0;
     for _ in 0..MAX_BATCHES_PER_RUN {
         match store

@@ -3,7 +3,9 @@
 //! so the store refuses any age below [`MIN_WEBHOOK_RETENTION_S`], whatever a caller
 //! asks.
 
-use crate::{Store, StoreError};
+use crate::component::IngestWebhooks;
+use crate::StoreAs;
+use crate::StoreError;
 
 /// The shortest retention the protocol allows: a redelivery within it is still a duplicate.
 pub const MIN_WEBHOOK_RETENTION_S: u64 = 7 * 86_400;
@@ -19,7 +21,7 @@ WITH doomed AS (
 DELETE FROM webhook_events w USING doomed d
 WHERE w.provider = d.provider AND w.event_id = d.event_id";
 
-impl Store {
+impl<R: IngestWebhooks> StoreAs<R> {
     /// Deletes at most `batch` events received more than `older_than_s` seconds ago (by
     /// the database clock), oldest first, skipping rows another pruner holds. Returns how
     /// many it deleted; the caller repeats while a full batch came back.

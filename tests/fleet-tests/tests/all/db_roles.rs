@@ -8,6 +8,7 @@ use fleet_tests::at;
 use std::collections::BTreeSet;
 
 use fleet_core::{ApprovalStatus, Status};
+use fleet_store::component::{Capability, Privilege};
 use fleet_store::{role_url, DbRole, RolePrefix};
 use fleet_tests::{hash_of, intent, op_of, with_amount, TestFleet};
 use serde_json::json;
@@ -819,6 +820,72 @@ async fn every_table_is_granted_to_some_component() {
     assert!(
         ungranted.is_empty(),
         "tables no component role is granted: {ungranted:?}"
+    );
+    fleet.stop().await;
+}
+
+/// Whether `login` holds `privilege` in this database.
+async fn holds(sql: &tokio_postgres::Client, login: &str, privilege: Privilege) -> bool {
+    let row = match privilege {
+        Privilege::Table(table, p) => {
+            sql.query_one(
+                "SELECT has_table_privilege($1, format('public.%I', $2::text), $3)",
+                &[&login, &table, &p],
+            )
+            .await
+        }
+        Privilege::Column(table, column, p) => {
+            sql.query_one(
+                "SELECT has_column_privilege($1, format('public.%I', $2::text), $3, $4)",
+                &[&login, &table, &column, &p],
+            )
+            .await
+        }
+        Privilege::Function(signature) => {
+            sql.query_one(
+                "SELECT has_function_privilege($1, $2, 'EXECUTE')",
+                &[&login, &signature],
+            )
+            .await
+        }
+    };
+    row.unwrap_or_else(|e| panic!("asking about {privilege:?}: {e}"))
+        .get(0)
+}
+
+#[tokio::test]
+async fn each_components_store_type_promises_only_what_its_role_is_granted() {
+    // The store's types give each component a set of capabilities (`StoreAs<R>`); the
+    // database decides. A capability given to a component whose role lacks one of its
+    // privileges would compile and then fail in production with "permission denied"; one
+    // given to no role but the owner must be held by none of them.
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    let prefix = RolePrefix::of(&fleet.database_url).unwrap();
+    let mut missing = Vec::new();
+    let mut leaked = Vec::new();
+    for role in DbRole::ALL {
+        let login = role.login_name(&prefix);
+        for &capability in Capability::ALL {
+            let held_by_type = capability.holders().contains(&role);
+            for &privilege in capability.privileges() {
+                let granted = holds(&sql, &login, privilege).await;
+                if held_by_type && !granted {
+                    missing.push(format!("{role:?} {capability:?} {privilege:?}"));
+                }
+                if capability == Capability::Administer && granted {
+                    leaked.push(format!("{role:?} {privilege:?}"));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "capabilities the types give a component whose role lacks the grant: {missing:#?}"
+    );
+    assert!(
+        leaked.is_empty(),
+        "the owner's administration granted to a component: {leaked:#?}"
     );
     fleet.stop().await;
 }

@@ -288,7 +288,7 @@ async fn the_same_event_three_times_even_concurrently_is_applied_once_and_counte
     )
     .envelope("payments");
     let handler = Arc::new(IngestHandler::new(
-        fleet.store.clone(),
+        fleet.store.narrow(),
         webhook_secrets(&[WEBHOOK_SECRET]),
         WebhookSettings::default().consumer_freshness(),
     ));
@@ -752,7 +752,7 @@ async fn retention_prunes_old_dedup_rows_in_batches_and_never_below_seven_days()
         interval: std::time::Duration::from_secs(3600),
     };
     assert_eq!(
-        prune_once(&fleet.store, policy, &CancellationToken::new()).await,
+        prune_once(&fleet.store.narrow(), policy, &CancellationToken::new()).await,
         5
     );
     let left: Vec<String> = fleet
