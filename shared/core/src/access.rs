@@ -6,6 +6,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
+use crate::by_name::serialize_by_name;
 use crate::identifier::check_identifier;
 use crate::visible::reveal;
 
@@ -42,6 +43,8 @@ impl Role {
         Role::ALL.into_iter().find(|r| r.as_str() == s)
     }
 }
+
+serialize_by_name!(Role);
 
 impl fmt::Display for Role {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -44,7 +44,7 @@ pub const MAX_STATEMENT_LIFETIME_S: i64 = 24 * 3600;
 pub struct StatementSubject<'a> {
     pub operation_id: &'a str,
     pub tenant_id: &'a str,
-    pub action: &'a str,
+    pub action: Action,
     pub target: Option<&'a str>,
     pub payload: &'a Value,
     pub payload_hash: &'a str,
@@ -77,7 +77,7 @@ pub struct ApprovalStatement {
 impl ApprovalStatement {
     /// The statement an approver signs for `subject`, valid until `expires_at`.
     pub fn derive(subject: &StatementSubject<'_>, expires_at: DateTime<Utc>) -> ApprovalStatement {
-        let spec = Action::parse(subject.action).map(Action::spec);
+        let spec = Some(subject.action.spec());
         let payload = subject.payload;
         let amount = spec.filter(|s| s.has_amount).and_then(|_| {
             format_amount(
@@ -97,7 +97,7 @@ impl ApprovalStatement {
             operation_id: subject.operation_id.to_owned(),
             tenant_id: subject.tenant_id.to_owned(),
             payload_hash: subject.payload_hash.to_owned(),
-            action: subject.action.to_owned(),
+            action: subject.action.wire_name().to_owned(),
             amount,
             payee,
             payee_name: found.as_ref().map(|p| p.name.clone()),

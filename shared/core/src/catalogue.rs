@@ -63,6 +63,19 @@ impl Action {
     }
 }
 
+// A row's action serialises, and prints, as the wire name its column holds.
+impl serde::Serialize for Action {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.wire_name())
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.wire_name())
+    }
+}
+
 impl ObjectRef {
     /// The wire names of the actions that record such an object.
     pub fn recorded_by_names(&self) -> Vec<&'static str> {

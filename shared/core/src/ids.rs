@@ -111,12 +111,42 @@ impl fmt::Display for OpRef<'_> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What providers are sent as the idempotency key and the reference of one operation:
+/// `<tenant hash>.<operation id>`, or the bare operation id for a row stored before keys
+/// named the tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
 
 impl IdempotencyKey {
+    /// A stored key read back: either form [`IdempotencyKey`] describes, nothing else.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let id = match s.split_once('.') {
+            Some((hash, id)) => {
+                if hash.len() != 16
+                    || !hash
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                {
+                    return Err(
+                        "an idempotency key's tenant hash is 16 lower-case hex digits".into(),
+                    );
+                }
+                id
+            }
+            None => s,
+        };
+        OperationId::parse(id)?;
+        Ok(Self(s.to_owned()))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -153,6 +183,46 @@ impl fmt::Display for PayloadHash {
         f.write_str(&self.0)
     }
 }
+
+// Rows holding these serialise them as the text their columns hold, and a test or a
+// caller holding a plain string compares with them directly.
+macro_rules! text_newtype {
+    ($t:ty) => {
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $t {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $t {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $t {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $t {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+    };
+}
+
+text_newtype!(OperationId);
+text_newtype!(IdempotencyKey);
+text_newtype!(PayloadHash);
 
 #[cfg(test)]
 mod tests {

@@ -17,9 +17,10 @@ pub use page::{
 /// One sentence saying what the operation will do once approved, as its action's
 /// catalogue entry words it. Every value comes from the stored snapshot (already
 /// validated); anything unreadable is said plainly rather than guessed.
-pub fn describe(action: &str, target: Option<&str>, payload: &Value) -> String {
-    Action::parse(action)
-        .and_then(|a| a.spec().describe(target, payload))
+pub fn describe(action: Action, target: Option<&str>, payload: &Value) -> String {
+    action
+        .spec()
+        .describe(target, payload)
         .unwrap_or_else(|| format!("{action} (its payload cannot be read as one)"))
 }
 
@@ -60,12 +61,12 @@ mod tests {
     fn a_payment_says_who_receives_what_for_what() {
         let p = json!({"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"});
         assert_eq!(
-            describe("payment.create", None, &p),
+            describe(Action::PaymentCreate, None, &p),
             "Pay 12,500.00 KZT to vendor_77 for invoice inv_9182"
         );
         let yen = json!({"invoice_id": "inv_1", "beneficiary_id": "v_1", "amount_minor": 1250000, "currency": "JPY"});
         assert_eq!(
-            describe("payment.create", None, &yen),
+            describe(Action::PaymentCreate, None, &yen),
             "Pay 1,250,000 JPY to v_1 for invoice inv_1"
         );
     }
@@ -74,17 +75,17 @@ mod tests {
     fn refunds_and_deals_in_words() {
         let refund = json!({"payment_id": "pay_01J", "amount_minor": 2500, "currency": "USD", "reason": "duplicate charge"});
         assert_eq!(
-            describe("refund.create", None, &refund),
+            describe(Action::RefundCreate, None, &refund),
             "Refund 25.00 USD of payment pay_01J (reason: duplicate charge)"
         );
         let create = json!({"name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"});
         assert_eq!(
-            describe("crm.deal.create", None, &create),
+            describe(Action::CrmDealCreate, None, &create),
             "Create deal \"Acme renewal\" worth 9,900.00 EUR at stage proposal, owned by u_7"
         );
         let update = json!({"expected_version": 3, "patch": {"stage": "won", "amount_minor": 5000, "note": null}});
         assert_eq!(
-            describe("crm.deal.update", Some("deal_01J"), &update),
+            describe(Action::CrmDealUpdate, Some("deal_01J"), &update),
             "Update deal deal_01J at version 3: set amount_minor to 5000, note to nothing, stage to \"won\""
         );
     }
@@ -92,12 +93,12 @@ mod tests {
     #[test]
     fn an_unreadable_payload_is_said_plainly() {
         assert_eq!(
-            describe("payment.create", None, &json!({"amount_minor": 5})),
+            describe(Action::PaymentCreate, None, &json!({"amount_minor": 5})),
             "payment.create (its payload cannot be read as one)"
         );
         assert_eq!(
             describe(
-                "crm.deal.update",
+                Action::CrmDealUpdate,
                 None,
                 &json!({"expected_version": 3, "patch": {}})
             ),
@@ -105,7 +106,7 @@ mod tests {
         );
         let bad_currency =
             json!({"invoice_id": "i", "beneficiary_id": "b", "amount_minor": 5, "currency": "XYZ"});
-        assert!(describe("payment.create", None, &bad_currency).contains("cannot be read"));
+        assert!(describe(Action::PaymentCreate, None, &bad_currency).contains("cannot be read"));
     }
 
     #[test]

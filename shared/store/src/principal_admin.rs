@@ -8,6 +8,7 @@ use fleet_core::access::{check_principal_name, check_tenant_id};
 use fleet_core::Role;
 
 use crate::component::Administer;
+use crate::rows::role_at;
 use crate::StoreAs;
 use crate::StoreError;
 
@@ -51,7 +52,7 @@ pub enum PrincipalRemoved {
 #[derive(Debug, Clone)]
 pub struct PrincipalListing {
     pub name: String,
-    pub role: String,
+    pub role: Role,
     pub tenants: Vec<String>,
     pub oidc_subject: Option<String>,
     /// The broker user it speaks as on the queue door, if it has one.
@@ -155,19 +156,20 @@ impl<R: Administer> StoreAs<R> {
                 &[],
             )
             .await?;
-        Ok(rows
-            .iter()
-            .map(|r| PrincipalListing {
-                name: r.get("name"),
-                role: r.get("role"),
-                tenants: r.get("tenants"),
-                oidc_subject: r.get("oidc_subject"),
-                broker_user: r.get("broker_user"),
-                active_tokens: r.get("active_tokens"),
-                created_at: r.get("created_at"),
-                removed_at: r.get("removed_at"),
+        rows.iter()
+            .map(|r| {
+                Ok(PrincipalListing {
+                    name: r.get("name"),
+                    role: role_at(r, "role")?,
+                    tenants: r.get("tenants"),
+                    oidc_subject: r.get("oidc_subject"),
+                    broker_user: r.get("broker_user"),
+                    active_tokens: r.get("active_tokens"),
+                    created_at: r.get("created_at"),
+                    removed_at: r.get("removed_at"),
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Removes a principal: its tokens are revoked, its sessions ended, its tenants and

@@ -10,6 +10,7 @@ use fleet_core::{Actor, Role, TokenHash};
 
 use crate::component::Administer;
 use crate::component::Authenticate;
+use crate::rows::role_at;
 use crate::StoreAs;
 use crate::StoreError;
 
@@ -108,7 +109,7 @@ pub struct TokenListing {
     pub token_id: String,
     pub display_prefix: String,
     pub principal: String,
-    pub role: String,
+    pub role: Role,
     /// The tenants it acts for (its principal's, narrowed to its limit).
     pub tenants: Vec<String>,
     /// Whether it was created limited to some tenants.
@@ -302,16 +303,15 @@ impl<R: Administer> StoreAs<R> {
                 &[],
             )
             .await?;
-        Ok(rows
-            .iter()
+        rows.iter()
             .map(|r| {
                 let limited_to: Option<Vec<String>> = r.get("limited_to");
                 let principal_tenants: Vec<String> = r.get("tenants");
-                TokenListing {
+                Ok(TokenListing {
                     token_id: r.get("token_id"),
                     display_prefix: r.get("display_prefix"),
                     principal: r.get("principal"),
-                    role: r.get("role"),
+                    role: role_at(r, "role")?,
                     tenants: token_tenants(&principal_tenants, limited_to.as_deref()),
                     limited: limited_to.is_some(),
                     created_at: r.get("created_at"),
@@ -319,8 +319,8 @@ impl<R: Administer> StoreAs<R> {
                     expired: r.get("expired"),
                     last_used_at: r.get("last_used_at"),
                     revoked_at: r.get("revoked_at"),
-                }
+                })
             })
-            .collect())
+            .collect()
     }
 }

@@ -67,7 +67,7 @@ impl<R: ReadOperations> StoreAs<R> {
                 &[&op.operation_id, &op.tenant_id],
             )
             .await?;
-        Ok(rows.iter().map(AttemptRow::from_row).collect())
+        rows.iter().map(AttemptRow::from_row).collect()
     }
 
     pub async fn events(&self, op: OpRef<'_>) -> Result<Vec<EventRow>, StoreError> {

@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Utc};
 use fleet_core::{
-    Action, ApprovalStatus, AttemptOutcome, OpRef, ProviderName, Reason, Snapshot,
-    StatementSubject, Status, Subject,
+    Action, ApprovalStatus, AttemptOutcome, IdempotencyKey, OpRef, OperationId, PayloadHash,
+    ProviderName, Reason, Role, Snapshot, StatementSubject, Status, Subject,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -26,6 +26,55 @@ where
                 .ok_or_else(|| StoreError::Unreadable(format!("{column}: unknown reason {s:?}")))
         })
         .transpose()
+}
+
+/// A column holding one of core's typed texts (an id, a hash, a key, an action), read
+/// through `parse`. Text the type does not admit is an error naming the column, never a
+/// guess: the database's constraints admit only such text, so this is a row written
+/// behind their back or by a newer build.
+pub(crate) fn typed_at<T, E: std::fmt::Display>(
+    r: &Row,
+    column: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, StoreError> {
+    let stored: &str = r.try_get(column)?;
+    parse(stored).map_err(|e| StoreError::Unreadable(format!("{column}: {stored:?}: {e}")))
+}
+
+/// [`typed_at`] for a nullable column.
+pub(crate) fn typed_opt_at<T, E: std::fmt::Display>(
+    r: &Row,
+    column: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<Option<T>, StoreError> {
+    let stored: Option<&str> = r.try_get(column)?;
+    stored
+        .map(|s| parse(s).map_err(|e| StoreError::Unreadable(format!("{column}: {s:?}: {e}"))))
+        .transpose()
+}
+
+/// An action column by its wire name.
+pub(crate) fn action_at(r: &Row, column: &str) -> Result<Action, StoreError> {
+    typed_at(r, column, |s| {
+        Action::parse(s).ok_or("not an action of the catalogue")
+    })
+}
+
+/// A provider column by its name.
+pub(crate) fn provider_at(r: &Row, column: &str) -> Result<ProviderName, StoreError> {
+    typed_at(r, column, |s| {
+        ProviderName::parse(s).ok_or("not a provider")
+    })
+}
+
+/// A principal's role column.
+pub(crate) fn role_at(r: &Row, column: &str) -> Result<Role, StoreError> {
+    typed_at(r, column, |s| Role::parse(s).ok_or("not a role"))
+}
+
+/// A status column (`from_status`, `to_status`) that may be empty.
+pub(crate) fn status_opt_at(r: &Row, column: &str) -> Result<Option<Status>, StoreError> {
+    typed_opt_at(r, column, |s| Status::parse(s).ok_or("not a status"))
 }
 
 // How every compare-and-set on `operations` is written: one plain
@@ -63,18 +112,18 @@ pub(crate) const OPERATION_COLUMNS: &str = "operation_id, tenant_id, action, pro
 
 #[derive(Debug, Clone, Serialize)]
 pub struct OperationRow {
-    pub operation_id: String,
+    pub operation_id: OperationId,
     pub tenant_id: String,
-    pub action: String,
+    pub action: Action,
     pub provider: ProviderName,
     pub target: Option<String>,
     pub supersedes: Option<String>,
     pub rationale: Option<String>,
     pub payload: Value,
-    pub payload_hash: String,
+    pub payload_hash: PayloadHash,
     pub policy_version: String,
     pub data_version: String,
-    pub idempotency_key: String,
+    pub idempotency_key: IdempotencyKey,
     pub approval_status: ApprovalStatus,
     pub approval_expires_at: DateTime<Utc>,
     pub approved_hash: Option<String>,
@@ -114,19 +163,18 @@ pub struct OperationRow {
 impl OperationRow {
     pub(crate) fn from_row(r: &Row) -> Result<OperationRow, StoreError> {
         Ok(OperationRow {
-            operation_id: r.get("operation_id"),
+            operation_id: typed_at(r, "operation_id", OperationId::parse)?,
             tenant_id: r.get("tenant_id"),
-            action: r.get("action"),
-            provider: ProviderName::parse(r.get("provider"))
-                .expect("the operations_provider_check constraint admits only known providers"),
+            action: action_at(r, "action")?,
+            provider: provider_at(r, "provider")?,
             target: r.get("target"),
             supersedes: r.get("supersedes"),
             rationale: r.get("rationale"),
             payload: r.get("payload"),
-            payload_hash: r.get("payload_hash"),
+            payload_hash: typed_at(r, "payload_hash", PayloadHash::parse)?,
             policy_version: r.get("policy_version"),
             data_version: r.get("data_version"),
-            idempotency_key: r.get("idempotency_key"),
+            idempotency_key: typed_at(r, "idempotency_key", IdempotencyKey::parse)?,
             approval_status: ApprovalStatus::parse(r.get("approval_status"))
                 .expect("the approval_status CHECK constraint admits only known names"),
             approval_expires_at: r.get("approval_expires_at"),
@@ -162,14 +210,14 @@ impl OperationRow {
 
     /// The operation's key: its tenant and id (docs/design.md#tenant-boundaries).
     pub fn key(&self) -> OpRef<'_> {
-        OpRef::new(&self.tenant_id, &self.operation_id)
+        OpRef::new(&self.tenant_id, self.operation_id.as_str())
     }
 
     /// What a provider call and a lookup are about: the reference the provider knows it
     /// by (the key stored at intake), target and approved payload.
     pub fn subject(&self) -> Subject<'_> {
         Subject {
-            reference: &self.idempotency_key,
+            reference: self.idempotency_key.as_str(),
             target: self.target.as_deref(),
             payload: &self.payload,
         }
@@ -179,27 +227,22 @@ impl OperationRow {
     /// read from the row itself, as the API checks a signature and execute verifies it.
     pub fn statement_subject(&self) -> StatementSubject<'_> {
         StatementSubject {
-            operation_id: &self.operation_id,
+            operation_id: self.operation_id.as_str(),
             tenant_id: &self.tenant_id,
-            action: &self.action,
+            action: self.action,
             target: self.target.as_deref(),
             payload: &self.payload,
-            payload_hash: &self.payload_hash,
+            payload_hash: self.payload_hash.as_str(),
             payee: self.payee.as_ref(),
         }
-    }
-
-    /// The row's action; `None` only for a row written behind the CHECK constraint's back.
-    pub fn action(&self) -> Option<Action> {
-        Action::parse(&self.action)
     }
 
     /// The snapshot as stored, for recomputing its hash before any call.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            operation_id: self.operation_id.clone(),
+            operation_id: self.operation_id.to_string(),
             tenant_id: self.tenant_id.clone(),
-            action: self.action.clone(),
+            action: self.action.wire_name().to_owned(),
             provider: self.provider.as_str().to_owned(),
             target: self.target.clone(),
             payload: self.payload.clone(),
@@ -211,7 +254,7 @@ impl OperationRow {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct AttemptRow {
-    pub operation_id: String,
+    pub operation_id: OperationId,
     pub fence: i64,
     pub worker: String,
     pub started_at: DateTime<Utc>,
@@ -227,9 +270,9 @@ pub struct AttemptRow {
 }
 
 impl AttemptRow {
-    pub(crate) fn from_row(r: &Row) -> AttemptRow {
-        AttemptRow {
-            operation_id: r.get("operation_id"),
+    pub(crate) fn from_row(r: &Row) -> Result<AttemptRow, StoreError> {
+        Ok(AttemptRow {
+            operation_id: typed_at(r, "operation_id", OperationId::parse)?,
             fence: r.get("fence"),
             worker: r.get("worker"),
             started_at: r.get("started_at"),
@@ -244,17 +287,17 @@ impl AttemptRow {
             provider_request_id: r.get("provider_request_id"),
             response: r.get("response"),
             detail: r.get("detail"),
-        }
+        })
     }
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct EventRow {
     pub id: i64,
-    pub operation_id: String,
+    pub operation_id: OperationId,
     pub kind: String,
-    pub from_status: Option<String>,
-    pub to_status: Option<String>,
+    pub from_status: Option<Status>,
+    pub to_status: Option<Status>,
     pub fence: Option<i64>,
     pub actor: String,
     pub reason: Option<Reason>,
@@ -266,10 +309,10 @@ impl EventRow {
     pub(crate) fn from_row(r: &Row) -> Result<EventRow, StoreError> {
         Ok(EventRow {
             id: r.get("id"),
-            operation_id: r.get("operation_id"),
+            operation_id: typed_at(r, "operation_id", OperationId::parse)?,
             kind: r.get("kind"),
-            from_status: r.get("from_status"),
-            to_status: r.get("to_status"),
+            from_status: status_opt_at(r, "from_status")?,
+            to_status: status_opt_at(r, "to_status")?,
             fence: r.get("fence"),
             actor: r.get("actor"),
             reason: reason_at(r, "reason")?,

@@ -3,10 +3,11 @@
 //! disagree), always scoped to the tenants the caller may act for.
 
 use chrono::{DateTime, Utc};
-use fleet_core::{ApprovalStatus, OpKey, OpRef, Status, WaitState};
+use fleet_core::{ApprovalStatus, OpKey, OpRef, OperationId, Status, WaitState};
 use serde_json::Value;
 
 use crate::component::ReadViews;
+use crate::rows::typed_at;
 use crate::StoreAs;
 use crate::StoreError;
 
@@ -14,7 +15,7 @@ use crate::StoreError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageKey {
     pub created_at: DateTime<Utc>,
-    pub operation_id: String,
+    pub operation_id: OperationId,
 }
 
 /// What a listing keeps.
@@ -90,18 +91,17 @@ impl<R: ReadViews> StoreAs<R> {
                 ],
             )
             .await?;
-        Ok(rows
-            .iter()
+        rows.iter()
             .map(|r| {
-                (
+                Ok((
                     r.get(0),
                     PageKey {
                         created_at: r.get(1),
-                        operation_id: r.get(2),
+                        operation_id: typed_at(r, "operation_id", OperationId::parse)?,
                     },
-                )
+                ))
             })
-            .collect())
+            .collect()
     }
 
     /// What decides a wait, for many operations in one statement (by primary key: the ids

@@ -13,7 +13,7 @@ mod apply;
 mod retention;
 
 use chrono::{DateTime, Utc};
-use fleet_core::{OpRef, Reason, Status};
+use fleet_core::{OpRef, OperationId, PayloadHash, ProviderName, Reason, Status};
 use fleet_runtime::metric_names as m;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -34,14 +34,14 @@ pub const WEBHOOK_ACTOR: &str = "webhook-ingest";
 /// One verified provider event, as the consumer parsed it from the raw body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookEvent {
-    pub provider: String,
+    pub provider: ProviderName,
     /// `webhook-id`: stable across the provider's redeliveries.
     pub event_id: String,
     pub event_type: String,
     /// When the receiver accepted it.
     pub received_at: DateTime<Utc>,
     /// `sha256:` + hex of the RFC 8785 form of the whole event body.
-    pub payload_hash: String,
+    pub payload_hash: PayloadHash,
     pub object: ReportedObject,
 }
 
@@ -77,19 +77,19 @@ impl ReportedObject {
 pub enum WebhookOutcome {
     /// First delivery; it moved its operation.
     Applied {
-        operation_id: String,
+        operation_id: OperationId,
         tenant_id: String,
         from: Status,
         to: Status,
     },
     /// First delivery; linked, but the row already says as much (or more).
     IgnoredTransition {
-        operation_id: String,
+        operation_id: OperationId,
         tenant_id: String,
     },
     /// First delivery; it contradicts its operation: recorded, row escalated, not applied.
     Escalated {
-        operation_id: String,
+        operation_id: OperationId,
         tenant_id: String,
         reason: Reason,
     },
@@ -154,7 +154,7 @@ impl WebhookOutcome {
                 operation_id,
                 tenant_id,
                 ..
-            } => Some(OpRef::new(tenant_id, operation_id)),
+            } => Some(OpRef::new(tenant_id, operation_id.as_str())),
             WebhookOutcome::Unlinked
             | WebhookOutcome::IgnoredType
             | WebhookOutcome::Duplicate { .. } => None,
@@ -181,16 +181,16 @@ pub(crate) struct Decided {
 impl Decided {
     /// Counts a committed decision. `first_sight` is false when reconcile applies a
     /// stored event later: the event itself was counted when it arrived.
-    fn observe(&self, provider: &str, first_sight: bool) {
+    fn observe(&self, provider: ProviderName, first_sight: bool) {
         if let Some((from, moved)) = &self.moved {
             moved.observe(*from);
         }
         if !first_sight {
             return;
         }
-        metrics::counter!(m::WEBHOOK_EVENTS_TOTAL, "provider" => provider.to_owned(), "outcome" => self.outcome.label()).increment(1);
+        metrics::counter!(m::WEBHOOK_EVENTS_TOTAL, "provider" => provider.as_str(), "outcome" => self.outcome.label()).increment(1);
         if let Some(s) = self.receive_to_apply_s {
-            metrics::histogram!(m::WEBHOOK_RECEIVE_TO_APPLY_SECONDS, "provider" => provider.to_owned()).record(s.max(0.0));
+            metrics::histogram!(m::WEBHOOK_RECEIVE_TO_APPLY_SECONDS, "provider" => provider.as_str()).record(s.max(0.0));
         }
     }
 }
@@ -215,7 +215,7 @@ impl<R: IngestWebhooks> StoreAs<R> {
         let tx = client.transaction().await?;
         let decided = apply::ingest_in(&tx, ev).await?;
         tx.commit().await?;
-        decided.observe(&ev.provider, true);
+        decided.observe(ev.provider, true);
         Ok(decided.outcome)
     }
 }
@@ -235,7 +235,7 @@ impl<R: ApplyWebhooks> StoreAs<R> {
                 &[&op.operation_id, &op.tenant_id],
             )
             .await?;
-        Ok(rows.iter().map(apply::stored_webhook).collect())
+        rows.iter().map(apply::stored_webhook).collect()
     }
 
     /// Links and applies (or records, or escalates: the same rules as on arrival) every
@@ -253,7 +253,7 @@ impl<R: ApplyWebhooks> StoreAs<R> {
         Ok(decided
             .into_iter()
             .map(|(provider, d)| {
-                d.observe(&provider, false);
+                d.observe(provider, false);
                 d.outcome
             })
             .collect())

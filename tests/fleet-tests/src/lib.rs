@@ -391,7 +391,7 @@ impl TestFleet {
     /// (yet) the key intake would store for [`TENANT`]; anything else is a reference already.
     pub async fn reference_of(&self, op: &str) -> String {
         match self.stored(op).await {
-            Some(row) => row.idempotency_key,
+            Some(row) => row.idempotency_key.to_string(),
             None => reference(op),
         }
     }

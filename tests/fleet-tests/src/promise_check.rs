@@ -130,12 +130,12 @@ pub fn blind_retries(events: &[fleet_store::EventRow]) -> usize {
     let mut unknown_since_last_absence = false;
     let mut blind = 0;
     for e in events {
-        match (e.kind.as_str(), e.to_status.as_deref()) {
-            ("transition", Some("unknown")) => unknown_since_last_absence = true,
+        match (e.kind.as_str(), e.to_status) {
+            ("transition", Some(Status::Unknown)) => unknown_since_last_absence = true,
             ("lookup", _) if e.evidence.as_ref().is_some_and(|v| v["found"] == json!([])) => {
                 unknown_since_last_absence = false
             }
-            ("transition", Some("in_progress")) if unknown_since_last_absence => blind += 1,
+            ("transition", Some(Status::InProgress)) if unknown_since_last_absence => blind += 1,
             _ => {}
         }
     }
@@ -145,10 +145,10 @@ pub fn blind_retries(events: &[fleet_store::EventRow]) -> usize {
 /// Whether the moves of one operation's history do not follow each other: a move from
 /// another status than the previous move's, or under a fence older than an earlier move's.
 pub fn history_breaks(events: &[fleet_store::EventRow]) -> bool {
-    let mut status: Option<&str> = None;
+    let mut status: Option<Status> = None;
     let mut fence: Option<i64> = None;
     for e in events.iter().filter(|e| e.to_status.is_some()) {
-        if let (Some(from), Some(before)) = (e.from_status.as_deref(), status) {
+        if let (Some(from), Some(before)) = (e.from_status, status) {
             if from != before {
                 return true;
             }
@@ -161,7 +161,7 @@ pub fn history_breaks(events: &[fleet_store::EventRow]) -> bool {
             }
             fence = e.fence.or(fence);
         }
-        status = e.to_status.as_deref();
+        status = e.to_status;
     }
     false
 }
@@ -170,18 +170,18 @@ pub fn history_breaks(events: &[fleet_store::EventRow]) -> bool {
 mod tests {
     use super::*;
 
-    fn moved(id: i64, from: Option<&str>, to: &str, fence: i64) -> fleet_store::EventRow {
+    fn moved(id: i64, from: Option<Status>, to: Status, fence: i64) -> fleet_store::EventRow {
         fleet_store::EventRow {
             id,
-            operation_id: "op_1".into(),
+            operation_id: fleet_core::OperationId::parse("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8").unwrap(),
             kind: if from.is_some() {
                 "transition"
             } else {
                 "prepared"
             }
             .into(),
-            from_status: from.map(str::to_owned),
-            to_status: Some(to.into()),
+            from_status: from,
+            to_status: Some(to),
             fence: Some(fence),
             actor: "execute".into(),
             reason: None,
@@ -193,22 +193,22 @@ mod tests {
     #[test]
     fn a_chain_of_moves_is_whole_and_a_stale_write_breaks_it() {
         let chain = [
-            moved(1, None, "not_started", 0),
-            moved(2, Some("not_started"), "in_progress", 1),
-            moved(3, Some("in_progress"), "unknown", 1),
-            moved(4, Some("unknown"), "succeeded", 1),
+            moved(1, None, Status::NotStarted, 0),
+            moved(2, Some(Status::NotStarted), Status::InProgress, 1),
+            moved(3, Some(Status::InProgress), Status::Unknown, 1),
+            moved(4, Some(Status::Unknown), Status::Succeeded, 1),
         ];
         assert!(!history_breaks(&chain));
         // A worker that lost its lease records its answer after reconcile moved the row.
         let mut stale = chain.to_vec();
-        stale.push(moved(5, Some("in_progress"), "succeeded", 1));
+        stale.push(moved(5, Some(Status::InProgress), Status::Succeeded, 1));
         assert!(history_breaks(&stale));
         // A claim lost with the primary and made again under the same fence, then a
         // write under the older one.
         let older = [
-            moved(1, None, "not_started", 0),
-            moved(2, Some("not_started"), "in_progress", 2),
-            moved(3, Some("in_progress"), "succeeded", 1),
+            moved(1, None, Status::NotStarted, 0),
+            moved(2, Some(Status::NotStarted), Status::InProgress, 2),
+            moved(3, Some(Status::InProgress), Status::Succeeded, 1),
         ];
         assert!(history_breaks(&older));
     }

@@ -21,7 +21,7 @@ pub fn statement_of(intent: &Value, expires_at: DateTime<Utc>) -> ApprovalStatem
     let subject = StatementSubject {
         operation_id: &op,
         tenant_id: intent["tenant_id"].as_str().unwrap(),
-        action: intent["action"].as_str().unwrap(),
+        action: fleet_core::Action::parse(intent["action"].as_str().unwrap()).unwrap(),
         target: intent["target"].as_str(),
         payload: &intent["payload"],
         payload_hash: &hash,

@@ -30,7 +30,7 @@ pub fn decode(cursor: &str) -> Option<PageKey> {
         return None;
     }
     let created_at = DateTime::from_timestamp_micros(parts.next()?.parse().ok()?)?;
-    let operation_id = OperationId::parse(parts.next()?).ok()?.as_str().to_owned();
+    let operation_id = OperationId::parse(parts.next()?).ok()?;
     Some(PageKey {
         created_at,
         operation_id,
@@ -44,7 +44,7 @@ mod tests {
     fn key() -> PageKey {
         PageKey {
             created_at: DateTime::from_timestamp_micros(1_767_225_600_123_456).unwrap(),
-            operation_id: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".to_owned(),
+            operation_id: OperationId::parse("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8").unwrap(),
         }
     }
 

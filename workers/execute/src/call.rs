@@ -34,11 +34,11 @@ impl ExecuteHandler {
     /// The call `row` makes; `None` when the stored snapshot does not make one (prepare
     /// validated this shape: reaching here is a bug, never a reason to guess).
     pub(crate) fn call_of<'a>(&'a self, row: &'a OperationRow) -> Option<Call<'a>> {
-        let action = row.action()?;
+        let action = row.action;
         let op = Operation {
             action,
             subject: row.subject(),
-            idempotency_key: &row.idempotency_key,
+            idempotency_key: row.idempotency_key.as_str(),
             // The version the approver was shown: a payee changed since is refused.
             payee_version: row
                 .payee

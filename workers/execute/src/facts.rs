@@ -13,7 +13,7 @@ pub(crate) fn facts_of(row: &OperationRow, accepted_policies: &[String]) -> Exec
         approval_expired: row.approval_expired,
         lease_expired: row.lease_expired,
         approved_hash_matches: row.approved_hash.as_deref() == Some(row.payload_hash.as_str()),
-        snapshot_hash_matches: row.snapshot().hash().as_str() == row.payload_hash,
+        snapshot_hash_matches: row.snapshot().hash() == row.payload_hash,
         policy_current: policy_current(accepted_policies, &row.policy_version),
     }
 }

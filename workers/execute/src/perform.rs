@@ -23,7 +23,7 @@ impl ExecuteHandler {
         let row = &claimed.row;
         let op = row.operation_id.as_str();
         let fence = claimed.fence;
-        if row.snapshot().hash().as_str() != row.payload_hash {
+        if row.snapshot().hash() != row.payload_hash {
             // The stored snapshot no longer hashes to what was approved (the database
             // trigger was bypassed): never call; a person decides.
             error!(
@@ -127,7 +127,7 @@ impl ExecuteHandler {
                     reason = lost.as_str(),
                     "lease lost during the provider call; abandoning it"
                 );
-                metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.clone())
+                metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.wire_name())
                     .increment(1);
                 let record = AttemptRecord {
                     detail: Some(lost.as_str().into()),
@@ -144,7 +144,7 @@ impl ExecuteHandler {
         pause::point(pause::AFTER_PROVIDER_RESPONSE).await;
         let labels = [
             ("provider", row.provider.as_str().to_owned()),
-            ("action", row.action.clone()),
+            ("action", row.action.wire_name().to_owned()),
             ("outcome", outcome.label().to_owned()),
         ];
         metrics::counter!(m::PROVIDER_CALLS_TOTAL, &labels).increment(1);
@@ -277,7 +277,8 @@ impl ExecuteHandler {
                     outcome = outcome.label(),
                     "fenced out: the row moved; attempt recorded only"
                 );
-                metrics::counter!(m::FENCED_OUT_TOTAL, "action" => row.action.clone()).increment(1);
+                metrics::counter!(m::FENCED_OUT_TOTAL, "action" => row.action.wire_name())
+                    .increment(1);
             }
         }
         Ok(())

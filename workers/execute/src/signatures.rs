@@ -18,7 +18,7 @@ impl ExecuteHandler {
         let signed = self
             .deps
             .store
-            .signed_approvals(row.key(), &row.payload_hash)
+            .signed_approvals(row.key(), row.payload_hash.as_str())
             .await?;
         let count = count_signed(
             &row.statement_subject(),

@@ -103,7 +103,12 @@ pub fn statement_of(
     let subject = StatementSubject {
         operation_id: &snapshot.operation_id,
         tenant_id: &snapshot.tenant_id,
-        action: &snapshot.action,
+        action: fleet_core::Action::parse(&snapshot.action).with_context(|| {
+            format!(
+                "the operation's action {:?} is not one this fleetctl knows: nothing was signed",
+                snapshot.action
+            )
+        })?,
         target: snapshot.target.as_deref(),
         payload: &snapshot.payload,
         payload_hash: reviewed,

@@ -41,7 +41,7 @@ impl Reconciler {
     pub(crate) async fn audit(&self, row: &OperationRow) -> Result<(), StoreError> {
         let op = row.operation_id.as_str();
         let key = row.key();
-        if row.action().is_some_and(|a| !a.spec().may_duplicate()) {
+        if !row.action.spec().may_duplicate() {
             // A conditional update cannot apply twice: its precondition moves with the first.
             self.store
                 .record_audit(key, false, &json!({"via": "conditional_update"}))
@@ -62,7 +62,7 @@ impl Reconciler {
                     .record_audit(key, true, &outcome.evidence)
                     .await?
                 {
-                    metrics::counter!(m::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => row.provider.as_str(), "action" => row.action.clone()).increment(1);
+                    metrics::counter!(m::DUPLICATE_EFFECTS_DETECTED_TOTAL, "provider" => row.provider.as_str(), "action" => row.action.wire_name()).increment(1);
                     error!(operation_id = op, evidence = %outcome.evidence, "the provider holds more than one effect for this operation; escalated");
                 }
             }

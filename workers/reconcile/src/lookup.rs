@@ -9,10 +9,9 @@ use fleet_providers::{Operation, Provider, Providers};
 use fleet_store::OperationRow;
 use serde_json::json;
 
-/// The provider serving `row`'s action; `None` for a row of an action or provider this
-/// build does not know (written behind the CHECK constraints' backs).
+/// The provider serving `row`'s action; `None` when this deployment configures none.
 pub fn provider_of<'a>(providers: &'a Providers, row: &OperationRow) -> Option<&'a Provider> {
-    providers.get(row.action()?.spec().provider.as_str())
+    providers.get(row.action.spec().provider.as_str())
 }
 
 pub async fn look_up(
@@ -20,7 +19,8 @@ pub async fn look_up(
     row: &OperationRow,
     external_id: Option<&str>,
 ) -> Reading {
-    let (Some(action), Some(provider)) = (row.action(), provider_of(providers, row)) else {
+    let action = row.action;
+    let Some(provider) = provider_of(providers, row) else {
         return Reading::ambiguous(
             Reason::UnknownAction,
             json!({"via": "none", "action": row.action}),
@@ -29,7 +29,7 @@ pub async fn look_up(
     let op = Operation {
         action,
         subject: row.subject(),
-        idempotency_key: &row.idempotency_key,
+        idempotency_key: row.idempotency_key.as_str(),
         // A lookup sends no precondition.
         payee_version: None,
     };

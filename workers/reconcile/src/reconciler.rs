@@ -74,7 +74,7 @@ impl Reconciler {
             Step::ExpireLease => {
                 let moved = self.apply(&row, lease_expired_move(), None).await?;
                 if let TransitionOutcome::Moved { .. } = moved {
-                    metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.clone())
+                    metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.wire_name())
                         .increment(1);
                     warn!(
                         operation_id = op,

@@ -16,7 +16,6 @@ use crate::clock::unix_now;
 use crate::envelope::{Envelope, EnvelopeError};
 use crate::event::{parse_event, EventError};
 use crate::secrets::WebhookSecrets;
-use crate::settings::KNOWN_PROVIDERS;
 use crate::signature::{Freshness, Rejection};
 
 /// Why one message could not be ingested.
@@ -72,11 +71,11 @@ impl IngestHandler {
     /// with the same message: only the first commit applies it.
     pub async fn ingest(&self, message: &[u8]) -> Result<WebhookOutcome, IngestError> {
         let (envelope, body) = Envelope::parse(message)?;
-        if !KNOWN_PROVIDERS.contains(&envelope.provider.as_str()) {
-            return Err(IngestError::UnknownProvider);
-        }
+        let provider = envelope
+            .known_provider()
+            .ok_or(IngestError::UnknownProvider)?;
         let verified = envelope.verify(body, &self.secrets, unix_now(), self.freshness)?;
-        let event = parse_event(&verified)?;
+        let event = parse_event(provider, &verified)?;
         let outcome = self.store.ingest_webhook(&event).await?;
         log(&event.event_id, &event.event_type, &outcome);
         Ok(outcome)

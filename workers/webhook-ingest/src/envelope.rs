@@ -12,7 +12,10 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use fleet_core::ProviderName;
+
 use crate::secrets::WebhookSecrets;
+use crate::settings::KNOWN_PROVIDERS;
 use crate::signature::{self, Freshness, Rejection, SignedHeaders};
 
 pub const ENVELOPE_SCHEMA: &str = "webhook.v2";
@@ -56,9 +59,9 @@ impl From<&SignedHeaders<'_>> for SignatureHeaders {
 }
 
 /// An event whose provider signature the consumer verified: only this is ever applied.
+/// The provider it is from is the envelope's [`Envelope::known_provider`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
-    pub provider: String,
     /// The signed `webhook-id`: the deduplication key.
     pub event_id: String,
     pub received_at: DateTime<Utc>,
@@ -111,6 +114,11 @@ impl Envelope {
         }
     }
 
+    /// The provider the envelope names, if its webhooks are accepted at all.
+    pub fn known_provider(&self) -> Option<ProviderName> {
+        ProviderName::parse(&self.provider).filter(|p| KNOWN_PROVIDERS.contains(&p.as_str()))
+    }
+
     pub fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("an envelope always serialises")
     }
@@ -152,7 +160,6 @@ impl Envelope {
         )?;
         signature::verify_within(secrets, &signed, &body, now_unix_s, freshness)?;
         Ok(Verified {
-            provider: self.provider,
             event_id: signed.id.to_owned(),
             received_at: self.received_at,
             body,
@@ -199,7 +206,6 @@ mod tests {
         assert_eq!(
             verified,
             Verified {
-                provider: "payments".into(),
                 event_id: "evt_1".into(),
                 received_at: at(),
                 body: body.to_vec()

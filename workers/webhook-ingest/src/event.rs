@@ -2,7 +2,7 @@
 //! its type, the normalised fields of `data.object` that link and settle an operation, and
 //! the hash of the whole event. Parsed once here; the store trusts the typed result.
 
-use fleet_core::hash_value;
+use fleet_core::{hash_value, ProviderName};
 use fleet_store::{EventKind, ReportedObject, WebhookEvent};
 use serde_json::{Map, Value};
 
@@ -33,8 +33,12 @@ impl EventError {
     }
 }
 
-/// Only a [`Verified`] delivery is read: nothing unsigned reaches the store.
-pub fn parse_event(delivery: &Verified) -> Result<WebhookEvent, EventError> {
+/// Only a [`Verified`] delivery is read: nothing unsigned reaches the store. `provider`
+/// is the one its envelope named, known to accept webhooks.
+pub fn parse_event(
+    provider: ProviderName,
+    delivery: &Verified,
+) -> Result<WebhookEvent, EventError> {
     let value: Value =
         serde_json::from_slice(&delivery.body).map_err(|_| EventError::NotAnObject)?;
     let event = value.as_object().ok_or(EventError::NotAnObject)?;
@@ -54,11 +58,11 @@ pub fn parse_event(delivery: &Verified) -> Result<WebhookEvent, EventError> {
         Some(v) => Some(v.as_i64().ok_or(EventError::Invalid("amount_minor"))?),
     };
     Ok(WebhookEvent {
-        provider: delivery.provider.clone(),
+        provider,
         event_id: delivery.event_id.clone(),
         event_type,
         received_at: delivery.received_at,
-        payload_hash: hash_value(&value).as_str().to_owned(),
+        payload_hash: hash_value(&value),
         object: ReportedObject {
             id: text(object, "id")?,
             reference: text(object, reference_field)?,
@@ -90,7 +94,6 @@ mod tests {
 
     fn delivery(body: &[u8]) -> Verified {
         Verified {
-            provider: "payments".into(),
             event_id: "evt_1".into(),
             received_at: Utc::now(),
             body: body.to_vec(),
@@ -102,7 +105,11 @@ mod tests {
         let body = json!({"id": "evt_1", "type": "payment.succeeded", "created_at": "2026-11-29T22:00:00Z",
             "data": {"object": {"id": "pay_1", "status": "succeeded", "reference": "op_X", "amount_minor": 100,
                                 "currency": "KZT", "beneficiary_id": "vendor_77"}}});
-        let event = parse_event(&delivery(&serde_json::to_vec(&body).unwrap())).unwrap();
+        let event = parse_event(
+            ProviderName::Payments,
+            &delivery(&serde_json::to_vec(&body).unwrap()),
+        )
+        .unwrap();
         assert_eq!(event.event_type, "payment.succeeded");
         assert_eq!(event.event_id, "evt_1");
         assert_eq!(event.object.id.as_deref(), Some("pay_1"));
@@ -110,16 +117,25 @@ mod tests {
         assert_eq!(event.object.amount_minor, Some(100));
         assert_eq!(event.payload_hash, hash_value(&body).as_str());
         // Whitespace does not change the hash: it is over the canonical form.
-        let pretty = parse_event(&delivery(&serde_json::to_vec_pretty(&body).unwrap())).unwrap();
+        let pretty = parse_event(
+            ProviderName::Payments,
+            &delivery(&serde_json::to_vec_pretty(&body).unwrap()),
+        )
+        .unwrap();
         assert_eq!(pretty.payload_hash, event.payload_hash);
     }
 
     #[test]
     fn refuses_bodies_that_are_not_events() {
-        let parse =
-            |v: Value| parse_event(&delivery(&serde_json::to_vec(&v).unwrap())).unwrap_err();
+        let parse = |v: Value| {
+            parse_event(
+                ProviderName::Payments,
+                &delivery(&serde_json::to_vec(&v).unwrap()),
+            )
+            .unwrap_err()
+        };
         assert_eq!(
-            parse_event(&delivery(b"not json")).unwrap_err(),
+            parse_event(ProviderName::Payments, &delivery(b"not json")).unwrap_err(),
             EventError::NotAnObject
         );
         assert_eq!(parse(json!([1])), EventError::NotAnObject);

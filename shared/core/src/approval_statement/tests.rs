@@ -22,7 +22,7 @@ fn statement_with(payload: &Value, payee: Option<&Value>) -> ApprovalStatement {
     let subject = StatementSubject {
         operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7",
         tenant_id: "org_482",
-        action: "payment.create",
+        action: crate::Action::PaymentCreate,
         target: None,
         payload,
         payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
@@ -130,7 +130,7 @@ fn an_action_without_amount_or_payee_says_so() {
     let subject = StatementSubject {
         operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7",
         tenant_id: "org_482",
-        action: "crm.deal.update",
+        action: crate::Action::CrmDealUpdate,
         target: Some("deal_1"),
         payload: &update,
         payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
@@ -166,7 +166,7 @@ fn an_expiry_is_read_only_in_the_form_it_is_written() {
     let subject = StatementSubject {
         operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7",
         tenant_id: "org_482",
-        action: "payment.create",
+        action: crate::Action::PaymentCreate,
         target: None,
         payload: &p,
         payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",

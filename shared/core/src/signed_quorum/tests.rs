@@ -20,7 +20,7 @@ fn subject<'a>(op: &'a str, payload: &'a Value) -> StatementSubject<'a> {
     StatementSubject {
         operation_id: op,
         tenant_id: "org_482",
-        action: "payment.create",
+        action: crate::Action::PaymentCreate,
         target: None,
         payload,
         payload_hash: HASH,

@@ -4,14 +4,14 @@
 //! the caller's transaction; nothing here commits.
 
 use deadpool_postgres::Transaction;
-use fleet_core::{OpRef, Status};
+use fleet_core::{OpRef, PayloadHash, ProviderName, Status};
 use tokio_postgres::Row;
 use tracing::warn;
 
 use super::{
     evidence, Decided, ReportedObject, StoredWebhook, WebhookEvent, WebhookOutcome, WEBHOOK_ACTOR,
 };
-use crate::rows::OPERATION_COLUMNS;
+use crate::rows::{provider_at, typed_at, OPERATION_COLUMNS};
 use crate::{transition_in, OperationRow, StoreError, Transition, TransitionOutcome};
 use fleet_core::webhook::{
     check_identity, decide_linked, EventKind, LinkedRow, Reported, RowIdentity, WebhookDecision,
@@ -73,11 +73,11 @@ pub(super) async fn ingest_in(
     let insert = tx.prepare_cached(INSERT).await?;
     let object = ev.object.to_json();
     let params: [Param<'_>; 8] = [
-        &ev.provider,
+        &ev.provider.as_str(),
         &ev.event_id,
         &ev.event_type,
         &ev.received_at,
-        &ev.payload_hash,
+        &ev.payload_hash.as_str(),
         &ev.object.reference,
         &ev.object.id,
         &object,
@@ -85,7 +85,7 @@ pub(super) async fn ingest_in(
     // A concurrent first delivery holds the key until it commits; this waits, then sees it.
     if tx.query_opt(&insert, &params).await?.is_none() {
         let stored: Option<String> = tx
-            .query_opt(STORED_HASH, &[&ev.provider, &ev.event_id])
+            .query_opt(STORED_HASH, &[&ev.provider.as_str(), &ev.event_id])
             .await?
             .map(|r| r.get(0));
         let same_payload = stored.as_deref() == Some(ev.payload_hash.as_str());
@@ -109,7 +109,7 @@ pub(super) async fn ingest_in(
 pub(super) async fn apply_unlinked_in(
     tx: &Transaction<'_>,
     op: OpRef<'_>,
-) -> Result<Vec<(String, Decided)>, StoreError> {
+) -> Result<Vec<(ProviderName, Decided)>, StoreError> {
     let Some(mut row) = lock_by_id(tx, op).await? else {
         return Ok(Vec::new());
     };
@@ -118,14 +118,14 @@ pub(super) async fn apply_unlinked_in(
         .await?;
     let mut decided = Vec::with_capacity(pending.len());
     for stored in pending.iter().map(stored_webhook) {
-        let ev = stored.event;
+        let ev = stored?.event;
         let settled = match EventKind::of(&ev.event_type) {
             EventKind::Unsupported => Settled::only(WebhookOutcome::IgnoredType),
             EventKind::Status { action, reported } => {
                 settle_in(tx, &row, &ev, action, reported).await?
             }
         };
-        decided.push((ev.provider.clone(), finish(tx, &ev, settled).await?));
+        decided.push((ev.provider, finish(tx, &ev, settled).await?));
         // The next event is decided against the row as this one left it.
         row = lock_by_id(tx, op)
             .await?
@@ -148,23 +148,23 @@ pub(super) fn unlinked_sql(lock: bool) -> String {
     )
 }
 
-pub(super) fn stored_webhook(r: &Row) -> StoredWebhook {
+pub(super) fn stored_webhook(r: &Row) -> Result<StoredWebhook, StoreError> {
     let object: Option<serde_json::Value> = r.get("object");
     let object: ReportedObject = object
         .and_then(|v| serde_json::from_value(v).ok())
         .unwrap_or_default();
-    StoredWebhook {
+    Ok(StoredWebhook {
         reference: r.get("reference"),
         object_id: r.get("object_id"),
         event: WebhookEvent {
-            provider: r.get("provider"),
+            provider: provider_at(r, "provider")?,
             event_id: r.get("event_id"),
             event_type: r.get("event_type"),
             received_at: r.get("received_at"),
-            payload_hash: r.get("payload_hash"),
+            payload_hash: typed_at(r, "payload_hash", PayloadHash::parse)?,
             object,
         },
-    }
+    })
 }
 
 /// The operation the event is about, held until the commit: by the reference it echoes
@@ -188,7 +188,7 @@ async fn link(tx: &Transaction<'_>, ev: &WebhookEvent) -> Result<Option<Operatio
         "SELECT {OPERATION_COLUMNS} FROM operations WHERE provider = $1 AND external_id = $2
          ORDER BY operation_id LIMIT 2 FOR UPDATE"
     );
-    let rows = tx.query(&sql, &[&ev.provider, object_id]).await?;
+    let rows = tx.query(&sql, &[&ev.provider.as_str(), object_id]).await?;
     match rows.as_slice() {
         [] => Ok(None),
         [one] => OperationRow::from_row(one).map(Some),
@@ -225,9 +225,9 @@ async fn settle_in(
 ) -> Result<Settled, StoreError> {
     let status = row.status;
     let identity = RowIdentity {
-        reference: &row.idempotency_key,
+        reference: row.idempotency_key.as_str(),
         provider: row.provider.as_str(),
-        action: &row.action,
+        action: row.action.wire_name(),
         external_id: row.external_id.as_deref(),
         payload: &row.payload,
     };
@@ -237,7 +237,7 @@ async fn settle_in(
     };
     let decision = decide_linked(
         linked,
-        check_identity(action, &ev.provider, identity, ev.object.identity()),
+        check_identity(action, ev.provider.as_str(), identity, ev.object.identity()),
         reported,
     );
     let operation_id = row.operation_id.clone();
@@ -289,7 +289,7 @@ async fn note(
     tx.execute(
         NOTE,
         &[
-            &row.operation_id,
+            &row.operation_id.as_str(),
             &row.status.as_str(),
             &row.fence,
             &WEBHOOK_ACTOR,
@@ -316,7 +316,7 @@ async fn escalate(
     tx.execute(
         ESCALATE,
         &[
-            &row.operation_id,
+            &row.operation_id.as_str(),
             &row.status.as_str(),
             &WEBHOOK_ACTOR,
             &reason.as_str(),
@@ -351,7 +351,7 @@ async fn finish(
         .query_one(
             &finish,
             &[
-                &ev.provider,
+                &ev.provider.as_str(),
                 &ev.event_id,
                 &operation_id,
                 &stored,

@@ -42,12 +42,12 @@ async fn a_contract_is_sent_once_and_settled_by_the_providers_signed_webhook() {
     assert!(
         history
             .iter()
-            .any(|e| e.to_status.as_deref() == Some("accepted")),
+            .any(|e| e.to_status == Some(fleet_core::Status::Accepted)),
         "accepted first, sent later"
     );
     let settled = history
         .iter()
-        .find(|e| e.to_status.as_deref() == Some("succeeded"))
+        .find(|e| e.to_status == Some(fleet_core::Status::Succeeded))
         .unwrap();
     assert_eq!(
         (
@@ -59,7 +59,7 @@ async fn a_contract_is_sent_once_and_settled_by_the_providers_signed_webhook() {
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(
-        fleet_core::wording::describe(&row.action, None, &row.payload),
+        fleet_core::wording::describe(row.action, None, &row.payload),
         "Send contract template tpl_msa_v3 to recipient cust_1042"
     );
     // The recipient's contact data the provider echoes is never kept.

@@ -47,7 +47,9 @@ async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> usize {
         .await
         .unwrap()
         .iter()
-        .filter(|e| e.kind == "transition" && e.to_status.as_deref() == Some(status))
+        .filter(|e| {
+            e.kind == "transition" && e.to_status.map(fleet_core::Status::as_str) == Some(status)
+        })
         .count()
 }
 

@@ -53,10 +53,10 @@ async fn happy_path_submit_approve_succeeds_with_exactly_one_payment() {
     assert_eq!(
         kinds,
         vec![
-            ("prepared".into(), Some("not_started".into())),
+            ("prepared".into(), Some(fleet_core::Status::NotStarted)),
             ("approved".into(), None),
-            ("transition".into(), Some("in_progress".into())),
-            ("transition".into(), Some("succeeded".into())),
+            ("transition".into(), Some(fleet_core::Status::InProgress)),
+            ("transition".into(), Some(fleet_core::Status::Succeeded)),
         ]
     );
     fleet.stop().await;

@@ -36,7 +36,7 @@ async fn an_approved_status_change_moves_the_order_once_and_says_what_it_does() 
     assert_eq!(fleet.sim_effects(&op).await, 1);
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(
-        fleet_core::wording::describe(&row.action, row.target.as_deref(), &row.payload),
+        fleet_core::wording::describe(row.action, row.target.as_deref(), &row.payload),
         format!("Move order {order} from paid to fulfilled")
     );
     fleet.stop().await;

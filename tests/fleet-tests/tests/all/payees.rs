@@ -164,7 +164,7 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
         .await
         .unwrap()
         .into_iter()
-        .find(|e| e.to_status.as_deref() == Some("cancelled"))
+        .find(|e| e.to_status == Some(fleet_core::Status::Cancelled))
         .expect("the cancellation's history row");
     assert_eq!(
         cancelled.reason.map(fleet_core::Reason::as_str),

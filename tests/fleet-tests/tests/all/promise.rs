@@ -508,7 +508,10 @@ async fn an_operator_resolves_a_disputed_operation_with_evidence() {
     );
     let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
     assert_eq!(
-        (last.from_status.as_deref(), last.actor.as_str()),
+        (
+            last.from_status.map(fleet_core::Status::as_str),
+            last.actor.as_str()
+        ),
         (Some("disputed"), "operator:dana")
     );
     fleet.stop().await;

@@ -298,7 +298,7 @@ async fn a_429_is_waited_out_and_sent_again_within_the_claim() {
     assert!(
         !events
             .iter()
-            .any(|e| e.to_status.as_deref() == Some("not_started") && e.kind == "transition"),
+            .any(|e| e.to_status == Some(fleet_core::Status::NotStarted) && e.kind == "transition"),
         "no claim released: {events:?}"
     );
     fleet.stop().await;
@@ -318,7 +318,7 @@ async fn a_429_that_would_outlast_the_leases_trust_releases_the_claim_as_before(
             .await
             .unwrap()
             .into_iter()
-            .find(|e| e.kind == "transition" && e.to_status.as_deref() == Some("not_started"))
+            .find(|e| e.kind == "transition" && e.to_status == Some(fleet_core::Status::NotStarted))
     })
     .await;
     assert_eq!(fleet.row(&op).await.status, Status::NotStarted);

@@ -248,11 +248,12 @@ async fn reject_cancels_after_waiting_for_a_concurrent_update_of_the_row() {
 async fn a_webhook_is_applied_after_waiting_for_a_concurrent_update_of_the_row() {
     let (fleet, op, _) = claimed().await;
     let ev = WebhookEvent {
-        provider: "payments".into(),
+        provider: fleet_core::ProviderName::Payments,
         event_id: format!("evt_{}", ulid::Ulid::new()),
         event_type: "payment.succeeded".into(),
         received_at: Utc::now(),
-        payload_hash: format!("sha256:{}", "ab".repeat(32)),
+        payload_hash: fleet_core::PayloadHash::parse(&format!("sha256:{}", "ab".repeat(32)))
+            .unwrap(),
         object: ReportedObject {
             id: Some("pay_from_webhook".into()),
             reference: Some(fleet_tests::reference(&op)),

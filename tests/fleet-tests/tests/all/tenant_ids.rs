@@ -296,15 +296,15 @@ async fn two_tenants_operations_with_one_id_run_apart_under_their_own_keys() {
             }
         })
         .await;
-        assert!(row.idempotency_key.ends_with(&op));
+        assert!(row.idempotency_key.as_str().ends_with(&op));
         let at_provider = fleet
             .sim_get(&format!("/_sim/requests?reference={}", row.idempotency_key))
             .await;
         let sent = at_provider["data"].as_array().unwrap();
         assert_eq!(sent.len(), 1, "{at_provider}");
         assert_eq!(sent[0]["idempotency_key"], json!(row.idempotency_key));
-        assert_eq!(fleet.sim_effects(&row.idempotency_key).await, 1);
-        keys.push(row.idempotency_key.clone());
+        assert_eq!(fleet.sim_effects(row.idempotency_key.as_str()).await, 1);
+        keys.push(row.idempotency_key.to_string());
         payments.push((tenant, row.external_id.clone().unwrap()));
     }
     assert_ne!(

@@ -57,7 +57,9 @@ async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> Vec<fleet_
     let events = fleet.store.events(at(op)).await.unwrap();
     events
         .into_iter()
-        .filter(|e| e.kind == "transition" && e.to_status.as_deref() == Some(status))
+        .filter(|e| {
+            e.kind == "transition" && e.to_status.map(fleet_core::Status::as_str) == Some(status)
+        })
         .collect()
 }
 
@@ -235,7 +237,7 @@ async fn only_authentic_deliveries_pass_the_receiver_and_refused_ones_leave_no_t
         (
             applied.len(),
             applied[0].actor.as_str(),
-            applied[0].from_status.as_deref()
+            applied[0].from_status.map(fleet_core::Status::as_str)
         ),
         (1, "webhook-ingest", Some("accepted"))
     );
@@ -357,7 +359,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
     assert_eq!(
         (
             moved.len(),
-            moved[0].from_status.as_deref(),
+            moved[0].from_status.map(fleet_core::Status::as_str),
             moved[0].actor.as_str()
         ),
         (1, Some("in_progress"), "webhook-ingest")
@@ -412,7 +414,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
         (
             moved.len(),
             moved[0].actor.as_str(),
-            moved[0].from_status.as_deref()
+            moved[0].from_status.map(fleet_core::Status::as_str)
         ),
         (1, "webhook-ingest", Some("in_progress"))
     );
@@ -672,7 +674,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
     assert_eq!(
         applied,
         vec![WebhookOutcome::Applied {
-            operation_id: op.clone(),
+            operation_id: fleet_core::OperationId::parse(&op).unwrap(),
             tenant_id: fleet_tests::TENANT.to_owned(),
             from: Status::Accepted,
             to: Status::Succeeded

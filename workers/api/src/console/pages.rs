@@ -253,11 +253,11 @@ pub async fn operation_page(
     };
     let attempts = state.store.attempts(key.op()).await?;
     let events = state.store.events(key.op()).await?;
-    let deal = match (&op.row.target, op.row.action.as_str(), &console(state).crm) {
-        (Some(deal_id), "crm.deal.update", Some(crm)) => {
+    let deal = match (&op.row.target, op.row.action, &console(state).crm) {
+        (Some(deal_id), Action::CrmDealUpdate, Some(crm)) => {
             DealChange::of(&op, crm.get_deal(deal_id).await.map_err(|e| e.to_string()))
         }
-        (_, "crm.deal.update", None) => DealChange::of(&op, Err("no CRM is configured".into())),
+        (_, Action::CrmDealUpdate, None) => DealChange::of(&op, Err("no CRM is configured".into())),
         _ => None,
     };
     let foreign_object = foreign_object_note(&op, &unrecorded_objects(state, &op).await?);
@@ -309,9 +309,7 @@ async fn unrecorded_objects(
     op: &ConsoleOperation,
 ) -> Result<Vec<(ObjectRef, String)>, ApiError> {
     let r = &op.row;
-    let Some(action) = Action::parse(&r.action) else {
-        return Ok(Vec::new());
-    };
+    let action = r.action;
     let mut unrecorded = Vec::new();
     for object in action.spec().objects {
         let Some(id) = object.id(r.target.as_deref(), &r.payload) else {

@@ -19,7 +19,7 @@ use fleet_core::wording::{
     approval_in_words, describe, expiry_in_words, instant_in_words, patch_field_in_words,
     patch_value_in_words, reason_in_words, status_in_words,
 };
-use fleet_core::{canonical_json, ApprovalStatus, AttemptOutcome, Precondition, Status};
+use fleet_core::{canonical_json, Action, ApprovalStatus, AttemptOutcome, Precondition, Status};
 use fleet_store::{ApprovalGiven, AttemptRow, ConsoleOperation, EventRow, Principal};
 use serde_json::Value;
 
@@ -104,11 +104,11 @@ impl Card {
             .map(reason_in_words)
             .or_else(|| r.error_code.as_deref().map(reveal));
         Card {
-            id: r.operation_id.clone(),
+            id: r.operation_id.to_string(),
             tenant: reveal(&r.tenant_id),
             tenant_query: tenant_query(&r.tenant_id),
-            headline: reveal(&describe(&r.action, r.target.as_deref(), &r.payload)),
-            action: reveal(&r.action),
+            headline: reveal(&describe(r.action, r.target.as_deref(), &r.payload)),
+            action: reveal(r.action.wire_name()),
             status: r.status,
             approval_status: r.approval_status,
             status_words: status_in_words(r.status, r.approval_status, r.escalated_at.is_some()),
@@ -228,7 +228,7 @@ impl Detail {
         Detail {
             provider: r.provider.as_str().to_owned(),
             target: shown(&r.target),
-            payload_hash: r.payload_hash.clone(),
+            payload_hash: r.payload_hash.to_string(),
             canonical_json: reveal(&canonical_json(&r.snapshot().to_json())),
             policy_version: reveal(&r.policy_version),
             data_version: reveal(&r.data_version),
@@ -266,7 +266,7 @@ impl DealChange {
     /// `current` is the deal as the CRM returned it (`Ok(None)`: no such deal).
     pub fn of(op: &ConsoleOperation, current: Result<Option<Value>, String>) -> Option<DealChange> {
         let r = &op.row;
-        if r.action != "crm.deal.update" {
+        if r.action != Action::CrmDealUpdate {
             return None;
         }
         let patch = r.payload.get("patch")?.as_object()?;
@@ -331,7 +331,7 @@ pub struct EventLine {
 
 impl EventLine {
     pub fn of(e: &EventRow) -> EventLine {
-        let word = |s: &String| status_word(s);
+        let word = |s: &Status| status_word(s.as_str());
         let change = match (&e.from_status, &e.to_status) {
             (Some(f), Some(t)) if f != t => format!("{} → {}", word(f), word(t)),
             (_, Some(t)) => word(t),
@@ -356,7 +356,7 @@ impl EventLine {
 /// its currency, and as the page shows it).
 pub fn step_up_of(op: &ConsoleOperation) -> (StepUp, Option<(i64, String, String)>) {
     let r = &op.row;
-    let has_amount = r.action().is_some_and(|a| a.spec().has_amount);
+    let has_amount = r.action.spec().has_amount;
     let required = op
         .view
         .get("approvals_required")

@@ -2,7 +2,9 @@ use super::*;
 use chrono::Utc;
 use fleet_core::execute::{decide, Decision};
 use fleet_core::Reason;
-use fleet_core::{ApprovalStatus, ProviderName, Snapshot, Status};
+use fleet_core::{
+    Action, ApprovalStatus, IdempotencyKey, OperationId, ProviderName, Snapshot, Status,
+};
 use serde_json::json;
 
 fn approved_row() -> OperationRow {
@@ -16,12 +18,12 @@ fn approved_row() -> OperationRow {
         policy_version: "payments-v3".into(),
         data_version: "inv_9182@7".into(),
     };
-    let hash = snapshot.hash().as_str().to_owned();
+    let hash = snapshot.hash();
     let now = Utc::now();
     OperationRow {
-        operation_id: snapshot.operation_id,
+        operation_id: OperationId::parse(&snapshot.operation_id).unwrap(),
         tenant_id: snapshot.tenant_id,
-        action: snapshot.action,
+        action: Action::parse(&snapshot.action).unwrap(),
         provider: ProviderName::Payments,
         target: None,
         supersedes: None,
@@ -30,10 +32,10 @@ fn approved_row() -> OperationRow {
         payload_hash: hash.clone(),
         policy_version: snapshot.policy_version,
         data_version: snapshot.data_version,
-        idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".into(),
+        idempotency_key: IdempotencyKey::parse("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8").unwrap(),
         approval_status: ApprovalStatus::Approved,
         approval_expires_at: now,
-        approved_hash: Some(hash),
+        approved_hash: Some(hash.to_string()),
         decided_by: Some("alice".into()),
         decided_at: Some(now),
         status: Status::NotStarted,

@@ -145,7 +145,7 @@ async fn print_changed_payee(store: &Store, plan: &Plan, api_url: &str) -> anyho
             .find_map(|e| e.evidence?.get("payee_changed").cloned());
         println!(
             "{op} ({}): approved for payee version {approved}; the account then changed to {} (version {}): {} {}, nothing paid; see {api_url}/console/operations/{op}",
-            describe(&row.action, row.target.as_deref(), &row.payload),
+            describe(row.action, row.target.as_deref(), &row.payload),
             now.as_ref()
                 .and_then(|n| n["now"]["account"]["masked"].as_str())
                 .unwrap_or("?"),
@@ -178,7 +178,7 @@ pub async fn print(
             .await?
             .ok_or_else(|| anyhow::anyhow!("{op} vanished"))?;
         // The provider knows the operation by its stored key.
-        let n = effects(&client, sim_url, &row.idempotency_key).await?;
+        let n = effects(&client, sim_url, row.idempotency_key.as_str()).await?;
         // Exactly once: one effect iff the log says succeeded, none otherwise.
         // (An escalated, non-final operation is waiting for a person, not a disagreement.)
         if row.status.is_final() && n != i64::from(row.status == Status::Succeeded) {
@@ -199,7 +199,7 @@ pub async fn print(
                 .unwrap_or(""),
             row.external_id.as_deref().unwrap_or("-"),
             n,
-            describe(&row.action, row.target.as_deref(), &row.payload)
+            describe(row.action, row.target.as_deref(), &row.payload)
         );
         let key = if row.escalated_at.is_some() {
             format!("{} escalated", row.status)
@@ -218,7 +218,9 @@ pub async fn print(
         if row.signatures_required == 0 {
             continue;
         }
-        let signed = store.signed_approvals(key, &row.payload_hash).await?;
+        let signed = store
+            .signed_approvals(key, row.payload_hash.as_str())
+            .await?;
         let signers: Vec<&str> = signed
             .approvals
             .iter()
@@ -227,7 +229,7 @@ pub async fn print(
             .collect();
         println!(
             "{op} ({}): {} of {} approvals signed with the approvers' registered keys ({}); fleet-execute verified them before its call: {}",
-            describe(&row.action, row.target.as_deref(), &row.payload),
+            describe(row.action, row.target.as_deref(), &row.payload),
             signers.len(),
             row.signatures_required,
             signers.join(", "),
