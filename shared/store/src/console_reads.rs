@@ -113,16 +113,13 @@ impl<R: ReadViews> StoreAs<R> {
         tenants: &[String],
         limit: i64,
     ) -> Result<Vec<ConsoleOperation>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(&select(
-                "WHERE o.status = 'not_started' AND o.approval_status = 'pending'
-                   AND o.approval_expires_at > now() AND o.tenant_id = ANY($1)
-                 ORDER BY o.approval_expires_at, o.operation_id LIMIT $2",
-            ))
-            .await?;
-        let rows = client.query(&stmt, &[&tenants, &limit]).await?;
-        rows.iter().map(console_operation).collect()
+        self.console_operations(
+            "WHERE o.status = 'not_started' AND o.approval_status = 'pending'
+               AND o.approval_expires_at > now() AND o.tenant_id = ANY($1)
+             ORDER BY o.approval_expires_at, o.operation_id LIMIT $2",
+            &[&tenants, &limit],
+        )
+        .await
     }
 
     /// Operations waiting for an operator in `tenants`: unknown ones, and escalated ones
@@ -132,17 +129,14 @@ impl<R: ReadViews> StoreAs<R> {
         tenants: &[String],
         limit: i64,
     ) -> Result<Vec<ConsoleOperation>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(&select(
-                "WHERE o.tenant_id = ANY($1)
-                   AND (o.status = 'unknown'
-                        OR (o.escalated_at IS NOT NULL AND (o.resolved_at IS NULL OR o.escalated_at > o.resolved_at)))
-                 ORDER BY COALESCE(o.escalated_at, o.unknown_since, o.updated_at), o.operation_id LIMIT $2",
-            ))
-            .await?;
-        let rows = client.query(&stmt, &[&tenants, &limit]).await?;
-        rows.iter().map(console_operation).collect()
+        self.console_operations(
+            "WHERE o.tenant_id = ANY($1)
+               AND (o.status = 'unknown'
+                    OR (o.escalated_at IS NOT NULL AND (o.resolved_at IS NULL OR o.escalated_at > o.resolved_at)))
+             ORDER BY COALESCE(o.escalated_at, o.unknown_since, o.updated_at), o.operation_id LIMIT $2",
+            &[&tenants, &limit],
+        )
+        .await
     }
 
     /// Operations of `tenants` matching `search`, newest first.
@@ -152,28 +146,33 @@ impl<R: ReadViews> StoreAs<R> {
         search: OperationSearch<'_>,
         limit: i64,
     ) -> Result<Vec<ConsoleOperation>, StoreError> {
+        self.console_operations(
+            "WHERE o.tenant_id = ANY($1)
+               AND ($2::text IS NULL OR starts_with(o.operation_id, $2))
+               AND ($3::text IS NULL OR o.status = $3)
+               AND ($4::text IS NULL OR o.tenant_id = $4)
+             ORDER BY o.created_at DESC, o.operation_id DESC LIMIT $5",
+            &[
+                &tenants,
+                &search.id_prefix,
+                &search.status.map(Status::as_str),
+                &search.tenant,
+                &limit,
+            ],
+        )
+        .await
+    }
+
+    /// The operations `filter` (a WHERE … ORDER BY … LIMIT clause over `o`) selects, as
+    /// the console shows them.
+    async fn console_operations(
+        &self,
+        filter: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<ConsoleOperation>, StoreError> {
         let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(&select(
-                "WHERE o.tenant_id = ANY($1)
-                   AND ($2::text IS NULL OR starts_with(o.operation_id, $2))
-                   AND ($3::text IS NULL OR o.status = $3)
-                   AND ($4::text IS NULL OR o.tenant_id = $4)
-                 ORDER BY o.created_at DESC, o.operation_id DESC LIMIT $5",
-            ))
-            .await?;
-        let rows = client
-            .query(
-                &stmt,
-                &[
-                    &tenants,
-                    &search.id_prefix,
-                    &search.status.map(Status::as_str),
-                    &search.tenant,
-                    &limit,
-                ],
-            )
-            .await?;
+        let stmt = client.prepare_cached(&select(filter)).await?;
+        let rows = client.query(&stmt, params).await?;
         rows.iter().map(console_operation).collect()
     }
 }

@@ -66,36 +66,30 @@ impl<R: SweepAndLookUp> StoreAs<R> {
         batch: i64,
         recheck: Duration,
     ) -> Result<Vec<OpKey>, StoreError> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                "UPDATE operations SET next_lookup_at = now() + make_interval(secs => $2)
-                 WHERE (operation_id, tenant_id) IN (
-                    SELECT operation_id, tenant_id FROM operations
-                    WHERE status = 'unknown' AND escalated_at IS NULL
-                      AND (next_lookup_at IS NULL OR next_lookup_at <= now())
-                    ORDER BY next_lookup_at NULLS FIRST LIMIT $1 FOR UPDATE SKIP LOCKED)
-                 RETURNING operation_id, tenant_id",
-                &[&batch, &secs(recheck)],
-            )
-            .await?;
-        Ok(rows.iter().map(key_of).collect())
+        self.keys(
+            "UPDATE operations SET next_lookup_at = now() + make_interval(secs => $2)
+             WHERE (operation_id, tenant_id) IN (
+                SELECT operation_id, tenant_id FROM operations
+                WHERE status = 'unknown' AND escalated_at IS NULL
+                  AND (next_lookup_at IS NULL OR next_lookup_at <= now())
+                ORDER BY next_lookup_at NULLS FIRST LIMIT $1 FOR UPDATE SKIP LOCKED)
+             RETURNING operation_id, tenant_id",
+            &[&batch, &secs(recheck)],
+        )
+        .await
     }
 
     /// Accepted rows past their deadline (each is then looked up; the CAS on status and
     /// fence keeps two replicas from both moving one). Escalated rows wait for a person
     /// and are left out, so they can never fill a batch and starve the others.
     pub async fn accepted_past_deadline(&self, batch: i64) -> Result<Vec<OpKey>, StoreError> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                "SELECT operation_id, tenant_id FROM operations WHERE status = 'accepted' AND deadline_at <= now()
-                   AND escalated_at IS NULL
-                 ORDER BY deadline_at LIMIT $1",
-                &[&batch],
-            )
-            .await?;
-        Ok(rows.iter().map(key_of).collect())
+        self.keys(
+            "SELECT operation_id, tenant_id FROM operations WHERE status = 'accepted' AND deadline_at <= now()
+               AND escalated_at IS NULL
+             ORDER BY deadline_at LIMIT $1",
+            &[&batch],
+        )
+        .await
     }
 
     /// Approved rows still waiting to start after `waited`: their doorbell may have been
@@ -105,19 +99,26 @@ impl<R: SweepAndLookUp> StoreAs<R> {
         batch: i64,
         waited: Duration,
     ) -> Result<Vec<OpKey>, StoreError> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                "UPDATE operations SET updated_at = now()
-                 WHERE (operation_id, tenant_id) IN (
-                    SELECT operation_id, tenant_id FROM operations
-                    WHERE status = 'not_started' AND approval_status = 'approved' AND escalated_at IS NULL
-                      AND updated_at <= now() - make_interval(secs => $2)
-                    ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-                 RETURNING operation_id, tenant_id",
-                &[&batch, &secs(waited)],
-            )
-            .await?;
+        self.keys(
+            "UPDATE operations SET updated_at = now()
+             WHERE (operation_id, tenant_id) IN (
+                SELECT operation_id, tenant_id FROM operations
+                WHERE status = 'not_started' AND approval_status = 'approved' AND escalated_at IS NULL
+                  AND updated_at <= now() - make_interval(secs => $2)
+                ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+             RETURNING operation_id, tenant_id",
+            &[&batch, &secs(waited)],
+        )
+        .await
+    }
+
+    /// The operations `sql` returns (`operation_id`, `tenant_id`).
+    async fn keys(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<OpKey>, StoreError> {
+        let rows = self.client().await?.query(sql, params).await?;
         Ok(rows.iter().map(key_of).collect())
     }
 

@@ -46,9 +46,11 @@ INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, fence,
 SELECT operation_id, tenant_id, 'webhook_conflict', $2, fence, $3, $4, $5 FROM escalated";
 
 /// A disputed or escalated row is a person's: only the event log learns of the webhook.
+/// The row is held FOR UPDATE, so its fence is the one the decision saw.
 const NOTE: &str = "
 INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, fence, actor, reason, evidence)
-VALUES ($1, $7, 'webhook_conflict', $2, $3, $4, $5, $6)";
+SELECT operation_id, tenant_id, 'webhook_conflict', $2, fence, $3, $4, $5
+FROM operations WHERE operation_id = $1 AND tenant_id = $6";
 
 /// A decision carried out, before its event row records it.
 struct Settled {
@@ -286,24 +288,7 @@ async fn note(
     ev: &WebhookEvent,
     reason: Reason,
 ) -> Result<Settled, StoreError> {
-    tx.execute(
-        NOTE,
-        &[
-            &row.operation_id.as_str(),
-            &row.status.as_str(),
-            &row.fence,
-            &WEBHOOK_ACTOR,
-            &reason.as_str(),
-            &evidence(ev, Some(reason)),
-            &row.tenant_id,
-        ],
-    )
-    .await?;
-    Ok(Settled::only(WebhookOutcome::Escalated {
-        operation_id: row.operation_id.clone(),
-        tenant_id: row.tenant_id.clone(),
-        reason,
-    }))
+    record_conflict(tx, NOTE, row, ev, reason).await
 }
 
 async fn escalate(
@@ -313,8 +298,20 @@ async fn escalate(
     reason: Reason,
 ) -> Result<Settled, StoreError> {
     warn!(operation_id = %row.operation_id, status = %row.status, event_id = %ev.event_id, event_type = %ev.event_type, reason = reason.as_str(), "webhook contradicts the operation; escalated");
+    record_conflict(tx, ESCALATE, row, ev, reason).await
+}
+
+/// Writes the `webhook_conflict` history row by `sql` ([`NOTE`] or [`ESCALATE`], which
+/// take the same parameters).
+async fn record_conflict(
+    tx: &Transaction<'_>,
+    sql: &str,
+    row: &OperationRow,
+    ev: &WebhookEvent,
+    reason: Reason,
+) -> Result<Settled, StoreError> {
     tx.execute(
-        ESCALATE,
+        sql,
         &[
             &row.operation_id.as_str(),
             &row.status.as_str(),
