@@ -7,6 +7,7 @@
 //! every combination of kind, status, actor and reason against it
 //! (`tests/fleet-tests`, the schema tests). Change one, and the test names the other.
 
+use crate::by_name::serialize_by_name;
 use crate::events::EventType;
 use crate::reason::Reason;
 use crate::state::Status;
@@ -64,6 +65,14 @@ impl HistoryKind {
 
     pub fn parse(s: &str) -> Option<HistoryKind> {
         HistoryKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+serialize_by_name!(HistoryKind);
+
+impl std::fmt::Display for HistoryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

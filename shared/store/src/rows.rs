@@ -1,6 +1,7 @@
 //! Row types, named exactly as the columns (a serialised row reads as the row itself).
 
 use chrono::{DateTime, Utc};
+use fleet_core::history::HistoryKind;
 use fleet_core::{
     Action, ApprovalStatus, AttemptOutcome, IdempotencyKey, OpRef, OperationId, PayloadHash,
     ProviderName, Reason, Role, Snapshot, StatementSubject, Status, Subject,
@@ -295,7 +296,7 @@ impl AttemptRow {
 pub struct EventRow {
     pub id: i64,
     pub operation_id: OperationId,
-    pub kind: String,
+    pub kind: HistoryKind,
     pub from_status: Option<Status>,
     pub to_status: Option<Status>,
     pub fence: Option<i64>,
@@ -310,7 +311,9 @@ impl EventRow {
         Ok(EventRow {
             id: r.get("id"),
             operation_id: typed_at(r, "operation_id", OperationId::parse)?,
-            kind: r.get("kind"),
+            kind: typed_at(r, "kind", |s| {
+                HistoryKind::parse(s).ok_or("not a history kind")
+            })?,
             from_status: status_opt_at(r, "from_status")?,
             to_status: status_opt_at(r, "to_status")?,
             fence: r.get("fence"),

@@ -548,7 +548,11 @@ impl TestFleet {
 
     /// Waits until the operation's history holds an event of `kind` (`lookup`,
     /// `audited`, …), and returns the first.
-    pub async fn recorded(&self, op: &str, kind: &str) -> fleet_store::EventRow {
+    pub async fn recorded(
+        &self,
+        op: &str,
+        kind: fleet_core::history::HistoryKind,
+    ) -> fleet_store::EventRow {
         let store = self.store.clone();
         eventually(&format!("a {kind} event of {op}"), || {
             let store = store.clone();

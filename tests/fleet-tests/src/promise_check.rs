@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use fleet_core::history::HistoryKind;
 use fleet_core::Status;
 use serde_json::json;
 use tokio::time::Instant;
@@ -130,12 +131,16 @@ pub fn blind_retries(events: &[fleet_store::EventRow]) -> usize {
     let mut unknown_since_last_absence = false;
     let mut blind = 0;
     for e in events {
-        match (e.kind.as_str(), e.to_status) {
-            ("transition", Some(Status::Unknown)) => unknown_since_last_absence = true,
-            ("lookup", _) if e.evidence.as_ref().is_some_and(|v| v["found"] == json!([])) => {
+        match (e.kind, e.to_status) {
+            (HistoryKind::Transition, Some(Status::Unknown)) => unknown_since_last_absence = true,
+            (HistoryKind::Lookup, _)
+                if e.evidence.as_ref().is_some_and(|v| v["found"] == json!([])) =>
+            {
                 unknown_since_last_absence = false
             }
-            ("transition", Some(Status::InProgress)) if unknown_since_last_absence => blind += 1,
+            (HistoryKind::Transition, Some(Status::InProgress)) if unknown_since_last_absence => {
+                blind += 1
+            }
             _ => {}
         }
     }
@@ -153,7 +158,7 @@ pub fn history_breaks(events: &[fleet_store::EventRow]) -> bool {
                 return true;
             }
         }
-        if e.kind == "transition" {
+        if e.kind == HistoryKind::Transition {
             if let (Some(f), Some(before)) = (e.fence, fence) {
                 if f < before {
                     return true;
@@ -175,11 +180,10 @@ mod tests {
             id,
             operation_id: fleet_core::OperationId::parse("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8").unwrap(),
             kind: if from.is_some() {
-                "transition"
+                HistoryKind::Transition
             } else {
-                "prepared"
-            }
-            .into(),
+                HistoryKind::Prepared
+            },
             from_status: from,
             to_status: Some(to),
             fence: Some(fence),

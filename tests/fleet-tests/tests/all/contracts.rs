@@ -99,7 +99,11 @@ async fn without_a_webhook_an_accepted_contract_past_its_deadline_is_settled_by_
         .await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
-        fleet.recorded(&op, "lookup").await.evidence.unwrap()["found"],
+        fleet
+            .recorded(&op, fleet_core::history::HistoryKind::Lookup)
+            .await
+            .evidence
+            .unwrap()["found"],
         json!([row.external_id.unwrap()])
     );
     assert_eq!(fleet.sim_posts(&op).await, 1);

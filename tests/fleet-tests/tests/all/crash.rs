@@ -48,7 +48,8 @@ async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> usize {
         .unwrap()
         .iter()
         .filter(|e| {
-            e.kind == "transition" && e.to_status.map(fleet_core::Status::as_str) == Some(status)
+            e.kind == fleet_core::history::HistoryKind::Transition
+                && e.to_status.map(fleet_core::Status::as_str) == Some(status)
         })
         .count()
 }
@@ -82,7 +83,9 @@ async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_wit
         .position(|e| e.reason.map(fleet_core::Reason::as_str) == Some("lookup_proved_absence"))
         .expect("a lookup proved absence");
     assert!(
-        events[..absent].iter().any(|e| e.kind == "lookup"),
+        events[..absent]
+            .iter()
+            .any(|e| e.kind == fleet_core::history::HistoryKind::Lookup),
         "the absence was looked up before the retry"
     );
     fleet.stop().await;
@@ -201,7 +204,7 @@ async fn a_saved_500_after_commit_is_unknown_until_the_lookup_finds_the_payment(
         .await
         .unwrap()
         .into_iter()
-        .filter(|e| e.kind == "lookup")
+        .filter(|e| e.kind == fleet_core::history::HistoryKind::Lookup)
         .collect();
     assert!(!lookups.is_empty(), "resolved by a recorded lookup");
     fleet.stop().await;
@@ -251,7 +254,8 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     let empty_lookups = events
         .iter()
         .filter(|e| {
-            e.kind == "lookup" && e.evidence.as_ref().is_some_and(|v| v["found"] == json!([]))
+            e.kind == fleet_core::history::HistoryKind::Lookup
+                && e.evidence.as_ref().is_some_and(|v| v["found"] == json!([]))
         })
         .count();
     assert!(
@@ -422,7 +426,7 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
             .await
             .unwrap()
             .iter()
-            .any(|e| e.kind == "lookup"),
+            .any(|e| e.kind == fleet_core::history::HistoryKind::Lookup),
         "settled by a recorded lookup"
     );
     assert_eq!(fleet.sim_posts(&op).await, 1);

@@ -197,7 +197,9 @@ async fn an_answer_lost_after_the_commit_is_unknown_then_found_by_lookup(
     );
     spawn_reconcile(fleet, contract(300));
     settled_once(fleet, &case, &op, 1).await;
-    fleet.recorded(&op, "lookup").await;
+    fleet
+        .recorded(&op, fleet_core::history::HistoryKind::Lookup)
+        .await;
 }
 
 #[tokio::test]

@@ -53,10 +53,19 @@ async fn happy_path_submit_approve_succeeds_with_exactly_one_payment() {
     assert_eq!(
         kinds,
         vec![
-            ("prepared".into(), Some(fleet_core::Status::NotStarted)),
-            ("approved".into(), None),
-            ("transition".into(), Some(fleet_core::Status::InProgress)),
-            ("transition".into(), Some(fleet_core::Status::Succeeded)),
+            (
+                fleet_core::history::HistoryKind::Prepared,
+                Some(fleet_core::Status::NotStarted)
+            ),
+            (fleet_core::history::HistoryKind::Approved, None),
+            (
+                fleet_core::history::HistoryKind::Transition,
+                Some(fleet_core::Status::InProgress)
+            ),
+            (
+                fleet_core::history::HistoryKind::Transition,
+                Some(fleet_core::Status::Succeeded)
+            ),
         ]
     );
     fleet.stop().await;

@@ -109,7 +109,7 @@ async fn workers_never_move_a_disputed_operation() {
             .await
             .unwrap()
             .iter()
-            .all(|e| e.kind != "lookup"),
+            .all(|e| e.kind != fleet_core::history::HistoryKind::Lookup),
         "not even looked up"
     );
     fleet.stop().await;

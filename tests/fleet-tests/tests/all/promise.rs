@@ -431,7 +431,9 @@ async fn a_payment_that_succeeded_after_an_uncertain_attempt_with_one_effect_is_
     .await;
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, Status::Succeeded).await;
-    let audited = fleet.recorded(&op, "audited").await;
+    let audited = fleet
+        .recorded(&op, fleet_core::history::HistoryKind::Audited)
+        .await;
     assert_eq!(
         audited.reason.map(fleet_core::Reason::as_str),
         Some("single_effect")

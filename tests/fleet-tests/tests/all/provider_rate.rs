@@ -298,7 +298,8 @@ async fn a_429_is_waited_out_and_sent_again_within_the_claim() {
     assert!(
         !events
             .iter()
-            .any(|e| e.to_status == Some(fleet_core::Status::NotStarted) && e.kind == "transition"),
+            .any(|e| e.to_status == Some(fleet_core::Status::NotStarted)
+                && e.kind == fleet_core::history::HistoryKind::Transition),
         "no claim released: {events:?}"
     );
     fleet.stop().await;
@@ -313,12 +314,10 @@ async fn a_429_that_would_outlast_the_leases_trust_releases_the_claim_as_before(
     assert_eq!(attempt.http_status, Some(429));
     let store = fleet.store.clone();
     eventually("the claim released back to not_started", || async {
-        store
-            .events(at(&op))
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|e| e.kind == "transition" && e.to_status == Some(fleet_core::Status::NotStarted))
+        store.events(at(&op)).await.unwrap().into_iter().find(|e| {
+            e.kind == fleet_core::history::HistoryKind::Transition
+                && e.to_status == Some(fleet_core::Status::NotStarted)
+        })
     })
     .await;
     assert_eq!(fleet.row(&op).await.status, Status::NotStarted);

@@ -58,7 +58,8 @@ async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> Vec<fleet_
     events
         .into_iter()
         .filter(|e| {
-            e.kind == "transition" && e.to_status.map(fleet_core::Status::as_str) == Some(status)
+            e.kind == fleet_core::history::HistoryKind::Transition
+                && e.to_status.map(fleet_core::Status::as_str) == Some(status)
         })
         .collect()
 }

@@ -282,7 +282,7 @@ pub async fn operation_page(
     let timeline: Vec<EventLine> = events.iter().map(EventLine::of).collect();
     let lookups = events
         .iter()
-        .filter(|e| e.kind == "lookup")
+        .filter(|e| e.kind == fleet_core::history::HistoryKind::Lookup)
         .map(EventLine::of)
         .collect();
     Ok(Ok(OperationPage {

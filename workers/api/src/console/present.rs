@@ -339,7 +339,7 @@ impl EventLine {
         };
         EventLine {
             at: at(e.at),
-            kind: reveal(&e.kind),
+            kind: reveal(e.kind.as_str()),
             change: reveal(&change),
             actor: reveal(&e.actor),
             reason: e.reason.map(reason_in_words).unwrap_or_default(),
