@@ -8,6 +8,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{post, MethodRouter};
 use axum::Form;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -105,7 +106,9 @@ async fn passkey_offer(
     Ok((key_id, signature))
 }
 
-enum Asked {
+/// The decision a form asks for.
+#[derive(Debug, Clone, Copy)]
+pub enum Asked {
     Approve,
     Reject,
     Resolve,
@@ -288,42 +291,16 @@ async fn decide(
     })
 }
 
-pub async fn approve(
-    State(state): State<AppState>,
-    signed: Signed,
-    Path(id): Path<String>,
-    Query(q): Query<TenantQuery>,
-    Form(f): Form<DecisionForm>,
-) -> Result<Response, ApiError> {
-    decide(state, signed, id, q.tenant, f, Asked::Approve).await
-}
-
-pub async fn reject(
-    State(state): State<AppState>,
-    signed: Signed,
-    Path(id): Path<String>,
-    Query(q): Query<TenantQuery>,
-    Form(f): Form<DecisionForm>,
-) -> Result<Response, ApiError> {
-    decide(state, signed, id, q.tenant, f, Asked::Reject).await
-}
-
-pub async fn resolve(
-    State(state): State<AppState>,
-    signed: Signed,
-    Path(id): Path<String>,
-    Query(q): Query<TenantQuery>,
-    Form(f): Form<DecisionForm>,
-) -> Result<Response, ApiError> {
-    decide(state, signed, id, q.tenant, f, Asked::Resolve).await
-}
-
-pub async fn dispute(
-    State(state): State<AppState>,
-    signed: Signed,
-    Path(id): Path<String>,
-    Query(q): Query<TenantQuery>,
-    Form(f): Form<DecisionForm>,
-) -> Result<Response, ApiError> {
-    decide(state, signed, id, q.tenant, f, Asked::Dispute).await
+/// The POST route of the form that asks for `asked`; the four forms differ in nothing
+/// else.
+pub fn route(asked: Asked) -> MethodRouter<AppState> {
+    post(
+        move |State(state): State<AppState>,
+              signed: Signed,
+              Path(id): Path<String>,
+              Query(q): Query<TenantQuery>,
+              Form(f): Form<DecisionForm>| {
+            decide(state, signed, id, q.tenant, f, asked)
+        },
+    )
 }
