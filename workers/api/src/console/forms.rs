@@ -9,7 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{post, MethodRouter};
-use axum::Form;
+use axum::{Form, Router};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use fleet_core::authz::{Denial, SignIn};
@@ -108,7 +108,7 @@ async fn passkey_offer(
 
 /// The decision a form asks for.
 #[derive(Debug, Clone, Copy)]
-pub enum Asked {
+enum Asked {
     Approve,
     Reject,
     Resolve,
@@ -116,6 +116,22 @@ pub enum Asked {
 }
 
 impl Asked {
+    const ALL: [Asked; 4] = [
+        Asked::Approve,
+        Asked::Reject,
+        Asked::Resolve,
+        Asked::Dispute,
+    ];
+
+    fn path(self) -> &'static str {
+        match self {
+            Asked::Approve => "/console/operations/{id}/approve",
+            Asked::Reject => "/console/operations/{id}/reject",
+            Asked::Resolve => "/console/operations/{id}/resolve",
+            Asked::Dispute => "/console/operations/{id}/dispute",
+        }
+    }
+
     fn done(&self) -> &'static str {
         match self {
             Asked::Approve => "approved",
@@ -291,9 +307,16 @@ async fn decide(
     })
 }
 
+/// The decision forms' routes, `POST /console/operations/{id}/<decision>`.
+pub fn routes() -> Router<AppState> {
+    Asked::ALL.into_iter().fold(Router::new(), |r, asked| {
+        r.route(asked.path(), route(asked))
+    })
+}
+
 /// The POST route of the form that asks for `asked`; the four forms differ in nothing
 /// else.
-pub fn route(asked: Asked) -> MethodRouter<AppState> {
+fn route(asked: Asked) -> MethodRouter<AppState> {
     post(
         move |State(state): State<AppState>,
               signed: Signed,

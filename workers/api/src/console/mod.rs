@@ -41,7 +41,6 @@ pub use settings::ConsoleSettings;
 pub use setup::{AccessClaims, Console};
 
 use crate::state::AppState;
-use forms::Asked;
 
 /// Scripts, styles and images from the console only (no inline script, no other origin),
 /// requests and forms to the console only, never framed.
@@ -104,22 +103,7 @@ pub fn router(state: AppState) -> Router {
         .route("/console/operations", get(pages::operations))
         .route("/console/operations/{id}", get(pages::operation))
         .route("/console/queue", get(pages::queue))
-        .route(
-            "/console/operations/{id}/approve",
-            forms::route(Asked::Approve),
-        )
-        .route(
-            "/console/operations/{id}/reject",
-            forms::route(Asked::Reject),
-        )
-        .route(
-            "/console/operations/{id}/resolve",
-            forms::route(Asked::Resolve),
-        )
-        .route(
-            "/console/operations/{id}/dispute",
-            forms::route(Asked::Dispute),
-        )
+        .merge(forms::routes())
         .route("/console/login", get(sign_in::login_page))
         .route("/console/login/start", get(sign_in::start))
         .route("/console/auth/callback", get(sign_in::callback))
