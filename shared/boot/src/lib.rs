@@ -1,13 +1,19 @@
 //! The start-up and drain sequence every worker binary shares, so that each `main.rs`
 //! stays a few lines: telemetry, metrics, the Postgres pool, the broker settings, the
-//! admin server with its readiness checks, and the shutdown signal.
+//! admin server with its readiness checks, and the shutdown signal; and what several
+//! workers build from their settings on top of it ([`providers`]).
 
+mod providers;
+
+pub use providers::intake_rules;
+
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use fleet_broker::{BrokerConfig, BrokerHealth};
+use fleet_broker::{BrokerConfig, BrokerHealth, Publisher};
 use fleet_runtime::{
     init_tracing, install_metrics, serve_admin, shutdown_token, CommonArgs, Readiness,
 };
@@ -85,6 +91,24 @@ pub fn broker_config(common: &CommonArgs) -> BrokerConfig {
 }
 
 impl<R> Boot<R> {
+    /// A publisher whose connection the `broker` readiness check follows.
+    pub async fn publisher(&self) -> anyhow::Result<Publisher> {
+        Ok(Publisher::connect_with_health(&self.broker, &self.broker_health).await?)
+    }
+
+    /// Runs the worker's `run` with the shutdown signal, then [`finish`](Self::finish)es.
+    /// A `run` that fails returns its error at once, as `main` returning it ends the
+    /// process.
+    pub async fn serve<F, E>(self, run: impl FnOnce(CancellationToken) -> F) -> anyhow::Result<()>
+    where
+        F: Future<Output = Result<(), E>>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        run(self.shutdown.clone()).await?;
+        self.finish().await;
+        Ok(())
+    }
+
     /// Stops the admin server once the worker's `run` has drained.
     pub async fn finish(self) {
         self.shutdown.cancel();

@@ -1,7 +1,7 @@
 //! Plumbing every fleet binary shares: settings (clap + env), logging, the Prometheus
 //! recorder and metric names, the admin server (`/metrics`, `/livez`, `/readyz`),
 //! readiness checks, the bounded HTTP server of the doors that face clients, the shutdown
-//! signal, and redaction of secrets.
+//! signal, redaction of secrets, and the crash tests' pause points.
 //!
 //! A worker's `main` is: parse settings, [`init_tracing`], [`install_metrics`], bind the
 //! admin listener and spawn [`serve_admin`], take [`shutdown_token`], then call its
@@ -14,6 +14,7 @@ mod log_escape;
 pub mod metric_names;
 pub mod metrics;
 pub mod pacing;
+pub mod pause;
 pub mod policies;
 mod process;
 pub mod readiness;

@@ -354,6 +354,23 @@ pub fn undocumented_arguments(cmd: &clap::Command) -> Vec<String> {
     out
 }
 
+/// Asserts that `--help` describes every argument and subcommand of `C`.
+pub fn assert_every_argument_documented<C: clap::CommandFactory>() {
+    assert_eq!(undocumented_arguments(&C::command()), Vec::<String>::new());
+}
+
+/// The unit test each binary carries for its parser `$cli`: `--help` describes every
+/// argument and subcommand.
+#[macro_export]
+macro_rules! test_every_argument_has_help_text {
+    ($cli:ty) => {
+        #[test]
+        fn every_argument_has_help_text() {
+            $crate::settings::assert_every_argument_documented::<$cli>();
+        }
+    };
+}
+
 fn collect_undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
     for arg in cmd.get_arguments() {
         let builtin = matches!(arg.get_id().as_str(), "help" | "version");

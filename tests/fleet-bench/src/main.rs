@@ -31,11 +31,5 @@ mod tests {
         assert!(!help.to_lowercase().contains("issue"), "{help}");
     }
 
-    #[test]
-    fn every_argument_has_help_text() {
-        assert_eq!(
-            fleet_runtime::undocumented_arguments(&super::Cli::command()),
-            Vec::<String>::new()
-        );
-    }
+    fleet_runtime::test_every_argument_has_help_text!(super::Cli);
 }

@@ -16,6 +16,10 @@ use crate::error::ApiError;
 use crate::json_body::JsonBody;
 use crate::problem::Problem;
 use crate::query_params::Params;
+use crate::route_responses::{
+    BodyTooLarge, NoSuchOperation, NotJson, NothingDecided, NothingDecidedSendAgain, RateLimited,
+    Unauthenticated, UnknownQueryParameter,
+};
 use crate::signed_approval::SignatureOffer;
 use crate::state::AppState;
 use crate::view_schemas::OperationView;
@@ -85,12 +89,18 @@ pub struct TenantQuery {
     tenant: Option<String>,
 }
 
-fn tenant(q: Result<Params<TenantQuery>, ApiError>) -> Result<Option<String>, ApiError> {
-    q.map(|Params(q)| q.tenant)
-}
-
-fn body<T>(b: Result<JsonBody<T>, ApiError>) -> Result<T, ApiError> {
-    b.map(|JsonBody(b)| b)
+/// What every decision route reads first, refusing in this order: whether the caller's
+/// role may take `action` at all, then the query's tenant, then the body.
+fn asked<T>(
+    caller: &Caller,
+    action: ApiAction,
+    q: Result<Params<TenantQuery>, ApiError>,
+    b: Result<JsonBody<T>, ApiError>,
+) -> Result<(Option<String>, T), ApiError> {
+    caller.may(action)?;
+    let Params(q) = q?;
+    let JsonBody(b) = b?;
+    Ok((q.tenant, b))
 }
 
 /// Approve an operation.
@@ -112,15 +122,15 @@ fn body<T>(b: Result<JsonBody<T>, ApiError>) -> Result<T, ApiError> {
     responses(
         (status = 200, description = "Approval recorded, or this principal approved this same hash before: the operation's view, with the quorum's progress.", body = OperationView),
         (status = 400, description = "`invalid_query`: an unknown query parameter (`field` names it); `signature_invalid`: the signature does not count; `field` is `key_id` (unknown, not the caller's, removed, or registered too recently), `expires_at` (malformed, past, or more than 24 hours ahead) or `signature` (malformed, or not over this operation's statement). Nothing was recorded.", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        Unauthenticated,
         (status = 403, description = "`role_not_allowed` (only approvers approve) or `submitter_cannot_approve` (the caller submitted it).", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such operation among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
+        NoSuchOperation,
         (status = 409, description = "`hash_mismatch` (not the stored snapshot's hash: also when the operation is approved, and also when the caller approved the right hash before), `approval_expired` (the window closed before the quorum), `not_pending` (rejected, cancelled, or approved by others and no longer waiting to run), or `signature_required` (the operation's policy asks for signed approvals and none was given); `operation_id_ambiguous`: two of the caller's tenants hold this id, name one with `tenant`. Nothing was recorded.", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`oversized`: a body larger than 64 KiB.", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        BodyTooLarge,
+        NotJson,
         (status = 422, description = "`malformed`: not a JSON object with `payload_hash`.", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = Problem, content_type = "application/problem+json"),
+        RateLimited,
+        NothingDecidedSendAgain,
     ),
     security(("bearer" = []))
 )]
@@ -131,10 +141,8 @@ pub async fn approve_operation(
     q: Result<Params<TenantQuery>, ApiError>,
     b: Result<JsonBody<ApproveBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.may(ApiAction::Approve)?;
-    let tenant = tenant(q)?;
+    let (tenant, b) = asked(&caller, ApiAction::Approve, q, b)?;
     let at = Addressed::new(&id, tenant.as_deref());
-    let b = body(b)?;
     let who = caller.0.actor();
     let offer = SignatureOffer {
         key_id: b.key_id.as_deref(),
@@ -162,16 +170,16 @@ pub async fn approve_operation(
     request_body(content = RejectBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Rejected (or rejected before): the operation's view.", body = OperationView),
-        (status = 400, description = "`invalid_query`: an unknown query parameter (`field` names it).", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        UnknownQueryParameter,
+        Unauthenticated,
         (status = 403, description = "`role_not_allowed`: only approvers reject.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such operation among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
+        NoSuchOperation,
         (status = 409, description = "`already_started`: execution began or the operation ended (cancelled otherwise than by a rejection included); `operation_id_ambiguous`: name the tenant.", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`oversized`: a body larger than 64 KiB.", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        BodyTooLarge,
+        NotJson,
         (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason` (blank or too long).", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Postgres did not answer; nothing was decided.", body = Problem, content_type = "application/problem+json"),
+        RateLimited,
+        NothingDecided,
     ),
     security(("bearer" = []))
 )]
@@ -182,10 +190,8 @@ pub async fn reject_operation(
     q: Result<Params<TenantQuery>, ApiError>,
     b: Result<JsonBody<RejectBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.may(ApiAction::Reject)?;
-    let tenant = tenant(q)?;
+    let (tenant, b) = asked(&caller, ApiAction::Reject, q, b)?;
     let at = Addressed::new(&id, tenant.as_deref());
-    let b = body(b)?;
     let who = caller.0.actor();
     Ok(Json(
         state
@@ -210,16 +216,16 @@ pub async fn reject_operation(
     request_body(content = ResolveBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Resolved: the operation's view.", body = OperationView),
-        (status = 400, description = "`invalid_query`: an unknown query parameter (`field` names it).", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        UnknownQueryParameter,
+        Unauthenticated,
         (status = 403, description = "`role_not_allowed`: only operators resolve.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such operation among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
+        NoSuchOperation,
         (status = 409, description = "`not_allowed_in_status` (e.g. resolving a payment not yet sent, or a failed one as succeeded), or `changed_meanwhile` (look again); `operation_id_ambiguous`: name the tenant.", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`oversized`: a body larger than 64 KiB.", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        BodyTooLarge,
+        NotJson,
         (status = 422, description = "`malformed`, or `invalid_field` with `field` `outcome`, `evidence` or `external_id` (required to resolve as succeeded when none is recorded).", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Postgres did not answer; nothing was decided.", body = Problem, content_type = "application/problem+json"),
+        RateLimited,
+        NothingDecided,
     ),
     security(("bearer" = []))
 )]
@@ -230,10 +236,8 @@ pub async fn resolve_operation(
     q: Result<Params<TenantQuery>, ApiError>,
     b: Result<JsonBody<ResolveBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.may(ApiAction::Resolve)?;
-    let tenant = tenant(q)?;
+    let (tenant, b) = asked(&caller, ApiAction::Resolve, q, b)?;
     let at = Addressed::new(&id, tenant.as_deref());
-    let b = body(b)?;
     let outcome = Resolution::parse(&b.outcome).ok_or(ApiError::Invalid {
         code: "invalid_field",
         field: Some("outcome".to_owned()),
@@ -266,16 +270,16 @@ pub async fn resolve_operation(
     request_body(content = DisputeBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Disputed: the operation's view.", body = OperationView),
-        (status = 400, description = "`invalid_query`: an unknown query parameter (`field` names it).", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        UnknownQueryParameter,
+        Unauthenticated,
         (status = 403, description = "`role_not_allowed`: only operators dispute.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such operation among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
+        NoSuchOperation,
         (status = 409, description = "`not_allowed_in_status` (the operation is final), or `changed_meanwhile`; `operation_id_ambiguous`: name the tenant.", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`oversized`: a body larger than 64 KiB.", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        BodyTooLarge,
+        NotJson,
         (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason`.", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Postgres did not answer; nothing was decided.", body = Problem, content_type = "application/problem+json"),
+        RateLimited,
+        NothingDecided,
     ),
     security(("bearer" = []))
 )]
@@ -286,10 +290,8 @@ pub async fn dispute_operation(
     q: Result<Params<TenantQuery>, ApiError>,
     b: Result<JsonBody<DisputeBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.may(ApiAction::Dispute)?;
-    let tenant = tenant(q)?;
+    let (tenant, b) = asked(&caller, ApiAction::Dispute, q, b)?;
     let at = Addressed::new(&id, tenant.as_deref());
-    let b = body(b)?;
     let who = caller.0.actor();
     Ok(Json(
         state

@@ -10,7 +10,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use fleet_core::intent::MAX_INTENT_BYTES;
-use fleet_core::{authz, supersede, ApiAction, OpRef};
+use fleet_core::{authz, supersede, ApiAction, OpRef, ValidIntent};
 use fleet_intake::intake::{self, WriteError, Written};
 use fleet_intake::{Intake, Refusal};
 use serde_json::Value;
@@ -20,6 +20,7 @@ use crate::error::ApiError;
 use crate::json_body::require_json;
 use crate::openapi::IntentV1;
 use crate::problem::Problem;
+use crate::route_responses::{NotJson, NothingDecidedSendAgain, RateLimited, Unauthenticated};
 use crate::state::AppState;
 use crate::view_schemas::OperationView;
 
@@ -44,15 +45,15 @@ const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
          headers(("Location" = String, description = "/v1/operations/{operation_id}"))),
         (status = 200, description = "The same intent was stored before; its current view.", body = OperationView,
          headers(("Location" = String, description = "/v1/operations/{operation_id}"))),
-        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        Unauthenticated,
         (status = 403, description = "`role_not_allowed` (only agents submit), `tenant_not_granted`, or `supersedes_forbidden` (`supersedes` names an operation of the tenant that another principal submitted, or that came through the queue: only its submitter replaces it); nothing is written.", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "`body_timeout`: the body did not arrive within 10 s.", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`operation_id_conflict`: the id names another snapshot.", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`oversized`: more than 64 KiB.", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`: the body is not sent as `application/json`.", body = Problem, content_type = "application/problem+json"),
+        NotJson,
         (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `payee_unknown`, `object_of_other_tenant` (it names an object the fleet made or changed for another tenant), `object_unknown`, `supersedes_unknown_operation` (also for another tenant's operation), `supersedes_executed`, …) and `field` the offending field.", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Postgres did not answer; nothing was decided. Send the same request again.", body = Problem, content_type = "application/problem+json"),
+        RateLimited,
+        NothingDecidedSendAgain,
     ),
     security(("bearer" = []))
 )]
@@ -112,17 +113,7 @@ pub async fn accept(
     let checked = match written {
         Ok(checked) => checked,
         // A resend of a stored snapshot: answered as one, whatever the world says now.
-        Err(intent) => {
-            let view = state
-                .store
-                .operation_view(OpRef::new(
-                    &intent.snapshot.tenant_id,
-                    intent.operation_id.as_str(),
-                ))
-                .await?
-                .ok_or(ApiError::Unavailable)?;
-            return Ok((false, view));
-        }
+        Err(intent) => return Ok((false, view_of(state, &intent).await?)),
     };
     let intent = &checked.intent;
     let created = match intake::write(&state.store, &checked, Some(&caller.0.name)).await {
@@ -136,15 +127,20 @@ pub async fn accept(
         Err(WriteError::Refused(r)) => return Err(invalid(r)),
         Err(WriteError::Store(e)) => return Err(e.into()),
     };
-    let view = state
+    Ok((created, view_of(state, intent).await?))
+}
+
+/// The view of the operation `intent` was stored as; it was just written, so missing
+/// means Postgres is not answering as it should.
+async fn view_of(state: &AppState, intent: &ValidIntent) -> Result<Value, ApiError> {
+    state
         .store
         .operation_view(OpRef::new(
             &intent.snapshot.tenant_id,
             intent.operation_id.as_str(),
         ))
         .await?
-        .ok_or(ApiError::Unavailable)?;
-    Ok((created, view))
+        .ok_or(ApiError::Unavailable)
 }
 
 /// The intake's refusal, as the API answers it (422 with the dead-letter reason).

@@ -42,6 +42,7 @@ pub mod query_params;
 pub mod rate_limit;
 pub mod request_id;
 pub mod request_slots;
+pub mod route_responses;
 pub mod schemas;
 mod series;
 pub mod settings;

@@ -1,15 +1,10 @@
 //! fleet-api: the HTTP API for agents and approvers (`API_ADDR`), with /metrics, /livez
 //! and /readyz on `ADMIN_ADDR`.
 
-use std::sync::Arc;
-
 use anyhow::Context;
 use clap::Parser;
 use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::{ApiDeps, ApiSettings};
-use fleet_broker::Publisher;
-use fleet_intake::{IntakeRules, PayeeDirectory};
-use fleet_providers::ProviderConfigs;
 use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PolicyArgs, ProviderArgs};
 
 #[derive(Parser)]
@@ -49,11 +44,8 @@ async fn main() -> anyhow::Result<()> {
     let boot =
         fleet_boot::start::<fleet_store::component::Api>("api", &cli.common, admin_addrs::API)
             .await?;
-    let policies = Arc::new(cli.policies.load()?);
-    let publisher = Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?;
-    let configs = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?;
-    let providers = configs.capabilities();
-    let payees = PayeeDirectory::new(Arc::new(configs.connect()?));
+    let intake = fleet_boot::intake_rules(&cli.providers, &cli.policies)?;
+    let publisher = boot.publisher().await?;
     let listener = tokio::net::TcpListener::bind(cli.api.api_addr)
         .await
         .with_context(|| format!("binding the API address {}", cli.api.api_addr))?;
@@ -70,29 +62,13 @@ async fn main() -> anyhow::Result<()> {
     let deps = ApiDeps {
         store: boot.store.clone(),
         publisher,
-        intake: IntakeRules {
-            providers,
-            policies,
-            payees,
-        },
+        intake,
         settings: cli.api,
         listener,
         console,
     };
-    fleet_api::run(deps, boot.shutdown.clone()).await?;
-    boot.finish().await;
-    Ok(())
+    boot.serve(|shutdown| fleet_api::run(deps, shutdown)).await
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn every_argument_has_help_text() {
-        assert_eq!(
-            fleet_runtime::undocumented_arguments(&super::Cli::command()),
-            Vec::<String>::new()
-        );
-    }
-}
+fleet_runtime::test_every_argument_has_help_text!(Cli);

@@ -19,6 +19,7 @@ use crate::error::ApiError;
 use crate::problem::Problem;
 use crate::query_params::Params;
 use crate::request_slots::HeldSlot;
+use crate::route_responses::{PostgresSilent, RateLimited, Unauthenticated};
 use crate::state::AppState;
 use crate::view_schemas::{ApprovalStatusName, OperationPage, OperationView, StatusName};
 
@@ -83,11 +84,11 @@ fn query<T>(q: Result<Params<T>, ApiError>) -> Result<T, ApiError> {
     responses(
         (status = 200, description = "The operation: when waiting, once the wait is over or, at the timeout, as it is then.", body = OperationView),
         (status = 400, description = "`invalid_query`: an unknown parameter, `wait_for` not `decision` or `final`, `timeout_s` above 60.", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
+        Unauthenticated,
         (status = 404, description = "No such operation among the caller's tenants (or in the `tenant` named).", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`operation_id_ambiguous`: two of the caller's tenants hold this id; name one with `tenant`.", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "`too_many_waiters`: the caller's principal or tenant holds its share of this process's wait slots, or every slot is taken; `rate_limited`: the principal's request rate is spent. Retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Postgres did not answer.", body = Problem, content_type = "application/problem+json"),
+        PostgresSilent,
     ),
     security(("bearer" = []))
 )]
@@ -200,9 +201,9 @@ pub async fn read_view(
     responses(
         (status = 200, description = "One page.", body = OperationPage),
         (status = 400, description = "`invalid_query`: an unknown parameter or status, `limit` outside 1..100, a cursor this API did not hand out.", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked token.", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limited`: the principal's request rate is spent; retry after `Retry-After`.", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Postgres did not answer.", body = Problem, content_type = "application/problem+json"),
+        Unauthenticated,
+        RateLimited,
+        PostgresSilent,
     ),
     security(("bearer" = []))
 )]

@@ -1,13 +1,8 @@
 //! fleet-execute: consumes `operations.execute`.
 
-use std::sync::Arc;
-
 use clap::{CommandFactory, FromArgMatches, Parser};
-use fleet_broker::Publisher;
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
-use fleet_providers::ProviderConfigs;
 use fleet_runtime::{admin_addrs, CommonArgs, ProviderArgs, ProviderRateArgs};
-use fleet_store::ProviderSchedule;
 
 #[derive(Parser)]
 #[command(
@@ -56,31 +51,18 @@ async fn main() -> anyhow::Result<()> {
         store: boot.store.clone(),
         broker: boot.broker.clone(),
         health: boot.broker_health.clone(),
-        publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
-        providers: Arc::new(
-            ProviderConfigs::from_args(&cli.providers)
-                .map_err(anyhow::Error::msg)?
-                .connect_paced(ProviderSchedule::pacers(&boot.store, &cli.rates.rates()))?,
-        ),
+        publisher: boot.publisher().await?,
+        providers: boot.paced_providers(&cli.providers, &cli.rates)?,
         settings: cli.execute,
         concurrency: cli.common.concurrency,
     };
-    fleet_execute::run(deps, boot.shutdown.clone()).await?;
-    boot.finish().await;
-    Ok(())
+    boot.serve(|shutdown| fleet_execute::run(deps, shutdown))
+        .await
 }
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn every_argument_has_help_text() {
-        assert_eq!(
-            fleet_runtime::undocumented_arguments(&super::Cli::command()),
-            Vec::<String>::new()
-        );
-    }
+    fleet_runtime::test_every_argument_has_help_text!(super::Cli);
 
     #[test]
     fn execute_runs_more_handlers_at_once_than_the_shared_default_unless_told_otherwise() {

@@ -17,6 +17,16 @@ use serde_json::json;
 
 #[derive(Args, Debug)]
 pub struct BrokerSetupArgs {
+    #[command(flatten)]
+    pub management: ManagementArgs,
+    #[command(flatten)]
+    pub passwords: RolePasswords,
+}
+
+/// Where fleetctl makes broker users, and how it names them: `broker setup` one per
+/// component, `principal add --broker` one per agent principal.
+#[derive(Args, Debug)]
+pub struct ManagementArgs {
     /// The RabbitMQ management API (plugin `rabbitmq_management`). The admin user and the
     /// vhost are those of AMQP_URL.
     #[arg(
@@ -25,11 +35,10 @@ pub struct BrokerSetupArgs {
         default_value = "http://127.0.0.1:15672"
     )]
     pub management_url: String,
-    /// Every user is named `<prefix><role>`: fleet-agent, fleet-prepare, …
+    /// Every broker user's name starts with this: a component's is `<prefix><role>`
+    /// (fleet-agent, fleet-prepare, …), an agent principal's `<prefix>agent.<name>`.
     #[arg(long, env = "BROKER_USER_PREFIX", default_value = "fleet-")]
     pub user_prefix: String,
-    #[command(flatten)]
-    pub passwords: RolePasswords,
 }
 
 /// One password per component's user (never printed).
@@ -104,13 +113,13 @@ pub enum SetupError {
 
 /// The users `args` describe, every role's password required.
 pub fn users(args: &BrokerSetupArgs) -> Result<Vec<BrokerUser>, SetupError> {
-    if args.user_prefix.is_empty()
-        || !args
-            .user_prefix
+    let prefix = &args.management.user_prefix;
+    if prefix.is_empty()
+        || !prefix
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
     {
-        return Err(SetupError::BadPrefix(args.user_prefix.clone()));
+        return Err(SetupError::BadPrefix(prefix.clone()));
     }
     Role::ALL
         .into_iter()
@@ -120,7 +129,7 @@ pub fn users(args: &BrokerSetupArgs) -> Result<Vec<BrokerUser>, SetupError> {
             })?;
             Ok(BrokerUser {
                 role,
-                name: format!("{}{}", args.user_prefix, role.name()),
+                name: format!("{prefix}{}", role.name()),
                 password: password.clone(),
             })
         })
@@ -149,7 +158,7 @@ pub async fn setup(
 /// Runs the command and prints what each user may do (never a password).
 pub async fn run(broker: &BrokerConfig, args: &BrokerSetupArgs) -> anyhow::Result<()> {
     let users = users(args)?;
-    for (name, p) in setup(broker, &args.management_url, &users).await? {
+    for (name, p) in setup(broker, &args.management.management_url, &users).await? {
         println!(
             "{name}: configure {} write {} read {}",
             p.configure, p.write, p.read

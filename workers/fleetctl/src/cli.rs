@@ -246,13 +246,7 @@ mod tests {
     use crate::args::Format;
     use clap::CommandFactory;
 
-    #[test]
-    fn every_command_and_argument_has_help_text() {
-        assert_eq!(
-            fleet_runtime::undocumented_arguments(&Cli::command()),
-            Vec::<String>::new()
-        );
-    }
+    fleet_runtime::test_every_argument_has_help_text!(Cli);
 
     #[test]
     fn status_lists_its_values_and_refuses_others() {

@@ -13,7 +13,7 @@ use fleet_core::Role;
 use fleet_runtime::Secret;
 use fleet_store::{BrokerUserSet, Store};
 
-use crate::broker_setup::ManagementApi;
+use crate::broker_setup::{ManagementApi, ManagementArgs};
 
 #[derive(Args, Debug)]
 pub struct BrokerUserArgs {
@@ -22,16 +22,8 @@ pub struct BrokerUserArgs {
     /// after granting tenants. Needs AMQP_URL to be the broker's admin.
     #[arg(long)]
     pub broker: bool,
-    /// The RabbitMQ management API (plugin `rabbitmq_management`).
-    #[arg(
-        long,
-        env = "RABBITMQ_MANAGEMENT_URL",
-        default_value = "http://127.0.0.1:15672"
-    )]
-    pub management_url: String,
-    /// Broker user names start with this (as `fleetctl broker setup`'s).
-    #[arg(long, env = "BROKER_USER_PREFIX", default_value = "fleet-")]
-    pub user_prefix: String,
+    #[command(flatten)]
+    pub management: ManagementArgs,
     /// The broker user's password; without it a new user gets a random one, printed once,
     /// and an existing user keeps its own.
     #[arg(long, env = "BROKER_PRINCIPAL_PASSWORD", hide_env_values = true)]
@@ -57,7 +49,7 @@ pub async fn give(
         role == Role::Agent,
         "refused: only agents publish intents; {principal} is a {role}"
     );
-    let user = broker_user_name(&args.user_prefix, principal);
+    let user = broker_user_name(&args.management.user_prefix, principal);
     match store.set_broker_user(principal, &user).await? {
         BrokerUserSet::Set => {}
         BrokerUserSet::NoPrincipal => anyhow::bail!("no live principal is named {principal}"),
@@ -65,7 +57,7 @@ pub async fn give(
             anyhow::bail!("refused: {by} already speaks as broker user {user}")
         }
     }
-    let api = ManagementApi::new(broker, &args.management_url)?;
+    let api = ManagementApi::new(broker, &args.management.management_url)?;
     let new_password = match (&args.broker_password, api.user_exists(&user).await?) {
         (Some(given), _) => {
             api.put_user(&user, given.expose()).await?;

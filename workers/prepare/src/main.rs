@@ -1,10 +1,7 @@
 //! fleet-prepare: consumes `intents.prepare`.
 
 use clap::Parser;
-use std::sync::Arc;
-
-use fleet_prepare::{AnonymousIntents, IntakeRules, PayeeDirectory};
-use fleet_providers::ProviderConfigs;
+use fleet_prepare::AnonymousIntents;
 use fleet_runtime::{admin_addrs, CommonArgs, PolicyArgs, ProviderArgs};
 
 #[derive(Parser)]
@@ -43,36 +40,17 @@ async fn main() -> anyhow::Result<()> {
         admin_addrs::PREPARE,
     )
     .await?;
-    let policies = Arc::new(cli.policies.load()?);
-    let configs = ProviderConfigs::from_args(&cli.providers).map_err(anyhow::Error::msg)?;
-    let providers = configs.capabilities();
-    let payees = PayeeDirectory::new(Arc::new(configs.connect()?));
     let deps = fleet_prepare::PrepareDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),
         health: boot.broker_health.clone(),
-        rules: IntakeRules {
-            providers,
-            policies,
-            payees,
-        },
+        rules: fleet_boot::intake_rules(&cli.providers, &cli.policies)?,
         anonymous: cli.anonymous_intents,
         concurrency: cli.common.concurrency,
     };
-    fleet_prepare::run(deps, boot.shutdown.clone()).await?;
-    boot.finish().await;
-    Ok(())
+    boot.serve(|shutdown| fleet_prepare::run(deps, shutdown))
+        .await
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn every_argument_has_help_text() {
-        assert_eq!(
-            fleet_runtime::undocumented_arguments(&super::Cli::command()),
-            Vec::<String>::new()
-        );
-    }
-}
+fleet_runtime::test_every_argument_has_help_text!(Cli);

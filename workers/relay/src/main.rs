@@ -1,7 +1,6 @@
 //! fleet-relay: publishes the outcome outbox to the `fleet.events` exchange.
 
 use clap::Parser;
-use fleet_broker::Publisher;
 use fleet_relay::{RelayDeps, RelaySettings};
 use fleet_runtime::{admin_addrs, CommonArgs};
 
@@ -29,7 +28,7 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     let deps = RelayDeps {
         store: boot.store.clone(),
-        publisher: Publisher::connect_with_health(&boot.broker, &boot.broker_health).await?,
+        publisher: boot.publisher().await?,
         namespace: boot.broker.namespace.clone(),
         settings: cli.relay,
     };
@@ -39,14 +38,4 @@ async fn main() -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn every_argument_has_help_text() {
-        assert_eq!(
-            fleet_runtime::undocumented_arguments(&super::Cli::command()),
-            Vec::<String>::new()
-        );
-    }
-}
+fleet_runtime::test_every_argument_has_help_text!(Cli);

@@ -50,20 +50,9 @@ async fn main() -> anyhow::Result<()> {
         listener,
         concurrency: cli.common.concurrency,
     };
-    fleet_webhook_ingest::run(deps, boot.shutdown.clone()).await?;
-    boot.finish().await;
-    Ok(())
+    boot.serve(|shutdown| fleet_webhook_ingest::run(deps, shutdown))
+        .await
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn every_argument_has_help_text() {
-        assert_eq!(
-            fleet_runtime::undocumented_arguments(&super::Cli::command()),
-            Vec::<String>::new()
-        );
-    }
-}
+fleet_runtime::test_every_argument_has_help_text!(Cli);

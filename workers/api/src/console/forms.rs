@@ -8,7 +8,8 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
+use axum::routing::{post, MethodRouter};
+use axum::{Form, Router};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use fleet_core::authz::{Denial, SignIn};
@@ -105,6 +106,8 @@ async fn passkey_offer(
     Ok((key_id, signature))
 }
 
+/// The decision a form asks for.
+#[derive(Debug, Clone, Copy)]
 enum Asked {
     Approve,
     Reject,
@@ -113,6 +116,22 @@ enum Asked {
 }
 
 impl Asked {
+    const ALL: [Asked; 4] = [
+        Asked::Approve,
+        Asked::Reject,
+        Asked::Resolve,
+        Asked::Dispute,
+    ];
+
+    fn path(self) -> &'static str {
+        match self {
+            Asked::Approve => "/console/operations/{id}/approve",
+            Asked::Reject => "/console/operations/{id}/reject",
+            Asked::Resolve => "/console/operations/{id}/resolve",
+            Asked::Dispute => "/console/operations/{id}/dispute",
+        }
+    }
+
     fn done(&self) -> &'static str {
         match self {
             Asked::Approve => "approved",
@@ -288,42 +307,23 @@ async fn decide(
     })
 }
 
-pub async fn approve(
-    State(state): State<AppState>,
-    signed: Signed,
-    Path(id): Path<String>,
-    Query(q): Query<TenantQuery>,
-    Form(f): Form<DecisionForm>,
-) -> Result<Response, ApiError> {
-    decide(state, signed, id, q.tenant, f, Asked::Approve).await
+/// The decision forms' routes, `POST /console/operations/{id}/<decision>`.
+pub fn routes() -> Router<AppState> {
+    Asked::ALL.into_iter().fold(Router::new(), |r, asked| {
+        r.route(asked.path(), route(asked))
+    })
 }
 
-pub async fn reject(
-    State(state): State<AppState>,
-    signed: Signed,
-    Path(id): Path<String>,
-    Query(q): Query<TenantQuery>,
-    Form(f): Form<DecisionForm>,
-) -> Result<Response, ApiError> {
-    decide(state, signed, id, q.tenant, f, Asked::Reject).await
-}
-
-pub async fn resolve(
-    State(state): State<AppState>,
-    signed: Signed,
-    Path(id): Path<String>,
-    Query(q): Query<TenantQuery>,
-    Form(f): Form<DecisionForm>,
-) -> Result<Response, ApiError> {
-    decide(state, signed, id, q.tenant, f, Asked::Resolve).await
-}
-
-pub async fn dispute(
-    State(state): State<AppState>,
-    signed: Signed,
-    Path(id): Path<String>,
-    Query(q): Query<TenantQuery>,
-    Form(f): Form<DecisionForm>,
-) -> Result<Response, ApiError> {
-    decide(state, signed, id, q.tenant, f, Asked::Dispute).await
+/// The POST route of the form that asks for `asked`; the four forms differ in nothing
+/// else.
+fn route(asked: Asked) -> MethodRouter<AppState> {
+    post(
+        move |State(state): State<AppState>,
+              signed: Signed,
+              Path(id): Path<String>,
+              Query(q): Query<TenantQuery>,
+              Form(f): Form<DecisionForm>| {
+            decide(state, signed, id, q.tenant, f, asked)
+        },
+    )
 }
