@@ -21,13 +21,7 @@ const TENANT: &str = "org_482";
 const OTHER_TENANT: &str = "org_483";
 
 async fn get(fleet: &TestFleet, api: &ApiProcess, token: &str, path: &str) -> reqwest::Response {
-    fleet
-        .http
-        .get(api.url(path))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
+    api.get_response(&fleet.http, token, path).await
 }
 
 async fn submit(fleet: &TestFleet, api: &ApiProcess, token: &str, i: &Value) -> StatusCode {
