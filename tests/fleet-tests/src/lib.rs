@@ -648,6 +648,38 @@ impl TestFleet {
             .sum()
     }
 
+    /// How many objects of `kind` (`payments`, `deals`, …) the simulator holds under the
+    /// operation's reference.
+    pub async fn sim_effects_of(&self, op: &str, kind: &str) -> Value {
+        let effects = self
+            .sim_get(&format!("/_sim/effects?reference={}", reference(op)))
+            .await;
+        effects[kind].clone()
+    }
+
+    /// Escalates the operation at `from`, with the fence `fence` read, as reconcile does
+    /// when it hands a row to a person for `reason`.
+    pub async fn escalate(
+        &self,
+        op: &str,
+        from: Status,
+        fence: i64,
+        reason: fleet_core::Reason,
+    ) -> fleet_store::TransitionOutcome {
+        let escalate = fleet_store::Transition {
+            escalate: true,
+            reason: Some(reason),
+            ..fleet_store::Transition::new(
+                at(op),
+                from,
+                fence,
+                fleet_core::Event::Escalate,
+                "reconcile",
+            )
+        };
+        self.store.transition(escalate, None).await.unwrap()
+    }
+
     /// An order the simulator holds, at `status`: its id.
     pub async fn sim_order(&self, status: &str) -> String {
         let order = self

@@ -7,7 +7,7 @@ use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_provider_sim::SimConfig;
 use fleet_providers::Capabilities;
-use fleet_tests::{at, reference};
+use fleet_tests::at;
 use fleet_tests::{
     contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent,
     op_of, refund_intent, TestFleet,
@@ -33,6 +33,28 @@ async fn paid() -> (TestFleet, String) {
     (fleet, payment["id"].as_str().unwrap().to_owned())
 }
 
+/// The deal create succeeds with a CRM deal's id, one POST and one deal in the CRM.
+async fn one_deal_created(fleet: &TestFleet, op: &str) {
+    let row = fleet.reaches(op, Status::Succeeded).await;
+    assert!(
+        row.external_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with("deal_")),
+        "{:?}",
+        row.external_id
+    );
+    assert_eq!(
+        fleet.sim_posts_to(op, "/v1/deals").await,
+        1,
+        "no second POST"
+    );
+    assert_eq!(
+        fleet.sim_effects_of(op, "deals").await,
+        json!(1),
+        "exactly one deal"
+    );
+}
+
 #[tokio::test]
 async fn a_refund_is_created_once() {
     let (mut fleet, payment) = paid().await;
@@ -45,12 +67,7 @@ async fn a_refund_is_created_once() {
         .external_id
         .as_deref()
         .is_some_and(|id| id.starts_with("re_")));
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["refunds"],
-        json!(1)
-    );
+    assert_eq!(fleet.sim_effects_of(&op, "refunds").await, json!(1));
     fleet.stop().await;
 }
 
@@ -71,12 +88,7 @@ async fn a_refund_whose_worker_crashed_after_the_provider_committed_is_one_refun
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, Status::Succeeded).await;
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["refunds"],
-        json!(1)
-    );
+    assert_eq!(fleet.sim_effects_of(&op, "refunds").await, json!(1));
     assert_eq!(fleet.sim_posts_to(&op, "/v1/refunds").await, 1);
     fleet.stop().await;
 }
@@ -99,23 +111,7 @@ async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
-    let row = fleet.reaches(&op, Status::Succeeded).await;
-    assert!(row
-        .external_id
-        .as_deref()
-        .is_some_and(|id| id.starts_with("deal_")));
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(1),
-        "exactly one deal"
-    );
-    assert_eq!(
-        fleet.sim_posts_to(&op, "/v1/deals").await,
-        1,
-        "no second POST"
-    );
+    one_deal_created(&fleet, &op).await;
     fleet.stop().await;
 }
 
@@ -139,12 +135,7 @@ async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exis
         0,
         "no POST at all"
     );
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(1)
-    );
+    assert_eq!(fleet.sim_effects_of(&op, "deals").await, json!(1));
     fleet.stop().await;
 }
 
@@ -172,12 +163,7 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
         0,
         "nothing created"
     );
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(2)
-    );
+    assert_eq!(fleet.sim_effects_of(&op, "deals").await, json!(2));
     fleet.stop().await;
 }
 
@@ -204,18 +190,7 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
     let op = fleet.submit_and_approve(&deal_create_intent()).await;
     let accepted = fleet.reaches(&op, Status::Accepted).await;
     assert_eq!(accepted.external_id, None, "queued: no id yet");
-    let row = fleet.reaches(&op, Status::Succeeded).await;
-    assert!(row
-        .external_id
-        .as_deref()
-        .is_some_and(|id| id.starts_with("deal_")));
-    assert_eq!(fleet.sim_posts_to(&op, "/v1/deals").await, 1);
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(1)
-    );
+    one_deal_created(&fleet, &op).await;
     fleet.stop().await;
 }
 
@@ -337,22 +312,7 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
     }));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let op = fleet.submit_and_approve(&deal_create_intent()).await;
-    let row = fleet.reaches(&op, Status::Succeeded).await;
-    assert!(row
-        .external_id
-        .as_deref()
-        .is_some_and(|id| id.starts_with("deal_")));
-    assert_eq!(
-        fleet.sim_posts_to(&op, "/v1/deals").await,
-        1,
-        "never a second create"
-    );
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(1)
-    );
+    one_deal_created(&fleet, &op).await;
     fleet.stop().await;
 }
 

@@ -320,18 +320,14 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         .await;
     fleet.approve(&op, &hash_of(&i)).await.unwrap();
     let row = fleet.reaches(&op, Status::Unknown).await;
-    let escalate = fleet_store::Transition {
-        escalate: true,
-        reason: Some(fleet_core::Reason::VersionMoved),
-        ..fleet_store::Transition::new(
-            at(&op),
-            fleet_core::Status::Unknown,
+    fleet
+        .escalate(
+            &op,
+            Status::Unknown,
             row.fence,
-            fleet_core::Event::Escalate,
-            "reconcile",
+            fleet_core::Reason::VersionMoved,
         )
-    };
-    fleet.store.transition(escalate, None).await.unwrap();
+        .await;
 
     let browser = Browser::start().await;
     browser.sign_in(&api.base_url, "sub-dana").await;

@@ -139,18 +139,14 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
 async fn every_worker_move_is_stale_once_escalated() {
     let (fleet, op) = unknown_operation().await;
     let row = fleet.row(&op).await;
-    let escalate = fleet_store::Transition {
-        escalate: true,
-        reason: Some(fleet_core::Reason::LookupFailedRepeatedly),
-        ..fleet_store::Transition::new(
-            at(&op),
-            fleet_core::Status::Unknown,
+    fleet
+        .escalate(
+            &op,
+            Status::Unknown,
             row.fence,
-            fleet_core::Event::Escalate,
-            "reconcile",
+            fleet_core::Reason::LookupFailedRepeatedly,
         )
-    };
-    fleet.store.transition(escalate, None).await.unwrap();
+        .await;
     // Another reconciler, working from its older read, tries to send the row back.
     for event in [
         fleet_core::Event::LookupAbsent,

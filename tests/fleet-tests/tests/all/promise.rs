@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use fleet_broker::Queue;
 use fleet_core::reconcile::ProviderContract;
-use fleet_core::{Event, Status};
+use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
-use fleet_store::{Transition, TransitionOutcome};
+use fleet_store::TransitionOutcome;
 use fleet_tests::{
-    contract, deal_create_intent, deal_update_intent, documents, event_body, eventually,
-    fast_reconcile, free_addr, hash_of, intent, SignedDelivery, TestFleet, WEBHOOK_SECRET,
+    contract, deal_create_intent, deal_update_intent, documents, eventually, fast_reconcile,
+    free_addr, hash_of, intent, TestFleet,
 };
 use serde_json::{json, Value};
 
@@ -57,9 +57,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
     }
     for op in &ops {
         assert_eq!(
-            fleet
-                .sim_get(&format!("/_sim/effects?reference={}", reference(op)))
-                .await["deals"],
+            fleet.sim_effects_of(op, "deals").await,
             json!(1),
             "exactly one deal for {op}"
         );
@@ -174,21 +172,15 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
     let mut fleet = TestFleet::start().await;
     let op = payment_waiting_for_a_second_claim(&mut fleet).await;
     let row = fleet.row(&op).await;
-    let escalate = Transition {
-        escalate: true,
-        reason: Some(fleet_core::Reason::LookupFailedRepeatedly),
-        ..Transition::new(
-            at(&op),
+    let escalated = fleet
+        .escalate(
+            &op,
             Status::NotStarted,
             row.fence,
-            Event::Escalate,
-            "reconcile",
+            fleet_core::Reason::LookupFailedRepeatedly,
         )
-    };
-    assert!(matches!(
-        fleet.store.transition(escalate, None).await.unwrap(),
-        TransitionOutcome::Moved { .. }
-    ));
+        .await;
+    assert!(matches!(escalated, TransitionOutcome::Moved { .. }));
     // The claim itself refuses it, whoever rings.
     let claim = fleet
         .store
@@ -230,26 +222,19 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
     )
     .await;
     let row = fleet.reaches(&op, Status::Unknown).await;
-    let escalate = Transition {
-        escalate: true,
-        reason: Some(fleet_core::Reason::LookupFailedRepeatedly),
-        ..Transition::new(
-            at(&op),
+    fleet
+        .escalate(
+            &op,
             Status::Unknown,
             row.fence,
-            Event::Escalate,
-            "reconcile",
+            fleet_core::Reason::LookupFailedRepeatedly,
         )
-    };
-    fleet.store.transition(escalate, None).await.unwrap();
+        .await;
     let ingest = fleet.spawn_webhook_ingest().await;
     let object = fleet.sim_payment(&op).await;
-    let delivery = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_escalated_1",
-        event_body("evt_escalated_1", "payment.succeeded", &object),
-    );
-    assert!(delivery.post(&fleet.http, &ingest.url()).await.is_success());
+    ingest
+        .deliver(&fleet.http, "evt_escalated_1", "payment.succeeded", &object)
+        .await;
     let store = fleet.store.clone();
     let note =
         eventually("the event to be recorded", || {
