@@ -436,6 +436,15 @@ impl TestFleet {
             .is_ok())
     }
 
+    /// Approves as [`TEST_APPROVER`] through the store alone: no doorbell is rung, as when
+    /// the API's publish was lost. The store's answer.
+    pub async fn approve_without_ringing(&self, op: &str, hash: &str) -> ApprovalOutcome {
+        self.store
+            .approve(at(op), hash, &TEST_APPROVER, None)
+            .await
+            .expect("approve")
+    }
+
     /// Submits `intent` to the queue and waits until prepare stored it: its operation id.
     pub async fn submitted(&self, intent: &Value) -> String {
         let op = op_of(intent);
@@ -657,13 +666,12 @@ impl TestFleet {
         effects[kind].clone()
     }
 
-    /// Escalates the operation at `from`, with the fence `fence` read, as reconcile does
-    /// when it hands a row to a person for `reason`.
+    /// Escalates the operation as reconcile does when it hands a row to a person for
+    /// `reason`: from the status and fence it `read`.
     pub async fn escalate(
         &self,
         op: &str,
-        from: Status,
-        fence: i64,
+        read: &fleet_store::OperationRow,
         reason: fleet_core::Reason,
     ) -> fleet_store::TransitionOutcome {
         let escalate = fleet_store::Transition {
@@ -671,8 +679,8 @@ impl TestFleet {
             reason: Some(reason),
             ..fleet_store::Transition::new(
                 at(op),
-                from,
-                fence,
+                read.status,
+                read.fence,
                 fleet_core::Event::Escalate,
                 "reconcile",
             )

@@ -321,12 +321,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
     fleet.approve(&op, &hash_of(&i)).await.unwrap();
     let row = fleet.reaches(&op, Status::Unknown).await;
     fleet
-        .escalate(
-            &op,
-            Status::Unknown,
-            row.fence,
-            fleet_core::Reason::VersionMoved,
-        )
+        .escalate(&op, &row, fleet_core::Reason::VersionMoved)
         .await;
 
     let browser = Browser::start().await;

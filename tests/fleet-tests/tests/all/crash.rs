@@ -225,11 +225,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     let handler = fleet_execute::ExecuteHandler::new(
         fleet.execute_deps_with(ExecuteSettings::default(), &providers),
     );
-    fleet
-        .store
-        .approve(at(&op), &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash_of(&i)).await;
     handler.resume(at(&op)).await.unwrap();
     assert_eq!(
         fleet
@@ -349,11 +345,7 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
     let i = intent();
     let op = fleet.submitted(&i).await;
     // Approved, but the doorbell is lost: approve without ringing.
-    fleet
-        .store
-        .approve(at(&op), &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash_of(&i)).await;
     fleet.spawn_execute();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, Status::Succeeded).await;

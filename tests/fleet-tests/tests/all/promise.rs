@@ -173,12 +173,7 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
     let op = payment_waiting_for_a_second_claim(&mut fleet).await;
     let row = fleet.row(&op).await;
     let escalated = fleet
-        .escalate(
-            &op,
-            Status::NotStarted,
-            row.fence,
-            fleet_core::Reason::LookupFailedRepeatedly,
-        )
+        .escalate(&op, &row, fleet_core::Reason::LookupFailedRepeatedly)
         .await;
     assert!(matches!(escalated, TransitionOutcome::Moved { .. }));
     // The claim itself refuses it, whoever rings.
@@ -211,24 +206,13 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
 
 #[tokio::test]
 async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
-    let i = intent();
-    let op = submit_and_approve_with_fault(
-        &mut fleet,
-        &i,
+    let (mut fleet, op) = payment_with_fault(
         json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
     )
     .await;
     let row = fleet.reaches(&op, Status::Unknown).await;
     fleet
-        .escalate(
-            &op,
-            Status::Unknown,
-            row.fence,
-            fleet_core::Reason::LookupFailedRepeatedly,
-        )
+        .escalate(&op, &row, fleet_core::Reason::LookupFailedRepeatedly)
         .await;
     let ingest = fleet.spawn_webhook_ingest().await;
     let object = fleet.sim_payment(&op).await;
@@ -250,6 +234,17 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
     let after = fleet.row(&op).await;
     assert_eq!(after.status, Status::Unknown, "a person decides");
     fleet.stop().await;
+}
+
+/// A fleet with prepare and execute running, and a payment submitted and approved with
+/// `fault` set at the provider: (fleet, operation id).
+async fn payment_with_fault(fault: Value) -> (TestFleet, String) {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    fleet.spawn_execute();
+    let i = intent();
+    let op = submit_and_approve_with_fault(&mut fleet, &i, fault).await;
+    (fleet, op)
 }
 
 async fn submit_and_approve_with_fault(fleet: &mut TestFleet, i: &Value, fault: Value) -> String {
@@ -324,13 +319,7 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
 
 #[tokio::test]
 async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both_ids() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
-    let i = intent();
-    let op = submit_and_approve_with_fault(
-        &mut fleet,
-        &i,
+    let (fleet, op) = payment_with_fault(
         json!({"route": "POST /v1/payments", "kind": "drop_after_commit", "times": 1}),
     )
     .await;
@@ -404,13 +393,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
 
 #[tokio::test]
 async fn a_payment_that_succeeded_after_an_uncertain_attempt_with_one_effect_is_audited_clean() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
-    let i = intent();
-    let op = submit_and_approve_with_fault(
-        &mut fleet,
-        &i,
+    let (mut fleet, op) = payment_with_fault(
         json!({"route": "POST /v1/payments", "kind": "drop_after_commit", "times": 1}),
     )
     .await;
@@ -463,13 +446,7 @@ async fn a_payload_edited_after_approval_is_escalated_on_the_read_path_too() {
 
 #[tokio::test]
 async fn an_operator_resolves_a_disputed_operation_with_evidence() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
-    let i = intent();
-    let op = submit_and_approve_with_fault(
-        &mut fleet,
-        &i,
+    let (fleet, op) = payment_with_fault(
         json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
     )
     .await;
