@@ -38,6 +38,15 @@ impl ApiProcess {
         self.submit_bytes(http, token, intent_bytes(intent)).await
     }
 
+    /// Asserts that the secret part of `token` (after `fleet_`) is nowhere in the API's
+    /// log.
+    pub fn never_logged(&self, token: &str) {
+        assert!(
+            !self.process.log_text().contains(&token[6..]),
+            "the token reached the API's log"
+        );
+    }
+
     /// Sends `body`, as it is, to `POST /v1/intents` as the bearer of `token`.
     pub async fn submit_bytes(
         &self,
