@@ -555,6 +555,37 @@ impl TestFleet {
         .await
     }
 
+    /// [`TestFleet::escalated`], which must leave the operation at `status` for `reason`.
+    pub async fn escalated_as(
+        &self,
+        op: &str,
+        status: Status,
+        reason: &str,
+    ) -> fleet_store::OperationRow {
+        let row = self.escalated(op).await;
+        assert_eq!(
+            (
+                row.status,
+                row.status_reason.map(fleet_core::Reason::as_str)
+            ),
+            (status, Some(reason)),
+            "{op} escalated"
+        );
+        row
+    }
+
+    /// Waits until reconcile escalates the operation, sent once and with no effect, because
+    /// a retry would fall past the end of the provider's key retention: never claimed
+    /// again, never sent again.
+    pub async fn escalated_past_key_retention(&self, op: &str) {
+        let row = self
+            .escalated_as(op, Status::Unknown, "key_retention_passed")
+            .await;
+        assert_eq!(row.fence, 1, "never claimed again");
+        assert_eq!(self.sim_posts(op).await, 1);
+        assert_eq!(self.sim_effects(op).await, 0);
+    }
+
     /// Waits until the operation's history holds an event of `kind` (`lookup`,
     /// `audited`, …), and returns the first.
     pub async fn recorded(&self, op: &str, kind: &str) -> fleet_store::EventRow {
@@ -943,6 +974,16 @@ pub const TEST_APPROVER: Decider<'static> = Decider {
 /// A person deciding with a token, for the store's decision functions.
 pub fn decider(name: &str) -> Decider<'_> {
     Decider::new(name, SignIn::Token)
+}
+
+/// The first column of every row `query` selects, in order.
+pub async fn first_column<T: tokio_postgres::types::FromSqlOwned>(
+    sql: &tokio_postgres::Client,
+    query: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Vec<T> {
+    let rows = sql.query(query, params).await.unwrap();
+    rows.iter().map(|r| r.get(0)).collect()
 }
 
 /// The repository's quorum policy files (what `POLICY_DIR` points the processes at).

@@ -149,14 +149,9 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     fleet.sim_deal(&op).await;
     fleet.spawn_execute();
     fleet.submit_and_approve(&i).await;
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("multiple_matches"))
-    );
+    let row = fleet
+        .escalated_as(&op, Status::Unknown, "multiple_matches")
+        .await;
     assert_eq!(row.external_id, None, "nothing picked");
     assert_eq!(
         fleet.sim_posts_to(&op, "/v1/deals").await,

@@ -547,14 +547,9 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
         .await
         .unwrap();
     fleet.ring_execute(&replayed).await;
-    let row = fleet.escalated(&replayed).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("approval_signature_invalid"))
-    );
+    fleet
+        .escalated_as(&replayed, Status::Unknown, "approval_signature_invalid")
+        .await;
     assert_eq!(fleet.sim_effects(&replayed).await, 0, "nothing was paid");
 
     browser.close().await;

@@ -364,17 +364,7 @@ async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retr
         ..contract(0)
     };
     fleet.spawn_reconcile(short_retention, fast_reconcile());
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("key_retention_passed"))
-    );
-    assert_eq!(row.fence, 1, "never claimed again");
-    assert_eq!(fleet.sim_posts(&op).await, 1);
-    assert_eq!(fleet.sim_effects(&op).await, 0);
+    fleet.escalated_past_key_retention(&op).await;
     fleet.stop().await;
 }
 
@@ -436,14 +426,9 @@ async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_
     fleet.spawn_execute();
     fleet.approve(&op, &hash_of(&closed)).await.unwrap();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("saved_error_replayed"))
-    );
+    fleet
+        .escalated_as(&op, Status::Unknown, "saved_error_replayed")
+        .await;
     let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(
         attempts.len(),

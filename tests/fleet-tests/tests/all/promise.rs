@@ -133,16 +133,7 @@ async fn payment_waiting_for_a_second_claim(fleet: &mut TestFleet) -> String {
     fleet.spawn_prepare();
     let i = intent();
     let op = fleet.submitted(&i).await;
-    fleet
-        .store
-        .approve(
-            at(&op),
-            &hash_of(&i),
-            &fleet_tests::decider("approver"),
-            None,
-        )
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash_of(&i)).await;
     op
 }
 
@@ -432,14 +423,9 @@ async fn a_payload_edited_after_approval_is_escalated_on_the_read_path_too() {
     .unwrap();
     fleet.spawn_execute();
     fleet.ring_execute(&op).await;
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::NotStarted, Some("approved_hash_mismatch"))
-    );
+    fleet
+        .escalated_as(&op, Status::NotStarted, "approved_hash_mismatch")
+        .await;
     assert_eq!(fleet.sim_posts(&op).await, 0);
     fleet.stop().await;
 }
