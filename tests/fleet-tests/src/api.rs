@@ -35,10 +35,29 @@ impl ApiProcess {
         token: &str,
         intent: &Value,
     ) -> reqwest::Response {
+        self.submit_bytes(http, token, intent_bytes(intent)).await
+    }
+
+    /// Asserts that the secret part of `token` (after `fleet_`) is nowhere in the API's
+    /// log.
+    pub fn never_logged(&self, token: &str) {
+        assert!(
+            !self.process.log_text().contains(&token[6..]),
+            "the token reached the API's log"
+        );
+    }
+
+    /// Sends `body`, as it is, to `POST /v1/intents` as the bearer of `token`.
+    pub async fn submit_bytes(
+        &self,
+        http: &reqwest::Client,
+        token: &str,
+        body: Vec<u8>,
+    ) -> reqwest::Response {
         http.post(self.url("/v1/intents"))
             .bearer_auth(token)
             .header("content-type", "application/json")
-            .body(intent_bytes(intent))
+            .body(body)
             .send()
             .await
             .unwrap()
@@ -123,13 +142,22 @@ impl ApiProcess {
         token: &str,
         path: &str,
     ) -> (StatusCode, Value) {
-        let response = http
-            .get(self.url(path))
+        let response = self.get_response(http, token, path).await;
+        (response.status(), response.json().await.unwrap())
+    }
+
+    /// `GET path` as the bearer of `token`: the answer as it came.
+    pub async fn get_response(
+        &self,
+        http: &reqwest::Client,
+        token: &str,
+        path: &str,
+    ) -> reqwest::Response {
+        http.get(self.url(path))
             .bearer_auth(token)
             .send()
             .await
-            .unwrap();
-        (response.status(), response.json().await.unwrap())
+            .unwrap()
     }
 }
 

@@ -114,6 +114,22 @@ impl Browser {
         self.find(css).await.text().await.unwrap()
     }
 
+    /// The text of the element matching `css`, which must contain `words`.
+    pub async fn text_with(&self, css: &str, words: &str) -> String {
+        let text = self.text(css).await;
+        assert!(text.contains(words), "{css} says {words:?}: {text}");
+        text
+    }
+
+    /// Types `keys` into the field matching `css`.
+    pub async fn type_into(&self, css: &str, keys: &str) {
+        self.find(css)
+            .await
+            .send_keys(keys)
+            .await
+            .unwrap_or_else(|e| panic!("type into {css}: {e}"));
+    }
+
     /// The whole page's visible text.
     pub async fn page_text(&self) -> String {
         self.text("body").await

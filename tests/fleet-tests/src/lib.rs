@@ -436,6 +436,15 @@ impl TestFleet {
             .is_ok())
     }
 
+    /// Approves as [`TEST_APPROVER`] through the store alone: no doorbell is rung, as when
+    /// the API's publish was lost. The store's answer.
+    pub async fn approve_without_ringing(&self, op: &str, hash: &str) -> ApprovalOutcome {
+        self.store
+            .approve(at(op), hash, &TEST_APPROVER, None)
+            .await
+            .expect("approve")
+    }
+
     /// Submits `intent` to the queue and waits until prepare stored it: its operation id.
     pub async fn submitted(&self, intent: &Value) -> String {
         let op = op_of(intent);
@@ -546,6 +555,37 @@ impl TestFleet {
         .await
     }
 
+    /// [`TestFleet::escalated`], which must leave the operation at `status` for `reason`.
+    pub async fn escalated_as(
+        &self,
+        op: &str,
+        status: Status,
+        reason: &str,
+    ) -> fleet_store::OperationRow {
+        let row = self.escalated(op).await;
+        assert_eq!(
+            (
+                row.status,
+                row.status_reason.map(fleet_core::Reason::as_str)
+            ),
+            (status, Some(reason)),
+            "{op} escalated"
+        );
+        row
+    }
+
+    /// Waits until reconcile escalates the operation, sent once and with no effect, because
+    /// a retry would fall past the end of the provider's key retention: never claimed
+    /// again, never sent again.
+    pub async fn escalated_past_key_retention(&self, op: &str) {
+        let row = self
+            .escalated_as(op, Status::Unknown, "key_retention_passed")
+            .await;
+        assert_eq!(row.fence, 1, "never claimed again");
+        assert_eq!(self.sim_posts(op).await, 1);
+        assert_eq!(self.sim_effects(op).await, 0);
+    }
+
     /// Waits until the operation's history holds an event of `kind` (`lookup`,
     /// `audited`, …), and returns the first.
     pub async fn recorded(
@@ -650,6 +690,37 @@ impl TestFleet {
             .iter()
             .map(|k| v[k].as_i64().unwrap_or(0))
             .sum()
+    }
+
+    /// How many objects of `kind` (`payments`, `deals`, …) the simulator holds under the
+    /// operation's reference.
+    pub async fn sim_effects_of(&self, op: &str, kind: &str) -> Value {
+        let effects = self
+            .sim_get(&format!("/_sim/effects?reference={}", reference(op)))
+            .await;
+        effects[kind].clone()
+    }
+
+    /// Escalates the operation as reconcile does when it hands a row to a person for
+    /// `reason`: from the status and fence it `read`.
+    pub async fn escalate(
+        &self,
+        op: &str,
+        read: &fleet_store::OperationRow,
+        reason: fleet_core::Reason,
+    ) -> fleet_store::TransitionOutcome {
+        let escalate = fleet_store::Transition {
+            escalate: true,
+            reason: Some(reason),
+            ..fleet_store::Transition::new(
+                at(op),
+                read.status,
+                read.fence,
+                fleet_core::Event::Escalate,
+                "reconcile",
+            )
+        };
+        self.store.transition(escalate, None).await.unwrap()
     }
 
     /// An order the simulator holds, at `status`: its id.
@@ -907,6 +978,16 @@ pub const TEST_APPROVER: Decider<'static> = Decider {
 /// A person deciding with a token, for the store's decision functions.
 pub fn decider(name: &str) -> Decider<'_> {
     Decider::new(name, SignIn::Token)
+}
+
+/// The first column of every row `query` selects, in order.
+pub async fn first_column<T: tokio_postgres::types::FromSqlOwned>(
+    sql: &tokio_postgres::Client,
+    query: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Vec<T> {
+    let rows = sql.query(query, params).await.unwrap();
+    rows.iter().map(|r| r.get(0)).collect()
 }
 
 /// The repository's quorum policy files (what `POLICY_DIR` points the processes at).

@@ -37,6 +37,15 @@ impl ToolAnswer {
         }
     }
 
+    /// Asserts that one of its text blocks says `words`.
+    pub fn says(&self, words: &str) {
+        assert!(
+            self.texts.iter().any(|t| t.contains(words)),
+            "no text says {words:?}: {:?}",
+            self.texts
+        );
+    }
+
     /// The content of a successful call (panics on a refusal, showing it).
     pub fn ok(self) -> Value {
         assert!(!self.is_error, "the tool refused: {}", self.content);

@@ -2,8 +2,10 @@
 //! this machine with their own node names, ports, data directories and Erlang cookie, so
 //! the machine's shared broker is never touched. A node is killed with SIGKILL (its whole
 //! process group: the start script, the Erlang VM and its helpers) and started again on
-//! its data directory, where it rejoins the cluster. Dropping the cluster kills every node
-//! and removes the directory, on every path.
+//! its data directory, where it rejoins the cluster. A node that does not come up in time
+//! is stopped and started once more before the test fails, and the failure shows the tail
+//! of its logs. Dropping the cluster kills every node and removes the directory, on every
+//! path, a failed start's included.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -12,8 +14,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// How long one node may take to boot (or to boot again after a kill) on a busy machine.
-const BOOT_DEADLINE: Duration = Duration::from_secs(120);
+/// How long one node may take to boot (or to boot again after a kill) on a busy machine,
+/// where two other builds may share its two cores.
+const BOOT_DEADLINE: Duration = Duration::from_secs(180);
+
+/// How long a killed node's process group may take to be gone, so that a new start finds
+/// its ports and files free.
+const STOP_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Lines of each of a node's logs quoted when it fails to start.
+const LOG_TAIL_LINES: usize = 40;
 
 /// RabbitMQ's own scripts, which run the server as the calling user (the packaged
 /// wrappers in `/usr/sbin` switch to the system broker's user and home).
@@ -38,11 +48,6 @@ impl RabbitCluster {
         assert!(size >= 1);
         let id = ulid::Ulid::new().to_string().to_lowercase();
         let dir = std::env::temp_dir().join(format!("fleet-rabbit-{id}"));
-        std::fs::create_dir_all(&dir).expect("the cluster's directory");
-        // The cluster's own cookie, read by its nodes and by rabbitmqctl through HOME.
-        let cookie = dir.join(".erlang.cookie");
-        std::fs::write(&cookie, format!("FLEETTEST{id}").to_uppercase()).expect("the cookie");
-        set_mode(&cookie, 0o400);
         let host = short_hostname();
         let ports = free_ports(2 * size);
         let mut cluster = RabbitCluster {
@@ -57,12 +62,20 @@ impl RabbitCluster {
                 .collect(),
             dir,
         };
+        // From here on the cluster exists, so its drop removes whatever was made of it.
+        std::fs::create_dir_all(&cluster.dir).expect("the cluster's directory");
+        // The cluster's own cookie, read by its nodes and by rabbitmqctl through HOME.
+        let cookie = cluster.dir.join(".erlang.cookie");
+        std::fs::write(&cookie, format!("FLEETTEST{id}").to_uppercase()).expect("the cookie");
+        set_mode(&cookie, 0o400);
+        // The nodes boot side by side; each is waited for (and started again if need be)
+        // in turn.
         for i in 0..size {
             cluster.write_config(i);
             cluster.spawn(i);
         }
         for i in 0..size {
-            cluster.await_startup(i).await;
+            cluster.settle(i, Boot::Fresh).await;
         }
         let first = cluster.nodes[0].name.clone();
         for i in 1..size {
@@ -72,7 +85,13 @@ impl RabbitCluster {
             cluster.ctl(&["-n", &name, "start_app"]).await;
         }
         for i in 0..size {
-            cluster.await_startup(i).await;
+            if let Err(why) = cluster.await_startup(i).await {
+                panic!(
+                    "node {} did not run again after joining the cluster: {why}\n{}",
+                    cluster.nodes[i].name,
+                    cluster.log_tail(i)
+                );
+            }
         }
         cluster
     }
@@ -97,11 +116,13 @@ impl RabbitCluster {
         self.nodes.len()
     }
 
-    /// SIGKILL of node `i` (its process group), reaped.
+    /// SIGKILL of node `i` (its process group), reaped, and waited for until the group is
+    /// gone.
     pub fn kill(&mut self, i: usize) {
         if let Some(mut server) = self.nodes[i].server.take() {
             kill_group(&server);
             let _ = server.wait();
+            await_group_gone(&server);
         }
     }
 
@@ -109,7 +130,73 @@ impl RabbitCluster {
     pub async fn restart(&mut self, i: usize) {
         assert!(self.nodes[i].server.is_none(), "node {i} is running");
         self.spawn(i);
-        self.await_startup(i).await;
+        self.settle(i, Boot::Rejoin).await;
+    }
+
+    /// Waits until node `i`, just spawned, runs. A node that does not is stopped and
+    /// started once more (a port taken between its choice and its bind, or a VM stalled on
+    /// a loaded machine, rarely happens twice); a second failure fails the test with the
+    /// tail of the node's logs from both attempts.
+    async fn settle(&mut self, i: usize, boot: Boot) {
+        let Err(first) = self.await_startup(i).await else {
+            return;
+        };
+        let first_tail = self.log_tail(i);
+        self.kill(i);
+        match boot {
+            // Not yet in the cluster: nothing on its data directory is worth keeping.
+            Boot::Fresh => self.clean(i),
+            // Its membership lives on its data directory; only the stale pid file goes.
+            Boot::Rejoin => {
+                let _ = std::fs::remove_file(self.nodes[i].dir.join("pid"));
+            }
+        }
+        self.spawn(i);
+        if let Err(second) = self.await_startup(i).await {
+            panic!(
+                "node {} did not start, twice.\nfirst attempt: {first}\n{first_tail}\n\
+                 second attempt: {second}\n{}",
+                self.nodes[i].name,
+                self.log_tail(i)
+            );
+        }
+    }
+
+    /// Node `i` as new, before it joins the cluster: empty data and log directories and
+    /// ports of its own again.
+    fn clean(&mut self, i: usize) {
+        let node = &mut self.nodes[i];
+        let _ = std::fs::remove_dir_all(&node.dir);
+        let ports = free_ports(2);
+        node.amqp_port = ports[0];
+        node.dist_port = ports[1];
+        self.write_config(i);
+    }
+
+    /// The last lines of node `i`'s logs: its start script's output and the broker's own.
+    fn log_tail(&self, i: usize) -> String {
+        let dir = &self.nodes[i].dir;
+        let mut logs = vec![dir.join("server.log")];
+        if let Ok(entries) = std::fs::read_dir(dir.join("log")) {
+            let mut broker: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            broker.sort();
+            logs.extend(broker);
+        }
+        let mut tail = String::new();
+        for log in logs {
+            let text = std::fs::read_to_string(&log).unwrap_or_else(|e| format!("({e})\n"));
+            let lines: Vec<&str> = text.lines().collect();
+            let from = lines.len().saturating_sub(LOG_TAIL_LINES);
+            tail.push_str(&format!("--- {} ---\n", log.display()));
+            if lines.is_empty() {
+                tail.push_str("(empty)\n");
+            }
+            for line in &lines[from..] {
+                tail.push_str(line);
+                tail.push('\n');
+            }
+        }
+        tail
     }
 
     /// The members of every queue whose name starts with `prefix`, as the cluster reports
@@ -214,22 +301,25 @@ impl RabbitCluster {
         }));
     }
 
-    async fn await_startup(&self, i: usize) {
-        let node = &self.nodes[i];
+    /// Waits until node `i` runs; why not, if its server exits or the deadline passes.
+    async fn await_startup(&mut self, i: usize) -> Result<(), String> {
         let deadline = Instant::now() + BOOT_DEADLINE;
+        let name = self.nodes[i].name.clone();
         loop {
             let ready = self
-                .ctl_status(&["-n", &node.name, "await_startup", "--timeout", "5"])
+                .ctl_status(&["-n", &name, "await_startup", "--timeout", "5"])
                 .await;
             if ready {
-                return;
+                return Ok(());
             }
-            assert!(
-                Instant::now() < deadline,
-                "node {} did not start within {BOOT_DEADLINE:?}; see {}",
-                node.name,
-                node.dir.join("server.log").display()
-            );
+            let server = self.nodes[i].server.as_mut().expect("a spawned node");
+            if let Ok(Some(status)) = server.try_wait() {
+                // Reaped here; the group's helpers go with the next kill.
+                return Err(format!("rabbitmq-server exited ({status})"));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("not running within {BOOT_DEADLINE:?}"));
+            }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
@@ -270,8 +360,22 @@ impl Drop for RabbitCluster {
         for i in 0..self.nodes.len() {
             self.kill(i);
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // A helper of the VM still exiting may write a file while the tree goes; once more.
+        for _ in 0..3 {
+            if std::fs::remove_dir_all(&self.dir).is_ok() || !self.dir.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
+}
+
+/// How a node is started: new, before it joins the cluster, or again on its data
+/// directory as a member.
+#[derive(Clone, Copy)]
+enum Boot {
+    Fresh,
+    Rejoin,
 }
 
 fn rabbit_bin(name: &str) -> PathBuf {
@@ -287,6 +391,22 @@ fn kill_group(child: &Child) {
     let _ = Command::new("kill")
         .args(["-KILL", "--", &format!("-{}", child.id())])
         .status();
+}
+
+/// Waits (a short while at most) until no process of `child`'s group is left.
+fn await_group_gone(child: &Child) {
+    let deadline = std::time::Instant::now() + STOP_DEADLINE;
+    while std::time::Instant::now() < deadline {
+        let alive = Command::new("kill")
+            .args(["-0", "--", &format!("-{}", child.id())])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !alive {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The host part of a short Erlang node name, as RabbitMQ's scripts derive it.

@@ -52,6 +52,21 @@ impl WebhookIngest {
     pub fn outcomes(&self) -> Vec<String> {
         self.outcomes.lock().unwrap().clone()
     }
+
+    /// Delivers [`SignedDelivery::event`] to the payments endpoint, which must take it
+    /// (204).
+    pub async fn deliver(
+        &self,
+        http: &reqwest::Client,
+        id: &str,
+        event_type: &str,
+        object: &Value,
+    ) {
+        let status = SignedDelivery::event(id, event_type, object)
+            .post(http, &self.url())
+            .await;
+        assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{id}");
+    }
 }
 
 /// The consumer with a tally of outcomes, so a test can count duplicates exactly
@@ -246,6 +261,11 @@ impl SignedDelivery {
     /// Signed now with `secret`.
     pub fn new(secret: &str, id: &str, body: Vec<u8>) -> SignedDelivery {
         SignedDelivery::at(secret, id, now_s(), body)
+    }
+
+    /// A provider event about `object`, signed now with [`WEBHOOK_SECRET`].
+    pub fn event(id: &str, event_type: &str, object: &Value) -> SignedDelivery {
+        SignedDelivery::new(WEBHOOK_SECRET, id, event_body(id, event_type, object))
     }
 
     pub fn at(secret: &str, id: &str, timestamp: i64, body: Vec<u8>) -> SignedDelivery {

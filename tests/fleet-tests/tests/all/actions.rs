@@ -7,7 +7,7 @@ use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_provider_sim::SimConfig;
 use fleet_providers::Capabilities;
-use fleet_tests::{at, reference};
+use fleet_tests::at;
 use fleet_tests::{
     contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent,
     op_of, refund_intent, TestFleet,
@@ -33,6 +33,28 @@ async fn paid() -> (TestFleet, String) {
     (fleet, payment["id"].as_str().unwrap().to_owned())
 }
 
+/// The deal create succeeds with a CRM deal's id, one POST and one deal in the CRM.
+async fn one_deal_created(fleet: &TestFleet, op: &str) {
+    let row = fleet.reaches(op, Status::Succeeded).await;
+    assert!(
+        row.external_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with("deal_")),
+        "{:?}",
+        row.external_id
+    );
+    assert_eq!(
+        fleet.sim_posts_to(op, "/v1/deals").await,
+        1,
+        "no second POST"
+    );
+    assert_eq!(
+        fleet.sim_effects_of(op, "deals").await,
+        json!(1),
+        "exactly one deal"
+    );
+}
+
 #[tokio::test]
 async fn a_refund_is_created_once() {
     let (mut fleet, payment) = paid().await;
@@ -45,12 +67,7 @@ async fn a_refund_is_created_once() {
         .external_id
         .as_deref()
         .is_some_and(|id| id.starts_with("re_")));
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["refunds"],
-        json!(1)
-    );
+    assert_eq!(fleet.sim_effects_of(&op, "refunds").await, json!(1));
     fleet.stop().await;
 }
 
@@ -71,12 +88,7 @@ async fn a_refund_whose_worker_crashed_after_the_provider_committed_is_one_refun
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, Status::Succeeded).await;
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["refunds"],
-        json!(1)
-    );
+    assert_eq!(fleet.sim_effects_of(&op, "refunds").await, json!(1));
     assert_eq!(fleet.sim_posts_to(&op, "/v1/refunds").await, 1);
     fleet.stop().await;
 }
@@ -99,23 +111,7 @@ async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
-    let row = fleet.reaches(&op, Status::Succeeded).await;
-    assert!(row
-        .external_id
-        .as_deref()
-        .is_some_and(|id| id.starts_with("deal_")));
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(1),
-        "exactly one deal"
-    );
-    assert_eq!(
-        fleet.sim_posts_to(&op, "/v1/deals").await,
-        1,
-        "no second POST"
-    );
+    one_deal_created(&fleet, &op).await;
     fleet.stop().await;
 }
 
@@ -139,12 +135,7 @@ async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exis
         0,
         "no POST at all"
     );
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(1)
-    );
+    assert_eq!(fleet.sim_effects_of(&op, "deals").await, json!(1));
     fleet.stop().await;
 }
 
@@ -158,26 +149,16 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
     fleet.sim_deal(&op).await;
     fleet.spawn_execute();
     fleet.submit_and_approve(&i).await;
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("multiple_matches"))
-    );
+    let row = fleet
+        .escalated_as(&op, Status::Unknown, "multiple_matches")
+        .await;
     assert_eq!(row.external_id, None, "nothing picked");
     assert_eq!(
         fleet.sim_posts_to(&op, "/v1/deals").await,
         0,
         "nothing created"
     );
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(2)
-    );
+    assert_eq!(fleet.sim_effects_of(&op, "deals").await, json!(2));
     fleet.stop().await;
 }
 
@@ -204,18 +185,7 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
     let op = fleet.submit_and_approve(&deal_create_intent()).await;
     let accepted = fleet.reaches(&op, Status::Accepted).await;
     assert_eq!(accepted.external_id, None, "queued: no id yet");
-    let row = fleet.reaches(&op, Status::Succeeded).await;
-    assert!(row
-        .external_id
-        .as_deref()
-        .is_some_and(|id| id.starts_with("deal_")));
-    assert_eq!(fleet.sim_posts_to(&op, "/v1/deals").await, 1);
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(1)
-    );
+    one_deal_created(&fleet, &op).await;
     fleet.stop().await;
 }
 
@@ -337,22 +307,7 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
     }));
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let op = fleet.submit_and_approve(&deal_create_intent()).await;
-    let row = fleet.reaches(&op, Status::Succeeded).await;
-    assert!(row
-        .external_id
-        .as_deref()
-        .is_some_and(|id| id.starts_with("deal_")));
-    assert_eq!(
-        fleet.sim_posts_to(&op, "/v1/deals").await,
-        1,
-        "never a second create"
-    );
-    assert_eq!(
-        fleet
-            .sim_get(&format!("/_sim/effects?reference={}", reference(&op)))
-            .await["deals"],
-        json!(1)
-    );
+    one_deal_created(&fleet, &op).await;
     fleet.stop().await;
 }
 
@@ -362,11 +317,7 @@ async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
     fleet.spawn_prepare();
     let first = intent();
     let op = fleet.submitted(&first).await;
-    fleet
-        .store
-        .approve(at(&op), &hash_of(&first), &fleet_tests::TEST_APPROVER, None)
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash_of(&first)).await;
     // Claimed once, then released as provably not sent: back to not_started, fence 1.
     let fleet_store::Claim::Claimed(claimed) =
         fleet.store.claim(at(&op), 0, "test", 30_000).await.unwrap()

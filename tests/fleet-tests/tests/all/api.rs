@@ -32,25 +32,16 @@ async fn submit(
     token: &str,
     body: Vec<u8>,
 ) -> reqwest::Response {
-    fleet
-        .http
-        .post(api.url("/v1/intents"))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap()
+    api.submit_bytes(&fleet.http, token, body).await
 }
 
 async fn get(fleet: &TestFleet, api: &ApiProcess, token: &str, path: &str) -> reqwest::Response {
-    fleet
-        .http
-        .get(api.url(path))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
+    api.get_response(&fleet.http, token, path).await
+}
+
+/// The body of the answer to `GET path`.
+async fn get_json(fleet: &TestFleet, api: &ApiProcess, token: &str, path: &str) -> Value {
+    get(fleet, api, token, path).await.json().await.unwrap()
 }
 
 /// The status and the problem's `code` and `field`.
@@ -61,6 +52,40 @@ async fn error_of(response: reqwest::Response) -> (StatusCode, Value) {
         status,
         json!({"code": body["code"], "field": body["field"]}),
     )
+}
+
+/// [`error_of`] the answer to submitting `body`.
+async fn submit_refusal(
+    fleet: &TestFleet,
+    api: &ApiProcess,
+    token: &str,
+    body: Vec<u8>,
+) -> (StatusCode, Value) {
+    error_of(submit(fleet, api, token, body).await).await
+}
+
+/// The status and the problem's `code` of an [`error_of`].
+fn code_of((status, error): &(StatusCode, Value)) -> (StatusCode, Option<&str>) {
+    (*status, error["code"].as_str())
+}
+
+/// `GET path?query` must be refused as an invalid query naming `field`.
+async fn invalid_query(
+    fleet: &TestFleet,
+    api: &ApiProcess,
+    token: &str,
+    path: &str,
+    (query, field): (&str, Value),
+) {
+    let (status, error) = error_of(get(fleet, api, token, &format!("{path}?{query}")).await).await;
+    assert_eq!(
+        (status, error),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"code": "invalid_query", "field": field})
+        ),
+        "{query}"
+    );
 }
 
 #[tokio::test]
@@ -145,10 +170,7 @@ async fn requests_without_a_valid_token_are_refused_with_401_and_a_revoked_token
         (status, error["code"].as_str()),
         (StatusCode::UNAUTHORIZED, Some("unauthorized"))
     );
-    assert!(
-        !api.process.log_text().contains(&token[6..]),
-        "the token reached the API's log"
-    );
+    api.never_logged(&token);
     fleet.stop().await;
 }
 
@@ -158,15 +180,15 @@ async fn submitting_for_a_tenant_not_granted_is_403_and_writes_nothing() {
     let agent = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
     let approver = fleet.token("alice", Role::Approver, &[TENANT]).await;
     let i = intent();
-    let (status, error) = error_of(submit(&fleet, &api, &agent, intent_bytes(&i)).await).await;
+    let refusal = submit_refusal(&fleet, &api, &agent, intent_bytes(&i)).await;
     assert_eq!(
-        (status, error["code"].as_str()),
+        code_of(&refusal),
         (StatusCode::FORBIDDEN, Some("tenant_not_granted"))
     );
     // An approver of the right tenant may not propose (only agents do).
-    let (status, error) = error_of(submit(&fleet, &api, &approver, intent_bytes(&i)).await).await;
+    let refusal = submit_refusal(&fleet, &api, &approver, intent_bytes(&i)).await;
     assert_eq!(
-        (status, error["code"].as_str()),
+        code_of(&refusal),
         (StatusCode::FORBIDDEN, Some("role_not_allowed"))
     );
     assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 0);
@@ -197,17 +219,11 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
     let operator = fleet.token("dana", Role::Operator, &[TENANT]).await;
     let i = intent();
     let op = op_of(&i);
-    assert_eq!(
-        submit(&fleet, &api, &owner, intent_bytes(&i))
-            .await
-            .status(),
-        StatusCode::ACCEPTED
-    );
+    api.submitted(&fleet.http, &owner, &i).await;
 
     // A colleague of the same tenant cannot cancel it by naming it.
     let theirs = superseding(&op);
-    let (status, error) =
-        error_of(submit(&fleet, &api, &colleague, intent_bytes(&theirs)).await).await;
+    let (status, error) = submit_refusal(&fleet, &api, &colleague, intent_bytes(&theirs)).await;
     assert_eq!(
         (status, error),
         (
@@ -227,10 +243,9 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
         .unwrap()
         .is_none());
     // Operators do not submit intents at all, so none supersedes through this route.
-    let (status, error) =
-        error_of(submit(&fleet, &api, &operator, intent_bytes(&superseding(&op))).await).await;
+    let refusal = submit_refusal(&fleet, &api, &operator, intent_bytes(&superseding(&op))).await;
     assert_eq!(
-        (status, error["code"].as_str()),
+        code_of(&refusal),
         (StatusCode::FORBIDDEN, Some("role_not_allowed"))
     );
     assert_eq!(
@@ -266,20 +281,15 @@ async fn superseding_another_tenants_operation_is_answered_exactly_like_an_unkno
     let stranger = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
     let i = intent();
     let op = op_of(&i);
-    assert_eq!(
-        submit(&fleet, &api, &owner, intent_bytes(&i))
-            .await
-            .status(),
-        StatusCode::ACCEPTED
-    );
+    api.submitted(&fleet.http, &owner, &i).await;
     let foreign = |old: &str| {
         let mut correction = superseding(old);
         correction["tenant_id"] = json!(OTHER_TENANT);
         intent_bytes(&correction)
     };
-    let theirs = error_of(submit(&fleet, &api, &stranger, foreign(&op)).await).await;
+    let theirs = submit_refusal(&fleet, &api, &stranger, foreign(&op)).await;
     let missing = op_of(&intent());
-    let nothing = error_of(submit(&fleet, &api, &stranger, foreign(&missing)).await).await;
+    let nothing = submit_refusal(&fleet, &api, &stranger, foreign(&missing)).await;
     assert_eq!(theirs, nothing, "the same answer");
     assert_eq!(
         theirs,
@@ -304,12 +314,7 @@ async fn the_queue_supersedes_only_what_came_through_the_queue() {
     // Submitted over the API: a queue intent naming it is dead-lettered, nothing changes.
     let over_api = intent();
     let op = op_of(&over_api);
-    assert_eq!(
-        submit(&fleet, &api, &owner, intent_bytes(&over_api))
-            .await
-            .status(),
-        StatusCode::ACCEPTED
-    );
+    api.submitted(&fleet.http, &owner, &over_api).await;
     let from_queue = superseding(&op);
     fleet.submit(&from_queue).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
@@ -328,10 +333,10 @@ async fn the_queue_supersedes_only_what_came_through_the_queue() {
     // Submitted through the queue: a principal cannot replace it over the API, the queue can.
     let queued = intent();
     let queued_op = fleet.submitted(&queued).await;
-    let (status, error) =
-        error_of(submit(&fleet, &api, &owner, intent_bytes(&superseding(&queued_op))).await).await;
+    let refusal =
+        submit_refusal(&fleet, &api, &owner, intent_bytes(&superseding(&queued_op))).await;
     assert_eq!(
-        (status, error["code"].as_str()),
+        code_of(&refusal),
         (StatusCode::FORBIDDEN, Some("supersedes_forbidden"))
     );
     let correction = superseding(&queued_op);
@@ -350,12 +355,7 @@ async fn another_tenants_operation_is_not_found_and_not_listed() {
     let stranger = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
     let i = intent();
     let op = op_of(&i);
-    assert_eq!(
-        submit(&fleet, &api, &owner, intent_bytes(&i))
-            .await
-            .status(),
-        StatusCode::ACCEPTED
-    );
+    api.submitted(&fleet.http, &owner, &i).await;
     for path in [
         format!("/v1/operations/{op}"),
         format!("/v1/operations/{op}?wait_for=final&timeout_s=1"),
@@ -367,11 +367,7 @@ async fn another_tenants_operation_is_not_found_and_not_listed() {
             "{path}"
         );
     }
-    let listed: Value = get(&fleet, &api, &stranger, "/v1/operations")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = get_json(&fleet, &api, &stranger, "/v1/operations").await;
     assert_eq!(listed["data"], json!([]));
     // The same answer as for an operation that does not exist.
     let (status, _) = error_of(
@@ -423,11 +419,7 @@ async fn a_new_intent_is_202_with_its_view_and_location_and_the_same_intent_agai
     assert_eq!(again.status(), StatusCode::OK);
     assert_eq!(again.headers()["location"], location.as_str());
     assert_eq!(again.json::<Value>().await.unwrap(), view);
-    let read: Value = get(&fleet, &api, &token, &location)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let read: Value = get_json(&fleet, &api, &token, &location).await;
     assert_eq!(read, view);
     assert_eq!(fleet.history_len(&op).await, 1);
     fleet.stop().await;
@@ -439,23 +431,10 @@ async fn the_same_operation_id_with_other_content_is_409_and_the_stored_one_is_u
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     let i = intent();
     let op = op_of(&i);
-    assert_eq!(
-        submit(&fleet, &api, &token, intent_bytes(&i))
-            .await
-            .status(),
-        StatusCode::ACCEPTED
-    );
+    api.submitted(&fleet.http, &token, &i).await;
     let before = fleet.view_in_db(&op).await;
-    let (status, error) = error_of(
-        submit(
-            &fleet,
-            &api,
-            &token,
-            intent_bytes(&with_amount(i, json!(1_250_001))),
-        )
-        .await,
-    )
-    .await;
+    let other_content = intent_bytes(&with_amount(i, json!(1_250_001)));
+    let (status, error) = submit_refusal(&fleet, &api, &token, other_content).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(
         error,
@@ -471,7 +450,7 @@ async fn an_id_that_would_show_as_another_is_422_invalid_field_naming_it() {
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     for (member, field, value) in SPOOFED_IDS {
         let i = with_payload_member(intent(), member, value);
-        let (status, error) = error_of(submit(&fleet, &api, &token, intent_bytes(&i)).await).await;
+        let (status, error) = submit_refusal(&fleet, &api, &token, intent_bytes(&i)).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{value:?}");
         assert_eq!(
             error,
@@ -530,31 +509,23 @@ async fn an_invalid_intent_is_422_with_the_dead_letter_reason_and_field_and_writ
         ),
     ];
     for (body, code, field) in cases {
-        let (status, error) = error_of(submit(&fleet, &api, &token, body).await).await;
+        let (status, error) = submit_refusal(&fleet, &api, &token, body).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{code}");
         assert_eq!(error, json!({"code": code, "field": field}));
     }
     // A float amount: refused as the queue refuses it, the field named.
-    let (status, error) = error_of(
-        submit(
-            &fleet,
-            &api,
-            &token,
-            intent_bytes(&with_amount(intent(), json!(12500.5))),
-        )
-        .await,
-    )
-    .await;
+    let float = intent_bytes(&with_amount(intent(), json!(12500.5)));
+    let refusal = submit_refusal(&fleet, &api, &token, float).await;
     assert_eq!(
-        (status, error["code"].as_str()),
+        code_of(&refusal),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_field"))
     );
-    assert_eq!(error["field"], "payload.amount_minor", "{error}");
+    assert_eq!(refusal.1["field"], "payload.amount_minor", "{}", refusal.1);
     let mut huge = intent();
     huge["rationale"] = json!("x".repeat(100 * 1024));
-    let (status, error) = error_of(submit(&fleet, &api, &token, intent_bytes(&huge)).await).await;
+    let refusal = submit_refusal(&fleet, &api, &token, intent_bytes(&huge)).await;
     assert_eq!(
-        (status, error["code"].as_str()),
+        code_of(&refusal),
         (StatusCode::PAYLOAD_TOO_LARGE, Some("oversized"))
     );
     assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 0);
@@ -596,10 +567,7 @@ async fn the_api_and_the_queue_write_identical_rows_but_for_the_submitter() {
     queued.prepared(&op).await;
     let (http, api) = fleet_with_api().await;
     let token = http.token("billing-bot", Role::Agent, &[TENANT]).await;
-    assert_eq!(
-        submit(&http, &api, &token, intent_bytes(&i)).await.status(),
-        StatusCode::ACCEPTED
-    );
+    api.submitted(&http.http, &token, &i).await;
 
     let (via_queue, via_api) = (
         stored_rows(&queued, &op).await,
@@ -627,12 +595,7 @@ async fn a_long_poll_returns_the_decision_then_succeeded_after_fleetctl_approve(
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     let i = intent();
     let op = op_of(&i);
-    assert_eq!(
-        submit(&fleet, &api, &token, intent_bytes(&i))
-            .await
-            .status(),
-        StatusCode::ACCEPTED
-    );
+    api.submitted(&fleet.http, &token, &i).await;
 
     let wait = |wait_for: &str| {
         let request = fleet
@@ -702,30 +665,14 @@ async fn a_wait_that_times_out_answers_200_with_the_current_view_and_bad_waits_a
         response.json::<Value>().await.unwrap()["approval_status"],
         json!("pending")
     );
-    for (query, field) in [
+    for query in [
         ("wait_for=final&timeout_s=61", json!("timeout_s")),
         ("wait_for=soon", json!("wait_for")),
         ("timeout_s=5", json!("timeout_s")),
         ("wait=final", json!("wait")),
     ] {
-        let (status, error) = error_of(
-            get(
-                &fleet,
-                &api,
-                &token,
-                &format!("/v1/operations/{op}?{query}"),
-            )
-            .await,
-        )
-        .await;
-        assert_eq!(
-            (status, error),
-            (
-                StatusCode::BAD_REQUEST,
-                json!({"code": "invalid_query", "field": field})
-            ),
-            "{query}"
-        );
+        let path = format!("/v1/operations/{op}");
+        invalid_query(&fleet, &api, &token, &path, query).await;
     }
     fleet.stop().await;
 }
@@ -793,21 +740,13 @@ async fn the_listing_pages_with_a_cursor_over_the_callers_tenants_only() {
     for n in 0..5 {
         let mut i = intent();
         i["tenant_id"] = json!(if n % 2 == 0 { TENANT } else { "org_483" });
-        assert_eq!(
-            submit(&fleet, &api, &mine, intent_bytes(&i)).await.status(),
-            StatusCode::ACCEPTED
-        );
+        api.submitted(&fleet.http, &mine, &i).await;
         expected.push(op_of(&i));
     }
     for _ in 0..2 {
         let mut i = intent();
         i["tenant_id"] = json!(OTHER_TENANT);
-        assert_eq!(
-            submit(&fleet, &api, &theirs, intent_bytes(&i))
-                .await
-                .status(),
-            StatusCode::ACCEPTED
-        );
+        api.submitted(&fleet.http, &theirs, &i).await;
     }
     expected.reverse(); // newest first
 
@@ -815,7 +754,7 @@ async fn the_listing_pages_with_a_cursor_over_the_callers_tenants_only() {
     let mut pages = Vec::new();
     let mut path = "/v1/operations?limit=2".to_owned();
     loop {
-        let page: Value = get(&fleet, &api, &mine, &path).await.json().await.unwrap();
+        let page: Value = get_json(&fleet, &api, &mine, &path).await;
         let data = page["data"].as_array().unwrap();
         pages.push(data.len());
         for view in data {
@@ -845,16 +784,13 @@ async fn the_listing_pages_with_a_cursor_over_the_callers_tenants_only() {
         .unwrap()
         .to_owned();
     fleet.approve(op, &hash).await.unwrap();
-    let approved: Value = get(
+    let approved: Value = get_json(
         &fleet,
         &api,
         &mine,
         "/v1/operations?approval_status=approved",
     )
-    .await
-    .json()
-    .await
-    .unwrap();
+    .await;
     let ids: Vec<&str> = approved["data"]
         .as_array()
         .unwrap()
@@ -862,35 +798,23 @@ async fn the_listing_pages_with_a_cursor_over_the_callers_tenants_only() {
         .map(|v| v["operation_id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, vec![op.as_str()]);
-    let pending: Value = get(
+    let pending: Value = get_json(
         &fleet,
         &api,
         &mine,
         "/v1/operations?approval_status=pending&status=not_started&limit=100",
     )
-    .await
-    .json()
-    .await
-    .unwrap();
+    .await;
     assert_eq!(pending["data"].as_array().unwrap().len(), 4);
 
-    for (query, field) in [
+    for query in [
         ("limit=101", json!("limit")),
         ("limit=0", json!("limit")),
         ("cursor=bm9wZQ", json!("cursor")),
         ("status=done", json!("status")),
         ("sort=asc", json!("sort")),
     ] {
-        let (status, error) =
-            error_of(get(&fleet, &api, &mine, &format!("/v1/operations?{query}")).await).await;
-        assert_eq!(
-            (status, error),
-            (
-                StatusCode::BAD_REQUEST,
-                json!({"code": "invalid_query", "field": field})
-            ),
-            "{query}"
-        );
+        invalid_query(&fleet, &api, &mine, "/v1/operations", query).await;
     }
     fleet.stop().await;
 }

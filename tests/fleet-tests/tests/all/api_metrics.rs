@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use fleet_core::Role;
-use fleet_tests::{eventually, intent, intent_bytes, op_of, TestFleet};
+use fleet_tests::{eventually, intent, op_of, TestFleet};
 use reqwest::{Method, StatusCode};
 
 const TENANT: &str = "org_482";
@@ -53,15 +53,7 @@ async fn the_request_histogram_is_labelled_by_route_template_method_and_status_c
     let op = op_of(&i);
     let http = &fleet.http;
 
-    let submitted = http
-        .post(api.url("/v1/intents"))
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body(intent_bytes(&i))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(submitted.status(), StatusCode::ACCEPTED);
+    api.submitted(http, &token, &i).await;
     let read = |path: String| {
         let request = http.get(api.url(&path)).bearer_auth(&token);
         async move { request.send().await.unwrap().status() }

@@ -11,9 +11,7 @@ use fleet_broker::lapin::{self, BasicProperties, Connection, ConnectionPropertie
 use fleet_broker::permissions::Role;
 use fleet_broker::{Publisher, Queue};
 use fleet_core::Status;
-use fleet_tests::{
-    event_body, free_addr, hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET,
-};
+use fleet_tests::{free_addr, hash_of, intent, op_of, SignedDelivery, TestFleet, WEBHOOK_SECRET};
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -251,11 +249,7 @@ async fn the_fleet_runs_with_each_worker_holding_only_its_own_broker_user() {
     fleet.reaches(&op, Status::Accepted).await;
     let mut payment = fleet.sim_payment(&op).await;
     payment["status"] = json!("succeeded");
-    let delivery = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_least_privilege",
-        event_body("evt_least_privilege", "payment.succeeded", &payment),
-    );
+    let delivery = SignedDelivery::event("evt_least_privilege", "payment.succeeded", &payment);
     assert_eq!(
         delivery
             .post(

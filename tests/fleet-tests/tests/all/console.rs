@@ -68,6 +68,35 @@ impl Console {
             .unwrap()
     }
 
+    /// POSTs the form `fields` with the form token `token`.
+    async fn post_with_token(
+        &self,
+        session: &str,
+        path: &str,
+        token: &str,
+        fields: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut form = fields.to_vec();
+        form.push(("form_token", token));
+        self.post(session, path, &form).await
+    }
+
+    /// The page at `path` as the holder of `session` sees it.
+    async fn page(&self, session: &str, path: &str) -> String {
+        self.get(session, path).await.text().await.unwrap()
+    }
+
+    /// The operation's page as the holder of `session` sees it.
+    async fn operation_page(&self, session: &str, op: &str) -> String {
+        self.page(session, &format!("/console/operations/{op}"))
+            .await
+    }
+
+    /// The form token of `session`, as its inbox carries it.
+    async fn form_token_of(&self, session: &str) -> String {
+        form_token(&self.page(session, "/console").await)
+    }
+
     async fn approval(&self, op: &str) -> (Status, ApprovalStatus, Option<String>) {
         let row = self.fleet.row(op).await;
         (row.status, row.approval_status, row.decided_by)
@@ -76,6 +105,18 @@ impl Console {
 
 fn location(r: &reqwest::Response) -> &str {
     r.headers().get(LOCATION).unwrap().to_str().unwrap()
+}
+
+/// The decision was taken (or found already taken: `done`), and the browser is sent back
+/// to the operation's page saying so.
+fn assert_done(r: &reqwest::Response, op: &str, done: &str) {
+    assert_eq!(
+        (r.status(), location(r)),
+        (
+            StatusCode::SEE_OTHER,
+            format!("/console/operations/{op}?tenant=org_482&done={done}").as_str()
+        )
+    );
 }
 
 #[tokio::test]
@@ -267,14 +308,9 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     c.submit(&i).await;
     let alice = session_of(&c.api, "sub-alice").await;
     let bob = session_of(&c.api, "sub-bob").await;
-    let page = c
-        .get(&alice, &format!("/console/operations/{op}"))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = c.operation_page(&alice, &op).await;
     let alices_token = form_token(&page);
-    let bobs_token = form_token(&c.get(&bob, "/console").await.text().await.unwrap());
+    let bobs_token = c.form_token_of(&bob).await;
     let approve = format!("/console/operations/{op}/approve");
 
     let r = no_redirects()
@@ -291,11 +327,7 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     let r = c.post(&alice, &approve, &[("payload_hash", &hash)]).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN, "no form token");
     let r = c
-        .post(
-            &alice,
-            &approve,
-            &[("payload_hash", &hash), ("form_token", &bobs_token)],
-        )
+        .post_with_token(&alice, &approve, &bobs_token, &[("payload_hash", &hash)])
         .await;
     assert_eq!(
         r.status(),
@@ -319,19 +351,9 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     );
 
     let r = c
-        .post(
-            &alice,
-            &approve,
-            &[("payload_hash", &hash), ("form_token", &alices_token)],
-        )
+        .post_with_token(&alice, &approve, &alices_token, &[("payload_hash", &hash)])
         .await;
-    assert_eq!(
-        (r.status(), location(&r).to_owned()),
-        (
-            StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?tenant=org_482&done=approved")
-        )
-    );
+    assert_done(&r, &op, "approved");
     assert_eq!(
         c.approval(&op).await,
         (
@@ -342,28 +364,14 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     );
     // The same form again (a double click, a resent page) changes nothing and is no error.
     let r = c
-        .post(
-            &alice,
-            &approve,
-            &[("payload_hash", &hash), ("form_token", &alices_token)],
-        )
+        .post_with_token(&alice, &approve, &alices_token, &[("payload_hash", &hash)])
         .await;
-    assert_eq!(
-        (r.status(), location(&r).to_owned()),
-        (
-            StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?tenant=org_482&done=already")
-        )
-    );
+    assert_done(&r, &op, "already");
     let approvals = c.fleet.count(&format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}' AND kind = 'approved'")).await;
     assert_eq!(approvals, 1);
     // Somebody else approving what is already approved is refused, not merged.
     let r = c
-        .post(
-            &bob,
-            &approve,
-            &[("payload_hash", &hash), ("form_token", &bobs_token)],
-        )
+        .post_with_token(&bob, &approve, &bobs_token, &[("payload_hash", &hash)])
         .await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
 
@@ -372,18 +380,15 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     c.submit(&j).await;
     let reject = format!("/console/operations/{}/reject", op_of(&j));
     let r = c
-        .post(
-            &bob,
-            &reject,
-            &[("reason", "  "), ("form_token", &bobs_token)],
-        )
+        .post_with_token(&bob, &reject, &bobs_token, &[("reason", "  ")])
         .await;
     assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let r = c
-        .post(
+        .post_with_token(
             &bob,
             &reject,
-            &[("reason", "wrong beneficiary"), ("form_token", &bobs_token)],
+            &bobs_token,
+            &[("reason", "wrong beneficiary")],
         )
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
@@ -409,12 +414,13 @@ async fn another_tenants_operation_is_not_found_in_the_console() {
     let alice = session_of(&c.api, "sub-alice").await;
     let page = c.get(&alice, &format!("/console/operations/{op}")).await;
     assert_eq!(page.status(), StatusCode::NOT_FOUND);
-    let token = form_token(&c.get(&alice, "/console").await.text().await.unwrap());
+    let token = c.form_token_of(&alice).await;
     let r = c
-        .post(
+        .post_with_token(
             &alice,
             &format!("/console/operations/{op}/approve"),
-            &[("payload_hash", &hash_of(&i)), ("form_token", &token)],
+            &token,
+            &[("payload_hash", &hash_of(&i))],
         )
         .await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
@@ -441,7 +447,7 @@ async fn another_tenants_operation_is_not_found_in_the_console() {
 async fn signing_out_or_removing_the_principal_ends_the_session() {
     let c = console().await;
     let alice = session_of(&c.api, "sub-alice").await;
-    let token = form_token(&c.get(&alice, "/console").await.text().await.unwrap());
+    let token = c.form_token_of(&alice).await;
     let r = c
         .post(
             &alice,
@@ -628,12 +634,7 @@ async fn a_crm_update_is_shown_beside_the_deals_current_values() {
     );
     c.submit(&update).await;
     let alice = session_of(&c.api, "sub-alice").await;
-    let page = c
-        .get(&alice, &format!("/console/operations/{}", op_of(&update)))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = c.operation_page(&alice, &op_of(&update)).await;
     let text = page.replace("&quot;", "\"").replace("&#34;", "\"");
     assert!(
         text.contains(&format!(
@@ -651,15 +652,22 @@ async fn a_crm_update_is_shown_beside_the_deals_current_values() {
     c.fleet.stop().await;
 }
 
-#[tokio::test]
-async fn the_inbox_and_the_operation_page_say_what_an_order_change_and_a_contract_do() {
+/// The console with an order change and a contract waiting, and alice's session:
+/// (console, order change, contract, session).
+async fn an_order_change_and_a_contract() -> (Console, Value, Value, String) {
     let c = console().await;
     let order = order_change_intent("ord_5531", "paid", "fulfilled");
     let contract = contract_intent("cust_1042");
     c.submit(&order).await;
     c.submit(&contract).await;
     let alice = session_of(&c.api, "sub-alice").await;
-    let inbox = c.get(&alice, "/console").await.text().await.unwrap();
+    (c, order, contract, alice)
+}
+
+#[tokio::test]
+async fn the_inbox_and_the_operation_page_say_what_an_order_change_and_a_contract_do() {
+    let (c, order, contract, alice) = an_order_change_and_a_contract().await;
+    let inbox = c.page(&alice, "/console").await;
     let order_line = "Move order ord_5531 from paid to fulfilled";
     let contract_line = "Send contract template tpl_msa_v3 to recipient cust_1042";
     for line in [order_line, contract_line] {
@@ -669,12 +677,7 @@ async fn the_inbox_and_the_operation_page_say_what_an_order_change_and_a_contrac
         (op_of(&order), order_line),
         (op_of(&contract), contract_line),
     ] {
-        let page = c
-            .get(&alice, &format!("/console/operations/{op}"))
-            .await
-            .text()
-            .await
-            .unwrap();
+        let page = c.operation_page(&alice, &op).await;
         assert!(
             page.contains(&format!("<h1 class=\"headline\">{line}</h1>")),
             "{page}"
@@ -685,23 +688,8 @@ async fn the_inbox_and_the_operation_page_say_what_an_order_change_and_a_contrac
 
 #[tokio::test]
 async fn an_object_the_fleet_has_no_record_of_is_noted_on_the_approval_page() {
-    let c = console().await;
-    let order = order_change_intent("ord_5531", "paid", "fulfilled");
-    let contract = contract_intent("cust_1042");
-    c.submit(&order).await;
-    c.submit(&contract).await;
-    let alice = session_of(&c.api, "sub-alice").await;
-    let page = |op: String| {
-        let (c, alice) = (&c, &alice);
-        async move {
-            c.get(alice, &format!("/console/operations/{op}"))
-                .await
-                .text()
-                .await
-                .unwrap()
-        }
-    };
-    let order_page = page(op_of(&order)).await;
+    let (c, order, contract, alice) = an_order_change_and_a_contract().await;
+    let order_page = c.operation_page(&alice, &op_of(&order)).await;
     assert!(
         order_page.contains(
             "<p class=\"note\" id=\"foreign-object\">The order ord_5531 was not made by the fleet"
@@ -709,7 +697,8 @@ async fn an_object_the_fleet_has_no_record_of_is_noted_on_the_approval_page() {
         "{order_page}"
     );
     // A contract names no provider object.
-    assert!(!page(op_of(&contract)).await.contains("foreign-object"));
+    let contract_page = c.operation_page(&alice, &op_of(&contract)).await;
+    assert!(!contract_page.contains("foreign-object"));
     c.fleet.stop().await;
 }
 
@@ -724,15 +713,11 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
     c.submit(&i).await;
     let alice = session_of(&c.api, "sub-alice").await;
     let dana = session_of(&c.api, "sub-dana").await;
-    let alices = form_token(&c.get(&alice, "/console").await.text().await.unwrap());
-    let danas = form_token(&c.get(&dana, "/console").await.text().await.unwrap());
+    let alices = c.form_token_of(&alice).await;
+    let danas = c.form_token_of(&dana).await;
     let dispute = format!("/console/operations/{op}/dispute");
     let r = c
-        .post(
-            &alice,
-            &dispute,
-            &[("reason", "looks odd"), ("form_token", &alices)],
-        )
+        .post_with_token(&alice, &dispute, &alices, &[("reason", "looks odd")])
         .await;
     assert_eq!(
         r.status(),
@@ -740,10 +725,11 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         "an approver does not dispute"
     );
     let r = c
-        .post(
+        .post_with_token(
             &dana,
             &format!("/console/operations/{op}/approve"),
-            &[("payload_hash", &hash_of(&i)), ("form_token", &danas)],
+            &danas,
+            &[("payload_hash", &hash_of(&i))],
         )
         .await;
     assert_eq!(
@@ -752,28 +738,16 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         "an operator does not approve"
     );
     let r = c
-        .post(
+        .post_with_token(
             &dana,
             &dispute,
-            &[
-                ("reason", "customer reports a double charge"),
-                ("form_token", &danas),
-            ],
+            &danas,
+            &[("reason", "customer reports a double charge")],
         )
         .await;
-    assert_eq!(
-        (r.status(), location(&r).to_owned()),
-        (
-            StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?tenant=org_482&done=disputed")
-        )
-    );
+    assert_done(&r, &op, "disputed");
     let r = c
-        .post(
-            &dana,
-            &dispute,
-            &[("reason", "again"), ("form_token", &danas)],
-        )
+        .post_with_token(&dana, &dispute, &danas, &[("reason", "again")])
         .await;
     assert_eq!(
         location(&r).to_owned(),
@@ -846,13 +820,7 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        (r.status(), location(&r).to_owned()),
-        (
-            StatusCode::SEE_OTHER,
-            format!("/console/operations/{op}?tenant=org_482&done=approved")
-        )
-    );
+    assert_done(&r, &op, "approved");
     let row = fleet.row(&op).await;
     assert_eq!(
         (row.approval_status, row.decided_by.as_deref()),
@@ -910,12 +878,7 @@ async fn every_free_text_field_is_shown_with_its_hidden_characters_revealed() {
     }
     let alice = session_of(&c.api, "sub-alice").await;
     // A person's free text too: the rejection's reason, in the timeline.
-    let page = c
-        .get(&alice, &format!("/console/operations/{}", op_of(&payment)))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = c.operation_page(&alice, &op_of(&payment)).await;
     let r = c
         .post(
             &alice,
@@ -929,25 +892,15 @@ async fn every_free_text_field_is_shown_with_its_hidden_characters_revealed() {
     assert_eq!(r.status(), StatusCode::SEE_OTHER, "rejected");
     for i in all {
         let op = op_of(i);
-        let page = c
-            .get(&alice, &format!("/console/operations/{op}"))
-            .await
-            .text()
-            .await
-            .unwrap();
+        let page = c.operation_page(&alice, &op).await;
         assert_nothing_hidden(&page, &format!("{} page", i["action"]));
     }
-    let page = c
-        .get(&alice, &format!("/console/operations/{}", op_of(&payment)))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = c.operation_page(&alice, &op_of(&payment)).await;
     assert!(
         page.contains("wrong vendor ⟨U+202E⟩evil⟨U+202C⟩"),
         "the rejection's reason is shown revealed: {page}"
     );
-    let inbox = c.get(&alice, "/console").await.text().await.unwrap();
+    let inbox = c.page(&alice, "/console").await;
     let hidden_in_inbox = inbox
         .chars()
         .filter(|c| !matches!(c, ' ' | '\n') && fleet_core::visible::is_hidden(*c))

@@ -43,18 +43,51 @@ async fn db_status(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
     (row.status, row.approval_status)
 }
 
+/// Nothing was decided on the operation: it waits, not started, for its approval.
+async fn still_pending(fleet: &TestFleet, op: &str) {
+    assert_eq!(
+        db_status(fleet, op).await,
+        (Status::NotStarted, ApprovalStatus::Pending),
+        "{op}"
+    );
+}
+
+/// The console's page of the operation `op`.
+async fn open_operation(browser: &Browser, api: &ApiProcess, op: &str) {
+    browser
+        .goto(&api.url(&format!("/console/operations/{op}")))
+        .await;
+}
+
+/// Posts an approval of `i`'s snapshot from inside the page, whether or not it offers one.
+async fn approve_from_page(browser: &Browser, i: &Value) {
+    let action = format!("/console/operations/{}/approve", op_of(i));
+    post_from_page(browser, &action, json!({"payload_hash": hash_of(i)})).await;
+}
+
+/// The console of `fleet` (with its issuer), the agent's token, and `who` with `role` who
+/// signs in as `sub-<who>`.
+async fn console_for(
+    fleet: &TestFleet,
+    who: &str,
+    role: Role,
+) -> (RunningIssuer, ApiProcess, String) {
+    let issuer = fleet.spawn_issuer().await;
+    let api = fleet.spawn_console(&issuer).await;
+    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    fleet
+        .person(who, role, &[TENANT], &format!("sub-{who}"))
+        .await;
+    (issuer, api, agent)
+}
+
 #[tokio::test]
 async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_succeed() {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_execute();
     // The console's approval rings no doorbell yet; reconcile's sweeper rings approved rows.
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    let issuer = fleet.spawn_issuer().await;
-    let api = fleet.spawn_console(&issuer).await;
-    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    fleet
-        .person("alice", Role::Approver, &[TENANT], "sub-alice")
-        .await;
+    let (_issuer, api, agent) = console_for(&fleet, "alice", Role::Approver).await;
     let seed = intent();
     let op = op_of(&seed);
     api.submitted(&fleet.http, &agent, &seed).await;
@@ -129,10 +162,9 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
     browser.screenshot("console-approval.png").await;
 
     browser.click("#approve").await;
-    assert!(browser
-        .text(".banner.ok")
-        .await
-        .contains("You approved this snapshot."));
+    browser
+        .text_with(".banner.ok", "You approved this snapshot.")
+        .await;
     browser.reload_until_shows("succeeded").await;
     let done = browser.page_text().await;
     assert!(done.contains("alice"), "decided by alice: {done}");
@@ -185,13 +217,10 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
     let browser = Browser::start().await;
     browser.sign_in(&api.base_url, "sub-agent").await;
     let op = op_of(&by_agent);
+    open_operation(&browser, &api, &op).await;
     browser
-        .goto(&api.url(&format!("/console/operations/{op}")))
+        .text_with("#cannot-approve", "Your role (agent) does not approve")
         .await;
-    assert!(browser
-        .text("#cannot-approve")
-        .await
-        .contains("Your role (agent) does not approve"));
     assert!(
         browser
             .client
@@ -200,48 +229,28 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
             .is_err(),
         "no approve button for the agent"
     );
-    post_from_page(
-        &browser,
-        &format!("/console/operations/{op}/approve"),
-        json!({"payload_hash": hash_of(&by_agent)}),
-    )
-    .await;
-    let refused = browser.text(".banner.refused").await;
-    assert!(
-        refused.contains("your role may not take this decision"),
-        "{refused}"
-    );
-    assert_eq!(
-        db_status(&fleet, &op).await,
-        (Status::NotStarted, ApprovalStatus::Pending)
-    );
+    approve_from_page(&browser, &by_agent).await;
+    browser
+        .text_with(".banner.refused", "your role may not take this decision")
+        .await;
+    still_pending(&fleet, &op).await;
     browser.close().await;
 
     let browser = Browser::start().await;
     browser.sign_in(&api.base_url, "sub-alice").await;
     let mine = op_of(&by_alice);
+    open_operation(&browser, &api, &mine).await;
     browser
-        .goto(&api.url(&format!("/console/operations/{mine}")))
+        .text_with("#cannot-approve", "You submitted this operation")
         .await;
-    assert!(browser
-        .text("#cannot-approve")
-        .await
-        .contains("You submitted this operation"));
-    post_from_page(
-        &browser,
-        &format!("/console/operations/{mine}/approve"),
-        json!({"payload_hash": hash_of(&by_alice)}),
-    )
-    .await;
-    let refused = browser.text(".banner.refused").await;
-    assert!(
-        refused.contains("you submitted this operation: another person must approve it"),
-        "{refused}"
-    );
-    assert_eq!(
-        db_status(&fleet, &mine).await,
-        (Status::NotStarted, ApprovalStatus::Pending)
-    );
+    approve_from_page(&browser, &by_alice).await;
+    browser
+        .text_with(
+            ".banner.refused",
+            "you submitted this operation: another person must approve it",
+        )
+        .await;
+    still_pending(&fleet, &mine).await;
     browser.close().await;
     fleet.stop().await;
 }
@@ -249,21 +258,14 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
 #[tokio::test]
 async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     let fleet = TestFleet::start().await;
-    let issuer = fleet.spawn_issuer().await;
-    let api = fleet.spawn_console(&issuer).await;
-    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    fleet
-        .person("alice", Role::Approver, &[TENANT], "sub-alice")
-        .await;
+    let (_issuer, api, agent) = console_for(&fleet, "alice", Role::Approver).await;
     let first = intent();
     let a = op_of(&first);
     api.submitted(&fleet.http, &agent, &first).await;
 
     let browser = Browser::start().await;
     browser.sign_in(&api.base_url, "sub-alice").await;
-    browser
-        .goto(&api.url(&format!("/console/operations/{a}")))
-        .await;
+    open_operation(&browser, &api, &a).await;
     assert!(browser.page_text().await.contains("Pay 12,500.00 KZT"));
     // While the page is open, the agent corrects the amount: a new operation replaces it.
     let mut corrected = intent();
@@ -272,25 +274,18 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     let b = op_of(&corrected);
     api.submitted(&fleet.http, &agent, &corrected).await;
     browser.click("#approve").await;
-    let refused = browser.text(".banner.refused").await;
-    assert!(
-        refused.contains("no longer waiting for a decision"),
-        "{refused}"
-    );
+    browser
+        .text_with(".banner.refused", "no longer waiting for a decision")
+        .await;
     assert_eq!(
         db_status(&fleet, &a).await,
         (Status::Cancelled, ApprovalStatus::Pending)
     );
-    assert_eq!(
-        db_status(&fleet, &b).await,
-        (Status::NotStarted, ApprovalStatus::Pending)
-    );
+    still_pending(&fleet, &b).await;
 
     // The new page, with its approval form bound to another snapshot's hash (a page from
     // before the correction), approves nothing either.
-    browser
-        .goto(&api.url(&format!("/console/operations/{b}")))
-        .await;
+    open_operation(&browser, &api, &b).await;
     assert!(browser.page_text().await.contains("Pay 13,500.00 KZT"));
     browser
         .client
@@ -301,15 +296,10 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
         .await
         .unwrap();
     browser.click("#approve").await;
-    let refused = browser.text(".banner.refused").await;
-    assert!(
-        refused.contains("does not show the stored snapshot"),
-        "{refused}"
-    );
-    assert_eq!(
-        db_status(&fleet, &b).await,
-        (Status::NotStarted, ApprovalStatus::Pending)
-    );
+    browser
+        .text_with(".banner.refused", "does not show the stored snapshot")
+        .await;
+    still_pending(&fleet, &b).await;
     browser.close().await;
     fleet.stop().await;
 }
@@ -318,12 +308,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
 async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_execute();
-    let issuer = fleet.spawn_issuer().await;
-    let api = fleet.spawn_console(&issuer).await;
-    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    fleet
-        .person("dana", Role::Operator, &[TENANT], "sub-dana")
-        .await;
+    let (_issuer, api, agent) = console_for(&fleet, "dana", Role::Operator).await;
     let i = intent();
     let op = op_of(&i);
     api.submitted(&fleet.http, &agent, &i).await;
@@ -335,18 +320,9 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         .await;
     fleet.approve(&op, &hash_of(&i)).await.unwrap();
     let row = fleet.reaches(&op, Status::Unknown).await;
-    let escalate = fleet_store::Transition {
-        escalate: true,
-        reason: Some(fleet_core::Reason::VersionMoved),
-        ..fleet_store::Transition::new(
-            at(&op),
-            fleet_core::Status::Unknown,
-            row.fence,
-            fleet_core::Event::Escalate,
-            "reconcile",
-        )
-    };
-    fleet.store.transition(escalate, None).await.unwrap();
+    fleet
+        .escalate(&op, &row, fleet_core::Reason::VersionMoved)
+        .await;
 
     let browser = Browser::start().await;
     browser.sign_in(&api.base_url, "sub-dana").await;
@@ -369,22 +345,15 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         "the attempt and the provider's answer: {page}"
     );
     browser
-        .find("#external_id")
-        .await
-        .send_keys("pay_checked_by_hand")
-        .await
-        .unwrap();
+        .type_into("#external_id", "pay_checked_by_hand")
+        .await;
     browser
-        .find("#evidence")
-        .await
-        .send_keys("seen in the provider's dashboard")
-        .await
-        .unwrap();
+        .type_into("#evidence", "seen in the provider's dashboard")
+        .await;
     browser.click("#resolve").await;
-    assert!(browser
-        .text(".banner.ok")
-        .await
-        .contains("You resolved this operation."));
+    browser
+        .text_with(".banner.ok", "You resolved this operation.")
+        .await;
     assert!(browser.page_text().await.contains("operator:dana"));
 
     let row = fleet.row(&op).await;
@@ -418,6 +387,21 @@ async fn console_on_localhost(fleet: &TestFleet, issuer: &RunningIssuer) -> (Api
         ])
         .await;
     (api, console_url)
+}
+
+/// `i` approved over the API as the bearer of `token`, signed with `key`.
+async fn approve_over_api(
+    fleet: &TestFleet,
+    api: &ApiProcess,
+    token: &str,
+    i: &Value,
+    key: &fleet_core::ApproverKey,
+) {
+    let path = format!("/v1/operations/{}/approve", op_of(i));
+    let expires_at = chrono::Utc::now() + chrono::Duration::hours(1);
+    let signed = signed_approval(i, key, expires_at);
+    let approved = api.post(&fleet.http, token, &path, &signed).await;
+    assert_eq!(approved.status(), reqwest::StatusCode::OK, "{path}");
 }
 
 /// A 1,500,000.00 KZT payment: payments-v3 asks for two signed approvals.
@@ -533,19 +517,7 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
     assert_eq!(db_status(&fleet, &op).await.1, ApprovalStatus::Pending);
 
     // Bob signs with his local key; execute verifies both signatures, then pays once.
-    let approved = api
-        .post(
-            &fleet.http,
-            &bob,
-            &format!("/v1/operations/{op}/approve"),
-            &signed_approval(
-                &first,
-                &bob_key,
-                chrono::Utc::now() + chrono::Duration::hours(1),
-            ),
-        )
-        .await;
-    assert_eq!(approved.status(), reqwest::StatusCode::OK);
+    approve_over_api(&fleet, &api, &bob, &first, &bob_key).await;
     fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(fleet.sim_effects(&op).await, 1, "paid once");
 
@@ -554,19 +526,7 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
     let second = large_payment("inv_9301");
     let replayed = op_of(&second);
     api.submitted(&fleet.http, &agent, &second).await;
-    let approved = api
-        .post(
-            &fleet.http,
-            &bob,
-            &format!("/v1/operations/{replayed}/approve"),
-            &signed_approval(
-                &second,
-                &bob_key,
-                chrono::Utc::now() + chrono::Duration::hours(1),
-            ),
-        )
-        .await;
-    assert_eq!(approved.status(), reqwest::StatusCode::OK);
+    approve_over_api(&fleet, &api, &bob, &second, &bob_key).await;
     let api_role = fleet.sql().await;
     api_role.batch_execute("SET ROLE fleet_api").await.unwrap();
     api_role
@@ -587,14 +547,9 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
         .await
         .unwrap();
     fleet.ring_execute(&replayed).await;
-    let row = fleet.escalated(&replayed).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("approval_signature_invalid"))
-    );
+    fleet
+        .escalated_as(&replayed, Status::Unknown, "approval_signature_invalid")
+        .await;
     assert_eq!(fleet.sim_effects(&replayed).await, 0, "nothing was paid");
 
     browser.close().await;
@@ -648,10 +603,9 @@ async fn the_approval_page_fits_a_phone_says_who_approved_and_asks_to_retype_a_l
         deadline.starts_with("expires in") && deadline.contains(" UTC on "),
         "{deadline}"
     );
-    assert!(browser
-        .text("#approvals-so-far")
-        .await
-        .contains("Nobody has approved yet"));
+    browser
+        .text_with("#approvals-so-far", "Nobody has approved yet")
+        .await;
     // A skip link leads past the navigation; every table has a caption.
     assert_eq!(
         browser
@@ -665,37 +619,17 @@ async fn the_approval_page_fits_a_phone_says_who_approved_and_asks_to_retype_a_l
     );
 
     // One click is not enough: the amount must be re-typed, and exactly.
-    post_from_page(
-        &browser,
-        &format!("/console/operations/{op}/approve"),
-        json!({"payload_hash": hash_of(&i)}),
-    )
-    .await;
-    assert!(browser
-        .text(".banner.refused")
-        .await
-        .contains("type the amount exactly"));
+    approve_from_page(&browser, &i).await;
     browser
-        .find("#confirm_amount")
-        .await
-        .send_keys("12,500.01")
-        .await
-        .unwrap();
+        .text_with(".banner.refused", "type the amount exactly")
+        .await;
+    browser.type_into("#confirm_amount", "12,500.01").await;
     browser.click("#approve").await;
-    assert!(browser
-        .text(".banner.refused")
-        .await
-        .contains("type the amount exactly"));
-    assert_eq!(
-        db_status(&fleet, &op).await,
-        (Status::NotStarted, ApprovalStatus::Pending)
-    );
     browser
-        .find("#confirm_amount")
-        .await
-        .send_keys("12,500.00 KZT")
-        .await
-        .unwrap();
+        .text_with(".banner.refused", "type the amount exactly")
+        .await;
+    still_pending(&fleet, &op).await;
+    browser.type_into("#confirm_amount", "12,500.00 KZT").await;
     browser.click("#approve").await;
     browser.reload_until_shows("1 of 2 approvals").await;
     let so_far = browser.text("#approvals-so-far").await;

@@ -140,17 +140,7 @@ async fn an_unknown_contract_whose_key_may_have_expired_is_escalated_never_sent_
         .capabilities
         .idempotent_create = Some(Duration::from_secs(60));
     fleet.spawn_reconcile_deps(fleet.reconcile_deps_with(&providers, fast_reconcile()));
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("key_retention_passed"))
-    );
-    assert_eq!(row.fence, 1, "never claimed again");
-    assert_eq!(fleet.sim_posts(&op).await, 1);
-    assert_eq!(fleet.sim_effects(&op).await, 0);
+    fleet.escalated_past_key_retention(&op).await;
     fleet.stop().await;
 }
 
@@ -160,16 +150,7 @@ async fn execute_never_sends_a_contract_on_a_key_past_its_hour() {
     fleet.spawn_prepare();
     let i = contract_intent("cust_1042");
     let op = fleet.submitted(&i).await;
-    fleet
-        .store
-        .approve(
-            at(&op),
-            &hash_of(&i),
-            &fleet_tests::decider("approver"),
-            None,
-        )
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash_of(&i)).await;
     // The key was first used 61 minutes ago (its release and redrive took that long).
     fleet.first_attempt_ago(&op, "61 minutes").await;
     fleet.spawn_execute();

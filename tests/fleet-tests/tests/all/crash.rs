@@ -230,11 +230,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     let handler = fleet_execute::ExecuteHandler::new(
         fleet.execute_deps_with(ExecuteSettings::default(), &providers),
     );
-    fleet
-        .store
-        .approve(at(&op), &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash_of(&i)).await;
     handler.resume(at(&op)).await.unwrap();
     assert_eq!(
         fleet
@@ -355,11 +351,7 @@ async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
     let i = intent();
     let op = fleet.submitted(&i).await;
     // Approved, but the doorbell is lost: approve without ringing.
-    fleet
-        .store
-        .approve(at(&op), &hash_of(&i), &fleet_tests::TEST_APPROVER, None)
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash_of(&i)).await;
     fleet.spawn_execute();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.reaches(&op, Status::Succeeded).await;
@@ -378,17 +370,7 @@ async fn an_unknown_operation_whose_key_may_have_expired_is_escalated_never_retr
         ..contract(0)
     };
     fleet.spawn_reconcile(short_retention, fast_reconcile());
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("key_retention_passed"))
-    );
-    assert_eq!(row.fence, 1, "never claimed again");
-    assert_eq!(fleet.sim_posts(&op).await, 1);
-    assert_eq!(fleet.sim_effects(&op).await, 0);
+    fleet.escalated_past_key_retention(&op).await;
     fleet.stop().await;
 }
 
@@ -450,14 +432,9 @@ async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_
     fleet.spawn_execute();
     fleet.approve(&op, &hash_of(&closed)).await.unwrap();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("saved_error_replayed"))
-    );
+    fleet
+        .escalated_as(&op, Status::Unknown, "saved_error_replayed")
+        .await;
     let attempts = fleet.store.attempts(at(&op)).await.unwrap();
     assert_eq!(
         attempts.len(),

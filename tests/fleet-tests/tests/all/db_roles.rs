@@ -802,21 +802,17 @@ async fn every_table_is_granted_to_some_component() {
     let fleet = TestFleet::start().await;
     let sql = fleet.sql().await;
     let roles: Vec<&str> = DbRole::ALL.iter().map(|r| r.name()).collect();
-    let ungranted: Vec<String> = sql
-        .query(
-            "SELECT t.tablename FROM pg_tables t
+    let ungranted: Vec<String> = fleet_tests::first_column(
+        &sql,
+        "SELECT t.tablename FROM pg_tables t
              WHERE t.schemaname = 'public' AND t.tablename <> '_sqlx_migrations'
                AND NOT EXISTS (SELECT FROM information_schema.role_table_grants g
                                WHERE g.table_name = t.tablename AND g.grantee = ANY($1))
                AND NOT EXISTS (SELECT FROM information_schema.role_column_grants g
                                WHERE g.table_name = t.tablename AND g.grantee = ANY($1))",
-            &[&roles],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+        &[&roles],
+    )
+    .await;
     assert!(
         ungranted.is_empty(),
         "tables no component role is granted: {ungranted:?}"

@@ -8,15 +8,16 @@
 //! `fleetctl` deciding through the API with its token; an intent whose policy version has
 //! no policy refused at intake; and the approval gauges reconcile computes.
 
-use chrono::{Duration, Utc};
+use chrono::{DateTime, Duration, Utc};
 use fleet_broker::Queue;
-use fleet_core::{ApprovalStatus, Role, Status};
+use fleet_core::{ApprovalStatus, ApproverKey, Role, Status};
 use fleet_tests::{
     admin_url_of, eventually, hash_of, intent, op_of, scrape_gauge, signed_approval, with_amount,
     ApiProcess, TestFleet, WorkerProcess,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use tokio_postgres::types::FromSqlOwned;
 
 const TENANT: &str = "org_482";
 const OTHER_TENANT: &str = "org_999";
@@ -61,6 +62,13 @@ impl Desk {
         self.api.submitted(&self.fleet.http, &self.agent, i).await
     }
 
+    /// Submits `i` as the agent: `i` and its operation's id.
+    async fn pending(&self, i: Value) -> (Value, String) {
+        self.submit(&i).await;
+        let op = op_of(&i);
+        (i, op)
+    }
+
     /// `POST /v1/operations/{op}/{what}` as the bearer of `token`: (status, body).
     async fn decide(&self, token: &str, op: &str, what: &str, body: Value) -> (StatusCode, Value) {
         let path = format!("/v1/operations/{op}/{what}");
@@ -69,13 +77,65 @@ impl Desk {
     }
 
     async fn approve(&self, token: &str, i: &Value) -> (StatusCode, Value) {
-        self.decide(
-            token,
-            &op_of(i),
-            "approve",
-            json!({"payload_hash": hash_of(i)}),
+        self.decide(token, &op_of(i), "approve", hash_body(i)).await
+    }
+
+    /// Approves `i` as the bearer of `token`, signed with `key`.
+    async fn approve_signed(
+        &self,
+        token: &str,
+        i: &Value,
+        key: &ApproverKey,
+        expires_at: DateTime<Utc>,
+    ) -> (StatusCode, Value) {
+        let signed = signed_approval(i, key, expires_at);
+        self.decide(token, &op_of(i), "approve", signed).await
+    }
+
+    /// Submits `i` (an amount for two approvers) and has alice approve it, signed: 1 of 2.
+    async fn submitted_with_one_approval(
+        &self,
+        i: &Value,
+        alice_key: &ApproverKey,
+        expires_at: DateTime<Utc>,
+    ) -> String {
+        self.submit(i).await;
+        let (status, view) = self
+            .approve_signed(&self.alice, i, alice_key, expires_at)
+            .await;
+        assert_eq!(status, StatusCode::OK, "1 of 2: {view}");
+        op_of(i)
+    }
+
+    /// alice's and bob's registered keys, for amounts whose approvals must be signed.
+    async fn signing_keys(&self) -> (ApproverKey, ApproverKey) {
+        (
+            self.fleet.register_key("alice").await,
+            self.fleet.register_key("bob").await,
         )
-        .await
+    }
+
+    /// A decision that must be refused with `status` and the error `code`.
+    async fn refused(
+        &self,
+        token: &str,
+        op: &str,
+        what: &str,
+        body: Value,
+        (status, error): (StatusCode, &str),
+    ) {
+        let (got, answer) = self.decide(token, op, what, body).await;
+        assert_eq!((got, code(&answer)), (status, error), "{what}: {answer}");
+    }
+
+    /// A decision that must be refused as malformed (422), naming `field`.
+    async fn malformed(&self, token: &str, op: &str, what: &str, body: Value, field: &str) {
+        let (status, answer) = self.decide(token, op, what, body).await;
+        assert_eq!(
+            (status, answer["error"]["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(field)),
+            "{what}: {answer}"
+        );
     }
 
     /// Waits (long-poll) until the operation is final, as the agent sees it.
@@ -99,33 +159,27 @@ impl Desk {
     }
 
     async fn approvals(&self, op: &str) -> Vec<(String, String, String)> {
-        self.fleet
-            .sql()
-            .await
-            .query(
-                "SELECT principal, signed_in_with, payload_hash FROM approvals WHERE operation_id = $1 ORDER BY at",
-                &[&op],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
-            .collect()
+        self.triples(
+            "SELECT principal, signed_in_with, payload_hash FROM approvals WHERE operation_id = $1 ORDER BY at",
+            op,
+        )
+        .await
     }
 
     /// (kind, actor, signed_in_with) of the operation's history rows written by people.
     async fn decisions(&self, op: &str) -> Vec<(String, String, Option<String>)> {
-        self.fleet
-            .sql()
-            .await
-            .query(
-                "SELECT kind, actor, signed_in_with FROM operation_events
-                 WHERE operation_id = $1 AND (actor LIKE 'approver:%' OR actor LIKE 'operator:%') ORDER BY id",
-                &[&op],
-            )
-            .await
-            .unwrap()
-            .iter()
+        self.triples(
+            "SELECT kind, actor, signed_in_with FROM operation_events
+             WHERE operation_id = $1 AND (actor LIKE 'approver:%' OR actor LIKE 'operator:%') ORDER BY id",
+            op,
+        )
+        .await
+    }
+
+    /// The three columns of the rows `sql` selects for the operation `$1`.
+    async fn triples<T: FromSqlOwned>(&self, sql: &str, op: &str) -> Vec<(String, String, T)> {
+        let rows = self.fleet.sql().await.query(sql, &[&op]).await.unwrap();
+        rows.iter()
             .map(|r| (r.get(0), r.get(1), r.get(2)))
             .collect()
     }
@@ -153,6 +207,20 @@ impl Desk {
 fn code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or_default()
 }
+
+/// A history row written by `actor`, signed in with a token.
+fn signed_in_by_token(kind: &str, actor: &str) -> (String, String, Option<String>) {
+    (kind.to_owned(), actor.to_owned(), Some("token".to_owned()))
+}
+
+/// `{"payload_hash": …}` for `i`'s snapshot.
+fn hash_body(i: &Value) -> Value {
+    json!({"payload_hash": hash_of(i)})
+}
+
+const FORBIDDEN_ROLE: (StatusCode, &str) = (StatusCode::FORBIDDEN, "role_not_allowed");
+const NOT_PENDING: (StatusCode, &str) = (StatusCode::CONFLICT, "not_pending");
+const HASH_MISMATCH: (StatusCode, &str) = (StatusCode::CONFLICT, "hash_mismatch");
 
 #[tokio::test]
 async fn an_approver_approves_over_http_and_the_payment_succeeds_once() {
@@ -197,11 +265,7 @@ async fn an_approver_approves_over_http_and_the_payment_succeeds_once() {
     );
     assert_eq!(
         d.decisions(&op).await,
-        [(
-            "approved".to_owned(),
-            "approver:alice".to_owned(),
-            Some("token".to_owned())
-        )]
+        [signed_in_by_token("approved", "approver:alice")]
     );
     d.fleet.drained(Queue::OperationsExecute).await;
     assert_eq!(d.fleet.sim_effects(&op).await, 1, "still one payment");
@@ -211,15 +275,10 @@ async fn an_approver_approves_over_http_and_the_payment_succeeds_once() {
 #[tokio::test]
 async fn the_submitting_principal_is_refused_even_when_it_holds_the_approver_role() {
     let d = desk().await;
-    let i = intent();
-    let op = op_of(&i);
-    d.submit(&i).await;
+    let (i, op) = d.pending(intent()).await;
     // As the agent it is: refused by its role.
-    let (status, body) = d.approve(&d.agent, &i).await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::FORBIDDEN, "role_not_allowed")
-    );
+    d.refused(&d.agent, &op, "approve", hash_body(&i), FORBIDDEN_ROLE)
+        .await;
     // The same principal made an approver (its tenants unchanged): still never its own.
     d.fleet
         .sql()
@@ -230,11 +289,9 @@ async fn the_submitting_principal_is_refused_even_when_it_holds_the_approver_rol
         )
         .await
         .unwrap();
-    let (status, body) = d.approve(&d.agent, &i).await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::FORBIDDEN, "submitter_cannot_approve")
-    );
+    let cannot = (StatusCode::FORBIDDEN, "submitter_cannot_approve");
+    d.refused(&d.agent, &op, "approve", hash_body(&i), cannot)
+        .await;
     assert!(d.approvals(&op).await.is_empty(), "nothing recorded");
     // Another approver of the tenant may.
     assert_eq!(d.approve(&d.bob, &i).await.0, StatusCode::OK);
@@ -245,21 +302,14 @@ async fn the_submitting_principal_is_refused_even_when_it_holds_the_approver_rol
 #[tokio::test]
 async fn an_agent_token_is_refused_every_decision_with_403() {
     let d = desk().await;
-    let i = intent();
-    let op = op_of(&i);
-    d.submit(&i).await;
+    let (i, op) = d.pending(intent()).await;
     for (what, body) in [
-        ("approve", json!({"payload_hash": hash_of(&i)})),
+        ("approve", hash_body(&i)),
         ("reject", json!({"reason": "no"})),
         ("resolve", json!({"outcome": "failed", "evidence": "no"})),
         ("dispute", json!({"reason": "no"})),
     ] {
-        let (status, body) = d.decide(&d.agent, &op, what, body).await;
-        assert_eq!(
-            (status, code(&body)),
-            (StatusCode::FORBIDDEN, "role_not_allowed"),
-            "{what}"
-        );
+        d.refused(&d.agent, &op, what, body, FORBIDDEN_ROLE).await;
     }
     let row = d.fleet.row(&op).await;
     assert_eq!(
@@ -273,19 +323,12 @@ async fn an_agent_token_is_refused_every_decision_with_403() {
 #[tokio::test]
 async fn another_tenants_approver_gets_404_exactly_like_a_missing_operation() {
     let d = desk().await;
-    let i = intent();
-    let op = op_of(&i);
-    d.submit(&i).await;
+    let (i, op) = d.pending(intent()).await;
     let (status, theirs) = d.approve(&d.mallory, &i).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let missing = format!("op_{}", ulid::Ulid::new());
     let (status, nothing) = d
-        .decide(
-            &d.mallory,
-            &missing,
-            "approve",
-            json!({"payload_hash": hash_of(&i)}),
-        )
+        .decide(&d.mallory, &missing, "approve", hash_body(&i))
         .await;
     // The same answer but for the id each answer gives its own request.
     let without_request_id = |mut body: Value| {
@@ -313,24 +356,15 @@ async fn another_tenants_approver_gets_404_exactly_like_a_missing_operation() {
 #[tokio::test]
 async fn a_hash_that_is_not_the_pending_snapshots_is_409_and_records_nothing() {
     let d = desk().await;
-    let i = intent();
-    let op = op_of(&i);
-    d.submit(&i).await;
+    let (i, op) = d.pending(intent()).await;
     let other = hash_of(&with_amount(intent(), json!(1)));
-    let (status, body) = d
-        .decide(&d.alice, &op, "approve", json!({"payload_hash": other}))
+    let mismatch = json!({"payload_hash": other});
+    d.refused(&d.alice, &op, "approve", mismatch, HASH_MISMATCH)
         .await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::CONFLICT, "hash_mismatch")
-    );
-    let (status, body) = d
-        .decide(&d.alice, &op, "approve", json!({"hash": hash_of(&i)}))
+    let misnamed = json!({"hash": hash_of(&i)});
+    let malformed = (StatusCode::UNPROCESSABLE_ENTITY, "malformed");
+    d.refused(&d.alice, &op, "approve", misnamed, malformed)
         .await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::UNPROCESSABLE_ENTITY, "malformed")
-    );
     assert!(d.approvals(&op).await.is_empty());
     let row = d.fleet.row(&op).await;
     assert_eq!(
@@ -352,82 +386,43 @@ fn another_hash(i: &Value) -> Value {
 async fn a_repeated_approval_with_another_hash_is_409_before_and_after_the_quorum() {
     let d = desk().await;
     // 1,000,000.00 KZT and above: two approvers, both signing.
-    let (alice_key, bob_key) = (
-        d.fleet.register_key("alice").await,
-        d.fleet.register_key("bob").await,
-    );
+    let (alice_key, bob_key) = d.signing_keys().await;
     let expires_at = Utc::now() + Duration::hours(1);
     let carol = d.fleet.token("carol", Role::Approver, &[TENANT]).await;
-    let i = with_amount(intent(), json!(120_000_000)); // two approvers
-    let op = op_of(&i);
-    d.submit(&i).await;
-    assert_eq!(
-        d.decide(
-            &d.alice,
-            &op_of(&i),
-            "approve",
-            signed_approval(&i, &alice_key, expires_at)
-        )
-        .await
-        .0,
-        StatusCode::OK,
-        "1 of 2"
-    );
+    // Two approvers.
+    let (i, op) = d.pending(with_amount(intent(), json!(120_000_000))).await;
+    let (status, _) = d.approve_signed(&d.alice, &i, &alice_key, expires_at).await;
+    assert_eq!(status, StatusCode::OK, "1 of 2");
 
     // alice approved the right hash; another hash from her is still a mismatch, not 200.
-    let (status, body) = d.decide(&d.alice, &op, "approve", another_hash(&i)).await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::CONFLICT, "hash_mismatch")
-    );
-    // Her very approval again is the first answer again.
-    let (status, again) = d
-        .decide(
-            &d.alice,
-            &op_of(&i),
-            "approve",
-            signed_approval(&i, &alice_key, expires_at),
-        )
+    d.refused(&d.alice, &op, "approve", another_hash(&i), HASH_MISMATCH)
         .await;
+    // Her very approval again is the first answer again.
+    let (status, again) = d.approve_signed(&d.alice, &i, &alice_key, expires_at).await;
     assert_eq!(
         (status, again["approvals_received"].as_i64()),
         (StatusCode::OK, Some(1))
     );
 
-    assert_eq!(
-        d.decide(
-            &d.bob,
-            &op_of(&i),
-            "approve",
-            signed_approval(&i, &bob_key, expires_at)
-        )
-        .await
-        .0,
-        StatusCode::OK,
-        "2 of 2"
-    );
+    let (status, _) = d.approve_signed(&d.bob, &i, &bob_key, expires_at).await;
+    assert_eq!(status, StatusCode::OK, "2 of 2");
     assert_eq!(d.final_view(&op).await["status"], "succeeded");
     // Approved and done: another hash is refused whoever sends it.
     for token in [&d.alice, &d.bob, &carol] {
-        let (status, body) = d.decide(token, &op, "approve", another_hash(&i)).await;
-        assert_eq!(
-            (status, code(&body)),
-            (StatusCode::CONFLICT, "hash_mismatch")
-        );
+        d.refused(token, &op, "approve", another_hash(&i), HASH_MISMATCH)
+            .await;
     }
     // The right hash: 200 for the two who approved it, not for a third approver.
     for (token, key) in [(&d.alice, &alice_key), (&d.bob, &bob_key)] {
-        let (status, view) = d
-            .decide(token, &op, "approve", signed_approval(&i, key, expires_at))
-            .await;
+        let (status, view) = d.approve_signed(token, &i, key, expires_at).await;
         assert_eq!(
             (status, view["approvals_received"].as_i64()),
             (StatusCode::OK, Some(2)),
             "{view}"
         );
     }
-    let (status, body) = d.approve(&carol, &i).await;
-    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
+    d.refused(&carol, &op, "approve", hash_body(&i), NOT_PENDING)
+        .await;
     assert_eq!(
         d.approvals(&op).await,
         [
@@ -444,87 +439,46 @@ async fn a_repeated_approval_with_another_hash_is_409_before_and_after_the_quoru
 async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_from_its_approver() {
     let d = desk().await;
     // 1,000,000.00 KZT and above: two approvers, both signing.
-    let (alice_key, bob_key) = (
-        d.fleet.register_key("alice").await,
-        d.fleet.register_key("bob").await,
-    );
+    let (alice_key, bob_key) = d.signing_keys().await;
     let expires_at = Utc::now() + Duration::hours(1);
     // Rejected after alice's approval (1 of 2): her approval again is refused, whatever hash.
     let rejected = with_amount(intent(), json!(150_000_000));
-    let op = op_of(&rejected);
-    d.submit(&rejected).await;
-    assert_eq!(
-        d.decide(
-            &d.alice,
-            &op_of(&rejected),
-            "approve",
-            signed_approval(&rejected, &alice_key, expires_at)
-        )
-        .await
-        .0,
-        StatusCode::OK
-    );
+    let op = d
+        .submitted_with_one_approval(&rejected, &alice_key, expires_at)
+        .await;
     let (status, _) = d
         .decide(&d.bob, &op, "reject", json!({"reason": "wrong payee"}))
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = d
-        .decide(
-            &d.alice,
-            &op_of(&rejected),
-            "approve",
-            signed_approval(&rejected, &alice_key, expires_at),
-        )
+    let signed = signed_approval(&rejected, &alice_key, expires_at);
+    d.refused(&d.alice, &op, "approve", signed, NOT_PENDING)
         .await;
-    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
-    let (status, body) = d
-        .decide(&d.alice, &op, "approve", another_hash(&rejected))
-        .await;
-    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
+    d.refused(
+        &d.alice,
+        &op,
+        "approve",
+        another_hash(&rejected),
+        NOT_PENDING,
+    )
+    .await;
 
     // Cancelled by the agent's correction after alice's approval (1 of 2).
     let replaced = with_amount(intent(), json!(150_000_000));
-    let old = op_of(&replaced);
-    d.submit(&replaced).await;
-    assert_eq!(
-        d.decide(
-            &d.alice,
-            &op_of(&replaced),
-            "approve",
-            signed_approval(&replaced, &alice_key, expires_at)
-        )
-        .await
-        .0,
-        StatusCode::OK
-    );
+    let old = d
+        .submitted_with_one_approval(&replaced, &alice_key, expires_at)
+        .await;
     let mut correction = with_amount(intent(), json!(160_000_000));
     correction["supersedes"] = json!(old);
     d.submit(&correction).await;
-    let (status, body) = d
-        .decide(
-            &d.alice,
-            &op_of(&replaced),
-            "approve",
-            signed_approval(&replaced, &alice_key, expires_at),
-        )
+    let signed = signed_approval(&replaced, &alice_key, expires_at);
+    d.refused(&d.alice, &old, "approve", signed, NOT_PENDING)
         .await;
-    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
 
     // Expired after alice's approval (1 of 2): the window closed before the quorum.
     let late = with_amount(intent(), json!(150_000_000));
-    let expired = op_of(&late);
-    d.submit(&late).await;
-    assert_eq!(
-        d.decide(
-            &d.alice,
-            &op_of(&late),
-            "approve",
-            signed_approval(&late, &alice_key, expires_at)
-        )
-        .await
-        .0,
-        StatusCode::OK
-    );
+    let expired = d
+        .submitted_with_one_approval(&late, &alice_key, expires_at)
+        .await;
     d.fleet
         .sql()
         .await
@@ -535,18 +489,10 @@ async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_fr
         .await
         .unwrap();
     for (token, key) in [(&d.alice, &alice_key), (&d.bob, &bob_key)] {
-        let (status, body) = d
-            .decide(
-                token,
-                &expired,
-                "approve",
-                signed_approval(&late, key, expires_at),
-            )
+        let signed = signed_approval(&late, key, expires_at);
+        let expired_answer = (StatusCode::CONFLICT, "approval_expired");
+        d.refused(token, &expired, "approve", signed, expired_answer)
             .await;
-        assert_eq!(
-            (status, code(&body)),
-            (StatusCode::CONFLICT, "approval_expired")
-        );
     }
 
     for (op, approval) in [
@@ -567,10 +513,7 @@ async fn an_approval_of_a_rejected_cancelled_or_expired_operation_is_409_even_fr
 async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
     let d = desk().await;
     // Each of their approvals must also be signed (payments-v3; signed_approvals.rs).
-    let (alice_key, bob_key) = (
-        d.fleet.register_key("alice").await,
-        d.fleet.register_key("bob").await,
-    );
+    let (alice_key, bob_key) = d.signing_keys().await;
     let i = with_amount(intent(), json!(100_000_000)); // 1,000,000.00 KZT
     let expires_at = Utc::now() + Duration::hours(1);
     let signed = |key| signed_approval(&i, key, expires_at);
@@ -623,16 +566,8 @@ async fn a_kzt_payment_of_a_million_or_more_needs_two_distinct_approvers() {
     assert_eq!(
         d.decisions(&op).await,
         [
-            (
-                "approval_recorded".to_owned(),
-                "approver:alice".to_owned(),
-                Some("token".to_owned())
-            ),
-            (
-                "approved".to_owned(),
-                "approver:bob".to_owned(),
-                Some("token".to_owned())
-            ),
+            signed_in_by_token("approval_recorded", "approver:alice"),
+            signed_in_by_token("approved", "approver:bob"),
         ]
     );
     // Just below the band, one approver is enough.
@@ -678,9 +613,7 @@ async fn an_intent_whose_policy_version_has_no_policy_is_refused_at_intake() {
 #[tokio::test]
 async fn reject_over_http_cancels_records_the_approver_and_is_idempotent() {
     let d = desk().await;
-    let i = with_amount(intent(), json!(150_000_000));
-    let op = op_of(&i);
-    d.submit(&i).await;
+    let (i, op) = d.pending(with_amount(intent(), json!(150_000_000))).await;
     // A signed approval (payments-v3 asks for them at this amount).
     let alice_key = d.fleet.register_key("alice").await;
     let signed = signed_approval(&i, &alice_key, Utc::now() + Duration::hours(1));
@@ -689,21 +622,10 @@ async fn reject_over_http_cancels_records_the_approver_and_is_idempotent() {
         StatusCode::OK,
         "1 of 2"
     );
-    let (status, body) = d
-        .decide(&d.bob, &op, "reject", json!({"reason": "  "}))
+    d.malformed(&d.bob, &op, "reject", json!({"reason": "  "}), "reason")
         .await;
-    assert_eq!(
-        (status, body["error"]["field"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("reason"))
-    );
-    let (status, view) = d
-        .decide(
-            &d.bob,
-            &op,
-            "reject",
-            json!({"reason": "wrong beneficiary"}),
-        )
-        .await;
+    let reject = json!({"reason": "wrong beneficiary"});
+    let (status, view) = d.decide(&d.bob, &op, "reject", reject.clone()).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         (
@@ -713,18 +635,11 @@ async fn reject_over_http_cancels_records_the_approver_and_is_idempotent() {
         ),
         (Some("cancelled"), Some("rejected"), Some("bob"))
     );
-    let (status, again) = d
-        .decide(
-            &d.bob,
-            &op,
-            "reject",
-            json!({"reason": "wrong beneficiary"}),
-        )
-        .await;
+    let (status, again) = d.decide(&d.bob, &op, "reject", reject).await;
     assert_eq!((status, &again), (StatusCode::OK, &view));
     // A rejected operation is not approved by anyone any more.
-    let (status, body) = d.approve(&d.bob, &i).await;
-    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "not_pending"));
+    d.refused(&d.bob, &op, "approve", hash_body(&i), NOT_PENDING)
+        .await;
     assert_eq!(d.fleet.sim_posts(&op).await, 0);
     d.stop().await;
 }
@@ -734,35 +649,14 @@ async fn an_operator_resolves_and_disputes_over_http_and_an_approver_is_refused(
     let d = desk().await;
     let op = d.unknown_operation().await;
     let resolve = json!({"outcome": "succeeded", "external_id": "pay_found_by_hand", "evidence": "one payment in the provider dashboard"});
-    let (status, body) = d.decide(&d.alice, &op, "resolve", resolve.clone()).await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::FORBIDDEN, "role_not_allowed")
-    );
-    let (status, body) = d
-        .decide(
-            &d.dana,
-            &op,
-            "resolve",
-            json!({"outcome": "succeeded", "evidence": "trust me"}),
-        )
+    d.refused(&d.alice, &op, "resolve", resolve.clone(), FORBIDDEN_ROLE)
         .await;
-    assert_eq!(
-        (status, body["error"]["field"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("external_id"))
-    );
-    let (status, body) = d
-        .decide(
-            &d.dana,
-            &op,
-            "resolve",
-            json!({"outcome": "won", "evidence": "x"}),
-        )
+    let unfound = json!({"outcome": "succeeded", "evidence": "trust me"});
+    d.malformed(&d.dana, &op, "resolve", unfound, "external_id")
         .await;
-    assert_eq!(
-        (status, body["error"]["field"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("outcome"))
-    );
+    let unheard_of = json!({"outcome": "won", "evidence": "x"});
+    d.malformed(&d.dana, &op, "resolve", unheard_of, "outcome")
+        .await;
     let (status, view) = d.decide(&d.dana, &op, "resolve", resolve).await;
     assert_eq!(status, StatusCode::OK, "{view}");
     assert_eq!(
@@ -771,68 +665,35 @@ async fn an_operator_resolves_and_disputes_over_http_and_an_approver_is_refused(
     );
     assert_eq!(
         d.decisions(&op).await.last().unwrap(),
-        &(
-            "transition".to_owned(),
-            "operator:dana".to_owned(),
-            Some("token".to_owned())
-        )
+        &signed_in_by_token("transition", "operator:dana")
     );
 
     let other = d.unknown_operation().await;
-    let (status, body) = d
-        .decide(
-            &d.alice,
-            &other,
-            "dispute",
-            json!({"reason": "customer says charged twice"}),
-        )
+    let dispute = json!({"reason": "customer says charged twice"});
+    d.refused(&d.alice, &other, "dispute", dispute.clone(), FORBIDDEN_ROLE)
         .await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::FORBIDDEN, "role_not_allowed")
-    );
-    let (status, view) = d
-        .decide(
-            &d.dana,
-            &other,
-            "dispute",
-            json!({"reason": "customer says charged twice"}),
-        )
-        .await;
+    let (status, view) = d.decide(&d.dana, &other, "dispute", dispute.clone()).await;
     assert_eq!(
         (status, view["status"].as_str()),
         (StatusCode::OK, Some("disputed"))
     );
-    let (status, again) = d
-        .decide(
-            &d.dana,
-            &other,
-            "dispute",
-            json!({"reason": "customer says charged twice"}),
-        )
-        .await;
+    let (status, again) = d.decide(&d.dana, &other, "dispute", dispute).await;
     assert_eq!(
         (status, again["status"].as_str()),
         (StatusCode::OK, Some("disputed")),
         "a repeat changes nothing"
     );
     // A final operation is not disputed.
-    let (status, body) = d
-        .decide(&d.dana, &op, "dispute", json!({"reason": "late"}))
-        .await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::CONFLICT, "not_allowed_in_status")
-    );
+    let late = json!({"reason": "late"});
+    let final_answer = (StatusCode::CONFLICT, "not_allowed_in_status");
+    d.refused(&d.dana, &op, "dispute", late, final_answer).await;
     d.stop().await;
 }
 
 #[tokio::test]
 async fn fleetctl_approve_goes_through_the_api_with_its_token() {
     let d = desk().await;
-    let i = with_amount(intent(), json!(200_000_000));
-    let op = op_of(&i);
-    d.submit(&i).await;
+    let (i, op) = d.pending(with_amount(intent(), json!(200_000_000))).await;
     let hash = hash_of(&i);
     // 2,000,000.00 KZT needs signed approvals (payments-v3): each approver generates a key
     // pair on their machine, an administrator registers the public key, and `approve

@@ -11,7 +11,7 @@ use fleet_store::Resolve;
 use fleet_tests::{at, reference};
 use fleet_tests::{
     contract, eventually, fast_reconcile, fast_relay, hash_of, intent, op_of, BrokerProxy,
-    TappedEvent, TestFleet,
+    EventTap, TappedEvent, TestFleet,
 };
 use serde_json::json;
 
@@ -24,6 +24,16 @@ fn types(events: &[TappedEvent]) -> Vec<&str> {
 
 fn sequences(events: &[TappedEvent]) -> Vec<i64> {
     events.iter().map(TappedEvent::sequence).collect()
+}
+
+/// A fleet with prepare and execute running and a queue bound to every event: (fleet, its
+/// tap).
+async fn tapped_fleet() -> (TestFleet, EventTap) {
+    let mut fleet = TestFleet::start().await;
+    let tap = fleet.tap_events("#").await;
+    fleet.spawn_prepare();
+    fleet.spawn_execute();
+    (fleet, tap)
 }
 
 /// The first copy of each event id, in arrival order (what a deduplicating consumer keeps).
@@ -45,10 +55,7 @@ async fn outbox_drained(fleet: &TestFleet) {
 
 #[tokio::test]
 async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_cloudevents() {
-    let mut fleet = TestFleet::start().await;
-    let tap = fleet.tap_events("#").await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
+    let (mut fleet, tap) = tapped_fleet().await;
     fleet.spawn_relay(fast_relay()).await;
     let i = intent();
     let op = op_of(&i);
@@ -187,10 +194,7 @@ async fn a_rejected_operation_publishes_prepared_then_rejected() {
 #[tokio::test]
 async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_publishes_each_step()
 {
-    let mut fleet = TestFleet::start().await;
-    let tap = fleet.tap_events("#").await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
+    let (mut fleet, tap) = tapped_fleet().await;
     fleet.spawn_relay(fast_relay()).await;
     let i = intent();
     let op = op_of(&i);
@@ -265,10 +269,7 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
 
 #[tokio::test]
 async fn a_relay_killed_between_the_confirm_and_its_commit_loses_nothing_and_repeats_the_same_id() {
-    let mut fleet = TestFleet::start().await;
-    let tap = fleet.tap_events("#").await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
+    let (fleet, tap) = tapped_fleet().await;
     let poll = ("RELAY_POLL_INTERVAL_MS", "25");
     let mut doomed =
         fleet.spawn_process("fleet-relay", &[poll, ("FLEET_PAUSE_AT", "after_publish")]);
@@ -315,10 +316,7 @@ async fn a_relay_killed_between_the_confirm_and_its_commit_loses_nothing_and_rep
 
 #[tokio::test]
 async fn a_broker_outage_under_the_relay_loses_nothing_and_keeps_the_order() {
-    let mut fleet = TestFleet::start().await;
-    let tap = fleet.tap_events("#").await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
+    let (fleet, tap) = tapped_fleet().await;
     let proxy = BrokerProxy::start(&fleet.broker).await;
     proxy.set_up(true);
     let through_proxy = proxy.broker_config(&fleet.broker).amqp_url;

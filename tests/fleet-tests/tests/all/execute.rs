@@ -92,11 +92,7 @@ async fn the_same_execute_doorbell_delivered_five_times_makes_one_provider_post(
 #[tokio::test]
 async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim() {
     let (fleet, op, hash) = prepared(intent()).await;
-    fleet
-        .store
-        .approve(at(&op), &hash, &fleet_tests::TEST_APPROVER, None)
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash).await;
     // Slow provider: the first call is still in flight while the second worker tries.
     fleet
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 300}))
@@ -122,11 +118,7 @@ async fn two_execute_workers_racing_on_one_operation_make_one_post_and_one_claim
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_concurrent_claims_of_one_operation_yield_one_claim() {
     let (fleet, op, hash) = prepared(intent()).await;
-    fleet
-        .store
-        .approve(at(&op), &hash, &fleet_tests::TEST_APPROVER, None)
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash).await;
     let row = fleet.row(&op).await;
     let handles: Vec<_> = (0..32)
         .map(|i| {

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use fleet_core::Role;
-use fleet_tests::{eventually, ApiProcess, TestFleet, NON_LATIN_ID, SPOOFED_IDS};
+use fleet_tests::{eventually, ApiProcess, McpAgent, TestFleet, NON_LATIN_ID, SPOOFED_IDS};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -84,11 +84,16 @@ async fn fleet_with_api(env: &[(&str, &str)]) -> (TestFleet, ApiProcess) {
     (fleet, api)
 }
 
+/// The agent `billing-bot` of the tenant, connected to the API's MCP endpoint.
+async fn billing_bot(fleet: &TestFleet, api: &ApiProcess) -> McpAgent {
+    let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    api.mcp(&token).await.expect("connect")
+}
+
 #[tokio::test]
 async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_say_the_truth() {
     let (fleet, api) = fleet_with_api(&[]).await;
-    let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let agent = api.mcp(&token).await.expect("connect");
+    let agent = billing_bot(&fleet, &api).await;
     let tools = agent.tools().await;
     let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
@@ -316,14 +321,7 @@ async fn a_proposed_payment_answers_at_once_with_the_approval_link_and_after_app
     let agent = api.mcp(&token).await.expect("connect");
 
     let proposed = agent.call("payment_create", payment()).await;
-    assert!(
-        proposed
-            .texts
-            .iter()
-            .any(|t| t.contains("nothing happens until a person approves")),
-        "{:?}",
-        proposed.texts
-    );
+    proposed.says("nothing happens until a person approves");
     let proposed = proposed.ok();
     let op = proposed["operation_id"].as_str().unwrap().to_owned();
     let view = fleet.view_in_db(&op).await;
@@ -424,8 +422,7 @@ async fn a_proposed_payment_answers_at_once_with_the_approval_link_and_after_app
 #[tokio::test]
 async fn a_second_call_with_the_same_operation_id_creates_nothing_new() {
     let (fleet, api) = fleet_with_api(&[]).await;
-    let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let agent = api.mcp(&token).await.expect("connect");
+    let agent = billing_bot(&fleet, &api).await;
     let op = new_operation_id();
     let mut args = payment();
     args["operation_id"] = json!(op);
@@ -437,14 +434,7 @@ async fn a_second_call_with_the_same_operation_id_creates_nothing_new() {
     // A retried call, worded differently where the wording is not approved.
     args["rationale"] = json!("retrying after a lost answer");
     let again = agent.call("payment_create", args.clone()).await;
-    assert!(
-        again
-            .texts
-            .iter()
-            .any(|t| t.contains("nothing new was created")),
-        "{:?}",
-        again.texts
-    );
+    again.says("nothing new was created");
     let again = again.ok();
     assert_eq!(again["created"], json!(false));
     let mut same = again.clone();
@@ -568,8 +558,7 @@ async fn another_tenant_is_refused_and_a_request_without_a_valid_token_is_401() 
 #[tokio::test]
 async fn a_proposal_whose_id_would_show_as_another_is_refused_naming_the_field() {
     let (fleet, api) = fleet_with_api(&[]).await;
-    let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let agent = api.mcp(&token).await.expect("connect");
+    let agent = billing_bot(&fleet, &api).await;
     for (member, field, value) in SPOOFED_IDS {
         let mut args = payment();
         args["payload"][member] = json!(value);
@@ -608,8 +597,7 @@ async fn refused_input_is_a_tool_error_with_the_dead_letter_reason_and_writes_no
         ("CRM_CAPABILITIES", "lookup"),
     ])
     .await;
-    let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let agent = api.mcp(&token).await.expect("connect");
+    let agent = billing_bot(&fleet, &api).await;
     let with = |path: &[&str], value: Value| {
         let mut args = payment();
         let mut at = &mut args;

@@ -23,6 +23,15 @@ async fn unknown_operation() -> (TestFleet, String) {
     (fleet, op)
 }
 
+/// The store's answer to dana, an operator, resolving the operation with `r`.
+async fn resolved_by_dana(fleet: &TestFleet, op: &str, r: Resolve<'_>) -> DecisionOutcome {
+    fleet
+        .store
+        .resolve(at(op), r, &decider("dana"))
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_theirs() {
     let (fleet, op) = unknown_operation().await;
@@ -32,11 +41,7 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
         evidence: "seen in the provider dashboard",
     };
     assert_eq!(
-        fleet
-            .store
-            .resolve(at(&op), r, &decider("dana"))
-            .await
-            .unwrap(),
+        resolved_by_dana(&fleet, &op, r).await,
         DecisionOutcome::Moved(fleet_core::Status::Succeeded)
     );
     let row = fleet.row(&op).await;
@@ -68,11 +73,7 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
         evidence: "changed my mind",
     };
     assert_eq!(
-        fleet
-            .store
-            .resolve(at(&op), again, &decider("dana"))
-            .await
-            .unwrap(),
+        resolved_by_dana(&fleet, &op, again).await,
         DecisionOutcome::Refused {
             status: Status::Succeeded
         }
@@ -124,11 +125,7 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
         evidence: "trust me",
     };
     assert_eq!(
-        fleet
-            .store
-            .resolve(at(&op), r, &decider("dana"))
-            .await
-            .unwrap(),
+        resolved_by_dana(&fleet, &op, r).await,
         DecisionOutcome::ExternalIdRequired
     );
     assert_eq!(fleet.row(&op).await.status, Status::Unknown);
@@ -139,18 +136,9 @@ async fn resolving_as_succeeded_without_an_external_id_is_refused() {
 async fn every_worker_move_is_stale_once_escalated() {
     let (fleet, op) = unknown_operation().await;
     let row = fleet.row(&op).await;
-    let escalate = fleet_store::Transition {
-        escalate: true,
-        reason: Some(fleet_core::Reason::LookupFailedRepeatedly),
-        ..fleet_store::Transition::new(
-            at(&op),
-            fleet_core::Status::Unknown,
-            row.fence,
-            fleet_core::Event::Escalate,
-            "reconcile",
-        )
-    };
-    fleet.store.transition(escalate, None).await.unwrap();
+    fleet
+        .escalate(&op, &row, fleet_core::Reason::LookupFailedRepeatedly)
+        .await;
     // Another reconciler, working from its older read, tries to send the row back.
     for event in [
         fleet_core::Event::LookupAbsent,

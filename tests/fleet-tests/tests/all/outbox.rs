@@ -495,17 +495,13 @@ async fn no_function_of_the_schema_notifies_so_writing_commits_never_queue_on_it
         .unwrap()
         .get(0);
     assert!(functions > 0, "the schema's functions are where this looks");
-    let notifying: Vec<String> = sql
-        .query(
-            "SELECT proname FROM pg_proc
+    let notifying: Vec<String> = fleet_tests::first_column(
+        &sql,
+        "SELECT proname FROM pg_proc
              WHERE pronamespace = 'public'::regnamespace AND prosrc ~* '(pg_notify|\\mnotify\\M)'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+        &[],
+    )
+    .await;
     assert!(notifying.is_empty(), "functions that notify: {notifying:?}");
     fleet.stop().await;
 }

@@ -275,14 +275,9 @@ async fn a_payee_changed_while_a_payment_was_uncertain_is_looked_up_then_escalat
         .sim_payee("vendor_77", "Vendor 77 LLP", "KZ07 999K ZT00 0000 4321")
         .await;
     fleet.spawn_reconcile(contract(0), fast_reconcile());
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("beneficiary_changed"))
-    );
+    fleet
+        .escalated_as(&op, Status::Unknown, "beneficiary_changed")
+        .await;
     assert_eq!(fleet.sim_effects(&op).await, 0);
     let statuses = answered(&fleet, &op).await;
     assert_eq!(statuses, [Value::Null, json!(409)], "never a third request");

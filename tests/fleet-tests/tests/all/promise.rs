@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use fleet_broker::Queue;
 use fleet_core::reconcile::ProviderContract;
-use fleet_core::{Event, Status};
+use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
-use fleet_store::{Transition, TransitionOutcome};
+use fleet_store::TransitionOutcome;
 use fleet_tests::{
-    contract, deal_create_intent, deal_update_intent, documents, event_body, eventually,
-    fast_reconcile, free_addr, hash_of, intent, SignedDelivery, TestFleet, WEBHOOK_SECRET,
+    contract, deal_create_intent, deal_update_intent, documents, eventually, fast_reconcile,
+    free_addr, hash_of, intent, TestFleet,
 };
 use serde_json::{json, Value};
 
@@ -57,9 +57,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
     }
     for op in &ops {
         assert_eq!(
-            fleet
-                .sim_get(&format!("/_sim/effects?reference={}", reference(op)))
-                .await["deals"],
+            fleet.sim_effects_of(op, "deals").await,
             json!(1),
             "exactly one deal for {op}"
         );
@@ -135,16 +133,7 @@ async fn payment_waiting_for_a_second_claim(fleet: &mut TestFleet) -> String {
     fleet.spawn_prepare();
     let i = intent();
     let op = fleet.submitted(&i).await;
-    fleet
-        .store
-        .approve(
-            at(&op),
-            &hash_of(&i),
-            &fleet_tests::decider("approver"),
-            None,
-        )
-        .await
-        .unwrap();
+    fleet.approve_without_ringing(&op, &hash_of(&i)).await;
     op
 }
 
@@ -174,21 +163,10 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
     let mut fleet = TestFleet::start().await;
     let op = payment_waiting_for_a_second_claim(&mut fleet).await;
     let row = fleet.row(&op).await;
-    let escalate = Transition {
-        escalate: true,
-        reason: Some(fleet_core::Reason::LookupFailedRepeatedly),
-        ..Transition::new(
-            at(&op),
-            Status::NotStarted,
-            row.fence,
-            Event::Escalate,
-            "reconcile",
-        )
-    };
-    assert!(matches!(
-        fleet.store.transition(escalate, None).await.unwrap(),
-        TransitionOutcome::Moved { .. }
-    ));
+    let escalated = fleet
+        .escalate(&op, &row, fleet_core::Reason::LookupFailedRepeatedly)
+        .await;
+    assert!(matches!(escalated, TransitionOutcome::Moved { .. }));
     // The claim itself refuses it, whoever rings.
     let claim = fleet
         .store
@@ -219,37 +197,19 @@ async fn an_escalated_row_is_never_claimed_executed_or_cancelled_by_a_worker() {
 
 #[tokio::test]
 async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
-    let i = intent();
-    let op = submit_and_approve_with_fault(
-        &mut fleet,
-        &i,
+    let (mut fleet, op) = payment_with_fault(
         json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
     )
     .await;
     let row = fleet.reaches(&op, Status::Unknown).await;
-    let escalate = Transition {
-        escalate: true,
-        reason: Some(fleet_core::Reason::LookupFailedRepeatedly),
-        ..Transition::new(
-            at(&op),
-            Status::Unknown,
-            row.fence,
-            Event::Escalate,
-            "reconcile",
-        )
-    };
-    fleet.store.transition(escalate, None).await.unwrap();
+    fleet
+        .escalate(&op, &row, fleet_core::Reason::LookupFailedRepeatedly)
+        .await;
     let ingest = fleet.spawn_webhook_ingest().await;
     let object = fleet.sim_payment(&op).await;
-    let delivery = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_escalated_1",
-        event_body("evt_escalated_1", "payment.succeeded", &object),
-    );
-    assert!(delivery.post(&fleet.http, &ingest.url()).await.is_success());
+    ingest
+        .deliver(&fleet.http, "evt_escalated_1", "payment.succeeded", &object)
+        .await;
     let store = fleet.store.clone();
     let note =
         eventually("the event to be recorded", || {
@@ -265,6 +225,17 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
     let after = fleet.row(&op).await;
     assert_eq!(after.status, Status::Unknown, "a person decides");
     fleet.stop().await;
+}
+
+/// A fleet with prepare and execute running, and a payment submitted and approved with
+/// `fault` set at the provider: (fleet, operation id).
+async fn payment_with_fault(fault: Value) -> (TestFleet, String) {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    fleet.spawn_execute();
+    let i = intent();
+    let op = submit_and_approve_with_fault(&mut fleet, &i, fault).await;
+    (fleet, op)
 }
 
 async fn submit_and_approve_with_fault(fleet: &mut TestFleet, i: &Value, fault: Value) -> String {
@@ -339,13 +310,7 @@ async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counte
 
 #[tokio::test]
 async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both_ids() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
-    let i = intent();
-    let op = submit_and_approve_with_fault(
-        &mut fleet,
-        &i,
+    let (fleet, op) = payment_with_fault(
         json!({"route": "POST /v1/payments", "kind": "drop_after_commit", "times": 1}),
     )
     .await;
@@ -419,13 +384,7 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
 
 #[tokio::test]
 async fn a_payment_that_succeeded_after_an_uncertain_attempt_with_one_effect_is_audited_clean() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
-    let i = intent();
-    let op = submit_and_approve_with_fault(
-        &mut fleet,
-        &i,
+    let (mut fleet, op) = payment_with_fault(
         json!({"route": "POST /v1/payments", "kind": "drop_after_commit", "times": 1}),
     )
     .await;
@@ -466,27 +425,16 @@ async fn a_payload_edited_after_approval_is_escalated_on_the_read_path_too() {
     .unwrap();
     fleet.spawn_execute();
     fleet.ring_execute(&op).await;
-    let row = fleet.escalated(&op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::NotStarted, Some("approved_hash_mismatch"))
-    );
+    fleet
+        .escalated_as(&op, Status::NotStarted, "approved_hash_mismatch")
+        .await;
     assert_eq!(fleet.sim_posts(&op).await, 0);
     fleet.stop().await;
 }
 
 #[tokio::test]
 async fn an_operator_resolves_a_disputed_operation_with_evidence() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    fleet.spawn_execute();
-    let i = intent();
-    let op = submit_and_approve_with_fault(
-        &mut fleet,
-        &i,
+    let (fleet, op) = payment_with_fault(
         json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 500}),
     )
     .await;

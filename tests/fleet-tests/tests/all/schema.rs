@@ -200,19 +200,15 @@ async fn the_snapshot_rules_refuse_a_bad_row_at_insert_and_no_update_evaluates_t
         .unwrap()
         .get(0);
     assert_eq!(count, 1, "only the valid row was written");
-    let rereads: Vec<String> = sql
-        .query(
-            "SELECT c.conname FROM pg_constraint c
+    let rereads: Vec<String> = fleet_tests::first_column(
+        &sql,
+        "SELECT c.conname FROM pg_constraint c
              JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
              WHERE c.conrelid = 'operations'::regclass AND c.contype = 'c'
                AND a.attname IN ('operation_id', 'action', 'provider', 'payload_hash', 'approvals_required')",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+        &[],
+    )
+    .await;
     assert!(
         rereads.is_empty(),
         "CHECK constraints on snapshot columns: {rereads:?}"

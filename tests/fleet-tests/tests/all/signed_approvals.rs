@@ -122,14 +122,9 @@ const MARK_APPROVED: &str =
 /// `approval_signature_invalid`, its attempt `not_executed`, an `escalated` outcome event,
 /// and the provider holding nothing.
 async fn refused_by_execute(fleet: &TestFleet, op: &str) {
-    let row = fleet.escalated(op).await;
-    assert_eq!(
-        (
-            row.status,
-            row.status_reason.map(fleet_core::Reason::as_str)
-        ),
-        (Status::Unknown, Some("approval_signature_invalid"))
-    );
+    fleet
+        .escalated_as(op, Status::Unknown, "approval_signature_invalid")
+        .await;
     let sql = fleet.sql().await;
     let attempts: Vec<(String, Option<String>)> = sql
         .query(

@@ -312,18 +312,12 @@ async fn two_tenants_operations_with_one_id_run_apart_under_their_own_keys() {
         "two tenants never share a key at a provider"
     );
     // Nor an outcome event id: each operation's events are named by its own key.
-    let mut event_keys: Vec<String> = fleet
-        .sql()
-        .await
-        .query(
-            "SELECT DISTINCT event_key FROM operation_outbox WHERE operation_id = $1",
-            &[&op],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let mut event_keys: Vec<String> = fleet_tests::first_column(
+        &fleet.sql().await,
+        "SELECT DISTINCT event_key FROM operation_outbox WHERE operation_id = $1",
+        &[&op],
+    )
+    .await;
     event_keys.sort();
     let mut expected_keys = keys.clone();
     expected_keys.sort();

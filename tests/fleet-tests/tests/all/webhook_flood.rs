@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use fleet_core::Status;
 use fleet_tests::{
-    alone, event_body, free_addr, hash_of, intent, SignedDelivery, TestFleet, WorkerProcess,
-    WEBHOOK_SECRET,
+    alone, free_addr, hash_of, intent, SignedDelivery, TestFleet, WorkerProcess, WEBHOOK_SECRET,
 };
 use reqwest::StatusCode;
 use serde_json::json;
@@ -227,15 +226,9 @@ async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connec
     sleep(Duration::from_millis(1_500)).await;
 
     // The provider's delivery, retried on 503 or a timeout as a provider retries.
-    let delivery = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_through_the_flood",
-        event_body("evt_through_the_flood", "payment.succeeded", &{
-            let mut settled = payment.clone();
-            settled["status"] = json!("succeeded");
-            settled
-        }),
-    );
+    let mut settled = payment.clone();
+    settled["status"] = json!("succeeded");
+    let delivery = SignedDelivery::event("evt_through_the_flood", "payment.succeeded", &settled);
     let provider = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .pool_max_idle_per_host(0)

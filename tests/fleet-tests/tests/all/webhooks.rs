@@ -10,7 +10,7 @@ use fleet_core::{AttemptOutcome, Event, Status};
 use fleet_store::{Transition, TransitionOutcome, WebhookOutcome};
 use fleet_tests::{
     event_body, eventually, intent, now_s, webhook_secrets, BrokerProxy, SignedDelivery, TestFleet,
-    OTHER_SECRET, WEBHOOK_SECRET,
+    WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET,
 };
 use fleet_webhook_ingest::retention::{prune_once, Retention};
 use fleet_webhook_ingest::{IngestHandler, WebhookSettings};
@@ -47,6 +47,21 @@ async fn accepted_payment(fleet: &TestFleet) -> (String, String) {
     )
 }
 
+/// An approved payment the provider committed and answers `pending` for, its answer held
+/// (4 s, or until released) while its webhooks go to `ingest`: (operation id, the
+/// provider's payment object).
+async fn held_pending_payment(fleet: &TestFleet, ingest: &WebhookIngest) -> (String, Value) {
+    fleet
+        .sim_webhooks(&ingest.url(), json!({"hold_response_ms": 4_000}))
+        .await;
+    fleet
+        .sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"}))
+        .await;
+    let op = fleet.submit_and_approve(&intent()).await;
+    let payment = fleet.sim_payment(&op).await;
+    (op, payment)
+}
+
 /// The provider's payment object as a final event reports it.
 fn settled(mut payment: Value, status: &str) -> Value {
     payment["status"] = json!(status);
@@ -62,6 +77,34 @@ async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> Vec<fleet_
                 && e.to_status.map(fleet_core::Status::as_str) == Some(status)
         })
         .collect()
+}
+
+/// The operation moved to `status` exactly once, from `from`, by `actor`.
+async fn moved_once(fleet: &TestFleet, op: &str, (from, status): (&str, &str), actor: &str) {
+    let moved = transitions_to(fleet, op, status).await;
+    assert_eq!(
+        (
+            moved.len(),
+            moved.first().map(|e| e.actor.as_str()),
+            moved
+                .first()
+                .and_then(|e| e.from_status.map(fleet_core::Status::as_str))
+        ),
+        (1, Some(actor), Some(from)),
+        "{op} to {status}"
+    );
+}
+
+/// The dedup table holds `event_id` alone, linked to `op` and applied.
+async fn applied_alone(fleet: &TestFleet, event_id: &str, op: &str) {
+    assert_eq!(
+        fleet.webhook_rows().await,
+        vec![(
+            event_id.to_owned(),
+            Some(op.to_owned()),
+            Some("applied".to_owned())
+        )]
+    );
 }
 
 async fn wait_for_outcome(fleet: &TestFleet, event_id: &str, outcome: &str) {
@@ -219,29 +262,14 @@ async fn only_authentic_deliveries_pass_the_receiver_and_refused_ones_leave_no_t
         }
     })
     .await;
-    assert_eq!(
-        fleet.webhook_rows().await,
-        vec![(
-            "evt_ok".to_owned(),
-            Some(op.clone()),
-            Some("applied".to_owned())
-        )]
-    );
+    applied_alone(&fleet, "evt_ok", &op).await;
     assert_eq!(
         fleet_broker::dead_letter_count(&fleet.broker, Queue::WebhooksIngest)
             .await
             .unwrap(),
         0
     );
-    let applied = transitions_to(&fleet, &op, "succeeded").await;
-    assert_eq!(
-        (
-            applied.len(),
-            applied[0].actor.as_str(),
-            applied[0].from_status.map(fleet_core::Status::as_str)
-        ),
-        (1, "webhook-ingest", Some("accepted"))
-    );
+    moved_once(&fleet, &op, ("accepted", "succeeded"), "webhook-ingest").await;
     fleet.stop().await;
 }
 
@@ -265,10 +293,7 @@ async fn the_same_event_three_times_even_concurrently_is_applied_once_and_counte
     outcomes.sort();
     assert_eq!(outcomes, ["duplicate", "duplicate", "new"]);
     assert_eq!(fleet.sim_webhook_statuses().await, vec![Some(204); 3]);
-    assert_eq!(
-        fleet.webhook_rows().await,
-        vec![(event_id, Some(op.clone()), Some("applied".to_owned()))]
-    );
+    applied_alone(&fleet, &event_id, &op).await;
     assert_eq!(transitions_to(&fleet, &op, "succeeded").await.len(), 1);
     let rendered = metrics.render();
     assert!(
@@ -284,12 +309,8 @@ async fn the_same_event_three_times_even_concurrently_is_applied_once_and_counte
     let (op2, payment2) = accepted_payment(&fleet).await;
     let object = settled(fleet.sim_payment(&op2).await, "succeeded");
     assert_eq!(object["id"], payment2.as_str());
-    let message = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_direct",
-        event_body("evt_direct", "payment.succeeded", &object),
-    )
-    .envelope("payments");
+    let message =
+        SignedDelivery::event("evt_direct", "payment.succeeded", &object).envelope("payments");
     let handler = Arc::new(IngestHandler::new(
         fleet.store.narrow(),
         webhook_secrets(&[WEBHOOK_SECRET]),
@@ -323,14 +344,7 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
     let mut fleet = payments_fleet().await;
     let ingest = fleet.spawn_webhook_ingest().await;
     // The provider commits, then holds its `pending` answer while the payment settles.
-    fleet
-        .sim_webhooks(&ingest.url(), json!({"hold_response_ms": 4_000}))
-        .await;
-    fleet
-        .sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"}))
-        .await;
-    let op = fleet.submit_and_approve(&intent()).await;
-    let payment = fleet.sim_payment(&op).await;
+    let (op, payment) = held_pending_payment(&fleet, &ingest).await;
     assert_eq!(fleet.row(&op).await.status, Status::InProgress);
     fleet
         .sim_settle(payment["id"].as_str().unwrap(), "succeeded")
@@ -356,26 +370,12 @@ async fn a_succeeded_webhook_that_overtakes_the_pending_answer_wins_and_a_late_p
         transitions_to(&fleet, &op, "accepted").await.is_empty(),
         "the late pending answer never moved the row"
     );
-    let moved = transitions_to(&fleet, &op, "succeeded").await;
-    assert_eq!(
-        (
-            moved.len(),
-            moved[0].from_status.map(fleet_core::Status::as_str),
-            moved[0].actor.as_str()
-        ),
-        (1, Some("in_progress"), "webhook-ingest")
-    );
+    moved_once(&fleet, &op, ("in_progress", "succeeded"), "webhook-ingest").await;
 
     // A late `pending` event (providers reorder too) is stored and changes nothing.
-    let late = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_late_pending",
-        event_body("evt_late_pending", "payment.pending", &payment),
-    );
-    assert_eq!(
-        late.post(&fleet.http, &ingest.url()).await,
-        StatusCode::NO_CONTENT
-    );
+    ingest
+        .deliver(&fleet.http, "evt_late_pending", "payment.pending", &payment)
+        .await;
     wait_for_outcome(&fleet, "evt_late_pending", "ignored_transition").await;
     let last = fleet.row(&op).await;
     assert_eq!(
@@ -410,15 +410,7 @@ async fn a_webhook_that_arrives_before_execute_recorded_the_external_id_is_appli
         (attempt.outcome, attempt.external_id.as_deref()),
         (Some(AttemptOutcome::Succeeded), payment["id"].as_str())
     );
-    let moved = transitions_to(&fleet, &op, "succeeded").await;
-    assert_eq!(
-        (
-            moved.len(),
-            moved[0].actor.as_str(),
-            moved[0].from_status.map(fleet_core::Status::as_str)
-        ),
-        (1, "webhook-ingest", Some("in_progress"))
-    );
+    moved_once(&fleet, &op, ("in_progress", "succeeded"), "webhook-ingest").await;
     let last = fleet.row(&op).await;
     assert_eq!(
         (last.status, last.external_id.as_deref(), last.escalated_at),
@@ -504,15 +496,9 @@ async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_app
     let op = fleet.submit_and_approve(&intent()).await;
     fleet.reaches(&op, Status::Succeeded).await;
     let failed = settled(fleet.sim_payment(&op).await, "failed");
-    let delivery = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_contradiction",
-        event_body("evt_contradiction", "payment.failed", &failed),
-    );
-    assert_eq!(
-        delivery.post(&fleet.http, &ingest.url()).await,
-        StatusCode::NO_CONTENT
-    );
+    ingest
+        .deliver(&fleet.http, "evt_contradiction", "payment.failed", &failed)
+        .await;
     wait_for_outcome(&fleet, "evt_contradiction", "escalated").await;
     let row = fleet.row(&op).await;
     assert_eq!(row.status, Status::Succeeded);
@@ -526,19 +512,10 @@ async fn a_webhook_contradicting_a_final_row_is_recorded_and_escalated_never_app
         ("webhook_conflict", Some("webhook_contradicts_final"))
     );
     // An agreeing final event is merely noted as changing nothing.
-    let agreeing = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_agrees",
-        event_body(
-            "evt_agrees",
-            "payment.succeeded",
-            &settled(failed, "succeeded"),
-        ),
-    );
-    assert_eq!(
-        agreeing.post(&fleet.http, &ingest.url()).await,
-        StatusCode::NO_CONTENT
-    );
+    let agreeing = settled(failed, "succeeded");
+    ingest
+        .deliver(&fleet.http, "evt_agrees", "payment.succeeded", &agreeing)
+        .await;
     wait_for_outcome(&fleet, "evt_agrees", "ignored_transition").await;
     fleet.stop().await;
 }
@@ -558,15 +535,14 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
     let other = fleet.submit_and_approve(&intent()).await;
     fleet.reaches(&other, Status::Unknown).await;
     let other_payment = settled(fleet.sim_payment(&other).await, "succeeded");
-    let settles = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_settles",
-        event_body("evt_settles", "payment.succeeded", &other_payment),
-    );
-    assert_eq!(
-        settles.post(&fleet.http, &ingest.url()).await,
-        StatusCode::NO_CONTENT
-    );
+    ingest
+        .deliver(
+            &fleet.http,
+            "evt_settles",
+            "payment.succeeded",
+            &other_payment,
+        )
+        .await;
     let row = fleet.reaches(&other, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), other_payment["id"].as_str());
     assert_eq!(
@@ -580,15 +556,14 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
 
     let mut other_amount = payment.clone();
     other_amount["amount_minor"] = json!(payment["amount_minor"].as_i64().unwrap() + 1);
-    let mismatch = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_mismatch",
-        event_body("evt_mismatch", "payment.succeeded", &other_amount),
-    );
-    assert_eq!(
-        mismatch.post(&fleet.http, &ingest.url()).await,
-        StatusCode::NO_CONTENT
-    );
+    ingest
+        .deliver(
+            &fleet.http,
+            "evt_mismatch",
+            "payment.succeeded",
+            &other_amount,
+        )
+        .await;
     wait_for_outcome(&fleet, "evt_mismatch", "escalated").await;
     let row = fleet.row(&op).await;
     assert_eq!(
@@ -599,15 +574,9 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
     assert!(row.escalated_at.is_some());
 
     // Once escalated it is a person's: even a matching event is only evidence for them.
-    let matching = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_match",
-        event_body("evt_match", "payment.succeeded", &payment),
-    );
-    assert_eq!(
-        matching.post(&fleet.http, &ingest.url()).await,
-        StatusCode::NO_CONTENT
-    );
+    ingest
+        .deliver(&fleet.http, "evt_match", "payment.succeeded", &payment)
+        .await;
     wait_for_outcome(&fleet, "evt_match", "escalated").await;
     let row = fleet.row(&op).await;
     assert_eq!(row.status, Status::Unknown, "escalated means hands off");
@@ -626,26 +595,13 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
 async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later() {
     let mut fleet = payments_fleet().await;
     let ingest = fleet.spawn_webhook_ingest().await;
-    fleet
-        .sim_webhooks(&ingest.url(), json!({"hold_response_ms": 4_000}))
-        .await;
-    fleet
-        .sim_fault(json!({"route": "POST /v1/payments", "kind": "pending"}))
-        .await;
-    let op = fleet.submit_and_approve(&intent()).await;
-    let payment = fleet.sim_payment(&op).await;
+    let (op, payment) = held_pending_payment(&fleet, &ingest).await;
     // An event that names only the provider's object id, which execute has not recorded yet.
     let mut object = settled(payment.clone(), "succeeded");
     object.as_object_mut().unwrap().remove("reference");
-    let delivery = SignedDelivery::new(
-        WEBHOOK_SECRET,
-        "evt_early",
-        event_body("evt_early", "payment.succeeded", &object),
-    );
-    assert_eq!(
-        delivery.post(&fleet.http, &ingest.url()).await,
-        StatusCode::NO_CONTENT
-    );
+    ingest
+        .deliver(&fleet.http, "evt_early", "payment.succeeded", &object)
+        .await;
     wait_for_outcome(&fleet, "evt_early", "unlinked").await;
     assert!(
         fleet
@@ -682,14 +638,7 @@ async fn an_event_no_operation_matches_yet_is_stored_unlinked_and_applied_later(
         }]
     );
     fleet.reaches(&op, Status::Succeeded).await;
-    assert_eq!(
-        fleet.webhook_rows().await,
-        vec![(
-            "evt_early".to_owned(),
-            Some(op.clone()),
-            Some("applied".to_owned())
-        )]
-    );
+    applied_alone(&fleet, "evt_early", &op).await;
     assert!(fleet
         .store
         .apply_unlinked_webhooks(at(&op))
@@ -728,10 +677,7 @@ async fn with_the_broker_down_the_receiver_answers_503_and_the_providers_retry_i
         (Some(&Some(503)), Some(&Some(204))),
         "{statuses:?}"
     );
-    assert_eq!(
-        fleet.webhook_rows().await,
-        vec![(event_id, Some(op.clone()), Some("applied".to_owned()))]
-    );
+    applied_alone(&fleet, &event_id, &op).await;
     assert_eq!(ingest.outcomes(), ["new"]);
     fleet.stop().await;
 }
