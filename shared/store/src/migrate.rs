@@ -46,11 +46,7 @@ pub async fn drop_database(database_url: &str) -> Result<(), StoreError> {
 async fn drop_deployment_roles(database_url: &str) -> Result<(), StoreError> {
     let prefix = RolePrefix::of(database_url)?;
     let maintenance = PostgresUrl::parse(database_url)?.with_database("postgres");
-    let pool = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&maintenance.as_string())
-        .await
-        .map_err(err)?;
+    let pool = one_connection(&maintenance.as_string()).await?;
     let mut result = Ok(());
     for role in DbRole::ALL {
         let statement = format!(
@@ -74,11 +70,7 @@ async fn drop_deployment_roles(database_url: &str) -> Result<(), StoreError> {
 pub async fn migrate(database_url: &str) -> Result<(), StoreError> {
     let prefix = RolePrefix::of(database_url)?;
     let database_url = &writable_server(database_url).await?;
-    let pool = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(database_url)
-        .await
-        .map_err(err)?;
+    let pool = one_connection(database_url).await?;
     let mut result = MIGRATOR.run(&pool).await.map_err(err);
     if result.is_ok() {
         result = ensure_deployment_roles(&pool, &prefix).await;
@@ -129,6 +121,15 @@ async fn ensure_deployment_roles(
     Ok(())
 }
 
+/// A pool of one connection: migrations and role statements run one at a time.
+async fn one_connection(url: &str) -> Result<sqlx::PgPool, StoreError> {
+    PgPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .map_err(err)
+}
+
 /// `name` as a quoted SQL identifier.
 fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -146,11 +147,7 @@ pub async fn set_role_passwords(
     }
     let prefix = RolePrefix::of(database_url)?;
     let database_url = &writable_server(database_url).await?;
-    let pool = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(database_url)
-        .await
-        .map_err(err)?;
+    let pool = one_connection(database_url).await?;
     for (role, password) in passwords {
         // ALTER ROLE takes no parameters: the password is written as a quoted literal.
         let literal = format!("'{}'", password.replace('\'', "''"));
