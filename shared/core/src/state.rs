@@ -280,31 +280,11 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
             | E::LeaseExpired
             | E::DeadlinePassed,
         ) => refused,
-        // Final states absorb every event: a late answer is recorded and escalated, never applied.
-        (
-            S::Disputed,
-            E::Claim
-            | E::ProviderConflict
-            | E::CancelBeforeStart
-            | E::ProviderSucceeded
-            | E::ProviderFailed
-            | E::ProviderAccepted
-            | E::ProviderAmbiguous
-            | E::ProviderNotSent
-            | E::LeaseExpired
-            | E::DeadlinePassed
-            | E::WebhookSucceeded
-            | E::WebhookFailed
-            | E::LookupSucceeded
-            | E::LookupFailed
-            | E::LookupAccepted
-            | E::LookupAbsent
-            | E::Escalate
-            | E::OperatorDispute,
-        ) => refused,
+        // Final states, and a disputed operation until the operator's finding, absorb every
+        // other event: a late answer is recorded and escalated, never applied.
         (S::Succeeded, E::OperatorFailed | E::OperatorCancelled) => refused,
         (
-            S::Succeeded | S::Failed | S::Cancelled,
+            S::Disputed | S::Succeeded | S::Failed | S::Cancelled,
             E::Claim
             | E::ProviderConflict
             | E::CancelBeforeStart
