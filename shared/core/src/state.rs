@@ -2,9 +2,7 @@
 //! an exhaustive match. No `_` arm over a status or an event, so adding either fails to
 //! compile until every transition is decided.
 
-use std::fmt;
-
-use crate::by_name::serialize_by_name;
+use crate::by_name::{display_by_name, serialize_by_name};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
@@ -61,11 +59,7 @@ impl Status {
     }
 }
 
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(Status);
 
 serialize_by_name!(Status);
 
