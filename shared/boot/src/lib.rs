@@ -4,8 +4,10 @@
 //! workers build from their settings on top of it ([`providers`]).
 
 mod providers;
+mod worker;
 
 pub use providers::intake_rules;
+pub use worker::Worker;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -17,7 +19,6 @@ use fleet_broker::{BrokerConfig, BrokerHealth, Publisher};
 use fleet_runtime::{
     init_tracing, install_metrics, serve_admin, shutdown_token, CommonArgs, Readiness,
 };
-use fleet_store::component::Component;
 use fleet_store::StoreAs;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -36,13 +37,10 @@ pub struct Boot<R> {
 
 const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Starts the shared parts of `component`. The admin server listens on `--admin-addr`
-/// (or `default_admin`) before any work begins, so `/livez` answers during start-up.
-pub async fn start<R: Component>(
-    component: &'static str,
-    common: &CommonArgs,
-    default_admin: SocketAddr,
-) -> anyhow::Result<Boot<R>> {
+/// Starts the shared parts of worker `R`. The admin server listens on `--admin-addr` (or
+/// the worker's own default) before any work begins, so `/livez` answers during start-up.
+pub async fn start<R: Worker>(common: &CommonArgs) -> anyhow::Result<Boot<R>> {
+    let component = R::NAME;
     init_tracing(common.log_format);
     let metrics = install_metrics(component);
     let shutdown = shutdown_token();
@@ -58,7 +56,7 @@ pub async fn start<R: Component>(
     });
     let health = broker_health.clone();
     readiness.add("broker", Arc::new(move || health.is_connected()));
-    let addr = common.admin_addr_or(default_admin);
+    let addr = common.admin_addr_or(R::ADMIN_ADDR);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding the admin address {addr}"))?;

@@ -59,45 +59,31 @@ pub(crate) fn carrying(props: &BasicProperties, sender: Option<&str>) -> BasicPr
 /// Every property of `props` but `user_id` (lapin has no way to unset one).
 fn without_user_id(props: &BasicProperties) -> BasicProperties {
     let mut out = BasicProperties::default();
-    if let Some(v) = props.content_type() {
-        out = out.with_content_type(v.clone());
+    // Each property `props` has, set on `out` by its `with_` method.
+    macro_rules! keep {
+        ($($get:ident => $with:ident),+ $(,)?) => {
+            $(
+                if let Some(v) = props.$get() {
+                    out = out.$with(v.to_owned());
+                }
+            )+
+        };
     }
-    if let Some(v) = props.content_encoding() {
-        out = out.with_content_encoding(v.clone());
-    }
-    if let Some(v) = props.delivery_mode() {
-        out = out.with_delivery_mode(*v);
-    }
-    if let Some(v) = props.priority() {
-        out = out.with_priority(*v);
-    }
-    if let Some(v) = props.correlation_id() {
-        out = out.with_correlation_id(v.clone());
-    }
-    if let Some(v) = props.reply_to() {
-        out = out.with_reply_to(v.clone());
-    }
-    if let Some(v) = props.expiration() {
-        out = out.with_expiration(v.clone());
-    }
-    if let Some(v) = props.message_id() {
-        out = out.with_message_id(v.clone());
-    }
-    if let Some(v) = props.timestamp() {
-        out = out.with_timestamp(*v);
-    }
-    if let Some(v) = props.kind() {
-        out = out.with_type(v.clone());
-    }
-    if let Some(v) = props.app_id() {
-        out = out.with_app_id(v.clone());
-    }
-    if let Some(v) = props.cluster_id() {
-        out = out.with_cluster_id(v.clone());
-    }
-    if let Some(v) = props.headers() {
-        out = out.with_headers(v.clone());
-    }
+    keep!(
+        content_type => with_content_type,
+        content_encoding => with_content_encoding,
+        delivery_mode => with_delivery_mode,
+        priority => with_priority,
+        correlation_id => with_correlation_id,
+        reply_to => with_reply_to,
+        expiration => with_expiration,
+        message_id => with_message_id,
+        timestamp => with_timestamp,
+        kind => with_type,
+        app_id => with_app_id,
+        cluster_id => with_cluster_id,
+        headers => with_headers,
+    );
     out
 }
 

@@ -35,7 +35,7 @@ use lapin::{
         QueueDeleteOptions,
     },
     types::{AMQPValue, FieldTable, LongString, ShortString},
-    Channel, ExchangeKind,
+    Channel, Connection, ExchangeKind,
 };
 use tracing::{debug, error, warn};
 
@@ -337,21 +337,7 @@ async fn try_delete_namespace(cfg: &BrokerConfig) -> Result<(), BrokerError> {
     }
     let mut failures = 0usize;
     for name in &names {
-        // A fresh channel per delete: one refused delete closes its channel.
-        let deleted = async {
-            let channel = conn
-                .create_channel()
-                .await
-                .map_err(BrokerError::amqp("channel.open"))?;
-            channel
-                .queue_delete(short(name)?, QueueDeleteOptions::default())
-                .await
-                .map_err(BrokerError::amqp("queue.delete"))?;
-            channel.close(200, "OK".into()).await.ok();
-            Ok::<(), BrokerError>(())
-        }
-        .await;
-        if let Err(err) = deleted {
+        if let Err(err) = delete(&conn, Doomed::Queue, name).await {
             failures += 1;
             warn!(queue = %name, error = %err, "queue delete failed");
         }
@@ -360,20 +346,7 @@ async fn try_delete_namespace(cfg: &BrokerConfig) -> Result<(), BrokerError> {
     exchanges.extend(Queue::ALL.map(|q| cfg.entry_exchange_name(q)));
     exchanges.extend(Queue::ALL.map(|q| cfg.retry_exchange_name(q)));
     for name in &exchanges {
-        let deleted = async {
-            let channel = conn
-                .create_channel()
-                .await
-                .map_err(BrokerError::amqp("channel.open"))?;
-            channel
-                .exchange_delete(short(name)?, ExchangeDeleteOptions::default())
-                .await
-                .map_err(BrokerError::amqp("exchange.delete"))?;
-            channel.close(200, "OK".into()).await.ok();
-            Ok::<(), BrokerError>(())
-        }
-        .await;
-        if let Err(err) = deleted {
+        if let Err(err) = delete(&conn, Doomed::Exchange, name).await {
             failures += 1;
             warn!(exchange = %name, error = %err, "exchange delete failed");
         }
@@ -382,6 +355,36 @@ async fn try_delete_namespace(cfg: &BrokerConfig) -> Result<(), BrokerError> {
     if failures > 0 {
         warn!(namespace = %cfg.namespace, failures, "namespace teardown left objects behind");
     }
+    Ok(())
+}
+
+/// What a namespace's teardown deletes.
+#[derive(Debug, Clone, Copy)]
+enum Doomed {
+    Queue,
+    Exchange,
+}
+
+/// Deletes one queue or exchange on a channel of its own: one refused delete closes its
+/// channel, and the others still go.
+async fn delete(conn: &Connection, kind: Doomed, name: &str) -> Result<(), BrokerError> {
+    let channel = conn
+        .create_channel()
+        .await
+        .map_err(BrokerError::amqp("channel.open"))?;
+    match kind {
+        Doomed::Queue => {
+            channel
+                .queue_delete(short(name)?, QueueDeleteOptions::default())
+                .await
+                .map_err(BrokerError::amqp("queue.delete"))?;
+        }
+        Doomed::Exchange => channel
+            .exchange_delete(short(name)?, ExchangeDeleteOptions::default())
+            .await
+            .map_err(BrokerError::amqp("exchange.delete"))?,
+    }
+    channel.close(200, "OK".into()).await.ok();
     Ok(())
 }
 

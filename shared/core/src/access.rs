@@ -6,7 +6,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::by_name::serialize_by_name;
+use crate::by_name::{display_by_name, serialize_by_name};
 use crate::identifier::check_identifier;
 use crate::visible::reveal;
 
@@ -45,12 +45,7 @@ impl Role {
 }
 
 serialize_by_name!(Role);
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(Role);
 
 /// Whether `name` can name a principal: an identifier ([`crate::identifier`]) narrowed to
 /// 1 to 128 ASCII letters, digits and `._@:-`, starting with a letter or digit (it appears

@@ -1,9 +1,7 @@
 //! The approval side of an operation, as stored in `operations.approval_status`, and what
 //! becomes of one approver's approval.
 
-use std::fmt;
-
-use crate::by_name::serialize_by_name;
+use crate::by_name::{display_by_name, serialize_by_name};
 use crate::state::Status;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,11 +44,7 @@ impl ApprovalStatus {
     }
 }
 
-impl fmt::Display for ApprovalStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(ApprovalStatus);
 
 serialize_by_name!(ApprovalStatus);
 

@@ -2,9 +2,7 @@
 //! call's [`Outcome`](crate::Outcome), kept with the attempt so reconcile and the operators
 //! read it later without the answer itself.
 
-use std::fmt;
-
-use crate::by_name::serialize_by_name;
+use crate::by_name::{display_by_name, serialize_by_name};
 
 /// The names the `attempts_outcome_check` constraint admits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,11 +51,7 @@ impl AttemptOutcome {
     }
 }
 
-impl fmt::Display for AttemptOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(AttemptOutcome);
 
 serialize_by_name!(AttemptOutcome);
 

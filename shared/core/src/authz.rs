@@ -20,6 +20,7 @@
 use std::fmt;
 
 use crate::access::Role;
+use crate::by_name::display_by_name;
 
 /// What a request asks to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -250,11 +251,7 @@ impl SignIn {
     }
 }
 
-impl fmt::Display for SignIn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(SignIn);
 
 /// The principal behind a decision and how it signed in: what the decision's rows record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

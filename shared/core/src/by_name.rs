@@ -1,7 +1,8 @@
-//! JSON for the closed sets of names the rows hold (a status, an approval status, an
-//! attempt's outcome, a provider): each is written as its `as_str` name, exactly the text
-//! its column holds, so a typed row serialises as the row itself reads
-//! (the console, tests and the example agent parse that text).
+//! JSON and text for the closed sets of names the fleet writes (a status, an approval
+//! status, an attempt's outcome, a provider, a reason, …): each is written as its `as_str`
+//! name, exactly the text its column holds, so a typed row serialises as the row itself
+//! reads (the console, tests and the example agent parse that text) and a log line or a
+//! message shows the same name.
 
 /// Implements `Serialize` for `$t` by its `as_str` name.
 macro_rules! serialize_by_name {
@@ -14,4 +15,28 @@ macro_rules! serialize_by_name {
     };
 }
 
-pub(crate) use serialize_by_name;
+/// Implements `Display` for `$t` by its `as_str` name.
+macro_rules! display_by_name {
+    ($t:ty) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// Implements `FromStr` for `$t` by its `parse`, refusing an unknown name with `$err`.
+macro_rules! from_str_by_name {
+    ($t:ty, $err:ident) => {
+        impl std::str::FromStr for $t {
+            type Err = $err;
+
+            fn from_str(s: &str) -> Result<$t, $err> {
+                <$t>::parse(s).ok_or_else(|| $err(s.to_owned()))
+            }
+        }
+    };
+}
+
+pub(crate) use {display_by_name, from_str_by_name, serialize_by_name};

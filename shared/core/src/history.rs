@@ -7,7 +7,7 @@
 //! every combination of kind, status, actor and reason against it
 //! (`tests/fleet-tests`, the schema tests). Change one, and the test names the other.
 
-use crate::by_name::serialize_by_name;
+use crate::by_name::{display_by_name, serialize_by_name};
 use crate::events::EventType;
 use crate::reason::Reason;
 use crate::state::Status;
@@ -69,12 +69,7 @@ impl HistoryKind {
 }
 
 serialize_by_name!(HistoryKind);
-
-impl std::fmt::Display for HistoryKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(HistoryKind);
 
 /// Who wrote a history row, as the mapping tells them apart: an operator (`operator:<name>`)
 /// settles or disputes; anyone else's transition is the workers'.

@@ -475,11 +475,7 @@ impl PolicySet {
         action: Action,
         payload: &Value,
     ) -> Result<u8, PolicyRefusal> {
-        self.policies
-            .get(policy_version)
-            .ok_or(PolicyRefusal::UnknownPolicy)?
-            .required_approvals(action, payload)
-            .ok_or(PolicyRefusal::ActionNotInPolicy)
+        self.rule_of(policy_version, |p| p.required_approvals(action, payload))
     }
 
     /// How many of the approvals an intent needs must be signed, under its policy.
@@ -489,11 +485,20 @@ impl PolicySet {
         action: Action,
         payload: &Value,
     ) -> Result<u8, PolicyRefusal> {
-        self.policies
+        self.rule_of(policy_version, |p| p.required_signatures(action, payload))
+    }
+
+    /// What the policy an intent names says through `rule`: none is `ActionNotInPolicy`.
+    fn rule_of<T>(
+        &self,
+        policy_version: &str,
+        rule: impl FnOnce(&Policy) -> Option<T>,
+    ) -> Result<T, PolicyRefusal> {
+        let policy = self
+            .policies
             .get(policy_version)
-            .ok_or(PolicyRefusal::UnknownPolicy)?
-            .required_signatures(action, payload)
-            .ok_or(PolicyRefusal::ActionNotInPolicy)
+            .ok_or(PolicyRefusal::UnknownPolicy)?;
+        rule(policy).ok_or(PolicyRefusal::ActionNotInPolicy)
     }
 }
 
@@ -513,11 +518,7 @@ impl PolicySet {
         policy_version: &str,
         action: Action,
     ) -> Result<UnknownPayeeRule, PolicyRefusal> {
-        self.policies
-            .get(policy_version)
-            .ok_or(PolicyRefusal::UnknownPolicy)?
-            .unknown_payee(action)
-            .ok_or(PolicyRefusal::ActionNotInPolicy)
+        self.rule_of(policy_version, |p| p.unknown_payee(action))
     }
 
     /// What the policy an intent names does with an object the fleet has no record of.

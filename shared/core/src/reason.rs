@@ -12,9 +12,9 @@
 //! ([`Reason::Http`], `http_503`; [`Reason::HttpReplayed`], `http_500_replayed`): the
 //! status is the information, so those two are families rather than single names.
 
-use std::fmt;
-use std::str::FromStr;
 use std::sync::OnceLock;
+
+use crate::by_name::{display_by_name, from_str_by_name, serialize_by_name};
 
 /// The largest HTTP status carried in a reason's name: an HTTP status has three digits.
 pub const MAX_HTTP_STATUS: u16 = 999;
@@ -231,25 +231,11 @@ impl Reason {
 #[error("unknown reason {0:?}")]
 pub struct UnknownReason(pub String);
 
-impl FromStr for Reason {
-    type Err = UnknownReason;
+from_str_by_name!(Reason, UnknownReason);
 
-    fn from_str(s: &str) -> Result<Reason, UnknownReason> {
-        Reason::parse(s).ok_or_else(|| UnknownReason(s.to_owned()))
-    }
-}
+display_by_name!(Reason);
 
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl serde::Serialize for Reason {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
+serialize_by_name!(Reason);
 
 #[cfg(test)]
 mod tests {

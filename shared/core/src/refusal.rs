@@ -6,8 +6,7 @@
 //! from [`IntakeRefusal::as_str`], so renaming one is a compile error where it is used
 //! and a test failure where its name is documented.
 
-use std::fmt;
-use std::str::FromStr;
+use crate::by_name::{display_by_name, from_str_by_name};
 
 macro_rules! refusals {
     ($($(#[$doc:meta])* $variant:ident = $name:literal;)*) => {
@@ -102,19 +101,9 @@ refusals! {
 #[error("unknown refusal {0:?}")]
 pub struct UnknownRefusal(pub String);
 
-impl FromStr for IntakeRefusal {
-    type Err = UnknownRefusal;
+from_str_by_name!(IntakeRefusal, UnknownRefusal);
 
-    fn from_str(s: &str) -> Result<IntakeRefusal, UnknownRefusal> {
-        IntakeRefusal::parse(s).ok_or_else(|| UnknownRefusal(s.to_owned()))
-    }
-}
-
-impl fmt::Display for IntakeRefusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(IntakeRefusal);
 
 #[cfg(test)]
 mod tests {

@@ -1,8 +1,7 @@
 //! An operator's resolution of an operation the workers could not settle: the outcome
 //! they established from the provider's records, and what that outcome requires.
 
-use std::fmt;
-
+use crate::by_name::display_by_name;
 use crate::state::{Event, Status};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,11 +58,7 @@ impl Resolution {
     }
 }
 
-impl fmt::Display for Resolution {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(Resolution);
 
 #[cfg(test)]
 mod tests {

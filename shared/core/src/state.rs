@@ -2,9 +2,7 @@
 //! an exhaustive match. No `_` arm over a status or an event, so adding either fails to
 //! compile until every transition is decided.
 
-use std::fmt;
-
-use crate::by_name::serialize_by_name;
+use crate::by_name::{display_by_name, serialize_by_name};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
@@ -61,11 +59,7 @@ impl Status {
     }
 }
 
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(Status);
 
 serialize_by_name!(Status);
 
@@ -280,31 +274,11 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
             | E::LeaseExpired
             | E::DeadlinePassed,
         ) => refused,
-        // Final states absorb every event: a late answer is recorded and escalated, never applied.
-        (
-            S::Disputed,
-            E::Claim
-            | E::ProviderConflict
-            | E::CancelBeforeStart
-            | E::ProviderSucceeded
-            | E::ProviderFailed
-            | E::ProviderAccepted
-            | E::ProviderAmbiguous
-            | E::ProviderNotSent
-            | E::LeaseExpired
-            | E::DeadlinePassed
-            | E::WebhookSucceeded
-            | E::WebhookFailed
-            | E::LookupSucceeded
-            | E::LookupFailed
-            | E::LookupAccepted
-            | E::LookupAbsent
-            | E::Escalate
-            | E::OperatorDispute,
-        ) => refused,
+        // Final states, and a disputed operation until the operator's finding, absorb every
+        // other event: a late answer is recorded and escalated, never applied.
         (S::Succeeded, E::OperatorFailed | E::OperatorCancelled) => refused,
         (
-            S::Succeeded | S::Failed | S::Cancelled,
+            S::Disputed | S::Succeeded | S::Failed | S::Cancelled,
             E::Claim
             | E::ProviderConflict
             | E::CancelBeforeStart

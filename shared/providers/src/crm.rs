@@ -104,17 +104,13 @@ impl CrmClient {
         external_id: &str,
     ) -> Result<Vec<Value>, LookupError> {
         self.api
-            .list(
-                self.api
-                    .get(&["v1", "deals"])
-                    .query(&[("external_id", external_id)]),
-            )
+            .list(&["v1", "deals"], "external_id", external_id)
             .await
     }
 
     /// `GET /v1/deals/{id}`; `None` on 404.
     pub async fn get_deal(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(self.api.get(&["v1", "deals", id])).await
+        self.api.object(&["v1", "deals", id]).await
     }
 }
 

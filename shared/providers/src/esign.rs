@@ -60,9 +60,7 @@ impl EsignClient {
 
     /// `GET /v1/envelopes/{id}` (strongly consistent); `None` on 404.
     pub async fn get_envelope(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api
-            .object(self.api.get(&["v1", "envelopes", id]))
-            .await
+        self.api.object(&["v1", "envelopes", id]).await
     }
 
     /// `GET /v1/envelopes?external_ref=…`: every envelope carrying it (eventually consistent).
@@ -71,11 +69,7 @@ impl EsignClient {
         external_ref: &str,
     ) -> Result<Vec<Value>, LookupError> {
         self.api
-            .list(
-                self.api
-                    .get(&["v1", "envelopes"])
-                    .query(&[("external_ref", external_ref)]),
-            )
+            .list(&["v1", "envelopes"], "external_ref", external_ref)
             .await
     }
 }

@@ -24,20 +24,20 @@ pub enum LookupError {
 }
 
 impl Api {
-    /// `GET url` → the `data` array of a list answer (`{"data": [...]}`).
+    /// `GET path?key=value` → the `data` array of a list answer (`{"data": [...]}`).
     pub(crate) async fn list(
         &self,
-        request: reqwest::RequestBuilder,
+        path: &[&str],
+        key: &str,
+        value: &str,
     ) -> Result<Vec<Value>, LookupError> {
+        let request = self.get(path).query(&[(key, value)]);
         get_list(self.exchange(request).await).await
     }
 
-    /// `GET url` → the object, or `None` on 404.
-    pub(crate) async fn object(
-        &self,
-        request: reqwest::RequestBuilder,
-    ) -> Result<Option<Value>, LookupError> {
-        get_object(self.exchange(request).await).await
+    /// `GET path` → the object, or `None` on 404.
+    pub(crate) async fn object(&self, path: &[&str]) -> Result<Option<Value>, LookupError> {
+        get_object(self.exchange(self.get(path)).await).await
     }
 }
 

@@ -55,7 +55,7 @@ impl OrdersClient {
 
     /// `GET /v1/orders/{id}` (strongly consistent); `None` on 404.
     pub async fn get_order(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(self.api.get(&["v1", "orders", id])).await
+        self.api.object(&["v1", "orders", id]).await
     }
 }
 

@@ -135,20 +135,20 @@ impl PaymentsClient {
         &self,
         reference: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        self.search(&["v1", "payments"], reference).await
+        self.api
+            .list(&["v1", "payments"], "reference", reference)
+            .await
     }
 
     /// `GET /v1/payments/{id}` (strongly consistent); `None` on 404.
     pub async fn get_payment(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(self.api.get(&["v1", "payments", id])).await
+        self.api.object(&["v1", "payments", id]).await
     }
 
     /// `GET /v1/beneficiaries/{id}` (strongly consistent): the payee a payment to `id`
     /// goes to, with its masked account and version; `None` on 404.
     pub async fn get_beneficiary(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api
-            .object(self.api.get(&["v1", "beneficiaries", id]))
-            .await
+        self.api.object(&["v1", "beneficiaries", id]).await
     }
 
     /// `GET /v1/refunds?reference=…`: same rules as payments.
@@ -156,18 +156,14 @@ impl PaymentsClient {
         &self,
         reference: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        self.search(&["v1", "refunds"], reference).await
+        self.api
+            .list(&["v1", "refunds"], "reference", reference)
+            .await
     }
 
     /// `GET /v1/refunds/{id}`; `None` on 404.
     pub async fn get_refund(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(self.api.get(&["v1", "refunds", id])).await
-    }
-
-    async fn search(&self, path: &[&str], reference: &str) -> Result<Vec<Value>, LookupError> {
-        self.api
-            .list(self.api.get(path).query(&[("reference", reference)]))
-            .await
+        self.api.object(&["v1", "refunds", id]).await
     }
 }
 

@@ -1,7 +1,8 @@
 //! Plumbing every fleet binary shares: settings (clap + env), logging, the Prometheus
 //! recorder and metric names, the admin server (`/metrics`, `/livez`, `/readyz`),
 //! readiness checks, the bounded HTTP server of the doors that face clients, the shutdown
-//! signal, redaction of secrets, and the crash tests' pause points.
+//! signal, redaction of secrets, the clock of periodic jobs and the batches of retention
+//! runs, and the crash tests' pause points.
 //!
 //! A worker's `main` is: parse settings, [`init_tracing`], [`install_metrics`], bind the
 //! admin listener and spawn [`serve_admin`], take [`shutdown_token`], then call its
@@ -17,11 +18,13 @@ pub mod pacing;
 pub mod pause;
 pub mod policies;
 mod process;
+pub mod prune;
 pub mod readiness;
 pub mod redact;
 pub mod settings;
 pub mod shutdown;
 pub mod telemetry;
+pub mod ticker;
 pub mod url_list;
 
 pub use admin::serve_admin;
@@ -30,6 +33,7 @@ pub use http_server::{ConnectionLimits, RequestSlot, RequestSlots};
 pub use metrics::install_metrics;
 pub use pacing::{PaceFuture, Pacer};
 pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
+pub use prune::prune_in_batches;
 pub use readiness::{Readiness, ReadinessReport, SyncCheck};
 pub use redact::{RedactedUrl, Secret};
 pub use settings::{
@@ -38,6 +42,7 @@ pub use settings::{
 };
 pub use shutdown::shutdown_token;
 pub use telemetry::{init_tracing, init_tracing_with_default, LogFormat};
+pub use ticker::Ticker;
 pub use url_list::split_url_list;
 
 /// Re-exported so binaries name one version of these types.

@@ -14,6 +14,7 @@ use fleet_core::authz;
 use fleet_core::{ApiAction, SignIn, TokenHash};
 use fleet_store::{Principal, TokenCheck};
 
+use crate::decisions::{Addressed, Asking};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -31,6 +32,15 @@ impl Caller {
     /// How this caller signed in, as its decisions record it.
     pub fn signed_in_with(&self) -> SignIn {
         SignIn::Token
+    }
+
+    /// This caller asking for a decision on the operation `at` names.
+    pub fn asking<'a>(&'a self, at: Addressed<'a>) -> Asking<'a> {
+        Asking {
+            who: self.0.actor(),
+            signed_in: self.signed_in_with(),
+            at,
+        }
     }
 }
 

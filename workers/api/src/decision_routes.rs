@@ -142,8 +142,7 @@ pub async fn approve_operation(
     b: Result<JsonBody<ApproveBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     let (tenant, b) = asked(&caller, ApiAction::Approve, q, b)?;
-    let at = Addressed::new(&id, tenant.as_deref());
-    let who = caller.0.actor();
+    let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
     let offer = SignatureOffer {
         key_id: b.key_id.as_deref(),
         signature: b.signature.as_deref(),
@@ -152,7 +151,7 @@ pub async fn approve_operation(
     Ok(Json(
         state
             .decisions
-            .approve(&who, caller.signed_in_with(), at, &b.payload_hash, &offer)
+            .approve(asking, &b.payload_hash, &offer)
             .await?
             .view,
     ))
@@ -191,15 +190,8 @@ pub async fn reject_operation(
     b: Result<JsonBody<RejectBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     let (tenant, b) = asked(&caller, ApiAction::Reject, q, b)?;
-    let at = Addressed::new(&id, tenant.as_deref());
-    let who = caller.0.actor();
-    Ok(Json(
-        state
-            .decisions
-            .reject(&who, caller.signed_in_with(), at, &b.reason)
-            .await?
-            .view,
-    ))
+    let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
+    Ok(Json(state.decisions.reject(asking, &b.reason).await?.view))
 }
 
 /// Resolve an operation.
@@ -237,7 +229,7 @@ pub async fn resolve_operation(
     b: Result<JsonBody<ResolveBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     let (tenant, b) = asked(&caller, ApiAction::Resolve, q, b)?;
-    let at = Addressed::new(&id, tenant.as_deref());
+    let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
     let outcome = Resolution::parse(&b.outcome).ok_or(ApiError::Invalid {
         code: "invalid_field",
         field: Some("outcome".to_owned()),
@@ -247,14 +239,7 @@ pub async fn resolve_operation(
         external_id: b.external_id.as_deref(),
         evidence: &b.evidence,
     };
-    let who = caller.0.actor();
-    Ok(Json(
-        state
-            .decisions
-            .resolve(&who, caller.signed_in_with(), at, r)
-            .await?
-            .view,
-    ))
+    Ok(Json(state.decisions.resolve(asking, r).await?.view))
 }
 
 /// Dispute an operation.
@@ -291,13 +276,6 @@ pub async fn dispute_operation(
     b: Result<JsonBody<DisputeBody>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
     let (tenant, b) = asked(&caller, ApiAction::Dispute, q, b)?;
-    let at = Addressed::new(&id, tenant.as_deref());
-    let who = caller.0.actor();
-    Ok(Json(
-        state
-            .decisions
-            .dispute(&who, caller.signed_in_with(), at, &b.reason)
-            .await?
-            .view,
-    ))
+    let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
+    Ok(Json(state.decisions.dispute(asking, &b.reason).await?.view))
 }

@@ -40,6 +40,21 @@ impl<'a> Addressed<'a> {
     }
 }
 
+/// Who asks for a decision on which operation: the principal as the rules see it, how it
+/// signed in (recorded with the decision), and the operation as it named it.
+#[derive(Debug, Clone, Copy)]
+pub struct Asking<'a> {
+    pub who: Actor<'a>,
+    pub signed_in: SignIn,
+    pub at: Addressed<'a>,
+}
+
+impl Asking<'_> {
+    fn decider(&self) -> Decider<'_> {
+        Decider::new(self.who.name, self.signed_in)
+    }
+}
+
 /// The operation of `who`'s tenants that `at` names, with its facts: another tenant's
 /// operation is not found, exactly as a free id; an id two of the caller's tenants hold is
 /// `operation_id_ambiguous` unless the tenant was named (`fleet_core::authz::locate`).
@@ -97,18 +112,24 @@ impl Decisions {
         Decisions { store, publisher }
     }
 
-    /// Asks the rules whether `who` may do `what` to the operation `at` names; an id that
+    /// Asks the rules whether the asker may do `what` to the operation it names; an id that
     /// is not even well formed names no operation.
     async fn authorize(
         &self,
-        who: &Actor<'_>,
+        asking: &Asking<'_>,
         what: OperationAction,
-        at: Addressed<'_>,
     ) -> Result<OpKey, DecisionError> {
+        let who = &asking.who;
         authz::may(who, what.api_action())?;
-        let (op, stored) = locate(&self.store, who, at).await?;
+        let (op, stored) = locate(&self.store, who, asking.at).await?;
         authz::may_act_on(who, what, Some(&stored.facts()))?;
         Ok(op)
+    }
+
+    /// The answer to a decision taken (`changed`) or repeated: the operation's view now.
+    async fn decided(&self, op: OpRef<'_>, changed: bool) -> Result<Decided, DecisionError> {
+        let view = self.view(op).await?;
+        Ok(Decided { view, changed })
     }
 
     async fn view(&self, op: OpRef<'_>) -> Result<Value, DecisionError> {
@@ -132,27 +153,26 @@ impl Decisions {
         }
     }
 
-    /// `who` approves the snapshot whose hash is `payload_hash`, with the signature
+    /// The asker approves the snapshot whose hash is `payload_hash`, with the signature
     /// `offered` if any (`crate::signed_approval`). The operation is approved once its
     /// quorum of distinct approvers is reached; the answer's view says how many approvals
     /// it has of how many it needs. Which answer each state gives is
     /// `fleet_core::judge_approval`'s (the decision table in docs/api.md).
     pub async fn approve(
         &self,
-        who: &Actor<'_>,
-        signed_in: SignIn,
-        at: Addressed<'_>,
+        asking: Asking<'_>,
         payload_hash: &str,
         offered: &SignatureOffer<'_>,
     ) -> Result<Decided, DecisionError> {
-        let op = self.authorize(who, OperationAction::Approve, at).await?;
+        let op = self.authorize(&asking, OperationAction::Approve).await?;
         let signed =
-            signed_approval::checked(&self.store, op.op(), who.name, payload_hash, offered).await?;
-        let by = Decider::new(who.name, signed_in);
+            signed_approval::checked(&self.store, op.op(), asking.who.name, payload_hash, offered)
+                .await?;
         let outcome = self
             .store
-            .approve(op.op(), payload_hash, &by, signed.as_ref())
+            .approve(op.op(), payload_hash, &asking.decider(), signed.as_ref())
             .await?;
+        let (who, signed_in) = (asking.who, asking.signed_in);
         match &outcome {
             ApprovalOutcome::Approved => {
                 tracing::info!(operation_id = op.operation_id, principal = who.name, signed_in_with = %signed_in, "approved: quorum reached");
@@ -185,83 +205,68 @@ impl Decisions {
         Ok(Decided { view, changed })
     }
 
-    /// `who` rejects the operation: it is cancelled, whatever approvals it had.
-    pub async fn reject(
-        &self,
-        who: &Actor<'_>,
-        signed_in: SignIn,
-        at: Addressed<'_>,
-        reason: &str,
-    ) -> Result<Decided, DecisionError> {
-        let op = self.authorize(who, OperationAction::Reject, at).await?;
+    /// The asker rejects the operation: it is cancelled, whatever approvals it had.
+    pub async fn reject(&self, asking: Asking<'_>, reason: &str) -> Result<Decided, DecisionError> {
+        let op = self.authorize(&asking, OperationAction::Reject).await?;
         text(reason, "reason")?;
         let changed = match self
             .store
-            .reject(op.op(), &Decider::new(who.name, signed_in), reason)
+            .reject(op.op(), &asking.decider(), reason)
             .await?
         {
             RejectOutcome::Rejected => {
-                tracing::info!(operation_id = op.operation_id, principal = who.name, signed_in_with = %signed_in, "rejected");
+                tracing::info!(operation_id = op.operation_id, principal = asking.who.name, signed_in_with = %asking.signed_in, "rejected");
                 true
             }
             RejectOutcome::AlreadyRejected => false,
             RejectOutcome::NotFound => return Err(Denial::NotFound.into()),
             RejectOutcome::TooLate { .. } => return Err(DecisionError::AlreadyStarted),
         };
-        let view = self.view(op.op()).await?;
-        Ok(Decided { view, changed })
+        self.decided(op.op(), changed).await
     }
 
-    /// `who`, an operator, settles the operation from the provider's records.
+    /// The asker, an operator, settles the operation from the provider's records.
     pub async fn resolve(
         &self,
-        who: &Actor<'_>,
-        signed_in: SignIn,
-        at: Addressed<'_>,
+        asking: Asking<'_>,
         r: Resolve<'_>,
     ) -> Result<Decided, DecisionError> {
-        let op = self.authorize(who, OperationAction::Resolve, at).await?;
+        let op = self.authorize(&asking, OperationAction::Resolve).await?;
         text(r.evidence, "evidence")?;
         if let Some(x) = r.external_id {
             external_id(x)?;
         }
-        let outcome = self
-            .store
-            .resolve(op.op(), r, &Decider::new(who.name, signed_in))
-            .await?;
-        self.operator_outcome(who, signed_in, op.op(), outcome, "resolved")
+        let outcome = self.store.resolve(op.op(), r, &asking.decider()).await?;
+        self.operator_outcome(&asking, op.op(), outcome, "resolved")
             .await
     }
 
-    /// `who`, an operator, takes the operation out of the workers' hands.
+    /// The asker, an operator, takes the operation out of the workers' hands.
     pub async fn dispute(
         &self,
-        who: &Actor<'_>,
-        signed_in: SignIn,
-        at: Addressed<'_>,
+        asking: Asking<'_>,
         reason: &str,
     ) -> Result<Decided, DecisionError> {
-        let op = self.authorize(who, OperationAction::Dispute, at).await?;
+        let op = self.authorize(&asking, OperationAction::Dispute).await?;
         text(reason, "reason")?;
         let outcome = self
             .store
-            .dispute(op.op(), reason, &Decider::new(who.name, signed_in))
+            .dispute(op.op(), reason, &asking.decider())
             .await?;
-        self.operator_outcome(who, signed_in, op.op(), outcome, "disputed")
+        self.operator_outcome(&asking, op.op(), outcome, "disputed")
             .await
     }
 
     async fn operator_outcome(
         &self,
-        who: &Actor<'_>,
-        signed_in: SignIn,
+        asking: &Asking<'_>,
         op: OpRef<'_>,
         outcome: DecisionOutcome,
         what: &'static str,
     ) -> Result<Decided, DecisionError> {
         let changed = match outcome {
             DecisionOutcome::Moved(to) => {
-                tracing::info!(operation_id = op.operation_id, principal = who.name, signed_in_with = %signed_in, to = to.as_str(), "{what} by an operator");
+                tracing::info!(operation_id = op.operation_id, principal = asking.who.name, signed_in_with = %asking.signed_in, to = to.as_str(), "{what} by an operator");
                 true
             }
             DecisionOutcome::Already(_) => false,
@@ -272,8 +277,7 @@ impl Decisions {
             DecisionOutcome::Refused { .. } => return Err(DecisionError::NotAllowedInStatus),
             DecisionOutcome::Stale => return Err(DecisionError::ChangedMeanwhile),
         };
-        let view = self.view(op).await?;
-        Ok(Decided { view, changed })
+        self.decided(op, changed).await
     }
 }
 

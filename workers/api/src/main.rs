@@ -5,7 +5,8 @@ use anyhow::Context;
 use clap::Parser;
 use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::{ApiDeps, ApiSettings};
-use fleet_runtime::{admin_addrs, CommonArgs, CrmArgs, PolicyArgs, ProviderArgs};
+use fleet_runtime::{CommonArgs, CrmArgs, PolicyArgs, ProviderArgs};
+use fleet_store::component;
 
 #[derive(Parser)]
 #[command(
@@ -41,9 +42,7 @@ fn console_crm(args: &CrmArgs) -> Option<fleet_providers::CrmClient> {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // The broker carries the execute bell an approval rings; /readyz includes it.
-    let boot =
-        fleet_boot::start::<fleet_store::component::Api>("api", &cli.common, admin_addrs::API)
-            .await?;
+    let boot = fleet_boot::start::<component::Api>(&cli.common).await?;
     let intake = fleet_boot::intake_rules(&cli.providers, &cli.policies)?;
     let publisher = boot.publisher().await?;
     let listener = tokio::net::TcpListener::bind(cli.api.api_addr)

@@ -2,7 +2,8 @@
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use fleet_execute::{ExecuteDeps, ExecuteSettings};
-use fleet_runtime::{admin_addrs, CommonArgs, ProviderArgs, ProviderRateArgs};
+use fleet_runtime::{CommonArgs, ProviderArgs, ProviderRateArgs};
+use fleet_store::component;
 
 #[derive(Parser)]
 #[command(
@@ -41,12 +42,7 @@ fn command() -> clap::Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::from_arg_matches(&command().get_matches())?;
-    let boot = fleet_boot::start::<fleet_store::component::Execute>(
-        "execute",
-        &cli.common,
-        admin_addrs::EXECUTE,
-    )
-    .await?;
+    let boot = fleet_boot::start::<component::Execute>(&cli.common).await?;
     let deps = ExecuteDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),

@@ -2,7 +2,8 @@
 
 use clap::Parser;
 use fleet_prepare::AnonymousIntents;
-use fleet_runtime::{admin_addrs, CommonArgs, PolicyArgs, ProviderArgs};
+use fleet_runtime::{CommonArgs, PolicyArgs, ProviderArgs};
+use fleet_store::component;
 
 #[derive(Parser)]
 #[command(
@@ -34,12 +35,7 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let boot = fleet_boot::start::<fleet_store::component::Prepare>(
-        "prepare",
-        &cli.common,
-        admin_addrs::PREPARE,
-    )
-    .await?;
+    let boot = fleet_boot::start::<component::Prepare>(&cli.common).await?;
     let deps = fleet_prepare::PrepareDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use fleet_runtime::metric_names as m;
+use fleet_runtime::Ticker;
 use fleet_store::ReconcileStore;
 use tokio_util::sync::CancellationToken;
 
@@ -15,13 +16,8 @@ pub async fn run(
     expiring_soon: Duration,
     shutdown: CancellationToken,
 ) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tick.tick() => {}
-        }
+    let mut ticker = Ticker::new(every, shutdown);
+    while ticker.tick().await {
         match store.fleet_gauges().await {
             Ok(g) => {
                 metrics::gauge!(m::OPERATIONS_UNKNOWN).set(g.unknown as f64);

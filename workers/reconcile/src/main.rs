@@ -2,7 +2,8 @@
 
 use clap::Parser;
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
-use fleet_runtime::{admin_addrs, CommonArgs, ProviderArgs, ProviderRateArgs};
+use fleet_runtime::{CommonArgs, ProviderArgs, ProviderRateArgs};
+use fleet_store::component;
 
 #[derive(Parser)]
 #[command(
@@ -24,12 +25,7 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let boot = fleet_boot::start::<fleet_store::component::Reconcile>(
-        "reconcile",
-        &cli.common,
-        admin_addrs::RECONCILE,
-    )
-    .await?;
+    let boot = fleet_boot::start::<component::Reconcile>(&cli.common).await?;
     let deps = ReconcileDeps {
         store: boot.store.clone(),
         broker: boot.broker.clone(),

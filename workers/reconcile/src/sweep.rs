@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use fleet_runtime::metric_names as m;
+use fleet_runtime::Ticker;
 use fleet_store::StoreError;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -20,13 +21,8 @@ pub async fn run(
     concurrency: usize,
     shutdown: CancellationToken,
 ) {
-    let mut tick = tokio::time::interval(settings.sweep_interval());
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tick.tick() => {}
-        }
+    let mut ticker = Ticker::new(settings.sweep_interval(), shutdown);
+    while ticker.tick().await {
         let outcome = match sweep_once(&reconciler, &settings, concurrency).await {
             Ok(()) => "ok",
             Err(e) => {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use fleet_runtime::metric_names as m;
+use fleet_runtime::Ticker;
 use fleet_store::RelayStore;
 use tokio_util::sync::CancellationToken;
 
@@ -11,13 +12,8 @@ use tokio_util::sync::CancellationToken;
 pub const GAUGES_EVERY: Duration = Duration::from_secs(5);
 
 pub async fn run(store: RelayStore, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(GAUGES_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tick.tick() => {}
-        }
+    let mut ticker = Ticker::new(GAUGES_EVERY, shutdown);
+    while ticker.tick().await {
         match store.outbox_gauges().await {
             Ok(g) => {
                 metrics::gauge!(m::OUTBOX_BACKLOG).set(g.backlog as f64);

@@ -2,7 +2,8 @@
 
 use clap::Parser;
 use fleet_relay::{RelayDeps, RelaySettings};
-use fleet_runtime::{admin_addrs, CommonArgs};
+use fleet_runtime::CommonArgs;
+use fleet_store::component;
 
 #[derive(Parser)]
 #[command(
@@ -20,12 +21,7 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let boot = fleet_boot::start::<fleet_store::component::Relay>(
-        "relay",
-        &cli.common,
-        admin_addrs::RELAY,
-    )
-    .await?;
+    let boot = fleet_boot::start::<component::Relay>(&cli.common).await?;
     let deps = RelayDeps {
         store: boot.store.clone(),
         publisher: boot.publisher().await?,

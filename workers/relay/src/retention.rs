@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use fleet_runtime::prune_in_batches;
 use fleet_store::RelayStore;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -13,7 +14,6 @@ use tracing::{info, warn};
 pub const RETENTION_EVERY: Duration = Duration::from_secs(60);
 pub const RETENTION_BATCH: i64 = 1_000;
 pub const MAX_BATCHES_PER_RUN: u32 = 100;
-const PAUSE_BETWEEN_BATCHES: Duration = Duration::from_millis(50);
 
 /// Runs until `shutdown`; the first run starts right away.
 pub async fn run(store: RelayStore, retention_s: u64, shutdown: CancellationToken) {
@@ -28,21 +28,13 @@ pub async fn run(store: RelayStore, retention_s: u64, shutdown: CancellationToke
 
 /// One run; returns how many rows were deleted.
 pub async fn prune_once(store: &RelayStore, retention_s: u64, shutdown: &CancellationToken) -> u64 {
-    let mut deleted = 0;
-    for _ in 0..MAX_BATCHES_PER_RUN {
-        match store.prune_outbox(retention_s, RETENTION_BATCH).await {
-            Ok(n) => {
-                deleted += n;
-                if n < RETENTION_BATCH.unsigned_abs() || shutdown.is_cancelled() {
-                    break;
-                }
-            }
-            Err(e) => {
-                warn!(error = %e, "outbox retention batch failed; the next run retries");
-                break;
-            }
-        }
-        tokio::time::sleep(PAUSE_BETWEEN_BATCHES).await;
+    let (deleted, failed) =
+        prune_in_batches(RETENTION_BATCH, MAX_BATCHES_PER_RUN, shutdown, || {
+            store.prune_outbox(retention_s, RETENTION_BATCH)
+        })
+        .await;
+    if let Some(e) = failed {
+        warn!(error = %e, "outbox retention batch failed; the next run retries");
     }
     if deleted > 0 {
         info!(deleted, retention_s, "pruned published outcome events");

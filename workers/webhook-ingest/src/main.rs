@@ -3,7 +3,8 @@
 
 use anyhow::Context;
 use clap::Parser;
-use fleet_runtime::{admin_addrs, CommonArgs};
+use fleet_runtime::CommonArgs;
+use fleet_store::component;
 use fleet_webhook_ingest::{WebhookDeps, WebhookSettings};
 
 #[derive(Parser)]
@@ -25,12 +26,7 @@ async fn main() -> anyhow::Result<()> {
     // Refuse bad secrets before anything starts (both halves verify signatures); the
     // error never repeats a secret.
     cli.webhook.secrets()?;
-    let boot = fleet_boot::start::<fleet_store::component::WebhookIngest>(
-        "webhook-ingest",
-        &cli.common,
-        admin_addrs::WEBHOOK_INGEST,
-    )
-    .await?;
+    let boot = fleet_boot::start::<component::WebhookIngest>(&cli.common).await?;
     let listener = match cli.webhook.mode.receives() {
         true => Some(
             tokio::net::TcpListener::bind(cli.webhook.webhook_addr)

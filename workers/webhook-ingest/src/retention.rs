@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
+use fleet_runtime::prune_in_batches;
 use fleet_store::IngestStore;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 pub const MAX_BATCHES_PER_RUN: u32 = 100;
-const PAUSE_BETWEEN_BATCHES: Duration = Duration::from_millis(50);
 
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {
@@ -37,24 +37,13 @@ pub async fn prune_once(
     retention: Retention,
     shutdown: &CancellationToken,
 ) -> u64 {
-    let mut deleted = 0;
-    for _ in 0..MAX_BATCHES_PER_RUN {
-        match store
-            .prune_webhook_events(retention.older_than_s, retention.batch)
-            .await
-        {
-            Ok(n) => {
-                deleted += n;
-                if n < retention.batch.unsigned_abs() || shutdown.is_cancelled() {
-                    break;
-                }
-            }
-            Err(e) => {
-                warn!(error = %e, "webhook retention batch failed; the next run retries");
-                break;
-            }
-        }
-        tokio::time::sleep(PAUSE_BETWEEN_BATCHES).await;
+    let (deleted, failed) =
+        prune_in_batches(retention.batch, MAX_BATCHES_PER_RUN, shutdown, || {
+            store.prune_webhook_events(retention.older_than_s, retention.batch)
+        })
+        .await;
+    if let Some(e) = failed {
+        warn!(error = %e, "webhook retention batch failed; the next run retries");
     }
     if deleted > 0 {
         info!(

@@ -4,9 +4,7 @@
 //! adapter there, the actions it serves, and its name in `operations_provider_check` (a
 //! migration).
 
-use std::fmt;
-
-use crate::by_name::serialize_by_name;
+use crate::by_name::{display_by_name, serialize_by_name};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ProviderName {
@@ -39,11 +37,7 @@ impl ProviderName {
     }
 }
 
-impl fmt::Display for ProviderName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(ProviderName);
 
 serialize_by_name!(ProviderName);
 

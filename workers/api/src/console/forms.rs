@@ -23,7 +23,7 @@ use serde::Deserialize;
 use super::pages::{error_page, not_found, operation_page};
 use super::present::{step_up_of, tenant_query};
 use super::session::Signed;
-use crate::decisions::{locate, Addressed, Decided, DecisionError};
+use crate::decisions::{locate, Addressed, Asking, Decided, DecisionError};
 use crate::error::ApiError;
 use crate::signed_approval::SignatureOffer;
 use crate::state::AppState;
@@ -223,7 +223,11 @@ async fn decide(
     {
         return Ok(error_page(StatusCode::FORBIDDEN, "Refused", "This form did not come from your console session; nothing was changed. Reload the page and try again."));
     }
-    let who = signed.principal.actor();
+    let asking = Asking {
+        who: signed.principal.actor(),
+        signed_in: SignIn::Oidc,
+        at,
+    };
     let decisions = &state.decisions;
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let result = match asked {
@@ -251,15 +255,9 @@ async fn decide(
             } else {
                 SignatureOffer::default()
             };
-            decisions
-                .approve(&who, SignIn::Oidc, at, hash, &offer)
-                .await
+            decisions.approve(asking, hash, &offer).await
         }
-        Asked::Reject => {
-            decisions
-                .reject(&who, SignIn::Oidc, at, &text(&f.reason))
-                .await
-        }
+        Asked::Reject => decisions.reject(asking, &text(&f.reason)).await,
         Asked::Resolve => match f.outcome.as_deref().and_then(Resolution::parse) {
             Some(outcome) => {
                 let evidence = text(&f.evidence);
@@ -274,15 +272,11 @@ async fn decide(
                     external_id,
                     evidence: &evidence,
                 };
-                decisions.resolve(&who, SignIn::Oidc, at, r).await
+                decisions.resolve(asking, r).await
             }
             None => Err(DecisionError::InvalidField("outcome")),
         },
-        Asked::Dispute => {
-            decisions
-                .dispute(&who, SignIn::Oidc, at, &text(&f.reason))
-                .await
-        }
+        Asked::Dispute => decisions.dispute(asking, &text(&f.reason)).await,
     };
     let error = match result {
         Ok(Decided { view, changed }) => {
