@@ -266,19 +266,7 @@ async fn an_expired_token_is_refused_with_token_expired_on_the_json_routes_and_o
     }
     assert_eq!(fleet.count("SELECT count(*) FROM api_tokens").await, 0);
     // Unless told, a token lives 90 days.
-    token_create(
-        &fleet,
-        &[
-            "--principal",
-            "billing-bot",
-            "--role",
-            "agent",
-            "--tenant",
-            TENANT,
-        ],
-    )
-    .await
-    .unwrap();
+    token_for(&fleet, "billing-bot", "agent", &[TENANT]).await;
     assert_eq!(
         fleet
             .count("SELECT count(*) FROM api_tokens WHERE expires_at - created_at = interval '90 days'")
@@ -451,15 +439,11 @@ async fn the_api_role_may_record_a_tokens_use_and_change_nothing_else_of_it() {
 async fn an_id_token_signed_hs256_with_the_client_secret_is_refused_though_the_issuer_advertises_it(
 ) {
     let fleet = TestFleet::start().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let issuer = fleet_oidc_issuer::spawn(
-        IssuerConfig {
-            users: vec![TestUser::new("sub-alice", "Alice")],
-            id_token_signing: IdTokenSigning::Hs256WithClientSecret,
-            ..IssuerConfig::default()
-        },
-        listener,
-    )
+    let issuer = fleet_oidc_issuer::spawn_on_loopback(IssuerConfig {
+        users: vec![TestUser::new("sub-alice", "Alice")],
+        id_token_signing: IdTokenSigning::Hs256WithClientSecret,
+        ..IssuerConfig::default()
+    })
     .await
     .unwrap();
     let discovery = fleet
