@@ -31,6 +31,14 @@ pub async fn start_default() -> Sim {
     start(SimConfig::default()).await
 }
 
+/// A client that gives up after 50 ms, shorter than any delay fault the tests install.
+pub fn impatient_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_millis(50))
+        .build()
+        .unwrap()
+}
+
 pub fn payment_body(reference: &str) -> Value {
     json!({
         "amount_minor": 1_250_000,

@@ -7,7 +7,9 @@ use fleet_provider_sim::SimConfig;
 use reqwest::{Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::common::{error_code, json_of, start, start_default, wait_until, Sim, API_KEY};
+use crate::common::{
+    error_code, impatient_client, json_of, start, start_default, wait_until, Sim, API_KEY,
+};
 
 fn deal_body(external_id: &str) -> Value {
     json!({
@@ -499,10 +501,7 @@ async fn faults_on_deal_reads_fail_or_slow_that_read_only() {
 
     sim.fault(json!({"route": "GET /v1/deals/{id}", "kind": "delay", "delay_ms": 300}))
         .await;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(50))
-        .build()
-        .unwrap();
+    let impatient = impatient_client();
     let gave_up = impatient
         .get(sim.url(&format!("/v1/deals/{id}")))
         .bearer_auth(API_KEY)

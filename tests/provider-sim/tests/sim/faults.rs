@@ -5,7 +5,9 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::common::{error_code, json_of, payment_body, start_default, wait_until, API_KEY};
+use crate::common::{
+    error_code, impatient_client, json_of, payment_body, start_default, wait_until, API_KEY,
+};
 
 #[tokio::test]
 async fn error_after_commit_is_saved_and_replayed_with_one_effect() {
@@ -118,10 +120,7 @@ async fn a_delayed_request_commits_even_when_the_client_gave_up() {
     let sim = start_default().await;
     sim.fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 300}))
         .await;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(50))
-        .build()
-        .unwrap();
+    let impatient = impatient_client();
 
     let gave_up = impatient
         .post(sim.url("/v1/payments"))
