@@ -161,16 +161,15 @@ impl ApiProcess {
     }
 }
 
+/// The `/metrics` text of the admin server at `admin_url`, if it answers.
+pub async fn scrape(http: &reqwest::Client, admin_url: &str) -> Option<String> {
+    let response = http.get(format!("{admin_url}/metrics")).send().await.ok()?;
+    response.text().await.ok()
+}
+
 /// The value of an unlabelled gauge on the `/metrics` of the admin server at `admin_url`.
 pub async fn scrape_gauge(http: &reqwest::Client, admin_url: &str, name: &str) -> Option<f64> {
-    let text = http
-        .get(format!("{admin_url}/metrics"))
-        .send()
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
+    let text = scrape(http, admin_url).await?;
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }

@@ -12,24 +12,16 @@ use fleet_tests::{
     contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent,
     op_of, refund_intent, TestFleet,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// A fleet with prepare running and a payment the provider holds, for refunds to refer
 /// to: (fleet, payment id).
 async fn paid() -> (TestFleet, String) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
-    let r = fleet
-        .http
-        .post(format!("{}/v1/payments", fleet.sim.base_url))
-        .bearer_auth("sk_test_sim")
-        .header("Idempotency-Key", "seed-payment")
-        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": "seed-payment"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let payment: Value = r.json().await.unwrap();
+    let payment = fleet
+        .sim_create_payment("seed-payment", "seed-payment")
+        .await;
     (fleet, payment["id"].as_str().unwrap().to_owned())
 }
 

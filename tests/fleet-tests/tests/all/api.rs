@@ -263,14 +263,7 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
         status_of(&fleet, &op).await,
         (Status::Cancelled, ApprovalStatus::Pending)
     );
-    assert_eq!(
-        fleet
-            .row(&op)
-            .await
-            .status_reason
-            .map(fleet_core::Reason::as_str),
-        Some("superseded")
-    );
+    assert_eq!(fleet.reason_of(&op).await, Some("superseded"));
     fleet.stop().await;
 }
 

@@ -5,7 +5,6 @@
 
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_oidc_issuer::RunningIssuer;
-use fleet_tests::at;
 use fleet_tests::{
     contract, fast_reconcile, free_port, hash_of, intent, op_of, signed_approval, ApiProcess,
     Browser, TestFleet,
@@ -356,13 +355,9 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         .await;
     assert!(browser.page_text().await.contains("operator:dana"));
 
-    let row = fleet.row(&op).await;
-    assert_eq!(
-        (row.status, row.external_id.as_deref()),
-        (Status::Succeeded, Some("pay_checked_by_hand"))
-    );
-    let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
-    assert_eq!(last.actor, "operator:dana");
+    let last = fleet
+        .resolved_succeeded(&op, "pay_checked_by_hand", "operator:dana")
+        .await;
     assert_eq!(
         last.evidence.unwrap()["evidence"],
         json!("seen in the provider's dashboard")

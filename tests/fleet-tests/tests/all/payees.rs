@@ -159,10 +159,8 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
         "{detail}"
     );
     let cancelled = fleet
-        .store
-        .events(at(&op))
+        .history(&op)
         .await
-        .unwrap()
         .into_iter()
         .find(|e| e.to_status.as_deref() == Some("cancelled"))
         .expect("the cancellation's history row");
