@@ -271,6 +271,30 @@ impl TestFleet {
         output
     }
 
+    /// `fleetctl token create` with `args`: the token (the first line it printed) on
+    /// success, the error it printed otherwise.
+    pub async fn token_create(&self, args: &[&str]) -> Result<String, String> {
+        let mut all = vec!["token", "create"];
+        all.extend_from_slice(args);
+        let output = self.fleetctl_with(&[], &all).await;
+        if output.status.success() {
+            let stdout = String::from_utf8(output.stdout).unwrap();
+            Ok(stdout.lines().next().unwrap().trim().to_owned())
+        } else {
+            Err(String::from_utf8(output.stderr).unwrap())
+        }
+    }
+
+    /// A token made with `fleetctl token create` for `principal`, with `role`, acting for
+    /// `tenants` (all of the principal's when none is named).
+    pub async fn token_for(&self, principal: &str, role: &str, tenants: &[&str]) -> String {
+        let mut args = vec!["--principal", principal, "--role", role];
+        for tenant in tenants {
+            args.extend(["--tenant", tenant]);
+        }
+        self.token_create(&args).await.unwrap()
+    }
+
     /// `SELECT operation_view(o)` for one operation (of whichever tenant holds the id,
     /// [`TestFleet::row`]), straight from the database.
     pub async fn view_in_db(&self, op: &str) -> Value {

@@ -81,6 +81,18 @@ impl Console {
         self.post(session, path, &form).await
     }
 
+    /// POSTs a decision's form that carries only a `reason`, with the form token `token`.
+    async fn post_reason(
+        &self,
+        session: &str,
+        path: &str,
+        token: &str,
+        reason: &str,
+    ) -> reqwest::Response {
+        self.post_with_token(session, path, token, &[("reason", reason)])
+            .await
+    }
+
     /// The page at `path` as the holder of `session` sees it.
     async fn page(&self, session: &str, path: &str) -> String {
         self.get(session, path).await.text().await.unwrap()
@@ -379,17 +391,10 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     let j = intent();
     c.submit(&j).await;
     let reject = format!("/console/operations/{}/reject", op_of(&j));
-    let r = c
-        .post_with_token(&bob, &reject, &bobs_token, &[("reason", "  ")])
-        .await;
+    let r = c.post_reason(&bob, &reject, &bobs_token, "  ").await;
     assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let r = c
-        .post_with_token(
-            &bob,
-            &reject,
-            &bobs_token,
-            &[("reason", "wrong beneficiary")],
-        )
+        .post_reason(&bob, &reject, &bobs_token, "wrong beneficiary")
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(
@@ -716,9 +721,7 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
     let alices = c.form_token_of(&alice).await;
     let danas = c.form_token_of(&dana).await;
     let dispute = format!("/console/operations/{op}/dispute");
-    let r = c
-        .post_with_token(&alice, &dispute, &alices, &[("reason", "looks odd")])
-        .await;
+    let r = c.post_reason(&alice, &dispute, &alices, "looks odd").await;
     assert_eq!(
         r.status(),
         StatusCode::FORBIDDEN,
@@ -738,17 +741,10 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         "an operator does not approve"
     );
     let r = c
-        .post_with_token(
-            &dana,
-            &dispute,
-            &danas,
-            &[("reason", "customer reports a double charge")],
-        )
+        .post_reason(&dana, &dispute, &danas, "customer reports a double charge")
         .await;
     assert_done(&r, &op, "disputed");
-    let r = c
-        .post_with_token(&dana, &dispute, &danas, &[("reason", "again")])
-        .await;
+    let r = c.post_reason(&dana, &dispute, &danas, "again").await;
     assert_eq!(
         location(&r).to_owned(),
         format!("/console/operations/{op}?tenant=org_482&done=already")
