@@ -544,6 +544,16 @@ impl TestFleet {
         .await
     }
 
+    /// Nothing was decided on the operation: it waits, not started, for its approval.
+    pub async fn still_pending(&self, op: &str) {
+        let row = self.row(op).await;
+        assert_eq!(
+            (row.status, row.approval_status),
+            (Status::NotStarted, fleet_core::ApprovalStatus::Pending),
+            "{op}"
+        );
+    }
+
     /// The operation's row, of whichever tenant holds the id ([`TestFleet::stored`]); it
     /// must exist.
     pub async fn row(&self, op: &str) -> fleet_store::OperationRow {

@@ -25,6 +25,19 @@ async fn paid() -> (TestFleet, String) {
     (fleet, payment["id"].as_str().unwrap().to_owned())
 }
 
+/// A fleet with prepare running whose CRM queues each create for `delay_ms` before the
+/// deal exists.
+async fn queued_crm_fleet(delay_ms: u64) -> TestFleet {
+    let mut fleet = TestFleet::start_with_sim(SimConfig {
+        crm_async_create: true,
+        crm_async_delay_ms: delay_ms,
+        ..Default::default()
+    })
+    .await;
+    fleet.spawn_prepare();
+    fleet
+}
+
 /// The deal create succeeds with a CRM deal's id, one POST and one deal in the CRM.
 async fn one_deal_created(fleet: &TestFleet, op: &str) {
     let row = fleet.reaches(op, Status::Succeeded).await;
@@ -157,13 +170,7 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
 #[tokio::test]
 async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created_meanwhile() {
     // The CRM queues the create for 1 s; its documented search lag (2 s) covers that.
-    let mut fleet = TestFleet::start_with_sim(SimConfig {
-        crm_async_create: true,
-        crm_async_delay_ms: 1_000,
-        ..Default::default()
-    })
-    .await;
-    fleet.spawn_prepare();
+    let mut fleet = queued_crm_fleet(1_000).await;
     let mut providers = fleet.provider_configs();
     documents(providers.provider_mut("crm"), contract(2_000));
     fleet.spawn_execute_deps(fleet.execute_deps_with(
@@ -286,13 +293,7 @@ async fn an_intent_for_a_provider_without_idempotency_and_without_lookup_is_refu
 async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_created_twice() {
     // The CRM queues the create for 3 s but documents a 300 ms search lag: the accepted
     // attempt alone must keep reconcile from ever concluding absence.
-    let mut fleet = TestFleet::start_with_sim(SimConfig {
-        crm_async_create: true,
-        crm_async_delay_ms: 3_000,
-        ..Default::default()
-    })
-    .await;
-    fleet.spawn_prepare();
+    let mut fleet = queued_crm_fleet(3_000).await;
     fleet.spawn_execute_deps(fleet.execute_deps(ExecuteSettings {
         accepted_deadline_s: 1,
         ..ExecuteSettings::default()

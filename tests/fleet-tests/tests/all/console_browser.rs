@@ -42,15 +42,6 @@ async fn db_status(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
     (row.status, row.approval_status)
 }
 
-/// Nothing was decided on the operation: it waits, not started, for its approval.
-async fn still_pending(fleet: &TestFleet, op: &str) {
-    assert_eq!(
-        db_status(fleet, op).await,
-        (Status::NotStarted, ApprovalStatus::Pending),
-        "{op}"
-    );
-}
-
 /// The console's page of the operation `op`.
 async fn open_operation(browser: &Browser, api: &ApiProcess, op: &str) {
     browser
@@ -192,15 +183,10 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
 #[tokio::test]
 async fn the_agents_own_principal_and_the_submitter_are_refused() {
     let fleet = TestFleet::start().await;
-    let issuer = fleet.spawn_issuer().await;
-    let api = fleet.spawn_console(&issuer).await;
-    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let (_issuer, api, agent) = console_for(&fleet, "alice", Role::Approver).await;
     // The agent's principal can also sign in as a person.
     fleet
         .person("billing-bot", Role::Agent, &[TENANT], "sub-agent")
-        .await;
-    fleet
-        .person("alice", Role::Approver, &[TENANT], "sub-alice")
         .await;
     let by_agent = intent();
     api.submitted(&fleet.http, &agent, &by_agent).await;
@@ -232,7 +218,7 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
     browser
         .text_with(".banner.refused", "your role may not take this decision")
         .await;
-    still_pending(&fleet, &op).await;
+    fleet.still_pending(&op).await;
     browser.close().await;
 
     let browser = Browser::start().await;
@@ -249,7 +235,7 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
             "you submitted this operation: another person must approve it",
         )
         .await;
-    still_pending(&fleet, &mine).await;
+    fleet.still_pending(&mine).await;
     browser.close().await;
     fleet.stop().await;
 }
@@ -280,7 +266,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
         db_status(&fleet, &a).await,
         (Status::Cancelled, ApprovalStatus::Pending)
     );
-    still_pending(&fleet, &b).await;
+    fleet.still_pending(&b).await;
 
     // The new page, with its approval form bound to another snapshot's hash (a page from
     // before the correction), approves nothing either.
@@ -298,7 +284,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     browser
         .text_with(".banner.refused", "does not show the stored snapshot")
         .await;
-    still_pending(&fleet, &b).await;
+    fleet.still_pending(&b).await;
     browser.close().await;
     fleet.stop().await;
 }
@@ -623,7 +609,7 @@ async fn the_approval_page_fits_a_phone_says_who_approved_and_asks_to_retype_a_l
     browser
         .text_with(".banner.refused", "type the amount exactly")
         .await;
-    still_pending(&fleet, &op).await;
+    fleet.still_pending(&op).await;
     browser.type_into("#confirm_amount", "12,500.00 KZT").await;
     browser.click("#approve").await;
     browser.reload_until_shows("1 of 2 approvals").await;
