@@ -81,6 +81,19 @@ impl Console {
         self.post(session, path, &form).await
     }
 
+    /// POSTs the approval form of the operation `op` for the snapshot `hash`.
+    async fn approve_form(
+        &self,
+        session: &str,
+        op: &str,
+        token: &str,
+        hash: &str,
+    ) -> reqwest::Response {
+        let path = format!("/console/operations/{op}/approve");
+        self.post_with_token(session, &path, token, &[("payload_hash", hash)])
+            .await
+    }
+
     /// POSTs a decision's form that carries only a `reason`, with the form token `token`.
     async fn post_reason(
         &self,
@@ -420,14 +433,7 @@ async fn another_tenants_operation_is_not_found_in_the_console() {
     let page = c.get(&alice, &format!("/console/operations/{op}")).await;
     assert_eq!(page.status(), StatusCode::NOT_FOUND);
     let token = c.form_token_of(&alice).await;
-    let r = c
-        .post_with_token(
-            &alice,
-            &format!("/console/operations/{op}/approve"),
-            &token,
-            &[("payload_hash", &hash_of(&i))],
-        )
-        .await;
+    let r = c.approve_form(&alice, &op, &token, &hash_of(&i)).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     for listing in [
         "/console",
@@ -727,14 +733,7 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
         StatusCode::FORBIDDEN,
         "an approver does not dispute"
     );
-    let r = c
-        .post_with_token(
-            &dana,
-            &format!("/console/operations/{op}/approve"),
-            &danas,
-            &[("payload_hash", &hash_of(&i))],
-        )
-        .await;
+    let r = c.approve_form(&dana, &op, &danas, &hash_of(&i)).await;
     assert_eq!(
         r.status(),
         StatusCode::FORBIDDEN,

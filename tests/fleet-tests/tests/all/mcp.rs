@@ -90,6 +90,21 @@ async fn billing_bot(fleet: &TestFleet, api: &ApiProcess) -> McpAgent {
     api.mcp(&token).await.expect("connect")
 }
 
+/// The tool's (read-only, destructive, idempotent, open-world) hints.
+fn hints(
+    tools: &[rmcp::model::Tool],
+    name: &str,
+) -> (Option<bool>, Option<bool>, Option<bool>, Option<bool>) {
+    let tool = tools.iter().find(|t| t.name == name).unwrap();
+    let a = tool.annotations.as_ref().expect("annotations");
+    (
+        a.read_only_hint,
+        a.destructive_hint,
+        a.idempotent_hint,
+        a.open_world_hint,
+    )
+}
+
 /// A fleet with the API and [`billing_bot`] connected to it: (fleet, API, agent).
 async fn billing_bot_on_api() -> (TestFleet, ApiProcess, McpAgent) {
     let (fleet, api) = fleet_with_api(&[]).await;
@@ -125,14 +140,8 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
         "contract_send",
     ]) {
         let t = tools.iter().find(|t| t.name == *tool).unwrap();
-        let a = t.annotations.as_ref().expect("annotations");
         assert_eq!(
-            (
-                a.read_only_hint,
-                a.destructive_hint,
-                a.idempotent_hint,
-                a.open_world_hint
-            ),
+            hints(&tools, tool),
             (Some(false), Some(true), Some(true), Some(true)),
             "{tool}"
         );
@@ -219,15 +228,8 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
         assert!(output.get("$defs").is_some(), "{tool}: {output}");
     }
     for tool in ["get_operation", "list_operations"] {
-        let t = tools.iter().find(|t| t.name == tool).unwrap();
-        let a = t.annotations.as_ref().expect("annotations");
         assert_eq!(
-            (
-                a.read_only_hint,
-                a.destructive_hint,
-                a.idempotent_hint,
-                a.open_world_hint
-            ),
+            hints(&tools, tool),
             (Some(true), Some(false), Some(true), Some(false)),
             "{tool}"
         );
