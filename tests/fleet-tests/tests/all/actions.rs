@@ -12,7 +12,7 @@ use fleet_tests::{
     contract, deal_create_intent, deal_update_intent, documents, fast_reconcile, hash_of, intent,
     op_of, refund_intent, TestFleet,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// A fleet with prepare running and a payment the provider holds, for refunds to refer
 /// to: (fleet, payment id).
@@ -36,6 +36,22 @@ async fn queued_crm_fleet(delay_ms: u64) -> TestFleet {
     .await;
     fleet.spawn_prepare();
     fleet
+}
+
+/// A deal create submitted and approved, with execute running, where the CRM already
+/// holds `existing` deals with its external id: (fleet, operation id, those deals).
+async fn deal_create_over(existing: usize) -> (TestFleet, String, Vec<Value>) {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    let i = deal_create_intent();
+    let op = op_of(&i);
+    let mut deals = Vec::new();
+    for _ in 0..existing {
+        deals.push(fleet.sim_deal(&op).await);
+    }
+    fleet.spawn_execute();
+    fleet.submit_and_approve(&i).await;
+    (fleet, op, deals)
 }
 
 /// The deal create succeeds with a CRM deal's id, one POST and one deal in the CRM.
@@ -122,18 +138,12 @@ async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_
 
 #[tokio::test]
 async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exists() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    let i = deal_create_intent();
-    let op = op_of(&i);
     // The CRM already holds our deal (say, from an attempt whose record was lost).
-    let existing = fleet.sim_deal(&op).await;
-    fleet.spawn_execute();
-    fleet.submit_and_approve(&i).await;
+    let (fleet, op, existing) = deal_create_over(1).await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         row.external_id.as_ref(),
-        existing["id"].as_str().map(str::to_owned).as_ref()
+        existing[0]["id"].as_str().map(str::to_owned).as_ref()
     );
     assert_eq!(
         fleet.sim_posts_to(&op, "/v1/deals").await,
@@ -146,14 +156,7 @@ async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exis
 
 #[tokio::test]
 async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_nothing_picked() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    let i = deal_create_intent();
-    let op = op_of(&i);
-    fleet.sim_deal(&op).await;
-    fleet.sim_deal(&op).await;
-    fleet.spawn_execute();
-    fleet.submit_and_approve(&i).await;
+    let (fleet, op, _) = deal_create_over(2).await;
     let row = fleet
         .escalated_as(&op, Status::Unknown, "multiple_matches")
         .await;
