@@ -31,6 +31,13 @@ pub async fn start_default() -> Sim {
     start(SimConfig::default()).await
 }
 
+/// A simulator with its defaults and the fault `spec` installed.
+pub async fn start_with_fault(spec: Value) -> Sim {
+    let sim = start_default().await;
+    sim.fault(spec).await;
+    sim
+}
+
 /// A client that gives up after 50 ms, shorter than any delay fault the tests install.
 pub fn impatient_client() -> reqwest::Client {
     reqwest::Client::builder()
