@@ -86,6 +86,15 @@ impl Sim {
             .expect("GET")
     }
 
+    /// `method path` with no API key and no body: the answer, whatever its status.
+    pub async fn without_key(&self, method: reqwest::Method, path: &str) -> Response {
+        self.http
+            .request(method, self.url(path))
+            .send()
+            .await
+            .expect("request")
+    }
+
     pub async fn admin_post(&self, path: &str, body: &Value) -> Response {
         self.http
             .post(self.url(path))

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use fleet_provider_sim::SimConfig;
-use reqwest::{Response, StatusCode};
+use reqwest::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
 use crate::common::{
@@ -604,12 +604,7 @@ async fn seeded_deals_and_another_users_edit_through_the_admin_api() {
     );
     assert_eq!(sim.admin_get(&format!("/_sim/deals/{id}")).await, edited);
 
-    let missing = sim
-        .http
-        .get(sim.url("/_sim/deals/deal_nope"))
-        .send()
-        .await
-        .unwrap();
+    let missing = sim.without_key(Method::GET, "/_sim/deals/deal_nope").await;
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     let invalid = sim
         .admin_post("/_sim/deals", &json!({"external_id": "op_seeded"}))

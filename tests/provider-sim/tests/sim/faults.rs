@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use crate::common::{
@@ -205,12 +205,7 @@ async fn faults_are_listed_validated_and_cleared() {
     assert_eq!(listed["data"][0]["route"], "POST /v1/refunds");
     assert_eq!(listed["data"][0]["probability"], 0.5);
 
-    let cleared = sim
-        .http
-        .delete(sim.url("/_sim/faults"))
-        .send()
-        .await
-        .unwrap();
+    let cleared = sim.without_key(Method::DELETE, "/_sim/faults").await;
     assert_eq!(json_of(cleared).await.1, json!({"cleared": 1}));
     assert_eq!(sim.admin_get("/_sim/faults").await, json!({"data": []}));
 }
