@@ -216,6 +216,19 @@ async fn stored_as(fleet: &TestFleet, api: &ApiProcess, token: &str) -> (Value, 
     (i, op)
 }
 
+/// An intent stored for `owner`, an agent of the tenant, and `agent-b` of another tenant:
+/// (owner's token, agent-b's token, operation id).
+async fn stored_with_a_stranger(
+    fleet: &TestFleet,
+    api: &ApiProcess,
+    owner: &str,
+) -> (String, String, String) {
+    let owner = fleet.token(owner, Role::Agent, &[TENANT]).await;
+    let stranger = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
+    let (_, op) = stored_as(fleet, api, &owner).await;
+    (owner, stranger, op)
+}
+
 #[tokio::test]
 async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() {
     let (fleet, api) = fleet_with_api().await;
@@ -267,9 +280,7 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
 #[tokio::test]
 async fn superseding_another_tenants_operation_is_answered_exactly_like_an_unknown_one() {
     let (fleet, api) = fleet_with_api().await;
-    let owner = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let stranger = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
-    let (_, op) = stored_as(&fleet, &api, &owner).await;
+    let (_, stranger, op) = stored_with_a_stranger(&fleet, &api, "billing-bot").await;
     let foreign = |old: &str| {
         let mut correction = superseding(old);
         correction["tenant_id"] = json!(OTHER_TENANT);
@@ -330,9 +341,7 @@ async fn the_queue_supersedes_only_what_came_through_the_queue() {
 #[tokio::test]
 async fn another_tenants_operation_is_not_found_and_not_listed() {
     let (fleet, api) = fleet_with_api().await;
-    let owner = fleet.token("agent-a", Role::Agent, &[TENANT]).await;
-    let stranger = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
-    let (_, op) = stored_as(&fleet, &api, &owner).await;
+    let (owner, stranger, op) = stored_with_a_stranger(&fleet, &api, "agent-a").await;
     for path in [
         format!("/v1/operations/{op}"),
         format!("/v1/operations/{op}?wait_for=final&timeout_s=1"),
