@@ -128,6 +128,13 @@ impl Console {
     }
 }
 
+/// The `Set-Cookie` value carries every one of `attributes`.
+fn assert_attributes(cookie: &str, attributes: &[&str]) {
+    for attribute in attributes {
+        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
+    }
+}
+
 fn location(r: &reqwest::Response) -> &str {
     r.headers().get(LOCATION).unwrap().to_str().unwrap()
 }
@@ -168,14 +175,15 @@ async fn a_session_cookie_is_http_only_and_strict_and_no_page_runs_an_inline_or_
         .unwrap()
         .to_owned();
     // The sign-in cookie must come back from the issuer's site: Lax, and only to the callback.
-    for attr in [
-        "HttpOnly",
-        "SameSite=Lax",
-        "Path=/console/auth",
-        "Max-Age=600",
-    ] {
-        assert!(sign_in.contains(attr), "{sign_in}");
-    }
+    assert_attributes(
+        &sign_in,
+        &[
+            "HttpOnly",
+            "SameSite=Lax",
+            "Path=/console/auth",
+            "Max-Age=600",
+        ],
+    );
     let to_issuer = location(&start).to_owned();
     for param in [
         "code_challenge=",
@@ -207,14 +215,15 @@ async fn a_session_cookie_is_http_only_and_strict_and_no_page_runs_an_inline_or_
     let session = set_cookie(&callback, "fleet_console")
         .expect("a session cookie")
         .to_owned();
-    for attr in [
-        "HttpOnly",
-        "SameSite=Strict",
-        "Path=/console",
-        "Max-Age=28800",
-    ] {
-        assert!(session.contains(attr), "{session}");
-    }
+    assert_attributes(
+        &session,
+        &[
+            "HttpOnly",
+            "SameSite=Strict",
+            "Path=/console",
+            "Max-Age=28800",
+        ],
+    );
     assert!(
         !session.contains("Secure"),
         "Secure only when the console is served over https"
