@@ -161,16 +161,15 @@ impl ApiProcess {
     }
 }
 
+/// The `/metrics` text of the admin server at `admin_url`, if it answers.
+pub async fn scrape(http: &reqwest::Client, admin_url: &str) -> Option<String> {
+    let response = http.get(format!("{admin_url}/metrics")).send().await.ok()?;
+    response.text().await.ok()
+}
+
 /// The value of an unlabelled gauge on the `/metrics` of the admin server at `admin_url`.
 pub async fn scrape_gauge(http: &reqwest::Client, admin_url: &str, name: &str) -> Option<f64> {
-    let text = http
-        .get(format!("{admin_url}/metrics"))
-        .send()
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
+    let text = scrape(http, admin_url).await?;
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
@@ -270,6 +269,30 @@ impl TestFleet {
             String::from_utf8_lossy(&output.stderr)
         );
         output
+    }
+
+    /// `fleetctl token create` with `args`: the token (the first line it printed) on
+    /// success, the error it printed otherwise.
+    pub async fn token_create(&self, args: &[&str]) -> Result<String, String> {
+        let mut all = vec!["token", "create"];
+        all.extend_from_slice(args);
+        let output = self.fleetctl_with(&[], &all).await;
+        if output.status.success() {
+            let stdout = String::from_utf8(output.stdout).unwrap();
+            Ok(stdout.lines().next().unwrap().trim().to_owned())
+        } else {
+            Err(String::from_utf8(output.stderr).unwrap())
+        }
+    }
+
+    /// A token made with `fleetctl token create` for `principal`, with `role`, acting for
+    /// `tenants` (all of the principal's when none is named).
+    pub async fn token_for(&self, principal: &str, role: &str, tenants: &[&str]) -> String {
+        let mut args = vec!["--principal", principal, "--role", role];
+        for tenant in tenants {
+            args.extend(["--tenant", tenant]);
+        }
+        self.token_create(&args).await.unwrap()
     }
 
     /// `SELECT operation_view(o)` for one operation (of whichever tenant holds the id,

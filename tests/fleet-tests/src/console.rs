@@ -37,16 +37,10 @@ impl TestFleet {
                 _ => TestUser::new(s, n),
             })
             .collect();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the issuer");
-        fleet_oidc_issuer::spawn(
-            IssuerConfig {
-                users,
-                ..IssuerConfig::default()
-            },
-            listener,
-        )
+        fleet_oidc_issuer::spawn_on_loopback(IssuerConfig {
+            users,
+            ..IssuerConfig::default()
+        })
         .await
         .expect("issuer")
     }

@@ -41,7 +41,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use alone::{alone, alone_blocking, Alone};
 pub use api::{
-    admin_url_of, bare_fleetctl, ready, scrape_gauge, ApiProcess, DEAD_AMQP_URL, DEAD_DATABASE_URL,
+    admin_url_of, bare_fleetctl, ready, scrape, scrape_gauge, ApiProcess, DEAD_AMQP_URL,
+    DEAD_DATABASE_URL,
 };
 pub use broker_users::BrokerUsers;
 pub use browser::Browser;
@@ -75,6 +76,12 @@ pub fn at(op: &str) -> OpRef<'_> {
 
 /// The one stored operation with the id `op`, of whichever tenant; a test that stores one id
 /// in two tenants names the tenant instead.
+/// The JSON answer to `request`, which must succeed.
+async fn success_json(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.unwrap();
+    response.error_for_status().unwrap().json().await.unwrap()
+}
+
 async fn row_of(store: &Store, op: &str) -> Option<fleet_store::OperationRow> {
     let tenants = store.tenants_of(op).await.unwrap();
     match tenants.as_slice() {
@@ -518,6 +525,35 @@ impl TestFleet {
         .await
     }
 
+    /// [`TestFleet::reaches`] for the operation `op` of `tenant`, where more than one
+    /// tenant holds the id.
+    pub async fn reaches_in(
+        &self,
+        tenant: &str,
+        op: &str,
+        status: Status,
+    ) -> fleet_store::OperationRow {
+        let store = self.store.clone();
+        eventually(&format!("{op} of {tenant} to become {status}"), || {
+            let store = store.clone();
+            async move {
+                let row = store.get(OpRef::new(tenant, op)).await.unwrap();
+                row.filter(|r| r.status == status)
+            }
+        })
+        .await
+    }
+
+    /// Nothing was decided on the operation: it waits, not started, for its approval.
+    pub async fn still_pending(&self, op: &str) {
+        let row = self.row(op).await;
+        assert_eq!(
+            (row.status, row.approval_status),
+            (Status::NotStarted, fleet_core::ApprovalStatus::Pending),
+            "{op}"
+        );
+    }
+
     /// The operation's row, of whichever tenant holds the id ([`TestFleet::stored`]); it
     /// must exist.
     pub async fn row(&self, op: &str) -> fleet_store::OperationRow {
@@ -796,16 +832,24 @@ impl TestFleet {
     /// under another key (the seed intent's amount and payee).
     pub async fn sim_foreign_payment(&self, op: &str) {
         let reference = self.reference_of(op).await;
+        self.sim_create_payment(&format!("other-{op}"), &reference)
+            .await;
+    }
+
+    /// A payment of the seed intent's amount to its payee, created at the provider as a
+    /// client of its API would, under `key` with `reference`: the provider's payment.
+    pub async fn sim_create_payment(&self, key: &str, reference: &str) -> Value {
         let r = self
             .http
             .post(format!("{}/v1/payments", self.sim.base_url))
             .bearer_auth("sk_test_sim")
-            .header("Idempotency-Key", format!("other-{op}"))
+            .header("Idempotency-Key", key)
             .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": reference}))
             .send()
             .await
             .unwrap();
-        assert_eq!(r.status().as_u16(), 201, "the foreign payment is created");
+        assert_eq!(r.status().as_u16(), 201, "the payment {key} is created");
+        r.json().await.unwrap()
     }
 
     /// POSTs to the simulator's admin API and returns the JSON answer.
@@ -837,16 +881,14 @@ impl TestFleet {
     }
 
     pub async fn sim_get(&self, path: &str) -> Value {
-        self.http
-            .get(format!("{}{path}", self.sim.base_url))
-            .send()
-            .await
-            .unwrap()
-            .error_for_status()
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        let request = self.http.get(format!("{}{path}", self.sim.base_url));
+        success_json(request).await
+    }
+
+    /// GETs `path` of the simulator's provider API as its client (with the API key).
+    pub async fn sim_api_get(&self, path: &str) -> Value {
+        let request = self.http.get(format!("{}{path}", self.sim.base_url));
+        success_json(request.bearer_auth("sk_test_sim")).await
     }
 
     /// Drains the dead-letter queue of `queue`: (body, reason header).
@@ -888,6 +930,37 @@ impl TestFleet {
 
     pub async fn count(&self, sql: &str) -> i64 {
         self.sql().await.query_one(sql, &[]).await.unwrap().get(0)
+    }
+
+    /// The operation's history, oldest first.
+    pub async fn history(&self, op: &str) -> Vec<fleet_store::EventRow> {
+        self.store.events(at(op)).await.unwrap()
+    }
+
+    /// The operation succeeded with `external_id` by `actor`'s resolution, the last event
+    /// of its history (returned).
+    pub async fn resolved_succeeded(
+        &self,
+        op: &str,
+        external_id: &str,
+        actor: &str,
+    ) -> fleet_store::EventRow {
+        let row = self.row(op).await;
+        assert_eq!(
+            (row.status, row.external_id.as_deref()),
+            (Status::Succeeded, Some(external_id))
+        );
+        let last = self.history(op).await.pop().unwrap();
+        assert_eq!(last.actor, actor);
+        last
+    }
+
+    /// The reason the operation's row gives for its status.
+    pub async fn reason_of(&self, op: &str) -> Option<&'static str> {
+        self.row(op)
+            .await
+            .status_reason
+            .map(fleet_core::Reason::as_str)
     }
 
     /// How many events the operation's history holds.

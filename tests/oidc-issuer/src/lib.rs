@@ -125,6 +125,11 @@ impl Drop for RunningIssuer {
     }
 }
 
+/// [`spawn`] on a free port of 127.0.0.1, for a test that starts its own issuer.
+pub async fn spawn_on_loopback(config: IssuerConfig) -> anyhow::Result<RunningIssuer> {
+    spawn(config, TcpListener::bind("127.0.0.1:0").await?).await
+}
+
 /// Serves the issuer on `listener` with a freshly generated RSA key.
 pub async fn spawn(config: IssuerConfig, listener: TcpListener) -> anyhow::Result<RunningIssuer> {
     let port = listener.local_addr()?.port();

@@ -11,14 +11,10 @@ const VERIFIER: &str = "a-verifier-of-at-least-forty-three-characters-0123456789
 
 async fn issuer() -> RunningIssuer {
     let users = vec![TestUser::new("sub-alice", "Alice")];
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    fleet_oidc_issuer::spawn(
-        IssuerConfig {
-            users,
-            ..IssuerConfig::default()
-        },
-        listener,
-    )
+    fleet_oidc_issuer::spawn_on_loopback(IssuerConfig {
+        users,
+        ..IssuerConfig::default()
+    })
     .await
     .unwrap()
 }

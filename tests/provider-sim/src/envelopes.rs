@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use crate::api_error::ApiError;
 use crate::fields::Fields;
 use crate::idempotency::IdempotencyStore;
-use crate::ledger::{Ledger, Record};
+use crate::ledger::{record_by_fields, Ledger};
 use crate::resource::{NewObject, Resource};
 use crate::route::Route;
 use crate::state::{App, SimState};
@@ -72,17 +72,7 @@ pub struct Envelope {
     pub created_at: DateTime<Utc>,
 }
 
-impl Record for Envelope {
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn reference(&self) -> &str {
-        &self.external_ref
-    }
-    fn created_at(&self) -> DateTime<Utc> {
-        self.created_at
-    }
-}
+record_by_fields!(Envelope, external_ref);
 
 #[derive(Debug)]
 pub struct EnvelopeParams {

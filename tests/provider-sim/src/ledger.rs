@@ -53,29 +53,27 @@ pub trait Record: Clone + Serialize {
     fn created_at(&self) -> DateTime<Utc>;
 }
 
-impl Record for Payment {
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn reference(&self) -> &str {
-        &self.reference
-    }
-    fn created_at(&self) -> DateTime<Utc> {
-        self.created_at
-    }
+/// [`Record`] for a type whose `id` and `created_at` fields are the record's, and whose
+/// reference is the named field.
+macro_rules! record_by_fields {
+    ($kind:ty, $reference:ident) => {
+        impl $crate::ledger::Record for $kind {
+            fn id(&self) -> &str {
+                &self.id
+            }
+            fn reference(&self) -> &str {
+                &self.$reference
+            }
+            fn created_at(&self) -> chrono::DateTime<chrono::Utc> {
+                self.created_at
+            }
+        }
+    };
 }
+pub(crate) use record_by_fields;
 
-impl Record for Refund {
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn reference(&self) -> &str {
-        &self.reference
-    }
-    fn created_at(&self) -> DateTime<Utc> {
-        self.created_at
-    }
-}
+record_by_fields!(Payment, reference);
+record_by_fields!(Refund, reference);
 
 /// All objects of one kind in creation order, indexed by id and by reference.
 #[derive(Debug)]

@@ -19,18 +19,39 @@ use serde_json::{json, Value};
 async fn paid() -> (TestFleet, String) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_prepare();
-    let r = fleet
-        .http
-        .post(format!("{}/v1/payments", fleet.sim.base_url))
-        .bearer_auth("sk_test_sim")
-        .header("Idempotency-Key", "seed-payment")
-        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": "seed-payment"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let payment: Value = r.json().await.unwrap();
+    let payment = fleet
+        .sim_create_payment("seed-payment", "seed-payment")
+        .await;
     (fleet, payment["id"].as_str().unwrap().to_owned())
+}
+
+/// A fleet with prepare running whose CRM queues each create for `delay_ms` before the
+/// deal exists.
+async fn queued_crm_fleet(delay_ms: u64) -> TestFleet {
+    let mut fleet = TestFleet::start_with_sim(SimConfig {
+        crm_async_create: true,
+        crm_async_delay_ms: delay_ms,
+        ..Default::default()
+    })
+    .await;
+    fleet.spawn_prepare();
+    fleet
+}
+
+/// A deal create submitted and approved, with execute running, where the CRM already
+/// holds `existing` deals with its external id: (fleet, operation id, those deals).
+async fn deal_create_over(existing: usize) -> (TestFleet, String, Vec<Value>) {
+    let mut fleet = TestFleet::start().await;
+    fleet.spawn_prepare();
+    let i = deal_create_intent();
+    let op = op_of(&i);
+    let mut deals = Vec::new();
+    for _ in 0..existing {
+        deals.push(fleet.sim_deal(&op).await);
+    }
+    fleet.spawn_execute();
+    fleet.submit_and_approve(&i).await;
+    (fleet, op, deals)
 }
 
 /// The deal create succeeds with a CRM deal's id, one POST and one deal in the CRM.
@@ -117,18 +138,12 @@ async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_
 
 #[tokio::test]
 async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exists() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    let i = deal_create_intent();
-    let op = op_of(&i);
     // The CRM already holds our deal (say, from an attempt whose record was lost).
-    let existing = fleet.sim_deal(&op).await;
-    fleet.spawn_execute();
-    fleet.submit_and_approve(&i).await;
+    let (fleet, op, existing) = deal_create_over(1).await;
     let row = fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(
         row.external_id.as_ref(),
-        existing["id"].as_str().map(str::to_owned).as_ref()
+        existing[0]["id"].as_str().map(str::to_owned).as_ref()
     );
     assert_eq!(
         fleet.sim_posts_to(&op, "/v1/deals").await,
@@ -141,14 +156,7 @@ async fn every_claim_searches_before_creating_and_takes_a_deal_that_already_exis
 
 #[tokio::test]
 async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_nothing_picked() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
-    let i = deal_create_intent();
-    let op = op_of(&i);
-    fleet.sim_deal(&op).await;
-    fleet.sim_deal(&op).await;
-    fleet.spawn_execute();
-    fleet.submit_and_approve(&i).await;
+    let (fleet, op, _) = deal_create_over(2).await;
     let row = fleet
         .escalated_as(&op, Status::Unknown, "multiple_matches")
         .await;
@@ -165,13 +173,7 @@ async fn two_deals_with_our_external_id_are_a_data_incident_nothing_created_noth
 #[tokio::test]
 async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created_meanwhile() {
     // The CRM queues the create for 1 s; its documented search lag (2 s) covers that.
-    let mut fleet = TestFleet::start_with_sim(SimConfig {
-        crm_async_create: true,
-        crm_async_delay_ms: 1_000,
-        ..Default::default()
-    })
-    .await;
-    fleet.spawn_prepare();
+    let mut fleet = queued_crm_fleet(1_000).await;
     let mut providers = fleet.provider_configs();
     documents(providers.provider_mut("crm"), contract(2_000));
     fleet.spawn_execute_deps(fleet.execute_deps_with(
@@ -294,13 +296,7 @@ async fn an_intent_for_a_provider_without_idempotency_and_without_lookup_is_refu
 async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_created_twice() {
     // The CRM queues the create for 3 s but documents a 300 ms search lag: the accepted
     // attempt alone must keep reconcile from ever concluding absence.
-    let mut fleet = TestFleet::start_with_sim(SimConfig {
-        crm_async_create: true,
-        crm_async_delay_ms: 3_000,
-        ..Default::default()
-    })
-    .await;
-    fleet.spawn_prepare();
+    let mut fleet = queued_crm_fleet(3_000).await;
     fleet.spawn_execute_deps(fleet.execute_deps(ExecuteSettings {
         accepted_deadline_s: 1,
         ..ExecuteSettings::default()

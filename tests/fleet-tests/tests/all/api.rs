@@ -137,21 +137,8 @@ async fn requests_without_a_valid_token_are_refused_with_401_and_a_revoked_token
     );
 
     // A token made with the real command works until it is revoked by its prefix.
-    let created = fleet
-        .fleetctl(&[
-            "token",
-            "create",
-            "--principal",
-            "billing-bot",
-            "--role",
-            "agent",
-            "--tenant",
-            TENANT,
-        ])
-        .await;
-    let stdout = String::from_utf8(created.stdout).unwrap();
-    let token = stdout.lines().next().unwrap().trim().to_owned();
-    assert!(token.starts_with("fleet_") && token.len() == 70, "{stdout}");
+    let token = fleet.token_for("billing-bot", "agent", &[TENANT]).await;
+    assert!(token.starts_with("fleet_") && token.len() == 70, "{token}");
     assert_eq!(
         get(&fleet, &api, &token, "/v1/operations").await.status(),
         StatusCode::OK
@@ -211,15 +198,44 @@ async fn status_of(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
     (row.status, row.approval_status)
 }
 
+/// The operation was cancelled (superseded) before anyone decided on it.
+async fn cancelled_undecided(fleet: &TestFleet, op: &str) {
+    assert_eq!(
+        status_of(fleet, op).await,
+        (Status::Cancelled, ApprovalStatus::Pending),
+        "{op}"
+    );
+}
+
+/// A new intent submitted over the API as the bearer of `token` and stored: (intent,
+/// operation id).
+async fn stored_as(fleet: &TestFleet, api: &ApiProcess, token: &str) -> (Value, String) {
+    let i = intent();
+    api.submitted(&fleet.http, token, &i).await;
+    let op = op_of(&i);
+    (i, op)
+}
+
+/// An intent stored for `owner`, an agent of the tenant, and `agent-b` of another tenant:
+/// (owner's token, agent-b's token, operation id).
+async fn stored_with_a_stranger(
+    fleet: &TestFleet,
+    api: &ApiProcess,
+    owner: &str,
+) -> (String, String, String) {
+    let owner = fleet.token(owner, Role::Agent, &[TENANT]).await;
+    let stranger = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
+    let (_, op) = stored_as(fleet, api, &owner).await;
+    (owner, stranger, op)
+}
+
 #[tokio::test]
 async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() {
     let (fleet, api) = fleet_with_api().await;
     let owner = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     let colleague = fleet.token("payroll-bot", Role::Agent, &[TENANT]).await;
     let operator = fleet.token("dana", Role::Operator, &[TENANT]).await;
-    let i = intent();
-    let op = op_of(&i);
-    api.submitted(&fleet.http, &owner, &i).await;
+    let (_, op) = stored_as(&fleet, &api, &owner).await;
 
     // A colleague of the same tenant cannot cancel it by naming it.
     let theirs = superseding(&op);
@@ -248,10 +264,7 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
         code_of(&refusal),
         (StatusCode::FORBIDDEN, Some("role_not_allowed"))
     );
-    assert_eq!(
-        status_of(&fleet, &op).await,
-        (Status::NotStarted, ApprovalStatus::Pending)
-    );
+    fleet.still_pending(&op).await;
 
     // Its submitter may: the correction is stored and the old one cancelled.
     let mine = superseding(&op);
@@ -259,29 +272,15 @@ async fn only_the_submitter_supersedes_its_operation_and_a_colleague_gets_403() 
     assert_eq!(response.status(), StatusCode::ACCEPTED);
     let view: Value = response.json().await.unwrap();
     assert_eq!(view["supersedes"], json!(op));
-    assert_eq!(
-        status_of(&fleet, &op).await,
-        (Status::Cancelled, ApprovalStatus::Pending)
-    );
-    assert_eq!(
-        fleet
-            .row(&op)
-            .await
-            .status_reason
-            .map(fleet_core::Reason::as_str),
-        Some("superseded")
-    );
+    cancelled_undecided(&fleet, &op).await;
+    assert_eq!(fleet.reason_of(&op).await, Some("superseded"));
     fleet.stop().await;
 }
 
 #[tokio::test]
 async fn superseding_another_tenants_operation_is_answered_exactly_like_an_unknown_one() {
     let (fleet, api) = fleet_with_api().await;
-    let owner = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let stranger = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
-    let i = intent();
-    let op = op_of(&i);
-    api.submitted(&fleet.http, &owner, &i).await;
+    let (_, stranger, op) = stored_with_a_stranger(&fleet, &api, "billing-bot").await;
     let foreign = |old: &str| {
         let mut correction = superseding(old);
         correction["tenant_id"] = json!(OTHER_TENANT);
@@ -298,10 +297,7 @@ async fn superseding_another_tenants_operation_is_answered_exactly_like_an_unkno
             json!({"code": "supersedes_unknown_operation", "field": "supersedes"})
         )
     );
-    assert_eq!(
-        status_of(&fleet, &op).await,
-        (Status::NotStarted, ApprovalStatus::Pending)
-    );
+    fleet.still_pending(&op).await;
     assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 1);
     fleet.stop().await;
 }
@@ -319,10 +315,7 @@ async fn the_queue_supersedes_only_what_came_through_the_queue() {
     fleet.submit(&from_queue).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(dead[0].1.as_deref(), Some("supersedes_forbidden"));
-    assert_eq!(
-        status_of(&fleet, &op).await,
-        (Status::NotStarted, ApprovalStatus::Pending)
-    );
+    fleet.still_pending(&op).await;
     assert!(fleet
         .store
         .get(at(&op_of(&from_queue)))
@@ -341,21 +334,14 @@ async fn the_queue_supersedes_only_what_came_through_the_queue() {
     );
     let correction = superseding(&queued_op);
     fleet.submitted(&correction).await;
-    assert_eq!(
-        status_of(&fleet, &queued_op).await,
-        (Status::Cancelled, ApprovalStatus::Pending)
-    );
+    cancelled_undecided(&fleet, &queued_op).await;
     fleet.stop().await;
 }
 
 #[tokio::test]
 async fn another_tenants_operation_is_not_found_and_not_listed() {
     let (fleet, api) = fleet_with_api().await;
-    let owner = fleet.token("agent-a", Role::Agent, &[TENANT]).await;
-    let stranger = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
-    let i = intent();
-    let op = op_of(&i);
-    api.submitted(&fleet.http, &owner, &i).await;
+    let (owner, stranger, op) = stored_with_a_stranger(&fleet, &api, "agent-a").await;
     for path in [
         format!("/v1/operations/{op}"),
         format!("/v1/operations/{op}?wait_for=final&timeout_s=1"),
@@ -429,9 +415,7 @@ async fn a_new_intent_is_202_with_its_view_and_location_and_the_same_intent_agai
 async fn the_same_operation_id_with_other_content_is_409_and_the_stored_one_is_untouched() {
     let (fleet, api) = fleet_with_api().await;
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let i = intent();
-    let op = op_of(&i);
-    api.submitted(&fleet.http, &token, &i).await;
+    let (i, op) = stored_as(&fleet, &api, &token).await;
     let before = fleet.view_in_db(&op).await;
     let other_content = intent_bytes(&with_amount(i, json!(1_250_001)));
     let (status, error) = submit_refusal(&fleet, &api, &token, other_content).await;
@@ -593,9 +577,7 @@ async fn a_long_poll_returns_the_decision_then_succeeded_after_fleetctl_approve(
     let (fleet, api) = fleet_with_api().await;
     let _execute = fleet.spawn_process("fleet-execute", &[]);
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let i = intent();
-    let op = op_of(&i);
-    api.submitted(&fleet.http, &token, &i).await;
+    let (i, op) = stored_as(&fleet, &api, &token).await;
 
     let wait = |wait_for: &str| {
         let request = fleet

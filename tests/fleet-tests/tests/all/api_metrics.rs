@@ -85,14 +85,7 @@ async fn the_request_histogram_is_labelled_by_route_template_method_and_status_c
     let bucket = format!("{HISTOGRAM}_bucket");
     // The observation is recorded once the answer is built, just before it is sent.
     let text = eventually("the six requests on /metrics", || async {
-        let text = http
-            .get(format!("{}/metrics", api.admin_url))
-            .send()
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
+        let text = fleet_tests::scrape(http, &api.admin_url).await?;
         let total: f64 = samples_of(&text, &count).iter().map(|(_, v)| v).sum();
         (total >= 6.0).then_some(text)
     })

@@ -7,11 +7,44 @@
 
 use fleet_core::Role;
 use fleet_tests::{intent, intent_bytes, op_of, with_amount, ApiProcess, TestFleet};
-use reqwest::{Response, StatusCode};
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde_json::{json, Value};
 
 const TENANT: &str = "org_482";
 const REQUEST_ID: &str = "agent-run-42.step:7";
+
+/// A request to the API, not yet sent.
+fn to_api(fleet: &TestFleet, api: &ApiProcess, method: Method, path: &str) -> RequestBuilder {
+    fleet.http.request(method, api.url(path))
+}
+
+/// Sends `request`: the answer.
+async fn sent(request: RequestBuilder) -> Response {
+    request.send().await.unwrap()
+}
+
+/// The value of the answer's header `name`, which it must carry.
+fn header(response: &Response, name: &str) -> String {
+    response.headers()[name].to_str().unwrap().to_owned()
+}
+
+/// The answer to alice, an approver of the tenant, rejecting `op` with `body` sent as
+/// `content_type`.
+async fn rejected_by_alice(
+    fleet: &TestFleet,
+    api: &ApiProcess,
+    op: &str,
+    content_type: &str,
+    body: String,
+) -> Response {
+    let approver = fleet.token("alice", Role::Approver, &[TENANT]).await;
+    let path = format!("/v1/operations/{op}/reject");
+    let request = to_api(fleet, api, Method::POST, &path)
+        .bearer_auth(&approver)
+        .header("content-type", content_type)
+        .body(body);
+    sent(request).await
+}
 
 async fn fleet_with_api() -> (TestFleet, ApiProcess, String) {
     let fleet = TestFleet::start().await;
@@ -24,15 +57,9 @@ async fn fleet_with_api() -> (TestFleet, ApiProcess, String) {
 /// `code` whose `request_id` is the one the header answers. Returns the problem.
 async fn problem(response: Response, status: StatusCode, code: &str) -> Value {
     assert_eq!(response.status(), status, "{code}");
-    let content_type = response.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let content_type = header(&response, "content-type");
     assert_eq!(content_type, "application/problem+json", "{code}");
-    let header_id = response.headers()["x-request-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let header_id = header(&response, "x-request-id");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["type"], format!("/docs/api.md#error-{code}"), "{body}");
     assert_eq!(body["status"], status.as_u16(), "{body}");
@@ -53,13 +80,7 @@ async fn problem(response: Response, status: StatusCode, code: &str) -> Value {
 #[tokio::test]
 async fn an_unknown_path_is_a_404_problem() {
     let (fleet, api, token) = fleet_with_api().await;
-    let response = fleet
-        .http
-        .get(api.url("/v2/nowhere"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let response = sent(to_api(&fleet, &api, Method::GET, "/v2/nowhere").bearer_auth(&token)).await;
     problem(response, StatusCode::NOT_FOUND, "not_found").await;
     fleet.stop().await;
 }
@@ -67,14 +88,9 @@ async fn an_unknown_path_is_a_404_problem() {
 #[tokio::test]
 async fn a_method_the_route_does_not_take_is_a_405_problem_with_allow() {
     let (fleet, api, token) = fleet_with_api().await;
-    let response = fleet
-        .http
-        .delete(api.url("/v1/intents"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
-    let allow = response.headers()["allow"].to_str().unwrap().to_owned();
+    let response =
+        sent(to_api(&fleet, &api, Method::DELETE, "/v1/intents").bearer_auth(&token)).await;
+    let allow = header(&response, "allow");
     assert!(allow.contains("POST"), "{allow}");
     let body = problem(
         response,
@@ -94,16 +110,9 @@ async fn a_body_over_64_kib_is_a_413_problem() {
     let response = api.submit(&fleet.http, &token, &huge).await;
     problem(response, StatusCode::PAYLOAD_TOO_LARGE, "oversized").await;
     // A decision's body is bounded the same way.
-    let approver = fleet.token("alice", Role::Approver, &[TENANT]).await;
-    let response = fleet
-        .http
-        .post(api.url("/v1/operations/op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8/reject"))
-        .bearer_auth(&approver)
-        .header("content-type", "application/json")
-        .body(format!("{{\"reason\": \"{}\"}}", "x".repeat(100 * 1024)))
-        .send()
-        .await
-        .unwrap();
+    let long = format!("{{\"reason\": \"{}\"}}", "x".repeat(100 * 1024));
+    let op = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8";
+    let response = rejected_by_alice(&fleet, &api, op, "application/json", long).await;
     problem(response, StatusCode::PAYLOAD_TOO_LARGE, "oversized").await;
     fleet.stop().await;
 }
@@ -136,16 +145,8 @@ async fn a_text_plain_body_is_refused_with_a_415_problem_and_nothing_is_written(
     assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 0);
     // The same intent sent as JSON is stored: the body was refused for its type alone.
     api.submitted(&fleet.http, &token, &i).await;
-    let approver = fleet.token("alice", Role::Approver, &[TENANT]).await;
-    let response = fleet
-        .http
-        .post(api.url(&format!("/v1/operations/{}/reject", op_of(&i))))
-        .bearer_auth(&approver)
-        .header("content-type", "text/plain")
-        .body("{\"reason\": \"wrong payee\"}")
-        .send()
-        .await
-        .unwrap();
+    let body = "{\"reason\": \"wrong payee\"}".to_owned();
+    let response = rejected_by_alice(&fleet, &api, &op_of(&i), "text/plain", body).await;
     problem(
         response,
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -200,13 +201,7 @@ async fn an_unknown_query_parameter_is_a_400_problem_naming_it() {
         // A name that is no plain identifier is not repeated.
         ("/v1/operations?a%0Ab=1", Value::Null),
     ] {
-        let response = fleet
-            .http
-            .get(api.url(path))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap();
+        let response = sent(to_api(&fleet, &api, Method::GET, path).bearer_auth(&token)).await;
         let body = problem(response, StatusCode::BAD_REQUEST, "invalid_query").await;
         assert_eq!(body["field"], field, "{path}");
     }
@@ -216,12 +211,7 @@ async fn an_unknown_query_parameter_is_a_400_problem_naming_it() {
 #[tokio::test]
 async fn a_request_without_a_token_is_a_401_problem() {
     let (fleet, api, _) = fleet_with_api().await;
-    let response = fleet
-        .http
-        .get(api.url("/v1/operations"))
-        .send()
-        .await
-        .unwrap();
+    let response = sent(to_api(&fleet, &api, Method::GET, "/v1/operations")).await;
     assert_eq!(response.headers()["www-authenticate"], "Bearer");
     problem(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
     fleet.stop().await;
@@ -231,49 +221,46 @@ async fn a_request_without_a_token_is_a_401_problem() {
 async fn the_request_id_is_answered_on_success_and_error_and_is_on_the_log_line() {
     let (fleet, api, token) = fleet_with_api().await;
     // Success: the caller's id comes back as it was sent.
-    let ok = fleet
-        .http
-        .get(api.url("/v1/operations"))
-        .bearer_auth(&token)
-        .header("x-request-id", REQUEST_ID)
-        .send()
-        .await
-        .unwrap();
+    let ok = sent(
+        to_api(&fleet, &api, Method::GET, "/v1/operations")
+            .bearer_auth(&token)
+            .header("x-request-id", REQUEST_ID),
+    )
+    .await;
     assert_eq!(ok.status(), StatusCode::OK);
     assert_eq!(ok.headers()["x-request-id"], REQUEST_ID);
     // No token-free route is left out: the schema has one too, made here.
-    let schema = fleet
-        .http
-        .get(api.url("/v1/schemas/intent.v1.json"))
-        .send()
-        .await
-        .unwrap();
-    let made = schema.headers()["x-request-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let schema = sent(to_api(
+        &fleet,
+        &api,
+        Method::GET,
+        "/v1/schemas/intent.v1.json",
+    ))
+    .await;
+    let made = header(&schema, "x-request-id");
     assert!(made.starts_with("req_") && made.len() == 30, "{made}");
     // An error carries the caller's id in its header and its body.
-    let refused = fleet
-        .http
-        .get(api.url("/v1/operations/op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"))
+    let refused = sent(
+        to_api(
+            &fleet,
+            &api,
+            Method::GET,
+            "/v1/operations/op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+        )
         .bearer_auth(&token)
-        .header("x-request-id", "caller-id-2")
-        .send()
-        .await
-        .unwrap();
+        .header("x-request-id", "caller-id-2"),
+    )
+    .await;
     let body = problem(refused, StatusCode::NOT_FOUND, "not_found").await;
     assert_eq!(body["request_id"], "caller-id-2");
     // An id that is too long, or has characters outside the set, is replaced.
     for ill_formed in ["x".repeat(65), "a b".to_owned(), "a\"b".to_owned()] {
-        let response = fleet
-            .http
-            .get(api.url("/v1/operations"))
-            .bearer_auth(&token)
-            .header("x-request-id", &ill_formed)
-            .send()
-            .await
-            .unwrap();
+        let response = sent(
+            to_api(&fleet, &api, Method::GET, "/v1/operations")
+                .bearer_auth(&token)
+                .header("x-request-id", &ill_formed),
+        )
+        .await;
         let id = response.headers()["x-request-id"].to_str().unwrap();
         assert!(id.starts_with("req_"), "{ill_formed:?} answered as {id}");
     }

@@ -81,6 +81,31 @@ impl Console {
         self.post(session, path, &form).await
     }
 
+    /// POSTs the approval form of the operation `op` for the snapshot `hash`.
+    async fn approve_form(
+        &self,
+        session: &str,
+        op: &str,
+        token: &str,
+        hash: &str,
+    ) -> reqwest::Response {
+        let path = format!("/console/operations/{op}/approve");
+        self.post_with_token(session, &path, token, &[("payload_hash", hash)])
+            .await
+    }
+
+    /// POSTs a decision's form that carries only a `reason`, with the form token `token`.
+    async fn post_reason(
+        &self,
+        session: &str,
+        path: &str,
+        token: &str,
+        reason: &str,
+    ) -> reqwest::Response {
+        self.post_with_token(session, path, token, &[("reason", reason)])
+            .await
+    }
+
     /// The page at `path` as the holder of `session` sees it.
     async fn page(&self, session: &str, path: &str) -> String {
         self.get(session, path).await.text().await.unwrap()
@@ -100,6 +125,13 @@ impl Console {
     async fn approval(&self, op: &str) -> (Status, ApprovalStatus, Option<String>) {
         let row = self.fleet.row(op).await;
         (row.status, row.approval_status, row.decided_by)
+    }
+}
+
+/// The `Set-Cookie` value carries every one of `attributes`.
+fn assert_attributes(cookie: &str, attributes: &[&str]) {
+    for attribute in attributes {
+        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
     }
 }
 
@@ -143,14 +175,15 @@ async fn a_session_cookie_is_http_only_and_strict_and_no_page_runs_an_inline_or_
         .unwrap()
         .to_owned();
     // The sign-in cookie must come back from the issuer's site: Lax, and only to the callback.
-    for attr in [
-        "HttpOnly",
-        "SameSite=Lax",
-        "Path=/console/auth",
-        "Max-Age=600",
-    ] {
-        assert!(sign_in.contains(attr), "{sign_in}");
-    }
+    assert_attributes(
+        &sign_in,
+        &[
+            "HttpOnly",
+            "SameSite=Lax",
+            "Path=/console/auth",
+            "Max-Age=600",
+        ],
+    );
     let to_issuer = location(&start).to_owned();
     for param in [
         "code_challenge=",
@@ -182,14 +215,15 @@ async fn a_session_cookie_is_http_only_and_strict_and_no_page_runs_an_inline_or_
     let session = set_cookie(&callback, "fleet_console")
         .expect("a session cookie")
         .to_owned();
-    for attr in [
-        "HttpOnly",
-        "SameSite=Strict",
-        "Path=/console",
-        "Max-Age=28800",
-    ] {
-        assert!(session.contains(attr), "{session}");
-    }
+    assert_attributes(
+        &session,
+        &[
+            "HttpOnly",
+            "SameSite=Strict",
+            "Path=/console",
+            "Max-Age=28800",
+        ],
+    );
     assert!(
         !session.contains("Secure"),
         "Secure only when the console is served over https"
@@ -379,17 +413,10 @@ async fn decisions_need_a_post_with_the_sessions_form_token_and_are_idempotent()
     let j = intent();
     c.submit(&j).await;
     let reject = format!("/console/operations/{}/reject", op_of(&j));
-    let r = c
-        .post_with_token(&bob, &reject, &bobs_token, &[("reason", "  ")])
-        .await;
+    let r = c.post_reason(&bob, &reject, &bobs_token, "  ").await;
     assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let r = c
-        .post_with_token(
-            &bob,
-            &reject,
-            &bobs_token,
-            &[("reason", "wrong beneficiary")],
-        )
+        .post_reason(&bob, &reject, &bobs_token, "wrong beneficiary")
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(
@@ -415,14 +442,7 @@ async fn another_tenants_operation_is_not_found_in_the_console() {
     let page = c.get(&alice, &format!("/console/operations/{op}")).await;
     assert_eq!(page.status(), StatusCode::NOT_FOUND);
     let token = c.form_token_of(&alice).await;
-    let r = c
-        .post_with_token(
-            &alice,
-            &format!("/console/operations/{op}/approve"),
-            &token,
-            &[("payload_hash", &hash_of(&i))],
-        )
-        .await;
+    let r = c.approve_form(&alice, &op, &token, &hash_of(&i)).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     for listing in [
         "/console",
@@ -716,39 +736,23 @@ async fn only_operators_dispute_and_a_dispute_is_recorded_as_theirs() {
     let alices = c.form_token_of(&alice).await;
     let danas = c.form_token_of(&dana).await;
     let dispute = format!("/console/operations/{op}/dispute");
-    let r = c
-        .post_with_token(&alice, &dispute, &alices, &[("reason", "looks odd")])
-        .await;
+    let r = c.post_reason(&alice, &dispute, &alices, "looks odd").await;
     assert_eq!(
         r.status(),
         StatusCode::FORBIDDEN,
         "an approver does not dispute"
     );
-    let r = c
-        .post_with_token(
-            &dana,
-            &format!("/console/operations/{op}/approve"),
-            &danas,
-            &[("payload_hash", &hash_of(&i))],
-        )
-        .await;
+    let r = c.approve_form(&dana, &op, &danas, &hash_of(&i)).await;
     assert_eq!(
         r.status(),
         StatusCode::FORBIDDEN,
         "an operator does not approve"
     );
     let r = c
-        .post_with_token(
-            &dana,
-            &dispute,
-            &danas,
-            &[("reason", "customer reports a double charge")],
-        )
+        .post_reason(&dana, &dispute, &danas, "customer reports a double charge")
         .await;
     assert_done(&r, &op, "disputed");
-    let r = c
-        .post_with_token(&dana, &dispute, &danas, &[("reason", "again")])
-        .await;
+    let r = c.post_reason(&dana, &dispute, &danas, "again").await;
     assert_eq!(
         location(&r).to_owned(),
         format!("/console/operations/{op}?tenant=org_482&done=already")

@@ -5,7 +5,6 @@
 
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_oidc_issuer::RunningIssuer;
-use fleet_tests::at;
 use fleet_tests::{
     contract, fast_reconcile, free_port, hash_of, intent, op_of, signed_approval, ApiProcess,
     Browser, TestFleet,
@@ -41,15 +40,6 @@ async fn post_from_page(browser: &Browser, action: &str, fields: Value) {
 async fn db_status(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
     let row = fleet.row(op).await;
     (row.status, row.approval_status)
-}
-
-/// Nothing was decided on the operation: it waits, not started, for its approval.
-async fn still_pending(fleet: &TestFleet, op: &str) {
-    assert_eq!(
-        db_status(fleet, op).await,
-        (Status::NotStarted, ApprovalStatus::Pending),
-        "{op}"
-    );
 }
 
 /// The console's page of the operation `op`.
@@ -193,15 +183,10 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
 #[tokio::test]
 async fn the_agents_own_principal_and_the_submitter_are_refused() {
     let fleet = TestFleet::start().await;
-    let issuer = fleet.spawn_issuer().await;
-    let api = fleet.spawn_console(&issuer).await;
-    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let (_issuer, api, agent) = console_for(&fleet, "alice", Role::Approver).await;
     // The agent's principal can also sign in as a person.
     fleet
         .person("billing-bot", Role::Agent, &[TENANT], "sub-agent")
-        .await;
-    fleet
-        .person("alice", Role::Approver, &[TENANT], "sub-alice")
         .await;
     let by_agent = intent();
     api.submitted(&fleet.http, &agent, &by_agent).await;
@@ -233,7 +218,7 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
     browser
         .text_with(".banner.refused", "your role may not take this decision")
         .await;
-    still_pending(&fleet, &op).await;
+    fleet.still_pending(&op).await;
     browser.close().await;
 
     let browser = Browser::start().await;
@@ -250,7 +235,7 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
             "you submitted this operation: another person must approve it",
         )
         .await;
-    still_pending(&fleet, &mine).await;
+    fleet.still_pending(&mine).await;
     browser.close().await;
     fleet.stop().await;
 }
@@ -281,7 +266,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
         db_status(&fleet, &a).await,
         (Status::Cancelled, ApprovalStatus::Pending)
     );
-    still_pending(&fleet, &b).await;
+    fleet.still_pending(&b).await;
 
     // The new page, with its approval form bound to another snapshot's hash (a page from
     // before the correction), approves nothing either.
@@ -299,7 +284,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     browser
         .text_with(".banner.refused", "does not show the stored snapshot")
         .await;
-    still_pending(&fleet, &b).await;
+    fleet.still_pending(&b).await;
     browser.close().await;
     fleet.stop().await;
 }
@@ -356,13 +341,9 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         .await;
     assert!(browser.page_text().await.contains("operator:dana"));
 
-    let row = fleet.row(&op).await;
-    assert_eq!(
-        (row.status, row.external_id.as_deref()),
-        (Status::Succeeded, Some("pay_checked_by_hand"))
-    );
-    let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
-    assert_eq!(last.actor, "operator:dana");
+    let last = fleet
+        .resolved_succeeded(&op, "pay_checked_by_hand", "operator:dana")
+        .await;
     assert_eq!(
         last.evidence.unwrap()["evidence"],
         json!("seen in the provider's dashboard")
@@ -628,7 +609,7 @@ async fn the_approval_page_fits_a_phone_says_who_approved_and_asks_to_retype_a_l
     browser
         .text_with(".banner.refused", "type the amount exactly")
         .await;
-    still_pending(&fleet, &op).await;
+    fleet.still_pending(&op).await;
     browser.type_into("#confirm_amount", "12,500.00 KZT").await;
     browser.click("#approve").await;
     browser.reload_until_shows("1 of 2 approvals").await;

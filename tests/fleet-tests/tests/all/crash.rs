@@ -199,10 +199,8 @@ async fn a_saved_500_after_commit_is_unknown_until_the_lookup_finds_the_payment(
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert_eq!(fleet.sim_effects(&op).await, 1);
     let lookups: Vec<_> = fleet
-        .store
-        .events(at(&op))
+        .history(&op)
         .await
-        .unwrap()
         .into_iter()
         .filter(|e| e.kind == fleet_core::history::HistoryKind::Lookup)
         .collect();
@@ -232,14 +230,7 @@ async fn a_timeout_with_a_lagging_search_stays_unknown_until_the_lag_bound_then_
     );
     fleet.approve_without_ringing(&op, &hash_of(&i)).await;
     handler.resume(at(&op)).await.unwrap();
-    assert_eq!(
-        fleet
-            .row(&op)
-            .await
-            .status_reason
-            .map(fleet_core::Reason::as_str),
-        Some("timeout")
-    );
+    assert_eq!(fleet.reason_of(&op).await, Some("timeout"));
     // The documented lag bound (3 s) is longer than the real one (1 s after creation).
     fleet.spawn_reconcile(contract(3_000), fast_reconcile());
     fleet.spawn_execute();
@@ -403,10 +394,8 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
     assert_eq!(row.external_id.as_deref(), Some(payment_id.as_str()));
     assert!(
         fleet
-            .store
-            .events(at(&op))
+            .history(&op)
             .await
-            .unwrap()
             .iter()
             .any(|e| e.kind == fleet_core::history::HistoryKind::Lookup),
         "settled by a recorded lookup"

@@ -68,30 +68,6 @@ fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids
 }
 
-/// `fleetctl token create` with `args`; the token (the first line printed) on success,
-/// the error it printed otherwise.
-async fn token_create(fleet: &TestFleet, args: &[&str]) -> Result<String, String> {
-    let mut all = vec!["token", "create"];
-    all.extend_from_slice(args);
-    let output = fleet.fleetctl_with(&[], &all).await;
-    if output.status.success() {
-        let stdout = String::from_utf8(output.stdout).unwrap();
-        Ok(stdout.lines().next().unwrap().trim().to_owned())
-    } else {
-        Err(String::from_utf8(output.stderr).unwrap())
-    }
-}
-
-/// A token made with `fleetctl token create` for `principal`, with `role`, acting for
-/// `tenants`.
-async fn token_for(fleet: &TestFleet, principal: &str, role: &str, tenants: &[&str]) -> String {
-    let mut args = vec!["--principal", principal, "--role", role];
-    for tenant in tenants {
-        args.extend(["--tenant", tenant]);
-    }
-    token_create(fleet, &args).await.unwrap()
-}
-
 async fn token_list(fleet: &TestFleet) -> String {
     String::from_utf8(fleet.fleetctl(&["token", "list"]).await.stdout).unwrap()
 }
@@ -110,12 +86,12 @@ async fn a_token_limited_to_one_tenant_acts_for_it_alone_while_its_principals_ot
     // Two principals of both tenants, each with a token for all of its tenants and one
     // limited to the first.
     let both = [TENANT, OTHER_TENANT];
-    let agent = token_for(&fleet, "agent-a", "agent", &both).await;
-    let agent_limited = token_for(&fleet, "agent-a", "agent", &[TENANT]).await;
-    let alice = token_for(&fleet, "alice", "approver", &both).await;
-    let alice_limited = token_for(&fleet, "alice", "approver", &[TENANT]).await;
+    let agent = fleet.token_for("agent-a", "agent", &both).await;
+    let agent_limited = fleet.token_for("agent-a", "agent", &[TENANT]).await;
+    let alice = fleet.token_for("alice", "approver", &both).await;
+    let alice_limited = fleet.token_for("alice", "approver", &[TENANT]).await;
     // Without --tenant, a token acts for every tenant of its principal.
-    let agent_all = token_for(&fleet, "agent-a", "agent", &[]).await;
+    let agent_all = fleet.token_for("agent-a", "agent", &[]).await;
 
     // Submitting: the limited token only for its tenant; nothing written for the other.
     let (mine, theirs) = (for_tenant(TENANT), for_tenant(OTHER_TENANT));
@@ -191,9 +167,8 @@ async fn a_token_limited_to_one_tenant_acts_for_it_alone_while_its_principals_ot
     // A limit the principal does not have is refused, with what is missing, and writes
     // nothing; so is a new principal with no tenant at all.
     let tokens_before = fleet.count("SELECT count(*) FROM api_tokens").await;
-    let refused = token_create(
-        &fleet,
-        &[
+    let refused = fleet
+        .token_create(&[
             "--principal",
             "agent-a",
             "--role",
@@ -202,15 +177,15 @@ async fn a_token_limited_to_one_tenant_acts_for_it_alone_while_its_principals_ot
             TENANT,
             "--tenant",
             "org_999",
-        ],
-    )
-    .await
-    .unwrap_err();
+        ])
+        .await
+        .unwrap_err();
     assert!(
         refused.contains("agent-a does not act for org_999") && refused.contains("principal add"),
         "{refused}"
     );
-    let refused = token_create(&fleet, &["--principal", "newcomer", "--role", "agent"])
+    let refused = fleet
+        .token_create(&["--principal", "newcomer", "--role", "agent"])
         .await
         .unwrap_err();
     assert!(
@@ -261,24 +236,12 @@ async fn an_expired_token_is_refused_with_token_expired_on_the_json_routes_and_o
     };
     // Lifetimes that are not one are refused before anything is written.
     for bad in ["0d", "366d", "12", "1w", "1.5h"] {
-        let refused = token_create(&fleet, &args(bad)).await.unwrap_err();
+        let refused = fleet.token_create(&args(bad)).await.unwrap_err();
         assert!(refused.contains("not a token lifetime"), "{bad}: {refused}");
     }
     assert_eq!(fleet.count("SELECT count(*) FROM api_tokens").await, 0);
     // Unless told, a token lives 90 days.
-    token_create(
-        &fleet,
-        &[
-            "--principal",
-            "billing-bot",
-            "--role",
-            "agent",
-            "--tenant",
-            TENANT,
-        ],
-    )
-    .await
-    .unwrap();
+    fleet.token_for("billing-bot", "agent", &[TENANT]).await;
     assert_eq!(
         fleet
             .count("SELECT count(*) FROM api_tokens WHERE expires_at - created_at = interval '90 days'")
@@ -286,7 +249,7 @@ async fn an_expired_token_is_refused_with_token_expired_on_the_json_routes_and_o
         1
     );
 
-    let token = token_create(&fleet, &args("3s")).await.unwrap();
+    let token = fleet.token_create(&args("3s")).await.unwrap();
     assert_eq!(
         get(&fleet, &api, &token, "/v1/operations").await.status(),
         StatusCode::OK,
@@ -451,15 +414,11 @@ async fn the_api_role_may_record_a_tokens_use_and_change_nothing_else_of_it() {
 async fn an_id_token_signed_hs256_with_the_client_secret_is_refused_though_the_issuer_advertises_it(
 ) {
     let fleet = TestFleet::start().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let issuer = fleet_oidc_issuer::spawn(
-        IssuerConfig {
-            users: vec![TestUser::new("sub-alice", "Alice")],
-            id_token_signing: IdTokenSigning::Hs256WithClientSecret,
-            ..IssuerConfig::default()
-        },
-        listener,
-    )
+    let issuer = fleet_oidc_issuer::spawn_on_loopback(IssuerConfig {
+        users: vec![TestUser::new("sub-alice", "Alice")],
+        id_token_signing: IdTokenSigning::Hs256WithClientSecret,
+        ..IssuerConfig::default()
+    })
     .await
     .unwrap();
     let discovery = fleet

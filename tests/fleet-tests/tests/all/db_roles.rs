@@ -287,26 +287,11 @@ async fn the_api_role_cannot_approve_a_large_payment_short_of_its_quorum() {
                        decided_by = 'ann', decided_at = now() WHERE operation_id = $1";
     assert_eq!(attempt(&api, approve, &[&op]).await, CHECK_VIOLATION);
     // One of two approvals recorded: still short.
-    assert_eq!(
-        attempt(
-            &api,
-            "INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash) VALUES ($1, 'ann', 'token', $2)",
-            &[&op, &hash]
-        )
-        .await,
-        "ok"
-    );
+    let anns = "INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash) VALUES ($1, 'ann', 'token', $2)";
+    assert_eq!(attempt(&api, anns, &[&op, &hash]).await, "ok");
     assert_eq!(attempt(&api, approve, &[&op]).await, CHECK_VIOLATION);
     // The same approver again is still one approver.
-    assert_eq!(
-        attempt(
-            &api,
-            "INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash) VALUES ($1, 'ann', 'token', $2)",
-            &[&op, &hash]
-        )
-        .await,
-        "23505"
-    );
+    assert_eq!(attempt(&api, anns, &[&op, &hash]).await, "23505");
     fleet.ring_execute(&op).await;
     assert_never_paid(&fleet, &op).await;
     let row = fleet.row(&op).await;

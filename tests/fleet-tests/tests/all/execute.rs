@@ -43,10 +43,8 @@ async fn happy_path_submit_approve_succeeds_with_exactly_one_payment() {
         (Some(AttemptOutcome::Succeeded), Some(201))
     );
     let kinds: Vec<_> = fleet
-        .store
-        .events(at(&op))
+        .history(&op)
         .await
-        .unwrap()
         .into_iter()
         .map(|e| (e.kind, e.to_status))
         .collect();

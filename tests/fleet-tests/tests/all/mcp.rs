@@ -90,24 +90,39 @@ async fn billing_bot(fleet: &TestFleet, api: &ApiProcess) -> McpAgent {
     api.mcp(&token).await.expect("connect")
 }
 
-#[tokio::test]
-async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_say_the_truth() {
+/// The tool's (read-only, destructive, idempotent, open-world) hints.
+fn hints(
+    tools: &[rmcp::model::Tool],
+    name: &str,
+) -> (Option<bool>, Option<bool>, Option<bool>, Option<bool>) {
+    let tool = tools.iter().find(|t| t.name == name).unwrap();
+    let a = tool.annotations.as_ref().expect("annotations");
+    (
+        a.read_only_hint,
+        a.destructive_hint,
+        a.idempotent_hint,
+        a.open_world_hint,
+    )
+}
+
+/// A fleet with the API and [`billing_bot`] connected to it: (fleet, API, agent).
+async fn billing_bot_on_api() -> (TestFleet, ApiProcess, McpAgent) {
     let (fleet, api) = fleet_with_api(&[]).await;
     let agent = billing_bot(&fleet, &api).await;
+    (fleet, api, agent)
+}
+
+#[tokio::test]
+async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_say_the_truth() {
+    let (fleet, _api, agent) = billing_bot_on_api().await;
     let tools = agent.tools().await;
     let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        BTreeSet::from([
-            "payment_create",
-            "refund_create",
-            "crm_deal_create",
-            "crm_deal_update",
-            "order_status_change",
-            "contract_send",
-            "get_operation",
-            "list_operations"
-        ])
+        PROPOSALS
+            .into_iter()
+            .chain(["get_operation", "list_operations"])
+            .collect::<BTreeSet<_>>()
     );
     let file = intent_schema();
     for (tool, def) in PROPOSALS.iter().zip([
@@ -119,14 +134,8 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
         "contract_send",
     ]) {
         let t = tools.iter().find(|t| t.name == *tool).unwrap();
-        let a = t.annotations.as_ref().expect("annotations");
         assert_eq!(
-            (
-                a.read_only_hint,
-                a.destructive_hint,
-                a.idempotent_hint,
-                a.open_world_hint
-            ),
+            hints(&tools, tool),
             (Some(false), Some(true), Some(true), Some(true)),
             "{tool}"
         );
@@ -213,15 +222,8 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
         assert!(output.get("$defs").is_some(), "{tool}: {output}");
     }
     for tool in ["get_operation", "list_operations"] {
-        let t = tools.iter().find(|t| t.name == tool).unwrap();
-        let a = t.annotations.as_ref().expect("annotations");
         assert_eq!(
-            (
-                a.read_only_hint,
-                a.destructive_hint,
-                a.idempotent_hint,
-                a.open_world_hint
-            ),
+            hints(&tools, tool),
             (Some(true), Some(false), Some(true), Some(false)),
             "{tool}"
         );
@@ -421,8 +423,7 @@ async fn a_proposed_payment_answers_at_once_with_the_approval_link_and_after_app
 
 #[tokio::test]
 async fn a_second_call_with_the_same_operation_id_creates_nothing_new() {
-    let (fleet, api) = fleet_with_api(&[]).await;
-    let agent = billing_bot(&fleet, &api).await;
+    let (fleet, _api, agent) = billing_bot_on_api().await;
     let op = new_operation_id();
     let mut args = payment();
     args["operation_id"] = json!(op);
@@ -557,8 +558,7 @@ async fn another_tenant_is_refused_and_a_request_without_a_valid_token_is_401() 
 
 #[tokio::test]
 async fn a_proposal_whose_id_would_show_as_another_is_refused_naming_the_field() {
-    let (fleet, api) = fleet_with_api(&[]).await;
-    let agent = billing_bot(&fleet, &api).await;
+    let (fleet, _api, agent) = billing_bot_on_api().await;
     for (member, field, value) in SPOOFED_IDS {
         let mut args = payment();
         args["payload"][member] = json!(value);

@@ -44,13 +44,9 @@ async fn an_operator_resolves_an_unknown_operation_with_evidence_recorded_as_the
         resolved_by_dana(&fleet, &op, r).await,
         DecisionOutcome::Moved(fleet_core::Status::Succeeded)
     );
-    let row = fleet.row(&op).await;
-    assert_eq!(
-        (row.status, row.external_id.as_deref()),
-        (Status::Succeeded, Some("pay_checked_by_hand"))
-    );
-    let last = fleet.store.events(at(&op)).await.unwrap().pop().unwrap();
-    assert_eq!(last.actor, "operator:dana");
+    let last = fleet
+        .resolved_succeeded(&op, "pay_checked_by_hand", "operator:dana")
+        .await;
     let signed_in: Option<String> = fleet
         .sql()
         .await
@@ -105,10 +101,8 @@ async fn workers_never_move_a_disputed_operation() {
     assert_eq!(fleet.sim_posts(&op).await, 1);
     assert!(
         fleet
-            .store
-            .events(at(&op))
+            .history(&op)
             .await
-            .unwrap()
             .iter()
             .all(|e| e.kind != fleet_core::history::HistoryKind::Lookup),
         "not even looked up"

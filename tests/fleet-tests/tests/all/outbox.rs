@@ -218,6 +218,18 @@ async fn outbox(fleet: &TestFleet, op: &str) -> Vec<(i32, String)> {
     rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
+/// One relay round (up to 10 events) whose broker confirms every event it is handed.
+async fn relay_round(fleet: &TestFleet) -> fleet_store::Relayed {
+    fleet
+        .store
+        .relay_outbox(
+            10,
+            |rows| async move { rows.iter().map(|r| r.id).collect() },
+        )
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn every_history_kind_maps_to_its_documented_event_type_and_bookkeeping_to_none() {
     let (fleet, op, _) = prepared_fleet().await;
@@ -378,14 +390,7 @@ async fn a_second_relay_never_takes_the_next_event_of_an_operation_whose_head_th
         .unwrap();
     assert_eq!((next.taken, next.published.len()), (1, 0));
     // Unconfirmed means unpublished: the next round is handed the same event again.
-    let again = fleet
-        .store
-        .relay_outbox(
-            10,
-            |rows| async move { rows.iter().map(|r| r.id).collect() },
-        )
-        .await
-        .unwrap();
+    let again = relay_round(&fleet).await;
     assert_eq!(again.published, vec![EventType::Approved]);
     assert_eq!(fleet.outbox_backlog().await, 0);
     fleet.stop().await;
@@ -435,22 +440,9 @@ async fn retention_deletes_only_published_events_older_than_the_retention() {
     let (fleet, op, i) = prepared_fleet().await;
     fleet.approve(&op, &hash_of(&i)).await.unwrap();
     // prepared published long ago, approved just now; a third event never published.
-    fleet
-        .store
-        .relay_outbox(
-            10,
-            |rows| async move { rows.iter().map(|r| r.id).collect() },
-        )
-        .await
-        .unwrap();
-    fleet
-        .store
-        .relay_outbox(
-            10,
-            |rows| async move { rows.iter().map(|r| r.id).collect() },
-        )
-        .await
-        .unwrap();
+    // A round takes the head of each operation's queue: two rounds publish both.
+    relay_round(&fleet).await;
+    relay_round(&fleet).await;
     let sql = fleet.sql().await;
     sql.execute("UPDATE operation_outbox SET published_at = now() - interval '2 hours' WHERE operation_id = $1 AND sequence = 1", &[&op]).await.unwrap();
     fleet

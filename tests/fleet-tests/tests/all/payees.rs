@@ -23,11 +23,11 @@ async fn answered(fleet: &TestFleet, op: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Whether the database refuses `sql` (about the operation `op`) to the owner of the
-/// tables: what no role, however privileged, may change.
-async fn refused_to_owner(fleet: &TestFleet, sql: &str, op: &str) -> bool {
+/// The database refuses `sql` (about the operation `op`) to the owner of the tables:
+/// `what` no role, however privileged, may change.
+async fn assert_refused_to_owner(fleet: &TestFleet, sql: &str, op: &str, what: &str) {
     let session = fleet.store.pooled_session().await.unwrap();
-    session.execute(sql, &[&op]).await.is_err()
+    assert!(session.execute(sql, &[&op]).await.is_err(), "{what}");
 }
 
 /// A fleet with prepare running, and the seed payment (to `vendor_77`) prepared.
@@ -62,15 +62,9 @@ async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
     assert_eq!(row.payload_hash, hash_of(&i));
 
     // As immutable as the snapshot, even for the owner of the table.
-    assert!(
-        refused_to_owner(
-            &fleet,
-            "UPDATE operations SET payee = jsonb_set(payee, '{version}', '9') WHERE operation_id = $1",
-            &op
-        )
-        .await,
-        "the payee evidence is immutable"
-    );
+    let edit =
+        "UPDATE operations SET payee = jsonb_set(payee, '{version}', '9') WHERE operation_id = $1";
+    assert_refused_to_owner(&fleet, edit, &op, "the payee evidence is immutable").await;
     fleet.stop().await;
 }
 
@@ -159,10 +153,8 @@ async fn a_payee_changed_after_the_approval_is_cancelled_beneficiary_changed_and
         "{detail}"
     );
     let cancelled = fleet
-        .store
-        .events(at(&op))
+        .history(&op)
         .await
-        .unwrap()
         .into_iter()
         .find(|e| e.to_status == Some(fleet_core::Status::Cancelled))
         .expect("the cancellation's history row");
@@ -360,15 +352,8 @@ async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
     assert_eq!(row.signatures_required, 1);
 
     // As immutable as the snapshot, even for the owner of the table.
-    assert!(
-        refused_to_owner(
-            &fleet,
-            "UPDATE operations SET risk = '[]' WHERE operation_id = $1",
-            &flagged_op
-        )
-        .await,
-        "the risk cues are immutable"
-    );
+    let edit = "UPDATE operations SET risk = '[]' WHERE operation_id = $1";
+    assert_refused_to_owner(&fleet, edit, &flagged_op, "the risk cues are immutable").await;
     fleet.stop().await;
 }
 

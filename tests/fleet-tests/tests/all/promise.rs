@@ -330,16 +330,9 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
     let row = fleet.reaches(&op, Status::Succeeded).await;
     let first = row.external_id.clone().unwrap();
     // The provider makes a second payment for our reference, behind our back.
-    let r = fleet
-        .http
-        .post(format!("{}/v1/payments", fleet.sim.base_url))
-        .bearer_auth("sk_test_sim")
-        .header("Idempotency-Key", "someone-else")
-        .json(&json!({"amount_minor": 1250000, "currency": "KZT", "beneficiary_id": "vendor_77", "invoice_id": "inv_9182", "reference": reference(&op)}))
-        .send()
-        .await
-        .unwrap();
-    let second: Value = r.json().await.unwrap();
+    let second = fleet
+        .sim_create_payment("someone-else", &reference(&op))
+        .await;
     let second = second["id"].as_str().unwrap().to_owned();
     let escalated = fleet.escalated(&op).await;
     assert_eq!(
@@ -348,10 +341,8 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
         "the effect happened; a person handles the duplicate"
     );
     let event = fleet
-        .store
-        .events(at(&op))
+        .history(&op)
         .await
-        .unwrap()
         .into_iter()
         .find(|e| e.reason.map(fleet_core::Reason::as_str) == Some("duplicate_effect"))
         .expect("audit event");

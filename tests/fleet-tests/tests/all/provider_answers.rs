@@ -40,18 +40,9 @@ async fn a_payment_answer_carrying_customer_data_leaves_none_of_it_in_attempts_o
     let payment_id = row.external_id.clone().unwrap();
 
     // The provider's answer did carry customer data.
-    let answer: Value = fleet
-        .http
-        .get(format!("{}/v1/payments/{payment_id}", fleet.sim.base_url))
-        .bearer_auth("sk_test_sim")
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = fleet
+        .sim_api_get(&format!("/v1/payments/{payment_id}"))
+        .await;
     let name = answer["beneficiary_name"]
         .as_str()
         .expect("the simulator echoes a name")

@@ -134,35 +134,31 @@ async fn publish_raw(fleet: &TestFleet, intent: &Value, props: BasicProperties) 
 
 /// Who submitted operation `op` of [`TENANT`].
 async fn submitted_by(fleet: &TestFleet, op: &str) -> Option<String> {
-    fleet
-        .store
-        .pooled_session()
-        .await
-        .unwrap()
-        .query_one(
-            "SELECT submitted_by FROM operations WHERE operation_id = $1 AND tenant_id = $2",
-            &[&op, &TENANT],
-        )
-        .await
-        .unwrap()
-        .get(0)
+    let sql = "SELECT submitted_by FROM operations WHERE operation_id = $1 AND tenant_id = $2";
+    of_operation(fleet, sql, op, TENANT).await
 }
 
 /// Whether the intent's tenant holds an operation with its id.
 async fn stored(fleet: &TestFleet, intent: &Value) -> bool {
-    fleet
-        .store
-        .pooled_session()
+    let sql = "SELECT count(*) FROM operations WHERE operation_id = $1 AND tenant_id = $2";
+    let tenant = intent["tenant_id"].as_str().unwrap();
+    of_operation::<i64>(fleet, sql, &op_of(intent), tenant).await == 1
+}
+
+/// The first column of the one row `sql` selects for the operation `op` of `tenant`
+/// (`$1` and `$2`), read as the fleet's store reads.
+async fn of_operation<T: tokio_postgres::types::FromSqlOwned>(
+    fleet: &TestFleet,
+    sql: &str,
+    op: &str,
+    tenant: &str,
+) -> T {
+    let session = fleet.store.pooled_session().await.unwrap();
+    session
+        .query_one(sql, &[&op, &tenant])
         .await
         .unwrap()
-        .query_one(
-            "SELECT count(*) FROM operations WHERE operation_id = $1 AND tenant_id = $2",
-            &[&op_of(intent), &intent["tenant_id"].as_str().unwrap()],
-        )
-        .await
-        .unwrap()
-        .get::<_, i64>(0)
-        == 1
+        .get(0)
 }
 
 #[tokio::test]

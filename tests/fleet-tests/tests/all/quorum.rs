@@ -32,6 +32,25 @@ async fn count(fleet: &TestFleet, sql: &str, op: &str) -> i64 {
         .get(0)
 }
 
+/// The operation's approvals rows, and its history events of `kind`: (approvals, events).
+async fn recorded(fleet: &TestFleet, op: &str, kind: &str) -> (i64, i64) {
+    let approvals = count(
+        fleet,
+        "SELECT count(*) FROM approvals WHERE operation_id = $1",
+        op,
+    )
+    .await;
+    let events = count(
+        fleet,
+        &format!(
+            "SELECT count(*) FROM operation_events WHERE operation_id = $1 AND kind = '{kind}'"
+        ),
+        op,
+    )
+    .await;
+    (approvals, events)
+}
+
 #[tokio::test]
 async fn two_distinct_approvers_at_once_are_both_counted_and_approve_exactly_once() {
     let fleet = TestFleet::start().await;
@@ -55,19 +74,7 @@ async fn two_distinct_approvers_at_once_are_both_counted_and_approve_exactly_onc
         );
         let row = fleet.row(&op).await;
         assert_eq!(row.approval_status, ApprovalStatus::Approved);
-        assert_eq!(
-            count(
-                &fleet,
-                "SELECT count(*) FROM approvals WHERE operation_id = $1",
-                &op
-            )
-            .await,
-            2
-        );
-        assert_eq!(
-            count(&fleet, "SELECT count(*) FROM operation_events WHERE operation_id = $1 AND kind = 'approved'", &op).await,
-            1
-        );
+        assert_eq!(recorded(&fleet, &op, "approved").await, (2, 1));
         // The approval that completed the quorum counted itself: in its history row and in
         // the `approved` event agents receive.
         let counted = fleet
@@ -111,20 +118,8 @@ async fn the_same_approver_twice_at_once_is_one_approval() {
             fleet.row(&op).await.approval_status,
             ApprovalStatus::Pending
         );
-        assert_eq!(
-            count(
-                &fleet,
-                "SELECT count(*) FROM approvals WHERE operation_id = $1",
-                &op
-            )
-            .await,
-            1
-        );
         // The second approval wrote nothing: one bookkeeping row, of the first.
-        assert_eq!(
-            count(&fleet, "SELECT count(*) FROM operation_events WHERE operation_id = $1 AND kind = 'approval_recorded'", &op).await,
-            1
-        );
+        assert_eq!(recorded(&fleet, &op, "approval_recorded").await, (1, 1));
     }
     fleet.stop().await;
 }

@@ -157,6 +157,19 @@ async fn refused_by_execute(fleet: &TestFleet, op: &str) {
     assert_eq!(fleet.sim_effects(op).await, 0, "the provider holds nothing");
 }
 
+/// Waits until the database answers `true` to `sql` about the operation `op` (`$1`).
+async fn until_true(fleet: &TestFleet, what: &str, sql: &str, op: &str) {
+    let client = fleet.sql().await;
+    eventually(what, || {
+        let client = &client;
+        async move {
+            let holds: bool = client.query_one(sql, &[&op]).await.ok()?.get(0);
+            holds.then_some(())
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_million_kzt_payment_signed_by_two_registered_approvers_is_paid_once() {
     let mut s = signers().await;
@@ -384,21 +397,13 @@ async fn an_expired_statement_is_refused_by_execute() {
     // Signed statements valid for three seconds; nothing executes meanwhile.
     let expires_at = Utc::now() + Duration::seconds(3);
     s.both_sign(&i, expires_at).await;
-    let sql = s.fleet.sql().await;
-    eventually("the statements to expire by the database clock", || {
-        let (sql, op) = (&sql, &op);
-        async move {
-            let passed: bool = sql
-                .query_one(
-                    "SELECT now() > max(signed_expires_at) FROM approvals WHERE operation_id = $1",
-                    &[op],
-                )
-                .await
-                .ok()?
-                .get(0);
-            passed.then_some(())
-        }
-    })
+    let passed = "SELECT now() > max(signed_expires_at) FROM approvals WHERE operation_id = $1";
+    until_true(
+        &s.fleet,
+        "the statements to expire by the database clock",
+        passed,
+        &op,
+    )
     .await;
     // The approval window is still open: only the signatures have lapsed.
     s.fleet.spawn_execute();
@@ -504,21 +509,13 @@ async fn an_approval_after_the_window_closed_is_told_it_expired_signed_or_not() 
     i["approval_ttl_seconds"] = json!(1);
     s.submit(&i).await;
     let op = op_of(&i);
-    let sql = s.fleet.sql().await;
-    eventually("the approval window to close by the database clock", || {
-        let (sql, op) = (&sql, &op);
-        async move {
-            let closed: bool = sql
-                .query_one(
-                    "SELECT now() >= approval_expires_at FROM operations WHERE operation_id = $1",
-                    &[op],
-                )
-                .await
-                .ok()?
-                .get(0);
-            closed.then_some(())
-        }
-    })
+    let closed = "SELECT now() >= approval_expires_at FROM operations WHERE operation_id = $1";
+    until_true(
+        &s.fleet,
+        "the approval window to close by the database clock",
+        closed,
+        &op,
+    )
     .await;
     // What the approver needs to hear is that it is too late, not that a signature is
     // missing: no signature would help.

@@ -283,19 +283,7 @@ async fn two_tenants_operations_with_one_id_run_apart_under_their_own_keys() {
     let mut keys = Vec::new();
     let mut payments = Vec::new();
     for tenant in [TENANT, OTHER_TENANT] {
-        let store = fleet.store.clone();
-        let op = op.clone();
-        let row = eventually(&format!("{op} of {tenant} to be accepted"), || {
-            let (store, op) = (store.clone(), op.clone());
-            async move {
-                store
-                    .get(OpRef::new(tenant, &op))
-                    .await
-                    .unwrap()
-                    .filter(|r| r.status == Status::Accepted)
-            }
-        })
-        .await;
+        let row = fleet.reaches_in(tenant, &op, Status::Accepted).await;
         assert!(row.idempotency_key.as_str().ends_with(&op));
         let at_provider = fleet
             .sim_get(&format!("/_sim/requests?reference={}", row.idempotency_key))
@@ -326,19 +314,7 @@ async fn two_tenants_operations_with_one_id_run_apart_under_their_own_keys() {
     // Each payment's webhook settles its own operation, and nothing else.
     for (tenant, payment) in &payments {
         fleet.sim_settle(payment, "succeeded").await;
-        let store = fleet.store.clone();
-        let op = op.clone();
-        eventually(&format!("{op} of {tenant} to succeed"), || {
-            let (store, op) = (store.clone(), op.clone());
-            async move {
-                store
-                    .get(OpRef::new(tenant, &op))
-                    .await
-                    .unwrap()
-                    .filter(|r| r.status == Status::Succeeded)
-            }
-        })
-        .await;
+        fleet.reaches_in(tenant, &op, Status::Succeeded).await;
     }
     let sql = fleet.sql().await;
     let linked = sql

@@ -581,10 +581,8 @@ async fn a_webhook_resolves_unknown_only_when_it_matches_the_operation() {
     let row = fleet.row(&op).await;
     assert_eq!(row.status, Status::Unknown, "escalated means hands off");
     let noted = fleet
-        .store
-        .events(at(&op))
+        .history(&op)
         .await
-        .unwrap()
         .into_iter()
         .any(|e| e.reason.map(fleet_core::Reason::as_str) == Some("operation_escalated"));
     assert!(noted, "the event is in the operation's history");

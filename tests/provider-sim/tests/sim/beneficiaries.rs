@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{error_code, json_of, payment_body, start_default, Sim};
+use crate::common::{error_code, json_of, payment_body, start_default, start_with_fault, Sim};
 
 async fn replace_account(sim: &Sim, id: &str, account_number: &str) -> Value {
     let response = sim
@@ -143,8 +143,7 @@ async fn an_unknown_beneficiary_is_402_even_with_a_version() {
 
 #[tokio::test]
 async fn read_faults_apply_to_the_lookup() {
-    let sim = start_default().await;
-    sim.fault(
+    let sim = start_with_fault(
         json!({"route": "GET /v1/beneficiaries/{id}", "kind": "error_before_commit",
                      "status": 503}),
     )

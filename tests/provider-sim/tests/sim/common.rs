@@ -31,6 +31,21 @@ pub async fn start_default() -> Sim {
     start(SimConfig::default()).await
 }
 
+/// A simulator with its defaults and the fault `spec` installed.
+pub async fn start_with_fault(spec: Value) -> Sim {
+    let sim = start_default().await;
+    sim.fault(spec).await;
+    sim
+}
+
+/// A client that gives up after 50 ms, shorter than any delay fault the tests install.
+pub fn impatient_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_millis(50))
+        .build()
+        .unwrap()
+}
+
 pub fn payment_body(reference: &str) -> Value {
     json!({
         "amount_minor": 1_250_000,
@@ -69,6 +84,15 @@ impl Sim {
             .send()
             .await
             .expect("GET")
+    }
+
+    /// `method path` with no API key and no body: the answer, whatever its status.
+    pub async fn without_key(&self, method: reqwest::Method, path: &str) -> Response {
+        self.http
+            .request(method, self.url(path))
+            .send()
+            .await
+            .expect("request")
     }
 
     pub async fn admin_post(&self, path: &str, body: &Value) -> Response {

@@ -4,10 +4,13 @@
 use std::time::Duration;
 
 use fleet_provider_sim::SimConfig;
-use reqwest::{Response, StatusCode};
+use reqwest::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::common::{error_code, json_of, start, start_default, wait_until, Sim, API_KEY};
+use crate::common::{
+    error_code, impatient_client, json_of, start, start_default, start_with_fault, wait_until, Sim,
+    API_KEY,
+};
 
 fn deal_body(external_id: &str) -> Value {
     json!({
@@ -314,9 +317,9 @@ async fn asynchronous_mode_queues_and_the_deal_materialises_once_later() {
 
 #[tokio::test]
 async fn a_queued_fault_creates_the_deal_after_its_delay_and_fires_once() {
-    let sim = start_default().await;
-    sim.fault(json!({"route": "POST /v1/deals", "kind": "queued", "delay_ms": 100}))
-        .await;
+    let sim =
+        start_with_fault(json!({"route": "POST /v1/deals", "kind": "queued", "delay_ms": 100}))
+            .await;
     let (status, body) = json_of(create(&sim, &deal_body("op_queued")).await).await;
     assert_eq!(
         (status, body),
@@ -385,9 +388,8 @@ async fn drop_after_commit_on_create_leaves_a_deal_the_client_never_heard_of() {
 
 #[tokio::test]
 async fn before_commit_faults_on_create_leave_no_deal() {
-    let sim = start_default().await;
-    sim.fault(json!({"route": "POST /v1/deals", "kind": "drop_before_commit"}))
-        .await;
+    let sim =
+        start_with_fault(json!({"route": "POST /v1/deals", "kind": "drop_before_commit"})).await;
     sim.fault(json!({"route": "POST /v1/deals", "kind": "error_before_commit", "status": 503}))
         .await;
 
@@ -404,9 +406,10 @@ async fn before_commit_faults_on_create_leave_no_deal() {
 
 #[tokio::test]
 async fn error_after_commit_on_create_and_patch_hides_an_applied_write() {
-    let sim = start_default().await;
-    sim.fault(json!({"route": "POST /v1/deals", "kind": "error_after_commit", "status": 500}))
-        .await;
+    let sim = start_with_fault(
+        json!({"route": "POST /v1/deals", "kind": "error_after_commit", "status": 500}),
+    )
+    .await;
     let (status, error) = json_of(create(&sim, &deal_body("op_5xx_after")).await).await;
     assert_eq!(
         (status, error_code(&error)),
@@ -499,10 +502,7 @@ async fn faults_on_deal_reads_fail_or_slow_that_read_only() {
 
     sim.fault(json!({"route": "GET /v1/deals/{id}", "kind": "delay", "delay_ms": 300}))
         .await;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(50))
-        .build()
-        .unwrap();
+    let impatient = impatient_client();
     let gave_up = impatient
         .get(sim.url(&format!("/v1/deals/{id}")))
         .bearer_auth(API_KEY)
@@ -604,12 +604,7 @@ async fn seeded_deals_and_another_users_edit_through_the_admin_api() {
     );
     assert_eq!(sim.admin_get(&format!("/_sim/deals/{id}")).await, edited);
 
-    let missing = sim
-        .http
-        .get(sim.url("/_sim/deals/deal_nope"))
-        .send()
-        .await
-        .unwrap();
+    let missing = sim.without_key(Method::GET, "/_sim/deals/deal_nope").await;
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     let invalid = sim
         .admin_post("/_sim/deals", &json!({"external_id": "op_seeded"}))

@@ -2,16 +2,20 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::common::{error_code, json_of, payment_body, start_default, wait_until, API_KEY};
+use crate::common::{
+    error_code, impatient_client, json_of, payment_body, start_default, start_with_fault,
+    wait_until, API_KEY,
+};
 
 #[tokio::test]
 async fn error_after_commit_is_saved_and_replayed_with_one_effect() {
-    let sim = start_default().await;
-    sim.fault(json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 503}))
-        .await;
+    let sim = start_with_fault(
+        json!({"route": "POST /v1/payments", "kind": "error_after_commit", "status": 503}),
+    )
+    .await;
     let body = payment_body("op_5xx_after");
 
     let (status, error) = json_of(sim.create_payment("op_5xx_after", &body).await).await;
@@ -34,9 +38,10 @@ async fn error_after_commit_is_saved_and_replayed_with_one_effect() {
 
 #[tokio::test]
 async fn error_before_commit_leaves_no_effect_and_nothing_under_the_key() {
-    let sim = start_default().await;
-    sim.fault(json!({"route": "POST /v1/payments", "kind": "error_before_commit", "status": 500}))
-        .await;
+    let sim = start_with_fault(
+        json!({"route": "POST /v1/payments", "kind": "error_before_commit", "status": 500}),
+    )
+    .await;
     let body = payment_body("op_5xx_before");
 
     let (status, error) = json_of(sim.create_payment("op_5xx_before", &body).await).await;
@@ -84,9 +89,10 @@ async fn drop_after_commit_closes_the_connection_but_the_key_holds_the_201() {
 
 #[tokio::test]
 async fn drop_before_commit_has_no_effect_and_the_client_can_go_on() {
-    let sim = start_default().await;
-    sim.fault(json!({"route": "POST /v1/payments", "kind": "drop_before_commit", "times": 2}))
-        .await;
+    let sim = start_with_fault(
+        json!({"route": "POST /v1/payments", "kind": "drop_before_commit", "times": 2}),
+    )
+    .await;
     let body = payment_body("op_drop_before");
 
     for _ in 0..2 {
@@ -115,13 +121,10 @@ async fn drop_before_commit_has_no_effect_and_the_client_can_go_on() {
 
 #[tokio::test]
 async fn a_delayed_request_commits_even_when_the_client_gave_up() {
-    let sim = start_default().await;
-    sim.fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 300}))
-        .await;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(50))
-        .build()
-        .unwrap();
+    let sim =
+        start_with_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 300}))
+            .await;
+    let impatient = impatient_client();
 
     let gave_up = impatient
         .post(sim.url("/v1/payments"))
@@ -148,9 +151,7 @@ async fn a_delayed_request_commits_even_when_the_client_gave_up() {
 
 #[tokio::test]
 async fn a_pending_fault_creates_the_payment_as_pending() {
-    let sim = start_default().await;
-    sim.fault(json!({"route": "POST /v1/payments", "kind": "pending"}))
-        .await;
+    let sim = start_with_fault(json!({"route": "POST /v1/payments", "kind": "pending"})).await;
     let (status, payment) = json_of(
         sim.create_payment("op_pending", &payment_body("op_pending"))
             .await,
@@ -204,12 +205,7 @@ async fn faults_are_listed_validated_and_cleared() {
     assert_eq!(listed["data"][0]["route"], "POST /v1/refunds");
     assert_eq!(listed["data"][0]["probability"], 0.5);
 
-    let cleared = sim
-        .http
-        .delete(sim.url("/_sim/faults"))
-        .send()
-        .await
-        .unwrap();
+    let cleared = sim.without_key(Method::DELETE, "/_sim/faults").await;
     assert_eq!(json_of(cleared).await.1, json!({"cleared": 1}));
     assert_eq!(sim.admin_get("/_sim/faults").await, json!({"data": []}));
 }

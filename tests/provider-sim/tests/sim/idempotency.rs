@@ -5,7 +5,9 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::common::{error_code, json_of, payment_body, start_default, wait_until};
+use crate::common::{
+    error_code, json_of, payment_body, start_default, start_with_fault, wait_until,
+};
 
 #[tokio::test]
 async fn create_then_replay_returns_the_same_body_marked_as_replayed() {
@@ -87,9 +89,9 @@ async fn same_key_with_a_different_amount_is_refused_and_not_saved() {
 
 #[tokio::test]
 async fn a_second_request_while_the_first_is_in_flight_gets_409() {
-    let sim = start_default().await;
-    sim.fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 1_000}))
-        .await;
+    let sim =
+        start_with_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 1_000}))
+            .await;
     let body = payment_body("op_in_flight");
 
     let first = {

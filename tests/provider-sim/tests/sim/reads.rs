@@ -1,6 +1,6 @@
 //! Reads: eventually consistent search, strongly consistent get, and authentication.
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use crate::common::{json_of, payment_body, start, start_default};
@@ -44,11 +44,8 @@ async fn every_v1_route_requires_the_api_key() {
         json!({"error": {"type": "authentication_error", "code": "invalid_api_key"}});
 
     let missing = sim
-        .http
-        .get(sim.url("/v1/payments?reference=op_x"))
-        .send()
-        .await
-        .unwrap();
+        .without_key(Method::GET, "/v1/payments?reference=op_x")
+        .await;
     assert_eq!(
         json_of(missing).await,
         (StatusCode::UNAUTHORIZED, unauthorized.clone())

@@ -12,7 +12,7 @@ use axum::routing::post;
 use axum::Router;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
@@ -308,11 +308,8 @@ async fn invalid_configs_are_refused_and_delete_stops_sending() {
     let (capture, url) = capture_endpoint(&[]).await;
     configure(&sim, &url, json!({})).await;
     let deleted = sim
-        .http
-        .delete(sim.url("/_sim/webhooks/config"))
-        .send()
-        .await
-        .unwrap();
+        .without_key(Method::DELETE, "/_sim/webhooks/config")
+        .await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     sim.create_payment("op_x", &payment_body("op_x")).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
