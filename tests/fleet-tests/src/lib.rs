@@ -164,6 +164,13 @@ impl TestFleet {
         Self::start_with_sim(SimConfig::default()).await
     }
 
+    /// [`TestFleet::start`] with prepare running in-process.
+    pub async fn with_prepare() -> TestFleet {
+        let mut fleet = TestFleet::start().await;
+        fleet.spawn_prepare();
+        fleet
+    }
+
     pub async fn start_with_sim(sim: SimConfig) -> TestFleet {
         Self::start_on(Infra::shared(), sim).await
     }

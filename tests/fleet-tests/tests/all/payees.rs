@@ -32,8 +32,7 @@ async fn assert_refused_to_owner(fleet: &TestFleet, sql: &str, op: &str, what: &
 
 /// A fleet with prepare running, and the seed payment (to `vendor_77`) prepared.
 async fn prepared_payment() -> (TestFleet, Value, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let i = intent();
     let op = fleet.submitted(&i).await;
     (fleet, i, op)
@@ -70,8 +69,7 @@ async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
 
 #[tokio::test]
 async fn an_unknown_payee_is_dead_lettered_payee_unknown_with_nothing_written() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let mut i = intent();
     i["payload"]["beneficiary_id"] = json!("nobody_1");
     fleet.refused_at_intake(&i, "payee_unknown").await;
@@ -294,8 +292,7 @@ async fn prepared_now(fleet: &TestFleet, i: &Value) -> String {
 
 #[tokio::test]
 async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
 
     // Nothing was ever paid to vendor_77, nor to its account.
