@@ -47,8 +47,8 @@ pub use api::{
 pub use broker_users::BrokerUsers;
 pub use browser::Browser;
 pub use console::{
-    cookie_value, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn,
-    CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,
+    console_get, console_post, cookie_value, form_token, no_redirects, session_of, set_cookie,
+    sign_in_over_http, SignedIn, CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,
 };
 pub use events::{fast_relay, EventOrder, EventTap, TappedEvent};
 pub use intents::{

@@ -6,10 +6,7 @@
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, PolicySet, Role, Status};
 use fleet_tests::at;
-use fleet_tests::{
-    contract, fast_reconcile, hash_of, intent, no_redirects, op_of, session_of, TestFleet,
-};
-use reqwest::header::COOKIE;
+use fleet_tests::{contract, fast_reconcile, hash_of, intent, op_of, session_of, TestFleet};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -213,12 +210,9 @@ async fn over_http_the_payee_is_in_the_operation_json_and_on_the_console_page_an
         .to_owned();
 
     let alice = session_of(&api, "sub-alice").await;
-    let page = no_redirects()
-        .get(api.url(&format!("/console/operations/{}", op_of(&i))))
-        .header(COOKIE, format!("fleet_console={alice}"))
-        .send()
+    let path = format!("/console/operations/{}", op_of(&i));
+    let page = fleet_tests::console_get(&api, &alice, &path)
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();

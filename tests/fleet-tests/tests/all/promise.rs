@@ -346,15 +346,9 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
         found.contains(&first) && found.contains(&second),
         "both ids as evidence: {found:?}"
     );
-    let metrics = fleet
-        .http
-        .get(format!("http://{admin}/metrics"))
-        .send()
+    let metrics = fleet_tests::scrape(&fleet.http, &format!("http://{admin}"))
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .expect("reconcile's /metrics");
     assert!(
         metrics
             .lines()
