@@ -169,6 +169,33 @@ pub async fn session_of(api: &ApiProcess, subject: &str) -> String {
     }
 }
 
+/// `GET path` of the console as the holder of `session`, redirects not followed.
+pub async fn console_get(api: &ApiProcess, session: &str, path: &str) -> reqwest::Response {
+    no_redirects()
+        .get(api.url(path))
+        .header(COOKIE, format!("fleet_console={session}"))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// `POST path` of the console with the form `form` as the holder of `session`,
+/// redirects not followed.
+pub async fn console_post(
+    api: &ApiProcess,
+    session: &str,
+    path: &str,
+    form: &[(&str, &str)],
+) -> reqwest::Response {
+    no_redirects()
+        .post(api.url(path))
+        .header(COOKIE, format!("fleet_console={session}"))
+        .form(form)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// The value of the hidden `form_token` input of a console page.
 pub fn form_token(page: &str) -> String {
     let at = page

@@ -47,8 +47,8 @@ pub use api::{
 pub use broker_users::BrokerUsers;
 pub use browser::Browser;
 pub use console::{
-    cookie_value, form_token, no_redirects, session_of, set_cookie, sign_in_over_http, SignedIn,
-    CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,
+    console_get, console_post, cookie_value, form_token, no_redirects, session_of, set_cookie,
+    sign_in_over_http, SignedIn, CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,
 };
 pub use events::{fast_relay, EventOrder, EventTap, TappedEvent};
 pub use intents::{
@@ -162,6 +162,13 @@ impl TestFleet {
     /// A fresh database and namespace and a running simulator; no workers yet.
     pub async fn start() -> TestFleet {
         Self::start_with_sim(SimConfig::default()).await
+    }
+
+    /// [`TestFleet::start`] with prepare running in-process.
+    pub async fn with_prepare() -> TestFleet {
+        let mut fleet = TestFleet::start().await;
+        fleet.spawn_prepare();
+        fleet
     }
 
     pub async fn start_with_sim(sim: SimConfig) -> TestFleet {

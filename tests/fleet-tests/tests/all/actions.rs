@@ -17,8 +17,7 @@ use serde_json::{json, Value};
 /// A fleet with prepare running and a payment the provider holds, for refunds to refer
 /// to: (fleet, payment id).
 async fn paid() -> (TestFleet, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let payment = fleet
         .sim_create_payment("seed-payment", "seed-payment")
         .await;
@@ -41,8 +40,7 @@ async fn queued_crm_fleet(delay_ms: u64) -> TestFleet {
 /// A deal create submitted and approved, with execute running, where the CRM already
 /// holds `existing` deals with its external id: (fleet, operation id, those deals).
 async fn deal_create_over(existing: usize) -> (TestFleet, String, Vec<Value>) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     let i = deal_create_intent();
     let op = op_of(&i);
     let mut deals = Vec::new();
@@ -117,8 +115,7 @@ async fn a_refund_whose_worker_crashed_after_the_provider_committed_is_one_refun
 #[tokio::test]
 async fn a_deal_create_crashed_after_the_crm_created_it_is_found_by_external_id_with_no_second_post(
 ) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     let mut doomed = fleet.spawn_process(
         "fleet-execute",
         &[
@@ -193,8 +190,7 @@ async fn an_asynchronous_create_materialises_later_and_no_second_deal_is_created
 
 #[tokio::test]
 async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_intent_succeeds() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     let deal = fleet.sim_deal("acct_9_renewal").await;
     let deal_id = deal["id"].as_str().unwrap().to_owned();
@@ -251,8 +247,7 @@ async fn a_stale_update_is_cancelled_as_a_version_conflict_and_a_superseding_int
 #[tokio::test]
 async fn a_superseded_operation_that_never_ran_is_cancelled_and_one_that_ran_cannot_be_superseded()
 {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     let first = intent();
     let first_op = fleet.submitted(&first).await;
     let mut correction = fleet_tests::with_amount(intent(), json!(1_300_000));
@@ -309,8 +304,7 @@ async fn a_queued_create_slower_than_the_documented_lag_is_waited_for_never_crea
 
 #[tokio::test]
 async fn an_operation_that_was_ever_claimed_cannot_be_superseded() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let first = intent();
     let op = fleet.submitted(&first).await;
     fleet.approve_without_ringing(&op, &hash_of(&first)).await;

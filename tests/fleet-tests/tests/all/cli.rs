@@ -58,8 +58,7 @@ async fn every_binary_prints_its_name_and_version() {
 
 #[tokio::test]
 async fn list_and_show_give_amounts_in_major_units_reason_escalation_and_age() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     // 12,500.00 KZT (two decimals), 1,250 JPY (none), 1.250 KWD (three).
     let kzt = intent();
     let mut jpy = intent();

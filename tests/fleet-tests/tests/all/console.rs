@@ -6,9 +6,9 @@
 use fleet_core::{ApprovalStatus, Role, Status};
 use fleet_tests::at;
 use fleet_tests::{
-    contract_intent, cookie_value, deal_create_intent, deal_update_intent, form_token, hash_of,
-    intent, no_redirects, op_of, order_change_intent, refund_intent, session_of, set_cookie,
-    sign_in_over_http, ApiProcess, SignedIn, TestFleet,
+    console_get, console_post, contract_intent, cookie_value, deal_create_intent,
+    deal_update_intent, form_token, hash_of, intent, no_redirects, op_of, order_change_intent,
+    refund_intent, session_of, set_cookie, sign_in_over_http, ApiProcess, SignedIn, TestFleet,
 };
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION};
 use reqwest::StatusCode;
@@ -50,22 +50,11 @@ impl Console {
     }
 
     async fn get(&self, session: &str, path: &str) -> reqwest::Response {
-        no_redirects()
-            .get(self.api.url(path))
-            .header(COOKIE, format!("fleet_console={session}"))
-            .send()
-            .await
-            .unwrap()
+        console_get(&self.api, session, path).await
     }
 
     async fn post(&self, session: &str, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
-        no_redirects()
-            .post(self.api.url(path))
-            .header(COOKIE, format!("fleet_console={session}"))
-            .form(form)
-            .send()
-            .await
-            .unwrap()
+        console_post(&self.api, session, path, form).await
     }
 
     /// POSTs the form `fields` with the form token `token`.
@@ -104,6 +93,12 @@ impl Console {
     ) -> reqwest::Response {
         self.post_with_token(session, path, token, &[("reason", reason)])
             .await
+    }
+
+    /// `GET /console/login/start` with `http`: the answer that sends it to the issuer.
+    async fn start_sign_in(&self, http: &reqwest::Client) -> reqwest::Response {
+        let start = self.api.url("/console/login/start");
+        http.get(start).send().await.unwrap()
     }
 
     /// The page at `path` as the holder of `session` sees it.
@@ -166,11 +161,7 @@ async fn a_session_cookie_is_http_only_and_strict_and_no_page_runs_an_inline_or_
     );
 
     let http = no_redirects();
-    let start = http
-        .get(c.api.url("/console/login/start"))
-        .send()
-        .await
-        .unwrap();
+    let start = c.start_sign_in(&http).await;
     let sign_in = set_cookie(&start, "fleet_console_sign_in")
         .unwrap()
         .to_owned();
@@ -287,11 +278,7 @@ async fn a_session_cookie_is_http_only_and_strict_and_no_page_runs_an_inline_or_
 async fn a_sign_in_counts_only_in_the_browser_that_started_it_and_only_for_a_known_subject() {
     let c = console().await;
     let http = no_redirects();
-    let start = http
-        .get(c.api.url("/console/login/start"))
-        .send()
-        .await
-        .unwrap();
+    let start = c.start_sign_in(&http).await;
     let at_issuer = http
         .get(format!("{}&login_hint=sub-alice", location(&start)))
         .send()
@@ -303,11 +290,7 @@ async fn a_sign_in_counts_only_in_the_browser_that_started_it_and_only_for_a_kno
     assert_eq!(planted.status(), StatusCode::BAD_REQUEST);
     assert!(set_cookie(&planted, "fleet_console").is_none());
     // With another sign-in's cookie (another state): refused.
-    let other = http
-        .get(c.api.url("/console/login/start"))
-        .send()
-        .await
-        .unwrap();
+    let other = c.start_sign_in(&http).await;
     let other_cookie = cookie_value(set_cookie(&other, "fleet_console_sign_in").unwrap());
     let crossed = http
         .get(&callback_url)
@@ -804,26 +787,15 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
     }
 
     let erin = session_of(&api, "sub-erin").await;
-    let get = |path: String| {
-        no_redirects()
-            .get(api.url(&path))
-            .header(COOKIE, format!("fleet_console={erin}"))
-            .send()
-    };
-    let page = get(format!("/console/operations/{op}"))
+    let page = console_get(&api, &erin, &format!("/console/operations/{op}"))
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
     let token = form_token(&page);
-    let r = no_redirects()
-        .post(api.url(&format!("/console/operations/{op}/approve")))
-        .header(COOKIE, format!("fleet_console={erin}"))
-        .form(&[("payload_hash", hash.as_str()), ("form_token", &token)])
-        .send()
-        .await
-        .unwrap();
+    let approve = format!("/console/operations/{op}/approve");
+    let form = [("payload_hash", hash.as_str()), ("form_token", &token)];
+    let r = console_post(&api, &erin, &approve, &form).await;
     assert_done(&r, &op, "approved");
     let row = fleet.row(&op).await;
     assert_eq!(

@@ -87,8 +87,7 @@ async fn a_delivery_failure_reported_by_the_provider_fails_the_contract_with_its
 
 #[tokio::test]
 async fn without_a_webhook_an_accepted_contract_past_its_deadline_is_settled_by_a_lookup() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute_with(ExecuteSettings {
         accepted_deadline_s: 1,
         ..ExecuteSettings::default()
@@ -112,8 +111,7 @@ async fn without_a_webhook_an_accepted_contract_past_its_deadline_is_settled_by_
 
 #[tokio::test]
 async fn a_contract_whose_approval_outlives_the_keys_hour_is_refused_at_prepare() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let mut i = contract_intent("cust_1042");
     i["approval_ttl_seconds"] = json!(3_600);
     fleet.refused_at_intake(&i, "approval_outlives_key").await;
@@ -122,8 +120,7 @@ async fn a_contract_whose_approval_outlives_the_keys_hour_is_refused_at_prepare(
 
 #[tokio::test]
 async fn an_unknown_contract_whose_key_may_have_expired_is_escalated_never_sent_again() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet
         .sim_fault(json!({"route": "POST /v1/envelopes", "kind": "drop_before_commit"}))
         .await;
@@ -146,8 +143,7 @@ async fn an_unknown_contract_whose_key_may_have_expired_is_escalated_never_sent_
 
 #[tokio::test]
 async fn execute_never_sends_a_contract_on_a_key_past_its_hour() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     let i = contract_intent("cust_1042");
     let op = fleet.submitted(&i).await;
     fleet.approve_without_ringing(&op, &hash_of(&i)).await;

@@ -15,8 +15,7 @@ use serde_json::{json, Value};
 /// A fleet with prepare running and one prepared, approved operation (its execute bell
 /// rung). Returns the fleet and the operation id.
 async fn approved() -> (TestFleet, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let i = intent();
     let op = fleet.submit_and_approve(&i).await;
     (fleet, op)
@@ -337,8 +336,7 @@ async fn two_reconcile_workers_on_the_same_operation_resolve_it_once() {
 
 #[tokio::test]
 async fn a_lost_execute_doorbell_is_rung_again_by_the_sweeper() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     let i = intent();
     let op = fleet.submitted(&i).await;
     // Approved, but the doorbell is lost: approve without ringing.
@@ -408,8 +406,7 @@ async fn an_accepted_payment_with_no_webhook_past_its_deadline_is_resolved_by_lo
 async fn a_saved_error_for_a_payment_that_never_happened_is_escalated_after_one_replay() {
     // The provider refuses the payment (closed account) but a fault saves a 500 under the
     // key: no effect exists, yet every same-key retry replays the 500.
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     let mut closed = intent();
     closed["payload"]["beneficiary_id"] = json!("closed_vendor_77");
     let op = fleet.submitted(&closed).await;

@@ -26,8 +26,7 @@ struct Case {
 
 /// A fleet with prepare running and a `paid` order to move to `fulfilled`.
 async fn order_case() -> (TestFleet, Case) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let order = fleet.sim_order("paid").await;
     let intent = order_change_intent(&order, "paid", "fulfilled");
     (
@@ -42,8 +41,7 @@ async fn order_case() -> (TestFleet, Case) {
 
 /// A fleet with prepare running and a contract to send.
 async fn contract_case() -> (TestFleet, Case) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let intent = contract_intent("cust_1042");
     (
         fleet,

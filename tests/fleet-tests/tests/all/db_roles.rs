@@ -80,8 +80,7 @@ const RECORD_APPROVAL: &str = "INSERT INTO approvals (operation_id, principal, s
 
 /// A fleet with prepare running and `intent` prepared: (fleet, operation id, hash).
 async fn with_prepared(intent: &serde_json::Value) -> (TestFleet, String, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let (op, hash) = (op_of(intent), hash_of(intent));
     fleet.submit(intent).await;
     fleet.prepared(&op).await;
@@ -221,8 +220,7 @@ async fn no_worker_role_records_approvals_and_the_api_role_only_through_the_quor
 
 #[tokio::test]
 async fn an_operation_inserted_already_approved_is_refused_and_never_paid() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let _execute = fleet.spawn_process("fleet-execute", &[]);
     let prepare = connect_as(&fleet, DbRole::Prepare).await;
     let forged = intent();

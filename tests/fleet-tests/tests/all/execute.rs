@@ -12,8 +12,7 @@ use serde_json::json;
 
 /// Submits an intent, waits until it is prepared, and returns (fleet, op, hash).
 async fn prepared(intent: serde_json::Value) -> (TestFleet, String, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let op = fleet.submitted(&intent).await;
     (fleet, op, hash_of(&intent))
 }

@@ -8,8 +8,7 @@ use fleet_tests::{at, contract, decider, fast_reconcile, hash_of, intent, TestFl
 use serde_json::json;
 
 async fn unknown_operation() -> (TestFleet, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     let i = intent();
     let op = fleet.submitted(&i).await;

@@ -10,8 +10,7 @@ use fleet_tests::{op_of, order_change_intent, TestFleet};
 use serde_json::json;
 
 async fn running() -> TestFleet {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     fleet
 }

@@ -8,8 +8,7 @@ use fleet_core::events::EventType;
 use fleet_tests::{hash_of, intent, op_of, TestFleet};
 
 async fn prepared_fleet() -> (TestFleet, String, serde_json::Value) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let i = intent();
     fleet.submitted(&i).await;
     (fleet, op_of(&i), i)
@@ -398,8 +397,7 @@ async fn a_second_relay_never_takes_the_next_event_of_an_operation_whose_head_th
 
 #[tokio::test]
 async fn one_round_takes_only_the_head_of_each_operation() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let (a, b) = (intent(), intent());
     for i in [&a, &b] {
         fleet.submit_and_approve(i).await;

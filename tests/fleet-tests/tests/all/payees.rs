@@ -6,10 +6,7 @@
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, PolicySet, Role, Status};
 use fleet_tests::at;
-use fleet_tests::{
-    contract, fast_reconcile, hash_of, intent, no_redirects, op_of, session_of, TestFleet,
-};
-use reqwest::header::COOKIE;
+use fleet_tests::{contract, fast_reconcile, hash_of, intent, op_of, session_of, TestFleet};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -32,8 +29,7 @@ async fn assert_refused_to_owner(fleet: &TestFleet, sql: &str, op: &str, what: &
 
 /// A fleet with prepare running, and the seed payment (to `vendor_77`) prepared.
 async fn prepared_payment() -> (TestFleet, Value, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let i = intent();
     let op = fleet.submitted(&i).await;
     (fleet, i, op)
@@ -70,8 +66,7 @@ async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
 
 #[tokio::test]
 async fn an_unknown_payee_is_dead_lettered_payee_unknown_with_nothing_written() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let mut i = intent();
     i["payload"]["beneficiary_id"] = json!("nobody_1");
     fleet.refused_at_intake(&i, "payee_unknown").await;
@@ -215,12 +210,9 @@ async fn over_http_the_payee_is_in_the_operation_json_and_on_the_console_page_an
         .to_owned();
 
     let alice = session_of(&api, "sub-alice").await;
-    let page = no_redirects()
-        .get(api.url(&format!("/console/operations/{}", op_of(&i))))
-        .header(COOKIE, format!("fleet_console={alice}"))
-        .send()
+    let path = format!("/console/operations/{}", op_of(&i));
+    let page = fleet_tests::console_get(&api, &alice, &path)
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -294,8 +286,7 @@ async fn prepared_now(fleet: &TestFleet, i: &Value) -> String {
 
 #[tokio::test]
 async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
 
     // Nothing was ever paid to vendor_77, nor to its account.

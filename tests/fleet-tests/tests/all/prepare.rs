@@ -15,8 +15,7 @@ use serde_json::json;
 
 #[tokio::test]
 async fn a_redelivered_intent_with_the_same_snapshot_is_one_row() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let i = intent();
     let op = op_of(&i);
     fleet.submit(&i).await;
@@ -48,8 +47,7 @@ async fn a_redelivered_intent_with_the_same_snapshot_is_one_row() {
 
 #[tokio::test]
 async fn the_same_operation_id_with_another_amount_is_dead_lettered_as_a_conflict() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let original = intent();
     let op = op_of(&original);
     fleet.submit(&original).await;
@@ -76,8 +74,7 @@ async fn the_same_operation_id_with_another_amount_is_dead_lettered_as_a_conflic
 
 #[tokio::test]
 async fn bad_messages_are_dead_lettered_with_a_reason_and_write_nothing() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let float_amount = with_amount(intent(), json!(12500.5));
     let mut unknown_action = intent();
     unknown_action["action"] = json!("payment.delete");
@@ -116,8 +113,7 @@ async fn bad_messages_are_dead_lettered_with_a_reason_and_write_nothing() {
 
 #[tokio::test]
 async fn ids_that_would_show_as_other_ids_are_dead_lettered_as_invalid_fields() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let spoofed: Vec<Vec<u8>> = SPOOFED_IDS
         .iter()
         .map(|(member, _, value)| intent_bytes(&with_payload_member(intent(), member, value)))

@@ -39,8 +39,7 @@ fn spawn_crm_workers(fleet: &mut TestFleet, crm: ProviderContract, timeout_ms: u
 
 #[tokio::test]
 async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal_each() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     // Every create commits 2.5 s after it arrived; the client gives up after 1 s.
     fleet.sim_fault(json!({"route": "POST /v1/deals", "kind": "delay", "delay_ms": 2_500, "probability": 1.0})).await;
     spawn_crm_workers(&mut fleet, slow_crm(), 1_000);
@@ -72,8 +71,7 @@ async fn deal_creates_the_crm_commits_after_the_client_gave_up_end_with_one_deal
 
 #[tokio::test]
 async fn a_deal_update_refused_because_our_own_late_patch_landed_is_succeeded_not_cancelled() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     let deal = fleet.sim_deal("ext_1").await;
     let deal_id = deal["id"].as_str().unwrap();
     // The first PATCH lands 3 s after it arrived (the client gave up at 2 s); the retry,
@@ -110,8 +108,7 @@ async fn a_deal_update_refused_because_our_own_late_patch_landed_is_succeeded_no
 
 #[tokio::test]
 async fn a_conflict_with_no_uncertain_attempt_before_it_is_still_a_new_decision() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     let deal = fleet.sim_deal("ext_2").await;
     let deal_id = deal["id"].as_str().unwrap();
@@ -150,8 +147,7 @@ async fn execute_never_sends_on_a_key_past_its_retention_and_escalates_instead()
 
 #[tokio::test]
 async fn a_payment_whose_approval_outlives_its_key_is_refused_at_prepare() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let mut i = intent();
     i["approval_ttl_seconds"] = json!(2 * 86_400);
     fleet.refused_at_intake(&i, "approval_outlives_key").await;
@@ -230,8 +226,7 @@ async fn a_signed_webhook_for_an_escalated_row_is_recorded_and_moves_nothing() {
 /// A fleet with prepare and execute running, and a payment submitted and approved with
 /// `fault` set at the provider: (fleet, operation id).
 async fn payment_with_fault(fault: Value) -> (TestFleet, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     let i = intent();
     let op = submit_and_approve_with_fault(&mut fleet, &i, fault).await;
@@ -247,8 +242,7 @@ async fn submit_and_approve_with_fault(fleet: &mut TestFleet, i: &Value, fault: 
 
 #[tokio::test]
 async fn escalated_accepted_rows_cannot_starve_the_deadline_sweep_and_are_counted() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute_with(ExecuteSettings {
         accepted_deadline_s: 1,
         ..ExecuteSettings::default()
@@ -352,15 +346,9 @@ async fn a_second_payment_found_by_the_post_settlement_audit_escalates_with_both
         found.contains(&first) && found.contains(&second),
         "both ids as evidence: {found:?}"
     );
-    let metrics = fleet
-        .http
-        .get(format!("http://{admin}/metrics"))
-        .send()
+    let metrics = fleet_tests::scrape(&fleet.http, &format!("http://{admin}"))
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .expect("reconcile's /metrics");
     assert!(
         metrics
             .lines()

@@ -8,8 +8,7 @@ use serde_json::{json, Value};
 
 /// Submits an intent, approves it with execute running, and waits for `status`.
 async fn executed(intent: Value, status: Status) -> (TestFleet, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     let op = fleet.submit_and_approve(&intent).await;
     fleet.reaches(&op, status).await;

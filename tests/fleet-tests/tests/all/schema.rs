@@ -4,8 +4,7 @@
 use fleet_tests::{intent, op_of, TestFleet};
 
 async fn prepared_fleet() -> (TestFleet, String) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let fleet = TestFleet::with_prepare().await;
     let i = intent();
     fleet.submitted(&i).await;
     (fleet, op_of(&i))

@@ -65,6 +65,14 @@ impl Signers {
         self.api.submitted(&self.fleet.http, &self.agent, i).await
     }
 
+    /// A [`big_payment`] submitted: (intent, operation id).
+    async fn big_payment_submitted(&self) -> (Value, String) {
+        let i = big_payment();
+        self.submit(&i).await;
+        let op = op_of(&i);
+        (i, op)
+    }
+
     /// `POST /v1/operations/{op}/approve` as the bearer of `token`: (status, body).
     async fn approve(&self, token: &str, i: &Value, body: Value) -> (StatusCode, Value) {
         let path = format!("/v1/operations/{}/approve", op_of(i));
@@ -391,9 +399,7 @@ async fn a_signature_replayed_from_another_operation_is_refused_by_execute() {
 #[tokio::test]
 async fn an_expired_statement_is_refused_by_execute() {
     let mut s = signers().await;
-    let i = big_payment();
-    s.submit(&i).await;
-    let op = op_of(&i);
+    let (i, op) = s.big_payment_submitted().await;
     // Signed statements valid for three seconds; nothing executes meanwhile.
     let expires_at = Utc::now() + Duration::seconds(3);
     s.both_sign(&i, expires_at).await;
@@ -415,9 +421,7 @@ async fn an_expired_statement_is_refused_by_execute() {
 #[tokio::test]
 async fn a_signature_by_a_key_removed_after_the_approval_is_refused_by_execute() {
     let mut s = signers().await;
-    let i = big_payment();
-    s.submit(&i).await;
-    let op = op_of(&i);
+    let (i, op) = s.big_payment_submitted().await;
     s.both_sign(&i, in_an_hour()).await;
     // Bob's key is found compromised before the payment ran.
     let bob_key_id = s.bob_key.public_key().key_id().to_string();
@@ -449,9 +453,7 @@ async fn a_signature_by_a_key_removed_after_the_approval_is_refused_by_execute()
 #[tokio::test]
 async fn a_signature_by_a_key_registered_after_the_approval_is_refused_by_execute() {
     let mut s = signers().await;
-    let i = big_payment();
-    s.submit(&i).await;
-    let op = op_of(&i);
+    let (i, op) = s.big_payment_submitted().await;
     // Approvals dated ten minutes before the keys were registered, with genuine
     // signatures, written by the schema's owner with the database's gate switched off:
     // what only a bypassed database could hold. Execute's own check still refuses them.

@@ -40,8 +40,7 @@ async fn post_intent(
 
 #[tokio::test]
 async fn a_refund_of_another_tenants_payment_is_refused_object_of_other_tenant_at_every_door() {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     let payment = other_tenants_payment(&fleet).await;
     let api = fleet.spawn_api(&[]).await;

@@ -155,8 +155,7 @@ async fn slow_clients_are_cut_at_their_timeouts_and_a_flood_holds_bounded_connec
     // 40 clients in a loop against timeouts of a few hundred milliseconds: on a busy
     // machine a neighbour's load, not the receiver, would decide which one is cut.
     let _alone = alone().await;
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     let (op, payment) = accepted_payment(&fleet).await;
     let (ingest, addr) = receiver(&fleet).await;

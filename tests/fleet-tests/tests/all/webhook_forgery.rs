@@ -62,8 +62,7 @@ fn signed_envelope(id: &str, timestamp: i64, signature: &str, body: &[u8]) -> Ve
 #[tokio::test]
 async fn a_forged_envelope_on_the_queue_is_dead_lettered_and_moves_nothing_while_a_signed_delivery_applies(
 ) {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     let (op, payment) = paid_but_unknown(&fleet).await;
     let addr = free_addr();

@@ -26,8 +26,7 @@ const STRANGER_SECRET: &str = "whsec_dGhpcmQtc2VjcmV0LWZvci10ZXN0cy0xMjM0";
 
 /// A fleet with prepare and execute running.
 async fn payments_fleet() -> TestFleet {
-    let mut fleet = TestFleet::start().await;
-    fleet.spawn_prepare();
+    let mut fleet = TestFleet::with_prepare().await;
     fleet.spawn_execute();
     fleet
 }
