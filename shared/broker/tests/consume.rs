@@ -95,6 +95,41 @@ async fn stop(
         .expect("consume returned Ok");
 }
 
+/// A consumer of [`Q`] running `handler` at most `concurrency` at a time, waited for
+/// until it is connected.
+struct Running {
+    health: BrokerHealth,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), fleet_broker::BrokerError>>,
+}
+
+impl Running {
+    async fn start<H: Handler>(
+        cfg: &fleet_broker::BrokerConfig,
+        handler: Arc<H>,
+        concurrency: usize,
+    ) -> Running {
+        let health = BrokerHealth::new();
+        let shutdown = CancellationToken::new();
+        let task = {
+            let (cfg, health, shutdown) = (cfg.clone(), health.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                consume_with_health(cfg, Q, handler, concurrency, shutdown, &health).await
+            })
+        };
+        eventually("the consumer is ready", || async { health.is_connected() }).await;
+        Running {
+            health,
+            shutdown,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        stop(self.shutdown, self.task).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_delivery_is_acked_only_after_the_handler_returned() {
     in_namespace(fresh_config(), |cfg| async move {
@@ -134,19 +169,12 @@ async fn a_delivery_is_acked_only_after_the_handler_returned() {
 
         // A healthy consumer gets it again, flagged as redelivered, and acks it.
         let handler = Scripted::new(vec![Disposition::Ack]);
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(consume(
-            cfg.clone(),
-            Q,
-            handler.clone(),
-            1,
-            shutdown.clone(),
-        ));
+        let consumer = Running::start(&cfg, handler.clone(), 1).await;
         eventually("the redelivery is handled", || async {
             !handler.seen().is_empty()
         })
         .await;
-        stop(shutdown, task).await;
+        consumer.stop().await;
 
         let seen = handler.seen();
         assert_eq!(seen.len(), 1);
@@ -165,19 +193,12 @@ async fn dead_letter_moves_the_body_with_its_reason_and_empties_the_work_queue()
         publisher.publish(Q, b"not json").await.expect("publish");
 
         let handler = Scripted::new(vec![Disposition::dead_letter("malformed")]);
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(consume(
-            cfg.clone(),
-            Q,
-            handler.clone(),
-            4,
-            shutdown.clone(),
-        ));
+        let consumer = Running::start(&cfg, handler.clone(), 4).await;
         eventually("the message reaches the dead-letter queue", || async {
             dead_letter_count(&cfg, Q).await.unwrap() == 1
         })
         .await;
-        stop(shutdown, task).await;
+        consumer.stop().await;
 
         assert_eq!(
             handler.seen().len(),
@@ -206,19 +227,12 @@ async fn a_retry_is_parked_and_comes_back_counted_as_retried() {
         publisher.publish(Q, b"{\"n\":2}").await.expect("publish");
 
         let handler = Scripted::new(vec![Disposition::Retry, Disposition::Ack]);
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(consume(
-            cfg.clone(),
-            Q,
-            handler.clone(),
-            1,
-            shutdown.clone(),
-        ));
+        let consumer = Running::start(&cfg, handler.clone(), 1).await;
         eventually("the message is handled twice", || async {
             handler.seen().len() >= 2
         })
         .await;
-        stop(shutdown, task).await;
+        consumer.stop().await;
 
         let seen = handler.seen();
         assert_eq!(seen.len(), 2, "{seen:?}");
@@ -278,14 +292,7 @@ async fn no_more_than_concurrency_handlers_run_at_once() {
             started: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
         });
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(consume(
-            cfg.clone(),
-            Q,
-            gated.clone(),
-            CONCURRENCY,
-            shutdown.clone(),
-        ));
+        let consumer = Running::start(&cfg, gated.clone(), CONCURRENCY).await;
 
         eventually("the first handlers start", || async {
             gated.started.load(Ordering::SeqCst) >= CONCURRENCY
@@ -299,7 +306,7 @@ async fn no_more_than_concurrency_handlers_run_at_once() {
             gated.done.load(Ordering::SeqCst) == MESSAGES
         })
         .await;
-        stop(shutdown, task).await;
+        consumer.stop().await;
 
         assert_eq!(gated.peak.load(Ordering::SeqCst), CONCURRENCY);
         assert_eq!(message_count(&cfg, Q).await.unwrap(), 0);
@@ -337,20 +344,7 @@ async fn consume_stops_on_shutdown_and_reports_readiness() {
 async fn the_consumer_resubscribes_after_the_broker_cancelled_it() {
     in_namespace(fresh_config(), |cfg| async move {
         let handler = Scripted::new(vec![Disposition::Ack]);
-        let health = BrokerHealth::new();
-        let shutdown = CancellationToken::new();
-        let task = {
-            let (cfg, health, shutdown, handler) = (
-                cfg.clone(),
-                health.clone(),
-                shutdown.clone(),
-                handler.clone(),
-            );
-            tokio::spawn(
-                async move { consume_with_health(cfg, Q, handler, 1, shutdown, &health).await },
-            )
-        };
-        eventually("the consumer is ready", || async { health.is_connected() }).await;
+        let consumer = Running::start(&cfg, handler.clone(), 1).await;
 
         // Deleting the queue makes the broker cancel our subscription (basic.cancel).
         let (conn, channel) = raw_channel(&cfg).await;
@@ -383,7 +377,7 @@ async fn the_consumer_resubscribes_after_the_broker_cancelled_it() {
             },
         )
         .await;
-        stop(shutdown, task).await;
+        consumer.stop().await;
         assert_eq!(handler.seen()[0].body, b"{\"after\":true}");
     })
     .await;
@@ -394,29 +388,19 @@ async fn the_consumer_resubscribes_after_the_broker_cancelled_it() {
 async fn the_consumer_reconnects_after_its_connection_is_killed() {
     in_namespace(fresh_config(), |cfg| async move {
         let handler = Scripted::new(vec![Disposition::Ack]);
-        let health = BrokerHealth::new();
-        let shutdown = CancellationToken::new();
-        let task = {
-            let (cfg, health, shutdown, handler) = (
-                cfg.clone(),
-                health.clone(),
-                shutdown.clone(),
-                handler.clone(),
-            );
-            tokio::spawn(
-                async move { consume_with_health(cfg, Q, handler, 1, shutdown, &health).await },
-            )
-        };
-        eventually("the consumer is ready", || async { health.is_connected() }).await;
+        let consumer = Running::start(&cfg, handler.clone(), 1).await;
         let Some(killed) = kill_connections(&cfg, "consumer").await else {
             eprintln!("SKIPPED: rabbitmqctl is not available to kill connections");
-            stop(shutdown, task).await;
+            consumer.stop().await;
             return;
         };
         assert_eq!(killed, 1);
-        eventually("readiness drops", || async { !health.is_connected() }).await;
+        eventually("readiness drops", || async {
+            !consumer.health.is_connected()
+        })
+        .await;
         eventually("the consumer is ready again", || async {
-            health.is_connected()
+            consumer.health.is_connected()
         })
         .await;
 
@@ -426,7 +410,7 @@ async fn the_consumer_reconnects_after_its_connection_is_killed() {
             !handler.seen().is_empty()
         })
         .await;
-        stop(shutdown, task).await;
+        consumer.stop().await;
     })
     .await;
 }
@@ -435,20 +419,7 @@ async fn the_consumer_reconnects_after_its_connection_is_killed() {
 async fn dead_lettering_heals_after_the_dead_letter_exchange_was_deleted() {
     in_namespace(fresh_config(), |cfg| async move {
         let handler = Scripted::new(vec![Disposition::dead_letter("malformed")]);
-        let health = BrokerHealth::new();
-        let shutdown = CancellationToken::new();
-        let task = {
-            let (cfg, health, shutdown, handler) = (
-                cfg.clone(),
-                health.clone(),
-                shutdown.clone(),
-                handler.clone(),
-            );
-            tokio::spawn(
-                async move { consume_with_health(cfg, Q, handler, 1, shutdown, &health).await },
-            )
-        };
-        eventually("the consumer is ready", || async { health.is_connected() }).await;
+        let consumer = Running::start(&cfg, handler.clone(), 1).await;
 
         // Someone deletes the DLX (and with it the dead-letter bindings). The message is
         // published raw: a `Publisher` would re-declare the topology and hide the damage.
@@ -478,7 +449,7 @@ async fn dead_lettering_heals_after_the_dead_letter_exchange_was_deleted() {
             dead_letter_count(&cfg, Q).await.unwrap() == 1
         })
         .await;
-        stop(shutdown, task).await;
+        consumer.stop().await;
         assert!(handler.seen().len() >= 2, "handled again after the failure");
         assert_eq!(message_count(&cfg, Q).await.unwrap(), 0);
         let dead = dead_letters(&cfg, Q).await.expect("drain");
@@ -564,19 +535,12 @@ async fn a_message_that_always_fails_is_dead_lettered_after_its_retries() {
             .await
             .expect("publish");
         let handler = Scripted::new(vec![Disposition::Retry]);
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(consume(
-            cfg.clone(),
-            Q,
-            handler.clone(),
-            2,
-            shutdown.clone(),
-        ));
+        let consumer = Running::start(&cfg, handler.clone(), 2).await;
         eventually("the message reaches the dead-letter queue", || async {
             dead_letter_count(&cfg, Q).await.unwrap() == 1
         })
         .await;
-        stop(shutdown, task).await;
+        consumer.stop().await;
         let tries: Vec<u32> = handler.seen().iter().map(|s| s.retries).collect();
         assert_eq!(tries, [0, 1, 2], "the first try and two retries");
         assert_eq!(
