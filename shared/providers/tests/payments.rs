@@ -160,9 +160,7 @@ async fn created_payment_is_parsed_and_sent_with_key_and_bearer() {
 async fn idempotent_replayed_header_is_reported() {
     let headers = vec![("idempotent-replayed", "true"), ("request-id", "req_2")];
     let (base, _) = answering(201, headers, payment_object("pending")).await;
-    let call = client(&base, 5_000)
-        .create_payment("op_k", &payment_request())
-        .await;
+    let call = pay_op_k(&base, 5_000).await;
     let CallResult::Answer(answer) = &call else {
         panic!("expected an answer, got {call:?}")
     };
@@ -179,9 +177,7 @@ async fn idempotent_replayed_header_is_reported() {
 async fn business_rejection_body_is_parsed() {
     let body = json!({"error": {"type": "payment_rejected", "code": "account_closed"}});
     let (base, _) = answering(402, vec![], body.clone()).await;
-    let call = client(&base, 5_000)
-        .create_payment("op_k", &payment_request())
-        .await;
+    let call = pay_op_k(&base, 5_000).await;
     let CallResult::Answer(answer) = &call else {
         panic!("expected an answer, got {call:?}")
     };
@@ -200,9 +196,7 @@ async fn business_rejection_body_is_parsed() {
 #[tokio::test]
 async fn server_error_is_an_answer_and_is_not_retried() {
     let (base, log) = answering(500, vec![], json!({"error": {"type": "api_error"}})).await;
-    let call = client(&base, 5_000)
-        .create_payment("op_k", &payment_request())
-        .await;
+    let call = pay_op_k(&base, 5_000).await;
     assert!(
         matches!(&call, CallResult::Answer(a) if a.status == 500),
         "{call:?}"
@@ -218,9 +212,7 @@ async fn a_non_json_body_becomes_null() {
         post(|| async { (StatusCode::BAD_GATEWAY, "<html>bad gateway</html>") }),
     );
     let base = serve(router).await;
-    let call = client(&base, 5_000)
-        .create_payment("op_k", &payment_request())
-        .await;
+    let call = pay_op_k(&base, 5_000).await;
     assert_eq!(
         call,
         CallResult::Answer(ProviderAnswer {
@@ -246,15 +238,8 @@ async fn no_answer_within_the_timeout_is_timeout_and_sent_once() {
         }),
     );
     let base = serve(router).await;
-    let call = client(&base, 300)
-        .create_payment("op_k", &payment_request())
-        .await;
-    assert_eq!(
-        call,
-        CallResult::NoAnswer {
-            kind: NoAnswerKind::Timeout
-        }
-    );
+    let call = pay_op_k(&base, 300).await;
+    assert_eq!(call, no_answer(NoAnswerKind::Timeout));
     assert_eq!(hits.load(Ordering::SeqCst), 1);
 }
 
@@ -263,9 +248,7 @@ async fn connection_refused_is_not_sent() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let call = client(&format!("http://{addr}"), 5_000)
-        .create_payment("op_k", &payment_request())
-        .await;
+    let call = pay_op_k(&format!("http://{addr}"), 5_000).await;
     let CallResult::NotSent { detail } = &call else {
         panic!("expected NotSent, got {call:?}")
     };
@@ -298,15 +281,8 @@ async fn connection_closed_without_an_answer_is_reset_and_not_retried() {
             drop(socket);
         }
     });
-    let call = client(&format!("http://{addr}"), 5_000)
-        .create_payment("op_k", &payment_request())
-        .await;
-    assert_eq!(
-        call,
-        CallResult::NoAnswer {
-            kind: NoAnswerKind::Reset
-        }
-    );
+    let call = pay_op_k(&format!("http://{addr}"), 5_000).await;
+    assert_eq!(call, no_answer(NoAnswerKind::Reset));
     assert_eq!(
         accepted.load(Ordering::SeqCst),
         1,
@@ -315,6 +291,21 @@ async fn connection_closed_without_an_answer_is_reset_and_not_retried() {
 }
 
 /// A raw server that reads the request, writes `head` and then either hangs up or hangs.
+/// A 201 whose body stops at a tenth of its announced length.
+const TRUNCATED_CREATED: &str =
+    "HTTP/1.1 201 Created\r\ncontent-length: 100\r\n\r\n{\"id\": \"pay_";
+
+fn no_answer(kind: NoAnswerKind) -> CallResult {
+    CallResult::NoAnswer { kind }
+}
+
+/// The payment of `op_k` asked of the provider at `base`, within `timeout_ms`.
+async fn pay_op_k(base: &str, timeout_ms: u64) -> CallResult {
+    client(base, timeout_ms)
+        .create_payment("op_k", &payment_request())
+        .await
+}
+
 async fn raw_server(head: &'static str, hang: bool) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -338,38 +329,16 @@ async fn raw_server(head: &'static str, hang: bool) -> String {
 
 #[tokio::test]
 async fn a_truncated_body_is_reset() {
-    let base = raw_server(
-        "HTTP/1.1 201 Created\r\ncontent-length: 100\r\n\r\n{\"id\": \"pay_",
-        false,
-    )
-    .await;
-    let call = client(&base, 5_000)
-        .create_payment("op_k", &payment_request())
-        .await;
-    assert_eq!(
-        call,
-        CallResult::NoAnswer {
-            kind: NoAnswerKind::Reset
-        }
-    );
+    let base = raw_server(TRUNCATED_CREATED, false).await;
+    let call = pay_op_k(&base, 5_000).await;
+    assert_eq!(call, no_answer(NoAnswerKind::Reset));
 }
 
 #[tokio::test]
 async fn a_body_that_stalls_past_the_timeout_is_timeout() {
-    let base = raw_server(
-        "HTTP/1.1 201 Created\r\ncontent-length: 100\r\n\r\n{\"id\": \"pay_",
-        true,
-    )
-    .await;
-    let call = client(&base, 300)
-        .create_payment("op_k", &payment_request())
-        .await;
-    assert_eq!(
-        call,
-        CallResult::NoAnswer {
-            kind: NoAnswerKind::Timeout
-        }
-    );
+    let base = raw_server(TRUNCATED_CREATED, true).await;
+    let call = pay_op_k(&base, 300).await;
+    assert_eq!(call, no_answer(NoAnswerKind::Timeout));
 }
 
 #[tokio::test]
@@ -389,9 +358,7 @@ async fn redirects_are_answers_not_followed() {
             }),
         );
     let base = serve(router).await;
-    let call = client(&base, 5_000)
-        .create_payment("op_k", &payment_request())
-        .await;
+    let call = pay_op_k(&base, 5_000).await;
     assert!(
         matches!(&call, CallResult::Answer(a) if a.status == 307),
         "{call:?}"
