@@ -267,7 +267,7 @@ async fn settle_in(
                 // Impossible while the row is held and `decide` applies only allowed
                 // edges; if it ever happens, record it for an operator, never guess.
                 TransitionOutcome::Stale | TransitionOutcome::Refused(_) => {
-                    escalate(tx, row, ev, NOT_APPLICABLE).await
+                    record_conflict(tx, Conflict::Escalate, row, ev, NOT_APPLICABLE).await
                 }
             }
         }
@@ -275,41 +275,43 @@ async fn settle_in(
             operation_id,
             tenant_id,
         })),
-        WebhookDecision::Escalate(reason) => escalate(tx, row, ev, reason).await,
-        WebhookDecision::NoteOnDisputed => note(tx, row, ev, ON_DISPUTED).await,
-        WebhookDecision::NoteOnEscalated => note(tx, row, ev, ON_ESCALATED).await,
+        WebhookDecision::Escalate(reason) => {
+            record_conflict(tx, Conflict::Escalate, row, ev, reason).await
+        }
+        WebhookDecision::NoteOnDisputed => {
+            record_conflict(tx, Conflict::Note, row, ev, ON_DISPUTED).await
+        }
+        WebhookDecision::NoteOnEscalated => {
+            record_conflict(tx, Conflict::Note, row, ev, ON_ESCALATED).await
+        }
     }
 }
 
-/// Records the event in the row's history only, with `reason`; the row is not touched.
-async fn note(
-    tx: &Transaction<'_>,
-    row: &OperationRow,
-    ev: &WebhookEvent,
-    reason: Reason,
-) -> Result<Settled, StoreError> {
-    record_conflict(tx, NOTE, row, ev, reason).await
+/// What a webhook that contradicts its row does to it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Conflict {
+    /// Hands the row to a person ([`ESCALATE`]).
+    Escalate,
+    /// The row is a person's already: only its history learns of the event ([`NOTE`]).
+    Note,
 }
 
-async fn escalate(
-    tx: &Transaction<'_>,
-    row: &OperationRow,
-    ev: &WebhookEvent,
-    reason: Reason,
-) -> Result<Settled, StoreError> {
-    warn!(operation_id = %row.operation_id, status = %row.status, event_id = %ev.event_id, event_type = %ev.event_type, reason = reason.as_str(), "webhook contradicts the operation; escalated");
-    record_conflict(tx, ESCALATE, row, ev, reason).await
-}
-
-/// Writes the `webhook_conflict` history row by `sql` ([`NOTE`] or [`ESCALATE`], which
-/// take the same parameters).
+/// Writes the `webhook_conflict` history row with `reason`, escalating the row or not.
 async fn record_conflict(
     tx: &Transaction<'_>,
-    sql: &str,
+    conflict: Conflict,
     row: &OperationRow,
     ev: &WebhookEvent,
     reason: Reason,
 ) -> Result<Settled, StoreError> {
+    let sql = match conflict {
+        Conflict::Escalate => {
+            warn!(operation_id = %row.operation_id, status = %row.status, event_id = %ev.event_id, event_type = %ev.event_type, reason = reason.as_str(), "webhook contradicts the operation; escalated");
+            ESCALATE
+        }
+        Conflict::Note => NOTE,
+    };
+    // Both statements take the same parameters.
     tx.execute(
         sql,
         &[
