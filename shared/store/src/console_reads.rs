@@ -10,6 +10,7 @@ use tokio_postgres::Row;
 
 use crate::component::ReadViews;
 use crate::rows::{reason_at, OPERATION_COLUMNS};
+use crate::transition::Param;
 use crate::StoreAs;
 use crate::{OperationRow, StoreError};
 
@@ -168,7 +169,7 @@ impl<R: ReadViews> StoreAs<R> {
     async fn console_operations(
         &self,
         filter: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        params: &[Param<'_>],
     ) -> Result<Vec<ConsoleOperation>, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(&select(filter)).await?;

@@ -39,7 +39,7 @@ pub(crate) fn typed_at<T, E: std::fmt::Display>(
     parse: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<T, StoreError> {
     let stored: &str = r.try_get(column)?;
-    parse(stored).map_err(|e| StoreError::Unreadable(format!("{column}: {stored:?}: {e}")))
+    parse(stored).map_err(|e| unreadable(column, stored, e))
 }
 
 /// [`typed_at`] for a nullable column.
@@ -50,8 +50,12 @@ pub(crate) fn typed_opt_at<T, E: std::fmt::Display>(
 ) -> Result<Option<T>, StoreError> {
     let stored: Option<&str> = r.try_get(column)?;
     stored
-        .map(|s| parse(s).map_err(|e| StoreError::Unreadable(format!("{column}: {s:?}: {e}"))))
+        .map(|s| parse(s).map_err(|e| unreadable(column, s, e)))
         .transpose()
+}
+
+fn unreadable(column: &str, stored: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unreadable(format!("{column}: {stored:?}: {e}"))
 }
 
 /// An action column by its wire name.

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::component::ReadOperations;
 use crate::component::SweepAndLookUp;
+use crate::transition::Param;
 use crate::StoreAs;
 use crate::{transition_in, StoreError, Transition, TransitionOutcome};
 
@@ -113,11 +114,7 @@ impl<R: SweepAndLookUp> StoreAs<R> {
     }
 
     /// The operations `sql` returns (`operation_id`, `tenant_id`).
-    async fn keys(
-        &self,
-        sql: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<Vec<OpKey>, StoreError> {
+    async fn keys(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<OpKey>, StoreError> {
         let rows = self.client().await?.query(sql, params).await?;
         Ok(rows.iter().map(key_of).collect())
     }

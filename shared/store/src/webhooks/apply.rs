@@ -12,6 +12,7 @@ use super::{
     evidence, Decided, ReportedObject, StoredWebhook, WebhookEvent, WebhookOutcome, WEBHOOK_ACTOR,
 };
 use crate::rows::{provider_at, typed_at, OPERATION_COLUMNS};
+use crate::transition::Param;
 use crate::{transition_in, OperationRow, StoreError, Transition, TransitionOutcome};
 use fleet_core::webhook::{
     check_identity, decide_linked, EventKind, LinkedRow, Reported, RowIdentity, WebhookDecision,
@@ -364,5 +365,3 @@ async fn finish(
         receive_to_apply_s: r.get(0),
     })
 }
-
-type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
