@@ -20,10 +20,15 @@
 //! 3. beyond ASCII, it is not a whole-script confusable of an ASCII id: an identifier
 //!    with a non-ASCII character whose TS #39 confusable skeleton is all ASCII looks like
 //!    that ASCII id and is refused (all-Cyrillic `ѕсоре` has the skeleton `scope`, Greek
-//!    `ΑΒΕ_1` the skeleton `ABE_1`).
+//!    `ΑΒΕ_1` the skeleton `ABE_1`);
+//! 4. it is not made of dots only (`.`, `..`, `...`). Ids become path segments of
+//!    provider URLs (`PATCH /v1/deals/{target}`), where `.` and `..` are not a name but
+//!    a step (RFC 3986 §5.2.4): the deal `..` would be the update of `/v1/deals` itself.
+//!    Longer runs of dots are refused with them, since no object is named so and some
+//!    servers collapse them too.
 //!
-//! Pure-ASCII identifiers are checked by rule 1 alone: an ASCII id without controls or
-//! spaces is accepted as it always was. Legitimate ids in one other script pass: Greek
+//! Pure-ASCII identifiers are checked by rules 1 and 4 alone: an ASCII id without controls,
+//! spaces or a dots-only name is accepted as it always was. Legitimate ids in one other script pass: Greek
 //! `λογαριασμός_7`, Japanese `請求書_2024`.
 //!
 //! The data (identifier status, scripts, confusable prototypes) is Unicode's, through the
@@ -48,6 +53,8 @@ pub enum IdentifierProblem {
     MixedScript,
     /// Looks like this ASCII id (its TS #39 skeleton).
     ConfusableWith(String),
+    /// Only dots: `.` or `..` would be a step in a URL path, not a name.
+    OnlyDots,
 }
 
 impl fmt::Display for IdentifierProblem {
@@ -71,6 +78,9 @@ impl fmt::Display for IdentifierProblem {
                 f,
                 "looks like the ASCII identifier {ascii:?} (Unicode TS #39 confusable)"
             ),
+            IdentifierProblem::OnlyDots => f.write_str(
+                "must not be made of dots only: `.` and `..` are steps in a path, not names",
+            ),
         }
     }
 }
@@ -87,6 +97,9 @@ pub fn check_identifier(id: &str) -> Result<(), IdentifierProblem> {
         if !c.is_ascii() && !c.identifier_allowed() {
             return Err(IdentifierProblem::NotAllowed(c));
         }
+    }
+    if id.chars().all(|c| c == '.') {
+        return Err(IdentifierProblem::OnlyDots);
     }
     if id.is_ascii() {
         return Ok(());

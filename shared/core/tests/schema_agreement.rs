@@ -160,6 +160,11 @@ fn the_schema_states_the_validators_limits() {
         "the pattern names the hidden characters of fleet_core::visible::is_hidden"
     );
     assert_eq!(
+        defs["identifier"]["not"]["pattern"],
+        fleet_core::members::schemas::ONLY_DOTS_PATTERN,
+        "the schema refuses the ids made of dots only, as the identifier rule does"
+    );
+    assert_eq!(
         s["properties"]["rationale"]["maxLength"],
         MAX_RATIONALE_CHARS
     );

@@ -14,6 +14,7 @@ use fleet_runtime::{Pacer, Secret};
 use reqwest::header::{HeaderValue, AUTHORIZATION};
 use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
 
+use crate::path::{endpoint, UnsafeSegment};
 use crate::request::Request;
 use crate::transport::{
     build_client, call_label, classify_send_error, read_answer, retry_after_of,
@@ -123,13 +124,20 @@ impl Api {
         Ok(response)
     }
 
-    pub(crate) fn request(&self, method: Method, path: &[&str]) -> RequestBuilder {
-        self.http
-            .request(method, endpoint(&self.base, path))
-            .header(AUTHORIZATION, self.authorization.clone())
+    /// A request to `path` (segments, each percent-encoded); refused when a segment would
+    /// not stay one path level ([`crate::path`]).
+    pub(crate) fn request(
+        &self,
+        method: Method,
+        path: &[&str],
+    ) -> Result<RequestBuilder, UnsafeSegment> {
+        Ok(self
+            .http
+            .request(method, endpoint(&self.base, path)?)
+            .header(AUTHORIZATION, self.authorization.clone()))
     }
 
-    pub(crate) fn get(&self, path: &[&str]) -> RequestBuilder {
+    pub(crate) fn get(&self, path: &[&str]) -> Result<RequestBuilder, UnsafeSegment> {
         self.request(Method::GET, path)
     }
 
@@ -140,9 +148,15 @@ impl Api {
         action: &'static str,
         subject: &str,
     ) -> CallResult {
-        let mut http = self
-            .request(request.method.clone(), &request.path())
-            .json(&request.body);
+        let mut http = match self.request(request.method.clone(), &request.path()) {
+            Ok(http) => http.json(&request.body),
+            // `Provider::request` refuses such a request before it gets here.
+            Err(unsafe_path) => {
+                return CallResult::NotSent {
+                    detail: unsafe_path.to_string(),
+                }
+            }
+        };
         if let Some(key) = &request.idempotency_key {
             http = http.header("Idempotency-Key", key);
         }
@@ -205,14 +219,4 @@ impl Api {
             }
         }
     }
-}
-
-/// `base` + path segments, each percent-encoded (an id can never add a path level).
-pub(crate) fn endpoint(base: &Url, segments: &[&str]) -> Url {
-    let mut url = base.clone();
-    url.path_segments_mut()
-        .expect("base URLs are checked to be http(s) at construction")
-        .pop_if_empty()
-        .extend(segments);
-    url
 }

@@ -19,6 +19,7 @@ pub mod crm;
 pub mod esign;
 mod lookup;
 pub mod orders;
+pub mod path;
 pub mod payments;
 mod registry;
 mod request;

@@ -7,6 +7,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::api::Api;
+use crate::path::UnsafeSegment;
 use crate::transport::read_body;
 
 /// Why a lookup gave no answer. None of these says anything about whether the effect exists.
@@ -21,6 +22,9 @@ pub enum LookupError {
     /// The body was unreadable, too large, not JSON or not the documented shape.
     #[error("provider lookup body unusable: {0}")]
     Body(String),
+    /// The id to look up cannot be a path segment (`.`, `..`, empty): nothing was sent.
+    #[error("provider lookup not sent")]
+    Path(#[source] UnsafeSegment),
 }
 
 impl Api {
@@ -31,13 +35,15 @@ impl Api {
         key: &str,
         value: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        let request = self.get(path).query(&[(key, value)]);
+        let request = self.get(path).map_err(LookupError::Path)?;
+        let request = request.query(&[(key, value)]);
         get_list(self.exchange(request).await).await
     }
 
     /// `GET path` → the object, or `None` on 404.
     pub(crate) async fn object(&self, path: &[&str]) -> Result<Option<Value>, LookupError> {
-        get_object(self.exchange(self.get(path)).await).await
+        let request = self.get(path).map_err(LookupError::Path)?;
+        get_object(self.exchange(request).await).await
     }
 }
 

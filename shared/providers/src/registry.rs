@@ -15,6 +15,7 @@ use fleet_runtime::{Pacer, ProviderArgs, Secret};
 use crate::adapter::{Adapter, Operation, PayeeAnswer, Request, Unbuildable};
 use crate::api::ConfigError;
 use crate::capabilities::Capabilities;
+use crate::path::check_segment;
 use crate::{
     crm, esign, orders, payments, CrmClient, CrmConfig, EsignClient, OrdersClient, PaymentsClient,
     PaymentsConfig,
@@ -215,8 +216,19 @@ impl Provider {
         self.config.contract()
     }
 
+    /// The one side-effecting request of `op`; `Unbuildable` also when a path segment (a
+    /// target) could not be sent as one ([`crate::path`]): the stored snapshot then names
+    /// no resource the provider has, and nothing is guessed.
     pub fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
-        self.adapter.request(op)
+        let request = self.adapter.request(op)?;
+        if request
+            .path
+            .iter()
+            .any(|segment| check_segment(segment).is_err())
+        {
+            return Err(Unbuildable(op.action.wire_name()));
+        }
+        Ok(request)
     }
 
     /// Sends `request` once for `op`.
@@ -334,5 +346,48 @@ mod tests {
             fleet_core::Action::ALL.len(),
             "a valid fixture for every action"
         );
+    }
+
+    /// A target the URL would read as a step is refused, never sent as the collection.
+    #[test]
+    fn a_target_that_is_a_dot_segment_makes_no_request() {
+        let providers = configs().connect().unwrap();
+        let payload = serde_json::json!({"expected_version": 3, "patch": {"stage": "won"}});
+        for (action, target) in [
+            (fleet_core::Action::CrmDealUpdate, ".."),
+            (fleet_core::Action::CrmDealUpdate, "."),
+            (fleet_core::Action::OrderStatusChange, ".."),
+        ] {
+            let payload = if action == fleet_core::Action::OrderStatusChange {
+                serde_json::json!({"from": "placed", "to": "shipped", "reason": "packed"})
+            } else {
+                payload.clone()
+            };
+            let op = Operation {
+                action,
+                subject: Subject {
+                    reference: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+                    target: Some(target),
+                    payload: &payload,
+                },
+                idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+                payee_version: None,
+            };
+            let provider = providers.serving(&op).unwrap();
+            assert_eq!(
+                provider.request(&op),
+                Err(Unbuildable(action.wire_name())),
+                "{target:?}"
+            );
+            let deal = Subject {
+                target: Some("deal_7"),
+                ..op.subject
+            };
+            let fine = Operation {
+                subject: deal,
+                ..op
+            };
+            assert!(provider.request(&fine).is_ok());
+        }
     }
 }

@@ -192,3 +192,25 @@ fn substituting_a_confusable_letter_of_another_script_into_a_latin_id_is_refused
     }
     assert!(tried >= 100, "{tried} substitutions");
 }
+
+#[test]
+fn ids_made_of_dots_only_are_refused() {
+    for id in [".", "..", "...", "...."] {
+        assert_eq!(
+            check_identifier(id),
+            Err(IdentifierProblem::OnlyDots),
+            "{id}"
+        );
+        assert!(check_identifier(id)
+            .unwrap_err()
+            .to_string()
+            .contains("dots only"));
+    }
+}
+
+#[test]
+fn ids_with_dots_and_something_else_pass() {
+    for id in ["inv.2024.7", ".hidden", "v1..2", "deal.", "..x"] {
+        assert_eq!(check_identifier(id), Ok(()), "{id}");
+    }
+}

@@ -27,18 +27,23 @@ pub fn text(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
-/// An identifier (`crate::identifier`): 1 to 256 characters, none of them hidden. The
-/// pattern states what a pattern can: no character of the Basic Multilingual Plane that
-/// `visible::is_hidden` names (controls, format characters, whitespace,
-/// default-ignorables); the validator refuses the rest of the rule too.
+/// An identifier (`crate::identifier`): 1 to 256 characters, none of them hidden, not
+/// dots only. The pattern states what a pattern can: no character of the Basic
+/// Multilingual Plane that `visible::is_hidden` names (controls, format characters,
+/// whitespace, default-ignorables); `not` refuses `.`, `..` and longer runs of dots; the
+/// validator refuses the rest of the rule too.
 pub fn identifier(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "string",
         "minLength": 1,
         "maxLength": MAX_TEXT_CHARS,
         "pattern": identifier_pattern(),
+        "not": {"pattern": ONLY_DOTS_PATTERN},
     })
 }
+
+/// An identifier made of dots only, which the identifier rule refuses.
+pub const ONLY_DOTS_PATTERN: &str = r"^\.+$";
 
 /// `^[^…]*$` over the Basic Multilingual Plane's hidden characters, as ranges in
 /// `\uXXXX` escapes (ECMA-262 without the `u` flag, as JSON Schema validators read them,
