@@ -25,6 +25,7 @@ mod principal_admin;
 mod principals;
 mod provider_rates;
 mod read;
+mod role_owner;
 mod roles;
 mod rows;
 mod sessions;

@@ -53,6 +53,33 @@ impl PostgresUrl {
         Some(self.first.path().trim_start_matches('/')).filter(|d| !d.is_empty())
     }
 
+    /// The database the URL names as the server knows it: its path with percent-escapes
+    /// decoded, as libpq reads it (`fleet%2Dx` and `fleet-x` are the same database).
+    /// `None` when the URL names none; an error when an escape is malformed or the name is
+    /// not UTF-8, which libpq would refuse too.
+    pub fn database_name(&self) -> Result<Option<String>, StoreError> {
+        let Some(raw) = self.database() else {
+            return Ok(None);
+        };
+        let bad = || {
+            StoreError::Config("DATABASE_URL names its database with a malformed %-escape".into())
+        };
+        let mut bytes = Vec::with_capacity(raw.len());
+        let mut rest = raw.as_bytes();
+        while let Some((&b, tail)) = rest.split_first() {
+            if b == b'%' {
+                let hex = tail.get(..2).ok_or_else(bad)?;
+                let hex = std::str::from_utf8(hex).map_err(|_| bad())?;
+                bytes.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+                rest = &tail[2..];
+            } else {
+                bytes.push(b);
+                rest = tail;
+            }
+        }
+        String::from_utf8(bytes).map(Some).map_err(|_| bad())
+    }
+
     /// Another user and password, everything else kept.
     pub fn with_credentials(
         mut self,
@@ -229,6 +256,29 @@ mod tests {
                 .database(),
             None
         );
+    }
+
+    #[test]
+    fn a_database_name_is_read_with_its_escapes_decoded() {
+        let name = |raw: &str| PostgresUrl::parse(raw).unwrap().database_name();
+        assert_eq!(
+            name("postgres://h/fleet").unwrap().as_deref(),
+            Some("fleet")
+        );
+        assert_eq!(
+            name("postgres://h/fleet%2Dx%2dy?sslmode=require")
+                .unwrap()
+                .as_deref(),
+            Some("fleet-x-y")
+        );
+        assert_eq!(
+            name("postgres://h/caf%C3%A9").unwrap().as_deref(),
+            Some("café")
+        );
+        assert_eq!(name("postgres://h:1,h:2").unwrap(), None);
+        for bad in ["postgres://h/a%2", "postgres://h/a%zz", "postgres://h/a%FF"] {
+            assert!(name(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

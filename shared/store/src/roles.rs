@@ -10,9 +10,14 @@
 //! grants it to them alone. So the API role of one deployment cannot log in to another's
 //! database, and each deployment has its own passwords.
 //!
-//! The prefix is `FLEET_DB_ROLE_PREFIX`, or else the database's name. Whoever starts the
-//! fleet (the demo, the benchmark, compose, the tests) derives each component's database
-//! URL from the operator's with [`role_url`].
+//! The prefix is `FLEET_DB_ROLE_PREFIX` (an explicit deployment id), or else derived from
+//! the database's exact name so that two databases never share roles ([`RolePrefix::of_database`]).
+//! `fleet_store::migrate` marks each role it creates with the database it belongs to and
+//! refuses a role that belongs to another (`role_owner.rs`). Whoever starts the fleet (the
+//! demo, the benchmark, compose, the tests) derives each component's database URL from
+//! the operator's with [`role_url`].
+
+use sha2::{Digest, Sha256};
 
 use crate::postgres_url::PostgresUrl;
 use crate::StoreError;
@@ -106,9 +111,14 @@ pub const ROLE_PREFIX_SETTING: &str = "FLEET_DB_ROLE_PREFIX";
 /// is `__webhook_ingest`.
 const PREFIX_MAX: usize = 47;
 
+/// How many hex digits of the SHA-256 of the exact database name a derived prefix ends
+/// with: 48 bits, so that finding another name with the same prefix is out of reach by
+/// trial (and `fleetctl migrate` refuses roles of another database anyway).
+const HASH_HEX: usize = 12;
+
 /// The first part of a deployment's role names: lowercase letters, digits and `_`,
 /// starting with a letter or `_`, at most 47 characters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RolePrefix(String);
 
 impl RolePrefix {
@@ -130,8 +140,8 @@ impl RolePrefix {
     }
 
     /// The prefix of the deployment whose database `database_url` names:
-    /// `FLEET_DB_ROLE_PREFIX` if set, else the database's name made into one (lowercase,
-    /// anything else than a letter, digit or `_` written `_`).
+    /// `FLEET_DB_ROLE_PREFIX` if set, else [`RolePrefix::of_database`] of the database's
+    /// name (its %-escapes decoded, as the server knows it).
     pub fn of(database_url: &str) -> Result<RolePrefix, StoreError> {
         if let Some(p) = std::env::var(ROLE_PREFIX_SETTING)
             .ok()
@@ -139,22 +149,39 @@ impl RolePrefix {
         {
             return RolePrefix::parse(&p);
         }
-        let name = database_name(database_url)?;
-        let mut p: String = name
+        Ok(RolePrefix::of_database(&database_name(database_url)?))
+    }
+
+    /// The prefix of database `name`, one to one: two databases never get the same one.
+    ///
+    /// A *plain* name (a lowercase letter, then lowercase letters, digits and `_`, at most
+    /// 47 characters) is its own prefix, so `fleet` and `fleet_prod` keep the role names
+    /// they always had. Any other name is written `_<sanitised>_<hash>`: `_`, the name
+    /// lowercased with every other character `_` and cut to fit, `_`, and the first 12 hex
+    /// digits of the SHA-256 of the exact name. Such a prefix starts with `_`, which no
+    /// plain name does, so the two kinds never meet; and two other names that read alike
+    /// once sanitised (`fleet-x-y`, `Fleet.x.y`) differ by their hashes.
+    pub fn of_database(name: &str) -> RolePrefix {
+        let plain = name.len() <= PREFIX_MAX
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if plain {
+            return RolePrefix(name.to_owned());
+        }
+        let room = PREFIX_MAX - 2 - HASH_HEX;
+        let sanitised: String = name
             .chars()
             .map(|c| match c.to_ascii_lowercase() {
                 c @ ('a'..='z' | '0'..='9' | '_') => c,
                 _ => '_',
             })
+            .take(room)
             .collect();
-        if p.starts_with(|c: char| c.is_ascii_digit()) {
-            p.insert(0, '_');
-        }
-        RolePrefix::parse(&p).map_err(|_| {
-            StoreError::Config(format!(
-                "the database name {name:?} makes no role prefix of at most {PREFIX_MAX} characters: set {ROLE_PREFIX_SETTING}"
-            ))
-        })
+        let digest = Sha256::digest(name.as_bytes());
+        let hash: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        RolePrefix(format!("_{sanitised}_{}", &hash[..HASH_HEX]))
     }
 
     pub fn as_str(&self) -> &str {
@@ -162,12 +189,11 @@ impl RolePrefix {
     }
 }
 
-/// The database a `postgres://` URL names (one server or a list of them).
-fn database_name(database_url: &str) -> Result<String, StoreError> {
-    let url = PostgresUrl::parse(database_url)?;
-    // As written in the URL: a percent-escape only becomes `_` in a prefix.
-    url.database()
-        .map(str::to_owned)
+/// The database a `postgres://` URL names (one server or a list of them), as the server
+/// knows it.
+pub(crate) fn database_name(database_url: &str) -> Result<String, StoreError> {
+    PostgresUrl::parse(database_url)?
+        .database_name()?
         .ok_or_else(|| StoreError::Config("DATABASE_URL names no database".into()))
 }
 
@@ -246,7 +272,7 @@ mod tests {
             "postgres://fleet_t_1__relay:pw@127.0.0.1:5433,127.0.0.1:5434/fleet_t_1?target_session_attrs=read-write"
         );
         assert_eq!(
-            RolePrefix::of("postgres://u@db1:5432,db2:5432/Fleet-Prod?sslmode=require")
+            RolePrefix::of("postgres://u@db1:5432,db2:5432/fleet_prod?sslmode=require")
                 .unwrap()
                 .as_str(),
             "fleet_prod"
@@ -267,17 +293,81 @@ mod tests {
     }
 
     #[test]
-    fn a_prefix_comes_from_the_database_name_and_stays_a_valid_role_name() {
+    fn a_plain_database_name_is_its_own_prefix() {
         let of = |url: &str| RolePrefix::of(url).map(|p| p.as_str().to_owned());
         assert_eq!(of("postgres://h/fleet").unwrap(), "fleet");
-        assert_eq!(of("postgres://h/Fleet-Prod.eu").unwrap(), "fleet_prod_eu");
-        assert_eq!(of("postgres://h/2024db").unwrap(), "_2024db");
+        assert_eq!(of("postgres://h/fleet_x_y").unwrap(), "fleet_x_y");
+        let longest = "p".repeat(PREFIX_MAX);
+        assert_eq!(of(&format!("postgres://h/{longest}")).unwrap(), longest);
         assert!(of("postgres://h/").is_err());
-        assert!(of(&format!("postgres://h/{}", "d".repeat(48))).is_err());
+        assert!(of("postgres://h/a%zz").is_err());
+    }
+
+    #[test]
+    fn any_other_database_name_gets_a_sanitised_form_and_the_hash_of_the_exact_name() {
+        let p = RolePrefix::of_database("Fleet-Prod.eu");
+        assert!(p.as_str().starts_with("_fleet_prod_eu_"), "{p:?}");
+        assert_eq!(p.as_str().len(), "_fleet_prod_eu_".len() + HASH_HEX);
+        assert!(RolePrefix::parse(p.as_str()).is_ok());
+        // The same name, however the URL escapes it, is the same deployment.
+        assert_eq!(RolePrefix::of("postgres://h/Fleet%2DProd.eu").unwrap(), p);
+        assert_eq!(RolePrefix::of_database("Fleet-Prod.eu"), p);
+    }
+
+    #[test]
+    fn names_that_used_to_share_a_prefix_no_longer_do() {
+        // Each group made one prefix when every other character was written `_`.
+        let groups: [&[&str]; 5] = [
+            &[
+                "fleet_x_y",
+                "fleet-x-y",
+                "fleet.x.y",
+                "Fleet_X_Y",
+                "fleet x y",
+                "fleet_x-y",
+            ],
+            &[
+                "fleet_prod",
+                "fleet-prod",
+                "FLEET_PROD",
+                "fleet\u{e9}prod",
+                "fleet\"prod",
+            ],
+            &["_2024db", "2024db", "_2024DB"],
+            &["_fleet", "-fleet", ".fleet", "\u{e9}fleet"],
+            &["fleet_t_x", "fleet_t_x ", " fleet_t_x", "fleet_t_x\n"],
+        ];
+        let mut seen = std::collections::HashMap::new();
+        for name in groups.iter().flat_map(|g| g.iter()) {
+            let p = RolePrefix::of_database(name);
+            assert!(RolePrefix::parse(p.as_str()).is_ok(), "{name:?}: {p:?}");
+            if let Some(other) = seen.insert(p.clone(), *name) {
+                assert_eq!(other, *name, "{other:?} and {name:?} share {p:?}");
+            }
+        }
+        // A database named as another's derived prefix is not plain: it gets its own.
+        let derived = RolePrefix::of_database("fleet-x-y");
+        assert_ne!(RolePrefix::of_database(derived.as_str()), derived);
+    }
+
+    #[test]
+    fn long_names_fit_a_role_name_and_differ_by_their_hash() {
+        let (a, b) = ("d".repeat(48), format!("{}e", "d".repeat(47)));
+        let (pa, pb) = (RolePrefix::of_database(&a), RolePrefix::of_database(&b));
+        assert_ne!(pa, pb);
+        for long in [&a, &b, &"x-".repeat(100), &"\u{e9}".repeat(60)] {
+            let p = RolePrefix::of_database(long);
+            assert!(p.as_str().len() <= PREFIX_MAX, "{p:?}");
+            for role in DbRole::ALL {
+                assert!(role.login_name(&p).len() <= 63, "{role:?} {p:?}");
+            }
+        }
+        // A plain name as long as allowed stays as it is; one character more is hashed.
         let longest = RolePrefix::parse(&"p".repeat(PREFIX_MAX)).unwrap();
         for role in DbRole::ALL {
             assert!(role.login_name(&longest).len() <= 63, "{role:?}");
         }
+        assert!(pa.as_str().starts_with('_'));
         for bad in ["", "Upper", "9lives", "semi;colon", "quote\"", "space d"] {
             assert!(RolePrefix::parse(bad).is_err(), "{bad}");
         }
