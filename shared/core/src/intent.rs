@@ -13,6 +13,7 @@ use crate::ids::{OperationId, PayloadHash};
 use crate::members::checks::check_id;
 use crate::strict_json::{check_strict, StrictJsonError};
 
+pub mod derived_id;
 pub mod proposal;
 
 pub use crate::actions::deal_create::DealCreatePayload;

@@ -1,8 +1,9 @@
 //! An intent proposed as named arguments, one tool per action (the MCP door): every
 //! member of intent.v1 but those the tool implies (`schema`, `action`, `provider`).
-//! `operation_id` may be left out, and the server assigns one; an agent that may retry
-//! passes its own (and the same one again), so that a retried call is the same
-//! operation. `tenant_id` may be left out by a caller granted exactly one tenant.
+//! `operation_id` may be left out, and the server assigns one derived from what is
+//! proposed ([`super::derived_id`]), so that a retried call is the same operation; an
+//! agent may also pass its own (and the same one again). `tenant_id` may be left out by
+//! a caller granted exactly one tenant.
 //!
 //! [`envelope`] only fills in what the tool implies and turns the arguments into the
 //! intent.v1 object; reading it is `parse_intent`'s job, as for any intent. So a proposal

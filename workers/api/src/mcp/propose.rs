@@ -1,10 +1,13 @@
 //! The proposal tools, one per action. A call's arguments become an intent.v1 (the tool
-//! names the action and the provider; an operation id is assigned unless the agent gives
-//! one; the caller's only tenant is the default one), which then takes exactly the path
+//! names the action and the provider; unless the agent gives an operation id, the id is
+//! derived from what is proposed, so that the same call made twice is one operation
+//! (`fleet_core::intent::derived_id`); the caller's only tenant is the default one), which
+//! then takes exactly the path
 //! of `POST /v1/intents`: the prepare worker's intake validates and writes it, idempotent
 //! by operation id, as submitted by the caller. The answer comes at once: nothing here
 //! waits for a person, or decides in one's place.
 
+use fleet_core::intent::derived_id::derived_operation_id;
 use fleet_core::intent::proposal;
 use fleet_core::{Action, ApiAction, ApprovalStatus};
 use fleet_intake::intake;
@@ -85,7 +88,15 @@ async fn proposed(
         [one] => Some(one.as_str()),
         _ => None,
     };
-    let assigned = format!("op_{}", ulid::Ulid::new());
+    // A retried call without an operation id is the same operation, never a second one
+    // (the tools say `idempotentHint: true`). The tenant is the one the intent will
+    // name; without one (several tenants, none given) the envelope refuses anyway.
+    let tenant = match arguments.get("tenant_id") {
+        None | Some(Value::Null) => only_tenant.unwrap_or_default().to_owned(),
+        Some(Value::String(tenant)) => tenant.clone(),
+        Some(other) => other.to_string(),
+    };
+    let assigned = derived_operation_id(action, &tenant, &arguments);
     let intent = proposal::envelope(action, arguments, &assigned, only_tenant)
         .map_err(|e| invalid(intake::refuse(&e)))?;
     let (created, view) =

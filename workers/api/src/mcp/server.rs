@@ -35,8 +35,9 @@ fn instructions() -> &'static str {
              stored and answered at once with an approval link for a person. Nothing happens until \
              that person approves it in fleet; then follow it with {GET_OPERATION} (wait_for \
              \"final\"), or see your operations with {LIST_OPERATIONS}. An operation that is \
-             \"unknown\" or \"escalated\" is being settled, not failed: never propose it again. To \
-             retry a proposal safely, call again with the operation_id it answered with.",
+             \"unknown\" or \"escalated\" is being settled, not failed: never propose it again. A \
+             retried proposal with the same arguments is the same operation (its operation_id, when \
+             you give none, is derived from what it proposes), never a second one.",
             proposals.join(", ")
         )
     });

@@ -2,7 +2,9 @@
 //! the types the calls are read with (for proposals, intent.v1's own payload types), and
 //! annotations that say the truth. A proposal changes the world outside fleet once a
 //! person approves it (`destructiveHint`, `openWorldHint`), and calling it again with the
-//! same operation id is the same operation (`idempotentHint`). The reads change nothing
+//! same arguments is the same operation (`idempotentHint`): with the same operation id,
+//! or without one, since the id is then derived from the proposal (`propose`). The reads
+//! change nothing
 //! and look only at fleet's own records.
 
 use std::sync::LazyLock;
@@ -35,8 +37,10 @@ its operation_id, payload_hash, status \"pending_approval\", approval_url (the p
 approves or rejects it: give it to them) and approval_expires_at. Nothing is done until a person approves \
 exactly this payload_hash in fleet; the confirmation your own client may ask for is not an approval, and \
 this tool never waits for one. Then call get_operation with wait_for \"final\" to learn what happened. \
-Calling again with the same operation_id and arguments is the same operation (created: false, nothing \
-new); the same operation_id with other arguments is refused. A refusal is a tool error \
+Calling again with the same arguments is the same operation (created: false, nothing new), whether \
+or not you pass operation_id: left out, it is derived from tenant, action, target, payload and supersedes, \
+so a retried call never proposes twice. The same operation_id with another snapshot is refused \
+(operation_id_conflict); to propose the very same payload again on purpose, pass a new operation_id. A refusal is a tool error \
 whose content is the HTTP API's problem details {\"code\", \"field\", \"title\", \"detail\", ...}: code is \
 the reason the intent queue would refuse the same intent with (invalid_field, operation_id_conflict, ...) \
 or tenant_not_granted, and field the member concerned (payload.amount_minor).";
