@@ -4,9 +4,15 @@
 //! flagged payment for one more approver or a signed approval (`policy`).
 //!
 //! Pure: the payment, what the payee directory said about the payee now, and the
-//! tenant's earlier payments (succeeded ones: what was really paid) are inputs.
+//! tenant's earlier payments (succeeded ones: what was really paid) are inputs; the
+//! possible duplicate is judged over the tenant's recent payments that may still pay
+//! ([`duplicate`]).
 
 use serde::{Deserialize, Serialize};
+
+pub mod duplicate;
+
+pub use duplicate::{possible_duplicate, DuplicateOf, RecentPayment, DUPLICATE_WINDOW};
 
 /// One earlier payment of the tenant that succeeded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +38,11 @@ pub struct PayeeNow {
 /// The payment being judged.
 #[derive(Debug, Clone, Copy)]
 pub struct PaymentAsked<'a> {
+    pub operation_id: &'a str,
+    /// The operation it replaces, if any (never its duplicate).
+    pub supersedes: Option<&'a str>,
     pub beneficiary_id: &'a str,
+    pub invoice_id: &'a str,
     pub amount_minor: i64,
     pub currency: &'a str,
 }
@@ -55,6 +65,13 @@ pub enum RiskCue {
     UnverifiedPayee,
     /// The directory could not describe the payee.
     UnknownPayee,
+    /// Another payment of the tenant to this payee, made within [`DUPLICATE_WINDOW`] and
+    /// not failed, cancelled, rejected or expired, is for the same invoice or of the same
+    /// amount (`same`); `operation_id` names it.
+    PossibleDuplicate {
+        operation_id: String,
+        same: DuplicateOf,
+    },
 }
 
 impl RiskCue {
@@ -76,6 +93,17 @@ impl RiskCue {
             ),
             RiskCue::UnverifiedPayee => "the payee is not verified by the provider".to_owned(),
             RiskCue::UnknownPayee => "the payee could not be looked up".to_owned(),
+            RiskCue::PossibleDuplicate { operation_id, same } => {
+                let days = DUPLICATE_WINDOW.num_days();
+                match same {
+                    DuplicateOf::InvoiceId => format!(
+                        "possible duplicate: {operation_id}, from the last {days} days, pays this payee for the same invoice"
+                    ),
+                    DuplicateOf::Amount => format!(
+                        "possible duplicate: {operation_id}, from the last {days} days, pays this payee the same amount"
+                    ),
+                }
+            }
         }
     }
 }

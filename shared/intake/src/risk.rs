@@ -1,10 +1,11 @@
 //! The intake's judgement of a payment's risk cues (`fleet_core::risk`) over the tenant's
-//! own succeeded payments, and what its policy asks of a flagged one (one more approver,
+//! own succeeded payments and its recent payments to the payee (a possible duplicate),
+//! and what its policy asks of a flagged one (one more approver,
 //! a signed approval: `fleet_core::policy::RiskRule`). The cues are kept with the
 //! operation (`operations.risk`), shown beside the amount and carried in its events.
 
 use fleet_core::payee::PayeeEvidence;
-use fleet_core::risk::{cues, PayeeNow, PaymentAsked};
+use fleet_core::risk::{cues, possible_duplicate, PayeeNow, PaymentAsked, DUPLICATE_WINDOW};
 use fleet_core::Action;
 use fleet_store::component::StoreIntents;
 use fleet_store::{StoreAs, StoreError};
@@ -25,8 +26,9 @@ pub async fn with_risk<R: StoreIntents>(
     }
     let payload = &intent.snapshot.payload;
     let text = |member: &str| payload.get(member).and_then(serde_json::Value::as_str);
-    let (Some(beneficiary_id), Some(amount_minor), Some(currency)) = (
+    let (Some(beneficiary_id), Some(invoice_id), Some(amount_minor), Some(currency)) = (
         text("beneficiary_id"),
+        text("invoice_id"),
         payload
             .get("amount_minor")
             .and_then(serde_json::Value::as_i64),
@@ -57,12 +59,24 @@ pub async fn with_risk<R: StoreIntents>(
     let rule = rules
         .policies
         .risk(&intent.snapshot.policy_version, intent.action);
+    let now = chrono::Utc::now();
+    let recent = store
+        .recent_payments(
+            &intent.snapshot.tenant_id,
+            beneficiary_id,
+            now - DUPLICATE_WINDOW,
+        )
+        .await?;
     let asked = PaymentAsked {
+        operation_id: intent.operation_id.as_str(),
+        supersedes: intent.supersedes.as_ref().map(|s| s.as_str()),
         beneficiary_id,
+        invoice_id,
         amount_minor,
         currency,
     };
-    let found = cues(asked, &payee, &history, rule.median_multiple);
+    let mut found = cues(asked, &payee, &history, rule.median_multiple);
+    found.extend(possible_duplicate(asked, &recent, now));
     let (approvers, signed) = rule.requirement(
         !found.is_empty(),
         checked.approvals_required,

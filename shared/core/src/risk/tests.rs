@@ -19,7 +19,10 @@ fn verified(fingerprint: &str) -> PayeeNow {
 
 fn asked(amount_minor: i64) -> PaymentAsked<'static> {
     PaymentAsked {
+        operation_id: "op_new",
+        supersedes: None,
         beneficiary_id: "vendor_77",
+        invoice_id: "inv_9182",
         amount_minor,
         currency: "KZT",
     }
