@@ -29,6 +29,10 @@ pub enum EventType {
     ApprovalRecorded,
     /// The approval that completed the quorum.
     Approved,
+    /// An approval stopped counting: its approver was removed, given another role or lost
+    /// the tenant (`reason` in the history). `approval_status` says whether the operation
+    /// is pending again; `approvals_received` is the count without it.
+    ApprovalVoided,
     /// A person rejected it; the operation is cancelled.
     Rejected,
     /// Nobody approved it in time (once when a late approval is refused, once when the
@@ -58,10 +62,11 @@ pub enum EventType {
 }
 
 impl EventType {
-    pub const ALL: [EventType; 16] = [
+    pub const ALL: [EventType; 17] = [
         EventType::Prepared,
         EventType::ApprovalRecorded,
         EventType::Approved,
+        EventType::ApprovalVoided,
         EventType::Rejected,
         EventType::ApprovalExpired,
         EventType::Superseded,
@@ -83,6 +88,7 @@ impl EventType {
             EventType::Prepared => "prepared",
             EventType::ApprovalRecorded => "approval_recorded",
             EventType::Approved => "approved",
+            EventType::ApprovalVoided => "approval_voided",
             EventType::Rejected => "rejected",
             EventType::ApprovalExpired => "approval_expired",
             EventType::Superseded => "superseded",

@@ -21,6 +21,10 @@ pub enum HistoryKind {
     ApprovalRecorded,
     /// The approval that completed the quorum.
     Approved,
+    /// An approver stopped being a live approver of the tenant (removed, another role, the
+    /// tenant withdrawn): their approval is void, and an operation it had approved that
+    /// no longer has its quorum is pending again.
+    ApprovalVoided,
     /// An approval came after its window closed (or the window closed unapproved).
     ApprovalExpired,
     /// A status change (`from_status` → `to_status`).
@@ -36,10 +40,11 @@ pub enum HistoryKind {
 }
 
 impl HistoryKind {
-    pub const ALL: [HistoryKind; 9] = [
+    pub const ALL: [HistoryKind; 10] = [
         HistoryKind::Prepared,
         HistoryKind::ApprovalRecorded,
         HistoryKind::Approved,
+        HistoryKind::ApprovalVoided,
         HistoryKind::ApprovalExpired,
         HistoryKind::Transition,
         HistoryKind::Escalated,
@@ -54,6 +59,7 @@ impl HistoryKind {
             HistoryKind::Prepared => "prepared",
             HistoryKind::ApprovalRecorded => "approval_recorded",
             HistoryKind::Approved => "approved",
+            HistoryKind::ApprovalVoided => "approval_voided",
             HistoryKind::ApprovalExpired => "approval_expired",
             HistoryKind::Transition => "transition",
             HistoryKind::Escalated => "escalated",
@@ -94,6 +100,7 @@ impl EventType {
             HistoryKind::Prepared => EventType::Prepared,
             HistoryKind::ApprovalRecorded => EventType::ApprovalRecorded,
             HistoryKind::Approved => EventType::Approved,
+            HistoryKind::ApprovalVoided => EventType::ApprovalVoided,
             HistoryKind::ApprovalExpired => EventType::ApprovalExpired,
             HistoryKind::Escalated => EventType::Escalated,
             HistoryKind::WebhookConflict => match reason {

@@ -25,6 +25,7 @@ pub mod intent;
 pub mod intent_error;
 pub mod intent_limits;
 pub mod json_words;
+pub mod live_quorum;
 pub mod lookup;
 pub mod member_path;
 pub mod members;

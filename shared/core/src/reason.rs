@@ -164,6 +164,13 @@ reasons! {
     OperatorResolution = "operator_resolution", "an operator settled it";
     /// An operator took it out of the workers' hands.
     Disputed = "disputed", "an operator disputed it";
+    /// An approver was removed: its approvals of unstarted operations no longer count.
+    ApproverRemoved = "approver_removed", "an approver was removed, so their approval no longer counts";
+    /// An approver was given another role: its approvals of unstarted operations no
+    /// longer count.
+    ApproverRoleChanged = "approver_role_changed", "an approver's role changed, so their approval no longer counts";
+    /// An approver lost the operation's tenant: its approvals there no longer count.
+    TenantWithdrawn = "tenant_withdrawn", "an approver lost this tenant, so their approval no longer counts";
 
     // Provider events (webhooks).
     /// A provider's event settled it.

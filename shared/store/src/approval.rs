@@ -65,55 +65,45 @@ FROM operations WHERE operation_id = $1 AND tenant_id = $2 FOR NO KEY UPDATE";
 const APPROVED_BEFORE: &str =
     "SELECT EXISTS (SELECT 1 FROM approvals WHERE operation_id = $1 AND tenant_id = $3 AND principal = $2)";
 
-/// Records the approval and, in the same statement, the approval's compare-and-set
-/// (written as every CAS is, see `rows.rs`): `$5` is `pending`, `$6` `approved` and `$7`
-/// the status `not_started`, bound as parameters. It approves only when the distinct
-/// approvals of the stored hash, this one included, reach the quorum, and writes the
-/// history row either way: `approved`, or `approval_recorded` (published as the
-/// `approval_recorded` event) for an approval that leaves the quorum short. A statement does not see its own
-/// inserts, so this approval is added to the count of those before it. Nothing but the
-/// approval row is written unless it was inserted: a principal whose approval is already
-/// there (only possible if the row lock did not serialise approvers) changes nothing.
-///
-/// `$13` is the operation's tenant. `$10`, `$11` and `$12` are the approval's key id, signature and statement expiry (all
-/// null for an unsigned approval). The operation is approved only when its approvals also
-/// carry `signatures_required` signatures by keys registered for their principals before
-/// them and not removed: the rule the database's `operations_signed_approvals_gate`
-/// enforces (migrations/0045_approver_keys.sql), counted here too so that an approval that
-/// leaves it short is recorded rather than refused. The API verified this approval's
-/// signature itself before sending it.
-const APPROVE: &str = "
-WITH recorded AS (
-    INSERT INTO approvals (operation_id, tenant_id, principal, signed_in_with, payload_hash, key_id, signature, signed_expires_at)
-    VALUES ($1, $13, $3, $8, $2, $10, $11, $12)
-    ON CONFLICT (operation_id, tenant_id, principal) DO NOTHING
-    RETURNING operation_id, key_id
-), received AS (
-    SELECT count(*) + (SELECT count(*) FROM recorded) AS n
-    FROM approvals WHERE operation_id = $1 AND tenant_id = $13 AND payload_hash = $2
-), signed AS (
-    SELECT count(*) + (SELECT count(*) FROM recorded r JOIN approver_keys k ON k.key_id = r.key_id
-                       WHERE k.principal = $3 AND k.registered_at < now() AND k.removed_at IS NULL) AS n
-    FROM approvals a JOIN approver_keys k ON k.key_id = a.key_id
-    WHERE a.operation_id = $1 AND a.tenant_id = $13 AND a.payload_hash = $2 AND k.principal = a.principal
-      AND k.registered_at < a.at AND k.removed_at IS NULL
+/// Records the approval (`$4` the tenant; `$6`, `$7` and `$8` the key id, signature and
+/// statement expiry, all null for an unsigned approval). Nothing is written if this
+/// principal's approval is already there (only possible if the row lock did not
+/// serialise approvers). The database refuses the row unless its principal is a live
+/// approver of the tenant (`approvals_of_a_pending_snapshot`).
+const RECORD: &str = "
+INSERT INTO approvals (operation_id, tenant_id, principal, signed_in_with, payload_hash, key_id, signature, signed_expires_at)
+VALUES ($1, $4, $3, $5, $2, $6, $7, $8)
+ON CONFLICT (operation_id, tenant_id, principal) DO NOTHING";
+
+/// Run right after [`RECORD`], in the same transaction (so the approval just recorded is
+/// seen): the approval's compare-and-set (written as every CAS is, see `rows.rs`; `$3` is
+/// `pending`, `$4` `approved` and `$5` the status `not_started`, bound as parameters),
+/// which approves only when the database's one quorum rule, `fleet_quorum_count`
+/// (migrations/0055_live_approvers.sql), counts `approvals_required` approvals of the
+/// stored hash by live approvers of the tenant and `signatures_required` of them signed by
+/// their live keys: the rule the move's trigger and execute's claim apply too, so an
+/// approval that leaves it short is recorded rather than refused. The history row is
+/// written either way: `approved`, or `approval_recorded` (published as the
+/// `approval_recorded` event) for an approval that leaves the quorum short. `$8` is the
+/// tenant. The API verified this approval's signature itself before sending it.
+const DECIDE: &str = "
+WITH quorum AS (
+    SELECT counted, signed FROM fleet_quorum_count($1, $8)
 ), approved AS (
-    UPDATE operations SET approval_status = $6, approved_hash = $2, decided_by = $3,
+    UPDATE operations SET approval_status = $4, approved_hash = $2, decided_by = $9,
         decided_at = now(), updated_at = now()
-    WHERE operation_id = $1 AND tenant_id = $13 AND approval_status = $5 AND payload_hash = $2
-      AND approval_expires_at > now() AND status = $7
-      AND EXISTS (SELECT 1 FROM recorded)
-      AND approvals_required <= (SELECT n FROM received)
-      AND signatures_required <= (SELECT n FROM signed)
+    WHERE operation_id = $1 AND tenant_id = $8 AND approval_status = $3 AND payload_hash = $2
+      AND approval_expires_at > now() AND status = $5
+      AND approvals_required <= (SELECT counted FROM quorum)
+      AND signatures_required <= (SELECT signed FROM quorum)
     RETURNING operation_id
 ), event AS (
     INSERT INTO operation_events (operation_id, tenant_id, kind, fence, actor, evidence, signed_in_with)
-    SELECT $1, $13, CASE WHEN EXISTS (SELECT 1 FROM approved) THEN 'approved' ELSE 'approval_recorded' END,
-           $9, $4, jsonb_build_object('approved_hash', $2::text, 'approvals_received', r.n), $8
-    FROM received r WHERE EXISTS (SELECT 1 FROM recorded)
+    SELECT $1, $8, CASE WHEN EXISTS (SELECT 1 FROM approved) THEN 'approved' ELSE 'approval_recorded' END,
+           $7, $6, jsonb_build_object('approved_hash', $2::text, 'approvals_received', q.counted), $10
+    FROM quorum q
 )
-SELECT (SELECT count(*) FROM recorded) AS recorded, (SELECT count(*) FROM approved) AS approved,
-       (SELECT n FROM received) AS received";
+SELECT (SELECT count(*) FROM approved) AS approved, (SELECT counted FROM quorum) AS received";
 
 /// `$2` is `pending`, bound as a parameter (see `rows.rs`); `$4` is the reason
 /// ([`Reason::ApprovalExpired`], by name).
@@ -200,44 +190,59 @@ impl<R: DecideApprovals> StoreAs<R> {
             }
             ApprovalVerdict::Count => {
                 let signed_in_with = by.signed_in_with.as_str();
-                let approve = tx.prepare_cached(APPROVE).await?;
-                let actor = approver(by);
-                let not_started = Status::NotStarted.as_str();
-                let pending = ApprovalStatus::Pending.as_str();
-                let approved = ApprovalStatus::Approved.as_str();
                 let key_id = signed.map(|s| s.key_id.as_str());
                 let signature = signed.map(|s| s.signature.to_bytes().to_vec());
                 let signed_expires_at = signed.map(|s| s.expires_at);
-                let row = tx
-                    .query_one(
-                        &approve,
+                let record = tx.prepare_cached(RECORD).await?;
+                let recorded = tx
+                    .execute(
+                        &record,
                         &[
                             &operation_id,
                             &hash,
                             &by.name,
-                            &actor,
-                            &pending,
-                            &approved,
-                            &not_started,
+                            &tenant_id,
                             &signed_in_with,
-                            &fence,
                             &key_id,
                             &signature,
                             &signed_expires_at,
-                            &tenant_id,
                         ],
                     )
                     .await?;
-                if row.get::<_, i64>("recorded") == 0 {
+                if recorded == 0 {
                     // Only reachable if the row lock did not serialise approvers.
                     ApprovalOutcome::AlreadyCounted
-                } else if row.get::<_, i64>("approved") == 1 {
-                    ApprovalOutcome::Approved
                 } else {
-                    ApprovalOutcome::Counted(Quorum {
-                        received: row.get("received"),
-                        required: i64::from(required),
-                    })
+                    let decide = tx.prepare_cached(DECIDE).await?;
+                    let actor = approver(by);
+                    let not_started = Status::NotStarted.as_str();
+                    let pending = ApprovalStatus::Pending.as_str();
+                    let approved = ApprovalStatus::Approved.as_str();
+                    let row = tx
+                        .query_one(
+                            &decide,
+                            &[
+                                &operation_id,
+                                &hash,
+                                &pending,
+                                &approved,
+                                &not_started,
+                                &actor,
+                                &fence,
+                                &tenant_id,
+                                &by.name,
+                                &signed_in_with,
+                            ],
+                        )
+                        .await?;
+                    if row.get::<_, i64>("approved") == 1 {
+                        ApprovalOutcome::Approved
+                    } else {
+                        ApprovalOutcome::Counted(Quorum {
+                            received: row.get("received"),
+                            required: i64::from(required),
+                        })
+                    }
                 }
             }
         };

@@ -42,10 +42,14 @@ pub enum Claim {
 /// each such text names exactly one pair.)
 ///
 /// The approval is checked again here, in the statement that claims, however the row came
-/// to read `approved`: its hash is the stored snapshot's, its window is open, and as many
-/// distinct approvers as its quorum asks (never its submitter) approved that hash. (The
-/// database refuses the move to approved without them; this is the second lock on the
-/// same door, at the one place a provider call begins.)
+/// to read `approved`: its hash is the stored snapshot's, its window is open, and the
+/// database's one quorum rule (`fleet_quorum_met`, migrations/0055_live_approvers.sql)
+/// holds now: as many approvals of that hash as the quorum asks, by approvers that are
+/// live approvers of the tenant at this moment (never its submitter), and as many of them
+/// signed by their approvers' live keys as it asks. (The database refuses the move to
+/// approved without them; this is the second lock on the same door, at the one place a
+/// provider call begins: a row that reads `approved` with a removed approver's, another
+/// tenant's or an unsigned approval is never claimed.)
 fn claim_sql() -> String {
     format!(
         "WITH claimed AS (
@@ -58,11 +62,7 @@ fn claim_sql() -> String {
               AND (cardinality($5::text[]) = 0 OR policy_version = ANY($5::text[]))
               AND approval_status = $8 AND approval_expires_at > now()
               AND approved_hash = payload_hash AND escalated_at IS NULL
-              AND approvals_required <= (
-                  SELECT count(*) FROM approvals a
-                  WHERE a.operation_id = operations.operation_id AND a.tenant_id = operations.tenant_id
-                    AND a.payload_hash = operations.payload_hash
-                    AND a.principal IS DISTINCT FROM operations.submitted_by)
+              AND fleet_quorum_met(operation_id, tenant_id)
             RETURNING {OPERATION_COLUMNS}
         ), attempt AS (
             INSERT INTO attempts (operation_id, tenant_id, fence, worker)

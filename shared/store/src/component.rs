@@ -123,6 +123,7 @@ capabilities! {
         Column("operations", "approved_hash", "UPDATE"),
         Column("approvals", "signature", "INSERT"),
         Table("approver_keys", "SELECT"),
+        Function("fleet_quorum_count(text, text)"),
     ] for [Api];
     /// Settle an operation by an operator's decision, or dispute it.
     SettleByOperator [MoveOperations] => [
@@ -155,6 +156,8 @@ capabilities! {
         Column("attempts", "outcome", "UPDATE"),
         Table("approvals", "SELECT"),
         Table("approver_keys", "SELECT"),
+        Function("fleet_quorum_met(text, text)"),
+        Function("fleet_approver_standing(text, text)"),
     ] for [Execute];
     /// Share a provider's request rate between replicas.
     RateProviders [] => [

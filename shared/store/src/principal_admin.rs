@@ -1,7 +1,8 @@
 //! Managing principals (`fleetctl principal add | list | remove`): who may sign in to the
 //! console (by the issuer's subject), with which role, for which tenants. Removing a
 //! principal keeps its name, which the history cites, and takes everything else away in
-//! one transaction: tenants, tokens, sessions and subject.
+//! one transaction: tenants, tokens, sessions and subject (and, by the database's trigger,
+//! its approver keys and its approvals of operations not yet started).
 
 use chrono::{DateTime, Utc};
 use fleet_core::access::{check_principal_name, check_tenant_id};
@@ -43,6 +44,10 @@ pub enum PrincipalRemoved {
     Removed {
         tokens_revoked: u64,
         sessions_ended: u64,
+        /// Its approver keys, revoked by the database as it was marked removed.
+        keys_revoked: i64,
+        /// Its approvals of operations not yet started, voided (kept, no longer counted).
+        approvals_voided: i64,
     },
     AlreadyRemoved,
     NotFound,
@@ -93,7 +98,9 @@ impl<R: Administer> StoreAs<R> {
         let (role, subject, removed): (String, Option<String>, bool) =
             (row.get(0), row.get(1), row.get(2));
         if removed {
-            // A removed principal has nothing left to contradict: it comes back as asked.
+            // A removed principal has nothing left to contradict: it comes back as asked,
+            // with none of its old keys (revoked at its removal, for good) and none of its
+            // old approvals counting (voided then; a grant made now is newer than any).
             tx.execute(
                 "UPDATE principals SET role = $2, removed_at = NULL WHERE name = $1",
                 &[&p.name, &p.role.as_str()],
@@ -173,7 +180,10 @@ impl<R: Administer> StoreAs<R> {
     }
 
     /// Removes a principal: its tokens are revoked, its sessions ended, its tenants and
-    /// subject taken away, all at once; it can no longer sign in, call the API or act.
+    /// subject taken away, all at once; it can no longer sign in, call the API or act. The
+    /// database revokes its approver keys and voids its approvals of operations not yet
+    /// started in the same transaction (migrations/0055_live_approvers.sql): an operation
+    /// they had approved goes back to pending if the rest no longer make its quorum.
     pub async fn remove_principal(&self, name: &str) -> Result<PrincipalRemoved, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
@@ -201,20 +211,32 @@ impl<R: Administer> StoreAs<R> {
                 &[&name],
             )
             .await?;
-        tx.execute(
-            "DELETE FROM principal_tenants WHERE principal = $1",
-            &[&name],
-        )
-        .await?;
+        // Marked removed before its tenants go, so the database's trigger voids its
+        // approvals for that reason (`approver_removed`) rather than one tenant at a time.
         tx.execute(
             "UPDATE principals SET oidc_subject = NULL, broker_user = NULL, removed_at = now() WHERE name = $1",
             &[&name],
         )
         .await?;
+        tx.execute(
+            "DELETE FROM principal_tenants WHERE principal = $1",
+            &[&name],
+        )
+        .await?;
+        // What the trigger did, in this transaction (whose now() is the one it recorded).
+        let undone = tx
+            .query_one(
+                "SELECT (SELECT count(*) FROM approver_keys WHERE principal = $1 AND removed_at = now()),
+                        (SELECT count(*) FROM approvals WHERE principal = $1 AND voided_at = now())",
+                &[&name],
+            )
+            .await?;
         tx.commit().await?;
         Ok(PrincipalRemoved::Removed {
             tokens_revoked,
             sessions_ended,
+            keys_revoked: undone.get(0),
+            approvals_voided: undone.get(1),
         })
     }
 }

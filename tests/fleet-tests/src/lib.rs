@@ -189,16 +189,17 @@ impl TestFleet {
             .await
             .expect("migrate the test database");
         let store = Store::connect(&database_url, 8).expect("pool");
-        // The people the store-level tests approve as: the database records an approval
-        // only by an existing principal.
+        // The people the store-level tests approve as: the database records (and counts)
+        // an approval only by a live approver of the operation's tenant.
         store
             .pooled_session()
             .await
             .expect("a connection")
-            .execute(
-                "INSERT INTO principals (name, role) SELECT unnest($1::text[]), 'approver'",
-                &[&STORE_APPROVERS.to_vec()],
-            )
+            .batch_execute(&format!(
+                "INSERT INTO principals (name, role) SELECT unnest(ARRAY['{names}']), 'approver';
+                 INSERT INTO principal_tenants (principal, tenant_id) SELECT unnest(ARRAY['{names}']), '{TENANT}'",
+                names = STORE_APPROVERS.join("','")
+            ))
             .await
             .expect("the store-level approvers");
         let mut broker = BrokerConfig::new(infra.amqp_url.clone())
@@ -433,6 +434,17 @@ impl TestFleet {
             .stored(op)
             .await
             .map_or(TENANT.to_owned(), |r| r.tenant_id);
+        // The harness's approver acts for whichever tenant the test stored the operation in.
+        self.store
+            .pooled_session()
+            .await
+            .expect("a connection")
+            .execute(
+                "INSERT INTO principal_tenants (principal, tenant_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[&TEST_APPROVER.name, &tenant],
+            )
+            .await
+            .expect("the harness's approver granted the tenant");
         match self
             .store
             .approve(OpRef::new(&tenant, op), hash, &TEST_APPROVER, None)

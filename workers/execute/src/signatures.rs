@@ -1,11 +1,15 @@
 //! The last check before a call, for an operation whose policy asks for signed approvals:
-//! every approval of the stored hash is verified again, here, with `fleet_core`'s rule,
-//! over the statement rebuilt from this worker's own copy of the row (never from anything
-//! the API wrote about it), against the keys as registered now and the database clock.
-//! The database already refused to mark the operation approved without enough approvals
-//! naming registered keys; only this check proves that their holders signed.
+//! which approvals of the stored hash count now is judged again, here, with
+//! `fleet_core::live_quorum` (live approvers of the tenant, approvals not void), and each
+//! one that counts is verified with `fleet_core`'s signature rule, over the statement
+//! rebuilt from this worker's own copy of the row (never from anything the API wrote about
+//! it), against the keys as registered now and the database clock. The database already
+//! refused to mark the operation approved, and the claim to claim it, without enough
+//! approvals by live approvers naming their live keys; only this check proves that their
+//! holders signed.
 
 use fleet_core::count_signed;
+use fleet_core::live_quorum::{approval_counts, live_quorum, QuorumSubject};
 use fleet_store::{OperationRow, StoreError};
 use tracing::warn;
 
@@ -20,13 +24,34 @@ impl ExecuteHandler {
             .store
             .signed_approvals(row.key(), row.payload_hash.as_str())
             .await?;
+        let subject = QuorumSubject {
+            tenant_id: &row.tenant_id,
+            payload_hash: row.payload_hash.as_str(),
+            submitted_by: signed.submitted_by.as_deref(),
+            approvals_required: signed.approvals_required,
+            signatures_required: row.signatures_required,
+        };
+        let live = live_quorum(
+            &subject,
+            &signed.facts,
+            &signed.standings,
+            &signed.key_standings(),
+        );
+        // Only the approvals that count now have their signatures verified.
+        let counting: Vec<_> = signed
+            .approvals
+            .iter()
+            .zip(&signed.facts)
+            .filter(|(_, facts)| approval_counts(&subject, facts, &signed.standings))
+            .map(|(approval, _)| approval.clone())
+            .collect();
         let count = count_signed(
             &row.statement_subject(),
-            &signed.approvals,
+            &counting,
             &signed.keys,
             signed.now,
         );
-        if count.meets(row.signatures_required) {
+        if live.meets(&subject) && count.meets(row.signatures_required) {
             return Ok(true);
         }
         // Principals and reasons only: a signature is not a secret, but it says nothing a
@@ -39,6 +64,7 @@ impl ExecuteHandler {
         warn!(
             operation_id = %row.operation_id,
             valid = count.valid,
+            live_approvals = live.counted,
             required = row.signatures_required,
             refused = ?refused,
             "too few valid approval signatures; escalating without a call"

@@ -34,7 +34,9 @@ pub enum PrincipalCommand {
     /// List principals with their roles, tenants, subjects and active tokens.
     List,
     /// Remove a principal: its tokens are revoked, its console sessions ended, its
-    /// tenants and subject taken away. Its name stays in the history.
+    /// tenants and subject taken away, its approver keys revoked and its approvals of
+    /// operations not yet started voided (an operation approved with them goes back to
+    /// pending). Its name stays in the history; added back, it starts with no key.
     Remove {
         /// The principal's name.
         name: String,
@@ -160,8 +162,11 @@ async fn remove(store: &Store, name: &str) -> anyhow::Result<()> {
         PrincipalRemoved::Removed {
             tokens_revoked,
             sessions_ended,
+            keys_revoked,
+            approvals_voided,
         } => println!(
-            "removed {name}: {tokens_revoked} token(s) revoked, {sessions_ended} console session(s) ended"
+            "removed {name}: {tokens_revoked} token(s) revoked, {sessions_ended} console session(s) ended, \
+             {keys_revoked} approver key(s) revoked, {approvals_voided} approval(s) of operations not yet started voided"
         ),
         PrincipalRemoved::AlreadyRemoved => println!("{name} was already removed"),
         PrincipalRemoved::NotFound => anyhow::bail!("no principal is named {name}"),

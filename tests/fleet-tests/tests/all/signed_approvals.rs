@@ -4,8 +4,8 @@
 //! once when two approvers with registered keys sign it; and whatever reaches the
 //! approvals table without two valid signatures (forged, replayed from another operation,
 //! expired, by a removed key, by a key registered after the approval, or written straight
-//! into the database as the API's role) is refused by fleet-execute before any call, or by
-//! the database itself.
+//! into the database as the API's role) is refused by fleet-execute before any call, never
+//! claimed (the claim counts the live keys' signatures itself), or refused by the database.
 
 use chrono::{DateTime, Duration, Utc};
 use fleet_broker::Queue;
@@ -163,6 +163,27 @@ async fn refused_by_execute(fleet: &TestFleet, op: &str) {
     assert_eq!(escalated, 1, "one escalated outcome event");
     assert_eq!(fleet.sim_posts(op).await, 0, "nothing was sent");
     assert_eq!(fleet.sim_effects(op).await, 0, "the provider holds nothing");
+}
+
+/// The claim refuses the operation (the database's quorum rule counts too few signatures
+/// by live keys): execute, rung, consumes the bell and leaves the row as it was, and a
+/// claim made here claims nothing. Nothing is sent.
+async fn never_claimed(fleet: &mut TestFleet, op: &str) {
+    fleet.spawn_execute();
+    fleet.ring_execute(op).await;
+    fleet.drained(Queue::OperationsExecute).await;
+    let claim = fleet
+        .store
+        .claim_ready(fleet_tests::at(op), &[], "test-claimer", 30_000)
+        .await
+        .unwrap();
+    assert!(
+        matches!(claim, fleet_store::Claim::NotClaimable),
+        "{claim:?}"
+    );
+    let row = fleet.row(op).await;
+    assert_eq!((row.status, row.fence), (Status::NotStarted, 0));
+    assert_eq!(fleet.sim_posts(op).await, 0, "nothing was sent");
 }
 
 /// Waits until the database answers `true` to `sql` about the operation `op` (`$1`).
@@ -419,7 +440,7 @@ async fn an_expired_statement_is_refused_by_execute() {
 }
 
 #[tokio::test]
-async fn a_signature_by_a_key_removed_after_the_approval_is_refused_by_execute() {
+async fn a_signature_by_a_key_removed_after_the_approval_is_never_claimed() {
     let mut s = signers().await;
     let (i, op) = s.big_payment_submitted().await;
     s.both_sign(&i, in_an_hour()).await;
@@ -444,21 +465,19 @@ async fn a_signature_by_a_key_removed_after_the_approval_is_refused_by_execute()
         (row.get(0), row.get(1))
     };
     assert_eq!(recorded, (Some("security-desk".to_owned()), true));
-    s.fleet.spawn_execute();
-    s.fleet.ring_execute(&op).await;
-    refused_by_execute(&s.fleet, &op).await;
+    never_claimed(&mut s.fleet, &op).await;
     s.stop().await;
 }
 
 #[tokio::test]
-async fn a_signature_by_a_key_registered_after_the_approval_is_refused_by_execute() {
+async fn a_signature_by_a_key_registered_after_the_approval_is_never_claimed() {
     let mut s = signers().await;
     let (i, op) = s.big_payment_submitted().await;
     // Approvals dated ten minutes before the keys were registered, with genuine
     // signatures, written by the schema's owner with the database's gate switched off:
-    // what only a bypassed database could hold. Execute's own check still refuses them.
+    // what only a bypassed database could hold. The claim's own count still refuses them.
     let sql = s.fleet.sql().await;
-    sql.batch_execute("ALTER TABLE operations DISABLE TRIGGER operations_signed_approvals_gate")
+    sql.batch_execute("ALTER TABLE operations DISABLE TRIGGER operations_approved_by_quorum")
         .await
         .unwrap();
     let expires_at = in_an_hour();
@@ -478,12 +497,10 @@ async fn a_signature_by_a_key_registered_after_the_approval_is_refused_by_execut
         .unwrap();
     }
     sql.execute(MARK_APPROVED, &[&op]).await.unwrap();
-    sql.batch_execute("ALTER TABLE operations ENABLE TRIGGER operations_signed_approvals_gate")
+    sql.batch_execute("ALTER TABLE operations ENABLE TRIGGER operations_approved_by_quorum")
         .await
         .unwrap();
-    s.fleet.spawn_execute();
-    s.fleet.ring_execute(&op).await;
-    refused_by_execute(&s.fleet, &op).await;
+    never_claimed(&mut s.fleet, &op).await;
     s.stop().await;
 }
 
