@@ -12,12 +12,18 @@
 //!   silent or trickling clients, and idle ones, are closed;
 //! - a head may not exceed `max_head_bytes` (hyper's read buffer, 431 beyond it), so
 //!   each connection buffers at most that much before a handler runs. Bodies, and how
-//!   many requests run at once ([`RequestSlots`]), are the handlers' to bound.
+//!   many requests run at once ([`RequestSlots`]), are the handlers' to bound
+//!   ([`crate::body_deadline`]).
+//!
+//! Every request carries the address it came from ([`PeerAddr`], in its extensions), for
+//! limits that count per source address.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -32,6 +38,10 @@ use tracing::{debug, info, warn};
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(25);
 /// Pause after a failed accept (out of file descriptors, say) before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The address a request's connection came from (a proxy's, behind one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -60,8 +70,8 @@ pub async fn serve(
             () = shutdown.cancelled() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept(), if connections.len() < limits.max_connections => match accepted {
-                Ok((stream, _)) => {
-                    connections.spawn(serve_connection(stream, router.clone(), limits, shutdown.clone()));
+                Ok((stream, peer)) => {
+                    connections.spawn(serve_connection(stream, peer, router.clone(), limits, shutdown.clone()));
                 }
                 Err(e) => {
                     warn!(error = %e, "{name} could not accept a connection");
@@ -86,6 +96,7 @@ pub async fn serve(
 
 async fn serve_connection(
     stream: TcpStream,
+    peer: SocketAddr,
     router: Router,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
@@ -94,11 +105,15 @@ async fn serve_connection(
     if let Err(e) = stream.set_nodelay(true) {
         debug!(error = %e, "could not disable Nagle's algorithm");
     }
+    let service = WithPeer {
+        inner: TowerToHyperService::new(router),
+        peer,
+    };
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .max_buf_size(limits.max_head_bytes)
-        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(router));
+        .serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     let ended = tokio::select! {
         ended = connection.as_mut() => ended,
@@ -110,6 +125,27 @@ async fn serve_connection(
     if let Err(e) = ended {
         // A client that was too slow, too large or went away: nothing to do but close.
         debug!(error = %e, "connection closed with an error");
+    }
+}
+
+/// The router, with each request marked with the address of its connection.
+struct WithPeer {
+    inner: TowerToHyperService<Router>,
+    peer: SocketAddr,
+}
+
+impl hyper::service::Service<hyper::Request<Incoming>> for WithPeer {
+    type Response = <TowerToHyperService<Router> as hyper::service::Service<
+        hyper::Request<Incoming>,
+    >>::Response;
+    type Error =
+        <TowerToHyperService<Router> as hyper::service::Service<hyper::Request<Incoming>>>::Error;
+    type Future =
+        <TowerToHyperService<Router> as hyper::service::Service<hyper::Request<Incoming>>>::Future;
+
+    fn call(&self, mut request: hyper::Request<Incoming>) -> Self::Future {
+        request.extensions_mut().insert(PeerAddr(self.peer));
+        self.inner.call(request)
     }
 }
 

@@ -1,8 +1,8 @@
 //! Plumbing every fleet binary shares: settings (clap + env), logging, the Prometheus
 //! recorder and metric names, the admin server (`/metrics`, `/livez`, `/readyz`),
-//! readiness checks, the bounded HTTP server of the doors that face clients, the shutdown
-//! signal, redaction of secrets, the clock of periodic jobs and the batches of retention
-//! runs, and the crash tests' pause points.
+//! readiness checks, the bounded HTTP server of the doors that face clients and the
+//! deadlines of their request bodies, the shutdown signal, redaction of secrets, the clock
+//! of periodic jobs and the batches of retention runs, and the crash tests' pause points.
 //!
 //! A worker's `main` is: parse settings, [`init_tracing`], [`install_metrics`], bind the
 //! admin listener and spawn [`serve_admin`], take [`shutdown_token`], then call its
@@ -10,6 +10,7 @@
 
 pub mod admin;
 pub mod batch;
+pub mod body_deadline;
 pub mod http_server;
 mod log_escape;
 pub mod metric_names;
@@ -29,7 +30,8 @@ pub mod url_list;
 
 pub use admin::serve_admin;
 pub use batch::Batcher;
-pub use http_server::{ConnectionLimits, RequestSlot, RequestSlots};
+pub use body_deadline::{paced, BodyPace, BodyWatch};
+pub use http_server::{ConnectionLimits, PeerAddr, RequestSlot, RequestSlots};
 pub use metrics::install_metrics;
 pub use pacing::{PaceFuture, Pacer};
 pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
