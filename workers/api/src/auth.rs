@@ -6,14 +6,28 @@
 //! nothing to anyone else). A token limited to some tenants makes its caller act for
 //! those of its principal's only. The same check guards the JSON routes and `/mcp`, and
 //! counts the request against the principal's rate ([`crate::rate_limit`]).
+//!
+//! Who a request comes from is found out once, by [`identify`], before the request takes
+//! a slot and before any body is read: its bearer token and its console session cookie,
+//! each looked up only while its source address has not sent too many refused
+//! credentials, and a request without any counted against its address's rate. The
+//! extractors ([`Caller`], the console's `Signed`) then read what it found.
 
-use axum::extract::FromRequestParts;
+use std::net::IpAddr;
+
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use fleet_core::authz;
+use fleet_core::session::SessionSecret;
 use fleet_core::{ApiAction, SignIn, TokenHash};
+use fleet_runtime::PeerAddr;
 use fleet_store::{Principal, TokenCheck};
 
+use crate::console::session::{cookie, SESSION_COOKIE};
 use crate::decisions::{Addressed, Asking};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -44,8 +58,8 @@ impl Caller {
     }
 }
 
-fn presented_hash(parts: &Parts) -> Option<TokenHash> {
-    let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+fn presented_hash(headers: &HeaderMap) -> Option<TokenHash> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("bearer") {
         return None;
@@ -53,21 +67,111 @@ fn presented_hash(parts: &Parts) -> Option<TokenHash> {
     TokenHash::of_presented(token.trim())
 }
 
+/// Who a request comes from, as [`identify`] found out: in its extensions.
+#[derive(Debug, Clone, Default)]
+pub struct Identified {
+    /// The source address of its connection.
+    pub from: Option<IpAddr>,
+    /// Its bearer token's principal, or why not; `None` without an `Authorization` header.
+    pub bearer: Option<Result<Principal, ApiError>>,
+    /// Its console session's principal (`Ok(None)`: the session ended or never was);
+    /// `None` without a session cookie.
+    pub session: Option<Result<Option<Principal>, ApiError>>,
+}
+
+impl Identified {
+    /// The principal the request is authenticated as, by either credential.
+    pub fn principal(&self) -> Option<&Principal> {
+        match (&self.bearer, &self.session) {
+            (Some(Ok(p)), _) | (_, Some(Ok(Some(p)))) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// The middleware: finds out who the request comes from (see the module's comment) and
+/// leaves it in the request's extensions; 429 `rate_limited` when its address or its
+/// principal went too fast, before anything else is done.
+pub async fn identify(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let from = request.extensions().get::<PeerAddr>().map(|p| p.0.ip());
+    match identified(&state, request.headers(), from).await {
+        Ok(found) => {
+            request.extensions_mut().insert(found);
+            next.run(request).await
+        }
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn identified(
+    state: &AppState,
+    headers: &HeaderMap,
+    from: Option<IpAddr>,
+) -> Result<Identified, ApiError> {
+    let limits = &state.address_limits;
+    let bearer = headers.get(AUTHORIZATION).map(|_| presented_hash(headers));
+    let session = cookie(headers, SESSION_COOKIE).map(|v| SessionSecret::of_presented(&v));
+    let mut found = Identified {
+        from,
+        ..Identified::default()
+    };
+    if bearer.is_none() && session.is_none() {
+        if let Some(from) = from {
+            limits.anonymous(from)?;
+        }
+        return Ok(found);
+    }
+    if let Some(from) = from {
+        limits.may_look_up(from)?;
+    }
+    let refused = |e: ApiError| {
+        if let Some(from) = from {
+            limits.refused(from);
+        }
+        Err(e)
+    };
+    found.bearer = match bearer {
+        None => None,
+        Some(None) => Some(refused(ApiError::Unauthorized)),
+        Some(Some(hash)) => Some(match state.store.check_token(&hash).await {
+            Ok(TokenCheck::Valid(principal)) => {
+                state.rate_limits.check(&principal.name)?;
+                Ok(principal)
+            }
+            Ok(TokenCheck::Expired) => refused(ApiError::TokenExpired),
+            Ok(TokenCheck::Refused) => refused(ApiError::Unauthorized),
+            Err(e) => Err(e.into()),
+        }),
+    };
+    found.session = match session {
+        None => None,
+        Some(None) => {
+            let _ = refused(ApiError::Unauthorized);
+            Some(Ok(None))
+        }
+        Some(Some(secret)) => Some(match state.store.session_principal(&secret.hash()).await {
+            Ok(Some(principal)) => Ok(Some(principal)),
+            Ok(None) => {
+                let _ = refused(ApiError::Unauthorized);
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }),
+    };
+    Ok(found)
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let hash = presented_hash(parts).ok_or(ApiError::Unauthorized)?;
-        match state.store.check_token(&hash).await? {
-            TokenCheck::Valid(principal) => {
-                state.rate_limits.check(&principal.name)?;
-                Ok(Caller(principal))
-            }
-            TokenCheck::Expired => Err(ApiError::TokenExpired),
-            TokenCheck::Refused => Err(ApiError::Unauthorized),
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
+        match parts
+            .extensions
+            .get::<Identified>()
+            .map(|i| i.bearer.clone())
+        {
+            Some(Some(found)) => found.map(Caller),
+            _ => Err(ApiError::Unauthorized),
         }
     }
 }
@@ -79,12 +183,12 @@ mod tests {
     use fleet_core::access::TOKEN_SECRET_BYTES;
     use fleet_core::Token;
 
-    fn parts(auth: Option<&str>) -> Parts {
+    fn parts(auth: Option<&str>) -> HeaderMap {
         let mut builder = Request::builder();
         if let Some(a) = auth {
             builder = builder.header(AUTHORIZATION, a);
         }
-        builder.body(()).unwrap().into_parts().0
+        builder.body(()).unwrap().into_parts().0.headers
     }
 
     #[test]

@@ -2,10 +2,13 @@
 //! `/dispute`. Each is a thin JSON wrapper around the [`crate::decisions`] function of
 //! the same name, which holds the rules; these only read the body and name the answer.
 
+use axum::body::Body;
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::Json;
 use fleet_core::{ApiAction, Resolution};
 use fleet_store::Resolve;
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -90,16 +93,18 @@ pub struct TenantQuery {
 }
 
 /// What every decision route reads first, refusing in this order: whether the caller's
-/// role may take `action` at all, then the query's tenant, then the body.
-fn asked<T>(
+/// role may take `action` at all, then the query's tenant, then the body, which is not
+/// awaited before the first two passed.
+async fn asked<T: DeserializeOwned>(
     caller: &Caller,
     action: ApiAction,
     q: Result<Params<TenantQuery>, ApiError>,
-    b: Result<JsonBody<T>, ApiError>,
+    headers: &HeaderMap,
+    body: Body,
 ) -> Result<(Option<String>, T), ApiError> {
     caller.may(action)?;
     let Params(q) = q?;
-    let JsonBody(b) = b?;
+    let JsonBody(b) = JsonBody::read(headers, body).await?;
     Ok((q.tenant, b))
 }
 
@@ -139,9 +144,11 @@ pub async fn approve_operation(
     caller: Caller,
     Path(id): Path<String>,
     q: Result<Params<TenantQuery>, ApiError>,
-    b: Result<JsonBody<ApproveBody>, ApiError>,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let (tenant, b) = asked(&caller, ApiAction::Approve, q, b)?;
+    let (tenant, b): (_, ApproveBody) =
+        asked(&caller, ApiAction::Approve, q, &headers, body).await?;
     let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
     let offer = SignatureOffer {
         key_id: b.key_id.as_deref(),
@@ -187,9 +194,10 @@ pub async fn reject_operation(
     caller: Caller,
     Path(id): Path<String>,
     q: Result<Params<TenantQuery>, ApiError>,
-    b: Result<JsonBody<RejectBody>, ApiError>,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let (tenant, b) = asked(&caller, ApiAction::Reject, q, b)?;
+    let (tenant, b): (_, RejectBody) = asked(&caller, ApiAction::Reject, q, &headers, body).await?;
     let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
     Ok(Json(state.decisions.reject(asking, &b.reason).await?.view))
 }
@@ -226,9 +234,11 @@ pub async fn resolve_operation(
     caller: Caller,
     Path(id): Path<String>,
     q: Result<Params<TenantQuery>, ApiError>,
-    b: Result<JsonBody<ResolveBody>, ApiError>,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let (tenant, b) = asked(&caller, ApiAction::Resolve, q, b)?;
+    let (tenant, b): (_, ResolveBody) =
+        asked(&caller, ApiAction::Resolve, q, &headers, body).await?;
     let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
     let outcome = Resolution::parse(&b.outcome).ok_or(ApiError::Invalid {
         code: "invalid_field",
@@ -273,9 +283,11 @@ pub async fn dispute_operation(
     caller: Caller,
     Path(id): Path<String>,
     q: Result<Params<TenantQuery>, ApiError>,
-    b: Result<JsonBody<DisputeBody>, ApiError>,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let (tenant, b) = asked(&caller, ApiAction::Dispute, q, b)?;
+    let (tenant, b): (_, DisputeBody) =
+        asked(&caller, ApiAction::Dispute, q, &headers, body).await?;
     let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
     Ok(Json(state.decisions.dispute(asking, &b.reason).await?.view))
 }

@@ -2,14 +2,11 @@
 //! intake functions (so the API and the queue accept, refuse and store exactly alike),
 //! answered synchronously with the operation's view.
 
-use std::time::Duration;
-
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use fleet_core::intent::MAX_INTENT_BYTES;
 use fleet_core::{authz, supersede, ApiAction, OpRef, ValidIntent};
 use fleet_intake::intake::{self, WriteError, Written};
 use fleet_intake::{Intake, Refusal};
@@ -17,15 +14,12 @@ use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::json_body::require_json;
+use crate::json_body::{read_bytes, require_json};
 use crate::openapi::IntentV1;
 use crate::problem::Problem;
 use crate::route_responses::{NotJson, NothingDecidedSendAgain, RateLimited, Unauthenticated};
 use crate::state::AppState;
 use crate::view_schemas::OperationView;
-
-/// A client that cannot send 64 KiB within this long is not waited for.
-const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Submit an intent.
 ///
@@ -47,11 +41,11 @@ const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
          headers(("Location" = String, description = "/v1/operations/{operation_id}"))),
         Unauthenticated,
         (status = 403, description = "`role_not_allowed` (only agents submit), `tenant_not_granted`, or `supersedes_forbidden` (`supersedes` names an operation of the tenant that another principal submitted, or that came through the queue: only its submitter replaces it); nothing is written.", body = Problem, content_type = "application/problem+json"),
-        (status = 408, description = "`body_timeout`: the body did not arrive within 10 s.", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "`body_timeout`: the body did not arrive in time (`API_BODY_TIMEOUT_MS`, 10 s; and after `API_BODY_GRACE_MS`, 2 s, no slower than `API_BODY_MIN_BYTES_PER_S`, 1 KiB/s); the connection is closed.", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`operation_id_conflict`: the id names another snapshot.", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`oversized`: more than 64 KiB.", body = Problem, content_type = "application/problem+json"),
         NotJson,
-        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `payee_unknown`, `object_of_other_tenant` (it names an object the fleet made or changed for another tenant), `object_unknown`, `supersedes_unknown_operation` (also for another tenant's operation), `supersedes_executed`, …) and `field` the offending field.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `policy_not_in_force`, `currency_not_banded`, `payee_unknown`, `object_of_other_tenant` (it names an object the fleet made or changed for another tenant), `object_unknown`, `supersedes_unknown_operation` (also for another tenant's operation), `supersedes_executed`, …) and `field` the offending field.", body = Problem, content_type = "application/problem+json"),
         RateLimited,
         NothingDecidedSendAgain,
     ),
@@ -65,17 +59,7 @@ pub async fn submit_intent(
 ) -> Result<Response, ApiError> {
     caller.may(ApiAction::SubmitIntent)?;
     require_json(&headers)?;
-    let bytes = match tokio::time::timeout(
-        BODY_READ_TIMEOUT,
-        axum::body::to_bytes(body, MAX_INTENT_BYTES),
-    )
-    .await
-    {
-        Ok(Ok(bytes)) => bytes,
-        // Over the limit, or the client went away mid-body.
-        Ok(Err(_)) => return Err(ApiError::Oversized),
-        Err(_) => return Err(ApiError::BodyTimeout),
-    };
+    let bytes = read_bytes(body).await?;
     let (created, view) = accept(&state, &caller, &bytes).await?;
     let status = if created {
         StatusCode::ACCEPTED

@@ -17,12 +17,17 @@
 //! holds no state of its own but the list of waiting requests and the principals' rate
 //! buckets: any number of replicas may run behind a load balancer.
 //!
-//! What a client controls is bounded: connections, the time a request head may take,
-//! and the requests worked on at once ([`fleet_runtime::http_server`],
-//! [`request_slots`]); each principal's request rate ([`rate_limit`]); and each
-//! principal's and tenant's share of the wait slots ([`waiters`]).
+//! What a client controls is bounded: connections and the time a request head may take
+//! ([`fleet_runtime::http_server`]); the time its body may take ([`body_deadline`]); the
+//! requests worked on at once, and each principal's share of them ([`request_slots`]);
+//! each principal's request rate, and each source address's rate of requests without a
+//! valid credential ([`rate_limit`]); and each principal's and tenant's share of the wait
+//! slots ([`waiters`]). A request goes through them in this order: who it comes from
+//! ([`auth::identify`], before anything is read from its body), its slot, then its
+//! route, which checks the caller's role before it reads the body.
 
 pub mod auth;
+pub mod body_deadline;
 pub mod console;
 pub mod contract_enums;
 pub mod cursor;
@@ -62,8 +67,8 @@ use axum::routing::get;
 use axum::Router;
 use fleet_broker::Publisher;
 use fleet_intake::IntakeRules;
+use fleet_runtime::http_server;
 use fleet_runtime::metric_names as m;
-use fleet_runtime::{http_server, RequestSlots};
 use fleet_store::ApiStore;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -93,9 +98,14 @@ pub struct ApiDeps {
     pub console: Option<console::Console>,
 }
 
-/// The routes and the OpenAPI document describing exactly them; every request takes one
-/// of `slots` first.
-pub fn app(state: AppState, slots: request_slots::Slots) -> (Router, utoipa::openapi::OpenApi) {
+/// The routes and the OpenAPI document describing exactly them; every request is
+/// identified, takes one of `slots`, and has its body read under `pace`.
+pub fn app(
+    state: AppState,
+    slots: request_slots::Slots,
+    pace: fleet_runtime::BodyPace,
+) -> (Router, utoipa::openapi::OpenApi) {
+    let identifying = state.clone();
     let mcp = mcp::router(state.clone());
     let console = console::router(state.clone());
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
@@ -124,9 +134,14 @@ pub fn app(state: AppState, slots: request_slots::Slots) -> (Router, utoipa::ope
         .merge(console)
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn_with_state(
+            pace,
+            body_deadline::pace_body,
+        ))
+        .layer(middleware::from_fn_with_state(
             slots,
             request_slots::take_slot,
         ))
+        .layer(middleware::from_fn_with_state(identifying, auth::identify))
         .layer(middleware::from_fn(observe))
         .layer(middleware::from_fn(request_id::identify));
     (router, doc)
@@ -238,16 +253,20 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         intake: deps.intake,
         waiters,
         rate_limits: Arc::new(rate_limit::RateLimits::new(deps.settings.rate_rule())),
+        address_limits: Arc::new(rate_limit::AddressLimits::new(
+            deps.settings.anonymous_rate_rule(),
+        )),
         shutdown: shutdown.clone(),
         public_url,
         console: deps.console.map(Arc::new),
     };
-    let slots = request_slots::Slots {
-        slots: RequestSlots::new(deps.settings.api_max_concurrent_requests as usize),
-        queue_timeout: deps.settings.request_queue_timeout(),
-    };
+    let slots = request_slots::Slots::new(
+        deps.settings.api_max_concurrent_requests as usize,
+        deps.settings.request_share(),
+        deps.settings.request_queue_timeout(),
+    );
     tracing::info!(public_url = %state.public_url, "api public url");
-    let (router, _) = app(state, slots);
+    let (router, _) = app(state, slots, deps.settings.body_pace());
     let served = http_server::serve(
         "api",
         deps.listener,

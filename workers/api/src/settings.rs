@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use fleet_core::rate::RateRule;
 use fleet_core::wait_shares::ShareCaps;
-use fleet_runtime::ConnectionLimits;
+use fleet_runtime::{BodyPace, ConnectionLimits};
 
 use crate::public_url::PublicUrl;
 
@@ -39,6 +39,13 @@ pub struct ApiSettings {
           value_parser = clap::value_parser!(u32).range(1..=4_096))]
     pub api_max_concurrent_requests: u32,
 
+    /// Of API_MAX_CONCURRENT_REQUESTS, how many one principal's requests may hold (and
+    /// the requests without a valid credential from one source address); more wait for
+    /// one of their own, so one client cannot take every slot.
+    #[arg(long, env = "API_MAX_CONCURRENT_REQUESTS_PER_PRINCIPAL", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=4_096))]
+    pub api_max_concurrent_requests_per_principal: u32,
+
     /// How long a request may wait for a slot among API_MAX_CONCURRENT_REQUESTS before
     /// it is answered 503 `busy`.
     #[arg(long, env = "API_REQUEST_QUEUE_MS", default_value_t = 2_000,
@@ -55,6 +62,35 @@ pub struct ApiSettings {
     #[arg(long, env = "API_RATE_BURST", default_value_t = 100,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub api_rate_burst: u32,
+
+    /// Requests per second one source address may send without a credential (no bearer
+    /// token, no console session), and separately with credentials that are refused;
+    /// more get 429 `rate_limited` before anything is looked up.
+    #[arg(long, env = "API_ANONYMOUS_RATE_PER_S", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub api_anonymous_rate_per_s: u32,
+
+    /// Requests one source address may send at once above API_ANONYMOUS_RATE_PER_S.
+    #[arg(long, env = "API_ANONYMOUS_RATE_BURST", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub api_anonymous_rate_burst: u32,
+
+    /// How long a request body may take to arrive, from the moment it is read; later is
+    /// 408 `body_timeout` and the connection is closed.
+    #[arg(long, env = "API_BODY_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(100..=120_000))]
+    pub api_body_timeout_ms: u64,
+
+    /// After API_BODY_GRACE_MS, the least bytes per second a body must arrive at
+    /// (averaged from the end of the grace); slower is 408 `body_timeout`.
+    #[arg(long, env = "API_BODY_MIN_BYTES_PER_S", default_value_t = 1_024,
+          value_parser = clap::value_parser!(u32).range(1..=100_000_000))]
+    pub api_body_min_bytes_per_s: u32,
+
+    /// How long a body's first bytes may take before its rate is checked.
+    #[arg(long, env = "API_BODY_GRACE_MS", default_value_t = 2_000,
+          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub api_body_grace_ms: u64,
 
     /// Requests that may wait on an operation (`wait_for`) at the same time; more get 429.
     #[arg(long, env = "API_MAX_WAITERS", default_value_t = 256,
@@ -112,6 +148,26 @@ impl ApiSettings {
         }
     }
 
+    pub fn anonymous_rate_rule(&self) -> RateRule {
+        RateRule::new(self.api_anonymous_rate_per_s, self.api_anonymous_rate_burst)
+            .expect("clap refuses a rate or burst of zero")
+    }
+
+    /// The deadlines of every request body.
+    pub fn body_pace(&self) -> BodyPace {
+        BodyPace {
+            total: Duration::from_millis(self.api_body_timeout_ms),
+            min_bytes_per_s: self.api_body_min_bytes_per_s,
+            grace: Duration::from_millis(self.api_body_grace_ms),
+        }
+    }
+
+    /// One principal's share of the request slots (a share above the whole is cut to it).
+    pub fn request_share(&self) -> usize {
+        self.api_max_concurrent_requests_per_principal
+            .min(self.api_max_concurrent_requests) as usize
+    }
+
     pub fn request_queue_timeout(&self) -> Duration {
         Duration::from_millis(self.api_request_queue_ms)
     }
@@ -140,9 +196,15 @@ impl Default for ApiSettings {
             api_max_connections: 512,
             api_header_timeout_ms: 5_000,
             api_max_concurrent_requests: 64,
+            api_max_concurrent_requests_per_principal: 16,
             api_request_queue_ms: 2_000,
             api_rate_per_s: 20,
             api_rate_burst: 100,
+            api_anonymous_rate_per_s: 20,
+            api_anonymous_rate_burst: 100,
+            api_body_timeout_ms: 10_000,
+            api_body_min_bytes_per_s: 1_024,
+            api_body_grace_ms: 2_000,
             api_max_waiters: 256,
             api_max_waiters_per_tenant: 128,
             api_max_waiters_per_principal: 32,
@@ -177,6 +239,11 @@ mod tests {
             "--api-request-queue-ms=0",
             "--api-rate-per-s=0",
             "--api-rate-burst=0",
+            "--api-max-concurrent-requests-per-principal=0",
+            "--api-anonymous-rate-per-s=0",
+            "--api-anonymous-rate-burst=0",
+            "--api-body-timeout-ms=0",
+            "--api-body-min-bytes-per-s=0",
             "--api-max-waiters-per-tenant=0",
             "--api-max-waiters-per-principal=0",
         ] {
@@ -208,6 +275,22 @@ mod tests {
             .public_url(SocketAddr::from(([0, 0, 0, 0], 8080)))
             .is_ok());
         assert!(Cli::try_parse_from(["bin", "--api-public-url=fleet.example.com"]).is_err());
+    }
+
+    #[test]
+    fn body_deadlines_and_the_request_share_have_defaults() {
+        let cli = Cli::try_parse_from(["bin"]).unwrap();
+        let pace = BodyPace {
+            total: Duration::from_secs(10),
+            min_bytes_per_s: 1_024,
+            grace: Duration::from_secs(2),
+        };
+        assert_eq!(cli.api.body_pace(), pace);
+        assert_eq!(ApiSettings::default().body_pace(), pace);
+        assert_eq!(cli.api.request_share(), 16);
+        assert_eq!(ApiSettings::default().request_share(), 16);
+        let small = Cli::try_parse_from(["bin", "--api-max-concurrent-requests=4"]).unwrap();
+        assert_eq!(small.api.request_share(), 4);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::console::setup::Console;
 use crate::decisions::Decisions;
 use crate::public_url::PublicUrl;
-use crate::rate_limit::RateLimits;
+use crate::rate_limit::{AddressLimits, RateLimits};
 use crate::waiters::Waiters;
 
 #[derive(Clone)]
@@ -23,6 +23,9 @@ pub struct AppState {
     pub waiters: Arc<Waiters>,
     /// Each principal's request rate, counted as it is authenticated.
     pub rate_limits: Arc<RateLimits>,
+    /// Each source address's requests without a valid credential, counted before any
+    /// lookup.
+    pub address_limits: Arc<AddressLimits>,
     /// Cancelled at SIGTERM: waiting requests answer at once with the current view.
     pub shutdown: CancellationToken,
     /// Where people and agents reach the API: the base of the links handed out.

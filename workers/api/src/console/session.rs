@@ -2,7 +2,8 @@
 //! over https, path /console), the short-lived cookie of a sign-in in progress
 //! (SameSite=Lax: the issuer sends the browser back from another site, and only a Lax
 //! cookie comes along on that navigation), and the [`Signed`] extractor that turns a
-//! session cookie into its principal, or sends the browser to sign in.
+//! session cookie into its principal, or sends the browser to sign in. The session is
+//! looked up once per request, before its body is read ([`crate::auth::identify`]).
 
 use axum::extract::FromRequestParts;
 use axum::http::header::{COOKIE, SET_COOKIE};
@@ -13,6 +14,7 @@ use fleet_core::session::{SessionSecret, SESSION_SECRET_BYTES};
 use fleet_store::Principal;
 
 use super::present::Me;
+use crate::auth::Identified;
 use crate::state::AppState;
 
 pub const SESSION_COOKIE: &str = "fleet_console";
@@ -98,23 +100,31 @@ fn to_sign_in() -> Response {
     Redirect::to("/console/login").into_response()
 }
 
+impl Signed {
+    /// The request's session: `Ok(None)` without one (no cookie, or a session that ended),
+    /// the answer to give when it could not be looked up.
+    pub fn of(parts: &Parts) -> Result<Option<Signed>, Response> {
+        let found = parts
+            .extensions
+            .get::<Identified>()
+            .and_then(|i| i.session.clone());
+        let principal = match found {
+            Some(Ok(Some(principal))) => principal,
+            None | Some(Ok(None)) => return Ok(None),
+            Some(Err(e)) => return Err(e.into_response()),
+        };
+        // The cookie the session was found by, read again.
+        let secret =
+            cookie(&parts.headers, SESSION_COOKIE).and_then(|v| SessionSecret::of_presented(&v));
+        Ok(secret.map(|secret| Signed { principal, secret }))
+    }
+}
+
 impl FromRequestParts<AppState> for Signed {
     type Rejection = Response;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let Some(secret) =
-            cookie(&parts.headers, SESSION_COOKIE).and_then(|v| SessionSecret::of_presented(&v))
-        else {
-            return Err(to_sign_in());
-        };
-        match state.store.session_principal(&secret.hash()).await {
-            Ok(Some(principal)) => Ok(Signed { principal, secret }),
-            Ok(None) => Err(to_sign_in()),
-            Err(e) => Err(crate::error::ApiError::from(e).into_response()),
-        }
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
+        Signed::of(parts)?.ok_or_else(to_sign_in)
     }
 }
 

@@ -7,19 +7,18 @@
 //! the console's own page carries the SameSite=Strict session cookie.
 
 use askama::Template;
-use axum::extract::{Query, State};
+use axum::extract::{FromRequest, Query, Request, State};
 use axum::http::header::SET_COOKIE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
 use axum::Form;
-use fleet_core::session::SessionSecret;
 use serde::Deserialize;
 
 use super::handler::{console, html};
 use super::oidc::PendingSignIn;
 use super::session::{
-    cleared_session_cookie, cookie, new_secret, session_cookie, set_cookie, SESSION_COOKIE,
-    SIGN_IN_COOKIE, SIGN_IN_TTL_S,
+    cleared_session_cookie, cookie, new_secret, session_cookie, set_cookie, Signed, SIGN_IN_COOKIE,
+    SIGN_IN_TTL_S,
 };
 use crate::state::AppState;
 
@@ -218,33 +217,38 @@ pub struct LogoutForm {
     form_token: Option<String>,
 }
 
-/// Ends the session (with the form token, so no other site can sign a person out).
-pub async fn logout(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(f): Form<LogoutForm>,
-) -> Response {
+/// Ends the session (with the form token, so no other site can sign a person out). The
+/// form is read only for a request with a session: without one there is nothing to end,
+/// and nothing of its body is awaited.
+pub async fn logout(State(state): State<AppState>, request: Request) -> Response {
     let c = console(&state);
-    let secret = cookie(&headers, SESSION_COOKIE).and_then(|v| SessionSecret::of_presented(&v));
-    if let Some(secret) = secret {
-        if !f
-            .form_token
-            .as_deref()
-            .is_some_and(|t| secret.form_token_matches(t))
-        {
-            return (
-                StatusCode::FORBIDDEN,
-                "this form did not come from your console session",
-            )
-                .into_response();
-        }
-        if let Err(e) = state.store.end_session(&secret.hash()).await {
-            return crate::error::ApiError::from(e).into_response();
-        }
-    }
-    (
+    let signed_out = (
         [cleared_session_cookie(c.secure_cookies)],
         Redirect::to("/console/login"),
-    )
-        .into_response()
+    );
+    let (parts, body) = request.into_parts();
+    let signed = match Signed::of(&parts) {
+        Ok(Some(signed)) => signed,
+        Ok(None) => return signed_out.into_response(),
+        Err(answer) => return answer,
+    };
+    let f = match Form::<LogoutForm>::from_request(Request::from_parts(parts, body), &state).await {
+        Ok(Form(f)) => f,
+        Err(refused) => return refused.into_response(),
+    };
+    if !f
+        .form_token
+        .as_deref()
+        .is_some_and(|t| signed.secret.form_token_matches(t))
+    {
+        return (
+            StatusCode::FORBIDDEN,
+            "this form did not come from your console session",
+        )
+            .into_response();
+    }
+    if let Err(e) = state.store.end_session(&signed.secret.hash()).await {
+        return crate::error::ApiError::from(e).into_response();
+    }
+    signed_out.into_response()
 }
