@@ -1,5 +1,7 @@
-//! The HTTP receiver: `POST /webhooks/{provider}`. It verifies the Standard Webhooks
-//! signature over the raw bytes, publishes a `webhook.v2` envelope (the signature headers
+//! The HTTP receiver: `POST /webhooks/{provider}`. It reads the body under its deadlines
+//! (`WEBHOOK_BODY_TIMEOUT_MS`, and no slower than `WEBHOOK_BODY_MIN_BYTES_PER_S` after
+//! `WEBHOOK_BODY_GRACE_MS`), verifies the Standard Webhooks signature over the raw bytes,
+//! and only then takes one of the request slots to publish a `webhook.v2` envelope (the signature headers
 //! and the raw body, for the consumer to verify again) to `webhooks.ingest`
 //! and waits for the broker's confirm, and only then answers 204. It stores nothing: a
 //! refused delivery leaves no trace but a log line and a counter, and an accepted one is
@@ -11,11 +13,13 @@
 //! | 400 | a signature header missing, repeated, malformed or too long |
 //! | 401 | no matching signature, or the timestamp is more than 300 s away |
 //! | 404 | unknown provider |
-//! | 408 | the body did not arrive within `WEBHOOK_BODY_TIMEOUT_MS` |
+//! | 408 | the body did not arrive in time (the connection is closed) |
 //! | 413 | body larger than `WEBHOOK_MAX_BODY_BYTES` |
 //! | 503 | every request slot stayed taken for `WEBHOOK_BODY_TIMEOUT_MS`, or the broker did not confirm: the provider retries later, nothing is lost |
 //!
-//! Connections themselves are bounded by [`fleet_runtime::http_server`].
+//! A slow or unsigned body holds no slot: the slots are for deliveries already verified,
+//! so clients that trickle their bodies cannot delay a provider's. Connections themselves
+//! are bounded by [`fleet_runtime::http_server`].
 
 use std::sync::Arc;
 
@@ -27,7 +31,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use chrono::Utc;
 use fleet_runtime::metric_names as m;
-use fleet_runtime::{http_server, ConnectionLimits, RequestSlots};
+use fleet_runtime::{http_server, paced, BodyPace, ConnectionLimits, RequestSlots};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -106,8 +110,24 @@ async fn receive(
         Ok(signed) => signed,
         Err(rejection) => return rejected(provider, rejection),
     };
-    let deadline = Instant::now() + state.limits.body_timeout;
-    // Held until the answer: the body and its envelope live that long.
+    let body = match read_body(body, state.limits.max_body_bytes, state.limits.body).await {
+        Ok(body) => body,
+        Err(status) => {
+            count(provider, "rejected_request");
+            let mut answer = refuse(status, "body_not_read");
+            // What is left of a late body is not waited for.
+            answer.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+            return answer;
+        }
+    };
+    if let Err(rejection) = signature::verify(&state.secrets, &signed, &body, unix_now()) {
+        return rejected(provider, rejection);
+    }
+    let deadline = Instant::now() + state.limits.body.total;
+    // Held until the answer: the envelope lives that long.
     let Some(_turn) = state.turns.take_by(deadline).await else {
         warn!(
             provider,
@@ -116,16 +136,6 @@ async fn receive(
         count(provider, "receiver_busy");
         return unavailable("receiver_busy");
     };
-    let body = match read_body(body, state.limits.max_body_bytes, deadline).await {
-        Ok(body) => body,
-        Err(status) => {
-            count(provider, "rejected_request");
-            return refuse(status, "body_not_read");
-        }
-    };
-    if let Err(rejection) = signature::verify(&state.secrets, &signed, &body, unix_now()) {
-        return rejected(provider, rejection);
-    }
     let envelope = Envelope::new(provider, (&signed).into(), Utc::now(), &body);
     match state.publisher.publish(&envelope.to_bytes()).await {
         Ok(()) => {
@@ -150,13 +160,14 @@ fn unavailable(code: &'static str) -> Response {
     response
 }
 
-/// Reads at most `limit` bytes before `deadline`.
-async fn read_body(body: Body, limit: usize, deadline: Instant) -> Result<Bytes, StatusCode> {
-    match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, limit)).await {
-        Ok(Ok(bytes)) => Ok(bytes),
+/// Reads at most `limit` bytes, paced by `pace`.
+async fn read_body(body: Body, limit: usize, pace: BodyPace) -> Result<Bytes, StatusCode> {
+    let (body, watch) = paced(body, pace);
+    match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => Ok(bytes),
+        Err(_) if watch.late() => Err(StatusCode::REQUEST_TIMEOUT),
         // Over the limit, or the client went away mid-body (it will not read the answer).
-        Ok(Err(_)) => Err(StatusCode::PAYLOAD_TOO_LARGE),
-        Err(_) => Err(StatusCode::REQUEST_TIMEOUT),
+        Err(_) => Err(StatusCode::PAYLOAD_TOO_LARGE),
     }
 }
 

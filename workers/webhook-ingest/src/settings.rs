@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use fleet_runtime::{ConnectionLimits, Secret};
+use fleet_runtime::{BodyPace, ConnectionLimits, Secret};
 use fleet_store::MIN_WEBHOOK_RETENTION_S;
 
 use crate::limits::{RequestLimits, MAX_HEAD_BYTES};
@@ -78,8 +78,8 @@ pub struct WebhookSettings {
           value_parser = clap::value_parser!(u32).range(1..=16_384))]
     pub webhook_max_connections: u32,
 
-    /// Most requests whose body is read or published at once; a request that finds no
-    /// slot within WEBHOOK_BODY_TIMEOUT_MS gets 503.
+    /// Most verified deliveries published at once; one that finds no slot within
+    /// WEBHOOK_BODY_TIMEOUT_MS gets 503. Bodies are read before, without a slot.
     #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_REQUESTS", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=1_024))]
     pub webhook_max_concurrent_requests: u32,
@@ -90,10 +90,23 @@ pub struct WebhookSettings {
           value_parser = clap::value_parser!(u64).range(100..=60_000))]
     pub webhook_header_timeout_ms: u64,
 
-    /// How long a request may wait for a slot and read its body, from the end of its head.
+    /// How long a request body may take to arrive, from the end of its head (later is
+    /// 408 and the connection is closed); then also how long a verified delivery may wait
+    /// for a slot.
     #[arg(long, env = "WEBHOOK_BODY_TIMEOUT_MS", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(100..=120_000))]
     pub webhook_body_timeout_ms: u64,
+
+    /// After WEBHOOK_BODY_GRACE_MS, the least bytes per second a body must arrive at
+    /// (averaged from the end of the grace); slower is 408 and the connection is closed.
+    #[arg(long, env = "WEBHOOK_BODY_MIN_BYTES_PER_S", default_value_t = 1_024,
+          value_parser = clap::value_parser!(u32).range(1..=100_000_000))]
+    pub webhook_body_min_bytes_per_s: u32,
+
+    /// How long a body's first bytes may take before its rate is checked.
+    #[arg(long, env = "WEBHOOK_BODY_GRACE_MS", default_value_t = 2_000,
+          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub webhook_body_grace_ms: u64,
 
     /// How long event ids are kept for deduplication, in seconds (30 days by default).
     /// Providers redeliver for days: at least 7 days (604800), at most 10 years.
@@ -131,7 +144,11 @@ impl WebhookSettings {
         RequestLimits {
             max_body_bytes: self.webhook_max_body_bytes as usize,
             max_concurrent: self.webhook_max_concurrent_requests as usize,
-            body_timeout: Duration::from_millis(self.webhook_body_timeout_ms),
+            body: BodyPace {
+                total: Duration::from_millis(self.webhook_body_timeout_ms),
+                min_bytes_per_s: self.webhook_body_min_bytes_per_s,
+                grace: Duration::from_millis(self.webhook_body_grace_ms),
+            },
         }
     }
 
@@ -155,6 +172,8 @@ impl Default for WebhookSettings {
             webhook_max_concurrent_requests: 16,
             webhook_header_timeout_ms: 5_000,
             webhook_body_timeout_ms: 10_000,
+            webhook_body_min_bytes_per_s: 1_024,
+            webhook_body_grace_ms: 2_000,
             webhook_retention_s: 2_592_000,
             webhook_retention_interval_s: 3_600,
             webhook_retention_batch: 1_000,
@@ -213,7 +232,11 @@ mod tests {
         let requests = RequestLimits {
             max_body_bytes: 256 * 1024,
             max_concurrent: 16,
-            body_timeout: Duration::from_secs(10),
+            body: BodyPace {
+                total: Duration::from_secs(10),
+                min_bytes_per_s: 1_024,
+                grace: Duration::from_secs(2),
+            },
         };
         assert_eq!(cli.webhook.request_limits(), requests);
         assert_eq!(WebhookSettings::default().request_limits(), requests);
@@ -226,6 +249,7 @@ mod tests {
             "--webhook-max-concurrent-requests=0",
             "--webhook-header-timeout-ms=0",
             "--webhook-body-timeout-ms=0",
+            "--webhook-body-min-bytes-per-s=0",
         ] {
             assert!(Cli::try_parse_from(["bin", zero]).is_err(), "{zero}");
         }
