@@ -188,8 +188,7 @@ impl Target {
 }
 
 fn first_line(path: &std::path::Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the token file {}", path.display()))?;
+    let text = crate::secret_file::read_secret(path, "the token file")?;
     let line = text.lines().next().unwrap_or("").trim();
     anyhow::ensure!(
         !line.is_empty(),
@@ -203,6 +202,7 @@ fn first_line(path: &std::path::Path) -> anyhow::Result<String> {
 mod tests {
     use super::*;
     use crate::config::ApiContext;
+    use crate::secret_file::write_private_for_test;
 
     fn config() -> Config {
         let mut c = Config {
@@ -302,19 +302,43 @@ mod tests {
     #[test]
     fn a_token_file_gives_its_first_line_and_beats_the_context() {
         let path = std::env::temp_dir().join(format!("fleetctl-token-{}", ulid::Ulid::new()));
-        std::fs::write(&path, "fleet_in_file\n# a comment line\n").unwrap();
+        write_private_for_test(&path, "fleet_in_file\n# a comment line\n");
         let args = ApiArgs {
             token_file: Some(path.clone()),
             ..ApiArgs::default()
         };
         let t = resolve(&args, &config()).unwrap();
         assert_eq!(t.read_token(env).unwrap().expose(), "fleet_in_file");
-        std::fs::write(&path, "\n").unwrap();
+        write_private_for_test(&path, "\n");
         assert!(t
             .read_token(env)
             .unwrap_err()
             .to_string()
             .contains("is empty"));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_token_file_others_may_read_is_refused_with_the_fix() {
+        use std::os::unix::fs::PermissionsExt;
+        let path = std::env::temp_dir().join(format!("fleetctl-token-{}", ulid::Ulid::new()));
+        write_private_for_test(&path, "fleet_in_file\n");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let args = ApiArgs {
+            token_file: Some(path.clone()),
+            ..ApiArgs::default()
+        };
+        let refused = resolve(&args, &config())
+            .unwrap()
+            .read_token(env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("the token file")
+                && refused.contains(&format!("chmod 600 {}", path.display()))
+                && !refused.contains("fleet_in_file"),
+            "{refused}"
+        );
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -159,13 +159,9 @@ impl Config {
         let config: Config = toml::from_str(&text)
             .with_context(|| format!("{} is not a fleet config file", path.display()))?;
         if config.holds_a_token() {
-            let mode = std::fs::metadata(path)?.permissions().mode();
-            anyhow::ensure!(
-                mode & 0o077 == 0,
-                "{} holds a token and others may read it (mode {:o}): chmod 600 it",
-                path.display(),
-                mode & 0o777
-            );
+            let metadata =
+                std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+            crate::secret_file::ensure_private(path, &metadata, "the config file")?;
         }
         Ok(config)
     }
@@ -221,6 +217,8 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     #[test]

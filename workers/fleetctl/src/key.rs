@@ -148,8 +148,7 @@ pub fn write_private(out: &Path, key: &ApproverKey) -> anyhow::Result<()> {
 
 /// Reads a private key file written by [`generate`].
 pub fn read_private(path: &Path) -> anyhow::Result<ApproverKey> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the signing key {}", path.display()))?;
+    let text = crate::secret_file::read_secret(path, "the signing key")?;
     // Never the file's content in the error: it is the secret.
     ApproverKey::parse(&text).with_context(|| {
         format!(
