@@ -1,7 +1,6 @@
-//! Quorum policies: how many distinct approvers an operation needs before it may run. An
-//! intent names the policy it followed (`policy_version`); each version is a TOML file
-//! (`shared/policies/<policy_version>.toml`) that says, per action and per amount band in
-//! each currency, how many approvers are required:
+//! Quorum policies: how many distinct approvers an operation needs before it may run. Each
+//! policy version is a TOML file (`shared/policies/<policy_version>.toml`) that says, per
+//! action and per amount band in each currency, how many approvers are required:
 //!
 //! ```toml
 //! policy_version = "payments-v3"
@@ -14,6 +13,17 @@
 //! from_amount_minor = 100000000    # 1,000,000.00 KZT and above
 //! approvers = 2
 //! ```
+//!
+//! Which policy governs an intent is the deployment's decision, never the agent's: for
+//! each action one policy is in force by default (`in-force.toml` beside the policies, or
+//! the one policy that names the action), and an administrator may assign another per
+//! tenant (kept in the database, where no component may write). An intent's
+//! `policy_version` only confirms the policy in force; another is refused
+//! (`policy_not_in_force`).
+//!
+//! Bands are per currency: an action with bands accepts only the currencies it has bands
+//! for (another is refused `currency_not_banded`, never given the lowest quorum); an
+//! action without bands needs the same quorum whatever the amount.
 //!
 //! An operation's amount falls in the band of its currency with the highest
 //! `from_amount_minor` at or below it; no such band means the action's `approvers`. An
@@ -138,29 +148,51 @@ pub struct PolicyError {
     pub problem: String,
 }
 
-/// Why an intent cannot be judged by the policies in force; it is refused at intake with
-/// the dead-letter reason `unknown_policy`.
+/// Why an intent cannot be judged by the policies in force; it is refused at intake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PolicyRefusal {
-    /// No policy file for the intent's `policy_version`.
+    /// No policy file for the intent's `policy_version`, or no policy in force for its
+    /// tenant and action.
     UnknownPolicy,
     /// The policy exists but does not name the intent's action.
     ActionNotInPolicy,
+    /// The intent names a policy other than the one in force for its tenant and action:
+    /// the deployment decides which policy governs, the agent may only confirm it.
+    NotInForce,
+    /// The policy bands the action's amounts by currency and has no band for the intent's
+    /// currency: it was never decided how many approvers such an amount needs.
+    CurrencyNotBanded,
 }
 
 impl PolicyRefusal {
-    /// The dead-letter reason (both cases: the intent's policy says nothing about it).
+    /// The dead-letter reason.
     pub fn reason(self) -> &'static str {
-        crate::refusal::IntakeRefusal::UnknownPolicy.as_str()
+        use crate::refusal::IntakeRefusal;
+        match self {
+            PolicyRefusal::UnknownPolicy | PolicyRefusal::ActionNotInPolicy => {
+                IntakeRefusal::UnknownPolicy.as_str()
+            }
+            PolicyRefusal::NotInForce => IntakeRefusal::PolicyNotInForce.as_str(),
+            PolicyRefusal::CurrencyNotBanded => IntakeRefusal::CurrencyNotBanded.as_str(),
+        }
     }
 
     /// The member of the intent the refusal is about.
     pub fn field(self) -> &'static str {
         match self {
-            PolicyRefusal::UnknownPolicy => "policy_version",
+            PolicyRefusal::UnknownPolicy | PolicyRefusal::NotInForce => "policy_version",
             PolicyRefusal::ActionNotInPolicy => "action",
+            PolicyRefusal::CurrencyNotBanded => "payload.currency",
         }
     }
+}
+
+/// What an operation needs before it may run: distinct approvers, and how many of their
+/// approvals must be signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Requirement {
+    pub approvers: u8,
+    pub signed: u8,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,22 +265,65 @@ struct ActionQuorum {
 }
 
 impl ActionQuorum {
-    fn required(&self, payload: &Value) -> u8 {
-        self.band(payload).map_or(self.approvers, |b| b.approvers)
-    }
-
-    fn signed(&self, payload: &Value) -> u8 {
-        self.band(payload).map_or(self.signed, |b| b.signed)
-    }
-
-    fn band(&self, payload: &Value) -> Option<&Band> {
-        let amount = payload.get("amount_minor").and_then(Value::as_i64)?;
-        let currency = payload.get("currency").and_then(Value::as_str)?;
-        self.bands
-            .get(currency)?
+    /// The amount's requirement, before risk cues: its band's, or the action's when no
+    /// band applies. A policy with bands has decided per currency, so a currency it has
+    /// no band for is refused rather than given the action's lowest quorum.
+    fn amount_requirement(&self, payload: &Value) -> Result<Requirement, PolicyRefusal> {
+        let below_bands = Requirement {
+            approvers: self.approvers,
+            signed: self.signed,
+        };
+        if self.bands.is_empty() {
+            return Ok(below_bands);
+        }
+        let amount = payload.get("amount_minor").and_then(Value::as_i64);
+        let currency = payload.get("currency").and_then(Value::as_str);
+        let (Some(amount), Some(currency)) = (amount, currency) else {
+            return Ok(below_bands);
+        };
+        let bands = self
+            .bands
+            .get(currency)
+            .ok_or(PolicyRefusal::CurrencyNotBanded)?;
+        Ok(bands
             .iter()
             .rev()
             .find(|b| b.from_amount_minor <= amount)
+            .map_or(below_bands, |b| Requirement {
+                approvers: b.approvers,
+                signed: b.signed,
+            }))
+    }
+
+    /// The rules as the database keeps them (`policies.rules`), for the insert trigger
+    /// that derives the same floor from the snapshot.
+    fn rules(&self) -> Value {
+        let bands: serde_json::Map<String, Value> = self
+            .bands
+            .iter()
+            .map(|(currency, list)| {
+                let list: Vec<Value> = list
+                    .iter()
+                    .map(|b| {
+                        serde_json::json!({
+                            "from_amount_minor": b.from_amount_minor,
+                            "approvers": b.approvers,
+                            "signed": b.signed,
+                        })
+                    })
+                    .collect();
+                (currency.clone(), Value::Array(list))
+            })
+            .collect();
+        serde_json::json!({
+            "approvers": self.approvers,
+            "signed": self.signed,
+            "bands": bands,
+            "risk": {
+                "extra_approvers": self.risk.extra_approvers,
+                "signed_approvals": self.risk.signed_approvals,
+            },
+        })
     }
 }
 
@@ -257,6 +332,8 @@ impl ActionQuorum {
 pub struct Policy {
     version: String,
     actions: HashMap<Action, ActionQuorum>,
+    /// The file's text, kept with the rules in the database for whoever audits them.
+    text: String,
 }
 
 impl Policy {
@@ -407,6 +484,7 @@ impl Policy {
         Ok(Policy {
             version: file.policy_version,
             actions,
+            text: text.to_owned(),
         })
     }
 
@@ -414,15 +492,68 @@ impl Policy {
         &self.version
     }
 
+    /// The file's text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The actions the policy names.
+    pub fn actions(&self) -> impl Iterator<Item = Action> + '_ {
+        self.actions.keys().copied()
+    }
+
+    fn quorum(&self, action: Action) -> Result<&ActionQuorum, PolicyRefusal> {
+        self.actions
+            .get(&action)
+            .ok_or(PolicyRefusal::ActionNotInPolicy)
+    }
+
     /// How many distinct approvers `action` with this payload needs, if the policy
     /// allows the action at all.
-    pub fn required_approvals(&self, action: Action, payload: &Value) -> Option<u8> {
-        self.actions.get(&action).map(|q| q.required(payload))
+    pub fn required_approvals(&self, action: Action, payload: &Value) -> Result<u8, PolicyRefusal> {
+        Ok(self.quorum(action)?.amount_requirement(payload)?.approvers)
     }
 
     /// How many of those approvals must be signed by their approvers.
-    pub fn required_signatures(&self, action: Action, payload: &Value) -> Option<u8> {
-        self.actions.get(&action).map(|q| q.signed(payload))
+    pub fn required_signatures(
+        &self,
+        action: Action,
+        payload: &Value,
+    ) -> Result<u8, PolicyRefusal> {
+        Ok(self.quorum(action)?.amount_requirement(payload)?.signed)
+    }
+
+    /// The least an operation of `action` with `payload` needs under this policy: its
+    /// amount's requirement, raised as the risk table says when a cue flags it. Intake
+    /// may ask more (an unknown payee, an object made elsewhere), never less; the
+    /// database derives the same floor from the same rules (`policies.rules`), and a
+    /// table test holds the two together.
+    pub fn floor(
+        &self,
+        action: Action,
+        payload: &Value,
+        flagged: bool,
+    ) -> Result<Requirement, PolicyRefusal> {
+        let quorum = self.quorum(action)?;
+        let amount = quorum.amount_requirement(payload)?;
+        let (approvers, signed) = quorum
+            .risk
+            .requirement(flagged, amount.approvers, amount.signed);
+        Ok(Requirement { approvers, signed })
+    }
+
+    /// The rules as the database keeps them: `{"<action>": {"approvers", "signed",
+    /// "bands": {"<currency>": [{"from_amount_minor", "approvers", "signed"}]},
+    /// "risk": {"extra_approvers", "signed_approvals"}}}`.
+    pub fn rules(&self) -> Value {
+        let mut actions: Vec<(&Action, &ActionQuorum)> = self.actions.iter().collect();
+        actions.sort_by_key(|(a, _)| a.wire_name());
+        Value::Object(
+            actions
+                .into_iter()
+                .map(|(a, q)| (a.wire_name().to_owned(), q.rules()))
+                .collect(),
+        )
     }
 
     /// What `action` needs when a risk cue flags it.
@@ -441,23 +572,72 @@ impl Policy {
     }
 }
 
-/// Every policy in force, by version.
+/// The name of the file, beside the policies, that says which policy is in force for
+/// each action when a tenant has no assignment of its own (`in-force.toml`).
+pub const IN_FORCE_FILE: &str = "in-force";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InForceFile {
+    in_force: BTreeMap<String, String>,
+}
+
+/// Every policy the deployment has, by version, and which of them is in force for each
+/// action by default.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PolicySet {
     policies: BTreeMap<String, Policy>,
+    /// What `in-force.toml` says, checked against the policies.
+    in_force: BTreeMap<Action, String>,
 }
 
 impl PolicySet {
-    /// The policies of these files: (file stem, text) each.
+    /// The policies of these files: (file stem, text) each. The file named
+    /// [`IN_FORCE_FILE`], if any, says which policy is in force by default for an action
+    /// that several policies name.
     pub fn parse<'a>(
         files: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<PolicySet, PolicyError> {
         let mut policies = BTreeMap::new();
+        let mut in_force_text = None;
         for (name, text) in files {
+            if name == IN_FORCE_FILE {
+                in_force_text = Some(text);
+                continue;
+            }
             let policy = Policy::parse(name, text)?;
             policies.insert(policy.version.clone(), policy);
         }
-        Ok(PolicySet { policies })
+        let mut set = PolicySet {
+            policies,
+            in_force: BTreeMap::new(),
+        };
+        if let Some(text) = in_force_text {
+            set.in_force = set.parse_in_force(text)?;
+        }
+        Ok(set)
+    }
+
+    fn parse_in_force(&self, text: &str) -> Result<BTreeMap<Action, String>, PolicyError> {
+        let fail = |problem: String| PolicyError {
+            source_name: IN_FORCE_FILE.to_owned(),
+            problem,
+        };
+        let file: InForceFile = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        let mut in_force = BTreeMap::new();
+        for (name, version) in file.in_force {
+            let action =
+                Action::parse(&name).ok_or_else(|| fail(format!("unknown action {name:?}")))?;
+            match self.policies.get(&version) {
+                None => return Err(fail(format!("{name}: no policy {version:?}"))),
+                Some(p) if !p.actions.contains_key(&action) => {
+                    return Err(fail(format!("{name}: policy {version:?} does not name it")))
+                }
+                Some(_) => {}
+            }
+            in_force.insert(action, version);
+        }
+        Ok(in_force)
     }
 
     pub fn versions(&self) -> impl Iterator<Item = &str> {
@@ -468,6 +648,33 @@ impl PolicySet {
         self.policies.is_empty()
     }
 
+    /// The policy of this version.
+    pub fn policy(&self, version: &str) -> Option<&Policy> {
+        self.policies.get(version)
+    }
+
+    /// Every policy, by version.
+    pub fn policies(&self) -> impl Iterator<Item = &Policy> {
+        self.policies.values()
+    }
+
+    /// The policy in force for `action` when a tenant has none assigned: what
+    /// `in-force.toml` says, else the one policy that names the action. `None` when
+    /// several name it and the file says nothing: an administrator must choose.
+    pub fn default_in_force(&self, action: Action) -> Option<&str> {
+        if let Some(v) = self.in_force.get(&action) {
+            return Some(v);
+        }
+        let mut naming = self
+            .policies
+            .values()
+            .filter(|p| p.actions.contains_key(&action));
+        match (naming.next(), naming.next()) {
+            (Some(only), None) => Some(only.version()),
+            _ => None,
+        }
+    }
+
     /// How many distinct approvers an intent needs under the policy it names.
     pub fn required_approvals(
         &self,
@@ -475,7 +682,8 @@ impl PolicySet {
         action: Action,
         payload: &Value,
     ) -> Result<u8, PolicyRefusal> {
-        self.rule_of(policy_version, |p| p.required_approvals(action, payload))
+        self.named(policy_version)?
+            .required_approvals(action, payload)
     }
 
     /// How many of the approvals an intent needs must be signed, under its policy.
@@ -485,7 +693,14 @@ impl PolicySet {
         action: Action,
         payload: &Value,
     ) -> Result<u8, PolicyRefusal> {
-        self.rule_of(policy_version, |p| p.required_signatures(action, payload))
+        self.named(policy_version)?
+            .required_signatures(action, payload)
+    }
+
+    fn named(&self, policy_version: &str) -> Result<&Policy, PolicyRefusal> {
+        self.policies
+            .get(policy_version)
+            .ok_or(PolicyRefusal::UnknownPolicy)
     }
 
     /// What the policy an intent names says through `rule`: none is `ActionNotInPolicy`.
@@ -494,11 +709,7 @@ impl PolicySet {
         policy_version: &str,
         rule: impl FnOnce(&Policy) -> Option<T>,
     ) -> Result<T, PolicyRefusal> {
-        let policy = self
-            .policies
-            .get(policy_version)
-            .ok_or(PolicyRefusal::UnknownPolicy)?;
-        rule(policy).ok_or(PolicyRefusal::ActionNotInPolicy)
+        rule(self.named(policy_version)?).ok_or(PolicyRefusal::ActionNotInPolicy)
     }
 }
 
@@ -527,11 +738,7 @@ impl PolicySet {
         policy_version: &str,
         action: Action,
     ) -> Result<ForeignObjectRule, PolicyRefusal> {
-        self.policies
-            .get(policy_version)
-            .ok_or(PolicyRefusal::UnknownPolicy)?
-            .foreign_object(action)
-            .ok_or(PolicyRefusal::ActionNotInPolicy)
+        self.rule_of(policy_version, |p| p.foreign_object(action))
     }
 }
 

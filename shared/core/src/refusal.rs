@@ -88,6 +88,11 @@ refusals! {
     // The policies, the payee's directory, the tenant's records.
     /// No quorum policy covers it.
     UnknownPolicy = "unknown_policy";
+    /// It names a policy version other than the one the deployment put in force for its
+    /// tenant and action.
+    PolicyNotInForce = "policy_not_in_force";
+    /// Its policy bands amounts by currency and has no bands for its currency.
+    CurrencyNotBanded = "currency_not_banded";
     /// The payee cannot be confirmed in the directory.
     PayeeUnknown = "payee_unknown";
     /// It names an object the fleet made or changed for another tenant.
@@ -130,6 +135,8 @@ mod tests {
         codes.extend([
             crate::policy::PolicyRefusal::UnknownPolicy.reason(),
             crate::policy::PolicyRefusal::ActionNotInPolicy.reason(),
+            crate::policy::PolicyRefusal::NotInForce.reason(),
+            crate::policy::PolicyRefusal::CurrencyNotBanded.reason(),
             crate::objects::OBJECT_OF_OTHER_TENANT,
             crate::objects::OBJECT_UNKNOWN,
         ]);

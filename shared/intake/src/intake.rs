@@ -33,8 +33,9 @@ pub async fn intake<R: StoreIntents>(
     }
 }
 
-/// The checks of a validated intent against the world as it is at intake: the payee's
-/// directory ([`with_payee`]), then the fleet's own records ([`against_records`]). What
+/// The checks of a validated intent against the world as it is at intake: the policy in
+/// force for its tenant and action (`crate::in_force`), the payee's directory
+/// ([`with_payee`]), then the fleet's own records ([`against_records`]). What
 /// they refuse is not the fate of an intent whose very snapshot is stored already: that
 /// is a redelivery or a resend, a no-op as always, even if the payee has since left the
 /// directory. `Err` is the intent's fate.
@@ -45,6 +46,11 @@ pub async fn against_world<R: StoreIntents>(
 ) -> Result<CheckedIntent, Intake> {
     let intent = checked.intent.clone();
     let refused = |refusal: Refusal| unless_prepared_before(store, &intent, refusal);
+    let checked = match crate::in_force::in_force(checked, store).await {
+        Ok(Ok(checked)) => checked,
+        Ok(Err(refusal)) => return Err(refused(refusal).await),
+        Err(e) => return Err(Intake::Unavailable(e)),
+    };
     let checked = match with_payee(checked, rules).await {
         Ok(checked) => checked,
         Err(refusal) => return Err(refused(refusal).await),

@@ -68,6 +68,8 @@ mod tests {
         for reason in [
             fleet_core::policy::PolicyRefusal::UnknownPolicy.reason(),
             fleet_core::policy::PolicyRefusal::ActionNotInPolicy.reason(),
+            fleet_core::policy::PolicyRefusal::NotInForce.reason(),
+            fleet_core::policy::PolicyRefusal::CurrencyNotBanded.reason(),
             crate::intake::PAYEE_UNKNOWN,
             fleet_core::objects::OBJECT_OF_OTHER_TENANT,
             fleet_core::objects::OBJECT_UNKNOWN,

@@ -1,7 +1,8 @@
 //! The quorum policies every intake (prepare, the API) judges by, read once at start. The
 //! repository's own (`shared/policies`) are built into the binary, so a binary started
 //! anywhere has them; `POLICY_DIR` replaces them with a directory of one's own, each
-//! `<policy_version>.toml` one policy (`fleet_core::policy`). A directory that cannot be
+//! `<policy_version>.toml` one policy (`fleet_core::policy`), and `in-force.toml` which of
+//! them is in force by default for an action that several name. A directory that cannot be
 //! read, holds no policy, or holds a file that does not parse stops the start, naming the
 //! directory and why, since every intent would then be refused or judged by a policy
 //! nobody wrote.
@@ -23,12 +24,13 @@ pub struct PolicyArgs {
 /// The repository's policies, built in: `(policy_version, file text)`. A test checks the
 /// list against the directory, so a policy file added there and not here fails the build's
 /// tests.
-pub const BUILT_IN_POLICIES: [(&str, &str); 6] = [
+pub const BUILT_IN_POLICIES: [(&str, &str); 7] = [
     (
         "contracts-v1",
         include_str!("../../policies/contracts-v1.toml"),
     ),
     ("crm-v1", include_str!("../../policies/crm-v1.toml")),
+    ("in-force", include_str!("../../policies/in-force.toml")),
     ("orders-v1", include_str!("../../policies/orders-v1.toml")),
     (
         "payments-v3",

@@ -111,6 +111,7 @@ capabilities! {
         Column("operations", "payee", "INSERT"),
         Column("operations", "risk", "INSERT"),
         Column("operations", "signatures_required", "INSERT"),
+        Function("fleet_policy_in_force(text, text)"),
     ] for [Api, Prepare];
     /// Tell who submitted an intent by the broker user that published it.
     IdentifyQueueSubmitters [] => [
@@ -189,12 +190,16 @@ capabilities! {
         Column("operation_outbox", "published_at", "UPDATE"),
         Table("operation_outbox", "DELETE"),
     ] for [Relay];
-    /// Administer principals, tokens, approver keys and broker users: the owner's alone.
+    /// Administer principals, tokens, approver keys, broker users and the policies in force:
+    /// the owner's alone.
     Administer [] => [
         Table("principals", "INSERT"),
         Table("api_tokens", "INSERT"),
         Table("approver_keys", "INSERT"),
         Column("principals", "broker_user", "UPDATE"),
+        Table("policies", "INSERT"),
+        Table("policy_defaults", "INSERT"),
+        Table("policy_assignments", "INSERT"),
     ] for [];
 }
 

@@ -18,6 +18,7 @@ mod operator;
 mod outbox;
 mod passkeys;
 mod payment_history;
+mod policies;
 mod pool;
 mod postgres_url;
 mod prepare;
@@ -48,6 +49,7 @@ pub use migrate::{create_database_if_missing, drop_database, migrate, set_role_p
 pub use operator::{DecisionOutcome, Resolve};
 pub use outbox::{OutboxGauges, OutboxRow, Relayed};
 pub use passkeys::{ActivePasskey, PasskeyRequest, VerifiedPasskey, CEREMONY_TTL_S};
+pub use policies::{PoliciesLoaded, PolicyAssigned, PolicyInForce, FROM_POLICY_FILES};
 pub use pool::{
     ApiStore, ExecuteStore, IngestStore, PrepareStore, ReconcileStore, RelayStore, Store, StoreAs,
 };

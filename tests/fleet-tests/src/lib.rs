@@ -272,6 +272,30 @@ impl TestFleet {
         self.spawn_prepare_judging(providers, policies());
     }
 
+    /// Loads these policies into the deployment's database beside the repository's (as
+    /// `fleetctl migrate` loads a `POLICY_DIR`): what an insert is checked against.
+    pub async fn load_policies(&self, policies: &PolicySet) {
+        self.store
+            .load_policies(policies, "test")
+            .await
+            .expect("load the policies");
+    }
+
+    /// Puts `policy_version` in force for `action`, for `tenant` or (`None`) by default,
+    /// as an administrator would (`fleetctl policy assign`).
+    pub async fn assign_policy(&self, tenant: Option<&str>, action: &str, policy_version: &str) {
+        let action = fleet_core::intent::Action::parse(action).expect("an action");
+        let assigned = self
+            .store
+            .assign_policy(tenant, action, policy_version, "test-admin")
+            .await
+            .expect("assign the policy");
+        assert!(
+            matches!(assigned, fleet_store::PolicyAssigned::Assigned { .. }),
+            "{assigned:?}"
+        );
+    }
+
     /// Starts prepare with these provider guarantees and these quorum policies, looking
     /// payees up at the simulator.
     pub fn spawn_prepare_judging(&mut self, providers: ProviderCapabilities, policies: PolicySet) {

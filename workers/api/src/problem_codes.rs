@@ -60,6 +60,8 @@ pub const CATALOGUE: &[Kind] = &[
     kind("provider_cannot_update_conditionally", "Provider cannot update conditionally", "The provider is not declared to support conditional updates."),
     kind("approval_outlives_key", "Approval outlives the provider's key", "The approval window is not shorter than the provider keeps idempotency keys."),
     kind("unknown_policy", "Unknown policy", "No quorum policy covers the intent's policy version and action."),
+    kind("policy_not_in_force", "Policy not in force", "The intent names a policy version other than the one the deployment put in force for its tenant and action."),
+    kind("currency_not_banded", "Currency not banded", "The policy in force bands amounts by currency and has no band for this currency."),
     kind("payee_unknown", "Payee unknown", "The provider's directory cannot confirm the payee, and the policy refuses unknown payees."),
     kind("object_of_other_tenant", "Object of another tenant", "The intent names an object the fleet made or changed for another tenant."),
     kind("object_unknown", "Object unknown", "The intent names an object the fleet has no record of, and the policy refuses such objects."),

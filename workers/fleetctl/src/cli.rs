@@ -201,6 +201,14 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::key::KeyCommand,
     },
+    /// Which quorum policy is in force for each action, by default and per tenant
+    /// (assign, unassign, list): the deployment's decision, never the agent's.
+    Policy {
+        #[command(subcommand)]
+        command: crate::policy::PolicyCommand,
+        #[command(flatten)]
+        db: Database,
+    },
     /// People and bots who may act (add, list, remove); people sign in to the console
     /// by their OpenID Connect subject.
     Principal {

@@ -27,6 +27,7 @@ pub mod hash;
 pub mod inspect;
 pub mod key;
 pub mod operator;
+pub mod policy;
 pub mod principal;
 pub mod principal_broker;
 pub mod processes;

@@ -9,8 +9,8 @@ use fleetctl::api_client::{ApiClient, ListQuery};
 use fleetctl::args::Database;
 use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::{
-    broker_setup, completion, context, decide, demo, hash, inspect, key, operator, principal,
-    submit, token, wait,
+    broker_setup, completion, context, decide, demo, hash, inspect, key, operator, policy,
+    principal, submit, token, wait,
 };
 
 #[tokio::main]
@@ -125,6 +125,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Broker {
             command: BrokerCommand::Setup { args, amqp },
         } => broker_setup::run(&amqp.config(), &args).await?,
+        Command::Policy { command, db } => policy::run(&store(&db)?, command).await?,
         Command::Principal { command, conn } => {
             principal::run(&store(&conn.db)?, &conn.broker(), command).await?
         }

@@ -86,8 +86,110 @@ fn a_kzt_payment_of_a_million_or_more_needs_two_approvers() {
     assert_eq!(required(99_999_999, "KZT"), Ok(1), "999,999.99 KZT");
     assert_eq!(required(100_000_000, "KZT"), Ok(2), "1,000,000.00 KZT");
     assert_eq!(required(MAX_SAFE_INTEGER, "KZT"), Ok(2));
-    // The band is KZT's: the same digits in another currency are another amount.
-    assert_eq!(required(100_000_000, "USD"), Ok(1));
+    // The band is KZT's: the same digits in another currency are another amount, judged
+    // by that currency's own bands.
+    assert_eq!(required(999_999, "USD"), Ok(1), "9,999.99 USD");
+    assert_eq!(required(100_000_000, "USD"), Ok(2), "1,000,000.00 USD");
+}
+
+#[test]
+fn a_currency_the_policy_has_no_bands_for_is_refused_never_given_the_lowest_quorum() {
+    let set = shipped();
+    for version in ["payments-v3", "payments-v4"] {
+        let required = |amount, currency| {
+            set.required_approvals(version, Action::PaymentCreate, &payment(amount, currency))
+        };
+        // 9,000,000,000.00 in each currency the policy bands asks at least what the same
+        // figure asks in KZT.
+        let kzt = required(900_000_000_000, "KZT").unwrap();
+        for currency in ["USD", "EUR", "GBP", "CHF", "JPY", "KWD", "RUB", "CNY"] {
+            assert!(
+                required(900_000_000_000, currency).unwrap() >= kzt,
+                "{version} {currency}"
+            );
+        }
+        assert_eq!(
+            required(1, "AED"),
+            Err(PolicyRefusal::CurrencyNotBanded),
+            "{version}"
+        );
+    }
+    assert_eq!(
+        PolicyRefusal::CurrencyNotBanded.reason(),
+        "currency_not_banded"
+    );
+    assert_eq!(PolicyRefusal::CurrencyNotBanded.field(), "payload.currency");
+    // An action without bands needs the same quorum in any currency.
+    let refund =
+        json!({"payment_id": "pay_1", "amount_minor": 5, "currency": "AED", "reason": "r"});
+    assert_eq!(
+        set.required_approvals("refunds-v1", Action::RefundCreate, &refund),
+        Ok(1)
+    );
+}
+
+#[test]
+fn the_policy_in_force_by_default_is_what_in_force_says_or_the_only_one() {
+    let set = shipped();
+    assert_eq!(
+        set.default_in_force(Action::PaymentCreate),
+        Some("payments-v3")
+    );
+    assert_eq!(
+        set.default_in_force(Action::RefundCreate),
+        Some("refunds-v1")
+    );
+    assert_eq!(set.default_in_force(Action::CrmDealUpdate), Some("crm-v1"));
+    let two = "policy_version = \"a\"\n[actions.\"refund.create\"]\napprovers = 1\n";
+    let other = "policy_version = \"b\"\n[actions.\"refund.create\"]\napprovers = 2\n";
+    let ambiguous = PolicySet::parse([("a", two), ("b", other)]).unwrap();
+    assert_eq!(ambiguous.default_in_force(Action::RefundCreate), None);
+    let chosen = PolicySet::parse([
+        ("a", two),
+        ("b", other),
+        (IN_FORCE_FILE, "[in_force]\n\"refund.create\" = \"b\"\n"),
+    ])
+    .unwrap();
+    assert_eq!(chosen.default_in_force(Action::RefundCreate), Some("b"));
+    for (file, problem) in [
+        ("[in_force]\n\"refund.create\" = \"c\"\n", "no policy"),
+        ("[in_force]\n\"payment.create\" = \"a\"\n", "does not name"),
+        ("[in_force]\n\"refund.delete\" = \"a\"\n", "unknown action"),
+    ] {
+        let err = PolicySet::parse([("a", two), ("b", other), (IN_FORCE_FILE, file)]).unwrap_err();
+        assert!(err.problem.contains(problem), "{err}");
+    }
+}
+
+#[test]
+fn the_floor_is_the_amounts_requirement_raised_by_the_risk_table() {
+    let set = shipped();
+    let v4 = set.policy("payments-v4").unwrap();
+    let at = |amount, flagged| v4.floor(Action::PaymentCreate, &payment(amount, "KZT"), flagged);
+    assert_eq!(
+        at(1, false),
+        Ok(Requirement {
+            approvers: 1,
+            signed: 0
+        })
+    );
+    assert_eq!(
+        at(1, true),
+        Ok(Requirement {
+            approvers: 2,
+            signed: 1
+        })
+    );
+    assert_eq!(
+        at(100_000_000, true),
+        Ok(Requirement {
+            approvers: 3,
+            signed: 2
+        })
+    );
+    let rules = v4.rules();
+    assert_eq!(rules["payment.create"]["bands"]["KZT"][0]["approvers"], 2);
+    assert_eq!(rules["payment.create"]["risk"]["extra_approvers"], 1);
 }
 
 #[test]
@@ -129,13 +231,13 @@ fn the_highest_band_at_or_below_the_amount_applies() {
     let policy = Policy::parse("tiers", text).unwrap();
     let required =
         |amount| policy.required_approvals(Action::PaymentCreate, &payment(amount, "EUR"));
-    assert_eq!(required(99_999), Some(1));
-    assert_eq!(required(100_000), Some(2));
-    assert_eq!(required(4_999_999), Some(2));
-    assert_eq!(required(5_000_000), Some(3));
+    assert_eq!(required(99_999), Ok(1));
+    assert_eq!(required(100_000), Ok(2));
+    assert_eq!(required(4_999_999), Ok(2));
+    assert_eq!(required(5_000_000), Ok(3));
     assert_eq!(
         policy.required_approvals(Action::RefundCreate, &payment(1, "EUR")),
-        None
+        Err(PolicyRefusal::ActionNotInPolicy)
     );
 }
 
@@ -225,7 +327,7 @@ fn signed_approvals_are_bounded_and_never_fewer_for_more() {
     // A band without its own count takes the action's.
     assert_eq!(
         ok.required_signatures(Action::PaymentCreate, &payment(100, "KZT")),
-        Some(1)
+        Ok(1)
     );
     let more_than_approvers = parse(
         "policy_version = \"p\"\n[actions.\"payment.create\"]\napprovers = 1\nsigned_approvals = 2\n",

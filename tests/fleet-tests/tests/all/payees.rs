@@ -90,6 +90,10 @@ async fn under_a_policy_that_approves_unknown_payees_one_needs_more_approvers() 
                 [actions.\"payment.create\"]\napprovers = 1\n\
                 unknown_payee = \"approve\"\nunknown_payee_approvers = 3\n";
     let policies = PolicySet::parse([("payments-open-v1", open)]).unwrap();
+    fleet.load_policies(&policies).await;
+    fleet
+        .assign_policy(Some("org_482"), "payment.create", "payments-open-v1")
+        .await;
     fleet.spawn_prepare_judging(fleet.provider_configs().capabilities(), policies);
     let mut i = intent();
     i["payload"]["beneficiary_id"] = json!("nobody_3");
@@ -332,8 +336,13 @@ async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
         ]
     );
 
-    // Under payments-v4 a flagged payment needs one approver more, one of them signed.
+    // Under payments-v4 (in force for another tenant) a flagged payment needs one
+    // approver more, one of them signed.
+    fleet
+        .assign_policy(Some("org_v4"), "payment.create", "payments-v4")
+        .await;
     let mut flagged = intent();
+    flagged["tenant_id"] = json!("org_v4");
     flagged["policy_version"] = json!("payments-v4");
     flagged["payload"]["beneficiary_id"] = json!("vendor_5");
     let flagged_op = prepared_now(&fleet, &flagged).await;

@@ -120,14 +120,25 @@ async fn an_object_the_fleet_has_no_record_of_is_refused_or_needs_more_approvers
         std::fs::read_to_string(fleet_tests::policy_dir().join("refunds-v1.toml")).unwrap();
     files.push(("refunds-v1".into(), shipped));
     let set = PolicySet::parse(files.iter().map(|(n, t)| (n.as_str(), t.as_str()))).unwrap();
+    fleet.load_policies(&set).await;
     fleet.spawn_prepare_judging(fleet.provider_configs().capabilities(), set);
+    let tenant = refund_intent("pay_any", 1)["tenant_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // Refused by a policy that says nothing (the default), naming the field.
+    fleet
+        .assign_policy(Some(&tenant), "refund.create", "refunds-strict-v1")
+        .await;
     let mut refused = refund_intent("pay_made_elsewhere_1", 500_000);
     refused["policy_version"] = json!("refunds-strict-v1");
     fleet.refused_at_intake(&refused, "object_unknown").await;
 
     // Two approvers under a policy that asks for them.
+    fleet
+        .assign_policy(Some(&tenant), "refund.create", "refunds-careful-v1")
+        .await;
     let mut careful = refund_intent("pay_made_elsewhere_2", 500_000);
     careful["policy_version"] = json!("refunds-careful-v1");
     fleet.submitted(&careful).await;
@@ -137,6 +148,9 @@ async fn an_object_the_fleet_has_no_record_of_is_refused_or_needs_more_approvers
     );
 
     // The shipped policy: accepted with the action's own quorum.
+    fleet
+        .assign_policy(Some(&tenant), "refund.create", "refunds-v1")
+        .await;
     let shipped = refund_intent("pay_made_elsewhere_3", 500_000);
     fleet.submitted(&shipped).await;
     assert_eq!(
