@@ -4,6 +4,9 @@
 
 use crate::by_name::{display_by_name, serialize_by_name};
 
+mod moves;
+pub use moves::{status_moves, StatusMove};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
     /// Prepared; waiting for approval or for an execute worker to claim it.

@@ -31,6 +31,7 @@ mod decisions;
 mod event_types;
 mod events;
 mod execute;
+mod final_is_final;
 mod layout;
 mod live_quorum;
 mod log_hygiene;
