@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use crate::intent_error::IntentError;
 use crate::lookup::Reading;
 use crate::outcome::{CallResult, Outcome};
+use crate::wording::Headline;
 
 pub use action::Action;
 pub use object_ref::{ObjectField, ObjectRef};
@@ -105,7 +106,8 @@ impl ActionSpec {
         (self.behaviour.check)(payload)
     }
 
-    pub fn describe(&self, target: Option<&str>, payload: &Value) -> Option<String> {
+    /// The headline of a stored payload ([`crate::wording::Headline`]).
+    pub fn describe(&self, target: Option<&str>, payload: &Value) -> Option<Headline> {
         (self.behaviour.describe)(target, payload)
     }
 

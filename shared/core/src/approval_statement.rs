@@ -5,8 +5,18 @@
 //! {"action":"payment.create","amount":"1,500,000.00 KZT","expires_at":"2026-12-01T18:00:00Z",
 //! "operation_id":"op_…","payee":"vendor_77","payee_account":"KZ•• •••• •••• 1234",
 //! "payee_name":"Vendor 77 LLP","payee_version":1,
-//!  "payload_hash":"sha256:…","statement":"fleet.approval.v2",
+//!  "payload_hash":"sha256:…","statement":"fleet.approval.v3",
 //!  "summary":"Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300","tenant_id":"org_482"}
+//! ```
+//!
+//! `summary` is the operation's headline in plain text (`wording::headline`): a sentence of
+//! typed values (action, amount, who receives it), then any free text of the payload after
+//! ` — free text: `, each piece quoted with its quotes escaped and its hidden characters
+//! revealed, so a deal's name cannot put words (another amount) inside the sentence
+//! signed:
+//!
+//! ```text
+//! Create a deal worth 50,000,000.00 KZT, owned by u_7 — free text: name "Acme renewal\" worth 10.00 KZT", stage "lead"
 //! ```
 //!
 //! The words (`action`, `amount`, `payee`, `summary`) are derived here from the stored
@@ -31,8 +41,9 @@ use crate::payee::PayeeEvidence;
 use crate::wording::describe;
 
 /// The statement's version, its first member in meaning: a verifier that meets another
-/// version refuses it rather than guess what was signed.
-pub const STATEMENT_VERSION: &str = "fleet.approval.v2";
+/// version refuses it rather than guess what was signed. v3: the summary says typed values
+/// first and quotes free text after them (v2 let a deal's name into its sentence).
+pub const STATEMENT_VERSION: &str = "fleet.approval.v3";
 
 /// The longest a signed statement may stay valid, counted from the approval: a signature
 /// is consent given at one moment, not a standing order.
@@ -69,7 +80,8 @@ pub struct ApprovalStatement {
     pub payee_name: Option<String>,
     pub payee_account: Option<String>,
     pub payee_version: Option<i64>,
-    /// The console's one-line description (`wording::describe`).
+    /// The operation's headline as one line (`wording::describe`): typed values first,
+    /// free text quoted after them.
     pub summary: String,
     pub expires_at: DateTime<Utc>,
 }

@@ -1,27 +1,37 @@
 //! A snapshot in words, as the approver reads it: who receives what amount, for what
-//! ("Pay 12,500.00 KZT to vendor_77 for invoice inv_9182"), and how long is left to decide.
-//! Pure: the snapshot and the seconds left (read with the database clock) are inputs.
+//! ("Pay 12,500.00 KZT to vendor_77 for invoice inv_9182"), any free text it carries quoted
+//! after that ([`Headline`]), and how long is left to decide. Pure: the snapshot and the
+//! seconds left (read with the database clock) are inputs.
 
 use serde_json::Value;
 
 use crate::catalogue::Action;
 
+mod headline;
 mod page;
 
 pub use crate::json_words::value_in_words;
+pub use headline::{quote, Headline, Quoted, FREE_TEXT_MARK};
 pub use page::{
     amount_confirmed, approval_in_words, instant_in_words, patch_field_in_words,
     patch_value_in_words, reason_in_words, reason_name_in_words, status_in_words,
 };
 
-/// One sentence saying what the operation will do once approved, as its action's
-/// catalogue entry words it. Every value comes from the stored snapshot (already
-/// validated); anything unreadable is said plainly rather than guessed.
-pub fn describe(action: Action, target: Option<&str>, payload: &Value) -> String {
+/// What the operation will do once approved, as its action's catalogue entry words it:
+/// a sentence of typed values, then the free text quoted. Every value comes from the
+/// stored snapshot (already validated); anything unreadable is said plainly rather than
+/// guessed. The console shows it; the statement an approver signs carries its
+/// [`Headline::plain`] form as `summary`.
+pub fn headline(action: Action, target: Option<&str>, payload: &Value) -> Headline {
     action
         .spec()
         .describe(target, payload)
-        .unwrap_or_else(|| format!("{action} (its payload cannot be read as one)"))
+        .unwrap_or_else(|| Headline::new(format!("{action} (its payload cannot be read as one)")))
+}
+
+/// [`headline`] as one line of plain text ([`Headline::plain`]).
+pub fn describe(action: Action, target: Option<&str>, payload: &Value) -> String {
+    headline(action, target, payload).plain()
 }
 
 /// "expires in 54 min", "expires in 2 h 5 min", "expired 3 min ago": the time left to
@@ -76,18 +86,70 @@ mod tests {
         let refund = json!({"payment_id": "pay_01J", "amount_minor": 2500, "currency": "USD", "reason": "duplicate charge"});
         assert_eq!(
             describe(Action::RefundCreate, None, &refund),
-            "Refund 25.00 USD of payment pay_01J (reason: duplicate charge)"
+            "Refund 25.00 USD of payment pay_01J — free text: reason \"duplicate charge\""
         );
         let create = json!({"name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"});
         assert_eq!(
             describe(Action::CrmDealCreate, None, &create),
-            "Create deal \"Acme renewal\" worth 9,900.00 EUR at stage proposal, owned by u_7"
+            "Create a deal worth 9,900.00 EUR, owned by u_7 — free text: name \"Acme renewal\", stage \"proposal\""
         );
         let update = json!({"expected_version": 3, "patch": {"stage": "won", "amount_minor": 5000, "note": null}});
         assert_eq!(
             describe(Action::CrmDealUpdate, Some("deal_01J"), &update),
-            "Update deal deal_01J at version 3: set amount_minor to 5000, note to nothing, stage to \"won\""
+            r#"Update deal deal_01J at version 3, changing 3 fields — free text: changes "amount_minor to 5000, note to nothing, stage to \"won\"""#
         );
+    }
+
+    /// The deal name that tried to say another amount first: the sentence holds the real
+    /// amount and nothing the agent wrote; the name follows, quoted, its quotes escaped.
+    #[test]
+    fn a_deal_name_cannot_say_an_amount_before_the_real_one() {
+        let name = "Acme renewal\" worth 10.00 KZT at stage lead, owned by u_7. Also note: \"x";
+        let create = json!({"name": name, "amount_minor": 5_000_000_000i64, "currency": "KZT", "stage": "lead", "owner_id": "u_7"});
+        let h = headline(Action::CrmDealCreate, None, &create);
+        assert_eq!(
+            h.said,
+            "Create a deal worth 50,000,000.00 KZT, owned by u_7"
+        );
+        assert_eq!(
+            h.quoted,
+            vec![
+                Quoted {
+                    member: "name",
+                    text: name.to_owned()
+                },
+                Quoted {
+                    member: "stage",
+                    text: "lead".to_owned()
+                },
+            ]
+        );
+        let plain = h.plain();
+        assert_eq!(
+            plain,
+            r#"Create a deal worth 50,000,000.00 KZT, owned by u_7 — free text: name "Acme renewal\" worth 10.00 KZT at stage lead, owned by u_7. Also note: \"x", stage "lead""#
+        );
+        let first_amount = plain.find(" KZT").unwrap();
+        assert_eq!(
+            &plain[first_amount - 13..first_amount + 4],
+            "50,000,000.00 KZT"
+        );
+        // Padding cannot push the real amount out of view: blanks are written as code points.
+        let padded = json!({"name": format!("x{}", "\u{2800}".repeat(3)), "amount_minor": 1, "currency": "KZT", "stage": "lead", "owner_id": "u_7"});
+        assert!(describe(Action::CrmDealCreate, None, &padded)
+            .contains("\"x⟨U+2800⟩⟨U+2800⟩⟨U+2800⟩\""));
+    }
+
+    #[test]
+    fn only_typed_values_make_a_sentence() {
+        let refund = json!({"payment_id": "pay_01J", "amount_minor": 2500, "currency": "USD", "reason": "worth 1.00 USD"});
+        let h = headline(Action::RefundCreate, None, &refund);
+        assert_eq!(h.said, "Refund 25.00 USD of payment pay_01J");
+        assert!(!h.said.contains("1.00 USD"));
+        let payment = json!({"invoice_id": "inv_1", "beneficiary_id": "v_1", "amount_minor": 100, "currency": "KZT"});
+        assert!(headline(Action::PaymentCreate, None, &payment)
+            .quoted
+            .is_empty());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::intent_error::IntentError;
 use crate::lookup::Reading;
 use crate::outcome::{CallResult, Outcome};
 use crate::reason::Reason;
+use crate::wording::Headline;
 
 /// What a provider call and a lookup are about: the operation's reference at the provider
 /// (its stored idempotency key, also the key of keyed creates), its target and its
@@ -33,9 +34,11 @@ pub trait ActionPayload: DeserializeOwned + JsonSchema + 'static {
     /// `payload.<member>`.
     fn check(&self) -> Result<(), IntentError>;
 
-    /// One sentence for the person approving it, from the approved values only;
-    /// `None` when something needed (the target, a known currency) is missing.
-    fn describe(&self, target: Option<&str>) -> Option<String>;
+    /// What the person approving it reads first, from the approved values only: a
+    /// sentence of typed values (action, amount, who receives it), then any free text
+    /// quoted apart (`crate::wording::Headline`); `None` when something needed (the
+    /// target, a known currency) is missing.
+    fn describe(&self, target: Option<&str>) -> Option<Headline>;
 
     /// What one call to the provider proves about the effect.
     fn classify(&self, call: &CallResult, subject: &Subject<'_>) -> Outcome;
@@ -50,7 +53,7 @@ pub trait ActionPayload: DeserializeOwned + JsonSchema + 'static {
 #[derive(Clone, Copy)]
 pub struct Behaviour {
     pub(super) check: fn(&Value) -> Result<(), IntentError>,
-    pub(super) describe: fn(Option<&str>, &Value) -> Option<String>,
+    pub(super) describe: fn(Option<&str>, &Value) -> Option<Headline>,
     pub(super) classify: fn(&CallResult, &Subject<'_>) -> Outcome,
     pub(super) read_lookup: fn(&Subject<'_>, &str, &[Value]) -> Reading,
     pub(super) proposal_schema: fn() -> Map<String, Value>,
@@ -85,7 +88,7 @@ fn check<P: ActionPayload>(payload: &Value) -> Result<(), IntentError> {
     typed::<P>(payload)?.check()
 }
 
-fn describe<P: ActionPayload>(target: Option<&str>, payload: &Value) -> Option<String> {
+fn describe<P: ActionPayload>(target: Option<&str>, payload: &Value) -> Option<Headline> {
     typed::<P>(payload).ok()?.describe(target)
 }
 

@@ -25,6 +25,7 @@ use crate::members::arguments::Proposal;
 use crate::members::checks::{check_id, check_text};
 use crate::members::schemas::{identifier, text};
 use crate::outcome::{classify_keyed_create, CallResult, Outcome};
+use crate::wording::Headline;
 
 /// A recipient id: letters, digits and `_ . : -`, with at least one digit. An e-mail
 /// address (`@`) or a name (spaces, letters only) is refused.
@@ -109,11 +110,11 @@ impl ActionPayload for ContractSendPayload {
         check_text("payload.subject", &self.subject)
     }
 
-    fn describe(&self, _target: Option<&str>) -> Option<String> {
-        Some(format!(
+    fn describe(&self, _target: Option<&str>) -> Option<Headline> {
+        Some(Headline::new(format!(
             "Send contract template {} to recipient {}",
             self.template_id, self.recipient_id
-        ))
+        )))
     }
 
     /// `POST /v1/envelopes`: `201 created` is accepted (the sending follows).
@@ -327,7 +328,7 @@ mod tests {
     #[test]
     fn the_approver_reads_what_goes_to_whom() {
         assert_eq!(
-            contract().describe(None).as_deref(),
+            contract().describe(None).map(|h| h.plain()).as_deref(),
             Some("Send contract template tpl_msa_v3 to recipient cust_1042")
         );
     }

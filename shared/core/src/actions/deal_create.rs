@@ -17,6 +17,7 @@ use crate::members::checks::{check_id, check_money, check_text};
 use crate::members::schemas::{amount_minor, currency, identifier, text};
 use crate::money::format_amount;
 use crate::outcome::{classify_unkeyed_common, transport, unknown, CallResult, Outcome};
+use crate::wording::Headline;
 use crate::Reason;
 
 /// `crm.deal.create`: a new deal in the CRM.
@@ -76,12 +77,18 @@ impl ActionPayload for DealCreatePayload {
         check_money(self.amount_minor, &self.currency)
     }
 
-    fn describe(&self, _target: Option<&str>) -> Option<String> {
+    /// The name and the stage are free text: quoted after the sentence (amount and
+    /// owner first), never inside it.
+    fn describe(&self, _target: Option<&str>) -> Option<Headline> {
         let amount = format_amount(self.amount_minor, &self.currency)?;
-        Some(format!(
-            "Create deal \"{}\" worth {amount} at stage {}, owned by {}",
-            self.name, self.stage, self.owner_id
-        ))
+        Some(
+            Headline::new(format!(
+                "Create a deal worth {amount}, owned by {}",
+                self.owner_id
+            ))
+            .quoting("name", &*self.name)
+            .quoting("stage", &*self.stage),
+        )
     }
 
     fn classify(&self, call: &CallResult, _subject: &Subject<'_>) -> Outcome {

@@ -19,6 +19,7 @@ use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{
     classify_unkeyed_common, transport, unknown, CallResult, Outcome, Precondition,
 };
+use crate::wording::Headline;
 use crate::Reason;
 
 /// `crm.deal.update`: change fields of a deal, only if it is still at the version read.
@@ -77,16 +78,23 @@ impl ActionPayload for DealUpdatePayload {
         Ok(())
     }
 
-    fn describe(&self, target: Option<&str>) -> Option<String> {
+    /// A patch's member names and values are the agent's own: the sentence counts them,
+    /// and the changes follow it quoted.
+    fn describe(&self, target: Option<&str>) -> Option<Headline> {
         if self.patch.is_empty() {
             return None;
         }
-        Some(format!(
-            "Update deal {} at version {}: {}",
-            target?,
-            self.expected_version,
-            patch_in_words(&self.patch)
-        ))
+        let fields = match self.patch.len() {
+            1 => "1 field".to_owned(),
+            n => format!("{n} fields"),
+        };
+        Some(
+            Headline::new(format!(
+                "Update deal {} at version {}, changing {fields}",
+                target?, self.expected_version,
+            ))
+            .quoting("changes", patch_in_words(&self.patch)),
+        )
     }
 
     fn classify(&self, call: &CallResult, _subject: &Subject<'_>) -> Outcome {
@@ -119,7 +127,7 @@ impl ActionPayload for DealUpdatePayload {
     }
 }
 
-/// `set amount_minor to 5000, stage to "won"`, members sorted by name (the canonical
+/// `amount_minor to 5000, stage to "won"`, members sorted by name (the canonical
 /// order, whatever order the map keeps).
 fn patch_in_words(patch: &Map<String, Value>) -> String {
     let mut members: Vec<(&String, &Value)> = patch.iter().collect();
@@ -128,7 +136,7 @@ fn patch_in_words(patch: &Map<String, Value>) -> String {
         .into_iter()
         .map(|(k, v)| format!("{k} to {}", value_in_words(v)))
         .collect();
-    format!("set {}", changes.join(", "))
+    changes.join(", ")
 }
 
 pub const SPEC: ActionSpec = ActionSpec {

@@ -22,6 +22,7 @@ use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{
     classify_unkeyed_common, error_type, transport, unknown, CallResult, Outcome, Precondition,
 };
+use crate::wording::Headline;
 use crate::Reason;
 
 /// An order status: lower-case words joined by `_` (`paid`, `on_hold`).
@@ -84,11 +85,12 @@ impl ActionPayload for OrderStatusChangePayload {
         check_text("payload.reason", &self.reason)
     }
 
-    fn describe(&self, target: Option<&str>) -> Option<String> {
-        Some(format!(
+    /// The statuses are typed (`STATUS_PATTERN`); the reason is not said here.
+    fn describe(&self, target: Option<&str>) -> Option<Headline> {
+        Some(Headline::new(format!(
             "Move order {} from {} to {}",
             target?, self.from, self.to
-        ))
+        )))
     }
 
     /// `POST /v1/orders/<id>/transitions`: a 200 showing our transition applied is
@@ -364,7 +366,10 @@ mod tests {
     #[test]
     fn the_approver_reads_the_move() {
         assert_eq!(
-            change().describe(Some("ord_1")).as_deref(),
+            change()
+                .describe(Some("ord_1"))
+                .map(|h| h.plain())
+                .as_deref(),
             Some("Move order ord_1 from paid to fulfilled")
         );
         assert_eq!(change().describe(None), None);

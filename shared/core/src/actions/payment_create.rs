@@ -17,6 +17,7 @@ use crate::members::checks::{check_id, check_money};
 use crate::members::schemas::{amount_minor, currency, identifier};
 use crate::money::format_amount;
 use crate::outcome::{classify_keyed_create, CallResult, Outcome};
+use crate::wording::Headline;
 
 /// `payment.create`: pay an invoice to a beneficiary.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -51,12 +52,12 @@ impl ActionPayload for PaymentPayload {
         check_money(self.amount_minor, &self.currency)
     }
 
-    fn describe(&self, _target: Option<&str>) -> Option<String> {
+    fn describe(&self, _target: Option<&str>) -> Option<Headline> {
         let amount = format_amount(self.amount_minor, &self.currency)?;
-        Some(format!(
+        Some(Headline::new(format!(
             "Pay {amount} to {} for invoice {}",
             self.beneficiary_id, self.invoice_id
-        ))
+        )))
     }
 
     fn classify(&self, call: &CallResult, _subject: &Subject<'_>) -> Outcome {

@@ -19,6 +19,7 @@ use crate::members::schemas::{amount_minor, currency, identifier, text};
 use crate::money::format_amount;
 use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{CallResult, Outcome};
+use crate::wording::Headline;
 
 /// `refund.create`: give back (part of) a payment the provider holds.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -48,12 +49,13 @@ impl ActionPayload for RefundPayload {
         check_money(self.amount_minor, &self.currency)
     }
 
-    fn describe(&self, _target: Option<&str>) -> Option<String> {
+    /// The reason is free text: quoted after the sentence, never inside it.
+    fn describe(&self, _target: Option<&str>) -> Option<Headline> {
         let amount = format_amount(self.amount_minor, &self.currency)?;
-        Some(format!(
-            "Refund {amount} of payment {} (reason: {})",
-            self.payment_id, self.reason
-        ))
+        Some(
+            Headline::new(format!("Refund {amount} of payment {}", self.payment_id))
+                .quoting("reason", &*self.reason),
+        )
     }
 
     fn classify(&self, call: &CallResult, _subject: &Subject<'_>) -> Outcome {

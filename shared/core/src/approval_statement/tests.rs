@@ -44,7 +44,7 @@ fn the_signed_bytes_of_a_payment_are_stable() {
         r#""expires_at":"2026-12-01T18:00:00Z","operation_id":"op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7","#,
         r#""payee":"vendor_77","payee_account":"KZ•• •••• •••• 1234","payee_name":"Vendor 77 LLP","payee_version":3,"#,
         r#""payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000001","#,
-        r#""statement":"fleet.approval.v2","#,
+        r#""statement":"fleet.approval.v3","#,
         r#""summary":"Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300","tenant_id":"org_482"}"#
     );
     assert_eq!(
@@ -140,7 +140,7 @@ fn an_action_without_amount_or_payee_says_so() {
     assert_eq!((s.amount.as_deref(), s.payee.as_deref()), (None, None));
     assert_eq!(
         s.summary,
-        "Update deal deal_1 at version 3: set stage to \"won\""
+        r#"Update deal deal_1 at version 3, changing 1 field — free text: changes "stage to \"won\"""#
     );
     let v = s.to_bytes();
     assert!(String::from_utf8(v).unwrap().contains(r#""amount":null"#));
@@ -216,4 +216,62 @@ fn the_payee_shown_is_the_evidence_kept_at_intake_or_unknown() {
     assert!(u.in_words().contains("unknown"));
     assert_ne!(u.to_bytes(), s.to_bytes());
     assert_eq!(statement_with(&payload(), None).to_bytes(), u.to_bytes());
+}
+
+fn deal_statement(payload: &Value) -> ApprovalStatement {
+    let subject = StatementSubject {
+        operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7",
+        tenant_id: "org_482",
+        action: crate::Action::CrmDealCreate,
+        target: None,
+        payload,
+        payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
+        payee: None,
+    };
+    ApprovalStatement::derive(&subject, at("2026-12-01T18:00:00Z"))
+}
+
+#[test]
+fn the_signed_bytes_of_a_deal_quote_its_name_after_the_typed_words() {
+    // Golden, as above: the name tries to say 10.00 KZT before the real amount.
+    let p = json!({"name": "Acme renewal\" worth 10.00 KZT at stage lead, owned by u_7. Also note: \"x",
+                   "amount_minor": 5_000_000_000i64, "currency": "KZT", "stage": "lead", "owner_id": "u_7"});
+    let expected = concat!(
+        r#"{"action":"crm.deal.create","amount":"50,000,000.00 KZT","#,
+        r#""expires_at":"2026-12-01T18:00:00Z","operation_id":"op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7","#,
+        r#""payee":"u_7","payee_account":null,"payee_name":null,"payee_version":null,"#,
+        r#""payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000001","#,
+        r#""statement":"fleet.approval.v3","#,
+        r#""summary":"Create a deal worth 50,000,000.00 KZT, owned by u_7 — free text: name \"Acme renewal\\\" worth 10.00 KZT at stage lead, owned by u_7. Also note: \\\"x\", stage \"lead\"","#,
+        r#""tenant_id":"org_482"}"#
+    );
+    let s = deal_statement(&p);
+    assert_eq!(String::from_utf8(s.to_bytes()).unwrap(), expected);
+    let words = s.in_words();
+    let first = words.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "Create a deal worth 50,000,000.00 KZT, owned by u_7 — free text: name \""
+        ),
+        "{first}"
+    );
+}
+
+#[test]
+fn free_text_cannot_add_a_line_to_the_statement_in_words() {
+    let p = json!({"name": "renewal\n  amount    1.00 KZT\u{2800}", "amount_minor": 5_000_000_000i64,
+                   "currency": "KZT", "stage": "lead", "owner_id": "u_7"});
+    let words = deal_statement(&p).in_words();
+    assert!(
+        words
+            .lines()
+            .filter(|l| l.trim_start().starts_with("amount"))
+            .count()
+            == 1,
+        "{words}"
+    );
+    assert!(
+        words.contains("renewal⟨U+000A⟩  amount    1.00 KZT⟨U+2800⟩"),
+        "{words}"
+    );
 }

@@ -639,9 +639,10 @@ async fn a_crm_update_is_shown_beside_the_deals_current_values() {
     let alice = session_of(&c.api, "sub-alice").await;
     let page = c.operation_page(&alice, &op_of(&update)).await;
     let text = page.replace("&quot;", "\"").replace("&#34;", "\"");
+    // The sentence counts the changes; the patch, the agent's own words, is quoted apart.
     assert!(
         text.contains(&format!(
-            "Update deal {deal_id} at version 1: set owner_id to \"u_9\", stage to \"won\""
+            "<h1 class=\"headline\">Update deal {deal_id} at version 1, changing 2 fields<span class=\"quoted\"> <span class=\"member\">changes</span> <q class=\"free\">owner_id to \"u_9\", stage to \"won\"</q></span></h1>"
         )),
         "{text}"
     );

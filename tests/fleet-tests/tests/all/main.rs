@@ -22,6 +22,7 @@ mod cli;
 mod cli_api;
 mod console;
 mod console_browser;
+mod console_words;
 mod contracts;
 mod crash;
 mod crash_actions;

@@ -18,6 +18,7 @@
 //! | `GET /console/passkeys`, `POST /console/passkeys/{start,finish}` | creating a passkey ([`passkeys`]) |
 //! | `GET /console/login`, `/console/login/start`, `/console/auth/callback`; `POST /console/logout` | signing in and out |
 
+pub mod done;
 pub mod forms;
 mod handler;
 pub mod oidc;

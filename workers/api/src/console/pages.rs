@@ -11,6 +11,7 @@ use fleet_core::{Action, Status};
 use fleet_store::{ConsoleOperation, OperationSearch};
 use serde::Deserialize;
 
+use super::done::{confirmation, Recorded};
 use super::handler::{console, html};
 use super::passkeys::Signing;
 use super::present::{
@@ -75,6 +76,8 @@ pub struct OperationPage {
     /// Who approved the stored snapshot already.
     approvals: Vec<ApprovalLine>,
     banner: Option<Banner>,
+    /// What the signed-in person has decided on this operation, by the records.
+    recorded: Recorded,
     attempts: Vec<AttemptLine>,
     lookups: Vec<EventLine>,
     timeline: Vec<EventLine>,
@@ -186,32 +189,23 @@ pub struct DoneQuery {
     tenant: Option<String>,
 }
 
-/// What a finished decision says when the browser comes back to the page.
-fn done_banner(done: Option<&str>) -> Option<Banner> {
-    let text = match done? {
-        "approved" => "You approved this snapshot.",
-        "rejected" => "You rejected this operation; it is cancelled.",
-        "resolved" => "You resolved this operation.",
-        "disputed" => "You disputed this operation; the workers will not move it again.",
-        "already" => "You had already taken this decision; nothing changed.",
-        _ => return None,
-    };
-    Some(Banner {
-        kind: "ok",
-        text: text.to_owned(),
-    })
-}
-
+/// The page of one operation; after a decision (`?done=`), with its confirmation when
+/// the person's decision is on record (`super::done`), and without one otherwise.
 pub async fn operation(
     State(state): State<AppState>,
     signed: Signed,
     Path(id): Path<String>,
     Query(q): Query<DoneQuery>,
 ) -> Result<Response, ApiError> {
-    let banner = done_banner(q.done.as_deref());
     let at = Addressed::new(&id, q.tenant.as_deref());
-    Ok(match operation_page(&state, &signed, at, banner).await? {
-        Ok(page) => html(page.render()),
+    Ok(match operation_page(&state, &signed, at, None).await? {
+        Ok(mut page) => {
+            page.banner = confirmation(q.done.as_deref(), page.recorded).map(|text| Banner {
+                kind: "ok",
+                text: text.to_owned(),
+            });
+            html(page.render())
+        }
         Err(answer) => answer,
     })
 }
@@ -267,18 +261,14 @@ pub async fn operation_page(
         (StepUp::RetypeAmount, Some((_, _, shown))) if allowed.approve => Some(shown),
         _ => None,
     };
-    let approvals = state
-        .store
-        .approvals_given(key.op())
-        .await?
-        .iter()
-        .map(ApprovalLine::of)
-        .collect();
+    let given = state.store.approvals_given(key.op()).await?;
+    let approvals = given.iter().map(ApprovalLine::of).collect();
     let signing = if allowed.approve {
         Some(Signing::of(state, &signed.principal.name, &op.row, chrono::Utc::now()).await?)
     } else {
         None
     };
+    let recorded = Recorded::of(&signed.principal.name, &op.row, &given, &events);
     let timeline: Vec<EventLine> = events.iter().map(EventLine::of).collect();
     let lookups = events
         .iter()
@@ -296,6 +286,7 @@ pub async fn operation_page(
         retype,
         approvals,
         banner,
+        recorded,
         attempts: attempts.iter().map(AttemptLine::of).collect(),
         lookups,
         timeline,

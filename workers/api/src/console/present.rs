@@ -16,8 +16,8 @@ use fleet_core::risk::RiskCue;
 use fleet_core::step_up::StepUp;
 use fleet_core::visible::reveal;
 use fleet_core::wording::{
-    approval_in_words, describe, expiry_in_words, instant_in_words, patch_field_in_words,
-    patch_value_in_words, reason_in_words, status_in_words,
+    approval_in_words, expiry_in_words, headline, instant_in_words, patch_field_in_words,
+    patch_value_in_words, reason_in_words, status_in_words, Headline,
 };
 use fleet_core::{canonical_json, Action, ApprovalStatus, AttemptOutcome, Precondition, Status};
 use fleet_store::{ApprovalGiven, AttemptRow, ConsoleOperation, EventRow, Principal};
@@ -49,7 +49,12 @@ pub struct Card {
     /// `tenant=<the tenant, percent-encoded>`: every link and form of the operation names
     /// its tenant, since ids are unique per tenant only (docs/design.md#tenant-boundaries).
     pub tenant_query: String,
+    /// The headline's sentence, typed values only ("Create a deal worth 50,000,000.00
+    /// KZT, owned by u_7"): the text of the headline's own element.
     pub headline: String,
+    /// The free text the operation carries, each piece shown in an element of its own
+    /// after the sentence, never inside it.
+    pub quoted: Vec<QuotedShown>,
     pub action: String,
     pub status: Status,
     pub approval_status: ApprovalStatus,
@@ -74,6 +79,27 @@ pub struct Card {
     /// Why it waits for an operator (unknown or escalated), or why it ended.
     pub why: Option<String>,
     pub created_at: String,
+}
+
+/// One piece of free text of the headline, as the page shows it.
+pub struct QuotedShown {
+    /// The payload member it came from ("name", "reason").
+    pub member: &'static str,
+    /// The text with its hidden characters revealed; the template quotes it.
+    pub text: String,
+}
+
+/// The headline's sentence and its free text, revealed for the page.
+fn headline_shown(h: Headline) -> (String, Vec<QuotedShown>) {
+    let quoted = h
+        .quoted
+        .into_iter()
+        .map(|q| QuotedShown {
+            member: q.member,
+            text: reveal(&q.text),
+        })
+        .collect();
+    (reveal(&h.said), quoted)
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {
@@ -103,11 +129,14 @@ impl Card {
             .or(op.latest_reason)
             .map(reason_in_words)
             .or_else(|| r.error_code.as_deref().map(reveal));
+        let (headline, quoted) =
+            headline_shown(headline(r.action, r.target.as_deref(), &r.payload));
         Card {
             id: r.operation_id.to_string(),
             tenant: reveal(&r.tenant_id),
             tenant_query: tenant_query(&r.tenant_id),
-            headline: reveal(&describe(r.action, r.target.as_deref(), &r.payload)),
+            headline,
+            quoted,
             action: reveal(r.action.wire_name()),
             status: r.status,
             approval_status: r.approval_status,
