@@ -23,9 +23,9 @@
 //!    `ΑΒΕ_1` the skeleton `ABE_1`);
 //! 4. it is not made of dots only (`.`, `..`, `...`). Ids become path segments of
 //!    provider URLs (`PATCH /v1/deals/{target}`), where `.` and `..` are not a name but
-//!    a step (RFC 3986 §5.2.4): the deal `..` would be the update of `/v1/deals` itself.
-//!    Longer runs of dots are refused with them, since no object is named so and some
-//!    servers collapse them too.
+//!    a step (RFC 3986 removes dot segments from a path): the deal `..` would be the
+//!    update of `/v1/deals` itself. Longer runs of dots are refused with them, since no
+//!    object is named so and some servers collapse them too.
 //!
 //! Pure-ASCII identifiers are checked by rules 1 and 4 alone: an ASCII id without controls,
 //! spaces or a dots-only name is accepted as it always was. Legitimate ids in one other script pass: Greek

@@ -1,9 +1,9 @@
 //! Provider URLs from path segments. Each segment is percent-encoded (`/`, `%`, `?`, `#`
 //! and the rest included), so an id is always one path level and never a query or a
 //! fragment. A segment that URL parsing would not keep as a name is refused rather than
-//! sent: `.` and `..` are steps (RFC 3986 §5.2.4; the `url` crate silently drops them,
-//! and `%2E%2E` is the same step to a server), and an empty segment names the collection
-//! above. Without the refusal a deal update on `..` goes out as `PATCH /v1/deals`.
+//! sent: `.` and `..` are steps (RFC 3986 removes dot segments; the `url` crate silently
+//! drops them, and `%2E%2E` is the same step to a server), and an empty segment names
+//! the collection above. Without the refusal a deal update on `..` goes out as `PATCH /v1/deals`.
 //!
 //! The identifier rule (`fleet_core::identifier`) already refuses every id made of dots
 //! only at intake; this is the adapters' own guarantee, whatever reaches them.

@@ -34,8 +34,9 @@ pub struct OperationView {
     /// A payment's risk cues found at intake, each `{"cue": <code>, …}`
     /// (`first_payment_to_payee`, `first_payment_to_account`,
     /// `account_changed_since_last_payment`, `amount_above_usual` with `multiple` and
-    /// `median_minor`, `unverified_payee`, `unknown_payee`); empty for none, null for an
-    /// operation that is no payment. Immutable.
+    /// `median_minor`, `unverified_payee`, `unknown_payee`, `possible_duplicate` with
+    /// `operation_id` and `same`); empty for none, null for an operation that is no
+    /// payment. Immutable.
     #[schema(value_type = Option<Vec<Object>>)]
     risk: Option<Vec<serde_json::Value>>,
     status: StatusName,
