@@ -38,7 +38,8 @@ use crate::catalogue::Action;
 use crate::hash::canonical_json;
 use crate::money::format_amount;
 use crate::payee::PayeeEvidence;
-use crate::wording::describe;
+use crate::visible::reveal;
+use crate::wording::{describe, quote};
 
 /// The statement's version, its first member in meaning: a verifier that meets another
 /// version refuses it rather than guess what was signed. v3: the summary says typed values
@@ -144,7 +145,9 @@ impl ApprovalStatement {
         canonical_json(&self.to_json()).into_bytes()
     }
 
-    /// The statement as the signer is shown it before signing, one fact a line.
+    /// The statement as the signer is shown it before signing, one fact a line. The
+    /// payee's name is the provider directory's free text: quoted ([`quote`]), so it cannot
+    /// break the line or pass for another fact; the masked account is revealed.
     pub fn in_words(&self) -> String {
         let mut out = format!(
             "{}\n  operation {} (tenant {})\n  action    {}\n",
@@ -160,7 +163,9 @@ impl ApprovalStatement {
             (&self.payee_name, &self.payee_account, self.payee_version)
         {
             out.push_str(&format!(
-                "  paid to   {name}, account {account} (payee version {version})\n"
+                "  paid to   {}, account {} (payee version {version})\n",
+                quote(name),
+                reveal(account)
             ));
         } else if self.payee.is_some() {
             out.push_str("  paid to   unknown: the provider could not confirm this payee\n");

@@ -201,7 +201,7 @@ fn the_payee_shown_is_the_evidence_kept_at_intake_or_unknown() {
     );
     assert!(s
         .in_words()
-        .contains("Vendor 77 LLP, account KZ•• •••• •••• 1234 (payee version 3)"));
+        .contains("\"Vendor 77 LLP\", account KZ•• •••• •••• 1234 (payee version 3)"));
     let unknown = json!({"status": "unknown", "id": "vendor_77", "reason": "not_found",
                          "looked_up_at": "2026-12-01T17:00:00Z"});
     let u = statement_with(&payload(), Some(&unknown));
@@ -272,6 +272,22 @@ fn free_text_cannot_add_a_line_to_the_statement_in_words() {
     );
     assert!(
         words.contains("renewal⟨U+000A⟩  amount    1.00 KZT⟨U+2800⟩"),
+        "{words}"
+    );
+}
+
+#[test]
+fn a_payees_name_cannot_add_a_line_to_the_statement_in_words() {
+    let mut e = evidence();
+    e["name"] = json!("Vendor 77 LLP\n  amount    1.00 KZT");
+    let words = statement_with(&payload(), Some(&e)).in_words();
+    assert_eq!(
+        words.lines().filter(|l| l.contains("amount")).count(),
+        2,
+        "{words}"
+    );
+    assert!(
+        words.contains("paid to   \"Vendor 77 LLP⟨U+000A⟩  amount    1.00 KZT\", account"),
         "{words}"
     );
 }
