@@ -34,7 +34,7 @@ pub const CATALOGUE: &[Kind] = &[
     kind("unsupported_media_type", "Unsupported media type", "The body must be sent as JSON, with Content-Type: application/json."),
     kind("invalid_query", "Invalid query", "A query parameter is unknown or out of range; field names it."),
     kind("oversized", "Body too large", "The body is larger than 64 KiB."),
-    kind("body_timeout", "Body too slow", "The body did not arrive within 10 seconds."),
+    kind("body_timeout", "Body too slow", "The body did not arrive in time (by default within 10 seconds, and after 2 seconds at no less than 1 KiB a second); the connection is closed."),
     kind("operation_id_conflict", "Operation id conflict", "The operation id names another snapshot of the same tenant; the stored operation is untouched."),
     kind("operation_id_ambiguous", "Operation id ambiguous", "Two of the caller's tenants hold an operation with this id; name one with the tenant query parameter."),
     // Decisions the operation's state does not allow.

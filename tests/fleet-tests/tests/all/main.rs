@@ -52,6 +52,7 @@ mod queue_identity;
 mod quorum;
 mod schema;
 mod signed_approvals;
+mod slow_bodies;
 mod store_cas;
 mod tenant_ids;
 mod tenant_objects;
