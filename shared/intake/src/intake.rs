@@ -176,8 +176,8 @@ pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refu
         }),
         Err(refusal) => {
             // The version is the agent's text, not a secret; the log names it so the
-            // missing policy file can be found.
-            warn!(operation_id = %intent.operation_id, action = intent.action.wire_name(), policy_version = %s.policy_version, reason = refusal.reason(), field = refusal.field(), "intent refused: no quorum policy for it");
+            // missing policy file (or band) can be found.
+            warn!(operation_id = %intent.operation_id, action = intent.action.wire_name(), policy_version = %s.policy_version, reason = refusal.reason(), field = refusal.field(), "intent refused: its quorum policy cannot judge it");
             Err(counted(Refusal::new(
                 refusal.reason(),
                 Some(refusal.field()),
