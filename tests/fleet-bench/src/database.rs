@@ -172,19 +172,25 @@ impl BenchDb {
     /// (WAL writer, checkpointer, background writer, autovacuum launcher), which every
     /// database shares.
     /// The Postgres processes working for the fleet, each with what it works for: the
-    /// component whose role it logged in as (`execute` for `<db>__execute`), or its
+    /// component whose role it logged in as (`execute` for `<prefix>__execute`: the
+    /// component's name at the end, since a derived prefix may hold `__` itself), or its
     /// background type (`checkpointer`, `walwriter`, …).
     pub async fn fleet_backends(&self) -> anyhow::Result<HashMap<u32, String>> {
+        let components: Vec<&str> = fleet_store::DbRole::ALL
+            .iter()
+            .map(|r| r.component())
+            .collect();
+        let component_at_end = format!("__({})$", components.join("|"));
         let rows = self
             .maintenance
             .client()
             .await?
             .query(
                 "SELECT pid, CASE WHEN datname IS NULL THEN backend_type
-                                  ELSE coalesce(nullif(split_part(usename, '__', 2), ''), usename) END
+                                  ELSE coalesce(nullif(substring(usename FROM $3), ''), usename) END
                  FROM pg_stat_activity
                  WHERE (datname = $1 AND application_name <> $2) OR (datname IS NULL AND backend_type <> 'client backend')",
-                &[&self.name, &BENCH_APP],
+                &[&self.name, &BENCH_APP, &component_at_end],
             )
             .await?;
         Ok(rows
