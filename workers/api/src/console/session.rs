@@ -15,6 +15,7 @@ use fleet_store::Principal;
 
 use super::present::Me;
 use crate::auth::Identified;
+use crate::error::ApiError;
 use crate::state::AppState;
 
 pub const SESSION_COOKIE: &str = "fleet_console";
@@ -102,8 +103,8 @@ fn to_sign_in() -> Response {
 
 impl Signed {
     /// The request's session: `Ok(None)` without one (no cookie, or a session that ended),
-    /// the answer to give when it could not be looked up.
-    pub fn of(parts: &Parts) -> Result<Option<Signed>, Response> {
+    /// the refusal to answer when it could not be looked up.
+    pub fn of(parts: &Parts) -> Result<Option<Signed>, ApiError> {
         let found = parts
             .extensions
             .get::<Identified>()
@@ -111,7 +112,7 @@ impl Signed {
         let principal = match found {
             Some(Ok(Some(principal))) => principal,
             None | Some(Ok(None)) => return Ok(None),
-            Some(Err(e)) => return Err(e.into_response()),
+            Some(Err(e)) => return Err(e),
         };
         // The cookie the session was found by, read again.
         let secret =
@@ -124,7 +125,9 @@ impl FromRequestParts<AppState> for Signed {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
-        Signed::of(parts)?.ok_or_else(to_sign_in)
+        Signed::of(parts)
+            .map_err(IntoResponse::into_response)?
+            .ok_or_else(to_sign_in)
     }
 }
 

@@ -230,7 +230,7 @@ pub async fn logout(State(state): State<AppState>, request: Request) -> Response
     let signed = match Signed::of(&parts) {
         Ok(Some(signed)) => signed,
         Ok(None) => return signed_out.into_response(),
-        Err(answer) => return answer,
+        Err(refused) => return refused.into_response(),
     };
     let f = match Form::<LogoutForm>::from_request(Request::from_parts(parts, body), &state).await {
         Ok(Form(f)) => f,
