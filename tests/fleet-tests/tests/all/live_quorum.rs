@@ -53,7 +53,7 @@ const APPROVED_AT: i64 = 10;
 /// A deterministic spread of approvers over the choices: index `n` picks each choice by
 /// its own digit, with live, plainly counting approvers made common so quorums are met.
 fn approver(n: usize) -> Approver {
-    let plain = n % 3 == 0;
+    let plain = n.is_multiple_of(3);
     Approver {
         role: if plain { Role::Approver } else { ROLES[n % 4] },
         removed: !plain && n % 7 == 1,
