@@ -461,6 +461,52 @@ async fn a_second_call_with_the_same_operation_id_creates_nothing_new() {
     fleet.stop().await;
 }
 
+/// A framework that retries a tool call (a lost answer, a model that calls again) sends
+/// no operation id either time: the id is derived from the proposal, so the second call
+/// is the first operation, never a second payment. Another payload is another operation,
+/// and so is the same payload under an operation id of the agent's own.
+#[tokio::test]
+async fn the_same_proposal_twice_without_an_operation_id_is_one_operation() {
+    let (fleet, _api, agent) = billing_bot_on_api().await;
+    let first = agent.call("payment_create", payment()).await.ok();
+    assert_eq!(first["created"], json!(true));
+    let op = first["operation_id"].as_str().unwrap().to_owned();
+    let arguments = payment().as_object().unwrap().clone();
+    assert_eq!(
+        op,
+        fleet_core::intent::derived_id::derived_operation_id(
+            fleet_core::Action::PaymentCreate,
+            TENANT,
+            &arguments
+        ),
+        "the documented derivation"
+    );
+    let mut retried = payment();
+    retried["rationale"] = json!("calling again: the first answer was lost");
+    retried["operation_id"] = Value::Null;
+    let again = agent.call("payment_create", retried).await;
+    again.says("nothing new was created");
+    let again = again.ok();
+    assert_eq!(
+        (&again["operation_id"], &again["created"]),
+        (&json!(op), &json!(false))
+    );
+    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 1);
+
+    let mut other = payment();
+    other["payload"]["amount_minor"] = json!(1_250_001);
+    let other = agent.call("payment_create", other).await.ok();
+    assert_eq!(other["created"], json!(true));
+    assert_ne!(other["operation_id"], json!(op));
+    let mut on_purpose = payment();
+    on_purpose["operation_id"] = json!(new_operation_id());
+    let on_purpose = agent.call("payment_create", on_purpose).await.ok();
+    assert_eq!(on_purpose["created"], json!(true));
+    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 3);
+    agent.close().await;
+    fleet.stop().await;
+}
+
 #[tokio::test]
 async fn another_tenant_is_refused_and_a_request_without_a_valid_token_is_401() {
     let (fleet, api) = fleet_with_api(&[]).await;

@@ -282,6 +282,13 @@ async fn cues_of(fleet: &TestFleet, op: &str) -> Vec<String> {
         .collect()
 }
 
+/// The seed payment for another invoice, of `amount_minor`.
+fn another_invoice(invoice: &str, amount_minor: i64) -> Value {
+    let mut i = fleet_tests::with_amount(intent(), json!(amount_minor));
+    i["payload"]["invoice_id"] = json!(invoice);
+    i
+}
+
 /// Submits `i` to the queue and waits until prepare stored it.
 async fn prepared_now(fleet: &TestFleet, i: &Value) -> String {
     let op = fleet.submitted(i).await;
@@ -308,14 +315,16 @@ async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
     fleet.approve(&op, &hash_of(&first)).await.unwrap();
     fleet.reaches(&op, Status::Succeeded).await;
 
-    // The same payee, account and amount again: nothing to flag.
-    let usual = intent();
+    // The same payee and account, a usual amount, another invoice: nothing to flag. (The
+    // same invoice or the very same amount again would be a possible duplicate, within 7
+    // days of the first: `possible_duplicates.rs`.)
+    let usual = another_invoice("inv_9183", 1_200_000);
     assert!(cues_of(&fleet, &prepared_now(&fleet, &usual).await)
         .await
         .is_empty());
 
     // Four times the usual amount.
-    let large = fleet_tests::with_amount(intent(), json!(5_000_000));
+    let large = another_invoice("inv_9184", 5_000_000);
     let large_op = prepared_now(&fleet, &large).await;
     assert_eq!(cues_of(&fleet, &large_op).await, ["amount_above_usual"]);
     assert_eq!(
@@ -327,7 +336,7 @@ async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
     fleet
         .sim_payee("vendor_77", "Vendor 77 LLP", "KZ07 999K ZT00 0000 4321")
         .await;
-    let moved = prepared_now(&fleet, &intent()).await;
+    let moved = prepared_now(&fleet, &another_invoice("inv_9185", 1_300_000)).await;
     assert_eq!(
         cues_of(&fleet, &moved).await,
         [

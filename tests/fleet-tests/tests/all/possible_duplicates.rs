@@ -1,0 +1,126 @@
+//! The `possible_duplicate` risk cue through the real prepare against Postgres, RabbitMQ
+//! and the simulator's directory: a second payment of the same invoice, or of the same
+//! amount, to the same payee within 7 days of another payment that may still pay carries
+//! the cue naming the first; a rejected one makes no duplicate; under a policy with a
+//! `[risk]` table the cue alone asks one approver more.
+
+use fleet_core::Status;
+use fleet_tests::{at, hash_of, intent, with_amount, TestFleet};
+use serde_json::{json, Value};
+
+const TENANT: &str = "org_482";
+
+/// The risk cues the operation's view carries.
+async fn risk_of(fleet: &TestFleet, op: &str) -> Vec<Value> {
+    fleet.view_in_db(op).await["risk"]
+        .as_array()
+        .expect("a payment's view carries its risk cues")
+        .clone()
+}
+
+/// The seed payment (vendor_77) for `invoice`, of `amount_minor`.
+fn payment(invoice: &str, amount_minor: i64) -> Value {
+    let mut i = with_amount(intent(), json!(amount_minor));
+    i["payload"]["invoice_id"] = json!(invoice);
+    i
+}
+
+fn duplicate_of(op: &str, same: &str) -> Value {
+    json!({"cue": "possible_duplicate", "operation_id": op, "same": same})
+}
+
+#[tokio::test]
+async fn a_second_payment_of_the_same_invoice_or_amount_carries_possible_duplicate() {
+    let fleet = TestFleet::with_prepare().await;
+    let first = fleet.submitted(&payment("inv_9182", 1_250_000)).await;
+    assert!(
+        !risk_of(&fleet, &first)
+            .await
+            .iter()
+            .any(|c| c["cue"] == "possible_duplicate"),
+        "the first one repeats nothing"
+    );
+
+    // The same invoice again, while the first still waits for its approver.
+    let second = fleet.submitted(&payment("inv_9182", 999_000)).await;
+    let cues = risk_of(&fleet, &second).await;
+    assert!(
+        cues.contains(&duplicate_of(&first, "invoice_id")),
+        "{cues:?}"
+    );
+
+    // Another invoice of the same amount.
+    let third = fleet.submitted(&payment("inv_9300", 1_250_000)).await;
+    let cues = risk_of(&fleet, &third).await;
+    assert!(cues.contains(&duplicate_of(&first, "amount")), "{cues:?}");
+
+    // Another invoice and amount: no duplicate.
+    let other = fleet.submitted(&payment("inv_9400", 7_700)).await;
+    assert!(
+        !risk_of(&fleet, &other)
+            .await
+            .iter()
+            .any(|c| c["cue"] == "possible_duplicate"),
+        "nothing in common"
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn a_rejected_payment_makes_no_duplicate() {
+    let fleet = TestFleet::with_prepare().await;
+    let first = fleet.submitted(&payment("inv_9182", 1_250_000)).await;
+    fleet
+        .store
+        .reject(at(&first), &fleet_tests::decider("bob"), "wrong invoice")
+        .await
+        .unwrap();
+    let again = fleet.submitted(&payment("inv_9182", 1_250_000)).await;
+    assert!(
+        !risk_of(&fleet, &again)
+            .await
+            .iter()
+            .any(|c| c["cue"] == "possible_duplicate"),
+        "a rejected payment paid nothing"
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn under_a_policy_with_a_risk_table_a_possible_duplicate_alone_needs_one_approver_more() {
+    let mut fleet = TestFleet::with_prepare().await;
+    fleet.spawn_execute();
+    // Paid once under payments-v3: the payee and its account are known from now on.
+    let paid = payment("inv_9182", 1_250_000);
+    let paid_op = fleet.submitted(&paid).await;
+    fleet.approve(&paid_op, &hash_of(&paid)).await.unwrap();
+    fleet.reaches(&paid_op, Status::Succeeded).await;
+
+    fleet
+        .assign_policy(Some(TENANT), "payment.create", "payments-v4")
+        .await;
+    let under_v4 = |invoice: &str, amount_minor: i64| {
+        let mut i = payment(invoice, amount_minor);
+        i["policy_version"] = json!("payments-v4");
+        i
+    };
+    // Another invoice and amount to the same payee: no cue, one approver.
+    let usual = fleet.submitted(&under_v4("inv_9500", 1_100_000)).await;
+    let view = fleet.view_in_db(&usual).await;
+    assert_eq!(
+        (&view["risk"], &view["approvals_required"]),
+        (&json!([]), &json!(1)),
+        "{view}"
+    );
+    // The paid invoice again: the cue alone, and one approver more, one of them signed.
+    let repeated = fleet.submitted(&under_v4("inv_9182", 1_000_000)).await;
+    let view = fleet.view_in_db(&repeated).await;
+    assert_eq!(
+        view["risk"],
+        json!([duplicate_of(&paid_op, "invoice_id")]),
+        "{view}"
+    );
+    assert_eq!(view["approvals_required"], 2, "{view}");
+    assert_eq!(fleet.row(&repeated).await.signatures_required, 1);
+    fleet.stop().await;
+}
