@@ -4,7 +4,6 @@
 //! component's database role, the owner — cannot store it under another policy or with a
 //! lower quorum than the policy asks, nor write which policy is in force.
 
-use fleet_broker::Queue;
 use fleet_core::intent::Action;
 use fleet_core::Role;
 use fleet_store::{role_url, DbRole};
