@@ -28,7 +28,10 @@ ORDER BY created_at, operation_id";
 
 /// The payments to the payee since `$3` that may still pay or have paid (the rule,
 /// `fleet_core::risk::duplicate::may_pay`, judges again). Bounded: a payee paid more
-/// than a hundred times a week is judged over the latest hundred.
+/// than a hundred times a week is judged over the latest hundred. Ordered by `created_at`
+/// alone, the order of `operations_recent_payments_to_payee` after its two equalities:
+/// the index gives both the rows and their order, so no plan is tempted to walk the
+/// fleet-wide `created_at` index and filter, whatever the statistics say.
 const RECENT: &str = "
 SELECT operation_id, payload ->> 'beneficiary_id' AS beneficiary_id,
        payload ->> 'invoice_id' AS invoice_id, (payload ->> 'amount_minor')::bigint AS amount_minor,
@@ -37,7 +40,7 @@ FROM operations
 WHERE action = 'payment.create' AND tenant_id = $1 AND (payload ->> 'beneficiary_id') = $2
   AND created_at >= $3
   AND status NOT IN ('failed', 'cancelled') AND approval_status NOT IN ('rejected', 'expired')
-ORDER BY created_at DESC, operation_id DESC
+ORDER BY created_at DESC
 LIMIT 100";
 
 impl<R: StoreIntents> StoreAs<R> {

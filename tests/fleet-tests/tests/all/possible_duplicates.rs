@@ -5,7 +5,7 @@
 //! `[risk]` table the cue alone asks one approver more.
 
 use fleet_core::Status;
-use fleet_tests::{at, hash_of, intent, with_amount, TestFleet};
+use fleet_tests::{at, eventually, hash_of, intent, with_amount, TestFleet};
 use serde_json::{json, Value};
 
 const TENANT: &str = "org_482";
@@ -122,5 +122,74 @@ async fn under_a_policy_with_a_risk_table_a_possible_duplicate_alone_needs_one_a
     );
     assert_eq!(view["approvals_required"], 2, "{view}");
     assert_eq!(fleet.row(&repeated).await.signatures_required, 1);
+    fleet.stop().await;
+}
+
+/// How often `operations_recent_payments_to_payee` was scanned (only the duplicate read
+/// uses it).
+async fn duplicate_index_scans(fleet: &TestFleet) -> i64 {
+    fleet
+        .sql()
+        .await
+        .query_one(
+            "SELECT idx_scan FROM pg_stat_user_indexes
+             WHERE indexrelname = 'operations_recent_payments_to_payee'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Statistics taken while the tenant's payments were a few old ones to `vendor_77`, then
+/// 30,000 recent payments to 500 payees of the tenant, unanalysed (autovacuum off): the
+/// read still goes by its index, and finds the one recent payment of the same invoice.
+#[tokio::test]
+async fn the_duplicate_read_goes_by_its_index_even_with_stale_statistics() {
+    let fleet = TestFleet::with_prepare().await;
+    fleet
+        .sql()
+        .await
+        .batch_execute(
+            "ALTER TABLE operations SET (autovacuum_enabled = false);
+             -- History seeded in bulk: triggers off (they refuse a row inserted settled).
+             SET session_replication_role = replica;
+             INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                     policy_version, data_version, idempotency_key, approval_expires_at,
+                                     status, created_at)
+             SELECT 'op_1' || lpad(i::text, 25, '0'), 'org_482', 'payment.create', 'payments',
+                    jsonb_build_object('invoice_id', 'inv_old_' || i, 'beneficiary_id', 'vendor_77',
+                                       'amount_minor', i, 'currency', 'KZT'),
+                    'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_1' || lpad(i::text, 25, '0'),
+                    now(), 'failed', now() - interval '60 days'
+             FROM generate_series(1, 2000) i;
+             ANALYZE operations;
+             INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                     policy_version, data_version, idempotency_key, approval_expires_at,
+                                     created_at)
+             SELECT 'op_2' || lpad(i::text, 25, '0'), 'org_482', 'payment.create', 'payments',
+                    jsonb_build_object('invoice_id', CASE WHEN i = 77 THEN 'inv_9182' ELSE 'inv_' || i END,
+                                       'beneficiary_id', 'vendor_' || (i % 500), 'amount_minor', i,
+                                       'currency', 'KZT'),
+                    'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_2' || lpad(i::text, 25, '0'),
+                    now() + interval '1 hour', now() - interval '1 day'
+             FROM generate_series(1, 30000) i;
+             SET session_replication_role = origin;",
+        )
+        .await
+        .unwrap();
+    let before = duplicate_index_scans(&fleet).await;
+    let op = fleet.submitted(&payment("inv_9182", 1_250_000)).await;
+    let seeded = format!("op_2{:0>25}", 77);
+    let cues = risk_of(&fleet, &op).await;
+    assert!(
+        cues.contains(&duplicate_of(&seeded, "invoice_id")),
+        "{cues:?}"
+    );
+    // Statistics reach the view once the prepare worker's backend reports them.
+    eventually("the duplicate read to be counted on its index", || async {
+        (duplicate_index_scans(&fleet).await > before).then_some(())
+    })
+    .await;
     fleet.stop().await;
 }
