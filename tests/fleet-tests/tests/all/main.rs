@@ -55,6 +55,7 @@ mod provider_rate;
 mod queue_identity;
 mod quorum;
 mod schema;
+mod secret_files;
 mod signed_approvals;
 mod slow_bodies;
 mod store_cas;
