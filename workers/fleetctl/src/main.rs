@@ -142,12 +142,18 @@ async fn migrate(db: &Database) -> anyhow::Result<()> {
     fleet_store::create_database_if_missing(url).await?;
     fleet_store::migrate(url).await?;
     println!("migrated {}", db.database_url);
+    // A derived prefix may carry a hash: say the names the components must log in as.
+    let prefix = fleet_store::RolePrefix::of(url)?;
+    println!(
+        "the deployment's database roles: {}__<component> ({})",
+        prefix.as_str(),
+        fleet_store::DbRole::ALL.map(|r| r.component()).join(", ")
+    );
     let passwords: Vec<_> = fleet_store::DbRole::ALL
         .into_iter()
         .filter_map(|r| Some((r, r.password_from_env()?)))
         .collect();
     fleet_store::set_role_passwords(url, &passwords).await?;
-    let prefix = fleet_store::RolePrefix::of(url)?;
     for (role, _) in &passwords {
         println!(
             "set the password of the database role {}",

@@ -91,13 +91,15 @@ async fn migrate(database: &str, env: &[(&str, &str)]) -> Output {
         .expect("run fleetctl")
 }
 
-async fn migrated(database: &str, env: &[(&str, &str)]) {
+/// `fleetctl migrate` of `database`, which must succeed: what it printed.
+async fn migrated(database: &str, env: &[(&str, &str)]) -> String {
     let out = migrate(database, env).await;
     assert!(
         out.status.success(),
         "fleetctl migrate of {database}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 fn logins(database: &str) -> Vec<(DbRole, String)> {
@@ -188,8 +190,16 @@ async fn deployments_whose_names_differ_by_punctuation_get_their_own_roles_and_p
     let before = verifier(&api_a).await.expect("a's API password is set");
     assert!(scram_verifies(&before, "pw-a"));
 
-    migrated(&b, &[("FLEET_DB_PASSWORD_API", "pw-b")]).await;
+    let printed = migrated(&b, &[("FLEET_DB_PASSWORD_API", "pw-b")]).await;
     let (roles_a, roles_b) = (logins(&a), logins(&b));
+    // The operator is told the names b's components log in as.
+    assert!(
+        printed.contains(&format!(
+            "set the password of the database role {}",
+            roles_b[0].1
+        )),
+        "{printed}"
+    );
     for ((role, login_a), (_, login_b)) in roles_a.iter().zip(&roles_b) {
         assert_ne!(login_a, login_b, "{role:?}");
         // Each logs in to its own database and is refused by the other.
