@@ -29,8 +29,10 @@ pub enum PolicyCommand {
     },
     /// Take a tenant's own assignment away: the default applies to it again.
     Unassign {
+        /// The action whose assignment is taken away.
         #[arg(long, value_parser = parse_action)]
         action: Action,
+        /// The tenant whose own assignment is taken away.
         #[arg(long)]
         tenant: String,
         /// The administrator's name, recorded with the change.
