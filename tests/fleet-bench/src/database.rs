@@ -139,14 +139,20 @@ impl BenchDb {
                 );
             }
         }
-        // The pipeline's approver approves as a principal, as people do (the database
-        // records approvals of existing principals only).
-        BenchSql::connect(&url, 1)?
-            .client()
-            .await?
+        // The pipeline's approver approves as a principal, as people do: the database
+        // counts approvals only by live approvers granted the operation's tenant.
+        let sql = BenchSql::connect(&url, 1)?;
+        let client = sql.client().await?;
+        client
             .execute(
                 "INSERT INTO principals (name, role) VALUES ($1, 'approver') ON CONFLICT DO NOTHING",
                 &[&super::load::APPROVER],
+            )
+            .await?;
+        client
+            .execute(
+                "INSERT INTO principal_tenants (principal, tenant_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[&super::load::APPROVER, &super::load::TENANT],
             )
             .await?;
         Ok(BenchDb {

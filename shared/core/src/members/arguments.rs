@@ -25,8 +25,8 @@ pub struct Proposal<P> {
     pub tenant_id: Option<String>,
     /// What the action does, exactly as the person approving it will see it.
     pub payload: P,
-    /// The policy you followed (e.g. `payments-v3`); an operation whose policy is no longer
-    /// in force is cancelled instead of executed.
+    /// The quorum policy in force for the tenant and action (e.g. `payments-v3`): the
+    /// deployment decides it, and another version is refused `policy_not_in_force`.
     #[schemars(schema_with = "schemas::identifier")]
     pub policy_version: String,
     /// The version of the data you looked at (e.g. `inv_9182@7`).
@@ -66,7 +66,8 @@ pub struct TargetedProposal<P> {
     pub target: String,
     /// The change, exactly as the person approving it will see it.
     pub payload: P,
-    /// The policy you followed (e.g. `crm-v1`).
+    /// The quorum policy in force for the tenant and action (e.g. `crm-v1`); another
+    /// version is refused `policy_not_in_force`.
     #[schemars(schema_with = "schemas::identifier")]
     pub policy_version: String,
     /// The version of the data you looked at (e.g. `deal_7@3`).
