@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 
 const CHECK_VIOLATION: &str = "23514";
 const PERMISSION_DENIED: &str = "42501";
+/// integrity_constraint_violation: an immutable column changed.
+const IMMUTABLE: &str = "23000";
 
 async fn connect_as(fleet: &TestFleet, role: DbRole) -> tokio_postgres::Client {
     let url = role_url(
@@ -144,8 +146,38 @@ async fn no_component_role_can_lower_a_quorum_pick_a_policy_or_write_an_assignme
                       approvals_required, signatures_required)
                   VALUES ($1, 'org_482', 'payment.create', 'payments', $3, $2, $4, 'inv_9182@7', $1,
                           now() + interval '1 hour', $5, $6)";
+    // One stored as the policy asks, for the updates below.
+    let stored = op_of(&intent());
+    let owner = fleet.sql().await;
+    let got = attempt(
+        &owner,
+        insert,
+        &[
+            &stored,
+            &hash_of(&large),
+            &large["payload"],
+            &"payments-v4",
+            &2i16,
+            &2i16,
+        ],
+    )
+    .await;
+    assert_eq!(got, ("ok".to_owned(), None));
     for role in DbRole::ALL {
         let client = connect_as(&fleet, role).await;
+        // No role lowers a stored quorum: the columns are not its to write, or immutable.
+        let (code, _) = attempt(
+            &client,
+            "UPDATE operations SET approvals_required = 1, signatures_required = 0
+             WHERE operation_id = $1",
+            &[&stored],
+        )
+        .await;
+        assert!(
+            code == PERMISSION_DENIED || code == IMMUTABLE,
+            "{} lowers a quorum: {code}",
+            role.name()
+        );
         let intake = matches!(role, DbRole::Api | DbRole::Prepare);
         let op = op_of(&intent());
         let hash = hash_of(&large);
@@ -195,9 +227,16 @@ async fn no_component_role_can_lower_a_quorum_pick_a_policy_or_write_an_assignme
             );
         }
     }
+    let quorum = owner
+        .query_one(
+            "SELECT approvals_required, signatures_required FROM operations WHERE operation_id = $1",
+            &[&stored],
+        )
+        .await
+        .unwrap();
+    assert_eq!((quorum.get::<_, i16>(0), quorum.get::<_, i16>(1)), (2, 2));
     // The owner is held to the same floor (it could drop the trigger, but no statement
     // of the fleet's inserts around it).
-    let owner = fleet.sql().await;
     let got = attempt(
         &owner,
         insert,
@@ -218,7 +257,7 @@ async fn no_component_role_can_lower_a_quorum_pick_a_policy_or_write_an_assignme
             Some("operations_quorum_of_policy".to_owned())
         )
     );
-    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 0);
+    assert_eq!(fleet.count("SELECT count(*) FROM operations").await, 1);
     assert_eq!(
         fleet
             .count("SELECT count(*) FROM policy_assignments WHERE policy_version = 'payments-v4'")
