@@ -13,7 +13,7 @@ use crate::{
         BrokerConfig, Queue, DRAIN_TIMEOUT_MS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MIN_MS,
     },
     connection::{self, random_u64, Backoff},
-    dead_letter::{retries_of, DeadLetterer},
+    dead_letter::{retries_of, waiting_since_of, DeadLetterer},
     disposition::{delivery_count, settle, Delivery, Disposition, Handler, SettleContext},
     error::BrokerError,
     health::BrokerHealth,
@@ -251,6 +251,7 @@ async fn process<H: Handler>(
         redelivered: delivery.redelivered,
         delivery_count: count,
         retries: retries_of(&delivery.properties),
+        waiting_since: waiting_since_of(&delivery.properties),
         sender: sender.as_deref(),
     };
     let disposition = match AssertUnwindSafe(handler.handle(view)).catch_unwind().await {

@@ -16,7 +16,7 @@ use lapin::{
     types::{AMQPValue, FieldTable, LongString},
     BasicProperties, Channel,
 };
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::Mutex;
 
 /// Header naming why the fleet dead-lettered a message (a short, bounded code).
@@ -25,6 +25,9 @@ pub const REASON_HEADER: &str = "x-fleet-reason";
 pub const QUEUE_HEADER: &str = "x-fleet-queue";
 /// Header counting how often a message was parked for a retry (absent: never).
 pub const RETRIES_HEADER: &str = "x-fleet-retries";
+/// When a message was first parked to wait (`Disposition::Wait`), in milliseconds since
+/// the Unix epoch: kept through every later wait, so the handler can bound the total.
+pub const WAITING_SINCE_HEADER: &str = "x-fleet-waiting-since";
 /// Set by quorum queues on each delivery; a parked copy starts a fresh count.
 const DELIVERY_COUNT_HEADER: &str = "x-delivery-count";
 
@@ -63,6 +66,7 @@ impl DeadLetterer {
         original: &BasicProperties,
         retries: u32,
         delay: Duration,
+        waiting: bool,
     ) -> Result<(), BrokerError> {
         let mut headers = original
             .headers()
@@ -70,6 +74,12 @@ impl DeadLetterer {
             .map(|h| h.inner().clone())
             .unwrap_or_default();
         headers.remove(DELIVERY_COUNT_HEADER);
+        if waiting && !headers.contains_key(WAITING_SINCE_HEADER) {
+            let now_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            headers.insert(WAITING_SINCE_HEADER.into(), AMQPValue::LongLongInt(now_ms));
+        }
         headers.insert(
             RETRIES_HEADER.into(),
             AMQPValue::LongLongInt(i64::from(retries)),
@@ -184,6 +194,21 @@ pub(crate) fn retries_of(props: &BasicProperties) -> u32 {
         Some(AMQPValue::LongUInt(v)) => v,
         _ => 0,
     }
+}
+
+/// When the message was first parked to wait (`WAITING_SINCE_HEADER`), if it ever was.
+pub(crate) fn waiting_since_of(props: &BasicProperties) -> Option<SystemTime> {
+    let value = props
+        .headers()
+        .as_ref()
+        .and_then(|h| h.inner().get(WAITING_SINCE_HEADER).cloned());
+    let ms = match value {
+        Some(AMQPValue::LongLongInt(v)) => u64::try_from(v).ok()?,
+        Some(AMQPValue::LongInt(v)) => u64::try_from(v).ok()?,
+        Some(AMQPValue::LongUInt(v)) => u64::from(v),
+        _ => return None,
+    };
+    UNIX_EPOCH.checked_add(Duration::from_millis(ms))
 }
 
 fn as_text(value: &AMQPValue) -> Option<String> {

@@ -33,6 +33,14 @@ pub enum Disposition {
     /// and delivered again after a delay that grows with its retries; after
     /// `BrokerConfig::retry_limit` retries it is dead-lettered `retries_exhausted`.
     Retry,
+    /// The message cannot be handled yet for a reason outside the fleet that says when to
+    /// ask again (a provider's Retry-After): it is parked in the retry queue for `delay`
+    /// and comes back, without counting against `retry_limit`. The handler bounds the
+    /// total wait itself, from [`Delivery::waiting_since`], and then dead-letters it.
+    Wait {
+        /// How long the message stays parked.
+        delay: Duration,
+    },
     /// Contract violation: publish the body to the dead-letter queue with
     /// `x-fleet-reason: <reason>` and `x-fleet-queue`, with confirm, then ack.
     /// `reason` is also a metric label: use a short fixed code (`malformed`,
@@ -64,6 +72,9 @@ pub struct Delivery<'a> {
     pub delivery_count: u32,
     /// How often this message was parked for a retry before (`x-fleet-retries`).
     pub retries: u32,
+    /// When this message was first parked by a [`Disposition::Wait`]
+    /// (`x-fleet-waiting-since`, the parking process's clock); `None`: it never waited.
+    pub waiting_since: Option<std::time::SystemTime>,
     /// The broker user that published it, as the broker validated it (its `user_id`
     /// property, kept through the fleet's retries: see [`crate::SENDER_HEADER`]); `None`
     /// when the publisher did not say.
@@ -77,6 +88,7 @@ impl std::fmt::Debug for Delivery<'_> {
             .field("redelivered", &self.redelivered)
             .field("delivery_count", &self.delivery_count)
             .field("retries", &self.retries)
+            .field("waiting_since", &self.waiting_since)
             .field("sender", &self.sender)
             .finish()
     }
@@ -152,20 +164,28 @@ pub(crate) async fn settle(
         Disposition::Retry => {
             count_consumed(queue, "retry");
             let delay = retry_delay(retries);
-            match ctx
-                .dead_letterer
-                .park(body, props, retries + 1, delay)
-                .await
-            {
-                Ok(()) => ack(ctx.queue, acker).await,
-                Err(err) => {
-                    // Acking now would lose the message: hold it and requeue it instead,
-                    // on a rebuilt session whose declare restores a deleted retry queue.
-                    error!(queue, error = %err, "parking a retry failed; requeueing");
-                    ctx.rebuild.cancel();
-                    retry_later(ctx, acker, delivery_count).await;
-                }
-            }
+            park(
+                ctx,
+                acker,
+                body,
+                props,
+                (retries + 1, delay, false),
+                delivery_count,
+            )
+            .await;
+        }
+        Disposition::Wait { delay } => {
+            count_consumed(queue, "wait");
+            let delay = delay.clamp(Duration::from_millis(1), MAX_WAIT);
+            park(
+                ctx,
+                acker,
+                body,
+                props,
+                (retries, delay, true),
+                delivery_count,
+            )
+            .await;
         }
         Disposition::DeadLetter { reason } => {
             match ctx.dead_letterer.publish(body, props, &reason).await {
@@ -184,6 +204,38 @@ pub(crate) async fn settle(
                     retry_later(ctx, acker, delivery_count).await;
                 }
             }
+        }
+    }
+}
+
+/// The longest single wait a handler may ask for (a broker TTL, and a bound on a
+/// provider's Retry-After).
+pub const MAX_WAIT: Duration = Duration::from_secs(300);
+
+/// Parks the delivery in the retry queue (`retries`, `delay`, whether it waits rather than
+/// retries), then acks it; if the broker refuses the copy, holds the original and
+/// requeues it instead, never losing it.
+async fn park(
+    ctx: &SettleContext<'_>,
+    acker: &Acker,
+    body: &[u8],
+    props: &BasicProperties,
+    (retries, delay, waiting): (u32, Duration, bool),
+    delivery_count: u32,
+) {
+    let queue = ctx.queue.wire_name();
+    match ctx
+        .dead_letterer
+        .park(body, props, retries, delay, waiting)
+        .await
+    {
+        Ok(()) => ack(ctx.queue, acker).await,
+        Err(err) => {
+            // Acking now would lose the message: hold it and requeue it instead,
+            // on a rebuilt session whose declare restores a deleted retry queue.
+            error!(queue, error = %err, "parking a retry failed; requeueing");
+            ctx.rebuild.cancel();
+            retry_later(ctx, acker, delivery_count).await;
         }
     }
 }
@@ -288,6 +340,7 @@ mod tests {
             redelivered: false,
             delivery_count: 0,
             retries: 0,
+            waiting_since: None,
             sender: None,
         };
         let shown = format!("{d:?}");

@@ -41,7 +41,9 @@ pub use config::{
     RECONNECT_BACKOFF_MIN_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MIN_MS,
 };
 pub use consumer::{consume, consume_with_health};
-pub use dead_letter::{dead_letters, QUEUE_HEADER, REASON_HEADER, RETRIES_HEADER};
+pub use dead_letter::{
+    dead_letters, QUEUE_HEADER, REASON_HEADER, RETRIES_HEADER, WAITING_SINCE_HEADER,
+};
 pub use disposition::{Delivery, Disposition, Handler, RETRIES_EXHAUSTED};
 pub use error::BrokerError;
 pub use health::BrokerHealth;

@@ -15,7 +15,7 @@ use crate::metric_names::{
 /// (`retries_exhausted` is added: any queue may exhaust its retries).
 pub fn consumer_series_at_zero(queue: Queue, reasons: &[&'static str]) {
     let name = queue.wire_name();
-    for outcome in ["ack", "retry", "dead_letter"] {
+    for outcome in ["ack", "retry", "wait", "dead_letter"] {
         metrics::counter!(MESSAGES_CONSUMED_TOTAL, "queue" => name, "outcome" => outcome)
             .increment(0);
     }

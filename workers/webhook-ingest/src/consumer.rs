@@ -137,7 +137,7 @@ impl Handler for IngestHandler {
                     Disposition::DeadLetter { reason } => {
                         warn!(reason = %reason, error = %e, "webhook dead-lettered")
                     }
-                    Disposition::Ack => {}
+                    Disposition::Ack | Disposition::Wait { .. } => {}
                 }
                 disposition
             }
