@@ -14,6 +14,7 @@
 //! names whichever an action lacks). docs/adding-an-action.md walks through one.
 
 pub mod capabilities;
+pub mod provider_spec;
 
 use crate::actions;
 use crate::objects::ObjectRef;
@@ -23,6 +24,7 @@ pub use crate::action_spec::{
     WebhookSpec,
 };
 pub use capabilities::{guard, Capabilities, ProviderCapabilities};
+pub use provider_spec::{ContractDefaults, ProviderSpec, PROVIDERS};
 
 /// Every action, in catalogue order.
 pub static CATALOGUE: [&ActionSpec; 6] = [

@@ -56,6 +56,53 @@ impl Capabilities {
     }
 }
 
+/// The guarantees an operator may declare for a provider, by name
+/// (`<PREFIX>CAPABILITIES`, [`super::provider_spec::ProviderSpec::declared_capabilities`]).
+pub const DECLARABLE: [&str; 3] = ["idempotent_create", "lookup", "conditional_update"];
+
+impl Capabilities {
+    /// `self` and the guarantee an operator declared by `name`. An unknown name is an
+    /// error rather than silently granting nothing.
+    pub fn declaring(self, name: &str) -> Result<Capabilities, String> {
+        Ok(match name {
+            // A declared provider states no retention: a key it honours is trusted for as
+            // long as it stores the effect.
+            "idempotent_create" => Capabilities {
+                idempotent_create: Some(Duration::MAX),
+                ..self
+            },
+            "lookup" => Capabilities {
+                lookup: true,
+                ..self
+            },
+            "conditional_update" => Capabilities {
+                conditional_update: true,
+                ..self
+            },
+            other => {
+                return Err(format!(
+                    "unknown capability {other:?} ({})",
+                    DECLARABLE.join(", ")
+                ))
+            }
+        })
+    }
+
+    /// The declarable guarantees `self` offers, by name: a declared list's default.
+    pub fn declared_names(&self) -> Vec<&'static str> {
+        let offers = [
+            self.idempotent_create.is_some(),
+            self.lookup,
+            self.conditional_update,
+        ];
+        DECLARABLE
+            .into_iter()
+            .zip(offers)
+            .filter_map(|(name, offered)| offered.then_some(name))
+            .collect()
+    }
+}
+
 /// What each configured provider guarantees, by provider name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderCapabilities(BTreeMap<String, Capabilities>);
@@ -120,50 +167,28 @@ mod tests {
     use super::*;
 
     const DAY: Duration = Duration::from_secs(86_400);
-    const HOUR: Duration = Duration::from_secs(3_600);
 
+    /// What the reference providers guarantee, as their specs say.
     fn reference() -> ProviderCapabilities {
-        ProviderCapabilities::default()
-            .with(
-                "payments",
-                Capabilities {
-                    idempotent_create: Some(DAY),
-                    lookup: true,
-                    conditional_update: false,
-                    payee_lookup: false,
-                    payee_precondition: false,
-                },
-            )
-            .with(
-                "crm",
-                Capabilities {
-                    idempotent_create: None,
-                    lookup: true,
-                    conditional_update: true,
-                    payee_lookup: false,
-                    payee_precondition: false,
-                },
-            )
-            .with(
-                "orders",
-                Capabilities {
-                    idempotent_create: None,
-                    lookup: true,
-                    conditional_update: true,
-                    payee_lookup: false,
-                    payee_precondition: false,
-                },
-            )
-            .with(
-                "esign",
-                Capabilities {
-                    idempotent_create: Some(HOUR),
-                    lookup: true,
-                    conditional_update: false,
-                    payee_lookup: false,
-                    payee_precondition: false,
-                },
-            )
+        super::super::PROVIDERS
+            .iter()
+            .fold(ProviderCapabilities::default(), |all, spec| {
+                all.with(spec.name.as_str(), spec.capabilities)
+            })
+    }
+
+    #[test]
+    fn a_declared_list_grants_what_it_names_and_refuses_an_unknown_name() {
+        let declared = ["lookup", "conditional_update"]
+            .into_iter()
+            .try_fold(Capabilities::NONE, Capabilities::declaring)
+            .unwrap();
+        assert_eq!(declared.declared_names(), ["lookup", "conditional_update"]);
+        assert_eq!(declared.idempotent_create, None);
+        let keyed = Capabilities::NONE.declaring("idempotent_create").unwrap();
+        assert_eq!(keyed.idempotent_create, Some(Duration::MAX));
+        let unknown = Capabilities::NONE.declaring("webhooks").unwrap_err();
+        assert!(unknown.contains("\"webhooks\""), "{unknown}");
     }
 
     #[test]

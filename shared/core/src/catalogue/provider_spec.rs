@@ -1,0 +1,206 @@
+//! What each provider is, as data: the name its settings start with, what its contract
+//! documents by default (timeouts, search lag, how long a request may still commit, how
+//! long it keeps an idempotency key) and what it guarantees. The settings parser
+//! (`fleet_runtime`) reads every provider's settings from its spec, and the adapters
+//! (`fleet_providers`) differ only in how they map actions to requests; adding a provider
+//! is a spec here and a mapping there.
+
+use std::time::Duration;
+
+use super::capabilities::Capabilities;
+use crate::action_spec::ProviderName;
+
+/// One provider, as its settings and the capability guard know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderSpec {
+    pub name: ProviderName,
+    /// What every setting of the provider starts with (`PAYMENTS_` → `PAYMENTS_URL`).
+    pub env_prefix: &'static str,
+    /// How `--help` names the provider ("the payments API").
+    pub title: &'static str,
+    pub contract: ContractDefaults,
+    /// What the provider guarantees. `idempotent_create`'s retention is the default of
+    /// `<PREFIX>KEY_RETENTION_S`, a setting only a provider with keyed creates has.
+    pub capabilities: Capabilities,
+    /// An operator may declare what the provider guarantees (`<PREFIX>CAPABILITIES`,
+    /// `capabilities` as the default), for a deployment of it that offers less.
+    pub declared_capabilities: bool,
+}
+
+/// What a provider's contract documents, as the defaults of its settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContractDefaults {
+    /// Whole-call timeout of one request (`<PREFIX>TIMEOUT_MS`).
+    pub timeout_ms: u64,
+    /// The bound on how long a new effect may be missing from a search
+    /// (`<PREFIX>SEARCH_LAG_MS`); `None` for a provider whose effects are only read by id,
+    /// strongly consistent: no such setting, and no lag.
+    pub search_lag_ms: Option<u64>,
+    /// The bound on how long after it started a request may still commit
+    /// (`<PREFIX>MAX_REQUEST_S`).
+    pub max_request_s: u64,
+}
+
+/// What the reference providers document: a call gets 10 s, a request may still commit
+/// for two minutes after it started.
+const REFERENCE: ContractDefaults = ContractDefaults {
+    timeout_ms: 10_000,
+    search_lag_ms: Some(60_000),
+    max_request_s: 120,
+};
+
+const DAY: Duration = Duration::from_secs(86_400);
+const HOUR: Duration = Duration::from_secs(3_600);
+
+/// The payments API: idempotent creates (keys kept a day), lookup by reference
+/// (eventually consistent) and by id, no conditional updates; its directory of
+/// beneficiaries is read by id and a payment can be made conditional on the beneficiary's
+/// version.
+pub const PAYMENTS: ProviderSpec = ProviderSpec {
+    name: ProviderName::Payments,
+    env_prefix: "PAYMENTS_",
+    title: "the payments API",
+    contract: REFERENCE,
+    capabilities: Capabilities {
+        idempotent_create: Some(DAY),
+        lookup: true,
+        conditional_update: false,
+        payee_lookup: true,
+        payee_precondition: true,
+    },
+    declared_capabilities: false,
+};
+
+/// The CRM: no idempotent creates, lookup by external id (a 5 s search lag), conditional
+/// updates by version. An operator can declare less for a CRM that offers less; prepare
+/// then refuses what cannot be executed safely.
+pub const CRM: ProviderSpec = ProviderSpec {
+    name: ProviderName::Crm,
+    env_prefix: "CRM_",
+    title: "the CRM API",
+    contract: ContractDefaults {
+        search_lag_ms: Some(5_000),
+        ..REFERENCE
+    },
+    capabilities: Capabilities {
+        idempotent_create: None,
+        lookup: true,
+        conditional_update: true,
+        payee_lookup: false,
+        payee_precondition: false,
+    },
+    declared_capabilities: true,
+};
+
+/// The orders API: no idempotent creates, lookup by order id (strongly consistent: no
+/// search lag), conditional transitions (the `from` precondition).
+pub const ORDERS: ProviderSpec = ProviderSpec {
+    name: ProviderName::Orders,
+    env_prefix: "ORDERS_",
+    title: "the orders API",
+    contract: ContractDefaults {
+        search_lag_ms: None,
+        ..REFERENCE
+    },
+    capabilities: Capabilities {
+        idempotent_create: None,
+        lookup: true,
+        conditional_update: true,
+        payee_lookup: false,
+        payee_precondition: false,
+    },
+    declared_capabilities: false,
+};
+
+/// The e-signature API: idempotent creates with keys kept one hour only, lookup by id and
+/// by `external_ref`, no conditional updates.
+pub const ESIGN: ProviderSpec = ProviderSpec {
+    name: ProviderName::Esign,
+    env_prefix: "ESIGN_",
+    title: "the e-signature API",
+    contract: REFERENCE,
+    capabilities: Capabilities {
+        idempotent_create: Some(HOUR),
+        lookup: true,
+        conditional_update: false,
+        payee_lookup: false,
+        payee_precondition: false,
+    },
+    declared_capabilities: false,
+};
+
+/// Every provider's spec, in `ProviderName::ALL`'s order.
+pub static PROVIDERS: [&ProviderSpec; 4] = [&PAYMENTS, &CRM, &ORDERS, &ESIGN];
+
+// Each spec sits at its provider's index, so `ProviderName::spec` is an array read.
+const _: () = {
+    let mut i = 0;
+    while i < PROVIDERS.len() {
+        assert!(
+            PROVIDERS[i].name as usize == i,
+            "PROVIDERS is not in ProviderName's order"
+        );
+        i += 1;
+    }
+};
+
+impl ProviderName {
+    /// The provider's spec.
+    pub fn spec(self) -> &'static ProviderSpec {
+        PROVIDERS[self as usize]
+    }
+}
+
+impl ProviderSpec {
+    /// The name of one of the provider's settings: `env("URL")` is `PAYMENTS_URL`.
+    pub fn env(&self, setting: &str) -> String {
+        format!("{}{setting}", self.env_prefix)
+    }
+
+    /// Whether the provider has a key retention to set: it deduplicates creates by key,
+    /// and what it guarantees is not declared by the operator instead.
+    pub fn has_key_retention(&self) -> bool {
+        self.capabilities.idempotent_create.is_some() && !self.declared_capabilities
+    }
+
+    /// What the provider guarantees when it keeps a key `key_retention`.
+    pub fn capabilities_keeping_keys(&self, key_retention: Duration) -> Capabilities {
+        Capabilities {
+            idempotent_create: self.capabilities.idempotent_create.map(|_| key_retention),
+            ..self.capabilities
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_provider_has_its_spec_and_a_prefix_of_its_own() {
+        let mut prefixes = std::collections::BTreeSet::new();
+        for name in ProviderName::ALL {
+            let spec = name.spec();
+            assert_eq!(spec.name, name);
+            assert_eq!(
+                spec.env_prefix,
+                format!("{}_", name.as_str().to_uppercase())
+            );
+            assert!(prefixes.insert(spec.env_prefix));
+        }
+    }
+
+    #[test]
+    fn only_a_provider_with_keyed_creates_has_a_retention_to_set() {
+        assert!(PAYMENTS.has_key_retention());
+        assert!(ESIGN.has_key_retention());
+        assert!(!CRM.has_key_retention());
+        assert!(!ORDERS.has_key_retention());
+        let week = Duration::from_secs(7 * 86_400);
+        assert_eq!(
+            PAYMENTS.capabilities_keeping_keys(week).idempotent_create,
+            Some(week)
+        );
+        assert_eq!(ORDERS.capabilities_keeping_keys(week), ORDERS.capabilities);
+    }
+}
