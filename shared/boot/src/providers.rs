@@ -18,7 +18,7 @@ impl<R: RateProviders> Boot<R> {
         providers: &ProviderArgs,
         rates: &ProviderRateArgs,
     ) -> anyhow::Result<Arc<Providers>> {
-        let configs = ProviderConfigs::from_args(providers).map_err(anyhow::Error::msg)?;
+        let configs = ProviderConfigs::from_args(providers);
         let pacers = ProviderSchedule::pacers(&self.store, &rates.rates());
         Ok(Arc::new(configs.connect_paced(pacers)?))
     }
@@ -31,7 +31,7 @@ pub fn intake_rules(
     policies: &PolicyArgs,
 ) -> anyhow::Result<IntakeRules> {
     let policies = Arc::new(policies.load()?);
-    let configs = ProviderConfigs::from_args(providers).map_err(anyhow::Error::msg)?;
+    let configs = ProviderConfigs::from_args(providers);
     Ok(IntakeRules {
         providers: configs.capabilities(),
         policies,

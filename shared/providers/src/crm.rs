@@ -6,7 +6,7 @@
 use fleet_core::actions::deal_create::DealCreatePayload;
 use fleet_core::actions::deal_update::DealUpdatePayload;
 use fleet_core::Action;
-use fleet_runtime::{CrmArgs, Secret};
+use fleet_runtime::{ProviderSettings, Secret};
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,11 +27,11 @@ pub struct CrmConfig {
 }
 
 impl CrmConfig {
-    pub fn from_args(args: &CrmArgs) -> Self {
+    pub fn from_settings(settings: &ProviderSettings) -> Self {
         CrmConfig {
-            base_url: args.crm_url.clone(),
-            api_key: args.crm_api_key.clone(),
-            timeout_ms: args.crm_timeout_ms,
+            base_url: settings.url.clone(),
+            api_key: settings.api_key.clone(),
+            timeout_ms: settings.timeout_ms,
         }
     }
 }
@@ -47,32 +47,6 @@ pub fn capabilities() -> Capabilities {
         payee_lookup: false,
         payee_precondition: false,
     }
-}
-
-/// The capabilities an operator declared for the CRM (`CRM_CAPABILITIES`). An unknown
-/// name is an error rather than silently granting nothing.
-pub fn declared_capabilities(args: &CrmArgs) -> Result<Capabilities, String> {
-    let mut c = Capabilities::NONE;
-    for name in args
-        .crm_capabilities
-        .iter()
-        .map(|n| n.trim())
-        .filter(|n| !n.is_empty())
-    {
-        match name {
-            // The CRM states no retention: a key it honours is trusted for as long as the
-            // CRM stores the deal.
-            "idempotent_create" => c.idempotent_create = Some(std::time::Duration::MAX),
-            "lookup" => c.lookup = true,
-            "conditional_update" => c.conditional_update = true,
-            other => {
-                return Err(format!(
-                "unknown CRM capability {other:?} (idempotent_create, lookup, conditional_update)"
-            ))
-            }
-        }
-    }
-    Ok(c)
 }
 
 /// `POST /v1/deals` body; `external_id` is the operation id.

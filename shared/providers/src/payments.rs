@@ -12,7 +12,7 @@ use fleet_core::actions::payment_create::PaymentPayload;
 use fleet_core::actions::refund_create::RefundPayload;
 use fleet_core::outcome::CallResult;
 use fleet_core::Action;
-use fleet_runtime::{PaymentsArgs, Secret};
+use fleet_runtime::Secret;
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -47,16 +47,6 @@ pub struct PaymentsConfig {
     pub api_key: Secret<String>,
     /// Whole-call timeout (connect to last body byte).
     pub timeout_ms: u64,
-}
-
-impl PaymentsConfig {
-    pub fn from_args(args: &PaymentsArgs) -> Self {
-        PaymentsConfig {
-            base_url: args.payments_url.clone(),
-            api_key: args.payments_api_key.clone(),
-            timeout_ms: args.payments_timeout_ms,
-        }
-    }
 }
 
 /// `POST /v1/payments` body.

@@ -36,24 +36,6 @@ pub struct ProviderConfig {
 }
 
 impl ProviderConfig {
-    /// From settings: where (URL, key, timeout), what the provider documents (search lag
-    /// in ms, maximum request time in s) and what it guarantees.
-    fn documented(
-        at: (&str, &Secret<String>, u64),
-        documents: (u64, u64),
-        capabilities: Capabilities,
-    ) -> ProviderConfig {
-        let ((base_url, api_key, timeout_ms), (search_lag_ms, max_request_s)) = (at, documents);
-        ProviderConfig {
-            base_url: base_url.to_owned(),
-            api_key: api_key.clone(),
-            timeout_ms,
-            search_lag_ms,
-            max_request_ms: max_request_s.saturating_mul(1000),
-            capabilities,
-        }
-    }
-
     /// The contract reconcile and execute judge by. `escalate_after_failed_lookups` is
     /// reconcile's own patience, set by its settings; here nothing escalates.
     pub fn contract(&self) -> ProviderContract {
@@ -71,40 +53,23 @@ impl ProviderConfig {
 pub struct ProviderConfigs(BTreeMap<&'static str, ProviderConfig>);
 
 impl ProviderConfigs {
-    /// From the settings (`PAYMENTS_*`, `CRM_*`, …). An unknown capability name in a
-    /// declared list is an error rather than silently granting nothing.
-    pub fn from_args(args: &ProviderArgs) -> Result<ProviderConfigs, String> {
-        let p = &args.payments;
-        let payments = ProviderConfig::documented(
-            (&p.payments_url, &p.payments_api_key, p.payments_timeout_ms),
-            (p.payments_search_lag_ms, p.payments_max_request_s),
-            payments::capabilities(Duration::from_secs(p.payments_key_retention_s)),
-        );
-        let c = &args.crm;
-        let crm = ProviderConfig::documented(
-            (&c.crm_url, &c.crm_api_key, c.crm_timeout_ms),
-            (c.crm_search_lag_ms, c.crm_max_request_s),
-            crm::declared_capabilities(c)?,
-        );
-        let o = &args.orders;
-        // An order is read by id, strongly consistent: no search lag.
-        let orders = ProviderConfig::documented(
-            (&o.orders_url, &o.orders_api_key, o.orders_timeout_ms),
-            (0, o.orders_max_request_s),
-            orders::capabilities(),
-        );
-        let e = &args.esign;
-        let esign = ProviderConfig::documented(
-            (&e.esign_url, &e.esign_api_key, e.esign_timeout_ms),
-            (e.esign_search_lag_ms, e.esign_max_request_s),
-            esign::capabilities(Duration::from_secs(e.esign_key_retention_s)),
-        );
-        Ok(ProviderConfigs(BTreeMap::from([
-            ("payments", payments),
-            ("crm", crm),
-            ("orders", orders),
-            ("esign", esign),
-        ])))
+    /// From the settings (`PAYMENTS_*`, `CRM_*`, …), each provider's read from its spec.
+    pub fn from_args(args: &ProviderArgs) -> ProviderConfigs {
+        ProviderConfigs(
+            args.iter()
+                .map(|s| {
+                    let config = ProviderConfig {
+                        base_url: s.url.clone(),
+                        api_key: s.api_key.clone(),
+                        timeout_ms: s.timeout_ms,
+                        search_lag_ms: s.search_lag_ms,
+                        max_request_ms: s.max_request_s.saturating_mul(1000),
+                        capabilities: s.capabilities,
+                    };
+                    (s.provider.as_str(), config)
+                })
+                .collect(),
+        )
     }
 
     /// Every provider at `base_url` with one contract: for tests and tools that run the

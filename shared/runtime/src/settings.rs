@@ -4,13 +4,13 @@
 //! #[derive(clap::Parser)]
 //! struct Cli {
 //!     #[command(flatten)] common: CommonArgs,
-//!     #[command(flatten)] payments: PaymentsArgs,
+//!     #[command(flatten)] providers: ProviderArgs,
 //! }
 //! let admin_addr = cli.common.admin_addr_or(admin_addrs::EXECUTE);
 //! ```
 //!
 //! Every field has a flag and an env var; the defaults work against the services on a
-//! developer machine. Secrets are [`Secret`] / [`RedactedUrl`], so `{:?}` of the parsed
+//! developer machine. Secrets are [`crate::Secret`] / [`RedactedUrl`], so `{:?}` of the parsed
 //! settings is safe to log, and `--help` never shows an env var's value
 //! (`hide_env_values`).
 //!
@@ -19,11 +19,10 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::ops::RangeInclusive;
-use std::time::Duration;
 
 use clap::Args;
 
-use crate::redact::{RedactedUrl, Secret};
+use crate::redact::RedactedUrl;
 use crate::telemetry::LogFormat;
 
 /// Default admin (metrics/health) listen addresses, one per binary.
@@ -111,185 +110,6 @@ impl CommonArgs {
     pub fn admin_addr_or(&self, default: SocketAddr) -> SocketAddr {
         self.admin_addr.unwrap_or(default)
     }
-}
-
-/// Settings of the reference payments provider (docs/design.md#payments-api).
-#[derive(Debug, Clone, Args)]
-pub struct PaymentsArgs {
-    /// Base URL of the payments API.
-    #[arg(long, env = "PAYMENTS_URL", default_value = "http://127.0.0.1:8090")]
-    pub payments_url: String,
-
-    /// API key sent as `Authorization: Bearer` (never printed).
-    #[arg(
-        long,
-        env = "PAYMENTS_API_KEY",
-        hide_env_values = true,
-        hide_default_value = true,
-        default_value = "sk_test_sim"
-    )]
-    pub payments_api_key: Secret<String>,
-
-    /// Timeout of one provider call, connect to last body byte.
-    #[arg(long, env = "PAYMENTS_TIMEOUT_MS", default_value_t = 10_000,
-          value_parser = clap::value_parser!(u64).range(1..=600_000))]
-    pub payments_timeout_ms: u64,
-
-    /// The provider's documented bound on search lag: a search by reference proves absence
-    /// only for attempts older than this.
-    #[arg(long, env = "PAYMENTS_SEARCH_LAG_MS", default_value_t = 60_000)]
-    pub payments_search_lag_ms: u64,
-
-    /// How long the provider keeps an idempotency key: a same-key retry is safe only
-    /// within this window.
-    #[arg(long, env = "PAYMENTS_KEY_RETENTION_S", default_value_t = 86_400)]
-    pub payments_key_retention_s: u64,
-
-    /// The provider's documented upper bound on how long a request it accepted may still
-    /// commit after it started (it keeps working after our client gave up). A search proves
-    /// absence only once this plus the search lag has passed since the latest attempt began.
-    #[arg(long, env = "PAYMENTS_MAX_REQUEST_S", default_value_t = 120)]
-    pub payments_max_request_s: u64,
-}
-
-impl PaymentsArgs {
-    pub fn timeout(&self) -> Duration {
-        Duration::from_millis(self.payments_timeout_ms)
-    }
-
-    pub fn search_lag(&self) -> Duration {
-        Duration::from_millis(self.payments_search_lag_ms)
-    }
-
-    pub fn key_retention(&self) -> Duration {
-        Duration::from_secs(self.payments_key_retention_s)
-    }
-}
-
-/// Settings of the CRM provider (docs/design.md#crm-api).
-#[derive(Debug, Clone, Args)]
-pub struct CrmArgs {
-    /// Base URL of the CRM API.
-    #[arg(long, env = "CRM_URL", default_value = "http://127.0.0.1:8090")]
-    pub crm_url: String,
-
-    /// API key sent as `Authorization: Bearer` (never printed).
-    #[arg(
-        long,
-        env = "CRM_API_KEY",
-        hide_env_values = true,
-        hide_default_value = true,
-        default_value = "sk_test_sim"
-    )]
-    pub crm_api_key: Secret<String>,
-
-    /// Timeout of one CRM call, connect to last body byte.
-    #[arg(long, env = "CRM_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
-    pub crm_timeout_ms: u64,
-
-    /// The CRM's documented bound on search lag: a search by external id proves absence
-    /// only for attempts older than this, so a create waits at least this long after an
-    /// earlier uncertain one.
-    #[arg(long, env = "CRM_SEARCH_LAG_MS", default_value_t = 5_000)]
-    pub crm_search_lag_ms: u64,
-
-    /// The CRM's documented upper bound on how long a request it accepted may still commit
-    /// after it started (it keeps working after our client gave up). Neither reconcile nor
-    /// a new create concludes "no deal" before this plus the search lag has passed since the
-    /// latest attempt began.
-    #[arg(long, env = "CRM_MAX_REQUEST_S", default_value_t = 120)]
-    pub crm_max_request_s: u64,
-
-    /// What this CRM guarantees, comma-separated: `idempotent_create`, `lookup`,
-    /// `conditional_update`. A CRM without idempotent creates AND without lookup cannot
-    /// be used for autonomous execution, and prepare refuses intents for it.
-    #[arg(
-        long,
-        env = "CRM_CAPABILITIES",
-        value_delimiter = ',',
-        default_value = "lookup,conditional_update"
-    )]
-    pub crm_capabilities: Vec<String>,
-}
-
-/// Settings of the e-signature provider (contract delivery; keys kept a short time).
-#[derive(Debug, Clone, Args)]
-pub struct EsignArgs {
-    /// Base URL of the e-signature API.
-    #[arg(long, env = "ESIGN_URL", default_value = "http://127.0.0.1:8090")]
-    pub esign_url: String,
-
-    /// API key sent as `Authorization: Bearer` (never printed).
-    #[arg(
-        long,
-        env = "ESIGN_API_KEY",
-        hide_env_values = true,
-        hide_default_value = true,
-        default_value = "sk_test_sim"
-    )]
-    pub esign_api_key: Secret<String>,
-
-    /// Timeout of one e-signature call, connect to last body byte.
-    #[arg(long, env = "ESIGN_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
-    pub esign_timeout_ms: u64,
-
-    /// The provider's documented bound on search lag: a search by `external_ref` proves
-    /// absence only for attempts older than this.
-    #[arg(long, env = "ESIGN_SEARCH_LAG_MS", default_value_t = 60_000)]
-    pub esign_search_lag_ms: u64,
-
-    /// How long the provider keeps an idempotency key (one hour for the reference API):
-    /// a same-key retry is safe only within it, and a contract's approval window must be
-    /// shorter.
-    #[arg(long, env = "ESIGN_KEY_RETENTION_S", default_value_t = 3_600)]
-    pub esign_key_retention_s: u64,
-
-    /// The provider's documented upper bound on how long a request it accepted may still
-    /// commit after it started.
-    #[arg(long, env = "ESIGN_MAX_REQUEST_S", default_value_t = 120)]
-    pub esign_max_request_s: u64,
-}
-
-/// Settings of the orders provider (order status changes with a `from` precondition).
-#[derive(Debug, Clone, Args)]
-pub struct OrdersArgs {
-    /// Base URL of the orders API.
-    #[arg(long, env = "ORDERS_URL", default_value = "http://127.0.0.1:8090")]
-    pub orders_url: String,
-
-    /// API key sent as `Authorization: Bearer` (never printed).
-    #[arg(
-        long,
-        env = "ORDERS_API_KEY",
-        hide_env_values = true,
-        hide_default_value = true,
-        default_value = "sk_test_sim"
-    )]
-    pub orders_api_key: Secret<String>,
-
-    /// Timeout of one orders call, connect to last body byte.
-    #[arg(long, env = "ORDERS_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
-    pub orders_timeout_ms: u64,
-
-    /// The orders provider's documented upper bound on how long a transition it accepted
-    /// may still commit after it started. Reconcile concludes "our transition did not
-    /// happen" from the order only once this has passed since the latest attempt began.
-    #[arg(long, env = "ORDERS_MAX_REQUEST_S", default_value_t = 120)]
-    pub orders_max_request_s: u64,
-}
-
-/// Every provider's settings: what the binaries that call providers (execute), look them
-/// up (reconcile) or judge intents against their guarantees (prepare, the API) flatten.
-#[derive(Debug, Clone, Args)]
-pub struct ProviderArgs {
-    #[command(flatten)]
-    pub payments: PaymentsArgs,
-    #[command(flatten)]
-    pub crm: CrmArgs,
-    #[command(flatten)]
-    pub orders: OrdersArgs,
-    #[command(flatten)]
-    pub esign: EsignArgs,
 }
 
 /// How fast each provider may be called, by every replica of execute and reconcile
@@ -411,14 +231,17 @@ fn bounded_usize(range: RangeInclusive<usize>) -> impl Fn(&str) -> Result<usize,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider_settings::ProviderArgs;
     use clap::Parser;
+    use fleet_core::ProviderName;
+    use std::time::Duration;
 
     #[derive(Debug, Parser)]
     struct Cli {
         #[command(flatten)]
         common: CommonArgs,
         #[command(flatten)]
-        payments: PaymentsArgs,
+        providers: ProviderArgs,
     }
 
     /// Env vars override defaults; only assert a default when its env var is unset here.
@@ -453,14 +276,18 @@ mod tests {
         if unset("PREFETCH") {
             assert_eq!(cli.common.prefetch, 32);
         }
+        let payments = cli.providers.get(ProviderName::Payments);
         if unset("PAYMENTS_API_KEY") {
-            assert_eq!(cli.payments.payments_api_key.expose(), "sk_test_sim");
+            assert_eq!(payments.api_key.expose(), "sk_test_sim");
         }
         if unset("PAYMENTS_TIMEOUT_MS") {
-            assert_eq!(cli.payments.timeout(), Duration::from_secs(10));
+            assert_eq!(payments.timeout_ms, 10_000);
         }
         if unset("PAYMENTS_KEY_RETENTION_S") {
-            assert_eq!(cli.payments.key_retention(), Duration::from_secs(86_400));
+            assert_eq!(
+                payments.capabilities.idempotent_create,
+                Some(Duration::from_secs(86_400))
+            );
         }
     }
 
@@ -512,7 +339,10 @@ mod tests {
             "--prefetch=5",
         ])
         .unwrap();
-        assert_eq!(cli.payments.payments_api_key.expose(), "sk_live_789");
+        assert_eq!(
+            cli.providers.get(ProviderName::Payments).api_key.expose(),
+            "sk_live_789"
+        );
         assert_eq!(
             cli.common.admin_addr_or(admin_addrs::PREPARE).to_string(),
             "0.0.0.0:9200"

@@ -5,7 +5,8 @@ use anyhow::Context;
 use clap::Parser;
 use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::{ApiDeps, ApiSettings};
-use fleet_runtime::{CommonArgs, CrmArgs, PolicyArgs, ProviderArgs};
+use fleet_core::ProviderName;
+use fleet_runtime::{CommonArgs, PolicyArgs, ProviderArgs, ProviderSettings};
 use fleet_store::component;
 
 #[derive(Parser)]
@@ -32,8 +33,8 @@ struct Cli {
 
 /// The CRM client the console reads a deal's current values with: a page waits for it,
 /// so at most two seconds.
-fn console_crm(args: &CrmArgs) -> Option<fleet_providers::CrmClient> {
-    let mut config = fleet_providers::CrmConfig::from_args(args);
+fn console_crm(settings: &ProviderSettings) -> Option<fleet_providers::CrmClient> {
+    let mut config = fleet_providers::CrmConfig::from_settings(settings);
     config.timeout_ms = config.timeout_ms.min(2_000);
     fleet_providers::CrmClient::new(config).ok()
 }
@@ -55,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
     let console = Console::from_settings(
         &cli.console,
         public_url.as_str(),
-        console_crm(&cli.providers.crm),
+        console_crm(cli.providers.get(ProviderName::Crm)),
     )
     .map_err(anyhow::Error::msg)?;
     let deps = ApiDeps {
