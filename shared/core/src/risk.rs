@@ -3,8 +3,9 @@
 //! operation, shown beside the amount and carried in its events; a policy may ask a
 //! flagged payment for one more approver or a signed approval (`policy`).
 //!
-//! Pure: the payment, what the payee directory said about the payee now, and the
-//! tenant's earlier payments (succeeded ones: what was really paid) are inputs; the
+//! Pure: the payment, what the payee directory said about the payee now, and what the
+//! tenant's succeeded payments (what was really paid) say about the payee and its account
+//! ([`PaidBefore`], kept by the database as each payment succeeds) are inputs; the
 //! possible duplicate is judged over the tenant's recent payments that may still pay
 //! ([`duplicate`]).
 
@@ -14,16 +15,26 @@ pub mod duplicate;
 
 pub use duplicate::{possible_duplicate, DuplicateOf, RecentPayment, DUPLICATE_WINDOW};
 
-/// One earlier payment of the tenant that succeeded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PastPayment {
-    pub beneficiary_id: String,
-    pub amount_minor: i64,
-    pub currency: String,
-    /// The payee's account fingerprint when it was paid (`None` when the directory
-    /// could not say).
-    pub account_fingerprint: Option<String>,
+/// What the tenant's succeeded payments say about the payee and the account being paid:
+/// the aggregates the store keeps per payee and per account fingerprint, updated in the
+/// transaction that records each success (docs/policies.md#risk-cues).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PaidBefore {
+    /// How many payments to the payee (its beneficiary id) succeeded.
+    pub payments_to_payee: u64,
+    /// The account fingerprint of the payee's last succeeded payment that named one
+    /// (latest by the time it was made, then by operation id).
+    pub last_account: Option<String>,
+    /// How many payments to the account being paid succeeded, to any payee.
+    pub payments_to_account: u64,
+    /// The amounts of the payee's latest payments in this payment's currency (at most
+    /// [`USUAL_AMOUNTS_KEPT`], latest by the time they were made), in any order.
+    pub latest_amounts: Vec<i64>,
 }
+
+/// How many of a payee's latest amounts per currency its usual amount is the median of
+/// (the database keeps as many: `migrations/0059_payee_aggregates.sql`).
+pub const USUAL_AMOUNTS_KEPT: usize = 100;
 
 /// The payee as the directory described it at intake; `None` fields are unknown. A
 /// provider without a directory says nothing: `known`, with nothing else.
@@ -54,12 +65,12 @@ pub struct PaymentAsked<'a> {
 pub enum RiskCue {
     /// Nothing was ever paid to this payee in this tenant.
     FirstPaymentToPayee,
-    /// Nothing was ever paid to this account (its fingerprint), to any payee.
+    /// Nothing was ever paid to this account (its fingerprint), to any payee of the tenant.
     FirstPaymentToAccount,
-    /// The payee's account is not the one of its last payment.
+    /// The payee's account is not the one of its last succeeded payment that named one.
     AccountChangedSinceLastPayment,
-    /// The amount is more than `multiple` times the median of this payee's earlier
-    /// payments in the same currency (`median_minor`).
+    /// The amount is more than `multiple` times the median of this payee's latest
+    /// [`USUAL_AMOUNTS_KEPT`] succeeded payments in the same currency (`median_minor`).
     AmountAboveUsual { multiple: u32, median_minor: i64 },
     /// The directory has not verified the payee.
     UnverifiedPayee,
@@ -116,43 +127,31 @@ pub const DEFAULT_MEDIAN_MULTIPLE: u32 = 3;
 pub fn cues(
     asked: PaymentAsked<'_>,
     payee: &PayeeNow,
-    history: &[PastPayment],
+    paid: &PaidBefore,
     median_multiple: u32,
 ) -> Vec<RiskCue> {
     let mut out = Vec::new();
-    let to_payee: Vec<&PastPayment> = history
-        .iter()
-        .filter(|p| p.beneficiary_id == asked.beneficiary_id)
-        .collect();
     if !payee.known {
         out.push(RiskCue::UnknownPayee);
     } else if payee.verified == Some(false) {
         out.push(RiskCue::UnverifiedPayee);
     }
-    if to_payee.is_empty() {
+    if paid.payments_to_payee == 0 {
         out.push(RiskCue::FirstPaymentToPayee);
     }
     if let Some(fingerprint) = &payee.account_fingerprint {
-        let seen = history
-            .iter()
-            .any(|p| p.account_fingerprint.as_ref() == Some(fingerprint));
-        if !seen {
+        if paid.payments_to_account == 0 {
             out.push(RiskCue::FirstPaymentToAccount);
         }
-        // History is oldest first: the last payment to this payee is the last one here.
-        let last = to_payee
-            .iter()
-            .rev()
-            .find_map(|p| p.account_fingerprint.as_ref());
-        if last.is_some_and(|last| last != fingerprint) {
+        if paid
+            .last_account
+            .as_ref()
+            .is_some_and(|last| last != fingerprint)
+        {
             out.push(RiskCue::AccountChangedSinceLastPayment);
         }
     }
-    let mut amounts: Vec<i64> = to_payee
-        .iter()
-        .filter(|p| p.currency == asked.currency)
-        .map(|p| p.amount_minor)
-        .collect();
+    let mut amounts = paid.latest_amounts.clone();
     if let Some(median) = median(&mut amounts) {
         let limit = median.saturating_mul(i64::from(median_multiple));
         if median > 0 && asked.amount_minor > limit {

@@ -1,5 +1,6 @@
-//! The intake's judgement of a payment's risk cues (`fleet_core::risk`) over the tenant's
-//! own succeeded payments and its recent payments to the payee (a possible duplicate),
+//! The intake's judgement of a payment's risk cues (`fleet_core::risk`) over what the
+//! tenant's own succeeded payments say about the payee and its account (aggregates read
+//! by primary key) and its recent payments to the payee (a possible duplicate),
 //! and what its policy asks of a flagged one (one more approver,
 //! a signed approval: `fleet_core::policy::RiskRule`). The cues are kept with the
 //! operation (`operations.risk`), shown beside the amount and carried in its events.
@@ -49,11 +50,12 @@ pub async fn with_risk<R: StoreIntents>(
             ..PayeeNow::default()
         },
     };
-    let history = store
-        .payment_history(
+    let paid = store
+        .paid_before(
             &intent.snapshot.tenant_id,
             beneficiary_id,
             payee.account_fingerprint.as_deref(),
+            currency,
         )
         .await?;
     let rule = rules
@@ -75,7 +77,7 @@ pub async fn with_risk<R: StoreIntents>(
         amount_minor,
         currency,
     };
-    let mut found = cues(asked, &payee, &history, rule.median_multiple);
+    let mut found = cues(asked, &payee, &paid, rule.median_multiple);
     found.extend(possible_duplicate(asked, &recent, now));
     let (approvers, signed) = rule.requirement(
         !found.is_empty(),

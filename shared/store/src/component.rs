@@ -112,6 +112,9 @@ capabilities! {
         Column("operations", "risk", "INSERT"),
         Column("operations", "signatures_required", "INSERT"),
         Function("fleet_policy_in_force(text, text)"),
+        Table("paid_payees", "SELECT"),
+        Table("paid_payee_amounts", "SELECT"),
+        Table("paid_accounts", "SELECT"),
     ] for [Api, Prepare];
     /// Tell who submitted an intent by the broker user that published it.
     IdentifyQueueSubmitters [] => [

@@ -1,30 +1,28 @@
-//! The history risk cues are judged over (`fleet_core::risk`): a tenant's succeeded
-//! payments to one payee, and to one bank account, oldest first, answered by the partial
-//! indexes of `migrations/0049_risk_cues.sql`; and its recent payments to one payee that
-//! may still pay (the possible duplicates), answered by the index of
+//! What risk cues are judged over (`fleet_core::risk`): what a tenant's succeeded payments
+//! say about one payee and one bank account, read from the aggregates the database keeps
+//! as each payment succeeds (`migrations/0059_payee_aggregates.sql`), by primary key: a
+//! constant number of rows whatever the history; and its recent payments to one payee
+//! that may still pay (the possible duplicates), answered by the index of
 //! `migrations/0057_possible_duplicates.sql`. Read at intake.
 
 use chrono::{DateTime, Utc};
-use fleet_core::risk::{PastPayment, RecentPayment};
+use fleet_core::risk::{PaidBefore, RecentPayment};
 use fleet_core::{ApprovalStatus, Status};
 
 use crate::component::StoreIntents;
 use crate::StoreAs;
 use crate::StoreError;
 
-/// The latest thousand, given oldest first.
-const READ: &str = "
-SELECT * FROM (
-  SELECT payload ->> 'beneficiary_id' AS beneficiary_id, (payload ->> 'amount_minor')::bigint AS amount_minor,
-         payload ->> 'currency' AS currency, payee #>> '{account,fingerprint}' AS fingerprint,
-         created_at, operation_id
-  FROM operations
-  WHERE action = 'payment.create' AND status = 'succeeded' AND tenant_id = $1
-    AND ((payload ->> 'beneficiary_id') = $2 OR (payee #>> '{account,fingerprint}') = $3)
-  ORDER BY created_at DESC, operation_id DESC
-  LIMIT 1000
-) latest
-ORDER BY created_at, operation_id";
+/// Three primary-key reads in one statement (always one row): the payee's aggregate, its
+/// amounts in the payment's currency, the account's aggregate. `$3` NULL (no account
+/// known) matches no account.
+const PAID_BEFORE: &str = "
+SELECT p.payments AS payments_to_payee, p.last_account_fingerprint,
+       c.payments AS payments_to_account, a.latest_amounts
+FROM (VALUES (1)) AS one
+LEFT JOIN paid_payees p ON p.tenant_id = $1 AND p.beneficiary_id = $2
+LEFT JOIN paid_accounts c ON c.tenant_id = $1 AND c.account_fingerprint = $3
+LEFT JOIN paid_payee_amounts a ON a.tenant_id = $1 AND a.beneficiary_id = $2 AND a.currency = $4";
 
 /// The payments to the payee since `$3` that may still pay or have paid (the rule,
 /// `fleet_core::risk::duplicate::may_pay`, judges again). Bounded: a payee paid more
@@ -44,30 +42,32 @@ ORDER BY created_at DESC
 LIMIT 100";
 
 impl<R: StoreIntents> StoreAs<R> {
-    /// `tenant`'s succeeded payments to `beneficiary_id` or to the account `fingerprint`,
-    /// oldest first (the latest thousand).
-    pub async fn payment_history(
+    /// What `tenant`'s succeeded payments say about `beneficiary_id`, the account
+    /// `fingerprint` and the payee's amounts in `currency`.
+    pub async fn paid_before(
         &self,
         tenant: &str,
         beneficiary_id: &str,
         fingerprint: Option<&str>,
-    ) -> Result<Vec<PastPayment>, StoreError> {
+        currency: &str,
+    ) -> Result<PaidBefore, StoreError> {
         let client = self.client().await?;
-        let read = client.prepare_cached(READ).await?;
-        let rows = client
-            .query(&read, &[&tenant, &beneficiary_id, &fingerprint])
+        let read = client.prepare_cached(PAID_BEFORE).await?;
+        let row = client
+            .query_one(&read, &[&tenant, &beneficiary_id, &fingerprint, &currency])
             .await?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| {
-                Some(PastPayment {
-                    beneficiary_id: r.get::<_, Option<String>>("beneficiary_id")?,
-                    amount_minor: r.get::<_, Option<i64>>("amount_minor")?,
-                    currency: r.get::<_, Option<String>>("currency")?,
-                    account_fingerprint: r.get("fingerprint"),
-                })
-            })
-            .collect())
+        let count = |column: &str| {
+            row.get::<_, Option<i64>>(column)
+                .map_or(0, |n| u64::try_from(n).unwrap_or(0))
+        };
+        Ok(PaidBefore {
+            payments_to_payee: count("payments_to_payee"),
+            last_account: row.get("last_account_fingerprint"),
+            payments_to_account: count("payments_to_account"),
+            latest_amounts: row
+                .get::<_, Option<Vec<i64>>>("latest_amounts")
+                .unwrap_or_default(),
+        })
     }
 
     /// `tenant`'s payments to `beneficiary_id` made since `since` that may still pay or
