@@ -14,6 +14,7 @@ pub mod authz;
 mod by_name;
 pub mod catalogue;
 pub mod currency;
+pub mod directory_wait;
 pub mod doorbell;
 pub mod events;
 pub mod execute;

@@ -95,6 +95,9 @@ refusals! {
     CurrencyNotBanded = "currency_not_banded";
     /// The payee cannot be confirmed in the directory.
     PayeeUnknown = "payee_unknown";
+    /// The provider's directory gave no answer (429, 5xx, timeout, refused connection)
+    /// for as long as the intake waits for one (queue only: over HTTP it is a 503).
+    PayeeDirectoryUnreachable = "payee_directory_unreachable";
     /// It names an object the fleet made or changed for another tenant.
     ObjectOfOtherTenant = "object_of_other_tenant";
     /// It names an object the fleet has no record of, and its policy does not allow that.

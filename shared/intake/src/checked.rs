@@ -64,6 +64,9 @@ pub enum Intake {
     /// Postgres failed in a way that says nothing about the intent (down, overloaded,
     /// a lock or serialisation conflict): the same message may succeed later.
     Unavailable(StoreError),
+    /// The provider's directory gave no answer about the intent's payee (429, 5xx, a
+    /// timeout): nothing was written, and the same message may succeed later.
+    DirectoryUnreachable,
 }
 
 /// Why an intent was refused, as a sender can be told.

@@ -16,6 +16,7 @@ use fleet_store::{PrepareOutcome, StoreAs, StoreError};
 use tracing::{info, warn};
 
 use crate::checked::{count, counted, CheckedIntent, Intake, IntakeRules, Refusal};
+use crate::payee::DirectoryUnreachable;
 
 /// Validates `bytes` as an intent.v1 message, looks its payee up and, if it passes,
 /// stores it (the queue's intake: no authenticated submitter).
@@ -52,8 +53,16 @@ pub async fn against_world<R: StoreIntents>(
         Err(e) => return Err(Intake::Unavailable(e)),
     };
     let checked = match with_payee(checked, rules).await {
-        Ok(checked) => checked,
-        Err(refusal) => return Err(refused(refusal).await),
+        Ok(Ok(checked)) => checked,
+        Ok(Err(refusal)) => return Err(refused(refusal).await),
+        // A resend of a stored snapshot needs no payee: a no-op, as always.
+        Err(DirectoryUnreachable) => {
+            return Err(match store.prepared_before(&intent).await {
+                Ok(true) => Intake::AlreadyPrepared(intent),
+                Ok(false) => Intake::DirectoryUnreachable,
+                Err(e) => Intake::Unavailable(e),
+            })
+        }
     };
     match against_records(checked, rules, store).await {
         Ok(checked) => Ok(checked),
@@ -99,24 +108,35 @@ pub async fn against_records<R: StoreIntents>(
 }
 
 /// Looks up the payee of a validated intent and keeps what was found as its evidence. An
-/// unknown payee is what the intent's policy says: refused (`payee_unknown`), or needing
-/// more approvers.
+/// unknown payee (the directory said 404) is what the intent's policy says: refused
+/// (`payee_unknown`), or needing more approvers. A directory that gave no answer is
+/// `Err`: nothing is known, so nothing is refused.
 pub async fn with_payee(
-    mut checked: CheckedIntent,
+    checked: CheckedIntent,
     rules: &IntakeRules,
-) -> Result<CheckedIntent, Refusal> {
+) -> Result<Result<CheckedIntent, Refusal>, DirectoryUnreachable> {
     let intent = &checked.intent;
-    let Some(evidence) = rules
+    let evidence = rules
         .payees
         .evidence(
             intent.operation_id.as_str(),
             intent.action,
             &intent.snapshot.payload,
         )
-        .await
-    else {
-        return Ok(checked);
+        .await?;
+    let Some(evidence) = evidence else {
+        return Ok(Ok(checked));
     };
+    Ok(judge_payee(checked, rules, evidence))
+}
+
+/// What the payee's evidence means for the intent under its policy.
+fn judge_payee(
+    mut checked: CheckedIntent,
+    rules: &IntakeRules,
+    evidence: PayeeEvidence,
+) -> Result<CheckedIntent, Refusal> {
+    let intent = &checked.intent;
     if evidence.found().is_none() {
         let rule = rules
             .policies
@@ -213,6 +233,9 @@ pub enum WriteError {
     /// Postgres failed; nothing was decided, so the caller may try again.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The payee's directory gave no answer; nothing was decided.
+    #[error("payee_directory_unavailable")]
+    DirectoryUnreachable,
 }
 
 /// Writes a validated intent on behalf of `submitted_by` (the authenticated principal, for
@@ -228,6 +251,8 @@ pub async fn write<R: StoreIntents>(
         Intake::Refused(r) if r.is(IntakeRefusal::OperationIdConflict) => Err(WriteError::Conflict),
         Intake::Refused(r) => Err(WriteError::Refused(r)),
         Intake::Unavailable(e) => Err(WriteError::Store(e)),
+        // Writing looks nothing up; only `against_world` meets the directory.
+        Intake::DirectoryUnreachable => Err(WriteError::DirectoryUnreachable),
     }
 }
 

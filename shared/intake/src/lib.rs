@@ -25,4 +25,4 @@ pub use intake::{
     against_records, against_world, intake, refuse, store_intent, store_intent_by, validate,
     with_payee, write, WriteError, Written, PAYEE_UNKNOWN,
 };
-pub use payee::PayeeDirectory;
+pub use payee::{DirectoryUnreachable, PayeeDirectory};

@@ -5,6 +5,14 @@
 //!
 //! The lookup is read-only, so it is repeated a bounded number of times when the directory
 //! gives no answer; only the masked account and fingerprint are ever logged.
+//!
+//! Only a definite answer is evidence: the payee found, or a 404 (not in the directory).
+//! A directory that gives no answer (429, 5xx, a timeout, a refused connection, a body
+//! that is not the documented shape) says nothing about the payee, so it never refuses
+//! the intent: the lookup answers [`DirectoryUnreachable`] and the door decides (the
+//! queue parks the message and asks again later, the API answers 503). Each lookup takes
+//! a slot of the provider's shared schedule when the process paces that provider
+//! (docs/design.md#provider-rates), so a 429's pause is waited out before the next try.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,13 +20,23 @@ use std::time::Duration;
 use chrono::Utc;
 use fleet_core::payee::{payee_id, PayeeEvidence};
 use fleet_core::Action;
-use fleet_providers::Providers;
+use fleet_providers::{LookupError, Providers};
 use tracing::{info, warn};
 
 /// Lookups of one payee before it is recorded as unknown.
 const ATTEMPTS: u32 = 3;
 /// The pause before the n-th retry is n times this.
 const BACKOFF: Duration = Duration::from_millis(100);
+
+/// The directory gave no answer after every try: nothing is known about the payee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirectoryUnreachable;
+
+/// Whether a lookup's failure is the directory's silence (ask again later) rather than an
+/// answer about the payee. Only an id that cannot even be sent is definite.
+fn gave_no_answer(error: &LookupError) -> bool {
+    !matches!(error, LookupError::Path(_))
+}
 
 /// The providers' directories of payees.
 #[derive(Debug, Clone)]
@@ -32,25 +50,36 @@ impl PayeeDirectory {
     }
 
     /// The evidence of `payload`'s payee, for an action that names one at a provider that
-    /// keeps a directory; `None` otherwise (nothing to look up).
+    /// keeps a directory; `Ok(None)` otherwise (nothing to look up). `Err`: the directory
+    /// gave no answer, every try.
     pub async fn evidence(
         &self,
         operation_id: &str,
         action: Action,
         payload: &serde_json::Value,
-    ) -> Option<PayeeEvidence> {
+    ) -> Result<Option<PayeeEvidence>, DirectoryUnreachable> {
         let spec = action.spec();
-        let id = payee_id(spec.payee, payload)?;
-        let provider = self.providers.get(spec.provider.as_str())?;
+        let Some(id) = payee_id(spec.payee, payload) else {
+            return Ok(None);
+        };
+        let Some(provider) = self.providers.get(spec.provider.as_str()) else {
+            return Ok(None);
+        };
         let mut tries = 0;
         let answer = loop {
             tries += 1;
-            let answer = provider.look_up_payee(id).await?;
+            let Some(answer) = provider.look_up_payee(id).await else {
+                return Ok(None);
+            };
             match answer {
                 Ok(found) => break Ok(found),
-                Err(error) if tries >= ATTEMPTS => {
-                    warn!(operation_id, tries, %error, "payee lookup gave no answer; recorded as unknown");
+                Err(error) if !gave_no_answer(&error) => {
+                    warn!(operation_id, %error, "payee cannot be looked up; recorded as unknown");
                     break Err(());
+                }
+                Err(error) if tries >= ATTEMPTS => {
+                    warn!(operation_id, tries, %error, "payee directory gave no answer; the intent waits");
+                    return Err(DirectoryUnreachable);
                 }
                 Err(_) => tokio::time::sleep(BACKOFF * tries).await,
             }
@@ -73,6 +102,6 @@ impl PayeeDirectory {
                 warn!(operation_id, reason = reason.as_str(), "payee unknown")
             }
         }
-        Some(evidence)
+        Ok(Some(evidence))
     }
 }

@@ -312,6 +312,7 @@ impl TestFleet {
             // Tests publish as the shared broker user (the door's identities are tested
             // with the real processes).
             anonymous: fleet_prepare::AnonymousIntents::Allow,
+            lookup_deadline: fleet_core::directory_wait::DEFAULT_DEADLINE,
             concurrency: 4,
         };
         let shutdown = self.shutdown.clone();

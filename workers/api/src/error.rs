@@ -52,9 +52,15 @@ pub enum ApiError {
     Busy,
     /// Postgres did not answer; nothing was decided, the same request may be sent again.
     Unavailable,
+    /// The provider's directory gave no answer about the intent's payee (429, 5xx, a
+    /// timeout); nothing was stored, the same intent may be sent again.
+    DirectoryUnavailable,
 }
 
 const RETRY_AFTER_S: HeaderValue = HeaderValue::from_static("1");
+/// A provider's directory that gave no answer was already asked several times, its
+/// pauses waited out: a caller waits longer than for Postgres before sending again.
+const DIRECTORY_RETRY_AFTER_S: HeaderValue = HeaderValue::from_static("5");
 
 impl ApiError {
     pub fn status(&self) -> StatusCode {
@@ -71,7 +77,9 @@ impl ApiError {
             ApiError::TooManyWaiters | ApiError::RateLimited { .. } => {
                 StatusCode::TOO_MANY_REQUESTS
             }
-            ApiError::Unavailable | ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::Busy | ApiError::DirectoryUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 
@@ -93,6 +101,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Busy => "busy",
             ApiError::Unavailable => "unavailable",
+            ApiError::DirectoryUnavailable => "payee_directory_unavailable",
         }
     }
 
@@ -113,7 +122,8 @@ impl ApiError {
             | ApiError::TooManyWaiters
             | ApiError::RateLimited { .. }
             | ApiError::Busy
-            | ApiError::Unavailable => None,
+            | ApiError::Unavailable
+            | ApiError::DirectoryUnavailable => None,
         }
     }
 }
@@ -144,6 +154,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::TooManyWaiters | ApiError::Busy | ApiError::Unavailable => {
                 headers.insert(header::RETRY_AFTER, RETRY_AFTER_S);
+            }
+            ApiError::DirectoryUnavailable => {
+                headers.insert(header::RETRY_AFTER, DIRECTORY_RETRY_AFTER_S);
             }
             ApiError::RateLimited { retry_after_s } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));

@@ -92,6 +92,8 @@ pub async fn accept(
         Err(Intake::AlreadyPrepared(intent)) => Err(intent),
         Err(Intake::Refused(r)) => return Err(invalid(r)),
         Err(Intake::Unavailable(e)) => return Err(e.into()),
+        // Nothing is known about the payee: nothing is stored, and the caller asks again.
+        Err(Intake::DirectoryUnreachable) => return Err(ApiError::DirectoryUnavailable),
         Err(Intake::Prepared(_)) => return Err(ApiError::Unavailable),
     };
     let checked = match written {
@@ -110,6 +112,7 @@ pub async fn accept(
         }
         Err(WriteError::Refused(r)) => return Err(invalid(r)),
         Err(WriteError::Store(e)) => return Err(e.into()),
+        Err(WriteError::DirectoryUnreachable) => return Err(ApiError::DirectoryUnavailable),
     };
     Ok((created, view_of(state, intent).await?))
 }

@@ -63,6 +63,7 @@ pub const CATALOGUE: &[Kind] = &[
     kind("policy_not_in_force", "Policy not in force", "The intent names a policy version other than the one the deployment put in force for its tenant and action."),
     kind("currency_not_banded", "Currency not banded", "The policy in force bands amounts by currency and has no band for this currency."),
     kind("payee_unknown", "Payee unknown", "The provider's directory cannot confirm the payee, and the policy refuses unknown payees."),
+    kind("payee_directory_unreachable", "Payee directory unreachable", "The queue's refusal of an intent whose payee's directory gave no answer until the deadline; the API answers payee_directory_unavailable (503) instead."),
     kind("object_of_other_tenant", "Object of another tenant", "The intent names an object the fleet made or changed for another tenant."),
     kind("object_unknown", "Object unknown", "The intent names an object the fleet has no record of, and the policy refuses such objects."),
     kind("supersedes_unknown_operation", "Superseded operation unknown", "The operation named in supersedes does not exist for this tenant."),
@@ -75,6 +76,7 @@ pub const CATALOGUE: &[Kind] = &[
     kind("rate_limited", "Rate limited", "The caller's principal sent more requests than its rate allows; retry after Retry-After."),
     kind("busy", "Busy", "Every request slot stayed taken; nothing was done. Retry after Retry-After."),
     kind("unavailable", "Unavailable", "Postgres did not answer; nothing was decided. Retry after Retry-After."),
+    kind("payee_directory_unavailable", "Payee directory unavailable", "The provider's directory gave no answer about the payee (rate-limited, failing or out of reach); nothing was stored. Send the same intent again after Retry-After."),
 ];
 
 /// The catalogue's entry for `code` (a code outside it reads as a generic refusal; a test
@@ -145,6 +147,7 @@ mod tests {
             ApiError::RateLimited { retry_after_s: 1 },
             ApiError::Busy,
             ApiError::Unavailable,
+            ApiError::DirectoryUnavailable,
             ApiError::Forbidden(fleet_core::supersede::FORBIDDEN),
         ];
         for d in [

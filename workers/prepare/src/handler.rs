@@ -4,13 +4,25 @@
 //! transaction (see `fleet_runtime::batch`): each still gets its own statement and its
 //! own outcome, and its message is acked only after that commit. A lone intent goes out
 //! at once. An intent that supersedes another is written on its own.
+//!
+//! An intent whose payee's directory gave no answer is parked in the queue's retry queue
+//! (`Disposition::Wait`: the consumer's slot is free for the next message at once, and the
+//! parked copy is persistent, so a restart loses nothing) and looked at again after a wait
+//! that grows with the time it has waited (`fleet_core::directory_wait`); past the
+//! deadline (`PREPARE_PAYEE_LOOKUP_DEADLINE_S`) it is dead-lettered
+//! `payee_directory_unreachable`.
+
+use std::time::{Duration, SystemTime};
 
 use fleet_broker::{Delivery, Disposition, Handler};
-use fleet_core::ValidIntent;
+use fleet_core::directory_wait::{directory_wait, DirectoryWait, DEFAULT_DEADLINE};
+use fleet_core::{IntakeRefusal, ValidIntent};
 use fleet_runtime::Batcher;
 use fleet_store::{settle_batch, PrepareOutcome, PrepareStore, Requirement, StoreError};
+use tracing::warn;
 
 use crate::submitter::{submitter, AnonymousIntents};
+use fleet_intake::checked::{counted, Refusal};
 use fleet_intake::intake::{
     against_world, judged, store_intent_by, unless_prepared_before, validate,
 };
@@ -30,12 +42,19 @@ pub struct PrepareHandler {
     store: PrepareStore,
     rules: IntakeRules,
     anonymous: AnonymousIntents,
+    /// How long an intent waits for a payee directory that gives no answer.
+    lookup_deadline: Duration,
     inserts: Batcher<Submitted, Stored>,
 }
 
 impl PrepareHandler {
     /// Builds the handler and spawns its batching task: call it inside a Tokio runtime.
-    pub fn new(store: PrepareStore, rules: IntakeRules, anonymous: AnonymousIntents) -> Self {
+    pub fn new(
+        store: PrepareStore,
+        rules: IntakeRules,
+        anonymous: AnonymousIntents,
+        lookup_deadline: Duration,
+    ) -> Self {
         let batch_store = store.clone();
         let inserts = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |batch: Vec<Submitted>| {
             let store = batch_store.clone();
@@ -45,6 +64,7 @@ impl PrepareHandler {
             store,
             rules,
             anonymous,
+            lookup_deadline,
             inserts,
         }
     }
@@ -91,17 +111,43 @@ async fn insert_batch(store: &PrepareStore, batch: &[Submitted]) -> Vec<Stored> 
     .await
 }
 
-/// What the queue does with a message, given what happened to its intent.
+/// What the queue does with a message, given what happened to its intent, on its first
+/// delivery under the default deadline.
 pub fn disposition(intake: &Intake) -> Disposition {
+    disposition_after(intake, Duration::ZERO, DEFAULT_DEADLINE)
+}
+
+/// What the queue does with a message, given what happened to its intent, once it has
+/// waited `waited` for the payee's directory, under `deadline`.
+pub fn disposition_after(intake: &Intake, waited: Duration, deadline: Duration) -> Disposition {
     match intake {
         Intake::Prepared(_) | Intake::AlreadyPrepared(_) => Disposition::Ack,
         Intake::Refused(refusal) => Disposition::dead_letter(refusal.reason),
         Intake::Unavailable(_) => Disposition::Retry,
+        Intake::DirectoryUnreachable => match directory_wait(waited, deadline) {
+            DirectoryWait::Park(delay) => Disposition::Wait { delay },
+            DirectoryWait::GiveUp => {
+                let refusal = IntakeRefusal::PayeeDirectoryUnreachable;
+                warn!(
+                    waited_s = waited.as_secs(),
+                    reason = refusal.as_str(),
+                    "intent refused: the payee's directory gave no answer until the deadline"
+                );
+                Disposition::dead_letter(counted(Refusal::of(refusal, None)).reason)
+            }
+        },
     }
 }
 
 impl Handler for PrepareHandler {
     async fn handle(&self, delivery: Delivery<'_>) -> Disposition {
-        disposition(&self.intake(delivery.body, delivery.sender).await)
+        let intake = self.intake(delivery.body, delivery.sender).await;
+        // Measured on the parking process's clock; replicas' clocks agree well enough for
+        // a deadline of minutes.
+        let waited = delivery
+            .waiting_since
+            .and_then(|since| SystemTime::now().duration_since(since).ok())
+            .unwrap_or(Duration::ZERO);
+        disposition_after(&intake, waited, self.lookup_deadline)
     }
 }

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 pub use fleet_core::catalogue::ProviderCapabilities;
 pub use fleet_intake::PayeeDirectory;
 pub use fleet_intake::{intake, store_intent, CheckedIntent, Intake, IntakeRules, Refusal};
-pub use handler::{disposition, PrepareHandler};
+pub use handler::{disposition, disposition_after, PrepareHandler};
 pub use submitter::AnonymousIntents;
 
 /// Everything `run` needs, built by `main` (or by a test).
@@ -31,6 +31,9 @@ pub struct PrepareDeps {
     pub rules: IntakeRules,
     /// Whether intents from senders no principal speaks as are taken (development).
     pub anonymous: AnonymousIntents,
+    /// How long an intent waits, parked, for a payee directory that gives no answer
+    /// before it is dead-lettered `payee_directory_unreachable`.
+    pub lookup_deadline: std::time::Duration,
     pub concurrency: usize,
 }
 
@@ -40,7 +43,12 @@ pub async fn run(deps: PrepareDeps, shutdown: CancellationToken) -> Result<(), B
     if deps.anonymous == AnonymousIntents::Allow {
         tracing::warn!("the queue door takes intents from senders no principal speaks as (PREPARE_ANONYMOUS_INTENTS=allow): for development only");
     }
-    let handler = Arc::new(PrepareHandler::new(deps.store, deps.rules, deps.anonymous));
+    let handler = Arc::new(PrepareHandler::new(
+        deps.store,
+        deps.rules,
+        deps.anonymous,
+        deps.lookup_deadline,
+    ));
     fleet_broker::consume_with_health(
         deps.broker,
         Queue::IntentsPrepare,

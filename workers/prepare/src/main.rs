@@ -30,6 +30,16 @@ struct Cli {
         default_value = "refuse"
     )]
     anonymous_intents: AnonymousIntents,
+    /// Seconds an intent waits, parked on the queue and looked at again now and then, for
+    /// a payee directory that gives no answer (429, 5xx, timeouts) before it is
+    /// dead-lettered `payee_directory_unreachable`.
+    #[arg(
+        long,
+        env = "PREPARE_PAYEE_LOOKUP_DEADLINE_S",
+        default_value_t = 900,
+        value_parser = clap::value_parser!(u64).range(1..=86_400)
+    )]
+    payee_lookup_deadline_s: u64,
 }
 
 #[tokio::main]
@@ -42,6 +52,7 @@ async fn main() -> anyhow::Result<()> {
         health: boot.broker_health.clone(),
         rules: fleet_boot::intake_rules(&cli.providers, &cli.policies)?,
         anonymous: cli.anonymous_intents,
+        lookup_deadline: std::time::Duration::from_secs(cli.payee_lookup_deadline_s),
         concurrency: cli.common.concurrency,
     };
     boot.serve(|shutdown| fleet_prepare::run(deps, shutdown))
