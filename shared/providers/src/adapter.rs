@@ -1,8 +1,9 @@
-//! What a provider adapter does for the actions its provider serves: build the one
-//! side-effecting request of an operation from its approved snapshot, and look the effect
-//! up again, read-only. What the answers mean (classification, what a lookup proves) is
-//! pure and belongs to the action's catalogue entry in `fleet_core`; an adapter only
-//! speaks its provider's HTTP.
+//! What a provider adapter works with for the actions its provider serves: the operation
+//! it builds the one side-effecting request of, from its approved snapshot, and what
+//! looking the effect up again, read-only, returned. What the answers mean
+//! (classification, what a lookup proves) is pure and belongs to the action's catalogue
+//! entry in `fleet_core`; an adapter only speaks its provider's HTTP
+//! ([`crate::client`]: one shell, a mapping per provider).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,7 +12,6 @@ use fleet_core::{Action, Subject};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::api::Api;
 use crate::lookup::LookupError;
 pub use crate::request::Request;
 
@@ -68,32 +68,6 @@ pub struct LookFailed {
 
 /// A payee lookup's answer: the provider's object, `None` on 404.
 pub type PayeeAnswer = Result<Option<Value>, LookupError>;
-
-/// A provider adapter.
-pub trait Adapter: Send + Sync + std::fmt::Debug {
-    /// The provider's endpoint (its requests are sent through it).
-    fn api(&self) -> &Api;
-
-    /// The same, to give it a pace (`Providers` does, for a rate-limited provider).
-    fn api_mut(&mut self) -> &mut Api;
-
-    /// The one side-effecting request of `op`.
-    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable>;
-
-    /// Read-only: the provider objects that show `op`'s effect, by the effect's id when
-    /// it is known, else by the operation's reference or its target.
-    fn look_up<'a>(
-        &'a self,
-        op: &'a Operation<'a>,
-        external_id: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Looked, LookFailed>>;
-
-    /// Read-only: the payee `id` in the provider's directory, for a provider that keeps
-    /// one (`None` otherwise).
-    fn look_up_payee<'a>(&'a self, _id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>> {
-        None
-    }
-}
 
 /// A lookup by `via`: the objects, or the failure.
 pub(crate) fn looked(

@@ -1,53 +1,20 @@
-//! Adapter for the reference CRM API (Salesforce-like): serves `crm.deal.create` and
+//! Mapping for the reference CRM API (Salesforce-like): serves `crm.deal.create` and
 //! `crm.deal.update`. No idempotency keys, a non-unique external id field to search by,
 //! and versions for conditional updates. A create is made safe by searching before every
 //! create; an update by `If-Match` with the version the person approved.
 
 use fleet_core::actions::deal_create::DealCreatePayload;
 use fleet_core::actions::deal_update::DealUpdatePayload;
-use fleet_core::Action;
-use fleet_runtime::{ProviderSettings, Secret};
+use fleet_core::{Action, ProviderName};
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::adapter::{
-    looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
+    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
 };
-use crate::api::{Api, ConfigError};
-use crate::capabilities::Capabilities;
+use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
-
-/// How to reach the CRM API.
-#[derive(Debug, Clone)]
-pub struct CrmConfig {
-    pub base_url: String,
-    pub api_key: Secret<String>,
-    pub timeout_ms: u64,
-}
-
-impl CrmConfig {
-    pub fn from_settings(settings: &ProviderSettings) -> Self {
-        CrmConfig {
-            base_url: settings.url.clone(),
-            api_key: settings.api_key.clone(),
-            timeout_ms: settings.timeout_ms,
-        }
-    }
-}
-
-/// What the reference CRM guarantees: no idempotent create, lookup by external id, and
-/// conditional updates. An operator can declare less (`CRM_CAPABILITIES`) for a CRM that
-/// offers less; prepare then refuses what cannot be executed safely.
-pub fn capabilities() -> Capabilities {
-    Capabilities {
-        idempotent_create: None,
-        lookup: true,
-        conditional_update: true,
-        payee_lookup: false,
-        payee_precondition: false,
-    }
-}
 
 /// `POST /v1/deals` body; `external_id` is the operation id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,46 +27,36 @@ pub struct DealRequest {
     pub owner_id: String,
 }
 
-#[derive(Clone, Debug)]
-pub struct CrmClient {
-    api: Api,
-}
+/// The CRM API's mapping.
+#[derive(Debug)]
+pub enum Crm {}
 
-impl CrmClient {
-    pub fn new(config: CrmConfig) -> Result<Self, ConfigError> {
-        Ok(CrmClient {
-            api: Api::new("crm", &config.base_url, &config.api_key, config.timeout_ms)?,
-        })
-    }
+/// A pooled client for the CRM API.
+pub type CrmClient = Client<Crm>;
 
+impl Client<Crm> {
     /// `GET /v1/deals?external_id=…`: every deal carrying it (eventually consistent).
     pub async fn find_deals_by_external_id(
         &self,
         external_id: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        self.api
+        self.api()
             .list(&["v1", "deals"], "external_id", external_id)
             .await
     }
 
     /// `GET /v1/deals/{id}`; `None` on 404.
     pub async fn get_deal(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(&["v1", "deals", id]).await
+        self.api().object(&["v1", "deals", id]).await
     }
 }
 
-impl Adapter for CrmClient {
-    fn api(&self) -> &Api {
-        &self.api
-    }
-
-    fn api_mut(&mut self) -> &mut Api {
-        &mut self.api
-    }
+impl Mapping for Crm {
+    const PROVIDER: ProviderName = ProviderName::Crm;
 
     /// `POST /v1/deals` (the CRM deduplicates nothing: execute sends it only after a
     /// search), or `PATCH /v1/deals/{id}` with `If-Match: "<expected_version>"`, always.
-    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
+    fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
         match op.action {
             Action::CrmDealCreate => {
                 let p: DealCreatePayload = op.payload()?;
@@ -127,18 +84,18 @@ impl Adapter for CrmClient {
     /// A create by the search on our external id (eventually consistent); an update by
     /// the deal it changed.
     fn look_up<'a>(
-        &'a self,
+        client: &'a CrmClient,
         op: &'a Operation<'a>,
         _external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
         Box::pin(async move {
             match op.target() {
                 Ok(deal_id) if op.action == Action::CrmDealUpdate => {
-                    looked_one("deal", self.get_deal(deal_id).await)
+                    looked_one("deal", client.get_deal(deal_id).await)
                 }
                 _ => looked(
                     "external_id_search",
-                    self.find_deals_by_external_id(op.subject.reference).await,
+                    client.find_deals_by_external_id(op.subject.reference).await,
                 ),
             }
         })

@@ -1,36 +1,19 @@
-//! Adapter for the reference e-signature API: serves `contract.send`. An envelope is
+//! Mapping for the reference e-signature API: serves `contract.send`. An envelope is
 //! created under an idempotency key the provider keeps for one hour only, then sent
 //! asynchronously (webhooks `envelope.sent` / `envelope.delivery_failed`); envelopes are
 //! found again by id or by `external_ref` (our operation id), with a search lag.
 
-use std::time::Duration;
-
 use fleet_core::actions::contract_send::ContractSendPayload;
-use fleet_core::Action;
-use fleet_runtime::Secret;
+use fleet_core::{Action, ProviderName};
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::adapter::{
-    looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
+    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
 };
-use crate::api::{Api, ConfigError};
-use crate::capabilities::Capabilities;
+use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
-
-/// What the e-signature API guarantees: idempotent creates (keys kept `key_retention`,
-/// one hour for the reference API), lookup by id and by `external_ref`, no conditional
-/// updates.
-pub fn capabilities(key_retention: Duration) -> Capabilities {
-    Capabilities {
-        idempotent_create: Some(key_retention),
-        lookup: true,
-        conditional_update: false,
-        payee_lookup: false,
-        payee_precondition: false,
-    }
-}
 
 /// `POST /v1/envelopes` body; `external_ref` is the operation id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,25 +25,17 @@ pub struct EnvelopeRequest {
     pub subject: String,
 }
 
-#[derive(Clone, Debug)]
-pub struct EsignClient {
-    api: Api,
-}
+/// The e-signature API's mapping.
+#[derive(Debug)]
+pub enum Esign {}
 
-impl EsignClient {
-    pub fn new(
-        base_url: &str,
-        api_key: &Secret<String>,
-        timeout_ms: u64,
-    ) -> Result<Self, ConfigError> {
-        Ok(EsignClient {
-            api: Api::new("esign", base_url, api_key, timeout_ms)?,
-        })
-    }
+/// A pooled client for the e-signature API.
+pub type EsignClient = Client<Esign>;
 
+impl Client<Esign> {
     /// `GET /v1/envelopes/{id}` (strongly consistent); `None` on 404.
     pub async fn get_envelope(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(&["v1", "envelopes", id]).await
+        self.api().object(&["v1", "envelopes", id]).await
     }
 
     /// `GET /v1/envelopes?external_ref=…`: every envelope carrying it (eventually consistent).
@@ -68,22 +43,16 @@ impl EsignClient {
         &self,
         external_ref: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        self.api
+        self.api()
             .list(&["v1", "envelopes"], "external_ref", external_ref)
             .await
     }
 }
 
-impl Adapter for EsignClient {
-    fn api(&self) -> &Api {
-        &self.api
-    }
+impl Mapping for Esign {
+    const PROVIDER: ProviderName = ProviderName::Esign;
 
-    fn api_mut(&mut self) -> &mut Api {
-        &mut self.api
-    }
-
-    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
+    fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
         match op.action {
             Action::ContractSend => {
                 let p: ContractSendPayload = op.payload()?;
@@ -104,20 +73,21 @@ impl Adapter for EsignClient {
     /// By the envelope's id when known; not there, or no id yet: the search by
     /// `external_ref`, which the lag rules judge.
     fn look_up<'a>(
-        &'a self,
+        client: &'a EsignClient,
         op: &'a Operation<'a>,
         external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
         Box::pin(async move {
             if let Some(id) = external_id {
-                match self.get_envelope(id).await {
+                match client.get_envelope(id).await {
                     Ok(None) => {}
                     other => return looked_one("external_id", other),
                 }
             }
             looked(
                 "external_ref",
-                self.find_envelopes_by_external_ref(op.subject.reference)
+                client
+                    .find_envelopes_by_external_ref(op.subject.reference)
                     .await,
             )
         })

@@ -1,8 +1,10 @@
-//! Provider adapters over reqwest. Each adapter builds the one side-effecting request of
-//! the actions its provider serves, turns sending it into a
+//! Provider adapters over reqwest: one client shell ([`Client`]) that every provider
+//! shares, and a mapping per provider ([`Mapping`]: `payments`, `crm`, `orders`, `esign`)
+//! that builds the one side-effecting request of each action it serves and offers the
+//! read-only lookups reconcile needs. Sending a request becomes a
 //! `fleet_core::outcome::CallResult` (what the transport saw; the action's catalogue
-//! entry classifies it) and offers the read-only lookups reconcile needs. [`Providers`]
-//! holds them by provider name, with what each provider documents and guarantees.
+//! entry classifies it). [`Providers`] holds the clients by provider name, with what each
+//! provider documents and guarantees (its settings, read from its spec in `fleet_core`).
 //!
 //! Rule for every adapter: a side-effecting request is sent once per call. No automatic
 //! retry and no redirect is ever followed; deciding to call again belongs to the state
@@ -14,7 +16,7 @@
 
 pub mod adapter;
 mod api;
-pub mod capabilities;
+pub mod client;
 pub mod crm;
 pub mod esign;
 mod lookup;
@@ -25,14 +27,17 @@ mod registry;
 mod request;
 mod transport;
 
-pub use adapter::{Adapter, Operation, PayeeAnswer, Request, Unbuildable};
+pub use adapter::{Operation, PayeeAnswer, Request, Unbuildable};
 pub use api::{Api, ConfigError};
-pub use capabilities::Capabilities;
-pub use crm::{CrmClient, CrmConfig, DealRequest};
+pub use client::{Client, Endpoint, Mapping};
+pub use crm::{CrmClient, DealRequest};
 pub use esign::{EnvelopeRequest, EsignClient};
+/// What a provider guarantees: the capability guard's input (its defaults are in each
+/// provider's spec, `fleet_core::catalogue::provider_spec`).
+pub use fleet_core::catalogue::Capabilities;
 pub use lookup::LookupError;
 pub use orders::{OrdersClient, TransitionRequest};
-pub use payments::{PaymentRequest, PaymentsClient, PaymentsConfig, RefundRequest};
+pub use payments::{PaymentRequest, PaymentsClient, RefundRequest};
 pub use registry::{Provider, ProviderConfig, ProviderConfigs, Providers};
 
 /// The series every provider's endpoint records, at zero (for each binary that calls

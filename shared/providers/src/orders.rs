@@ -1,32 +1,17 @@
-//! Adapter for the reference orders API: serves `order.status.change`. A transition
+//! Mapping for the reference orders API: serves `order.status.change`. A transition
 //! carries a `from` precondition and our `transition_ref` (the operation id); the order
 //! remembers the last transition applied, so `GET /v1/orders/<id>` settles an uncertain
 //! attempt. No idempotency keys: the precondition keeps a transition from applying twice.
 
 use fleet_core::actions::order_status_change::OrderStatusChangePayload;
-use fleet_core::Action;
+use fleet_core::{Action, ProviderName};
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::adapter::{
-    looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
-};
-use crate::api::{Api, ConfigError};
-use crate::capabilities::Capabilities;
+use crate::adapter::{looked_one, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable};
+use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
-
-/// What the orders API guarantees: no idempotent creates, lookup by order id (strongly
-/// consistent), and conditional transitions (the `from` precondition).
-pub fn capabilities() -> Capabilities {
-    Capabilities {
-        idempotent_create: None,
-        lookup: true,
-        conditional_update: true,
-        payee_lookup: false,
-        payee_precondition: false,
-    }
-}
 
 /// `POST /v1/orders/<id>/transitions` body; `transition_ref` is the operation id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,38 +22,24 @@ pub struct TransitionRequest {
     pub reason: String,
 }
 
-#[derive(Clone, Debug)]
-pub struct OrdersClient {
-    api: Api,
-}
+/// The orders API's mapping.
+#[derive(Debug)]
+pub enum Orders {}
 
-impl OrdersClient {
-    pub fn new(
-        base_url: &str,
-        api_key: &fleet_runtime::Secret<String>,
-        timeout_ms: u64,
-    ) -> Result<Self, ConfigError> {
-        Ok(OrdersClient {
-            api: Api::new("orders", base_url, api_key, timeout_ms)?,
-        })
-    }
+/// A pooled client for the orders API.
+pub type OrdersClient = Client<Orders>;
 
+impl Client<Orders> {
     /// `GET /v1/orders/{id}` (strongly consistent); `None` on 404.
     pub async fn get_order(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(&["v1", "orders", id]).await
+        self.api().object(&["v1", "orders", id]).await
     }
 }
 
-impl Adapter for OrdersClient {
-    fn api(&self) -> &Api {
-        &self.api
-    }
+impl Mapping for Orders {
+    const PROVIDER: ProviderName = ProviderName::Orders;
 
-    fn api_mut(&mut self) -> &mut Api {
-        &mut self.api
-    }
-
-    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
+    fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
         match op.action {
             Action::OrderStatusChange => {
                 let p: OrderStatusChangePayload = op.payload()?;
@@ -90,13 +61,13 @@ impl Adapter for OrdersClient {
 
     /// The order the transition is about.
     fn look_up<'a>(
-        &'a self,
+        client: &'a OrdersClient,
         op: &'a Operation<'a>,
         _external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
         Box::pin(async move {
             match op.target() {
-                Ok(order_id) => looked_one("order", self.get_order(order_id).await),
+                Ok(order_id) => looked_one("order", client.get_order(order_id).await),
                 Err(_) => Ok(Looked {
                     via: "order",
                     objects: Vec::new(),

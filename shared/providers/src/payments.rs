@@ -1,53 +1,24 @@
-//! Adapter for the reference payments API (Stripe-like): serves `payment.create` and
+//! Mapping for the reference payments API (Stripe-like): serves `payment.create` and
 //! `refund.create`, each a create under an idempotency key, and looks them up by id or
-//! by reference.
+//! by reference; its directory of beneficiaries is read by id.
 //!
 //! A create is sent exactly once per call: no retry, no redirect. The transport result is
 //! reported as a [`CallResult`] for the action's catalogue entry to classify.
 //! Logs carry ids and statuses only: never the API key, never request or response bodies.
 
-use std::time::Duration;
-
 use fleet_core::actions::payment_create::PaymentPayload;
 use fleet_core::actions::refund_create::RefundPayload;
 use fleet_core::outcome::CallResult;
-use fleet_core::Action;
-use fleet_runtime::Secret;
+use fleet_core::{Action, ProviderName};
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::adapter::{
-    looked, looked_one, Adapter, BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, Request,
-    Unbuildable,
+    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, Request, Unbuildable,
 };
-use crate::api::{Api, ConfigError};
-use crate::capabilities::Capabilities;
+use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
-
-/// What the payments API guarantees: idempotent creates (keys kept `key_retention`, 24 h
-/// for the reference API), lookup by reference (eventually consistent, within the search
-/// lag) and by id, no conditional updates; its directory of beneficiaries is read by id
-/// (strongly consistent) and a payment can be made conditional on the beneficiary's
-/// version.
-pub fn capabilities(key_retention: Duration) -> Capabilities {
-    Capabilities {
-        idempotent_create: Some(key_retention),
-        lookup: true,
-        conditional_update: false,
-        payee_lookup: true,
-        payee_precondition: true,
-    }
-}
-
-/// How to reach the payments API.
-#[derive(Debug, Clone)]
-pub struct PaymentsConfig {
-    pub base_url: String,
-    pub api_key: Secret<String>,
-    /// Whole-call timeout (connect to last body byte).
-    pub timeout_ms: u64,
-}
 
 /// `POST /v1/payments` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,24 +46,14 @@ pub struct RefundRequest {
     pub reference: String,
 }
 
-/// A pooled client for the payments API. Cheap to clone (the pool is shared).
-#[derive(Clone, Debug)]
-pub struct PaymentsClient {
-    api: Api,
-}
+/// The payments API's mapping.
+#[derive(Debug)]
+pub enum Payments {}
 
-impl PaymentsClient {
-    pub fn new(config: PaymentsConfig) -> Result<Self, ConfigError> {
-        Ok(PaymentsClient {
-            api: Api::new(
-                "payments",
-                &config.base_url,
-                &config.api_key,
-                config.timeout_ms,
-            )?,
-        })
-    }
+/// A pooled client for the payments API.
+pub type PaymentsClient = Client<Payments>;
 
+impl Client<Payments> {
     /// `POST /v1/payments` once, under `idempotency_key` (the operation id).
     pub async fn create_payment(
         &self,
@@ -101,7 +62,7 @@ impl PaymentsClient {
     ) -> CallResult {
         let request =
             Request::new(Method::POST, &["v1", "payments"], request).with_key(idempotency_key);
-        self.api
+        self.api()
             .send(&request, "payment.create", idempotency_key)
             .await
     }
@@ -114,7 +75,7 @@ impl PaymentsClient {
     ) -> CallResult {
         let request =
             Request::new(Method::POST, &["v1", "refunds"], request).with_key(idempotency_key);
-        self.api
+        self.api()
             .send(&request, "refund.create", idempotency_key)
             .await
     }
@@ -125,20 +86,20 @@ impl PaymentsClient {
         &self,
         reference: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        self.api
+        self.api()
             .list(&["v1", "payments"], "reference", reference)
             .await
     }
 
     /// `GET /v1/payments/{id}` (strongly consistent); `None` on 404.
     pub async fn get_payment(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(&["v1", "payments", id]).await
+        self.api().object(&["v1", "payments", id]).await
     }
 
     /// `GET /v1/beneficiaries/{id}` (strongly consistent): the payee a payment to `id`
     /// goes to, with its masked account and version; `None` on 404.
     pub async fn get_beneficiary(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(&["v1", "beneficiaries", id]).await
+        self.api().object(&["v1", "beneficiaries", id]).await
     }
 
     /// `GET /v1/refunds?reference=…`: same rules as payments.
@@ -146,31 +107,21 @@ impl PaymentsClient {
         &self,
         reference: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        self.api
+        self.api()
             .list(&["v1", "refunds"], "reference", reference)
             .await
     }
 
     /// `GET /v1/refunds/{id}`; `None` on 404.
     pub async fn get_refund(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api.object(&["v1", "refunds", id]).await
+        self.api().object(&["v1", "refunds", id]).await
     }
 }
 
-impl Adapter for PaymentsClient {
-    fn api(&self) -> &Api {
-        &self.api
-    }
+impl Mapping for Payments {
+    const PROVIDER: ProviderName = ProviderName::Payments;
 
-    fn api_mut(&mut self) -> &mut Api {
-        &mut self.api
-    }
-
-    fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>> {
-        Some(Box::pin(self.get_beneficiary(id)))
-    }
-
-    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
+    fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
         let reference = op.subject.reference.to_owned();
         let (path, body) = match op.action {
             Action::PaymentCreate => {
@@ -205,7 +156,7 @@ impl Adapter for PaymentsClient {
     /// By the object's id when known (strongly consistent); not there, or no id yet: the
     /// search by reference, which the lag rules judge.
     fn look_up<'a>(
-        &'a self,
+        client: &'a PaymentsClient,
         op: &'a Operation<'a>,
         external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
@@ -213,9 +164,9 @@ impl Adapter for PaymentsClient {
             let refund = op.action == Action::RefundCreate;
             if let Some(id) = external_id {
                 let by_id = if refund {
-                    self.get_refund(id).await
+                    client.get_refund(id).await
                 } else {
-                    self.get_payment(id).await
+                    client.get_payment(id).await
                 };
                 match by_id {
                     Ok(None) => {}
@@ -224,11 +175,18 @@ impl Adapter for PaymentsClient {
             }
             let reference = op.subject.reference;
             let search = if refund {
-                self.find_refunds_by_reference(reference).await
+                client.find_refunds_by_reference(reference).await
             } else {
-                self.find_payments_by_reference(reference).await
+                client.find_payments_by_reference(reference).await
             };
             looked("reference", search)
         })
+    }
+
+    fn look_up_payee<'a>(
+        client: &'a PaymentsClient,
+        id: &'a str,
+    ) -> Option<BoxFuture<'a, PayeeAnswer>> {
+        Some(Box::pin(client.get_beneficiary(id)))
     }
 }

@@ -7,19 +7,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_core::catalogue::ProviderCapabilities;
+use fleet_core::catalogue::{ProviderCapabilities, PROVIDERS};
 use fleet_core::outcome::CallResult;
 use fleet_core::reconcile::{ProviderContract, Reading};
+use fleet_core::ProviderName;
 use fleet_runtime::{Pacer, ProviderArgs, Secret};
 
-use crate::adapter::{Adapter, Operation, PayeeAnswer, Request, Unbuildable};
+use crate::adapter::{Operation, PayeeAnswer, Request, Unbuildable};
 use crate::api::ConfigError;
-use crate::capabilities::Capabilities;
+use crate::client::{Adapter, Endpoint};
 use crate::path::check_segment;
-use crate::{
-    crm, esign, orders, payments, CrmClient, CrmConfig, EsignClient, OrdersClient, PaymentsClient,
-    PaymentsConfig,
-};
+use crate::{Capabilities, CrmClient, EsignClient, OrdersClient, PaymentsClient};
 
 /// One provider as configured.
 #[derive(Debug, Clone)]
@@ -89,15 +87,12 @@ impl ProviderConfigs {
             max_request_ms,
             capabilities,
         };
-        ProviderConfigs(BTreeMap::from([
-            (
-                "payments",
-                at(payments::capabilities(Duration::from_secs(86_400))),
-            ),
-            ("crm", at(crm::capabilities())),
-            ("orders", at(orders::capabilities())),
-            ("esign", at(esign::capabilities(Duration::from_secs(3_600)))),
-        ]))
+        ProviderConfigs(
+            PROVIDERS
+                .iter()
+                .map(|spec| (spec.name.as_str(), at(spec.capabilities)))
+                .collect(),
+        )
     }
 
     /// The provider named `name`; panics for a name no action is served by (a caller's bug).
@@ -145,27 +140,19 @@ impl ProviderConfigs {
     }
 }
 
-/// The one list of adapters, by provider name.
+/// The one list of adapters: each provider's client, by its mapping.
 fn adapter(name: &'static str, config: &ProviderConfig) -> Result<Box<dyn Adapter>, ConfigError> {
-    let (base_url, api_key, timeout_ms) = (
-        config.base_url.clone(),
-        config.api_key.clone(),
-        config.timeout_ms,
-    );
-    Ok(match name {
-        "payments" => Box::new(PaymentsClient::new(PaymentsConfig {
-            base_url,
-            api_key,
-            timeout_ms,
-        })?),
-        "crm" => Box::new(CrmClient::new(CrmConfig {
-            base_url,
-            api_key,
-            timeout_ms,
-        })?),
-        "orders" => Box::new(OrdersClient::new(&base_url, &api_key, timeout_ms)?),
-        "esign" => Box::new(EsignClient::new(&base_url, &api_key, timeout_ms)?),
-        other => return Err(ConfigError::UnknownProvider(other)),
+    let endpoint = Endpoint {
+        base_url: config.base_url.clone(),
+        api_key: config.api_key.clone(),
+        timeout_ms: config.timeout_ms,
+    };
+    let provider = ProviderName::parse(name).ok_or(ConfigError::UnknownProvider(name))?;
+    Ok(match provider {
+        ProviderName::Payments => Box::new(PaymentsClient::new(endpoint)?),
+        ProviderName::Crm => Box::new(CrmClient::new(endpoint)?),
+        ProviderName::Orders => Box::new(OrdersClient::new(endpoint)?),
+        ProviderName::Esign => Box::new(EsignClient::new(endpoint)?),
     })
 }
 

@@ -11,8 +11,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use fleet_core::classify_payment;
 use fleet_core::outcome::{CallResult, NoAnswerKind, Outcome, ProviderAnswer};
-use fleet_providers::payments::capabilities;
-use fleet_providers::{LookupError, PaymentRequest, PaymentsClient, PaymentsConfig, RefundRequest};
+use fleet_providers::{Endpoint, LookupError, PaymentRequest, PaymentsClient, RefundRequest};
 use fleet_runtime::Secret;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -56,7 +55,7 @@ async fn serve(router: Router) -> String {
 }
 
 fn client(base_url: &str, timeout_ms: u64) -> PaymentsClient {
-    PaymentsClient::new(PaymentsConfig {
+    PaymentsClient::new(Endpoint {
         base_url: base_url.to_owned(),
         api_key: Secret::new(API_KEY.to_owned()),
         timeout_ms,
@@ -520,7 +519,7 @@ async fn lookup_transport_failure_is_an_error_not_an_empty_answer() {
 
 #[test]
 fn the_api_key_never_prints() {
-    let config = PaymentsConfig {
+    let config = Endpoint {
         base_url: "http://127.0.0.1:1".into(),
         api_key: Secret::new(API_KEY.to_owned()),
         timeout_ms: 1_000,
@@ -538,7 +537,7 @@ fn the_api_key_never_prints() {
 
 #[test]
 fn bad_configuration_is_refused() {
-    let config = |base_url: &str, api_key: &str, timeout_ms| PaymentsConfig {
+    let config = |base_url: &str, api_key: &str, timeout_ms| Endpoint {
         base_url: base_url.into(),
         api_key: Secret::new(api_key.into()),
         timeout_ms,
@@ -552,6 +551,6 @@ fn bad_configuration_is_refused() {
 #[test]
 fn payments_capabilities_match_the_protocol() {
     let day = std::time::Duration::from_secs(86_400);
-    let caps = capabilities(day);
+    let caps = fleet_core::ProviderName::Payments.spec().capabilities;
     assert!(caps.idempotent_create == Some(day) && caps.lookup && !caps.conditional_update);
 }

@@ -29,8 +29,7 @@ use fleet_execute::{ExecuteDeps, ExecuteSettings};
 use fleet_prepare::{IntakeRules, PayeeDirectory, PrepareDeps, ProviderCapabilities};
 use fleet_provider_sim::{RunningSim, SimConfig};
 use fleet_providers::{
-    CrmClient, CrmConfig, PaymentsClient, PaymentsConfig, ProviderConfig, ProviderConfigs,
-    Providers,
+    CrmClient, Endpoint, PaymentsClient, ProviderConfig, ProviderConfigs, Providers,
 };
 use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
 use fleet_runtime::Secret;
@@ -237,7 +236,7 @@ impl TestFleet {
     }
 
     pub fn payments_client(&self, timeout_ms: u64) -> PaymentsClient {
-        PaymentsClient::new(PaymentsConfig {
+        PaymentsClient::new(Endpoint {
             base_url: self.sim.base_url.clone(),
             api_key: Secret::new("sk_test_sim".into()),
             timeout_ms,
@@ -246,7 +245,7 @@ impl TestFleet {
     }
 
     pub fn crm_client(&self, timeout_ms: u64) -> CrmClient {
-        CrmClient::new(CrmConfig {
+        CrmClient::new(Endpoint {
             base_url: self.sim.base_url.clone(),
             api_key: Secret::new("sk_test_sim".into()),
             timeout_ms,

@@ -34,7 +34,7 @@ struct Cli {
 /// The CRM client the console reads a deal's current values with: a page waits for it,
 /// so at most two seconds.
 fn console_crm(settings: &ProviderSettings) -> Option<fleet_providers::CrmClient> {
-    let mut config = fleet_providers::CrmConfig::from_settings(settings);
+    let mut config = fleet_providers::Endpoint::from_settings(settings);
     config.timeout_ms = config.timeout_ms.min(2_000);
     fleet_providers::CrmClient::new(config).ok()
 }

@@ -1,0 +1,146 @@
+//! The one adapter shell every provider shares: a [`Client`] holds the provider's
+//! endpoint ([`Api`]) and is told by the provider's [`Mapping`] what to send. What differs
+//! between providers is only their mapping: how each action they serve becomes its one
+//! side-effecting request, and how its effect is found again.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use fleet_core::ProviderName;
+use fleet_runtime::{ProviderSettings, Secret};
+
+use crate::adapter::{BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, Request, Unbuildable};
+use crate::api::{Api, ConfigError};
+
+/// How to reach a provider's API.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub base_url: String,
+    pub api_key: Secret<String>,
+    /// Whole-call timeout (connect to last body byte).
+    pub timeout_ms: u64,
+}
+
+impl Endpoint {
+    pub fn from_settings(settings: &ProviderSettings) -> Self {
+        Endpoint {
+            base_url: settings.url.clone(),
+            api_key: settings.api_key.clone(),
+            timeout_ms: settings.timeout_ms,
+        }
+    }
+}
+
+/// One provider's mapping: what it alone says. A mapping holds nothing: the client it
+/// is given holds the endpoint.
+pub trait Mapping: Sized + Send + Sync + 'static {
+    /// The provider it speaks to.
+    const PROVIDER: ProviderName;
+
+    /// The one side-effecting request of `op`, built from the approved snapshot alone;
+    /// `Unbuildable` for an action the provider does not serve.
+    fn request(op: &Operation<'_>) -> Result<Request, Unbuildable>;
+
+    /// Read-only: the provider objects that show `op`'s effect, by the effect's id when
+    /// it is known, else by the operation's reference or its target.
+    fn look_up<'a>(
+        client: &'a Client<Self>,
+        op: &'a Operation<'a>,
+        external_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Looked, LookFailed>>;
+
+    /// Read-only: the payee `id` in the provider's directory, for a provider that keeps
+    /// one (`None` otherwise).
+    fn look_up_payee<'a>(
+        _client: &'a Client<Self>,
+        _id: &'a str,
+    ) -> Option<BoxFuture<'a, PayeeAnswer>> {
+        None
+    }
+}
+
+/// A pooled client for the provider `M` maps. Cheap to clone (the pool is shared).
+pub struct Client<M> {
+    api: Api,
+    mapping: PhantomData<fn() -> M>,
+}
+
+impl<M> Clone for Client<M> {
+    fn clone(&self) -> Self {
+        Client {
+            api: self.api.clone(),
+            mapping: PhantomData,
+        }
+    }
+}
+
+impl<M> fmt::Debug for Client<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client").field("api", &self.api).finish()
+    }
+}
+
+impl<M: Mapping> Client<M> {
+    pub fn new(endpoint: Endpoint) -> Result<Self, ConfigError> {
+        Ok(Client {
+            api: Api::new(
+                M::PROVIDER.as_str(),
+                &endpoint.base_url,
+                &endpoint.api_key,
+                endpoint.timeout_ms,
+            )?,
+            mapping: PhantomData,
+        })
+    }
+}
+
+impl<M> Client<M> {
+    /// The provider's endpoint (its requests are sent through it).
+    pub(crate) fn api(&self) -> &Api {
+        &self.api
+    }
+}
+
+/// A provider's client, whatever its mapping: what the registry holds.
+pub(crate) trait Adapter: Send + Sync + fmt::Debug {
+    fn api(&self) -> &Api;
+
+    /// The same, to give it a pace (`Providers` does, for a rate-limited provider).
+    fn api_mut(&mut self) -> &mut Api;
+
+    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable>;
+
+    fn look_up<'a>(
+        &'a self,
+        op: &'a Operation<'a>,
+        external_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Looked, LookFailed>>;
+
+    fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>>;
+}
+
+impl<M: Mapping> Adapter for Client<M> {
+    fn api(&self) -> &Api {
+        &self.api
+    }
+
+    fn api_mut(&mut self) -> &mut Api {
+        &mut self.api
+    }
+
+    fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
+        M::request(op)
+    }
+
+    fn look_up<'a>(
+        &'a self,
+        op: &'a Operation<'a>,
+        external_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+        M::look_up(self, op, external_id)
+    }
+
+    fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>> {
+        M::look_up_payee(self, id)
+    }
+}
