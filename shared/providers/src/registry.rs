@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_core::catalogue::{ProviderCapabilities, PROVIDERS};
+use fleet_core::catalogue::{Capabilities, ProviderCapabilities, PROVIDERS};
 use fleet_core::outcome::CallResult;
 use fleet_core::reconcile::{ProviderContract, Reading};
 use fleet_core::ProviderName;
@@ -16,8 +16,11 @@ use fleet_runtime::{Pacer, ProviderArgs, Secret};
 use crate::adapter::{Operation, PayeeAnswer, Request, Unbuildable};
 use crate::api::ConfigError;
 use crate::client::{Adapter, Endpoint};
+use crate::crm::CrmClient;
+use crate::esign::EsignClient;
+use crate::orders::OrdersClient;
 use crate::path::check_segment;
-use crate::{Capabilities, CrmClient, EsignClient, OrdersClient, PaymentsClient};
+use crate::payments::PaymentsClient;
 
 /// One provider as configured.
 #[derive(Debug, Clone)]
