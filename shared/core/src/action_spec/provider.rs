@@ -1,8 +1,8 @@
 //! The providers fleet calls, by the names intent.v1's `provider`, the rows, the metrics
 //! and `/webhooks/{provider}` use. A closed set, like the catalogue: each serves some of
-//! its actions and has its adapter in `fleet_providers`; adding one is a variant here, an
-//! adapter there, the actions it serves, and its name in `operations_provider_check` (a
-//! migration).
+//! its actions and has its mapping in `fleet_providers`; adding one is a variant here, its
+//! spec (`catalogue::provider_spec`), its mapping there, the actions it serves, and its
+//! name in `operations_provider_check` (a migration).
 
 use crate::by_name::{display_by_name, serialize_by_name};
 
