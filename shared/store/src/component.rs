@@ -168,6 +168,13 @@ capabilities! {
         Table("provider_rates", "SELECT"),
         Function("fleet_reserve_provider_slots(text, double precision, integer, double precision)"),
     ] for [Execute, Reconcile];
+    /// Take slots of a provider's shared schedule for the intake's payee lookups, after
+    /// approved operations' calls, and report their 429s.
+    PaceIntake [] => [
+        Table("provider_rates", "SELECT"),
+        Function("fleet_reserve_intake_slots(text, double precision, integer, double precision, double precision)"),
+        Function("fleet_provider_throttled(text, double precision, double precision, double precision, double precision)"),
+    ] for [Api, Prepare];
     /// Sweep expired leases and approvals, look up uncertain outcomes, audit, count.
     SweepAndLookUp [MoveOperations] => [
         Column("operations", "next_lookup_at", "UPDATE"),

@@ -13,13 +13,15 @@ use fleet_runtime::{Batcher, PaceFuture, Pacer};
 use tokio::time::{sleep, sleep_until, Instant};
 use tracing::warn;
 
-use crate::component::RateProviders;
+use crate::component::{PaceIntake, RateProviders};
+use crate::intake_rates::reserve_for_intake;
 use crate::StoreAs;
 use crate::StoreError;
+use futures_util::future::BoxFuture;
 
 const RESERVE: &str =
     "SELECT waits_ms, paused_ms FROM fleet_reserve_provider_slots($1, $2, $3, $4)";
-const THROTTLED: &str = "SELECT fleet_provider_throttled($1, $2, $3, $4, $5)";
+pub(crate) const THROTTLED: &str = "SELECT fleet_provider_throttled($1, $2, $3, $4, $5)";
 
 /// Most slots one reservation takes (the SQL function accepts up to 1000).
 const MAX_BATCH: usize = 256;
@@ -93,21 +95,26 @@ impl<R: RateProviders> StoreAs<R> {
 
 /// A slot as this process holds it: when it opens, and until when the provider was
 /// paused as the database said it then.
-type Slot = Result<(Instant, Instant), String>;
+pub(crate) type Slot = Result<(Instant, Instant), String>;
 
-/// One provider's pace for this process, taken from the shared schedule.
-pub struct ProviderSchedule<R> {
+/// Reports a 429 to the shared schedule (the component's own grant).
+type Report = Arc<dyn Fn(Duration) -> BoxFuture<'static, Result<(), StoreError>> + Send + Sync>;
+
+/// One provider's pace for this process, taken from the shared schedule: as execute and
+/// reconcile take it ([`ProviderSchedule::new`]), or as the intake's payee lookups do,
+/// after them ([`ProviderSchedule::for_intake`]).
+pub struct ProviderSchedule {
     provider: &'static str,
     rate_per_s: f64,
-    store: StoreAs<R>,
     slots: Batcher<(), Slot>,
+    report: Report,
     /// The latest end of a pause this process knows of (its own 429s, and what each
     /// reservation said), so that a slot handed out before another replica's 429 is not
     /// spent inside the pause.
     paused_until: Mutex<Option<Instant>>,
 }
 
-impl<R> std::fmt::Debug for ProviderSchedule<R> {
+impl std::fmt::Debug for ProviderSchedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProviderSchedule")
             .field("provider", &self.provider)
@@ -116,43 +123,92 @@ impl<R> std::fmt::Debug for ProviderSchedule<R> {
     }
 }
 
-impl<R: RateProviders> ProviderSchedule<R> {
-    /// The schedule of `provider` at `rate_per_s`; spawns its batching task (call it
-    /// inside a Tokio runtime).
-    pub fn new(store: &StoreAs<R>, provider: &'static str, rate_per_s: f64) -> Arc<Self> {
+impl ProviderSchedule {
+    /// The schedule of `provider` at `rate_per_s`, for calls of approved operations;
+    /// spawns its batching task (call it inside a Tokio runtime).
+    pub fn new<R: RateProviders>(
+        store: &StoreAs<R>,
+        provider: &'static str,
+        rate_per_s: f64,
+    ) -> Arc<Self> {
         let batch_store = store.clone();
         let slots = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |asks: Vec<()>| {
             let store = batch_store.clone();
             async move { reserve(&store, provider, rate_per_s, asks.len()).await }
         });
+        let report_store = store.clone();
+        let report: Report = Arc::new(move |retry_after| {
+            let store = report_store.clone();
+            Box::pin(async move { store.provider_throttled(provider, retry_after).await })
+        });
+        Self::with(provider, rate_per_s, slots, report)
+    }
+
+    /// The schedule of `provider` at `rate_per_s` for the intake's payee lookups, which
+    /// wait while approved operations' calls are queued (`crate::intake_rates`).
+    pub fn for_intake<R: PaceIntake>(
+        store: &StoreAs<R>,
+        provider: &'static str,
+        rate_per_s: f64,
+    ) -> Arc<Self> {
+        let batch_store = store.clone();
+        let slots = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |asks: Vec<()>| {
+            let store = batch_store.clone();
+            async move { reserve_for_intake(&store, provider, rate_per_s, asks.len()).await }
+        });
+        let report_store = store.clone();
+        let report: Report = Arc::new(move |retry_after| {
+            let store = report_store.clone();
+            Box::pin(async move { store.intake_throttled(provider, retry_after).await })
+        });
+        Self::with(provider, rate_per_s, slots, report)
+    }
+
+    fn with(
+        provider: &'static str,
+        rate_per_s: f64,
+        slots: Batcher<(), Slot>,
+        report: Report,
+    ) -> Arc<Self> {
         Arc::new(ProviderSchedule {
             provider,
             rate_per_s,
-            store: store.clone(),
             slots,
+            report,
             paused_until: Mutex::new(None),
         })
     }
 
     /// The pacer of each provider `rates` names (at its rate), for
     /// `ProviderConfigs::connect_paced`; a provider it leaves out is not paced.
-    pub fn pacers(
+    pub fn pacers<R: RateProviders>(
         store: &StoreAs<R>,
         rates: &[(&'static str, f64)],
     ) -> impl Fn(&'static str) -> Option<Arc<dyn Pacer>> {
-        let schedules: Vec<(&'static str, Arc<dyn Pacer>)> = rates
-            .iter()
-            .map(|&(provider, rate)| {
-                let schedule: Arc<dyn Pacer> = ProviderSchedule::new(store, provider, rate);
-                (provider, schedule)
-            })
-            .collect();
-        move |name| {
-            schedules
+        pacer_of(
+            rates
                 .iter()
-                .find(|(provider, _)| *provider == name)
-                .map(|(_, schedule)| schedule.clone())
-        }
+                .map(|&(provider, rate)| (provider, ProviderSchedule::new(store, provider, rate)))
+                .collect(),
+        )
+    }
+
+    /// The same, for the intake's payee lookups.
+    pub fn intake_pacers<R: PaceIntake>(
+        store: &StoreAs<R>,
+        rates: &[(&'static str, f64)],
+    ) -> impl Fn(&'static str) -> Option<Arc<dyn Pacer>> {
+        pacer_of(
+            rates
+                .iter()
+                .map(|&(provider, rate)| {
+                    (
+                        provider,
+                        ProviderSchedule::for_intake(store, provider, rate),
+                    )
+                })
+                .collect(),
+        )
     }
 
     fn learn_pause(&self, until: Instant) {
@@ -200,6 +256,30 @@ impl<R: RateProviders> ProviderSchedule<R> {
     }
 }
 
+fn pacer_of(
+    schedules: Vec<(&'static str, Arc<ProviderSchedule>)>,
+) -> impl Fn(&'static str) -> Option<Arc<dyn Pacer>> {
+    move |name| {
+        schedules
+            .iter()
+            .find(|(provider, _)| *provider == name)
+            .map(|(_, schedule)| {
+                let pacer: Arc<dyn Pacer> = schedule.clone();
+                pacer
+            })
+    }
+}
+
+/// The slots a reservation answered, as this process holds them.
+pub(crate) fn held(waits: Vec<Duration>, paused: Duration) -> Vec<Slot> {
+    let now = Instant::now();
+    let paused_until = now + paused;
+    waits
+        .into_iter()
+        .map(|wait| Ok((now + wait, paused_until)))
+        .collect()
+}
+
 async fn reserve<R: RateProviders>(
     store: &StoreAs<R>,
     provider: &str,
@@ -207,15 +287,7 @@ async fn reserve<R: RateProviders>(
     k: usize,
 ) -> Vec<Slot> {
     match store.reserve_provider_slots(provider, rate_per_s, k).await {
-        Ok(reserved) => {
-            let now = Instant::now();
-            let paused_until = now + reserved.paused;
-            reserved
-                .waits
-                .into_iter()
-                .map(|wait| Ok((now + wait, paused_until)))
-                .collect()
-        }
+        Ok(reserved) => held(reserved.waits, reserved.paused),
         Err(e) => {
             let e = e.to_string();
             (0..k).map(|_| Err(e.clone())).collect()
@@ -223,7 +295,7 @@ async fn reserve<R: RateProviders>(
     }
 }
 
-impl<R: RateProviders> Pacer for ProviderSchedule<R> {
+impl Pacer for ProviderSchedule {
     fn slot(&self) -> PaceFuture<'_> {
         Box::pin(self.take_slot())
     }
@@ -231,11 +303,7 @@ impl<R: RateProviders> Pacer for ProviderSchedule<R> {
     fn throttled(&self, retry_after: Duration) -> PaceFuture<'_> {
         Box::pin(async move {
             self.learn_pause(Instant::now() + retry_after);
-            if let Err(e) = self
-                .store
-                .provider_throttled(self.provider, retry_after)
-                .await
-            {
+            if let Err(e) = (self.report)(retry_after).await {
                 warn!(provider = self.provider, error = %e, "could not pause the shared schedule; only this process waits");
             }
         })

@@ -6,7 +6,7 @@ use clap::Parser;
 use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::{ApiDeps, ApiSettings};
 use fleet_core::ProviderName;
-use fleet_runtime::{CommonArgs, PolicyArgs, ProviderArgs, ProviderSettings};
+use fleet_runtime::{CommonArgs, PolicyArgs, ProviderArgs, ProviderRateArgs, ProviderSettings};
 use fleet_store::component;
 
 #[derive(Parser)]
@@ -25,6 +25,10 @@ struct Cli {
     /// The quorum policies, as prepare reads them.
     #[command(flatten)]
     policies: PolicyArgs,
+    /// Each provider's rate, which the payee lookups keep to together with execute's and
+    /// reconcile's calls (after them) in the schedule shared in Postgres.
+    #[command(flatten)]
+    rates: ProviderRateArgs,
     #[command(flatten)]
     api: ApiSettings,
     #[command(flatten)]
@@ -44,7 +48,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // The broker carries the execute bell an approval rings; /readyz includes it.
     let boot = fleet_boot::start::<component::Api>(&cli.common).await?;
-    let intake = fleet_boot::intake_rules(&cli.providers, &cli.policies)?;
+    let intake = boot.paced_intake_rules(&cli.providers, &cli.policies, &cli.rates)?;
     let publisher = boot.publisher().await?;
     let listener = tokio::net::TcpListener::bind(cli.api.api_addr)
         .await

@@ -243,6 +243,7 @@ async fn only_the_components_that_call_providers_may_use_the_schedule() {
         let row = sql
             .query_one(
                 "SELECT has_function_privilege($1, 'fleet_reserve_provider_slots(text, double precision, integer, double precision)', 'EXECUTE'),
+                        has_function_privilege($1, 'fleet_reserve_intake_slots(text, double precision, integer, double precision, double precision)', 'EXECUTE'),
                         has_function_privilege($1, 'fleet_provider_throttled(text, double precision, double precision, double precision, double precision)', 'EXECUTE'),
                         has_table_privilege($1, 'provider_rates', 'SELECT'),
                         has_table_privilege($1, 'provider_rates', 'INSERT, UPDATE, DELETE, TRUNCATE')",
@@ -251,11 +252,14 @@ async fn only_the_components_that_call_providers_may_use_the_schedule() {
             .await
             .unwrap();
         let calls_providers = matches!(role, DbRole::Execute | DbRole::Reconcile);
-        let (reserve, throttle, read, write): (bool, bool, bool, bool) =
-            (row.get(0), row.get(1), row.get(2), row.get(3));
+        // The intake's payee lookups take slots too, after approved operations' calls.
+        let looks_up_payees = matches!(role, DbRole::Prepare | DbRole::Api);
+        let any = calls_providers || looks_up_payees;
+        let (reserve, reserve_intake, throttle, read, write): (bool, bool, bool, bool, bool) =
+            (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
         assert_eq!(
-            (reserve, throttle, read, write),
-            (calls_providers, calls_providers, calls_providers, false),
+            (reserve, reserve_intake, throttle, read, write),
+            (calls_providers, looks_up_payees, any, any, false),
             "{login}"
         );
     }
