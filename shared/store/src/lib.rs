@@ -51,6 +51,7 @@ pub use migrate::{create_database_if_missing, drop_database, migrate, set_role_p
 pub use operator::{DecisionOutcome, Resolve};
 pub use outbox::{OutboxGauges, OutboxRow, Relayed};
 pub use passkeys::{ActivePasskey, PasskeyRequest, VerifiedPasskey, CEREMONY_TTL_S};
+pub use payment_history::PAID_BEFORE;
 pub use policies::{PoliciesLoaded, PolicyAssigned, PolicyInForce, FROM_POLICY_FILES};
 pub use pool::{
     ApiStore, ExecuteStore, IngestStore, PrepareStore, ReconcileStore, RelayStore, Store, StoreAs,

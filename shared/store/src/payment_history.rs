@@ -15,8 +15,9 @@ use crate::StoreError;
 
 /// Three primary-key reads in one statement (always one row): the payee's aggregate, its
 /// amounts in the payment's currency, the account's aggregate. `$3` NULL (no account
-/// known) matches no account.
-const PAID_BEFORE: &str = "
+/// known) matches no account. Public for the test that holds it to a constant number of
+/// pages read.
+pub const PAID_BEFORE: &str = "
 SELECT p.payments AS payments_to_payee, p.last_account_fingerprint,
        c.payments AS payments_to_account, a.latest_amounts
 FROM (VALUES (1)) AS one

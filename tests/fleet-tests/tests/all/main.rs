@@ -54,6 +54,7 @@ mod provider_answers;
 mod provider_rate;
 mod queue_identity;
 mod quorum;
+mod risk_aggregates;
 mod schema;
 mod secret_files;
 mod signed_approvals;

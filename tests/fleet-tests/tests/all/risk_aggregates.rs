@@ -1,0 +1,230 @@
+//! Risk cues judged over the aggregates the database keeps per payee and per account
+//! (`migrations/0059_payee_aggregates.sql`), through the store against real Postgres.
+//!
+//! History is seeded in bulk the way a success is recorded: rows are inserted as payments
+//! in progress (their insert triggers off: they refuse a row inserted already approved),
+//! then moved to `succeeded` by an UPDATE with every trigger on, so the aggregates are the
+//! real trigger's, as the execute worker, reconcile or an operator would have made them.
+
+use fleet_core::risk::{cues, PayeeNow, PaymentAsked, RiskCue};
+use fleet_tests::TestFleet;
+use serde_json::Value;
+
+const TENANT: &str = "org_risk";
+
+/// Settles `count` payments to `payee` on `account` (`None`: no directory named one) of
+/// `amount_minor` KZT, made after every payment seeded before (`first` numbers them).
+async fn settle(
+    sql: &tokio_postgres::Client,
+    first: i64,
+    count: i64,
+    payee: &str,
+    account: Option<&str>,
+    amount_minor: i64,
+) {
+    sql.batch_execute("SET session_replication_role = replica")
+        .await
+        .unwrap();
+    let seeded = sql
+        .execute(
+            "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                     policy_version, data_version, idempotency_key, approval_expires_at,
+                                     status, approval_status, approved_hash, payee, created_at)
+             SELECT 'op_' || lpad(i::text, 24, '0'), $1, 'payment.create', 'payments',
+                    jsonb_build_object('invoice_id', 'inv_' || i, 'beneficiary_id',
+                                       CASE WHEN $4 = '*' THEN 'vendor_other_' || i ELSE $4 END,
+                                       'amount_minor', $6::bigint, 'currency', 'KZT'),
+                    'sha256:' || repeat('0', 64), 'payments-v3', 'd', $1 || '.op_' || i,
+                    now() + interval '1 hour', 'in_progress', 'approved', 'sha256:' || repeat('0', 64),
+                    CASE WHEN $5::text IS NULL THEN NULL
+                         ELSE jsonb_build_object('account', jsonb_build_object('fingerprint', $5::text)) END,
+                    now() - interval '90 days' + i * interval '1 second'
+             FROM generate_series($2::int8, $2::int8 + $3::int8 - 1) i",
+            &[&TENANT, &first, &count, &payee, &account, &amount_minor],
+        )
+        .await;
+    assert_eq!(seeded.unwrap(), count as u64);
+    sql.batch_execute("SET session_replication_role = origin")
+        .await
+        .unwrap();
+    let settled = sql
+        .execute(
+            "UPDATE operations SET status = 'succeeded'
+             WHERE tenant_id = $1 AND status = 'in_progress'",
+            &[&TENANT],
+        )
+        .await
+        .unwrap();
+    assert_eq!(settled, count as u64);
+}
+
+/// A seeding step: `count` more payments to `payee` on `account` of `amount_minor`.
+struct Seed {
+    count: i64,
+    payee: &'static str,
+    account: Option<&'static str>,
+    amount_minor: i64,
+}
+
+/// The codes of the cues of a payment of `amount_minor` KZT to `payee`, whose account the
+/// directory now says is `account`, judged by the store's read and the core's rule.
+async fn judged(fleet: &TestFleet, payee: &str, account: &str, amount_minor: i64) -> Vec<Value> {
+    let paid = fleet
+        .store
+        .paid_before(TENANT, payee, Some(account), "KZT")
+        .await
+        .unwrap();
+    let asked = PaymentAsked {
+        operation_id: "op_judged",
+        supersedes: None,
+        beneficiary_id: payee,
+        invoice_id: "inv_judged",
+        amount_minor,
+        currency: "KZT",
+    };
+    let now = PayeeNow {
+        known: true,
+        verified: Some(true),
+        account_fingerprint: Some(account.to_owned()),
+    };
+    cues(asked, &now, &paid, 3)
+        .iter()
+        .map(|c: &RiskCue| serde_json::to_value(c).unwrap())
+        .collect()
+}
+
+fn codes(cues: &[Value]) -> Vec<&str> {
+    cues.iter().map(|c| c["cue"].as_str().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn the_cues_walk_the_aggregates_the_success_trigger_keeps() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    let seed = |count, payee, account, amount_minor| {
+        Some(Seed {
+            count,
+            payee,
+            account,
+            amount_minor,
+        })
+    };
+    // Each row: seed (then) judge a payment to (payee, account, amount) → cues.
+    #[rustfmt::skip]
+    let table: [(&str, Option<Seed>, &str, &str, i64, &[&str]); 11] = [
+        ("nothing paid yet",
+         None, "vendor_77", "sha256:a", 1_000, &["first_payment_to_payee", "first_payment_to_account"]),
+        ("paid once on account a",
+         seed(1, "vendor_77", Some("sha256:a"), 1_000), "vendor_77", "sha256:a", 1_000, &[]),
+        ("the account changes to b: flagged before its first payment",
+         None, "vendor_77", "sha256:b", 1_000, &["first_payment_to_account", "account_changed_since_last_payment"]),
+        ("the first payment on b settled: stable",
+         seed(1, "vendor_77", Some("sha256:b"), 1_000), "vendor_77", "sha256:b", 1_000, &[]),
+        ("1,500 payments on b: still stable",
+         seed(1_499, "vendor_77", Some("sha256:b"), 1_000), "vendor_77", "sha256:b", 1_000, &[]),
+        ("a payment the directory named no account for does not change the last account",
+         seed(1, "vendor_77", None, 1_000), "vendor_77", "sha256:b", 1_000, &[]),
+        ("2,000 payments on b, the latest 500 of 10,000: the usual amount is the latest one",
+         seed(500, "vendor_77", Some("sha256:b"), 10_000), "vendor_77", "sha256:b", 30_000, &[]),
+        ("above 3× the latest amounts' median",
+         None, "vendor_77", "sha256:b", 30_001, &["amount_above_usual"]),
+        ("swapped back to a, last used 2,000 payments ago: a change, not a first account",
+         None, "vendor_77", "sha256:a", 10_000, &["account_changed_since_last_payment"]),
+        ("after 1,000 payments to other payees, a new payee on a new account",
+         seed(1_000, "*", Some("sha256:others"), 1_000), "vendor_new", "sha256:c", 1_000,
+         &["first_payment_to_payee", "first_payment_to_account"]),
+        ("a new payee on an account paid before",
+         None, "vendor_new", "sha256:others", 1_000, &["first_payment_to_payee"]),
+    ];
+    let mut next = 1;
+    for (step, seed, payee, account, amount_minor, expected) in table {
+        if let Some(s) = seed {
+            settle(&sql, next, s.count, s.payee, s.account, s.amount_minor).await;
+            next += s.count;
+        }
+        let found = judged(&fleet, payee, account, amount_minor).await;
+        assert_eq!(codes(&found), expected, "{step}: {found:?}");
+        if expected.contains(&"amount_above_usual") {
+            assert_eq!(found[0]["median_minor"], 10_000, "{step}");
+        }
+    }
+    // The aggregates are the history's: every payment counted once, on the payee and the
+    // account it was made to.
+    let row = sql
+        .query_one(
+            "SELECT p.payments, a.payments, b.payments, cardinality(m.latest_amounts)
+             FROM paid_payees p, paid_accounts a, paid_accounts b, paid_payee_amounts m
+             WHERE p.tenant_id = $1 AND p.beneficiary_id = 'vendor_77'
+               AND a.tenant_id = $1 AND a.account_fingerprint = 'sha256:a'
+               AND b.tenant_id = $1 AND b.account_fingerprint = 'sha256:b'
+               AND m.tenant_id = $1 AND m.beneficiary_id = 'vendor_77' AND m.currency = 'KZT'",
+            &[&TENANT],
+        )
+        .await
+        .unwrap();
+    let counts: (i64, i64, i64, i32) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!(counts, (2_002, 1, 2_000, 100));
+    fleet.stop().await;
+}
+
+/// The pages the store's read touches for a payment to `vendor_77` on `sha256:a`, as the
+/// plan the server caches for it (`generic`) or one planned for these values, and the rows
+/// it returns.
+async fn pages_read(sql: &tokio_postgres::Client, generic: bool) -> (i64, i64) {
+    let mode = if generic {
+        "force_generic_plan"
+    } else {
+        "force_custom_plan"
+    };
+    sql.batch_execute(&format!(
+        "SET plan_cache_mode = {mode}; DEALLOCATE ALL; PREPARE paid_before(text, text, text, text) AS {}",
+        fleet_store::PAID_BEFORE
+    ))
+    .await
+    .unwrap();
+    let plan: Value = sql
+        .query_one(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+             EXECUTE paid_before('org_risk', 'vendor_77', 'sha256:a', 'KZT')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let top = &plan[0]["Plan"];
+    let pages =
+        top["Shared Hit Blocks"].as_i64().unwrap() + top["Shared Read Blocks"].as_i64().unwrap();
+    (pages, top["Actual Rows"].as_i64().unwrap())
+}
+
+#[tokio::test]
+async fn intake_reads_the_same_pages_after_10_or_10_000_payments() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    settle(&sql, 1, 10, "vendor_77", Some("sha256:a"), 1_000).await;
+    let after_10 = [pages_read(&sql, false).await, pages_read(&sql, true).await];
+    // The rest of the history in many statements, each a success recorded on its own rows.
+    let mut next = 11;
+    for _ in 0..9 {
+        settle(&sql, next, 1_110, "vendor_77", Some("sha256:a"), 1_000).await;
+        next += 1_110;
+    }
+    assert_eq!(next - 1, 10_000);
+    let after_10_000 = [pages_read(&sql, false).await, pages_read(&sql, true).await];
+    for (few, many) in after_10.iter().zip(&after_10_000) {
+        assert_eq!(few.1, 1, "one row: the payee, its amounts and the account");
+        assert_eq!(many, few, "pages read after 10 payments, then after 10,000");
+        assert!(few.0 <= 9, "three primary-key lookups: {} pages", few.0);
+    }
+    // The read judged the 10,000 (the plans were of a read that found them).
+    let paid = fleet
+        .store
+        .paid_before(TENANT, "vendor_77", Some("sha256:a"), "KZT")
+        .await
+        .unwrap();
+    assert_eq!(
+        (paid.payments_to_payee, paid.payments_to_account),
+        (10_000, 10_000)
+    );
+    fleet.stop().await;
+}
