@@ -11,7 +11,7 @@ use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
 
 use crate::api_target::ApiArgs;
-use crate::refusal::Refusal;
+use crate::refusal::{Refusal, DECIDE_PATIENCE};
 
 /// An ordinary request's bound; a long-poll adds the wait it asked for.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -152,14 +152,36 @@ impl ApiClient {
             .await
     }
 
-    /// POSTs `body` to `/v1/operations/{op}/{decision}`: the operation's view after it.
+    /// POSTs `body` to `/v1/operations/{op}/{decision}`: the operation's view after it. An
+    /// answer that says when to ask again (429, 503: nothing was decided) is ridden out,
+    /// sending the same decision again after its `Retry-After`, for at most
+    /// [`DECIDE_PATIENCE`] in all.
     pub async fn decide(&self, op: &str, decision: &str, body: Value) -> anyhow::Result<Value> {
         let path = format!("{}/{decision}", operation_path(op)?);
-        let request = self.http.post(self.url(&path, &[])).json(&body);
-        Ok(self
-            .send(request, &format!("{decision} {op}"), REQUEST_TIMEOUT)
-            .await?
-            .json)
+        let what = format!("{decision} {op}");
+        let started = std::time::Instant::now();
+        loop {
+            let request = self.http.post(self.url(&path, &[])).json(&body);
+            let error = match self.send(request, &what, REQUEST_TIMEOUT).await {
+                Ok(answer) => return Ok(answer.json),
+                Err(e) => e,
+            };
+            let pause = error
+                .downcast_ref::<Refusal>()
+                .and_then(|r| r.pause_within(started.elapsed(), DECIDE_PATIENCE));
+            let Some(pause) = pause else {
+                return Err(error);
+            };
+            // On stderr: stdout is the decision's answer, which scripts read.
+            eprintln!(
+                "{}",
+                fleet_core::visible::reveal(&format!(
+                    "{error}; asking again in {}s",
+                    pause.as_secs().max(1)
+                ))
+            );
+            tokio::time::sleep(pause).await;
+        }
     }
 
     async fn send(

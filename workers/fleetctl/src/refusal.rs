@@ -44,7 +44,24 @@ impl Refusal {
     pub fn is_retryable(&self) -> bool {
         matches!(self.status, 429 | 503)
     }
+
+    /// How long to pause before asking again, having waited `waited` already out of
+    /// `patience`: the `Retry-After` the API asked for (a second when it said none), or
+    /// `None` when asking again cannot help (not a 429 or 503) or would end past the
+    /// patience. A 429 or 503 means nothing was decided, so asking again is safe.
+    pub fn pause_within(&self, waited: Duration, patience: Duration) -> Option<Duration> {
+        if !self.is_retryable() {
+            return None;
+        }
+        let pause = self.retry_after.unwrap_or(Duration::from_secs(1));
+        (waited + pause <= patience).then_some(pause)
+    }
 }
+
+/// The most a decision (`fleetctl approve`, `reject`, …) waits in all for answers that
+/// say when to ask again (429, 503 with `Retry-After`) before it gives up and shows the
+/// last one.
+pub const DECIDE_PATIENCE: Duration = Duration::from_secs(60);
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -202,5 +219,23 @@ mod tests {
         );
         assert!(retry.is_retryable());
         assert!(retry.to_string().contains("try again in 2s"), "{retry}");
+    }
+
+    #[test]
+    fn a_429_or_503_is_asked_again_after_its_retry_after_within_the_patience() {
+        let refusal = |status, after: Option<u64>| {
+            Refusal::read(
+                "approve op",
+                status,
+                &json!({"code": "x"}),
+                after.map(Duration::from_secs),
+            )
+        };
+        let s = Duration::from_secs;
+        assert_eq!(refusal(429, Some(3)).pause_within(s(0), s(60)), Some(s(3)));
+        assert_eq!(refusal(503, None).pause_within(s(0), s(60)), Some(s(1)));
+        assert_eq!(refusal(429, Some(3)).pause_within(s(58), s(60)), None);
+        assert_eq!(refusal(409, Some(1)).pause_within(s(0), s(60)), None);
+        assert_eq!(refusal(422, None).pause_within(s(0), s(60)), None);
     }
 }
