@@ -66,6 +66,17 @@ struct Seed {
     amount_minor: i64,
 }
 
+/// A row of the table: what it shows, what is settled first, then the payee, the account
+/// and the amount of the payment judged, and the codes of its cues.
+type Step = (
+    &'static str,
+    Option<Seed>,
+    &'static str,
+    &'static str,
+    i64,
+    &'static [&'static str],
+);
+
 /// The codes of the cues of a payment of `amount_minor` KZT to `payee`, whose account the
 /// directory now says is `account`, judged by the store's read and the core's rule.
 async fn judged(fleet: &TestFleet, payee: &str, account: &str, amount_minor: i64) -> Vec<Value> {
@@ -111,7 +122,7 @@ async fn the_cues_walk_the_aggregates_the_success_trigger_keeps() {
     };
     // Each row: seed (then) judge a payment to (payee, account, amount) → cues.
     #[rustfmt::skip]
-    let table: [(&str, Option<Seed>, &str, &str, i64, &[&str]); 11] = [
+    let table: [Step; 11] = [
         ("nothing paid yet",
          None, "vendor_77", "sha256:a", 1_000, &["first_payment_to_payee", "first_payment_to_account"]),
         ("paid once on account a",
