@@ -135,6 +135,10 @@ pub enum Denial {
     NotFound,
     /// 403: the principal submitted this operation and may not also approve it.
     SubmitterCannotApprove,
+    /// 403: the deployment's records (the principals table: role and tenants) do not make
+    /// the principal a live approver of the operation's tenant, whatever its session says
+    /// (an ID token's access claims): the database counts only those approvals.
+    NotRecordedApprover,
     /// 409: the id names an operation in several of the principal's tenants (ids are
     /// unique per tenant); the caller names the tenant (`?tenant=`).
     Ambiguous,
@@ -147,6 +151,7 @@ impl Denial {
             Denial::TenantNotGranted => "tenant_not_granted",
             Denial::NotFound => "not_found",
             Denial::SubmitterCannotApprove => "submitter_cannot_approve",
+            Denial::NotRecordedApprover => "not_recorded_approver",
             Denial::Ambiguous => "operation_id_ambiguous",
         }
     }

@@ -36,6 +36,10 @@ pub enum ApprovalOutcome {
         status: Status,
     },
     Expired,
+    /// The database refused to record it: the principal is not a live approver of the
+    /// operation's tenant in the deployment's records (`approvals_of_a_pending_snapshot`).
+    /// Nothing was written.
+    NotRecordedApprover,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,7 +198,7 @@ impl<R: DecideApprovals> StoreAs<R> {
                 let signature = signed.map(|s| s.signature.to_bytes().to_vec());
                 let signed_expires_at = signed.map(|s| s.expires_at);
                 let record = tx.prepare_cached(RECORD).await?;
-                let recorded = tx
+                let recorded = match tx
                     .execute(
                         &record,
                         &[
@@ -208,7 +212,19 @@ impl<R: DecideApprovals> StoreAs<R> {
                             &signed_expires_at,
                         ],
                     )
-                    .await?;
+                    .await
+                {
+                    Ok(recorded) => recorded,
+                    // Everything else the trigger checks was judged above under the row
+                    // lock: what is left is who the principal is in the records.
+                    Err(e)
+                        if e.as_db_error().and_then(|d| d.constraint())
+                            == Some("approvals_of_a_pending_snapshot") =>
+                    {
+                        return Ok(ApprovalOutcome::NotRecordedApprover);
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 if recorded == 0 {
                     // Only reachable if the row lock did not serialise approvers.
                     ApprovalOutcome::AlreadyCounted

@@ -185,6 +185,7 @@ impl Decisions {
             ApprovalOutcome::NotFound => return Err(Denial::NotFound.into()),
             ApprovalOutcome::HashMismatch { .. } => return Err(DecisionError::HashMismatch),
             ApprovalOutcome::Expired => return Err(DecisionError::ApprovalExpired),
+            ApprovalOutcome::NotRecordedApprover => return Err(Denial::NotRecordedApprover.into()),
             ApprovalOutcome::NotPending {
                 approval_status, ..
             } if *approval_status == ApprovalStatus::Expired => {

@@ -27,6 +27,7 @@ pub const CATALOGUE: &[Kind] = &[
     kind("role_not_allowed", "Role not allowed", "The caller's role may not do this."),
     kind("tenant_not_granted", "Tenant not granted", "The caller's principal was not granted the intent's tenant; nothing was written."),
     kind("submitter_cannot_approve", "Submitter cannot approve", "The principal that submitted the operation never approves it."),
+    kind("not_recorded_approver", "Not a recorded approver", "The deployment's records do not make the principal a live approver of the operation's tenant, so its approval would not count."),
     kind("supersedes_forbidden", "Superseding forbidden", "Only the principal that submitted an operation may replace it; nothing was written."),
     // What is addressed, and how.
     kind("not_found", "Not found", "No such operation among the caller's tenants, or no such route."),
@@ -155,6 +156,7 @@ mod tests {
             Denial::TenantNotGranted,
             Denial::NotFound,
             Denial::SubmitterCannotApprove,
+            Denial::NotRecordedApprover,
             Denial::Ambiguous,
         ] {
             errors.push(d.into());

@@ -207,6 +207,7 @@ fn codes_are_bounded_and_sign_in_methods_round_trip() {
         Denial::TenantNotGranted,
         Denial::NotFound,
         Denial::SubmitterCannotApprove,
+        Denial::NotRecordedApprover,
     ]
     .into_iter()
     .map(Denial::code)

@@ -768,7 +768,8 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
         ])
         .await;
     let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    // The table says Erin is an agent of no tenant; her ID token says approver of org_482.
+    // The table says Erin is an agent of no tenant; her ID token says approver of org_482:
+    // the console follows the token, the database's approval rule follows the table.
     fleet.person("erin", Role::Agent, &[], "sub-erin").await;
     // Alice's ID token carries no access claims: with claims configured she is refused,
     // whatever the table says.
@@ -796,6 +797,33 @@ async fn with_access_claims_configured_the_id_token_says_the_role_and_tenants() 
     let token = form_token(&page);
     let approve = format!("/console/operations/{op}/approve");
     let form = [("payload_hash", hash.as_str()), ("form_token", &token)];
+    // The claims offer her the decision, but only the deployment's records make an
+    // approval count: as an agent of no tenant there, hers is refused and nothing recorded.
+    let r = console_post(&api, &erin, &approve, &form).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("do not make you an approver of this tenant"),
+        "{body}"
+    );
+    assert_eq!(
+        fleet
+            .count(&format!(
+                "SELECT count(*) FROM approvals WHERE operation_id = '{op}'"
+            ))
+            .await,
+        0
+    );
+    // Once an administrator records her as the tenant's approver, the same session approves.
+    fleet
+        .sql()
+        .await
+        .batch_execute(
+            "UPDATE principals SET role = 'approver' WHERE name = 'erin';
+             INSERT INTO principal_tenants (principal, tenant_id) VALUES ('erin', 'org_482');",
+        )
+        .await
+        .unwrap();
     let r = console_post(&api, &erin, &approve, &form).await;
     assert_done(&r, &op, "approved");
     let row = fleet.row(&op).await;

@@ -33,6 +33,13 @@ const MAPPING: &[Case] = &[
     ),
     ("approved", None, "approver:bob", None, Some("approved")),
     (
+        "approval_voided",
+        None,
+        "access",
+        Some("approver_removed"),
+        Some("approval_voided"),
+    ),
+    (
         "approval_expired",
         None,
         "approver",

@@ -545,10 +545,13 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
                 'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_2' || lpad(i::text, 25, '0'),
                 now() + interval '1 hour', 'approved', 'sha256:' || repeat('0', 64)
          FROM generate_series(1, 5000) i;
-         INSERT INTO approvals (operation_id, tenant_id, principal, signed_in_with, payload_hash)
-         SELECT 'op_2' || lpad(i::text, 25, '0'), 'org_backlog', 'ann', 'token', 'sha256:' || repeat('0', 64)
+         INSERT INTO approvals (operation_id, tenant_id, principal, signed_in_with, payload_hash, at)
+         SELECT 'op_2' || lpad(i::text, 25, '0'), 'org_backlog', 'ann', 'token', 'sha256:' || repeat('0', 64),
+                now() + interval '1 second'
          FROM generate_series(1, 5000) i;
-         SET session_replication_role = origin;",
+         SET session_replication_role = origin;
+         -- ann approves for that tenant too (the claim counts live approvers of the tenant).
+         INSERT INTO principal_tenants (principal, tenant_id) VALUES ('ann', 'org_backlog');",
     )
     .await
     .unwrap();

@@ -161,6 +161,10 @@ fn refusal(e: &DecisionError) -> Option<(StatusCode, &'static str)> {
             StatusCode::FORBIDDEN,
             "you submitted this operation: another person must approve it",
         ),
+        E::Denied(Denial::NotRecordedApprover) => (
+            StatusCode::FORBIDDEN,
+            "the deployment's records do not make you an approver of this tenant, so your approval would not count: ask an administrator (fleetctl principal add --role approver)",
+        ),
         E::HashMismatch => (
             conflict,
             "the page you approved from does not show the stored snapshot",

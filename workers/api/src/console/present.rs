@@ -551,6 +551,10 @@ impl Allowed {
             Err(Denial::SubmitterCannotApprove) => {
                 Some("You submitted this operation: another person must approve it.".to_owned())
             }
+            // Only the database's answer says this (the session's view cannot know).
+            Err(Denial::NotRecordedApprover) => Some(
+                "The deployment's records do not make you an approver of this tenant.".to_owned(),
+            ),
             Err(Denial::NotFound | Denial::TenantNotGranted | Denial::Ambiguous) => {
                 Some("This operation is not in your tenants.".to_owned())
             }
