@@ -218,7 +218,8 @@ fn codes_are_bounded_and_sign_in_methods_round_trip() {
             "role_not_allowed",
             "tenant_not_granted",
             "not_found",
-            "submitter_cannot_approve"
+            "submitter_cannot_approve",
+            "not_recorded_approver"
         ]
     );
     for m in SignIn::ALL {
