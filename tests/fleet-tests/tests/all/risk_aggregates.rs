@@ -13,7 +13,9 @@ use serde_json::Value;
 const TENANT: &str = "org_risk";
 
 /// Settles `count` payments to `payee` on `account` (`None`: no directory named one) of
-/// `amount_minor` KZT, made after every payment seeded before (`first` numbers them).
+/// `amount_minor` KZT, numbered from `first`: made at the 90-days-ago mark plus their
+/// number (modulo a million) in seconds, so a higher number is a later payment and
+/// 1,000,000 is made before every other.
 async fn settle(
     sql: &tokio_postgres::Client,
     first: i64,
@@ -38,7 +40,7 @@ async fn settle(
                     now() + interval '1 hour', 'in_progress', 'approved', 'sha256:' || repeat('0', 64),
                     CASE WHEN $5::text IS NULL THEN NULL
                          ELSE jsonb_build_object('account', jsonb_build_object('fingerprint', $5::text)) END,
-                    now() - interval '90 days' + i * interval '1 second'
+                    now() - interval '90 days' + (i % 1000000) * interval '1 second'
              FROM generate_series($2::int8, $2::int8 + $3::int8 - 1) i",
             &[&TENANT, &first, &count, &payee, &account, &amount_minor],
         )
@@ -64,6 +66,8 @@ struct Seed {
     payee: &'static str,
     account: Option<&'static str>,
     amount_minor: i64,
+    /// Made before every payment seeded so far (and settled now).
+    made_first: bool,
 }
 
 /// A row of the table: what it shows, what is settled first, then the payee, the account
@@ -118,11 +122,21 @@ async fn the_cues_walk_the_aggregates_the_success_trigger_keeps() {
             payee,
             account,
             amount_minor,
+            made_first: false,
+        })
+    };
+    let made_first = |payee, account| {
+        Some(Seed {
+            count: 1,
+            payee,
+            account,
+            amount_minor: 1_000,
+            made_first: true,
         })
     };
     // Each row: seed (then) judge a payment to (payee, account, amount) → cues.
     #[rustfmt::skip]
-    let table: [Step; 11] = [
+    let table: [Step; 12] = [
         ("nothing paid yet",
          None, "vendor_77", "sha256:a", 1_000, &["first_payment_to_payee", "first_payment_to_account"]),
         ("paid once on account a",
@@ -135,6 +149,8 @@ async fn the_cues_walk_the_aggregates_the_success_trigger_keeps() {
          seed(1_499, "vendor_77", Some("sha256:b"), 1_000), "vendor_77", "sha256:b", 1_000, &[]),
         ("a payment the directory named no account for does not change the last account",
          seed(1, "vendor_77", None, 1_000), "vendor_77", "sha256:b", 1_000, &[]),
+        ("a payment on a made before all of them, settled only now: b is still the last account",
+         made_first("vendor_77", Some("sha256:a")), "vendor_77", "sha256:b", 1_000, &[]),
         ("2,000 payments on b, the latest 500 of 10,000: the usual amount is the latest one",
          seed(500, "vendor_77", Some("sha256:b"), 10_000), "vendor_77", "sha256:b", 30_000, &[]),
         ("above 3× the latest amounts' median",
@@ -150,8 +166,12 @@ async fn the_cues_walk_the_aggregates_the_success_trigger_keeps() {
     let mut next = 1;
     for (step, seed, payee, account, amount_minor, expected) in table {
         if let Some(s) = seed {
-            settle(&sql, next, s.count, s.payee, s.account, s.amount_minor).await;
-            next += s.count;
+            if s.made_first {
+                settle(&sql, 1_000_000, 1, s.payee, s.account, s.amount_minor).await;
+            } else {
+                settle(&sql, next, s.count, s.payee, s.account, s.amount_minor).await;
+                next += s.count;
+            }
         }
         let found = judged(&fleet, payee, account, amount_minor).await;
         assert_eq!(codes(&found), expected, "{step}: {found:?}");
@@ -174,7 +194,7 @@ async fn the_cues_walk_the_aggregates_the_success_trigger_keeps() {
         .await
         .unwrap();
     let counts: (i64, i64, i64, i32) = (row.get(0), row.get(1), row.get(2), row.get(3));
-    assert_eq!(counts, (2_002, 1, 2_000, 100));
+    assert_eq!(counts, (2_003, 2, 2_000, 100));
     fleet.stop().await;
 }
 
