@@ -43,6 +43,7 @@ mod metrics_at_start;
 mod operator;
 mod orders;
 mod outbox;
+mod payee_directory;
 mod payees;
 mod pg_failover;
 mod policies_at_start;
