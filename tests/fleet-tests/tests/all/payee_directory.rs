@@ -1,11 +1,11 @@
 //! A payee directory that gives no answer (429, 5xx) never refuses a valid intent, through
 //! the real processes: fleet-prepare parks the message and stores the intent once the
-//! directory answers, and dead-letters it `payee_directory_unreachable` only past
-//! `PREPARE_PAYEE_LOOKUP_DEADLINE_S`; fleet-api answers 503 `payee_directory_unavailable`
-//! with `Retry-After` and stores nothing; only a definite 404 is `payee_unknown`. Under a
-//! provider limited to 40 requests a second, the intake's lookups and execute's payments
-//! share one schedule, and 600 payments go through with almost no 429. `fleetctl approve`
-//! rides out the API's 429s.
+//! directory answers (a parked intent survives a restart of prepare), and dead-letters it
+//! `payee_directory_unreachable` only past `PREPARE_PAYEE_LOOKUP_DEADLINE_S`; fleet-api
+//! answers 503 `payee_directory_unavailable` with `Retry-After` and stores nothing; only a
+//! definite 404 is `payee_unknown`. Under a provider limited to 40 requests a second, the
+//! intake's lookups and execute's payments share one schedule, and 600 payments go through
+//! with almost no 429. `fleetctl approve` rides out the API's 429s.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -94,6 +94,38 @@ async fn a_parked_intent_does_not_hold_up_the_others_and_a_429_is_no_refusal_eit
     let op = fleet.submitted(&second).await;
     assert!(fleet.stored(&op).await.is_some());
     fleet.prepared(&op_of(&first)).await;
+    assert!(fleet.dead_letters(Queue::IntentsPrepare).await.is_empty());
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn an_intent_parked_for_the_directory_survives_a_restart_of_prepare() {
+    let fleet = TestFleet::start().await;
+    let mut prepare = spawn_prepare(&fleet, &[]);
+    directory_fails(&fleet, 503, 100_000).await;
+    let i = intent();
+    fleet.submit(&i).await;
+    // Its lookups have failed more than one intake's three tries: it is parked.
+    eventually_within(
+        Duration::from_secs(20),
+        "the intent to be parked",
+        || async { (100_000 - failures_left(&fleet).await >= 4).then_some(()) },
+    )
+    .await;
+    prepare.kill9();
+    fleet
+        .http
+        .delete(format!("{}/_sim/faults", fleet.sim.base_url))
+        .send()
+        .await
+        .unwrap();
+    let _again = spawn_prepare(&fleet, &[]);
+    let op = op_of(&i);
+    eventually_within(Duration::from_secs(60), "the intent to be stored", || {
+        let (fleet, op) = (&fleet, &op);
+        async move { fleet.stored(op).await }
+    })
+    .await;
     assert!(fleet.dead_letters(Queue::IntentsPrepare).await.is_empty());
     fleet.stop().await;
 }
