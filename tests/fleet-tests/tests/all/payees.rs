@@ -6,7 +6,9 @@
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, PolicySet, Role, Status};
 use fleet_tests::at;
-use fleet_tests::{contract, fast_reconcile, hash_of, intent, op_of, session_of, TestFleet};
+use fleet_tests::{
+    contract, eventually, fast_reconcile, hash_of, intent, op_of, session_of, TestFleet,
+};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -360,26 +362,45 @@ async fn risk_cues_judge_each_payment_over_the_tenants_own_payments() {
 #[tokio::test]
 async fn a_redelivered_intent_is_a_no_op_even_once_its_payee_cannot_be_looked_up() {
     let (fleet, i, op) = prepared_payment().await;
-    // The directory stops answering: a new intent to that payee would be refused.
+    // The directory stops answering for exactly one intake's three tries.
     fleet
-        .sim_fault(json!({"route": "GET /v1/beneficiaries/{id}", "kind": "error_before_commit", "status": 500, "probability": 1.0}))
+        .sim_fault(json!({"route": "GET /v1/beneficiaries/{id}", "kind": "error_before_commit", "status": 500, "times": 3}))
         .await;
-    let fresh = intent();
-    fleet.submit(&fresh).await;
-    let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
-    assert_eq!(dead[0].1.as_deref(), Some("payee_unknown"));
     // The same snapshot again (a redelivery, a resend): acked, nothing new, nothing
     // dead-lettered, the stored operation untouched.
     let before = fleet.row(&op).await;
     fleet.submit(&i).await;
+    eventually("the redelivery's lookups to fail", || async {
+        let faults: Value = fleet
+            .http
+            .get(format!("{}/_sim/faults", fleet.sim.base_url))
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        let left: u64 = faults["data"]
+            .as_array()?
+            .iter()
+            .filter_map(|r| r["times"].as_u64())
+            .sum();
+        (left == 0).then_some(())
+    })
+    .await;
     // A message sent after it, to know the redelivery was handled when this one is.
+    let mut fresh = intent();
+    fresh["payload"]["beneficiary_id"] = json!("nobody_7");
     fleet.submit(&fresh).await;
     let dead = fleet.expect_dead_letters(Queue::IntentsPrepare, 1).await;
     assert_eq!(
         dead.iter()
-            .map(|(body, _)| body.clone())
+            .map(|(body, reason)| (body.clone(), reason.clone()))
             .collect::<Vec<_>>(),
-        [fleet_tests::intent_bytes(&fresh)],
+        [(
+            fleet_tests::intent_bytes(&fresh),
+            Some("payee_unknown".to_owned())
+        )],
         "only the new intent is dead-lettered, never the stored snapshot's redelivery"
     );
     let after = fleet.row(&op).await;
