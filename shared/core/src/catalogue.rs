@@ -24,7 +24,7 @@ pub use crate::action_spec::{
     WebhookSpec,
 };
 pub use capabilities::{guard, Capabilities, ProviderCapabilities};
-pub use provider_spec::{ContractDefaults, ProviderSpec, PROVIDERS};
+pub use provider_spec::{ContractDefaults, Dialect, ProviderSpec, PROVIDERS};
 
 /// Every action, in catalogue order.
 pub static CATALOGUE: [&ActionSpec; 6] = [

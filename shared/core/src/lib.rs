@@ -48,6 +48,7 @@ pub mod signing;
 pub mod state;
 pub mod step_up;
 pub mod strict_json;
+pub mod stripe;
 pub mod supersede;
 pub mod throttle;
 pub mod visible;

@@ -140,7 +140,17 @@ pub fn guard(
         Effect::ConditionalUpdate if !caps.conditional_update => {
             Err(IntakeRefusal::ProviderCannotUpdateConditionally.as_str())
         }
-        Effect::KeyedCreate if !approval_fits_key(approval_ttl_s, caps.key_retention_ms()) => {
+        // A provider that keeps no key (a retention of 0: a double that ignores
+        // `Idempotency-Key`) is not one whose key an approval could outlive: its create
+        // is sent once and never again on the key (execute and reconcile escalate where
+        // a same-key retry would come), so a lookup must settle what it did.
+        Effect::KeyedCreate if caps.idempotent_create == Some(Duration::ZERO) && !caps.lookup => {
+            Err(IntakeRefusal::ProviderCannotExecuteSafely.as_str())
+        }
+        Effect::KeyedCreate
+            if caps.idempotent_create != Some(Duration::ZERO)
+                && !approval_fits_key(approval_ttl_s, caps.key_retention_ms()) =>
+        {
             Err(IntakeRefusal::ApprovalOutlivesKey.as_str())
         }
         Effect::KeyedCreate | Effect::SearchedCreate | Effect::ConditionalUpdate => Ok(()),
@@ -229,6 +239,31 @@ mod tests {
         assert_eq!(
             guard(Action::ContractSend, "esign", 3_600, &reference()),
             Err("approval_outlives_key")
+        );
+    }
+
+    #[test]
+    fn a_provider_that_keeps_no_key_is_settled_by_lookup_only() {
+        let payments = super::super::PROVIDERS[0];
+        let keeps_none = payments.capabilities_keeping_keys(Duration::ZERO);
+        let providers = ProviderCapabilities::default().with("payments", keeps_none);
+        // No key to outlive: any approval window, the create is sent once.
+        assert_eq!(
+            guard(Action::RefundCreate, "payments", 7 * 86_400, &providers),
+            Ok(())
+        );
+        let blind = Capabilities {
+            lookup: false,
+            ..keeps_none
+        };
+        assert_eq!(
+            guard(
+                Action::RefundCreate,
+                "payments",
+                60,
+                &ProviderCapabilities::default().with("payments", blind)
+            ),
+            Err("provider_cannot_execute_safely")
         );
     }
 

@@ -25,6 +25,30 @@ pub struct ProviderSpec {
     /// An operator may declare what the provider guarantees (`<PREFIX>CAPABILITIES`,
     /// `capabilities` as the default), for a deployment of it that offers less.
     pub declared_capabilities: bool,
+    /// The provider may be Stripe instead of the reference protocol
+    /// (`<PREFIX>PROVIDER=stripe`, with `<PREFIX>STRIPE_SEARCH`).
+    pub speaks_stripe: bool,
+}
+
+/// How a provider's API is spoken: the reference protocol (docs/protocol.md), or Stripe's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    #[default]
+    Reference,
+    /// Stripe's API. `search`: objects Stripe's Search API covers are found with it;
+    /// `false` pages their list, matched on metadata, instead (refunds, which the Search
+    /// API does not cover, are always found by paging).
+    Stripe { search: bool },
+}
+
+impl Dialect {
+    /// The value of `<PREFIX>PROVIDER` that selects it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Reference => "reference",
+            Dialect::Stripe { .. } => "stripe",
+        }
+    }
 }
 
 /// What a provider's contract documents, as the defaults of its settings.
@@ -69,6 +93,7 @@ pub const PAYMENTS: ProviderSpec = ProviderSpec {
         payee_precondition: true,
     },
     declared_capabilities: false,
+    speaks_stripe: true,
 };
 
 /// The CRM: no idempotent creates, lookup by external id (a 5 s search lag), conditional
@@ -90,6 +115,7 @@ pub const CRM: ProviderSpec = ProviderSpec {
         payee_precondition: false,
     },
     declared_capabilities: true,
+    speaks_stripe: false,
 };
 
 /// The orders API: no idempotent creates, lookup by order id (strongly consistent: no
@@ -110,6 +136,7 @@ pub const ORDERS: ProviderSpec = ProviderSpec {
         payee_precondition: false,
     },
     declared_capabilities: false,
+    speaks_stripe: false,
 };
 
 /// The e-signature API: idempotent creates with keys kept one hour only, lookup by id and
@@ -127,6 +154,7 @@ pub const ESIGN: ProviderSpec = ProviderSpec {
         payee_precondition: false,
     },
     declared_capabilities: false,
+    speaks_stripe: false,
 };
 
 /// Every provider's spec, in `ProviderName::ALL`'s order.

@@ -1,0 +1,350 @@
+//! What Stripe's answers and objects prove, for the payments provider spoken as Stripe
+//! (`PAYMENTS_PROVIDER=stripe`): pure rules, no HTTP. The adapter
+//! (`fleet_providers::stripe`) builds the requests and pages the lists; here is how a
+//! refund object, an error answer and a list of refunds read, and how an object names the
+//! operation that made it (its `metadata[fleet_operation]`, [`operation_of`], which every
+//! reader of Stripe objects shares: reconcile's lookup and event intake alike).
+//!
+//! Stripe's reference: refunds <https://docs.stripe.com/api/refunds/object>, errors
+//! <https://docs.stripe.com/api/errors>, idempotent requests
+//! <https://docs.stripe.com/api/idempotent_requests>.
+
+use serde_json::{json, Value};
+
+use crate::lookup::{Found, Lookup, Reading};
+use crate::outcome::{transport, unknown, CallResult, Outcome};
+use crate::reason::Reason;
+
+/// The metadata key every object the fleet creates at Stripe carries: the operation's
+/// idempotency key (the reference reconcile searches by).
+pub const OPERATION_METADATA: &str = "fleet_operation";
+
+/// The metadata key naming the operation's tenant.
+pub const TENANT_METADATA: &str = "fleet_tenant";
+
+/// The operation a Stripe object was created for: its `metadata[fleet_operation]`.
+/// `None` for an object the fleet did not create (or whose metadata someone removed).
+pub fn operation_of(object: &Value) -> Option<&str> {
+    object
+        .get("metadata")?
+        .get(OPERATION_METADATA)?
+        .as_str()
+        .filter(|key| !key.is_empty())
+}
+
+/// What a payment to refund is, at Stripe, by the prefix of its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refunded<'a> {
+    /// `pi_…`: a PaymentIntent (the refund's `payment_intent`).
+    PaymentIntent(&'a str),
+    /// `ch_…`: a Charge (the refund's `charge`).
+    Charge(&'a str),
+}
+
+impl<'a> Refunded<'a> {
+    /// `None` for an id that names neither: no refund request is made of it.
+    pub fn parse(payment_id: &'a str) -> Option<Refunded<'a>> {
+        if payment_id.len() > 3 && payment_id.starts_with("pi_") {
+            Some(Refunded::PaymentIntent(payment_id))
+        } else if payment_id.len() > 3 && payment_id.starts_with("ch_") {
+            Some(Refunded::Charge(payment_id))
+        } else {
+            None
+        }
+    }
+
+    /// The form field (and list filter) that names it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Refunded::PaymentIntent(_) => "payment_intent",
+            Refunded::Charge(_) => "charge",
+        }
+    }
+
+    pub fn id(self) -> &'a str {
+        match self {
+            Refunded::PaymentIntent(id) | Refunded::Charge(id) => id,
+        }
+    }
+}
+
+/// Reads a Stripe Refund object: `succeeded` is final, `pending` and `requires_action`
+/// are still in Stripe's hands (settled later), `failed` and `canceled` are final
+/// failures with Stripe's `failure_reason` when it gives one. `None` for anything else
+/// (another object, a status this version does not know): never guessed.
+pub fn read_refund(object: &Value) -> Option<Found> {
+    if object.get("object").and_then(Value::as_str) != Some("refund") {
+        return None;
+    }
+    let external_id = object.get("id")?.as_str()?.to_owned();
+    let reason = || {
+        object
+            .get("failure_reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+    };
+    match object.get("status")?.as_str()? {
+        "succeeded" => Some(Found::Succeeded { external_id }),
+        "pending" | "requires_action" => Some(Found::Pending { external_id }),
+        "failed" => Some(Found::Failed {
+            external_id,
+            code: reason().unwrap_or("refund_failed").to_owned(),
+        }),
+        "canceled" => Some(Found::Failed {
+            external_id,
+            code: reason().unwrap_or("refund_canceled").to_owned(),
+        }),
+        _ => None,
+    }
+}
+
+/// What the answer to `POST /v1/refunds` proves.
+///
+/// - 200 with a refund: its status ([`read_refund`]); an unreadable 200 is unknown.
+/// - `idempotency_error` (any status): Stripe holds other parameters under the key, or
+///   another request with it is in flight: escalated, never sent again.
+/// - 401/403: our key is wrong or lacks the permission: a configuration error for an
+///   operator, escalated (nothing is sent again until a person looks).
+/// - 429: refused in front of Stripe, nothing saved: not executed (execute waits for the
+///   pacer and sends the same request again).
+/// - any other 4xx: Stripe refused it; its error `code` (`charge_already_refunded`,
+///   `amount_too_large`, …) is the failure.
+/// - 5xx and everything the transport lost: unknown, for reconcile to look up.
+pub fn classify_refund(call: &CallResult) -> Outcome {
+    let answer = match transport(call) {
+        Ok(answer) => answer,
+        Err(outcome) => return outcome,
+    };
+    let body = &answer.body;
+    let error_type = body.pointer("/error/type").and_then(Value::as_str);
+    let error_code = body.pointer("/error/code").and_then(Value::as_str);
+    match answer.status {
+        200 | 201 => {
+            read_refund(body).map_or_else(|| unknown(Reason::UnreadableSuccessBody), Outcome::from)
+        }
+        _ if error_type == Some("idempotency_error") => Outcome::Unknown {
+            reason: Reason::IdempotencyKeyReused,
+            escalate: true,
+        },
+        s @ (401 | 403) => Outcome::Unknown {
+            reason: Reason::Http(s),
+            escalate: true,
+        },
+        429 => Outcome::NotExecuted {
+            reason: Reason::Http(429),
+        },
+        400..=499 => Outcome::Failed {
+            code: error_code
+                .or(error_type)
+                .unwrap_or("invalid_request")
+                .to_owned(),
+        },
+        s => unknown(Reason::Http(s)),
+    }
+}
+
+/// Reads what a lookup of refunds returned (a read by id, or the pages of a list): only
+/// refunds whose `metadata[fleet_operation]` is `key` count, each read by
+/// [`read_refund`]; one that cannot be read makes the lookup inconclusive.
+pub fn read_refunds(key: &str, via: &str, objects: &[Value]) -> Reading {
+    let ours: Vec<&Value> = objects
+        .iter()
+        .filter(|o| operation_of(o) == Some(key))
+        .collect();
+    let ids: Vec<&str> = ours
+        .iter()
+        .filter_map(|o| o.get("id").and_then(Value::as_str))
+        .collect();
+    match ours
+        .iter()
+        .map(|o| read_refund(o))
+        .collect::<Option<Vec<_>>>()
+    {
+        Some(found) => Reading {
+            lookup: Lookup::Matches(found),
+            evidence: json!({"via": via, "found": ids}),
+        },
+        None => Reading {
+            lookup: Lookup::Failed,
+            evidence: json!({"via": via, "found": ids, "error": "unreadable object"}),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::{NoAnswerKind, ProviderAnswer};
+
+    fn answer(status: u16, body: Value) -> CallResult {
+        CallResult::Answer(ProviderAnswer {
+            status,
+            replayed: false,
+            request_id: None,
+            retry_after: None,
+            body,
+        })
+    }
+
+    fn refund(status: &str) -> Value {
+        json!({"id": "re_1", "object": "refund", "status": status,
+               "metadata": {"fleet_operation": "op_A"}})
+    }
+
+    #[test]
+    fn a_refund_reads_by_its_status() {
+        assert_eq!(
+            classify_refund(&answer(200, refund("succeeded"))),
+            Outcome::Succeeded {
+                external_id: "re_1".into()
+            }
+        );
+        for pending in ["pending", "requires_action"] {
+            assert_eq!(
+                classify_refund(&answer(200, refund(pending))),
+                Outcome::Accepted {
+                    external_id: Some("re_1".into())
+                }
+            );
+        }
+        let mut failed = refund("failed");
+        failed["failure_reason"] = json!("expired_or_canceled_card");
+        assert_eq!(
+            classify_refund(&answer(200, failed)),
+            Outcome::Failed {
+                code: "expired_or_canceled_card".into()
+            }
+        );
+        assert_eq!(
+            classify_refund(&answer(200, refund("canceled"))),
+            Outcome::Failed {
+                code: "refund_canceled".into()
+            }
+        );
+        assert_eq!(
+            classify_refund(&answer(200, refund("weird"))),
+            Outcome::Unknown {
+                reason: Reason::UnreadableSuccessBody,
+                escalate: false
+            }
+        );
+        let charge = json!({"id": "ch_1", "object": "charge", "status": "succeeded"});
+        assert!(matches!(
+            classify_refund(&answer(200, charge)),
+            Outcome::Unknown { .. }
+        ));
+    }
+
+    #[test]
+    fn stripe_errors_read_by_type_and_code() {
+        let error = |t: &str, c: Option<&str>| json!({"error": {"type": t, "code": c}});
+        assert_eq!(
+            classify_refund(&answer(
+                400,
+                error("invalid_request_error", Some("charge_already_refunded"))
+            )),
+            Outcome::Failed {
+                code: "charge_already_refunded".into()
+            }
+        );
+        assert_eq!(
+            classify_refund(&answer(
+                400,
+                error("invalid_request_error", Some("amount_too_large"))
+            )),
+            Outcome::Failed {
+                code: "amount_too_large".into()
+            }
+        );
+        assert_eq!(
+            classify_refund(&answer(404, error("invalid_request_error", None))),
+            Outcome::Failed {
+                code: "invalid_request_error".into()
+            }
+        );
+        for status in [400, 409] {
+            assert_eq!(
+                classify_refund(&answer(status, error("idempotency_error", None))),
+                Outcome::Unknown {
+                    reason: Reason::IdempotencyKeyReused,
+                    escalate: true
+                }
+            );
+        }
+        for status in [401, 403] {
+            assert_eq!(
+                classify_refund(&answer(status, error("invalid_request_error", None))),
+                Outcome::Unknown {
+                    reason: Reason::Http(status),
+                    escalate: true
+                }
+            );
+        }
+        assert_eq!(
+            classify_refund(&answer(
+                429,
+                error("invalid_request_error", Some("rate_limit"))
+            )),
+            Outcome::NotExecuted {
+                reason: Reason::Http(429)
+            }
+        );
+        assert_eq!(
+            classify_refund(&answer(502, Value::Null)),
+            Outcome::Unknown {
+                reason: Reason::Http(502),
+                escalate: false
+            }
+        );
+        assert_eq!(
+            classify_refund(&CallResult::NoAnswer {
+                kind: NoAnswerKind::Timeout
+            }),
+            Outcome::Unknown {
+                reason: Reason::Timeout,
+                escalate: false
+            }
+        );
+    }
+
+    #[test]
+    fn only_refunds_carrying_the_operation_count() {
+        let other = json!({"id": "re_2", "object": "refund", "status": "succeeded",
+                           "metadata": {"fleet_operation": "op_B"}});
+        let none = json!({"id": "re_3", "object": "refund", "status": "succeeded", "metadata": {}});
+        let read = read_refunds("op_A", "list", &[refund("pending"), other, none]);
+        assert_eq!(
+            read.lookup,
+            Lookup::Matches(vec![Found::Pending {
+                external_id: "re_1".into()
+            }])
+        );
+        assert_eq!(read.evidence, json!({"via": "list", "found": ["re_1"]}));
+        assert_eq!(
+            read_refunds("op_C", "list", &[refund("pending")]).lookup,
+            Lookup::Matches(vec![])
+        );
+        assert_eq!(
+            read_refunds("op_A", "list", &[refund("weird")]).lookup,
+            Lookup::Failed
+        );
+    }
+
+    #[test]
+    fn the_payment_refunded_is_named_by_its_prefix() {
+        assert_eq!(
+            Refunded::parse("pi_123").map(Refunded::field),
+            Some("payment_intent")
+        );
+        assert_eq!(
+            Refunded::parse("ch_123").map(Refunded::field),
+            Some("charge")
+        );
+        assert_eq!(Refunded::parse("pay_123"), None);
+        assert_eq!(Refunded::parse("pi_"), None);
+        assert_eq!(
+            operation_of(&json!({"metadata": {"fleet_operation": ""}})),
+            None
+        );
+    }
+}
