@@ -35,6 +35,9 @@ pub enum ApiError {
     },
     /// A query parameter is unknown or out of range; `field` is its name.
     BadQuery { field: Option<String> },
+    /// A listing's cursor handed out for other tenants than the listing's (`field`:
+    /// `cursor`): a position in another tenant's history is never read.
+    CursorInvalid,
     /// A body sent with a content type other than JSON's.
     UnsupportedMediaType,
     /// An approval's signature does not count: `signature_invalid`, with the member at
@@ -70,7 +73,9 @@ impl ApiError {
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Conflict | ApiError::Refused(_) => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::BadQuery { .. } | ApiError::BadSignature { .. } => StatusCode::BAD_REQUEST,
+            ApiError::BadQuery { .. } | ApiError::CursorInvalid | ApiError::BadSignature { .. } => {
+                StatusCode::BAD_REQUEST
+            }
             ApiError::Oversized => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -93,6 +98,7 @@ impl ApiError {
             ApiError::Refused(code) => code,
             ApiError::Invalid { code, .. } => code,
             ApiError::BadQuery { .. } => "invalid_query",
+            ApiError::CursorInvalid => "cursor_invalid",
             ApiError::BadSignature { .. } => "signature_invalid",
             ApiError::Oversized => "oversized",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
@@ -109,6 +115,7 @@ impl ApiError {
         match self {
             ApiError::Invalid { field, .. } => field.clone(),
             ApiError::BadQuery { field } => field.clone(),
+            ApiError::CursorInvalid => Some("cursor".to_owned()),
             ApiError::BadSignature { field } => Some((*field).to_owned()),
             ApiError::Conflict => Some("operation_id".to_owned()),
             ApiError::Unauthorized
@@ -167,6 +174,7 @@ impl IntoResponse for ApiError {
             | ApiError::Refused(_)
             | ApiError::Invalid { .. }
             | ApiError::BadQuery { .. }
+            | ApiError::CursorInvalid
             | ApiError::BadSignature { .. }
             | ApiError::Oversized
             | ApiError::UnsupportedMediaType

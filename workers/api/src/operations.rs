@@ -200,7 +200,7 @@ pub async fn read_view(
     params(ListQuery),
     responses(
         (status = 200, description = "One page.", body = OperationPage),
-        (status = 400, description = "`invalid_query`: an unknown parameter or status, `limit` outside 1..100, a cursor this API did not hand out.", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_query`: an unknown parameter or status, `limit` outside 1..100, a cursor this API did not hand out; `cursor_invalid`: a cursor handed out for a listing of other tenants.", body = Problem, content_type = "application/problem+json"),
         Unauthenticated,
         RateLimited,
         PostgresSilent,
@@ -270,8 +270,11 @@ pub async fn list_page(
 ) -> Result<Value, ApiError> {
     let after = cursor
         .map(|c| {
-            cursor::decode(c).ok_or(ApiError::BadQuery {
-                field: Some("cursor".to_owned()),
+            cursor::decode(c, tenants).map_err(|e| match e {
+                cursor::CursorError::Malformed => ApiError::BadQuery {
+                    field: Some("cursor".to_owned()),
+                },
+                cursor::CursorError::OtherTenants => ApiError::CursorInvalid,
             })
         })
         .transpose()?;
@@ -283,7 +286,7 @@ pub async fn list_page(
     let more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     let next_cursor = if more {
-        rows.last().map(|(_, key)| cursor::encode(key))
+        rows.last().map(|(_, key)| cursor::encode(key, tenants))
     } else {
         None
     };

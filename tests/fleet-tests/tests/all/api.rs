@@ -802,6 +802,78 @@ async fn the_listing_pages_with_a_cursor_over_the_callers_tenants_only() {
 }
 
 #[tokio::test]
+async fn a_cursor_made_for_one_tenants_listing_is_refused_for_another_tenant() {
+    let (fleet, api) = fleet_with_api().await;
+    let mine = fleet
+        .token("agent-a", Role::Agent, &[TENANT, "org_483"])
+        .await;
+    let theirs = fleet.token("agent-b", Role::Agent, &[OTHER_TENANT]).await;
+    for (token, tenant) in [(&mine, TENANT), (&mine, TENANT), (&theirs, OTHER_TENANT)] {
+        for _ in 0..2 {
+            let mut i = intent();
+            i["tenant_id"] = json!(tenant);
+            api.submitted(&fleet.http, token, &i).await;
+        }
+    }
+    let cursor_of = |page: &Value| page["next_cursor"].as_str().unwrap().to_owned();
+    let first = get_json(&fleet, &api, &mine, "/v1/operations?limit=1").await;
+    let cursor = cursor_of(&first);
+    let narrowed = get_json(
+        &fleet,
+        &api,
+        &mine,
+        &format!("/v1/operations?limit=1&tenant={TENANT}"),
+    )
+    .await;
+    let narrowed_cursor = cursor_of(&narrowed);
+
+    // Where it was made for, the cursor reads on.
+    let next = get(
+        &fleet,
+        &api,
+        &mine,
+        &format!("/v1/operations?limit=1&cursor={cursor}"),
+    )
+    .await;
+    assert_eq!(next.status(), StatusCode::OK);
+    let next = get(
+        &fleet,
+        &api,
+        &mine,
+        &format!("/v1/operations?limit=1&tenant={TENANT}&cursor={narrowed_cursor}"),
+    )
+    .await;
+    assert_eq!(next.status(), StatusCode::OK);
+
+    let refused = json!({"code": "cursor_invalid", "field": "cursor"});
+    // Another caller of another tenant, the same caller narrowed to one tenant, and
+    // narrowed to another: each is a listing of other tenants.
+    for (token, path) in [
+        (&theirs, format!("/v1/operations?limit=1&cursor={cursor}")),
+        (
+            &theirs,
+            format!("/v1/operations?limit=1&cursor={narrowed_cursor}"),
+        ),
+        (
+            &mine,
+            format!("/v1/operations?limit=1&tenant={TENANT}&cursor={cursor}"),
+        ),
+        (
+            &mine,
+            format!("/v1/operations?limit=1&tenant=org_483&cursor={narrowed_cursor}"),
+        ),
+        (
+            &mine,
+            format!("/v1/operations?limit=1&cursor={narrowed_cursor}"),
+        ),
+    ] {
+        let answer = error_of(get(&fleet, &api, token, &path).await).await;
+        assert_eq!(answer, (StatusCode::BAD_REQUEST, refused.clone()), "{path}");
+    }
+    fleet.stop().await;
+}
+
+#[tokio::test]
 async fn the_openapi_document_lists_every_route_and_the_view_it_describes_is_the_real_one() {
     let (fleet, api) = fleet_with_api().await;
     let doc = fleet.get_json(&api.url("/openapi.json")).await;
