@@ -17,7 +17,7 @@ use crate::error::ApiError;
 use crate::json_body::{read_bytes, require_json};
 use crate::openapi::IntentV1;
 use crate::problem::Problem;
-use crate::route_responses::{NotJson, NothingDecidedSendAgain, RateLimited, Unauthenticated};
+use crate::route_responses::{NotJson, RateLimited, Unauthenticated};
 use crate::state::AppState;
 use crate::view_schemas::OperationView;
 
@@ -47,7 +47,7 @@ use crate::view_schemas::OperationView;
         NotJson,
         (status = 422, description = "The intent breaks the contract; `code` is the reason the queue would dead-letter it with (`malformed`, `unsupported_schema`, `unknown_action`, `invalid_field`, `unsupported_provider`, `unknown_policy`, `policy_not_in_force`, `currency_not_banded`, `payee_unknown`, `object_of_other_tenant` (it names an object the fleet made or changed for another tenant), `object_unknown`, `supersedes_unknown_operation` (also for another tenant's operation), `supersedes_executed`, …) and `field` the offending field.", body = Problem, content_type = "application/problem+json"),
         RateLimited,
-        NothingDecidedSendAgain,
+        (status = 503, description = "Nothing was decided or stored; send the same intent again after `Retry-After`: `unavailable` (Postgres did not answer), or `payee_directory_unavailable` (the provider's directory gave no answer about the payee: rate-limited, failing or out of reach; only its 404 is `payee_unknown`).", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
