@@ -82,7 +82,8 @@ pub struct BenchArgs {
     pub duration_s: Option<u64>,
     /// Execute mode against a rate-limited provider: the simulator admits this many
     /// requests a second to each provider API (429 with Retry-After: 1 above it), and
-    /// execute and reconcile are set to the same (PAYMENTS_RATE_PER_S). Reports the window
+    /// every worker is set to the same (PAYMENTS_RATE_PER_S: execute's and reconcile's
+    /// calls, and prepare's payee lookups after them). Reports the window
     /// against ops ÷ rate and the refused requests per operation [ops default: 600].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub provider_rate: Option<u32>,
