@@ -102,7 +102,8 @@ async def follow(client: FleetClient, events: EventListener | None, view: Operat
                 continue
             # The listener drops redeliveries (it keeps the highest sequence per operation);
             # events of the tenant's other operations are not ours to act on.
-            if event is not None and event.subject == view.operation_id:
+            if (event is not None and event.operation_id == view.operation_id
+                    and event.tenant_id == view.tenant_id):
                 print(f"  event {event.type} #{event.sequence}: status {event.data.status.value}, "
                       f"approval {event.data.approval_status.value}", flush=True)
                 view = event.data

@@ -172,12 +172,14 @@ def test_view_satisfies_waits_as_the_api_does(
 def test_event_reads_the_cloudevent_envelope() -> None:
     body = __import__("json").dumps({
         "specversion": "1.0", "id": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8.4", "source": "/fleet",
-        "type": "fleet.operation.succeeded", "subject": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+        "type": "fleet.operation.succeeded", "subject": "org/482/op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
         "time": "2026-11-29T22:00:01.412093Z", "datacontenttype": "application/json",
         "data": dict(VIEW, sequence=4),
     })
     event = Event.from_json(body)
     assert event.sequence == 4 and event.name == "succeeded"
+    # A tenant id may hold a "/", an operation id never does.
+    assert (event.tenant_id, event.operation_id) == ("org/482", "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")
     assert event.data.external_id == "pay_1"
 
 

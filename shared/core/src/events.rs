@@ -141,6 +141,14 @@ impl OutcomeEvent {
         format!("{}.{}", self.key, self.sequence)
     }
 
+    /// The CloudEvents `subject`: `<tenant id>/<operation id>`, e.g.
+    /// `org_482/op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8`. An operation id is unique per tenant only,
+    /// so the subject names both; an operation id never holds a `/`, so the operation id is
+    /// what follows the last `/` and the tenant id (which may hold one) everything before.
+    pub fn subject(&self) -> String {
+        format!("{}/{}", self.tenant_id, self.operation_id)
+    }
+
     /// `<type>.<tenant segment>`, e.g. `fleet.operation.succeeded.acme`.
     pub fn routing_key(&self) -> String {
         format!(
@@ -157,7 +165,7 @@ impl OutcomeEvent {
             "id": self.id(),
             "source": source,
             "type": self.event_type.cloudevents_type(),
-            "subject": self.operation_id,
+            "subject": self.subject(),
             "time": self.time,
             "datacontenttype": DATA_CONTENT_TYPE,
             "data": self.data,

@@ -58,6 +58,13 @@ impl TappedEvent {
     pub fn subject(&self) -> &str {
         self.body["subject"].as_str().unwrap_or_default()
     }
+
+    /// The operation the event reports (`data.operation_id`).
+    pub fn operation_id(&self) -> &str {
+        self.body["data"]["operation_id"]
+            .as_str()
+            .unwrap_or_default()
+    }
 }
 
 /// A queue bound to the events exchange; dropped with its connection.
@@ -77,7 +84,7 @@ impl EventTap {
     pub fn of(&self, op: &str) -> Vec<TappedEvent> {
         self.events()
             .into_iter()
-            .filter(|e| e.subject() == op)
+            .filter(|e| e.operation_id() == op)
             .collect()
     }
 
@@ -251,10 +258,10 @@ impl TestFleet {
 }
 
 impl TappedEvent {
-    /// (subject, `data.sequence`): what [`EventOrder`] judges.
+    /// (operation id, `data.sequence`): what [`EventOrder`] judges.
     pub fn sequenced(&self) -> (String, i64) {
         (
-            self.subject().to_owned(),
+            self.operation_id().to_owned(),
             self.body["data"]["sequence"].as_i64().unwrap_or(0),
         )
     }

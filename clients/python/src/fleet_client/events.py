@@ -41,7 +41,8 @@ def binding_keys(tenants: Iterable[str], types: Iterable[str] = ("*",)) -> list[
 
 class SequenceFilter:
     """At least once, in order per operation: keeps the highest `data.sequence` seen per
-    operation and says whether an event is new. The view is whole in every event, so an
+    operation (by the event's `subject`, which names its tenant and id: two tenants'
+    operations may share an id) and says whether an event is new. The view is whole in every event, so an
     event skipped for being old loses nothing."""
 
     def __init__(self, seen: dict[str, int] | None = None) -> None:
@@ -246,17 +247,20 @@ class EventListener:
         timeout: float = 300.0,
         *,
         on_event: Any = None,
+        tenant: str | None = None,
     ) -> OperationView | None:
-        """The first view of `operation_id` that satisfies `until` (escalation included, as
-        the API's long-poll), or None at the timeout. Events of other operations are
-        acknowledged and passed over; `on_event(event)` is called for each new event of
-        this operation."""
+        """The first view of `operation_id` (of `tenant`, when given: operation ids are
+        unique per tenant) that satisfies `until` (escalation included, as the API's
+        long-poll), or None at the timeout. Events of other operations are acknowledged and
+        passed over; `on_event(event)` is called for each new event of this operation."""
         deadline = time.monotonic() + timeout
         while True:
             event = await self.next_event(max(0.0, deadline - time.monotonic()))
             if event is None:
                 return None
-            if event.subject != operation_id:
+            if event.operation_id != operation_id:
+                continue
+            if tenant is not None and event.tenant_id != tenant:
                 continue
             if on_event is not None:
                 on_event(event)

@@ -285,6 +285,17 @@ class Event:
         """The event's name without its prefix: `succeeded` for `fleet.operation.succeeded`."""
         return self.type.removeprefix("fleet.operation.")
 
+    @property
+    def tenant_id(self) -> str:
+        """The tenant of the operation: the `subject` (`<tenant id>/<operation id>`) up to
+        its last `/` (a tenant id may hold one, an operation id never does)."""
+        return self.subject.rpartition("/")[0]
+
+    @property
+    def operation_id(self) -> str:
+        """The operation the event reports: the `subject` after its last `/`."""
+        return self.subject.rpartition("/")[2]
+
     @classmethod
     def from_json(cls, body: bytes | str) -> Event:
         event = json.loads(body)

@@ -43,7 +43,7 @@ fn the_envelope_is_a_structured_cloudevent() {
     assert_eq!(v["id"], "9d9bb817477c6881.op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8.3");
     assert_eq!(v["source"], "/fleet/ns1");
     assert_eq!(v["type"], "fleet.operation.succeeded");
-    assert_eq!(v["subject"], "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8");
+    assert_eq!(v["subject"], "acme/op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8");
     assert_eq!(v["time"], "2026-11-29T22:00:00.123456Z");
     assert_eq!(v["datacontenttype"], "application/json");
     assert_eq!(v["data"]["sequence"], 3);
@@ -148,4 +148,18 @@ fn the_source_names_the_namespace() {
     assert_eq!(source(""), "/fleet");
     assert_eq!(source("t01abc"), "/fleet/t01abc");
     assert_eq!(source("a b"), "/fleet/a%20b");
+}
+
+#[test]
+fn the_subject_names_the_tenant_and_the_operation_split_at_the_last_slash() {
+    assert_eq!(
+        event(EventType::Succeeded, "org_482").subject(),
+        "org_482/op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"
+    );
+    // A tenant id may hold a slash; an operation id never does.
+    let subject = event(EventType::Succeeded, "acme/kz").subject();
+    assert_eq!(
+        subject.rsplit_once('/'),
+        Some(("acme/kz", "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"))
+    );
 }

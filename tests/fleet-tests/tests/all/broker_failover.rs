@@ -362,7 +362,10 @@ impl EventsQueue {
             };
             let event: Value = serde_json::from_slice(&message.delivery.data).unwrap();
             received.push((
-                event["subject"].as_str().unwrap_or_default().to_owned(),
+                event["data"]["operation_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
                 event["data"]["sequence"].as_i64().unwrap_or(0),
             ));
         }

@@ -78,7 +78,11 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
         assert_eq!(b["id"], format!("{}.{}", reference(&op), e.sequence()));
         assert_eq!(b["source"], source.as_str());
         assert_eq!(b["type"], format!("fleet.operation.{t}"));
-        assert_eq!(b["subject"], op.as_str());
+        assert_eq!(
+            b["subject"],
+            format!("{}/{op}", i["tenant_id"].as_str().unwrap()),
+            "the subject names the tenant and the operation"
+        );
         assert_eq!(b["datacontenttype"], "application/json");
         chrono::DateTime::parse_from_rfc3339(b["time"].as_str().unwrap())
             .expect("time is RFC 3339");
@@ -152,7 +156,9 @@ async fn a_consumer_binds_by_type_or_by_tenant_and_a_tenant_with_dots_stays_one_
     );
     let got = acme_only.events();
     assert_eq!(types(&got), HAPPY_PATH, "one tenant, every type");
-    assert!(got.iter().all(|e| e.subject() == op_of(&acme)));
+    assert!(got
+        .iter()
+        .all(|e| e.subject() == format!("{dotted}/{}", op_of(&acme))));
     assert_eq!(got[0].routing_key, "fleet.operation.prepared.acme%2Ekz");
     assert_eq!(got[0].body["data"]["tenant_id"], dotted);
     fleet.stop().await;
