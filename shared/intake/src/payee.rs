@@ -23,7 +23,7 @@ use fleet_core::Action;
 use fleet_providers::{LookupError, Providers};
 use tracing::{info, warn};
 
-/// Lookups of one payee before it is recorded as unknown.
+/// Lookups of one payee in one intake before the directory is taken as unreachable.
 const ATTEMPTS: u32 = 3;
 /// The pause before the n-th retry is n times this.
 const BACKOFF: Duration = Duration::from_millis(100);
