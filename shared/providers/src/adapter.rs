@@ -22,6 +22,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug, Clone, Copy)]
 pub struct Operation<'a> {
     pub action: Action,
+    /// The tenant the operation belongs to (a provider that records it is told).
+    pub tenant: &'a str,
     pub subject: Subject<'a>,
     /// The key every attempt of the operation is sent with (its operation id).
     pub idempotency_key: &'a str,

@@ -15,7 +15,7 @@ use reqwest::header::{HeaderValue, AUTHORIZATION};
 use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
 
 use crate::path::{endpoint, UnsafeSegment};
-use crate::request::Request;
+use crate::request::{Encoding, Request};
 use crate::transport::{
     build_client, call_label, classify_send_error, read_answer, retry_after_of,
 };
@@ -149,7 +149,10 @@ impl Api {
         subject: &str,
     ) -> CallResult {
         let mut http = match self.request(request.method.clone(), &request.path()) {
-            Ok(http) => http.json(&request.body),
+            Ok(http) => match request.encoding {
+                Encoding::Json => http.json(&request.body),
+                Encoding::Form => http.form(&request.body),
+            },
             // `Provider::request` refuses such a request before it gets here.
             Err(unsafe_path) => {
                 return CallResult::NotSent {

@@ -6,8 +6,11 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use fleet_core::outcome::{CallResult, Outcome};
+use fleet_core::reconcile::Reading;
 use fleet_core::ProviderName;
 use fleet_runtime::{ProviderSettings, Secret};
+use serde_json::Value;
 
 use crate::adapter::{BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, Request, Unbuildable};
 use crate::api::{Api, ConfigError};
@@ -56,6 +59,18 @@ pub trait Mapping: Sized + Send + Sync + 'static {
         _id: &'a str,
     ) -> Option<BoxFuture<'a, PayeeAnswer>> {
         None
+    }
+
+    /// What the answer to `op`'s request proves. The reference protocol's answers read
+    /// as the action's catalogue entry says; a provider with answers of its own (Stripe)
+    /// reads them with its rules.
+    fn classify(op: &Operation<'_>, call: &CallResult) -> Outcome {
+        op.action.spec().classify(call, &op.subject)
+    }
+
+    /// What the objects a lookup returned prove about `op` (as for [`Mapping::classify`]).
+    fn read_lookup(op: &Operation<'_>, via: &str, objects: &[Value]) -> Reading {
+        op.action.spec().read_lookup(&op.subject, via, objects)
     }
 }
 
@@ -117,6 +132,10 @@ pub(crate) trait Adapter: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<Looked, LookFailed>>;
 
     fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>>;
+
+    fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome;
+
+    fn read_lookup(&self, op: &Operation<'_>, via: &str, objects: &[Value]) -> Reading;
 }
 
 impl<M: Mapping> Adapter for Client<M> {
@@ -142,5 +161,13 @@ impl<M: Mapping> Adapter for Client<M> {
 
     fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>> {
         M::look_up_payee(self, id)
+    }
+
+    fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome {
+        M::classify(op, call)
+    }
+
+    fn read_lookup(&self, op: &Operation<'_>, via: &str, objects: &[Value]) -> Reading {
+        M::read_lookup(op, via, objects)
     }
 }

@@ -1,5 +1,6 @@
 //! Provider adapters over reqwest: one client shell ([`Client`]) that every provider
-//! shares, and a mapping per provider ([`Mapping`]: `payments`, `crm`, `orders`, `esign`)
+//! shares, and a mapping per provider ([`Mapping`]: `payments`, `crm`, `orders`, `esign`;
+//! `stripe` for the payments provider spoken as Stripe)
 //! that builds the one side-effecting request of each action it serves and offers the
 //! read-only lookups reconcile needs. Sending a request becomes a
 //! `fleet_core::outcome::CallResult` (what the transport saw; the action's catalogue
@@ -25,6 +26,7 @@ pub mod path;
 pub mod payments;
 mod registry;
 mod request;
+pub mod stripe;
 mod transport;
 
 pub use adapter::{Operation, PayeeAnswer, Request, Unbuildable};
@@ -39,6 +41,8 @@ pub use lookup::LookupError;
 pub use orders::{OrdersClient, TransitionRequest};
 pub use payments::{PaymentRequest, PaymentsClient, RefundRequest};
 pub use registry::{Provider, ProviderConfig, ProviderConfigs, Providers};
+pub use request::Encoding;
+pub use stripe::StripeClient;
 
 /// The series every provider's endpoint records, at zero (for each binary that calls
 /// providers to register at its start): the 429s answered, the waits for a slot.

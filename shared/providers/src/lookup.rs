@@ -25,6 +25,17 @@ pub enum LookupError {
     /// The id to look up cannot be a path segment (`.`, `..`, empty): nothing was sent.
     #[error("provider lookup not sent")]
     Path(#[source] UnsafeSegment),
+    /// A paged list went on past the pages a lookup reads: what it did not read may hold
+    /// the effect, so nothing is concluded.
+    #[error("provider list not read to its end after {0} pages")]
+    Unfinished(usize),
+}
+
+/// One page of a paged list: its objects, and whether more follow.
+#[derive(Debug)]
+pub(crate) struct Page {
+    pub objects: Vec<Value>,
+    pub has_more: bool,
 }
 
 impl Api {
@@ -38,6 +49,27 @@ impl Api {
         let request = self.get(path).map_err(LookupError::Path)?;
         let request = request.query(&[(key, value)]);
         get_list(self.exchange(request).await).await
+    }
+
+    /// `GET path?query…` → one page of a list answer (`{"data": [...], "has_more": …}`);
+    /// a page that does not say `has_more` is the last.
+    pub(crate) async fn page(
+        &self,
+        path: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<Page, LookupError> {
+        let request = self.get(path).map_err(LookupError::Path)?;
+        let response = self.exchange(request.query(query)).await;
+        let response = response.map_err(LookupError::Transport)?;
+        if response.status() != StatusCode::OK {
+            return Err(LookupError::Status(response.status().as_u16()));
+        }
+        let mut body = read_json(response).await?;
+        let has_more = body.get("has_more").and_then(Value::as_bool) == Some(true);
+        match body.get_mut("data").map(Value::take) {
+            Some(Value::Array(objects)) => Ok(Page { objects, has_more }),
+            _ => Err(LookupError::Body("list answer without a data array".into())),
+        }
     }
 
     /// `GET path` → the object, or `None` on 404.

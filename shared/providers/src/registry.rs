@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_core::catalogue::{Capabilities, ProviderCapabilities, PROVIDERS};
-use fleet_core::outcome::CallResult;
+use fleet_core::catalogue::{Capabilities, Dialect, ProviderCapabilities, PROVIDERS};
+use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::{ProviderContract, Reading};
 use fleet_core::ProviderName;
 use fleet_runtime::{Pacer, ProviderArgs, Secret};
@@ -21,6 +21,7 @@ use crate::esign::EsignClient;
 use crate::orders::OrdersClient;
 use crate::path::check_segment;
 use crate::payments::PaymentsClient;
+use crate::stripe::StripeClient;
 
 /// One provider as configured.
 #[derive(Debug, Clone)]
@@ -34,6 +35,8 @@ pub struct ProviderConfig {
     /// The documented bound on how long after it started a request may still commit.
     pub max_request_ms: u64,
     pub capabilities: Capabilities,
+    /// How its API is spoken (`PAYMENTS_PROVIDER=stripe`: Stripe's).
+    pub dialect: Dialect,
 }
 
 impl ProviderConfig {
@@ -66,6 +69,7 @@ impl ProviderConfigs {
                         search_lag_ms: s.search_lag_ms,
                         max_request_ms: s.max_request_s.saturating_mul(1000),
                         capabilities: s.capabilities,
+                        dialect: s.dialect,
                     };
                     (s.provider.as_str(), config)
                 })
@@ -89,6 +93,7 @@ impl ProviderConfigs {
             search_lag_ms,
             max_request_ms,
             capabilities,
+            dialect: Dialect::Reference,
         };
         ProviderConfigs(
             PROVIDERS
@@ -151,11 +156,13 @@ fn adapter(name: &'static str, config: &ProviderConfig) -> Result<Box<dyn Adapte
         timeout_ms: config.timeout_ms,
     };
     let provider = ProviderName::parse(name).ok_or(ConfigError::UnknownProvider(name))?;
-    Ok(match provider {
-        ProviderName::Payments => Box::new(PaymentsClient::new(endpoint)?),
-        ProviderName::Crm => Box::new(CrmClient::new(endpoint)?),
-        ProviderName::Orders => Box::new(OrdersClient::new(endpoint)?),
-        ProviderName::Esign => Box::new(EsignClient::new(endpoint)?),
+    Ok(match (provider, config.dialect) {
+        (ProviderName::Payments, Dialect::Stripe { .. }) => Box::new(StripeClient::new(endpoint)?),
+        (_, Dialect::Stripe { .. }) => return Err(ConfigError::UnknownProvider(name)),
+        (ProviderName::Payments, Dialect::Reference) => Box::new(PaymentsClient::new(endpoint)?),
+        (ProviderName::Crm, Dialect::Reference) => Box::new(CrmClient::new(endpoint)?),
+        (ProviderName::Orders, Dialect::Reference) => Box::new(OrdersClient::new(endpoint)?),
+        (ProviderName::Esign, Dialect::Reference) => Box::new(EsignClient::new(endpoint)?),
     })
 }
 
@@ -194,6 +201,11 @@ impl Provider {
             .await
     }
 
+    /// What the answer to `op`'s request proves, as its provider's answers read.
+    pub fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome {
+        self.adapter.classify(op, call)
+    }
+
     /// Looks the payee `id` up in the provider's directory; `None` when the provider
     /// keeps none. Read-only: the caller may repeat it.
     pub async fn look_up_payee(&self, id: &str) -> Option<PayeeAnswer> {
@@ -203,10 +215,7 @@ impl Provider {
     /// Looks `op`'s effect up and reads the answer with its action's catalogue entry.
     pub async fn look_up(&self, op: &Operation<'_>, external_id: Option<&str>) -> Reading {
         match self.adapter.look_up(op, external_id).await {
-            Ok(looked) => op
-                .action
-                .spec()
-                .read_lookup(&op.subject, looked.via, &looked.objects),
+            Ok(looked) => self.adapter.read_lookup(op, looked.via, &looked.objects),
             Err(failed) => Reading::failed(failed.via, &failed.error.to_string()),
         }
     }
@@ -278,6 +287,7 @@ mod tests {
             };
             let op = Operation {
                 action: intent.action,
+                tenant: "acme",
                 subject,
                 idempotency_key: &s.operation_id,
                 payee_version: None,
@@ -320,6 +330,7 @@ mod tests {
             };
             let op = Operation {
                 action,
+                tenant: "acme",
                 subject: Subject {
                     reference: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
                     target: Some(target),

@@ -15,7 +15,20 @@ pub struct Request {
     pub idempotency_key: Option<String>,
     /// `If-Match: "<version>"`, for a conditional update by version.
     pub if_match: Option<String>,
+    /// A JSON object; for a [`Encoding::Form`] request, flat, its values strings.
     pub body: Value,
+    pub encoding: Encoding,
+}
+
+/// How the body is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// `application/json` (the reference protocol).
+    #[default]
+    Json,
+    /// `application/x-www-form-urlencoded` (Stripe), nested fields already flattened
+    /// into their bracketed names (`metadata[fleet_operation]`).
+    Form,
 }
 
 impl Request {
@@ -26,6 +39,15 @@ impl Request {
             idempotency_key: None,
             if_match: None,
             body: serde_json::to_value(body).expect("a request body serialises"),
+            encoding: Encoding::Json,
+        }
+    }
+
+    /// The same request, its body sent form-encoded.
+    pub fn as_form(self) -> Request {
+        Request {
+            encoding: Encoding::Form,
+            ..self
         }
     }
 

@@ -11,14 +11,17 @@
 //! | `PAYMENTS_KEY_RETENTION_S` | `--payments-key-retention-s` | it deduplicates creates by key |
 //! | `PAYMENTS_MAX_REQUEST_S` | `--payments-max-request-s` | always |
 //! | `PAYMENTS_CAPABILITIES` | `--payments-capabilities` | an operator declares its guarantees |
+//! | `PAYMENTS_PROVIDER` | `--payments-provider` | it may be Stripe (`reference` or `stripe`) |
+//! | `PAYMENTS_STRIPE_SEARCH` | `--payments-stripe-search` | it may be Stripe (`on` or `off`) |
 //!
 //! Defaults come from the spec, but for the URL and the key, which reach the simulator on
-//! a developer machine. A value that does not parse is refused at start, naming the
-//! setting.
+//! a developer machine (for Stripe: Stripe's API, and a key must be given). A value that
+//! does not parse is refused at start, naming the setting.
 
 use clap::builder::RangedU64ValueParser;
+use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
-use fleet_core::catalogue::{Capabilities, ProviderSpec, PROVIDERS};
+use fleet_core::catalogue::{Capabilities, Dialect, ProviderSpec, PROVIDERS};
 use fleet_core::ProviderName;
 
 use crate::redact::Secret;
@@ -28,6 +31,12 @@ const DEVELOPER_URL: &str = "http://127.0.0.1:8090";
 
 /// The key the simulator accepts.
 const DEVELOPER_API_KEY: &str = "sk_test_sim";
+
+/// Where a provider spoken as Stripe is reached unless its URL is set.
+const STRIPE_URL: &str = "https://api.stripe.com";
+
+/// What a Stripe API key starts with: a secret key or a restricted one.
+const STRIPE_KEY_PREFIXES: [&str; 2] = ["sk_", "rk_"];
 
 /// The bounds of a call's timeout: at least 1 ms, at most 10 minutes.
 const TIMEOUT_MS: std::ops::RangeInclusive<u64> = 1..=600_000;
@@ -49,6 +58,9 @@ pub struct ProviderSettings {
     /// What the provider guarantees: the spec's, with the key retention that was set, or
     /// what the operator declared.
     pub capabilities: Capabilities,
+    /// How its API is spoken (`<PREFIX>PROVIDER`): the reference protocol unless the spec
+    /// allows Stripe and it was chosen.
+    pub dialect: Dialect,
 }
 
 /// Every provider's settings: what the binaries that call providers (execute), look them
@@ -181,6 +193,27 @@ fn arguments(spec: &ProviderSpec) -> Vec<Arg> {
             .value_parser(clap::value_parser!(u64))
             .default_value(contract.max_request_s.to_string()),
     );
+    if spec.speaks_stripe {
+        args.push(
+            setting(spec, "PROVIDER")
+                .arg(format!(
+                    "Which API {title} speaks: `reference` (docs/protocol.md) or `stripe` \
+                     (docs/providers/stripe.md)"
+                ))
+                .value_parser(["reference", "stripe"])
+                .default_value("reference"),
+        );
+        args.push(
+            setting(spec, "STRIPE_SEARCH")
+                .arg(
+                    "Spoken as Stripe: `on` finds objects with Stripe's Search API where it \
+                     covers them, `off` pages their list matched on metadata instead"
+                        .into(),
+                )
+                .value_parser(["on", "off"])
+                .default_value("on"),
+        );
+    }
     if spec.declared_capabilities {
         args.push(
             setting(spec, "CAPABILITIES")
@@ -235,15 +268,72 @@ fn read(spec: &ProviderSpec, m: &ArgMatches) -> Result<ProviderSettings, clap::E
     } else {
         spec.capabilities
     };
+    let dialect = dialect(spec, m)?;
+    let url = setting(spec, "URL");
+    let url = match dialect {
+        Dialect::Stripe { .. } if defaulted(m, &url) => STRIPE_URL.to_owned(),
+        _ => url.string(m)?,
+    };
+    let api_key = setting(spec, "API_KEY");
+    if let Dialect::Stripe { .. } = dialect {
+        check_stripe_key(spec, &api_key.string(m)?, defaulted(m, &api_key))?;
+    }
     Ok(ProviderSettings {
         provider: spec.name,
-        url: setting(spec, "URL").string(m)?,
-        api_key: Secret::new(setting(spec, "API_KEY").string(m)?),
+        url,
+        api_key: Secret::new(api_key.string(m)?),
         timeout_ms: setting(spec, "TIMEOUT_MS").u64(m)?,
         search_lag_ms,
         max_request_s: setting(spec, "MAX_REQUEST_S").u64(m)?,
         capabilities,
+        dialect,
     })
+}
+
+/// Whether a setting was left at its default (neither flag nor environment gave it).
+fn defaulted(m: &ArgMatches, setting: &Setting<'_>) -> bool {
+    !matches!(
+        m.value_source(&setting.id()),
+        Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+    )
+}
+
+/// How the provider is spoken, from `<PREFIX>PROVIDER` and `<PREFIX>STRIPE_SEARCH`.
+fn dialect(spec: &ProviderSpec, m: &ArgMatches) -> Result<Dialect, clap::Error> {
+    if !spec.speaks_stripe {
+        return Ok(Dialect::Reference);
+    }
+    Ok(match setting(spec, "PROVIDER").string(m)?.as_str() {
+        "stripe" => Dialect::Stripe {
+            search: setting(spec, "STRIPE_SEARCH").string(m)? == "on",
+        },
+        _ => Dialect::Reference,
+    })
+}
+
+/// A provider spoken as Stripe needs a Stripe key, given: the simulator's default would
+/// only be refused by Stripe at the first call, after an approval was spent on it. The
+/// message names the setting, never the value.
+fn check_stripe_key(spec: &ProviderSpec, key: &str, defaulted: bool) -> Result<(), clap::Error> {
+    let env = spec.env("API_KEY");
+    let provider = spec.env("PROVIDER");
+    let problem = if defaulted {
+        format!("{env} must be set when {provider}=stripe")
+    } else if !STRIPE_KEY_PREFIXES
+        .iter()
+        .any(|p| key.len() > p.len() && key.starts_with(p))
+    {
+        format!(
+            "{env} is not a Stripe API key: with {provider}=stripe it must be a secret key \
+             (sk_…) or a restricted key (rk_…)"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(clap::Error::raw(
+        clap::error::ErrorKind::ValueValidation,
+        format!("{problem}\n"),
+    ))
 }
 
 impl FromArgMatches for ProviderArgs {
@@ -305,7 +395,68 @@ mod tests {
             assert_eq!(s.search_lag_ms, spec.contract.search_lag_ms.unwrap_or(0));
             assert_eq!(s.max_request_s, spec.contract.max_request_s);
             assert_eq!(s.capabilities, spec.capabilities, "{}", spec.name);
+            assert_eq!(s.dialect, Dialect::Reference);
         }
+    }
+
+    #[test]
+    fn payments_spoken_as_stripe_needs_a_stripe_key_and_defaults_to_stripe() {
+        let payments = fleet_core::catalogue::PROVIDERS[0];
+        if !unset(payments) {
+            return;
+        }
+        let cli = Cli::try_parse_from([
+            "bin",
+            "--payments-provider=stripe",
+            "--payments-api-key=rk_test_abc",
+            "--payments-stripe-search=off",
+            "--payments-key-retention-s=0",
+        ])
+        .unwrap();
+        let s = cli.providers.get(ProviderName::Payments);
+        assert_eq!(s.dialect, Dialect::Stripe { search: false });
+        assert_eq!(s.url, STRIPE_URL);
+        assert_eq!(s.capabilities.idempotent_create, Some(Duration::ZERO));
+        // The other providers are not affected.
+        assert_eq!(cli.providers.get(ProviderName::Crm).url, DEVELOPER_URL);
+        let at = Cli::try_parse_from([
+            "bin",
+            "--payments-provider=stripe",
+            "--payments-api-key=sk_test_abc",
+            "--payments-url=http://127.0.0.1:9",
+        ])
+        .unwrap();
+        let s = at.providers.get(ProviderName::Payments);
+        assert_eq!(s.url, "http://127.0.0.1:9");
+        assert_eq!(s.dialect, Dialect::Stripe { search: true });
+
+        let missing = Cli::try_parse_from(["bin", "--payments-provider=stripe"]).unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .contains("PAYMENTS_API_KEY must be set when PAYMENTS_PROVIDER=stripe"),
+            "{missing}"
+        );
+        for bad in ["pk_test_abc", "sk_", "whsec_abc", "sk_test_sim"] {
+            let args = ["bin", "--payments-provider=stripe", "--payments-api-key"];
+            let flag = format!("{}={bad}", args[2]);
+            let said = match Cli::try_parse_from([args[0], args[1], &flag]) {
+                Ok(_) if bad == "sk_test_sim" => continue,
+                Ok(_) => panic!("{bad} was accepted"),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                said.contains("PAYMENTS_API_KEY is not a Stripe API key"),
+                "{said}"
+            );
+            // ("sk_" is in the message's own words.)
+            assert!(
+                bad == "sk_" || !said.contains(bad),
+                "the key is not printed: {said}"
+            );
+        }
+        assert!(Cli::try_parse_from(["bin", "--payments-provider=paypal"]).is_err());
+        assert!(Cli::try_parse_from(["bin", "--payments-stripe-search=maybe"]).is_err());
     }
 
     /// The names (and defaults) deployments rely on.
@@ -331,6 +482,8 @@ mod tests {
             ("PAYMENTS_SEARCH_LAG_MS", "60000"),
             ("PAYMENTS_KEY_RETENTION_S", "86400"),
             ("PAYMENTS_MAX_REQUEST_S", "120"),
+            ("PAYMENTS_PROVIDER", "reference"),
+            ("PAYMENTS_STRIPE_SEARCH", "on"),
             ("CRM_URL", "http://127.0.0.1:8090"),
             ("CRM_API_KEY", "sk_test_sim"),
             ("CRM_TIMEOUT_MS", "10000"),

@@ -2,7 +2,8 @@
 //! about: a keyed create or a conditional update is sent (and sent again only while it
 //! provably never left); a searched create searches first. The request comes from the
 //! provider's adapter, built from the approved snapshot alone, so every attempt sends the
-//! same body (and key); the answer is classified by the catalogue entry.
+//! same body (and key); the answer is classified as the provider's answers read (the
+//! catalogue entry's rules, or the provider's own, e.g. Stripe's).
 
 use std::time::Duration;
 
@@ -37,6 +38,7 @@ impl ExecuteHandler {
         let action = row.action;
         let op = Operation {
             action,
+            tenant: &row.tenant_id,
             subject: row.subject(),
             idempotency_key: row.idempotency_key.as_str(),
             // The version the approver was shown: a payee changed since is refused.
@@ -67,7 +69,7 @@ impl ExecuteHandler {
             return self.create_safely(call, fence).await;
         }
         let sent = self.send_until_admitted(call).await;
-        let mut outcome = call.spec.classify(&sent, &call.op.subject);
+        let mut outcome = call.provider.classify(&call.op, &sent);
         if matches!(outcome, Outcome::Conflict { .. }) {
             // Rare path: an earlier request of ours (under the operation's key) may be
             // what broke the precondition.
@@ -101,7 +103,7 @@ impl ExecuteHandler {
                 return sent;
             };
             if !matches!(
-                call.spec.classify(&sent, &call.op.subject),
+                call.provider.classify(&call.op, &sent),
                 Outcome::NotExecuted { .. }
             ) {
                 return sent;

@@ -111,7 +111,7 @@ impl ExecuteHandler {
             return Ok(searched(lost, &nothing));
         }
         let sent = call.provider.send(&call.op, &call.request).await;
-        let outcome = call.spec.classify(&sent, &call.op.subject);
+        let outcome = call.provider.classify(&call.op, &sent);
         let record = AttemptRecord::of(&sent, &outcome);
         Ok((outcome, record))
     }

@@ -28,6 +28,7 @@ pub async fn look_up(
     };
     let op = Operation {
         action,
+        tenant: &row.tenant_id,
         subject: row.subject(),
         idempotency_key: row.idempotency_key.as_str(),
         // A lookup sends no precondition.

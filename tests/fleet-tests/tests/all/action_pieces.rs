@@ -163,6 +163,7 @@ fn every_action_has_its_schema_fixtures_wording_simulator_route_policy_and_migra
             }
             let op = Operation {
                 action: spec.action,
+                tenant: fleet_tests::TENANT,
                 subject: Subject {
                     reference: &s.operation_id,
                     target: s.target.as_deref(),

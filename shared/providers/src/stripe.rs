@@ -1,0 +1,209 @@
+//! Mapping for the payments provider spoken as Stripe (`PAYMENTS_PROVIDER=stripe`):
+//! serves `refund.create` as `POST /v1/refunds`, form-encoded as Stripe takes it, under
+//! the operation's idempotency key, with the key also in `metadata[fleet_operation]` so
+//! the refund can be found again when its answer was lost. What Stripe's answers and
+//! objects prove is read by `fleet_core::stripe`.
+//!
+//! Stripe's Search API does not cover refunds: a refund whose id we do not know is found
+//! by paging `GET /v1/refunds` (filtered by the payment refunded) and matching metadata.
+//! `payment.create` is not served yet (an intent for it is refused by the capability
+//! guard's provider, never sent elsewhere). Logs carry ids and statuses only.
+
+use fleet_core::actions::refund_create::RefundPayload;
+use fleet_core::outcome::{CallResult, Outcome};
+use fleet_core::reconcile::Reading;
+use fleet_core::stripe::{
+    classify_refund, read_refunds, Refunded, OPERATION_METADATA, TENANT_METADATA,
+};
+use fleet_core::{Action, ProviderName};
+use reqwest::Method;
+use serde_json::{Map, Value};
+
+use crate::adapter::Unbuildable;
+use crate::adapter::{looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Request};
+use crate::client::{Client, Mapping};
+use crate::lookup::LookupError;
+
+/// The most pages of 100 refunds a lookup reads (the refunds of one payment): a payment
+/// refunded more often than this is left to a person rather than half-read.
+pub const MAX_PAGES: usize = 50;
+
+/// Stripe's largest page.
+const PAGE_SIZE: &str = "100";
+
+/// The Stripe mapping.
+#[derive(Debug)]
+pub enum Stripe {}
+
+/// A pooled client for Stripe.
+pub type StripeClient = Client<Stripe>;
+
+/// The form of `POST /v1/refunds` for `op`: the payment refunded, the amount, and the
+/// operation and tenant in metadata. Stripe refunds in the payment's currency and takes
+/// no free-text reason, so neither is sent.
+pub fn refund_form(op: &Operation<'_>) -> Result<Map<String, Value>, Unbuildable> {
+    let unbuildable = Unbuildable(op.action.wire_name());
+    if op.action != Action::RefundCreate {
+        return Err(unbuildable);
+    }
+    let p: RefundPayload = op.payload()?;
+    let refunded = Refunded::parse(&p.payment_id).ok_or(unbuildable)?;
+    let mut form = Map::new();
+    let mut field = |name: String, value: &str| form.insert(name, Value::from(value));
+    field(refunded.field().into(), refunded.id());
+    field("amount".into(), &p.amount_minor.to_string());
+    field(
+        format!("metadata[{OPERATION_METADATA}]"),
+        op.idempotency_key,
+    );
+    field(format!("metadata[{TENANT_METADATA}]"), op.tenant);
+    Ok(form)
+}
+
+impl Client<Stripe> {
+    /// `GET /v1/refunds/{id}` (strongly consistent); `None` on 404.
+    pub async fn get_refund(&self, id: &str) -> Result<Option<Value>, LookupError> {
+        self.api().object(&["v1", "refunds", id]).await
+    }
+
+    /// Every refund of `refunded`, newest first, paging `GET /v1/refunds` to its end;
+    /// an error when it has more than [`MAX_PAGES`] pages.
+    pub async fn refunds_of(&self, refunded: Refunded<'_>) -> Result<Vec<Value>, LookupError> {
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut query = vec![("limit", PAGE_SIZE), (refunded.field(), refunded.id())];
+            if let Some(after) = &after {
+                query.push(("starting_after", after));
+            }
+            let page = self.api().page(&["v1", "refunds"], &query).await?;
+            let last = page
+                .objects
+                .last()
+                .and_then(|o| o.get("id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            all.extend(page.objects);
+            match last {
+                Some(last) if page.has_more => after = Some(last),
+                _ => return Ok(all),
+            }
+        }
+        Err(LookupError::Unfinished(MAX_PAGES))
+    }
+}
+
+impl Mapping for Stripe {
+    const PROVIDER: ProviderName = ProviderName::Payments;
+
+    fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
+        let form = refund_form(op)?;
+        Ok(Request::new(Method::POST, &["v1", "refunds"], &form)
+            .with_key(op.idempotency_key)
+            .as_form())
+    }
+
+    /// By the refund's id when known; not there, or no id yet: the refunds of the
+    /// payment, matched on `metadata[fleet_operation]`.
+    fn look_up<'a>(
+        client: &'a StripeClient,
+        op: &'a Operation<'a>,
+        external_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+        Box::pin(async move {
+            if let Some(id) = external_id {
+                match client.get_refund(id).await {
+                    Ok(None) => {}
+                    other => return looked_one("external_id", other),
+                }
+            }
+            let via = "metadata";
+            let payload: RefundPayload = op.payload().map_err(|_| LookFailed {
+                via,
+                error: LookupError::Body("the stored payload is not a refund".into()),
+            })?;
+            let Some(refunded) = Refunded::parse(&payload.payment_id) else {
+                return Err(LookFailed {
+                    via,
+                    error: LookupError::Body("the payment is not a Stripe id".into()),
+                });
+            };
+            looked(via, client.refunds_of(refunded).await)
+        })
+    }
+
+    fn classify(_op: &Operation<'_>, call: &CallResult) -> Outcome {
+        classify_refund(call)
+    }
+
+    fn read_lookup(op: &Operation<'_>, via: &str, objects: &[Value]) -> Reading {
+        read_refunds(op.idempotency_key, via, objects)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use fleet_core::Subject;
+    use serde_json::json;
+
+    use super::*;
+    use crate::request::Encoding;
+
+    fn refund(payload: &Value) -> Operation<'_> {
+        Operation {
+            action: Action::RefundCreate,
+            tenant: "acme",
+            subject: Subject {
+                reference: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+                target: None,
+                payload,
+            },
+            idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+            payee_version: None,
+        }
+    }
+
+    #[test]
+    fn a_refund_is_one_form_post_under_the_operations_key() {
+        let payload = json!({"payment_id": "pi_3Abc", "amount_minor": 1250,
+                             "currency": "EUR", "reason": "damaged"});
+        let request = Stripe::request(&refund(&payload)).unwrap();
+        assert_eq!(request.method, Method::POST);
+        assert_eq!(request.path, ["v1", "refunds"]);
+        assert_eq!(request.encoding, Encoding::Form);
+        assert_eq!(
+            request.idempotency_key.as_deref(),
+            Some("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")
+        );
+        assert_eq!(
+            request.body,
+            json!({
+                "payment_intent": "pi_3Abc",
+                "amount": "1250",
+                "metadata[fleet_operation]": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+                "metadata[fleet_tenant]": "acme",
+            })
+        );
+        let by_charge = json!({"payment_id": "ch_9", "amount_minor": 1,
+                               "currency": "EUR", "reason": "x"});
+        assert_eq!(
+            Stripe::request(&refund(&by_charge)).unwrap().body["charge"],
+            "ch_9"
+        );
+    }
+
+    #[test]
+    fn what_stripe_cannot_refund_makes_no_request() {
+        let payload = json!({"payment_id": "pay_1", "amount_minor": 1,
+                             "currency": "EUR", "reason": "x"});
+        assert_eq!(
+            Stripe::request(&refund(&payload)),
+            Err(Unbuildable("refund.create"))
+        );
+        let payment = Operation {
+            action: Action::PaymentCreate,
+            ..refund(&payload)
+        };
+        assert!(Stripe::request(&payment).is_err());
+    }
+}
