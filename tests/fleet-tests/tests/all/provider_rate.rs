@@ -234,6 +234,58 @@ async fn the_schedule_spaces_slots_pauses_for_a_429_and_lowers_its_factor_once_p
 }
 
 #[tokio::test]
+async fn the_intakes_lookups_wait_while_approved_calls_are_queued_and_go_at_once_otherwise() {
+    let fleet = TestFleet::start().await;
+    let store = &fleet.store;
+    let horizon = fleet_store::INTAKE_HORIZON;
+    // An idle provider serves a lookup at once, and its slot is in the schedule.
+    let idle = store
+        .reserve_intake_slots("crm", 10.0, 1, horizon)
+        .await
+        .unwrap();
+    assert_eq!(idle.deferred, Duration::ZERO, "{idle:?}");
+    assert!(idle.waits[0] < Duration::from_millis(20), "{idle:?}");
+    let after = store.reserve_provider_slots("crm", 10.0, 1).await.unwrap();
+    assert!(after.waits[0] >= Duration::from_millis(80), "{after:?}");
+
+    // Two seconds of execute's calls queued: a lookup gets no slot, only how long until
+    // the queue is down to the horizon, and takes nothing from the schedule.
+    store
+        .reserve_provider_slots("payments", 10.0, 20)
+        .await
+        .unwrap();
+    let deferred = store
+        .reserve_intake_slots("payments", 10.0, 1, horizon)
+        .await
+        .unwrap();
+    assert!(deferred.waits.is_empty(), "{deferred:?}");
+    let expected = Duration::from_secs(2) - horizon;
+    assert!(
+        deferred.deferred <= expected && deferred.deferred + Duration::from_millis(100) > expected,
+        "{deferred:?}"
+    );
+    let next = store
+        .reserve_provider_slots("payments", 10.0, 1)
+        .await
+        .unwrap();
+    assert!(
+        next.waits[0] < Duration::from_millis(2_020),
+        "the deferred lookup took no slot: {next:?}"
+    );
+
+    // Bounds, as for every reservation.
+    assert!(store
+        .reserve_intake_slots("payments", 10.0, 1, Duration::from_secs(61))
+        .await
+        .is_err());
+    assert!(store
+        .reserve_intake_slots("payments", 10.0, 5000, horizon)
+        .await
+        .is_err());
+    fleet.stop().await;
+}
+
+#[tokio::test]
 async fn only_the_components_that_call_providers_may_use_the_schedule() {
     let fleet = TestFleet::start().await;
     let sql = fleet.sql().await;
