@@ -9,12 +9,14 @@ mod browser;
 mod console;
 mod events;
 mod intents;
+mod localstripe;
 mod mcp;
 mod pg_pair;
 mod processes;
 mod promise_check;
 mod rabbit_cluster;
 mod signing;
+mod stripe_proxy;
 mod wait;
 mod webhooks;
 
@@ -55,12 +57,14 @@ pub use intents::{
     order_change_intent, refund_intent, with_amount, with_payload_member, CONTRACT_SHA256,
     NON_LATIN_ID, SPOOFED_IDS,
 };
+pub use localstripe::{Localstripe, LOCALSTRIPE_KEY};
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
 pub use pg_pair::PgPair;
 pub use processes::{bin_dir, WorkerProcess, TWO_OF_EACH_WORKER};
 pub use promise_check::{blind_retries, check_promise, history_breaks, PromiseReport};
 pub use rabbit_cluster::RabbitCluster;
 pub use signing::{signed_approval, statement_of};
+pub use stripe_proxy::{Fault, Seen, StripeProxy};
 pub use wait::{eventually, eventually_within, DEADLINE};
 
 /// The tenant of the intents the tests build ([`intent`]), which holds most of the

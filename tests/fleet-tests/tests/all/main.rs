@@ -61,6 +61,7 @@ mod secret_files;
 mod signed_approvals;
 mod slow_bodies;
 mod store_cas;
+mod stripe_refunds;
 mod tenant_ids;
 mod tenant_objects;
 mod webhook_flood;
