@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use fleet_core::{ApprovalStatus, Status};
 use fleet_store::component::{Capability, Privilege};
-use fleet_store::{role_url, DbRole, RolePrefix};
+use fleet_store::{DbRole, RolePrefix};
 use fleet_tests::{hash_of, intent, op_of, with_amount, TestFleet};
 use serde_json::json;
 
@@ -25,18 +25,6 @@ async fn connect_url(url: &str) -> Result<tokio_postgres::Client, tokio_postgres
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
     Ok(client)
-}
-
-async fn connect_as(fleet: &TestFleet, role: DbRole) -> tokio_postgres::Client {
-    let url = role_url(
-        &fleet.database_url,
-        role,
-        role.password_from_env().as_deref(),
-    )
-    .unwrap();
-    connect_url(&url)
-        .await
-        .unwrap_or_else(|e| panic!("{} logs in: {e}", role.name()))
 }
 
 /// The SQLSTATE of a refused statement, or "ok" when it ran.
@@ -108,7 +96,7 @@ async fn assert_never_paid(fleet: &TestFleet, attacked: &str) {
 #[tokio::test]
 async fn the_execute_role_gets_permission_denied_approving_an_operation() {
     let (fleet, op, hash) = with_prepared(&intent()).await;
-    let execute = connect_as(&fleet, DbRole::Execute).await;
+    let execute = fleet.connect_as(DbRole::Execute).await;
     assert_eq!(
         attempt(&execute, APPROVE, &[&op, &hash]).await,
         PERMISSION_DENIED
@@ -148,7 +136,7 @@ async fn the_execute_role_gets_permission_denied_approving_an_operation() {
 async fn no_worker_role_records_approvals_and_the_api_role_only_through_the_quorum() {
     let (fleet, op, hash) = with_prepared(&intent()).await;
     for role in WORKERS {
-        let client = connect_as(&fleet, role).await;
+        let client = fleet.connect_as(role).await;
         for (what, sql) in [
             ("approving", APPROVE),
             ("recording an approval", RECORD_APPROVAL),
@@ -176,7 +164,7 @@ async fn no_worker_role_records_approvals_and_the_api_role_only_through_the_quor
         );
     }
 
-    let mut api = connect_as(&fleet, DbRole::Api).await;
+    let mut api = fleet.connect_as(DbRole::Api).await;
     // Not without an approval, nor with an approval by nobody the fleet knows.
     assert_eq!(
         attempt_rolled_back(&mut api, APPROVE, &[&op, &hash]).await,
@@ -222,7 +210,7 @@ async fn no_worker_role_records_approvals_and_the_api_role_only_through_the_quor
 async fn an_operation_inserted_already_approved_is_refused_and_never_paid() {
     let fleet = TestFleet::with_prepare().await;
     let _execute = fleet.spawn_process("fleet-execute", &[]);
-    let prepare = connect_as(&fleet, DbRole::Prepare).await;
+    let prepare = fleet.connect_as(DbRole::Prepare).await;
     let forged = intent();
     let (op, hash) = (op_of(&forged), hash_of(&forged));
     let insert = "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
@@ -279,7 +267,7 @@ async fn the_api_role_cannot_approve_a_large_payment_short_of_its_quorum() {
         2
     );
     let _execute = fleet.spawn_process("fleet-execute", &[]);
-    let api = connect_as(&fleet, DbRole::Api).await;
+    let api = fleet.connect_as(DbRole::Api).await;
     let approve =
         "UPDATE operations SET approval_status = 'approved', approved_hash = payload_hash,
                        decided_by = 'ann', decided_at = now() WHERE operation_id = $1";
@@ -461,10 +449,18 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
             w.push(("operations", &["fence", "attempts"], "UPDATE"));
             w.push((
                 "attempts",
-                &["operation_id", "tenant_id", "fence", "worker"],
+                &[
+                    "operation_id",
+                    "tenant_id",
+                    "fence",
+                    "worker",
+                    "request_sent",
+                ],
                 "INSERT",
             ));
             w.push(("attempts", ATTEMPT_DONE, "UPDATE"));
+            // The send mark, written right before a request goes out.
+            w.push(("attempts", &["request_sent"], "UPDATE"));
         }
         DbRole::Reconcile => {
             w.push((
@@ -607,7 +603,7 @@ async fn no_role_writes_history_in_another_components_or_a_persons_name() {
     let insert = "INSERT INTO operation_events (operation_id, kind, fence, actor, reason) VALUES ($1, $2, 0, $3, $4)";
     let mut wrong = Vec::new();
     for role in DbRole::ALL {
-        let mut client = connect_as(&fleet, role).await;
+        let mut client = fleet.connect_as(role).await;
         for kind in KINDS {
             for actor in ACTORS {
                 let answer =
@@ -638,7 +634,7 @@ async fn no_role_writes_history_in_another_components_or_a_persons_name() {
     }
     // The API's person rows: an approval event needs that person's recorded approval, a
     // rejection or an operator's decision an existing principal.
-    let mut api = connect_as(&fleet, DbRole::Api).await;
+    let mut api = fleet.connect_as(DbRole::Api).await;
     for (kind, actor, reason, expected) in [
         ("approved", "approver:ann", None, PERMISSION_DENIED),
         ("approval_recorded", "approver:ann", None, PERMISSION_DENIED),
@@ -745,7 +741,7 @@ async fn one_deployments_roles_cannot_reach_another_deployments_database() {
             "{refused}"
         );
         // Its own still works, and the shared group logs in nowhere.
-        connect_as(&a, role).await;
+        a.connect_as(role).await;
         let mut group = url::Url::parse(&a.database_url).unwrap();
         group.set_username(role.name()).unwrap();
         let refused = connect_url(group.as_str()).await.err().unwrap();

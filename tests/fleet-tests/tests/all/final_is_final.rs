@@ -17,20 +17,6 @@ const NOT_IN_THE_TABLE: &str = "23514 operations_status_transition";
 const NOT_BY_AN_OPERATOR: &str = "23514 operations_status_by_operator";
 const PERMISSION_DENIED: &str = "42501";
 
-async fn connect_as(fleet: &TestFleet, role: DbRole) -> tokio_postgres::Client {
-    let url = role_url(
-        &fleet.database_url,
-        role,
-        role.password_from_env().as_deref(),
-    )
-    .unwrap();
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("{} logs in: {e}", role.name()));
-    tokio::spawn(connection);
-    client
-}
-
 /// What the database answers to moving `op` to `to`, in a transaction rolled back:
 /// "ok", or the SQLSTATE and the constraint named.
 async fn answer_to_move(client: &mut tokio_postgres::Client, op: &str, to: Status) -> String {
@@ -110,7 +96,7 @@ async fn no_role_moves_a_succeeded_operation_to_any_other_status() {
         } else {
             PERMISSION_DENIED
         };
-        let mut client = connect_as(&fleet, role).await;
+        let mut client = fleet.connect_as(role).await;
         for to in Status::ALL.into_iter().filter(|&s| s != Status::Succeeded) {
             let answer = answer_to_move(&mut client, &op, to).await;
             if answer != expected {
@@ -152,7 +138,7 @@ async fn a_worker_role_neither_skips_the_table_nor_makes_an_operators_move() {
         if !writes_status(&fleet, role).await {
             continue;
         }
-        let mut client = connect_as(&fleet, role).await;
+        let mut client = fleet.connect_as(role).await;
         for (to, expected) in [
             // Straight to an outcome, without a claim or a provider's answer.
             (Status::Succeeded, NOT_IN_THE_TABLE),
@@ -193,7 +179,7 @@ async fn the_operators_dispute_and_resolution_still_move_the_row_as_the_api_role
         DecisionOutcome::Moved(Status::Disputed)
     );
     // A worker cannot end the dispute in the operator's place.
-    let mut reconcile = connect_as(&fleet, DbRole::Reconcile).await;
+    let mut reconcile = fleet.connect_as(DbRole::Reconcile).await;
     assert_eq!(
         answer_to_move(&mut reconcile, &op, Status::Cancelled).await,
         NOT_BY_AN_OPERATOR
@@ -208,7 +194,7 @@ async fn the_operators_dispute_and_resolution_still_move_the_row_as_the_api_role
         DecisionOutcome::Moved(Status::Failed)
     );
     // Final now, for the API's role too.
-    let mut api_sql = connect_as(&fleet, DbRole::Api).await;
+    let mut api_sql = fleet.connect_as(DbRole::Api).await;
     assert_eq!(
         answer_to_move(&mut api_sql, &op, Status::Succeeded).await,
         NOT_IN_THE_TABLE

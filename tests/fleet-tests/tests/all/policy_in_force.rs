@@ -6,8 +6,10 @@
 
 use fleet_core::intent::Action;
 use fleet_core::Role;
-use fleet_store::{role_url, DbRole};
-use fleet_tests::{hash_of, intent, op_of, policies, with_amount, ApiProcess, TestFleet, TENANT};
+use fleet_store::DbRole;
+use fleet_tests::{
+    answer_of, hash_of, intent, op_of, policies, with_amount, ApiProcess, TestFleet, TENANT,
+};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -16,36 +18,13 @@ const PERMISSION_DENIED: &str = "42501";
 /// integrity_constraint_violation: an immutable column changed.
 const IMMUTABLE: &str = "23000";
 
-async fn connect_as(fleet: &TestFleet, role: DbRole) -> tokio_postgres::Client {
-    let url = role_url(
-        &fleet.database_url,
-        role,
-        role.password_from_env().as_deref(),
-    )
-    .unwrap();
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("{} logs in: {e}", role.name()));
-    tokio::spawn(connection);
-    client
-}
-
 /// The SQLSTATE and constraint of a refused statement, or "ok" when it ran.
 async fn attempt(
     client: &tokio_postgres::Client,
     sql: &str,
     params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
 ) -> (String, Option<String>) {
-    match client.execute(sql, params).await {
-        Ok(_) => ("ok".to_owned(), None),
-        Err(e) => match e.as_db_error() {
-            Some(db) => (
-                db.code().code().to_owned(),
-                db.constraint().map(str::to_owned),
-            ),
-            None => (e.to_string(), None),
-        },
-    }
+    answer_of(client.execute(sql, params).await)
 }
 
 fn payment(amount_minor: i64, currency: &str) -> Value {
@@ -164,7 +143,7 @@ async fn no_component_role_can_lower_a_quorum_pick_a_policy_or_write_an_assignme
     .await;
     assert_eq!(got, ("ok".to_owned(), None));
     for role in DbRole::ALL {
-        let client = connect_as(&fleet, role).await;
+        let client = fleet.connect_as(role).await;
         // No role lowers a stored quorum: the columns are not its to write, or immutable.
         let (code, _) = attempt(
             &client,
