@@ -130,6 +130,9 @@ reasons! {
     // Sweepers and reconcile.
     /// The holder's lease expired during the call.
     LeaseExpired = "lease_expired", "the worker's lease expired during the call";
+    /// The claim was lost (its lease ran out, its worker died) before its request was
+    /// sent, as the attempt's durable send mark proves: released, nothing to look up.
+    ClaimLostBeforeSend = "claim_lost_before_send", "the claim was lost before its request was sent; nothing was sent";
     /// No final answer came before its deadline.
     DeadlinePassed = "deadline_passed", "no final answer came before the deadline";
     /// A lookup settled it.

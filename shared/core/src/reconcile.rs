@@ -22,8 +22,8 @@ pub use settle::{
     MAX_LOOKUP_BACKOFF,
 };
 pub use step::{
-    absent_move, escalate_move, found_move, lease_expired_move, next_step, past_deadline_move,
-    LookupMove, RowDue, Step,
+    absent_move, escalate_move, found_move, lease_expired_move, lost_claim_move, next_step,
+    past_deadline_move, LookupMove, RowDue, SendMark, Step,
 };
 
 /// The provider's documented contract, as configured by the operator.

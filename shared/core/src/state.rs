@@ -83,6 +83,8 @@ pub enum Event {
     ProviderConflict,
     /// execute (fenced): the request provably never reached the provider (connection
     /// refused), so the row goes back to wait for another attempt with the same key.
+    /// Also reconcile, for a claim lost before its request was sent (the attempt's send
+    /// mark proves it).
     ProviderNotSent,
     /// reconcile: the holder's lease expired while in progress.
     LeaseExpired,

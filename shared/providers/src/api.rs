@@ -4,6 +4,8 @@
 //! reports what the transport saw.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,6 +21,9 @@ use crate::request::{Encoding, Request};
 use crate::transport::{
     build_client, call_label, classify_send_error, read_answer, retry_after_of,
 };
+
+/// Run after a request's slot came and right before it is sent; `false`: do not send it.
+pub type SendGate<'a> = Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
 /// Why a client could not be built from its configuration.
 #[derive(Debug, thiserror::Error)]
@@ -101,12 +106,22 @@ impl Api {
     /// Sends one request (a create or a lookup) once its slot came, and tells the pacer
     /// of a 429. Every request an adapter makes goes through here.
     pub(crate) async fn exchange(&self, request: RequestBuilder) -> reqwest::Result<Response> {
+        self.slot().await;
+        self.exchange_in_slot(request).await
+    }
+
+    /// Waits for this provider's next slot (at once when it is not paced).
+    async fn slot(&self) {
         if let Some(pacer) = &self.pacer {
             let asked = Instant::now();
             pacer.slot().await;
             metrics::histogram!(m::PROVIDER_SLOT_WAIT_SECONDS, "provider" => self.provider)
                 .record(asked.elapsed().as_secs_f64());
         }
+    }
+
+    /// Sends one request whose slot came, and tells the pacer of a 429.
+    async fn exchange_in_slot(&self, request: RequestBuilder) -> reqwest::Result<Response> {
         let response = request.send().await?;
         if response.status() == StatusCode::TOO_MANY_REQUESTS {
             metrics::counter!(m::PROVIDER_THROTTLED_TOTAL, "provider" => self.provider)
@@ -148,6 +163,20 @@ impl Api {
         action: &'static str,
         subject: &str,
     ) -> CallResult {
+        self.send_gated(request, action, subject, None).await
+    }
+
+    /// [`Api::send`], with `gate` run after the request's slot came and right before it
+    /// is handed to the network: `false` (or a gate that cannot tell) and nothing is sent
+    /// (`NotSent`). Execute's gate commits the attempt's durable send mark, so that a
+    /// claim that dies while it waits for its slot provably sent nothing.
+    pub(crate) async fn send_gated(
+        &self,
+        request: &Request,
+        action: &'static str,
+        subject: &str,
+        gate: Option<SendGate<'_>>,
+    ) -> CallResult {
         let mut http = match self.request(request.method.clone(), &request.path()) {
             Ok(http) => match request.encoding {
                 Encoding::Json => http.json(&request.body),
@@ -166,19 +195,30 @@ impl Api {
         if let Some(version) = &request.if_match {
             http = http.header("If-Match", format!("\"{version}\""));
         }
-        self.call(http, action, subject).await
+        self.call_gated(http, action, subject, gate).await
     }
 
-    /// Sends a side-effecting request once. `subject` (an operation id) is logged; bodies
-    /// never are.
-    pub(crate) async fn call(
+    /// Sends a side-effecting request once, after its slot and its `gate`. `subject` (an
+    /// operation id) is logged; bodies never are.
+    async fn call_gated(
         &self,
         request: RequestBuilder,
         action: &'static str,
         subject: &str,
+        gate: Option<SendGate<'_>>,
     ) -> CallResult {
         let started = Instant::now();
-        let call = match self.exchange(request).await {
+        self.slot().await;
+        if let Some(gate) = gate {
+            if !gate.await {
+                let call = CallResult::NotSent {
+                    detail: "the send mark could not be written".to_owned(),
+                };
+                self.log_call(action, subject, &call, started.elapsed());
+                return call;
+            }
+        }
+        let call = match self.exchange_in_slot(request).await {
             Ok(response) => read_answer(response).await,
             Err(error) => classify_send_error(&error),
         };

@@ -30,7 +30,7 @@ pub mod stripe;
 mod transport;
 
 pub use adapter::{Operation, PayeeAnswer, Request, Unbuildable};
-pub use api::{Api, ConfigError};
+pub use api::{Api, ConfigError, SendGate};
 pub use client::{Client, Endpoint, Mapping};
 pub use crm::{CrmClient, DealRequest};
 pub use esign::{EnvelopeRequest, EsignClient};

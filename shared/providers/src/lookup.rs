@@ -3,12 +3,15 @@
 //! not, leaving retry policy to reconcile. Like every request, each takes its provider's
 //! slot first ([`Api::exchange`]).
 
+use std::time::Duration;
+
+use fleet_core::throttle::DEFAULT_RETRY_AFTER;
 use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::api::Api;
 use crate::path::UnsafeSegment;
-use crate::transport::read_body;
+use crate::transport::{read_body, retry_after_of};
 
 /// Why a lookup gave no answer. None of these says anything about whether the effect exists.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +22,10 @@ pub enum LookupError {
     /// The provider answered with a status that is not an answer to the lookup.
     #[error("provider lookup answered HTTP {0}")]
     Status(u16),
+    /// The provider refused the lookup for its rate (429): nothing was read; it may be
+    /// asked again after `retry_after` (bounded, `fleet_core::throttle::retry_after`).
+    #[error("provider lookup answered HTTP 429")]
+    Throttled { retry_after: Duration },
     /// The body was unreadable, too large, not JSON or not the documented shape.
     #[error("provider lookup body unusable: {0}")]
     Body(String),
@@ -36,6 +43,24 @@ pub enum LookupError {
 pub(crate) struct Page {
     pub objects: Vec<Value>,
     pub has_more: bool,
+}
+
+impl LookupError {
+    /// The wait a lookup refused for the provider's rate asks for; `None` for any other
+    /// failure.
+    pub fn throttled(&self) -> Option<Duration> {
+        match self {
+            LookupError::Throttled { retry_after } => Some(*retry_after),
+            _ => None,
+        }
+    }
+}
+
+/// A 429 as a lookup failure that names its wait.
+fn throttled(response: &reqwest::Response) -> LookupError {
+    LookupError::Throttled {
+        retry_after: retry_after_of(response.headers()).unwrap_or(DEFAULT_RETRY_AFTER),
+    }
 }
 
 impl Api {
@@ -81,6 +106,9 @@ impl Api {
 
 async fn get_list(response: reqwest::Result<reqwest::Response>) -> Result<Vec<Value>, LookupError> {
     let response = response.map_err(LookupError::Transport)?;
+    if response.status() == StatusCode::TOO_MANY_REQUESTS {
+        return Err(throttled(&response));
+    }
     if response.status() != StatusCode::OK {
         return Err(LookupError::Status(response.status().as_u16()));
     }
@@ -105,6 +133,7 @@ async fn get_object(
             )),
         },
         StatusCode::NOT_FOUND => Ok(None),
+        StatusCode::TOO_MANY_REQUESTS => Err(throttled(&response)),
         other => Err(LookupError::Status(other.as_u16())),
     }
 }

@@ -14,7 +14,7 @@ use fleet_core::ProviderName;
 use fleet_runtime::{Pacer, ProviderArgs, Secret};
 
 use crate::adapter::{Operation, PayeeAnswer, Request, Unbuildable};
-use crate::api::ConfigError;
+use crate::api::{ConfigError, SendGate};
 use crate::client::{Adapter, Endpoint};
 use crate::crm::CrmClient;
 use crate::esign::EsignClient;
@@ -201,6 +201,25 @@ impl Provider {
             .await
     }
 
+    /// [`Provider::send`], with `gate` run after the request's slot came and right before
+    /// it is sent: `false` and nothing is sent (`NotSent`, see [`SendGate`]).
+    pub async fn send_gated(
+        &self,
+        op: &Operation<'_>,
+        request: &Request,
+        gate: SendGate<'_>,
+    ) -> CallResult {
+        self.adapter
+            .api()
+            .send_gated(
+                request,
+                op.action.wire_name(),
+                op.subject.reference,
+                Some(gate),
+            )
+            .await
+    }
+
     /// What the answer to `op`'s request proves, as its provider's answers read.
     pub fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome {
         self.adapter.classify(op, call)
@@ -214,9 +233,25 @@ impl Provider {
 
     /// Looks `op`'s effect up and reads the answer with its action's catalogue entry.
     pub async fn look_up(&self, op: &Operation<'_>, external_id: Option<&str>) -> Reading {
+        self.look_up_once(op, external_id).await.0
+    }
+
+    /// [`Provider::look_up`], with the wait the provider asked for when it refused the
+    /// lookup for its rate (a 429: nothing was read, the same lookup may go again after it).
+    pub async fn look_up_once(
+        &self,
+        op: &Operation<'_>,
+        external_id: Option<&str>,
+    ) -> (Reading, Option<Duration>) {
         match self.adapter.look_up(op, external_id).await {
-            Ok(looked) => self.adapter.read_lookup(op, looked.via, &looked.objects),
-            Err(failed) => Reading::failed(failed.via, &failed.error.to_string()),
+            Ok(looked) => (
+                self.adapter.read_lookup(op, looked.via, &looked.objects),
+                None,
+            ),
+            Err(failed) => (
+                Reading::failed(failed.via, &failed.error.to_string()),
+                failed.error.throttled(),
+            ),
         }
     }
 }

@@ -65,8 +65,8 @@ fn claim_sql() -> String {
               AND fleet_quorum_met(operation_id, tenant_id)
             RETURNING {OPERATION_COLUMNS}
         ), attempt AS (
-            INSERT INTO attempts (operation_id, tenant_id, fence, worker)
-            SELECT operation_id, tenant_id, fence, $2 FROM claimed
+            INSERT INTO attempts (operation_id, tenant_id, fence, worker, request_sent)
+            SELECT operation_id, tenant_id, fence, $2, false FROM claimed
         ), event AS (
             INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, to_status, fence, actor)
             SELECT operation_id, tenant_id, 'transition', $6, $7, fence, 'execute' FROM claimed

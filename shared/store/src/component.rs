@@ -158,6 +158,9 @@ capabilities! {
         Column("operations", "attempts", "UPDATE"),
         Column("attempts", "worker", "INSERT"),
         Column("attempts", "outcome", "UPDATE"),
+        // The send mark: false with the claim, true right before the request goes out.
+        Column("attempts", "request_sent", "INSERT"),
+        Column("attempts", "request_sent", "UPDATE"),
         Table("approvals", "SELECT"),
         Table("approver_keys", "SELECT"),
         Function("fleet_quorum_met(text, text)"),

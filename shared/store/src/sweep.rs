@@ -45,21 +45,6 @@ fn secs(d: Duration) -> f64 {
 }
 
 impl<R: SweepAndLookUp> StoreAs<R> {
-    /// Moves up to `batch` in_progress rows whose lease expired to `unknown`, in one
-    /// transaction. Returns the operations moved.
-    pub async fn expire_leases(&self, batch: i64) -> Result<Vec<OpKey>, StoreError> {
-        let expired = BatchMove {
-            select: "SELECT operation_id, fence, tenant_id FROM operations
-                     WHERE status = 'in_progress' AND lease_expires_at <= now() AND escalated_at IS NULL
-                     ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED",
-            from: Status::InProgress,
-            event: Event::LeaseExpired,
-            reason: Reason::LeaseExpired,
-            expire_approval: false,
-        };
-        self.move_batch(expired, batch).await
-    }
-
     /// Takes up to `batch` unknown, unescalated rows that are due for a lookup, and pushes
     /// their next lookup `recheck` into the future so no other replica takes them meanwhile.
     pub async fn take_due_unknown(
@@ -175,7 +160,8 @@ impl<R: ReadOperations> StoreAs<R> {
     /// or the moment the row became unknown (an attempt that never finished lost its lease
     /// by then, and a worker never starts a call past two thirds of its lease). "Newest
     /// start" is the age of the latest attempt's start, from which the provider's maximum
-    /// request time runs.
+    /// request time runs. An attempt whose send mark proves nothing was sent
+    /// (migrations/0060_attempt_send_mark.sql) reached no provider and is not counted.
     pub async fn attempt_ages(&self, op: OpRef<'_>) -> Result<AttemptAgesMs, StoreError> {
         self.attempt_ages_before(op, i64::MAX).await
     }
@@ -194,7 +180,8 @@ impl<R: ReadOperations> StoreAs<R> {
                         (EXTRACT(EPOCH FROM now() - max(a.started_at)) * 1000)::float8,
                         (EXTRACT(EPOCH FROM now() - min(a.started_at)) * 1000)::float8
                  FROM attempts a JOIN operations o USING (operation_id, tenant_id)
-                 WHERE a.operation_id = $1 AND a.tenant_id = $3 AND a.fence < $2",
+                 WHERE a.operation_id = $1 AND a.tenant_id = $3 AND a.fence < $2
+                   AND a.request_sent IS DISTINCT FROM false",
             )
             .await?;
         let r = client

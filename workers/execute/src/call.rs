@@ -9,13 +9,11 @@ use std::time::Duration;
 
 use fleet_core::outcome::settle_conflict;
 use fleet_core::payee::PayeeEvidence;
-use fleet_core::throttle;
 use fleet_core::{ActionSpec, AttemptOutcome, CallResult, Effect, OpRef, Outcome};
 use fleet_providers::{Operation, Provider, Request};
 use fleet_store::{AttemptRecord, OperationRow, StoreError};
-use tokio::time::Instant;
-use tracing::{info, warn};
 
+use crate::admitted::Throttled;
 use crate::handler::ExecuteHandler;
 use crate::lease;
 
@@ -65,10 +63,12 @@ impl ExecuteHandler {
         call: &Call<'_>,
         fence: i64,
     ) -> Result<(Outcome, AttemptRecord), StoreError> {
+        // One patience with the provider's 429s for all of this claim's requests.
+        let mut throttled = Throttled::new(lease::give_up_after(self.deps.settings.lease_ttl_ms));
         if call.spec.effect == Effect::SearchedCreate {
-            return self.create_safely(call, fence).await;
+            return self.create_safely(call, fence, &mut throttled).await;
         }
-        let sent = self.send_until_admitted(call).await;
+        let sent = self.send_until_admitted(call, fence, &mut throttled).await;
         let mut outcome = call.provider.classify(&call.op, &sent);
         if matches!(outcome, Outcome::Conflict { .. }) {
             // Rare path: an earlier request of ours (under the operation's key) may be
@@ -83,47 +83,6 @@ impl ExecuteHandler {
         }
         let record = AttemptRecord::of(&sent, &outcome);
         Ok((outcome, record))
-    }
-
-    /// Sends the call's request, and sends it again (same key, same body) after each 429
-    /// the provider answers, once the wait it asked for has passed and a slot came,
-    /// while the claim has been throttled for less than the lease's trust: a 429 is
-    /// refused in front of the provider and saved under no key, so nothing ran, and the
-    /// lease keeper holds the row meanwhile. Only an answer the action's classification
-    /// calls `NotExecuted` is sent again; every other answer, and the 429 past that
-    /// bound, is the call's answer, recorded as any other.
-    async fn send_until_admitted(&self, call: &Call<'_>) -> CallResult {
-        let patience = lease::give_up_after(self.deps.settings.lease_ttl_ms);
-        let mut first_throttled = None;
-        loop {
-            let sent = self
-                .send(|| call.provider.send(&call.op, &call.request))
-                .await;
-            let Some(retry_after) = throttle::throttled(&sent) else {
-                return sent;
-            };
-            if !matches!(
-                call.provider.classify(&call.op, &sent),
-                Outcome::NotExecuted { .. }
-            ) {
-                return sent;
-            }
-            let since = *first_throttled.get_or_insert_with(Instant::now);
-            let Some(wait) = throttle::resend_after(since.elapsed(), retry_after, patience) else {
-                warn!(
-                    operation_id = call.key.operation_id,
-                    throttled_ms = since.elapsed().as_millis() as u64,
-                    "still rate limited past the lease's trust; releasing the claim"
-                );
-                return sent;
-            };
-            info!(
-                operation_id = call.key.operation_id,
-                retry_after_ms = wait.as_millis() as u64,
-                "rate limited; the same request goes again after the wait"
-            );
-            tokio::time::sleep(wait).await;
-        }
     }
 
     /// Sends a request; sends it again (same key, same body) only when the previous send

@@ -4,6 +4,7 @@
 //! our reference. Any answer that does not prove the outcome makes the operation
 //! `unknown` for reconcile; this worker never retries it blindly.
 
+mod admitted;
 mod answer;
 mod batches;
 mod call;

@@ -119,8 +119,11 @@ impl ExecuteHandler {
         let (outcome, attempt) = match answered {
             Ok(answered) => answered?,
             Err(lost) => {
-                // The call may have reached the provider: nothing is known, and without the
-                // lease this worker may not move the row. reconcile takes it from here.
+                // The call may have reached the provider: nothing is known, unless the
+                // attempt's send mark still says nothing was sent (the claim was waiting
+                // for its slot, or for a 429's wait). Without the lease this worker may not
+                // move the row either way: reconcile takes it from here, and releases it
+                // without a lookup when the mark proves nothing left.
                 warn!(
                     operation_id = op,
                     fence,
@@ -129,13 +132,9 @@ impl ExecuteHandler {
                 );
                 metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.wire_name())
                     .increment(1);
-                let record = AttemptRecord {
-                    detail: Some(lost.as_str().into()),
-                    ..AttemptRecord::new(AttemptOutcome::Unknown)
-                };
                 self.deps
                     .store
-                    .record_attempt(row.key(), fence, &record)
+                    .record_lost_claim(row.key(), fence, lost.as_str())
                     .await?;
                 self.ring_reconcile(row.key()).await;
                 return Ok(());

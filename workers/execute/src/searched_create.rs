@@ -14,6 +14,7 @@ use fleet_store::{AttemptRecord, StoreError};
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
+use crate::admitted::Throttled;
 use crate::call::Call;
 use crate::handler::ExecuteHandler;
 
@@ -43,13 +44,23 @@ impl ExecuteHandler {
         &self,
         call: &Call<'_>,
         fence: i64,
+        throttled: &mut Throttled,
     ) -> Result<(Outcome, AttemptRecord), StoreError> {
         let op = call.key.operation_id;
         let nothing = json!({});
         // Measured before the search: the search proves absence only for what could have
         // been committed and indexed by the moment it ran.
         let earlier = self.deps.store.attempt_ages_before(call.key, fence).await?;
-        let reading = call.provider.look_up(&call.op, None).await;
+        // A search the provider refuses for its rate is asked again within the claim,
+        // as the create would be: a 429 read nothing.
+        let (reading, _) = self
+            .until_admitted(
+                call,
+                throttled,
+                || call.provider.look_up_once(&call.op, None),
+                |(_, refused)| *refused,
+            )
+            .await;
         let ages = AttemptAges {
             newest_ms: earlier.newest,
             newest_start_ms: earlier.newest_start,
@@ -110,7 +121,7 @@ impl ExecuteHandler {
             };
             return Ok(searched(lost, &nothing));
         }
-        let sent = call.provider.send(&call.op, &call.request).await;
+        let sent = self.send_until_admitted(call, fence, throttled).await;
         let outcome = call.provider.classify(&call.op, &sent);
         let record = AttemptRecord::of(&sent, &outcome);
         Ok((outcome, record))

@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use fleet_broker::{Publisher, Queue};
 use fleet_core::reconcile::{
-    absent_move, definitive_attempt, escalate_move, found_move, judge, lease_expired_move,
-    next_step, past_deadline_move, settle, AskAgain, AttemptAges, AttemptSeen, LookupMove, Reading,
-    RowDue, Settle, SettleFacts, Step,
+    absent_move, definitive_attempt, escalate_move, found_move, judge, next_step,
+    past_deadline_move, settle, AskAgain, AttemptAges, AttemptSeen, LookupMove, Reading, RowDue,
+    Settle, SettleFacts, Step,
 };
 use fleet_core::{Doorbell, Event, OpRef, Status};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{
-    AttemptRow, AuditDelays, OperationRow, ReconcileStore, StoreError, Transition,
+    AttemptRow, AuditDelays, LostClaim, OperationRow, ReconcileStore, StoreError, Transition,
     TransitionOutcome, WebhookOutcome,
 };
 use serde_json::{json, Value};
@@ -71,9 +71,8 @@ impl Reconciler {
             }
         }
         match next_step(row_due(&row)) {
-            Step::ExpireLease => {
-                let moved = self.apply(&row, lease_expired_move(), None).await?;
-                if let TransitionOutcome::Moved { .. } = moved {
+            Step::ExpireLease => match self.store.expire_lease(key, row.fence).await? {
+                LostClaim::Unknown => {
                     metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => row.action.wire_name())
                         .increment(1);
                     warn!(
@@ -81,12 +80,24 @@ impl Reconciler {
                         fence = row.fence,
                         "lease expired during the call: unknown"
                     );
-                    if let Some(row) = self.store.get(key).await? {
-                        return self.settle_unknown(&row).await;
+                    match self.store.get(key).await? {
+                        Some(row) => self.settle_unknown(&row).await,
+                        None => Ok(()),
                     }
                 }
-                Ok(())
-            }
+                LostClaim::Released => {
+                    // The attempt's send mark proves nothing left: the same request may
+                    // go again, and there is nothing to look up.
+                    info!(
+                        operation_id = op,
+                        fence = row.fence,
+                        "claim lost before its request was sent: released"
+                    );
+                    self.ring_execute(key).await;
+                    Ok(())
+                }
+                LostClaim::Stale => Ok(()),
+            },
             Step::SettleAccepted => self.settle_accepted(&row).await,
             Step::SettleUnknown => self.settle_unknown(&row).await,
             Step::LeaveAlone => Ok(()),

@@ -11,7 +11,7 @@ use fleet_runtime::Ticker;
 use fleet_store::StoreError;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::{ReconcileSettings, Reconciler};
 
@@ -42,13 +42,22 @@ pub async fn sweep_once(
     let store = &r.store;
     let batch = settings.sweep_batch;
     let expired = store.expire_leases(batch).await?;
-    if !expired.is_empty() {
+    if !expired.unknown.is_empty() {
         metrics::counter!(m::LEASE_EXPIRED_TOTAL, "action" => "any")
-            .increment(expired.len() as u64);
+            .increment(expired.unknown.len() as u64);
         warn!(
-            count = expired.len(),
+            count = expired.unknown.len(),
             "leases expired during provider calls: unknown"
         );
+    }
+    if !expired.released.is_empty() {
+        info!(
+            count = expired.released.len(),
+            "claims lost before their request was sent: released, nothing to look up"
+        );
+    }
+    for op in &expired.released {
+        r.ring_execute(op.op()).await;
     }
     let mut due = store
         .take_due_unknown(batch, settings.lookup_recheck())

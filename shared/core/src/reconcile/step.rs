@@ -148,6 +148,34 @@ pub fn lease_expired_move() -> LookupMove<'static> {
     }
 }
 
+/// What the attempt of a lost claim says about its request: its durable send mark
+/// (`attempts.request_sent`, written and committed before the request goes out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendMark {
+    /// The mark still says nothing was sent: the one proof of absence.
+    NotSent,
+    /// The mark was written (the request may have left), or the attempt keeps no mark.
+    MaybeSent,
+}
+
+/// The move for an `in_progress` row whose holder lost its claim: released back to
+/// `not_started` (the same request may go again, no lookup needed) only when the
+/// attempt's mark proves nothing was sent; otherwise [`lease_expired_move`], `unknown`.
+/// When in doubt it is unknown, never a blind retry.
+pub fn lost_claim_move(mark: SendMark) -> LookupMove<'static> {
+    match mark {
+        SendMark::NotSent => LookupMove {
+            records_lookup: false,
+            ..plain(
+                Status::InProgress,
+                Event::ProviderNotSent,
+                Reason::ClaimLostBeforeSend,
+            )
+        },
+        SendMark::MaybeSent => lease_expired_move(),
+    }
+}
+
 /// Absence proven and a same-key retry safe: the unknown row goes back to not_started
 /// (and execute is rung).
 pub fn absent_move() -> LookupMove<'static> {

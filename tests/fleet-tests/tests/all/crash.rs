@@ -54,11 +54,54 @@ async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> usize {
 }
 
 #[tokio::test]
-async fn killed_after_the_claim_before_the_call_is_proven_absent_and_retried_with_the_same_key() {
+async fn killed_after_the_claim_before_its_send_mark_is_released_not_sent_without_a_lookup() {
     let (mut fleet, op) = approved().await;
     let mut doomed = fleet.spawn_process(
         "fleet-execute",
         &[SHORT_LEASE[0], ("FLEET_PAUSE_AT", "before_provider_call")],
+    );
+    doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
+    doomed.kill9();
+    assert_eq!(fleet.row(&op).await.status, Status::InProgress);
+    // reconcile: lease expiry, and the attempt's mark still says nothing was sent →
+    // not_started at once, no lookup → a healthy worker sends it with the same key.
+    fleet.spawn_reconcile(contract(300), fast_reconcile());
+    fleet.spawn_execute();
+    let row = fleet.reaches(&op, Status::Succeeded).await;
+    assert_eq!(row.fence, 2, "the second claim did the work");
+    assert_eq!(row.unknown_since, None, "never unknown");
+    assert_eq!(
+        fleet.sim_posts(&op).await,
+        1,
+        "the killed worker never sent"
+    );
+    assert_eq!(fleet.sim_effects(&op).await, 1);
+    assert_one_key(&fleet, &op).await;
+    let events = fleet.store.events(at(&op)).await.unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason == Some(fleet_core::Reason::ClaimLostBeforeSend)),
+        "released as not sent: {events:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.kind == fleet_core::history::HistoryKind::Lookup),
+        "nothing was looked up: {events:?}"
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn killed_after_the_send_mark_before_the_call_is_proven_absent_and_retried_with_the_same_key()
+{
+    let (mut fleet, op) = approved().await;
+    // The mark is committed: the request may have left, so only a lookup may say it did
+    // not.
+    let mut doomed = fleet.spawn_process(
+        "fleet-execute",
+        &[SHORT_LEASE[0], ("FLEET_PAUSE_AT", "after_send_mark")],
     );
     doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
     doomed.kill9();

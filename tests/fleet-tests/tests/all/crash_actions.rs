@@ -102,7 +102,9 @@ async fn killed_at(fleet: &TestFleet, point: &str) {
 
 async fn killed_before_the_call_is_proven_absent_and_sent_once(fleet: &mut TestFleet, case: Case) {
     let op = fleet.submit_and_approve(&case.intent).await;
-    killed_at(fleet, "before_provider_call").await;
+    // After the attempt's send mark, right before the request is handed to the network:
+    // it may have left, so only a lookup proves it did not.
+    killed_at(fleet, "after_send_mark").await;
     spawn_reconcile(fleet, contract(300));
     spawn_execute(fleet);
     let row = settled_once(fleet, &case, &op, 1).await;

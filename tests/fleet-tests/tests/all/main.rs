@@ -27,6 +27,7 @@ mod contracts;
 mod crash;
 mod crash_actions;
 mod credentials;
+mod crm_throttle;
 mod db_roles;
 mod decisions;
 mod deployments;

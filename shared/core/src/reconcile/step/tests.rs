@@ -241,3 +241,25 @@ fn every_move_is_one_the_state_machine_allows() {
         assert!(transition(m.from, m.event).is_ok(), "{m:?}");
     }
 }
+
+#[test]
+fn a_lost_claim_is_released_only_when_its_mark_proves_nothing_was_sent() {
+    let released = lost_claim_move(SendMark::NotSent);
+    assert_eq!(released.from, Status::InProgress);
+    assert_eq!(released.reason, Reason::ClaimLostBeforeSend);
+    assert_eq!(
+        crate::state::transition(released.from, released.event),
+        Ok(Status::NotStarted),
+        "back to wait for a claim, same key and body"
+    );
+    assert!(
+        !released.records_lookup,
+        "no lookup was made, none is recorded"
+    );
+    // A mark written (or none kept): the request may have left, so it is unknown.
+    assert_eq!(lost_claim_move(SendMark::MaybeSent), lease_expired_move());
+    assert_eq!(
+        crate::state::transition(Status::InProgress, lease_expired_move().event),
+        Ok(Status::Unknown)
+    );
+}
