@@ -115,7 +115,16 @@ impl ProviderConfigs {
         self.0
             .iter()
             .fold(ProviderCapabilities::default(), |all, (name, config)| {
-                all.with(name, config.capabilities)
+                let all = all.with(name, config.capabilities);
+                match config.dialect {
+                    Dialect::Reference => all,
+                    // What Stripe's mapping does not serve yet is refused at intake.
+                    Dialect::Stripe { .. } => fleet_core::Action::ALL
+                        .into_iter()
+                        .filter(|a| a.spec().provider.as_str() == *name)
+                        .filter(|a| !crate::stripe::SERVES.contains(a))
+                        .fold(all, |all, a| all.without(name, a)),
+                }
             })
     }
 

@@ -31,6 +31,10 @@ pub const MAX_PAGES: usize = 50;
 /// Stripe's largest page.
 const PAGE_SIZE: &str = "100";
 
+/// The actions the Stripe mapping serves; the capability guard refuses the payments
+/// provider's others while it is spoken as Stripe.
+pub const SERVES: &[Action] = &[Action::RefundCreate];
+
 /// The Stripe mapping.
 #[derive(Debug)]
 pub enum Stripe {}
@@ -189,6 +193,29 @@ mod tests {
         assert_eq!(
             Stripe::request(&refund(&by_charge)).unwrap().body["charge"],
             "ch_9"
+        );
+    }
+
+    #[test]
+    fn payments_spoken_as_stripe_refuses_at_intake_what_it_does_not_serve() {
+        use fleet_core::catalogue::{guard, Dialect};
+        let mut configs = crate::ProviderConfigs::all_at("http://127.0.0.1:9", "sk_x", 1, 0, 0);
+        configs.provider_mut("payments").dialect = Dialect::Stripe { search: true };
+        let caps = configs.capabilities();
+        assert_eq!(
+            guard(Action::PaymentCreate, "payments", 60, &caps),
+            Err("unsupported_provider")
+        );
+        assert_eq!(guard(Action::RefundCreate, "payments", 60, &caps), Ok(()));
+        let reference = crate::ProviderConfigs::all_at("http://127.0.0.1:9", "sk_x", 1, 0, 0);
+        assert_eq!(
+            guard(
+                Action::PaymentCreate,
+                "payments",
+                60,
+                &reference.capabilities()
+            ),
+            Ok(())
         );
     }
 

@@ -11,7 +11,7 @@
 //!   intent was prepared, so an approval window shorter than the key's retention (minus
 //!   a margin) means no request is ever sent on a key the provider may have forgotten.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{Action, Effect};
@@ -103,18 +103,34 @@ impl Capabilities {
     }
 }
 
-/// What each configured provider guarantees, by provider name.
+/// What each configured provider guarantees, by provider name, and the actions of the
+/// catalogue a provider's configured API does not serve (payments spoken as Stripe makes
+/// no payment yet).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProviderCapabilities(BTreeMap<String, Capabilities>);
+pub struct ProviderCapabilities {
+    guarantees: BTreeMap<String, Capabilities>,
+    unserved: BTreeSet<(String, Action)>,
+}
 
 impl ProviderCapabilities {
     pub fn with(mut self, provider: &str, capabilities: Capabilities) -> Self {
-        self.0.insert(provider.to_owned(), capabilities);
+        self.guarantees.insert(provider.to_owned(), capabilities);
+        self
+    }
+
+    /// `provider`, as configured, does not serve `action`: intents for it are refused
+    /// (`unsupported_provider`) rather than approved and never sent.
+    pub fn without(mut self, provider: &str, action: Action) -> Self {
+        self.unserved.insert((provider.to_owned(), action));
         self
     }
 
     pub fn get(&self, provider: &str) -> Option<&Capabilities> {
-        self.0.get(provider)
+        self.guarantees.get(provider)
+    }
+
+    fn serves(&self, provider: &str, action: Action) -> bool {
+        !self.unserved.contains(&(provider.to_owned(), action))
     }
 }
 
@@ -128,7 +144,9 @@ pub fn guard(
 ) -> Result<(), &'static str> {
     let spec = action.spec();
     let caps = match providers.get(provider) {
-        Some(caps) if provider == spec.provider.as_str() => caps,
+        Some(caps) if provider == spec.provider.as_str() && providers.serves(provider, action) => {
+            caps
+        }
         _ => return Err(IntakeRefusal::UnsupportedProvider.as_str()),
     };
     match spec.effect {
@@ -240,6 +258,16 @@ mod tests {
             guard(Action::ContractSend, "esign", 3_600, &reference()),
             Err("approval_outlives_key")
         );
+    }
+
+    #[test]
+    fn an_action_the_configured_api_does_not_serve_is_refused() {
+        let stripe = reference().without("payments", Action::PaymentCreate);
+        assert_eq!(
+            guard(Action::PaymentCreate, "payments", 60, &stripe),
+            Err("unsupported_provider")
+        );
+        assert_eq!(guard(Action::RefundCreate, "payments", 60, &stripe), Ok(()));
     }
 
     #[test]
