@@ -86,6 +86,9 @@ impl Api {
         let request = self.get(path).map_err(LookupError::Path)?;
         let response = self.exchange(request.query(query)).await;
         let response = response.map_err(LookupError::Transport)?;
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            return Err(throttled(&response));
+        }
         if response.status() != StatusCode::OK {
             return Err(LookupError::Status(response.status().as_u16()));
         }
