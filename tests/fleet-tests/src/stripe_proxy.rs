@@ -25,6 +25,9 @@ pub enum Fault {
     DropAnswer,
     /// A 502 answered at once; nothing forwarded.
     BadGatewayBeforeForwarding,
+    /// Stripe's rate limit: a 429 (`Retry-After: 1`, code `rate_limit`) answered at once;
+    /// nothing forwarded.
+    RateLimitedBeforeForwarding,
     /// Forwarded and committed; the answer is sent only after this long.
     HoldAnswer(Duration),
 }
@@ -154,6 +157,18 @@ async fn serve(mut client: TcpStream, upstream: &str, state: &Mutex<State>) -> s
     if fault == Some(Fault::BadGatewayBeforeForwarding) {
         let body = r#"{"error":{"type":"api_error","message":"proxy: bad gateway"}}"#;
         client.write_all(&answer(502, body)).await?;
+        return client.shutdown().await;
+    }
+    if fault == Some(Fault::RateLimitedBeforeForwarding) {
+        let body = r#"{"error":{"type":"invalid_request_error","code":"rate_limit","message":"Too many requests"}}"#;
+        let mut limited = answer(429, body);
+        // The wait Stripe asks for, in the head.
+        let head_end = limited.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        limited.splice(
+            head_end + 2..head_end + 2,
+            b"retry-after: 1\r\n".iter().copied(),
+        );
+        client.write_all(&limited).await?;
         return client.shutdown().await;
     }
     // Forwarded with `connection: close`, so the double's answer ends at EOF.

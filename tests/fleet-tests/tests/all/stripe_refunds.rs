@@ -186,6 +186,30 @@ async fn a_5xx_before_stripe_saw_it_makes_no_refund_and_no_blind_retry() {
 }
 
 #[tokio::test]
+async fn a_rate_limited_refund_waits_and_goes_again_on_its_key_never_a_refusal() {
+    let s = StripeFleet::start().await;
+    let (op, intent) = s.approved_refund(600).await;
+    s.proxy.arm(Fault::RateLimitedBeforeForwarding);
+    // A lease long enough to wait out the second Stripe asks for within the claim.
+    let _execute = s
+        .fleet
+        .spawn_process("fleet-execute", &s.settings(&[("LEASE_TTL_MS", "6000")]));
+    let row = s.fleet.reaches(&op, Status::Succeeded).await;
+    assert_eq!(row.fence, 1, "the claim waited, never released");
+    // The 429 was refused in front of Stripe: the same request went once more.
+    let key = s.key_of(&op).await;
+    let creates = s.proxy.creates();
+    assert_eq!(creates.len(), 2, "{creates:?}");
+    assert!(creates
+        .iter()
+        .all(|c| c.idempotency_key.as_deref() == Some(key.as_str()) && c.body == creates[0].body));
+    let refunds = s.stripe.refunds_carrying(&intent, &key).await;
+    assert_eq!(refunds.len(), 1, "{refunds:?}");
+    assert_eq!(row.external_id.as_deref(), refunds[0]["id"].as_str());
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn a_refund_stripe_refuses_ends_failed_with_its_error() {
     let s = StripeFleet::start().await;
     // A PaymentIntent that was never paid: localstripe refuses to refund it (400).
