@@ -136,7 +136,19 @@ impl Mapping for Stripe {
         })
     }
 
-    fn classify(_op: &Operation<'_>, call: &CallResult) -> Outcome {
+    /// Stripe's rules (`fleet_core::stripe`); a refused key is also said in the log as the
+    /// configuration error it is (its status only: never the key, never the body).
+    fn classify(op: &Operation<'_>, call: &CallResult) -> Outcome {
+        if let CallResult::Answer(answer) = call {
+            if matches!(answer.status, 401 | 403) {
+                tracing::error!(
+                    status = answer.status,
+                    reference = op.subject.reference,
+                    "Stripe refused the API key: PAYMENTS_API_KEY is wrong or lacks a \
+                     permission (a configuration error); the operation is escalated"
+                );
+            }
+        }
         classify_refund(call)
     }
 
