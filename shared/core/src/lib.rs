@@ -49,6 +49,7 @@ pub mod state;
 pub mod step_up;
 pub mod strict_json;
 pub mod stripe;
+pub mod stripe_events;
 pub mod supersede;
 pub mod throttle;
 pub mod visible;
