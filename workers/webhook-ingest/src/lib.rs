@@ -26,6 +26,7 @@ pub mod secrets;
 mod series;
 pub mod settings;
 pub mod signature;
+pub mod stripe_signature;
 
 use std::sync::Arc;
 

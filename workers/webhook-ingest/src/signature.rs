@@ -181,7 +181,7 @@ impl Freshness {
         }
     }
 
-    fn admits(self, timestamp: i64, now_unix_s: i64) -> bool {
+    pub(crate) fn admits(self, timestamp: i64, now_unix_s: i64) -> bool {
         match timestamp <= now_unix_s {
             true => now_unix_s.abs_diff(timestamp) <= self.max_age_s,
             false => now_unix_s.abs_diff(timestamp) <= self.max_ahead_s,
