@@ -5,6 +5,9 @@
 //! signed, before anything of it is applied. Where a message came from proves nothing:
 //! anything that can publish to the queue could have put it there.
 //!
+//! A Stripe event (`POST /webhooks/stripe`) travels in the same envelope, provider
+//! `payments`, with Stripe's one `stripe-signature` header in place of the three.
+//!
 //! `webhook.v1` envelopes carried no signature; one is refused as unsigned.
 
 use base64::engine::general_purpose::STANDARD;
@@ -16,7 +19,8 @@ use fleet_core::ProviderName;
 
 use crate::secrets::WebhookSecrets;
 use crate::settings::KNOWN_PROVIDERS;
-use crate::signature::{self, Freshness, Rejection, SignedHeaders};
+use crate::signature::{self, Freshness, Rejection, SignedHeaders, HEADER_SIGNATURE};
+use crate::stripe_signature::{self, StripeSecret};
 
 pub const ENVELOPE_SCHEMA: &str = "webhook.v2";
 /// The schema before envelopes carried the provider's signature.
@@ -32,8 +36,24 @@ pub struct Envelope {
     pub schema: String,
     pub provider: String,
     pub received_at: DateTime<Utc>,
-    pub headers: SignatureHeaders,
+    pub headers: Headers,
     pub body_b64: String,
+}
+
+/// The provider's signature as received: Standard Webhooks' three headers, or Stripe's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Headers {
+    Standard(SignatureHeaders),
+    Stripe(StripeHeaders),
+}
+
+/// Stripe's `Stripe-Signature` header, under its (lower-case) name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StripeHeaders {
+    #[serde(rename = "stripe-signature")]
+    pub signature: String,
 }
 
 /// The Standard Webhooks headers of a delivery, under their header names.
@@ -64,6 +84,13 @@ impl From<&SignedHeaders<'_>> for SignatureHeaders {
 pub struct Verified {
     /// The signed `webhook-id`: the deduplication key.
     pub event_id: String,
+    pub received_at: DateTime<Utc>,
+    pub body: Vec<u8>,
+}
+
+/// A Stripe event whose signature the consumer verified; its id is in the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedStripe {
     pub received_at: DateTime<Utc>,
     pub body: Vec<u8>,
 }
@@ -109,9 +136,26 @@ impl Envelope {
             schema: ENVELOPE_SCHEMA.to_owned(),
             provider: provider.to_owned(),
             received_at,
-            headers,
+            headers: Headers::Standard(headers),
             body_b64: STANDARD.encode(body),
         }
+    }
+
+    /// A Stripe event for the payments provider, with its `Stripe-Signature` as received.
+    pub fn stripe(signature: &str, received_at: DateTime<Utc>, body: &[u8]) -> Envelope {
+        Envelope {
+            schema: ENVELOPE_SCHEMA.to_owned(),
+            provider: ProviderName::Payments.as_str().to_owned(),
+            received_at,
+            headers: Headers::Stripe(StripeHeaders {
+                signature: signature.to_owned(),
+            }),
+            body_b64: STANDARD.encode(body),
+        }
+    }
+
+    pub fn is_stripe(&self) -> bool {
+        matches!(self.headers, Headers::Stripe(_))
     }
 
     /// The provider the envelope names, if its webhooks are accepted at all.
@@ -152,7 +196,9 @@ impl Envelope {
         now_unix_s: i64,
         freshness: Freshness,
     ) -> Result<Verified, Rejection> {
-        let h = &self.headers;
+        let Headers::Standard(h) = &self.headers else {
+            return Err(Rejection::MissingHeader(HEADER_SIGNATURE));
+        };
         let signed = SignedHeaders::parse(
             h.id.as_bytes(),
             h.timestamp.as_bytes(),
@@ -161,6 +207,32 @@ impl Envelope {
         signature::verify_within(secrets, &signed, &body, now_unix_s, freshness)?;
         Ok(Verified {
             event_id: signed.id.to_owned(),
+            received_at: self.received_at,
+            body,
+        })
+    }
+}
+
+impl Envelope {
+    /// Checks Stripe's signature over `body` with the endpoint's `secret` (none: Stripe
+    /// is not how payments are spoken here, so nothing Stripe-signed is trusted), within
+    /// the consumer's `freshness`. Only the payments provider speaks Stripe.
+    pub fn verify_stripe(
+        self,
+        body: Vec<u8>,
+        secret: Option<&StripeSecret>,
+        now_unix_s: i64,
+        freshness: Freshness,
+    ) -> Result<VerifiedStripe, Rejection> {
+        let Headers::Stripe(h) = &self.headers else {
+            return Err(Rejection::MissingHeader(stripe_signature::HEADER));
+        };
+        let payments = self.known_provider() == Some(ProviderName::Payments);
+        let Some(secret) = secret.filter(|_| payments) else {
+            return Err(Rejection::NoMatchingSignature);
+        };
+        stripe_signature::verify(secret, h.signature.as_bytes(), &body, now_unix_s, freshness)?;
+        Ok(VerifiedStripe {
             received_at: self.received_at,
             body,
         })
@@ -309,6 +381,44 @@ mod tests {
         assert_eq!(
             Envelope::parse(&vec![b' '; MAX_ENVELOPE_BYTES + 1]).unwrap_err(),
             EnvelopeError::Oversized
+        );
+    }
+
+    #[test]
+    fn a_stripe_envelope_round_trips_and_verifies_only_with_the_endpoint_secret() {
+        let secret = StripeSecret::parse("whsec_abc123def456").unwrap();
+        let other = StripeSecret::parse("whsec_zzz999").unwrap();
+        let body = br#"{"id":"evt_1","type":"refund.updated"}"#;
+        let header = stripe_signature::sign(&secret, NOW, body);
+        let envelope = Envelope::stripe(&header, at(), body);
+        let (parsed, raw) = Envelope::parse(&envelope.to_bytes()).unwrap();
+        assert_eq!(parsed, envelope);
+        assert!(parsed.is_stripe());
+        let fresh = Freshness::within_dedup_retention(7 * 86_400);
+        let ok = parsed
+            .clone()
+            .verify_stripe(raw.clone(), Some(&secret), NOW, fresh);
+        assert_eq!(ok.unwrap().body, body.to_vec());
+        for key in [Some(&other), None] {
+            assert_eq!(
+                parsed.clone().verify_stripe(raw.clone(), key, NOW, fresh),
+                Err(Rejection::NoMatchingSignature)
+            );
+        }
+        // Neither kind of signature stands in for the other.
+        assert!(parsed
+            .clone()
+            .verify(raw.clone(), &secrets(), NOW, fresh)
+            .is_err());
+        let standard = Envelope::new("payments", signed("evt_1", NOW, body), at(), body);
+        assert!(standard
+            .verify_stripe(body.to_vec(), Some(&secret), NOW, fresh)
+            .is_err());
+        let mut elsewhere = envelope;
+        elsewhere.provider = "esign".into();
+        assert_eq!(
+            elsewhere.verify_stripe(raw, Some(&secret), NOW, fresh),
+            Err(Rejection::NoMatchingSignature)
         );
     }
 }

@@ -11,6 +11,10 @@
 //!   insert, link, the state machine's verdict) in `fleet_store`, plus the
 //!   [`retention`] job.
 //!
+//! Payments spoken as Stripe (`PAYMENTS_PROVIDER=stripe`) add `POST /webhooks/stripe`:
+//! Stripe's signature ([`stripe_signature`]) in place of Standard Webhooks', and its
+//! refund events read into the same events ([`stripe_event`]).
+//!
 //! Rows are the truth here too: the receiver stores nothing, and the consumer's only
 //! effect is what its transaction committed, so a redelivery at any point is harmless.
 
@@ -26,6 +30,7 @@ pub mod secrets;
 mod series;
 pub mod settings;
 pub mod signature;
+pub mod stripe_event;
 pub mod stripe_signature;
 
 use std::sync::Arc;
@@ -38,13 +43,14 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use consumer::{IngestError, IngestHandler};
-pub use envelope::{Envelope, SignatureHeaders};
+pub use envelope::{Envelope, Headers, SignatureHeaders, StripeHeaders};
 pub use fleet_runtime::ConnectionLimits;
 pub use limits::RequestLimits;
 pub use publish::IngestPublisher;
 pub use receiver::ReceiverState;
 pub use secrets::{SecretsError, WebhookSecrets};
-pub use settings::{Mode, WebhookSettings, KNOWN_PROVIDERS};
+pub use settings::{Mode, PaymentsDialect, WebhookSettings, KNOWN_PROVIDERS};
+pub use stripe_signature::{StripeSecret, StripeSecretError};
 
 /// Everything `run` needs, built by `main` (or by a test).
 pub struct WebhookDeps {
@@ -63,6 +69,8 @@ pub struct WebhookDeps {
 pub enum RunError {
     #[error(transparent)]
     Secrets(#[from] SecretsError),
+    #[error(transparent)]
+    StripeSecret(#[from] StripeSecretError),
     #[error("the receiver needs a bound listener")]
     NoListener,
     #[error("webhook receiver: {0}")]
@@ -82,6 +90,7 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
     let mut tasks: JoinSet<Result<(), RunError>> = JoinSet::new();
     // Both halves need the secrets: the receiver verifies at the edge, the consumer again.
     let secrets = settings.secrets()?;
+    let stripe = settings.stripe_secret()?;
     if settings.mode.receives() {
         let listener = deps.listener.ok_or(RunError::NoListener)?;
         let publisher = IngestPublisher::new(deps.broker.clone(), deps.health.clone());
@@ -97,7 +106,8 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
             secrets.clone(),
             publisher.clone(),
             settings.request_limits(),
-        );
+        )
+        .with_stripe(stripe.clone());
         let (connections, until) = (settings.connection_limits(), stop.clone());
         tasks.spawn(async move {
             let served = receiver::serve(listener, state, connections, until).await;
@@ -106,11 +116,10 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
         });
     }
     if settings.mode.consumes() {
-        let handler = Arc::new(IngestHandler::new(
-            deps.store.clone(),
-            secrets,
-            settings.consumer_freshness(),
-        ));
+        let handler = Arc::new(
+            IngestHandler::new(deps.store.clone(), secrets, settings.consumer_freshness())
+                .with_stripe(stripe),
+        );
         let (broker, health, concurrency, until) = (
             deps.broker.clone(),
             deps.health.clone(),

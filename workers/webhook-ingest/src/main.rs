@@ -26,6 +26,7 @@ async fn main() -> anyhow::Result<()> {
     // Refuse bad secrets before anything starts (both halves verify signatures); the
     // error never repeats a secret.
     cli.webhook.secrets()?;
+    cli.webhook.stripe_secret()?;
     let boot = fleet_boot::start::<component::WebhookIngest>(&cli.common).await?;
     let listener = match cli.webhook.mode.receives() {
         true => Some(

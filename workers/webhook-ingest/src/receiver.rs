@@ -17,6 +17,13 @@
 //! | 413 | body larger than `WEBHOOK_MAX_BODY_BYTES` |
 //! | 503 | every request slot stayed taken for `WEBHOOK_BODY_TIMEOUT_MS`, or the broker did not confirm: the provider retries later, nothing is lost |
 //!
+//! `POST /webhooks/stripe` (only when payments are spoken as Stripe; 404 otherwise) is
+//! the same path for Stripe's events: `Stripe-Signature` verified over the raw bytes
+//! with `PAYMENTS_WEBHOOK_SECRET` ([`crate::stripe_signature`]), the same body
+//! deadlines and slots, an envelope for the payments provider, 204. Every refusal of a
+//! Stripe delivery is 400 (Stripe's own convention), counted as `rejected_signature` or
+//! `rejected_request` like the others.
+//!
 //! A slow or unsigned body holds no slot: the slots are for deliveries already verified,
 //! so clients that trickle their bodies cannot delay a provider's. Connections themselves
 //! are bounded by [`fleet_runtime::http_server`].
@@ -30,6 +37,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use chrono::Utc;
+use fleet_core::ProviderName;
 use fleet_runtime::metric_names as m;
 use fleet_runtime::{http_server, paced, BodyPace, ConnectionLimits, RequestSlots};
 use serde_json::json;
@@ -45,6 +53,7 @@ use crate::publish::IngestPublisher;
 use crate::secrets::WebhookSecrets;
 use crate::settings::KNOWN_PROVIDERS;
 use crate::signature::{self, SignedHeaders};
+use crate::stripe_signature::{self, StripeSecret};
 
 /// What a 503 asks the provider to wait before retrying.
 const RETRY_AFTER_S: &str = "5";
@@ -55,6 +64,7 @@ pub struct ReceiverState {
     publisher: Arc<IngestPublisher>,
     limits: RequestLimits,
     turns: RequestSlots,
+    stripe: Option<Arc<StripeSecret>>,
 }
 
 impl ReceiverState {
@@ -68,12 +78,20 @@ impl ReceiverState {
             publisher,
             limits,
             turns: RequestSlots::new(limits.max_concurrent),
+            stripe: None,
         }
+    }
+
+    /// Serves `POST /webhooks/stripe`, verified with `secret` (none: 404).
+    pub fn with_stripe(mut self, secret: Option<StripeSecret>) -> ReceiverState {
+        self.stripe = secret.map(Arc::new);
+        self
     }
 }
 
 pub fn router(state: ReceiverState) -> Router {
     Router::new()
+        .route("/webhooks/stripe", post(receive_stripe))
         .route("/webhooks/{provider}", post(receive))
         // The limit is enforced while reading, in `read_body`; axum's default would cut first.
         .layer(DefaultBodyLimit::disable())
@@ -112,16 +130,7 @@ async fn receive(
     };
     let body = match read_body(body, state.limits.max_body_bytes, state.limits.body).await {
         Ok(body) => body,
-        Err(status) => {
-            count(provider, "rejected_request");
-            let mut answer = refuse(status, "body_not_read");
-            // What is left of a late body is not waited for.
-            answer.headers_mut().insert(
-                header::CONNECTION,
-                header::HeaderValue::from_static("close"),
-            );
-            return answer;
-        }
+        Err(status) => return body_not_read(provider, status),
     };
     if let Err(rejection) = signature::verify(&state.secrets, &signed, &body, unix_now()) {
         return rejected(provider, rejection);
@@ -148,6 +157,88 @@ async fn receive(
             unavailable("broker_unavailable")
         }
     }
+}
+
+/// Stripe's delivery of a payments event; see the module's doc.
+async fn receive_stripe(
+    State(state): State<ReceiverState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let Some(secret) = state.stripe.clone() else {
+        return refuse(StatusCode::NOT_FOUND, "unknown_provider");
+    };
+    let provider = ProviderName::Payments.as_str();
+    let mut values = headers.get_all(stripe_signature::HEADER).iter();
+    let signature = match (values.next(), values.next()) {
+        (Some(one), None) => one.as_bytes().to_vec(),
+        (None, _) => {
+            return stripe_rejected(signature::Rejection::MissingHeader(
+                stripe_signature::HEADER,
+            ))
+        }
+        (Some(_), Some(_)) => {
+            return stripe_rejected(signature::Rejection::RepeatedHeader(
+                stripe_signature::HEADER,
+            ))
+        }
+    };
+    let body = match read_body(body, state.limits.max_body_bytes, state.limits.body).await {
+        Ok(body) => body,
+        Err(status) => return body_not_read(provider, status),
+    };
+    let at_receipt = signature::Freshness::AT_RECEIPT;
+    if let Err(rejection) =
+        stripe_signature::verify(&secret, &signature, &body, unix_now(), at_receipt)
+    {
+        return stripe_rejected(rejection);
+    }
+    let deadline = Instant::now() + state.limits.body.total;
+    let Some(_turn) = state.turns.take_by(deadline).await else {
+        warn!(
+            provider,
+            "webhook receiver busy: every request slot is taken; answering 503"
+        );
+        count(provider, "receiver_busy");
+        return unavailable("receiver_busy");
+    };
+    // Verified: the header is visible ASCII.
+    let header = String::from_utf8_lossy(&signature);
+    let envelope = Envelope::stripe(&header, Utc::now(), &body);
+    match state.publisher.publish(&envelope.to_bytes()).await {
+        Ok(()) => {
+            info!(provider, "Stripe webhook accepted");
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(e) => {
+            warn!(provider, error = %e, "broker did not confirm the Stripe webhook; answering 503");
+            count(provider, "broker_unavailable");
+            unavailable("broker_unavailable")
+        }
+    }
+}
+
+/// Every refusal of a Stripe delivery is 400, counted as the others are.
+fn stripe_rejected(rejection: signature::Rejection) -> Response {
+    let provider = ProviderName::Payments.as_str();
+    let outcome = match rejection.status() {
+        StatusCode::UNAUTHORIZED => "rejected_signature",
+        _ => "rejected_request",
+    };
+    warn!(provider, reason = rejection.code(), detail = %rejection, "Stripe webhook refused");
+    count(provider, outcome);
+    refuse(StatusCode::BAD_REQUEST, rejection.code())
+}
+
+fn body_not_read(provider: &'static str, status: StatusCode) -> Response {
+    count(provider, "rejected_request");
+    let mut answer = refuse(status, "body_not_read");
+    // What is left of a late body is not waited for.
+    answer.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    answer
 }
 
 /// 503 with `Retry-After`: the provider retries, nothing is lost.

@@ -11,6 +11,7 @@ use fleet_store::MIN_WEBHOOK_RETENTION_S;
 use crate::limits::{RequestLimits, MAX_HEAD_BYTES};
 use crate::secrets::{SecretsError, WebhookSecrets};
 use crate::signature::Freshness;
+use crate::stripe_signature::{StripeSecret, StripeSecretError};
 
 /// Which halves this process runs; they scale separately.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -36,6 +37,14 @@ impl Mode {
             Mode::Receiver => false,
         }
     }
+}
+
+/// How the payments provider is spoken, as the other workers read `PAYMENTS_PROVIDER`:
+/// spoken as Stripe, its events arrive at `POST /webhooks/stripe` in Stripe's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PaymentsDialect {
+    Reference,
+    Stripe,
 }
 
 /// Providers whose webhooks are accepted, as they appear in `/webhooks/{provider}` and in
@@ -67,6 +76,22 @@ pub struct WebhookSettings {
         default_value = ""
     )]
     pub webhook_secrets: Secret<String>,
+
+    /// How the payments provider is spoken (`reference` or `stripe`); `stripe` serves
+    /// `POST /webhooks/stripe`, verified with PAYMENTS_WEBHOOK_SECRET.
+    #[arg(long, env = "PAYMENTS_PROVIDER", value_enum, default_value_t = PaymentsDialect::Reference)]
+    pub payments_provider: PaymentsDialect,
+
+    /// The Stripe endpoint's signing secret (`whsec_…`, never printed); required when
+    /// PAYMENTS_PROVIDER=stripe, refused otherwise.
+    #[arg(
+        long,
+        env = "PAYMENTS_WEBHOOK_SECRET",
+        hide_env_values = true,
+        hide_default_value = true,
+        default_value = ""
+    )]
+    pub payments_webhook_secret: Secret<String>,
 
     /// Largest webhook body accepted; larger ones get 413.
     #[arg(long, env = "WEBHOOK_MAX_BODY_BYTES", default_value_t = 256 * 1024,
@@ -130,6 +155,17 @@ impl WebhookSettings {
         WebhookSecrets::parse(self.webhook_secrets.expose())
     }
 
+    /// The Stripe endpoint's secret when payments are spoken as Stripe; `None` when not.
+    pub fn stripe_secret(&self) -> Result<Option<StripeSecret>, StripeSecretError> {
+        let secret = self.payments_webhook_secret.expose();
+        match (self.payments_provider, secret.is_empty()) {
+            (PaymentsDialect::Stripe, true) => Err(StripeSecretError::Missing),
+            (PaymentsDialect::Stripe, false) => StripeSecret::parse(secret).map(Some),
+            (PaymentsDialect::Reference, true) => Ok(None),
+            (PaymentsDialect::Reference, false) => Err(StripeSecretError::Unused),
+        }
+    }
+
     pub fn retention_interval(&self) -> Duration {
         Duration::from_secs(self.webhook_retention_interval_s)
     }
@@ -167,6 +203,8 @@ impl Default for WebhookSettings {
             mode: Mode::Both,
             webhook_addr: SocketAddr::from(([127, 0, 0, 1], 8091)),
             webhook_secrets: Secret::new(String::new()),
+            payments_provider: PaymentsDialect::Reference,
+            payments_webhook_secret: Secret::new(String::new()),
             webhook_max_body_bytes: 256 * 1024,
             webhook_max_connections: 256,
             webhook_max_concurrent_requests: 16,
@@ -253,6 +291,38 @@ mod tests {
         ] {
             assert!(Cli::try_parse_from(["bin", zero]).is_err(), "{zero}");
         }
+    }
+
+    #[test]
+    fn the_stripe_secret_is_required_with_stripe_and_only_then() {
+        let parse = |args: &[&str]| {
+            let mut all = vec!["bin"];
+            all.extend_from_slice(args);
+            Cli::try_parse_from(all).unwrap().webhook.stripe_secret()
+        };
+        assert!(parse(&[]).unwrap().is_none());
+        assert_eq!(
+            parse(&["--payments-provider=stripe"]).unwrap_err(),
+            StripeSecretError::Missing
+        );
+        assert_eq!(
+            parse(&[
+                "--payments-provider=stripe",
+                "--payments-webhook-secret=sk_test_1"
+            ])
+            .unwrap_err(),
+            StripeSecretError::Malformed
+        );
+        assert!(parse(&[
+            "--payments-provider=stripe",
+            "--payments-webhook-secret=whsec_abc123"
+        ])
+        .unwrap()
+        .is_some());
+        assert_eq!(
+            parse(&["--payments-webhook-secret=whsec_abc123"]).unwrap_err(),
+            StripeSecretError::Unused
+        );
     }
 
     #[test]

@@ -63,6 +63,7 @@ mod signed_approvals;
 mod slow_bodies;
 mod store_cas;
 mod stripe_refunds;
+mod stripe_webhooks;
 mod tenant_ids;
 mod tenant_objects;
 mod webhook_flood;

@@ -1,0 +1,85 @@
+//! A verified Stripe event as the store's [`WebhookEvent`]s: one per refund it reports
+//! ([`fleet_core::stripe_events::refund_reports`]), for the payments provider, each
+//! linked by the refund's `metadata[fleet_operation]` (the operation's key) or else its
+//! `re_…` id, exactly as the reference provider's events link.
+
+use fleet_core::stripe_events::{refund_reports, StripeEventError};
+use fleet_core::{hash_value, ProviderName};
+use fleet_store::{ReportedObject, WebhookEvent};
+use serde_json::Value;
+
+use crate::envelope::VerifiedStripe;
+use crate::event::EventError;
+
+impl From<StripeEventError> for EventError {
+    fn from(e: StripeEventError) -> EventError {
+        match e {
+            StripeEventError::NotAnObject => EventError::NotAnObject,
+            StripeEventError::Missing(field) => EventError::Missing(field),
+            StripeEventError::Invalid(field) => EventError::Invalid(field),
+        }
+    }
+}
+
+/// The events to ingest, in the order the event lists its refunds; never empty.
+pub fn parse_stripe_event(delivery: &VerifiedStripe) -> Result<Vec<WebhookEvent>, EventError> {
+    let value: Value =
+        serde_json::from_slice(&delivery.body).map_err(|_| EventError::NotAnObject)?;
+    let reports = refund_reports(&value)?;
+    let payload_hash = hash_value(&value);
+    Ok(reports
+        .into_iter()
+        .map(|r| WebhookEvent {
+            provider: ProviderName::Payments,
+            event_id: r.event_id,
+            event_type: r.event_type,
+            received_at: delivery.received_at,
+            payload_hash: payload_hash.clone(),
+            object: ReportedObject {
+                id: r.refund_id,
+                reference: r.operation,
+                status: r.status,
+                amount_minor: r.amount_minor,
+                currency: r.currency,
+                failure_code: r.failure_code,
+            },
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use serde_json::json;
+
+    #[test]
+    fn a_refund_event_becomes_one_payments_event_linked_by_the_operation_key() {
+        let body = json!({"id": "evt_1", "type": "refund.updated", "data": {"object": {
+            "id": "re_1", "object": "refund", "status": "succeeded", "amount": 700, "currency": "kzt",
+            "metadata": {"fleet_operation": "key_1"}}}});
+        let delivery = VerifiedStripe {
+            received_at: Utc::now(),
+            body: serde_json::to_vec(&body).unwrap(),
+        };
+        let events = parse_stripe_event(&delivery).unwrap();
+        assert_eq!(events.len(), 1);
+        let e = &events[0];
+        assert_eq!(
+            (e.provider, e.event_id.as_str(), e.event_type.as_str()),
+            (ProviderName::Payments, "evt_1", "refund.succeeded")
+        );
+        assert_eq!(e.object.reference.as_deref(), Some("key_1"));
+        assert_eq!(e.object.id.as_deref(), Some("re_1"));
+        assert_eq!(e.object.currency.as_deref(), Some("KZT"));
+        assert_eq!(e.payload_hash, hash_value(&body));
+        let not_json = VerifiedStripe {
+            received_at: Utc::now(),
+            body: b"nope".to_vec(),
+        };
+        assert_eq!(
+            parse_stripe_event(&not_json).unwrap_err(),
+            EventError::NotAnObject
+        );
+    }
+}
