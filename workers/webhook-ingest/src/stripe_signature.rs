@@ -167,7 +167,7 @@ mod tests {
     }
 
     #[test]
-    fn matches_stripe_s_documented_construction() {
+    fn the_header_is_t_and_a_hex_v1_keyed_with_the_whole_secret() {
         // HMAC-SHA256 keyed with the whole secret over "<t>.<body>", as Stripe documents it.
         let s = StripeSecret::parse("whsec_testsecret").unwrap();
         let mut mac = Hmac::<Sha256>::new_from_slice(b"whsec_testsecret").unwrap();

@@ -202,6 +202,71 @@ async fn forged_stale_and_unsigned_stripe_deliveries_are_400_and_change_nothing(
 }
 
 #[tokio::test]
+async fn a_charge_refunded_settles_the_refund_it_lists() {
+    let s = StripeHooks::in_flight().await;
+    let charge = json!({"id": "ch_listing", "object": "charge", "refunded": true,
+        "refunds": {"object": "list", "data": [s.refund.clone()]}});
+    let body = serde_json::to_vec(&json!({"id": "evt_charge_1", "object": "event",
+        "type": "charge.refunded", "data": {"object": charge}}))
+    .unwrap();
+    assert_eq!(s.deliver(&body).await, StatusCode::NO_CONTENT);
+    let row = s.fleet.reaches(&s.op, Status::Succeeded).await;
+    assert_eq!(row.external_id.as_deref(), s.refund["id"].as_str());
+    let rows = s
+        .rows_after(&format!(
+            "evt_charge_1:{}",
+            s.refund["id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_refund_event_fails_the_operation_with_stripes_reason() {
+    let s = StripeHooks::in_flight().await;
+    let mut refund = s.refund.clone();
+    refund["status"] = json!("failed");
+    refund["failure_reason"] = json!("expired_or_canceled_card");
+    let body = serde_json::to_vec(&json!({"id": "evt_failed_1", "object": "event",
+        "type": "refund.failed", "data": {"object": refund}}))
+    .unwrap();
+    assert_eq!(s.deliver(&body).await, StatusCode::NO_CONTENT);
+    let row = s.fleet.reaches(&s.op, Status::Failed).await;
+    assert_eq!(row.error_code.as_deref(), Some("expired_or_canceled_card"));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_pending_refund_event_applies_nothing() {
+    let s = StripeHooks::in_flight().await;
+    let body = s.event("evt_pending_1", "refund.updated", "pending");
+    assert_eq!(s.deliver(&body).await, StatusCode::NO_CONTENT);
+    let rows = s.rows_after("evt_pending_1").await;
+    assert_eq!(rows[0].2.as_deref(), Some("ignored_transition"), "{rows:?}");
+    assert_eq!(s.fleet.row(&s.op).await.status, Status::Unknown);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn without_payments_spoken_as_stripe_the_path_is_not_served() {
+    let mut fleet = TestFleet::start().await;
+    let ingest = fleet.spawn_webhook_ingest().await;
+    let body = br#"{"id":"evt_1","type":"refund.updated","data":{"object":{}}}"#;
+    let answer = fleet
+        .http
+        .post(format!("{}/webhooks/stripe", ingest.base_url))
+        .header("Stripe-Signature", signed(STRIPE_SECRET, now_s(), body))
+        .body(body.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::NOT_FOUND);
+    assert!(fleet.webhook_rows().await.is_empty());
+    fleet.stop().await;
+}
+
+#[tokio::test]
 async fn during_a_secret_rotation_a_second_matching_v1_is_accepted() {
     let s = StripeHooks::in_flight().await;
     let body = s.event("evt_rotation_1", "refund.updated", "succeeded");
