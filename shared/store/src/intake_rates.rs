@@ -10,7 +10,7 @@ use fleet_core::throttle::BACKOFF;
 use tokio::time::sleep;
 
 use crate::component::PaceIntake;
-use crate::provider_rates::{held, Slot, THROTTLED};
+use crate::provider_rates::{held, millis, Slot};
 use crate::{StoreAs, StoreError};
 
 const RESERVE_INTAKE: &str =
@@ -31,10 +31,6 @@ pub struct IntakeReserved {
     pub waits: Vec<Duration>,
     pub paused: Duration,
     pub deferred: Duration,
-}
-
-fn millis(ms: f64) -> Duration {
-    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
 }
 
 impl<R: PaceIntake> StoreAs<R> {
@@ -78,22 +74,7 @@ impl<R: PaceIntake> StoreAs<R> {
         provider: &str,
         retry_after: Duration,
     ) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(THROTTLED).await?;
-        let retry_after_ms = retry_after.as_secs_f64() * 1000.0;
-        client
-            .execute(
-                &stmt,
-                &[
-                    &provider,
-                    &retry_after_ms,
-                    &BACKOFF.cut,
-                    &BACKOFF.floor,
-                    &BACKOFF.recovery_per_s,
-                ],
-            )
-            .await?;
-        Ok(())
+        self.report_throttled(provider, retry_after).await
     }
 }
 

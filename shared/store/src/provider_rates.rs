@@ -13,7 +13,7 @@ use fleet_runtime::{Batcher, PaceFuture, Pacer};
 use tokio::time::{sleep, sleep_until, Instant};
 use tracing::warn;
 
-use crate::component::{PaceIntake, RateProviders};
+use crate::component::{Component, PaceIntake, RateProviders};
 use crate::intake_rates::reserve_for_intake;
 use crate::StoreAs;
 use crate::StoreError;
@@ -21,7 +21,7 @@ use futures_util::future::BoxFuture;
 
 const RESERVE: &str =
     "SELECT waits_ms, paused_ms FROM fleet_reserve_provider_slots($1, $2, $3, $4)";
-pub(crate) const THROTTLED: &str = "SELECT fleet_provider_throttled($1, $2, $3, $4, $5)";
+const THROTTLED: &str = "SELECT fleet_provider_throttled($1, $2, $3, $4, $5)";
 
 /// Most slots one reservation takes (the SQL function accepts up to 1000).
 const MAX_BATCH: usize = 256;
@@ -39,7 +39,7 @@ pub struct Reserved {
     pub paused: Duration,
 }
 
-fn millis(ms: f64) -> Duration {
+pub(crate) fn millis(ms: f64) -> Duration {
     Duration::from_secs_f64(ms.max(0.0) / 1000.0)
 }
 
@@ -70,6 +70,18 @@ impl<R: RateProviders> StoreAs<R> {
     /// `provider` answered 429 asking for `retry_after`: the schedule pauses that long for
     /// every replica, and its factor is lowered (once per pause).
     pub async fn provider_throttled(
+        &self,
+        provider: &str,
+        retry_after: Duration,
+    ) -> Result<(), StoreError> {
+        self.report_throttled(provider, retry_after).await
+    }
+}
+
+impl<R: Component> StoreAs<R> {
+    /// Tells the shared schedule that `provider` answered 429 asking for `retry_after`,
+    /// whichever component saw it (each calls it through its own capability).
+    pub(crate) async fn report_throttled(
         &self,
         provider: &str,
         retry_after: Duration,
