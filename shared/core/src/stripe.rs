@@ -9,9 +9,9 @@
 //! <https://docs.stripe.com/api/errors>, idempotent requests
 //! <https://docs.stripe.com/api/idempotent_requests>.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::lookup::{Found, Lookup, Reading};
+use crate::lookup::{Found, Reading};
 use crate::outcome::{transport, unknown, CallResult, Outcome};
 use crate::reason::Reason;
 
@@ -147,34 +147,16 @@ pub fn classify_refund(call: &CallResult) -> Outcome {
 /// refunds whose `metadata[fleet_operation]` is `key` count, each read by
 /// [`read_refund`]; one that cannot be read makes the lookup inconclusive.
 pub fn read_refunds(key: &str, via: &str, objects: &[Value]) -> Reading {
-    let ours: Vec<&Value> = objects
-        .iter()
-        .filter(|o| operation_of(o) == Some(key))
-        .collect();
-    let ids: Vec<&str> = ours
-        .iter()
-        .filter_map(|o| o.get("id").and_then(Value::as_str))
-        .collect();
-    match ours
-        .iter()
-        .map(|o| read_refund(o))
-        .collect::<Option<Vec<_>>>()
-    {
-        Some(found) => Reading {
-            lookup: Lookup::Matches(found),
-            evidence: json!({"via": via, "found": ids}),
-        },
-        None => Reading {
-            lookup: Lookup::Failed,
-            evidence: json!({"via": via, "found": ids, "error": "unreadable object"}),
-        },
-    }
+    let ours = objects.iter().filter(|o| operation_of(o) == Some(key));
+    crate::actions::search::read_ours(via, ours, read_refund)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lookup::Lookup;
     use crate::outcome::{NoAnswerKind, ProviderAnswer};
+    use serde_json::json;
 
     fn answer(status: u16, body: Value) -> CallResult {
         CallResult::Answer(ProviderAnswer {

@@ -17,10 +17,21 @@ pub fn read_search(
     reference_field: &str,
     found: fn(&Value) -> Option<Found>,
 ) -> Reading {
-    let ours: Vec<&Value> = objects
+    let ours = objects
         .iter()
-        .filter(|o| o.get(reference_field).and_then(Value::as_str) == Some(subject.reference))
-        .collect();
+        .filter(|o| o.get(reference_field).and_then(Value::as_str) == Some(subject.reference));
+    read_ours(via, ours, found)
+}
+
+/// Reads the objects a lookup found to be this operation's (by whatever mark the provider
+/// keeps): each read by `found`; one that cannot be read makes the lookup inconclusive.
+/// The evidence names the lookup (`via`) and the ids found.
+pub fn read_ours<'a>(
+    via: &str,
+    ours: impl Iterator<Item = &'a Value>,
+    found: impl Fn(&Value) -> Option<Found>,
+) -> Reading {
+    let ours: Vec<&Value> = ours.collect();
     let ids: Vec<&str> = ours
         .iter()
         .filter_map(|o| o.get("id").and_then(Value::as_str))
