@@ -26,13 +26,18 @@ pub enum PrepareOutcome {
     Refused(&'static str),
 }
 
+// `ON CONFLICT DO NOTHING` names no index on purpose: every unique index is then an arbiter.
+// The provider's idempotency key (derived from the tenant and the id) has its own unique
+// index, and two deliveries of one intent racing each other may meet that index first; with
+// only the primary key as arbiter the loser was refused `23505` instead of being told the
+// intent was stored already.
 const INSERT: &str = "
 WITH inserted AS (
     INSERT INTO operations (operation_id, tenant_id, action, provider, target, supersedes, rationale,
                             payload, payload_hash, policy_version, data_version, idempotency_key,
                             approval_expires_at, submitted_by, approvals_required, signatures_required, payee, risk)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16, $17, $18)
-    ON CONFLICT (operation_id, tenant_id) DO NOTHING
+    ON CONFLICT DO NOTHING
     RETURNING operation_id, tenant_id
 ), event AS (
     INSERT INTO operation_events (operation_id, tenant_id, kind, to_status, fence, actor, evidence)

@@ -233,6 +233,35 @@ async fn a_value_postgres_cannot_store_is_refused_for_good_not_retried() {
 }
 
 #[tokio::test]
+async fn the_same_intent_stored_by_racing_intakes_is_one_row_and_never_refused() {
+    // Two deliveries of one intent (a redelivery racing its first delivery, or the queue and
+    // the API at once) insert the same row at the same moment. Whichever loses must learn it
+    // was stored already, whatever unique index it met first.
+    let fleet = TestFleet::start().await;
+    for _ in 0..25 {
+        let intent = parse_intent(&intent_bytes(&intent())).unwrap();
+        let op = intent.operation_id.as_str().to_owned();
+        let racers = (0..6).map(|_| {
+            let store = fleet.store.clone();
+            let intent = intent.clone();
+            tokio::spawn(async move { store_intent(&store, checked(intent)).await })
+        });
+        let outcomes = futures_util::future::join_all(racers).await;
+        let mut stored = 0;
+        for outcome in outcomes {
+            match outcome.unwrap() {
+                Intake::Prepared(_) => stored += 1,
+                Intake::AlreadyPrepared(_) => {}
+                other => panic!("a racing delivery of {op} was answered {other:?}"),
+            }
+        }
+        assert_eq!(stored, 1, "exactly one delivery stores {op}");
+        assert_eq!(fleet.history_len(&op).await, 1);
+    }
+    fleet.stop().await;
+}
+
+#[tokio::test]
 async fn doubles_survive_jsonb_so_the_stored_snapshot_hashes_to_the_approved_hash() {
     let fleet = TestFleet::start().await;
     // Postgres keeps jsonb numbers as exact decimals (1e21 comes back as
