@@ -9,6 +9,8 @@
 //! <https://docs.stripe.com/api/errors>, idempotent requests
 //! <https://docs.stripe.com/api/idempotent_requests>.
 
+pub mod charge;
+
 use serde_json::Value;
 
 use crate::lookup::{Found, Reading};

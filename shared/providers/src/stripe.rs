@@ -9,6 +9,8 @@
 //! `payment.create` is not served yet (an intent for it is refused by the capability
 //! guard's provider, never sent elsewhere). Logs carry ids and statuses only.
 
+pub mod charge;
+
 use fleet_core::actions::refund_create::RefundPayload;
 use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::Reading;
