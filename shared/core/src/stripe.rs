@@ -10,6 +10,8 @@
 //! <https://docs.stripe.com/api/idempotent_requests>.
 
 pub mod charge;
+pub mod search;
+pub mod transfer;
 
 use serde_json::Value;
 
@@ -113,6 +115,13 @@ pub fn read_refund(object: &Value) -> Option<Found> {
 ///   `amount_too_large`, …) is the failure.
 /// - 5xx and everything the transport lost: unknown, for reconcile to look up.
 pub fn classify_refund(call: &CallResult) -> Outcome {
+    classify_answer(call, read_refund)
+}
+
+/// What the answer to a create at Stripe proves, its object read by `read` (a refund, a
+/// transfer, …): Stripe's answers read alike whatever the object, as [`classify_refund`]
+/// documents.
+pub fn classify_answer(call: &CallResult, read: impl Fn(&Value) -> Option<Found>) -> Outcome {
     let answer = match transport(call) {
         Ok(answer) => answer,
         Err(outcome) => return outcome,
@@ -122,7 +131,7 @@ pub fn classify_refund(call: &CallResult) -> Outcome {
     let error_code = body.pointer("/error/code").and_then(Value::as_str);
     match answer.status {
         200 | 201 => {
-            read_refund(body).map_or_else(|| unknown(Reason::UnreadableSuccessBody), Outcome::from)
+            read(body).map_or_else(|| unknown(Reason::UnreadableSuccessBody), Outcome::from)
         }
         _ if error_type == Some("idempotency_error") => Outcome::Unknown {
             reason: Reason::IdempotencyKeyReused,

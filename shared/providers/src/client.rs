@@ -8,11 +8,13 @@ use std::marker::PhantomData;
 
 use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::Reading;
-use fleet_core::ProviderName;
+use fleet_core::{Action, ProviderName};
 use fleet_runtime::{ProviderSettings, Secret};
 use serde_json::Value;
 
-use crate::adapter::{BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, Request, Unbuildable};
+use crate::adapter::{
+    BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, PayerAnswer, Request, Unbuildable,
+};
 use crate::api::{Api, ConfigError};
 
 /// How to reach a provider's API.
@@ -61,6 +63,17 @@ pub trait Mapping: Sized + Send + Sync + 'static {
         None
     }
 
+    /// Read-only: who an action's payload takes money from, at a provider whose objects
+    /// describe them (Stripe's customer and saved payment method, for a charge), judged
+    /// into payee evidence. `None`: the action names no such party at this provider.
+    fn look_up_payer<'a>(
+        _client: &'a Client<Self>,
+        _action: Action,
+        _payload: &'a Value,
+    ) -> Option<BoxFuture<'a, PayerAnswer>> {
+        None
+    }
+
     /// What the answer to `op`'s request proves. The reference protocol's answers read
     /// as the action's catalogue entry says; a provider with answers of its own (Stripe)
     /// reads them with its rules.
@@ -77,6 +90,9 @@ pub trait Mapping: Sized + Send + Sync + 'static {
 /// A pooled client for the provider `M` maps. Cheap to clone (the pool is shared).
 pub struct Client<M> {
     api: Api,
+    /// Whether objects are found with the provider's search where it has one that covers
+    /// them (Stripe's Search API, `PAYMENTS_STRIPE_SEARCH`), rather than by paging lists.
+    search: bool,
     mapping: PhantomData<fn() -> M>,
 }
 
@@ -84,6 +100,7 @@ impl<M> Clone for Client<M> {
     fn clone(&self) -> Self {
         Client {
             api: self.api.clone(),
+            search: self.search,
             mapping: PhantomData,
         }
     }
@@ -104,8 +121,15 @@ impl<M: Mapping> Client<M> {
                 &endpoint.api_key,
                 endpoint.timeout_ms,
             )?,
+            search: true,
             mapping: PhantomData,
         })
+    }
+
+    /// The same client, finding objects with the provider's search (`true`, the default)
+    /// or by paging lists (`false`).
+    pub fn searching(self, search: bool) -> Self {
+        Client { search, ..self }
     }
 }
 
@@ -113,6 +137,11 @@ impl<M> Client<M> {
     /// The provider's endpoint (its requests are sent through it).
     pub(crate) fn api(&self) -> &Api {
         &self.api
+    }
+
+    /// Whether objects are found with the provider's search ([`Client::searching`]).
+    pub fn searches(&self) -> bool {
+        self.search
     }
 }
 
@@ -132,6 +161,12 @@ pub(crate) trait Adapter: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<Looked, LookFailed>>;
 
     fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>>;
+
+    fn look_up_payer<'a>(
+        &'a self,
+        action: Action,
+        payload: &'a Value,
+    ) -> Option<BoxFuture<'a, PayerAnswer>>;
 
     fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome;
 
@@ -161,6 +196,14 @@ impl<M: Mapping> Adapter for Client<M> {
 
     fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>> {
         M::look_up_payee(self, id)
+    }
+
+    fn look_up_payer<'a>(
+        &'a self,
+        action: Action,
+        payload: &'a Value,
+    ) -> Option<BoxFuture<'a, PayerAnswer>> {
+        M::look_up_payer(self, action, payload)
     }
 
     fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome {

@@ -100,6 +100,25 @@ impl Api {
         }
     }
 
+    /// `GET path?query…` → the JSON body of a 200 answer, whatever its shape (the caller
+    /// reads it; a search's answer, say).
+    pub(crate) async fn get_json(
+        &self,
+        path: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<Value, LookupError> {
+        let request = self.get(path).map_err(LookupError::Path)?;
+        let response = self.exchange(request.query(query)).await;
+        let response = response.map_err(LookupError::Transport)?;
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            return Err(throttled(&response));
+        }
+        if response.status() != StatusCode::OK {
+            return Err(LookupError::Status(response.status().as_u16()));
+        }
+        read_json(response).await
+    }
+
     /// `GET path` → the object, or `None` on 404.
     pub(crate) async fn object(&self, path: &[&str]) -> Result<Option<Value>, LookupError> {
         let request = self.get(path).map_err(LookupError::Path)?;

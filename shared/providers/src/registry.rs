@@ -13,7 +13,7 @@ use fleet_core::reconcile::{ProviderContract, Reading};
 use fleet_core::ProviderName;
 use fleet_runtime::{Pacer, ProviderArgs, Secret};
 
-use crate::adapter::{Operation, PayeeAnswer, Request, Unbuildable};
+use crate::adapter::{Operation, PayeeAnswer, PayerAnswer, Request, Unbuildable};
 use crate::api::{ConfigError, SendGate};
 use crate::client::{Adapter, Endpoint};
 use crate::crm::CrmClient;
@@ -117,7 +117,11 @@ impl ProviderConfigs {
             .fold(ProviderCapabilities::default(), |all, (name, config)| {
                 let all = all.with(name, config.capabilities);
                 match config.dialect {
-                    Dialect::Reference => all,
+                    // What only Stripe's mapping serves (charges) is refused at intake.
+                    Dialect::Reference => crate::stripe::ONLY_STRIPE
+                        .iter()
+                        .filter(|a| a.spec().provider.as_str() == *name)
+                        .fold(all, |all, a| all.without(name, *a)),
                     // What Stripe's mapping does not serve yet is refused at intake.
                     Dialect::Stripe { .. } => fleet_core::Action::ALL
                         .into_iter()
@@ -166,7 +170,9 @@ fn adapter(name: &'static str, config: &ProviderConfig) -> Result<Box<dyn Adapte
     };
     let provider = ProviderName::parse(name).ok_or(ConfigError::UnknownProvider(name))?;
     Ok(match (provider, config.dialect) {
-        (ProviderName::Payments, Dialect::Stripe { .. }) => Box::new(StripeClient::new(endpoint)?),
+        (ProviderName::Payments, Dialect::Stripe { search }) => {
+            Box::new(StripeClient::new(endpoint)?.searching(search))
+        }
         (_, Dialect::Stripe { .. }) => return Err(ConfigError::UnknownProvider(name)),
         (ProviderName::Payments, Dialect::Reference) => Box::new(PaymentsClient::new(endpoint)?),
         (ProviderName::Crm, Dialect::Reference) => Box::new(CrmClient::new(endpoint)?),
@@ -238,6 +244,16 @@ impl Provider {
     /// keeps none. Read-only: the caller may repeat it.
     pub async fn look_up_payee(&self, id: &str) -> Option<PayeeAnswer> {
         Some(self.adapter.look_up_payee(id)?.await)
+    }
+
+    /// Reads who `payload` (of `action`) takes money from, when this provider describes
+    /// them (a charge at Stripe); `None` otherwise. Read-only: the caller may repeat it.
+    pub async fn look_up_payer(
+        &self,
+        action: fleet_core::Action,
+        payload: &serde_json::Value,
+    ) -> Option<PayerAnswer> {
+        Some(self.adapter.look_up_payer(action, payload)?.await)
     }
 
     /// Looks `op`'s effect up and reads the answer with its action's catalogue entry.

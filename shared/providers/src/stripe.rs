@@ -6,14 +6,19 @@
 //!
 //! Stripe's Search API does not cover refunds: a refund whose id we do not know is found
 //! by paging `GET /v1/refunds` (filtered by the payment refunded) and matching metadata.
-//! `payment.create` is not served yet (an intent for it is refused by the capability
-//! guard's provider, never sent elsewhere). Logs carry ids and statuses only.
+//! `payment.create` is a Connect transfer to the payee's connected account
+//! ([`transfer`]); objects the Search API covers are found with it ([`search`]). Logs
+//! carry ids and statuses only.
 
 pub mod charge;
+pub mod search;
+pub mod transfer;
 
 use fleet_core::actions::refund_create::RefundPayload;
 use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::Reading;
+use fleet_core::stripe::charge::{classify_charge, read_payment_intents};
+use fleet_core::stripe::transfer::{classify_transfer, read_transfers};
 use fleet_core::stripe::{
     classify_refund, read_refunds, Refunded, OPERATION_METADATA, TENANT_METADATA,
 };
@@ -22,7 +27,9 @@ use reqwest::Method;
 use serde_json::{Map, Value};
 
 use crate::adapter::Unbuildable;
-use crate::adapter::{looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Request};
+use crate::adapter::{
+    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, PayerAnswer, Request,
+};
 use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
 
@@ -35,7 +42,15 @@ const PAGE_SIZE: &str = "100";
 
 /// The actions the Stripe mapping serves; the capability guard refuses the payments
 /// provider's others while it is spoken as Stripe.
-pub const SERVES: &[Action] = &[Action::RefundCreate];
+pub const SERVES: &[Action] = &[
+    Action::RefundCreate,
+    Action::PaymentCreate,
+    Action::ChargeCreate,
+];
+
+/// The actions only the Stripe mapping serves: the reference protocol has no charges, so
+/// the capability guard refuses them while payments are not spoken as Stripe.
+pub const ONLY_STRIPE: &[Action] = &[Action::ChargeCreate];
 
 /// The Stripe mapping.
 #[derive(Debug)]
@@ -103,6 +118,12 @@ impl Mapping for Stripe {
     const PROVIDER: ProviderName = ProviderName::Payments;
 
     fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
+        if op.action == Action::ChargeCreate {
+            return charge::request(op);
+        }
+        if op.action == Action::PaymentCreate {
+            return transfer::request(op);
+        }
         let form = refund_form(op)?;
         Ok(Request::new(Method::POST, &["v1", "refunds"], &form)
             .with_key(op.idempotency_key)
@@ -116,6 +137,12 @@ impl Mapping for Stripe {
         op: &'a Operation<'a>,
         external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+        if op.action == Action::ChargeCreate {
+            return charge::look_up(client, op, external_id);
+        }
+        if op.action == Action::PaymentCreate {
+            return transfer::look_up(client, op, external_id);
+        }
         Box::pin(async move {
             if let Some(id) = external_id {
                 match client.get_refund(id).await {
@@ -151,11 +178,28 @@ impl Mapping for Stripe {
                 );
             }
         }
-        classify_refund(call)
+        match op.action {
+            Action::PaymentCreate => classify_transfer(call),
+            Action::ChargeCreate => classify_charge(call),
+            _ => classify_refund(call),
+        }
+    }
+
+    /// A charge's customer and payment method ([`charge::look_up_payer`]).
+    fn look_up_payer<'a>(
+        client: &'a StripeClient,
+        action: Action,
+        payload: &'a Value,
+    ) -> Option<BoxFuture<'a, PayerAnswer>> {
+        charge::look_up_payer(client, action, payload)
     }
 
     fn read_lookup(op: &Operation<'_>, via: &str, objects: &[Value]) -> Reading {
-        read_refunds(op.idempotency_key, via, objects)
+        match op.action {
+            Action::PaymentCreate => read_transfers(op.idempotency_key, via, objects),
+            Action::ChargeCreate => read_payment_intents(op.idempotency_key, via, objects),
+            _ => read_refunds(op.idempotency_key, via, objects),
+        }
     }
 }
 
@@ -216,8 +260,10 @@ mod tests {
         let mut configs = crate::ProviderConfigs::all_at("http://127.0.0.1:9", "sk_x", 1, 0, 0);
         configs.provider_mut("payments").dialect = Dialect::Stripe { search: true };
         let caps = configs.capabilities();
+        // payment.create is served (a transfer); an action of another provider is not.
+        assert_eq!(guard(Action::PaymentCreate, "payments", 60, &caps), Ok(()));
         assert_eq!(
-            guard(Action::PaymentCreate, "payments", 60, &caps),
+            guard(Action::CrmDealCreate, "payments", 60, &caps),
             Err("unsupported_provider")
         );
         assert_eq!(guard(Action::RefundCreate, "payments", 60, &caps), Ok(()));
@@ -241,6 +287,7 @@ mod tests {
             Stripe::request(&refund(&payload)),
             Err(Unbuildable("refund.create"))
         );
+        // A payment whose payee is not a connected account.
         let payment = Operation {
             action: Action::PaymentCreate,
             ..refund(&payload)

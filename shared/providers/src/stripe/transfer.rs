@@ -1,0 +1,162 @@
+//! `payment.create` spoken as Stripe: a Connect transfer, `POST /v1/transfers`, from the
+//! platform's balance to the beneficiary's connected account, form-encoded, under the
+//! operation's idempotency key. A transfer whose answer was lost is found again by its id
+//! when known, else by paging the invoice's transfer group and matching
+//! `metadata[fleet_operation]`. What the answers and objects prove is read by
+//! `fleet_core::stripe::transfer`.
+//!
+//! Stripe's reference: <https://docs.stripe.com/api/transfers/create>,
+//! <https://docs.stripe.com/api/transfers/list>.
+
+use fleet_core::actions::payment_create::PaymentPayload;
+use fleet_core::stripe::transfer::{destination, INVOICE_METADATA};
+use fleet_core::stripe::{OPERATION_METADATA, TENANT_METADATA};
+use fleet_core::Action;
+use reqwest::Method;
+use serde_json::{Map, Value};
+
+use super::StripeClient;
+use crate::adapter::{looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Unbuildable};
+use crate::lookup::LookupError;
+use crate::request::Request;
+
+/// The form of `POST /v1/transfers` for `op`: the amount in the currency's minor unit,
+/// the currency in lower case as Stripe writes it, the connected account paid (the
+/// payee's id, `acct_…`), the invoice as the transfer group, and the operation, tenant and
+/// invoice in metadata. Any other payee id makes no request.
+pub fn transfer_form(op: &Operation<'_>) -> Result<Map<String, Value>, Unbuildable> {
+    let unbuildable = Unbuildable(op.action.wire_name());
+    if op.action != Action::PaymentCreate {
+        return Err(unbuildable);
+    }
+    let p: PaymentPayload = op.payload()?;
+    let account = destination(&p.beneficiary_id).ok_or(unbuildable)?;
+    let mut form = Map::new();
+    let mut field = |name: String, value: &str| form.insert(name, Value::from(value));
+    field("amount".into(), &p.amount_minor.to_string());
+    field("currency".into(), &p.currency.to_ascii_lowercase());
+    field("destination".into(), account);
+    field("transfer_group".into(), &p.invoice_id);
+    field(
+        format!("metadata[{OPERATION_METADATA}]"),
+        op.idempotency_key,
+    );
+    field(format!("metadata[{TENANT_METADATA}]"), op.tenant);
+    field(format!("metadata[{INVOICE_METADATA}]"), &p.invoice_id);
+    Ok(form)
+}
+
+/// The one request of `op`: the form, posted under its key.
+pub fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
+    let form = transfer_form(op)?;
+    Ok(Request::new(Method::POST, &["v1", "transfers"], &form)
+        .with_key(op.idempotency_key)
+        .as_form())
+}
+
+impl StripeClient {
+    /// `GET /v1/transfers/{id}` (strongly consistent); `None` on 404.
+    pub async fn get_transfer(&self, id: &str) -> Result<Option<Value>, LookupError> {
+        self.api().object(&["v1", "transfers", id]).await
+    }
+
+    /// Every transfer of `group`, paging `GET /v1/transfers?transfer_group=…` to its end.
+    pub async fn transfers_in_group(&self, group: &str) -> Result<Vec<Value>, LookupError> {
+        self.list_all(&["v1", "transfers"], &[("transfer_group", group)])
+            .await
+    }
+}
+
+/// By the transfer's id when known; not there, or no id yet: the invoice's transfer
+/// group, matched on `metadata[fleet_operation]`.
+pub fn look_up<'a>(
+    client: &'a StripeClient,
+    op: &'a Operation<'a>,
+    external_id: Option<&'a str>,
+) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+    Box::pin(async move {
+        if let Some(id) = external_id {
+            match client.get_transfer(id).await {
+                Ok(None) => {}
+                other => return looked_one("external_id", other),
+            }
+        }
+        let via = "transfer_group";
+        let payload: PaymentPayload = op.payload().map_err(|_| LookFailed {
+            via,
+            error: LookupError::Body("the stored payload is not a payment".into()),
+        })?;
+        looked(via, client.transfers_in_group(&payload.invoice_id).await)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use fleet_core::Subject;
+    use serde_json::json;
+
+    use super::*;
+    use crate::client::Mapping;
+    use crate::request::Encoding;
+    use crate::stripe::Stripe;
+
+    fn payment(payload: &Value) -> Operation<'_> {
+        Operation {
+            action: Action::PaymentCreate,
+            tenant: "acme",
+            subject: Subject {
+                reference: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+                target: None,
+                payload,
+            },
+            idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+            payee_version: Some(3),
+        }
+    }
+
+    #[test]
+    fn a_payment_is_one_transfer_to_the_connected_account_under_the_operations_key() {
+        let payload = json!({"invoice_id": "inv_9182", "beneficiary_id": "acct_1Vendor77",
+                             "amount_minor": 1250000, "currency": "KZT"});
+        let request = Stripe::request(&payment(&payload)).unwrap();
+        assert_eq!(request.method, Method::POST);
+        assert_eq!(request.path, ["v1", "transfers"]);
+        assert_eq!(request.encoding, Encoding::Form);
+        assert_eq!(
+            request.idempotency_key.as_deref(),
+            Some("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")
+        );
+        assert_eq!(
+            request.body,
+            json!({
+                "amount": "1250000",
+                "currency": "kzt",
+                "destination": "acct_1Vendor77",
+                "transfer_group": "inv_9182",
+                "metadata[fleet_operation]": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+                "metadata[fleet_tenant]": "acme",
+                "metadata[fleet_invoice]": "inv_9182",
+            })
+        );
+    }
+
+    #[test]
+    fn a_payee_that_is_not_a_connected_account_makes_no_request() {
+        let payload = json!({"invoice_id": "inv_9182", "beneficiary_id": "vendor_77",
+                             "amount_minor": 100, "currency": "KZT"});
+        assert_eq!(
+            Stripe::request(&payment(&payload)),
+            Err(Unbuildable("payment.create"))
+        );
+    }
+
+    #[test]
+    fn payments_spoken_as_stripe_admit_a_payment_at_intake() {
+        use fleet_core::catalogue::{guard, Dialect};
+        let mut configs = crate::ProviderConfigs::all_at("http://127.0.0.1:9", "sk_x", 1, 0, 0);
+        configs.provider_mut("payments").dialect = Dialect::Stripe { search: true };
+        let caps = configs.capabilities();
+        assert_eq!(guard(Action::PaymentCreate, "payments", 60, &caps), Ok(()));
+        assert_eq!(guard(Action::RefundCreate, "payments", 60, &caps), Ok(()));
+    }
+}
