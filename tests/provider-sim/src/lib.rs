@@ -5,6 +5,11 @@
 //! search, and a test-only admin API (`/_sim`) to inject faults around the commit point
 //! and to count effects. Integration tests run it in-process with [`spawn`]; the demo
 //! runs the `fleet-provider-sim` binary.
+//!
+//! [`stripe`] is a second simulator, of the subset of Stripe's API the payments provider
+//! spoken as Stripe uses (transfers, PaymentIntents and their search), with what a
+//! third-party double lacks: idempotency keys kept for a retention, a lagging search, a
+//! rate limit.
 
 mod admin;
 mod api_error;
@@ -31,6 +36,7 @@ mod route;
 mod router;
 mod server;
 mod state;
+pub mod stripe;
 mod webhook_delivery;
 mod webhooks;
 

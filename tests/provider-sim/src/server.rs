@@ -43,9 +43,15 @@ pub struct RunningSim {
 /// Starts serving `config` on `listener`, in a background task.
 pub async fn spawn(config: SimConfig, listener: TcpListener) -> anyhow::Result<RunningSim> {
     let app = App::new(&config)?;
+    serve(router::build(app), listener)
+}
+
+/// Serves `router` on `listener` in a background task, with the connection loop that can
+/// close a connection unanswered (the Stripe simulator's router shares it).
+pub(crate) fn serve(router: Router, listener: TcpListener) -> anyhow::Result<RunningSim> {
     let addr = listener.local_addr()?;
     let (shutdown, shutdown_rx) = watch::channel(false);
-    let task = tokio::spawn(accept_loop(listener, router::build(app), shutdown_rx));
+    let task = tokio::spawn(accept_loop(listener, router, shutdown_rx));
     Ok(RunningSim {
         addr,
         base_url: format!("http://{}", reachable(addr)),

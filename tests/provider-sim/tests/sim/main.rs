@@ -13,4 +13,5 @@ mod process;
 mod rate_limit;
 mod reads;
 mod refunds;
+mod stripe;
 mod webhooks;

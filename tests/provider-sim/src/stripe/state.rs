@@ -1,0 +1,578 @@
+//! What the Stripe simulator holds (transfers, PaymentIntents, saved answers by key, the
+//! requests of the last second) and how each request is answered. Everything happens
+//! under one lock, so a request executes whole before the next is looked at.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::{StripeFault, StripeSimConfig};
+
+/// One object made, with when (for the search's lag) and until when it stays out of
+/// lists (a fault).
+pub(crate) struct Stored {
+    pub object: Value,
+    created: Instant,
+    unlisted_until: Option<Instant>,
+}
+
+/// One request received under `/v1`, as the simulator saw and answered it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    pub idempotency_key: Option<String>,
+    /// The form body of a `POST`, or the query of a `GET`, decoded, in order.
+    pub params: Vec<(String, String)>,
+    /// The status answered; `None` when the connection was closed unanswered.
+    pub status: Option<u16>,
+    /// Answered with `Idempotent-Replayed: true`.
+    pub replayed: bool,
+}
+
+impl SeenRequest {
+    /// The value of the parameter `name`, when sent.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        param(&self.params, name)
+    }
+}
+
+/// An answer saved under an idempotency key: what was asked, and what was answered.
+struct Saved {
+    path: String,
+    params: Vec<(String, String)>,
+    status: u16,
+    body: Value,
+    at: Instant,
+}
+
+/// What a request gets.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    Json {
+        status: u16,
+        body: Value,
+        replayed: bool,
+    },
+    /// The connection is closed without an answer.
+    Drop,
+}
+
+impl Answer {
+    fn json(status: u16, body: Value) -> Answer {
+        Answer::Json {
+            status,
+            body,
+            replayed: false,
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Answer::Json { status, .. } => Some(*status),
+            Answer::Drop => None,
+        }
+    }
+}
+
+/// Stripe's error answer: `{"error": {"type", "code", "message", "param"}}`.
+pub(crate) fn error(status: u16, kind: &str, code: Option<&str>, message: &str) -> Answer {
+    let mut error = json!({"type": kind, "message": message});
+    if let Some(code) = code {
+        error["code"] = json!(code);
+    }
+    Answer::json(status, json!({ "error": error }))
+}
+
+fn invalid(code: &str, param: &str, message: &str) -> Answer {
+    let mut answer = error(400, "invalid_request_error", Some(code), message);
+    if let Answer::Json { body, .. } = &mut answer {
+        body["error"]["param"] = json!(param);
+    }
+    answer
+}
+
+fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+pub(crate) struct StripeState {
+    config: StripeSimConfig,
+    pub transfers: Vec<Stored>,
+    pub payment_intents: Vec<Stored>,
+    keys: HashMap<String, Saved>,
+    pub faults: VecDeque<StripeFault>,
+    pub log: Vec<SeenRequest>,
+    /// When each request of the last second arrived (the rate limit's window).
+    window: VecDeque<Instant>,
+    /// What the transfers made took from the balance.
+    transferred: i64,
+}
+
+/// Stripe's largest page, and its default.
+const MAX_LIMIT: usize = 100;
+const DEFAULT_LIMIT: usize = 10;
+
+impl StripeState {
+    pub fn new(config: StripeSimConfig) -> StripeState {
+        StripeState {
+            config,
+            transfers: Vec::new(),
+            payment_intents: Vec::new(),
+            keys: HashMap::new(),
+            faults: VecDeque::new(),
+            log: Vec::new(),
+            window: VecDeque::new(),
+            transferred: 0,
+        }
+    }
+
+    pub fn api_key(&self) -> &str {
+        &self.config.api_key
+    }
+
+    /// Whether one more request fits the rate limit now (it is then counted).
+    pub fn admit(&mut self, now: Instant) -> bool {
+        let Some(limit) = self.config.rate_limit_per_s else {
+            return true;
+        };
+        while self
+            .window
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
+        {
+            self.window.pop_front();
+        }
+        if self.window.len() >= limit as usize {
+            return false;
+        }
+        self.window.push_back(now);
+        true
+    }
+
+    /// A `POST` to `path`: the armed fault first, then the key, then the create.
+    pub fn post(
+        &mut self,
+        path: &str,
+        key: Option<&str>,
+        params: &[(String, String)],
+        now: Instant,
+    ) -> Answer {
+        let fault = self.faults.pop_front();
+        if fault == Some(StripeFault::ServerErrorBeforeExecuting) {
+            return error(
+                500,
+                "api_error",
+                None,
+                "An unknown error occurred (simulated).",
+            );
+        }
+        let retention = self.config.key_retention;
+        self.keys
+            .retain(|_, saved| now.duration_since(saved.at) < retention);
+        let mut sorted = params.to_vec();
+        sorted.sort();
+        if let Some(saved) = key.and_then(|k| self.keys.get(k)) {
+            if saved.path == path && saved.params == sorted {
+                return Answer::Json {
+                    status: saved.status,
+                    body: saved.body.clone(),
+                    replayed: true,
+                };
+            }
+            return error(
+                400,
+                "idempotency_error",
+                None,
+                "Keys for idempotent requests can only be used with the same parameters \
+                 they were first used with.",
+            );
+        }
+        let (answer, executed) = match path {
+            "/v1/transfers" => self.create_transfer(params, now),
+            "/v1/payment_intents" => self.create_payment_intent(params, now),
+            _ => (unrecognized("POST", path), false),
+        };
+        if !executed {
+            return answer;
+        }
+        if let (Some(key), Answer::Json { status, body, .. }) = (key, &answer) {
+            self.keys.insert(
+                key.to_owned(),
+                Saved {
+                    path: path.to_owned(),
+                    params: sorted,
+                    status: *status,
+                    body: body.clone(),
+                    at: now,
+                },
+            );
+        }
+        match fault {
+            Some(StripeFault::DropAnswer) => Answer::Drop,
+            Some(StripeFault::DropAnswerUnlisted(unlisted)) => {
+                let made = match path {
+                    "/v1/transfers" => self.transfers.last_mut(),
+                    _ => self.payment_intents.last_mut(),
+                };
+                if let Some(made) = made {
+                    made.unlisted_until = Some(now + unlisted);
+                }
+                Answer::Drop
+            }
+            _ => answer,
+        }
+    }
+
+    /// `POST /v1/transfers`; `true` when it executed (its answer is then saved).
+    fn create_transfer(&mut self, params: &[(String, String)], now: Instant) -> (Answer, bool) {
+        let amount = match param(params, "amount").map(str::parse::<i64>) {
+            Some(Ok(amount)) if amount > 0 => amount,
+            Some(_) => {
+                return (
+                    invalid(
+                        "parameter_invalid_integer",
+                        "amount",
+                        "Invalid positive integer",
+                    ),
+                    false,
+                )
+            }
+            None => {
+                return (
+                    invalid(
+                        "parameter_missing",
+                        "amount",
+                        "Missing required param: amount.",
+                    ),
+                    false,
+                )
+            }
+        };
+        let currency = match param(params, "currency") {
+            Some(c) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_lowercase()) => c,
+            Some(_) => {
+                return (
+                    invalid("parameter_invalid_string", "currency", "Invalid currency"),
+                    false,
+                )
+            }
+            None => {
+                return (
+                    invalid(
+                        "parameter_missing",
+                        "currency",
+                        "Missing required param: currency.",
+                    ),
+                    false,
+                )
+            }
+        };
+        let destination = match param(params, "destination") {
+            Some(d) if d.len() > 5 && d.starts_with("acct_") => d,
+            Some(d) => {
+                return (
+                    invalid(
+                        "resource_missing",
+                        "destination",
+                        &format!("No such destination: '{d}'"),
+                    ),
+                    false,
+                )
+            }
+            None => {
+                return (
+                    invalid(
+                        "parameter_missing",
+                        "destination",
+                        "Missing required param: destination.",
+                    ),
+                    false,
+                )
+            }
+        };
+        // Executed from here on: a refusal is the request's result, saved under its key.
+        if let Some(balance) = self.config.balance_minor {
+            if self.transferred + amount > balance {
+                let refused = error(
+                    400,
+                    "invalid_request_error",
+                    Some("balance_insufficient"),
+                    "You have insufficient available funds in your Stripe account.",
+                );
+                return (refused, true);
+            }
+        }
+        self.transferred += amount;
+        let id = format!("tr_{}", ulid::Ulid::new());
+        let object = json!({
+            "id": id,
+            "object": "transfer",
+            "amount": amount,
+            "amount_reversed": 0,
+            "balance_transaction": format!("txn_{}", ulid::Ulid::new()),
+            "created": chrono::Utc::now().timestamp(),
+            "currency": currency,
+            "description": param(params, "description"),
+            "destination": destination,
+            "destination_payment": format!("py_{}", ulid::Ulid::new()),
+            "livemode": false,
+            "metadata": metadata(params),
+            "reversals": {"object": "list", "data": [], "has_more": false, "total_count": 0,
+                          "url": format!("/v1/transfers/{id}/reversals")},
+            "reversed": false,
+            "source_transaction": null,
+            "source_type": "card",
+            "transfer_group": param(params, "transfer_group"),
+        });
+        self.transfers.push(Stored {
+            object: object.clone(),
+            created: now,
+            unlisted_until: None,
+        });
+        (Answer::json(200, object), true)
+    }
+
+    /// `POST /v1/payment_intents`: made `succeeded` when `confirm=true`, else waiting for
+    /// a payment method (the simulator charges nothing).
+    fn create_payment_intent(
+        &mut self,
+        params: &[(String, String)],
+        now: Instant,
+    ) -> (Answer, bool) {
+        let amount = match param(params, "amount").map(str::parse::<i64>) {
+            Some(Ok(amount)) if amount > 0 => amount,
+            _ => {
+                return (
+                    invalid(
+                        "parameter_invalid_integer",
+                        "amount",
+                        "Invalid positive integer",
+                    ),
+                    false,
+                )
+            }
+        };
+        let Some(currency) = param(params, "currency") else {
+            return (
+                invalid(
+                    "parameter_missing",
+                    "currency",
+                    "Missing required param: currency.",
+                ),
+                false,
+            );
+        };
+        let status = if param(params, "confirm") == Some("true") {
+            "succeeded"
+        } else {
+            "requires_payment_method"
+        };
+        let object = json!({
+            "id": format!("pi_{}", ulid::Ulid::new()),
+            "object": "payment_intent",
+            "amount": amount,
+            "amount_received": if status == "succeeded" { amount } else { 0 },
+            "created": chrono::Utc::now().timestamp(),
+            "currency": currency,
+            "customer": param(params, "customer"),
+            "livemode": false,
+            "metadata": metadata(params),
+            "payment_method": param(params, "payment_method"),
+            "status": status,
+        });
+        self.payment_intents.push(Stored {
+            object: object.clone(),
+            created: now,
+            unlisted_until: None,
+        });
+        (Answer::json(200, object), true)
+    }
+
+    /// A `GET` under `/v1`.
+    pub fn get(&self, path: &str, query: &[(String, String)], now: Instant) -> Answer {
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match segments.as_slice() {
+            ["v1", "transfers"] => {
+                let group = param(query, "transfer_group");
+                let listed = self.transfers.iter().rev().filter(|t| {
+                    t.unlisted_until.is_none_or(|until| now >= until)
+                        && group.is_none_or(|g| t.object["transfer_group"] == g)
+                });
+                list(path, listed.map(|t| &t.object), query)
+            }
+            ["v1", "transfers", id] => by_id(&self.transfers, id, "transfer"),
+            ["v1", "payment_intents", "search"] => self.search(path, query, now),
+            ["v1", "payment_intents"] => {
+                let customer = param(query, "customer");
+                let listed = self.payment_intents.iter().rev().filter(|p| {
+                    p.unlisted_until.is_none_or(|until| now >= until)
+                        && customer.is_none_or(|c| p.object["customer"] == c)
+                });
+                list(path, listed.map(|p| &p.object), query)
+            }
+            ["v1", "payment_intents", id] => by_id(&self.payment_intents, id, "payment_intent"),
+            _ => unrecognized("GET", path),
+        }
+    }
+
+    /// `GET /v1/payment_intents/search`: only `metadata['k']:'v'`, the PaymentIntents made
+    /// at least the search lag ago, newest first, paged by an offset token.
+    fn search(&self, path: &str, query: &[(String, String)], now: Instant) -> Answer {
+        let Some((key, value)) = param(query, "query").and_then(metadata_clause) else {
+            return invalid(
+                "parameter_invalid_string",
+                "query",
+                "The simulator searches by one clause: metadata['key']:'value'.",
+            );
+        };
+        let Some(limit) = limit(query) else {
+            return invalid("parameter_invalid_integer", "limit", "Invalid limit");
+        };
+        let offset = match param(query, "page") {
+            None => 0,
+            Some(page) => match page.strip_prefix("page_").and_then(|o| o.parse().ok()) {
+                Some(offset) => offset,
+                None => return invalid("parameter_invalid_string", "page", "Invalid page"),
+            },
+        };
+        let lag = self.config.search_lag;
+        let found: Vec<&Value> = self
+            .payment_intents
+            .iter()
+            .rev()
+            .filter(|p| now.duration_since(p.created) >= lag)
+            .map(|p| &p.object)
+            .filter(|o| o["metadata"][&key] == value.as_str())
+            .collect();
+        let data: Vec<&Value> = found.iter().skip(offset).take(limit).copied().collect();
+        let has_more = offset + data.len() < found.len();
+        Answer::json(
+            200,
+            json!({
+                "object": "search_result",
+                "url": path,
+                "data": data,
+                "has_more": has_more,
+                "next_page": has_more.then(|| format!("page_{}", offset + data.len())),
+            }),
+        )
+    }
+}
+
+/// `metadata[…]` fields of a form, as the object's metadata.
+fn metadata(params: &[(String, String)]) -> Value {
+    let mut metadata = Map::new();
+    for (name, value) in params {
+        if let Some(key) = name
+            .strip_prefix("metadata[")
+            .and_then(|k| k.strip_suffix(']'))
+        {
+            metadata.insert(key.to_owned(), json!(value));
+        }
+    }
+    Value::Object(metadata)
+}
+
+/// `metadata['key']:'value'` (with `\'` and `\\` escapes) → the key and the value.
+fn metadata_clause(query: &str) -> Option<(String, String)> {
+    let rest = query.trim().strip_prefix("metadata['")?;
+    let (key, rest) = rest.split_once("']:'")?;
+    let quoted = rest.strip_suffix('\'')?;
+    let mut value = String::new();
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => value.push(chars.next()?),
+            '\'' => return None,
+            c => value.push(c),
+        }
+    }
+    Some((key.to_owned(), value))
+}
+
+fn limit(query: &[(String, String)]) -> Option<usize> {
+    match param(query, "limit") {
+        None => Some(DEFAULT_LIMIT),
+        Some(l) => l.parse().ok().filter(|l| (1..=MAX_LIMIT).contains(l)),
+    }
+}
+
+/// One page of `objects` (newest first) after `starting_after`, as Stripe lists.
+fn list<'a>(
+    path: &str,
+    objects: impl Iterator<Item = &'a Value>,
+    query: &[(String, String)],
+) -> Answer {
+    let Some(limit) = limit(query) else {
+        return invalid("parameter_invalid_integer", "limit", "Invalid limit");
+    };
+    let mut objects = objects.peekable();
+    if let Some(after) = param(query, "starting_after") {
+        let mut seen = false;
+        for object in objects.by_ref() {
+            if object["id"] == after {
+                seen = true;
+                break;
+            }
+        }
+        if !seen {
+            return invalid(
+                "resource_missing",
+                "starting_after",
+                &format!("No such object: '{after}'"),
+            );
+        }
+    }
+    let data: Vec<&Value> = objects.by_ref().take(limit).collect();
+    let has_more = objects.peek().is_some();
+    Answer::json(
+        200,
+        json!({"object": "list", "url": path, "data": data, "has_more": has_more}),
+    )
+}
+
+fn by_id(objects: &[Stored], id: &str, kind: &str) -> Answer {
+    match objects.iter().find(|o| o.object["id"] == id) {
+        Some(found) => Answer::json(200, found.object.clone()),
+        None => error(
+            404,
+            "invalid_request_error",
+            Some("resource_missing"),
+            &format!("No such {kind}: '{id}'"),
+        ),
+    }
+}
+
+pub(crate) fn unrecognized(method: &str, path: &str) -> Answer {
+    error(
+        404,
+        "invalid_request_error",
+        None,
+        &format!("Unrecognized request URL ({method}: {path})."),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metadata_clause_reads_with_its_escapes() {
+        assert_eq!(
+            metadata_clause("metadata['fleet_operation']:'op_1'"),
+            Some(("fleet_operation".into(), "op_1".into()))
+        );
+        assert_eq!(
+            metadata_clause("metadata['k']:'a\\'b'"),
+            Some(("k".into(), "a'b".into()))
+        );
+        assert_eq!(metadata_clause("status:'succeeded'"), None);
+        assert_eq!(metadata_clause("metadata['k']:'a'b'"), None);
+    }
+}
