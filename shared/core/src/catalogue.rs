@@ -27,13 +27,14 @@ pub use capabilities::{guard, Capabilities, ProviderCapabilities};
 pub use provider_spec::{ContractDefaults, Dialect, ProviderSpec, PROVIDERS};
 
 /// Every action, in catalogue order.
-pub static CATALOGUE: [&ActionSpec; 6] = [
+pub static CATALOGUE: [&ActionSpec; 7] = [
     &actions::payment_create::SPEC,
     &actions::refund_create::SPEC,
     &actions::deal_create::SPEC,
     &actions::deal_update::SPEC,
     &actions::order_status_change::SPEC,
     &actions::contract_send::SPEC,
+    &actions::charge_create::SPEC,
 ];
 
 // Each entry sits at its action's index, so `Action::spec` is an array read.

@@ -102,6 +102,17 @@ refusals! {
     ObjectOfOtherTenant = "object_of_other_tenant";
     /// It names an object the fleet has no record of, and its policy does not allow that.
     ObjectUnknown = "object_unknown";
+    // The payments provider spoken as Stripe, read at intake.
+    /// A charge names a customer Stripe does not have.
+    CustomerUnknown = "customer_unknown";
+    /// A charge names a payment method Stripe does not have.
+    PaymentMethodUnknown = "payment_method_unknown";
+    /// A charge names a payment method that is not attached to its customer.
+    PaymentMethodNotCustomers = "payment_method_not_customers";
+    /// A refund names a payment Stripe does not have.
+    PaymentUnknown = "payment_unknown";
+    /// A refund asks for more than is left to refund of its payment.
+    RefundExceedsPayment = "refund_exceeds_payment";
 }
 
 /// A name [`IntakeRefusal::parse`] does not know.

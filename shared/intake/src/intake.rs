@@ -116,6 +116,23 @@ pub async fn with_payee(
     rules: &IntakeRules,
 ) -> Result<Result<CheckedIntent, Refusal>, DirectoryUnreachable> {
     let intent = &checked.intent;
+    let payer = rules
+        .payees
+        .payer(
+            intent.operation_id.as_str(),
+            intent.action,
+            &intent.snapshot.payload,
+        )
+        .await?;
+    match payer {
+        Some(Ok(evidence)) => return Ok(judge_payee(checked, rules, evidence)),
+        Some(Err(refusal)) => {
+            let reason = refusal.refusal().as_str();
+            warn!(operation_id = %intent.operation_id, action = intent.action.wire_name(), reason, "intent refused: who it charges is not as named");
+            return Ok(Err(counted(Refusal::new(reason, Some(refusal.field())))));
+        }
+        None => {}
+    }
     let evidence = rules
         .payees
         .evidence(

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use fleet_core::payee::{payee_id, PayeeEvidence};
+use fleet_core::stripe::charge::PayerRefusal;
 use fleet_core::Action;
 use fleet_providers::{LookupError, Providers};
 use tracing::{info, warn};
@@ -103,5 +104,66 @@ impl PayeeDirectory {
             }
         }
         Ok(Some(evidence))
+    }
+
+    /// Who `payload` takes money from, for an action whose provider describes them (a
+    /// charge at Stripe: the customer and the saved payment method); `Ok(None)`
+    /// otherwise. `Ok(Some(Err(_)))`: Stripe said they cannot be charged as named (an
+    /// unknown customer or payment method, or one not the customer's), a refusal. `Err`:
+    /// no answer, every try; nothing is known, so nothing is refused.
+    pub async fn payer(
+        &self,
+        operation_id: &str,
+        action: Action,
+        payload: &serde_json::Value,
+    ) -> Result<Option<Result<PayeeEvidence, PayerRefusal>>, DirectoryUnreachable> {
+        let Some(provider) = self.providers.get(action.spec().provider.as_str()) else {
+            return Ok(None);
+        };
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let Some(answer) = provider.look_up_payer(action, payload).await else {
+                return Ok(None);
+            };
+            match answer {
+                Ok(judged) => {
+                    match &judged {
+                        Ok(PayeeEvidence::Found { payee, .. }) => info!(
+                            operation_id,
+                            account = %payee.account.masked,
+                            fingerprint = %payee.account.fingerprint,
+                            "payer looked up"
+                        ),
+                        Ok(PayeeEvidence::Unknown { reason, .. }) => {
+                            warn!(operation_id, reason = reason.as_str(), "payer unknown")
+                        }
+                        Err(refusal) => {
+                            warn!(
+                                operation_id,
+                                reason = refusal.refusal().as_str(),
+                                "payer refused"
+                            )
+                        }
+                    }
+                    return Ok(Some(judged));
+                }
+                Err(error) if !gave_no_answer(&error) => {
+                    warn!(operation_id, %error, "payer cannot be looked up; recorded as unknown");
+                    return Ok(Some(Ok(PayeeEvidence::Unknown {
+                        id: payee_id(action.spec().payee, payload)
+                            .unwrap_or_default()
+                            .to_owned(),
+                        reason: fleet_core::payee::UnknownPayee::LookupFailed,
+                        looked_up_at: Utc::now(),
+                    })));
+                }
+                Err(error) if tries >= ATTEMPTS => {
+                    warn!(operation_id, tries, %error, "payer's provider gave no answer; the intent waits");
+                    return Err(DirectoryUnreachable);
+                }
+                Err(_) => tokio::time::sleep(BACKOFF * tries).await,
+            }
+        }
     }
 }

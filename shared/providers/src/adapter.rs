@@ -71,6 +71,13 @@ pub struct LookFailed {
 /// A payee lookup's answer: the provider's object, `None` on 404.
 pub type PayeeAnswer = Result<Option<Value>, LookupError>;
 
+/// A payer lookup's answer: who is charged, as evidence, or why they cannot be
+/// (`fleet_core::stripe::charge::PayerRefusal`); the outer error: no answer.
+pub type PayerAnswer = Result<
+    Result<fleet_core::payee::PayeeEvidence, fleet_core::stripe::charge::PayerRefusal>,
+    LookupError,
+>;
+
 /// A lookup by `via`: the objects, or the failure.
 pub(crate) fn looked(
     via: &'static str,

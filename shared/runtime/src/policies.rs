@@ -24,7 +24,8 @@ pub struct PolicyArgs {
 /// The repository's policies, built in: `(policy_version, file text)`. A test checks the
 /// list against the directory, so a policy file added there and not here fails the build's
 /// tests.
-pub const BUILT_IN_POLICIES: [(&str, &str); 7] = [
+pub const BUILT_IN_POLICIES: [(&str, &str); 9] = [
+    ("charges-v1", include_str!("../../policies/charges-v1.toml")),
     (
         "contracts-v1",
         include_str!("../../policies/contracts-v1.toml"),
@@ -39,6 +40,10 @@ pub const BUILT_IN_POLICIES: [(&str, &str); 7] = [
     (
         "payments-v4",
         include_str!("../../policies/payments-v4.toml"),
+    ),
+    (
+        "payments-v5",
+        include_str!("../../policies/payments-v5.toml"),
     ),
     ("refunds-v1", include_str!("../../policies/refunds-v1.toml")),
 ];

@@ -51,6 +51,19 @@ impl ExecuteHandler {
                 )
                 .await;
         }
+        if let Some(mandate_id) = crate::mandate_check::mandate_of(row) {
+            if !self.mandate_holds(row, mandate_id).await? {
+                // The database was made to say a mandate approved it, but no signature of
+                // its signer's covers it: nothing is sent, and a person decides.
+                return self
+                    .escalate_without_call(
+                        &claimed,
+                        Reason::ApprovalSignatureInvalid,
+                        AttemptOutcome::NotExecuted,
+                    )
+                    .await;
+            }
+        }
         let Some(call) = self.call_of(row) else {
             // prepare validated this shape; reaching here is a bug, never a reason to guess.
             error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");
@@ -79,6 +92,11 @@ impl ExecuteHandler {
                     AttemptOutcome::NotExecuted,
                 )
                 .await;
+        }
+        if let Some((outcome, attempt, evidence)) =
+            self.payer_changed_before_call(&call, row, fence).await?
+        {
+            return self.record(&claimed, &outcome, attempt, evidence).await;
         }
         info!(operation_id = op, action = %row.action, provider = %row.provider, fence, "claimed; calling the provider");
         pause::point(pause::BEFORE_PROVIDER_CALL).await;

@@ -12,15 +12,17 @@ pub enum Action {
     CrmDealUpdate,
     OrderStatusChange,
     ContractSend,
+    ChargeCreate,
 }
 
 impl Action {
-    pub const ALL: [Action; 6] = [
+    pub const ALL: [Action; 7] = [
         Action::PaymentCreate,
         Action::RefundCreate,
         Action::CrmDealCreate,
         Action::CrmDealUpdate,
         Action::OrderStatusChange,
         Action::ContractSend,
+        Action::ChargeCreate,
     ];
 }

@@ -3,6 +3,7 @@
 //! of its provider's answers, what a lookup proves) and its catalogue entry. What several
 //! of them share sits beside them: the search by our reference ([`search`]).
 
+pub mod charge_create;
 pub mod contract_send;
 pub mod deal_create;
 pub mod deal_update;

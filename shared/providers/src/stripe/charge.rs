@@ -1,2 +1,203 @@
-//! `charge.create` spoken as Stripe: the `POST /v1/payment_intents` request and the reads
-//! of customers, payment methods and PaymentIntents.
+//! `charge.create` spoken as Stripe: one confirmed, off-session
+//! [`POST /v1/payment_intents`](https://docs.stripe.com/api/payment_intents/create) under the
+//! operation's key, the reads of who is charged (the customer and the payment method, at
+//! intake and again before the charge) and the lookup of the PaymentIntent. What the
+//! answers prove is `fleet_core::stripe::charge`.
+
+use fleet_core::actions::charge_create::ChargePayload;
+use fleet_core::stripe::charge::{payer_evidence, INVOICE_METADATA};
+use fleet_core::stripe::{OPERATION_METADATA, TENANT_METADATA};
+use fleet_core::Action;
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::{StripeClient, MAX_PAGES, PAGE_SIZE};
+use crate::adapter::{
+    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
+};
+use crate::lookup::LookupError;
+
+/// Who a charge takes money from, as Stripe describes them now; the outer error: Stripe
+/// gave no answer.
+pub use crate::adapter::PayerAnswer;
+
+/// The form of `POST /v1/payment_intents` for `op`: the amount in the currency's minor
+/// unit, the currency in lower case (Stripe's), the customer and the payment method,
+/// confirmed at once and off session (nobody is there to authenticate), and the operation,
+/// tenant and invoice in metadata.
+pub fn charge_form(op: &Operation<'_>) -> Result<Map<String, Value>, Unbuildable> {
+    if op.action != Action::ChargeCreate {
+        return Err(Unbuildable(op.action.wire_name()));
+    }
+    let p: ChargePayload = op.payload()?;
+    let mut form = Map::new();
+    let mut field = |name: String, value: &str| form.insert(name, Value::from(value));
+    field("amount".into(), &p.amount_minor.to_string());
+    field("currency".into(), &p.currency.to_ascii_lowercase());
+    field("customer".into(), &p.customer);
+    field("payment_method".into(), &p.payment_method);
+    field("confirm".into(), "true");
+    field("off_session".into(), "true");
+    field(
+        format!("metadata[{OPERATION_METADATA}]"),
+        op.idempotency_key,
+    );
+    field(format!("metadata[{TENANT_METADATA}]"), op.tenant);
+    field(format!("metadata[{INVOICE_METADATA}]"), &p.invoice_id);
+    Ok(form)
+}
+
+/// The one request of a charge, under the operation's key.
+pub fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
+    let form = charge_form(op)?;
+    Ok(
+        Request::new(Method::POST, &["v1", "payment_intents"], &form)
+            .with_key(op.idempotency_key)
+            .as_form(),
+    )
+}
+
+impl StripeClient {
+    /// `GET /v1/payment_intents/{id}`; `None` on 404.
+    pub async fn get_payment_intent(&self, id: &str) -> Result<Option<Value>, LookupError> {
+        self.api().object(&["v1", "payment_intents", id]).await
+    }
+
+    /// Every PaymentIntent of `customer`, newest first, paging
+    /// `GET /v1/payment_intents?customer=…&limit=100` to its end; an error past
+    /// [`MAX_PAGES`] pages.
+    pub async fn payment_intents_of(&self, customer: &str) -> Result<Vec<Value>, LookupError> {
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut query = vec![("limit", PAGE_SIZE), ("customer", customer)];
+            if let Some(after) = &after {
+                query.push(("starting_after", after));
+            }
+            let page = self.api().page(&["v1", "payment_intents"], &query).await?;
+            let last = page
+                .objects
+                .last()
+                .and_then(|o| o.get("id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            all.extend(page.objects);
+            match last {
+                Some(last) if page.has_more => after = Some(last),
+                _ => return Ok(all),
+            }
+        }
+        Err(LookupError::Unfinished(MAX_PAGES))
+    }
+
+    /// Who `payload` charges, read now: `GET /v1/customers/{customer}` and
+    /// `GET /v1/payment_methods/{payment_method}` (which also reads a `card_…` or `src_…`),
+    /// judged by `fleet_core::stripe::charge::payer_evidence`.
+    pub async fn payer(&self, payload: &ChargePayload) -> PayerAnswer {
+        let customer = self
+            .api()
+            .object(&["v1", "customers", &payload.customer])
+            .await?;
+        let method = self
+            .api()
+            .object(&["v1", "payment_methods", &payload.payment_method])
+            .await?;
+        let answer = json!({"customer": customer, "payment_method": method});
+        Ok(payer_evidence(
+            &payload.customer,
+            &payload.payment_method,
+            &answer,
+            chrono::Utc::now(),
+        ))
+    }
+}
+
+/// The payer of `op`'s payload (a charge), for the intake and execute.
+pub fn look_up_payer<'a>(
+    client: &'a StripeClient,
+    action: Action,
+    payload: &'a Value,
+) -> Option<BoxFuture<'a, PayerAnswer>> {
+    if action != Action::ChargeCreate {
+        return None;
+    }
+    let payload = ChargePayload::deserialize(payload).ok()?;
+    Some(Box::pin(async move { client.payer(&payload).await }))
+}
+
+/// By the PaymentIntent's id when known; not there, or no id yet: the customer's
+/// PaymentIntents, matched on `metadata[fleet_operation]`.
+pub fn look_up<'a>(
+    client: &'a StripeClient,
+    op: &'a Operation<'a>,
+    external_id: Option<&'a str>,
+) -> BoxFuture<'a, Result<Looked, LookFailed>> {
+    Box::pin(async move {
+        if let Some(id) = external_id {
+            match client.get_payment_intent(id).await {
+                Ok(None) => {}
+                other => return looked_one("external_id", other),
+            }
+        }
+        let via = "metadata";
+        let payload: ChargePayload = op.payload().map_err(|_| LookFailed {
+            via,
+            error: LookupError::Body("the stored payload is not a charge".into()),
+        })?;
+        looked(via, client.payment_intents_of(&payload.customer).await)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use fleet_core::Subject;
+    use serde_json::json;
+
+    use super::*;
+    use crate::request::Encoding;
+
+    #[test]
+    fn a_charge_is_one_confirmed_off_session_form_post_under_the_operations_key() {
+        let payload = json!({"invoice_id": "inv_7", "customer": "cus_9", "payment_method": "pm_5",
+                             "amount_minor": 1250, "currency": "EUR"});
+        let op = Operation {
+            action: Action::ChargeCreate,
+            tenant: "acme",
+            subject: Subject {
+                reference: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+                target: None,
+                payload: &payload,
+            },
+            idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+            payee_version: Some(1),
+        };
+        let request = request(&op).unwrap();
+        assert_eq!(request.method, Method::POST);
+        assert_eq!(request.path, ["v1", "payment_intents"]);
+        assert_eq!(request.encoding, Encoding::Form);
+        assert_eq!(
+            request.idempotency_key.as_deref(),
+            Some("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")
+        );
+        assert_eq!(
+            request.body,
+            json!({
+                "amount": "1250",
+                "currency": "eur",
+                "customer": "cus_9",
+                "payment_method": "pm_5",
+                "confirm": "true",
+                "off_session": "true",
+                "metadata[fleet_operation]": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+                "metadata[fleet_tenant]": "acme",
+                "metadata[fleet_invoice]": "inv_7",
+            })
+        );
+        let refund = Operation {
+            action: Action::RefundCreate,
+            ..op
+        };
+        assert!(super::request(&refund).is_err());
+    }
+}
