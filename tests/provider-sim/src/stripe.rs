@@ -100,6 +100,9 @@ pub enum StripeFault {
     DropAnswerUnlisted(Duration),
     /// A 500 `api_error` answered at once; nothing executed, nothing saved.
     ServerErrorBeforeExecuting,
+    /// The answer of the rate limit (429 `rate_limit`, `Stripe-Should-Retry: true`), as
+    /// if other requests had used up this second: nothing executed, nothing saved.
+    RateLimited,
 }
 
 /// A running Stripe simulator; it stops when dropped.

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 
 use super::form::decode;
-use super::state::{error, unrecognized, Answer, SeenRequest, StripeState};
+use super::state::{error, rate_limited, unrecognized, Answer, SeenRequest, StripeState};
 use crate::reply::DropConnection;
 
 type Shared = Arc<Mutex<StripeState>>;
@@ -43,23 +43,19 @@ async fn handle(
     };
     let now = Instant::now();
     let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
-    let (answer, limited) = if !path.starts_with("/v1/") {
-        (unrecognized(method.as_str(), &path), false)
+    let answer = if !path.starts_with("/v1/") {
+        unrecognized(method.as_str(), &path)
     } else if !authorized(&headers, state.api_key()) {
         let said = "Invalid API Key provided. You can find your API keys in the Dashboard.";
-        (error(401, "invalid_request_error", None, said), false)
+        error(401, "invalid_request_error", None, said)
     } else if !state.admit(now) {
-        let said = "Too many requests hit the API too quickly.";
-        (
-            error(429, "invalid_request_error", Some("rate_limit"), said),
-            true,
-        )
+        rate_limited()
     } else if method == Method::POST {
-        (state.post(&path, key.as_deref(), &params, now), false)
+        state.post(&path, key.as_deref(), &params, now)
     } else if method == Method::GET {
-        (state.get(&path, &params, now), false)
+        state.get(&path, &params, now)
     } else {
-        (unrecognized(method.as_str(), &path), false)
+        unrecognized(method.as_str(), &path)
     };
     let replayed = matches!(answer, Answer::Json { replayed: true, .. });
     state.log.push(SeenRequest {
@@ -69,9 +65,10 @@ async fn handle(
         params,
         status: answer.status(),
         replayed,
+        at: now,
     });
     drop(state);
-    respond(answer, limited)
+    respond(answer)
 }
 
 /// `Authorization: Bearer <the key>`, compared whole.
@@ -83,13 +80,15 @@ fn authorized(headers: &HeaderMap, key: &str) -> bool {
         .is_some_and(|given| given == key)
 }
 
-fn respond(answer: Answer, limited: bool) -> Response {
+fn respond(answer: Answer) -> Response {
     match answer {
         Answer::Json {
             status,
             body,
             replayed,
         } => {
+            // Stripe asks for a retry of what its rate refused (nothing was executed).
+            let limited = status == 429;
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut response = (status, Json(body)).into_response();
             let headers = response.headers_mut();

@@ -30,6 +30,8 @@ pub struct SeenRequest {
     pub status: Option<u16>,
     /// Answered with `Idempotent-Replayed: true`.
     pub replayed: bool,
+    /// When it arrived.
+    pub at: Instant,
 }
 
 impl SeenRequest {
@@ -84,6 +86,17 @@ pub(crate) fn error(status: u16, kind: &str, code: Option<&str>, message: &str) 
         error["code"] = json!(code);
     }
     Answer::json(status, json!({ "error": error }))
+}
+
+/// The answer above the rate: nothing executed, and Stripe says a retry may succeed
+/// (`Stripe-Should-Retry: true`, added with the headers).
+pub(crate) fn rate_limited() -> Answer {
+    error(
+        429,
+        "invalid_request_error",
+        Some("rate_limit"),
+        "Too many requests hit the API too quickly.",
+    )
 }
 
 fn invalid(code: &str, param: &str, message: &str) -> Answer {
@@ -164,13 +177,13 @@ impl StripeState {
         now: Instant,
     ) -> Answer {
         let fault = self.faults.pop_front();
-        if fault == Some(StripeFault::ServerErrorBeforeExecuting) {
-            return error(
-                500,
-                "api_error",
-                None,
-                "An unknown error occurred (simulated).",
-            );
+        match fault {
+            Some(StripeFault::ServerErrorBeforeExecuting) => {
+                let said = "An unknown error occurred (simulated).";
+                return error(500, "api_error", None, said);
+            }
+            Some(StripeFault::RateLimited) => return rate_limited(),
+            _ => {}
         }
         let retention = self.config.key_retention;
         self.keys
