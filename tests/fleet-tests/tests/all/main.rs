@@ -39,7 +39,6 @@ mod final_is_final;
 mod layout;
 mod live_quorum;
 mod log_hygiene;
-mod mandates;
 mod mcp;
 mod metrics_at_start;
 mod operator;
