@@ -92,6 +92,21 @@ pub fn refund_intent(payment_id: &str, amount_minor: i64) -> Value {
     )
 }
 
+/// A charge of `amount_minor` KZT to `customer`'s saved `payment_method` (at Stripe).
+pub fn charge_intent(customer: &str, payment_method: &str, amount_minor: i64) -> Value {
+    let payload = json!({"invoice_id": "inv_1042", "customer": customer,
+                         "payment_method": payment_method, "amount_minor": amount_minor,
+                         "currency": "KZT"});
+    base(
+        "charge.create",
+        "payments",
+        Value::Null,
+        payload,
+        "charges-v1",
+        "inv_1042@1",
+    )
+}
+
 pub fn deal_create_intent() -> Value {
     let payload = json!({"name": "Acme renewal", "amount_minor": 990000, "currency": "EUR", "stage": "proposal", "owner_id": "u_7"});
     base(

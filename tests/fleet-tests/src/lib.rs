@@ -4,6 +4,7 @@
 
 mod alone;
 mod api;
+mod api_replicas;
 mod broker_users;
 mod browser;
 mod console;
@@ -12,11 +13,13 @@ mod intents;
 mod localstripe;
 mod mcp;
 mod pg_pair;
+mod ports;
 mod processes;
 mod promise_check;
 mod rabbit_cluster;
 mod role_sessions;
 mod signing;
+mod silent_proxy;
 mod stripe_proxy;
 mod wait;
 mod webhooks;
@@ -54,13 +57,16 @@ pub use console::{
 };
 pub use events::{fast_relay, EventOrder, EventTap, TappedEvent};
 pub use intents::{
-    contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes,
+    charge_intent, contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes,
     order_change_intent, refund_intent, with_amount, with_payload_member, CONTRACT_SHA256,
     NON_LATIN_ID, SPOOFED_IDS,
 };
 pub use localstripe::{Localstripe, LOCALSTRIPE_KEY};
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
-pub use pg_pair::PgPair;
+pub use api_replicas::{approvals_from_rows, ApiReplicas, Driven, RetryingClient};
+pub use pg_pair::{Fencer, PgFault, PgPair};
+pub use ports::fixed_port;
+pub use silent_proxy::SilentProxy;
 pub use processes::{bin_dir, WorkerProcess, TWO_OF_EACH_WORKER};
 pub use promise_check::{blind_retries, check_promise, history_breaks, PromiseReport};
 pub use rabbit_cluster::RabbitCluster;
@@ -271,6 +277,18 @@ impl TestFleet {
         self.spawn_prepare_with(self.provider_configs().capabilities());
     }
 
+    /// Starts prepare judging by `providers` (their guarantees) and reading payees and
+    /// payers at them (a payments provider spoken as Stripe, say), with the repository's
+    /// quorum policies.
+    pub fn spawn_prepare_at(&mut self, providers: &ProviderConfigs) {
+        let rules = IntakeRules {
+            providers: providers.capabilities(),
+            policies: Arc::new(policies()),
+            payees: PayeeDirectory::new(connect(providers)),
+        };
+        self.spawn_prepare_rules(rules);
+    }
+
     /// Starts prepare with these provider guarantees (the capability guard's input) and
     /// the repository's quorum policies.
     pub fn spawn_prepare_with(&mut self, providers: ProviderCapabilities) {
@@ -309,6 +327,11 @@ impl TestFleet {
             policies: Arc::new(policies),
             payees: PayeeDirectory::new(connect(&self.provider_configs())),
         };
+        self.spawn_prepare_rules(rules);
+    }
+
+    /// Starts prepare in-process judging by `rules`.
+    fn spawn_prepare_rules(&mut self, rules: IntakeRules) {
         let deps = PrepareDeps {
             store: self.store.narrow(),
             broker: self.broker.clone(),

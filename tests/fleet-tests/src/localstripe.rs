@@ -174,4 +174,54 @@ impl Localstripe {
             .filter(|r| fleet_core::stripe::operation_of(r) == Some(key))
             .collect()
     }
+
+    /// A customer (`name`, `email`) with the card `number` saved to it: the customer's and
+    /// the PaymentMethod's ids. `4242424242424242` pays; `4000000000000341` is saved but
+    /// declined when charged (`card_declined`).
+    pub async fn customer_with_card(&self, number: &str) -> (String, String) {
+        let customer = self
+            .post(
+                "/v1/customers",
+                &[("name", "Jane Doe"), ("email", "jane@example.com")],
+            )
+            .await;
+        let customer = customer["id"].as_str().expect("a customer id").to_owned();
+        let pm = self.card(number).await;
+        self.post(
+            &format!("/v1/payment_methods/{pm}/attach"),
+            &[("customer", &customer)],
+        )
+        .await;
+        (customer, pm)
+    }
+
+    /// A PaymentMethod for the card `number`, saved to nobody.
+    pub async fn card(&self, number: &str) -> String {
+        let pm = self
+            .post(
+                "/v1/payment_methods",
+                &[
+                    ("type", "card"),
+                    ("card[number]", number),
+                    ("card[exp_month]", "12"),
+                    ("card[exp_year]", "2034"),
+                    ("card[cvc]", "123"),
+                ],
+            )
+            .await;
+        pm["id"].as_str().expect("a PaymentMethod id").to_owned()
+    }
+
+    /// Every PaymentIntent localstripe holds whose `metadata[fleet_operation]` is `key`.
+    pub async fn payment_intents_carrying(&self, key: &str) -> Vec<Value> {
+        let list = self.get("/v1/payment_intents?limit=100").await;
+        assert_eq!(list["has_more"], false, "one page holds them: {list}");
+        list["data"]
+            .as_array()
+            .expect("a data array")
+            .iter()
+            .filter(|pi| fleet_core::stripe::operation_of(pi) == Some(key))
+            .cloned()
+            .collect()
+    }
 }

@@ -1,8 +1,14 @@
 //! A fault-injecting HTTP/1.1 proxy in front of a Stripe double (localstripe): it forwards
 //! every request as it came, one request per connection, and records what the fleet sent
-//! (method, path, `Idempotency-Key`, body). A fault armed for `POST /v1/refunds` applies
-//! to the next such request: its answer dropped after the double committed it, a 502
-//! before anything is forwarded, or the answer held past the caller's timeout.
+//! (method, path, `Idempotency-Key`, body). A fault armed for the creates
+//! (`POST /v1/refunds`, `POST /v1/payment_intents`) applies to the next such request: its
+//! answer dropped after the double committed it, a 502 before anything is forwarded, or
+//! the answer held past the caller's timeout.
+//!
+//! localstripe cannot filter its list of PaymentIntents by customer (it answers 400 to
+//! `customer=`), which Stripe documents
+//! (<https://docs.stripe.com/api/payment_intents/list>); the proxy reads such a list in
+//! its place: the whole list from localstripe, filtered by the customer.
 //!
 //! localstripe refunds more than a payment holds; [`StripeProxy::refuse_over_refunds`]
 //! makes the proxy refuse such a refund in its place, as Stripe documents it (400,
@@ -61,7 +67,12 @@ impl Drop for StripeProxy {
     }
 }
 
-const CREATE: (&str, &str) = ("POST", "/v1/refunds");
+/// The creates the fleet sends to Stripe.
+const CREATES: [(&str, &str); 2] = [("POST", "/v1/refunds"), ("POST", "/v1/payment_intents")];
+
+fn is_create(method: &str, path: &str) -> bool {
+    CREATES.contains(&(method, path))
+}
 
 impl StripeProxy {
     /// A proxy to `upstream` (`http://host:port`).
@@ -90,7 +101,7 @@ impl StripeProxy {
         }
     }
 
-    /// Arms `fault` for the next `POST /v1/refunds`.
+    /// Arms `fault` for the next create (`POST /v1/refunds` or `POST /v1/payment_intents`).
     pub fn arm(&self, fault: Fault) {
         self.state.lock().unwrap().faults.push_back(fault);
     }
@@ -106,11 +117,11 @@ impl StripeProxy {
         self.state.lock().unwrap().seen.clone()
     }
 
-    /// The creates (`POST /v1/refunds`) seen so far.
+    /// The creates (`POST /v1/refunds`, `POST /v1/payment_intents`) seen so far.
     pub fn creates(&self) -> Vec<Seen> {
         self.seen()
             .into_iter()
-            .filter(|s| (s.method.as_str(), s.path.as_str()) == CREATE)
+            .filter(|s| is_create(&s.method, &s.path))
             .collect()
     }
 }
@@ -142,12 +153,18 @@ async fn serve(mut client: TcpStream, upstream: &str, state: &Mutex<State>) -> s
             idempotency_key,
             body: String::from_utf8_lossy(&body).into_owned(),
         });
-        if (method.as_str(), path.as_str()) == CREATE {
+        if is_create(&method, &path) {
             (state.faults.pop_front(), state.refuse_over_refunds)
         } else {
             (None, false)
         }
     };
+    if method == "GET" && path == "/v1/payment_intents" {
+        if let Some(list) = intents_of_customer(upstream, &headers, &target).await {
+            client.write_all(&answer(200, &list)).await?;
+            return client.shutdown().await;
+        }
+    }
     if refuse_over_refunds {
         if let Some(refusal) = over_refund(upstream, &headers, &body).await {
             client.write_all(&answer(400, &refusal)).await?;
@@ -311,6 +328,57 @@ async fn over_refund(upstream: &str, headers: &[(String, String)], form: &[u8]) 
     Some(
         serde_json::json!({"error": {"type": "invalid_request_error", "code": code,
                                      "param": "amount", "message": message}})
+        .to_string(),
+    )
+}
+
+/// `GET /v1/payment_intents?customer=…` read in localstripe's place: every PaymentIntent
+/// localstripe holds (paged through), those of the customer kept, in one page. `None` for
+/// a list that names no customer (forwarded as it came).
+async fn intents_of_customer(
+    upstream: &str,
+    headers: &[(String, String)],
+    target: &str,
+) -> Option<String> {
+    let query = target.split_once('?')?.1;
+    let customer = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "customer")
+        .map(|(_, v)| v.into_owned())?;
+    let authorization = headers
+        .iter()
+        .find(|(n, _)| n == "authorization")
+        .map(|(_, v)| v.clone())?;
+    let http = reqwest::Client::new();
+    let mut all = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut url = format!("http://{upstream}/v1/payment_intents?limit=100");
+        if let Some(after) = &after {
+            url.push_str(&format!("&starting_after={after}"));
+        }
+        let page: serde_json::Value = http
+            .get(url)
+            .header("authorization", &authorization)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        let data = page["data"].as_array()?.clone();
+        after = data
+            .last()
+            .and_then(|o| o["id"].as_str())
+            .map(str::to_owned);
+        all.extend(data);
+        if page["has_more"] != true || after.is_none() {
+            break;
+        }
+    }
+    all.retain(|pi| pi["customer"].as_str() == Some(customer.as_str()));
+    Some(
+        serde_json::json!({"object": "list", "url": "/v1/payment_intents", "has_more": false,
+                           "data": all})
         .to_string(),
     )
 }

@@ -1,0 +1,229 @@
+//! `charge.create` with `PAYMENTS_PROVIDER=stripe`, through the real `fleet-execute` and
+//! `fleet-reconcile` processes (prepare in-process, reading Stripe at the same proxy),
+//! against localstripe behind the harness's fault-injecting proxy. localstripe ignores
+//! `Idempotency-Key`, so the fleet runs with a key retention of 0: a second request on an
+//! operation's key would show as a second PaymentIntent. Each test ends with the promise:
+//! the PaymentIntents carrying the operation's key (`metadata[fleet_operation]`) are at
+//! most one, and the fleet's final state is that PaymentIntent's (or a decision of its own
+//! made without a request).
+
+use fleet_core::catalogue::Dialect;
+use fleet_core::Status;
+use fleet_tests::{
+    charge_intent, Fault, Localstripe, StripeProxy, TestFleet, WorkerProcess, LOCALSTRIPE_KEY,
+};
+use serde_json::Value;
+
+/// A card that pays.
+const VISA: &str = "4242424242424242";
+/// A card localstripe saves but declines when it is charged (`card_declined`).
+const DECLINED_WHEN_CHARGED: &str = "4000000000000341";
+
+struct StripeFleet {
+    fleet: TestFleet,
+    stripe: Localstripe,
+    proxy: StripeProxy,
+}
+
+impl StripeFleet {
+    /// localstripe, the proxy in front of it, and a fleet whose in-process prepare reads
+    /// the payments provider as Stripe at the proxy.
+    async fn start() -> StripeFleet {
+        let stripe = Localstripe::start().await;
+        let proxy = StripeProxy::start(&stripe.base_url).await;
+        let mut fleet = TestFleet::start().await;
+        let mut configs = fleet.provider_configs();
+        let payments = configs.provider_mut("payments");
+        payments.base_url = proxy.base_url.clone();
+        payments.api_key = fleet_runtime::Secret::new(LOCALSTRIPE_KEY.to_owned());
+        payments.dialect = Dialect::Stripe { search: false };
+        fleet.spawn_prepare_at(&configs);
+        StripeFleet {
+            fleet,
+            stripe,
+            proxy,
+        }
+    }
+
+    fn settings<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut env = vec![
+            ("PAYMENTS_PROVIDER", "stripe"),
+            ("PAYMENTS_URL", self.proxy.base_url.as_str()),
+            ("PAYMENTS_API_KEY", LOCALSTRIPE_KEY),
+            ("PAYMENTS_KEY_RETENTION_S", "0"),
+            ("PAYMENTS_STRIPE_SEARCH", "off"),
+            ("PAYMENTS_SEARCH_LAG_MS", "0"),
+            ("PAYMENTS_TIMEOUT_MS", "1500"),
+            ("LEASE_TTL_MS", "1500"),
+            ("SWEEP_INTERVAL_MS", "100"),
+            ("LOOKUP_RECHECK_MS", "200"),
+            ("UNSTARTED_REDRIVE_MS", "500"),
+        ];
+        env.extend_from_slice(extra);
+        env
+    }
+
+    fn spawn(&self, binary: &str) -> WorkerProcess {
+        self.fleet.spawn_process(binary, &self.settings(&[]))
+    }
+
+    async fn key_of(&self, op: &str) -> String {
+        self.fleet.row(op).await.idempotency_key.as_str().to_owned()
+    }
+
+    /// The promise: at most one create, under the operation's key, and `intents`
+    /// PaymentIntents carrying the key; the one (when there is one).
+    async fn charged(&self, op: &str, creates: usize, intents: usize) -> Option<Value> {
+        let key = self.key_of(op).await;
+        let sent = self.proxy.creates();
+        assert_eq!(sent.len(), creates, "{sent:?}");
+        assert!(sent
+            .iter()
+            .all(|c| c.idempotency_key.as_deref() == Some(key.as_str())));
+        let carrying = self.stripe.payment_intents_carrying(&key).await;
+        assert_eq!(carrying.len(), intents, "{carrying:?}");
+        carrying.into_iter().next()
+    }
+
+    async fn stop(self) {
+        self.fleet.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_charge_is_one_confirmed_payment_intent_carrying_its_key() {
+    let s = StripeFleet::start().await;
+    let (customer, pm) = s.stripe.customer_with_card(VISA).await;
+    let op = s
+        .fleet
+        .submit_and_approve(&charge_intent(&customer, &pm, 12_500))
+        .await;
+    // What the approver was shown: the customer and the card, as Stripe describes them.
+    let payee = s.fleet.row(&op).await.payee.expect("payer evidence");
+    assert_eq!(payee["status"], "found", "{payee}");
+    assert_eq!(payee["id"], pm.as_str());
+    assert_eq!(payee["name"], "Jane Doe <jane@example.com>");
+    assert_eq!(payee["account"]["masked"], "Visa •••• 4242");
+    assert_eq!(payee["account"]["scheme"], "card");
+    assert_eq!(payee["country"], "FR");
+    let _execute = s.spawn("fleet-execute");
+    let row = s.fleet.reaches(&op, Status::Succeeded).await;
+    let intent = s.charged(&op, 1, 1).await.unwrap();
+    assert_eq!(row.external_id.as_deref(), intent["id"].as_str());
+    assert!(intent["id"].as_str().unwrap().starts_with("pi_"));
+    assert_eq!(intent["status"], "succeeded");
+    assert_eq!(intent["amount"], 12_500);
+    assert_eq!(intent["currency"], "kzt");
+    assert_eq!(intent["customer"], customer.as_str());
+    assert_eq!(intent["payment_method"], pm.as_str());
+    assert_eq!(intent["metadata"]["fleet_tenant"], fleet_tests::TENANT);
+    assert_eq!(intent["metadata"]["fleet_invoice"], "inv_1042");
+    let body = &s.proxy.creates()[0].body;
+    for field in [
+        "confirm=true",
+        "off_session=true",
+        "amount=12500",
+        "currency=kzt",
+    ] {
+        assert!(body.contains(field), "{field}: {body}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_declined_card_ends_failed_with_stripes_code() {
+    let s = StripeFleet::start().await;
+    let (customer, pm) = s.stripe.customer_with_card(DECLINED_WHEN_CHARGED).await;
+    let op = s
+        .fleet
+        .submit_and_approve(&charge_intent(&customer, &pm, 3_000))
+        .await;
+    let _execute = s.spawn("fleet-execute");
+    let row = s.fleet.reaches(&op, Status::Failed).await;
+    assert_eq!(row.error_code.as_deref(), Some("card_declined"));
+    assert_eq!(row.fence, 1);
+    // The declined PaymentIntent is Stripe's record of the attempt, never paid.
+    let intent = s.charged(&op, 1, 1).await.unwrap();
+    assert_ne!(intent["status"], "succeeded");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_lost_after_stripe_charged_is_found_by_its_metadata_never_sent_again() {
+    let s = StripeFleet::start().await;
+    let (customer, pm) = s.stripe.customer_with_card(VISA).await;
+    let op = s
+        .fleet
+        .submit_and_approve(&charge_intent(&customer, &pm, 7_000))
+        .await;
+    s.proxy.arm(Fault::DropAnswer);
+    let _execute = s.spawn("fleet-execute");
+    s.fleet.reaches(&op, Status::Unknown).await;
+    let _reconcile = s.spawn("fleet-reconcile");
+    let row = s.fleet.reaches(&op, Status::Succeeded).await;
+    let intent = s.charged(&op, 1, 1).await.unwrap();
+    assert_eq!(row.external_id.as_deref(), intent["id"].as_str());
+    assert_eq!(row.fence, 1, "never claimed again");
+    // Found by paging the customer's PaymentIntents.
+    assert!(s
+        .proxy
+        .seen()
+        .iter()
+        .any(|r| r.method == "GET" && r.path == "/v1/payment_intents"));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_payment_method_detached_after_the_approval_cancels_the_charge_unsent() {
+    let s = StripeFleet::start().await;
+    let (customer, pm) = s.stripe.customer_with_card(VISA).await;
+    let op = s
+        .fleet
+        .submit_and_approve(&charge_intent(&customer, &pm, 5_000))
+        .await;
+    s.stripe
+        .post(&format!("/v1/payment_methods/{pm}/detach"), &[])
+        .await;
+    let _execute = s.spawn("fleet-execute");
+    let row = s.fleet.reaches(&op, Status::Cancelled).await;
+    assert_eq!(
+        row.status_reason.map(|r| r.as_str()),
+        Some("beneficiary_changed")
+    );
+    assert_eq!(s.charged(&op, 0, 0).await, None);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn who_stripe_does_not_know_as_named_is_refused_at_intake() {
+    let s = StripeFleet::start().await;
+    let (customer, pm) = s.stripe.customer_with_card(VISA).await;
+    let (other_customer, _) = s.stripe.customer_with_card(VISA).await;
+    let loose = s.stripe.card(VISA).await;
+    let mut intent = charge_intent("cus_NoSuchCustomer1", &pm, 100);
+    s.fleet.refused_at_intake(&intent, "customer_unknown").await;
+    intent = charge_intent(&customer, "pm_NoSuchMethod1", 100);
+    s.fleet
+        .refused_at_intake(&intent, "payment_method_unknown")
+        .await;
+    for (who, method) in [(&other_customer, &pm), (&customer, &loose)] {
+        let intent = charge_intent(who, method, 100);
+        s.fleet
+            .refused_at_intake(&intent, "payment_method_not_customers")
+            .await;
+    }
+    assert!(s.proxy.creates().is_empty());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_charge_is_refused_at_intake_unless_payments_are_spoken_as_stripe() {
+    let fleet = TestFleet::with_prepare().await;
+    fleet
+        .refused_at_intake(
+            &charge_intent("cus_Abc1", "pm_Abc1", 100),
+            "unsupported_provider",
+        )
+        .await;
+    fleet.stop().await;
+}
