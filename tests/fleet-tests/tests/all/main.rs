@@ -65,6 +65,7 @@ mod slow_bodies;
 mod store_cas;
 mod stripe_charges;
 mod stripe_refunds;
+mod stripe_search;
 mod stripe_transfers;
 mod stripe_webhooks;
 mod tenant_ids;
