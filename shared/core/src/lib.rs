@@ -27,6 +27,7 @@ pub mod intent_error;
 pub mod intent_limits;
 pub mod json_words;
 pub mod live_quorum;
+pub mod mandate;
 pub mod lookup;
 pub mod member_path;
 pub mod members;

@@ -53,6 +53,12 @@
 //! approvers (default 0), at least `signed_approvals` signed ones (default 0), and the
 //! multiple of the payee's median above which an amount is flagged (`median_multiple`,
 //! default 3). Without the table, cues are shown and change nothing.
+//!
+//! `mandates` (on an action with an amount and a payee) says what a standing mandate
+//! (`crate::mandate`) may approve instead of a person: `"never"` (the default) or
+//! `"below_bands"`: an operation needing one approver, with an amount below every band of
+//! its currency and no risk cue. The database applies it at claim
+//! (`fleet_mandate_may_approve`, migrations/0061_mandates.sql).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -85,6 +91,7 @@ struct ActionFile {
     foreign_object: Option<String>,
     foreign_object_approvers: Option<u8>,
     risk: Option<RiskRule>,
+    mandates: Option<String>,
 }
 
 /// What a payment flagged by a risk cue needs besides its amount's quorum.
@@ -260,8 +267,33 @@ struct ActionQuorum {
     unknown_payee: UnknownPayeeRule,
     foreign_object: ForeignObjectRule,
     risk: RiskRule,
+    /// Whether a standing mandate may approve an operation (`crate::mandate`).
+    mandates: MandateRule,
     /// Per currency, sorted by `from_amount_minor`.
     bands: BTreeMap<String, Vec<Band>>,
+}
+
+/// What a policy lets a standing mandate approve ([`crate::mandate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MandateRule {
+    /// Nothing: every operation waits for its approvers (the default).
+    #[default]
+    Never,
+    /// An operation needing one approver, whose amount is below every band of its
+    /// currency and which carries no risk cue.
+    BelowBands,
+}
+
+impl MandateRule {
+    fn parse(name: &str, text: Option<&str>) -> Result<MandateRule, String> {
+        match text {
+            None | Some("never") => Ok(MandateRule::Never),
+            Some("below_bands") => Ok(MandateRule::BelowBands),
+            Some(other) => Err(format!(
+                "{name}: mandates is \"never\" or \"below_bands\", not {other:?}"
+            )),
+        }
+    }
 }
 
 impl ActionQuorum {
@@ -315,7 +347,7 @@ impl ActionQuorum {
                 (currency.clone(), Value::Array(list))
             })
             .collect();
-        serde_json::json!({
+        let mut rules = serde_json::json!({
             "approvers": self.approvers,
             "signed": self.signed,
             "bands": bands,
@@ -323,7 +355,13 @@ impl ActionQuorum {
                 "extra_approvers": self.risk.extra_approvers,
                 "signed_approvals": self.risk.signed_approvals,
             },
-        })
+        });
+        // Written only where a policy allows mandates, so the rules of every policy that
+        // does not stay as they were stored.
+        if self.mandates == MandateRule::BelowBands {
+            rules["mandates"] = Value::from("below_bands");
+        }
+        rules
     }
 }
 
@@ -409,6 +447,14 @@ impl Policy {
                     )));
                 }
             }
+            let mandates = MandateRule::parse(&name, rule.mandates.as_deref()).map_err(fail)?;
+            if mandates == MandateRule::BelowBands
+                && (rule.approvers != 1 || !crate::mandate::may_be_mandated(action))
+            {
+                return Err(fail(format!(
+                    "{name}: a mandate stands in for one approver of an amount to a payee, so mandates = \"below_bands\" needs approvers = 1 and an action with both"
+                )));
+            }
             if !rule.bands.is_empty() && !action.spec().has_amount {
                 return Err(fail(format!("{name}: has no amount, so it has no bands")));
             }
@@ -477,6 +523,7 @@ impl Policy {
                     unknown_payee,
                     foreign_object,
                     risk: rule.risk.unwrap_or_default(),
+                    mandates,
                     bands,
                 },
             );
@@ -559,6 +606,13 @@ impl Policy {
     /// What `action` needs when a risk cue flags it.
     pub fn risk(&self, action: Action) -> Option<RiskRule> {
         self.actions.get(&action).map(|q| q.risk)
+    }
+
+    /// What a standing mandate may approve of `action` under this policy.
+    pub fn mandates(&self, action: Action) -> MandateRule {
+        self.actions
+            .get(&action)
+            .map_or(MandateRule::Never, |q| q.mandates)
     }
 
     /// What `action` does with an unknown payee under this policy.

@@ -174,6 +174,10 @@ reasons! {
     ApproverRoleChanged = "approver_role_changed", "an approver's role changed, so their approval no longer counts";
     /// An approver lost the operation's tenant: its approvals there no longer count.
     TenantWithdrawn = "tenant_withdrawn", "an approver lost this tenant, so their approval no longer counts";
+    /// The standing mandate that approved it was revoked before any claim.
+    MandateRevoked = "mandate_revoked", "the standing mandate that approved it was revoked";
+    /// Its approver (or an admin) revoked an approval before any claim.
+    ApprovalRevoked = "approval_revoked", "an approval was revoked, so it no longer counts";
 
     // Provider events (webhooks).
     /// A provider's event settled it.

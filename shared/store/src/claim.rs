@@ -1,6 +1,7 @@
 //! The claim: one compare-and-set that bumps the fence, takes the lease (timed by the
 //! database clock) and writes the attempt row, before any provider call.
 
+use deadpool_postgres::GenericClient;
 use fleet_core::{ApprovalStatus, OpRef, Status};
 
 use crate::component::ClaimAndCall;
@@ -50,6 +51,10 @@ pub enum Claim {
 /// approved without them; this is the second lock on the same door, at the one place a
 /// provider call begins: a row that reads `approved` with a removed approver's, another
 /// tenant's or an unsigned approval is never claimed.)
+///
+/// An operation approved by a standing mandate instead (`decided_by` `mandate:…`, no
+/// approvals) is claimed while that mandate stands (`fleet_mandate_holds`: a mandate
+/// revoked since is never claimed on; migrations/0061_mandates.sql).
 fn claim_sql() -> String {
     format!(
         "WITH claimed AS (
@@ -62,7 +67,7 @@ fn claim_sql() -> String {
               AND (cardinality($5::text[]) = 0 OR policy_version = ANY($5::text[]))
               AND approval_status = $8 AND approval_expires_at > now()
               AND approved_hash = payload_hash AND escalated_at IS NULL
-              AND fleet_quorum_met(operation_id, tenant_id)
+              AND (fleet_quorum_met(operation_id, tenant_id) OR fleet_mandate_holds(operation_id, tenant_id))
             RETURNING {OPERATION_COLUMNS}
         ), attempt AS (
             INSERT INTO attempts (operation_id, tenant_id, fence, worker, request_sent)
@@ -81,6 +86,48 @@ fn the_one(claimed: Vec<ClaimedOperation>) -> Claim {
         .into_iter()
         .next()
         .map_or(Claim::NotClaimable, |c| Claim::Claimed(Box::new(c)))
+}
+
+/// The claim's statement on `client` (a pooled connection, or a transaction's).
+async fn claim_in<C: GenericClient>(
+    client: &C,
+    ops: &[OpRef<'_>],
+    read_fence: Option<i64>,
+    policies: &[String],
+    owner: &str,
+    lease_ttl_ms: i64,
+) -> Result<Vec<ClaimedOperation>, StoreError> {
+    let operation_ids: Vec<&str> = ops.iter().map(|o| o.operation_id).collect();
+    let pairs: Vec<String> = ops
+        .iter()
+        .map(|o| format!("{} {}", o.tenant_id, o.operation_id))
+        .collect();
+    let stmt = client.prepare_cached(&claim_sql()).await?;
+    let ttl = lease_ttl_ms as f64;
+    let (from, to) = (Status::NotStarted.as_str(), Status::InProgress.as_str());
+    let approved = ApprovalStatus::Approved.as_str();
+    let params: [Param<'_>; 9] = [
+        &operation_ids,
+        &owner,
+        &ttl,
+        &read_fence,
+        &policies,
+        &from,
+        &to,
+        &approved,
+        &pairs,
+    ];
+    let rows = client.query(&stmt, &params).await?;
+    rows.iter()
+        .map(|r| {
+            crate::transition::observe(Status::NotStarted, Status::InProgress, None, None);
+            let row = OperationRow::from_row(r)?;
+            Ok(ClaimedOperation {
+                fence: row.fence,
+                row,
+            })
+        })
+        .collect()
 }
 
 /// Renews a held lease; `$4` is the status `in_progress`, bound as a parameter.
@@ -136,7 +183,42 @@ impl<R: ClaimAndCall> StoreAs<R> {
             .await
     }
 
+    /// Claims what is ready; then, for the operations that were not, lets a standing
+    /// mandate approve those it covers and claims them, in one transaction
+    /// (`fleet_mandate_approve`, migrations/0061_mandates.sql): the budget is taken in the
+    /// transaction that claims. The happy path (an approved operation) stays one statement;
+    /// an operation that is neither approved nor covered costs one transaction more.
     async fn claim_where(
+        &self,
+        ops: &[OpRef<'_>],
+        read_fence: Option<i64>,
+        policies: &[String],
+        owner: &str,
+        lease_ttl_ms: i64,
+    ) -> Result<Vec<ClaimedOperation>, StoreError> {
+        let mut claimed = self
+            .claim_statement(ops, read_fence, policies, owner, lease_ttl_ms)
+            .await?;
+        if claimed.len() == ops.len() {
+            return Ok(claimed);
+        }
+        let rest: Vec<OpRef<'_>> = ops
+            .iter()
+            .copied()
+            .filter(|o| {
+                !claimed.iter().any(|c| {
+                    c.row.operation_id.as_str() == o.operation_id && c.row.tenant_id == o.tenant_id
+                })
+            })
+            .collect();
+        claimed.extend(
+            self.claim_by_mandate(&rest, read_fence, policies, owner, lease_ttl_ms)
+                .await?,
+        );
+        Ok(claimed)
+    }
+
+    async fn claim_by_mandate(
         &self,
         ops: &[OpRef<'_>],
         read_fence: Option<i64>,
@@ -149,33 +231,33 @@ impl<R: ClaimAndCall> StoreAs<R> {
             .iter()
             .map(|o| format!("{} {}", o.tenant_id, o.operation_id))
             .collect();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let approve = tx
+            .prepare_cached("SELECT fleet_mandate_approve($1::text[], $2::text[])")
+            .await?;
+        let approved: i32 = tx
+            .query_one(&approve, &[&operation_ids, &pairs])
+            .await?
+            .get(0);
+        if approved == 0 {
+            return Ok(Vec::new());
+        }
+        let claimed = claim_in(&tx, ops, read_fence, policies, owner, lease_ttl_ms).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    async fn claim_statement(
+        &self,
+        ops: &[OpRef<'_>],
+        read_fence: Option<i64>,
+        policies: &[String],
+        owner: &str,
+        lease_ttl_ms: i64,
+    ) -> Result<Vec<ClaimedOperation>, StoreError> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached(&claim_sql()).await?;
-        let ttl = lease_ttl_ms as f64;
-        let (from, to) = (Status::NotStarted.as_str(), Status::InProgress.as_str());
-        let approved = ApprovalStatus::Approved.as_str();
-        let params: [Param<'_>; 9] = [
-            &operation_ids,
-            &owner,
-            &ttl,
-            &read_fence,
-            &policies,
-            &from,
-            &to,
-            &approved,
-            &pairs,
-        ];
-        let rows = client.query(&stmt, &params).await?;
-        rows.iter()
-            .map(|r| {
-                crate::transition::observe(Status::NotStarted, Status::InProgress, None, None);
-                let row = OperationRow::from_row(r)?;
-                Ok(ClaimedOperation {
-                    fence: row.fence,
-                    row,
-                })
-            })
-            .collect()
+        claim_in(&client, ops, read_fence, policies, owner, lease_ttl_ms).await
     }
 
     /// Extends a held lease. `false` means fenced out: the lease is gone.

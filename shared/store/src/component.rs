@@ -129,6 +129,16 @@ capabilities! {
         Table("approver_keys", "SELECT"),
         Function("fleet_quorum_count(text, text)"),
     ] for [Api];
+    /// Make, read and revoke standing mandates, and revoke one approval: through the
+    /// owner's functions only (no component role writes the tables).
+    GrantMandates [] => [
+        Table("mandates", "SELECT"),
+        Table("mandate_uses", "SELECT"),
+        Function("fleet_mandate_create(jsonb, text, text, text, bytea)"),
+        Function("fleet_mandate_revoke(text, text, text)"),
+        Function("fleet_mandate_pending(text, integer)"),
+        Function("fleet_approval_revoke(text, text, text, text)"),
+    ] for [Api];
     /// Settle an operation by an operator's decision, or dispute it.
     SettleByOperator [MoveOperations] => [
         Column("operations", "resolved_at", "UPDATE"),
@@ -165,6 +175,11 @@ capabilities! {
         Table("approver_keys", "SELECT"),
         Function("fleet_quorum_met(text, text)"),
         Function("fleet_approver_standing(text, text)"),
+        // A pending operation inside a standing mandate is approved by it in the claim's
+        // transaction (migrations/0061_mandates.sql).
+        Function("fleet_mandate_approve(text[], text[])"),
+        Function("fleet_mandate_holds(text, text)"),
+        Table("mandates", "SELECT"),
     ] for [Execute];
     /// Share a provider's request rate between replicas.
     RateProviders [] => [

@@ -140,7 +140,7 @@ impl Decisions {
             .ok_or(DecisionError::Denied(Denial::NotFound))
     }
 
-    async fn ring_execute(&self, op: OpRef<'_>) {
+    pub(crate) async fn ring_execute(&self, op: OpRef<'_>) {
         let bell = Doorbell::new(op.tenant_id, op.operation_id);
         if let Err(e) = self
             .publisher

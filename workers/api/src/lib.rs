@@ -9,6 +9,7 @@
 //! | `GET /v1/operations` | the caller's operations, newest first, keyset-paginated ([`cursor`]) |
 //! | `GET /v1/schemas/intent.v1.json` | the JSON Schema of intent.v1, embedded at build time ([`schemas`]) |
 //! | `POST /v1/operations/{id}/approve`, `/reject`, `/resolve`, `/dispute` | decisions ([`decision_routes`] over [`decisions`], which any other door can call too) |
+//! | `POST /v1/mandates`, `GET /v1/mandates`, `GET /v1/mandates/{id}`, `POST /v1/mandates/{id}/revoke`, `POST /v1/operations/{id}/approvals/revoke` | standing mandates and revocations ([`mandates`]) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
 //! | `POST /mcp` | the same, as Model Context Protocol tools for agents ([`mcp`]) |
 //! | `/console/…` | the console for approvers and operators, signed in with OpenID Connect ([`console`]) |
@@ -37,6 +38,7 @@ pub mod decisions;
 pub mod error;
 pub mod intents;
 pub mod json_body;
+pub mod mandates;
 pub mod mcp;
 pub mod openapi;
 pub mod operations;
@@ -117,6 +119,10 @@ pub fn app(
         .routes(routes!(decision_routes::reject_operation))
         .routes(routes!(decision_routes::resolve_operation))
         .routes(routes!(decision_routes::dispute_operation))
+        .routes(routes!(mandates::create_mandate, mandates::list_mandates))
+        .routes(routes!(mandates::get_mandate))
+        .routes(routes!(mandates::revoke_mandate))
+        .routes(routes!(mandates::revoke_approval))
         .with_state(state)
         .split_for_parts();
     let json = Arc::new(openapi::document(&doc).to_string());

@@ -184,6 +184,22 @@ impl ApiClient {
         }
     }
 
+    /// GETs `path` (a route of the API, e.g. `/v1/mandates`): its answer.
+    pub async fn get_path(&self, path: &str, what: &str) -> anyhow::Result<Answer> {
+        self.send(self.http.get(self.url(path, &[])), what, REQUEST_TIMEOUT)
+            .await
+    }
+
+    /// POSTs `body` to `path`: its answer (200 or 201).
+    pub async fn post_path(&self, path: &str, body: &Value, what: &str) -> anyhow::Result<Answer> {
+        self.send(
+            self.http.post(self.url(path, &[])).json(body),
+            what,
+            REQUEST_TIMEOUT,
+        )
+        .await
+    }
+
     async fn send(
         &self,
         request: RequestBuilder,
@@ -207,7 +223,7 @@ impl ApiClient {
             .await
             .with_context(|| format!("{what}: reading the API's answer"))?;
         let json: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-        if status == StatusCode::OK || status == StatusCode::ACCEPTED {
+        if status == StatusCode::OK || status == StatusCode::ACCEPTED || status == StatusCode::CREATED {
             anyhow::ensure!(!json.is_null(), "{what}: the API's answer is not JSON");
             return Ok(Answer { body, json });
         }

@@ -201,6 +201,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::key::KeyCommand,
     },
+    /// Standing mandates (create, list, show, revoke) and the revocation of an approval,
+    /// through the API as the principal of your token.
+    Mandate {
+        #[command(subcommand)]
+        command: crate::mandate::MandateCommand,
+    },
     /// Which quorum policy is in force for each action, by default and per tenant
     /// (assign, unassign, list): the deployment's decision, never the agent's.
     Policy {

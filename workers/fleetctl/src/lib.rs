@@ -26,6 +26,7 @@ pub mod format;
 pub mod hash;
 pub mod inspect;
 pub mod key;
+pub mod mandate;
 pub mod operator;
 pub mod policy;
 pub mod principal;

@@ -130,6 +130,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             principal::run(&store(&conn.db)?, &conn.broker(), command).await?
         }
         Command::Key { command } => key::run(command).await?,
+        Command::Mandate { command } => fleetctl::mandate::run(command).await?,
         Command::Context { command } => context::run(command)?,
         Command::Completion { shell } => completion::run(shell),
         Command::Demo { args, conn } => demo::run(&conn, args).await?,

@@ -36,6 +36,7 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
             "orders-v1",
             "payments-v3",
             "payments-v4",
+            "payments-v5",
             "refunds-v1"
         ]
     );
@@ -468,4 +469,31 @@ fn an_object_the_fleet_has_no_record_of_is_refused_unless_the_policy_asks_for_mo
         Policy::parse("p", payment).is_err(),
         "a payment names no provider object"
     );
+}
+
+#[test]
+fn mandates_are_never_unless_a_policy_of_one_approver_says_below_bands() {
+    let base = r#"policy_version = "p"
+[actions."payment.create"]
+approvers = 1
+"#;
+    let never = Policy::parse("p", base).unwrap();
+    assert_eq!(never.mandates(Action::PaymentCreate), MandateRule::Never);
+    assert!(never.rules()["payment.create"].get("mandates").is_none());
+    let below = Policy::parse("p", &format!("{base}mandates = \"below_bands\"\n")).unwrap();
+    assert_eq!(below.mandates(Action::PaymentCreate), MandateRule::BelowBands);
+    assert_eq!(below.rules()["payment.create"]["mandates"], "below_bands");
+    let two = r#"policy_version = "p"
+[actions."payment.create"]
+approvers = 2
+mandates = "below_bands"
+"#;
+    assert!(Policy::parse("p", two).is_err(), "a mandate stands in for one approver");
+    let no_payee = r#"policy_version = "p"
+[actions."crm.deal.update"]
+approvers = 1
+mandates = "below_bands"
+"#;
+    assert!(Policy::parse("p", no_payee).is_err());
+    assert!(Policy::parse("p", &format!("{base}mandates = \"always\"\n")).is_err());
 }

@@ -39,6 +39,7 @@ mod final_is_final;
 mod layout;
 mod live_quorum;
 mod log_hygiene;
+mod mandates;
 mod mcp;
 mod metrics_at_start;
 mod operator;

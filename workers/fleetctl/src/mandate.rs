@@ -1,0 +1,358 @@
+//! `fleetctl mandate create | list | show | revoke` and `fleetctl mandate revoke-approval`:
+//! standing mandates through the API as the principal of the token. `create` builds the
+//! `fleet.mandate.v1` statement here, shows it in words, and signs it on this machine with
+//! the approver's own key: only the signature leaves it (docs/mandates.md).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use clap::Subcommand;
+use fleet_core::approval_statement::{format_expiry, parse_expiry};
+use fleet_core::catalogue::Action;
+use fleet_core::mandate::{Mandate, MandatePayee, MandatePayees};
+use serde_json::{json, Value};
+
+use crate::api_client::ApiClient;
+use crate::api_target::ApiArgs;
+use crate::args::{Format, OutputArgs};
+
+#[derive(Subcommand, Debug)]
+pub enum MandateCommand {
+    /// Sign and store a standing mandate: it approves, at claim, the operations it covers
+    /// (within what the tenant's policy lets a mandate approve), until its budget, count
+    /// or window runs out or it is revoked.
+    Create {
+        /// The tenant it is for.
+        #[arg(long)]
+        tenant: String,
+        /// An action it may approve (repeat for more); payment.create by default.
+        #[arg(long = "action", default_value = "payment.create")]
+        actions: Vec<String>,
+        /// A payee it may pay, as ID=FINGERPRINT (the account fingerprint shown with the
+        /// payee, `sha256:…`); repeat for more. Or --any-verified-payee.
+        #[arg(long = "payee", required_unless_present = "any_verified_payee")]
+        payees: Vec<String>,
+        /// Any payee the provider's directory verified, instead of a list.
+        #[arg(long, conflicts_with = "payees")]
+        any_verified_payee: bool,
+        /// The currency (ISO 4217) of every amount it covers.
+        #[arg(long)]
+        currency: String,
+        /// The most one operation may be, in minor units.
+        #[arg(long)]
+        per_operation_max_minor: i64,
+        /// The most all of them may be together, in minor units.
+        #[arg(long)]
+        budget_minor: i64,
+        /// The most operations it may approve.
+        #[arg(long)]
+        count_limit: i64,
+        /// Valid from (RFC 3339 UTC, whole seconds, Z); now by default.
+        #[arg(long)]
+        valid_from: Option<String>,
+        /// Valid until (RFC 3339 UTC, whole seconds, Z).
+        #[arg(long)]
+        valid_until: String,
+        /// Only intents submitted by this principal (an agent); anyone's by default.
+        #[arg(long = "for")]
+        for_principal: Option<String>,
+        /// Your private key (`fleetctl key generate`), registered for your principal.
+        #[arg(long, env = "FLEET_SIGNING_KEY")]
+        key: PathBuf,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// The mandates of your tenants, newest first, with what is left of each.
+    List {
+        #[command(flatten)]
+        output: OutputArgs,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// One mandate: what was signed, and what is left.
+    Show {
+        /// The mandate (md_…).
+        mandate_id: String,
+        #[command(flatten)]
+        output: OutputArgs,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Revoke a mandate (its signer, or an admin): it approves nothing from now on.
+    Revoke {
+        /// The mandate (md_…).
+        mandate_id: String,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Revoke an approval of an operation not yet claimed: your own, or (an admin) the
+    /// approver's named with --principal.
+    RevokeApproval {
+        /// The operation (op_…).
+        operation_id: String,
+        /// Whose approval (admins only; approvers revoke their own).
+        #[arg(long)]
+        principal: Option<String>,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+}
+
+/// `ID=sha256:…`.
+fn payee_of(text: &str) -> anyhow::Result<MandatePayee> {
+    let (id, fingerprint) = text
+        .split_once('=')
+        .with_context(|| format!("--payee {text}: write ID=FINGERPRINT (sha256:…)"))?;
+    Ok(MandatePayee {
+        id: id.to_owned(),
+        account_fingerprint: fingerprint.to_owned(),
+    })
+}
+
+fn instant(text: &str, what: &str) -> anyhow::Result<DateTime<Utc>> {
+    parse_expiry(text).with_context(|| format!("{what}: write RFC 3339 UTC, whole seconds, Z"))
+}
+
+/// The statement `create`'s arguments describe, checked as the API checks it.
+#[allow(clippy::too_many_arguments)]
+pub fn statement(
+    mandate_id: String,
+    tenant: String,
+    actions: &[String],
+    payees: MandatePayees,
+    currency: String,
+    per_operation_max_minor: i64,
+    budget_minor: i64,
+    count_limit: i64,
+    valid_from: DateTime<Utc>,
+    valid_until: DateTime<Utc>,
+    for_principal: Option<String>,
+) -> anyhow::Result<Mandate> {
+    let actions = actions
+        .iter()
+        .map(|a| Action::parse(a).with_context(|| format!("--action {a}: no such action")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let m = Mandate {
+        mandate_id,
+        tenant_id: tenant,
+        actions,
+        payees,
+        currency,
+        per_operation_max_minor,
+        budget_minor,
+        count_limit,
+        valid_from,
+        valid_until,
+        for_principal,
+    };
+    // What the API would refuse is refused here, before anything is signed.
+    Mandate::from_json(&m.to_json()).map_err(|p| anyhow::anyhow!("the mandate's {p}"))
+}
+
+fn standing(view: &Value) -> String {
+    format!(
+        "{id} ({status}) tenant {tenant}, signed by {by}: spent {spent} of {budget} {cur} minor units, {used} of {count} operations; available {avail}, revoked {revoked}",
+        id = view["mandate_id"].as_str().unwrap_or("?"),
+        status = view["status"].as_str().unwrap_or("?"),
+        tenant = view["tenant_id"].as_str().unwrap_or("?"),
+        by = view["signed_by"].as_str().unwrap_or("?"),
+        spent = view["spent_minor"],
+        budget = view["budget_minor"],
+        cur = view["currency"].as_str().unwrap_or("?"),
+        used = view["used_count"],
+        count = view["count_limit"],
+        avail = view["available_minor"],
+        revoked = view["revoked_minor"],
+    )
+}
+
+fn print(answer_body: &str, view: &Value, format: Format) {
+    match format {
+        Format::Json => println!("{answer_body}"),
+        _ => crate::say!("{}", standing(view)),
+    }
+}
+
+fn mandate_path(id: &str) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        id.starts_with("md_")
+            && id.len() == 29
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+        "{id} is no mandate id (md_ + a ULID)"
+    );
+    Ok(format!("/v1/mandates/{id}"))
+}
+
+pub async fn run(command: MandateCommand) -> anyhow::Result<()> {
+    match command {
+        MandateCommand::Create {
+            tenant,
+            actions,
+            payees,
+            any_verified_payee,
+            currency,
+            per_operation_max_minor,
+            budget_minor,
+            count_limit,
+            valid_from,
+            valid_until,
+            for_principal,
+            key,
+            api,
+        } => {
+            let key = crate::key::read_private(&key)?;
+            let payees = if any_verified_payee {
+                MandatePayees::AnyVerified
+            } else {
+                MandatePayees::Listed(
+                    payees
+                        .iter()
+                        .map(|p| payee_of(p))
+                        .collect::<anyhow::Result<_>>()?,
+                )
+            };
+            let from = match valid_from {
+                Some(t) => instant(&t, "--valid-from")?,
+                None => instant(&format_expiry(Utc::now()), "now")?,
+            };
+            let m = statement(
+                format!("md_{}", ulid::Ulid::new()),
+                tenant,
+                &actions,
+                payees,
+                currency,
+                per_operation_max_minor,
+                budget_minor,
+                count_limit,
+                from,
+                instant(&valid_until, "--valid-until")?,
+                for_principal,
+            )?;
+            crate::say!(
+                "signing, as key {}:\n{}",
+                key.public_key().key_id(),
+                m.to_words()
+            );
+            let body = json!({
+                "statement": m.to_json(),
+                "key_id": key.public_key().key_id().as_str(),
+                "signature": key.sign(&m.to_bytes()).to_text(),
+            });
+            let client = ApiClient::from_args(&api)?;
+            let answer = client
+                .post_path("/v1/mandates", &body, "storing the mandate")
+                .await?;
+            crate::say!("stored: {}", standing(&answer.json));
+        }
+        MandateCommand::List { output, api } => {
+            let client = ApiClient::from_args(&api)?;
+            let answer = client.get_path("/v1/mandates", "listing mandates").await?;
+            match output.format() {
+                Format::Json => println!("{}", answer.body),
+                _ => {
+                    let list = answer.json["mandates"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default();
+                    if list.is_empty() {
+                        println!("no mandates");
+                    }
+                    for view in &list {
+                        crate::say!("{}", standing(view));
+                    }
+                }
+            }
+        }
+        MandateCommand::Show {
+            mandate_id,
+            output,
+            api,
+        } => {
+            let client = ApiClient::from_args(&api)?;
+            let answer = client
+                .get_path(&mandate_path(&mandate_id)?, "showing the mandate")
+                .await?;
+            print(&answer.body, &answer.json, output.format());
+            if output.format() != Format::Json {
+                if let Ok(m) = Mandate::from_json(&answer.json["statement"]) {
+                    crate::say!("{}", m.to_words());
+                }
+            }
+        }
+        MandateCommand::Revoke { mandate_id, api } => {
+            let client = ApiClient::from_args(&api)?;
+            let path = format!("{}/revoke", mandate_path(&mandate_id)?);
+            let answer = client
+                .post_path(&path, &json!({}), "revoking the mandate")
+                .await?;
+            crate::say!("revoked: {}", standing(&answer.json));
+        }
+        MandateCommand::RevokeApproval {
+            operation_id,
+            principal,
+            api,
+        } => {
+            fleet_core::OperationId::parse(&operation_id).map_err(anyhow::Error::msg)?;
+            let client = ApiClient::from_args(&api)?;
+            let path = format!("/v1/operations/{operation_id}/approvals/revoke");
+            let body = match principal {
+                Some(p) => json!({ "principal": p }),
+                None => json!({}),
+            };
+            let answer = client
+                .post_path(&path, &body, "revoking the approval")
+                .await?;
+            println!(
+                "approval revoked: {operation_id} is {} ({} of {} approvals)",
+                answer.json["approval_status"].as_str().unwrap_or("?"),
+                answer.json["approvals_received"],
+                answer.json["approvals_required"]
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arguments_make_the_statement_the_api_reads() {
+        let fp = format!("sha256:{}", "a".repeat(64));
+        let m = statement(
+            "md_01JF0000000000000000000000".to_owned(),
+            "org_482".to_owned(),
+            &["payment.create".to_owned()],
+            MandatePayees::Listed(vec![payee_of(&format!("vendor_77={fp}")).unwrap()]),
+            "KZT".to_owned(),
+            150_000,
+            3_000_000,
+            40,
+            instant("2026-12-01T00:00:00Z", "from").unwrap(),
+            instant("2027-01-01T00:00:00Z", "until").unwrap(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(Mandate::from_json(&m.to_json()).unwrap(), m);
+        assert!(payee_of("vendor_77").is_err());
+        assert!(
+            statement(
+                "md_01JF0000000000000000000000".to_owned(),
+                "org_482".to_owned(),
+                &["payment.create".to_owned()],
+                MandatePayees::AnyVerified,
+                "KZT".to_owned(),
+                4_000_000,
+                3_000_000,
+                40,
+                instant("2026-12-01T00:00:00Z", "from").unwrap(),
+                instant("2027-01-01T00:00:00Z", "until").unwrap(),
+                None,
+            )
+            .is_err(),
+            "one operation above the whole budget is refused before signing"
+        );
+    }
+}
