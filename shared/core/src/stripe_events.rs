@@ -9,6 +9,11 @@
 //! - `charge.refunded`: `data.object` is the charge; each of `refunds.data[]` is a
 //!   refund, reported under its own id (`<evt>:<re>`), so a redelivery of the event is
 //!   a duplicate of each of them.
+//! - `transfer.created`, `transfer.updated`, `transfer.reversed`: `data.object` is a
+//!   transfer, the payment `payment.create` made ([`read_transfer`]): reported as
+//!   `payment.succeeded`. A reversal moves money back later; it does not undo the payment
+//!   the operation made, so it settles an operation still unknown as succeeded, like the
+//!   other two, and changes nothing on one already final.
 //! - anything else: one report of type `stripe.<type>`, which names no catalogue object,
 //!   so it is stored for deduplication and counted, never applied.
 //!
@@ -22,12 +27,13 @@
 use serde_json::{Map, Value};
 
 use crate::lookup::Found;
+use crate::stripe::transfer::read_transfer;
 use crate::stripe::{operation_of, read_refund};
 
 /// Longest id or type kept (Stripe's ids are far shorter).
 const MAX_FIELD_CHARS: usize = 255;
 
-/// One refund as an event reports it.
+/// One refund (or transfer) as an event reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefundReport {
     /// The deduplication key: the event's `evt_…` id (with `:<re_…>` for a charge's
@@ -111,8 +117,37 @@ pub fn refund_reports(event: &Value) -> Result<Vec<RefundReport>, StripeEventErr
             }
             Ok(reports)
         }
+        "transfer.created" | "transfer.updated" | "transfer.reversed" => {
+            Ok(vec![transfer_report(id, event_type, object)?])
+        }
         other => Ok(vec![RefundReport::ignored(id, other)]),
     }
+}
+
+/// One transfer object: the payment made (`payment.succeeded`), under its `tr_…` id.
+fn transfer_report(
+    event_id: &str,
+    event_type: &str,
+    transfer: &Map<String, Value>,
+) -> Result<RefundReport, StripeEventError> {
+    let value = Value::Object(transfer.clone());
+    if read_transfer(&value).is_none() {
+        return Ok(RefundReport::ignored(event_id, event_type));
+    }
+    let amount_minor = match transfer.get("amount") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_i64().ok_or(StripeEventError::Invalid("amount"))?),
+    };
+    Ok(RefundReport {
+        event_id: event_id.to_owned(),
+        event_type: "payment.succeeded".to_owned(),
+        refund_id: text(transfer, "id")?.map(str::to_owned),
+        operation: operation_of(&value).map(str::to_owned),
+        status: Some("succeeded".to_owned()),
+        amount_minor,
+        currency: text(transfer, "currency")?.map(str::to_ascii_uppercase),
+        failure_code: None,
+    })
 }
 
 /// One refund object, read as the create's answer is.
@@ -171,6 +206,33 @@ mod tests {
 
     fn event(id: &str, event_type: &str, object: Value) -> Value {
         json!({"id": id, "object": "event", "type": event_type, "data": {"object": object}})
+    }
+
+    #[test]
+    fn a_transfer_event_reports_the_payment_made() {
+        let transfer = json!({"id": "tr_1", "object": "transfer", "amount": 5000,
+                              "currency": "kzt", "reversed": false,
+                              "metadata": {"fleet_operation": "key_P"}});
+        for kind in ["transfer.created", "transfer.updated", "transfer.reversed"] {
+            let reports = refund_reports(&event("evt_9", kind, transfer.clone())).unwrap();
+            assert_eq!(
+                reports,
+                vec![RefundReport {
+                    event_id: "evt_9".into(),
+                    event_type: "payment.succeeded".into(),
+                    refund_id: Some("tr_1".into()),
+                    operation: Some("key_P".into()),
+                    status: Some("succeeded".into()),
+                    amount_minor: Some(5000),
+                    currency: Some("KZT".into()),
+                    failure_code: None,
+                }],
+                "{kind}"
+            );
+        }
+        let not_a_transfer = json!({"id": "po_1", "object": "payout"});
+        let reports = refund_reports(&event("evt_8", "transfer.created", not_a_transfer)).unwrap();
+        assert_eq!(reports[0].event_type, "stripe.transfer.created");
     }
 
     #[test]

@@ -9,7 +9,11 @@ use std::time::Duration;
 
 use fleet_core::Status;
 use fleet_provider_sim::stripe::{StripeFault, StripeSim, StripeSimConfig, STRIPE_SIM_KEY};
-use fleet_tests::{hash_of, intent, TestFleet, WorkerProcess, TENANT};
+use fleet_tests::{
+    free_addr, hash_of, intent, now_s, TestFleet, WorkerProcess, TENANT, WEBHOOK_SECRET,
+};
+use fleet_webhook_ingest::stripe_signature::sign;
+use fleet_webhook_ingest::StripeSecret;
 use serde_json::{json, Value};
 
 /// The payee, named by its connected account.
@@ -289,5 +293,75 @@ async fn reconcile_concludes_nothing_absent_before_the_search_lag_has_passed() {
         waited >= Duration::from_millis(LAG_MS - 100),
         "sent again after {waited:?}, before the lag"
     );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_signed_transfer_event_settles_a_payment_whose_answer_was_lost() {
+    const SECRET: &str = "whsec_Tr4nsfer5ettle5Pay6ment7";
+    let s = TransferFleet::start(StripeSimConfig::default()).await;
+    let (op, key) = s.approved(1_100).await;
+    s.stripe.arm(StripeFault::DropAnswer);
+    let _execute = s.spawn("fleet-execute", &[]);
+    s.fleet.reaches(&op, Status::Unknown).await;
+    let transfer = s.paid_once(&key);
+    let addr = free_addr();
+    let ingest = s.fleet.spawn_process(
+        "fleet-webhook-ingest",
+        &[
+            ("WEBHOOK_SECRETS", WEBHOOK_SECRET),
+            ("WEBHOOK_ADDR", addr.as_str()),
+            ("PAYMENTS_PROVIDER", "stripe"),
+            ("PAYMENTS_WEBHOOK_SECRET", SECRET),
+        ],
+    );
+    ingest.wait_for_log("consumer subscribed").await;
+    let deliver = |id: &str, kind: &str, object: &Value| {
+        let body = serde_json::to_vec(&json!({"id": id, "object": "event", "type": kind,
+            "api_version": "2024-06-20", "created": now_s(), "data": {"object": object}}))
+        .unwrap();
+        let signature = sign(&StripeSecret::parse(SECRET).unwrap(), now_s(), &body);
+        let request = s
+            .fleet
+            .http
+            .post(format!("http://{addr}/webhooks/stripe"))
+            .header("content-type", "application/json")
+            .header("Stripe-Signature", signature)
+            .body(body);
+        async move { request.send().await.expect("the receiver answers").status() }
+    };
+    assert_eq!(
+        deliver("evt_tr_1", "transfer.created", &transfer).await,
+        reqwest::StatusCode::NO_CONTENT
+    );
+    let row = s.fleet.reaches(&op, Status::Succeeded).await;
+    assert_eq!(row.external_id.as_deref(), transfer["id"].as_str());
+    assert_eq!(row.fence, 1, "settled by the event, never sent again");
+    // A reversal later moves the money back; the payment was made all the same.
+    let history = s.fleet.history_len(&op).await;
+    let mut reversed = transfer.clone();
+    reversed["reversed"] = json!(true);
+    reversed["amount_reversed"] = json!(1_100);
+    assert_eq!(
+        deliver("evt_tr_2", "transfer.reversed", &reversed).await,
+        reqwest::StatusCode::NO_CONTENT
+    );
+    let rows = fleet_tests::eventually("the reversal stored", || async {
+        let rows = s.fleet.webhook_rows().await;
+        rows.iter().any(|r| r.0 == "evt_tr_2").then_some(rows)
+    })
+    .await;
+    let reversal = rows.iter().find(|r| r.0 == "evt_tr_2").unwrap();
+    assert_eq!(reversal.1.as_deref(), Some(op.as_str()), "linked: {rows:?}");
+    assert_eq!(
+        reversal.2.as_deref(),
+        Some("ignored_transition"),
+        "{rows:?}"
+    );
+    let after = s.fleet.row(&op).await;
+    assert_eq!(after.status, Status::Succeeded);
+    assert_eq!(after.escalated_at, None);
+    assert_eq!(s.fleet.history_len(&op).await, history, "nothing applied");
+    assert_eq!(s.creates(&key).len(), 1);
     s.stop().await;
 }
