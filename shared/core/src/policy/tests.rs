@@ -31,6 +31,7 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
     assert_eq!(
         set.versions().collect::<Vec<_>>(),
         [
+            "charges-v1",
             "contracts-v1",
             "crm-v1",
             "orders-v1",
