@@ -126,8 +126,10 @@ pub fn look_up_payer<'a>(
     Some(Box::pin(async move { client.payer(&payload).await }))
 }
 
-/// By the PaymentIntent's id when known; not there, or no id yet: the customer's
-/// PaymentIntents, matched on `metadata[fleet_operation]`.
+/// By the PaymentIntent's id when known; not there, or no id yet: Stripe's Search API by
+/// `metadata[fleet_operation]` (`PAYMENTS_STRIPE_SEARCH=on`), else the customer's
+/// PaymentIntents, paged ([`StripeClient::payment_intents_carrying`]); either way matched
+/// on `metadata[fleet_operation]` when read.
 pub fn look_up<'a>(
     client: &'a StripeClient,
     op: &'a Operation<'a>,
@@ -140,12 +142,15 @@ pub fn look_up<'a>(
                 other => return looked_one("external_id", other),
             }
         }
-        let via = "metadata";
         let payload: ChargePayload = op.payload().map_err(|_| LookFailed {
-            via,
+            via: "metadata",
             error: LookupError::Body("the stored payload is not a charge".into()),
         })?;
-        looked(via, client.payment_intents_of(&payload.customer).await)
+        let customer = [("customer", payload.customer.as_str())];
+        let (via, found) = client
+            .payment_intents_carrying(op.idempotency_key, &customer)
+            .await;
+        looked(via, found)
     })
 }
 
