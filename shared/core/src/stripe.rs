@@ -10,6 +10,7 @@
 //! <https://docs.stripe.com/api/idempotent_requests>.
 
 pub mod charge;
+pub mod refundable;
 pub mod search;
 pub mod transfer;
 

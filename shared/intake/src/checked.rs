@@ -35,6 +35,9 @@ pub struct CheckedIntent {
     pub payee: Option<PayeeEvidence>,
     /// A payment's risk cues (`crate::risk`); `None` for what is no payment.
     pub risk: Option<Vec<RiskCue>>,
+    /// A refund's payment as the provider described it at intake (`crate::refunded`),
+    /// kept in the history's `prepared` event.
+    pub refunded: Option<serde_json::Value>,
 }
 
 impl CheckedIntent {
@@ -48,6 +51,10 @@ impl CheckedIntent {
                 .risk
                 .as_ref()
                 .and_then(|cues| serde_json::to_value(cues).ok()),
+            evidence: self
+                .refunded
+                .as_ref()
+                .map(|r| serde_json::json!({ "refunded": r })),
         }
     }
 }

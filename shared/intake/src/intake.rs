@@ -53,7 +53,17 @@ pub async fn against_world<R: StoreIntents>(
         Err(e) => return Err(Intake::Unavailable(e)),
     };
     let checked = match with_payee(checked, rules).await {
-        Ok(Ok(checked)) => checked,
+        Ok(Ok(checked)) => match crate::refunded::with_refunded(checked, rules).await {
+            Ok(Ok(checked)) => checked,
+            Ok(Err(refusal)) => return Err(refused(refusal).await),
+            Err(DirectoryUnreachable) => {
+                return Err(match store.prepared_before(&intent).await {
+                    Ok(true) => Intake::AlreadyPrepared(intent),
+                    Ok(false) => Intake::DirectoryUnreachable,
+                    Err(e) => Intake::Unavailable(e),
+                })
+            }
+        },
         Ok(Err(refusal)) => return Err(refused(refusal).await),
         // A resend of a stored snapshot needs no payee: a no-op, as always.
         Err(DirectoryUnreachable) => {
@@ -210,6 +220,7 @@ pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refu
             signatures_required,
             payee: None,
             risk: None,
+            refunded: None,
         }),
         Err(refusal) => {
             // The version is the agent's text, not a secret; the log names it so the
@@ -303,6 +314,7 @@ pub fn judged(
         signatures_required,
         payee,
         risk,
+        ..
     } = checked;
     let risk_cues = risk.as_ref().map_or(0, Vec::len);
     let payee_version = payee.as_ref().and_then(PayeeEvidence::version);

@@ -17,6 +17,7 @@ pub mod in_force;
 pub mod intake;
 pub mod objects;
 pub mod payee;
+pub mod refunded;
 pub mod risk;
 pub mod series;
 

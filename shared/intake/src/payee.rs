@@ -50,6 +50,11 @@ impl PayeeDirectory {
         PayeeDirectory { providers }
     }
 
+    /// The providers it reads (the intake's other reads of the world use them too).
+    pub(crate) fn providers(&self) -> &Providers {
+        &self.providers
+    }
+
     /// The evidence of `payload`'s payee, for an action that names one at a provider that
     /// keeps a directory; `Ok(None)` otherwise (nothing to look up). `Err`: the directory
     /// gave no answer, every try.

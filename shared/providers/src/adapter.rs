@@ -71,6 +71,10 @@ pub struct LookFailed {
 /// A payee lookup's answer: the provider's object, `None` on 404.
 pub type PayeeAnswer = Result<Option<Value>, LookupError>;
 
+/// What a refund's payment is now, at a provider that describes it (a Stripe
+/// PaymentIntent or Charge): `None` on 404; the error: no answer.
+pub type RefundedAnswer = Result<Option<fleet_core::stripe::refundable::Refundable>, LookupError>;
+
 /// A payer lookup's answer: who is charged, as evidence, or why they cannot be
 /// (`fleet_core::stripe::charge::PayerRefusal`); the outer error: no answer.
 pub type PayerAnswer = Result<

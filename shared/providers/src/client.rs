@@ -13,7 +13,8 @@ use fleet_runtime::{ProviderSettings, Secret};
 use serde_json::Value;
 
 use crate::adapter::{
-    BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, PayerAnswer, Request, Unbuildable,
+    BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request,
+    Unbuildable,
 };
 use crate::api::{Api, ConfigError};
 
@@ -71,6 +72,16 @@ pub trait Mapping: Sized + Send + Sync + 'static {
         _action: Action,
         _payload: &'a Value,
     ) -> Option<BoxFuture<'a, PayerAnswer>> {
+        None
+    }
+
+    /// Read-only: the payment a refund gives money back from, at a provider whose objects
+    /// say whose it is and what is left of it (Stripe). `None`: not read at this provider.
+    fn look_up_refunded<'a>(
+        _client: &'a Client<Self>,
+        _action: Action,
+        _payload: &'a Value,
+    ) -> Option<BoxFuture<'a, RefundedAnswer>> {
         None
     }
 
@@ -168,6 +179,12 @@ pub(crate) trait Adapter: Send + Sync + fmt::Debug {
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, PayerAnswer>>;
 
+    fn look_up_refunded<'a>(
+        &'a self,
+        action: Action,
+        payload: &'a Value,
+    ) -> Option<BoxFuture<'a, RefundedAnswer>>;
+
     fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome;
 
     fn read_lookup(&self, op: &Operation<'_>, via: &str, objects: &[Value]) -> Reading;
@@ -204,6 +221,14 @@ impl<M: Mapping> Adapter for Client<M> {
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, PayerAnswer>> {
         M::look_up_payer(self, action, payload)
+    }
+
+    fn look_up_refunded<'a>(
+        &'a self,
+        action: Action,
+        payload: &'a Value,
+    ) -> Option<BoxFuture<'a, RefundedAnswer>> {
+        M::look_up_refunded(self, action, payload)
     }
 
     fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome {

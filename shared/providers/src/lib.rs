@@ -29,7 +29,7 @@ mod request;
 pub mod stripe;
 mod transport;
 
-pub use adapter::{Operation, PayeeAnswer, PayerAnswer, Request, Unbuildable};
+pub use adapter::{Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request, Unbuildable};
 pub use api::{Api, ConfigError, SendGate};
 pub use client::{Client, Endpoint, Mapping};
 pub use crm::{CrmClient, DealRequest};

@@ -13,7 +13,7 @@ use fleet_core::reconcile::{ProviderContract, Reading};
 use fleet_core::ProviderName;
 use fleet_runtime::{Pacer, ProviderArgs, Secret};
 
-use crate::adapter::{Operation, PayeeAnswer, PayerAnswer, Request, Unbuildable};
+use crate::adapter::{Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request, Unbuildable};
 use crate::api::{ConfigError, SendGate};
 use crate::client::{Adapter, Endpoint};
 use crate::crm::CrmClient;
@@ -254,6 +254,16 @@ impl Provider {
         payload: &serde_json::Value,
     ) -> Option<PayerAnswer> {
         Some(self.adapter.look_up_payer(action, payload)?.await)
+    }
+
+    /// Reads the payment a refund (`payload` of `action`) gives money back from, when this
+    /// provider describes it (Stripe); `None` otherwise. Read-only.
+    pub async fn look_up_refunded(
+        &self,
+        action: fleet_core::Action,
+        payload: &serde_json::Value,
+    ) -> Option<RefundedAnswer> {
+        Some(self.adapter.look_up_refunded(action, payload)?.await)
     }
 
     /// Looks `op`'s effect up and reads the answer with its action's catalogue entry.

@@ -11,6 +11,7 @@
 //! carry ids and statuses only.
 
 pub mod charge;
+pub mod refundable;
 pub mod search;
 pub mod transfer;
 
@@ -28,7 +29,8 @@ use serde_json::{Map, Value};
 
 use crate::adapter::Unbuildable;
 use crate::adapter::{
-    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, PayerAnswer, Request,
+    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, PayerAnswer, RefundedAnswer,
+    Request,
 };
 use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
@@ -192,6 +194,15 @@ impl Mapping for Stripe {
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, PayerAnswer>> {
         charge::look_up_payer(client, action, payload)
+    }
+
+    /// A refund's PaymentIntent or Charge ([`refundable::look_up_refunded`]).
+    fn look_up_refunded<'a>(
+        client: &'a StripeClient,
+        action: Action,
+        payload: &'a Value,
+    ) -> Option<BoxFuture<'a, RefundedAnswer>> {
+        refundable::look_up_refunded(client, action, payload)
     }
 
     fn read_lookup(op: &Operation<'_>, via: &str, objects: &[Value]) -> Reading {

@@ -41,7 +41,8 @@ WITH inserted AS (
     RETURNING operation_id, tenant_id
 ), event AS (
     INSERT INTO operation_events (operation_id, tenant_id, kind, to_status, fence, actor, evidence)
-    SELECT operation_id, tenant_id, 'prepared', 'not_started', 0, 'prepare', jsonb_build_object('payload_hash', $9::text)
+    SELECT operation_id, tenant_id, 'prepared', 'not_started', 0, 'prepare',
+           jsonb_build_object('payload_hash', $9::text) || COALESCE($19::jsonb, '{}'::jsonb)
     FROM inserted
 )
 SELECT count(*) AS inserted FROM inserted";
@@ -57,6 +58,10 @@ pub struct Requirement {
     pub payee: Option<serde_json::Value>,
     /// The risk cues found at intake (`fleet_core::risk`), for a payment.
     pub risk: Option<serde_json::Value>,
+    /// What else intake read of the world for the approver, kept in the `prepared`
+    /// history event's evidence (a refund's payment as Stripe described it:
+    /// `{"refunded": …}`); an object.
+    pub evidence: Option<serde_json::Value>,
 }
 
 impl From<i16> for Requirement {
@@ -67,6 +72,7 @@ impl From<i16> for Requirement {
             signatures_required: 0,
             payee: None,
             risk: None,
+            evidence: None,
         }
     }
 }
@@ -228,6 +234,7 @@ struct Bound<'a> {
     signatures_required: i16,
     payee: Option<&'a serde_json::Value>,
     risk: Option<&'a serde_json::Value>,
+    evidence: Option<&'a serde_json::Value>,
     submitted_by: Option<&'a str>,
 }
 
@@ -250,12 +257,13 @@ impl<'a> Bound<'a> {
             signatures_required: required.signatures_required,
             payee: required.payee.as_ref(),
             risk: required.risk.as_ref(),
+            evidence: required.evidence.as_ref(),
             submitted_by,
         }
     }
 }
 
-fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 18] {
+fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 19] {
     let s = &intent.snapshot;
     [
         &s.operation_id,
@@ -276,6 +284,7 @@ fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 1
         &b.signatures_required,
         &b.payee,
         &b.risk,
+        &b.evidence,
     ]
 }
 
@@ -319,7 +328,7 @@ impl<R: StoreIntents> StoreAs<R> {
             .iter()
             .map(|(intent, required, submitted_by)| Bound::new(intent, required, *submitted_by))
             .collect();
-        let params: Vec<[Param<'_>; 18]> = order
+        let params: Vec<[Param<'_>; 19]> = order
             .iter()
             .map(|&i| insert_params(items[i].0, &bound[i]))
             .collect();

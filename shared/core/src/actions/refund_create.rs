@@ -78,7 +78,7 @@ pub const SPEC: ActionSpec = ActionSpec {
     objects: &[ObjectRef {
         kind: "payment",
         field: ObjectField::Payload("payment_id"),
-        recorded_by: &[Action::PaymentCreate],
+        recorded_by: &[Action::PaymentCreate, Action::ChargeCreate],
     }],
     webhook: Some(WebhookSpec {
         object: "refund",

@@ -199,6 +199,7 @@ fn checked(intent: fleet_core::ValidIntent) -> CheckedIntent {
         signatures_required: 0,
         payee: None,
         risk: None,
+        refunded: None,
     }
 }
 

@@ -10,7 +10,8 @@
 use fleet_core::catalogue::Dialect;
 use fleet_core::Status;
 use fleet_tests::{
-    charge_intent, Fault, Localstripe, StripeProxy, TestFleet, WorkerProcess, LOCALSTRIPE_KEY,
+    charge_intent, refund_intent, Fault, Localstripe, StripeProxy, TestFleet, WorkerProcess,
+    LOCALSTRIPE_KEY,
 };
 use serde_json::Value;
 
@@ -226,4 +227,79 @@ async fn a_charge_is_refused_at_intake_unless_payments_are_spoken_as_stripe() {
         )
         .await;
     fleet.stop().await;
+}
+
+/// A refund through Stripe is read against its PaymentIntent at intake: of a charge the
+/// fleet made, a refund within what is left is prepared with the payment as evidence and
+/// refunded; one larger than what is left is refused before anyone approves it.
+#[tokio::test]
+async fn a_refund_is_checked_against_what_is_left_of_its_payment_intent_at_intake() {
+    let s = StripeFleet::start().await;
+    let (customer, pm) = s.stripe.customer_with_card(VISA).await;
+    let charge = s
+        .fleet
+        .submit_and_approve(&charge_intent(&customer, &pm, 12_500))
+        .await;
+    let _execute = s.spawn("fleet-execute");
+    let pi = s
+        .fleet
+        .reaches(&charge, Status::Succeeded)
+        .await
+        .external_id
+        .unwrap();
+    let mut refund = refund_intent(&pi, 5_000);
+    let op = s.fleet.submit_and_approve(&refund).await;
+    let prepared = s
+        .fleet
+        .count(&format!(
+            "SELECT count(*) FROM operation_events WHERE operation_id = '{op}' AND kind = 'prepared'
+             AND evidence -> 'refunded' ->> 'payment' = '{pi}'
+             AND (evidence -> 'refunded' ->> 'received_minor')::bigint = 12500
+             AND (evidence -> 'refunded' ->> 'refunded_minor')::bigint = 0
+             AND evidence -> 'refunded' ->> 'customer' = '{customer}'"
+        ))
+        .await;
+    assert_eq!(prepared, 1, "the payment is kept as the approver saw it");
+    s.fleet.reaches(&op, Status::Succeeded).await;
+    // 7,500 are left: 7,501 is more.
+    refund = refund_intent(&pi, 7_501);
+    s.fleet
+        .refused_at_intake(&refund, "refund_exceeds_payment")
+        .await;
+    let refunds = s.stripe.refunds_of(&pi).await;
+    assert_eq!(refunds.len(), 1, "{refunds:?}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_refund_of_another_tenants_payment_intent_or_of_none_is_refused_at_intake() {
+    let s = StripeFleet::start().await;
+    let customer = s
+        .stripe
+        .post("/v1/customers", &[("email", "x@example.com")])
+        .await;
+    let theirs = s
+        .stripe
+        .post(
+            "/v1/payment_intents",
+            &[
+                ("amount", "5000"),
+                ("currency", "kzt"),
+                ("customer", customer["id"].as_str().unwrap()),
+                ("payment_method", "pm_card_visa"),
+                ("confirm", "true"),
+                ("metadata[fleet_tenant]", "org_someone_else"),
+            ],
+        )
+        .await;
+    let theirs = theirs["id"].as_str().unwrap();
+    s.fleet
+        .refused_at_intake(&refund_intent(theirs, 100), "object_of_other_tenant")
+        .await;
+    s.fleet
+        .refused_at_intake(&refund_intent("pi_NoSuchIntent1", 100), "payment_unknown")
+        .await;
+    assert!(s.proxy.creates().is_empty());
+    assert!(s.stripe.refunds_of(theirs).await.is_empty());
+    s.stop().await;
 }
