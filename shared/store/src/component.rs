@@ -199,6 +199,9 @@ capabilities! {
         Column("operations", "audited_at", "UPDATE"),
         Column("attempts", "outcome", "UPDATE"),
         Function("fleet_expire_approval(text, text)"),
+        // Pending operations a standing mandate could approve, to ring execute for
+        // (migrations/0063_mandate_sweep.sql).
+        Function("fleet_mandate_due(integer, double precision)"),
     ] for [Reconcile];
     /// Apply provider events that arrived before their operation was known.
     ApplyWebhooks [MoveOperations] => [

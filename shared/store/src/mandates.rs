@@ -289,3 +289,26 @@ impl<R: crate::component::ClaimAndCall> StoreAs<R> {
         }))
     }
 }
+
+impl<R: crate::component::SweepAndLookUp> StoreAs<R> {
+    /// Pending operations an active mandate could approve now, at most `batch`, each
+    /// returned at most once per `waited`: the sweeper rings execute for them, which
+    /// approves them by the mandate at claim (or leaves them waiting for a person).
+    pub async fn take_mandate_due(
+        &self,
+        batch: i64,
+        waited: std::time::Duration,
+    ) -> Result<Vec<fleet_core::OpKey>, StoreError> {
+        let client = self.client().await?;
+        let lim = i32::try_from(batch).unwrap_or(i32::MAX);
+        Ok(client
+            .query(
+                "SELECT operation_id, tenant_id FROM fleet_mandate_due($1, $2)",
+                &[&lim, &waited.as_secs_f64()],
+            )
+            .await?
+            .iter()
+            .map(|r| fleet_core::OpKey::new(r.get::<_, String>(1), r.get::<_, String>(0)))
+            .collect())
+    }
+}

@@ -78,6 +78,14 @@ pub async fn sweep_once(
     {
         r.ring_execute(op.op()).await;
     }
+    // Pending operations a standing mandate could approve: rung, so execute approves
+    // them by the mandate at claim (an intent from the queue gets no other bell).
+    for op in store
+        .take_mandate_due(batch, settings.unstarted_redrive())
+        .await?
+    {
+        r.ring_execute(op.op()).await;
+    }
     store.cancel_expired_approvals(batch).await?;
     for row in store.due_audits(&r.audit_delays, batch).await? {
         if let Err(e) = r.audit(&row).await {

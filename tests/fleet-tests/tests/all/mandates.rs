@@ -103,8 +103,20 @@ impl Mandated {
         ops
     }
 
-    /// A mandate statement for vendor_77's account, signed by Alice.
+    /// A mandate statement for vendor_77's account and the agent's intents, signed by
+    /// Alice.
     fn signed(&self, per_op: i64, budget: i64, count: i64) -> (String, Value) {
+        self.signed_for(per_op, budget, count, json!(AGENT))
+    }
+
+    /// [`Mandated::signed`] for the intents of `for_principal` (null: anyone's).
+    fn signed_for(
+        &self,
+        per_op: i64,
+        budget: i64,
+        count: i64,
+        for_principal: Value,
+    ) -> (String, Value) {
         let id = format!("md_{}", ulid::Ulid::new());
         let statement = json!({
             "statement": "fleet.mandate.v1",
@@ -118,7 +130,7 @@ impl Mandated {
             "count_limit": count,
             "valid_from": format_expiry(Utc::now() - Duration::minutes(1)),
             "valid_until": format_expiry(Utc::now() + Duration::hours(1)),
-            "for_principal": AGENT,
+            "for_principal": for_principal,
         });
         let bytes = fleet_core::canonical_json(&statement).into_bytes();
         let body = json!({
@@ -561,4 +573,21 @@ async fn a_revoked_approval_of_an_unclaimed_operation_is_never_claimed() {
     assert_eq!(fleet.sim_posts(&op).await, 0);
     drop(api);
     fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_intent_from_the_queue_under_a_mandate_is_paid_on_the_sweepers_bell() {
+    let mut m = mandated(&[]).await;
+    // For anyone's intents: one from the queue has no agent principal here.
+    let (id, body) = m.signed_for(SEED_MINOR + 5, 10 * SEED_MINOR, 10, Value::Null);
+    m.grant(&body).await;
+    // Prepare rings nothing; reconcile's sweeper finds the covered pending operation.
+    m.fleet.spawn_prepare();
+    m.fleet
+        .spawn_reconcile(fleet_tests::contract(300), fleet_tests::fast_reconcile());
+    let queued = payment(SEED_MINOR + 3);
+    m.fleet.submit(&queued).await;
+    let row = m.fleet.reaches(&op_of(&queued), Status::Succeeded).await;
+    assert_eq!(row.decided_by, Some(format!("mandate:{id}")));
+    m.stop().await;
 }
