@@ -4,7 +4,7 @@
 //!
 //! | tool | what |
 //! |---|---|
-//! | `payment_create`, `refund_create`, `crm_deal_create`, `crm_deal_update`, `order_status_change`, `contract_send` (one per action of the catalogue) | propose one action: validated and stored exactly as `POST /v1/intents` stores an intent, answered at once with the approval link ([`propose`]) |
+//! | `payment_create`, `refund_create`, `crm_deal_create`, `crm_deal_update`, `order_status_change`, `contract_send`, `charge_create` (one per action of the catalogue) | propose one action: validated and stored exactly as `POST /v1/intents` stores an intent, answered at once with the approval link ([`propose`]) |
 //! | `get_operation` | the operation view, optionally waiting for the decision or the end ([`read`]) |
 //! | `list_operations` | the caller's operations, newest first, a page at a time ([`read`]) |
 //!

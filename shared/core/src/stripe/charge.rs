@@ -123,6 +123,27 @@ pub fn classify_charge(call: &CallResult) -> Outcome {
     }
 }
 
+/// A charge's failure as the agent is told it, for the codes whose next step differs
+/// (`None`: the code says it).
+pub fn failure_in_words(code: &str) -> Option<&'static str> {
+    Some(match code {
+        AUTHENTICATION_REQUIRED | "payment_intent_authentication_failure" => {
+            "the customer must authenticate this payment themselves; a charge made without \
+             them cannot ask, so do not propose it again until they have"
+        }
+        "card_declined" | "generic_decline" | "do_not_honor" => {
+            "the card was declined; do not propose the same charge again"
+        }
+        "insufficient_funds" => "the card has insufficient funds",
+        "expired_card" => "the card has expired; the customer must save a new one",
+        "incorrect_cvc" | "incorrect_number" => "the card's details are wrong",
+        "lost_card" | "stolen_card" | "fraudulent" => {
+            "the card was declined for the issuer's own reasons; do not propose it again"
+        }
+        _ => return None,
+    })
+}
+
 /// Reads what a lookup of PaymentIntents returned: only those whose
 /// `metadata[fleet_operation]` is `key` count.
 pub fn read_payment_intents(key: &str, via: &str, objects: &[Value]) -> Reading {

@@ -13,13 +13,14 @@ use serde_json::{json, Value};
 
 const TENANT: &str = "org_482";
 const OTHER_TENANT: &str = "org_999";
-const PROPOSALS: [&str; 6] = [
+const PROPOSALS: [&str; 7] = [
     "payment_create",
     "refund_create",
     "crm_deal_create",
     "crm_deal_update",
     "order_status_change",
     "contract_send",
+    "charge_create",
 ];
 
 /// The seed payment, as a `payment_create` call's arguments (no operation id, no tenant:
@@ -132,6 +133,7 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
         "deal_update",
         "order_status_change",
         "contract_send",
+        "charge_create",
     ]) {
         let t = tools.iter().find(|t| t.name == *tool).unwrap();
         assert_eq!(

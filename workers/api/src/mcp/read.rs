@@ -192,10 +192,15 @@ pub fn reading(view: &Value) -> String {
             "Succeeded: the provider holds the effect ({}).",
             text("external_id")
         ),
-        (_, Some(Status::Failed)) => format!(
-            "Failed: the provider refused it ({}); nothing happened.",
-            text("error_code")
-        ),
+        (_, Some(Status::Failed)) => {
+            let code = text("error_code");
+            match fleet_core::stripe::charge::failure_in_words(&code) {
+                Some(words) => {
+                    format!("Failed: the provider refused it ({code}: {words}); nothing happened.")
+                }
+                None => format!("Failed: the provider refused it ({code}); nothing happened."),
+            }
+        }
         (_, Some(Status::Cancelled)) => format!(
             "Cancelled ({}); nothing happened.",
             text("reason")

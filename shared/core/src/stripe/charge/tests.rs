@@ -251,3 +251,12 @@ fn cards_sources_and_bank_accounts_are_described() {
     assert_eq!(found.account.masked, "bank account •••• 3000");
     assert_eq!(found.name, "cus_1");
 }
+
+#[test]
+fn the_agent_is_told_what_a_decline_means() {
+    assert!(failure_in_words(AUTHENTICATION_REQUIRED)
+        .unwrap()
+        .starts_with("the customer must authenticate"));
+    assert!(failure_in_words("card_declined").is_some());
+    assert_eq!(failure_in_words("amount_too_large"), None);
+}
