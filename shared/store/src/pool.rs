@@ -3,8 +3,10 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
+use deadpool_postgres::{Hook, HookError};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
+
+use crate::connector::{heard_silence, FailoverConnect, Silence};
 
 use crate::component::{self, Component, Owner};
 use crate::{DbRole, StoreError};
@@ -31,18 +33,22 @@ use crate::{DbRole, StoreError};
 const SESSION_SETTINGS: &str =
     "-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c jit=off";
 
-/// How long one server of the URL gets to answer a new connection.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long opening a pooled connection may take: long enough for the client to try
-/// every server of the URL in turn. With a primary and its standby named
-/// (`…@db1,db2/fleet?target_session_attrs=read-write`), a primary that went silent
-/// (a host that answers nothing, rather than refusing) holds each attempt for the whole
-/// connect timeout before the client asks the standby; a bound of one connect timeout
-/// would then give up every time without ever reaching the promoted standby.
-fn create_timeout(servers: usize) -> Duration {
-    CONNECT_TIMEOUT * servers.clamp(1, 16) as u32 + Duration::from_secs(1)
+/// How long opening a pooled connection may take: long enough for the connector to try
+/// every server of the URL in turn, each for its whole connect timeout. With a primary
+/// and its standby named (`…@db1,db2/fleet?target_session_attrs=read-write`), a primary
+/// that went silent holds its attempt for the whole timeout before the standby is asked;
+/// a bound of one connect timeout would give up every time without reaching it.
+fn create_timeout(servers: usize, connect_timeout: Duration) -> Duration {
+    connect_timeout * servers.clamp(1, 16) as u32 + Duration::from_secs(1)
 }
+
+/// A pooled connection idle longer than this is checked with a round trip before it is
+/// handed out (a busy pool's connections are reused within milliseconds and pay nothing).
+const CHECK_IDLE_AFTER: Duration = Duration::from_secs(2);
+
+/// How long that check may take: a server that does not answer an empty query this fast
+/// is in trouble, and the connection is dropped for a new one.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A clonable handle on the pool, held as component `R`: only the methods of the
 /// capabilities `R` holds can be called (`component.rs`).
@@ -84,6 +90,33 @@ impl<R: Component> std::fmt::Debug for StoreAs<R> {
     }
 }
 
+/// Before a pooled connection is handed out again: one opened before some connection of
+/// the pool found its server silent is dropped unasked (its server is most likely the
+/// same, and asking each in turn would cost a check timeout apiece), and one idle for a
+/// while must answer an empty query within [`CHECK_TIMEOUT`].
+fn idle_check(silence: Silence) -> Hook {
+    Hook::async_fn(move |client, metrics| {
+        let silence = silence.clone();
+        Box::pin(async move {
+            let silent_since = *silence.lock().unwrap_or_else(|e| e.into_inner());
+            if silent_since.is_some_and(|at| metrics.created < at) {
+                return Err(HookError::message("opened before its server went silent"));
+            }
+            if metrics.last_used() < CHECK_IDLE_AFTER {
+                return Ok(());
+            }
+            match tokio::time::timeout(CHECK_TIMEOUT, client.simple_query("")).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(_)) => Err(HookError::message("failed its check")),
+                Err(_) => {
+                    heard_silence(&silence);
+                    Err(HookError::message("no answer to its check"))
+                }
+            }
+        })
+    })
+}
+
 impl Store {
     /// The same pool held as component `R`: the owner may do everything any component
     /// may, so narrowing is always sound (a test starting one component in process over
@@ -110,23 +143,28 @@ impl<R: Component> StoreAs<R> {
         let mut config: tokio_postgres::Config = database_url
             .parse()
             .map_err(|e: tokio_postgres::Error| StoreError::Config(e.to_string()))?;
-        config.connect_timeout(CONNECT_TIMEOUT);
-        let servers = config.get_hosts().len();
         config.application_name(application_name);
-        // Generic plans only: a compare-and-set then never sees its status parameters as
-        // constants, so it is planned by primary key even while statistics lag (see
-        // `rows.rs`). Set at connection start, so it costs no round trip; options already
-        // in the URL are kept.
-        let options = match config.get_options() {
-            Some(given) => format!("{given} {SESSION_SETTINGS}"),
-            None => SESSION_SETTINGS.to_owned(),
+        // The fleet's bounds on a silent server, where the URL sets none (session_defaults.rs),
+        // and the session settings above, after the URL's options (which are kept).
+        let tuned = crate::session_defaults::tune(database_url, config, SESSION_SETTINGS);
+        let config = tuned.config;
+        let servers = config.get_hosts().len();
+        let connect_timeout = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(crate::session_defaults::CONNECT_TIMEOUT);
+        let silence = Silence::default();
+        let connect = FailoverConnect {
+            reply_timeout: tuned.reply_timeout,
+            preferred: Default::default(),
+            silent_since: silence.clone(),
         };
-        config.options(options);
-        // `Fast` skips a round trip per checkout; a broken connection surfaces as a query
-        // error, which every caller already treats as transient.
-        let manager = Manager::from_config(
+        // `Fast` skips a round trip per checkout of a busy connection; a broken one
+        // surfaces as a query error, which every caller already treats as transient. The
+        // hook below checks the idle ones.
+        let manager = Manager::from_connect(
             config,
-            NoTls,
+            connect,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -135,7 +173,8 @@ impl<R: Component> StoreAs<R> {
             .max_size(max_size)
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(Duration::from_secs(10)))
-            .create_timeout(Some(create_timeout(servers)))
+            .create_timeout(Some(create_timeout(servers, connect_timeout)))
+            .pre_recycle(idle_check(silence))
             .build()
             .map_err(|e| StoreError::Config(e.to_string()))?;
         Ok(StoreAs {
