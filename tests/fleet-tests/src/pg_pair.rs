@@ -3,8 +3,9 @@
 //! directories and sockets in a temporary directory. The primary commits only once the
 //! standby has the commit (`synchronous_commit = on`, `synchronous_standby_names` naming
 //! it), so a commit acknowledged before the primary dies is on the standby when it is
-//! promoted. The test kills the primary with SIGKILL and promotes the standby; dropping
-//! the pair stops every server process and removes the directory, on every path.
+//! promoted. The test fails the primary ([`PgFault`]: killed, frozen, or silent behind a
+//! proxy that swallows its traffic) and promotes the standby; dropping the pair stops every
+//! server process and removes the directory, on every path.
 //!
 //! Run as root, the servers run as the `postgres` user (Postgres refuses to run as root),
 //! their directory owned by it.
@@ -33,9 +34,29 @@ struct Server {
     postmaster: Option<Child>,
 }
 
+/// How the primary fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PgFault {
+    /// SIGKILL of every process of the server: its connections close at once, as a
+    /// crashed server's do (its machine's kernel still answers for them).
+    Killed,
+    /// SIGSTOP of every process of the server: a stalled machine or VM. Its kernel still
+    /// accepts connections and acknowledges every byte, and nothing ever answers.
+    Frozen,
+    /// Its address black-holed: the test's proxy in front of it forwards nothing more and
+    /// closes nothing, as a partition or a dropped route looks to a client.
+    BlackHoled,
+}
+
 /// A primary with a synchronous standby; see the module's documentation.
 pub struct PgPair {
     dir: PathBuf,
+    /// In front of the primary for the clients, when the pair was started for
+    /// [`PgFault::BlackHoled`] (the standby streams from the primary directly).
+    proxy: Option<std::sync::Arc<crate::SilentProxy>>,
+    /// Set once the primary's processes were ended and reaped: its pid may be another
+    /// process's by now, which a [`Fencer`] must not signal.
+    primary_gone: std::sync::Arc<std::sync::atomic::AtomicBool>,
     bin: PathBuf,
     /// The user the servers run as, when this process runs as root.
     run_as: Option<(u32, u32)>,
@@ -47,6 +68,12 @@ impl PgPair {
     /// Starts the primary, makes the standby from a base backup of it, and waits until the
     /// standby streams and is synchronous.
     pub async fn start() -> PgPair {
+        Self::start_for(PgFault::Killed).await
+    }
+
+    /// [`PgPair::start`] ready for `fault`: with the proxy in front of the primary for
+    /// [`PgFault::BlackHoled`].
+    pub async fn start_for(fault: PgFault) -> PgPair {
         let bin = pg_bin_dir();
         let run_as = server_user();
         let dir = std::env::temp_dir().join(format!(
@@ -71,6 +98,8 @@ impl PgPair {
             dir,
             bin,
             run_as,
+            proxy: None,
+            primary_gone: Default::default(),
         };
         if let Some((uid, gid)) = run_as {
             std::os::unix::fs::chown(&pair.dir, Some(uid), Some(gid)).expect("chown the pair");
@@ -149,6 +178,11 @@ impl PgPair {
             },
         )
         .await;
+        if fault == PgFault::BlackHoled {
+            pair.proxy = Some(std::sync::Arc::new(
+                crate::SilentProxy::start(pair.primary.port).await,
+            ));
+        }
         pair
     }
 
@@ -179,9 +213,10 @@ impl PgPair {
     /// timeout, so that the harness's own connections (which set none) never wait on a
     /// server that does not answer.
     pub fn url(&self) -> String {
+        let primary = self.proxy.as_ref().map_or(self.primary.port, |p| p.port());
         format!(
-            "postgres://postgres@127.0.0.1:{},127.0.0.1:{}?target_session_attrs=read-write&connect_timeout=5",
-            self.primary.port, self.standby.port
+            "postgres://postgres@127.0.0.1:{primary},127.0.0.1:{}?target_session_attrs=read-write&connect_timeout=5",
+            self.standby.port
         )
     }
 
@@ -205,7 +240,63 @@ impl PgPair {
             .expect("the primary is running");
         let at = Instant::now();
         kill_server(postmaster);
+        self.primary_gone
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         at
+    }
+
+    /// Fails the primary as `fault` says; returns the moment it failed.
+    pub fn fail_primary(&mut self, fault: PgFault) -> Instant {
+        match fault {
+            PgFault::Killed => self.kill_primary(),
+            PgFault::Frozen => {
+                let pid = self
+                    .primary
+                    .postmaster
+                    .as_ref()
+                    .expect("the primary is running")
+                    .id();
+                let at = Instant::now();
+                // The postmaster first, so that it starts no process meanwhile.
+                signal("-STOP", &[pid]);
+                signal("-STOP", &children_of(pid));
+                at
+            }
+            PgFault::BlackHoled => {
+                let at = Instant::now();
+                self.proxy
+                    .as_ref()
+                    .expect("a pair started for PgFault::BlackHoled")
+                    .swallow();
+                at
+            }
+        }
+    }
+
+    /// Fences the old primary, as a failover manager does once the standby took over: its
+    /// processes end (stopped ones included) and its address refuses connections, so that
+    /// no client waits on it any more.
+    pub fn fence_primary(&mut self) {
+        if let Some(proxy) = &self.proxy {
+            proxy.close();
+        }
+        if let Some(postmaster) = self.primary.postmaster.take() {
+            kill_server(postmaster);
+        }
+        self.primary_gone
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A guard that fences the primary when dropped ([`PgPair::fence_primary`]'s effect:
+    /// its processes killed, its proxy closed), for a test to declare after its fleet, so
+    /// that on every path the primary is gone before the fleet's clean-up, which like every
+    /// client would wait on a frozen or silent server.
+    pub fn fencer(&self) -> Fencer {
+        Fencer {
+            postmaster: self.primary.postmaster.as_ref().map(Child::id),
+            proxy: self.proxy.clone(),
+            gone: self.primary_gone.clone(),
+        }
     }
 
     /// Promotes the standby (`pg_ctl promote`) and waits until it accepts writes.
@@ -309,12 +400,38 @@ impl Drop for PgPair {
     /// Every server process ends (SIGKILL: the data is thrown away) and the directory is
     /// removed, whether the test passed or not.
     fn drop(&mut self) {
+        self.fence_primary();
         for server in [&mut self.primary, &mut self.standby] {
             if let Some(postmaster) = server.postmaster.take() {
                 kill_server(postmaster);
             }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// See [`PgPair::fencer`].
+pub struct Fencer {
+    postmaster: Option<u32>,
+    proxy: Option<std::sync::Arc<crate::SilentProxy>>,
+    gone: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for Fencer {
+    fn drop(&mut self) {
+        if let Some(proxy) = &self.proxy {
+            proxy.close();
+        }
+        // The postmaster stays the pair's child, reaped by the pair; a stopped process
+        // ends on SIGKILL all the same.
+        // Not yet reaped (the pair reaps it only when it fences or drops), so the pid is
+        // still the postmaster's.
+        let gone = self.gone.load(std::sync::atomic::Ordering::SeqCst);
+        if let Some(pid) = self.postmaster.filter(|_| !gone) {
+            signal("-STOP", &[pid]);
+            signal("-KILL", &children_of(pid));
+            signal("-KILL", &[pid]);
+        }
     }
 }
 
