@@ -11,6 +11,7 @@ pub mod approval_statement;
 pub mod attempt;
 pub mod attempt_record;
 pub mod authz;
+pub mod batch_approval;
 mod by_name;
 pub mod catalogue;
 pub mod currency;

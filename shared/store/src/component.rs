@@ -139,6 +139,12 @@ capabilities! {
         Function("fleet_mandate_pending(text, integer)"),
         Function("fleet_approval_revoke(text, text, text, text)"),
     ] for [Api];
+    /// Approve several operations with one signed statement (migrations/0064):
+    /// through the owner's function only.
+    ApproveBatches [] => [
+        Table("approval_batches", "SELECT"),
+        Function("fleet_record_batch(jsonb, text, text, text, bytea, text)"),
+    ] for [Api];
     /// Settle an operation by an operator's decision, or dispute it.
     SettleByOperator [MoveOperations] => [
         Column("operations", "resolved_at", "UPDATE"),

@@ -3,6 +3,7 @@
 //! used only for its embedded migrator, which owns `migrations/`.
 
 mod approval;
+mod approval_batch;
 mod approver_keys;
 mod audit;
 mod authz_facts;
@@ -42,6 +43,7 @@ mod views;
 mod webhooks;
 
 pub use approval::{ApprovalOutcome, RejectOutcome};
+pub use approval_batch::BatchRecorded;
 pub use approver_keys::{KeyAdded, KeyListing, KeyRemoved};
 pub use audit::AuditDelays;
 pub use authz_facts::StoredFacts;

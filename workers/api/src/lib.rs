@@ -10,6 +10,7 @@
 //! | `GET /v1/schemas/intent.v1.json` | the JSON Schema of intent.v1, embedded at build time ([`schemas`]) |
 //! | `POST /v1/operations/{id}/approve`, `/reject`, `/resolve`, `/dispute` | decisions ([`decision_routes`] over [`decisions`], which any other door can call too) |
 //! | `POST /v1/mandates`, `GET /v1/mandates`, `GET /v1/mandates/{id}`, `POST /v1/mandates/{id}/revoke`, `POST /v1/operations/{id}/approvals/revoke` | standing mandates and revocations ([`mandates`]) |
+//! | `POST /v1/approvals/batch` | several approvals signed once ([`batch_approval`]) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
 //! | `POST /mcp` | the same, as Model Context Protocol tools for agents ([`mcp`]) |
 //! | `/console/…` | the console for approvers and operators, signed in with OpenID Connect ([`console`]) |
@@ -28,6 +29,7 @@
 //! route, which checks the caller's role before it reads the body.
 
 pub mod auth;
+pub mod batch_approval;
 pub mod body_deadline;
 pub mod console;
 pub mod contract_enums;
@@ -123,6 +125,7 @@ pub fn app(
         .routes(routes!(mandates::get_mandate))
         .routes(routes!(mandates::revoke_mandate))
         .routes(routes!(mandates::revoke_approval))
+        .routes(routes!(batch_approval::approve_batch))
         .with_state(state)
         .split_for_parts();
     let json = Arc::new(openapi::document(&doc).to_string());

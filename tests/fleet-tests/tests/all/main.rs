@@ -14,6 +14,7 @@ mod api_metrics;
 mod api_problems;
 mod api_public_url;
 mod approver_removal;
+mod batch_approvals;
 mod bench_smoke;
 mod broker_failover;
 mod broker_users;

@@ -1,0 +1,164 @@
+//! The statement a person signs to approve several pending operations in one decision:
+//! the operations with their payload hashes, how many, and the sum of their amounts per
+//! currency (as a bank's batch carries its number of transactions and control sum), until
+//! an expiry the signer chose. RFC 8785 canonical JSON, like every signed statement:
+//!
+//! ```json
+//! {"batch_id":"ab_01JF…","count":2,"expires_at":"2026-12-01T18:00:00Z",
+//!  "operations":[{"operation_id":"op_…","payload_hash":"sha256:…"},…],
+//!  "statement":"fleet.approval_batch.v1","tenant_id":"org_482","totals":{"KZT":2500000}}
+//! ```
+//!
+//! The database counts the one signature as one approval for each listed operation and
+//! for no other, and refuses a batch whose count or totals are not those of the operations
+//! listed (`migrations/0064_approval_batches.sql`). Pure: the operations' amounts are
+//! inputs, read by the signer from the operations it fetched.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::approval_statement::{format_expiry, MAX_STATEMENT_LIFETIME_S};
+use crate::hash::canonical_json;
+use crate::money::format_amount;
+
+pub const BATCH_STATEMENT: &str = "fleet.approval_batch.v1";
+
+/// The most operations one batch may list.
+pub const MAX_BATCH: usize = 500;
+
+/// One operation as the signer read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchItem {
+    pub operation_id: String,
+    pub payload_hash: String,
+    /// Its amount and currency, for an action with an amount.
+    pub amount: Option<(i64, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchStatement {
+    pub batch_id: String,
+    pub tenant_id: String,
+    /// Sorted by operation id, each once.
+    pub items: Vec<BatchItem>,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl BatchStatement {
+    /// The statement over `items` (sorted, each operation once); `None` when empty or
+    /// longer than [`MAX_BATCH`].
+    pub fn new(
+        batch_id: String,
+        tenant_id: String,
+        mut items: Vec<BatchItem>,
+        expires_at: DateTime<Utc>,
+    ) -> Option<BatchStatement> {
+        items.sort_by(|a, b| a.operation_id.cmp(&b.operation_id));
+        items.dedup_by(|a, b| a.operation_id == b.operation_id);
+        (!items.is_empty() && items.len() <= MAX_BATCH).then_some(BatchStatement {
+            batch_id,
+            tenant_id,
+            items,
+            expires_at,
+        })
+    }
+
+    /// The sum of the amounts per currency, in minor units.
+    pub fn totals(&self) -> BTreeMap<String, i64> {
+        let mut totals = BTreeMap::new();
+        for (amount, currency) in self.items.iter().filter_map(|i| i.amount.as_ref()) {
+            *totals.entry(currency.clone()).or_insert(0) += amount;
+        }
+        totals
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "statement": BATCH_STATEMENT,
+            "batch_id": self.batch_id,
+            "tenant_id": self.tenant_id,
+            "operations": self.items.iter()
+                .map(|i| json!({"operation_id": i.operation_id, "payload_hash": i.payload_hash}))
+                .collect::<Vec<_>>(),
+            "count": self.items.len(),
+            "totals": self.totals(),
+            "expires_at": format_expiry(self.expires_at),
+        })
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        canonical_json(&self.to_json()).into_bytes()
+    }
+
+    pub fn hash(&self) -> String {
+        format!("sha256:{}", hex::encode(Sha256::digest(self.to_bytes())))
+    }
+
+    /// Whether the expiry is after `now` and at most a day later (a signature is consent
+    /// given at one moment, as an approval's).
+    pub fn expiry_in_bounds(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at > now
+            && self.expires_at <= now + chrono::Duration::seconds(MAX_STATEMENT_LIFETIME_S)
+    }
+
+    /// The batch in words, as the signer is shown it: the count, the total per currency.
+    pub fn to_words(&self) -> String {
+        let totals: Vec<String> = self
+            .totals()
+            .iter()
+            .map(|(c, m)| format_amount(*m, c).unwrap_or_else(|| format!("{m} {c}")))
+            .collect();
+        format!(
+            "Approve {} operations of tenant {} in one decision; in all: {}; until {}",
+            self.items.len(),
+            self.tenant_id,
+            if totals.is_empty() {
+                "no amounts".to_owned()
+            } else {
+                totals.join(", ")
+            },
+            format_expiry(self.expires_at)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn item(op: &str, amount: i64) -> BatchItem {
+        BatchItem {
+            operation_id: op.to_owned(),
+            payload_hash: format!("sha256:{}", "0".repeat(64)),
+            amount: Some((amount, "KZT".to_owned())),
+        }
+    }
+
+    #[test]
+    fn the_statement_lists_each_operation_once_with_its_count_and_totals() {
+        let at = Utc.with_ymd_and_hms(2026, 12, 1, 18, 0, 0).unwrap();
+        let b = BatchStatement::new(
+            "ab_01JF0000000000000000000000".to_owned(),
+            "org_482".to_owned(),
+            vec![item("op_b", 200), item("op_a", 100), item("op_b", 200)],
+            at,
+        )
+        .unwrap();
+        let v = b.to_json();
+        assert_eq!(v["count"], 2);
+        assert_eq!(v["totals"], json!({"KZT": 300}));
+        assert_eq!(v["operations"][0]["operation_id"], "op_a");
+        assert!(
+            b.to_words().contains("Approve 2 operations"),
+            "{}",
+            b.to_words()
+        );
+        assert!(BatchStatement::new("ab_x".into(), "t".into(), vec![], at).is_none());
+        assert!(b.expiry_in_bounds(at - chrono::Duration::hours(1)));
+        assert!(!b.expiry_in_bounds(at));
+    }
+}
