@@ -190,6 +190,24 @@ pub enum Command {
         #[command(flatten)]
         db: Database,
     },
+    /// Run every retention once to the end, now: outbox events published longer ago than
+    /// the outbox retention, webhook dedup rows older than the webhook retention. The
+    /// relay and the webhook receiver do the same in the background, a bounded amount at a
+    /// time; operations, their history, attempts and approvals are never deleted.
+    Prune {
+        /// Published outcome events older than this are deleted (unpublished ones never).
+        #[arg(long, env = "OUTBOX_RETENTION_S", default_value_t = 86_400)]
+        outbox_retention_s: u64,
+        /// Webhook dedup rows older than this are deleted (at least 604800: 7 days).
+        #[arg(long, env = "WEBHOOK_RETENTION_S", default_value_t = 2_592_000,
+              value_parser = clap::value_parser!(u64).range(604_800..))]
+        webhook_retention_s: u64,
+        /// Rows per delete statement.
+        #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(i64).range(1..=100_000))]
+        batch: i64,
+        #[command(flatten)]
+        db: Database,
+    },
     /// Broker administration.
     Broker {
         #[command(subcommand)]
@@ -346,6 +364,7 @@ mod tests {
             &["token", "create"],
             &["key", "add"],
             &["reconcile"],
+            &["prune"],
         ] {
             let help = help_of(operator);
             assert!(

@@ -32,6 +32,7 @@ pub mod policy;
 pub mod principal;
 pub mod principal_broker;
 pub mod processes;
+pub mod prune;
 pub mod refusal;
 pub mod secret_file;
 pub mod submit;

@@ -10,7 +10,7 @@ use fleetctl::args::Database;
 use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::{
     broker_setup, completion, context, decide, demo, hash, inspect, key, operator, policy,
-    principal, submit, token, wait,
+    principal, prune, submit, token, wait,
 };
 
 #[tokio::main]
@@ -122,6 +122,19 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             publisher.close().await;
         }
         Command::Token { command, db } => token::run(&store(&db)?, command).await?,
+        Command::Prune {
+            outbox_retention_s,
+            webhook_retention_s,
+            batch,
+            db,
+        } => {
+            let retention = prune::Retention {
+                outbox_s: outbox_retention_s,
+                webhook_s: webhook_retention_s,
+                batch,
+            };
+            prune::run(&store(&db)?, retention).await?
+        }
         Command::Broker {
             command: BrokerCommand::Setup { args, amqp },
         } => broker_setup::run(&amqp.config(), &args).await?,
