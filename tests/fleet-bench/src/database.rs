@@ -28,6 +28,9 @@ const DISCONNECT_POLL: Duration = Duration::from_millis(50);
 pub struct BenchDb {
     pub name: String,
     pub url: String,
+    /// When it was created: every operation a run makes is newer, and seeded history
+    /// older (its newest row is an hour old), so a run's figures read only its own rows.
+    pub created_at: chrono::DateTime<chrono::Utc>,
     /// On the `postgres` maintenance database.
     maintenance: BenchSql,
 }
@@ -158,6 +161,7 @@ impl BenchDb {
         Ok(BenchDb {
             name: name.to_owned(),
             url,
+            created_at: chrono::Utc::now(),
             maintenance,
         })
     }

@@ -36,13 +36,23 @@ pub struct RowFigures {
     pub finals_per_second: Vec<i64>,
 }
 
-/// Percentiles of `ms_expr` (milliseconds, per row of `from`; `$1` is the tenant).
-async fn percentiles(sql: &BenchSql, ms_expr: &str, from: &str) -> anyhow::Result<Percentiles> {
+/// Percentiles of `ms_expr` (milliseconds, per row of `from`; `$1` is the tenant, `$2`
+/// the start of the run).
+async fn percentiles(
+    sql: &BenchSql,
+    ms_expr: &str,
+    from: &str,
+    since: DateTime<Utc>,
+) -> anyhow::Result<Percentiles> {
     let query = format!(
         "SELECT count(*), percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY ms), max(ms)
          FROM (SELECT ({ms_expr})::float8 AS ms {from}) t WHERE ms IS NOT NULL"
     );
-    let r = sql.client().await?.query_one(&query, &[&TENANT]).await?;
+    let r = sql
+        .client()
+        .await?
+        .query_one(&query, &[&TENANT, &since])
+        .await?;
     let p: Option<Vec<f64>> = r.get(1);
     let p = p.unwrap_or_default();
     let at = |i: usize| p.get(i).copied().unwrap_or(0.0);
@@ -75,13 +85,19 @@ pub async fn record_bells(sql: &BenchSql, bells: &[(String, DateTime<Utc>)]) -> 
     Ok(())
 }
 
-pub async fn read(sql: &BenchSql, with_bells: bool) -> anyhow::Result<RowFigures> {
+/// The figures of the operations the run created (since `since`): seeded history of the
+/// same tenant is older and left out.
+pub async fn read(
+    sql: &BenchSql,
+    with_bells: bool,
+    since: DateTime<Utc>,
+) -> anyhow::Result<RowFigures> {
     let client = sql.client().await?;
     let mut statuses = BTreeMap::new();
     for r in client
         .query(
-            "SELECT status, count(*) FROM operations WHERE tenant_id = $1 GROUP BY 1",
-            &[&TENANT],
+            "SELECT status, count(*) FROM operations WHERE tenant_id = $1 AND created_at >= $2 GROUP BY 1",
+            &[&TENANT, &since],
         )
         .await?
     {
@@ -89,37 +105,43 @@ pub async fn read(sql: &BenchSql, with_bells: bool) -> anyhow::Result<RowFigures
     }
     let last_final_at: Option<DateTime<Utc>> = client
         .query_one(
-            "SELECT max(resolved_at) FROM operations WHERE tenant_id = $1",
-            &[&TENANT],
+            "SELECT max(resolved_at) FROM operations WHERE tenant_id = $1 AND created_at >= $2",
+            &[&TENANT, &since],
         )
         .await?
         .get(0);
     let finals_per_second: Vec<i64> = client
         .query(
-            "SELECT count(*) FROM operations WHERE tenant_id = $1 AND resolved_at IS NOT NULL
+            "SELECT count(*) FROM operations WHERE tenant_id = $1 AND created_at >= $2 AND resolved_at IS NOT NULL
              GROUP BY date_trunc('second', resolved_at) ORDER BY date_trunc('second', resolved_at)",
-            &[&TENANT],
+            &[&TENANT, &since],
         )
         .await?
         .iter()
         .map(|r| r.get(0))
         .collect();
     drop(client);
-    let ops = "FROM operations o WHERE o.tenant_id = $1";
+    let ops = "FROM operations o WHERE o.tenant_id = $1 AND o.created_at >= $2";
     let first_claim =
         "(SELECT min(a.started_at) FROM attempts a WHERE a.operation_id = o.operation_id AND a.tenant_id = o.tenant_id)";
     Ok(RowFigures {
         statuses,
         last_final_at,
-        approve_to_final: percentiles(sql, &ms("o.resolved_at - o.decided_at"), ops).await?,
-        claim_to_final: percentiles(sql, &ms(&format!("o.resolved_at - {first_claim}")), ops)
-            .await?,
+        approve_to_final: percentiles(sql, &ms("o.resolved_at - o.decided_at"), ops, since).await?,
+        claim_to_final: percentiles(
+            sql,
+            &ms(&format!("o.resolved_at - {first_claim}")),
+            ops,
+            since,
+        )
+        .await?,
         ring_to_final: if with_bells {
-            Some(percentiles(sql, &ms("o.resolved_at - b.rung_at"), "FROM operations o JOIN bench_bells b USING (operation_id) WHERE o.tenant_id = $1").await?)
+            Some(percentiles(sql, &ms("o.resolved_at - b.rung_at"), "FROM operations o JOIN bench_bells b USING (operation_id) WHERE o.tenant_id = $1 AND o.created_at >= $2", since).await?)
         } else {
             None
         },
-        prepared_to_approved: percentiles(sql, &ms("o.decided_at - o.created_at"), ops).await?,
+        prepared_to_approved: percentiles(sql, &ms("o.decided_at - o.created_at"), ops, since)
+            .await?,
         finals_per_second,
     })
 }

@@ -11,6 +11,8 @@
 //!   provider API (429 with `Retry-After: 1` above it) and the workers are told the same
 //!   (`PAYMENTS_RATE_PER_S`); the report gives the window against ops ÷ N and the refused
 //!   requests per operation.
+//! - `--history N`: the same run on an empty database, with N operations of history, and
+//!   after a prune of that history, side by side.
 //! - `--scale`: no workers; sweep and claim latency with 1 M final rows and 10 k unknown
 //!   rows in the table, against the same work on a table without that history.
 //!
@@ -21,6 +23,7 @@ mod calibrate;
 mod compare;
 mod database;
 mod fleet;
+mod history;
 mod latency;
 mod load;
 mod machine;
@@ -90,6 +93,13 @@ pub struct BenchArgs {
     /// A tiny run for CI (under ~30 s): 200 operations; with --scale, 20 k history rows.
     #[arg(long)]
     pub smoke: bool,
+    /// Cost as history grows: the same run three times, on an empty database, with this
+    /// many succeeded payments of history in the bench's own tenant (every tenth to one
+    /// payee the run pays too; their approvals, attempts, history rows, published events
+    /// and webhook rows; nothing analysed), and after `fleetctl prune` at the default
+    /// retentions; prints the three side by side with their ratio to the empty run.
+    #[arg(long, value_parser = clap::value_parser!(i64).range(1..=100_000_000))]
+    pub history: Option<i64>,
     /// The scale run: sweep and claim latency with 1 M final and 10 k unknown rows.
     #[arg(long)]
     pub scale: bool,
@@ -162,9 +172,11 @@ impl BenchArgs {
             return p.clone();
         }
         let what = if self.scale {
-            "scale"
+            "scale".to_owned()
+        } else if self.history.is_some() {
+            format!("{}-history", self.mode.as_str())
         } else {
-            self.mode.as_str()
+            self.mode.as_str().to_owned()
         };
         let smoke = if self.smoke { "-smoke" } else { "" };
         PathBuf::from(format!("target/bench/bench-{what}{smoke}.json"))

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use super::database::{self, BenchDb};
 use super::fleet::{BenchFleet, FleetSpec, EXECUTE, PREPARE, RECONCILE, RELAY, WEBHOOK_INGEST};
+use super::history::{self, Prelude, PreludeFigures};
 use super::load::{self, BenchTally, TENANT};
 use super::machine::Machine;
 use super::measure::{self, ProcSample};
@@ -96,6 +97,19 @@ pub struct BinSet {
 pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     let candidate = processes::bin_dir(args.bin_dir.as_deref())?;
     let json = args.json_path();
+    if let Some(ops) = args.history {
+        anyhow::ensure!(
+            args.baseline_bin.is_none() && args.rounds == 1,
+            "--history makes three runs of its own; it takes neither --baseline-bin nor --rounds"
+        );
+        let set = BinSet {
+            bin_dir: candidate,
+            migrator: None,
+            label: "candidate".into(),
+            json,
+        };
+        return history::run(conn, args, &set, ops).await;
+    }
     let Some(baseline) = &args.baseline_bin else {
         if args.rounds == 1 {
             let set = BinSet {
@@ -104,7 +118,7 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
                 label: "candidate".into(),
                 json,
             };
-            run_set(conn, args, &set).await?;
+            run_set(conn, args, &set, Prelude::Empty).await?;
             return Ok(());
         }
         let mut runs = Vec::new();
@@ -116,7 +130,7 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
                 json: compare::suffixed(&json, &format!("run-{round}")),
             };
             println!("\n== run {round} of {} ==", args.rounds);
-            runs.push(run_set(conn, args, &set).await?);
+            runs.push(run_set(conn, args, &set, Prelude::Empty).await?.0);
         }
         return compare::finish_repeated(
             args,
@@ -142,8 +156,8 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
             json: compare::suffixed(&json, &format!("candidate-{round}")),
         };
         println!("\n== round {round} of {} ==", args.rounds);
-        let before = run_set(conn, args, &b).await?;
-        let after = run_set(conn, args, &c).await?;
+        let (before, _) = run_set(conn, args, &b, Prelude::Empty).await?;
+        let (after, _) = run_set(conn, args, &c, Prelude::Empty).await?;
         pairs.push((before, after));
     }
     compare::finish(
@@ -155,11 +169,13 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     )
 }
 
-async fn run_set(
+/// One run with `set`'s binaries on a fresh database that `prelude` fills first.
+pub async fn run_set(
     conn: &Connection,
     args: &BenchArgs,
     set: &BinSet,
-) -> anyhow::Result<compare::Key> {
+    prelude: Prelude,
+) -> anyhow::Result<(compare::Key, PreludeFigures)> {
     let started_at = Utc::now();
     let ops = ops_for(args)?;
     anyhow::ensure!(ops > 0, "nothing to run: --ops 0");
@@ -202,6 +218,8 @@ async fn run_set(
             t.elapsed().as_secs_f64()
         );
     }
+    let prelude_kind = prelude;
+    let prelude = prelude.apply(&sql, &db.url).await?;
     let statements_ok = db.statements_available(&sql).await?;
     let intents = Arc::new(load::intents(ops));
     let setup = if args.mode == Mode::Execute {
@@ -231,6 +249,19 @@ async fn run_set(
     let mut worker_env = Vec::new();
     if args.mode == Mode::Execute {
         worker_env.push(("UNSTARTED_REDRIVE_MS", EXECUTE_MODE_REDRIVE_MS.to_owned()));
+    }
+    if let Prelude::Lived { .. } = prelude_kind {
+        // The seeded history is what a fleet with these retentions leaves; the workers
+        // keep the same, so that the run measures the history and not a relay or
+        // receiver catching up on a shorter retention (the prune is its own figure).
+        worker_env.push((
+            "OUTBOX_RETENTION_S",
+            (seed::LIVED_OUTBOX_DAYS * 86_400).to_string(),
+        ));
+        worker_env.push((
+            "WEBHOOK_RETENTION_S",
+            (seed::LIVED_WEBHOOK_DAYS * 86_400).to_string(),
+        ));
     }
     let mut sim_env = Vec::new();
     if let Some(rate) = args.provider_rate {
@@ -277,7 +308,7 @@ async fn run_set(
     if let Some(bells) = &window.bells {
         latency::record_bells(&sql, bells).await?;
     }
-    let rows = latency::read(&sql, window.bells.is_some()).await?;
+    let rows = latency::read(&sql, window.bells.is_some(), db.created_at).await?;
     drop(sql);
     fleet_broker::delete_namespace(&broker).await;
     if !args.keep_db {
@@ -325,7 +356,8 @@ async fn run_set(
         tally: window.tally,
     };
     let machine = machine.with_window_speed(window.speed);
-    report::finish(args, machine, config, figures, notes, &set.json)
+    let key = report::finish(args, machine, config, figures, notes, &set.json)?;
+    Ok((key, prelude))
 }
 
 /// What happened between the opening and the closing readings.
@@ -404,7 +436,7 @@ async fn measure_window(
                 )
             }
         }
-        wait_all_final(&sql, &tally).await
+        wait_all_final(&sql, &tally, db.created_at).await
     };
     tokio::time::timeout_at(deadline, drive)
         .await
@@ -450,15 +482,22 @@ async fn measure_window(
     })
 }
 
-/// Polls until none of the bench's operations is in a non-final state.
-async fn wait_all_final(sql: &BenchSql, tally: &BenchTally) -> anyhow::Result<()> {
+/// Polls until none of the operations the run created (since `since`) is in a
+/// non-final state: the tenant's range of `operations_tenant_created`, whatever history
+/// the tenant has.
+async fn wait_all_final(
+    sql: &BenchSql,
+    tally: &BenchTally,
+    since: chrono::DateTime<Utc>,
+) -> anyhow::Result<()> {
     loop {
         let client = sql.client().await?;
         let open: i64 = client
             .query_one(
                 "SELECT /* fleet-bench */ count(*) FROM operations
-                 WHERE status IN ('not_started', 'in_progress', 'accepted', 'unknown') AND tenant_id = $1",
-                &[&TENANT],
+                 WHERE status IN ('not_started', 'in_progress', 'accepted', 'unknown') AND tenant_id = $1
+                   AND created_at >= $2",
+                &[&TENANT, &since],
             )
             .await?
             .get(0);
