@@ -14,6 +14,12 @@
 //!   `payment.succeeded`. A reversal moves money back later; it does not undo the payment
 //!   the operation made, so it settles an operation still unknown as succeeded, like the
 //!   other two, and changes nothing on one already final.
+//! - `payment_intent.succeeded`, `payment_intent.payment_failed`,
+//!   `payment_intent.processing`, `payment_intent.canceled`: `data.object` is the
+//!   PaymentIntent a charge made, read as the create's answer is
+//!   ([`read_payment_intent`]): reported as `payment_intent.succeeded`,
+//!   `payment_intent.failed` (with the decline's code) or `payment_intent.processing`
+//!   (applies nothing), the charge action's catalogue events.
 //! - anything else: one report of type `stripe.<type>`, which names no catalogue object,
 //!   so it is stored for deduplication and counted, never applied.
 //!
@@ -27,6 +33,7 @@
 use serde_json::{Map, Value};
 
 use crate::lookup::Found;
+use crate::stripe::charge::read_payment_intent;
 use crate::stripe::transfer::read_transfer;
 use crate::stripe::{operation_of, read_refund};
 
@@ -120,6 +127,10 @@ pub fn refund_reports(event: &Value) -> Result<Vec<RefundReport>, StripeEventErr
         "transfer.created" | "transfer.updated" | "transfer.reversed" => {
             Ok(vec![transfer_report(id, event_type, object)?])
         }
+        "payment_intent.succeeded"
+        | "payment_intent.payment_failed"
+        | "payment_intent.processing"
+        | "payment_intent.canceled" => Ok(vec![payment_intent_report(id, event_type, object)?]),
         other => Ok(vec![RefundReport::ignored(id, other)]),
     }
 }
@@ -147,6 +158,35 @@ fn transfer_report(
         amount_minor,
         currency: text(transfer, "currency")?.map(str::to_ascii_uppercase),
         failure_code: None,
+    })
+}
+
+/// One PaymentIntent (a charge), read as the create's answer is, under its `pi_…` id.
+fn payment_intent_report(
+    event_id: &str,
+    event_type: &str,
+    intent: &Map<String, Value>,
+) -> Result<RefundReport, StripeEventError> {
+    let value = Value::Object(intent.clone());
+    let (status, failure_code) = match read_payment_intent(&value) {
+        Some(Found::Succeeded { .. }) => ("succeeded", None),
+        Some(Found::Failed { code, .. }) => ("failed", Some(code)),
+        Some(Found::Pending { .. }) => ("processing", None),
+        None => return Ok(RefundReport::ignored(event_id, event_type)),
+    };
+    let amount_minor = match intent.get("amount") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_i64().ok_or(StripeEventError::Invalid("amount"))?),
+    };
+    Ok(RefundReport {
+        event_id: event_id.to_owned(),
+        event_type: format!("payment_intent.{status}"),
+        refund_id: text(intent, "id")?.map(str::to_owned),
+        operation: operation_of(&value).map(str::to_owned),
+        status: Some(status.to_owned()),
+        amount_minor,
+        currency: text(intent, "currency")?.map(str::to_ascii_uppercase),
+        failure_code,
     })
 }
 
@@ -206,6 +246,46 @@ mod tests {
 
     fn event(id: &str, event_type: &str, object: Value) -> Value {
         json!({"id": id, "object": "event", "type": event_type, "data": {"object": object}})
+    }
+
+    #[test]
+    fn payment_intent_events_report_the_charge() {
+        let intent = |status: &str| {
+            json!({"id": "pi_1", "object": "payment_intent", "status": status, "amount": 1250,
+                   "currency": "kzt", "metadata": {"fleet_operation": "key_C"},
+                   "last_payment_error": {"code": "card_declined", "decline_code": "insufficient_funds"}})
+        };
+        let read = |kind: &str, status: &str| {
+            let reports = refund_reports(&event("evt_c", kind, intent(status))).unwrap();
+            assert_eq!(reports.len(), 1);
+            reports.into_iter().next().unwrap()
+        };
+        let ok = read("payment_intent.succeeded", "succeeded");
+        assert_eq!(ok.event_type, "payment_intent.succeeded");
+        assert_eq!(ok.refund_id.as_deref(), Some("pi_1"));
+        assert_eq!(ok.operation.as_deref(), Some("key_C"));
+        assert_eq!(
+            (ok.amount_minor, ok.currency.as_deref()),
+            (Some(1250), Some("KZT"))
+        );
+        let failed = read("payment_intent.payment_failed", "requires_payment_method");
+        assert_eq!(failed.event_type, "payment_intent.failed");
+        assert_eq!(failed.failure_code.as_deref(), Some("insufficient_funds"));
+        let canceled = read("payment_intent.canceled", "canceled");
+        assert_eq!(canceled.event_type, "payment_intent.failed");
+        let processing = read("payment_intent.processing", "processing");
+        assert_eq!(processing.event_type, "payment_intent.processing");
+        assert_eq!(
+            crate::webhook::EventKind::of("payment_intent.succeeded"),
+            crate::webhook::EventKind::Status {
+                action: crate::Action::ChargeCreate,
+                reported: crate::webhook::Reported::Succeeded
+            }
+        );
+        assert_eq!(
+            read("payment_intent.succeeded", "requires_confirmation").event_type,
+            "stripe.payment_intent.succeeded"
+        );
     }
 
     #[test]

@@ -303,3 +303,97 @@ async fn a_refund_of_another_tenants_payment_intent_or_of_none_is_refused_at_int
     assert!(s.stripe.refunds_of(theirs).await.is_empty());
     s.stop().await;
 }
+
+/// The endpoint's signing secret, as the Stripe dashboard shows it.
+const STRIPE_SECRET: &str = "whsec_9kXq2LmT7vR4nB8cW1zY5pJ3hF6dG0sA";
+
+/// A charge whose answer was lost (`unknown`, one PaymentIntent at Stripe), and the
+/// webhook receiver speaking Stripe: the receiver's URL and the PaymentIntent.
+async fn charge_in_flight(s: &StripeFleet) -> (String, WorkerProcess, String, Value) {
+    let (customer, pm) = s.stripe.customer_with_card(VISA).await;
+    let op = s
+        .fleet
+        .submit_and_approve(&charge_intent(&customer, &pm, 4_200))
+        .await;
+    s.proxy.arm(Fault::DropAnswer);
+    let _execute = s.spawn("fleet-execute");
+    s.fleet.reaches(&op, Status::Unknown).await;
+    let intent = s.charged(&op, 1, 1).await.unwrap();
+    let addr = fleet_tests::free_addr();
+    let ingest = s.fleet.spawn_process(
+        "fleet-webhook-ingest",
+        &[
+            ("WEBHOOK_SECRETS", fleet_tests::WEBHOOK_SECRET),
+            ("WEBHOOK_ADDR", addr.as_str()),
+            ("PAYMENTS_PROVIDER", "stripe"),
+            ("PAYMENTS_WEBHOOK_SECRET", STRIPE_SECRET),
+        ],
+    );
+    ingest.wait_for_log("consumer subscribed").await;
+    (op, ingest, format!("http://{addr}/webhooks/stripe"), intent)
+}
+
+/// `event_type` about `intent`, signed as Stripe signs it.
+async fn deliver(s: &StripeFleet, url: &str, id: &str, event_type: &str, intent: &Value) {
+    let body = serde_json::to_vec(&serde_json::json!({"id": id, "object": "event",
+        "type": event_type, "created": fleet_tests::now_s(), "data": {"object": intent}}))
+    .unwrap();
+    let secret = fleet_webhook_ingest::StripeSecret::parse(STRIPE_SECRET).unwrap();
+    let signature =
+        fleet_webhook_ingest::stripe_signature::sign(&secret, fleet_tests::now_s(), &body);
+    let status = s
+        .fleet
+        .http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("Stripe-Signature", signature)
+        .body(body)
+        .send()
+        .await
+        .expect("the receiver answers")
+        .status();
+    assert_eq!(status, reqwest::StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn payment_intent_events_settle_a_charge_in_flight() {
+    let s = StripeFleet::start().await;
+    let (op, _ingest, url, intent) = charge_in_flight(&s).await;
+    // Still processing: heard, nothing applied.
+    let mut processing = intent.clone();
+    processing["status"] = serde_json::json!("processing");
+    deliver(
+        &s,
+        &url,
+        "evt_pi_1",
+        "payment_intent.processing",
+        &processing,
+    )
+    .await;
+    deliver(&s, &url, "evt_pi_2", "payment_intent.succeeded", &intent).await;
+    let row = s.fleet.reaches(&op, Status::Succeeded).await;
+    assert_eq!(row.external_id.as_deref(), intent["id"].as_str());
+    assert_eq!(row.fence, 1, "settled by the event, never sent again");
+    s.charged(&op, 1, 1).await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_payment_failed_event_fails_the_charge_with_the_decline() {
+    let s = StripeFleet::start().await;
+    let (op, _ingest, url, mut intent) = charge_in_flight(&s).await;
+    intent["status"] = serde_json::json!("requires_payment_method");
+    intent["last_payment_error"] =
+        serde_json::json!({"code": "card_declined", "decline_code": "insufficient_funds"});
+    deliver(
+        &s,
+        &url,
+        "evt_pi_f",
+        "payment_intent.payment_failed",
+        &intent,
+    )
+    .await;
+    let row = s.fleet.reaches(&op, Status::Failed).await;
+    assert_eq!(row.error_code.as_deref(), Some("insufficient_funds"));
+    s.stop().await;
+}
