@@ -265,6 +265,8 @@ async fn the_database_and_core_derive_the_same_floor_for_every_case() {
             9_007_199_254_740_991,
         ] {
             payloads.push(json!({"invoice_id": "inv_1", "beneficiary_id": "vendor_77", "amount_minor": amount, "currency": currency}));
+            // A charge (charges-v1): banded by the same members.
+            payloads.push(json!({"invoice_id": "inv_1", "customer": "cus_1", "payment_method": "pm_1", "amount_minor": amount, "currency": currency}));
         }
     }
     payloads
