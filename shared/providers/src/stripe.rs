@@ -187,12 +187,16 @@ impl Mapping for Stripe {
         }
     }
 
-    /// A charge's customer and payment method ([`charge::look_up_payer`]).
+    /// A charge's customer and payment method ([`charge::look_up_payer`]); a payment's
+    /// connected account and its payout account ([`transfer::look_up_payee`]).
     fn look_up_payer<'a>(
         client: &'a StripeClient,
         action: Action,
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, PayerAnswer>> {
+        if action == Action::PaymentCreate {
+            return transfer::look_up_payee(client, payload);
+        }
         charge::look_up_payer(client, action, payload)
     }
 

@@ -21,7 +21,8 @@
 //! Served: `POST /v1/transfers`, `GET /v1/transfers/{id}`, `GET /v1/transfers`
 //! (`transfer_group`, `limit`, `starting_after`); `POST /v1/payment_intents`,
 //! `GET /v1/payment_intents/{id}`, `GET /v1/payment_intents` (`customer`, paging),
-//! `GET /v1/payment_intents/search` (`query=metadata['k']:'v'`, `limit`, `page`).
+//! `GET /v1/payment_intents/search` (`query=metadata['k']:'v'`, `limit`, `page`);
+//! `GET /v1/accounts/{id}` (the connected accounts the test put).
 //! A transfer above the platform's balance ([`StripeSimConfig::balance_minor`]) is refused
 //! as Stripe refuses it (400 `balance_insufficient`), after it executed: the refusal is
 //! saved under its key.
@@ -129,6 +130,13 @@ impl StripeSim {
     /// Arms `fault` for the next create.
     pub fn arm(&self, fault: StripeFault) {
         self.lock().faults.push_back(fault);
+    }
+
+    /// Puts a connected account (a Stripe Account object, its `id` the key), or replaces
+    /// the one with its id: what `GET /v1/accounts/{id}` answers from now on.
+    pub fn put_account(&self, account: Value) {
+        let id = account["id"].as_str().unwrap_or_default().to_owned();
+        self.lock().accounts.insert(id, account);
     }
 
     /// Every transfer made, oldest first.

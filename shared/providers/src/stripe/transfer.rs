@@ -9,14 +9,16 @@
 //! <https://docs.stripe.com/api/transfers/list>.
 
 use fleet_core::actions::payment_create::PaymentPayload;
-use fleet_core::stripe::transfer::{destination, INVOICE_METADATA};
+use fleet_core::stripe::transfer::{account_evidence, destination, INVOICE_METADATA};
 use fleet_core::stripe::{OPERATION_METADATA, TENANT_METADATA};
 use fleet_core::Action;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
 use super::StripeClient;
-use crate::adapter::{looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Unbuildable};
+use crate::adapter::{
+    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, PayerAnswer, Unbuildable,
+};
 use crate::lookup::LookupError;
 use crate::request::Request;
 
@@ -60,11 +62,38 @@ impl StripeClient {
         self.api().object(&["v1", "transfers", id]).await
     }
 
+    /// `GET /v1/accounts/{id}`: the connected account, with the payout accounts the
+    /// platform may see; `None` on 404.
+    pub async fn get_account(&self, id: &str) -> Result<Option<Value>, LookupError> {
+        self.api().object(&["v1", "accounts", id]).await
+    }
+
     /// Every transfer of `group`, paging `GET /v1/transfers?transfer_group=…` to its end.
     pub async fn transfers_in_group(&self, group: &str) -> Result<Vec<Value>, LookupError> {
         self.list_all(&["v1", "transfers"], &[("transfer_group", group)])
             .await
     }
+}
+
+/// Who a payment's transfer pays, read now: the payee's connected account
+/// (`GET /v1/accounts/{beneficiary_id}`), judged by
+/// `fleet_core::stripe::transfer::account_evidence`, at intake (the evidence the approver
+/// is shown) and again before the transfer (another payout account since cancels it).
+/// `None` for a payload that is not a payment to a connected account: nothing to read.
+pub fn look_up_payee<'a>(
+    client: &'a StripeClient,
+    payload: &'a Value,
+) -> Option<BoxFuture<'a, PayerAnswer>> {
+    let id = payload.get("beneficiary_id")?.as_str()?;
+    let account = destination(id)?;
+    Some(Box::pin(async move {
+        let answer = client.get_account(account).await?;
+        Ok(Ok(account_evidence(
+            account,
+            answer.as_ref(),
+            chrono::Utc::now(),
+        )))
+    }))
 }
 
 /// By the transfer's id when known; not there, or no id yet: the invoice's transfer

@@ -19,6 +19,17 @@ use serde_json::{json, Value};
 /// The payee, named by its connected account.
 const ACCOUNT: &str = "acct_1Vendor77";
 
+/// The payee's connected account as Stripe describes it, paid out to a bank account
+/// ending `last4` (`fingerprint` is Stripe's for it).
+fn vendor_account(last4: &str, fingerprint: &str) -> Value {
+    json!({"id": ACCOUNT, "object": "account", "country": "KZ", "payouts_enabled": true,
+           "business_profile": {"name": "Vendor 77 LLP"},
+           "external_accounts": {"object": "list", "has_more": false, "data": [
+               {"id": "ba_1", "object": "bank_account", "bank_name": "Halyk Bank",
+                "country": "KZ", "currency": "kzt", "last4": last4,
+                "fingerprint": fingerprint, "default_for_currency": true}]}})
+}
+
 /// A call's whole timeout.
 const TIMEOUT_MS: &str = "1500";
 
@@ -34,6 +45,7 @@ impl TransferFleet {
         let stripe = StripeSim::start(config)
             .await
             .expect("the Stripe simulator");
+        stripe.put_account(vendor_account("4321", "fpHalyk4321"));
         let fleet = TestFleet::start().await;
         TransferFleet { fleet, stripe }
     }
@@ -141,6 +153,46 @@ async fn a_payment_is_one_transfer_to_the_payees_connected_account() {
     let creates = s.creates(&key);
     assert_eq!(creates.len(), 1);
     assert_eq!(creates[0].param("amount"), Some("1250000"));
+    // Who is paid, as the approver was shown it: the account's business and payout account.
+    let payee = row.payee.expect("payee evidence kept at intake");
+    assert_eq!(payee["status"], "found");
+    assert_eq!(payee["id"], ACCOUNT);
+    assert_eq!(payee["name"], "Vendor 77 LLP");
+    assert_eq!(payee["account"]["masked"], "Halyk Bank •••• 4321");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_payout_account_changed_after_the_approval_cancels_the_payment_unsent() {
+    let s = TransferFleet::start(StripeSimConfig::default()).await;
+    let (op, key) = s.approved(2_000).await;
+    // "Our new account": the connected account now pays out elsewhere.
+    s.stripe
+        .put_account(vendor_account("9876", "fpAttacker9876"));
+    let _execute = s.spawn("fleet-execute", &[]);
+    let row = s.fleet.reaches(&op, Status::Cancelled).await;
+    assert_eq!(
+        row.status_reason.map(fleet_core::Reason::as_str),
+        Some("beneficiary_changed")
+    );
+    assert!(s.creates(&key).is_empty(), "nothing sent");
+    assert!(s.stripe.transfers().is_empty());
+    // The account was read again before the transfer would have gone.
+    assert!(s
+        .stripe
+        .requests()
+        .iter()
+        .any(|r| r.method == "GET" && r.path == format!("/v1/accounts/{ACCOUNT}")));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_connected_account_stripe_does_not_know_is_refused_at_intake() {
+    let s = TransferFleet::start(StripeSimConfig::default()).await;
+    let _prepare = s.spawn("fleet-prepare", &[]);
+    let mut payment = intent();
+    payment["payload"]["beneficiary_id"] = json!("acct_1Nobody");
+    s.fleet.refused_at_intake(&payment, "payee_unknown").await;
     s.stop().await;
 }
 

@@ -118,6 +118,8 @@ pub(crate) struct StripeState {
     config: StripeSimConfig,
     pub transfers: Vec<Stored>,
     pub payment_intents: Vec<Stored>,
+    /// The connected accounts, by id, as the test put them.
+    pub accounts: HashMap<String, Value>,
     keys: HashMap<String, Saved>,
     pub faults: VecDeque<StripeFault>,
     pub log: Vec<SeenRequest>,
@@ -137,6 +139,7 @@ impl StripeState {
             config,
             transfers: Vec::new(),
             payment_intents: Vec::new(),
+            accounts: HashMap::new(),
             keys: HashMap::new(),
             faults: VecDeque::new(),
             log: Vec::new(),
@@ -420,6 +423,15 @@ impl StripeState {
                 list(path, listed.map(|t| &t.object), query)
             }
             ["v1", "transfers", id] => by_id(&self.transfers, id, "transfer"),
+            ["v1", "accounts", id] => match self.accounts.get(*id) {
+                Some(account) => Answer::json(200, account.clone()),
+                None => error(
+                    404,
+                    "invalid_request_error",
+                    Some("resource_missing"),
+                    &format!("No such account: '{id}'"),
+                ),
+            },
             ["v1", "payment_intents", "search"] => self.search(path, query, now),
             ["v1", "payment_intents"] => {
                 let customer = param(query, "customer");
