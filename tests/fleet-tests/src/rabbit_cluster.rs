@@ -5,14 +5,25 @@
 //! its data directory, where it rejoins the cluster. A node that does not come up in time
 //! is stopped and started once more before the test fails, and the failure shows the tail
 //! of its logs. Dropping the cluster kills every node and removes the directory, on every
-//! path, a failed start's included.
+//! path, a failed start's included; when the test failed, every node's logs and the
+//! cluster's own account of what it did (`cluster.log`: each start, its boot time, each
+//! kill) are first copied to `target/test-logs/<cluster>/` and their tails printed.
+//!
+//! Every port of the cluster (each node's AMQP and distribution ports, and the range
+//! `rabbitmqctl` takes its own distribution port from) lies below the ephemeral range
+//! ([`fixed_port`]): a port picked free from the ephemeral range can be taken, while its
+//! node is down between a kill and its restart, as the local end of any connection the
+//! machine opens (the fleet reconnecting to everything at once opens many); the node then
+//! fails to bind it, exits, and fails again on the same port. That is what once left a
+//! node that never booted, its log gone with its directory.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::fixed_port;
 
 /// How long one node may take to boot (or to boot again after a kill) on a busy machine,
 /// where two other builds may share its two cores.
@@ -40,6 +51,12 @@ struct Node {
 pub struct RabbitCluster {
     dir: PathBuf,
     nodes: Vec<Node>,
+    /// The first of the ports `rabbitmqctl` may take for its own distribution (ten more
+    /// follow it).
+    ctl_dist_port: u16,
+    /// How long each start of a node took until it ran: (node, what, seconds).
+    boots: Vec<(usize, &'static str, f64)>,
+    started: Instant,
 }
 
 impl RabbitCluster {
@@ -50,7 +67,11 @@ impl RabbitCluster {
         let dir = std::env::temp_dir().join(format!("fleet-rabbit-{id}"));
         let host = short_hostname();
         let ports = free_ports(2 * size);
+        let ctl_dist_port = fixed_port();
         let mut cluster = RabbitCluster {
+            ctl_dist_port,
+            boots: Vec::new(),
+            started: Instant::now(),
             nodes: (0..size)
                 .map(|i| Node {
                     name: format!("fleet-{}-{}@{host}", &id[id.len() - 8..], i + 1),
@@ -64,6 +85,14 @@ impl RabbitCluster {
         };
         // From here on the cluster exists, so its drop removes whatever was made of it.
         std::fs::create_dir_all(&cluster.dir).expect("the cluster's directory");
+        cluster.note(&format!(
+            "cluster of {size} on {host}: ports (amqp, dist) {:?}, rabbitmqctl's from {ctl_dist_port}",
+            cluster
+                .nodes
+                .iter()
+                .map(|n| (n.amqp_port, n.dist_port))
+                .collect::<Vec<_>>()
+        ));
         // The cluster's own cookie, read by its nodes and by rabbitmqctl through HOME.
         let cookie = cluster.dir.join(".erlang.cookie");
         std::fs::write(&cookie, format!("FLEETTEST{id}").to_uppercase()).expect("the cookie");
@@ -74,8 +103,9 @@ impl RabbitCluster {
             cluster.write_config(i);
             cluster.spawn(i);
         }
+        let spawned = Instant::now();
         for i in 0..size {
-            cluster.settle(i, Boot::Fresh).await;
+            cluster.settle(i, Boot::Fresh, spawned).await;
         }
         let first = cluster.nodes[0].name.clone();
         for i in 1..size {
@@ -85,7 +115,10 @@ impl RabbitCluster {
             cluster.ctl(&["-n", &name, "start_app"]).await;
         }
         for i in 0..size {
-            if let Err(why) = cluster.await_startup(i).await {
+            let joined = Instant::now();
+            let result = cluster.await_startup(i).await;
+            cluster.booted(i, "joined", joined, &result);
+            if let Err(why) = result {
                 panic!(
                     "node {} did not run again after joining the cluster: {why}\n{}",
                     cluster.nodes[i].name,
@@ -123,36 +156,101 @@ impl RabbitCluster {
             kill_group(&server);
             let _ = server.wait();
             await_group_gone(&server);
+            self.note(&format!("node {} killed", i + 1));
         }
     }
 
     /// Starts node `i` again on its data directory and waits until it runs in the cluster.
     pub async fn restart(&mut self, i: usize) {
         assert!(self.nodes[i].server.is_none(), "node {i} is running");
+        let spawned = Instant::now();
         self.spawn(i);
-        self.settle(i, Boot::Rejoin).await;
+        self.settle(i, Boot::Rejoin, spawned).await;
+    }
+
+    /// How long each start of a node took until it ran, in seconds, as
+    /// `node<n>:<fresh|joined|rejoin>=<s>` (a second attempt's as `…-again`).
+    pub fn boot_times(&self) -> Vec<String> {
+        self.boots
+            .iter()
+            .map(|(i, what, s)| format!("node{}:{what}={s:.1}", i + 1))
+            .collect()
+    }
+
+    /// The longest start of a node so far, in seconds.
+    pub fn longest_boot_s(&self) -> f64 {
+        self.boots.iter().map(|b| b.2).fold(0.0, f64::max)
+    }
+
+    /// Adds a line to the cluster's own log (`cluster.log`), kept with the nodes' logs
+    /// when the test fails: what the test did to the cluster, and when.
+    pub fn note(&self, line: &str) {
+        use std::io::Write;
+        if let Ok(mut log) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("cluster.log"))
+        {
+            let _ = writeln!(log, "{:>8.2}s {line}", self.started.elapsed().as_secs_f64());
+        }
+    }
+
+    fn booted(
+        &mut self,
+        i: usize,
+        what: &'static str,
+        since: Instant,
+        result: &Result<(), String>,
+    ) {
+        let s = since.elapsed().as_secs_f64();
+        match result {
+            Ok(()) => {
+                self.boots.push((i, what, s));
+                self.note(&format!("node {} running ({what}) after {s:.1}s", i + 1));
+            }
+            Err(why) => self.note(&format!(
+                "node {} not running ({what}) after {s:.1}s: {why}",
+                i + 1
+            )),
+        }
     }
 
     /// Waits until node `i`, just spawned, runs. A node that does not is stopped and
     /// started once more (a port taken between its choice and its bind, or a VM stalled on
     /// a loaded machine, rarely happens twice); a second failure fails the test with the
     /// tail of the node's logs from both attempts.
-    async fn settle(&mut self, i: usize, boot: Boot) {
-        let Err(first) = self.await_startup(i).await else {
+    async fn settle(&mut self, i: usize, boot: Boot, spawned: Instant) {
+        let what = match boot {
+            Boot::Fresh => "fresh",
+            Boot::Rejoin => "rejoin",
+        };
+        let first_result = self.await_startup(i).await;
+        self.booted(i, what, spawned, &first_result);
+        let Err(first) = first_result else {
             return;
         };
         let first_tail = self.log_tail(i);
+        // The first attempt's logs, kept whatever happens next.
+        self.keep_logs(i, "attempt-1");
         self.kill(i);
         match boot {
-            // Not yet in the cluster: nothing on its data directory is worth keeping.
+            // Not yet in the cluster: nothing on its data directory is worth keeping (its
+            // logs were kept above).
             Boot::Fresh => self.clean(i),
             // Its membership lives on its data directory; only the stale pid file goes.
             Boot::Rejoin => {
                 let _ = std::fs::remove_file(self.nodes[i].dir.join("pid"));
             }
         }
+        let again = Instant::now();
         self.spawn(i);
-        if let Err(second) = self.await_startup(i).await {
+        let second = self.await_startup(i).await;
+        let what = match boot {
+            Boot::Fresh => "fresh-again",
+            Boot::Rejoin => "rejoin-again",
+        };
+        self.booted(i, what, again, &second);
+        if let Err(second) = second {
             panic!(
                 "node {} did not start, twice.\nfirst attempt: {first}\n{first_tail}\n\
                  second attempt: {second}\n{}",
@@ -173,8 +271,8 @@ impl RabbitCluster {
         self.write_config(i);
     }
 
-    /// The last lines of node `i`'s logs: its start script's output and the broker's own.
-    fn log_tail(&self, i: usize) -> String {
+    /// Node `i`'s logs: its start script's output and the broker's own.
+    fn logs_of(&self, i: usize) -> Vec<PathBuf> {
         let dir = &self.nodes[i].dir;
         let mut logs = vec![dir.join("server.log")];
         if let Ok(entries) = std::fs::read_dir(dir.join("log")) {
@@ -182,8 +280,34 @@ impl RabbitCluster {
             broker.sort();
             logs.extend(broker);
         }
+        logs
+    }
+
+    /// Where this cluster's logs are kept when its test fails: `target/test-logs/<dir>/`.
+    fn kept_dir(&self) -> PathBuf {
+        let target = crate::bin_dir();
+        let target = target.parent().unwrap_or(&target);
+        target
+            .join("test-logs")
+            .join(self.dir.file_name().unwrap_or_default())
+    }
+
+    /// Copies node `i`'s logs to `<kept>/n<i>/<attempt>/`.
+    fn keep_logs(&self, i: usize, attempt: &str) -> PathBuf {
+        let to = self.kept_dir().join(format!("n{}", i + 1)).join(attempt);
+        let _ = std::fs::create_dir_all(&to);
+        for log in self.logs_of(i) {
+            if let Some(name) = log.file_name() {
+                let _ = std::fs::copy(&log, to.join(name));
+            }
+        }
+        to
+    }
+
+    /// The last lines of node `i`'s logs: its start script's output and the broker's own.
+    fn log_tail(&self, i: usize) -> String {
         let mut tail = String::new();
-        for log in logs {
+        for log in self.logs_of(i) {
             let text = std::fs::read_to_string(&log).unwrap_or_else(|e| format!("({e})\n"));
             let lines: Vec<&str> = text.lines().collect();
             let from = lines.len().saturating_sub(LOG_TAIL_LINES);
@@ -291,6 +415,8 @@ impl RabbitCluster {
                 node.dir.join("enabled_plugins"),
             )
             .env("RABBITMQ_PID_FILE", node.dir.join("pid"))
+            // The cookie in HOME, not a variable of the machine's broker.
+            .env_remove("RABBITMQ_ERLANG_COOKIE")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log);
@@ -349,6 +475,13 @@ impl RabbitCluster {
         command
             .current_dir(&self.dir)
             .env("HOME", &self.dir)
+            // Its own distribution port from the cluster's range, below the ephemeral
+            // range like every port of the cluster (by default 35672–35682, inside it).
+            .env("RABBITMQ_CTL_DIST_PORT_MIN", self.ctl_dist_port.to_string())
+            .env(
+                "RABBITMQ_CTL_DIST_PORT_MAX",
+                (self.ctl_dist_port + 10).to_string(),
+            )
             .args(args)
             .kill_on_drop(true);
         command
@@ -359,6 +492,23 @@ impl Drop for RabbitCluster {
     fn drop(&mut self) {
         for i in 0..self.nodes.len() {
             self.kill(i);
+        }
+        if std::thread::panicking() {
+            // The test failed: every node's logs and the cluster's own go where CI keeps
+            // them, and their tails to the test's output.
+            let kept = self.kept_dir();
+            let _ = std::fs::create_dir_all(&kept);
+            let _ = std::fs::copy(self.dir.join("cluster.log"), kept.join("cluster.log"));
+            let mut report = format!(
+                "--- {} ---\n{}",
+                kept.join("cluster.log").display(),
+                std::fs::read_to_string(self.dir.join("cluster.log")).unwrap_or_default()
+            );
+            for i in 0..self.nodes.len() {
+                self.keep_logs(i, "last");
+                report.push_str(&self.log_tail(i));
+            }
+            eprintln!("rabbit cluster logs kept in {}\n{report}", kept.display());
         }
         // A helper of the VM still exiting may write a file while the tree goes; once more.
         for _ in 0..3 {
@@ -418,15 +568,10 @@ fn short_hostname() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-/// `n` ports free at this moment (bound and released at once).
+/// `n` ports free at this moment, below the ephemeral range (see the module's
+/// documentation), never given twice.
 fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().expect("its address").port())
-        .collect()
+    (0..n).map(|_| fixed_port()).collect()
 }
 
 fn set_mode(path: &Path, mode: u32) {
