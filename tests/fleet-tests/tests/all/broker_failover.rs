@@ -5,11 +5,16 @@
 //! intents arrive at a steady pace through the harness's publisher (on the same list). The
 //! node leading the execute queue is SIGKILLed and started again, then the node leading
 //! the intake queue (or another queue, if that is the first node); all along, a worker replica picked at random is SIGKILLed and
-//! replaced every one to two seconds. The promise must hold: nothing lost (every intent
-//! whose publish the cluster confirmed is an operation, and every operation ends final),
-//! nothing done twice, no blind retry, and outcome events in order per operation with no
-//! gap. Reported: the longest stall of each step of the pipeline after each kill, and the
-//! publishes the cluster refused meanwhile.
+//! replaced every one to two seconds. Approvals go through two fleet-api replicas (the
+//! client takes them in turn and retries what was not answered with the same approval),
+//! and each agent waits for its outcome there (`wait_for=final`); with each node kill an
+//! API replica is SIGKILLed and started again. The promise must hold: nothing lost (every
+//! intent whose publish the cluster confirmed is an operation, and every operation ends
+//! final), nothing done twice, no blind retry, every approval answered 200 recorded once
+//! (from the rows), every agent's wait answered with the final state, and outcome events
+//! in order per operation with no gap. Reported: the longest stall of each step of the
+//! pipeline after each kill, the publishes the cluster refused meanwhile, and how long
+//! each node took to boot.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,8 +26,8 @@ use fleet_broker::lapin::types::{AMQPValue, FieldTable};
 use fleet_broker::lapin::{Connection, ConnectionProperties};
 use fleet_broker::Queue;
 use fleet_tests::{
-    alone, check_promise, hash_of, intent, op_of, EventOrder, Infra, RabbitCluster, TestFleet,
-    WorkerProcess, TWO_OF_EACH_WORKER,
+    alone, approvals_from_rows, check_promise, hash_of, intent, op_of, ApiReplicas, Driven,
+    EventOrder, Infra, RabbitCluster, RetryingClient, TestFleet, WorkerProcess, TWO_OF_EACH_WORKER,
 };
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -66,6 +71,8 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     for (queue, members) in cluster.quorum_members(&ns).await {
         assert_eq!(members, 3, "{queue} is replicated on every node");
     }
+    let mut apis = ApiReplicas::start(&fleet, 2, &WORKER_ENV).await;
+    let client = RetryingClient::new(&fleet, &apis, Duration::from_secs(90)).await;
 
     let started = Instant::now();
     let queues = [
@@ -74,6 +81,7 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     ];
     let chaos_over = AtomicBool::new(false);
     let submitted: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    let driven: Mutex<Vec<Driven>> = Mutex::new(Vec::new());
     let publishes = Mutex::new(Publishes::default());
 
     // The node kills run beside the load: the leader of the execute queue, then (once the
@@ -89,6 +97,9 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
             let victim = victim_for(&leaders, queue, &kills);
             cluster.kill(victim);
             kills.push((victim, SystemTime::now()));
+            cluster.note(&format!("node {} killed by the test", victim + 1));
+            // An API replica dies with the node and is started again at once.
+            apis.kill_and_respawn(&fleet, kills.len() % 2);
             led.push(work_queues_led(&leaders, victim, &ns));
             sleep(Duration::from_secs(3)).await;
             cluster.restart(victim).await;
@@ -99,8 +110,10 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     };
     let load = futures_util::stream::iter(0u32..)
         .take_while(|_| std::future::ready(!chaos_over.load(Ordering::Relaxed)))
-        .for_each_concurrent(16, |n| {
-            let (fleet, submitted, publishes) = (&fleet, &submitted, &publishes);
+        // Each intent's task lives until its agent's wait answered: many at once.
+        .for_each_concurrent(128, |n| {
+            let (fleet, submitted, publishes, client, driven) =
+                (&fleet, &submitted, &publishes, &client, &driven);
             async move {
                 sleep_until(started + PACE * n).await;
                 let intent = intent();
@@ -109,9 +122,21 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
                 let refused = submit_until_confirmed(fleet, &intent).await;
                 publishes.lock().unwrap().record(refused, asked.elapsed());
                 submitted.lock().unwrap().push((op.clone(), hash.clone()));
-                fleet.prepared(&op).await;
-                // A doorbell lost with a node is rung again by reconcile's redrive.
-                fleet.approve(&op, &hash).await.expect("approved");
+                // Approved over the API (404 until prepare stored it); a doorbell lost
+                // with a node is rung again by reconcile's redrive.
+                let until = Instant::now() + client.deadline;
+                let approved = client.approve(&op, &hash, until).await;
+                let final_status = match approved {
+                    true => client.wait_final(&op, until + client.deadline).await,
+                    false => None,
+                };
+                driven.lock().unwrap().push(Driven {
+                    op,
+                    hash,
+                    submitted: true,
+                    approved,
+                    final_status,
+                });
             }
         });
     // Meanwhile a worker replica, picked at random, is SIGKILLed and replaced every 1–2 s.
@@ -133,11 +158,21 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     let ((kills, led), (), workers_killed) = tokio::join!(chaos, load, worker_kills);
     let load_ended = SystemTime::now();
     let ops = submitted.into_inner().unwrap();
+    let driven = driven.into_inner().unwrap();
     let publishes = publishes.into_inner().unwrap();
     let n_ops = ops.len();
 
     fleet.settles(Duration::from_secs(120)).await;
     let audit = check_promise(&fleet, &ops).await;
+    let unapproved = driven.iter().filter(|d| !d.approved).count();
+    let (approvals_lost, approvals_twice) = approvals_from_rows(&fleet, &driven).await;
+    let mut wrong_answers = Vec::new();
+    for d in &driven {
+        let row = fleet.row(&d.op).await;
+        if d.final_status.as_deref() != Some(row.status.as_str()) && row.escalated_at.is_none() {
+            wrong_answers.push((d.op.clone(), d.final_status.clone(), row.status.as_str()));
+        }
+    }
     let mut stalls = Vec::new();
     for (step, filter) in STEPS {
         let times = times_of(&fleet, filter).await;
@@ -159,8 +194,9 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
         .collect();
     let order = events.check_order(&fleet).await;
     println!(
-        "broker failover: operations={n_ops} node_kills={} worker_kills={workers_killed} final={:?} escalated={} lost={} duplicates={} blind_retries={} drift={} mismatched={} killed=[{}] longest_stall_s=[{}] publishes_refused={} longest_publish_wait_s={:.2} events={} out_of_order={} gaps={}",
+        "broker failover: operations={n_ops} node_kills={} worker_kills={workers_killed} api_restarts={} final={:?} escalated={} lost={} duplicates={} blind_retries={} drift={} mismatched={} unapproved={unapproved} approvals_lost={approvals_lost} approvals_twice={approvals_twice} wrong_answers={} killed=[{}] longest_stall_s=[{}] publishes_refused={} longest_publish_wait_s={:.2} events={} out_of_order={} gaps={} boots_s=[{}]",
         kills.len(),
+        apis.restarts,
         audit.by_status,
         audit.escalated,
         audit.lost,
@@ -168,6 +204,7 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
         audit.blind_retries,
         audit.drift,
         audit.mismatched,
+        wrong_answers.len(),
         victims.join(","),
         stalls.join(" "),
         publishes.refused,
@@ -175,8 +212,17 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
         order.events,
         order.out_of_order,
         order.gaps,
+        cluster.boot_times().join(" "),
     );
     audit.assert_kept("broker failover");
+    assert_eq!(unapproved, 0, "approvals never answered 200");
+    assert_eq!(approvals_lost, 0, "approvals answered 200 and not recorded");
+    assert_eq!(approvals_twice, 0, "approvals recorded twice");
+    assert!(
+        wrong_answers.is_empty(),
+        "agents' waits that did not answer the final state: {wrong_answers:?}"
+    );
+    apis.all_running();
     assert_eq!(kills.len(), 2);
     assert_eq!(
         order.out_of_order, 0,
@@ -184,6 +230,7 @@ async fn a_cluster_losing_nodes_loses_and_duplicates_nothing() {
     );
     assert_eq!(order.gaps, 0, "no operation misses an event");
     drop(procs);
+    drop(apis);
     fleet.stop().await;
     drop(cluster);
 }

@@ -1,6 +1,9 @@
-//! The chaos soak: execute and reconcile run as real processes and are SIGKILLed at random
-//! every 0.5–2 s (and restarted) while the provider simulator injects every fault kind at
-//! 5% on every action's routes. The mix is mostly payments, with order status changes
+//! The chaos soak: execute, reconcile and two fleet-api replicas run as real processes and
+//! are SIGKILLed at random every 0.5–2 s (and restarted) while the provider simulator
+//! injects every fault kind at 5% on every action's routes. The approvals are given over
+//! the API while the kills go on (the client takes the replicas in turn and retries what
+//! was not answered with the same approval), and each agent waits there for its outcome
+//! (`wait_for=final`). The mix is mostly payments, with order status changes
 //! (a conditional update settled from the order) and contracts (a keyed create the
 //! provider settles later, looked up past a one-second deadline) among them. At the end
 //! every operation must be final or escalated, and a checker reads the simulator's
@@ -13,7 +16,9 @@
 //! - drift: a keyed request under another key (or an unkeyed one with a key), or a row
 //!   whose hash changed (must be 0);
 //! - and every submitted operation stored, every history a chain of moves
-//!   (`fleet_tests::check_promise` has the whole list).
+//!   (`fleet_tests::check_promise` has the whole list);
+//! - every approval answered 200 recorded once (from the rows), every agent's wait
+//!   answered with the final state the row holds.
 //!
 //! CI runs 300 operations; `CHAOS_OPS=5000 CHAOS_SECONDS=300 cargo test -p fleet-tests
 //! --test all chaos:: -- --nocapture` runs a large one. `CHAOS_SEED` replays a schedule.
@@ -23,8 +28,8 @@ use std::time::Duration;
 
 use fleet_provider_sim::SimConfig;
 use fleet_tests::{
-    alone, check_promise, contract_intent, hash_of, intent, op_of, order_change_intent, TestFleet,
-    WorkerProcess,
+    alone, approvals_from_rows, check_promise, contract_intent, hash_of, intent, op_of,
+    order_change_intent, ApiReplicas, Driven, RetryingClient, TestFleet, WorkerProcess,
 };
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
@@ -150,20 +155,47 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
     for i in &intents {
         fleet.submit(i).await;
     }
-    for (op, hash) in &ops {
-        fleet.prepared(op).await;
-        fleet.approve(op, hash).await.unwrap();
-    }
+    let mut apis = ApiReplicas::start(&fleet, 2, &WORKER_ENV).await;
+    let client = RetryingClient::new(&fleet, &apis, Duration::from_secs(120)).await;
+    // Every operation approved over the API and waited for by its agent, while the kills
+    // below go on.
+    let driven: Vec<_> = ops
+        .iter()
+        .cloned()
+        .map(|(op, hash)| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let until = Instant::now() + client.deadline;
+                let approved = client.approve(&op, &hash, until).await;
+                let final_status = match approved {
+                    true => client.wait_final(&op, until + client.deadline).await,
+                    false => None,
+                };
+                Driven {
+                    op,
+                    hash,
+                    submitted: true,
+                    approved,
+                    final_status,
+                }
+            })
+        })
+        .collect();
 
-    // Chaos: kill a random worker every 0.5–2 s and start a replacement at once.
+    // Chaos: kill a random worker or API replica every 0.5–2 s and start a replacement at
+    // once.
     let mut kills = 0;
     let chaos_until = Instant::now() + chaos_for;
     while Instant::now() < chaos_until {
         sleep(Duration::from_millis(500 + rng.below(1500))).await;
-        let victim = rng.below(procs.len() as u64) as usize;
-        let name = procs[victim].0;
-        procs[victim].1.kill9();
-        procs[victim].1 = fleet.spawn_process(name, &WORKER_ENV);
+        let victim = rng.below((procs.len() + apis.apis.len()) as u64) as usize;
+        match procs.get_mut(victim) {
+            Some((name, process)) => {
+                process.kill9();
+                *process = fleet.spawn_process(name, &WORKER_ENV);
+            }
+            None => apis.kill_and_respawn(&fleet, victim - procs.len()),
+        }
         kills += 1;
     }
 
@@ -173,6 +205,19 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
         .await;
 
     let report = check_promise(&fleet, &ops).await;
+    let mut answered = Vec::with_capacity(driven.len());
+    for d in driven {
+        answered.push(d.await.expect("a client task"));
+    }
+    let unapproved = answered.iter().filter(|d| !d.approved).count();
+    let (approvals_lost, approvals_twice) = approvals_from_rows(&fleet, &answered).await;
+    let mut wrong_answers = Vec::new();
+    for d in &answered {
+        let row = fleet.row(&d.op).await;
+        if d.final_status.as_deref() != Some(row.status.as_str()) && row.escalated_at.is_none() {
+            wrong_answers.push((d.op.clone(), d.final_status.clone(), row.status.as_str()));
+        }
+    }
     let requests = fleet.sim_requests(None).await;
     let mut by_answer: HashMap<String, usize> = HashMap::new();
     for r in &requests {
@@ -184,7 +229,8 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
         *by_answer.entry(key).or_default() += 1;
     }
     println!(
-        "chaos: seed={seed:#x} operations={n_ops} kills={kills} provider_posts={} answers={by_answer:?} final={:?} escalated={} duplicates={} mismatched={} lost={} blind_retries={} drift={}",
+        "chaos: seed={seed:#x} operations={n_ops} kills={kills} api_restarts={} provider_posts={} answers={by_answer:?} final={:?} escalated={} duplicates={} mismatched={} lost={} blind_retries={} drift={} unapproved={unapproved} approvals_lost={approvals_lost} approvals_twice={approvals_twice} wrong_answers={}",
+        apis.restarts,
         requests.len(),
         report.by_status,
         report.escalated,
@@ -192,10 +238,20 @@ async fn chaos_soak_kills_and_faults_lose_and_duplicate_nothing() {
         report.mismatched,
         report.lost,
         report.blind_retries,
-        report.drift
+        report.drift,
+        wrong_answers.len(),
     );
     report.assert_kept(&format!("seed {seed:#x}"));
     assert!(kills > 0);
+    assert_eq!(unapproved, 0, "approvals never answered 200");
+    assert_eq!(approvals_lost, 0, "approvals answered 200 and not recorded");
+    assert_eq!(approvals_twice, 0, "approvals recorded twice");
+    assert!(
+        wrong_answers.is_empty(),
+        "agents' waits that did not answer the final state: {wrong_answers:?}"
+    );
+    apis.all_running();
     drop(procs);
+    drop(apis);
     fleet.stop().await;
 }
