@@ -104,8 +104,8 @@ impl Capabilities {
 }
 
 /// What each configured provider guarantees, by provider name, and the actions of the
-/// catalogue a provider's configured API does not serve (payments spoken as Stripe makes
-/// no payment yet).
+/// catalogue a provider's configured API does not serve (an action the Stripe mapping does
+/// not serve, while payments are spoken as Stripe).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderCapabilities {
     guarantees: BTreeMap<String, Capabilities>,

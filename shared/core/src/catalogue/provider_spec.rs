@@ -36,8 +36,8 @@ pub enum Dialect {
     #[default]
     Reference,
     /// Stripe's API. `search`: objects Stripe's Search API covers are found with it;
-    /// `false` pages their list, matched on metadata, instead (refunds, which the Search
-    /// API does not cover, are always found by paging).
+    /// `false` pages their list, matched on metadata, instead (refunds and transfers,
+    /// which the Search API does not cover, are always found by paging).
     Stripe { search: bool },
 }
 
