@@ -77,10 +77,16 @@ pub enum Command {
     /// principal of your token; it runs once its quorum of distinct approvers is reached.
     Approve {
         /// The operation to approve (op_…).
-        operation_id: String,
+        #[arg(required_unless_present = "batch")]
+        operation_id: Option<String>,
         /// The payload hash you reviewed (sha256:…, from `fleetctl show` or `fleetctl hash`).
-        #[arg(long)]
-        hash: String,
+        #[arg(long, required_unless_present = "batch")]
+        hash: Option<String>,
+        /// Approve these operations (op_…, comma-separated or repeated) in one decision,
+        /// signed once with --key: their count, total per currency and payees are shown,
+        /// and the one signature counts as one approval of each of them and of no other.
+        #[arg(long, num_args = 1.., value_delimiter = ',', conflicts_with_all = ["operation_id", "hash"], requires = "key")]
+        batch: Vec<String>,
         /// Sign the approval with this private key (`fleetctl key generate`): the
         /// statement is rebuilt from the snapshot here, shown, and signed on this machine.
         /// Needed where the operation's policy asks for signed approvals.

@@ -15,6 +15,7 @@ macro_rules! say {
 pub mod api_client;
 pub mod api_target;
 pub mod args;
+pub mod batch;
 pub mod broker_setup;
 pub mod cli;
 pub mod completion;

@@ -45,13 +45,20 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Approve {
             operation_id,
             hash,
+            batch,
             key,
             api,
         } => {
             // Read before anything is asked of the API: a wrong path fails here.
             let key = key.as_deref().map(key::read_private).transpose()?;
             let client = ApiClient::from_args(&api)?;
-            decide::approve(&client, &operation_id, &hash, key.as_ref()).await?
+            match (operation_id, hash, key.as_ref()) {
+                (_, _, Some(key)) if !batch.is_empty() => {
+                    fleetctl::batch::approve_batch(&client, &batch, key).await?
+                }
+                (Some(op), Some(hash), key) => decide::approve(&client, &op, &hash, key).await?,
+                _ => anyhow::bail!("name an operation and its --hash, or --batch with --key"),
+            }
         }
         Command::Reject {
             operation_id,

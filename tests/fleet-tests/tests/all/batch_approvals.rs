@@ -139,6 +139,44 @@ async fn a_batch_of_twenty_signed_once_approves_those_twenty_and_no_other() {
         assert_eq!(code, "42501", "{}", role.name());
     }
     fleet.still_pending(&op21).await;
+    // `fleetctl approve --batch` does the same from the approver's machine: two more, and
+    // the 21st, in one signature.
+    let more: Vec<Value> = (0..2)
+        .map(|k| {
+            let mut i = intent();
+            i["payload"]["invoice_id"] = json!(format!("inv_c{k}"));
+            i
+        })
+        .collect();
+    for i in &more {
+        api.submitted(&fleet.http, &agent, i).await;
+    }
+    let key_path = std::env::temp_dir().join(format!("fleet-batch-{}.key", ulid::Ulid::new()));
+    fleetctl::key::write_private(&key_path, &key).unwrap();
+    let ops = format!("{},{},{op21}", op_of(&more[0]), op_of(&more[1]));
+    let out = api
+        .fleetctl_as(
+            &alice,
+            &[],
+            &[
+                "approve",
+                "--batch",
+                &ops,
+                "--key",
+                key_path.to_str().unwrap(),
+            ],
+        )
+        .await;
+    std::fs::remove_file(&key_path).ok();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("3 operations, 3 approved"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for op in [op_of(&more[0]), op_of(&more[1]), op21] {
+        fleet.reaches(&op, Status::Succeeded).await;
+    }
     drop(api);
     fleet.stop().await;
 }
