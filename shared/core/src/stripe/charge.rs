@@ -26,6 +26,10 @@ use crate::reason::Reason;
 use crate::refusal::IntakeRefusal;
 use crate::stripe::operation_of;
 
+/// The payload member of a charge naming who pays (the saved payment method): the
+/// action's payee member, said as who is charged rather than who is paid.
+pub const PAYER_MEMBER: &str = "payment_method";
+
 /// The metadata key naming the invoice a charge collects.
 pub const INVOICE_METADATA: &str = "fleet_invoice";
 

@@ -397,3 +397,49 @@ async fn a_payment_failed_event_fails_the_charge_with_the_decline() {
     assert_eq!(row.error_code.as_deref(), Some("insufficient_funds"));
     s.stop().await;
 }
+
+#[tokio::test]
+async fn the_approval_page_shows_whose_card_is_charged() {
+    let s = StripeFleet::start().await;
+    let (customer, pm) = s.stripe.customer_with_card(VISA).await;
+    let op = s
+        .fleet
+        .submitted(&charge_intent(&customer, &pm, 12_500))
+        .await;
+    let issuer = s.fleet.spawn_issuer().await;
+    let api = s.fleet.spawn_console(&issuer).await;
+    s.fleet
+        .person(
+            "alice",
+            fleet_core::Role::Approver,
+            &[fleet_tests::TENANT],
+            "sub-alice",
+        )
+        .await;
+    let alice = fleet_tests::session_of(&api, "sub-alice").await;
+    let page = fleet_tests::console_get(&api, &alice, &format!("/console/operations/{op}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("Charge 125.00 KZT to customer"),
+        "the charge in words: {page}"
+    );
+    let block = page
+        .split("<dl class=\"payee\" id=\"payee\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</dl>").next())
+        .expect("the payer block");
+    for shown in [
+        "Charged to",
+        pm.as_str(),
+        "Jane Doe &#60;jane@example.com&#62;",
+        "Visa •••• 4242",
+        "FR",
+    ] {
+        assert!(block.contains(shown), "{shown} in {block}");
+    }
+    assert!(!block.contains("Paid to"), "{block}");
+    s.stop().await;
+}

@@ -198,6 +198,8 @@ pub struct PayeeShown {
     pub looked_up_at: String,
     /// The provider refused the payment because the payee changed after the approval.
     pub changed: bool,
+    /// The payee is who pays (a charge's saved card or account), not who is paid.
+    pub charged: bool,
 }
 
 pub struct PayeeFound {
@@ -242,6 +244,7 @@ impl PayeeShown {
             unknown_why,
             looked_up_at: format!("{} UTC", at(looked_up_at)),
             changed: r.status_reason == Some(Precondition::Payee.reason()),
+            charged: r.action.spec().payee == Some(fleet_core::stripe::charge::PAYER_MEMBER),
         })
     }
 }
