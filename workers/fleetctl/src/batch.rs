@@ -8,7 +8,7 @@ use anyhow::Context;
 use chrono::{Duration, Utc};
 use fleet_core::batch_approval::{BatchItem, BatchStatement};
 use fleet_core::ApproverKey;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::api_client::ApiClient;
 
@@ -80,7 +80,7 @@ pub async fn approve_batch(
         .unwrap_or_default();
     let approved = listed
         .iter()
-        .filter(|o| o["approval_status"] == Value::from("approved"))
+        .filter(|o| o["approval_status"] == "approved")
         .count();
     println!(
         "batch {} recorded: {} operations, {approved} approved and starting",
