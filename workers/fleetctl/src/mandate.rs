@@ -21,11 +21,8 @@ use crate::args::{Format, OutputArgs};
 pub enum MandateCommand {
     /// Sign and store a standing mandate: it approves, at claim, the operations it covers
     /// (within what the tenant's policy lets a mandate approve), until its budget, count
-    /// or window runs out or it is revoked.
+    /// or window runs out or it is revoked. Its tenant is --tenant (or the context's).
     Create {
-        /// The tenant it is for.
-        #[arg(long)]
-        tenant: String,
         /// An action it may approve (repeat for more); payment.create by default.
         #[arg(long = "action", default_value = "payment.create")]
         actions: Vec<String>,
@@ -187,7 +184,6 @@ fn mandate_path(id: &str) -> anyhow::Result<String> {
 pub async fn run(command: MandateCommand) -> anyhow::Result<()> {
     match command {
         MandateCommand::Create {
-            tenant,
             actions,
             payees,
             any_verified_payee,
@@ -202,6 +198,10 @@ pub async fn run(command: MandateCommand) -> anyhow::Result<()> {
             api,
         } => {
             let key = crate::key::read_private(&key)?;
+            let tenant = api
+                .target()?
+                .tenant
+                .context("name the mandate's tenant with --tenant")?;
             let payees = if any_verified_payee {
                 MandatePayees::AnyVerified
             } else {

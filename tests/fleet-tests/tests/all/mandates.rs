@@ -591,3 +591,80 @@ async fn an_intent_from_the_queue_under_a_mandate_is_paid_on_the_sweepers_bell()
     assert_eq!(row.decided_by, Some(format!("mandate:{id}")));
     m.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleetctl_signs_shows_and_revokes_a_mandate() {
+    let m = mandated(&[]).await;
+    let key_path = std::env::temp_dir().join(format!("fleet-mandate-{}.key", ulid::Ulid::new()));
+    fleetctl::key::write_private(&key_path, &m.alice_key).unwrap();
+    let payee = format!("vendor_77={}", m.fingerprint);
+    let until = format_expiry(Utc::now() + Duration::hours(1));
+    let run = |args: Vec<String>| {
+        let api = &m.api;
+        let alice = m.alice.clone();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = api.fleetctl_as(&alice, &[], &args).await;
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "{stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            stdout
+        }
+    };
+    let created = run([
+        "mandate",
+        "create",
+        "--tenant",
+        TENANT,
+        "--payee",
+        &payee,
+        "--currency",
+        "KZT",
+        "--per-operation-max-minor",
+        "20000",
+        "--budget-minor",
+        "100000",
+        "--count-limit",
+        "5",
+        "--valid-until",
+        &until,
+        "--for",
+        AGENT,
+        "--key",
+        key_path.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec())
+    .await;
+    std::fs::remove_file(&key_path).ok();
+    assert!(
+        created
+            .contains("each at most 200.00 KZT, in all at most 1,000.00 KZT, at most 5 operations"),
+        "{created}"
+    );
+    let id = created
+        .split_whitespace()
+        .find(|w| w.starts_with("md_"))
+        .expect("the mandate id")
+        .to_owned();
+    let shown = run(["mandate", "show", &id, "-o", "json"]
+        .map(str::to_owned)
+        .to_vec())
+    .await;
+    let view: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(
+        (view["status"].clone(), view["budget_minor"].clone()),
+        (json!("active"), json!(100_000))
+    );
+    let listed = run(["mandate", "list"].map(str::to_owned).to_vec()).await;
+    assert!(listed.contains(&id), "{listed}");
+    let revoked = run(["mandate", "revoke", &id].map(str::to_owned).to_vec()).await;
+    assert!(
+        revoked.contains("(revoked)") && revoked.contains("revoked 100000"),
+        "{revoked}"
+    );
+    m.stop().await;
+}
