@@ -223,7 +223,10 @@ impl ApiClient {
             .await
             .with_context(|| format!("{what}: reading the API's answer"))?;
         let json: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-        if status == StatusCode::OK || status == StatusCode::ACCEPTED || status == StatusCode::CREATED {
+        if status == StatusCode::OK
+            || status == StatusCode::ACCEPTED
+            || status == StatusCode::CREATED
+        {
             anyhow::ensure!(!json.is_null(), "{what}: the API's answer is not JSON");
             return Ok(Answer { body, json });
         }

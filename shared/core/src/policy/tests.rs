@@ -482,14 +482,20 @@ approvers = 1
     assert_eq!(never.mandates(Action::PaymentCreate), MandateRule::Never);
     assert!(never.rules()["payment.create"].get("mandates").is_none());
     let below = Policy::parse("p", &format!("{base}mandates = \"below_bands\"\n")).unwrap();
-    assert_eq!(below.mandates(Action::PaymentCreate), MandateRule::BelowBands);
+    assert_eq!(
+        below.mandates(Action::PaymentCreate),
+        MandateRule::BelowBands
+    );
     assert_eq!(below.rules()["payment.create"]["mandates"], "below_bands");
     let two = r#"policy_version = "p"
 [actions."payment.create"]
 approvers = 2
 mandates = "below_bands"
 "#;
-    assert!(Policy::parse("p", two).is_err(), "a mandate stands in for one approver");
+    assert!(
+        Policy::parse("p", two).is_err(),
+        "a mandate stands in for one approver"
+    );
     let no_payee = r#"policy_version = "p"
 [actions."crm.deal.update"]
 approvers = 1
