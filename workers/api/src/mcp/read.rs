@@ -194,7 +194,7 @@ pub fn reading(view: &Value) -> String {
         ),
         (_, Some(Status::Failed)) => {
             let code = text("error_code");
-            match fleet_core::stripe::charge::failure_in_words(&code) {
+            match fleet_core::stripe::charge::failure_in_words(code) {
                 Some(words) => {
                     format!("Failed: the provider refused it ({code}: {words}); nothing happened.")
                 }
