@@ -205,4 +205,35 @@ mod tests {
         };
         assert!(super::request(&refund).is_err());
     }
+
+    #[test]
+    fn a_charge_is_served_only_while_payments_are_spoken_as_stripe() {
+        use fleet_core::catalogue::{guard, Dialect};
+        let reference = crate::ProviderConfigs::all_at("http://127.0.0.1:9", "sk_x", 1, 0, 0);
+        assert_eq!(
+            guard(
+                Action::ChargeCreate,
+                "payments",
+                60,
+                &reference.capabilities()
+            ),
+            Err("unsupported_provider")
+        );
+        let mut stripe = reference.clone();
+        stripe.provider_mut("payments").dialect = Dialect::Stripe { search: true };
+        assert_eq!(
+            guard(Action::ChargeCreate, "payments", 60, &stripe.capabilities()),
+            Ok(())
+        );
+        // The reference protocol's other actions are untouched.
+        assert_eq!(
+            guard(
+                Action::RefundCreate,
+                "payments",
+                60,
+                &reference.capabilities()
+            ),
+            Ok(())
+        );
+    }
 }
