@@ -189,7 +189,7 @@ async fn kills_and_faults_leave_one_stripe_object_per_operation_in_its_state() {
     let seed = std::env::var("STRIPE_CHAOS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x57A1_9E5u64);
+        .unwrap_or(0x057A_19E5_u64);
     let mut rng = Rng(seed | 1);
     let stripe = Localstripe::start().await;
     let proxy = StripeProxy::start(&stripe.base_url).await;

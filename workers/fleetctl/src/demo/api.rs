@@ -81,7 +81,8 @@ pub async fn approvers(
     Ok(approvers)
 }
 
-pub async fn submit(store: &Store, api_url: &str, intent: &DemoIntent) -> anyhow::Result<()> {
+/// Submits `intent` through the HTTP API as the demo's agent; it must be accepted.
+pub async fn post_intent(store: &Store, api_url: &str, intent: &DemoIntent) -> anyhow::Result<()> {
     let tenant = intent.intent.snapshot.tenant_id.clone();
     let (token, _, _) =
         crate::token::issue(store, AGENT, Role::Agent, std::slice::from_ref(&tenant)).await?;
@@ -92,13 +93,21 @@ pub async fn submit(store: &Store, api_url: &str, intent: &DemoIntent) -> anyhow
         .body(intent.bytes.clone())
         .send()
         .await
-        .context("submitting the seed example to the HTTP API")?;
+        .context("submitting an intent to the HTTP API")?;
     let status = response.status();
     anyhow::ensure!(
         status == StatusCode::ACCEPTED,
-        "the HTTP API answered {status} to the seed example: {}",
+        "the HTTP API answered {status} to {}: {}",
+        intent.intent.operation_id.as_str(),
         response.text().await.unwrap_or_default()
     );
+    Ok(())
+}
+
+pub async fn submit(store: &Store, api_url: &str, intent: &DemoIntent) -> anyhow::Result<()> {
+    let tenant = intent.intent.snapshot.tenant_id.clone();
+    post_intent(store, api_url, intent).await?;
+    let status = StatusCode::ACCEPTED;
     let op = intent.intent.operation_id.as_str();
     println!("submitted the seed example {op} through the HTTP API as {AGENT}: {status}");
     println!("the HTTP API is at {api_url} while the demo runs (OpenAPI: {api_url}/openapi.json); with a token of your own");

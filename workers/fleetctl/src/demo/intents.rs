@@ -27,7 +27,7 @@ pub struct Plan {
     pub invalid: Vec<u8>,
 }
 
-fn op_id() -> String {
+pub fn op_id() -> String {
     format!("op_{}", ulid::Ulid::new())
 }
 
@@ -54,7 +54,7 @@ fn message(
     })
 }
 
-fn demo_intent(msg: serde_json::Value, reject: bool) -> DemoIntent {
+pub fn demo_intent(msg: serde_json::Value, reject: bool) -> DemoIntent {
     let bytes = serde_json::to_vec(&msg).expect("json serialises");
     let intent = parse_intent(&bytes).expect("the demo's intents are valid");
     DemoIntent {

@@ -17,6 +17,7 @@ mod api;
 mod intents;
 mod processes;
 mod report;
+mod stripe;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -55,9 +56,26 @@ pub struct DemoArgs {
     /// (and be reconciled) before its webhook settles it.
     #[arg(long, default_value_t = 0)]
     pub webhook_delay_ms: u64,
+    /// The payments provider: the provider simulator (payments, orders, contracts, ...),
+    /// or a local Stripe double (card charges and refunds only).
+    #[arg(long, value_enum, default_value_t = DemoProvider::Simulator)]
+    pub provider: DemoProvider,
+    /// With `--provider stripe`: a Stripe-compatible API to use instead of the localstripe
+    /// the demo starts itself.
+    #[arg(long)]
+    pub stripe_url: Option<String>,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DemoProvider {
+    Simulator,
+    Stripe,
 }
 
 pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
+    if args.provider == DemoProvider::Stripe {
+        return stripe::run(conn, &args).await;
+    }
     let db = conn.db.database_url.expose();
     fleet_store::create_database_if_missing(db).await?;
     fleet_store::migrate(db).await?;
@@ -71,6 +89,7 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
         &args.sim_addr,
         &args.api_addr,
         args.webhook_delay_ms,
+        &[],
     )
     .await?;
     let outcome = drive(conn, &args, fleet.sim_url(), fleet.api_url()).await;
@@ -87,12 +106,12 @@ const ORDERS: usize = 3;
 async fn approve_all(
     store: &Store,
     api_url: &str,
-    plan: &intents::Plan,
+    intents: &[intents::DemoIntent],
     tenant: &str,
     keys: &std::path::Path,
 ) -> anyhow::Result<()> {
     let approvers = api::approvers(store, api_url, tenant, keys).await?;
-    for intent in &plan.intents {
+    for intent in intents {
         let op = intent.intent.operation_id.as_str();
         if intent.reject {
             approvers[0]
@@ -136,8 +155,8 @@ async fn approve_all(
     }
     println!(
         "approved {} and rejected {}",
-        plan.intents.iter().filter(|i| !i.reject).count(),
-        plan.intents.iter().filter(|i| i.reject).count()
+        intents.iter().filter(|i| !i.reject).count(),
+        intents.iter().filter(|i| i.reject).count()
     );
     Ok(())
 }
@@ -218,7 +237,7 @@ async fn drive(
     let approved = approve_all(
         &store,
         api_url,
-        &plan,
+        &plan.intents,
         &seed.intent.snapshot.tenant_id,
         &keys,
     )

@@ -28,6 +28,7 @@ impl Fleet {
         sim_addr: &str,
         api_addr: &str,
         webhook_delay_ms: u64,
+        payments: &[(&str, &str)],
     ) -> anyhow::Result<Fleet> {
         let client = reqwest::Client::new();
         let sim_url = format!("http://{sim_addr}");
@@ -97,7 +98,13 @@ impl Fleet {
             // Each component connects as its own database role (created by the migrations).
             let database_url =
                 processes::component_database_url(conn.db.database_url.expose(), name)?;
-            let envs = [envs.as_slice(), &[("DATABASE_URL", database_url.as_str())]].concat();
+            // `payments` last: a later setting of the same name wins.
+            let envs = [
+                envs.as_slice(),
+                payments,
+                &[("DATABASE_URL", database_url.as_str())],
+            ]
+            .concat();
             procs.push(processes::spawn(bin_dir, log_dir, name, name, &envs)?);
         }
         let fleet = Fleet {
