@@ -67,6 +67,7 @@ mod slow_bodies;
 mod store_cas;
 mod stripe_chaos;
 mod stripe_charges;
+mod stripe_demo;
 mod stripe_refunds;
 mod stripe_search;
 mod stripe_transfers;
