@@ -323,6 +323,17 @@ async fn kills_and_faults_leave_one_stripe_object_per_operation_in_its_state() {
         objects.len(),
         accepted.load(Ordering::Relaxed),
     );
+    // Never a second request on a key: each create the proxy saw carries its own key.
+    let mut keys: Vec<Option<String>> = proxy
+        .creates()
+        .into_iter()
+        .map(|c| c.idempotency_key)
+        .collect();
+    let sent = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), sent, "a key sent twice: {keys:?}");
+    assert!(keys.iter().all(Option::is_some), "a create without a key");
     assert!(kills > 0);
     assert!(
         waiting < ops.len() / 2,

@@ -12,6 +12,9 @@
 //! account replaced after the approver was shown it: the provider refuses the payment on
 //! the payee version the approval bound, and the operation ends cancelled
 //! (`beneficiary_changed`) with nothing paid.
+//!
+//! `--provider stripe` runs card charges and refunds against a local Stripe double instead
+//! ([`stripe`]).
 
 mod api;
 mod intents;
