@@ -49,6 +49,7 @@ pub use api::{
     admin_url_of, bare_fleetctl, ready, scrape, scrape_gauge, ApiProcess, DEAD_AMQP_URL,
     DEAD_DATABASE_URL,
 };
+pub use api_replicas::{approvals_from_rows, ApiReplicas, Driven, RetryingClient};
 pub use broker_users::BrokerUsers;
 pub use browser::Browser;
 pub use console::{
@@ -63,15 +64,14 @@ pub use intents::{
 };
 pub use localstripe::{Localstripe, LOCALSTRIPE_KEY};
 pub use mcp::{call as mcp_call, McpAgent, ToolAnswer};
-pub use api_replicas::{approvals_from_rows, ApiReplicas, Driven, RetryingClient};
 pub use pg_pair::{Fencer, PgFault, PgPair};
 pub use ports::fixed_port;
-pub use silent_proxy::SilentProxy;
 pub use processes::{bin_dir, WorkerProcess, TWO_OF_EACH_WORKER};
 pub use promise_check::{blind_retries, check_promise, history_breaks, PromiseReport};
 pub use rabbit_cluster::RabbitCluster;
 pub use role_sessions::answer_of;
 pub use signing::{signed_approval, statement_of};
+pub use silent_proxy::SilentProxy;
 pub use stripe_proxy::{Fault, Seen, StripeProxy};
 pub use wait::{eventually, eventually_within, DEADLINE};
 
