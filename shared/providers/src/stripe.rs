@@ -35,12 +35,7 @@ use crate::adapter::{
 use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
 
-/// The most pages of 100 refunds a lookup reads (the refunds of one payment): a payment
-/// refunded more often than this is left to a person rather than half-read.
-pub const MAX_PAGES: usize = 50;
-
-/// Stripe's largest page.
-const PAGE_SIZE: &str = "100";
+pub use search::MAX_PAGES;
 
 /// The actions the Stripe mapping serves; the capability guard refuses the payments
 /// provider's others while it is spoken as Stripe.
@@ -92,27 +87,8 @@ impl Client<Stripe> {
     /// Every refund of `refunded`, newest first, paging `GET /v1/refunds` to its end;
     /// an error when it has more than [`MAX_PAGES`] pages.
     pub async fn refunds_of(&self, refunded: Refunded<'_>) -> Result<Vec<Value>, LookupError> {
-        let mut all = Vec::new();
-        let mut after: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let mut query = vec![("limit", PAGE_SIZE), (refunded.field(), refunded.id())];
-            if let Some(after) = &after {
-                query.push(("starting_after", after));
-            }
-            let page = self.api().page(&["v1", "refunds"], &query).await?;
-            let last = page
-                .objects
-                .last()
-                .and_then(|o| o.get("id"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            all.extend(page.objects);
-            match last {
-                Some(last) if page.has_more => after = Some(last),
-                _ => return Ok(all),
-            }
-        }
-        Err(LookupError::Unfinished(MAX_PAGES))
+        self.list_all(&["v1", "refunds"], &[(refunded.field(), refunded.id())])
+            .await
     }
 }
 

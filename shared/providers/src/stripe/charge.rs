@@ -12,7 +12,7 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{StripeClient, MAX_PAGES, PAGE_SIZE};
+use super::StripeClient;
 use crate::adapter::{
     looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
 };
@@ -62,33 +62,6 @@ impl StripeClient {
     /// `GET /v1/payment_intents/{id}`; `None` on 404.
     pub async fn get_payment_intent(&self, id: &str) -> Result<Option<Value>, LookupError> {
         self.api().object(&["v1", "payment_intents", id]).await
-    }
-
-    /// Every PaymentIntent of `customer`, newest first, paging
-    /// `GET /v1/payment_intents?customer=…&limit=100` to its end; an error past
-    /// [`MAX_PAGES`] pages.
-    pub async fn payment_intents_of(&self, customer: &str) -> Result<Vec<Value>, LookupError> {
-        let mut all = Vec::new();
-        let mut after: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let mut query = vec![("limit", PAGE_SIZE), ("customer", customer)];
-            if let Some(after) = &after {
-                query.push(("starting_after", after));
-            }
-            let page = self.api().page(&["v1", "payment_intents"], &query).await?;
-            let last = page
-                .objects
-                .last()
-                .and_then(|o| o.get("id"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            all.extend(page.objects);
-            match last {
-                Some(last) if page.has_more => after = Some(last),
-                _ => return Ok(all),
-            }
-        }
-        Err(LookupError::Unfinished(MAX_PAGES))
     }
 
     /// Who `payload` charges, read now: `GET /v1/customers/{customer}` and
