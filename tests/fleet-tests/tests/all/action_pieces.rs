@@ -62,12 +62,13 @@ fn schema_gap(schema: &Value, spec: &ActionSpec) -> Option<String> {
     if !listed {
         return Some("its wire name in `properties.action.enum`".into());
     }
-    let rules = schema["allOf"].as_array().cloned().unwrap_or_default();
+    // The payload rules are one chain of `if`/`then`/`else`, an action's rule per link.
+    let rules = std::iter::successors(Some(schema), |r| r.get("else"));
     let Some(rule) = rules
-        .iter()
+        .take_while(|r| r.get("if").is_some())
         .find(|r| r["if"]["properties"]["action"]["const"] == w)
     else {
-        return Some("an `allOf` rule for it".into());
+        return Some("an `if`/`then` rule for it".into());
     };
     let reference = rule["then"]["properties"]["payload"]["$ref"]
         .as_str()
@@ -75,7 +76,7 @@ fn schema_gap(schema: &Value, spec: &ActionSpec) -> Option<String> {
     let def = reference.strip_prefix("#/$defs/").unwrap_or_default();
     if def.is_empty() || schema["$defs"].get(def).is_none() {
         return Some(format!(
-            "the `$defs` entry its `allOf` rule names for the payload ({reference:?})"
+            "the `$defs` entry its `if`/`then` rule names for the payload ({reference:?})"
         ));
     }
     let requires_target = rule["then"]["required"]
@@ -83,7 +84,7 @@ fn schema_gap(schema: &Value, spec: &ActionSpec) -> Option<String> {
         .is_some_and(|r| r.iter().any(|m| m == "target"));
     if requires_target != matches!(spec.target, Target::Required(_)) {
         return Some(format!(
-            "`required: [\"target\"]` in its `allOf` rule exactly when the entry requires a target (the rule says {requires_target})"
+            "`required: [\"target\"]` in its `if`/`then` rule exactly when the entry requires a target (the rule says {requires_target})"
         ));
     }
     None
