@@ -279,6 +279,7 @@ pub async fn revoke_mandate(
         (status = 403, description = "`role_not_allowed`: approvers revoke their own approvals, admins anyone's.", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`not_found`: no such operation, or no live approval of that principal on it.", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`already_started`: execution began; its approvals are the record of what ran.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`malformed`: not a JSON object this route takes, or `invalid_field` with the member at fault.", body = Problem, content_type = "application/problem+json"),
         BodyTooLarge,
         NotJson,
         RateLimited,
