@@ -17,6 +17,24 @@ pub struct PostgresUrl {
     hosts: Vec<String>,
 }
 
+/// The URL options sqlx's Postgres driver reads (sqlx-postgres's `PgConnectOptions`
+/// parser); it warns about any other.
+const SQLX_OPTIONS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "sslmode",
+    "sslrootcert",
+    "sslcert",
+    "sslkey",
+    "statement-cache-capacity",
+    "application_name",
+    "options",
+];
+
 fn invalid() -> StoreError {
     StoreError::Config("DATABASE_URL is not a postgres:// URL with a host".into())
 }
@@ -116,11 +134,24 @@ impl PostgresUrl {
     }
 
     /// The same URL without the option `name` (the others kept, in order).
-    pub fn without_option(mut self, name: &str) -> PostgresUrl {
+    pub fn without_option(self, name: &str) -> PostgresUrl {
+        self.keeping_options(|k| k != name)
+    }
+
+    /// The same URL with only the options sqlx reads. The connection-tuning options of
+    /// libpq (`connect_timeout`, `keepalives_*`, `tcp_user_timeout`, …) bound the pooled
+    /// tokio-postgres connections of the workers; sqlx, which only migrates and creates
+    /// or drops the database, ignores them and logs a warning for each at every run, a
+    /// line an operator would take for a problem.
+    pub fn for_sqlx(self) -> PostgresUrl {
+        self.keeping_options(|k| SQLX_OPTIONS.contains(&k))
+    }
+
+    fn keeping_options(mut self, keep: impl Fn(&str) -> bool) -> PostgresUrl {
         let kept: Vec<(String, String)> = self
             .first
             .query_pairs()
-            .filter(|(k, _)| k != name)
+            .filter(|(k, _)| keep(k))
             .map(|(k, v)| (k.into_owned(), v.into_owned()))
             .collect();
         if kept.is_empty() {
@@ -148,13 +179,13 @@ impl std::fmt::Display for PostgresUrl {
 
 /// The URL of the one server of `database_url`'s list that accepts writes now, for the
 /// clients that take a single host (sqlx: the migrations, creating and dropping a
-/// database). A URL with one host is returned as it is, unchecked, as before. Each server
-/// is asked over its `postgres` maintenance database, which exists even when the URL's
-/// database does not yet.
+/// database), with only the options sqlx reads ([`PostgresUrl::for_sqlx`]). A URL with one
+/// host is not checked, as before. Each server is asked over its `postgres` maintenance
+/// database, which exists even when the URL's database does not yet.
 pub async fn writable_server(database_url: &str) -> Result<String, StoreError> {
     let url = PostgresUrl::parse(database_url)?;
     if url.host_count() == 1 {
-        return Ok(database_url.to_owned());
+        return Ok(url.for_sqlx().as_string());
     }
     let mut last_error = None;
     for i in 0..url.host_count() {
@@ -163,7 +194,7 @@ pub async fn writable_server(database_url: &str) -> Result<String, StoreError> {
         };
         match accepts_writes(&one.clone().with_database("postgres").as_string()).await {
             // The option chose among servers; one server alone has nothing to choose.
-            Ok(true) => return Ok(one.without_option("target_session_attrs").as_string()),
+            Ok(true) => return Ok(one.for_sqlx().as_string()),
             Ok(false) => {}
             Err(e) => last_error = Some(e),
         }
@@ -237,6 +268,20 @@ mod tests {
             two.without_option("target_session_attrs").as_string(),
             "postgres://h1,h2/f?sslmode=require&application_name=x"
         );
+    }
+
+    #[test]
+    fn sqlx_is_given_only_the_options_it_reads() {
+        let url = PostgresUrl::parse(
+            "postgres://u:pw@h1,h2/f?sslmode=require&connect_timeout=5&keepalives_idle=30&target_session_attrs=read-write&application_name=x&tcp_user_timeout=40",
+        )
+        .unwrap();
+        assert_eq!(
+            url.for_sqlx().as_string(),
+            "postgres://u:pw@h1,h2/f?sslmode=require&application_name=x"
+        );
+        let bare = PostgresUrl::parse("postgres://u@h/f?connect_timeout=5").unwrap();
+        assert_eq!(bare.for_sqlx().as_string(), "postgres://u@h/f");
     }
 
     #[test]
