@@ -4,6 +4,7 @@
 //! from these rows.) Who may decide is not this module's question: callers ask
 //! `fleet_core::authz` first.
 
+use fleet_core::confirmation::Confirmation;
 use fleet_core::{Decider, Event, OpRef, Resolution, Status};
 use serde_json::json;
 
@@ -65,6 +66,14 @@ impl<R: SettleByOperator> StoreAs<R> {
             evidence: Some(json!({ "evidence": r.evidence })),
             external_id: r.external_id,
             signed_in_with: Some(by.signed_in_with.as_str()),
+            // A success stands on what the operator stated (the database refuses it blank).
+            confirmation: Some(Confirmation::Operator {
+                object_id: r
+                    .external_id
+                    .map(str::to_owned)
+                    .or_else(|| row.external_id.clone()),
+                evidence: r.evidence.to_owned(),
+            }),
             ..Transition::new(op, row.status, row.fence, r.outcome.event(), &actor)
         };
         Ok(match self.transition(t, None).await? {

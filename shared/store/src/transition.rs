@@ -3,6 +3,7 @@
 //! expected status AND fence, and the event row is written in the same statement.
 //! Zero rows affected is `Stale`, a normal outcome every caller handles.
 
+use fleet_core::confirmation::Confirmation;
 use fleet_core::{transition, ApprovalStatus, Event, OpRef, Reason, Refused, Status};
 use serde_json::Value;
 
@@ -41,6 +42,9 @@ pub struct Transition<'a> {
     pub decided_by: Option<&'a str>,
     /// How the person behind `actor` signed in (`token`, `oidc`), for a person's decision.
     pub signed_in_with: Option<&'a str>,
+    /// What proved a success: written into the history row's evidence (`confirmed`) of a
+    /// move to `succeeded`, which the database refuses without it (0069_evidence.sql).
+    pub confirmation: Option<Confirmation>,
 }
 
 impl<'a> Transition<'a> {
@@ -62,6 +66,7 @@ impl<'a> Transition<'a> {
             approval_status: None,
             decided_by: None,
             signed_in_with: None,
+            confirmation: None,
         }
     }
 }
@@ -248,6 +253,8 @@ pub(crate) struct Bound {
     approval_status: Option<&'static str>,
     /// `t`'s reason, by name.
     reason: Option<&'static str>,
+    /// `t`'s evidence, with its confirmation for a move to `succeeded`.
+    evidence: Option<Value>,
 }
 
 /// The target status the state machine gives `t`, with the values bound beside it, or
@@ -267,6 +274,10 @@ pub(crate) fn bind(t: &Transition<'_>) -> Result<(Status, Bound), Refused> {
             unescalated_only: !t.event.is_operator_decision(),
             approval_status: t.approval_status.map(ApprovalStatus::as_str),
             reason: t.reason.map(Reason::as_str),
+            evidence: match (&t.confirmation, to) {
+                (Some(c), Status::Succeeded) => Some(c.into_evidence(t.evidence.clone())),
+                _ => t.evidence.clone(),
+            },
         },
     ))
 }
@@ -279,7 +290,7 @@ pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'
         &t.fence,
         &t.actor,
         &b.reason,
-        &t.evidence,
+        &b.evidence,
         &t.external_id,
         &t.provider_request_id,
         &t.result,

@@ -46,6 +46,13 @@ pub struct OperationView {
     error_code: Option<String>,
     /// The provider's id of the effect.
     external_id: Option<String>,
+    /// How a succeeded operation was confirmed, null until it succeeded: `by` (`answer`,
+    /// `lookup`, `webhook` or `operator`), the provider's `object_id`, and what proved it
+    /// (`fence` and `provider_request_id` of the attempt answered; `lookup`, what was asked
+    /// and answered; `webhook_event_id`; an operator's `evidence`). The database refuses a
+    /// success without one.
+    #[schema(value_type = Option<Object>)]
+    confirmation: Option<serde_json::Value>,
     /// Waiting for a person (an operator) to settle it.
     escalated: bool,
     approval_status: ApprovalStatusName,

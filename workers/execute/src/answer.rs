@@ -5,6 +5,7 @@
 //! `call`) and written in batches (`batches`); kept apart from both so that neither
 //! reaches into the other.
 
+use fleet_core::confirmation::Confirmation;
 use fleet_core::execute::answer_move;
 use fleet_core::{OpKey, Outcome, Status};
 use fleet_store::{AttemptRecord, Transition};
@@ -42,6 +43,12 @@ pub(crate) fn transition_of(answer: &Answer, accepted_deadline_s: u32) -> Transi
             None
         },
         evidence: answer.evidence.clone(),
+        // The provider's answer to this attempt is the receipt of a success.
+        confirmation: step.external_id.map(|object_id| Confirmation::Answer {
+            object_id: object_id.to_owned(),
+            fence: answer.fence,
+            provider_request_id: attempt.provider_request_id.clone(),
+        }),
         ..Transition::new(
             answer.op.op(),
             Status::InProgress,

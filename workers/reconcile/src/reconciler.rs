@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use fleet_broker::{Publisher, Queue};
+use fleet_core::confirmation::Confirmation;
 use fleet_core::reconcile::{
     absent_move, definitive_attempt, escalate_move, found_move, judge, next_step,
     past_deadline_move, settle, AskAgain, AttemptAges, AttemptSeen, LookupMove, Reading, RowDue,
@@ -228,6 +229,10 @@ impl Reconciler {
             deadline_s: step.deadline_s.map(f64::from),
             escalate: step.escalate,
             evidence: evidence.clone(),
+            confirmation: step
+                .external_id
+                .zip(evidence.as_ref())
+                .map(|(object_id, evidence)| confirmation_of(object_id, evidence)),
             ..Transition::new(row.key(), step.from, row.fence, step.event, ACTOR)
         };
         match evidence {
@@ -270,5 +275,22 @@ fn attempt_seen(a: &AttemptRow) -> AttemptSeen<'_> {
         detail: a.detail.as_deref(),
         http_status: a.http_status,
         replayed: a.replayed,
+    }
+}
+
+/// What a lookup move's evidence proves a success by: an attempt's own final answer
+/// (read from `attempts`, `via: attempts`, with its fence), else the lookup at the
+/// provider.
+fn confirmation_of(object_id: &str, evidence: &Value) -> Confirmation {
+    match (evidence["via"].as_str(), evidence["fence"].as_i64()) {
+        (Some("attempts"), Some(fence)) => Confirmation::Answer {
+            object_id: object_id.to_owned(),
+            fence,
+            provider_request_id: None,
+        },
+        _ => Confirmation::Lookup {
+            object_id: object_id.to_owned(),
+            lookup: evidence.clone(),
+        },
     }
 }

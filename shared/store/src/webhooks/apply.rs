@@ -14,6 +14,7 @@ use super::{
 use crate::rows::{provider_at, typed_at, OPERATION_COLUMNS};
 use crate::transition::Param;
 use crate::{transition_in, OperationRow, StoreError, Transition, TransitionOutcome};
+use fleet_core::confirmation::Confirmation;
 use fleet_core::webhook::{
     check_identity, decide_linked, EventKind, LinkedRow, Reported, RowIdentity, WebhookDecision,
     NOT_APPLICABLE, ON_DISPUTED, ON_ESCALATED,
@@ -252,6 +253,15 @@ async fn settle_in(
                 evidence: Some(evidence(ev, None)),
                 external_id: ev.object.id.as_deref(),
                 result: Some(ev.object.to_json()),
+                // The provider's signed event is the receipt of a success.
+                confirmation: ev
+                    .object
+                    .id
+                    .as_ref()
+                    .map(|object_id| Confirmation::Webhook {
+                        object_id: object_id.clone(),
+                        webhook_event_id: ev.event_id.clone(),
+                    }),
                 error_code: reported.error_code(ev.object.failure_code.as_deref()),
                 ..Transition::new(row.key(), status, row.fence, event, WEBHOOK_ACTOR)
             };

@@ -65,6 +65,7 @@ mod secret_files;
 mod signed_approvals;
 mod slow_bodies;
 mod store_cas;
+mod succeeded_proof;
 mod stripe_chaos;
 mod stripe_charges;
 mod stripe_demo;

@@ -51,8 +51,16 @@ async fn settle(
         .unwrap();
     let settled = sql
         .execute(
-            "UPDATE operations SET status = 'succeeded'
-             WHERE tenant_id = $1 AND status = 'in_progress'",
+            // A success needs its confirmation in the same statement's history row
+            // (0069_evidence.sql): the seeding settles as an operator stating why.
+            "WITH moved AS (
+                 UPDATE operations SET status = 'succeeded'
+                 WHERE tenant_id = $1 AND status = 'in_progress'
+                 RETURNING operation_id, tenant_id, fence)
+             INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, to_status, fence, actor, evidence)
+             SELECT operation_id, tenant_id, 'transition', 'in_progress', 'succeeded', fence, 'operator:seed',
+                    '{\"confirmed\": {\"by\": \"operator\", \"evidence\": \"seeded history\"}}'
+             FROM moved",
             &[&TENANT],
         )
         .await

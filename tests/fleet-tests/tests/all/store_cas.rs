@@ -142,6 +142,7 @@ async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_r
     let outcome = after_a_concurrent_update(&fleet, &op, async move {
         let t = Transition {
             external_id: Some("pay_under_lock_wait"),
+            confirmation: Some(answered("pay_under_lock_wait", fence)),
             ..Transition::new(
                 at(&id),
                 Status::InProgress,
@@ -150,7 +151,10 @@ async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_r
                 "execute",
             )
         };
-        store.transition(t, None).await.unwrap()
+        store
+            .transition(t, Some(&succeeded_attempt("pay_under_lock_wait")))
+            .await
+            .unwrap()
     })
     .await;
     assert!(
@@ -425,15 +429,22 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
         .renew_lease(at(&op), c.fence, LEASE_TTL_MS)
         .await
         .unwrap());
-    let t = Transition::new(
-        at(&op),
-        Status::InProgress,
-        c.fence,
-        Event::ProviderSucceeded,
-        "execute",
-    );
+    let t = Transition {
+        external_id: Some("pay_renewed"),
+        confirmation: Some(answered("pay_renewed", c.fence)),
+        ..Transition::new(
+            at(&op),
+            Status::InProgress,
+            c.fence,
+            Event::ProviderSucceeded,
+            "execute",
+        )
+    };
     assert!(matches!(
-        store.transition(t, None).await.unwrap(),
+        store
+            .transition(t, Some(&succeeded_attempt("pay_renewed")))
+            .await
+            .unwrap(),
         TransitionOutcome::Moved { .. }
     ));
 
@@ -602,4 +613,21 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
     drop(client);
     store.close();
     fleet.stop().await;
+}
+
+/// The receipt of a success by the provider's answer to the attempt of `fence`.
+fn answered(object_id: &str, fence: i64) -> fleet_core::confirmation::Confirmation {
+    fleet_core::confirmation::Confirmation::Answer {
+        object_id: object_id.to_owned(),
+        fence,
+        provider_request_id: None,
+    }
+}
+
+/// The attempt's answer a success stands on (the database checks it is there).
+fn succeeded_attempt(object_id: &str) -> fleet_core::AttemptRecord {
+    fleet_core::AttemptRecord {
+        external_id: Some(object_id.to_owned()),
+        ..fleet_core::AttemptRecord::new(fleet_core::AttemptOutcome::Succeeded)
+    }
 }
