@@ -9,22 +9,29 @@ use fleetctl::api_client::{ApiClient, ListQuery};
 use fleetctl::args::Database;
 use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::{
-    broker_setup, completion, context, decide, demo, hash, inspect, key, operator, policy,
+    broker_setup, completion, context, decide, demo, hash, history, inspect, key, operator, policy,
     principal, prune, submit, token, wait,
 };
 
 #[tokio::main]
 async fn main() -> ExitCode {
     restore_default_sigpipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `--help` and `--version` are answers (on stdout, status 0); the rest are
+            // usage errors, told apart from every other failure.
+            let _ = e.print();
+            return match e.use_stderr() {
+                true => ExitCode::from(fleetctl::exit::Exit::Usage.status()),
+                false => ExitCode::SUCCESS,
+            };
+        }
+    };
     fleet_runtime::init_tracing_with_default(fleet_runtime::LogFormat::Text, "warn,lapin=off");
     match run(cli.command).await {
         Ok(code) => code,
-        // As `main` returning the error would print it.
-        Err(e) => {
-            eprintln!("Error: {e:?}");
-            ExitCode::FAILURE
-        }
+        Err(e) => fleetctl::exit::report(&e),
     }
 }
 
@@ -70,6 +77,11 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             output,
             api,
         } => inspect::show(&ApiClient::from_args(&api)?, &operation_id, output.format()).await?,
+        Command::History {
+            operation_id,
+            output,
+            api,
+        } => history::show(&ApiClient::from_args(&api)?, &operation_id, output.format()).await?,
         Command::List {
             status,
             approval_status,

@@ -17,7 +17,7 @@ pub async fn pick(store: &Store, id: &str, tenant: Option<&str>) -> anyhow::Resu
         .filter(|t| tenant.is_none_or(|asked| asked == t))
         .collect();
     match holders.as_slice() {
-        [] => anyhow::bail!("no operation {id}"),
+        [] => Err(crate::exit::NotFound(format!("no operation {id}")).into()),
         [one] => Ok(OpKey::new(one.as_str(), id)),
         several => anyhow::bail!(
             "{id} names operations of tenants {}: say which with --tenant",

@@ -162,7 +162,9 @@ async fn create(
     } else {
         "limited to"
     };
-    println!(
+    // On stderr with the note: stdout carries the token alone, so `$(fleetctl token
+    // create …)` and `| head -1` take it and nothing else.
+    eprintln!(
         "id {}, principal {principal} ({role}), tenants ({scope}) {}, expires {}",
         issued.token_id,
         issued.tenants.join(", "),

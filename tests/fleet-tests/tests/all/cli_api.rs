@@ -469,3 +469,65 @@ async fn a_wait_for_an_escalated_operation_ends_with_status_3() {
     );
     d.stop().await;
 }
+
+/// The exit status of each kind of failure (docs/operations.md#exit-statuses), through the
+/// real API: a script branches on it without reading the message, and an expected refusal
+/// never prints a backtrace, even with `RUST_BACKTRACE=1`.
+#[tokio::test]
+async fn exit_statuses_tell_refused_not_found_conflict_unavailable_and_usage_apart() {
+    let d = desk().await;
+    let (op, hash) = d.ops[0].clone();
+    let agent = d.fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let backtrace = [("RUST_BACKTRACE", "1")];
+    let status = |out: &Output| (out.status.code(), text(&out.stderr));
+
+    let missing = d
+        .api
+        .fleetctl_as(
+            &d.alice,
+            &backtrace,
+            &["show", "op_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+        )
+        .await;
+    let (code, stderr) = status(&missing);
+    assert_eq!(code, Some(5), "not found: {stderr}");
+    assert!(stderr.contains("404"), "{stderr}");
+    assert!(
+        !stderr.to_lowercase().contains("backtrace"),
+        "an expected refusal printed a backtrace: {stderr}"
+    );
+
+    let wrong_hash = "sha256:".to_owned() + &"0".repeat(64);
+    let (code, stderr) = status(&d.alice(&["approve", &op, "--hash", &wrong_hash]).await);
+    assert_eq!(code, Some(6), "conflict: {stderr}");
+
+    // An agent may not decide: refused as it is, whatever is sent again.
+    let (code, stderr) = status(
+        &d.api
+            .fleetctl_as(&agent, &[], &["approve", &op, "--hash", &hash])
+            .await,
+    );
+    assert_eq!(code, Some(4), "refused: {stderr}");
+
+    let unreachable = d
+        .api
+        .fleetctl_as(
+            &d.alice,
+            &[("FLEET_API_URL", "http://127.0.0.1:1")],
+            &["show", &op],
+        )
+        .await;
+    let (code, stderr) = status(&unreachable);
+    assert_eq!(code, Some(7), "unavailable: {stderr}");
+
+    let (code, stderr) = status(&d.alice(&["show"]).await);
+    assert_eq!(code, Some(64), "usage: {stderr}");
+    assert!(stderr.contains("Usage"), "{stderr}");
+    let help = d.alice(&["show", "--help"]).await;
+    assert_eq!(help.status.code(), Some(0), "--help is an answer");
+
+    // The operation was neither approved nor touched by any of it.
+    let view = json_of(&d.alice(&["show", &op, "-o", "json"]).await);
+    assert_eq!(view["approval_status"], "pending", "{view}");
+    d.stop().await;
+}
