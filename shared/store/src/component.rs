@@ -185,6 +185,9 @@ capabilities! {
         // transaction (migrations/0061_mandates.sql).
         Function("fleet_mandate_approve(text[], text[])"),
         Function("fleet_mandate_holds(text, text)"),
+        // A call under a mandate holds it until its answer (migrations/0068).
+        Function("fleet_mandate_hold(text, text, bigint)"),
+        Function("fleet_mandate_unhold(text)"),
         Table("mandates", "SELECT"),
     ] for [Execute];
     /// Share a provider's request rate between replicas.

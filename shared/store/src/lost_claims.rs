@@ -22,7 +22,7 @@ use crate::StoreAs;
 use crate::{transition_in, StoreError, Transition, TransitionOutcome};
 
 /// Writes the mark, only on the unfinished attempt of a claim whose lease is still live.
-const MARK_SENT: &str = "
+pub(crate) const MARK_SENT: &str = "
 UPDATE attempts a SET request_sent = true
 WHERE a.operation_id = $1 AND a.tenant_id = $2 AND a.fence = $3
   AND a.request_sent IS NOT NULL AND a.finished_at IS NULL

@@ -122,11 +122,16 @@ impl ExecuteHandler {
         .await
     }
 
-    /// Commits the attempt's send mark (after the slot, right before the send). A mark
-    /// that cannot be written sends nothing.
+    /// Commits the attempt's send mark (after the slot, right before the send), on the
+    /// connection that holds the call's mandate if it has one. A mark that cannot be
+    /// written (the database refuses it under a revoked mandate) sends nothing.
     fn send_mark<'a>(&'a self, call: &'a Call<'a>, fence: i64) -> SendGate<'a> {
         Box::pin(async move {
-            match self.deps.store.mark_request_sent(call.key, fence).await {
+            let marked = match call.hold {
+                Some(hold) => hold.mark_request_sent(call.key, fence).await,
+                None => self.deps.store.mark_request_sent(call.key, fence).await,
+            };
+            match marked {
                 Ok(true) => {
                     pause::point(pause::AFTER_SEND_MARK).await;
                     true

@@ -11,7 +11,7 @@ use fleet_core::outcome::settle_conflict;
 use fleet_core::payee::PayeeEvidence;
 use fleet_core::{ActionSpec, AttemptOutcome, CallResult, Effect, OpRef, Outcome};
 use fleet_providers::{Operation, Provider, Request};
-use fleet_store::{AttemptRecord, OperationRow, StoreError};
+use fleet_store::{AttemptRecord, MandateHold, OperationRow, StoreError};
 
 use crate::admitted::Throttled;
 use crate::handler::ExecuteHandler;
@@ -27,6 +27,9 @@ pub(crate) struct Call<'a> {
     pub op: Operation<'a>,
     pub provider: &'a Provider,
     pub request: Request,
+    /// The standing mandate this call is made under, held until its answer (the send mark
+    /// is written on the holding connection); `None` for an operation people approved.
+    pub hold: Option<&'a MandateHold>,
 }
 
 impl ExecuteHandler {
@@ -54,6 +57,7 @@ impl ExecuteHandler {
             op,
             provider,
             request,
+            hold: None,
         })
     }
 

@@ -64,7 +64,7 @@ impl ExecuteHandler {
                     .await;
             }
         }
-        let Some(call) = self.call_of(row) else {
+        let Some(mut call) = self.call_of(row) else {
             // prepare validated this shape; reaching here is a bug, never a reason to guess.
             error!(operation_id = op, action = %row.action, "stored payload does not fit its action; escalating without a call");
             return self
@@ -98,6 +98,29 @@ impl ExecuteHandler {
         {
             return self.record(&claimed, &outcome, attempt, evidence).await;
         }
+        // Under a mandate, the call holds it until its answer: a revocation waits for the
+        // answer, or, committed first, stops the call here (migrations/0068).
+        let hold = match crate::mandate_check::mandate_of(row) {
+            None => None,
+            Some(mandate_id) => match self.deps.store.hold_mandate(row.key(), fence).await? {
+                Some(hold) => Some(hold),
+                None => {
+                    info!(
+                        operation_id = op,
+                        mandate_id, "the mandate was revoked before the call; nothing is sent"
+                    );
+                    let outcome = Outcome::NotExecuted {
+                        reason: Reason::MandateRevoked,
+                    };
+                    let attempt = AttemptRecord {
+                        detail: Some(Reason::MandateRevoked.as_str().into()),
+                        ..AttemptRecord::new(AttemptOutcome::NotExecuted)
+                    };
+                    return self.record(&claimed, &outcome, attempt, None).await;
+                }
+            },
+        };
+        call.hold = hold.as_ref();
         info!(operation_id = op, action = %row.action, provider = %row.provider, fence, "claimed; calling the provider");
         pause::point(pause::BEFORE_PROVIDER_CALL).await;
         let started = Instant::now();
@@ -134,6 +157,9 @@ impl ExecuteHandler {
             answered = self.call(&call, fence) => Ok(answered),
         };
         keeper.abort();
+        if let Some(hold) = &hold {
+            hold.release().await;
+        }
         let (outcome, attempt) = match answered {
             Ok(answered) => answered?,
             Err(lost) => {
@@ -219,7 +245,7 @@ impl ExecuteHandler {
     ) -> (AttemptRecord, Option<serde_json::Value>) {
         let approved = call.op.payee_version;
         let id = payee_id(call.spec.payee, call.op.subject.payload).unwrap_or_default();
-        let answer = call.provider.look_up_payee(id).await;
+        let answer = call.provider.look_up_payee(id, None).await;
         let now = match answer {
             Some(answer) => PayeeEvidence::of_lookup(
                 id,
