@@ -146,7 +146,8 @@ pub fn agent_queue_prefix(cfg: &BrokerConfig, principal: &str) -> String {
 /// `user_id`, which the broker checks), and follow its tenants' outcome events on queues
 /// of its own. It may declare, bind and consume queues under [`agent_queue_prefix`], and
 /// bind them to `fleet.events` only with keys that end in one of its tenants' routing
-/// words (`fleet.operation.<type or *>.<tenant>`): `#`, or another tenant's key, is refused
+/// words (`fleet.operation.<type or *>.<tenant>`, `fleet.mandate.<kind or *>.<tenant>`): `#`,
+/// or another tenant's key, is refused
 /// by the broker.
 pub fn agent_principal_permissions(
     cfg: &BrokerConfig,
@@ -169,9 +170,11 @@ pub fn agent_principal_permissions(
         // No tenant: no binding at all (`^$` matches no key a binding can have but the
         // empty one, which names no event).
         [] => "^$".to_owned(),
+        // An operation's events and a mandate's, each of its tenants only.
         words => format!(
-            r"^{}[^.]+\.({})$",
+            r"^({}|{})[^.]+\.({})$",
             escape(fleet_core::events::TYPE_PREFIX),
+            escape(fleet_core::events::MANDATE_TYPE_PREFIX),
             words.join("|")
         ),
     };
@@ -297,6 +300,8 @@ mod tests {
             "fleet.operation.succeeded.acme",
             "fleet.operation.*.acme",
             "fleet.operation.*.a%2Eb",
+            "fleet.mandate.used.acme",
+            "fleet.mandate.*.acme",
         ] {
             assert!(bind.is_match(ok), "{ok}");
         }
@@ -309,6 +314,8 @@ mod tests {
             "fleet.operation.*.globex",
             "fleet.operation.a.b.acme",
             "*.*.*.acme",
+            "fleet.mandate.*.globex",
+            "fleet.*.*.acme",
         ] {
             assert!(!bind.is_match(refused), "{refused}");
         }

@@ -13,8 +13,10 @@ pub const SPEC_VERSION: &str = "1.0";
 pub const CONTENT_TYPE: &str = "application/cloudevents+json";
 /// The content type of `data` (the operation view).
 pub const DATA_CONTENT_TYPE: &str = "application/json";
-/// Every event type is this prefix plus [`EventType::as_str`].
+/// Every operation event type is this prefix plus [`EventType::as_str`].
 pub const TYPE_PREFIX: &str = "fleet.operation.";
+/// Every mandate event type is this prefix plus its kind (`fleet.mandate.used`).
+pub const MANDATE_TYPE_PREFIX: &str = "fleet.mandate.";
 /// An encoded tenant longer than this is replaced by its digest, so that the routing key
 /// (type, a dot, tenant) always fits AMQP's 255-byte limit.
 pub const MAX_TENANT_SEGMENT: usize = 200;
@@ -59,6 +61,14 @@ pub enum EventType {
     Resolved,
     /// An operator took it out of the workers' hands for investigation.
     Disputed,
+    /// A standing mandate was stored (`data` is the mandate's view, not an operation's).
+    MandateCreated,
+    /// A standing mandate approved an operation (`data.event.evidence.operation_id`).
+    MandateUsed,
+    /// A standing mandate's budget or count is used up (`data.event.evidence.by`).
+    MandateExhausted,
+    /// A standing mandate was revoked.
+    MandateRevoked,
 }
 
 impl EventType {
@@ -82,6 +92,15 @@ impl EventType {
         EventType::Disputed,
     ];
 
+    /// What happens to a standing mandate: published on the mandate's own queue of
+    /// events, in its order, with the mandate's view as `data`.
+    pub const MANDATE: [EventType; 4] = [
+        EventType::MandateCreated,
+        EventType::MandateUsed,
+        EventType::MandateExhausted,
+        EventType::MandateRevoked,
+    ];
+
     /// The short name, as stored in the outbox and used as a metric label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -102,16 +121,31 @@ impl EventType {
             EventType::Escalated => "escalated",
             EventType::Resolved => "resolved",
             EventType::Disputed => "disputed",
+            EventType::MandateCreated => "mandate_created",
+            EventType::MandateUsed => "mandate_used",
+            EventType::MandateExhausted => "mandate_exhausted",
+            EventType::MandateRevoked => "mandate_revoked",
         }
     }
 
     pub fn parse(s: &str) -> Option<EventType> {
-        EventType::ALL.into_iter().find(|t| t.as_str() == s)
+        EventType::ALL
+            .into_iter()
+            .chain(EventType::MANDATE)
+            .find(|t| t.as_str() == s)
     }
 
-    /// The CloudEvents `type`, e.g. `fleet.operation.succeeded`.
+    /// The kind of a mandate's event (`used`), `None` for an operation's.
+    pub fn mandate_kind(self) -> Option<&'static str> {
+        self.as_str().strip_prefix("mandate_")
+    }
+
+    /// The CloudEvents `type`, e.g. `fleet.operation.succeeded`, `fleet.mandate.used`.
     pub fn cloudevents_type(self) -> String {
-        format!("{TYPE_PREFIX}{}", self.as_str())
+        match self.mandate_kind() {
+            Some(kind) => format!("{MANDATE_TYPE_PREFIX}{kind}"),
+            None => format!("{TYPE_PREFIX}{}", self.as_str()),
+        }
     }
 }
 

@@ -36,6 +36,35 @@ fn every_type_round_trips_and_has_one_wire_name() {
 }
 
 #[test]
+fn a_mandates_events_are_typed_fleet_mandate_and_routed_by_tenant() {
+    for t in EventType::MANDATE {
+        assert_eq!(EventType::parse(t.as_str()), Some(t));
+        assert!(
+            !EventType::ALL.contains(&t),
+            "{t:?} is no operation's event"
+        );
+    }
+    assert_eq!(
+        EventType::MandateUsed.cloudevents_type(),
+        "fleet.mandate.used"
+    );
+    assert_eq!(EventType::MandateUsed.mandate_kind(), Some("used"));
+    assert_eq!(EventType::Approved.mandate_kind(), None);
+    let e = OutcomeEvent {
+        operation_id: "md_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".into(),
+        key: "md_01JQ8R7D9M4KX2T3V4W5Y6Z7A8".into(),
+        sequence: 2,
+        event_type: EventType::MandateRevoked,
+        tenant_id: "acme.kz".into(),
+        time: "2026-11-29T22:00:00.123456Z".into(),
+        data: json!({"mandate_id": "md_01JQ8R7D9M4KX2T3V4W5Y6Z7A8", "sequence": 2}),
+    };
+    assert_eq!(e.routing_key(), "fleet.mandate.revoked.acme%2Ekz");
+    assert_eq!(e.id(), "md_01JQ8R7D9M4KX2T3V4W5Y6Z7A8.2");
+    assert_eq!(e.subject(), "acme.kz/md_01JQ8R7D9M4KX2T3V4W5Y6Z7A8");
+}
+
+#[test]
 fn the_envelope_is_a_structured_cloudevent() {
     let e = event(EventType::Succeeded, "acme");
     let v = e.cloud_event("/fleet/ns1");
