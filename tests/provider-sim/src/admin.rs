@@ -8,7 +8,7 @@
 //! | `DELETE /_sim/faults` | `{"cleared": n}` |
 //! | `GET /_sim/effects?reference=R` | `{"reference": R, "payments": n, "refunds": m, "deals": d, "orders": o}` (`deals`: with `external_id` R; `orders`: transitions applied with `transition_ref` R; `envelopes`: with `external_ref` R) |
 //! | `GET /_sim/effects` | `{"payments": total, "refunds": total, "deals": total, "orders": transitions, "envelopes": total}` |
-//! | `GET /_sim/requests[?reference=R]` | `{"data": [{"method", "path", "idempotency_key", "reference", "status", "replayed"}, …]}` |
+//! | `GET /_sim/requests[?reference=R]` | `{"data": [{"method", "path", "idempotency_key", "reference", "status", "replayed", "arrived_at"}, …]}` |
 //! | `GET /_sim/clock` | `{"now": RFC 3339, "offset_seconds": n}` |
 //! | `POST /_sim/clock/advance` `{"seconds": n}` | same as `GET /_sim/clock` |
 //! | `GET /_sim/rate_limit` | `{"per_second": n \| null}` |

@@ -97,6 +97,7 @@ pub async fn limit(State(app): State<App>, request: Request, next: Next) -> Resp
                 reference: key,
                 status: Some(429),
                 replayed: false,
+                arrived_at: String::new(),
             });
         }
         admitted

@@ -1,4 +1,4 @@
-//! The log of create requests as they arrived, with how each was answered, so that a test
+//! The log of create requests as they arrived (and when), with how each was answered, so that a test
 //! can assert "exactly one provider POST" for an operation.
 //!
 //! Bounded: past `MAX_LOGGED_REQUESTS` the oldest entries are forgotten (a long demo must
@@ -19,6 +19,9 @@ pub struct LoggedRequest {
     /// `None` while unanswered and for good when the connection was dropped.
     pub status: Option<u16>,
     pub replayed: bool,
+    /// When it arrived (RFC 3339, UTC, microseconds), stamped by [`RequestLog::record`]:
+    /// a test compares it with a moment the database recorded.
+    pub arrived_at: String,
 }
 
 /// Position of an entry, stable while older entries are evicted.
@@ -33,7 +36,8 @@ pub struct RequestLog {
 }
 
 impl RequestLog {
-    pub fn record(&mut self, entry: LoggedRequest) -> Seq {
+    pub fn record(&mut self, mut entry: LoggedRequest) -> Seq {
+        entry.arrived_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         if self.entries.len() >= MAX_LOGGED_REQUESTS {
             self.entries.pop_front();
             self.first_seq += 1;
@@ -78,6 +82,7 @@ mod tests {
             reference: Some(reference.to_owned()),
             status: None,
             replayed: false,
+            arrived_at: String::new(),
         }
     }
 

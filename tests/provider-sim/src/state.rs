@@ -180,6 +180,7 @@ impl App {
             reference,
             status: None,
             replayed: false,
+            arrived_at: String::new(),
         });
         (seq, state.faults.take(route))
     }
