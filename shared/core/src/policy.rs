@@ -48,7 +48,8 @@
 //! `foreign_object_approvers` distinct approvers at least. An object the fleet recorded
 //! for another tenant is refused whatever the policy says.
 //!
-//! `[actions."payment.create".risk]` says what a payment flagged by a risk cue
+//! `[actions."payment.create".risk]` (and `[actions."charge.create".risk]`, for a charge's
+//! cues: `crate::risk::charge`) says what a payment flagged by a risk cue
 //! (`crate::risk`) needs besides its amount's quorum: `extra_approvers` more distinct
 //! approvers (default 0), at least `signed_approvals` signed ones (default 0), and the
 //! multiple of the payee's median above which an amount is flagged (`median_multiple`,
@@ -432,9 +433,11 @@ impl Policy {
                     "{name}: names no payee, so it has no unknown_payee"
                 )));
             }
-            if rule.risk.is_some() && action != Action::PaymentCreate {
+            if rule.risk.is_some()
+                && !matches!(action, Action::PaymentCreate | Action::ChargeCreate)
+            {
                 return Err(fail(format!(
-                    "{name}: risk cues judge payments, so only payment.create has a risk table"
+                    "{name}: risk cues judge payments and charges, so only payment.create and charge.create have a risk table"
                 )));
             }
             if let Some(risk) = rule.risk {

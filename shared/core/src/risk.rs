@@ -1,5 +1,6 @@
 //! Risk cues: what about a payment deserves an approver's second look, judged over the
-//! fleet's own history of payments in the tenant. Computed at intake, kept with the
+//! fleet's own history of payments in the tenant (a charge's, over its charges:
+//! [`charge`]). Computed at intake, kept with the
 //! operation, shown beside the amount and carried in its events; a policy may ask a
 //! flagged payment for one more approver or a signed approval (`policy`).
 //!
@@ -11,8 +12,10 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod charge;
 pub mod duplicate;
 
+pub use charge::{charge_cues, ChargedBefore};
 pub use duplicate::{possible_duplicate, DuplicateOf, RecentPayment, DUPLICATE_WINDOW};
 
 /// What the tenant's succeeded payments say about the payee and the account being paid:
@@ -83,6 +86,13 @@ pub enum RiskCue {
         operation_id: String,
         same: DuplicateOf,
     },
+    /// A charge (`charge.create`): nothing was ever charged to this card (its
+    /// fingerprint) in this tenant, for any customer (`charge`).
+    FirstChargeToCard,
+    /// A charge: the amount is more than `multiple` times the median of the customer's
+    /// latest [`USUAL_AMOUNTS_KEPT`] succeeded charges in the same currency
+    /// (`median_minor`).
+    ChargeAboveUsual { multiple: u32, median_minor: i64 },
 }
 
 impl RiskCue {
@@ -115,6 +125,15 @@ impl RiskCue {
                     ),
                 }
             }
+            RiskCue::FirstChargeToCard => "first charge to this card".to_owned(),
+            RiskCue::ChargeAboveUsual {
+                multiple,
+                median_minor,
+            } => format!(
+                "more than {multiple}× this customer's usual charge ({})",
+                crate::money::format_amount(*median_minor, currency)
+                    .unwrap_or_else(|| median_minor.to_string())
+            ),
         }
     }
 }
@@ -166,7 +185,7 @@ pub fn cues(
 
 /// The median (the lower middle of an even count, so it is always an amount that was
 /// really paid).
-fn median(amounts: &mut [i64]) -> Option<i64> {
+pub(crate) fn median(amounts: &mut [i64]) -> Option<i64> {
     if amounts.is_empty() {
         return None;
     }

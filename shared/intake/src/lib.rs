@@ -9,9 +9,11 @@
 //! - [`checked`]: the rules, the checked intent, its fate and the refusal a sender is told;
 //! - [`intake`](mod@intake): the order of the checks and the write;
 //! - [`in_force`]: the intent is under the policy the deployment put in force;
-//! - [`payee`], [`objects`], [`risk`]: the checks against the world and the records;
+//! - [`payee`], [`objects`], [`risk`], [`charge_risk`]: the checks against the world and the
+//!   records;
 //! - [`series`]: every refusal reason, and the intake's series at zero.
 
+pub mod charge_risk;
 pub mod checked;
 pub mod in_force;
 pub mod intake;

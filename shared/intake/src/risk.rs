@@ -14,14 +14,17 @@ use tracing::info;
 
 use crate::checked::{CheckedIntent, IntakeRules};
 
-/// `checked` with its risk cues, and its quorum raised as its policy asks when flagged.
-/// An intent that is no payment is returned as it came.
+/// `checked` with its risk cues, and its quorum raised as its policy asks when flagged
+/// (a charge's: `crate::charge_risk`). An intent that is neither is returned as it came.
 pub async fn with_risk<R: StoreIntents>(
     mut checked: CheckedIntent,
     rules: &IntakeRules,
     store: &StoreAs<R>,
 ) -> Result<CheckedIntent, StoreError> {
     let intent = &checked.intent;
+    if intent.action == Action::ChargeCreate {
+        return crate::charge_risk::with_charge_risk(checked, rules, store).await;
+    }
     if intent.action != Action::PaymentCreate {
         return Ok(checked);
     }

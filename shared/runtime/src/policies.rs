@@ -24,8 +24,9 @@ pub struct PolicyArgs {
 /// The repository's policies, built in: `(policy_version, file text)`. A test checks the
 /// list against the directory, so a policy file added there and not here fails the build's
 /// tests.
-pub const BUILT_IN_POLICIES: [(&str, &str); 9] = [
+pub const BUILT_IN_POLICIES: [(&str, &str); 10] = [
     ("charges-v1", include_str!("../../policies/charges-v1.toml")),
+    ("charges-v2", include_str!("../../policies/charges-v2.toml")),
     (
         "contracts-v1",
         include_str!("../../policies/contracts-v1.toml"),

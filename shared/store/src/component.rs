@@ -115,6 +115,8 @@ capabilities! {
         Table("paid_payees", "SELECT"),
         Table("paid_payee_amounts", "SELECT"),
         Table("paid_accounts", "SELECT"),
+        Table("charged_cards", "SELECT"),
+        Table("charged_customer_amounts", "SELECT"),
     ] for [Api, Prepare];
     /// Tell who submitted an intent by the broker user that published it.
     IdentifyQueueSubmitters [] => [

@@ -31,12 +31,13 @@ pub struct OperationView {
     /// an action without a payee at a provider with a directory.
     #[schema(value_type = Option<Object>)]
     payee: Option<serde_json::Value>,
-    /// A payment's risk cues found at intake, each `{"cue": <code>, …}`
+    /// A payment's or a charge's risk cues found at intake, each `{"cue": <code>, …}`
     /// (`first_payment_to_payee`, `first_payment_to_account`,
     /// `account_changed_since_last_payment`, `amount_above_usual` with `multiple` and
     /// `median_minor`, `unverified_payee`, `unknown_payee`, `possible_duplicate` with
-    /// `operation_id` and `same`); empty for none, null for an operation that is no
-    /// payment. Immutable.
+    /// `operation_id` and `same`; a charge's `first_charge_to_card`, `charge_above_usual`
+    /// with `multiple` and `median_minor`); empty for none, null for an operation that is
+    /// neither. Immutable.
     #[schema(value_type = Option<Vec<Object>>)]
     risk: Option<Vec<serde_json::Value>>,
     status: StatusName,

@@ -32,6 +32,7 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
         set.versions().collect::<Vec<_>>(),
         [
             "charges-v1",
+            "charges-v2",
             "contracts-v1",
             "crm-v1",
             "orders-v1",
@@ -40,6 +41,16 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
             "payments-v5",
             "refunds-v1"
         ]
+    );
+    // charges-v2 asks of a flagged charge what payments-v4 asks of a flagged payment;
+    // charges-v1 shows the cues and asks nothing more.
+    let charge_risk = set.risk("charges-v2", Action::ChargeCreate);
+    assert_eq!(charge_risk.requirement(true, 1, 0), (2, 1));
+    assert_eq!(charge_risk.median_multiple, 3);
+    assert_eq!(
+        set.risk("charges-v1", Action::ChargeCreate)
+            .requirement(true, 1, 0),
+        (1, 0)
     );
     // payments-v4: a flagged payment needs one approver more, one approval signed.
     let risk = set.risk("payments-v4", Action::PaymentCreate);
@@ -394,11 +405,15 @@ fn payments_refuse_an_unknown_payee_unless_the_policy_asks_for_more_approvers() 
 }
 
 #[test]
-fn a_risk_table_is_for_payments_and_bounded() {
+fn a_risk_table_is_for_payments_and_charges_and_bounded() {
     let parse = |text: &str| Policy::parse("p", text);
     let base = "policy_version = \"p\"\n";
     assert!(parse(&format!(
         "{base}[actions.\"payment.create\"]\napprovers = 1\n[actions.\"payment.create\".risk]\nextra_approvers = 1\n"
+    ))
+    .is_ok());
+    assert!(parse(&format!(
+        "{base}[actions.\"charge.create\"]\napprovers = 1\n[actions.\"charge.create\".risk]\nextra_approvers = 1\n"
     ))
     .is_ok());
     assert!(parse(&format!(

@@ -67,6 +67,7 @@ mod slow_bodies;
 mod store_cas;
 mod succeeded_proof;
 mod stripe_chaos;
+mod stripe_charge_risk;
 mod stripe_charges;
 mod stripe_demo;
 mod stripe_refunds;

@@ -1,0 +1,68 @@
+//! The intake's judgement of a charge's risk cues (`fleet_core::risk::charge`): a card
+//! never charged in the tenant, an amount far above what the customer is usually charged,
+//! over the aggregates of the tenant's succeeded charges (read by primary key), and what
+//! the charge's policy asks of a flagged one (its risk table, as for a payment). The cues
+//! are kept with the operation (`operations.risk`), shown beside the amount and carried
+//! in its events.
+
+use fleet_core::payee::PayeeEvidence;
+use fleet_core::risk::charge_cues;
+use fleet_store::component::StoreIntents;
+use fleet_store::{StoreAs, StoreError};
+use tracing::info;
+
+use crate::checked::{CheckedIntent, IntakeRules};
+
+/// `checked` (a `charge.create`) with its risk cues, and its quorum raised as its policy
+/// asks when flagged.
+pub async fn with_charge_risk<R: StoreIntents>(
+    mut checked: CheckedIntent,
+    rules: &IntakeRules,
+    store: &StoreAs<R>,
+) -> Result<CheckedIntent, StoreError> {
+    let intent = &checked.intent;
+    let payload = &intent.snapshot.payload;
+    let text = |member: &str| payload.get(member).and_then(serde_json::Value::as_str);
+    let (Some(customer), Some(amount_minor), Some(currency)) = (
+        text("customer"),
+        payload
+            .get("amount_minor")
+            .and_then(serde_json::Value::as_i64),
+        text("currency"),
+    ) else {
+        return Ok(checked);
+    };
+    // The card as Stripe described it at intake (the payer evidence): only a card found
+    // has a fingerprint to have been charged before.
+    let fingerprint = match &checked.payee {
+        Some(PayeeEvidence::Found { payee, .. }) => Some(payee.account.fingerprint.as_str()),
+        _ => None,
+    };
+    let charged = store
+        .charged_before(&intent.snapshot.tenant_id, fingerprint, customer, currency)
+        .await?;
+    let rule = rules
+        .policies
+        .risk(&intent.snapshot.policy_version, intent.action);
+    let found = charge_cues(amount_minor, fingerprint, &charged, rule.median_multiple);
+    let (approvers, signed) = rule.requirement(
+        !found.is_empty(),
+        checked.approvals_required,
+        checked.signatures_required,
+    );
+    if !found.is_empty() {
+        let codes: Vec<String> = found
+            .iter()
+            .map(|c| {
+                serde_json::to_value(c)
+                    .map(|v| v["cue"].to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        info!(operation_id = %intent.operation_id, cues = %codes.join(","), approvals_required = approvers, signatures_required = signed, "charge flagged by risk cues");
+    }
+    checked.approvals_required = approvers;
+    checked.signatures_required = signed;
+    checked.risk = Some(found);
+    Ok(checked)
+}
