@@ -109,6 +109,22 @@ impl ApiClient {
         .await
     }
 
+    /// One page of the operation's history (`GET /v1/operations/{id}/history`), after
+    /// `cursor` when given.
+    pub async fn history_page(&self, op: &str, cursor: Option<&str>) -> anyhow::Result<Answer> {
+        let path = format!("{}/history", operation_path(op)?);
+        let query: Vec<(&str, String)> = cursor
+            .map(|c| ("cursor", c.to_owned()))
+            .into_iter()
+            .collect();
+        self.send(
+            self.http.get(self.url(&path, &query)),
+            &format!("reading the history of {op}"),
+            REQUEST_TIMEOUT,
+        )
+        .await
+    }
+
     /// The view once `wait_for` is over, or after `timeout_s` (at most the API's 60) as it
     /// is then.
     pub async fn wait(

@@ -114,6 +114,16 @@ pub enum Command {
         #[command(flatten)]
         api: ApiArgs,
     },
+    /// An operation's history through the API, oldest first: what happened, who did it,
+    /// why and when (every page; `-o json` prints the entries as one page).
+    History {
+        /// The operation whose history to show (op_…).
+        operation_id: String,
+        #[command(flatten)]
+        output: OutputArgs,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
     /// List your tenants' operations through the API, newest first, one page at a time.
     List {
         /// Only operations in this status.
