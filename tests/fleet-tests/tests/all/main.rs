@@ -70,6 +70,7 @@ mod stripe_chaos;
 mod stripe_charge_risk;
 mod stripe_charges;
 mod stripe_demo;
+mod stripe_refund_page;
 mod stripe_refunds;
 mod stripe_search;
 mod stripe_transfers;

@@ -22,6 +22,7 @@ pub mod done;
 pub mod forms;
 mod handler;
 pub mod oidc;
+pub mod original_charge;
 pub mod pages;
 pub mod passkey_site;
 pub mod passkeys;

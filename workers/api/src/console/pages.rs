@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::done::{confirmation, Recorded};
 use super::handler::{console, html};
+use super::original_charge::OriginalCharge;
 use super::passkeys::Signing;
 use super::present::{
     foreign_object_note, step_up_of, Allowed, ApprovalLine, AttemptLine, Card, DealChange, Detail,
@@ -66,6 +67,8 @@ pub struct OperationPage {
     card: Card,
     detail: Detail,
     deal: Option<DealChange>,
+    /// A refund's original charge, as Stripe described it at intake.
+    original_charge: Option<OriginalCharge>,
     /// Said when the operation names an object the fleet has no record of.
     foreign_object: Option<String>,
     allowed: Allowed,
@@ -280,6 +283,7 @@ pub async fn operation_page(
         detail: Detail::of(&op),
         card,
         deal,
+        original_charge: OriginalCharge::of(&events),
         foreign_object,
         allowed,
         signing,
