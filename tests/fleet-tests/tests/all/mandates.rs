@@ -2,7 +2,8 @@
 //! the provider simulator over HTTP, payments-v5 in force for the tenant): a mandate an
 //! approver signed approves, at claim, the payments it covers, and the database takes its
 //! budget in the claim's transaction, so two executes racing pay at most the budget; a
-//! mandate revoked mid-run pays nothing claimed after the revocation's commit; no
+//! mandate revoked mid-run pays nothing after the revocation's commit (every provider
+//! request arrived before it, by the simulator's log), and its events are published; no
 //! component's database role can write a mandate or widen one; and a revoked approval of
 //! an unclaimed operation is never claimed on.
 
@@ -320,15 +321,16 @@ async fn two_executes_racing_on_a_budget_of_thirty_pay_exactly_thirty() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_mandate_revoked_mid_run_pays_nothing_claimed_after_the_revocation() {
+async fn a_mandate_revoked_mid_run_pays_nothing_after_the_revocations_commit() {
     // One operation at a time per process: claims trickle, as the slow answers come.
     let m = mandated(&[("CONCURRENCY", "1"), ("PREFETCH", "1")]).await;
-    let ops = m.payments(40).await;
-    // Every payment answers slowly, so the run is under way when the revocation commits.
+    let ops = m.payments(50).await;
+    // Every payment answers slowly, so calls are in flight when the revocation comes.
     m.fleet
         .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 250, "probability": 1.0}))
         .await;
-    let (id, body) = m.signed(SEED_MINOR + 40, 40 * (SEED_MINOR + 40), 40);
+    let budget = 50 * (SEED_MINOR + 50);
+    let (id, body) = m.signed(SEED_MINOR + 50, budget, 50);
     m.grant(&body).await;
     let fleet = &m.fleet;
     let sql = fleet.sql().await;
@@ -364,67 +366,95 @@ async fn a_mandate_revoked_mid_run_pays_nothing_claimed_after_the_revocation() {
     assert_eq!(response.status(), StatusCode::OK);
     let revoked: Value = response.json().await.unwrap();
     assert_eq!(revoked["status"], "revoked");
-    // The revocation has committed: what was claimed by now is all that may be paid.
-    let claimed_before: Vec<String> = sql
-        .query(
-            "SELECT operation_id FROM operations WHERE operation_id = ANY($1) AND status <> 'not_started'",
-            &[&ids],
+    // `revoked_at` is the database's clock once every call holding the mandate was
+    // answered, taken before the commit: a request that arrived before it arrived before
+    // the commit.
+    let revoked_at: chrono::DateTime<Utc> = sql
+        .query_one(
+            "SELECT revoked_at FROM mandates WHERE mandate_id = $1",
+            &[&id],
         )
         .await
         .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert!(
-        claimed_before.len() < ops.len(),
-        "the revocation came mid-run: {} of {} claimed",
-        claimed_before.len(),
-        ops.len()
-    );
+        .get(0);
     m.ring_all(&ops).await;
     m.settled(&ops).await;
     let states = m.states(&ops).await;
+    let mut paid = Vec::new();
     for (op, status, approval, decided_by) in &states {
-        if claimed_before.contains(op) {
-            assert_eq!(status, "succeeded", "{op}");
+        let requests = fleet.sim_requests(Some(op)).await;
+        for r in &requests {
+            let arrived = chrono::DateTime::parse_from_rfc3339(r["arrived_at"].as_str().unwrap())
+                .unwrap()
+                .with_timezone(&Utc);
+            assert!(
+                arrived < revoked_at,
+                "{op}: a request arrived at {arrived}, after the revocation ({revoked_at})"
+            );
+        }
+        if status == "succeeded" {
+            paid.push(op.clone());
         } else {
             assert_eq!(
                 (status.as_str(), approval.as_str(), decided_by),
                 ("not_started", "pending", &None),
-                "{op} was not claimed before the revocation and waits for a person"
+                "{op} was not paid before the revocation and waits for a person"
             );
             assert_eq!(fleet.sim_effects(op).await, 0, "{op}");
         }
     }
+    assert!(
+        paid.len() >= 3 && paid.len() < ops.len(),
+        "the revocation came mid-run: {} of {} paid",
+        paid.len(),
+        ops.len()
+    );
     let paid_sum: i64 = ops
         .iter()
-        .filter(|(o, _)| claimed_before.contains(o))
+        .filter(|(o, _)| paid.contains(o))
         .map(|(_, a)| a)
         .sum();
     let (spent, used, is_revoked) = mandate_row(fleet, &id).await;
     assert_eq!(
         (spent, used as usize, is_revoked),
-        (paid_sum, claimed_before.len(), true)
+        (paid_sum, paid.len(), true)
     );
     // The rest of the budget is shown as revoked, not spent, and approves nothing.
     let (_, standing) = m
         .api
         .get(&fleet.http, &m.alice, &format!("/v1/mandates/{id}"))
         .await;
-    assert_eq!(
-        standing["revoked_minor"],
-        json!(40 * (SEED_MINOR + 40) - paid_sum)
-    );
+    assert_eq!(standing["revoked_minor"], json!(budget - paid_sum));
     assert_eq!(standing["available_minor"], 0);
-    let events: i64 = sql
-        .query_one(
-            "SELECT count(*) FROM mandate_events WHERE mandate_id = $1 AND kind = 'revoked' AND actor = 'alice'",
+    // The mandate's events, in its own order, for agents on fleet.events: created, a use
+    // per operation it approved, revoked by Alice.
+    let events: Vec<(i32, String, Value)> = sql
+        .query(
+            "SELECT sequence, event_type, data FROM operation_outbox WHERE operation_id = $1 ORDER BY sequence",
             &[&id],
         )
         .await
         .unwrap()
-        .get(0);
-    assert_eq!(events, 1, "the revocation is an event");
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let sequences: Vec<i32> = events.iter().map(|e| e.0).collect();
+    assert_eq!(sequences, (1..=events.len() as i32).collect::<Vec<_>>());
+    assert_eq!(events[0].1, "mandate_created");
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last.1.as_str(), &last.2["event"]["actor"]),
+        ("mandate_revoked", &json!("alice"))
+    );
+    assert_eq!(last.2["status"], "revoked");
+    let used_ops: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.1 == "mandate_used")
+        .map(|e| &e.2["event"]["evidence"]["operation_id"])
+        .collect();
+    for op in &paid {
+        assert!(used_ops.contains(&&json!(op)), "{op}'s use is an event");
+    }
     m.stop().await;
 }
 
