@@ -102,7 +102,11 @@ mod tests {
                    "at": "2026-01-01T00:00:01Z"}),
         ]);
         assert_eq!(lines.len(), 3);
-        let column = |line: &str| line.find("worker").or(line.find("BY"));
+        // In characters: the arrow is one character of three bytes.
+        let column = |line: &str| {
+            let at = line.find("worker").or(line.find("BY"))?;
+            Some(line[..at].chars().count())
+        };
         assert_eq!(column(&lines[0]), column(&lines[1]));
         assert_eq!(column(&lines[1]), column(&lines[2]));
         assert!(lines[2].contains("not_started → in_progress"), "{lines:?}");
