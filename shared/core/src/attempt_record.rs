@@ -91,6 +91,7 @@ mod tests {
             replayed: true,
             request_id: Some("req_1".into()),
             retry_after: None,
+            should_retry: None,
             body: json!({"id": "pay_1", "status": "succeeded", "description": "for Ms. Ivanova"}),
         });
         let outcome = Outcome::Succeeded {

@@ -54,6 +54,9 @@ pub struct ProviderAnswer {
     /// What a `Retry-After` header asked for, read and bounded by
     /// `throttle::retry_after` (only a 429 is ever waited on for it).
     pub retry_after: Option<std::time::Duration>,
+    /// What the provider said of sending the same request again (Stripe's
+    /// `Stripe-Should-Retry: true` / `false`); `None`: it said nothing.
+    pub should_retry: Option<bool>,
     pub body: Value,
 }
 
@@ -296,6 +299,7 @@ pub(crate) fn answer(status: u16, replayed: bool, body: Value) -> CallResult {
         replayed,
         request_id: None,
         retry_after: None,
+        should_retry: None,
         body,
     })
 }

@@ -9,6 +9,7 @@
 //! <https://docs.stripe.com/api/errors>, idempotent requests
 //! <https://docs.stripe.com/api/idempotent_requests>.
 
+pub mod accounts;
 pub mod charge;
 pub mod refundable;
 pub mod search;
@@ -111,10 +112,14 @@ pub fn read_refund(object: &Value) -> Option<Found> {
 /// - 401/403: our key is wrong or lacks the permission: a configuration error for an
 ///   operator, escalated (nothing is sent again until a person looks).
 /// - 429: refused in front of Stripe, nothing saved: not executed (execute waits for the
-///   pacer and sends the same request again).
+///   pacer and sends the same request again); with `Stripe-Should-Retry: false`, never
+///   sent again: escalated.
+/// - any other 4xx with `Stripe-Should-Retry: true` (a `lock_timeout` 409): refused
+///   before executing, nothing saved under the key: not executed, sent again.
 /// - any other 4xx: Stripe refused it; its error `code` (`charge_already_refunded`,
 ///   `amount_too_large`, …) is the failure.
-/// - 5xx and everything the transport lost: unknown, for reconcile to look up.
+/// - 5xx and everything the transport lost: unknown, for reconcile to look up, whatever
+///   `Stripe-Should-Retry` says (the request may have executed); with `false`, escalated.
 pub fn classify_refund(call: &CallResult) -> Outcome {
     classify_answer(call, read_refund)
 }
@@ -142,8 +147,19 @@ pub fn classify_answer(call: &CallResult, read: impl Fn(&Value) -> Option<Found>
             reason: Reason::Http(s),
             escalate: true,
         },
+        // Stripe's rate refused it before anything executed; only Stripe saying a retry
+        // would not help keeps it from the pacer, and then a person decides.
+        429 if answer.should_retry == Some(false) => Outcome::Unknown {
+            reason: Reason::Http(429),
+            escalate: true,
+        },
         429 => Outcome::NotExecuted {
             reason: Reason::Http(429),
+        },
+        // Refused before it executed (a lock held by another request, say): no result was
+        // saved under the key, and Stripe says the same request may succeed.
+        s @ 400..=499 if answer.should_retry == Some(true) => Outcome::NotExecuted {
+            reason: Reason::Http(s),
         },
         400..=499 => Outcome::Failed {
             code: error_code
@@ -151,7 +167,13 @@ pub fn classify_answer(call: &CallResult, read: impl Fn(&Value) -> Option<Found>
                 .unwrap_or("invalid_request")
                 .to_owned(),
         },
-        s => unknown(Reason::Http(s)),
+        // Sent, and perhaps executed, whatever the header says: a lookup settles it, and a
+        // same-key retry comes only from reconcile while Stripe keeps the key. Stripe
+        // saying a retry would not help makes it a person's at once.
+        s => Outcome::Unknown {
+            reason: Reason::Http(s),
+            escalate: answer.should_retry == Some(false),
+        },
     }
 }
 
@@ -176,6 +198,7 @@ mod tests {
             replayed: false,
             request_id: None,
             retry_after: None,
+            should_retry: None,
             body,
         })
     }
@@ -183,6 +206,78 @@ mod tests {
     fn refund(status: &str) -> Value {
         json!({"id": "re_1", "object": "refund", "status": status,
                "metadata": {"fleet_operation": "op_A"}})
+    }
+
+    fn saying(status: u16, should_retry: bool, body: Value) -> CallResult {
+        match answer(status, body) {
+            CallResult::Answer(a) => CallResult::Answer(ProviderAnswer {
+                should_retry: Some(should_retry),
+                ..a
+            }),
+            other => other,
+        }
+    }
+
+    /// `Stripe-Should-Retry` never turns a request that may have executed into a retry,
+    /// and its `false` never lets the fleet send a request again.
+    #[test]
+    fn stripe_should_retry_reads_with_the_status() {
+        let limited = json!({"error": {"type": "invalid_request_error", "code": "rate_limit"}});
+        let not_executed = |s| Outcome::NotExecuted {
+            reason: Reason::Http(s),
+        };
+        let unknown = |s, escalate| Outcome::Unknown {
+            reason: Reason::Http(s),
+            escalate,
+        };
+        // 429: the pacer, with or without the header; `false`: a person.
+        assert_eq!(
+            classify_refund(&answer(429, limited.clone())),
+            not_executed(429)
+        );
+        assert_eq!(
+            classify_refund(&saying(429, true, limited.clone())),
+            not_executed(429)
+        );
+        assert_eq!(
+            classify_refund(&saying(429, false, limited)),
+            unknown(429, true)
+        );
+        // A lock held by another request: refused before executing, may go again.
+        let locked = json!({"error": {"type": "invalid_request_error", "code": "lock_timeout"}});
+        assert_eq!(
+            classify_refund(&saying(409, true, locked.clone())),
+            not_executed(409)
+        );
+        assert_eq!(
+            classify_refund(&saying(409, false, locked)),
+            Outcome::Failed {
+                code: "lock_timeout".into()
+            }
+        );
+        // A 5xx may have executed: unknown either way, a person's at once on `false`.
+        let api_error = json!({"error": {"type": "api_error"}});
+        assert_eq!(
+            classify_refund(&saying(500, true, api_error.clone())),
+            unknown(500, false)
+        );
+        assert_eq!(
+            classify_refund(&saying(503, false, api_error.clone())),
+            unknown(503, true)
+        );
+        assert_eq!(
+            classify_refund(&answer(502, api_error)),
+            unknown(502, false)
+        );
+        // An idempotency error is never sent again, whatever Stripe adds.
+        let reused = json!({"error": {"type": "idempotency_error"}});
+        assert_eq!(
+            classify_refund(&saying(409, true, reused)),
+            Outcome::Unknown {
+                reason: Reason::IdempotencyKeyReused,
+                escalate: true
+            }
+        );
     }
 
     #[test]

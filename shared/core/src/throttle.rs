@@ -139,6 +139,7 @@ mod tests {
             replayed: false,
             request_id: None,
             retry_after,
+            should_retry: None,
             body: serde_json::Value::Null,
         })
     }

@@ -130,6 +130,7 @@ pub async fn with_payee(
         .payees
         .payer(
             intent.operation_id.as_str(),
+            &intent.snapshot.tenant_id,
             intent.action,
             &intent.snapshot.payload,
         )
@@ -163,6 +164,7 @@ fn judge_payee(
     rules: &IntakeRules,
     evidence: PayeeEvidence,
 ) -> Result<CheckedIntent, Refusal> {
+    let evidence = crate::payee::name_check::checked(&checked, evidence);
     let intent = &checked.intent;
     if evidence.found().is_none() {
         let rule = rules
@@ -178,8 +180,11 @@ fn judge_payee(
             }
         }
     }
-    checked.payee = Some(evidence);
-    Ok(checked)
+    let checked = crate::payee::name_check::judge_name(checked, rules, &evidence)?;
+    Ok(CheckedIntent {
+        payee: Some(evidence),
+        ..checked
+    })
 }
 
 /// The refusal of an intent whose payee the provider's directory cannot confirm, under a

@@ -18,11 +18,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use fleet_core::payee::{payee_id, PayeeEvidence};
+use fleet_core::payee::name_check::asked_name;
+use fleet_core::payee::{payee_id, NameCheck, PayeeEvidence};
 use fleet_core::stripe::charge::PayerRefusal;
 use fleet_core::Action;
 use fleet_providers::{LookupError, Providers};
 use tracing::{info, warn};
+
+pub(crate) mod name_check;
 
 /// Lookups of one payee in one intake before the directory is taken as unreachable.
 const ATTEMPTS: u32 = 3;
@@ -71,10 +74,13 @@ impl PayeeDirectory {
         let Some(provider) = self.providers.get(spec.provider.as_str()) else {
             return Ok(None);
         };
+        // The name is checked in the same lookup, so the check and the version kept are
+        // the directory's answer at one instant.
+        let asked = asked_name(action, payload);
         let mut tries = 0;
         let answer = loop {
             tries += 1;
-            let Some(answer) = provider.look_up_payee(id).await else {
+            let Some(answer) = provider.look_up_payee(id, asked.flatten()).await else {
                 return Ok(None);
             };
             match answer {
@@ -95,11 +101,18 @@ impl PayeeDirectory {
             answer.as_ref().map(Option::as_ref).map_err(|_| ()),
             Utc::now(),
         );
+        let evidence = match (asked, &answer) {
+            (Some(name), Ok(found)) => {
+                evidence.with_name_check(NameCheck::judge(name, found.as_ref()))
+            }
+            _ => evidence,
+        };
         match &evidence {
             PayeeEvidence::Found { payee, .. } => info!(
                 operation_id,
                 payee_version = payee.version,
                 verified = payee.verified,
+                name_check = evidence.name_check().map_or("-", |c| c.result.as_str()),
                 account = %payee.account.masked,
                 fingerprint = %payee.account.fingerprint,
                 "payee looked up"
@@ -119,6 +132,7 @@ impl PayeeDirectory {
     pub async fn payer(
         &self,
         operation_id: &str,
+        tenant: &str,
         action: Action,
         payload: &serde_json::Value,
     ) -> Result<Option<Result<PayeeEvidence, PayerRefusal>>, DirectoryUnreachable> {
@@ -128,7 +142,7 @@ impl PayeeDirectory {
         let mut tries = 0;
         loop {
             tries += 1;
-            let Some(answer) = provider.look_up_payer(action, payload).await else {
+            let Some(answer) = provider.look_up_payer(tenant, action, payload).await else {
                 return Ok(None);
             };
             match answer {

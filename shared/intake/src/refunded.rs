@@ -34,7 +34,10 @@ pub async fn with_refunded(
     let mut tries = 0;
     let found = loop {
         tries += 1;
-        let Some(answer) = provider.look_up_refunded(intent.action, payload).await else {
+        let Some(answer) = provider
+            .look_up_refunded(&intent.snapshot.tenant_id, intent.action, payload)
+            .await
+        else {
             return Ok(Ok(checked));
         };
         match answer {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fleet_core::outcome::CallResult;
+use fleet_core::stripe::accounts::ACCOUNT_HEADER;
 use fleet_core::throttle::DEFAULT_RETRY_AFTER;
 use fleet_runtime::metric_names as m;
 use fleet_runtime::{Pacer, Secret};
@@ -52,6 +53,9 @@ pub struct Api {
     /// The provider's rate limit, when it has one: every request waits for a slot, and a
     /// 429 is reported to it. `None`: requests go at once.
     pacer: Option<Arc<dyn Pacer>>,
+    /// The Stripe connected account every request acts in (`Stripe-Account`), for a
+    /// tenant that has one; `None`: the account the key belongs to.
+    account: Option<String>,
 }
 
 impl fmt::Debug for Api {
@@ -62,6 +66,7 @@ impl fmt::Debug for Api {
             .field("api_key", &"[redacted]")
             .field("timeout_ms", &self.timeout_ms)
             .field("paced", &self.pacer.is_some())
+            .field("account", &self.account)
             .finish()
     }
 }
@@ -95,7 +100,22 @@ impl Api {
             authorization,
             timeout_ms,
             pacer: None,
+            account: None,
         })
+    }
+
+    /// The same endpoint, its requests acting in the connected `account` (none: the key's
+    /// own account). Cheap: the pool and the pacer are shared.
+    pub(crate) fn in_account(&self, account: Option<&str>) -> Api {
+        Api {
+            account: account.map(str::to_owned),
+            ..self.clone()
+        }
+    }
+
+    /// The connected account its requests act in.
+    pub(crate) fn account(&self) -> Option<&str> {
+        self.account.as_deref()
     }
 
     /// From now on every request to this provider waits for a slot of `pacer`.
@@ -146,10 +166,16 @@ impl Api {
         method: Method,
         path: &[&str],
     ) -> Result<RequestBuilder, UnsafeSegment> {
-        Ok(self
+        let request = self
             .http
             .request(method, endpoint(&self.base, path)?)
-            .header(AUTHORIZATION, self.authorization.clone()))
+            .header(AUTHORIZATION, self.authorization.clone());
+        // Every request, creates and lookups alike: an object of a connected account is
+        // found only inside it.
+        Ok(match &self.account {
+            Some(account) => request.header(ACCOUNT_HEADER, account),
+            None => request,
+        })
     }
 
     pub(crate) fn get(&self, path: &[&str]) -> Result<RequestBuilder, UnsafeSegment> {

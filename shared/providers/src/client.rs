@@ -5,9 +5,11 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::Reading;
+use fleet_core::stripe::accounts::ConnectedAccounts;
 use fleet_core::{Action, ProviderName};
 use fleet_runtime::{ProviderSettings, Secret};
 use serde_json::Value;
@@ -56,10 +58,12 @@ pub trait Mapping: Sized + Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Looked, LookFailed>>;
 
     /// Read-only: the payee `id` in the provider's directory, for a provider that keeps
-    /// one (`None` otherwise).
+    /// one (`None` otherwise), with the check of `name` against its account's holder when
+    /// the directory checks names (docs/protocol.md#payee-directory).
     fn look_up_payee<'a>(
         _client: &'a Client<Self>,
         _id: &'a str,
+        _name: Option<&'a str>,
     ) -> Option<BoxFuture<'a, PayeeAnswer>> {
         None
     }
@@ -69,6 +73,7 @@ pub trait Mapping: Sized + Send + Sync + 'static {
     /// into payee evidence. `None`: the action names no such party at this provider.
     fn look_up_payer<'a>(
         _client: &'a Client<Self>,
+        _tenant: &'a str,
         _action: Action,
         _payload: &'a Value,
     ) -> Option<BoxFuture<'a, PayerAnswer>> {
@@ -79,6 +84,7 @@ pub trait Mapping: Sized + Send + Sync + 'static {
     /// say whose it is and what is left of it (Stripe). `None`: not read at this provider.
     fn look_up_refunded<'a>(
         _client: &'a Client<Self>,
+        _tenant: &'a str,
         _action: Action,
         _payload: &'a Value,
     ) -> Option<BoxFuture<'a, RefundedAnswer>> {
@@ -104,6 +110,9 @@ pub struct Client<M> {
     /// Whether objects are found with the provider's search where it has one that covers
     /// them (Stripe's Search API, `PAYMENTS_STRIPE_SEARCH`), rather than by paging lists.
     search: bool,
+    /// The tenants whose requests act in a connected account of their own
+    /// (`PAYMENTS_STRIPE_ACCOUNTS`); empty for every other provider.
+    accounts: Arc<ConnectedAccounts>,
     mapping: PhantomData<fn() -> M>,
 }
 
@@ -112,6 +121,7 @@ impl<M> Clone for Client<M> {
         Client {
             api: self.api.clone(),
             search: self.search,
+            accounts: self.accounts.clone(),
             mapping: PhantomData,
         }
     }
@@ -133,8 +143,17 @@ impl<M: Mapping> Client<M> {
                 endpoint.timeout_ms,
             )?,
             search: true,
+            accounts: Arc::default(),
             mapping: PhantomData,
         })
+    }
+
+    /// The same client, acting for each tenant of `accounts` in its connected account.
+    pub fn with_accounts(self, accounts: ConnectedAccounts) -> Self {
+        Client {
+            accounts: Arc::new(accounts),
+            ..self
+        }
     }
 
     /// The same client, finding objects with the provider's search (`true`, the default)
@@ -154,14 +173,29 @@ impl<M> Client<M> {
     pub fn searches(&self) -> bool {
         self.search
     }
+
+    /// The same client, every request it makes acting for `tenant`: in the tenant's
+    /// connected account when it has one (`Stripe-Account`), else on the key's own.
+    pub fn for_tenant(&self, tenant: &str) -> Self {
+        Client {
+            api: self.api.in_account(self.accounts.of(tenant)),
+            ..self.clone()
+        }
+    }
+
+    /// The connected account this client's requests act in ([`Client::for_tenant`]).
+    pub fn account(&self) -> Option<&str> {
+        self.api.account()
+    }
 }
 
 /// A provider's client, whatever its mapping: what the registry holds.
 pub(crate) trait Adapter: Send + Sync + fmt::Debug {
-    fn api(&self) -> &Api;
-
     /// The same, to give it a pace (`Providers` does, for a rate-limited provider).
     fn api_mut(&mut self) -> &mut Api;
+
+    /// The endpoint as it acts for `tenant` ([`Client::for_tenant`]).
+    fn api_for(&self, tenant: &str) -> Api;
 
     fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable>;
 
@@ -171,16 +205,22 @@ pub(crate) trait Adapter: Send + Sync + fmt::Debug {
         external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>>;
 
-    fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>>;
+    fn look_up_payee<'a>(
+        &'a self,
+        id: &'a str,
+        name: Option<&'a str>,
+    ) -> Option<BoxFuture<'a, PayeeAnswer>>;
 
     fn look_up_payer<'a>(
         &'a self,
+        tenant: &'a str,
         action: Action,
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, PayerAnswer>>;
 
     fn look_up_refunded<'a>(
         &'a self,
+        tenant: &'a str,
         action: Action,
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, RefundedAnswer>>;
@@ -191,12 +231,12 @@ pub(crate) trait Adapter: Send + Sync + fmt::Debug {
 }
 
 impl<M: Mapping> Adapter for Client<M> {
-    fn api(&self) -> &Api {
-        &self.api
-    }
-
     fn api_mut(&mut self) -> &mut Api {
         &mut self.api
+    }
+
+    fn api_for(&self, tenant: &str) -> Api {
+        self.for_tenant(tenant).api
     }
 
     fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
@@ -208,27 +248,35 @@ impl<M: Mapping> Adapter for Client<M> {
         op: &'a Operation<'a>,
         external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
-        M::look_up(self, op, external_id)
+        // Every read of the lookup acts for the operation's tenant.
+        let client = self.for_tenant(op.tenant);
+        Box::pin(async move { M::look_up(&client, op, external_id).await })
     }
 
-    fn look_up_payee<'a>(&'a self, id: &'a str) -> Option<BoxFuture<'a, PayeeAnswer>> {
-        M::look_up_payee(self, id)
+    fn look_up_payee<'a>(
+        &'a self,
+        id: &'a str,
+        name: Option<&'a str>,
+    ) -> Option<BoxFuture<'a, PayeeAnswer>> {
+        M::look_up_payee(self, id, name)
     }
 
     fn look_up_payer<'a>(
         &'a self,
+        tenant: &'a str,
         action: Action,
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, PayerAnswer>> {
-        M::look_up_payer(self, action, payload)
+        M::look_up_payer(self, tenant, action, payload)
     }
 
     fn look_up_refunded<'a>(
         &'a self,
+        tenant: &'a str,
         action: Action,
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, RefundedAnswer>> {
-        M::look_up_refunded(self, action, payload)
+        M::look_up_refunded(self, tenant, action, payload)
     }
 
     fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use fleet_core::catalogue::{Capabilities, Dialect, ProviderCapabilities, PROVIDERS};
 use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::{ProviderContract, Reading};
+use fleet_core::stripe::accounts::ConnectedAccounts;
 use fleet_core::ProviderName;
 use fleet_runtime::{Pacer, ProviderArgs, Secret};
 
@@ -37,6 +38,9 @@ pub struct ProviderConfig {
     pub capabilities: Capabilities,
     /// How its API is spoken (`PAYMENTS_PROVIDER=stripe`: Stripe's).
     pub dialect: Dialect,
+    /// Spoken as Stripe: the tenants whose requests act in a connected account of their
+    /// own (`PAYMENTS_STRIPE_ACCOUNTS`).
+    pub accounts: ConnectedAccounts,
 }
 
 impl ProviderConfig {
@@ -70,6 +74,7 @@ impl ProviderConfigs {
                         max_request_ms: s.max_request_s.saturating_mul(1000),
                         capabilities: s.capabilities,
                         dialect: s.dialect,
+                        accounts: s.stripe_accounts.clone(),
                     };
                     (s.provider.as_str(), config)
                 })
@@ -94,6 +99,7 @@ impl ProviderConfigs {
             max_request_ms,
             capabilities,
             dialect: Dialect::Reference,
+            accounts: ConnectedAccounts::default(),
         };
         ProviderConfigs(
             PROVIDERS
@@ -170,9 +176,11 @@ fn adapter(name: &'static str, config: &ProviderConfig) -> Result<Box<dyn Adapte
     };
     let provider = ProviderName::parse(name).ok_or(ConfigError::UnknownProvider(name))?;
     Ok(match (provider, config.dialect) {
-        (ProviderName::Payments, Dialect::Stripe { search }) => {
-            Box::new(StripeClient::new(endpoint)?.searching(search))
-        }
+        (ProviderName::Payments, Dialect::Stripe { search }) => Box::new(
+            StripeClient::new(endpoint)?
+                .searching(search)
+                .with_accounts(config.accounts.clone()),
+        ),
         (_, Dialect::Stripe { .. }) => return Err(ConfigError::UnknownProvider(name)),
         (ProviderName::Payments, Dialect::Reference) => Box::new(PaymentsClient::new(endpoint)?),
         (ProviderName::Crm, Dialect::Reference) => Box::new(CrmClient::new(endpoint)?),
@@ -208,10 +216,11 @@ impl Provider {
         Ok(request)
     }
 
-    /// Sends `request` once for `op`.
+    /// Sends `request` once for `op`, acting for its tenant (in the tenant's connected
+    /// account, where it has one).
     pub async fn send(&self, op: &Operation<'_>, request: &Request) -> CallResult {
         self.adapter
-            .api()
+            .api_for(op.tenant)
             .send(request, op.action.wire_name(), op.subject.reference)
             .await
     }
@@ -225,7 +234,7 @@ impl Provider {
         gate: SendGate<'_>,
     ) -> CallResult {
         self.adapter
-            .api()
+            .api_for(op.tenant)
             .send_gated(
                 request,
                 op.action.wire_name(),
@@ -240,30 +249,38 @@ impl Provider {
         self.adapter.classify(op, call)
     }
 
-    /// Looks the payee `id` up in the provider's directory; `None` when the provider
-    /// keeps none. Read-only: the caller may repeat it.
-    pub async fn look_up_payee(&self, id: &str) -> Option<PayeeAnswer> {
-        Some(self.adapter.look_up_payee(id)?.await)
+    /// Looks the payee `id` up in the provider's directory, checking `name` against its
+    /// account's holder where the directory checks names; `None` when the provider keeps
+    /// no directory. Read-only: the caller may repeat it.
+    pub async fn look_up_payee(&self, id: &str, name: Option<&str>) -> Option<PayeeAnswer> {
+        Some(self.adapter.look_up_payee(id, name)?.await)
     }
 
-    /// Reads who `payload` (of `action`) takes money from, when this provider describes
-    /// them (a charge at Stripe); `None` otherwise. Read-only: the caller may repeat it.
+    /// Reads who `payload` (of `action`, for `tenant`) takes money from, when this
+    /// provider describes them (a charge at Stripe); `None` otherwise. Read-only: the
+    /// caller may repeat it.
     pub async fn look_up_payer(
         &self,
+        tenant: &str,
         action: fleet_core::Action,
         payload: &serde_json::Value,
     ) -> Option<PayerAnswer> {
-        Some(self.adapter.look_up_payer(action, payload)?.await)
+        Some(self.adapter.look_up_payer(tenant, action, payload)?.await)
     }
 
-    /// Reads the payment a refund (`payload` of `action`) gives money back from, when this
-    /// provider describes it (Stripe); `None` otherwise. Read-only.
+    /// Reads the payment a refund (`payload` of `action`, for `tenant`) gives money back
+    /// from, when this provider describes it (Stripe); `None` otherwise. Read-only.
     pub async fn look_up_refunded(
         &self,
+        tenant: &str,
         action: fleet_core::Action,
         payload: &serde_json::Value,
     ) -> Option<RefundedAnswer> {
-        Some(self.adapter.look_up_refunded(action, payload)?.await)
+        Some(
+            self.adapter
+                .look_up_refunded(tenant, action, payload)?
+                .await,
+        )
     }
 
     /// Looks `op`'s effect up and reads the answer with its action's catalogue entry.

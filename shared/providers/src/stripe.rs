@@ -11,6 +11,7 @@
 //! carry ids and statuses only.
 
 pub mod charge;
+pub mod create;
 pub mod refundable;
 pub mod search;
 pub mod transfer;
@@ -20,11 +21,8 @@ use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::Reading;
 use fleet_core::stripe::charge::{classify_charge, read_payment_intents};
 use fleet_core::stripe::transfer::{classify_transfer, read_transfers};
-use fleet_core::stripe::{
-    classify_refund, read_refunds, Refunded, OPERATION_METADATA, TENANT_METADATA,
-};
+use fleet_core::stripe::{classify_refund, read_refunds, Refunded};
 use fleet_core::{Action, ProviderName};
-use reqwest::Method;
 use serde_json::{Map, Value};
 
 use crate::adapter::Unbuildable;
@@ -66,16 +64,9 @@ pub fn refund_form(op: &Operation<'_>) -> Result<Map<String, Value>, Unbuildable
     }
     let p: RefundPayload = op.payload()?;
     let refunded = Refunded::parse(&p.payment_id).ok_or(unbuildable)?;
-    let mut form = Map::new();
-    let mut field = |name: String, value: &str| form.insert(name, Value::from(value));
-    field(refunded.field().into(), refunded.id());
-    field("amount".into(), &p.amount_minor.to_string());
-    field(
-        format!("metadata[{OPERATION_METADATA}]"),
-        op.idempotency_key,
-    );
-    field(format!("metadata[{TENANT_METADATA}]"), op.tenant);
-    Ok(form)
+    let amount = p.amount_minor.to_string();
+    let fields = [(refunded.field(), refunded.id()), ("amount", &amount)];
+    Ok(create::form(op, &fields, None))
 }
 
 impl Client<Stripe> {
@@ -95,17 +86,15 @@ impl Client<Stripe> {
 impl Mapping for Stripe {
     const PROVIDER: ProviderName = ProviderName::Payments;
 
+    /// One create, whatever the action: its form posted under the operation's key
+    /// ([`create`]).
     fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
-        if op.action == Action::ChargeCreate {
-            return charge::request(op);
-        }
-        if op.action == Action::PaymentCreate {
-            return transfer::request(op);
-        }
-        let form = refund_form(op)?;
-        Ok(Request::new(Method::POST, &["v1", "refunds"], &form)
-            .with_key(op.idempotency_key)
-            .as_form())
+        let (object, form) = match op.action {
+            Action::ChargeCreate => ("payment_intents", charge::charge_form(op)?),
+            Action::PaymentCreate => ("transfers", transfer::transfer_form(op)?),
+            _ => ("refunds", refund_form(op)?),
+        };
+        Ok(create::post(op, object, &form))
     }
 
     /// By the refund's id when known; not there, or no id yet: the refunds of the
@@ -167,22 +156,24 @@ impl Mapping for Stripe {
     /// connected account and its payout account ([`transfer::look_up_payee`]).
     fn look_up_payer<'a>(
         client: &'a StripeClient,
+        tenant: &'a str,
         action: Action,
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, PayerAnswer>> {
         if action == Action::PaymentCreate {
-            return transfer::look_up_payee(client, payload);
+            return transfer::look_up_payee(client, tenant, payload);
         }
-        charge::look_up_payer(client, action, payload)
+        charge::look_up_payer(client, tenant, action, payload)
     }
 
     /// A refund's PaymentIntent or Charge ([`refundable::look_up_refunded`]).
     fn look_up_refunded<'a>(
         client: &'a StripeClient,
+        tenant: &'a str,
         action: Action,
         payload: &'a Value,
     ) -> Option<BoxFuture<'a, RefundedAnswer>> {
-        refundable::look_up_refunded(client, action, payload)
+        refundable::look_up_refunded(client, tenant, action, payload)
     }
 
     fn read_lookup(op: &Operation<'_>, via: &str, objects: &[Value]) -> Reading {
@@ -201,6 +192,7 @@ mod tests {
 
     use super::*;
     use crate::request::Encoding;
+    use reqwest::Method;
 
     fn refund(payload: &Value) -> Operation<'_> {
         Operation {

@@ -73,6 +73,7 @@ pub(crate) async fn read_answer(response: Response) -> CallResult {
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let request_id = header_str(response.headers(), "request-id").map(str::to_owned);
     let retry_after = retry_after_of(response.headers());
+    let should_retry = should_retry_of(response.headers());
     let body = match read_body(response).await {
         Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         Ok(None) => {
@@ -99,8 +100,19 @@ pub(crate) async fn read_answer(response: Response) -> CallResult {
         replayed,
         request_id,
         retry_after,
+        should_retry,
         body,
     })
+}
+
+/// `Stripe-Should-Retry`: `true` or `false` as Stripe writes them; anything else (or no
+/// header) says nothing.
+fn should_retry_of(headers: &HeaderMap) -> Option<bool> {
+    match header_str(headers, "stripe-should-retry")? {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
 }
 
 /// The whole body, or `None` when it exceeds [`MAX_RESPONSE_BYTES`].

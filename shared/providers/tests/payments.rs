@@ -129,6 +129,7 @@ async fn created_payment_is_parsed_and_sent_with_key_and_bearer() {
             replayed: false,
             request_id: Some("req_abc".into()),
             retry_after: None,
+            should_retry: None,
             body: payment_object("succeeded"),
         })
     );
@@ -219,6 +220,7 @@ async fn a_non_json_body_becomes_null() {
             replayed: false,
             request_id: None,
             retry_after: None,
+            should_retry: None,
             body: Value::Null
         })
     );

@@ -13,6 +13,7 @@
 //! | `PAYMENTS_CAPABILITIES` | `--payments-capabilities` | an operator declares its guarantees |
 //! | `PAYMENTS_PROVIDER` | `--payments-provider` | it may be Stripe (`reference` or `stripe`) |
 //! | `PAYMENTS_STRIPE_SEARCH` | `--payments-stripe-search` | it may be Stripe (`on` or `off`) |
+//! | `PAYMENTS_STRIPE_ACCOUNTS` | `--payments-stripe-accounts` | it may be Stripe (`tenant=acct_…,…`) |
 //!
 //! Defaults come from the spec, but for the URL and the key, which reach the simulator on
 //! a developer machine (for Stripe: Stripe's API, and a key must be given). A value that
@@ -22,6 +23,7 @@ use clap::builder::RangedU64ValueParser;
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use fleet_core::catalogue::{Capabilities, Dialect, ProviderSpec, PROVIDERS};
+use fleet_core::stripe::accounts::ConnectedAccounts;
 use fleet_core::ProviderName;
 
 use crate::redact::Secret;
@@ -61,6 +63,9 @@ pub struct ProviderSettings {
     /// How its API is spoken (`<PREFIX>PROVIDER`): the reference protocol unless the spec
     /// allows Stripe and it was chosen.
     pub dialect: Dialect,
+    /// Spoken as Stripe: the tenants whose requests act in a connected account of their
+    /// own (`<PREFIX>STRIPE_ACCOUNTS`); empty otherwise.
+    pub stripe_accounts: ConnectedAccounts,
 }
 
 /// Every provider's settings: what the binaries that call providers (execute), look them
@@ -213,6 +218,17 @@ fn arguments(spec: &ProviderSpec) -> Vec<Arg> {
                 .value_parser(["on", "off"])
                 .default_value("on"),
         );
+        args.push(
+            setting(spec, "STRIPE_ACCOUNTS")
+                .arg(
+                    "Spoken as Stripe: the tenants with a connected account of their own, \
+                     comma-separated `tenant=acct_…`; every request made for such a tenant \
+                     carries `Stripe-Account`, and only that account's events move its \
+                     operations. Empty: every tenant is served on the platform's account"
+                        .into(),
+                )
+                .default_value(""),
+        );
     }
     if spec.declared_capabilities {
         args.push(
@@ -278,6 +294,7 @@ fn read(spec: &ProviderSpec, m: &ArgMatches) -> Result<ProviderSettings, clap::E
     if let Dialect::Stripe { .. } = dialect {
         check_stripe_key(spec, &api_key.string(m)?, defaulted(m, &api_key))?;
     }
+    let stripe_accounts = stripe_accounts(spec, m, dialect)?;
     Ok(ProviderSettings {
         provider: spec.name,
         url,
@@ -287,7 +304,37 @@ fn read(spec: &ProviderSpec, m: &ArgMatches) -> Result<ProviderSettings, clap::E
         max_request_s: setting(spec, "MAX_REQUEST_S").u64(m)?,
         capabilities,
         dialect,
+        stripe_accounts,
     })
+}
+
+/// The tenants' connected accounts, from `<PREFIX>STRIPE_ACCOUNTS`: refused at start when
+/// malformed, or when set while the provider is not spoken as Stripe (it would be ignored,
+/// and every tenant's requests would act on one account without anyone noticing).
+fn stripe_accounts(
+    spec: &ProviderSpec,
+    m: &ArgMatches,
+    dialect: Dialect,
+) -> Result<ConnectedAccounts, clap::Error> {
+    if !spec.speaks_stripe {
+        return Ok(ConnectedAccounts::default());
+    }
+    let setting = setting(spec, "STRIPE_ACCOUNTS");
+    let refused = |problem: String| {
+        clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            format!("{}: {problem}\n", setting.env()),
+        )
+    };
+    let accounts =
+        ConnectedAccounts::parse(&setting.string(m)?).map_err(|e| refused(e.to_string()))?;
+    match dialect {
+        Dialect::Reference if !accounts.is_empty() => Err(refused(format!(
+            "set while {} is not stripe",
+            spec.env("PROVIDER")
+        ))),
+        _ => Ok(accounts),
+    }
 }
 
 /// Whether a setting was left at its default (neither flag nor environment gave it).
@@ -459,6 +506,37 @@ mod tests {
         assert!(Cli::try_parse_from(["bin", "--payments-stripe-search=maybe"]).is_err());
     }
 
+    #[test]
+    fn a_tenants_connected_account_is_read_and_a_bad_one_stops_the_start() {
+        let payments = fleet_core::catalogue::PROVIDERS[0];
+        if !unset(payments) {
+            return;
+        }
+        let stripe = [
+            "bin",
+            "--payments-provider=stripe",
+            "--payments-api-key=sk_test_1",
+        ];
+        let with = |accounts: &str| {
+            let flag = format!("--payments-stripe-accounts={accounts}");
+            Cli::try_parse_from([stripe[0], stripe[1], stripe[2], &flag])
+        };
+        let cli = with("acme=acct_1Acme").unwrap();
+        let accounts = &cli.providers.get(ProviderName::Payments).stripe_accounts;
+        assert_eq!(accounts.of("acme"), Some("acct_1Acme"));
+        assert_eq!(accounts.of("globex"), None);
+        for bad in ["acme", "acme=acct_1,acme=acct_2", "acme=sk_test_1"] {
+            let said = with(bad).unwrap_err().to_string();
+            assert!(said.contains("PAYMENTS_STRIPE_ACCOUNTS:"), "{bad}: {said}");
+        }
+        let unused = Cli::try_parse_from(["bin", "--payments-stripe-accounts=acme=acct_1"]);
+        let said = unused.unwrap_err().to_string();
+        assert!(
+            said.contains("set while PAYMENTS_PROVIDER is not stripe"),
+            "{said}"
+        );
+    }
+
     /// The names (and defaults) deployments rely on.
     #[test]
     fn the_settings_keep_their_names_and_defaults() {
@@ -484,6 +562,7 @@ mod tests {
             ("PAYMENTS_MAX_REQUEST_S", "120"),
             ("PAYMENTS_PROVIDER", "reference"),
             ("PAYMENTS_STRIPE_SEARCH", "on"),
+            ("PAYMENTS_STRIPE_ACCOUNTS", ""),
             ("CRM_URL", "http://127.0.0.1:8090"),
             ("CRM_API_KEY", "sk_test_sim"),
             ("CRM_TIMEOUT_MS", "10000"),

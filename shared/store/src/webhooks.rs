@@ -10,6 +10,7 @@
 //! - [`Store::prune_webhook_events`]: one bounded retention batch.
 
 mod apply;
+mod scope;
 mod retention;
 
 use chrono::{DateTime, Utc};

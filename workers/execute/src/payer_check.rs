@@ -34,7 +34,7 @@ impl ExecuteHandler {
         };
         let Some(answer) = call
             .provider
-            .look_up_payer(call.op.action, call.op.subject.payload)
+            .look_up_payer(call.op.tenant, call.op.action, call.op.subject.payload)
             .await
         else {
             return Ok(None);

@@ -9,7 +9,8 @@
 //! (its bytes are kept there), a store failure is retried, everything else is acked.
 
 use fleet_broker::{Delivery, Disposition, Handler};
-use fleet_store::{IngestStore, StoreError, WebhookOutcome};
+use fleet_core::stripe::accounts::ConnectedAccounts;
+use fleet_store::{IngestStore, StoreError, WebhookEvent, WebhookOutcome};
 use tracing::{debug, info, warn};
 
 use crate::clock::unix_now;
@@ -17,7 +18,7 @@ use crate::envelope::{Envelope, EnvelopeError};
 use crate::event::{parse_event, EventError};
 use crate::secrets::WebhookSecrets;
 use crate::signature::{Freshness, Rejection};
-use crate::stripe_event::parse_stripe_event;
+use crate::stripe_event::{event_account, from_other_account, parse_stripe_event};
 use crate::stripe_signature::StripeSecret;
 
 /// Why one message could not be ingested.
@@ -56,6 +57,8 @@ pub struct IngestHandler {
     store: IngestStore,
     secrets: WebhookSecrets,
     stripe: Option<StripeSecret>,
+    /// The tenants with a Stripe connected account of their own.
+    accounts: ConnectedAccounts,
     freshness: Freshness,
 }
 
@@ -67,6 +70,7 @@ impl IngestHandler {
             store,
             secrets,
             stripe: None,
+            accounts: ConnectedAccounts::default(),
             freshness,
         }
     }
@@ -75,6 +79,13 @@ impl IngestHandler {
     /// without one, a Stripe-signed message is refused like any forged one.
     pub fn with_stripe(mut self, stripe: Option<StripeSecret>) -> IngestHandler {
         self.stripe = stripe;
+        self
+    }
+
+    /// Moves a tenant's operations only with events of the account it acts in
+    /// (`PAYMENTS_STRIPE_ACCOUNTS`; empty: every tenant on the platform's account).
+    pub fn with_accounts(mut self, accounts: ConnectedAccounts) -> IngestHandler {
+        self.accounts = accounts;
         self
     }
 
@@ -107,14 +118,44 @@ impl IngestHandler {
     ) -> Result<WebhookOutcome, IngestError> {
         let verified =
             envelope.verify_stripe(body, self.stripe.as_ref(), unix_now(), self.freshness)?;
+        let account = event_account(&verified);
         let mut last = None;
         for event in parse_stripe_event(&verified)? {
+            let event = self.in_scope(event, account.as_deref()).await?;
             let outcome = self.store.ingest_webhook(&event).await?;
             log(&event.event_id, &event.event_type, &outcome);
             last = Some(outcome);
         }
         // `refund_reports` never answers an empty list; an event with nothing is unusable.
         last.ok_or(IngestError::Event(EventError::Missing("data.object")))
+    }
+}
+
+impl IngestHandler {
+    /// `event` as it may be applied: unchanged when it comes from the account its
+    /// operation's tenant acts in (`ConnectedAccounts::admits`), else stored so that it
+    /// changes nothing ([`from_other_account`]). Without connected accounts every tenant
+    /// acts on the platform's account, and only its own events are read as they are.
+    async fn in_scope(
+        &self,
+        event: WebhookEvent,
+        account: Option<&str>,
+    ) -> Result<WebhookEvent, IngestError> {
+        let admitted = match account {
+            None if self.accounts.is_empty() => true,
+            Some(account) if !self.accounts.knows(account) => false,
+            _ => match self.store.tenant_of_webhook(&event).await? {
+                Some(tenant) => self.accounts.admits(account, &tenant),
+                // Nothing the fleet made (its operation always exists first): it must not
+                // be linked later by reconcile without this check.
+                None => false,
+            },
+        };
+        if admitted {
+            return Ok(event);
+        }
+        info!(event_id = %event.event_id, account, "Stripe event of another account than its operation's tenant's; stored, applies nothing");
+        Ok(from_other_account(event))
     }
 }
 

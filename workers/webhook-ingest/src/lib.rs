@@ -71,6 +71,8 @@ pub enum RunError {
     Secrets(#[from] SecretsError),
     #[error(transparent)]
     StripeSecret(#[from] StripeSecretError),
+    #[error("PAYMENTS_STRIPE_ACCOUNTS: {0}")]
+    StripeAccounts(#[from] fleet_core::stripe::accounts::AccountsError),
     #[error("the receiver needs a bound listener")]
     NoListener,
     #[error("webhook receiver: {0}")]
@@ -91,6 +93,7 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
     // Both halves need the secrets: the receiver verifies at the edge, the consumer again.
     let secrets = settings.secrets()?;
     let stripe = settings.stripe_secret()?;
+    let accounts = settings.stripe_accounts()?;
     if settings.mode.receives() {
         let listener = deps.listener.ok_or(RunError::NoListener)?;
         let publisher = IngestPublisher::new(deps.broker.clone(), deps.health.clone());
@@ -118,7 +121,8 @@ pub async fn run(deps: WebhookDeps, shutdown: CancellationToken) -> Result<(), R
     if settings.mode.consumes() {
         let handler = Arc::new(
             IngestHandler::new(deps.store.clone(), secrets, settings.consumer_freshness())
-                .with_stripe(stripe),
+                .with_stripe(stripe)
+                .with_accounts(accounts),
         );
         let (broker, health, concurrency, until) = (
             deps.broker.clone(),

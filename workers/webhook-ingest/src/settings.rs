@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use fleet_core::stripe::accounts::{AccountsError, ConnectedAccounts};
 use fleet_runtime::{BodyPace, ConnectionLimits, Secret};
 use fleet_store::MIN_WEBHOOK_RETENTION_S;
 
@@ -93,6 +94,12 @@ pub struct WebhookSettings {
     )]
     pub payments_webhook_secret: Secret<String>,
 
+    /// The tenants with a Stripe connected account of their own, `tenant=acct_…,…` (the
+    /// value the other workers read): an event from a connected account moves only that
+    /// tenant's operations, the platform's own events only the other tenants'.
+    #[arg(long, env = "PAYMENTS_STRIPE_ACCOUNTS", default_value = "")]
+    pub payments_stripe_accounts: String,
+
     /// Largest webhook body accepted; larger ones get 413.
     #[arg(long, env = "WEBHOOK_MAX_BODY_BYTES", default_value_t = 256 * 1024,
           value_parser = clap::value_parser!(u32).range(1_024..=1_048_576))]
@@ -166,6 +173,11 @@ impl WebhookSettings {
         }
     }
 
+    /// The tenants' connected accounts; refused when malformed.
+    pub fn stripe_accounts(&self) -> Result<ConnectedAccounts, AccountsError> {
+        ConnectedAccounts::parse(&self.payments_stripe_accounts)
+    }
+
     pub fn retention_interval(&self) -> Duration {
         Duration::from_secs(self.webhook_retention_interval_s)
     }
@@ -205,6 +217,7 @@ impl Default for WebhookSettings {
             webhook_secrets: Secret::new(String::new()),
             payments_provider: PaymentsDialect::Reference,
             payments_webhook_secret: Secret::new(String::new()),
+            payments_stripe_accounts: String::new(),
             webhook_max_body_bytes: 256 * 1024,
             webhook_max_connections: 256,
             webhook_max_concurrent_requests: 16,

@@ -21,6 +21,28 @@ impl From<StripeEventError> for EventError {
     }
 }
 
+/// The connected account a verified event comes from (its top-level `account`); `None`:
+/// the platform's own event, or a body that is no event (refused by [`parse_stripe_event`]).
+pub fn event_account(delivery: &VerifiedStripe) -> Option<String> {
+    let value: Value = serde_json::from_slice(&delivery.body).ok()?;
+    value.get("account")?.as_str().map(str::to_owned)
+}
+
+/// The event as it is stored when it comes from an account other than its operation's
+/// tenant's: under a type no catalogue entry applies (`stripe.other_account.…`), with
+/// nothing it could be linked by later, so it changes nothing, then or ever.
+pub fn from_other_account(event: WebhookEvent) -> WebhookEvent {
+    WebhookEvent {
+        event_type: format!("stripe.other_account.{}", event.event_type),
+        object: ReportedObject {
+            id: None,
+            reference: None,
+            ..event.object
+        },
+        ..event
+    }
+}
+
 /// The events to ingest, in the order the event lists its refunds; never empty.
 pub fn parse_stripe_event(delivery: &VerifiedStripe) -> Result<Vec<WebhookEvent>, EventError> {
     let value: Value =
@@ -73,6 +95,22 @@ mod tests {
         assert_eq!(e.object.id.as_deref(), Some("re_1"));
         assert_eq!(e.object.currency.as_deref(), Some("KZT"));
         assert_eq!(e.payload_hash, hash_value(&body));
+        // From another account than its operation's tenant's: nothing left to apply or
+        // to link by, ever.
+        let connect = VerifiedStripe {
+            received_at: Utc::now(),
+            body: serde_json::to_vec(&json!({"account": "acct_1Acme", "id": "evt_2"})).unwrap(),
+        };
+        assert_eq!(event_account(&connect).as_deref(), Some("acct_1Acme"));
+        assert_eq!(event_account(&delivery), None);
+        let other = from_other_account(e.clone());
+        assert_eq!(other.event_type, "stripe.other_account.refund.succeeded");
+        assert_eq!(
+            fleet_core::webhook::EventKind::of(&other.event_type),
+            fleet_core::webhook::EventKind::Unsupported
+        );
+        assert_eq!((other.object.id, other.object.reference), (None, None));
+        assert_eq!(other.event_id, e.event_id);
         let not_json = VerifiedStripe {
             received_at: Utc::now(),
             body: b"nope".to_vec(),

@@ -119,6 +119,7 @@ fn answer(status: u16, body: Value) -> CallResult {
         replayed: false,
         request_id: Some("req_1".into()),
         retry_after: None,
+        should_retry: None,
         body,
     })
 }

@@ -1,6 +1,8 @@
 //! A refund through Stripe, checked at intake against the payment it refunds: the
 //! PaymentIntent (or Charge) named by `payment_id` must be the tenant's, by the
-//! `metadata[fleet_tenant]` the fleet writes on what it charges, and the refund may not
+//! `metadata[fleet_tenant]` the fleet writes on what it charges or by being in the
+//! tenant's connected account (read there with `Stripe-Account`, `crate::stripe::accounts`:
+//! another account's payment is not found at all), and the refund may not
 //! exceed what is left of it (received minus refunded already). What was read is frozen
 //! with the operation as evidence, for the approver: the customer, the card, the date, the
 //! amount and what was refunded before. Pure: the objects are read by the adapter.
@@ -20,6 +22,9 @@ pub struct Refundable {
     pub id: String,
     /// Its `metadata[fleet_tenant]`: the tenant the fleet charged it for, if it did.
     pub tenant: Option<String>,
+    /// The connected account it was read in (`Stripe-Account`: the refunding tenant's);
+    /// `None`: the platform's own account. Set by the reader, not by the object.
+    pub account: Option<String>,
     pub customer: Option<String>,
     /// The card as a person reads it (`visa •••• 4242`), when Stripe's answer names it.
     pub card: Option<String>,
@@ -98,6 +103,7 @@ pub fn refundable_of(payment: &Value, refunds: &[Value]) -> Option<Refundable> {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
             .map(str::to_owned),
+        account: None,
         customer: text(payment, "customer"),
         card,
         created: payment.get("created").and_then(Value::as_i64),
@@ -143,9 +149,12 @@ impl Refundable {
         (self.received_minor - self.refunded_minor).max(0)
     }
 
-    /// Whether `tenant` may refund `amount_minor` of `currency` of it. A payment whose
-    /// metadata names no tenant was not charged by the fleet: whose it is, is left to the
-    /// fleet's own records and the policy's rule for objects made outside the fleet
+    /// Whether `tenant` may refund `amount_minor` of `currency` of it. It is the
+    /// tenant's when its metadata names the tenant, or when it was read in the tenant's
+    /// connected account (Stripe answers a read there only with that account's objects,
+    /// whatever their metadata says). A payment on the platform's account whose metadata
+    /// names no tenant was not charged by the fleet: whose it is, is left to the fleet's
+    /// own records and the policy's rule for objects made outside the fleet
     /// (`crate::objects`).
     pub fn judge(
         &self,
@@ -153,7 +162,8 @@ impl Refundable {
         amount_minor: i64,
         currency: &str,
     ) -> Result<(), RefundRefusal> {
-        if self.tenant.as_deref().is_some_and(|t| t != tenant) {
+        let in_own_account = self.account.is_some();
+        if !in_own_account && self.tenant.as_deref().is_some_and(|t| t != tenant) {
             return Err(RefundRefusal::OtherTenant);
         }
         if self.currency != currency {
@@ -169,6 +179,7 @@ impl Refundable {
     pub fn to_json(&self) -> Value {
         json!({
             "payment": self.id,
+            "account": self.account,
             "customer": self.customer,
             "card": self.card,
             "created": self.created,
@@ -215,6 +226,14 @@ mod tests {
             Err(RefundRefusal::OtherCurrency)
         );
         assert_eq!(paid.judge("t_b", 1, "KZT"), Err(RefundRefusal::OtherTenant));
+        // Read in the refunding tenant's connected account, it is that tenant's, whatever
+        // tenant its metadata names.
+        let in_account = Refundable {
+            account: Some("acct_1B".into()),
+            ..paid.clone()
+        };
+        assert_eq!(in_account.judge("t_b", 1, "KZT"), Ok(()));
+        assert_eq!(in_account.to_json()["account"], "acct_1B");
         let outside = refundable_of(&intent(None), &[]).unwrap();
         assert_eq!(outside.judge("t_b", 5000, "KZT"), Ok(()));
         let mut unpaid = intent(Some("t_a"));

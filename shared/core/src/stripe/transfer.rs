@@ -152,6 +152,7 @@ pub fn account_evidence(
             version: 1,
         },
         looked_up_at: at,
+        name_check: None,
     }
 }
 
@@ -189,6 +190,7 @@ mod tests {
             replayed: false,
             request_id: None,
             retry_after: None,
+            should_retry: None,
             body,
         })
     }

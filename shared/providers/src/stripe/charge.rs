@@ -5,17 +5,14 @@
 //! answers prove is `fleet_core::stripe::charge`.
 
 use fleet_core::actions::charge_create::ChargePayload;
-use fleet_core::stripe::charge::{payer_evidence, INVOICE_METADATA};
-use fleet_core::stripe::{OPERATION_METADATA, TENANT_METADATA};
+use fleet_core::stripe::charge::payer_evidence;
 use fleet_core::Action;
-use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::create::{form, money};
 use super::StripeClient;
-use crate::adapter::{
-    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
-};
+use crate::adapter::{looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Unbuildable};
 use crate::lookup::LookupError;
 
 /// Who a charge takes money from, as Stripe describes them now; the outer error: Stripe
@@ -31,31 +28,16 @@ pub fn charge_form(op: &Operation<'_>) -> Result<Map<String, Value>, Unbuildable
         return Err(Unbuildable(op.action.wire_name()));
     }
     let p: ChargePayload = op.payload()?;
-    let mut form = Map::new();
-    let mut field = |name: String, value: &str| form.insert(name, Value::from(value));
-    field("amount".into(), &p.amount_minor.to_string());
-    field("currency".into(), &p.currency.to_ascii_lowercase());
-    field("customer".into(), &p.customer);
-    field("payment_method".into(), &p.payment_method);
-    field("confirm".into(), "true");
-    field("off_session".into(), "true");
-    field(
-        format!("metadata[{OPERATION_METADATA}]"),
-        op.idempotency_key,
-    );
-    field(format!("metadata[{TENANT_METADATA}]"), op.tenant);
-    field(format!("metadata[{INVOICE_METADATA}]"), &p.invoice_id);
-    Ok(form)
-}
-
-/// The one request of a charge, under the operation's key.
-pub fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
-    let form = charge_form(op)?;
-    Ok(
-        Request::new(Method::POST, &["v1", "payment_intents"], &form)
-            .with_key(op.idempotency_key)
-            .as_form(),
-    )
+    let [amount, currency] = money(p.amount_minor, &p.currency);
+    let fields = [
+        ("amount", amount.as_str()),
+        ("currency", &currency),
+        ("customer", &p.customer),
+        ("payment_method", &p.payment_method),
+        ("confirm", "true"),
+        ("off_session", "true"),
+    ];
+    Ok(form(op, &fields, Some(&p.invoice_id)))
 }
 
 impl StripeClient {
@@ -89,6 +71,7 @@ impl StripeClient {
 /// The payer of `op`'s payload (a charge), for the intake and execute.
 pub fn look_up_payer<'a>(
     client: &'a StripeClient,
+    tenant: &'a str,
     action: Action,
     payload: &'a Value,
 ) -> Option<BoxFuture<'a, PayerAnswer>> {
@@ -96,7 +79,9 @@ pub fn look_up_payer<'a>(
         return None;
     }
     let payload = ChargePayload::deserialize(payload).ok()?;
-    Some(Box::pin(async move { client.payer(&payload).await }))
+    Some(Box::pin(async move {
+        client.for_tenant(tenant).payer(&payload).await
+    }))
 }
 
 /// By the PaymentIntent's id when known; not there, or no id yet: Stripe's Search API by
@@ -133,7 +118,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::client::Mapping;
     use crate::request::Encoding;
+    use crate::stripe::Stripe;
+    use reqwest::Method;
 
     #[test]
     fn a_charge_is_one_confirmed_off_session_form_post_under_the_operations_key() {
@@ -150,7 +138,7 @@ mod tests {
             idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
             payee_version: Some(1),
         };
-        let request = request(&op).unwrap();
+        let request = Stripe::request(&op).unwrap();
         assert_eq!(request.method, Method::POST);
         assert_eq!(request.path, ["v1", "payment_intents"]);
         assert_eq!(request.encoding, Encoding::Form);
@@ -176,7 +164,7 @@ mod tests {
             action: Action::RefundCreate,
             ..op
         };
-        assert!(super::request(&refund).is_err());
+        assert!(charge_form(&refund).is_err());
     }
 
     #[test]

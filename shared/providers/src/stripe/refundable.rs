@@ -41,15 +41,19 @@ impl StripeClient {
             Refunded::PaymentIntent(_) if paid => self.refunds_of(refunded).await?,
             _ => Vec::new(),
         };
-        refundable_of(&payment, &refunds)
-            .map(Some)
-            .ok_or_else(|| LookupError::Body("not a PaymentIntent or Charge".into()))
+        let mut found = refundable_of(&payment, &refunds)
+            .ok_or_else(|| LookupError::Body("not a PaymentIntent or Charge".into()))?;
+        // Read with `Stripe-Account`: it is that connected account's.
+        found.account = self.account().map(str::to_owned);
+        Ok(Some(found))
     }
 }
 
-/// The payment of a refund's payload, for the intake.
+/// The payment of a refund's payload, for the intake, read for `tenant` (inside its
+/// connected account, where it has one).
 pub fn look_up_refunded<'a>(
     client: &'a StripeClient,
+    tenant: &'a str,
     action: Action,
     payload: &'a Value,
 ) -> Option<BoxFuture<'a, RefundedAnswer>> {
@@ -59,7 +63,7 @@ pub fn look_up_refunded<'a>(
     let payload = RefundPayload::deserialize(payload).ok()?;
     Some(Box::pin(async move {
         match Refunded::parse(&payload.payment_id) {
-            Some(refunded) => client.refundable(refunded).await,
+            Some(refunded) => client.for_tenant(tenant).refundable(refunded).await,
             // Not a Stripe id: Stripe has no such payment.
             None => Ok(None),
         }

@@ -9,18 +9,16 @@
 //! <https://docs.stripe.com/api/transfers/list>.
 
 use fleet_core::actions::payment_create::PaymentPayload;
-use fleet_core::stripe::transfer::{account_evidence, destination, INVOICE_METADATA};
-use fleet_core::stripe::{OPERATION_METADATA, TENANT_METADATA};
+use fleet_core::stripe::transfer::{account_evidence, destination};
 use fleet_core::Action;
-use reqwest::Method;
 use serde_json::{Map, Value};
 
+use super::create::{form, money};
 use super::StripeClient;
 use crate::adapter::{
     looked, looked_one, BoxFuture, LookFailed, Looked, Operation, PayerAnswer, Unbuildable,
 };
 use crate::lookup::LookupError;
-use crate::request::Request;
 
 /// The form of `POST /v1/transfers` for `op`: the amount in the currency's minor unit,
 /// the currency in lower case as Stripe writes it, the connected account paid (the
@@ -33,27 +31,14 @@ pub fn transfer_form(op: &Operation<'_>) -> Result<Map<String, Value>, Unbuildab
     }
     let p: PaymentPayload = op.payload()?;
     let account = destination(&p.beneficiary_id).ok_or(unbuildable)?;
-    let mut form = Map::new();
-    let mut field = |name: String, value: &str| form.insert(name, Value::from(value));
-    field("amount".into(), &p.amount_minor.to_string());
-    field("currency".into(), &p.currency.to_ascii_lowercase());
-    field("destination".into(), account);
-    field("transfer_group".into(), &p.invoice_id);
-    field(
-        format!("metadata[{OPERATION_METADATA}]"),
-        op.idempotency_key,
-    );
-    field(format!("metadata[{TENANT_METADATA}]"), op.tenant);
-    field(format!("metadata[{INVOICE_METADATA}]"), &p.invoice_id);
-    Ok(form)
-}
-
-/// The one request of `op`: the form, posted under its key.
-pub fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
-    let form = transfer_form(op)?;
-    Ok(Request::new(Method::POST, &["v1", "transfers"], &form)
-        .with_key(op.idempotency_key)
-        .as_form())
+    let [amount, currency] = money(p.amount_minor, &p.currency);
+    let fields = [
+        ("amount", amount.as_str()),
+        ("currency", &currency),
+        ("destination", account),
+        ("transfer_group", &p.invoice_id),
+    ];
+    Ok(form(op, &fields, Some(&p.invoice_id)))
 }
 
 impl StripeClient {
@@ -82,12 +67,13 @@ impl StripeClient {
 /// `None` for a payload that is not a payment to a connected account: nothing to read.
 pub fn look_up_payee<'a>(
     client: &'a StripeClient,
+    tenant: &'a str,
     payload: &'a Value,
 ) -> Option<BoxFuture<'a, PayerAnswer>> {
     let id = payload.get("beneficiary_id")?.as_str()?;
     let account = destination(id)?;
     Some(Box::pin(async move {
-        let answer = client.get_account(account).await?;
+        let answer = client.for_tenant(tenant).get_account(account).await?;
         Ok(Ok(account_evidence(
             account,
             answer.as_ref(),
@@ -128,6 +114,7 @@ mod tests {
     use crate::client::Mapping;
     use crate::request::Encoding;
     use crate::stripe::Stripe;
+    use reqwest::Method;
 
     fn payment(payload: &Value) -> Operation<'_> {
         Operation {

@@ -11,6 +11,7 @@ fn answer(status: u16, body: Value) -> CallResult {
         replayed: false,
         request_id: None,
         retry_after: None,
+        should_retry: None,
         body,
     })
 }

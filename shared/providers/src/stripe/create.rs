@@ -1,0 +1,52 @@
+//! The one request shell of every create at Stripe: the object's own fields, then the
+//! metadata every object the fleet makes there carries (the operation's key, which is how
+//! it is found again, its tenant, and the invoice where there is one), posted form-encoded
+//! under the operation's key. Charges, transfers and refunds differ only in their path and
+//! their fields.
+//!
+//! Stripe's reference: <https://docs.stripe.com/api/metadata>,
+//! <https://docs.stripe.com/api/idempotent_requests>.
+
+use fleet_core::stripe::charge::INVOICE_METADATA;
+use fleet_core::stripe::{OPERATION_METADATA, TENANT_METADATA};
+use reqwest::Method;
+use serde_json::{Map, Value};
+
+use crate::adapter::{Operation, Request};
+
+/// A create's form: `fields`, then `metadata[fleet_operation]`, `metadata[fleet_tenant]`
+/// and, for an action that names one, `metadata[fleet_invoice]`.
+pub fn form(
+    op: &Operation<'_>,
+    fields: &[(&str, &str)],
+    invoice: Option<&str>,
+) -> Map<String, Value> {
+    let metadata = [
+        (OPERATION_METADATA, Some(op.idempotency_key)),
+        (TENANT_METADATA, Some(op.tenant)),
+        (INVOICE_METADATA, invoice),
+    ];
+    let metadata = metadata
+        .into_iter()
+        .filter_map(|(key, value)| Some((format!("metadata[{key}]"), value?)));
+    fields
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), *value))
+        .chain(metadata)
+        .map(|(name, value)| (name, Value::from(value)))
+        .collect()
+}
+
+/// An amount and its currency as Stripe takes them: the minor units, and the currency in
+/// lower case.
+pub fn money(amount_minor: i64, currency: &str) -> [String; 2] {
+    [amount_minor.to_string(), currency.to_ascii_lowercase()]
+}
+
+/// The one request of a create: `form` posted to `/v1/{object}` under the operation's key,
+/// the same on every attempt.
+pub fn post(op: &Operation<'_>, object: &str, form: &Map<String, Value>) -> Request {
+    Request::new(Method::POST, &["v1", object], form)
+        .with_key(op.idempotency_key)
+        .as_form()
+}
