@@ -81,6 +81,27 @@ impl<R: ReadOperations> StoreAs<R> {
         rows.iter().map(EventRow::from_row).collect()
     }
 
+    /// Up to `limit` history rows of the operation after the row numbered `after` (from
+    /// the first without one), oldest first: a page of its story. Row numbers only grow, so
+    /// a page starts strictly after the last one read whatever was written meanwhile.
+    pub async fn events_page(
+        &self,
+        op: OpRef<'_>,
+        after: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT * FROM operation_events
+                 WHERE operation_id = $1 AND tenant_id = $2 AND id > $3
+                 ORDER BY id LIMIT $4",
+                &[&op.operation_id, &op.tenant_id, &after.unwrap_or(0), &limit],
+            )
+            .await?;
+        rows.iter().map(EventRow::from_row).collect()
+    }
+
     /// Counts by status, for summaries and fleet-wide gauges.
     pub async fn count_by_status(&self) -> Result<Vec<(Status, i64)>, StoreError> {
         let client = self.client().await?;

@@ -38,6 +38,7 @@ pub mod decision_error;
 pub mod decision_routes;
 pub mod decisions;
 pub mod error;
+pub mod history;
 pub mod intents;
 pub mod json_body;
 pub mod mandates;
@@ -116,6 +117,7 @@ pub fn app(
         .routes(routes!(intents::submit_intent))
         .routes(routes!(operations::get_operation))
         .routes(routes!(operations::list_operations))
+        .routes(routes!(history::operation_history))
         .routes(routes!(schemas::intent_v1_schema))
         .routes(routes!(decision_routes::approve_operation))
         .routes(routes!(decision_routes::reject_operation))

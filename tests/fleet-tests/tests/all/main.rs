@@ -45,6 +45,7 @@ mod log_hygiene;
 mod mandates;
 mod mcp;
 mod metrics_at_start;
+mod operation_history;
 mod operator;
 mod orders;
 mod outbox;
