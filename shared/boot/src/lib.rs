@@ -50,9 +50,14 @@ pub async fn start<R: Worker>(common: &CommonArgs) -> anyhow::Result<Boot<R>> {
     let broker_health = BrokerHealth::new();
     let readiness = Readiness::new();
     let ping = store.clone();
-    readiness.add_async("postgres", READINESS_TIMEOUT, move || {
+    readiness.add_async_explained("postgres", READINESS_TIMEOUT, move || {
         let store = ping.clone();
-        async move { store.ping(READINESS_TIMEOUT).await }
+        async move {
+            store
+                .check(READINESS_TIMEOUT)
+                .await
+                .map_err(|unready| unready.cause)
+        }
     });
     let health = broker_health.clone();
     readiness.add("broker", Arc::new(move || health.is_connected()));
@@ -68,6 +73,7 @@ pub async fn start<R: Worker>(common: &CommonArgs) -> anyhow::Result<Boot<R>> {
         shutdown.clone(),
     ));
     tracing::info!(component, version = env!("CARGO_PKG_VERSION"), database = %common.database_url, broker = %common.amqp_url, %admin_addr, "starting");
+    until_set_up(&store, &shutdown).await?;
     Ok(Boot {
         store,
         broker,
@@ -77,6 +83,41 @@ pub async fn start<R: Worker>(common: &CommonArgs) -> anyhow::Result<Boot<R>> {
         admin_addr,
         admin,
     })
+}
+
+/// How often a worker whose database is not set up looks again.
+const SET_UP_POLL: Duration = Duration::from_secs(2);
+
+/// Returns once the database is set up. A database, role or table that does not exist is
+/// not an outage that passes: said once, as an error naming what to run, and no work is
+/// taken until it is mended (a consumer would take messages that every attempt fails),
+/// while `/readyz` says the same. Any other failure (a server that does not answer yet)
+/// is left to the worker's own retries, as before.
+async fn until_set_up<R: Worker>(
+    store: &StoreAs<R>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let mut said = false;
+    loop {
+        match store.check(READINESS_TIMEOUT).await {
+            Err(unready) if unready.not_set_up => {
+                if !said {
+                    tracing::error!(cause = %unready, "the database is not set up: run `fleetctl migrate` with this DATABASE_URL; no work is taken until it is");
+                    said = true;
+                }
+            }
+            _ => {
+                if said {
+                    tracing::info!("the database is set up: starting work");
+                }
+                return Ok(());
+            }
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => anyhow::bail!("stopped before the database was set up"),
+            () = tokio::time::sleep(SET_UP_POLL) => {}
+        }
+    }
 }
 
 /// The broker settings a worker's flags describe.

@@ -80,7 +80,7 @@ async fn readyz(State(state): State<AdminState>) -> (StatusCode, String) {
         tracing::debug!(failed = ?report.failed, "readiness check failed");
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {}\n", report.failed.join(", ")),
+            format!("not ready: {}\n", report.describe()),
         )
     }
 }

@@ -3,7 +3,9 @@
 //! A worker registers what it needs to do useful work: a cheap synchronous check (the
 //! broker consumer's "connected" flag) or an async one with its own timeout (a Postgres
 //! pool checkout). `/readyz` runs every check, concurrently, on each request, and reports
-//! the names of those that failed. A check that overruns its timeout has failed.
+//! the names of those that failed, each with its cause where the check gives one ("not
+//! ready: postgres" alone would send an operator to the logs). A check that overruns its
+//! timeout has failed.
 //!
 //! Cloning a `Readiness` is cheap and every clone sees the same registry, so checks can be
 //! added after the admin server has started (a worker registers "broker" once its
@@ -19,8 +21,8 @@ use std::time::Duration;
 /// A synchronous check: must not block (read an atomic, not a socket).
 pub type SyncCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
-type BoxedBool = Pin<Box<dyn Future<Output = bool> + Send>>;
-type AsyncCheck = Arc<dyn Fn() -> BoxedBool + Send + Sync>;
+type BoxedOutcome = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+type AsyncCheck = Arc<dyn Fn() -> BoxedOutcome + Send + Sync>;
 
 #[derive(Clone)]
 enum Check {
@@ -32,13 +34,23 @@ enum Check {
 }
 
 impl Check {
-    async fn passes(self) -> bool {
+    /// `Ok`, or why not (empty when the check gives no cause).
+    async fn outcome(self) -> Result<(), String> {
         match self {
-            Check::Sync(check) => check(),
+            Check::Sync(check) => passed(check()),
             Check::Async { check, timeout } => tokio::time::timeout(timeout, check())
                 .await
-                .unwrap_or(false),
+                .unwrap_or_else(|_| Err(format!("no answer within {} ms", timeout.as_millis()))),
         }
+    }
+}
+
+/// A check that gives no cause: failed, with nothing to say.
+fn passed(ok: bool) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(String::new())
     }
 }
 
@@ -48,15 +60,31 @@ pub struct Readiness {
     checks: Arc<RwLock<Vec<(String, Check)>>>,
 }
 
-/// The result of one evaluation: the names of the checks that failed, in registration order.
+/// The result of one evaluation: the names of the checks that failed, in registration
+/// order, and the cause each gave (empty when it gave none).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadinessReport {
     pub failed: Vec<String>,
+    pub causes: Vec<String>,
 }
 
 impl ReadinessReport {
     pub fn is_ready(&self) -> bool {
         self.failed.is_empty()
+    }
+
+    /// `postgres (database "x" does not exist …), broker`: each failed check, with its
+    /// cause where it gave one.
+    pub fn describe(&self) -> String {
+        self.failed
+            .iter()
+            .zip(&self.causes)
+            .map(|(name, cause)| match cause.is_empty() {
+                true => name.clone(),
+                false => format!("{name} ({cause})"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -83,6 +111,20 @@ impl Readiness {
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = bool> + Send + 'static,
     {
+        let check = Arc::new(check);
+        self.add_async_explained(name, timeout, move || {
+            let passes = check();
+            async move { passed(passes.await) }
+        });
+    }
+
+    /// As [`add_async`](Self::add_async), for a check that says why it failed: its
+    /// `Err` is shown on `/readyz` beside its name (say nothing secret in it).
+    pub fn add_async_explained<F, Fut>(&self, name: impl Into<String>, timeout: Duration, check: F)
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), String>> + Send + 'static,
+    {
         let check: AsyncCheck = Arc::new(move || Box::pin(check()));
         self.insert(name.into(), Check::Async { check, timeout });
     }
@@ -98,15 +140,14 @@ impl Readiness {
         let results = futures_util::future::join_all(
             checks
                 .into_iter()
-                .map(|(name, check)| async move { (name, check.passes().await) }),
+                .map(|(name, check)| async move { (name, check.outcome().await) }),
         )
         .await;
-        let failed = results
+        let (failed, causes) = results
             .into_iter()
-            .filter(|(_, ok)| !ok)
-            .map(|(name, _)| name)
-            .collect();
-        ReadinessReport { failed }
+            .filter_map(|(name, outcome)| Some((name, outcome.err()?)))
+            .unzip();
+        ReadinessReport { failed, causes }
     }
 
     pub fn names(&self) -> Vec<String> {
@@ -168,5 +209,20 @@ mod tests {
         );
         let report = readiness.evaluate().await;
         assert_eq!(report.failed, vec!["postgres".to_owned()]);
+        assert_eq!(report.describe(), "postgres (no answer within 50 ms)");
+    }
+
+    #[tokio::test]
+    async fn a_check_that_says_why_is_reported_with_its_cause() {
+        let readiness = Readiness::new();
+        readiness.add_async_explained("postgres", Duration::from_secs(1), || async {
+            Err("database \"x\" does not exist".to_owned())
+        });
+        readiness.add("broker", Arc::new(|| false));
+        let report = readiness.evaluate().await;
+        assert_eq!(
+            report.describe(),
+            "postgres (database \"x\" does not exist), broker"
+        );
     }
 }

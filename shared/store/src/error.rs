@@ -28,6 +28,10 @@ impl StoreError {
     pub fn sqlstate(&self) -> Option<&str> {
         match self {
             StoreError::Db(e) => e.as_db_error().map(|db| db.code().code()),
+            // A connection the server refused to open (no such database or role).
+            StoreError::Pool(deadpool_postgres::PoolError::Backend(e)) => {
+                e.as_db_error().map(|db| db.code().code())
+            }
             StoreError::Pool(_)
             | StoreError::Migrate(_)
             | StoreError::Config(_)
@@ -42,6 +46,13 @@ impl StoreError {
     /// the message is refused for good instead of retried as if the database were down.
     pub fn refuses_content(&self) -> bool {
         self.sqlstate().is_some_and(refuses_content)
+    }
+
+    /// Whether the server says the deployment is not set up: its database, a component's
+    /// role or the tables do not exist. Waiting does not mend it; `fleetctl migrate` does.
+    pub fn is_not_set_up(&self) -> bool {
+        self.sqlstate()
+            .is_some_and(|code| !migrate_hint(code).is_empty())
     }
 }
 
@@ -72,11 +83,12 @@ fn describe_pool(e: &deadpool_postgres::PoolError) -> String {
     }
 }
 
-/// What an operator should do when the server says the database (3D000) or a table
-/// (42P01) does not exist: the schema comes only from the migrations.
+/// What an operator should do when the server says the database (3D000), a component's
+/// login role (28000) or a table (42P01) does not exist: the schema and the roles come
+/// only from the migrations.
 fn migrate_hint(sqlstate: &str) -> &'static str {
     match sqlstate {
-        "3D000" | "42P01" => "; the database or its tables do not exist yet: run `fleetctl migrate` (it creates both)",
+        "3D000" | "28000" | "42P01" => "; the database, its roles or its tables do not exist yet: run `fleetctl migrate` (it creates them)",
         _ => "",
     }
 }
@@ -108,6 +120,7 @@ mod tests {
     fn a_missing_database_or_table_says_to_migrate() {
         assert!(migrate_hint("3D000").contains("fleetctl migrate"));
         assert!(migrate_hint("42P01").contains("fleetctl migrate"));
+        assert!(migrate_hint("28000").contains("fleetctl migrate"));
         assert_eq!(migrate_hint("23505"), "");
         assert_eq!(migrate_hint("08006"), "");
     }

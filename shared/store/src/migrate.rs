@@ -78,20 +78,26 @@ async fn drop_deployment_roles(database_url: &str) -> Result<(), StoreError> {
     result
 }
 
-/// Applies every pending migration, then makes sure the deployment's login roles exist
-/// (see `roles.rs`). Safe to run concurrently from several processes: sqlx takes an
-/// advisory lock, and so does the making of the roles.
+/// Applies every pending migration, loads the deployment's policies, then makes sure the
+/// deployment's login roles exist (see `roles.rs`). Safe to run concurrently from several
+/// processes: sqlx takes an advisory lock, and so does the making of the roles.
+///
+/// The roles come last: a worker waiting for its database to be set up can log in only
+/// once the tables and the policies its intake judges by are there, so the first intents
+/// it takes are never refused for want of a policy.
 pub async fn migrate(database_url: &str) -> Result<(), StoreError> {
     let prefix = RolePrefix::of(database_url)?;
     let database_url = &writable_server(database_url).await?;
     let pool = one_connection(database_url).await?;
     let mut result = MIGRATOR.run(&pool).await.map_err(err);
     if result.is_ok() {
+        result = load_deployment_policies(database_url).await;
+    }
+    if result.is_ok() {
         result = ensure_deployment_roles(&pool, &prefix).await;
     }
     pool.close().await;
-    result?;
-    load_deployment_policies(database_url).await
+    result
 }
 
 /// Loads the policy files the deployment's binaries judge by (`POLICY_DIR`, else the ones

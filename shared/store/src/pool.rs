@@ -199,11 +199,29 @@ impl<R: Component> StoreAs<R> {
 
     /// Readiness: a round trip within `timeout`.
     pub async fn ping(&self, timeout: Duration) -> bool {
+        self.check(timeout).await.is_ok()
+    }
+
+    /// As [`ping`](Self::ping), with why not: the server's refusal in words (with what to
+    /// run when the deployment is not set up), or the timeout. `/readyz` says it, so an
+    /// operator does not have to find the cause in the logs.
+    pub async fn check(&self, timeout: Duration) -> Result<(), Unready> {
         let check = async {
-            let client = self.pool.get().await.ok()?;
-            client.simple_query("SELECT 1").await.ok()
+            let client = self.pool.get().await?;
+            client.simple_query("SELECT 1").await?;
+            Ok::<(), StoreError>(())
         };
-        matches!(tokio::time::timeout(timeout, check).await, Ok(Some(_)))
+        match tokio::time::timeout(timeout, check).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Unready {
+                not_set_up: e.is_not_set_up(),
+                cause: e.to_string(),
+            }),
+            Err(_) => Err(Unready {
+                not_set_up: false,
+                cause: format!("no answer within {} ms", timeout.as_millis()),
+            }),
+        }
     }
 
     /// A pooled connection. The store's own: everything outside it goes through the
@@ -218,5 +236,21 @@ impl<R: Component> StoreAs<R> {
     #[cfg(feature = "test-support")]
     pub async fn pooled_session(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.client().await
+    }
+}
+
+/// Why the database is not ready, as [`Store::check`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unready {
+    /// In words, never with a row's values.
+    pub cause: String,
+    /// The deployment is not set up (no such database, role or table): waiting does not
+    /// mend it, `fleetctl migrate` does.
+    pub not_set_up: bool,
+}
+
+impl std::fmt::Display for Unready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.cause)
     }
 }
