@@ -30,6 +30,7 @@ mod crash;
 mod crash_actions;
 mod credentials;
 mod crm_throttle;
+mod database_not_set_up;
 mod db_roles;
 mod decisions;
 mod deployments;
