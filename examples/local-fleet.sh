@@ -67,6 +67,14 @@ local_fleet_cleanup() {
       curl -sf -u "$MANAGEMENT_AUTH" -X DELETE "$MANAGEMENT_URL/api/users/$user" >/dev/null || true
     done
     psql "$PG/postgres" -qc "DROP DATABASE IF EXISTS \"fleet_$RUN\" WITH (FORCE)" >/dev/null || true
+    # The components' login roles `fleetctl migrate` made for that database: they belong to
+    # the cluster, not to the database, and would outlive it. Only the roles marked as this
+    # run's database's (in their comment) are dropped, never another deployment's.
+    psql "$PG/postgres" -Atc "SELECT quote_ident(rolname) FROM pg_roles
+        WHERE shobj_description(oid, 'pg_authid') = 'fleet deployment role of database fleet_$RUN'" 2>/dev/null |
+      while read -r role; do
+        psql "$PG/postgres" -qc "DROP ROLE IF EXISTS $role" >/dev/null || true
+      done
   fi
   if [[ $status -ne 0 ]]; then
     echo "FAILED (logs in $LOG_DIR):" >&2
