@@ -32,6 +32,7 @@ use std::{
 use tokio::sync::Mutex;
 use tracing::{info, warn};
 
+mod depth;
 mod events;
 
 pub use events::{EventMessage, EventsPublished};

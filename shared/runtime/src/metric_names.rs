@@ -39,6 +39,7 @@ pub const EVENTS_PUBLISH_FAILURES_TOTAL: &str = "fleet_events_publish_failures_t
 pub const OUTBOX_BACKLOG: &str = "fleet_outbox_backlog";
 pub const OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS: &str =
     "fleet_outbox_oldest_unpublished_age_seconds";
+pub const DEAD_LETTER_QUEUE_DEPTH: &str = "fleet_dead_letter_queue_depth";
 
 // Process metrics, read at each scrape by the metrics-process crate (standard Prometheus
 // names, so stock dashboards work; see `process.rs`).
@@ -90,4 +91,5 @@ pub const ALL: &[&str] = &[
     EVENTS_PUBLISH_FAILURES_TOTAL,
     OUTBOX_BACKLOG,
     OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS,
+    DEAD_LETTER_QUEUE_DEPTH,
 ];

@@ -275,6 +275,13 @@ const DESCRIPTIONS: &[Description] = &[
          Postgres; 0 when the outbox is drained.",
     ),
     describe(
+        names::DEAD_LETTER_QUEUE_DEPTH,
+        Kind::Gauge,
+        Unit::Count,
+        "Messages waiting in each work queue's dead-letter queue (label: queue), read from the \
+         broker by fleet-relay.",
+    ),
+    describe(
         names::BUILD_INFO,
         Kind::Gauge,
         Unit::Count,

@@ -11,6 +11,7 @@
 //! notification would take a cluster-wide lock at the commit of every transaction that
 //! writes an event, and those commits would then flush one after the other.
 
+mod dead_letters;
 mod gauges;
 mod pause;
 mod retention;
@@ -40,6 +41,7 @@ pub struct RelayDeps {
 pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
     series::series_at_zero();
     let gauges = tokio::spawn(gauges::run(deps.store.clone(), shutdown.clone()));
+    let depths = tokio::spawn(dead_letters::run(deps.publisher.clone(), shutdown.clone()));
     let retention = tokio::spawn(retention::run(
         deps.store.clone(),
         deps.settings.outbox_retention_s,
@@ -54,7 +56,7 @@ pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
     info!(batch = round.batch, source = %round.source, "relaying outcome events");
     relay(&round, deps.settings.poll_interval(), &shutdown).await;
     shutdown.cancel();
-    let _ = tokio::join!(gauges, retention);
+    let _ = tokio::join!(gauges, depths, retention);
     deps.publisher.close().await;
 }
 
