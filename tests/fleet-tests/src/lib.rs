@@ -8,6 +8,7 @@ mod api_replicas;
 mod broker_users;
 mod browser;
 mod console;
+mod demo_run;
 mod events;
 mod intents;
 mod localstripe;
@@ -56,6 +57,7 @@ pub use console::{
     console_get, console_post, cookie_value, form_token, no_redirects, session_of, set_cookie,
     sign_in_over_http, SignedIn, CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,
 };
+pub use demo_run::{printed_after, DemoRun};
 pub use events::{fast_relay, EventOrder, EventTap, TappedEvent};
 pub use intents::{
     charge_intent, contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes,

@@ -33,6 +33,7 @@ mod crm_throttle;
 mod database_not_set_up;
 mod db_roles;
 mod decisions;
+mod demo_sandbox;
 mod deployments;
 mod door_limits;
 mod dot_ids;

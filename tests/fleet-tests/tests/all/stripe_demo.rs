@@ -2,9 +2,10 @@
 //! database and broker namespace: once with the localstripe the demo starts on its own,
 //! then at the harness's localstripe (`--stripe-url`), read afterwards by the test itself.
 //! One test, the runs one after the other: the demo's workers serve their admin endpoints
-//! at their default addresses, which two demos at once would both want.
+//! at their default addresses, which two demos at once would both want. The second run
+//! keeps its own database (`--keep`) for the test to read, and the test removes it.
 
-use fleet_tests::{bin_dir, free_addr, Localstripe, TestFleet};
+use fleet_tests::{bin_dir, free_addr, DemoRun, Localstripe, TestFleet};
 use serde_json::Value;
 
 /// The demo's arguments: every address free, its logs in a directory of the test's own.
@@ -23,7 +24,8 @@ fn demo_args(log_dir: &std::path::Path) -> Vec<String> {
     args
 }
 
-async fn run_demo(fleet: &TestFleet, extra: &[&str]) -> String {
+/// The demo's output, and where it ran while the test may still read it.
+async fn run_demo(fleet: &TestFleet, extra: &[&str]) -> (String, Option<DemoRun>) {
     let logs = std::env::temp_dir().join(format!("fleet-stripe-demo-{}", ulid::Ulid::new()));
     let mut args = demo_args(&logs);
     args.extend(extra.iter().map(|a| a.to_string()));
@@ -33,19 +35,20 @@ async fn run_demo(fleet: &TestFleet, extra: &[&str]) -> String {
         .fleetctl_with(&[("WEBHOOK_ADDR", webhook_addr.as_str())], &args)
         .await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let run = DemoRun::printed(&stdout, &fleet.broker.amqp_url);
     assert!(
         out.status.success(),
         "the demo failed: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = std::fs::remove_dir_all(&logs);
-    stdout
+    (stdout, run)
 }
 
 #[tokio::test]
 async fn the_stripe_demo_leaves_one_object_per_operation_in_its_outcome() {
     let itself = TestFleet::start().await;
-    let stdout = run_demo(&itself, &[]).await;
+    let (stdout, _) = run_demo(&itself, &[]).await;
     assert!(
         stdout.contains("the Stripe double answers at http://127.0.0.1:"),
         "{stdout}"
@@ -58,13 +61,14 @@ async fn the_stripe_demo_leaves_one_object_per_operation_in_its_outcome() {
 
     let stripe = Localstripe::start().await;
     let fleet = TestFleet::start().await;
-    let stdout = run_demo(&fleet, &["--stripe-url", &stripe.base_url]).await;
+    let (stdout, run) = run_demo(&fleet, &["--stripe-url", &stripe.base_url, "--keep"]).await;
+    let run = run.expect("where the demo ran");
     assert!(
         stdout.contains("Stripe objects match the fleet's outcomes for 7 of 7 operations"),
         "{stdout}"
     );
     // Read again here, from the rows and from localstripe.
-    let rows = fleet
+    let rows = run
         .sql()
         .await
         .query(
@@ -116,5 +120,6 @@ async fn the_stripe_demo_leaves_one_object_per_operation_in_its_outcome() {
         .filter(|(a, s)| a == "refund.create" && s == "succeeded")
         .count();
     assert_eq!((declined, refunded), (1, 3), "{outcomes:?}");
+    drop(run);
     fleet.stop().await;
 }

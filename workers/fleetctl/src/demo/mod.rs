@@ -15,11 +15,15 @@
 //!
 //! `--provider stripe` runs card charges and refunds against a local Stripe double instead
 //! ([`stripe`]).
+//!
+//! Either runs in a database and a broker namespace of its own ([`sandbox`]), removed at the
+//! end unless `--keep` is given.
 
 mod api;
 mod intents;
 mod processes;
 mod report;
+mod sandbox;
 mod stripe;
 
 use std::path::PathBuf;
@@ -67,6 +71,10 @@ pub struct DemoArgs {
     /// the demo starts itself.
     #[arg(long)]
     pub stripe_url: Option<String>,
+    /// Keep the demo's own database and broker namespace at the end (both are printed at
+    /// the start) instead of removing them.
+    #[arg(long)]
+    pub keep: bool,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,14 +84,16 @@ pub enum DemoProvider {
 }
 
 pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
-    if args.provider == DemoProvider::Stripe {
-        return stripe::run(conn, &args).await;
-    }
-    let db = conn.db.database_url.expose();
-    fleet_store::create_database_if_missing(db).await?;
-    fleet_store::migrate(db).await?;
-    println!("migrated {}", conn.db.database_url);
+    let sandbox = sandbox::Sandbox::create(conn, args.keep).await?;
+    let outcome = match args.provider {
+        DemoProvider::Stripe => stripe::run(&sandbox.conn, &args).await,
+        DemoProvider::Simulator => run_simulator(&sandbox.conn, &args).await,
+    };
+    sandbox.finish().await;
+    outcome
+}
 
+async fn run_simulator(conn: &Connection, args: &DemoArgs) -> anyhow::Result<()> {
     let bin_dir = crate::processes::bin_dir(args.bin_dir.as_deref())?;
     let mut fleet = Fleet::start(
         &bin_dir,
@@ -95,7 +105,7 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
         &[],
     )
     .await?;
-    let outcome = drive(conn, &args, fleet.sim_url(), fleet.api_url()).await;
+    let outcome = drive(conn, args, fleet.sim_url(), fleet.api_url()).await;
     fleet.stop().await;
     println!("logs: {}", args.log_dir.display());
     outcome

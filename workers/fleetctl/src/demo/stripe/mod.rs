@@ -77,10 +77,6 @@ fn refund(payment: &str, amount_minor: i64) -> DemoIntent {
 }
 
 pub async fn run(conn: &Connection, args: &DemoArgs) -> anyhow::Result<()> {
-    let db = conn.db.database_url.expose();
-    fleet_store::create_database_if_missing(db).await?;
-    fleet_store::migrate(db).await?;
-    println!("migrated {}", conn.db.database_url);
     let stripe = StripeDouble::start(args.stripe_url.as_deref(), &args.log_dir).await?;
     println!("the Stripe double answers at {}", stripe.url);
     // localstripe ignores Idempotency-Key: with a retention of 0 the fleet never sends a
