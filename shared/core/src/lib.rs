@@ -32,6 +32,7 @@ pub mod json_words;
 pub mod live_quorum;
 pub mod lookup;
 pub mod mandate;
+pub mod mandate_form;
 pub mod member_path;
 pub mod members;
 pub mod money;

@@ -67,8 +67,8 @@ async function createPasskey(button) {
   }
 }
 
-// Operation page: sign the statement shown (its hash is the challenge) and post the
-// approval with the assertion.
+// Operation page (an approval), mandate and batch pages: sign the statement shown (its
+// hash is the challenge) and post the form with the assertion.
 async function approveWithPasskey(form) {
   const d = form.dataset;
   const button = form.querySelector("button");
@@ -94,7 +94,7 @@ async function approveWithPasskey(form) {
     form.elements.signature.value = b64url.encode(r.signature);
     form.submit();
   } catch (e) {
-    showError("passkey-error", `Nothing was approved: ${e.message}`);
+    showError("passkey-error", `${d.failed || "Nothing was approved"}: ${e.message}`);
     button.disabled = false;
   }
 }
@@ -102,11 +102,10 @@ async function approveWithPasskey(form) {
 document.addEventListener("DOMContentLoaded", () => {
   const create = document.getElementById("create-passkey");
   if (create) create.addEventListener("click", () => createPasskey(create));
-  const approve = document.getElementById("approve-passkey-form");
-  if (approve) {
-    approve.addEventListener("submit", (event) => {
+  for (const form of document.querySelectorAll("#approve-passkey-form, form.sign-with-passkey")) {
+    form.addEventListener("submit", (event) => {
       event.preventDefault();
-      approveWithPasskey(approve);
+      approveWithPasskey(form);
     });
   }
 });

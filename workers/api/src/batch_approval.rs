@@ -11,9 +11,10 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
 use fleet_core::approval_statement::parse_expiry;
+use fleet_core::authz::SignIn;
 use fleet_core::batch_approval::{BatchItem, BatchStatement};
 use fleet_core::{ApiAction, KeyId, OpRef, Signature};
-use fleet_store::BatchRecorded;
+use fleet_store::{BatchRecorded, Principal};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -78,10 +79,24 @@ pub async fn approve_batch(
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::Approve)?;
     let JsonBody(b): JsonBody<BatchBody> = JsonBody::read(&headers, body).await?;
+    record(&state, &caller.0, caller.signed_in_with(), &b)
+        .await
+        .map(Json)
+}
+
+/// Records the batch `b` as `principal` signed in with `signed_in`: the route's work, and
+/// the console's select-and-approve page's (the same checks, the same database function),
+/// whose caller checked the role first. Answers what the route answers.
+pub(crate) async fn record(
+    state: &AppState,
+    principal: &Principal,
+    signed_in: SignIn,
+    b: &BatchBody,
+) -> Result<Value, ApiError> {
     let st = &b.statement;
     let text = |m: &str| st.get(m).and_then(Value::as_str).map(str::to_owned);
     let tenant = text("tenant_id").ok_or_else(|| invalid("tenant_id"))?;
-    if !caller.0.tenants.contains(&tenant) {
+    if !principal.tenants.contains(&tenant) {
         return Err(ApiError::Forbidden("tenant_not_granted"));
     }
     let batch_id = text("batch_id")
@@ -136,7 +151,7 @@ pub async fn approve_batch(
         Signature::parse(&b.signature).ok_or(ApiError::BadSignature { field: "signature" })?;
     let (key, _) = state.store.approver_key(&key_id).await?;
     let key = key
-        .filter(|k| k.principal == caller.0.name && k.removed_at.is_none())
+        .filter(|k| k.principal == principal.name && k.removed_at.is_none())
         .ok_or(ApiError::BadSignature { field: "key_id" })?;
     if !key.public_key.verifies(&rebuilt.to_bytes(), &signature) {
         return Err(ApiError::BadSignature { field: "signature" });
@@ -146,16 +161,16 @@ pub async fn approve_batch(
         .record_batch(
             st,
             &rebuilt.hash(),
-            &caller.0.name,
+            &principal.name,
             &key_id,
             &signature,
-            caller.signed_in_with().as_str(),
+            signed_in.as_str(),
         )
         .await?;
     let ops = match recorded {
         BatchRecorded::Recorded(ops) => ops,
         BatchRecorded::Refused(why) => {
-            tracing::info!(principal = %caller.0.name, why, "batch approval refused by the database");
+            tracing::info!(principal = %principal.name, why, "batch approval refused by the database");
             return Err(ApiError::Refused("not_pending"));
         }
     };
@@ -169,10 +184,10 @@ pub async fn approve_batch(
             "approval_status": if *approved { "approved" } else { "pending" },
         }));
     }
-    tracing::info!(principal = %caller.0.name, count = ops.len(), "batch approval recorded");
-    Ok(Json(json!({
+    tracing::info!(principal = %principal.name, count = ops.len(), "batch approval recorded");
+    Ok(json!({
         "batch_id": rebuilt.batch_id,
         "batch_hash": rebuilt.hash(),
         "operations": answer,
-    })))
+    }))
 }

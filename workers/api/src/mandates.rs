@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use fleet_core::mandate::Mandate;
 use fleet_core::{ApiAction, KeyId, OpRef, Role, Signature};
-use fleet_store::MandateCreated;
+use fleet_store::{MandateCreated, MandateRow, Principal};
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -41,9 +41,12 @@ pub struct MandateBody {
     /// The `fleet.mandate.v1` statement, as signed (docs/mandates.md).
     #[schema(value_type = Object)]
     pub statement: Value,
-    /// The caller's registered key that signed it (`ed25519:` + 32 hex digits).
+    /// The caller's registered key that signed it (`ed25519:` or `passkey:` + 32 hex
+    /// digits).
     pub key_id: String,
-    /// The signature of the statement's RFC 8785 canonical bytes, unpadded base64url.
+    /// The signature of the statement's RFC 8785 canonical bytes, unpadded base64url: 64
+    /// Ed25519 bytes, or a passkey's assertion in its stored form (`fleet_core::passkey`)
+    /// whose challenge is the SHA-256 of those bytes.
     pub signature: String,
 }
 
@@ -97,9 +100,23 @@ pub async fn create_mandate(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     caller.may(ApiAction::Approve)?;
     let JsonBody(b): JsonBody<MandateBody> = JsonBody::read(&headers, body).await?;
+    store(&state, &caller.0, &b)
+        .await
+        .map(|(status, view)| (status, Json(view)))
+}
+
+/// Stores the mandate `b` signed by `principal` (an Ed25519 signature, or a passkey's
+/// assertion whose challenge is the statement's hash: the registered key says which):
+/// the route's work, and the console's, whose caller checked the role first. Answers
+/// what the route answers.
+pub(crate) async fn store(
+    state: &AppState,
+    principal: &Principal,
+    b: &MandateBody,
+) -> Result<(StatusCode, Value), ApiError> {
     let mandate =
         Mandate::from_json(&b.statement).map_err(|p| invalid(format!("statement.{}", p.field)))?;
-    if !caller.0.tenants.contains(&mandate.tenant_id) {
+    if !principal.tenants.contains(&mandate.tenant_id) {
         return Err(ApiError::Forbidden("tenant_not_granted"));
     }
     let key_id = KeyId::parse(&b.key_id).ok_or(ApiError::BadSignature { field: "key_id" })?;
@@ -107,7 +124,7 @@ pub async fn create_mandate(
         Signature::parse(&b.signature).ok_or(ApiError::BadSignature { field: "signature" })?;
     let (key, _now) = state.store.approver_key(&key_id).await?;
     let key = key
-        .filter(|k| k.principal == caller.0.name && k.removed_at.is_none())
+        .filter(|k| k.principal == principal.name && k.removed_at.is_none())
         .ok_or(ApiError::BadSignature { field: "key_id" })?;
     if !key.public_key.verifies(&mandate.to_bytes(), &signature) {
         return Err(ApiError::BadSignature { field: "signature" });
@@ -116,21 +133,21 @@ pub async fn create_mandate(
     let hash = mandate.hash();
     let created = state
         .store
-        .create_mandate(&statement, &hash, &caller.0.name, &key_id, &signature)
+        .create_mandate(&statement, &hash, &principal.name, &key_id, &signature)
         .await?;
     let now = chrono::Utc::now();
     let row = match created {
         MandateCreated::Created(row) => row,
         MandateCreated::Exists(row) if row.mandate_hash == hash => {
-            return Ok((StatusCode::OK, Json(row.to_view(now))))
+            return Ok((StatusCode::OK, row.to_view(now)))
         }
         MandateCreated::Exists(_) => return Err(invalid("statement.mandate_id".to_owned())),
         MandateCreated::Refused(why) => {
-            tracing::info!(mandate_id = %mandate.mandate_id, principal = %caller.0.name, why, "mandate refused by the database");
+            tracing::info!(mandate_id = %mandate.mandate_id, principal = %principal.name, why, "mandate refused by the database");
             return Err(ApiError::Forbidden("not_recorded_approver"));
         }
     };
-    tracing::info!(mandate_id = %row.mandate_id, tenant_id = %row.tenant_id, principal = %caller.0.name, "mandate stored");
+    tracing::info!(mandate_id = %row.mandate_id, tenant_id = %row.tenant_id, principal = %principal.name, "mandate stored");
     for (op, tenant) in state
         .store
         .mandate_pending(&row.mandate_id, RING_AT_MOST)
@@ -138,7 +155,7 @@ pub async fn create_mandate(
     {
         state.decisions.ring_execute(OpRef::new(&tenant, &op)).await;
     }
-    Ok((StatusCode::CREATED, Json(row.to_view(now))))
+    Ok((StatusCode::CREATED, row.to_view(now)))
 }
 
 /// Whether the caller may see a mandate: people of its tenant; an agent only the
@@ -241,24 +258,35 @@ pub async fn revoke_mandate(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    if !matches!(caller.0.role, Role::Approver | Role::Admin) {
-        return Err(ApiError::Forbidden("role_not_allowed"));
-    }
-    let row = state
-        .store
-        .mandate(&id, &caller.0.tenants)
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    if caller.0.role != Role::Admin && row.signed_by != caller.0.name {
-        return Err(ApiError::Forbidden("role_not_allowed"));
-    }
-    let row = state
-        .store
-        .revoke_mandate(&row.mandate_id, &row.tenant_id, &caller.0.name)
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    tracing::info!(mandate_id = %row.mandate_id, principal = %caller.0.name, "mandate revoked");
+    let row = revoke(&state, &caller.0, &id).await?;
     Ok(Json(row.to_view(chrono::Utc::now())))
+}
+
+/// Revokes the mandate `id` as `principal` (its signer or an admin): the route's work,
+/// and the console's revoke button's.
+pub(crate) async fn revoke(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+) -> Result<MandateRow, ApiError> {
+    if !matches!(principal.role, Role::Approver | Role::Admin) {
+        return Err(ApiError::Forbidden("role_not_allowed"));
+    }
+    let row = state
+        .store
+        .mandate(id, &principal.tenants)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    if principal.role != Role::Admin && row.signed_by != principal.name {
+        return Err(ApiError::Forbidden("role_not_allowed"));
+    }
+    let row = state
+        .store
+        .revoke_mandate(&row.mandate_id, &row.tenant_id, &principal.name)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    tracing::info!(mandate_id = %row.mandate_id, principal = %principal.name, "mandate revoked");
+    Ok(row)
 }
 
 /// Revoke an approval of an operation not yet claimed.

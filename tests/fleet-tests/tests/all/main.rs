@@ -24,6 +24,7 @@ mod cli;
 mod cli_api;
 mod console;
 mod console_browser;
+mod console_mandates;
 mod console_words;
 mod contracts;
 mod crash;

@@ -16,14 +16,20 @@
 //! | `GET /console/queue` | the operator queue: unknown and escalated operations, with why |
 //! | `POST /console/operations/{id}/{approve,reject,resolve,dispute}` | decisions ([`forms`]) |
 //! | `GET /console/passkeys`, `POST /console/passkeys/{start,finish}` | creating a passkey ([`passkeys`]) |
+//! | `GET /console/mandates`, `/console/mandates/{new,{id}}`; `POST /console/mandates`, `/console/mandates/{review,{id}/revoke}` | standing mandates: listed, composed, signed with a passkey, revoked ([`mandates`]) |
+//! | `GET /console/batch`, `/console/batch/review`; `POST /console/batch` | select and approve several operations in one signed decision ([`batch`]) |
 //! | `GET /console/login`, `/console/login/start`, `/console/auth/callback`; `POST /console/logout` | signing in and out |
 
+pub mod batch;
 pub mod done;
+pub mod form_fields;
 pub mod forms;
 mod handler;
+pub mod mandates;
 pub mod oidc;
 pub mod original_charge;
 pub mod pages;
+pub mod passkey_sign;
 pub mod passkey_site;
 pub mod passkeys;
 pub mod present;
@@ -106,6 +112,8 @@ pub fn router(state: AppState) -> Router {
         .route("/console/operations/{id}", get(pages::operation))
         .route("/console/queue", get(pages::queue))
         .merge(forms::routes())
+        .merge(mandates::routes())
+        .merge(batch::routes())
         .route("/console/login", get(sign_in::login_page))
         .route("/console/login/start", get(sign_in::start))
         .route("/console/auth/callback", get(sign_in::callback))
