@@ -18,10 +18,20 @@
 //! - **form-encoded bodies**, a **Bearer key** (401 otherwise) and Stripe's **error
 //!   shape** `{"error": {"type", "code", "message"}}` (<https://docs.stripe.com/api/errors>).
 //!
+//! - **connected accounts** (<https://docs.stripe.com/connect/authentication>): a request
+//!   with `Stripe-Account: acct_…` acts inside that account, one without it on the
+//!   platform's. Every object lives in the account of the request that made it (or that
+//!   the test put it in), and a request sees, finds, lists, searches and refunds only its
+//!   own account's; idempotency keys are kept per account.
+//!
 //! Served: `POST /v1/transfers`, `GET /v1/transfers/{id}`, `GET /v1/transfers`
-//! (`transfer_group`, `limit`, `starting_after`); `POST /v1/payment_intents`,
-//! `GET /v1/payment_intents/{id}`, `GET /v1/payment_intents` (`customer`, paging),
-//! `GET /v1/payment_intents/search` (`query=metadata['k']:'v'`, `limit`, `page`);
+//! (`transfer_group`, `limit`, `starting_after`); `POST /v1/payment_intents` (a confirmed
+//! one is paid by a charge, its `latest_charge`), `GET /v1/payment_intents/{id}`
+//! (`expand[]=latest_charge`, `expand[]=customer`), `GET /v1/payment_intents` (`customer`,
+//! paging), `GET /v1/payment_intents/search` (`query=metadata['k']:'v'`, `limit`, `page`);
+//! `GET /v1/charges/{id}`; `POST /v1/refunds` (of a `payment_intent` or a `charge`),
+//! `GET /v1/refunds/{id}`, `GET /v1/refunds` (`payment_intent`, `charge`, paging);
+//! `GET /v1/customers/{id}` and `GET /v1/payment_methods/{id}` (those the test put);
 //! `GET /v1/accounts/{id}` (the connected accounts the test put).
 //! A transfer above the platform's balance ([`StripeSimConfig::balance_minor`]) is refused
 //! as Stripe refuses it (400 `balance_insufficient`), after it executed: the refusal is
@@ -32,6 +42,7 @@
 //! runs in-process ([`StripeSim::start`]), served by the same connection loop as the
 //! reference simulator, so a fault can close a connection without answering.
 
+mod charges;
 mod form;
 mod http;
 mod state;
@@ -44,7 +55,7 @@ use serde_json::Value;
 
 use crate::server::RunningSim;
 pub use state::SeenRequest;
-use state::StripeState;
+use state::{Stored, StripeState};
 
 /// How the Stripe simulator behaves.
 #[derive(Clone)]
@@ -139,7 +150,33 @@ impl StripeSim {
         self.lock().accounts.insert(id, account);
     }
 
-    /// Every transfer made, oldest first.
+    /// Puts a customer (a Stripe Customer object, its `id` the key) in `account` (`None`:
+    /// the platform's): what `GET /v1/customers/{id}` answers there, and what
+    /// `expand[]=customer` expands to.
+    pub fn put_customer(&self, account: Option<&str>, customer: Value) {
+        let mut state = self.lock();
+        put(&mut state.customers, account, customer);
+    }
+
+    /// Puts a payment method (a Stripe PaymentMethod object: its `customer`, its `card`)
+    /// in `account`: what `GET /v1/payment_methods/{id}` answers there, and the card a
+    /// PaymentIntent confirmed with it is charged to.
+    pub fn put_payment_method(&self, account: Option<&str>, method: Value) {
+        let mut state = self.lock();
+        put(&mut state.payment_methods, account, method);
+    }
+
+    /// Every PaymentIntent made in `account` (`None`: the platform's), oldest first.
+    pub fn payment_intents_in(&self, account: Option<&str>) -> Vec<Value> {
+        in_account(&self.lock().payment_intents, account)
+    }
+
+    /// Every refund made in `account` (`None`: the platform's), oldest first.
+    pub fn refunds_in(&self, account: Option<&str>) -> Vec<Value> {
+        in_account(&self.lock().refunds, account)
+    }
+
+    /// Every transfer made, in every account, oldest first.
     pub fn transfers(&self) -> Vec<Value> {
         self.lock()
             .transfers
@@ -148,7 +185,7 @@ impl StripeSim {
             .collect()
     }
 
-    /// Every PaymentIntent made, oldest first.
+    /// Every PaymentIntent made, in every account, oldest first.
     pub fn payment_intents(&self) -> Vec<Value> {
         self.lock()
             .payment_intents
@@ -165,4 +202,17 @@ impl StripeSim {
     fn lock(&self) -> std::sync::MutexGuard<'_, StripeState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Puts `object` in `account`, in place of the one with its id there.
+fn put(held: &mut Vec<Stored>, account: Option<&str>, object: Value) {
+    held.retain(|o| !(o.in_account(account) && o.object["id"] == object["id"]));
+    held.push(Stored::new(object, account, std::time::Instant::now()));
+}
+
+fn in_account(held: &[Stored], account: Option<&str>) -> Vec<Value> {
+    held.iter()
+        .filter(|o| o.in_account(account))
+        .map(|o| o.object.clone())
+        .collect()
 }

@@ -1,6 +1,7 @@
 //! The Stripe simulator's HTTP surface: every request under `/v1` is checked for its
 //! Bearer key (401), counted against the rate limit (429 with `Stripe-Should-Retry:
-//! true`), answered by the state, and logged with its answer.
+//! true`), answered by the state in the account its `Stripe-Account` header names (else
+//! the platform's), and logged with its answer.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -36,6 +37,10 @@ async fn handle(
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let account = headers
+        .get("stripe-account")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let params = if method == Method::POST {
         decode(&body)
     } else {
@@ -51,9 +56,9 @@ async fn handle(
     } else if !state.admit(now) {
         rate_limited()
     } else if method == Method::POST {
-        state.post(&path, key.as_deref(), &params, now)
+        state.post(&path, account.as_deref(), key.as_deref(), &params, now)
     } else if method == Method::GET {
-        state.get(&path, &params, now)
+        state.get(&path, account.as_deref(), &params, now)
     } else {
         unrecognized(method.as_str(), &path)
     };
@@ -62,6 +67,7 @@ async fn handle(
         method: method.to_string(),
         path,
         idempotency_key: key,
+        account,
         params,
         status: answer.status(),
         replayed,

@@ -1,6 +1,12 @@
-//! What the Stripe simulator holds (transfers, PaymentIntents, saved answers by key, the
-//! requests of the last second) and how each request is answered. Everything happens
-//! under one lock, so a request executes whole before the next is looked at.
+//! What the Stripe simulator holds (transfers, PaymentIntents, their charges and refunds,
+//! the customers and payment methods a test put, saved answers by key, the requests of
+//! the last second) and how each request is answered. Everything happens under one lock,
+//! so a request executes whole before the next is looked at.
+//!
+//! Every object lives in one account: the connected account named by the request that
+//! made it (`Stripe-Account`), else the platform's. A request sees, finds, lists and
+//! refunds only its own account's objects, and its idempotency keys are its account's, as
+//! Stripe keeps them (<https://docs.stripe.com/connect/authentication>).
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -9,12 +15,34 @@ use serde_json::{json, Map, Value};
 
 use super::{StripeFault, StripeSimConfig};
 
-/// One object made, with when (for the search's lag) and until when it stays out of
-/// lists (a fault).
+/// One object made, with the account it lives in, when it was made (for the search's
+/// lag) and until when it stays out of lists (a fault).
 pub(crate) struct Stored {
     pub object: Value,
+    /// The connected account it lives in; `None`: the platform's own.
+    pub account: Option<String>,
     created: Instant,
     unlisted_until: Option<Instant>,
+}
+
+impl Stored {
+    pub(super) fn new(object: Value, account: Option<&str>, now: Instant) -> Stored {
+        Stored {
+            object,
+            account: account.map(str::to_owned),
+            created: now,
+            unlisted_until: None,
+        }
+    }
+
+    /// Whether it lives in `account` (`None`: the platform's).
+    pub(super) fn in_account(&self, account: Option<&str>) -> bool {
+        self.account.as_deref() == account
+    }
+
+    pub(super) fn listed(&self, now: Instant) -> bool {
+        self.unlisted_until.is_none_or(|until| now >= until)
+    }
 }
 
 /// One request received under `/v1`, as the simulator saw and answered it.
@@ -24,6 +52,8 @@ pub struct SeenRequest {
     /// The path, without the query.
     pub path: String,
     pub idempotency_key: Option<String>,
+    /// The connected account it acted in (`Stripe-Account`); `None`: the platform's.
+    pub account: Option<String>,
     /// The form body of a `POST`, or the query of a `GET`, decoded, in order.
     pub params: Vec<(String, String)>,
     /// The status answered; `None` when the connection was closed unanswered.
@@ -63,7 +93,7 @@ pub(crate) enum Answer {
 }
 
 impl Answer {
-    fn json(status: u16, body: Value) -> Answer {
+    pub(super) fn json(status: u16, body: Value) -> Answer {
         Answer::Json {
             status,
             body,
@@ -99,7 +129,7 @@ pub(crate) fn rate_limited() -> Answer {
     )
 }
 
-fn invalid(code: &str, param: &str, message: &str) -> Answer {
+pub(super) fn invalid(code: &str, param: &str, message: &str) -> Answer {
     let mut answer = error(400, "invalid_request_error", Some(code), message);
     if let Answer::Json { body, .. } = &mut answer {
         body["error"]["param"] = json!(param);
@@ -107,7 +137,7 @@ fn invalid(code: &str, param: &str, message: &str) -> Answer {
     answer
 }
 
-fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(super) fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
     params
         .iter()
         .find(|(n, _)| n == name)
@@ -118,9 +148,16 @@ pub(crate) struct StripeState {
     config: StripeSimConfig,
     pub transfers: Vec<Stored>,
     pub payment_intents: Vec<Stored>,
+    /// The charges of the PaymentIntents confirmed (their `latest_charge`).
+    pub charges: Vec<Stored>,
+    pub refunds: Vec<Stored>,
+    /// The customers and payment methods, as the test put them in their accounts.
+    pub customers: Vec<Stored>,
+    pub payment_methods: Vec<Stored>,
     /// The connected accounts, by id, as the test put them.
     pub accounts: HashMap<String, Value>,
-    keys: HashMap<String, Saved>,
+    /// By account (`None`: the platform's) and key: Stripe keeps keys per account.
+    keys: HashMap<(Option<String>, String), Saved>,
     pub faults: VecDeque<StripeFault>,
     pub log: Vec<SeenRequest>,
     /// When each request of the last second arrived (the rate limit's window).
@@ -139,6 +176,10 @@ impl StripeState {
             config,
             transfers: Vec::new(),
             payment_intents: Vec::new(),
+            charges: Vec::new(),
+            refunds: Vec::new(),
+            customers: Vec::new(),
+            payment_methods: Vec::new(),
             accounts: HashMap::new(),
             keys: HashMap::new(),
             faults: VecDeque::new(),
@@ -171,10 +212,12 @@ impl StripeState {
         true
     }
 
-    /// A `POST` to `path`: the armed fault first, then the key, then the create.
+    /// A `POST` to `path` in `account`: the armed fault first, then the key, then the
+    /// create.
     pub fn post(
         &mut self,
         path: &str,
+        account: Option<&str>,
         key: Option<&str>,
         params: &[(String, String)],
         now: Instant,
@@ -193,7 +236,8 @@ impl StripeState {
             .retain(|_, saved| now.duration_since(saved.at) < retention);
         let mut sorted = params.to_vec();
         sorted.sort();
-        if let Some(saved) = key.and_then(|k| self.keys.get(k)) {
+        let scoped = key.map(|k| (account.map(str::to_owned), k.to_owned()));
+        if let Some(saved) = scoped.as_ref().and_then(|k| self.keys.get(k)) {
             if saved.path == path && saved.params == sorted {
                 return Answer::Json {
                     status: saved.status,
@@ -210,16 +254,17 @@ impl StripeState {
             );
         }
         let (answer, executed) = match path {
-            "/v1/transfers" => self.create_transfer(params, now),
-            "/v1/payment_intents" => self.create_payment_intent(params, now),
+            "/v1/transfers" => self.create_transfer(account, params, now),
+            "/v1/payment_intents" => self.create_payment_intent(account, params, now),
+            "/v1/refunds" => self.create_refund(account, params, now),
             _ => (unrecognized("POST", path), false),
         };
         if !executed {
             return answer;
         }
-        if let (Some(key), Answer::Json { status, body, .. }) = (key, &answer) {
+        if let (Some(key), Answer::Json { status, body, .. }) = (scoped, &answer) {
             self.keys.insert(
-                key.to_owned(),
+                key,
                 Saved {
                     path: path.to_owned(),
                     params: sorted,
@@ -234,6 +279,7 @@ impl StripeState {
             Some(StripeFault::DropAnswerUnlisted(unlisted)) => {
                 let made = match path {
                     "/v1/transfers" => self.transfers.last_mut(),
+                    "/v1/refunds" => self.refunds.last_mut(),
                     _ => self.payment_intents.last_mut(),
                 };
                 if let Some(made) = made {
@@ -246,7 +292,12 @@ impl StripeState {
     }
 
     /// `POST /v1/transfers`; `true` when it executed (its answer is then saved).
-    fn create_transfer(&mut self, params: &[(String, String)], now: Instant) -> (Answer, bool) {
+    fn create_transfer(
+        &mut self,
+        account: Option<&str>,
+        params: &[(String, String)],
+        now: Instant,
+    ) -> (Answer, bool) {
         let amount = match param(params, "amount").map(str::parse::<i64>) {
             Some(Ok(amount)) if amount > 0 => amount,
             Some(_) => {
@@ -346,18 +397,19 @@ impl StripeState {
             "source_type": "card",
             "transfer_group": param(params, "transfer_group"),
         });
-        self.transfers.push(Stored {
-            object: object.clone(),
-            created: now,
-            unlisted_until: None,
-        });
+        self.transfers
+            .push(Stored::new(object.clone(), account, now));
         (Answer::json(200, object), true)
     }
 
-    /// `POST /v1/payment_intents`: made `succeeded` when `confirm=true`, else waiting for
-    /// a payment method (the simulator charges nothing).
+    /// `POST /v1/payment_intents`: made `succeeded` when `confirm=true`, with a charge of
+    /// it as its `latest_charge`, else waiting for a payment method (the simulator charges
+    /// nothing). A customer or payment method the simulator holds in another account than
+    /// the request's is not found there (`resource_missing`), as at Stripe; one it holds
+    /// nowhere is taken as named (tests that read neither need not put them).
     fn create_payment_intent(
         &mut self,
+        account: Option<&str>,
         params: &[(String, String)],
         now: Instant,
     ) -> (Answer, bool) {
@@ -384,45 +436,64 @@ impl StripeState {
                 false,
             );
         };
+        for (name, held) in [
+            ("customer", &self.customers),
+            ("payment_method", &self.payment_methods),
+        ] {
+            if let Some(missing) = elsewhere(held, param(params, name), account) {
+                let said = format!("No such {name}: '{missing}'");
+                return (invalid("resource_missing", name, &said), false);
+            }
+        }
         let status = if param(params, "confirm") == Some("true") {
             "succeeded"
         } else {
             "requires_payment_method"
         };
+        let id = format!("pi_{}", ulid::Ulid::new());
+        let latest_charge = (status == "succeeded")
+            .then(|| self.charge_of(&id, account, amount, currency, params, now));
         let object = json!({
-            "id": format!("pi_{}", ulid::Ulid::new()),
+            "id": id,
             "object": "payment_intent",
             "amount": amount,
             "amount_received": if status == "succeeded" { amount } else { 0 },
             "created": chrono::Utc::now().timestamp(),
             "currency": currency,
             "customer": param(params, "customer"),
+            "latest_charge": latest_charge,
             "livemode": false,
             "metadata": metadata(params),
             "payment_method": param(params, "payment_method"),
             "status": status,
         });
-        self.payment_intents.push(Stored {
-            object: object.clone(),
-            created: now,
-            unlisted_until: None,
-        });
+        self.payment_intents
+            .push(Stored::new(object.clone(), account, now));
         (Answer::json(200, object), true)
     }
 
-    /// A `GET` under `/v1`.
-    pub fn get(&self, path: &str, query: &[(String, String)], now: Instant) -> Answer {
+    /// A `GET` under `/v1`, in `account`.
+    pub fn get(
+        &self,
+        path: &str,
+        account: Option<&str>,
+        query: &[(String, String)],
+        now: Instant,
+    ) -> Answer {
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let mine = |o: &&Stored| o.in_account(account) && o.listed(now);
         match segments.as_slice() {
             ["v1", "transfers"] => {
                 let group = param(query, "transfer_group");
-                let listed = self.transfers.iter().rev().filter(|t| {
-                    t.unlisted_until.is_none_or(|until| now >= until)
-                        && group.is_none_or(|g| t.object["transfer_group"] == g)
-                });
+                let listed = self
+                    .transfers
+                    .iter()
+                    .rev()
+                    .filter(mine)
+                    .filter(|t| group.is_none_or(|g| t.object["transfer_group"] == g));
                 list(path, listed.map(|t| &t.object), query)
             }
-            ["v1", "transfers", id] => by_id(&self.transfers, id, "transfer"),
+            ["v1", "transfers", id] => by_id(&self.transfers, account, id, "transfer"),
             ["v1", "accounts", id] => match self.accounts.get(*id) {
                 Some(account) => Answer::json(200, account.clone()),
                 None => error(
@@ -432,23 +503,44 @@ impl StripeState {
                     &format!("No such account: '{id}'"),
                 ),
             },
-            ["v1", "payment_intents", "search"] => self.search(path, query, now),
+            ["v1", "payment_intents", "search"] => self.search(path, account, query, now),
             ["v1", "payment_intents"] => {
                 let customer = param(query, "customer");
-                let listed = self.payment_intents.iter().rev().filter(|p| {
-                    p.unlisted_until.is_none_or(|until| now >= until)
-                        && customer.is_none_or(|c| p.object["customer"] == c)
-                });
+                let listed = self
+                    .payment_intents
+                    .iter()
+                    .rev()
+                    .filter(mine)
+                    .filter(|p| customer.is_none_or(|c| p.object["customer"] == c));
                 list(path, listed.map(|p| &p.object), query)
             }
-            ["v1", "payment_intents", id] => by_id(&self.payment_intents, id, "payment_intent"),
+            ["v1", "payment_intents", id] => {
+                let found = by_id(&self.payment_intents, account, id, "payment_intent");
+                self.expanded(found, account, query)
+            }
+            ["v1", "charges", id] => {
+                let found = by_id(&self.charges, account, id, "charge");
+                self.expanded(found, account, query)
+            }
+            ["v1", "refunds"] => self.list_refunds(path, account, query, now),
+            ["v1", "refunds", id] => by_id(&self.refunds, account, id, "refund"),
+            ["v1", "customers", id] => by_id(&self.customers, account, id, "customer"),
+            ["v1", "payment_methods", id] => {
+                by_id(&self.payment_methods, account, id, "payment_method")
+            }
             _ => unrecognized("GET", path),
         }
     }
 
     /// `GET /v1/payment_intents/search`: only `metadata['k']:'v'`, the PaymentIntents made
     /// at least the search lag ago, newest first, paged by an offset token.
-    fn search(&self, path: &str, query: &[(String, String)], now: Instant) -> Answer {
+    fn search(
+        &self,
+        path: &str,
+        account: Option<&str>,
+        query: &[(String, String)],
+        now: Instant,
+    ) -> Answer {
         let Some((key, value)) = param(query, "query").and_then(metadata_clause) else {
             return invalid(
                 "parameter_invalid_string",
@@ -471,7 +563,7 @@ impl StripeState {
             .payment_intents
             .iter()
             .rev()
-            .filter(|p| now.duration_since(p.created) >= lag)
+            .filter(|p| p.in_account(account) && now.duration_since(p.created) >= lag)
             .map(|p| &p.object)
             .filter(|o| o["metadata"][&key] == value.as_str())
             .collect();
@@ -491,7 +583,7 @@ impl StripeState {
 }
 
 /// `metadata[…]` fields of a form, as the object's metadata.
-fn metadata(params: &[(String, String)]) -> Value {
+pub(super) fn metadata(params: &[(String, String)]) -> Value {
     let mut metadata = Map::new();
     for (name, value) in params {
         if let Some(key) = name
@@ -529,7 +621,7 @@ fn limit(query: &[(String, String)]) -> Option<usize> {
 }
 
 /// One page of `objects` (newest first) after `starting_after`, as Stripe lists.
-fn list<'a>(
+pub(super) fn list<'a>(
     path: &str,
     objects: impl Iterator<Item = &'a Value>,
     query: &[(String, String)],
@@ -562,8 +654,12 @@ fn list<'a>(
     )
 }
 
-fn by_id(objects: &[Stored], id: &str, kind: &str) -> Answer {
-    match objects.iter().find(|o| o.object["id"] == id) {
+/// The object `id` of `account`; another account's is not there (404), as at Stripe.
+pub(super) fn by_id(objects: &[Stored], account: Option<&str>, id: &str, kind: &str) -> Answer {
+    match objects
+        .iter()
+        .find(|o| o.in_account(account) && o.object["id"] == id)
+    {
         Some(found) => Answer::json(200, found.object.clone()),
         None => error(
             404,
@@ -572,6 +668,16 @@ fn by_id(objects: &[Stored], id: &str, kind: &str) -> Answer {
             &format!("No such {kind}: '{id}'"),
         ),
     }
+}
+
+/// `id` when `held` has it in another account than `account` only: not there for the
+/// request, as at Stripe.
+fn elsewhere<'a>(held: &[Stored], id: Option<&'a str>, account: Option<&str>) -> Option<&'a str> {
+    let id = id?;
+    let named = |o: &&Stored| o.object["id"] == id;
+    let mine = held.iter().filter(named).any(|o| o.in_account(account));
+    let others = held.iter().filter(named).any(|o| !o.in_account(account));
+    (others && !mine).then_some(id)
 }
 
 pub(crate) fn unrecognized(method: &str, path: &str) -> Answer {

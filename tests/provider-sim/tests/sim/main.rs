@@ -14,4 +14,5 @@ mod rate_limit;
 mod reads;
 mod refunds;
 mod stripe;
+mod stripe_accounts;
 mod webhooks;
