@@ -352,6 +352,15 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
             ("fleet_events_published_total", &[("type", "succeeded")]),
             ("fleet_events_published_total", &[("type", "prepared")]),
             ("fleet_events_publish_failures_total", &[]),
+            // Read from the broker at the relay's start: no dead letters yet.
+            (
+                "fleet_dead_letter_queue_depth",
+                &[("queue", "intents.prepare")],
+            ),
+            (
+                "fleet_dead_letter_queue_depth",
+                &[("queue", "webhooks.ingest")],
+            ),
         ],
     )
     .await;

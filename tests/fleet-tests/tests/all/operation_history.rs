@@ -2,7 +2,8 @@
 //! and `fleet-execute` processes: an agent reads its paid operation's story in order (the
 //! rows the database holds, no more, no fewer), every page size returns every entry once,
 //! `fleetctl history` prints the same entries (`-o json`) or a table, and another tenant's
-//! principal gets the 404 of an id that does not exist.
+//! principal gets the 404 of an id that does not exist. The OpenAPI document describes the
+//! route and an entry's keys exactly.
 
 use std::collections::HashSet;
 
@@ -96,6 +97,24 @@ async fn an_agent_reads_its_operations_story_in_order_and_once_per_page() {
         );
     }
     assert!(entries.len() >= 4, "{entries:?}");
+    // The OpenAPI document describes the route and exactly these keys.
+    let doc = fleet.get_json(&api.url("/openapi.json")).await;
+    let route = &doc["paths"]["/v1/operations/{id}/history"]["get"];
+    assert_eq!(
+        route["security"],
+        serde_json::json!([{"bearer": []}]),
+        "{route}"
+    );
+    let documented: Vec<&String> = doc["components"]["schemas"]["HistoryEntry"]["properties"]
+        .as_object()
+        .expect("HistoryEntry in the document")
+        .keys()
+        .collect();
+    let real: Vec<&String> = entries[0].as_object().unwrap().keys().collect();
+    let (mut documented, mut real) = (documented, real);
+    documented.sort();
+    real.sort();
+    assert_eq!(documented, real);
 
     // Every page size returns every entry once, in the same order.
     for limit in [1, 2, 3] {
