@@ -29,9 +29,10 @@ use fleet_core::catalogue::Action;
 use fleet_core::mandate::{may_be_mandated, Mandate, MandatePayees};
 use fleet_core::mandate_form::MandateForm;
 use fleet_core::money::format_amount;
+use fleet_core::payee::PayeeEvidence;
 use fleet_core::visible::reveal;
 use fleet_core::{ApiAction, Role};
-use fleet_store::MandateRow;
+use fleet_store::{MandateRow, OperationSearch};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -173,7 +174,12 @@ struct Typed {
     tenant: String,
     actions: Vec<String>,
     any_verified_payee: bool,
+    /// Every payee, ticked and typed.
     payees: String,
+    /// The known payees ticked (`ID=sha256:…`).
+    picked: Vec<String>,
+    /// The payees typed.
+    typed_payees: String,
     currency: String,
     per_operation_max: String,
     budget: String,
@@ -191,8 +197,62 @@ struct NewPage {
     /// The actions a mandate may cover: (wire name, ticked).
     actions: Vec<(&'static str, bool)>,
     typed: Typed,
+    /// Payees of the person's tenants' recent operations, to tick instead of typing.
+    known: Vec<KnownPayee>,
     /// What is wrong with what was typed.
     problem: Option<String>,
+}
+
+/// A payee as the provider's directory last described it on one of the tenant's recent
+/// operations: its id and the account it had then, which a mandate freezes.
+pub struct KnownPayee {
+    pub tenant: String,
+    pub id: String,
+    pub fingerprint: String,
+    pub verified: bool,
+    /// `ID=sha256:…`, as the form posts it.
+    pub value: String,
+    pub picked: bool,
+}
+
+/// How many recent operations the form reads payees from.
+const RECENT_OPERATIONS: i64 = 200;
+
+/// The payees (each with the account it was last seen with) of the latest operations of
+/// `tenants`, newest first, each once per tenant.
+async fn known_payees(
+    state: &AppState,
+    tenants: &[String],
+    picked: &[String],
+) -> Result<Vec<KnownPayee>, ApiError> {
+    let ops = state
+        .store
+        .search_operations(tenants, OperationSearch::default(), RECENT_OPERATIONS)
+        .await?;
+    let mut known: Vec<KnownPayee> = Vec::new();
+    for op in &ops {
+        let found = op
+            .row
+            .payee
+            .as_ref()
+            .and_then(PayeeEvidence::from_json)
+            .and_then(|e| e.found().cloned());
+        let Some(p) = found else { continue };
+        let tenant = op.row.tenant_id.clone();
+        if known.iter().any(|k| k.tenant == tenant && k.id == p.id) {
+            continue;
+        }
+        let value = format!("{}={}", p.id, p.account.fingerprint);
+        known.push(KnownPayee {
+            picked: picked.contains(&value),
+            tenant: reveal(&tenant),
+            id: reveal(&p.id),
+            fingerprint: p.account.fingerprint.clone(),
+            verified: p.verified,
+            value,
+        });
+    }
+    Ok(known)
 }
 
 #[derive(Template)]
@@ -301,8 +361,14 @@ fn mandatable() -> impl Iterator<Item = Action> {
     Action::ALL.into_iter().filter(|a| may_be_mandated(*a))
 }
 
-fn new_page(signed: &Signed, typed: Typed, problem: Option<String>) -> NewPage {
+fn new_page(
+    signed: &Signed,
+    typed: Typed,
+    known: Vec<KnownPayee>,
+    problem: Option<String>,
+) -> NewPage {
     NewPage {
+        known,
         me: signed.me(),
         tenants: signed.principal.tenants.iter().map(|t| reveal(t)).collect(),
         actions: mandatable()
@@ -318,9 +384,9 @@ fn new_page(signed: &Signed, typed: Typed, problem: Option<String>) -> NewPage {
     }
 }
 
-async fn new(signed: Signed) -> Response {
+async fn new(State(state): State<AppState>, signed: Signed) -> Result<Response, ApiError> {
     if !may_sign(&signed) {
-        return not_a_signer();
+        return Ok(not_a_signer());
     }
     let until = Utc::now() + chrono::Duration::days(DEFAULT_DAYS);
     let typed = Typed {
@@ -334,7 +400,8 @@ async fn new(signed: Signed) -> Response {
         valid_until: until.format("%Y-%m-%dT%H:%M").to_string(),
         ..Typed::default()
     };
-    html(new_page(&signed, typed, None).render())
+    let known = known_payees(&state, &signed.principal.tenants, &[]).await?;
+    Ok(html(new_page(&signed, typed, known, None).render()))
 }
 
 fn form_token_ok(signed: &Signed, f: &FormFields) -> bool {
@@ -357,7 +424,15 @@ async fn review(
         tenant: f.one("tenant"),
         actions: f.all("action"),
         any_verified_payee: f.one("payees_kind") == "any_verified",
-        payees: f.one("payees"),
+        // The payees ticked, then those typed, one a line.
+        payees: f
+            .all("payee")
+            .into_iter()
+            .chain(std::iter::once(f.one("payees")))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        picked: f.all("payee"),
+        typed_payees: f.one("payees"),
         currency: f.one("currency"),
         per_operation_max: f.one("per_operation_max"),
         budget: f.one("budget"),
@@ -381,14 +456,15 @@ async fn review(
     };
     let id = format!("md_{}", ulid::Ulid::new());
     let mandate = match form.mandate(&id, Utc::now()) {
-        Ok(m) if signed.principal.tenants.contains(&m.tenant_id) => m,
-        Ok(_) => {
-            let problem = Some("tenant: not one of yours".to_owned());
-            return Ok(refused_form(new_page(&signed, typed, problem)));
-        }
-        Err(p) => {
-            let problem = Some(reveal(&p.to_string()));
-            return Ok(refused_form(new_page(&signed, typed, problem)));
+        Ok(m) if signed.principal.tenants.contains(&m.tenant_id) => Ok(m),
+        Ok(_) => Err("tenant: not one of yours".to_owned()),
+        Err(p) => Err(reveal(&p.to_string())),
+    };
+    let mandate = match mandate {
+        Ok(m) => m,
+        Err(problem) => {
+            let known = known_payees(&state, &signed.principal.tenants, &typed.picked).await?;
+            return Ok(refused_form(new_page(&signed, typed, known, Some(problem))));
         }
     };
     let bytes = mandate.to_bytes();
