@@ -4,10 +4,17 @@
 //! ```json
 //! {"action":"payment.create","amount":"1,500,000.00 KZT","expires_at":"2026-12-01T18:00:00Z",
 //! "operation_id":"op_…","payee":"vendor_77","payee_account":"KZ•• •••• •••• 1234",
-//! "payee_name":"Vendor 77 LLP","payee_version":1,
-//!  "payload_hash":"sha256:…","statement":"fleet.approval.v3",
-//!  "summary":"Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300","tenant_id":"org_482"}
+//! "payee_name":"Vendor 77 LLP","payee_name_check":"match","payee_version":1,
+//!  "payload_hash":"sha256:…","statement":"fleet.approval.v4",
+//!  "summary":"Pay 1,500,000.00 KZT to \"Vendor 77 LLP\" (vendor_77, account KZ•• •••• •••• 1234, for invoice inv_9300)","tenant_id":"org_482"}
 //! ```
+//!
+//! v4 names the payee in the summary as the directory holds the name
+//! (`wording::headline_naming_payee`) and carries the payee name check's result
+//! (`payee_name_check`, `null` when no check was made). A v3 statement (the summary named
+//! the payee's id only, no `payee_name_check`) still verifies: [`ApprovalStatement::derive_as`]
+//! rebuilds either version from the same row, and the verifier tries each in
+//! [`STATEMENT_VERSIONS`].
 //!
 //! `summary` is the operation's headline in plain text (`wording::headline`): a sentence of
 //! typed values (action, amount, who receives it), then any free text of the payload after
@@ -39,12 +46,21 @@ use crate::hash::canonical_json;
 use crate::money::format_amount;
 use crate::payee::PayeeEvidence;
 use crate::visible::reveal;
-use crate::wording::{describe, quote};
+use crate::wording::{describe, headline_naming_payee, quote};
 
 /// The statement's version, its first member in meaning: a verifier that meets another
 /// version refuses it rather than guess what was signed. v3: the summary says typed values
-/// first and quotes free text after them (v2 let a deal's name into its sentence).
-pub const STATEMENT_VERSION: &str = "fleet.approval.v3";
+/// first and quotes free text after them (v2 let a deal's name into its sentence). v4: the
+/// summary names the payee as the directory holds the name, and the payee name check's
+/// result is signed (`payee_name_check`).
+pub const STATEMENT_VERSION: &str = "fleet.approval.v4";
+
+/// The statement made before v4, still verified (a signature given before an upgrade).
+pub const STATEMENT_V3: &str = "fleet.approval.v3";
+
+/// Every version a verifier rebuilds, newest first: what signers make now, then what they
+/// made before.
+pub const STATEMENT_VERSIONS: &[&str] = &[STATEMENT_VERSION, STATEMENT_V3];
 
 /// The longest a signed statement may stay valid, counted from the approval: a signature
 /// is consent given at one moment, not a standing order.
@@ -67,6 +83,8 @@ pub struct StatementSubject<'a> {
 /// An approver's statement about one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalStatement {
+    /// One of [`STATEMENT_VERSIONS`].
+    pub version: &'static str,
     pub operation_id: String,
     pub tenant_id: String,
     pub payload_hash: String,
@@ -81,6 +99,9 @@ pub struct ApprovalStatement {
     pub payee_name: Option<String>,
     pub payee_account: Option<String>,
     pub payee_version: Option<i64>,
+    /// The payee name check's result as kept at intake (`match`, `close_match`,
+    /// `no_match`, `not_possible`); `None` when none was made. Not in v3.
+    pub payee_name_check: Option<String>,
     /// The operation's headline as one line (`wording::describe`): typed values first,
     /// free text quoted after them.
     pub summary: String,
@@ -90,6 +111,18 @@ pub struct ApprovalStatement {
 impl ApprovalStatement {
     /// The statement an approver signs for `subject`, valid until `expires_at`.
     pub fn derive(subject: &StatementSubject<'_>, expires_at: DateTime<Utc>) -> ApprovalStatement {
+        ApprovalStatement::derive_as(subject, expires_at, STATEMENT_VERSION)
+    }
+
+    /// The statement of `version` (one of [`STATEMENT_VERSIONS`]; any other is read as the
+    /// current one) for `subject`: what a verifier rebuilds to check a signature made
+    /// under that version.
+    pub fn derive_as(
+        subject: &StatementSubject<'_>,
+        expires_at: DateTime<Utc>,
+        version: &str,
+    ) -> ApprovalStatement {
+        let v3 = version == STATEMENT_V3;
         let spec = Some(subject.action.spec());
         let payload = subject.payload;
         let amount = spec.filter(|s| s.has_amount).and_then(|_| {
@@ -102,11 +135,15 @@ impl ApprovalStatement {
             .and_then(|s| s.payee)
             .and_then(|member| payload.get(member)?.as_str())
             .map(str::to_owned);
-        let found = subject
-            .payee
-            .and_then(PayeeEvidence::from_json)
-            .and_then(|e| e.found().cloned());
+        let evidence = subject.payee.and_then(PayeeEvidence::from_json);
+        let found = evidence.as_ref().and_then(|e| e.found().cloned());
+        let summary = if v3 {
+            describe(subject.action, subject.target, payload)
+        } else {
+            headline_naming_payee(subject.action, subject.target, payload, subject.payee).plain()
+        };
         ApprovalStatement {
+            version: if v3 { STATEMENT_V3 } else { STATEMENT_VERSION },
             operation_id: subject.operation_id.to_owned(),
             tenant_id: subject.tenant_id.to_owned(),
             payload_hash: subject.payload_hash.to_owned(),
@@ -116,7 +153,12 @@ impl ApprovalStatement {
             payee_name: found.as_ref().map(|p| p.name.clone()),
             payee_account: found.as_ref().map(|p| p.account.masked.clone()),
             payee_version: found.as_ref().map(|p| p.version),
-            summary: describe(subject.action, subject.target, payload),
+            payee_name_check: evidence
+                .as_ref()
+                .and_then(PayeeEvidence::name_check)
+                .filter(|_| !v3)
+                .map(|c| c.result.as_str().to_owned()),
+            summary,
             // Whole seconds: the instant is written without a fraction, so a signer and a
             // verifier that hold it at different precisions still write the same bytes.
             expires_at: truncate_to_seconds(expires_at),
@@ -124,8 +166,8 @@ impl ApprovalStatement {
     }
 
     pub fn to_json(&self) -> Value {
-        json!({
-            "statement": STATEMENT_VERSION,
+        let mut statement = json!({
+            "statement": self.version,
             "operation_id": self.operation_id,
             "tenant_id": self.tenant_id,
             "payload_hash": self.payload_hash,
@@ -137,7 +179,11 @@ impl ApprovalStatement {
             "payee_version": self.payee_version,
             "summary": self.summary,
             "expires_at": format_expiry(self.expires_at),
-        })
+        });
+        if self.version != STATEMENT_V3 {
+            statement["payee_name_check"] = json!(self.payee_name_check);
+        }
+        statement
     }
 
     /// The bytes signed: RFC 8785 canonical JSON, UTF-8.
@@ -169,6 +215,9 @@ impl ApprovalStatement {
             ));
         } else if self.payee.is_some() {
             out.push_str("  paid to   unknown: the provider could not confirm this payee\n");
+        }
+        if let Some(check) = &self.payee_name_check {
+            out.push_str(&format!("  name check {check}\n"));
         }
         out.push_str(&format!(
             "  hash      {}\n  valid until {}",

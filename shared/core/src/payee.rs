@@ -10,6 +10,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod name_check;
+
+pub use name_check::{NameCheck, NameResult, NotCheckedWhy};
+
 /// The account a payee is paid to, as the provider shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PayeeAccount {
@@ -96,6 +100,11 @@ pub enum PayeeEvidence {
         #[serde(flatten)]
         payee: Payee,
         looked_up_at: DateTime<Utc>,
+        /// The check of the name the intent gave against the account's holder, made in
+        /// the same lookup (`name_check`); absent in evidence kept before names were
+        /// checked, and for actions that give no name to check.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name_check: Option<NameCheck>,
     },
     Unknown {
         id: String,
@@ -117,6 +126,7 @@ impl PayeeEvidence {
                 Some(payee) if payee.id == id => PayeeEvidence::Found {
                     payee,
                     looked_up_at: at,
+                    name_check: None,
                 },
                 _ => unknown(UnknownPayee::LookupFailed),
             },
@@ -128,6 +138,30 @@ impl PayeeEvidence {
     pub fn found(&self) -> Option<&Payee> {
         match self {
             PayeeEvidence::Found { payee, .. } => Some(payee),
+            PayeeEvidence::Unknown { .. } => None,
+        }
+    }
+
+    /// The evidence with `check` as its name check; an unknown payee has no account whose
+    /// holder could be checked, so it stays as it is.
+    pub fn with_name_check(self, check: NameCheck) -> Self {
+        match self {
+            PayeeEvidence::Found {
+                payee,
+                looked_up_at,
+                ..
+            } => PayeeEvidence::Found {
+                payee,
+                looked_up_at,
+                name_check: Some(check),
+            },
+            unknown => unknown,
+        }
+    }
+
+    pub fn name_check(&self) -> Option<&NameCheck> {
+        match self {
+            PayeeEvidence::Found { name_check, .. } => name_check.as_ref(),
             PayeeEvidence::Unknown { .. } => None,
         }
     }

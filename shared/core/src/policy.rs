@@ -55,6 +55,10 @@
 //! multiple of the payee's median above which an amount is flagged (`median_multiple`,
 //! default 3). Without the table, cues are shown and change nothing.
 //!
+//! `[actions."payment.create".name_check]` says what a payment needs by the result of its
+//! payee name check (`crate::payee::name_check`): one more approver, or a refusal, per
+//! result ([`NameCheckRule`]). Without the table, the result is shown and changes nothing.
+//!
 //! `mandates` (on an action with an amount and a payee) says what a standing mandate
 //! (`crate::mandate`) may approve instead of a person: `"never"` (the default) or
 //! `"below_bands"`: an operation needing one approver, with an amount below every band of
@@ -68,6 +72,10 @@ use serde_json::Value;
 
 use crate::currency::is_iso_4217;
 use crate::intent::{Action, MAX_SAFE_INTEGER};
+
+mod name_check;
+
+pub use name_check::{NameCheckRule, NameStep};
 
 /// The most approvers a policy may require: a quorum nobody can gather is a mistake.
 pub const MAX_APPROVERS: u8 = 10;
@@ -93,6 +101,7 @@ struct ActionFile {
     foreign_object_approvers: Option<u8>,
     risk: Option<RiskRule>,
     mandates: Option<String>,
+    name_check: Option<NameCheckRule>,
 }
 
 /// What a payment flagged by a risk cue needs besides its amount's quorum.
@@ -268,6 +277,8 @@ struct ActionQuorum {
     unknown_payee: UnknownPayeeRule,
     foreign_object: ForeignObjectRule,
     risk: RiskRule,
+    /// What the payee name check's result asks (payments only).
+    name_check: NameCheckRule,
     /// Whether a standing mandate may approve an operation (`crate::mandate`).
     mandates: MandateRule,
     /// Per currency, sorted by `from_amount_minor`.
@@ -362,6 +373,11 @@ impl ActionQuorum {
         if self.mandates == MandateRule::BelowBands {
             rules["mandates"] = Value::from("below_bands");
         }
+        // Likewise only where a policy has a name_check table (the insert trigger of
+        // migrations/0070_payee_name_check.sql reads it).
+        if self.name_check != NameCheckRule::default() {
+            rules["name_check"] = self.name_check.rules();
+        }
         rules
     }
 }
@@ -450,6 +466,11 @@ impl Policy {
                     )));
                 }
             }
+            if rule.name_check.is_some() && action != Action::PaymentCreate {
+                return Err(fail(format!(
+                    "{name}: only payment.create names a payee whose name is checked, so only it has a name_check table"
+                )));
+            }
             let mandates = MandateRule::parse(&name, rule.mandates.as_deref()).map_err(fail)?;
             if mandates == MandateRule::BelowBands
                 && (rule.approvers != 1 || !crate::mandate::may_be_mandated(action))
@@ -526,6 +547,7 @@ impl Policy {
                     unknown_payee,
                     foreign_object,
                     risk: rule.risk.unwrap_or_default(),
+                    name_check: rule.name_check.unwrap_or_default(),
                     mandates,
                     bands,
                 },
@@ -626,6 +648,11 @@ impl Policy {
     /// What `action` does with an object the fleet has no record of, under this policy.
     pub fn foreign_object(&self, action: Action) -> Option<ForeignObjectRule> {
         self.actions.get(&action).map(|q| q.foreign_object)
+    }
+
+    /// What `action` asks by the result of its payee name check, under this policy.
+    pub fn name_check(&self, action: Action) -> Option<NameCheckRule> {
+        self.actions.get(&action).map(|q| q.name_check)
     }
 }
 
@@ -777,6 +804,15 @@ impl PolicySet {
         self.policies
             .get(policy_version)
             .and_then(|p| p.risk(action))
+            .unwrap_or_default()
+    }
+
+    /// What the policy an intent names asks by its payee name check's result (the default
+    /// rule, which changes nothing, when it names neither).
+    pub fn name_check(&self, policy_version: &str, action: Action) -> NameCheckRule {
+        self.policies
+            .get(policy_version)
+            .and_then(|p| p.name_check(action))
             .unwrap_or_default()
     }
 

@@ -95,6 +95,9 @@ refusals! {
     CurrencyNotBanded = "currency_not_banded";
     /// The payee cannot be confirmed in the directory.
     PayeeUnknown = "payee_unknown";
+    /// The directory did not confirm the payee's name as the account holder's (or the
+    /// intent gives none), and the policy's `name_check` table refuses that result.
+    PayeeNameUnconfirmed = "payee_name_unconfirmed";
     /// The provider's directory gave no answer (429, 5xx, timeout, refused connection)
     /// for as long as the intake waits for one (queue only: over HTTP it is a 503).
     PayeeDirectoryUnreachable = "payee_directory_unreachable";

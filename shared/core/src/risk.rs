@@ -79,6 +79,10 @@ pub enum RiskCue {
     UnverifiedPayee,
     /// The directory could not describe the payee.
     UnknownPayee,
+    /// The intent named the payee, and the directory did not confirm the name as the
+    /// account holder's: a close match, no match, or a check that was not possible
+    /// (`crate::payee::name_check`).
+    PayeeNameUnconfirmed { result: crate::payee::NameResult },
     /// Another payment of the tenant to this payee, made within [`DUPLICATE_WINDOW`] and
     /// not failed, cancelled, rejected or expired, is for the same invoice or of the same
     /// amount (`same`); `operation_id` names it.
@@ -114,6 +118,15 @@ impl RiskCue {
             ),
             RiskCue::UnverifiedPayee => "the payee is not verified by the provider".to_owned(),
             RiskCue::UnknownPayee => "the payee could not be looked up".to_owned(),
+            RiskCue::PayeeNameUnconfirmed { result } => match result {
+                crate::payee::NameResult::CloseMatch => {
+                    "the payee's name is only a close match for the account holder's".to_owned()
+                }
+                crate::payee::NameResult::NoMatch => {
+                    "the payee's name does not match the account holder's".to_owned()
+                }
+                _ => "the payee's name could not be checked against the account".to_owned(),
+            },
             RiskCue::PossibleDuplicate { operation_id, same } => {
                 let days = DUPLICATE_WINDOW.num_days();
                 match same {

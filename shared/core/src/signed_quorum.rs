@@ -18,7 +18,9 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::approval_statement::{expiry_in_bounds, ApprovalStatement, StatementSubject};
+use crate::approval_statement::{
+    expiry_in_bounds, ApprovalStatement, StatementSubject, STATEMENT_VERSIONS,
+};
 use crate::signing::{KeyId, PublicKey, Signature};
 
 /// What an approver presented with their approval: the key, the signature and the
@@ -114,11 +116,14 @@ pub fn check_signature(
     if signed.expires_at <= now {
         return Err(SignatureRefusal::Expired);
     }
-    let statement = ApprovalStatement::derive(subject, signed.expires_at);
-    if !key
-        .public_key
-        .verifies(&statement.to_bytes(), &signed.signature)
-    {
+    // A signature made under an earlier statement version (before an upgrade) still
+    // counts: each version is rebuilt from the same row, and one must verify.
+    let verifies = STATEMENT_VERSIONS.iter().any(|version| {
+        let statement = ApprovalStatement::derive_as(subject, signed.expires_at, version);
+        key.public_key
+            .verifies(&statement.to_bytes(), &signed.signature)
+    });
+    if !verifies {
         return Err(SignatureRefusal::BadSignature);
     }
     Ok(())

@@ -9,13 +9,15 @@ use crate::catalogue::Action;
 
 mod headline;
 mod page;
+mod payee_named;
 
 pub use crate::json_words::value_in_words;
-pub use headline::{quote, Headline, Quoted, FREE_TEXT_MARK};
+pub use headline::{quote, Headline, PayeeNamed, Quoted, FREE_TEXT_MARK};
 pub use page::{
     amount_confirmed, approval_in_words, instant_in_words, patch_field_in_words,
     patch_value_in_words, reason_in_words, reason_name_in_words, status_in_words,
 };
+pub use payee_named::headline_naming_payee;
 
 /// What the operation will do once approved, as its action's catalogue entry words it:
 /// a sentence of typed values, then the free text quoted. Every value comes from the

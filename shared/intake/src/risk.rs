@@ -82,6 +82,14 @@ pub async fn with_risk<R: StoreIntents>(
     };
     let mut found = cues(asked, &payee, &paid, rule.median_multiple);
     found.extend(possible_duplicate(asked, &recent, now));
+    // A name the directory did not confirm as the account holder's (frozen in the evidence).
+    found.extend(
+        checked
+            .payee
+            .as_ref()
+            .and_then(PayeeEvidence::name_check)
+            .and_then(fleet_core::payee::NameCheck::cue),
+    );
     let (approvers, signed) = rule.requirement(
         !found.is_empty(),
         checked.approvals_required,

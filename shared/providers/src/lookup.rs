@@ -121,7 +121,21 @@ impl Api {
 
     /// `GET path` → the object, or `None` on 404.
     pub(crate) async fn object(&self, path: &[&str]) -> Result<Option<Value>, LookupError> {
+        self.object_with(path, &[]).await
+    }
+
+    /// `GET path?query…` → the object, or `None` on 404.
+    pub(crate) async fn object_with(
+        &self,
+        path: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<Option<Value>, LookupError> {
         let request = self.get(path).map_err(LookupError::Path)?;
+        let request = if query.is_empty() {
+            request
+        } else {
+            request.query(query)
+        };
         get_object(self.exchange(request).await).await
     }
 }

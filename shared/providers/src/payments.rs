@@ -97,9 +97,18 @@ impl Client<Payments> {
     }
 
     /// `GET /v1/beneficiaries/{id}` (strongly consistent): the payee a payment to `id`
-    /// goes to, with its masked account and version; `None` on 404.
-    pub async fn get_beneficiary(&self, id: &str) -> Result<Option<Value>, LookupError> {
-        self.api().object(&["v1", "beneficiaries", id]).await
+    /// goes to, with its masked account and version; `None` on 404. With `name`
+    /// (`?name=…`), the answer also says whether it is the account holder's
+    /// (`name_check`, docs/protocol.md#payee-directory).
+    pub async fn get_beneficiary(
+        &self,
+        id: &str,
+        name: Option<&str>,
+    ) -> Result<Option<Value>, LookupError> {
+        let query: Vec<(&str, &str)> = name.map(|n| ("name", n)).into_iter().collect();
+        self.api()
+            .object_with(&["v1", "beneficiaries", id], &query)
+            .await
     }
 
     /// `GET /v1/refunds?reference=…`: same rules as payments.
@@ -186,7 +195,8 @@ impl Mapping for Payments {
     fn look_up_payee<'a>(
         client: &'a PaymentsClient,
         id: &'a str,
+        name: Option<&'a str>,
     ) -> Option<BoxFuture<'a, PayeeAnswer>> {
-        Some(Box::pin(client.get_beneficiary(id)))
+        Some(Box::pin(client.get_beneficiary(id, name)))
     }
 }

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use fleet_core::approval_statement::format_expiry;
-use fleet_core::payee::PayeeEvidence;
+use fleet_core::payee::{NameCheck, PayeeEvidence};
 use fleet_core::{ApprovalStatement, ApproverKey, StatementSubject};
 use fleet_store::KeyAdded;
 use serde_json::{json, Value};
@@ -11,12 +11,21 @@ use serde_json::{json, Value};
 use crate::{hash_of, op_of, TestFleet};
 
 /// The statement about the operation `intent` names (its stored snapshot is the intent's,
-/// its payee the simulator's seeded one, as prepare found it), valid until `expires_at`.
+/// its payee the simulator's seeded one with its name check, as prepare found it), valid
+/// until `expires_at`.
 pub fn statement_of(intent: &Value, expires_at: DateTime<Utc>) -> ApprovalStatement {
     let (op, hash) = (op_of(intent), hash_of(intent));
     let payee = intent["payload"]["beneficiary_id"].as_str().map(|id| {
-        let seeded = fleet_provider_sim::seeded_beneficiary(id);
-        PayeeEvidence::of_lookup(id, Ok(seeded.as_ref()), Utc::now()).to_json()
+        let asked = intent["payload"]["beneficiary_name"].as_str();
+        let seeded = fleet_provider_sim::seeded_beneficiary_asked(id, asked);
+        let evidence = PayeeEvidence::of_lookup(id, Ok(seeded.as_ref()), Utc::now());
+        match intent["action"].as_str() {
+            Some("payment.create") => {
+                evidence.with_name_check(NameCheck::judge(asked, seeded.as_ref()))
+            }
+            _ => evidence,
+        }
+        .to_json()
     });
     let subject = StatementSubject {
         operation_id: &op,

@@ -3,6 +3,7 @@
 //! | request | answer |
 //! |---|---|
 //! | `GET /v1/beneficiaries/{id}` | `200 {"id", "name", "country", "account": {"scheme": "iban" \| "local", "masked", "fingerprint": "sha256:…"}, "verified", "version", "created_at", "updated_at"}`, or `404 resource_missing` |
+//! | `GET /v1/beneficiaries/{id}?name=…` | the same, with `"name_check": {"result": "match" \| "close_match" \| "no_match" \| "not_possible", "name"?}` for the name given ([`name_check`]) |
 //! | `POST /_sim/beneficiaries` `{"id", "name", "country", "account_number", "scheme"?, "verified"?}` | `201` the beneficiary created at version 1, or `200` replaced (its version + 1 when its name, country or account changed); not logged, no fault |
 //!
 //! The lookup is strongly consistent and suffers the read faults of its route (`GET
@@ -14,9 +15,10 @@
 //! the current one `409 precondition_failed` / `beneficiary_changed` (payments.rs).
 
 mod directory;
+mod name_check;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -40,20 +42,47 @@ pub fn seeded_beneficiary(id: &str) -> Option<serde_json::Value> {
         .map(|b| b.to_json())
 }
 
+/// [`seeded_beneficiary`] as a lookup that gave `name` answers it: with its name check.
+pub fn seeded_beneficiary_asked(id: &str, name: Option<&str>) -> Option<serde_json::Value> {
+    let directory = Directory::seeded(chrono::Utc::now());
+    let beneficiary = directory.get(id)?;
+    let mut shown = beneficiary.to_json();
+    if let Some(name) = name {
+        shown["name_check"] = name_check::name_check(&beneficiary.details, name);
+    }
+    Some(shown)
+}
+
 pub fn admin_routes() -> Router<App> {
     Router::new().route("/_sim/beneficiaries", post(upsert))
 }
 
-/// `GET /v1/beneficiaries/{id}`.
-pub async fn get(State(app): State<App>, Path(id): Path<String>) -> Response {
+/// `GET /v1/beneficiaries/{id}`, with `?name=` the name check.
+pub async fn get(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(query): Query<NameQuery>,
+) -> Response {
     if let Some(reply) = suffer_fault(&app, Route::GetBeneficiary).await {
         return reply.into_response();
     }
     let state = app.lock();
     match state.beneficiaries.get(&id) {
-        Some(beneficiary) => Json(beneficiary.to_json()).into_response(),
+        Some(beneficiary) => {
+            let mut shown = beneficiary.to_json();
+            if let Some(name) = query.name.as_deref() {
+                shown["name_check"] = name_check::name_check(&beneficiary.details, name);
+            }
+            Json(shown).into_response()
+        }
         None => ApiError::not_found().into_response(),
     }
+}
+
+/// The query of a lookup: the name to check, if any.
+#[derive(Debug, Deserialize)]
+pub struct NameQuery {
+    name: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

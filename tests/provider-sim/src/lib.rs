@@ -40,7 +40,7 @@ pub mod stripe;
 mod webhook_delivery;
 mod webhooks;
 
-pub use beneficiaries::seeded_beneficiary;
+pub use beneficiaries::{seeded_beneficiary, seeded_beneficiary_asked};
 pub use config::SimConfig;
 /// The routes by name, as fault rules refer to them; the tests also match a request an
 /// adapter builds against them, to know the simulator serves it.

@@ -65,6 +65,7 @@ pub const CATALOGUE: &[Kind] = &[
     kind("policy_not_in_force", "Policy not in force", "The intent names a policy version other than the one the deployment put in force for its tenant and action."),
     kind("currency_not_banded", "Currency not banded", "The policy in force bands amounts by currency and has no band for this currency."),
     kind("payee_unknown", "Payee unknown", "The provider's directory cannot confirm the payee, and the policy refuses unknown payees."),
+    kind("payee_name_unconfirmed", "Payee name unconfirmed", "The provider's directory did not confirm the name the intent gives as the account holder's (or the intent gives none), and the policy in force refuses that result."),
     kind("payee_directory_unreachable", "Payee directory unreachable", "The queue's refusal of an intent whose payee's directory gave no answer until the deadline; the API answers payee_directory_unavailable (503) instead."),
     kind("object_of_other_tenant", "Object of another tenant", "The intent names an object the fleet made or changed for another tenant."),
     kind("object_unknown", "Object unknown", "The intent names an object the fleet has no record of, and the policy refuses such objects."),
@@ -83,6 +84,7 @@ pub const CATALOGUE: &[Kind] = &[
     kind("rate_limited", "Rate limited", "The caller's principal sent more requests than its rate allows; retry after Retry-After."),
     kind("busy", "Busy", "Every request slot stayed taken; nothing was done. Retry after Retry-After."),
     kind("unavailable", "Unavailable", "Postgres did not answer; nothing was decided. Retry after Retry-After."),
+    kind("evidence_key_not_configured", "Evidence key not configured", "The deployment has no evidence key (the setting EVIDENCE_KEY_FILE), so no evidence bundle is signed; its operator sets one and restarts the API."),
     kind("payee_directory_unavailable", "Payee directory unavailable", "The provider's directory gave no answer about the payee (rate-limited, failing or out of reach); nothing was stored. Send the same intent again after Retry-After."),
 ];
 
@@ -156,6 +158,7 @@ mod tests {
             ApiError::Busy,
             ApiError::Unavailable,
             ApiError::DirectoryUnavailable,
+            ApiError::EvidenceKeyNotConfigured,
             ApiError::Forbidden(fleet_core::supersede::FORBIDDEN),
         ];
         for d in [

@@ -13,8 +13,8 @@ use crate::actions::search::read_search;
 use crate::intent_error::IntentError;
 use crate::lookup::{Found, Reading};
 use crate::members::arguments::Proposal;
-use crate::members::checks::{check_id, check_money};
-use crate::members::schemas::{amount_minor, currency, identifier};
+use crate::members::checks::{check_id, check_money, check_text};
+use crate::members::schemas::{amount_minor, currency, identifier, text};
 use crate::money::format_amount;
 use crate::outcome::{classify_keyed_create, CallResult, Outcome};
 use crate::wording::Headline;
@@ -36,6 +36,19 @@ pub struct PaymentPayload {
     /// An active ISO 4217 code, upper case.
     #[schemars(schema_with = "currency")]
     pub currency: String,
+    /// The beneficiary's name as the invoice gives it: the provider's directory checks it
+    /// against the account's holder (`match`, `close_match`, `no_match`, `not_possible`),
+    /// and the approver sees the result. Optional; without it the check is
+    /// `not_possible`.
+    #[serde(default, deserialize_with = "given_text")]
+    #[schemars(schema_with = "text")]
+    pub beneficiary_name: Option<String>,
+}
+
+/// An optional text member that is a string when present: `null` is refused, as the
+/// schema refuses it, rather than read as absent.
+fn given_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
 }
 
 /// Classifies one call to the reference payments API (docs/protocol.md; refunds share it).
@@ -49,15 +62,23 @@ impl ActionPayload for PaymentPayload {
     fn check(&self) -> Result<(), IntentError> {
         check_id("payload.invoice_id", &self.invoice_id)?;
         check_id("payload.beneficiary_id", &self.beneficiary_id)?;
+        if let Some(name) = &self.beneficiary_name {
+            check_text("payload.beneficiary_name", name)?;
+        }
         check_money(self.amount_minor, &self.currency)
     }
 
     fn describe(&self, _target: Option<&str>) -> Option<Headline> {
         let amount = format_amount(self.amount_minor, &self.currency)?;
-        Some(Headline::new(format!(
+        let headline = Headline::new(format!(
             "Pay {amount} to {} for invoice {}",
             self.beneficiary_id, self.invoice_id
-        )))
+        ));
+        // The agent's name for the payee is free text: quoted after the sentence.
+        Some(match &self.beneficiary_name {
+            Some(name) => headline.quoting("beneficiary_name", &**name),
+            None => headline,
+        })
     }
 
     fn classify(&self, call: &CallResult, _subject: &Subject<'_>) -> Outcome {

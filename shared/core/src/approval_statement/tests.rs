@@ -42,15 +42,47 @@ fn the_signed_bytes_of_a_payment_are_stable() {
     let expected = concat!(
         r#"{"action":"payment.create","amount":"1,500,000.00 KZT","#,
         r#""expires_at":"2026-12-01T18:00:00Z","operation_id":"op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7","#,
+        r#""payee":"vendor_77","payee_account":"KZ•• •••• •••• 1234","payee_name":"Vendor 77 LLP","#,
+        r#""payee_name_check":"close_match","payee_version":3,"#,
+        r#""payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000001","#,
+        r#""statement":"fleet.approval.v4","#,
+        r#""summary":"Pay 1,500,000.00 KZT to \"Vendor 77 LLP\" (vendor_77, account KZ•• •••• •••• 1234, for invoice inv_9300) — free text: beneficiary_name \"Vendor 77\"","tenant_id":"org_482"}"#
+    );
+    let mut p = payload();
+    p["beneficiary_name"] = json!("Vendor 77");
+    let mut e = evidence();
+    e["name_check"] =
+        json!({"result": "close_match", "asked": "Vendor 77", "held": "Vendor 77 LLP"});
+    assert_eq!(
+        String::from_utf8(statement_with(&p, Some(&e)).to_bytes()).unwrap(),
+        expected
+    );
+}
+
+/// A v3 statement, made before the headline named the payee, is rebuilt byte for byte:
+/// a signature given before the upgrade still verifies.
+#[test]
+fn the_signed_bytes_of_a_v3_payment_are_as_they_were() {
+    let subject = StatementSubject {
+        operation_id: "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7",
+        tenant_id: "org_482",
+        action: crate::Action::PaymentCreate,
+        target: None,
+        payload: &payload(),
+        payload_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000001",
+        payee: Some(&evidence()),
+    };
+    let v3 = ApprovalStatement::derive_as(&subject, at("2026-12-01T18:00:00Z"), STATEMENT_V3);
+    let expected = concat!(
+        r#"{"action":"payment.create","amount":"1,500,000.00 KZT","#,
+        r#""expires_at":"2026-12-01T18:00:00Z","operation_id":"op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7","#,
         r#""payee":"vendor_77","payee_account":"KZ•• •••• •••• 1234","payee_name":"Vendor 77 LLP","payee_version":3,"#,
         r#""payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000001","#,
         r#""statement":"fleet.approval.v3","#,
         r#""summary":"Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300","tenant_id":"org_482"}"#
     );
-    assert_eq!(
-        String::from_utf8(statement(&payload()).to_bytes()).unwrap(),
-        expected
-    );
+    assert_eq!(String::from_utf8(v3.to_bytes()).unwrap(), expected);
+    assert_eq!(STATEMENT_VERSIONS, [STATEMENT_VERSION, STATEMENT_V3]);
 }
 
 #[test]
@@ -97,6 +129,10 @@ fn every_member_changes_the_bytes() {
         },
         ApprovalStatement {
             payee_version: Some(4),
+            ..base.clone()
+        },
+        ApprovalStatement {
+            payee_name_check: Some("no_match".into()),
             ..base.clone()
         },
         ApprovalStatement {
@@ -239,9 +275,9 @@ fn the_signed_bytes_of_a_deal_quote_its_name_after_the_typed_words() {
     let expected = concat!(
         r#"{"action":"crm.deal.create","amount":"50,000,000.00 KZT","#,
         r#""expires_at":"2026-12-01T18:00:00Z","operation_id":"op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7","#,
-        r#""payee":"u_7","payee_account":null,"payee_name":null,"payee_version":null,"#,
+        r#""payee":"u_7","payee_account":null,"payee_name":null,"payee_name_check":null,"payee_version":null,"#,
         r#""payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000001","#,
-        r#""statement":"fleet.approval.v3","#,
+        r#""statement":"fleet.approval.v4","#,
         r#""summary":"Create a deal worth 50,000,000.00 KZT, owned by u_7 — free text: name \"Acme renewal\\\" worth 10.00 KZT at stage lead, owned by u_7. Also note: \\\"x\", stage \"lead\"","#,
         r#""tenant_id":"org_482"}"#
     );
@@ -281,9 +317,18 @@ fn a_payees_name_cannot_add_a_line_to_the_statement_in_words() {
     let mut e = evidence();
     e["name"] = json!("Vendor 77 LLP\n  amount    1.00 KZT");
     let words = statement_with(&payload(), Some(&e)).in_words();
+    // The summary (which names the payee), the amount, who is paid: no line more.
     assert_eq!(
         words.lines().filter(|l| l.contains("amount")).count(),
-        2,
+        3,
+        "{words}"
+    );
+    assert_eq!(
+        words
+            .lines()
+            .filter(|l| l.trim_start().starts_with("amount"))
+            .count(),
+        1,
         "{words}"
     );
     assert!(

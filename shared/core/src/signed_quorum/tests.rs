@@ -208,3 +208,46 @@ fn the_statement_expiry_is_judged_by_now() {
         Err(SignatureRefusal::Expired)
     );
 }
+
+/// A signature given over a v3 statement (before the headline named the payee) still
+/// counts; one over words of no known version does not.
+#[test]
+fn a_signature_over_the_v3_statement_still_verifies() {
+    let alice = Approver::new("alice", 7);
+    let keys = [alice.registered("2026-12-01T11:00:00Z")];
+    let p = payload();
+    let sign_as = |version: &str| {
+        let statement = ApprovalStatement::derive_as(&subject(OP, &p), t(LATER), version);
+        let mut bytes = statement.to_bytes();
+        if version == "none" {
+            bytes = String::from_utf8(bytes)
+                .unwrap()
+                .replace("fleet.approval.v4", "fleet.approval.v9")
+                .into_bytes();
+        }
+        RecordedApproval {
+            principal: "alice".into(),
+            at: t("2026-12-01T12:00:00Z"),
+            signed: Some(PresentedSignature {
+                key_id: alice.key.public_key().key_id(),
+                signature: alice.key.sign(&bytes),
+                expires_at: t(LATER),
+            }),
+        }
+    };
+    assert_eq!(
+        judge(&sign_as(crate::approval_statement::STATEMENT_V3), &keys),
+        Ok(())
+    );
+    assert_eq!(
+        judge(
+            &sign_as(crate::approval_statement::STATEMENT_VERSION),
+            &keys
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        judge(&sign_as("none"), &keys),
+        Err(SignatureRefusal::BadSignature)
+    );
+}

@@ -254,6 +254,7 @@ pub fn payer_evidence(
             version: 1,
         },
         looked_up_at: at,
+        name_check: None,
     })
 }
 

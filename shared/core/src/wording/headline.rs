@@ -22,6 +22,18 @@ pub struct Headline {
     pub said: String,
     /// The free text the payload carries, in the order the action gives.
     pub quoted: Vec<Quoted>,
+    /// Who is paid, by the name the provider's directory holds, when the headline names
+    /// them (`super::payee_named`): the sentence then ends "… to" and the name follows it.
+    pub payee: Option<PayeeNamed>,
+}
+
+/// The payee a headline names: the directory's name (free text, quoted wherever it is
+/// shown) and, below it, the payee's id, masked account and what the payment is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayeeNamed {
+    pub name: String,
+    /// "vendor_77, account KZ•• •••• •••• 1234, for invoice inv_9182".
+    pub under: String,
 }
 
 /// One piece of free text, as it came (revealing and quoting are the reader's).
@@ -42,6 +54,7 @@ impl Headline {
         Headline {
             said: said.into(),
             quoted: Vec::new(),
+            payee: None,
         }
     }
 
@@ -59,16 +72,24 @@ impl Headline {
     ///
     /// `Create a deal worth 50,000,000.00 KZT, owned by u_7 — free text: name "Acme
     /// renewal\" worth 10.00 KZT", stage "lead"`
+    ///
+    /// A headline that names its payee writes the name quoted after the sentence and what
+    /// stands below it in brackets: `Pay 1,250.00 EUR to "Acme Supplies Ltd" (vendor_77,
+    /// account KZ•• •••• •••• 1234, for invoice inv_9182)`.
     pub fn plain(&self) -> String {
+        let sentence = match &self.payee {
+            Some(p) => format!("{} {} ({})", self.said, quote(&p.name), p.under),
+            None => self.said.clone(),
+        };
         if self.quoted.is_empty() {
-            return self.said.clone();
+            return sentence;
         }
         let pieces: Vec<String> = self
             .quoted
             .iter()
             .map(|q| format!("{} {}", q.member, quote(&q.text)))
             .collect();
-        format!("{}{FREE_TEXT_MARK}{}", self.said, pieces.join(", "))
+        format!("{sentence}{FREE_TEXT_MARK}{}", pieces.join(", "))
     }
 }
 

@@ -99,11 +99,15 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
     browser.sign_in(&api.base_url, "sub-alice").await;
     assert_eq!(browser.path().await, "/console");
     let inbox = browser.page_text().await;
-    let seed_words = "Pay 12,500.00 KZT to vendor_77 for invoice inv_9182";
+    // Each headline names the payee as the directory holds the name; its id, masked
+    // account and invoice below it.
+    let seed_words = "Pay 12,500.00 KZT to Vendor 77 LLP";
     for words in [
-        "Pay 4.250 KWD to vendor_3 for invoice inv_77",
-        "Pay 1,250,000 JPY to vendor_12 for invoice inv_3310",
+        "Pay 4.250 KWD to Vendor 3 LLP",
+        "Pay 1,250,000 JPY to Vendor 12 LLP",
         seed_words,
+        "for invoice inv_9182",
+        "vendor_3, account KZ",
     ] {
         assert!(inbox.contains(words), "the inbox says {words:?}: {inbox}");
     }
@@ -314,7 +318,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
     browser.click("a[href=\"/console/queue\"]").await;
     let queue = browser.page_text().await;
     assert!(
-        queue.contains("Pay 12,500.00 KZT to vendor_77")
+        queue.contains("Pay 12,500.00 KZT to Vendor 77 LLP")
             && queue.contains("escalated")
             && queue.contains("version_moved"),
         "{queue}"
@@ -466,7 +470,8 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
     browser.client.refresh().await.unwrap();
     let statement = browser.text("#statement").await;
     for fact in [
-        "Pay 1,500,000.00 KZT to vendor_77 for invoice inv_9300",
+        "Pay 1,500,000.00 KZT to \"Vendor 77 LLP\" (vendor_77, account KZ",
+        "for invoice inv_9300)",
         &format!("operation {op} (tenant {TENANT})"),
         &hash_of(&first),
         "valid until",

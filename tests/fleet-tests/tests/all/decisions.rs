@@ -769,7 +769,7 @@ async fn fleetctl_approve_goes_through_the_api_with_its_token() {
     // The words signed, rebuilt from the snapshot on the approver's machine.
     assert!(
         String::from_utf8_lossy(&first.stdout)
-            .contains("Pay 2,000,000.00 KZT to vendor_77 for invoice inv_9182"),
+            .contains("Pay 2,000,000.00 KZT to \"Vendor 77 LLP\" (vendor_77, account KZ"),
         "{}",
         String::from_utf8_lossy(&first.stdout)
     );

@@ -42,7 +42,7 @@ async fn the_payee_found_at_intake_is_kept_as_evidence_and_shown_in_the_view() {
     let (fleet, i, op) = prepared_payment().await;
     let shown = fleet
         .payments_client(5_000)
-        .get_beneficiary("vendor_77")
+        .get_beneficiary("vendor_77", None)
         .await
         .unwrap()
         .expect("a seeded payee");

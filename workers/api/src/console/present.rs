@@ -11,13 +11,13 @@
 use fleet_core::authz::{self, Actor, Denial, OperationAction, OperationFacts};
 use fleet_core::money::format_amount;
 use fleet_core::objects::ObjectRef;
-use fleet_core::payee::{PayeeEvidence, UnknownPayee};
+use fleet_core::payee::{NameCheck, PayeeEvidence, UnknownPayee};
 use fleet_core::risk::RiskCue;
 use fleet_core::step_up::StepUp;
 use fleet_core::visible::reveal;
 use fleet_core::wording::{
-    approval_in_words, expiry_in_words, headline, instant_in_words, patch_field_in_words,
-    patch_value_in_words, reason_in_words, status_in_words, Headline,
+    approval_in_words, expiry_in_words, headline_naming_payee, instant_in_words,
+    patch_field_in_words, patch_value_in_words, quote, reason_in_words, status_in_words, Headline,
 };
 use fleet_core::{canonical_json, Action, ApprovalStatus, AttemptOutcome, Precondition, Status};
 use fleet_store::{ApprovalGiven, AttemptRow, ConsoleOperation, EventRow, Principal};
@@ -50,8 +50,18 @@ pub struct Card {
     /// its tenant, since ids are unique per tenant only (docs/design.md#tenant-boundaries).
     pub tenant_query: String,
     /// The headline's sentence, typed values only ("Create a deal worth 50,000,000.00
-    /// KZT, owned by u_7"): the text of the headline's own element.
+    /// KZT, owned by u_7"), and for a payment that names its payee the name after it,
+    /// quoted (`Pay 1,250.00 EUR to "Acme Supplies Ltd"`): the headline as one string,
+    /// for lists that show it so.
     pub headline: String,
+    /// The sentence alone ("Pay 1,250.00 EUR to"), for a page that shows the payee's name
+    /// in an element of its own after it.
+    pub said: String,
+    /// Who is paid, by the name the provider's directory holds (revealed; the template
+    /// quotes it), when the headline names them.
+    pub payee_name: Option<String>,
+    /// Below the headline that names the payee: its id, masked account and invoice.
+    pub payee_under: Option<String>,
     /// The free text the operation carries, each piece shown in an element of its own
     /// after the sentence, never inside it.
     pub quoted: Vec<QuotedShown>,
@@ -89,8 +99,18 @@ pub struct QuotedShown {
     pub text: String,
 }
 
-/// The headline's sentence and its free text, revealed for the page.
-fn headline_shown(h: Headline) -> (String, Vec<QuotedShown>) {
+/// The headline as the page shows it: its sentence, the payee it names, its free text,
+/// each revealed.
+struct HeadlineShown {
+    /// The sentence, then the payee's name quoted when it names one.
+    one_line: String,
+    said: String,
+    payee_name: Option<String>,
+    payee_under: Option<String>,
+    quoted: Vec<QuotedShown>,
+}
+
+fn headline_shown(h: Headline) -> HeadlineShown {
     let quoted = h
         .quoted
         .into_iter()
@@ -99,7 +119,18 @@ fn headline_shown(h: Headline) -> (String, Vec<QuotedShown>) {
             text: reveal(&q.text),
         })
         .collect();
-    (reveal(&h.said), quoted)
+    let said = reveal(&h.said);
+    let one_line = match &h.payee {
+        Some(p) => format!("{said} {}", quote(&p.name)),
+        None => said.clone(),
+    };
+    HeadlineShown {
+        one_line,
+        said,
+        payee_name: h.payee.as_ref().map(|p| reveal(&p.name)),
+        payee_under: h.payee.as_ref().map(|p| reveal(&p.under)),
+        quoted,
+    }
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {
@@ -129,14 +160,21 @@ impl Card {
             .or(op.latest_reason)
             .map(reason_in_words)
             .or_else(|| r.error_code.as_deref().map(reveal));
-        let (headline, quoted) =
-            headline_shown(headline(r.action, r.target.as_deref(), &r.payload));
+        let shown = headline_shown(headline_naming_payee(
+            r.action,
+            r.target.as_deref(),
+            &r.payload,
+            r.payee.as_ref(),
+        ));
         Card {
             id: r.operation_id.to_string(),
             tenant: reveal(&r.tenant_id),
             tenant_query: tenant_query(&r.tenant_id),
-            headline,
-            quoted,
+            headline: shown.one_line,
+            said: shown.said,
+            payee_name: shown.payee_name,
+            payee_under: shown.payee_under,
+            quoted: shown.quoted,
             action: reveal(r.action.wire_name()),
             status: r.status,
             approval_status: r.approval_status,
@@ -200,6 +238,31 @@ pub struct PayeeShown {
     pub changed: bool,
     /// The payee is who pays (a charge's saved card or account), not who is paid.
     pub charged: bool,
+    /// The check of the intent's name for the payee against the account's holder, as
+    /// kept at intake.
+    pub name_check: Option<NameCheckShown>,
+}
+
+/// The payee name check beside the name, in a bank's words.
+pub struct NameCheckShown {
+    /// `match`, `close_match`, `no_match`, `not_possible`: the element's class.
+    pub result: &'static str,
+    /// "The name matches the account holder", "Close match: the account is held by
+    /// "Acme Supplies Ltd"", …
+    pub words: String,
+    /// The name the intent gave, revealed (the template quotes it).
+    pub asked: Option<String>,
+}
+
+impl NameCheckShown {
+    fn of(check: &NameCheck) -> NameCheckShown {
+        let held = check.held.as_deref().map(quote);
+        NameCheckShown {
+            result: check.result.as_str(),
+            words: check.in_words(held.as_deref()),
+            asked: check.asked.as_deref().map(reveal),
+        }
+    }
 }
 
 pub struct PayeeFound {
@@ -217,6 +280,7 @@ impl PayeeShown {
             PayeeEvidence::Found {
                 payee,
                 looked_up_at,
+                ..
             } => (payee.id.clone(), *looked_up_at, ""),
             PayeeEvidence::Unknown {
                 id,
@@ -245,6 +309,7 @@ impl PayeeShown {
             looked_up_at: format!("{} UTC", at(looked_up_at)),
             changed: r.status_reason == Some(Precondition::Payee.reason()),
             charged: r.action.spec().payee == Some(fleet_core::stripe::charge::PAYER_MEMBER),
+            name_check: evidence.name_check().map(NameCheckShown::of),
         })
     }
 }
