@@ -5,7 +5,9 @@
 //! where a lookup would wait and the refusal does not — while another source, and a
 //! valid principal elsewhere, are served; and a principal whose slow bodies fill its share
 //! of the request slots holds no more than that share: another principal is still served,
-//! and the greedy one's own next request is turned away 503 `busy`.
+//! and the greedy one's own next request is turned away 503 `busy`. A body that keeps well
+//! above the minimum rate is still cut at the total time, by the API and by the webhook
+//! receiver alike.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -278,5 +280,116 @@ async fn a_principal_whose_slow_bodies_fill_its_share_holds_no_more_slots_than_i
     let late = statuses.iter().filter(|s| **s == Some(408)).count();
     let busy = statuses.iter().filter(|s| **s == Some(503)).count();
     assert_eq!((late, busy), (SHARE, ALL - SHARE), "{statuses:?}");
+    fleet.stop().await;
+}
+
+/// The body deadlines of the next test: a short grace, a low minimum rate the trickle
+/// below keeps well above, and the total time that must cut it anyway.
+const TOTAL_MS: u64 = 2_500;
+/// How late a cut may come on this (shared, 2-core) machine.
+const CUT_SLACK: Duration = Duration::from_millis(2_000);
+
+/// Sends `head` (announcing a body of a megabyte), then 50 bytes every 100 ms (500 bytes a
+/// second) until the server answers or closes: the answer's status, when it came, and the
+/// bytes of body sent by then.
+async fn trickle(addr: &str, head: &str) -> (Option<u16>, Duration, usize) {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let started = Instant::now();
+    stream.write_all(head.as_bytes()).await.expect("the head");
+    let (mut reader, mut writer) = stream.split();
+    let (mut answer, mut buf, mut sent, mut writing) = (Vec::new(), [0u8; 1024], 0usize, true);
+    let chunk = [b' '; 50];
+    let ended = timeout(Duration::from_secs(30), async {
+        loop {
+            tokio::select! {
+                read = reader.read(&mut buf) => match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => answer.extend_from_slice(&buf[..n]),
+                },
+                () = tokio::time::sleep(Duration::from_millis(100)), if writing => {
+                    writing = writer.write_all(&chunk).await.is_ok();
+                    if writing {
+                        sent += chunk.len();
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "a body kept above the minimum rate was read for 30 s"
+    );
+    let status = std::str::from_utf8(&answer)
+        .ok()
+        .and_then(|a| a.strip_prefix("HTTP/1.1 "))
+        .and_then(|a| a.get(..3))
+        .and_then(|s| s.parse().ok());
+    (status, started.elapsed(), sent)
+}
+
+/// A body that arrived at 500 bytes a second against a minimum of 10 was cut 408 at the
+/// total time, not before it and not much after.
+fn cut_at_the_total(what: &str, (status, held, sent): (Option<u16>, Duration, usize)) {
+    assert_eq!(
+        status,
+        Some(408),
+        "{what}: held {held:?}, {sent} bytes sent"
+    );
+    let total = Duration::from_millis(TOTAL_MS);
+    assert!(
+        held >= total - Duration::from_millis(100) && held <= total + CUT_SLACK,
+        "{what}: cut after {held:?}, the total is {total:?}"
+    );
+    // It kept the rate all along: the total time, not the rate, ended it.
+    assert!(
+        sent as f64 >= 10.0 * held.as_secs_f64(),
+        "{what}: only {sent} bytes in {held:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_body_that_keeps_the_minimum_rate_is_still_cut_at_the_total_time_by_the_api_and_the_webhook_receiver(
+) {
+    let fleet = TestFleet::start().await;
+    let total = TOTAL_MS.to_string();
+    let api = fleet
+        .spawn_api(&[
+            ("API_BODY_GRACE_MS", "200"),
+            ("API_BODY_MIN_BYTES_PER_S", "10"),
+            ("API_BODY_TIMEOUT_MS", total.as_str()),
+        ])
+        .await;
+    let agent = fleet.token("slow-bot", Role::Agent, &[TENANT]).await;
+    let api_addr = api.base_url.trim_start_matches("http://").to_owned();
+    let api_head = format!(
+        "POST /v1/intents HTTP/1.1\r\nHost: fleet\r\nAuthorization: Bearer {agent}\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+    );
+
+    let webhook_addr = fleet_tests::free_addr();
+    let receiver = fleet.spawn_process(
+        "fleet-webhook-ingest",
+        &[
+            ("WEBHOOK_MODE", "receiver"),
+            ("WEBHOOK_SECRETS", fleet_tests::WEBHOOK_SECRET),
+            ("WEBHOOK_ADDR", webhook_addr.as_str()),
+            ("WEBHOOK_BODY_GRACE_MS", "200"),
+            ("WEBHOOK_BODY_MIN_BYTES_PER_S", "10"),
+            ("WEBHOOK_BODY_TIMEOUT_MS", total.as_str()),
+        ],
+    );
+    receiver.wait_for_log("webhook receiver listening").await;
+    let webhook_head = "POST /webhooks/payments HTTP/1.1\r\nHost: fleet\r\n\
+         Content-Type: application/json\r\nwebhook-id: evt_long\r\nwebhook-timestamp: 1767225600\r\n\
+         webhook-signature: v1,AAAA\r\nContent-Length: 1000000\r\n\r\n";
+
+    let (through_api, through_receiver) = tokio::join!(
+        trickle(&api_addr, &api_head),
+        trickle(&webhook_addr, webhook_head)
+    );
+    cut_at_the_total("the API", through_api);
+    cut_at_the_total("the webhook receiver", through_receiver);
+    drop(receiver);
     fleet.stop().await;
 }
