@@ -14,6 +14,9 @@
 -- * the check's shape, and that it is the check of the name the snapshot gives: `asked`
 --   is `payload.beneficiary_name` (a check of another name, or none, cannot be kept for
 --   a payment that gives one), and an intent that gives none is `not_possible`/`no_name`;
+-- * the account scheme `stripe_account`, which a Stripe connected account whose payout
+--   account the platform cannot see is described with (`fleet_core::stripe::transfer`),
+--   was missing from the list 0062 admitted: such a payee's evidence is admitted now;
 -- * every payment.create whose payee was found carries a check (an intake that left it out
 --   would leave the policy's name_check table nothing to judge);
 -- * the policy in force's `name_check` table (`policies.rules -> action -> 'name_check'`,
@@ -33,7 +36,7 @@ BEGIN
             WHEN 'found' THEN
                 jsonb_typeof(NEW.payee -> 'name') = 'string'
                 AND (NEW.payee ->> 'country') ~ '^[A-Z]{2}$'
-                AND (NEW.payee #>> '{account,scheme}') IN ('iban', 'local', 'card', 'bank')
+                AND (NEW.payee #>> '{account,scheme}') IN ('iban', 'local', 'card', 'bank', 'stripe_account')
                 AND jsonb_typeof(NEW.payee #> '{account,masked}') = 'string'
                 AND (NEW.payee #>> '{account,fingerprint}') ~ '^sha256:[0-9a-fA-F]{64}$'
                 AND jsonb_typeof(NEW.payee -> 'verified') = 'boolean'

@@ -35,7 +35,7 @@ pub struct OperationView {
     /// (`first_payment_to_payee`, `first_payment_to_account`,
     /// `account_changed_since_last_payment`, `amount_above_usual` with `multiple` and
     /// `median_minor`, `unverified_payee`, `unknown_payee`, `possible_duplicate` with
-    /// `operation_id` and `same`; a charge's `first_charge_to_card`, `charge_above_usual`
+    /// `operation_id` and `same`, `payee_name_unconfirmed` with `result`; a charge's `first_charge_to_card`, `charge_above_usual`
     /// with `multiple` and `median_minor`); empty for none, null for an operation that is
     /// neither. Immutable.
     #[schema(value_type = Option<Vec<Object>>)]

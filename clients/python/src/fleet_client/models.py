@@ -62,11 +62,17 @@ class ApprovalStatus(str, Enum):
 
 # The payloads of docs/protocol.md, one per action. TypedDicts cost nothing at run time:
 # a payload is sent as the plain object it is.
-class PaymentPayload(TypedDict):
+class _PaymentPayloadRequired(TypedDict):
     invoice_id: str
     beneficiary_id: str
     amount_minor: int
     currency: str
+
+
+class PaymentPayload(_PaymentPayloadRequired, total=False):
+    # The payee's name as the invoice gives it: the provider's directory checks it against
+    # the account's holder, and the approver sees the result (docs/protocol.md).
+    beneficiary_name: str
 
 
 class RefundPayload(TypedDict):
