@@ -196,6 +196,18 @@ async fn a_mandate_signed_with_a_passkey_is_read_in_words_first_then_pays_a_cove
             .is_err(),
         "nothing left to revoke"
     );
+    assert!(
+        !browser.scrolls_sideways().await,
+        "the mandate's page fits 360 px"
+    );
+    browser.screenshot("console-mandate-360.png").await;
+    browser.click("a[href=\"/console/mandates\"]").await;
+    let listed = browser.text("ul.mandates").await;
+    assert!(
+        listed.contains("revoked 899.99 KZT") && listed.contains("used 1 of 5 operations"),
+        "{listed}"
+    );
+    assert!(!browser.scrolls_sideways().await, "the list fits 360 px");
     browser.close().await;
     drop(api);
     fleet.stop().await;
