@@ -33,7 +33,8 @@ pub struct HistoryQuery {
     /// Page size, 1 to 100 (default 50).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
     limit: Option<String>,
-    /// `next_cursor` of the previous page.
+    /// `next_cursor` of the previous page (never empty: leave it out for the first page).
+    #[param(value_type = Option<String>, pattern = "^[A-Za-z0-9_-]+$", max_length = 256)]
     cursor: Option<String>,
     /// The operation's tenant: needed only when two of the caller's tenants hold this id
     /// (otherwise 409 `operation_id_ambiguous`).

@@ -39,6 +39,7 @@ pub mod decision_routes;
 pub mod decisions;
 pub mod error;
 pub mod history;
+pub mod intent_variants;
 pub mod intents;
 pub mod json_body;
 pub mod mandates;
@@ -111,6 +112,7 @@ pub fn app(
     pace: fleet_runtime::BodyPace,
 ) -> (Router, utoipa::openapi::OpenApi) {
     let identifying = state.clone();
+    let public_url = state.public_url.to_string();
     let mcp = mcp::router(state.clone());
     let console = console::router(state.clone());
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
@@ -130,7 +132,7 @@ pub fn app(
         .routes(routes!(batch_approval::approve_batch))
         .with_state(state)
         .split_for_parts();
-    let json = Arc::new(openapi::document(&doc).to_string());
+    let json = Arc::new(openapi::with_server(openapi::document(&doc), &public_url).to_string());
     let router = router
         .route(
             "/openapi.json",

@@ -70,7 +70,8 @@ impl ToSchema for IntentV1 {}
 const INTENT_DEF_PREFIX: &str = "IntentV1_";
 
 /// The document as served: the generated one, with the intent.v1 JSON Schema as the
-/// `IntentV1` component (OpenAPI 3.1 schemas are JSON Schema 2020-12). Its `$defs` become
+/// `IntentV1` component (OpenAPI 3.1 schemas are JSON Schema 2020-12), rewritten as one
+/// schema per action (`<Action>Intent`, see [`crate::intent_variants`]). Its `$defs` become
 /// components `IntentV1_<name>`, and `$schema` and `$id` are left out so that references
 /// resolve against the document.
 pub fn document(doc: &utoipa::openapi::OpenApi) -> Value {
@@ -87,12 +88,30 @@ pub fn document(doc: &utoipa::openapi::OpenApi) -> Value {
     let schemas = doc["components"]["schemas"]
         .as_object_mut()
         .expect("the document has schemas");
-    schemas.insert("IntentV1".to_owned(), Value::Object(intent.clone()));
+    // One schema per action, discriminated by `action`: what code generators can type
+    // (crate::intent_variants says why and how).
+    let (root, variants) =
+        crate::intent_variants::split(intent, |name| format!("#/components/schemas/{name}"));
+    schemas.insert("IntentV1".to_owned(), root);
+    for variant in variants {
+        schemas.insert(variant.component, variant.schema);
+    }
     if let Value::Object(defs) = defs {
         for (name, def) in defs {
             schemas.insert(format!("{INTENT_DEF_PREFIX}{name}"), def);
         }
     }
+    crate::intent_variants::restate_any_without_nul(schemas, INTENT_DEF_PREFIX);
+    doc
+}
+
+/// `doc` (as [`document`] made it) naming where this API is reached: its public URL, so a
+/// client generated from the document has a base URL to start from.
+pub fn with_server(mut doc: Value, public_url: &str) -> Value {
+    doc["servers"] = serde_json::json!([{
+        "url": public_url,
+        "description": "This fleet-api, at its public URL (API_PUBLIC_URL).",
+    }]);
     doc
 }
 
@@ -223,9 +242,26 @@ mod tests {
         let schemas = &doc["components"]["schemas"];
         let intent = &schemas["IntentV1"];
         let file: Value = serde_json::from_str(crate::schemas::INTENT_V1_SCHEMA).unwrap();
-        assert_eq!(intent["required"], file["required"]);
-        assert_eq!(intent["additionalProperties"], false);
         assert!(intent.get("$id").is_none() && intent.get("$defs").is_none());
+        let branches = intent["oneOf"].as_array().unwrap();
+        assert_eq!(
+            branches.len(),
+            file["properties"]["action"]["enum"]
+                .as_array()
+                .unwrap()
+                .len()
+        );
+        for branch in branches {
+            let name = branch["$ref"].as_str().unwrap().rsplit('/').next().unwrap();
+            let branch = &schemas[name];
+            assert_eq!(branch["additionalProperties"], false, "{name}");
+            for member in file["required"].as_array().unwrap() {
+                assert!(
+                    branch["required"].as_array().unwrap().contains(member),
+                    "{name}"
+                );
+            }
+        }
         for name in file["$defs"].as_object().unwrap().keys() {
             assert!(schemas[format!("IntentV1_{name}")].is_object(), "{name}");
         }

@@ -40,7 +40,8 @@ pub struct WaitQuery {
     #[param(value_type = Option<String>, pattern = "^(decision|final)$")]
     wait_for: Option<String>,
     /// The longest to hold the request, in seconds (0 to 60, default 30). When it runs
-    /// out the answer is 200 with the current view: look at it, and ask again.
+    /// out the answer is 200 with the current view: look at it, and ask again. Without
+    /// `wait_for` nothing is waited for and it has no effect (still read: 0 to 60).
     #[param(value_type = Option<u64>, minimum = 0, maximum = 60)]
     timeout_s: Option<String>,
     /// The operation's tenant. Ids are unique per tenant: needed only when two of the
@@ -61,7 +62,8 @@ pub struct ListQuery {
     /// Page size, 1 to 100 (default 50).
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
     limit: Option<String>,
-    /// `next_cursor` of the previous page.
+    /// `next_cursor` of the previous page (never empty: leave it out for the first page).
+    #[param(value_type = Option<String>, pattern = "^[A-Za-z0-9_-]+$", max_length = 256)]
     cursor: Option<String>,
     /// Only this one of the caller's tenants (a tenant not granted lists nothing, as one
     /// without operations).
@@ -83,7 +85,7 @@ fn query<T>(q: Result<Params<T>, ApiError>) -> Result<T, ApiError> {
     params(("id" = String, Path, description = "The operation id (`op_` + ULID)."), WaitQuery),
     responses(
         (status = 200, description = "The operation: when waiting, once the wait is over or, at the timeout, as it is then.", body = OperationView),
-        (status = 400, description = "`invalid_query`: an unknown parameter, `wait_for` not `decision` or `final`, `timeout_s` above 60.", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_query`: an unknown parameter, `wait_for` not `decision` or `final`, `timeout_s` not a whole number of seconds up to 60.", body = Problem, content_type = "application/problem+json"),
         Unauthenticated,
         (status = 404, description = "No such operation among the caller's tenants (or in the `tenant` named).", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`operation_id_ambiguous`: two of the caller's tenants hold this id; name one with `tenant`.", body = Problem, content_type = "application/problem+json"),
@@ -107,13 +109,10 @@ pub async fn get_operation(
             field: Some("wait_for".to_owned()),
         })?),
     };
+    // A timeout without a wait is taken, not refused: OpenAPI cannot state that one
+    // parameter needs another, so refusing it would refuse a request the document allows.
     let timeout_s = match q.timeout_s.as_deref() {
         None => DEFAULT_WAIT_S,
-        Some(_) if wait_for.is_none() => {
-            return Err(ApiError::BadQuery {
-                field: Some("timeout_s".to_owned()),
-            })
-        }
         Some(t) => t
             .parse()
             .ok()

@@ -650,12 +650,27 @@ async fn a_wait_that_times_out_answers_200_with_the_current_view_and_bad_waits_a
     for query in [
         ("wait_for=final&timeout_s=61", json!("timeout_s")),
         ("wait_for=soon", json!("wait_for")),
-        ("timeout_s=5", json!("timeout_s")),
+        ("timeout_s=five", json!("timeout_s")),
         ("wait=final", json!("wait")),
     ] {
         let path = format!("/v1/operations/{op}");
         invalid_query(&fleet, &api, &token, &path, query).await;
     }
+    // A timeout without a wait is taken (the document cannot say that one parameter needs
+    // another) and waits for nothing.
+    let started = Instant::now();
+    let response = get(
+        &fleet,
+        &api,
+        &token,
+        &format!("/v1/operations/{op}?timeout_s=60"),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "it did not wait"
+    );
     fleet.stop().await;
 }
 
@@ -793,6 +808,8 @@ async fn the_listing_pages_with_a_cursor_over_the_callers_tenants_only() {
         ("limit=101", json!("limit")),
         ("limit=0", json!("limit")),
         ("cursor=bm9wZQ", json!("cursor")),
+        // The document states a cursor is never empty; the first page has none.
+        ("cursor=", json!("cursor")),
         ("status=done", json!("status")),
         ("sort=asc", json!("sort")),
     ] {

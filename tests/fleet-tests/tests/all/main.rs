@@ -49,6 +49,7 @@ mod mandates;
 mod mcp;
 mod metrics_at_start;
 mod openapi_intent;
+mod openapi_intent;
 mod operation_history;
 mod operator;
 mod orders;
