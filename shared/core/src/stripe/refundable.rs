@@ -25,7 +25,13 @@ pub struct Refundable {
     /// The connected account it was read in (`Stripe-Account`: the refunding tenant's);
     /// `None`: the platform's own account. Set by the reader, not by the object.
     pub account: Option<String>,
+    /// The customer's id (`cus_…`).
     pub customer: Option<String>,
+    /// The customer's `name` and `email` as Stripe keeps them, when the read expanded the
+    /// customer (`expand[]=customer`) and it is not deleted: who the approver gives money
+    /// back to, in words rather than an id.
+    pub customer_name: Option<String>,
+    pub customer_email: Option<String>,
     /// The card as a person reads it (`visa •••• 4242`), when Stripe's answer names it.
     pub card: Option<String>,
     /// When it was created, Unix seconds.
@@ -41,7 +47,9 @@ pub struct Refundable {
 }
 
 /// Reads a PaymentIntent or a Charge, and the refunds of a PaymentIntent (a Charge says
-/// its own `amount_refunded`). `None` when it is not the documented shape.
+/// its own `amount_refunded`). Its `customer` may be the id or the expanded Customer
+/// (<https://docs.stripe.com/api/expanding_objects>). `None` when it is not the documented
+/// shape.
 pub fn refundable_of(payment: &Value, refunds: &[Value]) -> Option<Refundable> {
     let text = |v: &Value, name: &str| v.get(name).and_then(Value::as_str).map(str::to_owned);
     let kind = payment.get("object")?.as_str()?;
@@ -95,6 +103,7 @@ pub fn refundable_of(payment: &Value, refunds: &[Value]) -> Option<Refundable> {
                 text(card, "last4")?
             ))
         });
+    let (customer, customer_name, customer_email) = customer_of(payment.get("customer"));
     Some(Refundable {
         id: text(payment, "id")?,
         tenant: payment
@@ -104,7 +113,9 @@ pub fn refundable_of(payment: &Value, refunds: &[Value]) -> Option<Refundable> {
             .filter(|t| !t.is_empty())
             .map(str::to_owned),
         account: None,
-        customer: text(payment, "customer"),
+        customer,
+        customer_name,
+        customer_email,
         card,
         created: payment.get("created").and_then(Value::as_i64),
         amount_minor,
@@ -112,6 +123,29 @@ pub fn refundable_of(payment: &Value, refunds: &[Value]) -> Option<Refundable> {
         received_minor,
         refunded_minor,
     })
+}
+
+/// The customer's id, name and e-mail: an id alone, or the expanded Customer (a deleted
+/// one has an id and nothing else). Blank text is none.
+fn customer_of(customer: Option<&Value>) -> (Option<String>, Option<String>, Option<String>) {
+    let Some(customer) = customer else {
+        return (None, None, None);
+    };
+    if let Some(id) = customer.as_str() {
+        return (Some(id.to_owned()), None, None);
+    }
+    let text = |name: &str| {
+        customer
+            .get(name)
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+            .map(str::to_owned)
+    };
+    let deleted = customer.get("deleted") == Some(&Value::Bool(true));
+    if deleted {
+        return (text("id"), None, None);
+    }
+    (text("id"), text("name"), text("email"))
 }
 
 /// Why a refund may not be asked of this payment.
@@ -181,6 +215,8 @@ impl Refundable {
             "payment": self.id,
             "account": self.account,
             "customer": self.customer,
+            "customer_name": self.customer_name,
+            "customer_email": self.customer_email,
             "card": self.card,
             "created": self.created,
             "amount_minor": self.amount_minor,
@@ -245,6 +281,31 @@ mod tests {
             1500,
             "the evidence says what was refunded before"
         );
+    }
+
+    #[test]
+    fn the_customer_is_read_by_id_or_expanded() {
+        let paid = refundable_of(&intent(Some("t_a")), &[]).unwrap();
+        assert_eq!(paid.customer.as_deref(), Some("cus_1"));
+        assert_eq!((paid.customer_name, paid.customer_email), (None, None));
+        let mut expanded = intent(Some("t_a"));
+        expanded["customer"] = json!({"id": "cus_1", "object": "customer",
+                                      "name": "Jane Doe", "email": "jane@example.com"});
+        let paid = refundable_of(&expanded, &[]).unwrap();
+        assert_eq!(paid.customer.as_deref(), Some("cus_1"));
+        assert_eq!(paid.customer_name.as_deref(), Some("Jane Doe"));
+        assert_eq!(paid.customer_email.as_deref(), Some("jane@example.com"));
+        assert_eq!(paid.to_json()["customer_name"], "Jane Doe");
+        assert_eq!(paid.to_json()["customer_email"], "jane@example.com");
+        expanded["customer"] = json!({"id": "cus_1", "object": "customer", "deleted": true});
+        let paid = refundable_of(&expanded, &[]).unwrap();
+        assert_eq!(paid.customer.as_deref(), Some("cus_1"));
+        assert_eq!(paid.customer_name, None);
+        expanded["customer"] = json!({"id": "cus_1", "name": " ", "email": null});
+        let paid = refundable_of(&expanded, &[]).unwrap();
+        assert_eq!((paid.customer_name, paid.customer_email), (None, None));
+        expanded["customer"] = Value::Null;
+        assert_eq!(refundable_of(&expanded, &[]).unwrap().customer, None);
     }
 
     #[test]

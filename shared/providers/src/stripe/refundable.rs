@@ -1,8 +1,11 @@
 //! A refund's payment read at intake: the PaymentIntent
 //! ([`GET /v1/payment_intents/{id}`](https://docs.stripe.com/api/payment_intents/retrieve),
-//! its latest charge expanded for the card) and its refunds, or the Charge
-//! ([`GET /v1/charges/{id}`](https://docs.stripe.com/api/charges/retrieve)), judged by
-//! `fleet_core::stripe::refundable`.
+//! its latest charge expanded for the card and its customer for the name and e-mail) and
+//! its refunds, or the Charge
+//! ([`GET /v1/charges/{id}`](https://docs.stripe.com/api/charges/retrieve), its customer
+//! expanded), judged by `fleet_core::stripe::refundable`. One read each, in the tenant's
+//! account: the customer comes with its payment, so what the approver sees of it is what
+//! Stripe said in the same answer.
 
 use fleet_core::actions::refund_create::RefundPayload;
 use fleet_core::stripe::refundable::refundable_of;
@@ -23,11 +26,15 @@ impl StripeClient {
                 self.api()
                     .get_json(
                         &["v1", "payment_intents", id],
-                        &[("expand[]", "latest_charge")],
+                        &[("expand[]", "latest_charge"), ("expand[]", "customer")],
                     )
                     .await
             }
-            Refunded::Charge(id) => self.api().get_json(&["v1", "charges", id], &[]).await,
+            Refunded::Charge(id) => {
+                self.api()
+                    .get_json(&["v1", "charges", id], &[("expand[]", "customer")])
+                    .await
+            }
         };
         let payment = match payment {
             Ok(payment) => payment,

@@ -17,7 +17,8 @@ use serde_json::Value;
 pub struct OriginalCharge {
     /// Stripe's id of the payment (`pi_…` or `ch_…`).
     pub payment: String,
-    /// The customer Stripe names on it (`cus_…`); `None` for a charge without one.
+    /// The customer Stripe names on it: its name and e-mail when Stripe keeps them, then
+    /// its id (`Jane Doe <jane@example.com> · cus_…`); `None` for a charge without one.
     pub customer: Option<String>,
     /// The card as Stripe describes it (`visa •••• 4242`), when it does.
     pub card: Option<String>,
@@ -57,7 +58,7 @@ impl OriginalCharge {
         let refunded_minor = minor("refunded_minor").unwrap_or(0);
         Some(OriginalCharge {
             payment: text("payment")?,
-            customer: text("customer"),
+            customer: customer(&text),
             card: text("card"),
             date: minor("created")
                 .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
@@ -67,6 +68,20 @@ impl OriginalCharge {
             refunded_before: reveal(&money(refunded_minor)),
             left: reveal(&money((received_minor - refunded_minor).max(0))),
         })
+    }
+}
+
+/// The customer in words: `Jane Doe <jane@example.com> · cus_…`, whatever part of it
+/// Stripe named (a refund frozen before the name and e-mail were read shows the id alone).
+fn customer(text: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let named = match (text("customer_name"), text("customer_email")) {
+        (Some(name), Some(email)) => Some(format!("{name} <{email}>")),
+        (Some(one), None) | (None, Some(one)) => Some(one),
+        (None, None) => None,
+    };
+    match (named, text("customer")) {
+        (Some(named), Some(id)) => Some(format!("{named} · {id}")),
+        (named, id) => named.or(id),
     }
 }
 
@@ -90,6 +105,25 @@ mod tests {
         assert_eq!(c.received, None, "all of it was paid");
         assert_eq!(c.refunded_before, "50.00 KZT");
         assert_eq!(c.left, "75.00 KZT");
+    }
+
+    #[test]
+    fn the_customer_is_named_by_its_name_and_email_then_its_id() {
+        let mut read = json!({"payment": "pi_1", "customer": "cus_1", "amount_minor": 100,
+                              "currency": "USD", "customer_name": "Jane Doe",
+                              "customer_email": "jane@example.com"});
+        let said = |read: &Value| OriginalCharge::from_evidence(read).unwrap().customer;
+        assert_eq!(
+            said(&read).as_deref(),
+            Some("Jane Doe <jane@example.com> · cus_1")
+        );
+        read["customer_name"] = Value::Null;
+        assert_eq!(said(&read).as_deref(), Some("jane@example.com · cus_1"));
+        read["customer_email"] = Value::Null;
+        assert_eq!(said(&read).as_deref(), Some("cus_1"));
+        read["customer_name"] = json!("Jane\u{202e}Doe");
+        read["customer"] = Value::Null;
+        assert_ne!(said(&read).as_deref(), Some("Jane\u{202e}Doe"), "revealed");
     }
 
     #[test]
