@@ -147,6 +147,12 @@ capabilities! {
         Table("approval_batches", "SELECT"),
         Function("fleet_record_batch(jsonb, text, text, text, bytea, text)"),
     ] for [Api];
+    /// Read the records of an operation's evidence bundle (migrations/0069): through the
+    /// owner's function only, which reads what the API's grants do not (the policy's
+    /// text, the attempts' answers).
+    ReadEvidence [] => [
+        Function("fleet_operation_evidence(text, text)"),
+    ] for [Api];
     /// Settle an operation by an operator's decision, or dispute it.
     SettleByOperator [MoveOperations] => [
         Column("operations", "resolved_at", "UPDATE"),

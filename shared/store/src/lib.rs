@@ -15,6 +15,7 @@ pub mod component;
 mod connector;
 mod console_reads;
 mod error;
+mod evidence;
 mod intake_rates;
 mod lost_claims;
 mod mandate_hold;

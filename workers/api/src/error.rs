@@ -58,6 +58,8 @@ pub enum ApiError {
     /// The provider's directory gave no answer about the intent's payee (429, 5xx, a
     /// timeout); nothing was stored, the same intent may be sent again.
     DirectoryUnavailable,
+    /// The deployment has no evidence key (`EVIDENCE_KEY_FILE`): no bundle is signed.
+    EvidenceKeyNotConfigured,
 }
 
 const RETRY_AFTER_S: HeaderValue = HeaderValue::from_static("1");
@@ -82,7 +84,10 @@ impl ApiError {
             ApiError::TooManyWaiters | ApiError::RateLimited { .. } => {
                 StatusCode::TOO_MANY_REQUESTS
             }
-            ApiError::Unavailable | ApiError::Busy | ApiError::DirectoryUnavailable => {
+            ApiError::Unavailable
+            | ApiError::Busy
+            | ApiError::DirectoryUnavailable
+            | ApiError::EvidenceKeyNotConfigured => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
         }
@@ -108,6 +113,7 @@ impl ApiError {
             ApiError::Busy => "busy",
             ApiError::Unavailable => "unavailable",
             ApiError::DirectoryUnavailable => "payee_directory_unavailable",
+            ApiError::EvidenceKeyNotConfigured => "evidence_key_not_configured",
         }
     }
 
@@ -130,7 +136,8 @@ impl ApiError {
             | ApiError::RateLimited { .. }
             | ApiError::Busy
             | ApiError::Unavailable
-            | ApiError::DirectoryUnavailable => None,
+            | ApiError::DirectoryUnavailable
+            | ApiError::EvidenceKeyNotConfigured => None,
         }
     }
 }
@@ -178,7 +185,8 @@ impl IntoResponse for ApiError {
             | ApiError::BadSignature { .. }
             | ApiError::Oversized
             | ApiError::UnsupportedMediaType
-            | ApiError::BodyTimeout => {}
+            | ApiError::BodyTimeout
+            | ApiError::EvidenceKeyNotConfigured => {}
         }
         response
     }

@@ -10,6 +10,7 @@
 //! | `GET /v1/schemas/intent.v1.json` | the JSON Schema of intent.v1, embedded at build time ([`schemas`]) |
 //! | `POST /v1/operations/{id}/approve`, `/reject`, `/resolve`, `/dispute` | decisions ([`decision_routes`] over [`decisions`], which any other door can call too) |
 //! | `POST /v1/mandates`, `GET /v1/mandates`, `GET /v1/mandates/{id}`, `POST /v1/mandates/{id}/revoke`, `POST /v1/operations/{id}/approvals/revoke` | standing mandates and revocations ([`mandates`]) |
+//! | `GET /v1/operations/{id}/evidence`, `GET /v1/evidence-keys` | an operation's signed evidence bundle, and the keys that sign them ([`evidence`], [`evidence_key`]) |
 //! | `POST /v1/approvals/batch` | several approvals signed once ([`batch_approval`]) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
 //! | `POST /mcp` | the same, as Model Context Protocol tools for agents ([`mcp`]) |
@@ -38,6 +39,8 @@ pub mod decision_error;
 pub mod decision_routes;
 pub mod decisions;
 pub mod error;
+pub mod evidence;
+pub mod evidence_key;
 pub mod history;
 pub mod intent_variants;
 pub mod intents;
@@ -102,6 +105,8 @@ pub struct ApiDeps {
     pub listener: TcpListener,
     /// The console, when an OpenID Connect issuer is configured.
     pub console: Option<console::Console>,
+    /// The deployment's evidence key and the earlier ones still published.
+    pub evidence: evidence_key::EvidenceKeys,
 }
 
 /// The routes and the OpenAPI document describing exactly them; every request is
@@ -120,6 +125,8 @@ pub fn app(
         .routes(routes!(operations::get_operation))
         .routes(routes!(operations::list_operations))
         .routes(routes!(history::operation_history))
+        .routes(routes!(evidence::operation_evidence))
+        .routes(routes!(evidence::evidence_keys))
         .routes(routes!(schemas::intent_v1_schema))
         .routes(routes!(decision_routes::approve_operation))
         .routes(routes!(decision_routes::reject_operation))
@@ -272,6 +279,7 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         shutdown: shutdown.clone(),
         public_url,
         console: deps.console.map(Arc::new),
+        evidence: Arc::new(deps.evidence),
     };
     let slots = request_slots::Slots::new(
         deps.settings.api_max_concurrent_requests as usize,

@@ -4,6 +4,7 @@
 use anyhow::Context;
 use clap::Parser;
 use fleet_api::console::{Console, ConsoleSettings};
+use fleet_api::evidence_key::{EvidenceKeySettings, EvidenceKeys};
 use fleet_api::{ApiDeps, ApiSettings};
 use fleet_core::ProviderName;
 use fleet_runtime::{CommonArgs, PolicyArgs, ProviderArgs, ProviderRateArgs, ProviderSettings};
@@ -33,6 +34,9 @@ struct Cli {
     api: ApiSettings,
     #[command(flatten)]
     console: ConsoleSettings,
+    /// The key evidence bundles are signed with.
+    #[command(flatten)]
+    evidence: EvidenceKeySettings,
 }
 
 /// The CRM client the console reads a deal's current values with: a page waits for it,
@@ -46,6 +50,8 @@ fn console_crm(settings: &ProviderSettings) -> Option<fleet_providers::CrmClient
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // Before anything connects: a key file refused or malformed is said at once.
+    let evidence = EvidenceKeys::load(&cli.evidence).map_err(anyhow::Error::msg)?;
     // The broker carries the execute bell an approval rings; /readyz includes it.
     let boot = fleet_boot::start::<component::Api>(&cli.common).await?;
     let intake = boot.paced_intake_rules(&cli.providers, &cli.policies, &cli.rates)?;
@@ -70,6 +76,7 @@ async fn main() -> anyhow::Result<()> {
         settings: cli.api,
         listener,
         console,
+        evidence,
     };
     boot.serve(|shutdown| fleet_api::run(deps, shutdown)).await
 }

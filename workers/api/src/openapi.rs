@@ -27,7 +27,7 @@ use crate::view_schemas::{ApprovalStatusName, OperationPage, OperationView, Stat
         description = "Submit intents, follow the operations they become, and decide on them. Every request carries `Authorization: Bearer <token>` (`fleetctl token create`); a caller sees, submits and decides only for the tenants its principal was granted, and only what its role permits (agents submit, approvers approve and reject, operators resolve and dispute).",
     ),
     modifiers(&BearerAuth),
-    components(schemas(Problem, ErrorCode, RefusalReason, EventTypeName, IntentV1, OperationView, OperationPage, StatusName, ApprovalStatusName, ApproveBody, RejectBody, ResolveBody, DisputeBody, crate::mandates::MandateBody, crate::mandates::RevokeApprovalBody, crate::batch_approval::BatchBody, crate::history::HistoryPage, crate::history::HistoryEntry, crate::history::HistoryKindName)),
+    components(schemas(Problem, ErrorCode, RefusalReason, EventTypeName, IntentV1, OperationView, OperationPage, StatusName, ApprovalStatusName, ApproveBody, RejectBody, ResolveBody, DisputeBody, crate::mandates::MandateBody, crate::mandates::RevokeApprovalBody, crate::batch_approval::BatchBody, crate::history::HistoryPage, crate::history::HistoryEntry, crate::history::HistoryKindName, crate::evidence::EvidenceBundle, crate::evidence::EvidenceKeys, crate::evidence::EvidenceKeyEntry)),
     tags(
         (name = "intents", description = "Proposing side effects."),
         (name = "operations", description = "Following them."),

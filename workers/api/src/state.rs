@@ -32,4 +32,6 @@ pub struct AppState {
     pub public_url: PublicUrl,
     /// The console for people, when an OpenID Connect issuer is configured.
     pub console: Option<Arc<Console>>,
+    /// The key evidence bundles are signed with, and the earlier ones still published.
+    pub evidence: Arc<crate::evidence_key::EvidenceKeys>,
 }

@@ -124,6 +124,29 @@ pub enum Command {
         #[command(flatten)]
         api: ApiArgs,
     },
+    /// An operation's evidence bundle through the API, signed by the deployment's
+    /// evidence key, printed as one line of canonical JSON (`> op.evidence.json`).
+    Evidence {
+        /// The operation whose evidence to fetch (op_…).
+        operation_id: String,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Check an evidence bundle on this machine alone (no database, no network): every
+    /// part against its signed digest, the snapshot's hash, each approver's signature and
+    /// key, the quorum, the provider's receipt and the deployment's signature. Says what it
+    /// proves and what it cannot; exits 1 naming the parts that fail.
+    Verify {
+        /// The bundle (`fleetctl evidence OP > FILE`).
+        file: PathBuf,
+        /// The deployment's evidence key id the bundle must be signed by (as
+        /// GET /v1/evidence-keys lists it).
+        #[arg(long, conflicts_with = "public_key")]
+        key_id: Option<String>,
+        /// A file holding the deployment's evidence public key (EVIDENCE_KEY_FILE's .pub).
+        #[arg(long)]
+        public_key: Option<PathBuf>,
+    },
     /// List your tenants' operations through the API, newest first, one page at a time.
     List {
         /// Only operations in this status.

@@ -23,6 +23,7 @@ pub mod config;
 pub mod context;
 pub mod decide;
 pub mod demo;
+pub mod evidence;
 pub mod exit;
 pub mod format;
 pub mod hash;

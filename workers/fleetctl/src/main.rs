@@ -9,7 +9,7 @@ use fleetctl::api_client::{ApiClient, ListQuery};
 use fleetctl::args::Database;
 use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::{
-    broker_setup, completion, context, decide, demo, hash, history, inspect, key, operator, policy,
+    broker_setup, completion, context, decide, demo, evidence, hash, history, inspect, key, operator, policy,
     principal, prune, submit, token, wait,
 };
 
@@ -82,6 +82,17 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             output,
             api,
         } => history::show(&ApiClient::from_args(&api)?, &operation_id, output.format()).await?,
+        Command::Evidence { operation_id, api } => {
+            evidence::fetch(&ApiClient::from_args(&api)?, &operation_id).await?
+        }
+        Command::Verify {
+            file,
+            key_id,
+            public_key,
+        } => {
+            let trust = evidence::trust_of(key_id.as_deref(), public_key.as_deref())?;
+            return evidence::run_verify(&file, trust);
+        }
         Command::List {
             status,
             approval_status,

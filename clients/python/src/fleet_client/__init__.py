@@ -6,7 +6,9 @@
 - `FleetClient`: submit, read and wait over the HTTP API with a bearer token;
 - `QueueSubmitter`: submit over the queue as the agent's own broker user;
 - `EventListener`: the outcome events of the agent's tenants (asyncio);
-- `FleetError` and its kinds: refusals with fleet's code and field.
+- `FleetError` and its kinds: refusals with fleet's code and field;
+- `fleet_client.evidence`: an evidence bundle checked offline (`python -m fleet_client.evidence`,
+  with the `verify` extra).
 """
 
 from .errors import ApiError, FleetError, HashMismatch, PublishError

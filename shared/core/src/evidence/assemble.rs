@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
 use super::{digest, signed_bytes, FORMAT, PARTS};
-use crate::approval_statement::{ApprovalStatement, StatementSubject};
+use crate::approval_statement::{ApprovalStatement, StatementSubject, STATEMENT_VERSIONS};
 use crate::catalogue::Action;
 use crate::hash::Snapshot;
-use crate::signing::ApproverKey;
+use crate::signing::{ApproverKey, PublicKey, Signature};
 
 /// What no bundle proves, said in every one.
 const ALWAYS_UNPROVEN: [&str; 4] = [
@@ -76,9 +76,6 @@ pub fn assemble(r: &Value, now: DateTime<Utc>) -> Result<Value, String> {
         .iter()
         .map(|a| approval(a, &subject))
         .collect();
-    if approvals.iter().any(|a| a["key"]["algorithm"] == "es256") {
-        unproven.push("A passkey's signature (a WebAuthn assertion) is checked by `fleetctl verify`; the Python verifier reports it unchecked.".to_owned());
-    }
     let mandates: Vec<Value> = list(r, "mandates")
         .iter()
         .map(|m| {
@@ -217,10 +214,39 @@ fn approval(a: &Value, subject: &StatementSubject<'_>) -> Value {
         .as_str()
         .and_then(|t| DateTime::parse_from_rfc3339(t).ok());
     a["statement"] = match (a["signature"].is_string(), expires) {
-        (true, Some(expires)) => {
-            ApprovalStatement::derive(subject, expires.with_timezone(&Utc)).to_json()
-        }
+        (true, Some(expires)) => statement_signed(&a, subject, expires.with_timezone(&Utc)),
         _ => Value::Null,
     };
     a
+}
+
+/// The statement the approval's signature is over, in the version it was signed under:
+/// statements changed version as the approval page changed, and a row does not say which
+/// one its signer made, so each version is rebuilt (newest first) and the one the key
+/// verifies is kept. None verifying (a forged row), the current version is kept, and the
+/// verifier says the signature does not verify.
+fn statement_signed(a: &Value, subject: &StatementSubject<'_>, expires: DateTime<Utc>) -> Value {
+    let key = a.get("key").and_then(|k| {
+        let bytes = URL_SAFE_NO_PAD.decode(k["public_key"].as_str()?).ok()?;
+        PublicKey::stored(
+            k["algorithm"].as_str()?,
+            &bytes,
+            k["rp_id"].as_str(),
+            k["origin"].as_str(),
+        )
+    });
+    let signature = a["signature"].as_str().and_then(Signature::parse);
+    let versions = STATEMENT_VERSIONS
+        .iter()
+        .map(|v| ApprovalStatement::derive_as(subject, expires, v));
+    let mut first = None;
+    for statement in versions {
+        if let (Some(k), Some(s)) = (&key, &signature) {
+            if k.verifies(&statement.to_bytes(), s) {
+                return statement.to_json();
+            }
+        }
+        first.get_or_insert(statement);
+    }
+    first.map_or(Value::Null, |s| s.to_json())
 }

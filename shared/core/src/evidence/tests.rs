@@ -13,6 +13,15 @@ const AT: &str = "2026-03-01T10:00:00.000000Z";
 /// Records as `fleet_operation_evidence` returns them, of a payment approved by one
 /// signed approval and paid by the provider's answer.
 fn records(approver: &ApproverKey, removed_at: Option<&str>) -> Value {
+    records_as(
+        approver,
+        removed_at,
+        crate::approval_statement::STATEMENT_VERSION,
+    )
+}
+
+/// [`records`], the approval signed over the statement of `version`.
+fn records_as(approver: &ApproverKey, removed_at: Option<&str>, version: &str) -> Value {
     let payload = json!({"amount_minor": 125000, "currency": "EUR", "beneficiary_id": "vendor_77", "reference": "inv_1"});
     let snapshot = Snapshot {
         operation_id: "op_01J00000000000000000000000".into(),
@@ -26,7 +35,7 @@ fn records(approver: &ApproverKey, removed_at: Option<&str>) -> Value {
     };
     let hash = snapshot.hash();
     let expires = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
-    let statement = ApprovalStatement::derive(
+    let statement = ApprovalStatement::derive_as(
         &StatementSubject {
             operation_id: &snapshot.operation_id,
             tenant_id: &snapshot.tenant_id,
@@ -37,6 +46,7 @@ fn records(approver: &ApproverKey, removed_at: Option<&str>) -> Value {
             payee: None,
         },
         expires,
+        version,
     );
     let signature = approver.sign(&statement.to_bytes());
     let public = approver.public_key();
@@ -143,4 +153,23 @@ fn a_changed_part_is_named() {
         failed(&verify(&doc, &Trust::Keys(vec![other.public_key()]))),
         ["signature"]
     );
+}
+
+#[test]
+fn an_approval_signed_under_an_earlier_statement_version_is_rebuilt_in_it() {
+    use crate::approval_statement::STATEMENT_VERSIONS;
+    let deployment = ApproverKey::from_seed([7; 32]);
+    let approver = ApproverKey::from_seed([9; 32]);
+    for version in STATEMENT_VERSIONS {
+        let doc = assemble(&records_as(&approver, None, version), Utc::now()).unwrap();
+        assert_eq!(
+            doc["parts"]["approvals"][0]["statement"]["statement"],
+            *version
+        );
+        let report = verify(
+            &sign(doc, &deployment),
+            &Trust::Keys(vec![deployment.public_key()]),
+        );
+        assert!(report.ok(), "{version}: {:?}", report.findings);
+    }
 }
