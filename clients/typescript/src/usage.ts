@@ -4,6 +4,7 @@
 import type { components, paths } from "./fleet-api";
 
 type Intent = components["schemas"]["IntentV1"];
+type PaymentIntent = components["schemas"]["PaymentCreateIntent"];
 type PaymentPayload = components["schemas"]["IntentV1_payment_create"];
 type View = components["schemas"]["OperationView"];
 type Problem = components["schemas"]["Problem"];
@@ -20,7 +21,7 @@ const payment: PaymentPayload = {
   currency: "KZT",
 };
 
-export const intent: Intent = {
+export const intent: PaymentIntent = {
   schema: "intent.v1",
   operation_id: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
   tenant_id: "org_482",
@@ -32,6 +33,25 @@ export const intent: Intent = {
   data_version: "inv_9182@7",
   approval_ttl_seconds: 3600,
 };
+
+/** What an approver is asked, read from the intent: `action` tells its payload's type. */
+export function summary(proposed: Intent): string {
+  switch (proposed.action) {
+    case "payment.create":
+    case "charge.create":
+      return `${proposed.payload.amount_minor} ${proposed.payload.currency} for ${proposed.payload.invoice_id}`;
+    case "refund.create":
+      return `refund ${proposed.payload.amount_minor} ${proposed.payload.currency} of ${proposed.payload.payment_id}`;
+    case "crm.deal.create":
+      return `deal ${proposed.payload.name} at ${proposed.payload.stage}`;
+    case "crm.deal.update":
+      return `deal ${proposed.target} from version ${proposed.payload.expected_version}`;
+    case "order.status.change":
+      return `order ${proposed.target}: ${proposed.payload.from} to ${proposed.payload.to}`;
+    case "contract.send":
+      return `contract ${proposed.payload.template_id} to ${proposed.payload.recipient_id}`;
+  }
+}
 
 const retryable: ReadonlyArray<ErrorCode> = ["busy", "unavailable", "rate_limited", "too_many_waiters"];
 
