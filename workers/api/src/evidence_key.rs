@@ -68,13 +68,9 @@ impl EvidenceKeys {
             keys.signing = Some(key);
         }
         if let Some(dir) = &settings.evidence_public_keys_dir {
-            for (key, since) in read_public_dir(dir)? {
-                if !keys.published.iter().any(|p| p.key == key) {
-                    keys.published.push(PublishedKey {
-                        key,
-                        since,
-                        current: false,
-                    });
+            for earlier in read_public_dir(dir)? {
+                if !keys.published.iter().any(|p| p.key == earlier.key) {
+                    keys.published.push(earlier);
                 }
             }
         }
@@ -140,7 +136,8 @@ fn read_private(path: &Path) -> Result<(ApproverKey, Option<DateTime<Utc>>), Str
     Ok((key, modified(&file)))
 }
 
-fn read_public_dir(dir: &Path) -> Result<Vec<(PublicKey, Option<DateTime<Utc>>)>, String> {
+/// The earlier keys in `dir`, by file name.
+fn read_public_dir(dir: &Path) -> Result<Vec<PublishedKey>, String> {
     let shown = dir.display();
     let entries = std::fs::read_dir(dir)
         .map_err(|e| format!("EVIDENCE_PUBLIC_KEYS_DIR {shown} cannot be read: {e}"))?;
@@ -162,7 +159,11 @@ fn read_public_dir(dir: &Path) -> Result<Vec<(PublicKey, Option<DateTime<Utc>>)>
                 path.display()
             )
         })?;
-        keys.push((key, modified(&file)));
+        keys.push(PublishedKey {
+            key,
+            since: modified(&file),
+            current: false,
+        });
     }
     Ok(keys)
 }
