@@ -143,13 +143,15 @@ pub struct EvidenceKeys {
 
 /// The deployment's evidence keys: the one signing bundles now and the earlier ones.
 ///
-/// Public: no token is needed, so an auditor can fetch them to check a bundle's signer.
+/// Public: no token is needed, so an auditor can fetch them to check a bundle's signer
+/// (a credential that is sent is still checked, as on every route).
 #[utoipa::path(
     get,
     path = "/v1/evidence-keys",
     tag = "operations",
     responses(
         (status = 200, description = "Every published evidence key, the current one first (empty when none is configured).", body = EvidenceKeys),
+        (status = 401, description = "A token or session was sent and is not valid (none is needed).", body = Problem, content_type = "application/problem+json"),
         RateLimited,
     )
 )]
