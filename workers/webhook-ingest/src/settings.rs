@@ -83,8 +83,10 @@ pub struct WebhookSettings {
     #[arg(long, env = "PAYMENTS_PROVIDER", value_enum, default_value_t = PaymentsDialect::Reference)]
     pub payments_provider: PaymentsDialect,
 
-    /// The Stripe endpoint's signing secret (`whsec_…`, never printed); required when
-    /// PAYMENTS_PROVIDER=stripe, refused otherwise.
+    /// The Stripe endpoint's signing secret (`whsec_…`, never printed), or the secrets of
+    /// the endpoints delivering here separated by commas (the platform's endpoint and the
+    /// Connect endpoint sign with their own); required when PAYMENTS_PROVIDER=stripe,
+    /// refused otherwise.
     #[arg(
         long,
         env = "PAYMENTS_WEBHOOK_SECRET",

@@ -7,6 +7,12 @@
 //! whole `whsec_…` secret, as Stripe's libraries key it. Any `v1` may match: while a
 //! secret is rolled, Stripe signs with the old and the new one. Every entry is compared
 //! in constant time, so the time taken does not tell which matched or how many bytes did.
+//!
+//! The setting may name several endpoints' secrets, comma-separated: Stripe delivers a
+//! platform's own events and its connected accounts' events to two different endpoints
+//! (an endpoint is one or the other: <https://docs.stripe.com/connect/webhooks>), each
+//! signing with its own secret, and both may point at this receiver. A delivery passes
+//! when any `v1` matches any of them; every pair is compared, whichever matched.
 
 use std::fmt;
 
@@ -21,10 +27,14 @@ pub const HEADER: &str = "stripe-signature";
 pub const SECRET_PREFIX: &str = "whsec_";
 /// Longest secret accepted (Stripe's are about 40 characters).
 const MAX_SECRET_CHARS: usize = 255;
+/// Most endpoints' secrets one receiver takes (the platform's endpoint and the Connect
+/// endpoint, each possibly mid-roll, fit).
+const MAX_SECRETS: usize = 4;
 
-/// `PAYMENTS_WEBHOOK_SECRET`: the endpoint's signing secret. Never printed.
+/// `PAYMENTS_WEBHOOK_SECRET`: the signing secrets of the endpoints that deliver here, at
+/// least one. Never printed.
 #[derive(Clone)]
-pub struct StripeSecret(Vec<u8>);
+pub struct StripeSecret(Vec<Vec<u8>>);
 
 impl fmt::Debug for StripeSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -37,24 +47,32 @@ impl fmt::Debug for StripeSecret {
 pub enum StripeSecretError {
     #[error("PAYMENTS_WEBHOOK_SECRET must be set when PAYMENTS_PROVIDER=stripe (the endpoint's whsec_ signing secret from the Stripe dashboard)")]
     Missing,
-    #[error("PAYMENTS_WEBHOOK_SECRET must be whsec_ followed by letters and digits (the endpoint's signing secret from the Stripe dashboard)")]
+    #[error("PAYMENTS_WEBHOOK_SECRET must be whsec_ followed by letters and digits (the endpoint's signing secret from the Stripe dashboard), or up to 4 of them separated by commas (one per endpoint)")]
     Malformed,
     #[error("PAYMENTS_WEBHOOK_SECRET is set but PAYMENTS_PROVIDER is not stripe: nothing would verify with it")]
     Unused,
 }
 
 impl StripeSecret {
-    pub fn parse(secret: &str) -> Result<StripeSecret, StripeSecretError> {
-        let rest = secret
-            .strip_prefix(SECRET_PREFIX)
-            .ok_or(StripeSecretError::Malformed)?;
-        if rest.is_empty()
-            || secret.len() > MAX_SECRET_CHARS
-            || !rest.bytes().all(|b| b.is_ascii_alphanumeric())
-        {
+    /// One `whsec_…` secret, or several separated by commas (blanks around each ignored).
+    pub fn parse(setting: &str) -> Result<StripeSecret, StripeSecretError> {
+        let mut secrets = Vec::new();
+        for secret in setting.split(',').map(str::trim) {
+            let rest = secret
+                .strip_prefix(SECRET_PREFIX)
+                .ok_or(StripeSecretError::Malformed)?;
+            if rest.is_empty()
+                || secret.len() > MAX_SECRET_CHARS
+                || !rest.bytes().all(|b| b.is_ascii_alphanumeric())
+            {
+                return Err(StripeSecretError::Malformed);
+            }
+            secrets.push(secret.as_bytes().to_vec());
+        }
+        if secrets.len() > MAX_SECRETS {
             return Err(StripeSecretError::Malformed);
         }
-        Ok(StripeSecret(secret.as_bytes().to_vec()))
+        Ok(StripeSecret(secrets))
     }
 }
 
@@ -112,10 +130,12 @@ pub fn verify(
     if !freshness.admits(signature.timestamp, now_unix_s) {
         return Err(Rejection::TimestampOutOfTolerance);
     }
-    let expected = tag(secret, signature.timestamp, body);
     let mut matched = Choice::from(0);
-    for candidate in &signature.v1 {
-        matched |= tags_equal(&expected, candidate);
+    for key in &secret.0 {
+        let expected = tag(key, signature.timestamp, body);
+        for candidate in &signature.v1 {
+            matched |= tags_equal(&expected, candidate);
+        }
     }
     if bool::from(matched) {
         Ok(())
@@ -124,17 +144,17 @@ pub fn verify(
     }
 }
 
-/// The header Stripe would send for `body` at `timestamp` (tests and tools).
+/// The header Stripe would send for `body` at `timestamp`, signed with the first secret
+/// (tests and tools).
 pub fn sign(secret: &StripeSecret, timestamp: i64, body: &[u8]) -> String {
     format!(
         "t={timestamp},v1={}",
-        hex::encode(tag(secret, timestamp, body))
+        hex::encode(tag(&secret.0[0], timestamp, body))
     )
 }
 
-fn tag(secret: &StripeSecret, timestamp: i64, body: &[u8]) -> [u8; 32] {
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(&secret.0).expect("HMAC takes a key of any length");
+fn tag(key: &[u8], timestamp: i64, body: &[u8]) -> [u8; 32] {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
     mac.update(timestamp.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
@@ -258,5 +278,40 @@ mod tests {
             StripeSecretError::Malformed
         );
         assert!(!format!("{:?}", secret()).contains("test0123"));
+        for setting in [
+            "whsec_a,",
+            "whsec_a,sk_b",
+            "whsec_a,whsec_b,whsec_c,whsec_d,whsec_e",
+        ] {
+            assert_eq!(
+                StripeSecret::parse(setting).unwrap_err(),
+                StripeSecretError::Malformed,
+                "{setting}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_endpoints_secret_verifies_its_own_deliveries_and_no_other() {
+        // The platform's endpoint and the Connect endpoint, each with its own secret.
+        let both =
+            StripeSecret::parse("whsec_test0123456789abcdefABCDEF , whsec_other0123456789abcdef")
+                .unwrap();
+        for signer in [secret(), other()] {
+            let header = sign(&signer, NOW, BODY);
+            assert_eq!(
+                verify(&both, header.as_bytes(), BODY, NOW, Freshness::AT_RECEIPT),
+                Ok(())
+            );
+        }
+        let stranger = StripeSecret::parse("whsec_stranger0").unwrap();
+        let header = sign(&stranger, NOW, BODY);
+        assert_eq!(
+            verify(&both, header.as_bytes(), BODY, NOW, Freshness::AT_RECEIPT),
+            Err(Rejection::NoMatchingSignature)
+        );
+        // One secret alone verifies only its own endpoint's deliveries.
+        let header = sign(&other(), NOW, BODY);
+        assert_eq!(check(&header, NOW), Err(Rejection::NoMatchingSignature));
     }
 }

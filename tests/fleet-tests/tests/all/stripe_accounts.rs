@@ -31,8 +31,10 @@ const ACCOUNTS: &str = "org_482=acct_1Acme,org_globex=acct_2Globex";
 /// The customer and the card saved to it, in [`ACME`].
 const CUSTOMER: &str = "cus_1Jane";
 const CARD: &str = "pm_1JaneVisa";
-/// The endpoint's signing secret.
-const SECRET: &str = "whsec_4ccounts0nly1n2their3own4";
+/// The signing secrets of the platform's endpoint and of the Connect endpoint: Stripe
+/// delivers connected accounts' events to an endpoint of their own.
+const PLATFORM_SECRET: &str = "whsec_pl4tform0wn1events2only3";
+const CONNECT_SECRET: &str = "whsec_c0nnect4ccounts1events2";
 
 struct AccountFleet {
     fleet: TestFleet,
@@ -255,12 +257,16 @@ async fn an_event_of_another_account_changes_nothing_and_the_same_from_the_tenan
             ("WEBHOOK_SECRETS", WEBHOOK_SECRET),
             ("WEBHOOK_ADDR", addr.as_str()),
             ("PAYMENTS_PROVIDER", "stripe"),
-            ("PAYMENTS_WEBHOOK_SECRET", SECRET),
+            (
+                "PAYMENTS_WEBHOOK_SECRET",
+                &format!("{PLATFORM_SECRET},{CONNECT_SECRET}"),
+            ),
             ("PAYMENTS_STRIPE_ACCOUNTS", ACCOUNTS),
         ],
     );
     ingest.wait_for_log("consumer subscribed").await;
-    // A Connect event names the account it comes from; the platform's own names none.
+    // A Connect event names the account it comes from and is signed by the Connect
+    // endpoint; the platform's own names none and is signed by the platform's endpoint.
     let deliver = |id: &str, account: Option<&str>| {
         let mut event = json!({"id": id, "object": "event", "type": "payment_intent.succeeded",
             "api_version": "2024-06-20", "created": now_s(), "livemode": false,
@@ -269,7 +275,12 @@ async fn an_event_of_another_account_changes_nothing_and_the_same_from_the_tenan
             event["account"] = json!(account);
         }
         let body = serde_json::to_vec(&event).unwrap();
-        let signature = sign(&StripeSecret::parse(SECRET).unwrap(), now_s(), &body);
+        let secret = if account.is_some() {
+            CONNECT_SECRET
+        } else {
+            PLATFORM_SECRET
+        };
+        let signature = sign(&StripeSecret::parse(secret).unwrap(), now_s(), &body);
         let request = s
             .fleet
             .http
