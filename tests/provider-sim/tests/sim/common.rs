@@ -129,7 +129,21 @@ impl Sim {
         let log = self
             .admin_get(&format!("/_sim/requests?reference={reference}"))
             .await;
-        log["data"].as_array().cloned().unwrap_or_default()
+        let mut entries = log["data"].as_array().cloned().unwrap_or_default();
+        // When each request arrived is the simulator's clock reading: checked to be one,
+        // then set aside so that the entries compare by what was asked and answered.
+        for entry in &mut entries {
+            let arrived = entry
+                .as_object_mut()
+                .and_then(|e| e.remove("arrived_at"))
+                .unwrap_or_else(|| panic!("a request log entry without arrived_at: {entry}"));
+            let arrived = arrived.as_str().unwrap_or_default();
+            assert!(
+                chrono::DateTime::parse_from_rfc3339(arrived).is_ok(),
+                "arrived_at is not a time: {arrived:?}"
+            );
+        }
+        entries
     }
 
     pub async fn advance_clock(&self, seconds: u64) {
