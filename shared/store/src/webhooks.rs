@@ -10,8 +10,8 @@
 //! - [`Store::prune_webhook_events`]: one bounded retention batch.
 
 mod apply;
-mod scope;
 mod retention;
+mod scope;
 
 use chrono::{DateTime, Utc};
 use fleet_core::{OpRef, OperationId, PayloadHash, ProviderName, Reason, Status};

@@ -87,9 +87,7 @@ impl ApiError {
             ApiError::Unavailable
             | ApiError::Busy
             | ApiError::DirectoryUnavailable
-            | ApiError::EvidenceKeyNotConfigured => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            | ApiError::EvidenceKeyNotConfigured => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 

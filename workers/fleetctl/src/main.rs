@@ -9,8 +9,8 @@ use fleetctl::api_client::{ApiClient, ListQuery};
 use fleetctl::args::Database;
 use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::{
-    broker_setup, completion, context, decide, demo, evidence, hash, history, inspect, key, operator, policy,
-    principal, prune, submit, token, wait,
+    broker_setup, completion, context, decide, demo, evidence, hash, history, inspect, key,
+    operator, policy, principal, prune, submit, token, wait,
 };
 
 #[tokio::main]
