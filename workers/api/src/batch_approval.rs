@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
+use crate::answer_schemas::BatchApproved;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::json_body::JsonBody;
@@ -58,7 +59,7 @@ fn invalid(field: &str) -> ApiError {
     tag = "decisions",
     request_body(content = BatchBody, content_type = "application/json"),
     responses(
-        (status = 200, description = "Recorded: each listed operation with its approval status."),
+        (status = 200, description = "Recorded: each listed operation with its approval status.", body = BatchApproved),
         (status = 400, description = "`signature_invalid`: `key_id` or `signature`.", body = Problem, content_type = "application/problem+json"),
         Unauthenticated,
         (status = 403, description = "`role_not_allowed` or `tenant_not_granted`.", body = Problem, content_type = "application/problem+json"),

@@ -29,6 +29,7 @@
 //! ([`auth::identify`], before anything is read from its body), its slot, then its
 //! route, which checks the caller's role before it reads the body.
 
+pub mod answer_schemas;
 pub mod auth;
 pub mod batch_approval;
 pub mod body_deadline;

@@ -20,6 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::answer_schemas::{MandateList, MandateView};
 use crate::auth::Caller;
 use crate::decisions::{locate, Addressed};
 use crate::error::ApiError;
@@ -29,6 +30,7 @@ use crate::route_responses::{
     BodyTooLarge, NotJson, NothingDecided, PostgresSilent, RateLimited, Unauthenticated,
 };
 use crate::state::AppState;
+use crate::view_schemas::OperationView;
 
 /// The most pending operations rung for when a mandate is stored; the rest wait for
 /// reconcile's sweeper or their next doorbell.
@@ -79,8 +81,8 @@ fn invalid(field: String) -> ApiError {
     tag = "mandates",
     request_body(content = MandateBody, content_type = "application/json"),
     responses(
-        (status = 201, description = "Stored: the mandate and what is left of it."),
-        (status = 200, description = "This same statement was stored before: the mandate as it is."),
+        (status = 201, description = "Stored: the mandate and what is left of it.", body = MandateView),
+        (status = 200, description = "This same statement was stored before: the mandate as it is.", body = MandateView),
         (status = 400, description = "`signature_invalid`: `key_id` (unknown, not the caller's, removed) or `signature` (does not verify over the statement).", body = Problem, content_type = "application/problem+json"),
         Unauthenticated,
         (status = 403, description = "`role_not_allowed` (only approvers sign mandates), `tenant_not_granted`, or `not_recorded_approver`.", body = Problem, content_type = "application/problem+json"),
@@ -180,7 +182,7 @@ fn visible_to(caller: &Caller, row: &fleet_store::MandateRow) -> bool {
     path = "/v1/mandates",
     tag = "mandates",
     responses(
-        (status = 200, description = "The mandates, newest first: `{\"mandates\": […]}`."),
+        (status = 200, description = "The mandates, newest first: `{\"mandates\": […]}`.", body = MandateList),
         Unauthenticated,
         RateLimited,
         PostgresSilent,
@@ -209,7 +211,7 @@ pub async fn list_mandates(
     tag = "mandates",
     params(("id" = String, Path, description = "The mandate id (`md_` + a ULID).")),
     responses(
-        (status = 200, description = "The mandate and what is left of it."),
+        (status = 200, description = "The mandate and what is left of it.", body = MandateView),
         Unauthenticated,
         (status = 404, description = "`not_found`: no such mandate among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
         RateLimited,
@@ -244,7 +246,7 @@ pub async fn get_mandate(
     tag = "mandates",
     params(("id" = String, Path, description = "The mandate id.")),
     responses(
-        (status = 200, description = "Revoked (or revoked before): the mandate as it is now."),
+        (status = 200, description = "Revoked (or revoked before): the mandate as it is now.", body = MandateView),
         Unauthenticated,
         (status = 403, description = "`role_not_allowed`: only its signer or an admin revokes a mandate.", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`not_found`: no such mandate among the caller's tenants.", body = Problem, content_type = "application/problem+json"),
@@ -302,7 +304,7 @@ pub(crate) async fn revoke(
     params(("id" = String, Path, description = "The operation id.")),
     request_body(content = RevokeApprovalBody, content_type = "application/json"),
     responses(
-        (status = 200, description = "Revoked: the operation's view."),
+        (status = 200, description = "Revoked: the operation's view.", body = OperationView),
         Unauthenticated,
         (status = 403, description = "`role_not_allowed`: approvers revoke their own approvals, admins anyone's.", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`not_found`: no such operation, or no live approval of that principal on it.", body = Problem, content_type = "application/problem+json"),

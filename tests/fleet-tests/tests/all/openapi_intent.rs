@@ -4,7 +4,8 @@
 //! refuses) gets the same verdict from both, as served by a real fleet-api. The one rule
 //! the document adds is the catalogue's provider per action: an intent naming another
 //! provider, which the file lets through to the intake's `unsupported_provider`, the
-//! document refuses. And the document names where the API is reached (`servers`).
+//! document refuses. And the document names where the API is reached (`servers`), and
+//! types every answer a client reads.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -140,5 +141,40 @@ async fn the_documented_intent_and_the_intent_schema_give_every_fixture_the_same
             "the document on {patch}"
         );
     }
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn every_successful_answer_with_a_body_is_typed() {
+    let fleet = TestFleet::start().await;
+    let api = fleet.spawn_api(&[]).await;
+    let doc = fleet.get_json(&api.url("/openapi.json")).await;
+    let mut untyped = Vec::new();
+    for (path, methods) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in methods.as_object().unwrap() {
+            let Some(responses) = operation["responses"].as_object() else {
+                continue;
+            };
+            for (status, response) in responses {
+                if !status.starts_with('2') || status == "204" {
+                    continue;
+                }
+                let typed = response["content"].as_object().is_some_and(|content| {
+                    !content.is_empty()
+                        && content.values().all(|media| {
+                            let schema = &media["schema"];
+                            schema["$ref"].is_string() || schema["type"].is_string()
+                        })
+                });
+                if !typed {
+                    untyped.push(format!("{method} {path} {status}"));
+                }
+            }
+        }
+    }
+    assert!(
+        untyped.is_empty(),
+        "answers without a typed body: {untyped:?}"
+    );
     fleet.stop().await;
 }
