@@ -6,7 +6,7 @@
 //! `operation_view` returns), and a test compares `OperationView`'s properties with the
 //! keys of a real view. The intent's schema is not restated here: the document
 //! carries the JSON Schema the intake is held to (`shared/schemas/intent.v1.json`),
-//! put in by [`document`].
+//! put in by [`document`] as one schema per action ([`crate::intent_variants`]).
 
 use serde_json::Value;
 use utoipa::openapi::schema::{Object, Schema};
@@ -52,9 +52,9 @@ impl Modify for BearerAuth {
     }
 }
 
-/// An intent.v1 message: what an agent proposes. Its schema in the document is
-/// `shared/schemas/intent.v1.json` itself ([`document`] puts it in); this placeholder only
-/// names it for the routes that take it.
+/// An intent.v1 message: what an agent proposes. Its schema in the document is derived
+/// from `shared/schemas/intent.v1.json` ([`document`] puts it in, one schema per action);
+/// this placeholder only names it for the routes that take it.
 pub struct IntentV1;
 
 impl PartialSchema for IntentV1 {
