@@ -67,22 +67,24 @@ impl Connection {
     }
 }
 
-/// How `show`, `list` and `wait` print operations.
+/// How every command prints its result (`-o`/`--json` are global: given anywhere on the
+/// command line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Aligned text for people.
     Table,
-    /// The API's answer as it came: an operation's view, or a page `{"data", "next_cursor"}`.
+    /// One JSON document on stdout and nothing else there: the API's answer as it came
+    /// for the commands that ask the API, an object with documented keys for the others.
     Json,
 }
 
 #[derive(Args, Clone, Copy, Debug)]
 pub struct OutputArgs {
     /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
+    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Same as `-o json`.
-    #[arg(long, conflicts_with = "format")]
+    #[arg(long, global = true, conflicts_with = "format")]
     pub json: bool,
 }
 

@@ -11,6 +11,8 @@ use fleet_core::ApproverKey;
 use serde_json::json;
 
 use crate::api_client::ApiClient;
+use crate::args::Format;
+use crate::output;
 
 /// How long the signed statement stays valid: long enough to send it, no longer.
 const VALID_FOR_MINUTES: i64 = 10;
@@ -19,6 +21,7 @@ pub async fn approve_batch(
     client: &ApiClient,
     ops: &[String],
     key: &ApproverKey,
+    format: Format,
 ) -> anyhow::Result<()> {
     let mut items = Vec::new();
     let mut tenant: Option<String> = None;
@@ -36,14 +39,17 @@ pub async fn approve_batch(
         let amount = payload["amount_minor"]
             .as_i64()
             .zip(payload["currency"].as_str().map(str::to_owned));
-        crate::say!(
-            "  {op}: {} to {} ({})",
-            view["action"].as_str().unwrap_or("?"),
-            payload["beneficiary_id"].as_str().unwrap_or("-"),
-            amount
-                .as_ref()
-                .and_then(|(m, c)| fleet_core::money::format_amount(*m, c))
-                .unwrap_or_else(|| "no amount".to_owned()),
+        output::note(
+            format,
+            &format!(
+                "  {op}: {} to {} ({})",
+                view["action"].as_str().unwrap_or("?"),
+                payload["beneficiary_id"].as_str().unwrap_or("-"),
+                amount
+                    .as_ref()
+                    .and_then(|(m, c)| fleet_core::money::format_amount(*m, c))
+                    .unwrap_or_else(|| "no amount".to_owned()),
+            ),
         );
         items.push(BatchItem {
             operation_id: op.clone(),
@@ -61,10 +67,13 @@ pub async fn approve_batch(
         Utc::now() + Duration::minutes(VALID_FOR_MINUTES),
     )
     .context("a batch lists 1 to 500 operations")?;
-    crate::say!(
-        "signing, as key {}: {}",
-        key.public_key().key_id(),
-        batch.to_words()
+    output::note(
+        format,
+        &format!(
+            "signing, as key {}: {}",
+            key.public_key().key_id(),
+            batch.to_words()
+        ),
     );
     let body = json!({
         "statement": batch.to_json(),
@@ -82,10 +91,16 @@ pub async fn approve_batch(
         .iter()
         .filter(|o| o["approval_status"] == "approved")
         .count();
-    println!(
-        "batch {} recorded: {} operations, {approved} approved and starting",
-        batch.batch_id,
-        listed.len()
+    output::result(
+        format,
+        || answer.json.clone(),
+        || {
+            format!(
+                "batch {} recorded: {} operations, {approved} approved and starting",
+                batch.batch_id,
+                listed.len()
+            )
+        },
     );
     Ok(())
 }

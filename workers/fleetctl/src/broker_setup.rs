@@ -156,9 +156,26 @@ pub async fn setup(
 }
 
 /// Runs the command and prints what each user may do (never a password).
-pub async fn run(broker: &BrokerConfig, args: &BrokerSetupArgs) -> anyhow::Result<()> {
+/// With `-o json`: `{"users": [{"user", "configure", "write", "read"}]}` (the permission
+/// patterns each component's user was given).
+pub async fn run(
+    broker: &BrokerConfig,
+    args: &BrokerSetupArgs,
+    format: crate::args::Format,
+) -> anyhow::Result<()> {
     let users = users(args)?;
-    for (name, p) in setup(broker, &args.management.management_url, &users).await? {
+    let done = setup(broker, &args.management.management_url, &users).await?;
+    if format == crate::args::Format::Json {
+        let rows: Vec<_> = done
+            .iter()
+            .map(|(name, p)| {
+                serde_json::json!({"user": name, "configure": p.configure, "write": p.write, "read": p.read})
+            })
+            .collect();
+        crate::output::json(&serde_json::json!({ "users": rows }));
+        return Ok(());
+    }
+    for (name, p) in done {
         println!(
             "{name}: configure {} write {} read {}",
             p.configure, p.write, p.read

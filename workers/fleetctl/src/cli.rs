@@ -20,6 +20,8 @@ use crate::args::{Broker, Connection, Database, OutputArgs};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `--status`: one of the status names, listed in `--help` and in the error for any other.
@@ -110,8 +112,6 @@ pub enum Command {
         /// The operation to show (op_…).
         operation_id: String,
         #[command(flatten)]
-        output: OutputArgs,
-        #[command(flatten)]
         api: ApiArgs,
     },
     /// An operation's history through the API, oldest first: what happened, who did it,
@@ -119,8 +119,6 @@ pub enum Command {
     History {
         /// The operation whose history to show (op_…).
         operation_id: String,
-        #[command(flatten)]
-        output: OutputArgs,
         #[command(flatten)]
         api: ApiArgs,
     },
@@ -162,8 +160,6 @@ pub enum Command {
         #[arg(long)]
         cursor: Option<String>,
         #[command(flatten)]
-        output: OutputArgs,
-        #[command(flatten)]
         api: ApiArgs,
     },
     /// Wait until an operation's approval is decided or it is final. Exit status: 0 when
@@ -179,8 +175,6 @@ pub enum Command {
         /// The longest to wait: seconds, or a number and s, m or h (`90s`, `10m`, `2h`).
         #[arg(long, default_value = "5m", value_parser = crate::wait::parse_timeout)]
         timeout: std::time::Duration,
-        #[command(flatten)]
-        output: OutputArgs,
         #[command(flatten)]
         api: ApiArgs,
     },
@@ -349,10 +343,7 @@ mod tests {
 
     #[test]
     fn output_is_chosen_with_o_or_json() {
-        let format = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
-            Command::List { output, .. } | Command::Show { output, .. } => output.format(),
-            _ => unreachable!(),
-        };
+        let format = |args: &[&str]| Cli::try_parse_from(args).unwrap().output.format();
         assert_eq!(format(&["fleetctl", "list"]), Format::Table);
         assert_eq!(format(&["fleetctl", "list", "-o", "json"]), Format::Json);
         assert_eq!(
@@ -362,6 +353,20 @@ mod tests {
         assert_eq!(format(&["fleetctl", "list", "--json"]), Format::Json);
         assert_eq!(
             format(&["fleetctl", "show", "op_x", "-o", "json"]),
+            Format::Json
+        );
+        // Global: before the command, and on every command, nested ones too.
+        assert_eq!(format(&["fleetctl", "-o", "json", "list"]), Format::Json);
+        assert_eq!(
+            format(&["fleetctl", "token", "list", "--json"]),
+            Format::Json
+        );
+        assert_eq!(
+            format(&["fleetctl", "policy", "list", "-o", "json"]),
+            Format::Json
+        );
+        assert_eq!(
+            format(&["fleetctl", "hash", "f.json", "--json"]),
             Format::Json
         );
         assert!(Cli::try_parse_from(["fleetctl", "list", "-o", "yaml"]).is_err());

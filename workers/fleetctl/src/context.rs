@@ -10,7 +10,10 @@ use anyhow::Context as _;
 use clap::{ArgGroup, Args, Subcommand};
 
 use crate::api_target::{ApiArgs, TokenSource};
+use crate::args::Format;
 use crate::config::{ApiContext, Config, ConfigArg, TokenRef};
+use crate::output;
+use serde_json::json;
 
 #[derive(Subcommand, Debug)]
 pub enum ContextCommand {
@@ -71,20 +74,38 @@ pub struct AddArgs {
     pub config: ConfigArg,
 }
 
-pub fn run(command: ContextCommand) -> anyhow::Result<()> {
+pub fn run(command: ContextCommand, format: Format) -> anyhow::Result<()> {
     match command {
-        ContextCommand::Add(args) => add(args),
+        ContextCommand::Add(args) => add(args, format),
         ContextCommand::Use { name, config } => {
             let path = config.file()?;
             let mut file = Config::load(&path)?;
             file.context(&name)?;
             file.current = Some(name.clone());
             file.save(&path)?;
-            say!("using context {name}");
+            output::result(
+                format,
+                || json!({"current": name}),
+                || format!("using context {name}"),
+            );
             Ok(())
         }
         ContextCommand::List { config } => {
             let file = Config::load(&config.file()?)?;
+            if format == Format::Json {
+                let mut rows = Vec::new();
+                for (name, c) in &file.contexts {
+                    rows.push(json!({
+                        "name": name,
+                        "api_url": c.api_url.to_string(),
+                        "tenant": c.tenant,
+                        "token": c.token_ref()?.map(|t| t.describe()),
+                        "current": file.current.as_deref() == Some(name),
+                    }));
+                }
+                output::json(&json!({"current": file.current, "contexts": rows}));
+                return Ok(());
+            }
             say!(
                 "{:<2}{:<16} {:<36} {:<14} TOKEN",
                 "",
@@ -111,6 +132,17 @@ pub fn run(command: ContextCommand) -> anyhow::Result<()> {
         }
         ContextCommand::Show { api } => {
             let target = api.target()?;
+            if format == Format::Json {
+                output::json(&json!({
+                    "context": target.context,
+                    "api_url": target.api_url.to_string(),
+                    "api_url_from": target.api_url_from.to_string(),
+                    "tenant": target.tenant,
+                    "tenant_from": target.tenant_from.to_string(),
+                    "token": target.token.as_ref().map(TokenSource::describe),
+                }));
+                return Ok(());
+            }
             say!(
                 "context   {}",
                 target.context.as_deref().unwrap_or("(none)")
@@ -142,13 +174,17 @@ pub fn run(command: ContextCommand) -> anyhow::Result<()> {
                 file.current = None;
             }
             file.save(&path)?;
-            say!("removed context {name}");
+            output::result(
+                format,
+                || json!({"removed": name}),
+                || format!("removed context {name}"),
+            );
             Ok(())
         }
     }
 }
 
-fn add(args: AddArgs) -> anyhow::Result<()> {
+fn add(args: AddArgs, format: Format) -> anyhow::Result<()> {
     check_name(&args.name)?;
     url::Url::parse(&args.api_url)
         .ok()
@@ -192,8 +228,17 @@ fn add(args: AddArgs) -> anyhow::Result<()> {
         || "no token (give one with FLEET_TOKEN)".to_owned(),
         |t| format!("token from {}", t.describe()),
     );
+    let context_token = context.token_ref()?.map(|t| t.describe());
     file.contexts.insert(args.name.clone(), context);
     file.save(&path)?;
+    if format == Format::Json {
+        output::json(&json!({
+            "added": args.name,
+            "config": path.display().to_string(),
+            "token": context_token,
+        }));
+        return Ok(());
+    }
     say!(
         "added context {} to {}: {where_token}",
         args.name,

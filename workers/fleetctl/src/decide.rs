@@ -10,6 +10,8 @@ use fleet_core::{ApprovalStatement, ApproverKey, Snapshot, StatementSubject};
 use serde_json::{json, Value};
 
 use crate::api_client::ApiClient;
+use crate::args::Format;
+use crate::output;
 
 fn quorum(view: &Value) -> String {
     format!(
@@ -26,32 +28,42 @@ pub async fn approve(
     op: &str,
     hash: &str,
     key: Option<&ApproverKey>,
+    format: Format,
 ) -> anyhow::Result<()> {
     let body = match key {
         None => json!({ "payload_hash": hash }),
         Some(key) => {
             let view = client.operation(op).await?;
             let statement = statement_of(&view, hash, Utc::now())?;
-            crate::say!(
-                "signing, as key {}:\n{}",
-                key.public_key().key_id(),
-                statement.in_words()
+            output::note(
+                format,
+                &format!(
+                    "signing, as key {}:\n{}",
+                    key.public_key().key_id(),
+                    statement.in_words()
+                ),
             );
             signed_body(&statement, key)
         }
     };
     let view = client.decide(op, "approve", body).await?;
-    if view["approval_status"] == "approved" {
-        println!(
-            "approved {op} ({hash}): {} approvals; execution starts",
-            quorum(&view)
-        );
-    } else {
-        println!(
-            "approval of {op} recorded: {} approvals; waiting for another approver",
-            quorum(&view)
-        );
-    }
+    output::result(
+        format,
+        || view.clone(),
+        || {
+            if view["approval_status"] == "approved" {
+                format!(
+                    "approved {op} ({hash}): {} approvals; execution starts",
+                    quorum(&view)
+                )
+            } else {
+                format!(
+                    "approval of {op} recorded: {} approvals; waiting for another approver",
+                    quorum(&view)
+                )
+            }
+        },
+    );
     Ok(())
 }
 
@@ -119,11 +131,20 @@ pub fn statement_of(
     Ok(ApprovalStatement::derive(&subject, expires_at))
 }
 
-pub async fn reject(client: &ApiClient, op: &str, reason: &str) -> anyhow::Result<()> {
+pub async fn reject(
+    client: &ApiClient,
+    op: &str,
+    reason: &str,
+    format: Format,
+) -> anyhow::Result<()> {
     let view = client
         .decide(op, "reject", json!({ "reason": reason }))
         .await?;
-    println!("rejected {op}: {}", view["status"].as_str().unwrap_or("?"));
+    output::result(
+        format,
+        || view.clone(),
+        || format!("rejected {op}: {}", view["status"].as_str().unwrap_or("?")),
+    );
     Ok(())
 }
 
@@ -133,18 +154,32 @@ pub async fn resolve(
     outcome: &str,
     external_id: Option<&str>,
     evidence: &str,
+    format: Format,
 ) -> anyhow::Result<()> {
     let body = json!({ "outcome": outcome, "external_id": external_id, "evidence": evidence });
     let view = client.decide(op, "resolve", body).await?;
-    println!("{op} is now {}", view["status"].as_str().unwrap_or("?"));
+    output::result(
+        format,
+        || view.clone(),
+        || format!("{op} is now {}", view["status"].as_str().unwrap_or("?")),
+    );
     Ok(())
 }
 
-pub async fn dispute(client: &ApiClient, op: &str, reason: &str) -> anyhow::Result<()> {
-    client
+pub async fn dispute(
+    client: &ApiClient,
+    op: &str,
+    reason: &str,
+    format: Format,
+) -> anyhow::Result<()> {
+    let view = client
         .decide(op, "dispute", json!({ "reason": reason }))
         .await?;
-    println!("{op} is disputed; workers will not move it again");
+    output::result(
+        format,
+        || view,
+        || format!("{op} is disputed; workers will not move it again"),
+    );
     Ok(())
 }
 

@@ -18,8 +18,14 @@ pub fn read_intent(file: &Path) -> anyhow::Result<(Vec<u8>, ValidIntent)> {
     Ok((bytes, intent))
 }
 
-pub fn run(file: &Path) -> anyhow::Result<()> {
+/// Prints the hash alone (`$(fleetctl hash f.json)`), or with `-o json`
+/// `{"operation_id", "payload_hash"}`.
+pub fn run(file: &Path, format: crate::args::Format) -> anyhow::Result<()> {
     let (_, intent) = read_intent(file)?;
-    println!("{}", intent.payload_hash);
+    crate::output::result(
+        format,
+        || serde_json::json!({"operation_id": intent.operation_id.as_str(), "payload_hash": intent.payload_hash.as_str()}),
+        || intent.payload_hash.to_string(),
+    );
     Ok(())
 }

@@ -13,7 +13,10 @@ use clap::Subcommand;
 use fleet_core::{ApproverKey, KeyId, PublicKey};
 use fleet_store::{KeyAdded, KeyRemoved, Store};
 
-use crate::args::Database;
+use serde_json::json;
+
+use crate::args::{Database, Format};
+use crate::output;
 
 #[derive(Subcommand, Debug)]
 pub enum KeyCommand {
@@ -77,20 +80,20 @@ pub enum KeyCommand {
 
 /// Runs `command`; generating a key pair touches no database, the others connect with
 /// the owner's URL they were given.
-pub async fn run(command: KeyCommand) -> anyhow::Result<()> {
+pub async fn run(command: KeyCommand, format: Format) -> anyhow::Result<()> {
     let store = |db: &Database| Store::connect(db.database_url.expose(), 2);
     match command {
-        KeyCommand::Generate { out } => generate(&out),
+        KeyCommand::Generate { out } => generate(&out, format),
         KeyCommand::Add {
             principal,
             public_key,
             by,
             db,
-        } => add(&store(&db)?, &principal, &public_key, &by).await,
-        KeyCommand::Accept { key_id, by, db } => accept(&store(&db)?, &key_id, &by).await,
-        KeyCommand::Requests { db } => requests(&store(&db)?).await,
-        KeyCommand::Remove { key_id, by, db } => remove(&store(&db)?, &key_id, &by).await,
-        KeyCommand::List { db } => list(&store(&db)?).await,
+        } => add(&store(&db)?, &principal, &public_key, &by, format).await,
+        KeyCommand::Accept { key_id, by, db } => accept(&store(&db)?, &key_id, &by, format).await,
+        KeyCommand::Requests { db } => requests(&store(&db)?, format).await,
+        KeyCommand::Remove { key_id, by, db } => remove(&store(&db)?, &key_id, &by, format).await,
+        KeyCommand::List { db } => list(&store(&db)?, format).await,
     }
 }
 
@@ -102,13 +105,24 @@ pub fn public_path(out: &Path) -> PathBuf {
 }
 
 /// Writes a new key pair (`out`, `out.pub`) and prints the public key and its id.
-pub fn generate(out: &Path) -> anyhow::Result<()> {
+pub fn generate(out: &Path, format: Format) -> anyhow::Result<()> {
     let key = new_key()?;
     write_private(out, &key)?;
     let public = key.public_key();
     std::fs::write(public_path(out), format!("{}\n", public.to_text()))
         .with_context(|| format!("writing {}", public_path(out).display()))?;
-    println!("{}", public.to_text());
+    output::result(
+        format,
+        || {
+            json!({
+                "key_id": public.key_id().as_str(),
+                "public_key": public.to_text(),
+                "private_key_file": out.display().to_string(),
+                "public_key_file": public_path(out).display().to_string(),
+            })
+        },
+        || public.to_text(),
+    );
     eprintln!(
         "wrote the private key to {} (keep it on this machine) and the public key to {}; key id {}",
         out.display(),
@@ -168,16 +182,26 @@ fn public_key_of(arg: &str) -> anyhow::Result<PublicKey> {
     PublicKey::parse(&text).with_context(|| format!("{arg} holds no Ed25519 public key"))
 }
 
-async fn add(store: &Store, principal: &str, public_key: &str, by: &str) -> anyhow::Result<()> {
+async fn add(
+    store: &Store,
+    principal: &str,
+    public_key: &str,
+    by: &str,
+    format: Format,
+) -> anyhow::Result<()> {
     check_by(by, "registers")?;
     let key = public_key_of(public_key)?;
     let added = store.add_approver_key(principal, &key, by).await?;
-    report_added(added, principal)
+    report_added(added, principal, format)
 }
 
-fn report_added(added: KeyAdded, principal: &str) -> anyhow::Result<()> {
+fn report_added(added: KeyAdded, principal: &str, format: Format) -> anyhow::Result<()> {
     match added {
-        KeyAdded::Added { key_id } => println!("registered {key_id} for {principal}"),
+        KeyAdded::Added { key_id } => output::result(
+            format,
+            || json!({"key_id": key_id.to_string(), "principal": principal}),
+            || format!("registered {key_id} for {principal}"),
+        ),
         KeyAdded::AlreadyRegistered {
             principal: owner,
             removed,
@@ -210,7 +234,7 @@ fn key_id_of(key_id: &str) -> anyhow::Result<KeyId> {
     })
 }
 
-async fn accept(store: &Store, key_id: &str, by: &str) -> anyhow::Result<()> {
+async fn accept(store: &Store, key_id: &str, by: &str, format: Format) -> anyhow::Result<()> {
     check_by(by, "registers")?;
     let id = key_id_of(key_id)?;
     anyhow::ensure!(
@@ -224,10 +248,28 @@ async fn accept(store: &Store, key_id: &str, by: &str) -> anyhow::Result<()> {
         .find(|r| r.key_id == id.as_str())
         .map(|r| r.principal)
         .unwrap_or_default();
-    report_added(store.accept_passkey(&id, by).await?, &principal)
+    report_added(store.accept_passkey(&id, by).await?, &principal, format)
 }
 
-async fn requests(store: &Store) -> anyhow::Result<()> {
+async fn requests(store: &Store, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
+        let rows: Vec<_> = store
+            .passkey_requests(None)
+            .await?
+            .into_iter()
+            .map(|r| {
+                json!({
+                    "key_id": r.key_id,
+                    "principal": r.principal,
+                    "created_at": rfc3339(r.finished_at),
+                    "accepted_at": r.accepted_at.map(rfc3339),
+                    "removed_at": r.removed_at.map(rfc3339),
+                })
+            })
+            .collect();
+        output::json(&json!({ "requests": rows }));
+        return Ok(());
+    }
     println!(
         "{:<41} {:<20} {:<17} state",
         "key id", "principal", "created"
@@ -248,20 +290,50 @@ async fn requests(store: &Store) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn remove(store: &Store, key_id: &str, by: &str) -> anyhow::Result<()> {
+async fn remove(store: &Store, key_id: &str, by: &str, format: Format) -> anyhow::Result<()> {
     check_by(by, "removes")?;
     let id = key_id_of(key_id)?;
     match store.remove_approver_key(&id, by).await? {
-        KeyRemoved::Removed { principal } => {
-            println!("removed {id} of {principal}: nothing it signed counts any more")
-        }
-        KeyRemoved::AlreadyRemoved => println!("{id} was already removed"),
+        KeyRemoved::Removed { principal } => output::result(
+            format,
+            || json!({"key_id": id.as_str(), "principal": principal, "already_removed": false}),
+            || format!("removed {id} of {principal}: nothing it signed counts any more"),
+        ),
+        KeyRemoved::AlreadyRemoved => output::result(
+            format,
+            || json!({"key_id": id.as_str(), "already_removed": true}),
+            || format!("{id} was already removed"),
+        ),
         KeyRemoved::NotFound => anyhow::bail!("no key {id} is registered"),
     }
     Ok(())
 }
 
-async fn list(store: &Store) -> anyhow::Result<()> {
+/// A time in JSON output: RFC 3339 UTC, whole seconds.
+fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+async fn list(store: &Store, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
+        let rows: Vec<_> = store
+            .list_approver_keys()
+            .await?
+            .into_iter()
+            .map(|k| {
+                json!({
+                    "key_id": k.key_id,
+                    "principal": k.principal,
+                    "registered_at": rfc3339(k.registered_at),
+                    "registered_by": k.registered_by,
+                    "removed_at": k.removed_at.map(rfc3339),
+                    "removed_by": k.removed_by,
+                })
+            })
+            .collect();
+        output::json(&json!({ "keys": rows }));
+        return Ok(());
+    }
     println!(
         "{:<41} {:<20} {:<17} {:<16} removed",
         "key id", "principal", "registered", "by"

@@ -32,6 +32,7 @@ pub mod inspect;
 pub mod key;
 pub mod mandate;
 pub mod operator;
+pub mod output;
 pub mod policy;
 pub mod principal;
 pub mod principal_broker;

@@ -6,7 +6,7 @@ use clap::Parser;
 use fleet_broker::Publisher;
 use fleet_store::Store;
 use fleetctl::api_client::{ApiClient, ListQuery};
-use fleetctl::args::Database;
+use fleetctl::args::{Database, Format};
 use fleetctl::cli::{BrokerCommand, Cli, Command};
 use fleetctl::{
     broker_setup, completion, context, decide, demo, evidence, hash, history, inspect, key,
@@ -29,7 +29,7 @@ async fn main() -> ExitCode {
         }
     };
     fleet_runtime::init_tracing_with_default(fleet_runtime::LogFormat::Text, "warn,lapin=off");
-    match run(cli.command).await {
+    match run(cli.command, cli.output.format()).await {
         Ok(code) => code,
         Err(e) => fleetctl::exit::report(&e),
     }
@@ -39,16 +39,16 @@ fn store(db: &Database) -> anyhow::Result<Store> {
     Ok(Store::connect(db.database_url.expose(), 2)?)
 }
 
-async fn run(command: Command) -> anyhow::Result<ExitCode> {
+async fn run(command: Command, format: Format) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Migrate { db } => migrate(&db).await?,
-        Command::Hash { file } => hash::run(&file)?,
-        Command::Submit { file, amqp } => submit::run(&amqp.config(), &file).await?,
+        Command::Migrate { db } => migrate(&db, format).await?,
+        Command::Hash { file } => hash::run(&file, format)?,
+        Command::Submit { file, amqp } => submit::run(&amqp.config(), &file, format).await?,
         Command::Supersede {
             operation_id,
             file,
             amqp,
-        } => submit::supersede(&amqp.config(), &operation_id, &file).await?,
+        } => submit::supersede(&amqp.config(), &operation_id, &file, format).await?,
         Command::Approve {
             operation_id,
             hash,
@@ -61,9 +61,11 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let client = ApiClient::from_args(&api)?;
             match (operation_id, hash, key.as_ref()) {
                 (_, _, Some(key)) if !batch.is_empty() => {
-                    fleetctl::batch::approve_batch(&client, &batch, key).await?
+                    fleetctl::batch::approve_batch(&client, &batch, key, format).await?
                 }
-                (Some(op), Some(hash), key) => decide::approve(&client, &op, &hash, key).await?,
+                (Some(op), Some(hash), key) => {
+                    decide::approve(&client, &op, &hash, key, format).await?
+                }
                 _ => anyhow::bail!("name an operation and its --hash, or --batch with --key"),
             }
         }
@@ -71,17 +73,13 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             operation_id,
             reason,
             api,
-        } => decide::reject(&ApiClient::from_args(&api)?, &operation_id, &reason).await?,
-        Command::Show {
-            operation_id,
-            output,
-            api,
-        } => inspect::show(&ApiClient::from_args(&api)?, &operation_id, output.format()).await?,
-        Command::History {
-            operation_id,
-            output,
-            api,
-        } => history::show(&ApiClient::from_args(&api)?, &operation_id, output.format()).await?,
+        } => decide::reject(&ApiClient::from_args(&api)?, &operation_id, &reason, format).await?,
+        Command::Show { operation_id, api } => {
+            inspect::show(&ApiClient::from_args(&api)?, &operation_id, format).await?
+        }
+        Command::History { operation_id, api } => {
+            history::show(&ApiClient::from_args(&api)?, &operation_id, format).await?
+        }
         Command::Evidence { operation_id, api } => {
             evidence::fetch(&ApiClient::from_args(&api)?, &operation_id).await?
         }
@@ -98,7 +96,6 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             approval_status,
             limit,
             cursor,
-            output,
             api,
         } => {
             let query = ListQuery {
@@ -107,17 +104,16 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 limit: Some(limit),
                 cursor,
             };
-            inspect::list(&ApiClient::from_args(&api)?, &query, output.format()).await?
+            inspect::list(&ApiClient::from_args(&api)?, &query, format).await?
         }
         Command::Wait {
             operation_id,
             wait_for,
             timeout,
-            output,
             api,
         } => {
             let client = ApiClient::from_args(&api)?;
-            return wait::run(&client, &operation_id, wait_for, timeout, output.format()).await;
+            return wait::run(&client, &operation_id, wait_for, timeout, format).await;
         }
         Command::Resolve {
             operation_id,
@@ -132,6 +128,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 &outcome,
                 external_id.as_deref(),
                 &evidence,
+                format,
             )
             .await?
         }
@@ -139,7 +136,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             operation_id,
             reason,
             api,
-        } => decide::dispute(&ApiClient::from_args(&api)?, &operation_id, &reason).await?,
+        } => decide::dispute(&ApiClient::from_args(&api)?, &operation_id, &reason, format).await?,
         Command::Reconcile {
             operation_id,
             tenant,
@@ -148,10 +145,10 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let store = store(&conn.db)?;
             let op = operator::pick(&store, &operation_id, tenant.as_deref()).await?;
             let publisher = Publisher::connect(&conn.broker()).await?;
-            operator::reconcile(&publisher, op.op()).await?;
+            operator::reconcile(&publisher, op.op(), format).await?;
             publisher.close().await;
         }
-        Command::Token { command, db } => token::run(&store(&db)?, command).await?,
+        Command::Token { command, db } => token::run(&store(&db)?, command, format).await?,
         Command::Prune {
             outbox_retention_s,
             webhook_retention_s,
@@ -163,46 +160,61 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 webhook_s: webhook_retention_s,
                 batch,
             };
-            prune::run(&store(&db)?, retention).await?
+            prune::run(&store(&db)?, retention, format).await?
         }
         Command::Broker {
             command: BrokerCommand::Setup { args, amqp },
-        } => broker_setup::run(&amqp.config(), &args).await?,
-        Command::Policy { command, db } => policy::run(&store(&db)?, command).await?,
+        } => broker_setup::run(&amqp.config(), &args, format).await?,
+        Command::Policy { command, db } => policy::run(&store(&db)?, command, format).await?,
         Command::Principal { command, conn } => {
-            principal::run(&store(&conn.db)?, &conn.broker(), command).await?
+            principal::run(&store(&conn.db)?, &conn.broker(), command, format).await?
         }
-        Command::Key { command } => key::run(command).await?,
-        Command::Mandate { command } => fleetctl::mandate::run(command).await?,
-        Command::Context { command } => context::run(command)?,
+        Command::Key { command } => key::run(command, format).await?,
+        Command::Mandate { command } => fleetctl::mandate::run(command, format).await?,
+        Command::Context { command } => context::run(command, format)?,
         Command::Completion { shell } => completion::run(shell),
         Command::Demo { args, conn } => demo::run(&conn, args).await?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-async fn migrate(db: &Database) -> anyhow::Result<()> {
+/// With `-o json`: `{"database", "roles", "passwords_set"}` (the database URL without
+/// its password, the login role of each component, those whose password was set).
+async fn migrate(db: &Database, format: Format) -> anyhow::Result<()> {
     let url = db.database_url.expose();
     fleet_store::create_database_if_missing(url).await?;
     fleet_store::migrate(url).await?;
-    println!("migrated {}", db.database_url);
     // A derived prefix may carry a hash: say the names the components must log in as.
     let prefix = fleet_store::RolePrefix::of(url)?;
-    println!(
-        "the deployment's database roles: {}__<component> ({})",
-        prefix.as_str(),
-        fleet_store::DbRole::ALL.map(|r| r.component()).join(", ")
-    );
     let passwords: Vec<_> = fleet_store::DbRole::ALL
         .into_iter()
         .filter_map(|r| Some((r, r.password_from_env()?)))
         .collect();
     fleet_store::set_role_passwords(url, &passwords).await?;
-    for (role, _) in &passwords {
-        println!(
-            "set the password of the database role {}",
-            role.login_name(&prefix)
-        );
+    let set: Vec<String> = passwords
+        .iter()
+        .map(|(r, _)| r.login_name(&prefix))
+        .collect();
+    if format == Format::Json {
+        let roles: serde_json::Map<String, serde_json::Value> = fleet_store::DbRole::ALL
+            .into_iter()
+            .map(|r| (r.component().to_owned(), r.login_name(&prefix).into()))
+            .collect();
+        fleetctl::output::json(&serde_json::json!({
+            "database": db.database_url.to_string(),
+            "roles": roles,
+            "passwords_set": set,
+        }));
+        return Ok(());
+    }
+    println!("migrated {}", db.database_url);
+    println!(
+        "the deployment's database roles: {}__<component> ({})",
+        prefix.as_str(),
+        fleet_store::DbRole::ALL.map(|r| r.component()).join(", ")
+    );
+    for name in &set {
+        println!("set the password of the database role {name}");
     }
     Ok(())
 }

@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 
 use crate::api_client::ApiClient;
 use crate::api_target::ApiArgs;
-use crate::args::{Format, OutputArgs};
+use crate::args::Format;
+use crate::output;
 
 #[derive(Subcommand, Debug)]
 pub enum MandateCommand {
@@ -63,16 +64,12 @@ pub enum MandateCommand {
     /// The mandates of your tenants, newest first, with what is left of each.
     List {
         #[command(flatten)]
-        output: OutputArgs,
-        #[command(flatten)]
         api: ApiArgs,
     },
     /// One mandate: what was signed, and what is left.
     Show {
         /// The mandate (md_…).
         mandate_id: String,
-        #[command(flatten)]
-        output: OutputArgs,
         #[command(flatten)]
         api: ApiArgs,
     },
@@ -171,6 +168,14 @@ fn print(answer_body: &str, view: &Value, format: Format) {
     }
 }
 
+/// A command's result: the API's answer as it came with `-o json`, `text` otherwise.
+fn print_answer(answer_body: &str, format: Format, text: impl FnOnce() -> String) {
+    match format {
+        Format::Json => println!("{answer_body}"),
+        Format::Table => crate::say!("{}", text()),
+    }
+}
+
 fn mandate_path(id: &str) -> anyhow::Result<String> {
     anyhow::ensure!(
         id.starts_with("md_")
@@ -181,7 +186,7 @@ fn mandate_path(id: &str) -> anyhow::Result<String> {
     Ok(format!("/v1/mandates/{id}"))
 }
 
-pub async fn run(command: MandateCommand) -> anyhow::Result<()> {
+pub async fn run(command: MandateCommand, format: Format) -> anyhow::Result<()> {
     match command {
         MandateCommand::Create {
             actions,
@@ -229,10 +234,13 @@ pub async fn run(command: MandateCommand) -> anyhow::Result<()> {
                 instant(&valid_until, "--valid-until")?,
                 for_principal,
             )?;
-            crate::say!(
-                "signing, as key {}:\n{}",
-                key.public_key().key_id(),
-                m.to_words()
+            output::note(
+                format,
+                &format!(
+                    "signing, as key {}:\n{}",
+                    key.public_key().key_id(),
+                    m.to_words()
+                ),
             );
             let body = json!({
                 "statement": m.to_json(),
@@ -243,12 +251,14 @@ pub async fn run(command: MandateCommand) -> anyhow::Result<()> {
             let answer = client
                 .post_path("/v1/mandates", &body, "storing the mandate")
                 .await?;
-            crate::say!("stored: {}", standing(&answer.json));
+            print_answer(&answer.body, format, || {
+                format!("stored: {}", standing(&answer.json))
+            });
         }
-        MandateCommand::List { output, api } => {
+        MandateCommand::List { api } => {
             let client = ApiClient::from_args(&api)?;
             let answer = client.get_path("/v1/mandates", "listing mandates").await?;
-            match output.format() {
+            match format {
                 Format::Json => println!("{}", answer.body),
                 _ => {
                     let list = answer.json["mandates"]
@@ -264,17 +274,13 @@ pub async fn run(command: MandateCommand) -> anyhow::Result<()> {
                 }
             }
         }
-        MandateCommand::Show {
-            mandate_id,
-            output,
-            api,
-        } => {
+        MandateCommand::Show { mandate_id, api } => {
             let client = ApiClient::from_args(&api)?;
             let answer = client
                 .get_path(&mandate_path(&mandate_id)?, "showing the mandate")
                 .await?;
-            print(&answer.body, &answer.json, output.format());
-            if output.format() != Format::Json {
+            print(&answer.body, &answer.json, format);
+            if format != Format::Json {
                 if let Ok(m) = Mandate::from_json(&answer.json["statement"]) {
                     crate::say!("{}", m.to_words());
                 }
@@ -286,7 +292,9 @@ pub async fn run(command: MandateCommand) -> anyhow::Result<()> {
             let answer = client
                 .post_path(&path, &json!({}), "revoking the mandate")
                 .await?;
-            crate::say!("revoked: {}", standing(&answer.json));
+            print_answer(&answer.body, format, || {
+                format!("revoked: {}", standing(&answer.json))
+            });
         }
         MandateCommand::RevokeApproval {
             operation_id,
@@ -303,12 +311,14 @@ pub async fn run(command: MandateCommand) -> anyhow::Result<()> {
             let answer = client
                 .post_path(&path, &body, "revoking the approval")
                 .await?;
-            println!(
-                "approval revoked: {operation_id} is {} ({} of {} approvals)",
-                answer.json["approval_status"].as_str().unwrap_or("?"),
-                answer.json["approvals_received"],
-                answer.json["approvals_required"]
-            );
+            print_answer(&answer.body, format, || {
+                format!(
+                    "approval revoked: {operation_id} is {} ({} of {} approvals)",
+                    answer.json["approval_status"].as_str().unwrap_or("?"),
+                    answer.json["approvals_received"],
+                    answer.json["approvals_required"]
+                )
+            });
         }
     }
     Ok(())

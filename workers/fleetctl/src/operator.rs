@@ -30,11 +30,19 @@ pub async fn pick(store: &Store, id: &str, tenant: Option<&str>) -> anyhow::Resu
 /// the caller found first (`pick`): an id with no operation behind it is an error there,
 /// since the doorbell would be consumed and do nothing, and the operator would believe a
 /// lookup was asked for.
-pub async fn reconcile(publisher: &Publisher, op: OpRef<'_>) -> anyhow::Result<()> {
+pub async fn reconcile(
+    publisher: &Publisher,
+    op: OpRef<'_>,
+    format: crate::args::Format,
+) -> anyhow::Result<()> {
     let bell = Doorbell::new(op.tenant_id, op.operation_id);
     publisher
         .publish(Queue::OperationsReconcile, &bell.to_bytes())
         .await?;
-    println!("reconcile rung for {}", op.operation_id);
+    crate::output::result(
+        format,
+        || serde_json::json!({"operation_id": op.operation_id, "tenant_id": op.tenant_id, "rung": true}),
+        || format!("reconcile rung for {}", op.operation_id),
+    );
     Ok(())
 }

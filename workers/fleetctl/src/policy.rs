@@ -9,6 +9,10 @@ use anyhow::bail;
 use clap::Subcommand;
 use fleet_core::intent::Action;
 use fleet_store::{PolicyAssigned, Store};
+use serde_json::json;
+
+use crate::args::Format;
+use crate::output;
 
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
@@ -50,7 +54,7 @@ fn parse_action(s: &str) -> Result<Action, String> {
     })
 }
 
-pub async fn run(store: &Store, command: PolicyCommand) -> anyhow::Result<()> {
+pub async fn run(store: &Store, command: PolicyCommand, format: Format) -> anyhow::Result<()> {
     match command {
         PolicyCommand::Assign {
             action,
@@ -68,10 +72,20 @@ pub async fn run(store: &Store, command: PolicyCommand) -> anyhow::Result<()> {
                 .await?
             {
                 PolicyAssigned::Assigned { previous } => {
-                    let was = previous.map_or(String::new(), |p| format!(" (was {p})"));
-                    println!(
-                        "{policy_version} is in force for {} for {whom}{was}",
-                        action.wire_name()
+                    let was = previous
+                        .as_ref()
+                        .map_or(String::new(), |p| format!(" (was {p})"));
+                    output::result(
+                        format,
+                        || {
+                            json!({"action": action.wire_name(), "tenant_id": tenant, "policy_version": policy_version, "previous": previous})
+                        },
+                        || {
+                            format!(
+                                "{policy_version} is in force for {} for {whom}{was}",
+                                action.wire_name()
+                            )
+                        },
                     );
                 }
                 PolicyAssigned::UnknownPolicy => bail!(
@@ -87,17 +101,38 @@ pub async fn run(store: &Store, command: PolicyCommand) -> anyhow::Result<()> {
             }
         }
         PolicyCommand::Unassign { action, tenant, by } => {
-            if store.unassign_policy(&tenant, action, &by).await? {
-                println!(
-                    "tenant {tenant} has no policy of its own for {}: the default applies",
-                    action.wire_name()
-                );
-            } else {
-                println!(
-                    "tenant {tenant} had no policy of its own for {}",
-                    action.wire_name()
-                );
-            }
+            let unassigned = store.unassign_policy(&tenant, action, &by).await?;
+            output::result(
+                format,
+                || json!({"action": action.wire_name(), "tenant_id": tenant, "unassigned": unassigned}),
+                || match unassigned {
+                    true => format!(
+                        "tenant {tenant} has no policy of its own for {}: the default applies",
+                        action.wire_name()
+                    ),
+                    false => format!(
+                        "tenant {tenant} had no policy of its own for {}",
+                        action.wire_name()
+                    ),
+                },
+            );
+        }
+        PolicyCommand::List if format == Format::Json => {
+            let rows: Vec<_> = store
+                .policies_in_force()
+                .await?
+                .into_iter()
+                .map(|row| {
+                    json!({
+                        "tenant_id": row.tenant_id,
+                        "action": row.action,
+                        "policy_version": row.policy_version,
+                        "assigned_by": row.assigned_by,
+                        "assigned_at": row.assigned_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                    })
+                })
+                .collect();
+            output::json(&json!({ "policies": rows }));
         }
         PolicyCommand::List => {
             println!(

@@ -8,7 +8,10 @@ use fleet_core::access::check_principal_name;
 use fleet_core::Role;
 use fleet_store::{NewPrincipal, PrincipalAdded, PrincipalRemoved, Store};
 
+use crate::args::Format;
+use crate::output;
 use crate::principal_broker::{self, BrokerUserArgs};
+use serde_json::json;
 
 #[derive(Subcommand, Debug)]
 pub enum PrincipalCommand {
@@ -54,6 +57,7 @@ pub async fn run(
     store: &Store,
     broker: &BrokerConfig,
     command: PrincipalCommand,
+    format: Format,
 ) -> anyhow::Result<()> {
     match command {
         PrincipalCommand::Add {
@@ -63,23 +67,53 @@ pub async fn run(
             oidc_subject,
             broker: broker_args,
         } => {
-            let tenants = add(store, &name, role, &tenants, oidc_subject.as_deref()).await?;
-            if broker_args.broker {
-                principal_broker::give(store, broker, &broker_args, &name, role, &tenants).await?;
-            }
+            let (created, tenants) =
+                add(store, &name, role, &tenants, oidc_subject.as_deref()).await?;
+            let given = match broker_args.broker {
+                true => Some(
+                    principal_broker::give(store, broker, &broker_args, &name, role, &tenants)
+                        .await?,
+                ),
+                false => None,
+            };
+            let verb = if created { "added" } else { "updated" };
+            output::result(
+                format,
+                || {
+                    json!({
+                        "name": name,
+                        "role": role.as_str(),
+                        "created": created,
+                        "tenants": tenants,
+                        "broker_user": given.as_ref().map(|g| g.json.clone()),
+                    })
+                },
+                || {
+                    let line = format!("{verb} {name} ({role}), tenants {}", tenants.join(", "));
+                    match &given {
+                        Some(g) => format!("{line}\n{}", g.lines()),
+                        None => line,
+                    }
+                },
+            );
             Ok(())
         }
-        PrincipalCommand::List => list(store).await,
+        PrincipalCommand::List => list(store, format).await,
         PrincipalCommand::Remove {
             name,
             management_url,
         } => {
             let broker_user = store.broker_user_of(&name).await?;
-            remove(store, &name).await?;
-            match broker_user {
-                Some(user) => principal_broker::take_away(broker, &management_url, &user).await,
-                None => Ok(()),
+            let mut removed = remove(store, &name).await?;
+            if let Some(user) = &broker_user {
+                principal_broker::take_away(broker, &management_url, user).await?;
+                removed
+                    .words
+                    .push_str(&format!("\nbroker user {user} deleted"));
             }
+            removed.json["broker_user_deleted"] = json!(broker_user);
+            output::result(format, || removed.json, || removed.words);
+            Ok(())
         }
     }
 }
@@ -90,7 +124,7 @@ async fn add(
     role: Role,
     tenants: &[String],
     oidc_subject: Option<&str>,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<(bool, Vec<String>)> {
     check_principal_name(name).map_err(anyhow::Error::msg)?;
     crate::token::check_tenants(tenants)?;
     if let Some(sub) = oidc_subject {
@@ -106,14 +140,8 @@ async fn add(
         oidc_subject,
     };
     let tenants = match store.add_principal(&new).await? {
-        PrincipalAdded::Added { tenants } => {
-            print!("added {name} ({role})");
-            tenants
-        }
-        PrincipalAdded::Updated { tenants } => {
-            print!("updated {name} ({role})");
-            tenants
-        }
+        PrincipalAdded::Added { tenants } => (true, tenants),
+        PrincipalAdded::Updated { tenants } => (false, tenants),
         PrincipalAdded::RoleMismatch { existing } => {
             anyhow::bail!("refused: {name} is a principal with role {existing}, not {role}")
         }
@@ -125,11 +153,30 @@ async fn add(
             anyhow::bail!("refused: that subject already signs in as {by}")
         }
     };
-    println!(", tenants {}", tenants.join(", "));
     Ok(tenants)
 }
 
-async fn list(store: &Store) -> anyhow::Result<()> {
+async fn list(store: &Store, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
+        let rows: Vec<_> = store
+            .list_principals()
+            .await?
+            .into_iter()
+            .map(|p| {
+                json!({
+                    "name": p.name,
+                    "role": p.role.as_str(),
+                    "oidc_subject": p.oidc_subject,
+                    "broker_user": p.broker_user,
+                    "active_tokens": p.active_tokens,
+                    "removed_at": p.removed_at.map(|at| at.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+                    "tenants": p.tenants,
+                })
+            })
+            .collect();
+        output::json(&json!({ "principals": rows }));
+        return Ok(());
+    }
     crate::say!(
         "{:<24} {:<9} {:<28} {:<32} {:<7} {:<8} tenants",
         "name",
@@ -157,19 +204,37 @@ async fn list(store: &Store) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn remove(store: &Store, name: &str) -> anyhow::Result<()> {
-    match store.remove_principal(name).await? {
+/// What `remove` did, in words and as JSON, for the caller to complete and print.
+struct Removed {
+    words: String,
+    json: serde_json::Value,
+}
+
+async fn remove(store: &Store, name: &str) -> anyhow::Result<Removed> {
+    Ok(match store.remove_principal(name).await? {
         PrincipalRemoved::Removed {
             tokens_revoked,
             sessions_ended,
             keys_revoked,
             approvals_voided,
-        } => println!(
-            "removed {name}: {tokens_revoked} token(s) revoked, {sessions_ended} console session(s) ended, \
-             {keys_revoked} approver key(s) revoked, {approvals_voided} approval(s) of operations not yet started voided"
-        ),
-        PrincipalRemoved::AlreadyRemoved => println!("{name} was already removed"),
+        } => Removed {
+            words: format!(
+                "removed {name}: {tokens_revoked} token(s) revoked, {sessions_ended} console session(s) ended, \
+                 {keys_revoked} approver key(s) revoked, {approvals_voided} approval(s) of operations not yet started voided"
+            ),
+            json: json!({
+                "name": name,
+                "already_removed": false,
+                "tokens_revoked": tokens_revoked,
+                "sessions_ended": sessions_ended,
+                "keys_revoked": keys_revoked,
+                "approvals_voided": approvals_voided,
+            }),
+        },
+        PrincipalRemoved::AlreadyRemoved => Removed {
+            words: format!("{name} was already removed"),
+            json: json!({"name": name, "already_removed": true}),
+        },
         PrincipalRemoved::NotFound => anyhow::bail!("no principal is named {name}"),
-    }
-    Ok(())
+    })
 }

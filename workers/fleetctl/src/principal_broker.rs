@@ -44,7 +44,7 @@ pub async fn give(
     principal: &str,
     role: Role,
     tenants: &[String],
-) -> anyhow::Result<()> {
+) -> anyhow::Result<BrokerUserGiven> {
     anyhow::ensure!(
         role == Role::Agent,
         "refused: only agents publish intents; {principal} is a {role}"
@@ -73,16 +73,38 @@ pub async fn give(
     let (permissions, topic) = agent_principal_permissions(broker, principal, tenants);
     api.put_permissions(&user, &permissions).await?;
     api.put_topic_permissions(&user, &topic).await?;
-    println!(
-        "broker user {user}: publishes intents as {principal}; binds {} events of {} on queues named {}…",
-        topic.exchange,
-        tenants.join(", "),
-        agent_queue_prefix(broker, principal)
-    );
-    if let Some(password) = new_password {
-        println!("broker password (shown once): {password}");
+    Ok(BrokerUserGiven {
+        words: format!(
+            "broker user {user}: publishes intents as {principal}; binds {} events of {} on queues named {}…",
+            topic.exchange,
+            tenants.join(", "),
+            agent_queue_prefix(broker, principal)
+        ),
+        json: serde_json::json!({
+            "user": user,
+            "exchange": topic.exchange,
+            "queue_prefix": agent_queue_prefix(broker, principal),
+            "password": new_password,
+        }),
+        password: new_password,
+    })
+}
+
+/// What `give` did, for the caller to print: in words, or as JSON (`password` only when
+/// a new one was made: it is shown once).
+pub struct BrokerUserGiven {
+    pub words: String,
+    pub json: serde_json::Value,
+    pub password: Option<String>,
+}
+
+impl BrokerUserGiven {
+    pub fn lines(&self) -> String {
+        match &self.password {
+            Some(password) => format!("{}\nbroker password (shown once): {password}", self.words),
+            None => self.words.clone(),
+        }
     }
-    Ok(())
 }
 
 /// Deletes a removed principal's broker user, if it had one.
@@ -94,7 +116,6 @@ pub async fn take_away(
     ManagementApi::new(broker, management_url)?
         .delete_user(user)
         .await?;
-    println!("broker user {user} deleted");
     Ok(())
 }
 

@@ -88,8 +88,18 @@ pub async fn prune(store: &Store, r: Retention) -> anyhow::Result<PruneReport> {
 }
 
 /// `fleetctl prune`: prunes and says what went, per table.
-pub async fn run(store: &Store, r: Retention) -> anyhow::Result<()> {
+/// With `-o json`: `{"outbox": …, "webhook_events": …}`, each `{"older_than_s", "rows",
+/// "batches", "seconds"}`.
+pub async fn run(store: &Store, r: Retention, format: crate::args::Format) -> anyhow::Result<()> {
     let report = prune(store, r).await?;
+    if format == crate::args::Format::Json {
+        let table = |older_than_s: u64, p: &Pruned| serde_json::json!({"older_than_s": older_than_s, "rows": p.rows, "batches": p.batches, "seconds": p.seconds});
+        crate::output::json(&serde_json::json!({
+            "outbox": table(r.outbox_s, &report.outbox),
+            "webhook_events": table(r.webhook_s, &report.webhook_events),
+        }));
+        return Ok(());
+    }
     for (table, older_than_s, p) in [
         ("operation_outbox (published)", r.outbox_s, report.outbox),
         ("webhook_events", r.webhook_s, report.webhook_events),

@@ -9,6 +9,10 @@ use fleet_core::access::{
 };
 use fleet_core::{Role, Token, TokenHash};
 use fleet_store::{NewToken, Store, TokenCreated, TokenRevoked};
+use serde_json::json;
+
+use crate::args::Format;
+use crate::output;
 
 #[derive(Subcommand, Debug)]
 pub enum TokenCommand {
@@ -45,16 +49,16 @@ pub(crate) fn parse_role(s: &str) -> Result<Role, String> {
     Role::parse(s).ok_or_else(|| format!("{s:?} is not a role: agent, approver, operator or admin"))
 }
 
-pub async fn run(store: &Store, command: TokenCommand) -> anyhow::Result<()> {
+pub async fn run(store: &Store, command: TokenCommand, format: Format) -> anyhow::Result<()> {
     match command {
         TokenCommand::Create {
             principal,
             role,
             tenants,
             expires_in,
-        } => create(store, &principal, role, &tenants, expires_in).await,
-        TokenCommand::Revoke { token } => revoke(store, &token).await,
-        TokenCommand::List => list(store).await,
+        } => create(store, &principal, role, &tenants, expires_in, format).await,
+        TokenCommand::Revoke { token } => revoke(store, &token, format).await,
+        TokenCommand::List => list(store, format).await,
     }
 }
 
@@ -154,8 +158,23 @@ async fn create(
     role: Role,
     tenants: &[String],
     lifetime: TokenLifetime,
+    format: Format,
 ) -> anyhow::Result<()> {
     let issued = issue_for(store, principal, role, tenants, lifetime).await?;
+    if format == Format::Json {
+        // The one JSON document on stdout: the token with what the note says.
+        output::json(&json!({
+            "token": issued.token.expose(),
+            "token_id": issued.token_id,
+            "principal": principal,
+            "role": role.as_str(),
+            "tenants": issued.tenants,
+            "limited": !tenants.is_empty(),
+            "expires_at": issued.expires_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        }));
+        eprintln!("Keep the token now: it is shown once, and only its hash is stored.");
+        return Ok(());
+    }
     println!("{}", issued.token.expose());
     let scope = if tenants.is_empty() {
         "all of the principal's"
@@ -174,15 +193,23 @@ async fn create(
     Ok(())
 }
 
-async fn revoke(store: &Store, name: &str) -> anyhow::Result<()> {
+async fn revoke(store: &Store, name: &str, format: Format) -> anyhow::Result<()> {
     // Given the token itself, it is found by its hash (it is never sent anywhere else).
     let hash = TokenHash::of_presented(name);
     match store.revoke_token(name, hash.as_ref()).await? {
         TokenRevoked::Revoked {
             token_id,
             principal,
-        } => println!("revoked {token_id} of {principal}"),
-        TokenRevoked::AlreadyRevoked { token_id } => println!("{token_id} was already revoked"),
+        } => output::result(
+            format,
+            || json!({"token_id": token_id, "principal": principal, "revoked": true, "already_revoked": false}),
+            || format!("revoked {token_id} of {principal}"),
+        ),
+        TokenRevoked::AlreadyRevoked { token_id } => output::result(
+            format,
+            || json!({"token_id": token_id, "revoked": true, "already_revoked": true}),
+            || format!("{token_id} was already revoked"),
+        ),
         TokenRevoked::NotFound => anyhow::bail!("no token is named {}", shown(name)),
         TokenRevoked::Ambiguous(n) => {
             anyhow::bail!("{n} tokens start with {name}: name one by its id (fleetctl token list)")
@@ -199,7 +226,39 @@ fn shown(name: &str) -> &str {
     }
 }
 
-async fn list(store: &Store) -> anyhow::Result<()> {
+async fn list(store: &Store, format: Format) -> anyhow::Result<()> {
+    let tokens = store.list_tokens().await?;
+    let state_of = |t: &fleet_store::TokenListing| {
+        if t.revoked_at.is_some() {
+            "revoked"
+        } else if t.expired {
+            "expired"
+        } else {
+            "active"
+        }
+    };
+    if format == Format::Json {
+        let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let rows: Vec<_> = tokens
+            .iter()
+            .map(|t| {
+                json!({
+                    "token_id": t.token_id,
+                    "prefix": t.display_prefix,
+                    "principal": t.principal,
+                    "role": t.role.as_str(),
+                    "state": state_of(t),
+                    "created_at": at(t.created_at),
+                    "expires_at": at(t.expires_at),
+                    "last_used_at": t.last_used_at.map(at),
+                    "tenants": t.tenants,
+                    "limited": t.limited,
+                })
+            })
+            .collect();
+        output::json(&json!({ "tokens": rows }));
+        return Ok(());
+    }
     let minute = |at: chrono::DateTime<chrono::Utc>| at.format("%Y-%m-%d %H:%M").to_string();
     crate::say!(
         "{:<30} {:<15} {:<24} {:<9} {:<8} {:<17} {:<17} {:<17} tenants",
@@ -212,14 +271,8 @@ async fn list(store: &Store) -> anyhow::Result<()> {
         "expires",
         "last used"
     );
-    for t in store.list_tokens().await? {
-        let state = if t.revoked_at.is_some() {
-            "revoked"
-        } else if t.expired {
-            "expired"
-        } else {
-            "active"
-        };
+    for t in &tokens {
+        let state = state_of(t);
         let last_used = t.last_used_at.map_or("never".to_owned(), minute);
         let limited = if t.limited { " (limited)" } else { "" };
         crate::say!(

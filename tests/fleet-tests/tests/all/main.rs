@@ -22,6 +22,7 @@ mod broker_users;
 mod chaos;
 mod cli;
 mod cli_api;
+mod cli_json;
 mod console;
 mod console_browser;
 mod console_mandates;
