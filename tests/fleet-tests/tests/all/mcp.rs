@@ -318,8 +318,15 @@ async fn a_proposed_payment_answers_at_once_with_the_approval_link_and_after_app
 ) {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_execute();
+    // With a console: the approval link is its page for the operation.
+    let issuer = fleet.spawn_issuer().await;
     let api = fleet
-        .spawn_api(&[("API_PUBLIC_URL", "https://fleet.example.test/ops/")])
+        .spawn_api(&[
+            ("API_PUBLIC_URL", "https://fleet.example.test/ops/"),
+            ("OIDC_ISSUER_URL", &issuer.issuer_url),
+            ("OIDC_CLIENT_ID", &issuer.client_id),
+            ("OIDC_CLIENT_SECRET", &issuer.client_secret),
+        ])
         .await;
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     let agent = api.mcp(&token).await.expect("connect");
@@ -419,6 +426,35 @@ async fn a_proposed_payment_answers_at_once_with_the_approval_link_and_after_app
     assert_eq!(listed["data"], json!([done]));
     assert_eq!(listed["next_cursor"], Value::Null);
     assert_conforms(&output_schema(&tools, "list_operations"), &listed);
+    agent.close().await;
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_console_a_proposal_hands_out_no_approval_link() {
+    // No OpenID Connect issuer configured: no console, so no page to link to.
+    let (fleet, _api, agent) = billing_bot_on_api().await;
+    let proposed = agent.call("payment_create", payment()).await;
+    proposed.says("nothing happens until a person approves");
+    proposed.says("no approval page");
+    assert!(
+        proposed.texts.iter().all(|t| !t.contains("/console/")),
+        "{:?}",
+        proposed.texts
+    );
+    let proposed = proposed.ok();
+    let op = proposed["operation_id"].as_str().unwrap().to_owned();
+    let view = fleet.view_in_db(&op).await;
+    assert_eq!(
+        proposed,
+        json!({
+            "operation_id": op,
+            "payload_hash": view["payload_hash"],
+            "status": "pending_approval",
+            "approval_expires_at": view["approval_expires_at"],
+            "created": true,
+        })
+    );
     agent.close().await;
     fleet.stop().await;
 }

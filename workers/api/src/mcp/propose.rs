@@ -32,8 +32,11 @@ pub struct Proposed {
     /// `pending_approval` until a person decides.
     pub status: ProposalStatus,
     /// The page where a person approves or rejects it: hand it to them. Nothing happens
-    /// before they approve.
-    pub approval_url: String,
+    /// before they approve. Absent when this deployment has no console: a link to a page
+    /// that is not served would send the person nowhere (they decide with fleetctl or
+    /// the HTTP API instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_url: Option<String>,
     /// When the approval expires if nobody decided (RFC 3339, UTC).
     pub approval_expires_at: String,
     /// `false` when this operation was proposed before (a retried call): nothing new
@@ -114,7 +117,10 @@ async fn proposed(
         return Err(ApiError::Unavailable);
     };
     Ok(Proposed {
-        approval_url: state.public_url.approval_page(&operation_id),
+        approval_url: state
+            .console
+            .is_some()
+            .then(|| state.public_url.approval_page(&operation_id)),
         operation_id,
         payload_hash,
         status: approval.into(),
@@ -131,13 +137,19 @@ fn note(p: &Proposed) -> String {
     } else {
         "This operation was proposed before; nothing new was created. "
     };
-    match p.status {
-        ProposalStatus::PendingApproval => format!(
-            "{again}Stored, not done: nothing happens until a person approves it at {} (before {}). \
+    match (p.status, &p.approval_url) {
+        (ProposalStatus::PendingApproval, Some(url)) => format!(
+            "{again}Stored, not done: nothing happens until a person approves it at {url} (before {}). \
              Give them that link, then call get_operation with operation_id {} and wait_for \"final\" to learn the outcome.",
-            p.approval_url, p.approval_expires_at, p.operation_id
+            p.approval_expires_at, p.operation_id
         ),
-        ProposalStatus::Approved | ProposalStatus::Rejected | ProposalStatus::Expired => format!(
+        (ProposalStatus::PendingApproval, None) => format!(
+            "{again}Stored, not done: nothing happens until a person approves it (before {}) with fleetctl or the HTTP API; \
+             this deployment has no approval page to link to. Tell them operation_id {} and its payload_hash, \
+             then call get_operation with wait_for \"final\" to learn the outcome.",
+            p.approval_expires_at, p.operation_id
+        ),
+        (ProposalStatus::Approved | ProposalStatus::Rejected | ProposalStatus::Expired, _) => format!(
             "{again}A decision was already made on it; call get_operation with operation_id {} for what happened.",
             p.operation_id
         ),
