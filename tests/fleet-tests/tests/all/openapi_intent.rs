@@ -113,6 +113,12 @@ async fn the_documented_intent_and_the_intent_schema_give_every_fixture_the_same
     payment["payload"]["amount_minor"] = json!("oops");
     assert!(!documented.is_valid(&payment) && !file.is_valid(&payment));
     payment["payload"]["amount_minor"] = json!(100);
+    // Another provider than the action's: the file lets it through to the intake's
+    // `unsupported_provider`, the document refuses it.
+    payment["provider"] = json!("crm");
+    assert!(file.is_valid(&payment) && !documented.is_valid(&payment));
+    payment["provider"] = json!("payments");
+    assert!(file.is_valid(&payment) && documented.is_valid(&payment));
     payment["action"] = json!("refund.create");
     assert!(!documented.is_valid(&payment) && !file.is_valid(&payment));
 
