@@ -24,6 +24,7 @@ mod intents;
 mod processes;
 mod report;
 mod sandbox;
+pub(crate) mod table;
 mod stripe;
 
 use std::path::PathBuf;

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
 
 use super::intents::Plan;
+use super::table::Table;
 
 /// Polls until `done` holds for every operation, or fails at `deadline`.
 pub async fn wait_until(
@@ -165,9 +166,17 @@ pub async fn print(
 ) -> anyhow::Result<()> {
     let client = reqwest::Client::new();
     println!();
-    println!(
-        "{:<30} {:<20} {:<10} {:<20} {:<32} {:>7}  WHAT",
-        "OPERATION", "ACTION", "STATUS", "REASON", "EXTERNAL_ID", "EFFECTS"
+    let mut table = Table::new(
+        &[
+            "OPERATION",
+            "ACTION",
+            "STATUS",
+            "REASON",
+            "EXTERNAL_ID",
+            "EFFECTS",
+            "WHAT",
+        ],
+        &[5],
     );
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     let mut violations = 0;
@@ -184,10 +193,9 @@ pub async fn print(
         if row.status.is_final() && n != i64::from(row.status == Status::Succeeded) {
             violations += 1;
         }
-        println!(
-            "{:<30} {:<20} {:<10} {:<20} {:<32} {:>7}  {}",
-            op,
-            row.action,
+        table.push(vec![
+            op.to_owned(),
+            row.action.to_string(),
             if row.escalated_at.is_some() {
                 format!("{} (escalated)", row.status)
             } else {
@@ -196,17 +204,21 @@ pub async fn print(
             row.error_code
                 .as_deref()
                 .or(row.status_reason.map(fleet_core::Reason::as_str))
-                .unwrap_or(""),
-            row.external_id.as_deref().unwrap_or("-"),
-            n,
-            describe(row.action, row.target.as_deref(), &row.payload)
-        );
+                .unwrap_or("")
+                .to_owned(),
+            row.external_id.as_deref().unwrap_or("-").to_owned(),
+            n.to_string(),
+            describe(row.action, row.target.as_deref(), &row.payload),
+        ]);
         let key = if row.escalated_at.is_some() {
             format!("{} escalated", row.status)
         } else {
             row.status.to_string()
         };
         *by_status.entry(key).or_default() += 1;
+    }
+    for line in table.lines() {
+        println!("{line}");
     }
     println!();
     for intent in &plan.intents {

@@ -27,9 +27,17 @@ pub async fn print(
     intents: &[&DemoIntent],
 ) -> anyhow::Result<()> {
     println!();
-    println!(
-        "{:<30} {:<14} {:<10} {:<14} {:<28} {:<24}  WHAT",
-        "OPERATION", "ACTION", "STATUS", "CODE", "STRIPE_OBJECT", "STRIPE_STATUS"
+    let mut table = crate::demo::table::Table::new(
+        &[
+            "OPERATION",
+            "ACTION",
+            "STATUS",
+            "CODE",
+            "STRIPE_OBJECT",
+            "STRIPE_STATUS",
+            "WHAT",
+        ],
+        &[],
     );
     let mut agree = 0;
     for intent in intents {
@@ -57,16 +65,21 @@ pub async fn print(
                 .to_owned(),
             n => format!("{n} objects!"),
         };
-        println!(
-            "{:<30} {:<14} {:<10} {:<14} {:<28} {:<24}  {}",
-            op,
-            row.action,
+        table.push(vec![
+            op.to_owned(),
+            row.action.to_string(),
             status,
-            row.error_code.as_deref().unwrap_or(""),
+            row.error_code.as_deref().unwrap_or("").to_owned(),
             stripe_id,
-            object.and_then(|o| o["status"].as_str()).unwrap_or("-"),
-            describe(row.action, row.target.as_deref(), &row.payload)
-        );
+            object
+                .and_then(|o| o["status"].as_str())
+                .unwrap_or("-")
+                .to_owned(),
+            describe(row.action, row.target.as_deref(), &row.payload),
+        ]);
+    }
+    for line in table.lines() {
+        println!("{line}");
     }
     println!(
         "Stripe objects match the fleet's outcomes for {agree} of {} operations",
