@@ -46,8 +46,9 @@ pub struct GetOperationArgs {
     /// also ends when the operation is escalated to a person.
     #[serde(default)]
     pub wait_for: Option<WaitForArg>,
-    /// The longest to wait, in seconds (0 to 60, default 30); only with `wait_for`. When
-    /// it runs out the answer is the operation as it is then: look at it, and call again.
+    /// The longest to wait, in seconds (0 to 60, default 30); no effect without
+    /// `wait_for`. When it runs out the answer is the operation as it is then: look at it,
+    /// and call again.
     #[serde(default)]
     #[schemars(range(max = 60))]
     pub timeout_s: Option<u64>,
@@ -94,7 +95,6 @@ pub async fn get_operation(
     };
     let timeout_s = match (args.wait_for, args.timeout_s) {
         (_, Some(t)) if t > MAX_WAIT_S => return bad_arguments(Some("timeout_s")),
-        (None, Some(_)) => return bad_arguments(Some("timeout_s")),
         (_, t) => t.unwrap_or(DEFAULT_WAIT_S),
     };
     let wait_for = args.wait_for.map(|w| match w {
