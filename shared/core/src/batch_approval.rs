@@ -13,6 +13,11 @@
 //! for no other, and refuses a batch whose count or totals are not those of the operations
 //! listed (`migrations/0064_approval_batches.sql`). Pure: the operations' amounts are
 //! inputs, read by the signer from the operations it fetched.
+//!
+//! A batch is signed with the approver's registered key, so each of its approvals counts
+//! as a signed approval (`migrations/0074_signed_batches_and_coverage.sql`): execute
+//! verifies it before the call with [`check_batch_approval`], over the batch's statement
+//! as stored, as [`crate::signed_quorum`] verifies a per-operation signature.
 
 use std::collections::BTreeMap;
 
@@ -20,9 +25,14 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::approval_statement::{format_expiry, MAX_STATEMENT_LIFETIME_S};
+use crate::approval_statement::{
+    expiry_in_bounds, format_expiry, parse_expiry, StatementSubject, MAX_STATEMENT_LIFETIME_S,
+};
 use crate::hash::canonical_json;
 use crate::money::format_amount;
+use crate::signed_quorum::{
+    check_signature, RecordedApproval, RegisteredKey, SignatureRefusal, SignedCount,
+};
 
 pub const BATCH_STATEMENT: &str = "fleet.approval_batch.v1";
 
@@ -122,6 +132,96 @@ impl BatchStatement {
             },
             format_expiry(self.expires_at)
         )
+    }
+}
+
+/// Judges an approval recorded from a signed batch, for the operation `subject`: the
+/// batch's `statement` (as stored) is a `fleet.approval_batch.v1` statement of the
+/// operation's tenant listing the operation with its stored hash, its expiry is the one
+/// recorded with the approval, and the approval's signature verifies over its canonical
+/// bytes with the key it names, under the same rules of key and expiry as
+/// [`check_signature`]. A statement that does not list this operation signs nothing of it
+/// (`BadSignature`).
+pub fn check_batch_approval(
+    subject: &StatementSubject<'_>,
+    statement: &Value,
+    approval: &RecordedApproval,
+    keys: &[RegisteredKey],
+    now: DateTime<Utc>,
+) -> Result<(), SignatureRefusal> {
+    let signed = approval.signed.as_ref().ok_or(SignatureRefusal::Unsigned)?;
+    let key = keys
+        .iter()
+        .find(|k| k.key_id == signed.key_id)
+        .ok_or(SignatureRefusal::UnknownKey)?;
+    if key.principal != approval.principal {
+        return Err(SignatureRefusal::NotTheApproversKey);
+    }
+    if key.removed_at.is_some() {
+        return Err(SignatureRefusal::KeyRemoved);
+    }
+    if key.registered_at >= approval.at {
+        return Err(SignatureRefusal::KeyRegisteredAfterApproval);
+    }
+    if !expiry_in_bounds(signed.expires_at, approval.at) {
+        return Err(SignatureRefusal::ExpiryOutOfBounds);
+    }
+    if signed.expires_at <= now {
+        return Err(SignatureRefusal::Expired);
+    }
+    let text = |m: &str| statement.get(m).and_then(Value::as_str);
+    let lists_it = statement
+        .get("operations")
+        .and_then(Value::as_array)
+        .is_some_and(|ops| {
+            ops.iter().any(|o| {
+                o.get("operation_id").and_then(Value::as_str) == Some(subject.operation_id)
+                    && o.get("payload_hash").and_then(Value::as_str) == Some(subject.payload_hash)
+            })
+        });
+    let of_this_statement = text("statement") == Some(BATCH_STATEMENT)
+        && text("tenant_id") == Some(subject.tenant_id)
+        && text("expires_at").and_then(parse_expiry) == Some(signed.expires_at)
+        && lists_it;
+    if !of_this_statement
+        || !key
+            .public_key
+            .verifies(canonical_json(statement).as_bytes(), &signed.signature)
+    {
+        return Err(SignatureRefusal::BadSignature);
+    }
+    Ok(())
+}
+
+/// [`crate::signed_quorum::count_signed`] over approvals of which some came from signed
+/// batches (their batch's statement beside them): each is judged by its own rule, and
+/// each principal counts once.
+pub fn count_signed_with_batches(
+    subject: &StatementSubject<'_>,
+    approvals: &[(RecordedApproval, Option<Value>)],
+    keys: &[RegisteredKey],
+    now: DateTime<Utc>,
+) -> SignedCount {
+    let mut principals = std::collections::BTreeSet::new();
+    let mut refused = Vec::new();
+    for (approval, batch) in approvals {
+        let judged = match batch {
+            Some(statement) => check_batch_approval(subject, statement, approval, keys, now),
+            None => check_signature(subject, approval, keys, now),
+        }
+        .and_then(|()| {
+            principals
+                .insert(approval.principal.as_str())
+                .then_some(())
+                .ok_or(SignatureRefusal::DuplicatePrincipal)
+        });
+        if let Err(why) = judged {
+            refused.push((approval.principal.clone(), why));
+        }
+    }
+    SignedCount {
+        valid: principals.len(),
+        refused,
     }
 }
 

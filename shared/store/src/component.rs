@@ -140,6 +140,7 @@ capabilities! {
         Function("fleet_mandate_revoke(text, text, text)"),
         Function("fleet_mandate_pending(text, integer)"),
         Function("fleet_approval_revoke(text, text, text, text)"),
+        Function("fleet_mandate_rule(text, text)"),
     ] for [Api];
     /// Approve several operations with one signed statement (migrations/0064):
     /// through the owner's function only.

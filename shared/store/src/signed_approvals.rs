@@ -19,6 +19,9 @@ use crate::StoreError;
 pub struct SignedApprovals {
     /// What each approval presents, in the order of `facts`.
     pub approvals: Vec<RecordedApproval>,
+    /// For each approval recorded from a signed batch, the batch's statement as stored
+    /// (what its signature signs), in the order of `approvals`; `None` for the others.
+    pub batches: Vec<Option<serde_json::Value>>,
     /// The same approvals as the quorum rule reads them (void or not, the key they name).
     pub facts: Vec<ApprovalFacts>,
     /// Each approver's standing now, for the operation's tenant.
@@ -51,6 +54,7 @@ impl SignedApprovals {
 const READ: &str = "
 SELECT now() AS now, o.submitted_by, o.approvals_required,
        a.principal, a.at, a.key_id, a.signature, a.signed_expires_at, a.voided_at IS NOT NULL AS voided,
+       b.statement AS batch_statement,
        s.role AS approver_role, s.removed AS approver_removed, s.granted_at AS approver_granted_at,
        k.principal AS key_principal, k.algorithm, k.public_key, k.rp_id, k.origin,
        k.registered_at, k.removed_at
@@ -58,6 +62,7 @@ FROM operations o
 LEFT JOIN approvals a ON a.operation_id = o.operation_id AND a.tenant_id = o.tenant_id AND a.payload_hash = $2
 LEFT JOIN LATERAL fleet_approver_standing(a.principal, a.tenant_id) s ON true
 LEFT JOIN approver_keys k ON k.key_id = a.key_id
+LEFT JOIN approval_batches b ON b.batch_id = a.batch_id
 WHERE o.operation_id = $1 AND o.tenant_id = $3
 ORDER BY a.at, a.principal";
 
@@ -100,6 +105,7 @@ impl<R: ClaimAndCall> StoreAs<R> {
             .await?;
         let now = rows.first().map_or_else(Utc::now, |r| r.get("now"));
         let mut approvals = Vec::new();
+        let mut batches = Vec::new();
         let mut facts = Vec::new();
         let mut standings = Vec::new();
         let mut keys: Vec<RegisteredKey> = Vec::new();
@@ -113,6 +119,7 @@ impl<R: ClaimAndCall> StoreAs<R> {
                 at,
                 signed: presented(r),
             });
+            batches.push(r.get::<_, Option<serde_json::Value>>("batch_statement"));
             facts.push(ApprovalFacts {
                 principal: principal.clone(),
                 payload_hash: payload_hash.to_owned(),
@@ -145,6 +152,7 @@ impl<R: ClaimAndCall> StoreAs<R> {
         });
         Ok(SignedApprovals {
             approvals,
+            batches,
             facts,
             standings,
             keys,

@@ -6,9 +6,10 @@
 //! it), against the keys as registered now and the database clock. The database already
 //! refused to mark the operation approved, and the claim to claim it, without enough
 //! approvals by live approvers naming their live keys; only this check proves that their
-//! holders signed.
+//! holders signed. An approval recorded from a signed batch is verified over the batch's
+//! statement as stored, which must list this operation with its stored hash.
 
-use fleet_core::count_signed;
+use fleet_core::batch_approval::count_signed_with_batches;
 use fleet_core::live_quorum::{approval_counts, live_quorum, QuorumSubject};
 use fleet_store::{OperationRow, StoreError};
 use tracing::warn;
@@ -37,15 +38,17 @@ impl ExecuteHandler {
             &signed.standings,
             &signed.key_standings(),
         );
-        // Only the approvals that count now have their signatures verified.
+        // Only the approvals that count now have their signatures verified; one recorded
+        // from a signed batch is verified over the batch's statement.
         let counting: Vec<_> = signed
             .approvals
             .iter()
+            .zip(&signed.batches)
             .zip(&signed.facts)
             .filter(|(_, facts)| approval_counts(&subject, facts, &signed.standings))
-            .map(|(approval, _)| approval.clone())
+            .map(|((approval, batch), _)| (approval.clone(), batch.clone()))
             .collect();
-        let count = count_signed(
+        let count = count_signed_with_batches(
             &row.statement_subject(),
             &counting,
             &signed.keys,

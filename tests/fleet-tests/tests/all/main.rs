@@ -73,6 +73,7 @@ mod risk_aggregates;
 mod schema;
 mod secret_files;
 mod signed_approvals;
+mod signed_batches;
 mod slow_bodies;
 mod store_cas;
 mod stripe_accounts;
