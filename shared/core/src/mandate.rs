@@ -430,29 +430,30 @@ impl MandateRefusal {
 
 impl Mandate {
     /// Whether what was signed covers `op` (its window, budget and count are the
-    /// database's to judge at claim, on the row as it was then).
+    /// database's to judge at claim, on the row as it was then): no check of
+    /// [`Mandate::first_gap`] fails, with the payee as intake's lookup found it.
     pub fn covers(&self, op: &MandatedOperation<'_>) -> bool {
-        let amount = op.payload.get("amount_minor").and_then(Value::as_i64);
-        let currency = op.payload.get("currency").and_then(Value::as_str);
         let found = op
             .payee
             .and_then(crate::payee::PayeeEvidence::from_json)
             .and_then(|e| e.found().cloned());
-        let payee_ok = found.is_some_and(|p| match &self.payees {
-            MandatePayees::AnyVerified => p.verified,
-            MandatePayees::Listed(list) => list
-                .iter()
-                .any(|m| m.id == p.id && m.account_fingerprint == p.account.fingerprint),
-        });
-        op.tenant_id == self.tenant_id
-            && self.actions.contains(&op.action)
-            && currency == Some(self.currency.as_str())
-            && amount.is_some_and(|a| (1..=self.per_operation_max_minor).contains(&a))
-            && self
-                .for_principal
-                .as_deref()
-                .is_none_or(|p| op.submitted_by == Some(p))
-            && payee_ok
+        let payee = match &found {
+            Some(p) => coverage::PayeeFacts::Found {
+                id: &p.id,
+                fingerprint: &p.account.fingerprint,
+                verified: p.verified,
+            },
+            None => coverage::PayeeFacts::Unknown,
+        };
+        let subject = coverage::Subject {
+            tenant_id: op.tenant_id,
+            action: op.action,
+            amount_minor: op.payload.get("amount_minor").and_then(Value::as_i64),
+            currency: op.payload.get("currency").and_then(Value::as_str),
+            submitted_by: op.submitted_by,
+            payee,
+        };
+        self.first_gap(&subject).is_none()
     }
 }
 
@@ -487,6 +488,8 @@ pub fn check_mandate(
     }
     Ok(mandate)
 }
+
+pub mod coverage;
 
 #[cfg(test)]
 mod tests;

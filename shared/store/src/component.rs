@@ -122,7 +122,7 @@ capabilities! {
     IdentifyQueueSubmitters [] => [
         Column("principals", "broker_user", "SELECT"),
         Table("principal_tenants", "SELECT"),
-    ] for [Prepare];
+    ] for [Prepare, Api];
     /// Approve or reject an operation's hash, with the approver's signature.
     DecideApprovals [MoveOperations] => [
         Column("operations", "approval_status", "UPDATE"),
@@ -239,6 +239,20 @@ capabilities! {
         Column("operation_outbox", "published_at", "UPDATE"),
         Table("operation_outbox", "DELETE"),
     ] for [Relay];
+    /// Keep the messages taken from the dead-letter queues (migrations/0072): through the
+    /// owner's function only; count the unresolved ones for a gauge.
+    KeepDeadLetters [] => [
+        Function("fleet_keep_dead_letter(text, bytea, jsonb, text, text, timestamp with time zone, text)"),
+        Column("dead_letters", "queue", "SELECT"),
+        Column("dead_letters", "resolved_at", "SELECT"),
+    ] for [Relay];
+    /// Read the kept dead letters and record an operator's replay or discard: through the
+    /// owner's function only, which also resolves the row.
+    ReadDeadLetters [] => [
+        Table("dead_letters", "SELECT"),
+        Table("dead_letter_actions", "SELECT"),
+        Function("fleet_dead_letter_act(bigint, text, text, text, text, text)"),
+    ] for [Api];
     /// Administer principals, tokens, approver keys, broker users and the policies in force:
     /// the owner's alone.
     Administer [] => [

@@ -220,6 +220,24 @@ impl<R: GrantMandates> StoreAs<R> {
             .collect())
     }
 
+    /// The rule of the policy in force for `tenant_id` and `action` (one action's entry of
+    /// `policies.rules`), read with the owner's rights: what "am I covered?" is judged
+    /// against. `None`: no policy is in force.
+    pub async fn mandate_rule(
+        &self,
+        tenant_id: &str,
+        action: fleet_core::Action,
+    ) -> Result<Option<Value>, StoreError> {
+        let client = self.client().await?;
+        Ok(client
+            .query_one(
+                "SELECT fleet_mandate_rule($1, $2)",
+                &[&tenant_id, &action.wire_name()],
+            )
+            .await?
+            .get(0))
+    }
+
     /// Revokes `principal`'s approval of an unstarted operation, as `who` (the approver
     /// itself or an admin). `false`: there was no live approval to revoke.
     pub async fn revoke_approval(

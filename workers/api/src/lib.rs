@@ -36,6 +36,7 @@ pub mod body_deadline;
 pub mod console;
 pub mod contract_enums;
 pub mod cursor;
+pub mod dead_letters;
 pub mod decision_error;
 pub mod decision_routes;
 pub mod decisions;
@@ -138,6 +139,10 @@ pub fn app(
         .routes(routes!(mandates::revoke_mandate))
         .routes(routes!(mandates::revoke_approval))
         .routes(routes!(batch_approval::approve_batch))
+        .routes(routes!(dead_letters::list_dead_letters))
+        .routes(routes!(dead_letters::get_dead_letter))
+        .routes(routes!(dead_letters::discard_dead_letter))
+        .routes(routes!(dead_letters::replay_dead_letter))
         .with_state(state)
         .split_for_parts();
     let json = Arc::new(openapi::with_server(openapi::document(&doc), &public_url).to_string());

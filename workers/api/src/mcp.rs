@@ -7,6 +7,7 @@
 //! | `payment_create`, `refund_create`, `crm_deal_create`, `crm_deal_update`, `order_status_change`, `contract_send`, `charge_create` (one per action of the catalogue) | propose one action: validated and stored exactly as `POST /v1/intents` stores an intent, answered at once with the approval link ([`propose`]) |
 //! | `get_operation` | the operation view, optionally waiting for the decision or the end ([`read`]) |
 //! | `list_operations` | the caller's operations, newest first, a page at a time ([`read`]) |
+//! | `list_mandates`, `mandate_coverage` | the standing mandates that apply to the caller, and "am I covered?" for a would-be intent ([`mandates`]); never making or widening one |
 //!
 //! Every HTTP request to `/mcp` must carry a bearer token of the API's own (checked here,
 //! before the SDK sees the request, with the same answer as every other route: 401); the
@@ -21,6 +22,8 @@
 //! confirmation of a tool call is not an approval.
 
 mod answers;
+mod lean;
+mod mandates;
 mod propose;
 mod read;
 mod server;

@@ -87,13 +87,19 @@ pub fn envelope(
             });
         }
     }
-    if arguments
+    if let Some(unknown) = arguments
         .keys()
-        .any(|k| !members(action).contains(&k.as_str()))
+        .find(|k| !members(action).contains(&k.as_str()))
     {
-        // The member's name is the agent's text: it stays out of the field.
+        // The member's name is the agent's text: named only when it is a plain name (as
+        // every path a refusal names), so the agent learns which member to drop.
+        let field = if crate::member_path::plain_name(unknown) {
+            unknown.clone()
+        } else {
+            "arguments".to_owned()
+        };
         return Err(IntentError::InvalidField {
-            field: "arguments".to_owned(),
+            field,
             problem: "a member this tool does not take".to_owned(),
         });
     }
@@ -209,8 +215,9 @@ mod tests {
             ("action", json!("refund.create"), "action"),
             ("provider", json!("payments"), "provider"),
             ("schema", json!("intent.v1"), "schema"),
-            ("target", json!("deal_1"), "arguments"),
-            ("amount_minor", json!(5), "arguments"),
+            ("target", json!("deal_1"), "target"),
+            ("amount_minor", json!(5), "amount_minor"),
+            ("a b", json!(5), "arguments"),
         ] {
             let mut args = payment_args();
             args.insert(member.into(), value);

@@ -34,6 +34,7 @@ mod credentials;
 mod crm_throttle;
 mod database_not_set_up;
 mod db_roles;
+mod dead_letters;
 mod decisions;
 mod demo_sandbox;
 mod deployments;

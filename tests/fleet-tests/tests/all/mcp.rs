@@ -122,7 +122,12 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
         names,
         PROPOSALS
             .into_iter()
-            .chain(["get_operation", "list_operations"])
+            .chain([
+                "get_operation",
+                "list_operations",
+                "list_mandates",
+                "mandate_coverage"
+            ])
             .collect::<BTreeSet<_>>()
     );
     let file = intent_schema();
@@ -186,32 +191,17 @@ async fn the_tools_are_listed_with_schemas_from_intent_v1_and_annotations_that_s
                 ),
                 "{tool}"
             );
+            // The list of codes is intent.v1.json's, referenced, not repeated per tool.
             assert_eq!(
-                payload["properties"]["currency"]["enum"], file["$defs"]["currency"]["enum"],
+                payload["properties"]["currency"]["pattern"],
+                json!("^[A-Z]{3}$"),
                 "{tool}"
             );
+            assert!(file["$defs"]["currency"]["enum"].is_array());
         }
-        let output = Value::Object(
-            t.output_schema
-                .as_ref()
-                .expect("output schema")
-                .as_ref()
-                .clone(),
-        );
-        assert_eq!(
-            keys(&output["properties"]),
-            BTreeSet::from(
-                [
-                    "operation_id",
-                    "payload_hash",
-                    "status",
-                    "approval_url",
-                    "approval_expires_at",
-                    "created"
-                ]
-                .map(str::to_owned)
-            )
-        );
+        // A proposal's answer is said in words (its members are checked where a
+        // proposal is answered); no output schema repeats them in every tool.
+        assert!(t.output_schema.is_none(), "{tool}");
     }
     // The reads describe their answers with the HTTP API's own types (the answers are
     // checked against them in the test of a proposal that waits to succeeded).
@@ -884,6 +874,79 @@ async fn a_message_that_is_no_json_rpc_gets_json_rpcs_own_error_in_json() {
     assert!(agent.server_instructions().is_some_and(
         |text| text.contains("order_status_change") && text.contains("list_operations")
     ));
+    agent.close().await;
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn the_tool_list_costs_under_16_kib_and_a_bad_argument_names_its_member() {
+    let (fleet, api) = fleet_with_api(&[]).await;
+    let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    // The whole answer to tools/list, as the bytes an agent's client receives.
+    let response = fleet
+        .http
+        .post(api.url("/mcp"))
+        .bearer_auth(&token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.bytes().await.unwrap();
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        list["result"]["tools"].as_array().map(Vec::len),
+        Some(PROPOSALS.len() + 4),
+        "{list}"
+    );
+    assert!(body.len() < 16 * 1024, "tools/list is {} bytes", body.len());
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        !text.contains("u034f"),
+        "the identifier pattern is said once, elsewhere"
+    );
+    // A bad argument is named by its path below the arguments, wherever it is.
+    let agent = api.mcp(&token).await.expect("connect");
+    let mut wrong = payment();
+    wrong["payload"]["amount_minor"] = json!("oops");
+    assert_eq!(
+        agent.call("payment_create", wrong).await.refusal(),
+        ("invalid_field".to_owned(), json!("payload.amount_minor"))
+    );
+    let mut misplaced = payment();
+    misplaced["amount_minor"] = json!(5);
+    assert_eq!(
+        agent.call("payment_create", misplaced).await.refusal(),
+        ("invalid_field".to_owned(), json!("amount_minor"))
+    );
+    for (args, field) in [
+        (
+            json!({"operation_id": new_operation_id(), "wait_for": "soon"}),
+            "wait_for",
+        ),
+        (json!({"operation_id": 7}), "operation_id"),
+        (
+            json!({"operation_id": new_operation_id(), "colour": 1}),
+            "colour",
+        ),
+        (json!({}), "operation_id"),
+    ] {
+        assert_eq!(
+            agent.call("get_operation", args.clone()).await.refusal(),
+            ("invalid_arguments".to_owned(), json!(field)),
+            "{args}"
+        );
+    }
+    assert_eq!(
+        agent
+            .call("list_operations", json!({"limit": "ten"}))
+            .await
+            .refusal(),
+        ("invalid_arguments".to_owned(), json!("limit"))
+    );
     agent.close().await;
     fleet.stop().await;
 }

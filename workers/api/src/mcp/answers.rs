@@ -27,13 +27,14 @@ pub fn refusal(error: &ApiError) -> CallToolResult {
     problem(error.problem())
 }
 
-/// Arguments the tool cannot read (of the wrong shape or out of range); `field` names
-/// the argument when it is known.
-pub fn bad_arguments(field: Option<&'static str>) -> CallToolResult {
+/// Arguments the tool cannot read (of the wrong shape or out of range); `field` is the
+/// member's path below the arguments (`wait_for`, `payload.amount_minor`), or `arguments`
+/// when the arguments as a whole are at fault.
+pub fn bad_arguments(field: impl Into<String>) -> CallToolResult {
     problem(Problem::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "invalid_arguments",
-        field.map(str::to_owned),
+        Some(field.into()),
     ))
 }
 

@@ -74,8 +74,12 @@ pub struct ListOperationsArgs {
     pub cursor: Option<String>,
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(arguments: Map<String, Value>) -> Option<T> {
-    serde_json::from_value(Value::Object(arguments)).ok()
+/// The arguments read as `T`, or the refusal naming the member at fault.
+pub(super) fn parse<T: for<'de> Deserialize<'de>>(
+    arguments: Map<String, Value>,
+) -> Result<T, CallToolResult> {
+    fleet_core::member_path::read(&Value::Object(arguments))
+        .map_err(|refused| bad_arguments(refused.path.unwrap_or_else(|| "arguments".to_owned())))
 }
 
 /// `get_operation`. `cancelled` is the call's own token: a client that gives up (or goes
@@ -90,11 +94,12 @@ pub async fn get_operation(
     if let Err(e) = caller.may(ApiAction::ReadOperations) {
         return refusal(&e);
     }
-    let Some(args) = parse::<GetOperationArgs>(arguments) else {
-        return bad_arguments(None);
+    let args = match parse::<GetOperationArgs>(arguments) {
+        Ok(args) => args,
+        Err(refused) => return refused,
     };
     let timeout_s = match (args.wait_for, args.timeout_s) {
-        (_, Some(t)) if t > MAX_WAIT_S => return bad_arguments(Some("timeout_s")),
+        (_, Some(t)) if t > MAX_WAIT_S => return bad_arguments("timeout_s"),
         (_, t) => t.unwrap_or(DEFAULT_WAIT_S),
     };
     let wait_for = args.wait_for.map(|w| match w {
@@ -130,12 +135,13 @@ pub async fn list_operations(
     if let Err(e) = caller.may(ApiAction::ReadOperations) {
         return refusal(&e);
     }
-    let Some(args) = parse::<ListOperationsArgs>(arguments) else {
-        return bad_arguments(None);
+    let args = match parse::<ListOperationsArgs>(arguments) {
+        Ok(args) => args,
+        Err(refused) => return refused,
     };
     let limit = args.limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
-        return bad_arguments(Some("limit"));
+        return bad_arguments("limit");
     }
     let page = match view_filter(args.status.as_deref(), args.approval_status.as_deref()) {
         Ok(filter) => {

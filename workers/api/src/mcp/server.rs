@@ -14,8 +14,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::answers::refusal;
-use super::tools::{catalogue, GET_OPERATION, LIST_OPERATIONS};
-use super::{propose, read};
+use super::tools::{catalogue, GET_OPERATION, LIST_MANDATES, LIST_OPERATIONS, MANDATE_COVERAGE};
+use super::{mandates, propose, read};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::request_slots::HeldSlot;
@@ -37,7 +37,22 @@ fn instructions() -> &'static str {
              \"final\"), or see your operations with {LIST_OPERATIONS}. An operation that is \
              \"unknown\" or \"escalated\" is being settled, not failed: never propose it again. A \
              retried proposal with the same arguments is the same operation (its operation_id, when \
-             you give none, is derived from what it proposes), never a second one.",
+             you give none, is derived from what it proposes), never a second one. Before \
+             proposing routine spend, {MANDATE_COVERAGE} says whether a standing mandate \
+             approves it without a person ({LIST_MANDATES}: the mandates for you and what is \
+             left of them).\n\
+             Every proposal takes the same envelope around its payload: operation_id (optional: \
+             `op_` + a ULID; left out, it is derived from the proposal; pass the same one on every \
+             retry), tenant_id (optional when your token has one tenant), policy_version (the \
+             policy in force for the tenant and action, e.g. payments-v3; another is refused \
+             policy_not_in_force), data_version (the version of the data you read, e.g. \
+             inv_9182@7), approval_ttl_seconds (how long the approval may wait), rationale (why, \
+             for the person approving; not part of the hash), supersedes (the operation this one \
+             corrects), and target for a tool that changes a named object. Identifiers and short \
+             texts are 1 to 256 printable characters; the whole rule, and the currencies taken, are in \
+             GET /v1/schemas/intent.v1.json. A refusal is a tool error with the HTTP API's \
+             problem details: code (invalid_field, operation_id_conflict, ...) and field, the \
+             member at fault (payload.amount_minor).",
             proposals.join(", ")
         )
     });
@@ -104,6 +119,8 @@ impl ServerHandler for FleetMcp {
                     .await
             }
             LIST_OPERATIONS => read::list_operations(state, &caller, arguments).await,
+            LIST_MANDATES => mandates::list_mandates(state, &caller, arguments).await,
+            MANDATE_COVERAGE => mandates::mandate_coverage(state, &caller, arguments).await,
             name => match action_of_tool(name) {
                 Some(action) => propose::propose(state, &caller, action, arguments).await,
                 None => {
