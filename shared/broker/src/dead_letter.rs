@@ -171,7 +171,7 @@ async fn drain(
     Ok(out)
 }
 
-fn reason_of(headers: Option<&FieldTable>) -> Option<String> {
+pub(crate) fn reason_of(headers: Option<&FieldTable>) -> Option<String> {
     let headers = headers?.inner();
     if let Some(reason) = headers.get(REASON_HEADER).and_then(as_text) {
         return Some(reason);
@@ -211,7 +211,7 @@ pub(crate) fn waiting_since_of(props: &BasicProperties) -> Option<SystemTime> {
     UNIX_EPOCH.checked_add(Duration::from_millis(ms))
 }
 
-fn as_text(value: &AMQPValue) -> Option<String> {
+pub(crate) fn as_text(value: &AMQPValue) -> Option<String> {
     match value {
         AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
         AMQPValue::ShortString(s) => Some(s.as_str().to_owned()),

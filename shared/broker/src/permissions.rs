@@ -31,7 +31,8 @@ pub enum Role {
     Api,
     /// A person with `fleetctl`: `reconcile` rings reconcile.
     Operator,
-    /// `fleet-relay`: publishes outcome events to `fleet.events`.
+    /// `fleet-relay`: publishes outcome events to `fleet.events`, and takes the dead
+    /// letters into Postgres.
     Relay,
 }
 
@@ -69,7 +70,9 @@ impl Role {
             Role::Execute => &[Queue::OperationsReconcile],
             Role::Reconcile => &[Queue::OperationsExecute],
             Role::WebhookIngest => &[Queue::WebhooksIngest],
-            Role::Api => &[Queue::OperationsExecute],
+            // Rings execute when an approval completes a quorum; both, when an operator
+            // replays a dead-lettered doorbell.
+            Role::Api => &[Queue::OperationsExecute, Queue::OperationsReconcile],
             Role::Operator => &[Queue::OperationsReconcile],
             Role::Relay => &[],
         }
@@ -118,6 +121,9 @@ pub fn permissions(cfg: &BrokerConfig, role: Role) -> Permissions {
     }
     if role == Role::Relay {
         write.push(cfg.events_exchange_name());
+        // The relay moves dead letters into Postgres, where operators list, replay and
+        // discard them; it takes them from every work queue's dead-letter queue.
+        read.extend(Queue::ALL.iter().map(|&q| cfg.dead_letter_queue_name(q)));
     }
     Permissions {
         configure: exactly(&[]),
@@ -249,9 +255,17 @@ mod tests {
                 r"^(fleet\.to\.webhooks\.ingest|fleet\.dlx|fleet\.retry\.webhooks\.ingest)$",
                 r"^webhooks\.ingest$",
             ),
-            (Role::Api, r"^fleet\.to\.operations\.execute$", "^$"),
+            (
+                Role::Api,
+                r"^(fleet\.to\.operations\.execute|fleet\.to\.operations\.reconcile)$",
+                "^$",
+            ),
             (Role::Operator, r"^fleet\.to\.operations\.reconcile$", "^$"),
-            (Role::Relay, r"^fleet\.events$", "^$"),
+            (
+                Role::Relay,
+                r"^fleet\.events$",
+                r"^(intents\.prepare\.dead|operations\.execute\.dead|operations\.reconcile\.dead|webhooks\.ingest\.dead)$",
+            ),
         ];
         let expected: Vec<(Role, String, String)> = expected
             .into_iter()

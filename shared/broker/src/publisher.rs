@@ -34,8 +34,10 @@ use tracing::{info, warn};
 
 mod depth;
 mod events;
+mod take_dead;
 
 pub use events::{EventMessage, EventsPublished};
+pub use take_dead::{DeadLetterReader, TakenDeadLetter};
 
 /// AMQP delivery mode 2: the broker writes the message to disk.
 pub(crate) const PERSISTENT: u8 = 2;

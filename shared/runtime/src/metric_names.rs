@@ -40,6 +40,8 @@ pub const OUTBOX_BACKLOG: &str = "fleet_outbox_backlog";
 pub const OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS: &str =
     "fleet_outbox_oldest_unpublished_age_seconds";
 pub const DEAD_LETTER_QUEUE_DEPTH: &str = "fleet_dead_letter_queue_depth";
+/// Dead letters kept in Postgres that nobody replayed or discarded yet, per work queue.
+pub const DEAD_LETTERS_KEPT: &str = "fleet_dead_letters_kept";
 
 // Process metrics, read at each scrape by the metrics-process crate (standard Prometheus
 // names, so stock dashboards work; see `process.rs`).
@@ -92,4 +94,5 @@ pub const ALL: &[&str] = &[
     OUTBOX_BACKLOG,
     OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS,
     DEAD_LETTER_QUEUE_DEPTH,
+    DEAD_LETTERS_KEPT,
 ];

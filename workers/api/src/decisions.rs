@@ -140,6 +140,16 @@ impl Decisions {
             .ok_or(DecisionError::Denied(Denial::NotFound))
     }
 
+    /// Publishes a doorbell to `queue` (a replayed dead letter's): a bell carries no
+    /// authority, the worker reads the operation from Postgres.
+    pub(crate) async fn publish(
+        &self,
+        queue: Queue,
+        bell: &[u8],
+    ) -> Result<(), fleet_broker::BrokerError> {
+        self.publisher.publish(queue, bell).await
+    }
+
     pub(crate) async fn ring_execute(&self, op: OpRef<'_>) {
         let bell = Doorbell::new(op.tenant_id, op.operation_id);
         if let Err(e) = self

@@ -11,6 +11,7 @@
 //! | `POST /v1/operations/{id}/approve`, `/reject`, `/resolve`, `/dispute` | decisions ([`decision_routes`] over [`decisions`], which any other door can call too) |
 //! | `POST /v1/mandates`, `GET /v1/mandates`, `GET /v1/mandates/{id}`, `POST /v1/mandates/{id}/revoke`, `POST /v1/operations/{id}/approvals/revoke` | standing mandates and revocations ([`mandates`]) |
 //! | `GET /v1/operations/{id}/evidence`, `GET /v1/evidence-keys` | an operation's signed evidence bundle, and the keys that sign them ([`evidence`], [`evidence_key`]) |
+//! | `POST /v1/mandates/coverage` | "am I covered?": whether a mandate would approve a would-be intent ([`mandate_coverage`]) |
 //! | `POST /v1/approvals/batch` | several approvals signed once ([`batch_approval`]) |
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from these handlers ([`openapi`]) |
 //! | `POST /mcp` | the same, as Model Context Protocol tools for agents ([`mcp`]) |
@@ -47,6 +48,7 @@ pub mod history;
 pub mod intent_variants;
 pub mod intents;
 pub mod json_body;
+pub mod mandate_coverage;
 pub mod mandates;
 pub mod mcp;
 pub mod openapi;
@@ -135,6 +137,7 @@ pub fn app(
         .routes(routes!(decision_routes::resolve_operation))
         .routes(routes!(decision_routes::dispute_operation))
         .routes(routes!(mandates::create_mandate, mandates::list_mandates))
+        .routes(routes!(mandate_coverage::mandate_coverage))
         .routes(routes!(mandates::get_mandate))
         .routes(routes!(mandates::revoke_mandate))
         .routes(routes!(mandates::revoke_approval))

@@ -27,13 +27,14 @@ use crate::view_schemas::{ApprovalStatusName, OperationPage, OperationView, Stat
         description = "Submit intents, follow the operations they become, and decide on them. Every request carries `Authorization: Bearer <token>` (`fleetctl token create`); a caller sees, submits and decides only for the tenants its principal was granted, and only what its role permits (agents submit, approvers approve and reject, operators resolve and dispute).",
     ),
     modifiers(&BearerAuth),
-    components(schemas(Problem, ErrorCode, RefusalReason, EventTypeName, IntentV1, OperationView, OperationPage, StatusName, ApprovalStatusName, ApproveBody, RejectBody, ResolveBody, DisputeBody, crate::mandates::MandateBody, crate::mandates::RevokeApprovalBody, crate::batch_approval::BatchBody, crate::history::HistoryPage, crate::history::HistoryEntry, crate::history::HistoryKindName, crate::evidence::EvidenceBundle, crate::evidence::EvidenceKeys, crate::evidence::EvidenceKeyEntry)),
+    components(schemas(Problem, ErrorCode, RefusalReason, EventTypeName, IntentV1, OperationView, OperationPage, StatusName, ApprovalStatusName, ApproveBody, RejectBody, ResolveBody, DisputeBody, crate::mandates::MandateBody, crate::mandates::RevokeApprovalBody, crate::batch_approval::BatchBody, crate::history::HistoryPage, crate::history::HistoryEntry, crate::history::HistoryKindName, crate::evidence::EvidenceBundle, crate::evidence::EvidenceKeys, crate::evidence::EvidenceKeyEntry, crate::dead_letters::DeadLetter, crate::dead_letters::DeadLetterPage, crate::dead_letters::DeadLetterActionView, crate::dead_letters::DiscardBody, crate::dead_letters::ReplayOutcome)),
     tags(
         (name = "intents", description = "Proposing side effects."),
         (name = "operations", description = "Following them."),
         (name = "schemas", description = "The contract, machine-readable."),
         (name = "decisions", description = "People deciding on them: approvers approve or reject, operators resolve or dispute."),
         (name = "mandates", description = "Standing mandates: an approver's signed, bounded, revocable permission that approves routine operations at claim."),
+        (name = "dead-letters", description = "Operators: the messages a work queue could not take, kept by the fleet, read, replayed through the same validation, or discarded."),
     )
 )]
 pub struct ApiDoc;

@@ -38,6 +38,8 @@ pub const CATALOGUE: &[Kind] = &[
     kind("oversized", "Body too large", "The body is larger than 64 KiB."),
     kind("body_timeout", "Body too slow", "The body did not arrive in time (by default within 10 seconds, and after 2 seconds at no less than 1 KiB a second); the connection is closed."),
     kind("operation_id_conflict", "Operation id conflict", "The operation id names another snapshot of the same tenant; the stored operation is untouched."),
+    kind("dead_letter_resolved", "Dead letter resolved", "The dead letter was replayed or discarded already; nothing was recorded."),
+    kind("replay_not_supported", "Replay not supported", "The dead letter's queue is not replayed from here (webhooks come again from their provider), or its doorbell is not one."),
     kind("operation_id_ambiguous", "Operation id ambiguous", "Two of the caller's tenants hold an operation with this id; name one with the tenant query parameter."),
     // Decisions the operation's state does not allow.
     kind("hash_mismatch", "Hash mismatch", "The payload hash is not the stored snapshot's; nothing was recorded."),

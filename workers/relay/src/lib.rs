@@ -13,6 +13,7 @@
 
 mod dead_letters;
 mod gauges;
+mod keep_dead_letters;
 mod pause;
 mod retention;
 mod round;
@@ -42,6 +43,13 @@ pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
     series::series_at_zero();
     let gauges = tokio::spawn(gauges::run(deps.store.clone(), shutdown.clone()));
     let depths = tokio::spawn(dead_letters::run(deps.publisher.clone(), shutdown.clone()));
+    let kept = deps.settings.keep_dead_letters.then(|| {
+        tokio::spawn(keep_dead_letters::run(
+            deps.store.clone(),
+            deps.publisher.clone(),
+            shutdown.clone(),
+        ))
+    });
     let retention = tokio::spawn(retention::run(
         deps.store.clone(),
         deps.settings.outbox_retention_s,
@@ -57,6 +65,9 @@ pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
     relay(&round, deps.settings.poll_interval(), &shutdown).await;
     shutdown.cancel();
     let _ = tokio::join!(gauges, depths, retention);
+    if let Some(kept) = kept {
+        let _ = kept.await;
+    }
     deps.publisher.close().await;
 }
 

@@ -23,6 +23,12 @@ pub struct RelaySettings {
     #[arg(long, env = "OUTBOX_RETENTION_S", default_value_t = 86_400,
           value_parser = clap::value_parser!(u64).range(0..=2_592_000))]
     pub outbox_retention_s: u64,
+
+    /// Move every message of the work queues' dead-letter queues into Postgres, where
+    /// `/v1/dead-letters` and `fleetctl dead-letters` show, replay and discard them. Off
+    /// only where something else reads the dead-letter queues themselves.
+    #[arg(long, env = "RELAY_KEEP_DEAD_LETTERS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub keep_dead_letters: bool,
 }
 
 impl RelaySettings {
@@ -37,6 +43,7 @@ impl Default for RelaySettings {
             relay_batch: 100,
             relay_poll_interval_ms: 25,
             outbox_retention_s: 86_400,
+            keep_dead_letters: true,
         }
     }
 }
@@ -65,6 +72,15 @@ mod tests {
         if std::env::var_os("OUTBOX_RETENTION_S").is_none() {
             assert_eq!(cli.relay.outbox_retention_s, d.outbox_retention_s);
         }
+        if std::env::var_os("RELAY_KEEP_DEAD_LETTERS").is_none() {
+            assert_eq!(cli.relay.keep_dead_letters, d.keep_dead_letters);
+        }
+        assert!(
+            !Cli::try_parse_from(["bin", "--keep-dead-letters=false"])
+                .unwrap()
+                .relay
+                .keep_dead_letters
+        );
         assert!(Cli::try_parse_from(["bin", "--relay-batch=0"]).is_err());
         assert!(Cli::try_parse_from(["bin", "--relay-batch=1001"]).is_err());
         assert!(Cli::try_parse_from(["bin", "--relay-poll-interval-ms=5"]).is_err());

@@ -150,6 +150,12 @@ async fn each_components_user_may_publish_and_consume_only_what_it_needs_and_con
                 role.consumes() == Some(q),
                 &format!("{role} consuming {q}"),
             );
+            // Only the relay reads dead letters (it keeps them in Postgres).
+            expect(
+                consume(&url, &b.dead_letter_queue_name(q)).await,
+                role == Role::Relay,
+                &format!("{role} consuming {q}'s dead letters"),
+            );
         }
         expect(
             publish(&url, "", &b.queue_name(Queue::IntentsPrepare)).await,

@@ -90,6 +90,8 @@ async fn no_canary_reaches_any_log_line_through_the_full_flow() {
         ("SWEEP_INTERVAL_MS", "200"),
         ("LOOKUP_RECHECK_MS", "200"),
         ("RUST_LOG", "trace"),
+        // The test reads the refused intent from the broker's dead-letter queue itself.
+        ("RELAY_KEEP_DEAD_LETTERS", "false"),
     ];
     let workers: Vec<_> = [
         "fleet-prepare",

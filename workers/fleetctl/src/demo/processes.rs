@@ -85,6 +85,9 @@ impl Fleet {
             // The demo's agent publishes as the broker user of AMQP_URL, which no principal
             // speaks as: a development door (docs/operations.md#identities).
             ("PREPARE_ANONYMOUS_INTENTS", "allow"),
+            // The demo's report reads the refused intents from the broker's dead-letter
+            // queue itself; the relay leaves them there.
+            ("RELAY_KEEP_DEAD_LETTERS", "false"),
         ];
         let workers = [
             ("fleet-prepare", admin_addrs::PREPARE),
