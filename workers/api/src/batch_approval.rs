@@ -50,9 +50,10 @@ fn invalid(field: &str) -> ApiError {
 /// Approve several operations with one signature.
 ///
 /// Every listed operation must be a pending operation of the statement's tenant with the
-/// listed hash, needing no signed approval, and the statement's `count` and `totals` must
+/// listed hash, and the statement's `count` and `totals` must
 /// be those of the listed operations; otherwise nothing is recorded. Each listed operation
-/// gets one approval by the caller, and runs once its quorum is reached.
+/// gets one approval by the caller, signed by the batch's signature (it counts as a signed
+/// approval), and runs once its quorum is reached.
 #[utoipa::path(
     post,
     path = "/v1/approvals/batch",
@@ -63,7 +64,7 @@ fn invalid(field: &str) -> ApiError {
         (status = 400, description = "`signature_invalid`: `key_id` or `signature`.", body = Problem, content_type = "application/problem+json"),
         Unauthenticated,
         (status = 403, description = "`role_not_allowed` or `tenant_not_granted`.", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`not_pending`: a listed operation cannot be approved in a batch (not pending, another hash, its policy asks for signed approvals, or the caller submitted it); nothing was recorded.", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`not_pending`: a listed operation cannot be approved in a batch (not pending, another hash, or the caller submitted it); nothing was recorded.", body = Problem, content_type = "application/problem+json"),
         BodyTooLarge,
         NotJson,
         (status = 422, description = "`invalid_field`: the statement's member at fault (its `count` or `totals` not those of the listed operations, among others).", body = Problem, content_type = "application/problem+json"),

@@ -15,6 +15,7 @@ from .errors import ApiError, FleetError, HashMismatch, PublishError
 from .events import BrokerError, EventListener, ListenerClosed, SequenceFilter, binding_keys, routing_word
 from .hashing import SNAPSHOT_MEMBERS, canonical_snapshot, payload_hash, snapshot
 from .http import FleetClient, Submitted
+from .mandates import Coverage, MandateStanding
 from .models import (
     FINAL_STATUSES,
     Action,
@@ -42,6 +43,7 @@ __all__ = [
     "ApprovalStatus",
     "BrokerError",
     "ContractPayload",
+    "Coverage",
     "DealCreatePayload",
     "DealUpdatePayload",
     "Event",
@@ -51,6 +53,7 @@ __all__ = [
     "HashMismatch",
     "Intent",
     "ListenerClosed",
+    "MandateStanding",
     "OperationView",
     "OrderStatusPayload",
     "PaymentPayload",

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, Optional, Union
 from urllib.parse import quote
 
 import requests
 
 from .errors import ApiError, HashMismatch
 from .hashing import payload_hash
+from .mandates import Coverage, MandateStanding
 from .models import Intent, OperationView, Until
 
 # fleet holds a long-poll for at most 60 s; the HTTP timeout leaves room for the answer.
@@ -118,6 +119,49 @@ class FleetClient:
             view = OperationView.from_dict(response.json())
             if view.satisfies(until) or time.monotonic() >= deadline or left == 0:
                 return view
+
+    def mandates(self) -> list[MandateStanding]:
+        """GET /v1/mandates: the standing mandates made for this agent (or for anyone) in
+        its tenants, newest first, each with what is left of it."""
+        response = self._send("GET", "/v1/mandates", timeout=self.request_timeout_s, retry=True)
+        return [MandateStanding.from_dict(m) for m in response.json()["mandates"]]
+
+    def coverage(
+        self,
+        action: str,
+        payee: Optional[str],
+        amount_minor: int,
+        currency: str,
+        *,
+        tenant_id: Optional[str] = None,
+    ) -> Coverage:
+        """POST /v1/mandates/coverage: "am I covered?" for an intent not sent yet. A read:
+        nothing is reserved, and the claim judges the stored operation again."""
+        question: dict[str, Any] = {
+            "action": action,
+            "payee": payee,
+            "amount_minor": amount_minor,
+            "currency": currency,
+        }
+        if tenant_id is not None:
+            question["tenant_id"] = tenant_id
+        return self._ask_coverage(question)
+
+    def coverage_of(self, intent: Union[Intent, Mapping[str, Any]]) -> Coverage:
+        """"Am I covered?" for a whole intent (its tenant, action, payee, amount, currency)."""
+        body = json.loads(intent.to_json()) if isinstance(intent, Intent) else dict(intent)
+        return self._ask_coverage({"intent": body})
+
+    def _ask_coverage(self, question: Mapping[str, Any]) -> Coverage:
+        response = self._send(
+            "POST",
+            "/v1/mandates/coverage",
+            data=json.dumps(question, ensure_ascii=False, separators=(",", ":")).encode(),
+            headers={"Content-Type": "application/json"},
+            timeout=self.request_timeout_s,
+            retry=True,
+        )
+        return Coverage.from_dict(response.json())
 
     def _operation_path(self, operation_id: str) -> str:
         return "/v1/operations/" + quote(operation_id, safe="")
