@@ -258,6 +258,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::mandate::MandateCommand,
     },
+    /// Dead letters (list, show, replay, discard): the messages a work queue could not
+    /// take, kept by the fleet, through the API as the operator of your token.
+    DeadLetters {
+        #[command(subcommand)]
+        command: crate::dead_letters::DeadLetterCommand,
+    },
     /// Which quorum policy is in force for each action, by default and per tenant
     /// (assign, unassign, list): the deployment's decision, never the agent's.
     Policy {

@@ -21,6 +21,7 @@ pub mod cli;
 pub mod completion;
 pub mod config;
 pub mod context;
+pub mod dead_letters;
 pub mod decide;
 pub mod demo;
 pub mod evidence;

@@ -171,6 +171,7 @@ async fn run(command: Command, format: Format) -> anyhow::Result<ExitCode> {
         }
         Command::Key { command } => key::run(command, format).await?,
         Command::Mandate { command } => fleetctl::mandate::run(command, format).await?,
+        Command::DeadLetters { command } => fleetctl::dead_letters::run(command, format).await?,
         Command::Context { command } => context::run(command, format)?,
         Command::Completion { shell } => completion::run(shell),
         Command::Demo { args, conn } => demo::run(&conn, args).await?,

@@ -145,6 +145,25 @@ async fn a_refused_intent_is_kept_listed_refused_again_by_a_replay_and_discarded
     assert_eq!(replay["dead_letter"]["resolution"], Value::Null);
     listed(&fleet, &api, &ops, 1).await;
 
+    // `fleetctl dead-letters` shows the same, over the API with the operator's token.
+    let out = api
+        .fleetctl_as(&ops, &[], &["dead-letters", "list", "-o", "json"])
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["data"][0]["id"], id, "{printed}");
+    assert_eq!(printed["data"][0]["reason"], reason.as_str(), "{printed}");
+    let out = api
+        .fleetctl_as(&ops, &[], &["dead-letters", "show", &id.to_string()])
+        .await;
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(table.starts_with("ID"), "{table}");
+    assert!(
+        table.contains(&reason) && table.contains("replay"),
+        "{table}"
+    );
+
     // Discarded with a reason: gone from the list, readable by id, both actions recorded.
     let (status, problem) = post(
         &api,
