@@ -57,6 +57,30 @@ pub struct CoverageQuestion {
     pub intent: Option<Value>,
 }
 
+/// The answer, as the OpenAPI document describes it: documented, never built (the route
+/// answers with what `fleet_core::mandate::coverage::Coverage::to_json` makes, plus the
+/// tenant and action), so that a generated client reads it as a typed value.
+#[derive(serde::Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct CoverageAnswer {
+    /// Whether a mandate would approve the intent without a person.
+    covered: bool,
+    tenant_id: String,
+    action: String,
+    /// The mandate that would approve it, or (not covered) the one that came closest.
+    mandate_id: Option<String>,
+    /// Not covered: why (docs/mandates.md#what-an-agent-sees).
+    reason: Option<String>,
+    /// Covered: what the mandate would have left of its budget after it.
+    available_after_minor: Option<i64>,
+    /// Covered: how many more operations it could approve after it.
+    count_left_after: Option<i64>,
+    /// `policy_band_needs_a_person`: the amount from which a person approves.
+    from_amount_minor: Option<i64>,
+    /// Covered: what only intake can judge (the payee's account, risk cues).
+    conditions: Option<Vec<String>>,
+}
+
 fn invalid(field: &str) -> ApiError {
     ApiError::Invalid {
         code: "invalid_field",
@@ -235,7 +259,7 @@ pub(crate) async fn judge(
     tag = "mandates",
     request_body(content = CoverageQuestion, content_type = "application/json"),
     responses(
-        (status = 200, description = "The answer: covered or not, and by which mandate or why not."),
+        (status = 200, description = "The answer: covered or not, and by which mandate or why not.", body = CoverageAnswer),
         Unauthenticated,
         (status = 403, description = "`tenant_not_granted`.", body = Problem, content_type = "application/problem+json"),
         BodyTooLarge,
