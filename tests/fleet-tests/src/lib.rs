@@ -5,6 +5,7 @@
 mod alone;
 mod api;
 mod api_replicas;
+mod axe;
 mod broker_users;
 mod browser;
 mod console;

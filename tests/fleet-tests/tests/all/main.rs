@@ -24,6 +24,7 @@ mod cli;
 mod cli_api;
 mod cli_json;
 mod console;
+mod console_a11y;
 mod console_browser;
 mod console_mandates;
 mod console_words;
