@@ -35,13 +35,16 @@ pub enum DeadLetterCommand {
     /// Put it back through the same validation: an intent is submitted again as the
     /// principal its broker user speaks for, a doorbell rung again.
     Replay {
+        /// The dead letter's id (from `list`).
         id: i64,
         #[command(flatten)]
         api: ApiArgs,
     },
     /// Set it aside, with a reason (recorded).
     Discard {
+        /// The dead letter's id (from `list`).
         id: i64,
+        /// Why it is set aside (recorded with your name).
         #[arg(long)]
         reason: String,
         #[command(flatten)]
