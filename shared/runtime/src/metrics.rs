@@ -282,6 +282,13 @@ const DESCRIPTIONS: &[Description] = &[
          broker by fleet-relay.",
     ),
     describe(
+        names::DEAD_LETTERS_KEPT,
+        Kind::Gauge,
+        Unit::Count,
+        "Dead letters fleet-relay keeps in Postgres that nobody replayed or discarded yet \
+         (label: queue).",
+    ),
+    describe(
         names::BUILD_INFO,
         Kind::Gauge,
         Unit::Count,
