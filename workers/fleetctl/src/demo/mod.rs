@@ -24,8 +24,8 @@ mod intents;
 mod processes;
 mod report;
 mod sandbox;
-pub(crate) mod table;
 mod stripe;
+pub(crate) mod table;
 
 use std::path::PathBuf;
 use std::time::Duration;
