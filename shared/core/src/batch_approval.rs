@@ -238,6 +238,114 @@ mod tests {
         }
     }
 
+    mod signed {
+        use super::super::*;
+        use crate::approval_statement::parse_expiry;
+        use crate::signed_quorum::PresentedSignature;
+        use crate::signing::ApproverKey;
+        use serde_json::json;
+
+        const OP: &str = "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7";
+        const HASH: &str =
+            "sha256:0000000000000000000000000000000000000000000000000000000000000001";
+
+        fn t(text: &str) -> DateTime<Utc> {
+            parse_expiry(text).unwrap()
+        }
+
+        fn statement(op: &str) -> Value {
+            BatchStatement::new(
+                "ab_01JF0000000000000000000000".to_owned(),
+                "org_482".to_owned(),
+                vec![BatchItem {
+                    operation_id: op.to_owned(),
+                    payload_hash: HASH.to_owned(),
+                    amount: Some((150_000_000, "KZT".to_owned())),
+                }],
+                t("2026-12-01T18:00:00Z"),
+            )
+            .unwrap()
+            .to_json()
+        }
+
+        fn approval(key: &ApproverKey, signed: &Value) -> RecordedApproval {
+            RecordedApproval {
+                principal: "alice".into(),
+                at: t("2026-12-01T12:00:00Z"),
+                signed: Some(PresentedSignature {
+                    key_id: key.public_key().key_id(),
+                    signature: key.sign(canonical_json(signed).as_bytes()),
+                    expires_at: t("2026-12-01T18:00:00Z"),
+                }),
+            }
+        }
+
+        fn registered(key: &ApproverKey, removed: bool) -> RegisteredKey {
+            RegisteredKey {
+                key_id: key.public_key().key_id(),
+                principal: "alice".into(),
+                public_key: key.public_key(),
+                registered_at: t("2026-12-01T09:00:00Z"),
+                removed_at: removed.then(|| t("2026-12-01T12:10:00Z")),
+            }
+        }
+
+        #[test]
+        fn a_batchs_signature_counts_for_the_operations_it_lists_and_no_other() {
+            let key = ApproverKey::from_seed([3; 32]);
+            let payload = json!({"amount_minor": 150_000_000, "currency": "KZT"});
+            let subject = |op| StatementSubject {
+                operation_id: op,
+                tenant_id: "org_482",
+                action: crate::Action::PaymentCreate,
+                target: None,
+                payload: &payload,
+                payload_hash: HASH,
+                payee: None,
+            };
+            let now = t("2026-12-01T12:30:00Z");
+            let st = statement(OP);
+            let a = approval(&key, &st);
+            let keys = [registered(&key, false)];
+            assert_eq!(
+                check_batch_approval(&subject(OP), &st, &a, &keys, now),
+                Ok(())
+            );
+            // The same signature does not sign an operation the batch does not list.
+            let other = "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W8";
+            assert_eq!(
+                check_batch_approval(&subject(other), &st, &a, &keys, now),
+                Err(SignatureRefusal::BadSignature)
+            );
+            // A signature over another statement, or by another key, does not verify.
+            let forged = approval(&ApproverKey::from_seed([4; 32]), &st);
+            let mut forged = forged;
+            forged.signed.as_mut().unwrap().key_id = key.public_key().key_id();
+            assert_eq!(
+                check_batch_approval(&subject(OP), &st, &forged, &keys, now),
+                Err(SignatureRefusal::BadSignature)
+            );
+            // A removed key, an expired batch: nothing.
+            assert_eq!(
+                check_batch_approval(&subject(OP), &st, &a, &[registered(&key, true)], now),
+                Err(SignatureRefusal::KeyRemoved)
+            );
+            assert_eq!(
+                check_batch_approval(&subject(OP), &st, &a, &keys, t("2026-12-01T18:00:00Z")),
+                Err(SignatureRefusal::Expired)
+            );
+            // Counted once per principal, with a per-operation signature beside it.
+            let count = count_signed_with_batches(
+                &subject(OP),
+                &[(a.clone(), Some(st.clone())), (a, Some(st))],
+                &keys,
+                now,
+            );
+            assert_eq!(count.valid, 1);
+            assert_eq!(count.refused[0].1, SignatureRefusal::DuplicatePrincipal);
+        }
+    }
+
     #[test]
     fn the_statement_lists_each_operation_once_with_its_count_and_totals() {
         let at = Utc.with_ymd_and_hms(2026, 12, 1, 18, 0, 0).unwrap();
