@@ -1,7 +1,9 @@
 //! Signed batches through the real fleet-api, execute and the provider simulator: a batch
 //! signed with the approver's registered key counts as a signed approval of each listed
 //! operation, where the database and execute verify it as they verify a per-operation
-//! signature. A 1,500,000.00 KZT payment (payments-v3: two approvers, both signed) is paid
+//! signature. A payment under a policy asking one signed approval (`payments-s1`, written
+//! for the test beside the repository's policies) is paid on one signed batch; a
+//! 1,500,000.00 KZT payment (payments-v3: two approvers, both signed) is paid
 //! once two approvers each approve it in a signed batch; a batch whose signature does not
 //! verify (written past the API, as a compromised API could) counts for nothing at
 //! execute; a batch signed with a key removed before the claim counts for nothing at the
@@ -222,4 +224,77 @@ async fn a_batch_signed_with_a_key_removed_before_the_claim_counts_for_nothing()
     assert_eq!((row.status, row.fence), (Status::NotStarted, 0));
     assert_eq!(a.fleet.sim_posts(&op).await, 0, "nothing was sent");
     a.stop().await;
+}
+
+/// The repository's policies and `payments-s1` (one approver, whose approval is signed),
+/// in a directory of their own: (directory, the set as the processes load it).
+fn policies_with_one_signed() -> (std::path::PathBuf, fleet_core::PolicySet) {
+    let dir = std::env::temp_dir().join(format!("fleet-policies-{}", ulid::Ulid::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(fleet_tests::policy_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(
+        dir.join("payments-s1.toml"),
+        "policy_version = \"payments-s1\"\n\n[actions.\"payment.create\"]\napprovers = 1\n\
+         signed_approvals = 1\nunknown_payee = \"refuse\"\n",
+    )
+    .unwrap();
+    let set = fleet_runtime::load_policies(&dir).expect("the policies load");
+    (dir, set)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_needing_one_signed_approval_is_approved_by_one_signed_batch_and_paid() {
+    let (dir, set) = policies_with_one_signed();
+    let mut fleet = TestFleet::start().await;
+    fleet.load_policies(&set).await;
+    fleet
+        .assign_policy(Some(TENANT), "payment.create", "payments-s1")
+        .await;
+    let api = fleet
+        .spawn_api(&[("POLICY_DIR", dir.to_str().unwrap())])
+        .await;
+    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let alice = fleet.token("alice", Role::Approver, &[TENANT]).await;
+    let key = fleet.register_key("alice").await;
+    fleet.spawn_execute();
+    let mut i = intent();
+    i["operation_id"] = json!(format!("op_{}", ulid::Ulid::new()));
+    i["policy_version"] = json!("payments-s1");
+    api.submitted(&fleet.http, &agent, &i).await;
+    let op = op_of(&i);
+    assert_eq!(fleet.row(&op).await.signatures_required, 1);
+    let batch = BatchStatement::new(
+        format!("ab_{}", ulid::Ulid::new()),
+        TENANT.to_owned(),
+        vec![BatchItem {
+            operation_id: op.clone(),
+            payload_hash: hash_of(&i),
+            amount: Some((
+                i["payload"]["amount_minor"].as_i64().unwrap(),
+                "KZT".to_owned(),
+            )),
+        }],
+        Utc::now() + Duration::hours(1),
+    )
+    .unwrap();
+    let body = json!({
+        "statement": batch.to_json(),
+        "key_id": key.public_key().key_id().as_str(),
+        "signature": key.sign(&batch.to_bytes()).to_text(),
+    });
+    let response = api
+        .post(&fleet.http, &alice, "/v1/approvals/batch", &body)
+        .await;
+    let status = response.status();
+    let answer: Value = response.json().await.unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["operations"][0]["approval_status"], "approved");
+    fleet.reaches(&op, Status::Succeeded).await;
+    assert_eq!(fleet.sim_posts(&op).await, 1, "paid once");
+    drop(api);
+    fleet.stop().await;
 }
