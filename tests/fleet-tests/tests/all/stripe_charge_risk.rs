@@ -65,6 +65,7 @@ async fn a_first_charge_to_a_card_needs_a_signed_second_approver_and_an_unusual_
     let alice = fleet.token("alice", Role::Approver, &[TENANT]).await;
     let bob = fleet.token("bob", Role::Approver, &[TENANT]).await;
     let alice_key = fleet.register_key("alice").await;
+    let bob_key = fleet.register_key("bob").await;
     let env = [
         ("PAYMENTS_PROVIDER", "stripe"),
         ("PAYMENTS_URL", proxy.base_url.as_str()),
@@ -92,26 +93,38 @@ async fn a_first_charge_to_a_card_needs_a_signed_second_approver_and_an_unusual_
         "{view}"
     );
 
-    // Bob's approval alone, unsigned, is not enough.
+    // Bob's approval unsigned is refused and records nothing: the policy asks for a
+    // signed one, and an unsigned approval could never count towards it.
     let path = format!("/v1/operations/{op}/approve");
     let hash = hash_of(&first);
     let answer = api
         .post(&fleet.http, &bob, &path, &json!({"payload_hash": hash}))
         .await;
-    assert_eq!(answer.status(), reqwest::StatusCode::OK);
+    let status = answer.status();
+    let refusal: Value = answer.json().await.unwrap();
+    assert_eq!(status, reqwest::StatusCode::CONFLICT, "{refusal}");
+    assert_eq!(refusal["code"], "signature_required", "{refusal}");
+    // Each signs the statement about the stored row (the card Stripe described): the
+    // first signed approval is not enough, the second completes the quorum.
+    let expires_at = Utc::now() + Duration::hours(1);
+    let statement = ApprovalStatement::derive(&row.statement_subject(), expires_at);
+    let signed_by = |key: &fleet_core::ApproverKey| {
+        json!({
+            "payload_hash": hash,
+            "key_id": key.public_key().key_id().as_str(),
+            "signature": key.sign(&statement.to_bytes()).to_text(),
+            "expires_at": format_expiry(statement.expires_at),
+        })
+    };
+    let answer = api
+        .post(&fleet.http, &bob, &path, &signed_by(&bob_key))
+        .await;
     let view: Value = answer.json().await.unwrap();
     assert_eq!(view["approval_status"], "pending", "{view}");
     fleet.still_pending(&op).await;
-    // Alice signs the statement about the stored row (the card Stripe described).
-    let expires_at = Utc::now() + Duration::hours(1);
-    let statement = ApprovalStatement::derive(&row.statement_subject(), expires_at);
-    let signed = json!({
-        "payload_hash": hash,
-        "key_id": alice_key.public_key().key_id().as_str(),
-        "signature": alice_key.sign(&statement.to_bytes()).to_text(),
-        "expires_at": format_expiry(statement.expires_at),
-    });
-    let answer = api.post(&fleet.http, &alice, &path, &signed).await;
+    let answer = api
+        .post(&fleet.http, &alice, &path, &signed_by(&alice_key))
+        .await;
     let view: Value = answer.json().await.unwrap();
     assert_eq!(view["approval_status"], "approved", "{view}");
     fleet.reaches(&op, Status::Succeeded).await;
