@@ -405,3 +405,56 @@ async fn core_and_the_database_judge_coverage_alike() {
     drop(sql);
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn core_and_the_database_read_the_policy_rule_for_a_mandate_alike() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    let mut verdicts = std::collections::BTreeSet::new();
+    for policy in ["payments-v5", "payments-v3"] {
+        let rule: Option<Value> = sql
+            .query_one(
+                "SELECT rules -> 'payment.create' FROM policies WHERE policy_version = $1",
+                &[&policy],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        for (amount, currency) in [
+            (100_i64, "KZT"),
+            (99_999_999, "KZT"),
+            (100_000_000, "KZT"),
+            (100, "USD"),
+            (999_999, "EUR"),
+            (1_000_000, "EUR"),
+            (100, "JPY"),
+        ] {
+            let in_core = fleet_core::mandate::coverage::policy_lets_a_mandate_approve(
+                rule.as_ref(),
+                amount,
+                currency,
+            )
+            .is_ok();
+            // As intake stores it: one approver asked, no risk cue (what only intake
+            // judges is a condition of a "yes", never this rule's).
+            let o_row = json!({
+                "operation_id": "op_x", "tenant_id": TENANT, "action": "payment.create",
+                "policy_version": policy, "approvals_required": 1, "risk": [],
+                "payload": {"amount_minor": amount, "currency": currency},
+            });
+            let in_sql: bool = sql
+                .query_one(
+                    "SELECT fleet_mandate_may_approve(jsonb_populate_record(NULL::operations, $1))",
+                    &[&o_row],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(in_sql, in_core, "{policy}: {amount} {currency}");
+            verdicts.insert(in_core);
+        }
+    }
+    assert_eq!(verdicts.len(), 2, "both verdicts are among the cases");
+    drop(sql);
+    fleet.stop().await;
+}
