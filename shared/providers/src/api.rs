@@ -140,9 +140,23 @@ impl Api {
         }
     }
 
-    /// Sends one request whose slot came, and tells the pacer of a 429.
+    /// Sends one request whose slot came, and tells the pacer of a 429. A 401 or 403 is
+    /// counted on its own: the operation is escalated whatever the action, but what an SRE
+    /// must mend is the deployment's key, seen here across every operation at once.
     async fn exchange_in_slot(&self, request: RequestBuilder) -> reqwest::Result<Response> {
         let response = request.send().await?;
+        if matches!(
+            response.status(),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+        ) {
+            metrics::counter!(m::PROVIDER_CREDENTIALS_REFUSED_TOTAL, "provider" => self.provider)
+                .increment(1);
+            tracing::warn!(
+                provider = self.provider,
+                status = response.status().as_u16(),
+                "the provider refused the fleet's credentials"
+            );
+        }
         if response.status() == StatusCode::TOO_MANY_REQUESTS {
             metrics::counter!(m::PROVIDER_THROTTLED_TOTAL, "provider" => self.provider)
                 .increment(1);

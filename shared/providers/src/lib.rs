@@ -45,12 +45,15 @@ pub use request::Encoding;
 pub use stripe::StripeClient;
 
 /// The series every provider's endpoint records, at zero (for each binary that calls
-/// providers to register at its start): the 429s answered, the waits for a slot.
+/// providers to register at its start): the 429s answered, the credentials refused, the
+/// waits for a slot.
 pub fn series_at_zero() {
     use fleet_runtime::metric_names as m;
     for provider in fleet_core::ProviderName::ALL {
         let provider = provider.as_str();
         metrics::counter!(m::PROVIDER_THROTTLED_TOTAL, "provider" => provider).increment(0);
+        metrics::counter!(m::PROVIDER_CREDENTIALS_REFUSED_TOTAL, "provider" => provider)
+            .increment(0);
         // Registering a histogram renders it with empty buckets.
         let _ = metrics::histogram!(m::PROVIDER_SLOT_WAIT_SECONDS, "provider" => provider);
     }

@@ -12,6 +12,7 @@ pub const TIME_TO_RECONCILIATION_SECONDS: &str = "fleet_time_to_reconciliation_s
 pub const PROVIDER_CALLS_TOTAL: &str = "fleet_provider_calls_total";
 pub const PROVIDER_CALL_DURATION_SECONDS: &str = "fleet_provider_call_duration_seconds";
 pub const PROVIDER_THROTTLED_TOTAL: &str = "fleet_provider_throttled_total";
+pub const PROVIDER_CREDENTIALS_REFUSED_TOTAL: &str = "fleet_provider_credentials_refused_total";
 pub const PROVIDER_SLOT_WAIT_SECONDS: &str = "fleet_provider_slot_wait_seconds";
 pub const TRANSITIONS_TOTAL: &str = "fleet_transitions_total";
 pub const LEASE_EXPIRED_TOTAL: &str = "fleet_lease_expired_total";
@@ -69,6 +70,7 @@ pub const ALL: &[&str] = &[
     PROVIDER_CALLS_TOTAL,
     PROVIDER_CALL_DURATION_SECONDS,
     PROVIDER_THROTTLED_TOTAL,
+    PROVIDER_CREDENTIALS_REFUSED_TOTAL,
     PROVIDER_SLOT_WAIT_SECONDS,
     TRANSITIONS_TOTAL,
     LEASE_EXPIRED_TOTAL,

@@ -150,6 +150,12 @@ const DESCRIPTIONS: &[Description] = &[
         "Provider answers 429 (rate limited), creates and lookups alike (label: provider).",
     ),
     describe(
+        names::PROVIDER_CREDENTIALS_REFUSED_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Provider answers 401 or 403: the fleet's credentials were refused (a revoked or restricted API key, a connected account the key may not act for), creates and lookups alike (label: provider).",
+    ),
+    describe(
         names::PROVIDER_SLOT_WAIT_SECONDS,
         Kind::Histogram(SLOT_WAIT_BUCKETS_SECONDS),
         Unit::Seconds,

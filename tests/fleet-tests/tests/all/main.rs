@@ -68,6 +68,7 @@ mod possible_duplicates;
 mod prepare;
 mod promise;
 mod provider_answers;
+mod provider_credentials;
 mod provider_rate;
 mod queue_identity;
 mod quorum;

@@ -191,6 +191,10 @@ async fn every_worker_exports_its_known_series_at_zero_from_the_start() {
             ),
             ("fleet_provider_throttled_total", &[("provider", "esign")]),
             (
+                "fleet_provider_credentials_refused_total",
+                &[("provider", "payments")],
+            ),
+            (
                 "fleet_provider_slot_wait_seconds_count",
                 &[("provider", "payments")],
             ),
