@@ -47,9 +47,7 @@ pub use dead_letter::{
 pub use disposition::{Delivery, Disposition, Handler, RETRIES_EXHAUSTED};
 pub use error::BrokerError;
 pub use health::BrokerHealth;
-pub use publisher::{
-    DeadLetterReader, EventMessage, EventsPublished, Publisher, TakenDeadLetter,
-};
+pub use publisher::{DeadLetterReader, EventMessage, EventsPublished, Publisher, TakenDeadLetter};
 pub use sender::SENDER_HEADER;
 pub use series::{consumer_series_at_zero, publisher_series_at_zero};
 pub use topology::{

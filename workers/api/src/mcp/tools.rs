@@ -187,7 +187,10 @@ mod tests {
     fn the_whole_tool_list_stays_under_16_kib_and_repeats_no_long_pattern() {
         let list = serde_json::json!({"tools": super::catalogue()}).to_string();
         assert!(list.len() < MOST_LIST_BYTES, "{} bytes", list.len());
-        assert!(!list.contains("u034f"), "the identifier pattern is not repeated");
+        assert!(
+            !list.contains("u034f"),
+            "the identifier pattern is not repeated"
+        );
         assert!(!list.contains("\"AED\""), "nor the currency list");
     }
 }
