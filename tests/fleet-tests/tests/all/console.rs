@@ -642,7 +642,7 @@ async fn a_crm_update_is_shown_beside_the_deals_current_values() {
     // The sentence counts the changes; the patch, the agent's own words, is quoted apart.
     assert!(
         text.contains(&format!(
-            "<h1 class=\"headline\">Update deal {deal_id} at version 1, changing 2 fields<span class=\"quoted\"> <span class=\"member\">changes</span> <q class=\"free\">owner_id to \"u_9\", stage to \"won\"</q></span></h1>"
+            "<h1 class=\"headline\" id=\"headline\">Update deal {deal_id} at version 1, changing 2 fields<span class=\"quoted\"> <span class=\"member\">changes</span> <q class=\"free\">owner_id to \"u_9\", stage to \"won\"</q></span></h1>"
         )),
         "{text}"
     );
@@ -683,7 +683,9 @@ async fn the_inbox_and_the_operation_page_say_what_an_order_change_and_a_contrac
     ] {
         let page = c.operation_page(&alice, &op).await;
         assert!(
-            page.contains(&format!("<h1 class=\"headline\">{line}</h1>")),
+            page.contains(&format!(
+                "<h1 class=\"headline\" id=\"headline\">{line}</h1>"
+            )),
             "{page}"
         );
     }
