@@ -7,6 +7,7 @@ pub mod action_spec;
 pub mod actions;
 pub mod answer;
 pub mod approval;
+pub mod approval_notice;
 pub mod approval_statement;
 pub mod attempt;
 pub mod attempt_record;
