@@ -58,6 +58,7 @@ pub mod stripe;
 pub mod stripe_events;
 pub mod supersede;
 pub mod throttle;
+pub mod trace_context;
 pub mod visible;
 pub use answer::answer_summary;
 pub mod wait_shares;

@@ -15,6 +15,7 @@ pub mod http_server;
 mod log_escape;
 pub mod metric_names;
 pub mod metrics;
+mod otel;
 pub mod pacing;
 pub mod pause;
 pub mod policies;
@@ -27,6 +28,7 @@ pub mod settings;
 pub mod shutdown;
 pub mod telemetry;
 pub mod ticker;
+pub mod trace;
 pub mod url_list;
 
 pub use admin::serve_admin;
