@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use crate::api_client::ApiClient;
 use crate::api_target::ApiArgs;
 use crate::args::Format;
+use crate::table::Table;
 
 /// A bound on pages read (a page holds 50): a cursor that never ends is an API fault.
 const MAX_PAGES: usize = 1_000;
@@ -176,37 +177,14 @@ fn text(v: &Value, key: &str) -> String {
 
 /// A header and one aligned line per dead letter: id, queue, tenant, when kept, why.
 pub fn table_lines(letters: &[Value]) -> Vec<String> {
-    let rows: Vec<[String; 5]> = letters
-        .iter()
-        .map(|d| {
-            [
-                text(d, "id"),
-                text(d, "queue"),
-                text(d, "tenant_id"),
-                text(d, "kept_at"),
-                text(d, "reason"),
-            ]
-        })
-        .collect();
-    let header = ["ID", "QUEUE", "TENANT", "KEPT", "REASON"].map(str::to_owned);
-    let widths: Vec<usize> = (0..4)
-        .map(|i| {
-            rows.iter()
-                .chain(std::iter::once(&header))
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    std::iter::once(&header)
-        .chain(&rows)
-        .map(|r| {
-            let mut line = String::new();
-            for (i, width) in widths.iter().enumerate() {
-                line.push_str(&format!("{:<width$}  ", r[i]));
-            }
-            line.push_str(&r[4]);
-            line.trim_end().to_owned()
-        })
-        .collect()
+    let rows = letters.iter().map(|d| {
+        [
+            text(d, "id"),
+            text(d, "queue"),
+            text(d, "tenant_id"),
+            text(d, "kept_at"),
+            text(d, "reason"),
+        ]
+    });
+    Table::with_rows(&["ID", "QUEUE", "TENANT", "KEPT", "REASON"], rows).lines()
 }

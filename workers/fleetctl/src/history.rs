@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use crate::api_client::ApiClient;
 use crate::args::Format;
+use crate::table::Table;
 
 /// A bound on pages read, far past any operation's history (a page holds 50 entries):
 /// a cursor that never ends is an API fault, not a reason to loop for ever.
@@ -44,48 +45,25 @@ async fn all_entries(client: &ApiClient, op: &str) -> anyhow::Result<Vec<Value>>
 /// A header and one aligned line per entry: when, what, the status change, who, why.
 pub fn table_lines(entries: &[Value]) -> Vec<String> {
     let text = |e: &Value, key: &str| e[key].as_str().unwrap_or("").to_owned();
-    let rows: Vec<[String; 5]> = entries
-        .iter()
-        .map(|e| {
-            let change = match (e["from_status"].as_str(), e["to_status"].as_str()) {
-                (Some(from), Some(to)) => format!("{from} → {to}"),
-                (None, Some(to)) => format!("→ {to}"),
-                _ => String::new(),
-            };
-            let reason = match e["reason"].as_str() {
-                Some(r) => fleet_core::wording::reason_name_in_words(r),
-                None => String::new(),
-            };
-            [
-                text(e, "at"),
-                text(e, "kind"),
-                change,
-                text(e, "actor"),
-                reason,
-            ]
-        })
-        .collect();
-    let header = ["AT", "WHAT", "STATUS", "BY", "WHY"].map(str::to_owned);
-    let widths: Vec<usize> = (0..4)
-        .map(|i| {
-            rows.iter()
-                .chain(std::iter::once(&header))
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    std::iter::once(&header)
-        .chain(&rows)
-        .map(|r| {
-            let mut line = String::new();
-            for (i, width) in widths.iter().enumerate() {
-                line.push_str(&format!("{:<width$}  ", r[i]));
-            }
-            line.push_str(&r[4]);
-            line.trim_end().to_owned()
-        })
-        .collect()
+    let rows = entries.iter().map(|e| {
+        let change = match (e["from_status"].as_str(), e["to_status"].as_str()) {
+            (Some(from), Some(to)) => format!("{from} → {to}"),
+            (None, Some(to)) => format!("→ {to}"),
+            _ => String::new(),
+        };
+        let reason = match e["reason"].as_str() {
+            Some(r) => fleet_core::wording::reason_name_in_words(r),
+            None => String::new(),
+        };
+        [
+            text(e, "at"),
+            text(e, "kind"),
+            change,
+            text(e, "actor"),
+            reason,
+        ]
+    });
+    Table::with_rows(&["AT", "WHAT", "STATUS", "BY", "WHY"], rows).lines()
 }
 
 #[cfg(test)]

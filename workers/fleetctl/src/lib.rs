@@ -42,5 +42,6 @@ pub mod prune;
 pub mod refusal;
 pub mod secret_file;
 pub mod submit;
+pub mod table;
 pub mod token;
 pub mod wait;

@@ -25,7 +25,6 @@ mod processes;
 mod report;
 mod sandbox;
 mod stripe;
-pub(crate) mod table;
 
 use std::path::PathBuf;
 use std::time::Duration;

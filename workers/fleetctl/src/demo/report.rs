@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
 
 use super::intents::Plan;
-use super::table::Table;
+use crate::table::Table;
 
 /// Polls until `done` holds for every operation, or fails at `deadline`.
 pub async fn wait_until(

@@ -27,7 +27,7 @@ pub async fn print(
     intents: &[&DemoIntent],
 ) -> anyhow::Result<()> {
     println!();
-    let mut table = crate::demo::table::Table::new(
+    let mut table = crate::table::Table::new(
         &[
             "OPERATION",
             "ACTION",

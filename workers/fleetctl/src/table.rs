@@ -1,6 +1,7 @@
-//! The demo's table: every column as wide as its widest cell, counted in characters (an
-//! id, an action name or a status with "(escalated)" never pushes the columns after it
-//! out of line, whatever its length).
+//! fleetctl's tables (the demo's report, `dead-letters list`, `history`): every column as
+//! wide as its widest cell, counted in characters (an id, an action name, a status with
+//! "(escalated)" or an arrow never pushes the columns after it out of line, whatever its
+//! length).
 
 /// Rows of cells, printed with the columns aligned; the last column is left as it is, and
 /// the columns named in `right` are aligned to the right (numbers).
@@ -19,6 +20,18 @@ impl Table {
 
     pub fn push(&mut self, row: Vec<String>) {
         self.rows.push(row);
+    }
+
+    /// A table of `header` and `rows`, every column aligned to the left.
+    pub fn with_rows<const N: usize>(
+        header: &[&str],
+        rows: impl IntoIterator<Item = [String; N]>,
+    ) -> Table {
+        let mut table = Table::new(header, &[]);
+        for row in rows {
+            table.push(row.into());
+        }
+        table
     }
 
     /// The lines, without trailing spaces.
