@@ -15,6 +15,20 @@ macro_rules! serialize_by_name {
     };
 }
 
+/// Implements `Deserialize` for `$t` by its `parse`, refusing an unknown name as not
+/// `$what`.
+macro_rules! deserialize_by_name {
+    ($t:ty, $what:literal) => {
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<$t, D::Error> {
+                let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                <$t>::parse(&name)
+                    .ok_or_else(|| serde::de::Error::custom(format!("{name:?} is not {}", $what)))
+            }
+        }
+    };
+}
+
 /// Implements `Display` for `$t` by its `as_str` name.
 macro_rules! display_by_name {
     ($t:ty) => {
@@ -39,4 +53,4 @@ macro_rules! from_str_by_name {
     };
 }
 
-pub(crate) use {display_by_name, from_str_by_name, serialize_by_name};
+pub(crate) use {deserialize_by_name, display_by_name, from_str_by_name, serialize_by_name};

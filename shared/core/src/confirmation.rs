@@ -6,10 +6,14 @@
 //! (migrations/0069_evidence.sql), so no path (worker, operator, a role's plain SQL)
 //! makes a receipt out of nothing.
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-/// What proved the success, with what the database checks it against.
-#[derive(Debug, Clone, PartialEq)]
+/// What proved the success, with what the database checks it against. Its JSON names how
+/// (`by`) beside the members of its kind: `{"by": "answer", "object_id", "fence",
+/// "provider_request_id"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Confirmation {
     /// The provider's answer to the attempt of `fence` made `object_id`.
     Answer {
@@ -55,23 +59,7 @@ impl Confirmation {
 
     /// The `confirmed` member of the move's history row, and the view's `confirmation`.
     pub fn to_json(&self) -> Value {
-        let mut v = json!({"by": self.by(), "object_id": self.object_id()});
-        let extra = match self {
-            Confirmation::Answer {
-                fence,
-                provider_request_id,
-                ..
-            } => json!({"fence": fence, "provider_request_id": provider_request_id}),
-            Confirmation::Lookup { lookup, .. } => json!({"lookup": lookup}),
-            Confirmation::Webhook {
-                webhook_event_id, ..
-            } => json!({"webhook_event_id": webhook_event_id}),
-            Confirmation::Operator { evidence, .. } => json!({"evidence": evidence}),
-        };
-        if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
-            v.extend(extra);
-        }
-        v
+        serde_json::to_value(self).expect("a confirmation serialises")
     }
 
     /// `evidence` (a history row's, if any) with this confirmation added as `confirmed`;
@@ -94,6 +82,7 @@ impl Confirmation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn every_confirmation_names_how_and_what() {
@@ -120,6 +109,24 @@ mod tests {
         };
         assert_eq!(person.by(), "operator");
         assert_eq!(person.object_id(), None);
+        assert_eq!(
+            person.to_json(),
+            json!({"by": "operator", "object_id": null, "evidence": "bank statement line 4"})
+        );
+    }
+
+    #[test]
+    fn it_reads_back_what_it_wrote_and_nothing_else() {
+        let lookup = Confirmation::Lookup {
+            object_id: "pay_1".into(),
+            lookup: json!({"via": "reference"}),
+        };
+        let read: Confirmation = serde_json::from_value(lookup.to_json()).unwrap();
+        assert_eq!(read, lookup);
+        let mut more = lookup.to_json();
+        more["extra"] = json!(1);
+        assert!(serde_json::from_value::<Confirmation>(more).is_err());
+        assert!(serde_json::from_value::<Confirmation>(json!({"by": "guess"})).is_err());
     }
 
     #[test]

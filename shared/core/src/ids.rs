@@ -224,6 +224,21 @@ text_newtype!(OperationId);
 text_newtype!(IdempotencyKey);
 text_newtype!(PayloadHash);
 
+// Read back (the operation view holds them) through the same checks as anywhere else.
+macro_rules! deserialize_by_parse {
+    ($t:ty) => {
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<$t, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                <$t>::parse(&text).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+deserialize_by_parse!(OperationId);
+deserialize_by_parse!(PayloadHash);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,7 @@ pub mod stripe_events;
 pub mod supersede;
 pub mod throttle;
 pub mod trace_context;
+pub mod view;
 pub mod visible;
 pub use answer::answer_summary;
 pub mod wait_shares;
@@ -93,4 +94,5 @@ pub use signed_quorum::{
 };
 pub use signing::{ApproverKey, KeyId, PublicKey, Signature};
 pub use state::{transition, Event, Refused, Status};
+pub use view::OperationView;
 pub use waiting::{wait_is_over, WaitFor, WaitOver, WaitState};
