@@ -116,25 +116,14 @@ impl ProviderConfigs {
             .unwrap_or_else(|| panic!("no provider {name:?} is configured"))
     }
 
-    /// What each provider guarantees: the capability guard's input.
+    /// What each provider guarantees, and what its API as configured does not serve
+    /// (charges while payments are not spoken as Stripe, say): the capability guard's input.
     pub fn capabilities(&self) -> ProviderCapabilities {
         self.0
             .iter()
-            .fold(ProviderCapabilities::default(), |all, (name, config)| {
-                let all = all.with(name, config.capabilities);
-                match config.dialect {
-                    // What only Stripe's mapping serves (charges) is refused at intake.
-                    Dialect::Reference => crate::stripe::ONLY_STRIPE
-                        .iter()
-                        .filter(|a| a.spec().provider.as_str() == *name)
-                        .fold(all, |all, a| all.without(name, *a)),
-                    // What Stripe's mapping does not serve yet is refused at intake.
-                    Dialect::Stripe { .. } => fleet_core::Action::ALL
-                        .into_iter()
-                        .filter(|a| a.spec().provider.as_str() == *name)
-                        .filter(|a| !crate::stripe::SERVES.contains(a))
-                        .fold(all, |all, a| all.without(name, a)),
-                }
+            .filter_map(|(name, config)| Some((ProviderName::parse(name)?.spec(), config)))
+            .fold(ProviderCapabilities::default(), |all, (spec, config)| {
+                all.configured(spec, config.capabilities, config.dialect)
             })
     }
 

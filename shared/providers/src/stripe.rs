@@ -35,17 +35,10 @@ use crate::lookup::LookupError;
 
 pub use search::MAX_PAGES;
 
-/// The actions the Stripe mapping serves; the capability guard refuses the payments
-/// provider's others while it is spoken as Stripe.
-pub const SERVES: &[Action] = &[
-    Action::RefundCreate,
-    Action::PaymentCreate,
-    Action::ChargeCreate,
-];
-
 /// The actions only the Stripe mapping serves: the reference protocol has no charges, so
-/// the capability guard refuses them while payments are not spoken as Stripe.
-pub const ONLY_STRIPE: &[Action] = &[Action::ChargeCreate];
+/// the capability guard refuses them while payments are not spoken as Stripe (the
+/// payments provider's spec, `fleet_core::catalogue::provider_spec::PAYMENTS`, says so).
+pub const ONLY_STRIPE: &[Action] = fleet_core::catalogue::provider_spec::PAYMENTS.only_stripe;
 
 /// The Stripe mapping.
 #[derive(Debug)]

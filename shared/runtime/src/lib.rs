@@ -38,13 +38,11 @@ pub use http_server::{ConnectionLimits, PeerAddr, RequestSlot, RequestSlots};
 pub use metrics::install_metrics;
 pub use pacing::{PaceFuture, Pacer};
 pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
-pub use provider_settings::{ProviderArgs, ProviderSettings};
+pub use provider_settings::{ProviderArgs, ProviderRateArgs, ProviderSettings};
 pub use prune::prune_in_batches;
 pub use readiness::{Readiness, ReadinessReport, SyncCheck};
 pub use redact::{RedactedUrl, Secret};
-pub use settings::{
-    admin_addrs, undocumented_arguments, AmqpTopology, CommonArgs, ProviderRateArgs,
-};
+pub use settings::{admin_addrs, undocumented_arguments, AmqpTopology, CommonArgs};
 pub use shutdown::shutdown_token;
 pub use telemetry::{init_tracing, init_tracing_with_default, LogFormat};
 pub use ticker::Ticker;

@@ -28,6 +28,9 @@ use fleet_core::ProviderName;
 
 use crate::redact::Secret;
 
+mod rates;
+pub use rates::ProviderRateArgs;
+
 /// Where every provider listens by default: the simulator on a developer machine.
 const DEVELOPER_URL: &str = "http://127.0.0.1:8090";
 
@@ -198,7 +201,7 @@ fn arguments(spec: &ProviderSpec) -> Vec<Arg> {
             .value_parser(clap::value_parser!(u64))
             .default_value(contract.max_request_s.to_string()),
     );
-    if spec.speaks_stripe {
+    if spec.speaks_stripe() {
         args.push(
             setting(spec, "PROVIDER")
                 .arg(format!(
@@ -316,7 +319,7 @@ fn stripe_accounts(
     m: &ArgMatches,
     dialect: Dialect,
 ) -> Result<ConnectedAccounts, clap::Error> {
-    if !spec.speaks_stripe {
+    if !spec.speaks_stripe() {
         return Ok(ConnectedAccounts::default());
     }
     let setting = setting(spec, "STRIPE_ACCOUNTS");
@@ -347,7 +350,7 @@ fn defaulted(m: &ArgMatches, setting: &Setting<'_>) -> bool {
 
 /// How the provider is spoken, from `<PREFIX>PROVIDER` and `<PREFIX>STRIPE_SEARCH`.
 fn dialect(spec: &ProviderSpec, m: &ArgMatches) -> Result<Dialect, clap::Error> {
-    if !spec.speaks_stripe {
+    if !spec.speaks_stripe() {
         return Ok(Dialect::Reference);
     }
     Ok(match setting(spec, "PROVIDER").string(m)?.as_str() {
@@ -658,7 +661,8 @@ mod tests {
             .filter(|p| p.extension().is_some_and(|x| x == "md"))
             .map(|p| std::fs::read_to_string(p).unwrap())
             .collect();
-        for arg in Cli::command().get_arguments() {
+        let rates = ProviderRateArgs::augment_args(clap::Command::new("rates"));
+        for arg in Cli::command().get_arguments().chain(rates.get_arguments()) {
             let env = arg.get_env().unwrap().to_string_lossy();
             let row = tables.lines().any(|line| {
                 line.starts_with('|')

@@ -112,60 +112,6 @@ impl CommonArgs {
     }
 }
 
-/// How fast each provider may be called, by every replica of execute and reconcile
-/// together: the binaries that call providers flatten these. Unset: no limit, and no
-/// request waits for a slot or costs a round trip to Postgres. Set it to the rate the
-/// provider allows the account (the same value in every replica); the schedule is shared
-/// in Postgres (docs/design.md#provider-rates).
-#[derive(Debug, Clone, Default, Args)]
-pub struct ProviderRateArgs {
-    /// Requests per second to the payments provider (payments, refunds, payee lookups).
-    #[arg(long, env = "PAYMENTS_RATE_PER_S", value_parser = rate_per_s)]
-    pub payments_rate_per_s: Option<f64>,
-
-    /// Requests per second to the CRM.
-    #[arg(long, env = "CRM_RATE_PER_S", value_parser = rate_per_s)]
-    pub crm_rate_per_s: Option<f64>,
-
-    /// Requests per second to the orders provider.
-    #[arg(long, env = "ORDERS_RATE_PER_S", value_parser = rate_per_s)]
-    pub orders_rate_per_s: Option<f64>,
-
-    /// Requests per second to the e-signature provider.
-    #[arg(long, env = "ESIGN_RATE_PER_S", value_parser = rate_per_s)]
-    pub esign_rate_per_s: Option<f64>,
-}
-
-impl ProviderRateArgs {
-    /// Each provider's configured rate, by provider name; unset ones are left out.
-    pub fn rates(&self) -> Vec<(&'static str, f64)> {
-        [
-            ("payments", self.payments_rate_per_s),
-            ("crm", self.crm_rate_per_s),
-            ("orders", self.orders_rate_per_s),
-            ("esign", self.esign_rate_per_s),
-        ]
-        .into_iter()
-        .filter_map(|(name, rate)| Some((name, rate?)))
-        .collect()
-    }
-}
-
-/// A rate in requests per second: more than 0 (one request in 1000 s at the least), at
-/// most a million.
-fn rate_per_s(raw: &str) -> Result<f64, String> {
-    let rate: f64 = raw
-        .parse()
-        .map_err(|e| format!("{raw:?} is not a number: {e}"))?;
-    if (0.001..=1_000_000.0).contains(&rate) {
-        Ok(rate)
-    } else {
-        Err(format!(
-            "{rate} is outside 0.001..=1000000 requests per second"
-        ))
-    }
-}
-
 /// Every argument (`command sub --arg`) and subcommand of `cmd` that `--help` would show
 /// without a description; each binary's tests require none.
 pub fn undocumented_arguments(cmd: &clap::Command) -> Vec<String> {
@@ -287,42 +233,6 @@ mod tests {
             assert_eq!(
                 payments.capabilities.idempotent_create,
                 Some(Duration::from_secs(86_400))
-            );
-        }
-    }
-
-    #[test]
-    fn provider_rates_are_unset_unless_given_and_must_be_positive() {
-        #[derive(Debug, Parser)]
-        struct Rates {
-            #[command(flatten)]
-            rates: ProviderRateArgs,
-        }
-        if [
-            "PAYMENTS_RATE_PER_S",
-            "CRM_RATE_PER_S",
-            "ORDERS_RATE_PER_S",
-            "ESIGN_RATE_PER_S",
-        ]
-        .into_iter()
-        .all(unset)
-        {
-            assert!(Rates::try_parse_from(["bin"])
-                .unwrap()
-                .rates
-                .rates()
-                .is_empty());
-        }
-        let given =
-            Rates::try_parse_from(["bin", "--payments-rate-per-s=40", "--crm-rate-per-s=0.5"])
-                .unwrap();
-        assert_eq!(given.rates.payments_rate_per_s, Some(40.0));
-        assert_eq!(given.rates.crm_rate_per_s, Some(0.5));
-        for refused in ["0", "-1", "fast", "2000000"] {
-            assert!(
-                Rates::try_parse_from(["bin", &format!("--payments-rate-per-s={refused}")])
-                    .is_err(),
-                "{refused}"
             );
         }
     }

@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::provider_spec::{Dialect, ProviderSpec};
 use super::{Action, Effect};
 use crate::reconcile::RETENTION_SAFETY_MARGIN_MS;
 use crate::refusal::IntakeRefusal;
@@ -116,6 +117,21 @@ impl ProviderCapabilities {
     pub fn with(mut self, provider: &str, capabilities: Capabilities) -> Self {
         self.guarantees.insert(provider.to_owned(), capabilities);
         self
+    }
+
+    /// The provider of `spec` as configured: what it guarantees, and each of its actions
+    /// its API, spoken as `dialect`, has no request for left unserved.
+    pub fn configured(
+        self,
+        spec: &ProviderSpec,
+        capabilities: Capabilities,
+        dialect: Dialect,
+    ) -> Self {
+        let name = spec.name.as_str();
+        Action::ALL
+            .into_iter()
+            .filter(|a| a.spec().provider == spec.name && !spec.serves(dialect, *a))
+            .fold(self.with(name, capabilities), |all, a| all.without(name, a))
     }
 
     /// `provider`, as configured, does not serve `action`: intents for it are refused

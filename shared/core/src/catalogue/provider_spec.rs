@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::capabilities::Capabilities;
-use crate::action_spec::ProviderName;
+use crate::action_spec::{Action, ProviderName};
 
 /// One provider, as its settings and the capability guard know it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,8 +26,11 @@ pub struct ProviderSpec {
     /// `capabilities` as the default), for a deployment of it that offers less.
     pub declared_capabilities: bool,
     /// The provider may be Stripe instead of the reference protocol
-    /// (`<PREFIX>PROVIDER=stripe`, with `<PREFIX>STRIPE_SEARCH`).
-    pub speaks_stripe: bool,
+    /// (`<PREFIX>PROVIDER=stripe`, with `<PREFIX>STRIPE_SEARCH`): the actions of its own
+    /// that Stripe's mapping serves. `None`: only the reference protocol is spoken.
+    pub stripe_serves: Option<&'static [Action]>,
+    /// Its actions only Stripe's mapping serves (the reference protocol has no charges).
+    pub only_stripe: &'static [Action],
 }
 
 /// How a provider's API is spoken: the reference protocol (docs/protocol.md), or Stripe's.
@@ -93,7 +96,12 @@ pub const PAYMENTS: ProviderSpec = ProviderSpec {
         payee_precondition: true,
     },
     declared_capabilities: false,
-    speaks_stripe: true,
+    stripe_serves: Some(&[
+        Action::RefundCreate,
+        Action::PaymentCreate,
+        Action::ChargeCreate,
+    ]),
+    only_stripe: &[Action::ChargeCreate],
 };
 
 /// The CRM: no idempotent creates, lookup by external id (a 5 s search lag), conditional
@@ -115,7 +123,8 @@ pub const CRM: ProviderSpec = ProviderSpec {
         payee_precondition: false,
     },
     declared_capabilities: true,
-    speaks_stripe: false,
+    stripe_serves: None,
+    only_stripe: &[],
 };
 
 /// The orders API: no idempotent creates, lookup by order id (strongly consistent: no
@@ -136,7 +145,8 @@ pub const ORDERS: ProviderSpec = ProviderSpec {
         payee_precondition: false,
     },
     declared_capabilities: false,
-    speaks_stripe: false,
+    stripe_serves: None,
+    only_stripe: &[],
 };
 
 /// The e-signature API: idempotent creates with keys kept one hour only, lookup by id and
@@ -154,7 +164,8 @@ pub const ESIGN: ProviderSpec = ProviderSpec {
         payee_precondition: false,
     },
     declared_capabilities: false,
-    speaks_stripe: false,
+    stripe_serves: None,
+    only_stripe: &[],
 };
 
 /// Every provider's spec, in `ProviderName::ALL`'s order.
@@ -180,6 +191,23 @@ impl ProviderName {
 }
 
 impl ProviderSpec {
+    /// Whether it may be spoken as Stripe (`<PREFIX>PROVIDER`).
+    pub fn speaks_stripe(&self) -> bool {
+        self.stripe_serves.is_some()
+    }
+
+    /// Whether the provider, its API spoken as `dialect`, serves `action`: one of its
+    /// own actions, which that API has a request for.
+    pub fn serves(&self, dialect: Dialect, action: Action) -> bool {
+        action.spec().provider == self.name
+            && match dialect {
+                Dialect::Reference => !self.only_stripe.contains(&action),
+                Dialect::Stripe { .. } => self
+                    .stripe_serves
+                    .is_some_and(|served| served.contains(&action)),
+            }
+    }
+
     /// The name of one of the provider's settings: `env("URL")` is `PAYMENTS_URL`.
     pub fn env(&self, setting: &str) -> String {
         format!("{}{setting}", self.env_prefix)
@@ -230,5 +258,21 @@ mod tests {
             Some(week)
         );
         assert_eq!(ORDERS.capabilities_keeping_keys(week), ORDERS.capabilities);
+    }
+
+    #[test]
+    fn a_provider_serves_its_own_actions_its_api_has_a_request_for() {
+        let stripe = Dialect::Stripe { search: true };
+        for action in Action::ALL {
+            let own = action.spec().provider.spec();
+            let charge = action == Action::ChargeCreate;
+            assert_eq!(own.serves(Dialect::Reference, action), !charge, "{action}");
+            assert_eq!(own.serves(stripe, action), own.speaks_stripe(), "{action}");
+            for other in PROVIDERS.iter().filter(|p| p.name != own.name) {
+                assert!(!other.serves(Dialect::Reference, action), "{action}");
+                assert!(!other.serves(stripe, action), "{action}");
+            }
+        }
+        assert!(PAYMENTS.speaks_stripe() && !CRM.speaks_stripe());
     }
 }
