@@ -25,8 +25,10 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::call::Call;
-use crate::handler::ExecuteHandler;
+use crate::deps::ExecuteDeps;
 use crate::pause;
+
+const NOT_SENT_BACKOFF: Duration = Duration::from_millis(200);
 
 /// How long one claim has been refused for the provider's rate, against the lease's trust.
 pub(crate) struct Throttled {
@@ -54,100 +56,115 @@ impl Throttled {
     }
 }
 
-impl ExecuteHandler {
-    /// Runs `request` until the provider admits it: again after each 429 (`refused`
-    /// names its wait) while `throttled` allows. Every other answer, and the 429 past
-    /// that bound, is returned as it came.
-    pub(crate) async fn until_admitted<T, F, Fut>(
-        &self,
-        call: &Call<'_>,
-        throttled: &mut Throttled,
-        mut request: F,
-        refused: impl Fn(&T) -> Option<Duration>,
-    ) -> T
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = T>,
-    {
-        loop {
-            let answer = request().await;
-            let Some(retry_after) = refused(&answer) else {
-                return answer;
-            };
-            let Some(wait) = throttled.wait_after(retry_after) else {
+/// Runs `request` until the provider admits it: again after each 429 (`refused` names its
+/// wait) while `throttled` allows. Every other answer, and the 429 past that bound, is
+/// returned as it came.
+pub(crate) async fn until_admitted<T, F, Fut>(
+    call: &Call<'_>,
+    throttled: &mut Throttled,
+    mut request: F,
+    refused: impl Fn(&T) -> Option<Duration>,
+) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = T>,
+{
+    loop {
+        let answer = request().await;
+        let Some(retry_after) = refused(&answer) else {
+            return answer;
+        };
+        let Some(wait) = throttled.wait_after(retry_after) else {
+            warn!(
+                operation_id = call.key.operation_id,
+                throttled_ms = throttled.throttled_ms(),
+                "still rate limited past the lease's trust; releasing the claim"
+            );
+            return answer;
+        };
+        info!(
+            operation_id = call.key.operation_id,
+            retry_after_ms = wait.as_millis() as u64,
+            "rate limited; the same request goes again after the wait"
+        );
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Sends the call's request behind its send mark until the provider admits it
+/// ([`until_admitted`]); only a 429 the provider's answers read as `NotExecuted` is sent
+/// again, and a request that provably never left as [`send`] allows.
+pub(crate) async fn send_until_admitted(
+    deps: &ExecuteDeps,
+    call: &Call<'_>,
+    fence: i64,
+    throttled: &mut Throttled,
+) -> CallResult {
+    until_admitted(
+        call,
+        throttled,
+        || {
+            send(deps.settings.not_sent_retries, || {
+                call.provider
+                    .send_gated(&call.op, &call.request, send_mark(deps, call, fence))
+            })
+        },
+        |sent| {
+            throttle::throttled(sent).filter(|_| {
+                matches!(
+                    call.provider.classify(&call.op, sent),
+                    Outcome::NotExecuted { .. }
+                )
+            })
+        },
+    )
+    .await
+}
+
+/// Sends a request; sends it again (same key, same body) only when the previous send
+/// provably never reached the provider, at most `not_sent_retries` times in all.
+async fn send<F, Fut>(not_sent_retries: u32, send: F) -> CallResult
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = CallResult>,
+{
+    let mut sends = 0;
+    loop {
+        sends += 1;
+        let call = send().await;
+        let provably_unsent = matches!(call, CallResult::NotSent { .. });
+        if !provably_unsent || sends >= not_sent_retries {
+            return call;
+        }
+        tokio::time::sleep(NOT_SENT_BACKOFF * sends).await;
+    }
+}
+
+/// Commits the attempt's send mark (after the slot, right before the send), on the
+/// connection that holds the call's mandate if it has one. A mark that cannot be written
+/// (the database refuses it under a revoked mandate) sends nothing.
+fn send_mark<'a>(deps: &'a ExecuteDeps, call: &'a Call<'a>, fence: i64) -> SendGate<'a> {
+    Box::pin(async move {
+        let marked = match call.hold {
+            Some(hold) => hold.mark_request_sent(call.key, fence).await,
+            None => deps.store.mark_request_sent(call.key, fence).await,
+        };
+        match marked {
+            Ok(true) => {
+                pause::point(pause::AFTER_SEND_MARK).await;
+                true
+            }
+            Ok(false) => {
                 warn!(
                     operation_id = call.key.operation_id,
-                    throttled_ms = throttled.throttled_ms(),
-                    "still rate limited past the lease's trust; releasing the claim"
+                    fence, "the claim ended before its request was sent; not sending"
                 );
-                return answer;
-            };
-            info!(
-                operation_id = call.key.operation_id,
-                retry_after_ms = wait.as_millis() as u64,
-                "rate limited; the same request goes again after the wait"
-            );
-            tokio::time::sleep(wait).await;
-        }
-    }
-
-    /// Sends the call's request behind its send mark until the provider admits it
-    /// ([`ExecuteHandler::until_admitted`]); only a 429 the provider's answers read as
-    /// `NotExecuted` is sent again, and a request that provably never left as
-    /// [`ExecuteHandler::send`] allows.
-    pub(crate) async fn send_until_admitted(
-        &self,
-        call: &Call<'_>,
-        fence: i64,
-        throttled: &mut Throttled,
-    ) -> CallResult {
-        self.until_admitted(
-            call,
-            throttled,
-            || {
-                self.send(|| {
-                    call.provider
-                        .send_gated(&call.op, &call.request, self.send_mark(call, fence))
-                })
-            },
-            |sent| {
-                throttle::throttled(sent).filter(|_| {
-                    matches!(
-                        call.provider.classify(&call.op, sent),
-                        Outcome::NotExecuted { .. }
-                    )
-                })
-            },
-        )
-        .await
-    }
-
-    /// Commits the attempt's send mark (after the slot, right before the send), on the
-    /// connection that holds the call's mandate if it has one. A mark that cannot be
-    /// written (the database refuses it under a revoked mandate) sends nothing.
-    fn send_mark<'a>(&'a self, call: &'a Call<'a>, fence: i64) -> SendGate<'a> {
-        Box::pin(async move {
-            let marked = match call.hold {
-                Some(hold) => hold.mark_request_sent(call.key, fence).await,
-                None => self.deps.store.mark_request_sent(call.key, fence).await,
-            };
-            match marked {
-                Ok(true) => {
-                    pause::point(pause::AFTER_SEND_MARK).await;
-                    true
-                }
-                Ok(false) => {
-                    warn!(
-                        operation_id = call.key.operation_id,
-                        fence, "the claim ended before its request was sent; not sending"
-                    );
-                    false
-                }
-                Err(e) => {
-                    warn!(operation_id = call.key.operation_id, fence, error = %e, "the send mark could not be written; not sending");
-                    false
-                }
+                false
             }
-        })
-    }
+            Err(e) => {
+                warn!(operation_id = call.key.operation_id, fence, error = %e, "the send mark could not be written; not sending");
+                false
+            }
+        }
+    })
 }

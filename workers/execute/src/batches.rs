@@ -15,7 +15,7 @@ use fleet_store::{
 use tracing::warn;
 
 use crate::answer::{transition_of, Answer};
-use crate::ExecuteSettings;
+use crate::settings::ExecuteSettings;
 
 /// Most doorbells one claim statement takes, and most answers one transaction records.
 const MAX_BATCH: usize = 64;

@@ -1,7 +1,7 @@
 //! The resume algorithm (docs/design.md#execute): read the row, decide, claim, perform.
 //! The doorbell only names the operation; everything else comes from the row.
 
-use fleet_broker::{Delivery, Disposition, Handler, Queue};
+use fleet_broker::{Delivery, Disposition, Handler};
 use fleet_core::execute::{decide, Decision};
 use fleet_core::{ApprovalStatus, Doorbell, Event, OpRef, Reason, Status};
 use fleet_store::{Claim, OperationRow, StoreError, Transition, TransitionOutcome};
@@ -9,15 +9,17 @@ use tokio::time::Instant;
 use tracing::{error, info, warn};
 
 use crate::batches::Batches;
+use crate::bell::ring_reconcile;
+use crate::deps::ExecuteDeps;
 use crate::facts::facts_of;
-use crate::ExecuteDeps;
+use crate::perform::perform;
 
 pub struct ExecuteHandler {
-    pub(crate) deps: ExecuteDeps,
+    deps: ExecuteDeps,
     /// This worker's name on the leases it holds.
-    pub(crate) owner: String,
+    owner: String,
     policies: Vec<String>,
-    pub(crate) batches: Batches,
+    batches: Batches,
 }
 
 impl ExecuteHandler {
@@ -54,7 +56,7 @@ impl ExecuteHandler {
             }
         };
         if let Claim::Claimed(claimed) = claim {
-            return self.perform(*claimed, claim_sent_at).await;
+            return perform(&self.deps, &self.batches, *claimed, claim_sent_at).await;
         }
         for _ in 0..2 {
             let Some(row) = self.deps.store.get(op).await? else {
@@ -75,7 +77,8 @@ impl ExecuteHandler {
                         .await?;
                     match claim {
                         Claim::Claimed(claimed) => {
-                            return self.perform(*claimed, claim_sent_at).await
+                            return perform(&self.deps, &self.batches, *claimed, claim_sent_at)
+                                .await
                         }
                         Claim::NotClaimable => continue,
                     }
@@ -83,7 +86,7 @@ impl ExecuteHandler {
                 Decision::Cancel(reason) => return self.cancel(&row, reason).await,
                 Decision::Escalate(reason) => return self.escalate(&row, reason).await,
                 Decision::RingReconcile => {
-                    self.ring_reconcile(op).await;
+                    ring_reconcile(&self.deps.publisher, op).await;
                     return Ok(());
                 }
                 Decision::Nothing => return Ok(()),
@@ -138,19 +141,6 @@ impl ExecuteHandler {
             }
         }
         Ok(())
-    }
-
-    /// Best effort: if the bell cannot be rung, reconcile's sweeper finds the row anyway.
-    pub(crate) async fn ring_reconcile(&self, op: OpRef<'_>) {
-        let bell = Doorbell::new(op.tenant_id, op.operation_id);
-        if let Err(e) = self
-            .deps
-            .publisher
-            .publish(Queue::OperationsReconcile, &bell.to_bytes())
-            .await
-        {
-            warn!(operation_id = op.operation_id, tenant_id = op.tenant_id, error = %e, "could not ring reconcile; the sweeper will pick the row up");
-        }
     }
 }
 

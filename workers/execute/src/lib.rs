@@ -7,14 +7,23 @@
 mod admitted;
 mod answer;
 mod batches;
+mod bell;
 mod call;
+mod call_under_lease;
+mod deps;
+mod earlier;
 mod facts;
+mod gather;
 mod handler;
+mod interpret;
 mod lease;
 mod mandate_check;
 mod pause;
+mod payee_refused;
 mod payer_check;
 mod perform;
+mod provider_call;
+mod record;
 mod searched_create;
 mod series;
 mod settings;
@@ -22,28 +31,12 @@ mod signatures;
 
 use std::sync::Arc;
 
-use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
-use fleet_providers::Providers;
-use fleet_store::ExecuteStore;
+use fleet_broker::{BrokerError, Queue};
 use tokio_util::sync::CancellationToken;
 
+pub use deps::ExecuteDeps;
 pub use handler::ExecuteHandler;
 pub use settings::ExecuteSettings;
-
-/// Everything `run` needs, built by `main` (or by a test).
-pub struct ExecuteDeps {
-    pub store: ExecuteStore,
-    pub broker: BrokerConfig,
-    pub health: BrokerHealth,
-    /// Rings `operations.reconcile` after an ambiguous outcome.
-    pub publisher: Publisher,
-    /// Every provider, with what it documents: a searched create waits for a provider's
-    /// search lag and maximum request time after an earlier uncertain attempt, and no
-    /// request is sent on a key the provider may have forgotten.
-    pub providers: Arc<Providers>,
-    pub settings: ExecuteSettings,
-    pub concurrency: usize,
-}
 
 /// Consumes `operations.execute` until `shutdown` is cancelled.
 pub async fn run(deps: ExecuteDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {

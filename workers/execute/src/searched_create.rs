@@ -14,9 +14,9 @@ use fleet_store::{AttemptRecord, StoreError};
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
-use crate::admitted::Throttled;
+use crate::admitted::{send_until_admitted, until_admitted, Throttled};
 use crate::call::Call;
-use crate::handler::ExecuteHandler;
+use crate::deps::ExecuteDeps;
 
 /// The claim's answer without a create, with the attempt that records it (and what the
 /// search found, when the answer rests on it).
@@ -39,91 +39,87 @@ fn searched(answer: SearchedAnswer, evidence: &Value) -> (Outcome, AttemptRecord
     (outcome, record)
 }
 
-impl ExecuteHandler {
-    pub(crate) async fn create_safely(
-        &self,
-        call: &Call<'_>,
-        fence: i64,
-        throttled: &mut Throttled,
-    ) -> Result<(Outcome, AttemptRecord), StoreError> {
-        let op = call.key.operation_id;
-        let nothing = json!({});
-        // Measured before the search: the search proves absence only for what could have
-        // been committed and indexed by the moment it ran.
-        let earlier = self.deps.store.attempt_ages_before(call.key, fence).await?;
-        // A search the provider refuses for its rate is asked again within the claim,
-        // as the create would be: a 429 read nothing.
-        let (reading, _) = self
-            .until_admitted(
-                call,
-                throttled,
-                || call.provider.look_up_once(&call.op, None),
-                |(_, refused)| *refused,
-            )
-            .await;
-        let ages = AttemptAges {
-            newest_ms: earlier.newest,
-            newest_start_ms: earlier.newest_start,
-            oldest_ms: earlier.oldest,
-            failed_lookups_so_far: 0,
+pub(crate) async fn create_safely(
+    deps: &ExecuteDeps,
+    call: &Call<'_>,
+    fence: i64,
+    throttled: &mut Throttled,
+) -> Result<(Outcome, AttemptRecord), StoreError> {
+    let op = call.key.operation_id;
+    let nothing = json!({});
+    // Measured before the search: the search proves absence only for what could have
+    // been committed and indexed by the moment it ran.
+    let earlier = deps.store.attempt_ages_before(call.key, fence).await?;
+    // A search the provider refuses for its rate is asked again within the claim,
+    // as the create would be: a 429 read nothing.
+    let (reading, _) = until_admitted(
+        call,
+        throttled,
+        || call.provider.look_up_once(&call.op, None),
+        |(_, refused)| *refused,
+    )
+    .await;
+    let ages = AttemptAges {
+        newest_ms: earlier.newest,
+        newest_start_ms: earlier.newest_start,
+        oldest_ms: earlier.oldest,
+        failed_lookups_so_far: 0,
+    };
+    if let BeforeCreate::Answer(answer) =
+        before_create(&reading.lookup, ages, call.provider.contract())
+    {
+        let found = match &reading.lookup {
+            Lookup::Matches(found) => found.as_slice(),
+            Lookup::Failed | Lookup::Ambiguous(_) => &[],
         };
-        if let BeforeCreate::Answer(answer) =
-            before_create(&reading.lookup, ages, call.provider.contract())
-        {
-            let found = match &reading.lookup {
-                Lookup::Matches(found) => found.as_slice(),
-                Lookup::Failed | Lookup::Ambiguous(_) => &[],
-            };
-            match &answer.outcome {
-                Outcome::NotExecuted { .. } => {
-                    warn!(operation_id = op, evidence = %reading.evidence, "search before create failed; not creating")
-                }
-                Outcome::Unknown { escalate: true, .. } => warn!(
-                    operation_id = op,
-                    count = found.len(),
-                    "several objects carry this operation's reference; escalating"
-                ),
-                Outcome::Unknown { .. } => {}
-                _ => info!(
-                    operation_id = op,
-                    external_id = found.first().map_or("", |one| one.external_id()),
-                    "the effect already exists; no create"
-                ),
+        match &answer.outcome {
+            Outcome::NotExecuted { .. } => {
+                warn!(operation_id = op, evidence = %reading.evidence, "search before create failed; not creating")
             }
-            let evidence = if answer.keeps_found {
-                &reading.evidence
-            } else {
-                &nothing
-            };
-            return Ok(searched(answer, evidence));
+            Outcome::Unknown { escalate: true, .. } => warn!(
+                operation_id = op,
+                count = found.len(),
+                "several objects carry this operation's reference; escalating"
+            ),
+            Outcome::Unknown { .. } => {}
+            _ => info!(
+                operation_id = op,
+                external_id = found.first().map_or("", |one| one.external_id()),
+                "the effect already exists; no create"
+            ),
         }
-        let earlier = self.deps.store.attempts(call.key).await?;
-        if earlier
-            .iter()
-            .any(|a| a.fence < fence && a.outcome == Some(AttemptOutcome::Accepted))
-        {
-            return Ok(searched(queued_create_not_found(), &nothing));
-        }
-        // A search can take long: confirm the lease is still ours right before the one
-        // call that cannot be deduplicated.
-        if !self
-            .deps
-            .store
-            .renew_lease(call.key, fence, self.deps.settings.lease_ttl_ms)
-            .await?
-        {
-            let lost = SearchedAnswer {
-                outcome: Outcome::NotExecuted {
-                    reason: Reason::LeaseLostBeforeCreate,
-                },
-                detail: Reason::LeaseLostBeforeCreate.as_str(),
-                keeps_found: false,
-            };
-            return Ok(searched(lost, &nothing));
-        }
-        let sent = self.send_until_admitted(call, fence, throttled).await;
-        let outcome = call.provider.classify(&call.op, &sent);
-        let record = AttemptRecord::of(&sent, &outcome);
-        Ok((outcome, record))
+        let evidence = if answer.keeps_found {
+            &reading.evidence
+        } else {
+            &nothing
+        };
+        return Ok(searched(answer, evidence));
     }
+    let earlier = deps.store.attempts(call.key).await?;
+    if earlier
+        .iter()
+        .any(|a| a.fence < fence && a.outcome == Some(AttemptOutcome::Accepted))
+    {
+        return Ok(searched(queued_create_not_found(), &nothing));
+    }
+    // A search can take long: confirm the lease is still ours right before the one
+    // call that cannot be deduplicated.
+    if !deps
+        .store
+        .renew_lease(call.key, fence, deps.settings.lease_ttl_ms)
+        .await?
+    {
+        let lost = SearchedAnswer {
+            outcome: Outcome::NotExecuted {
+                reason: Reason::LeaseLostBeforeCreate,
+            },
+            detail: Reason::LeaseLostBeforeCreate.as_str(),
+            keeps_found: false,
+        };
+        return Ok(searched(lost, &nothing));
+    }
+    let sent = send_until_admitted(deps, call, fence, throttled).await;
+    let outcome = call.provider.classify(&call.op, &sent);
+    let record = AttemptRecord::of(&sent, &outcome);
+    Ok((outcome, record))
 }

@@ -14,64 +14,64 @@ use fleet_core::live_quorum::{approval_counts, live_quorum, QuorumSubject};
 use fleet_store::{OperationRow, StoreError};
 use tracing::warn;
 
-use crate::handler::ExecuteHandler;
+use crate::deps::ExecuteDeps;
 
-impl ExecuteHandler {
-    /// Whether at least `signatures_required` distinct approvers' signatures of the
-    /// operation's statement count now.
-    pub(crate) async fn signatures_hold(&self, row: &OperationRow) -> Result<bool, StoreError> {
-        let signed = self
-            .deps
-            .store
-            .signed_approvals(row.key(), row.payload_hash.as_str())
-            .await?;
-        let subject = QuorumSubject {
-            tenant_id: &row.tenant_id,
-            payload_hash: row.payload_hash.as_str(),
-            submitted_by: signed.submitted_by.as_deref(),
-            approvals_required: signed.approvals_required,
-            signatures_required: row.signatures_required,
-        };
-        let live = live_quorum(
-            &subject,
-            &signed.facts,
-            &signed.standings,
-            &signed.key_standings(),
-        );
-        // Only the approvals that count now have their signatures verified; one recorded
-        // from a signed batch is verified over the batch's statement.
-        let counting: Vec<_> = signed
-            .approvals
-            .iter()
-            .zip(&signed.batches)
-            .zip(&signed.facts)
-            .filter(|(_, facts)| approval_counts(&subject, facts, &signed.standings))
-            .map(|((approval, batch), _)| (approval.clone(), batch.clone()))
-            .collect();
-        let count = count_signed_with_batches(
-            &row.statement_subject(),
-            &counting,
-            &signed.keys,
-            signed.now,
-        );
-        if live.meets(&subject) && count.meets(row.signatures_required) {
-            return Ok(true);
-        }
-        // Principals and reasons only: a signature is not a secret, but it says nothing a
-        // person reading the log needs.
-        let refused: Vec<String> = count
-            .refused
-            .iter()
-            .map(|(principal, why)| format!("{principal}: {}", why.code()))
-            .collect();
-        warn!(
-            operation_id = %row.operation_id,
-            valid = count.valid,
-            live_approvals = live.counted,
-            required = row.signatures_required,
-            refused = ?refused,
-            "too few valid approval signatures; escalating without a call"
-        );
-        Ok(false)
+/// Whether at least `signatures_required` distinct approvers' signatures of the
+/// operation's statement count now.
+pub(crate) async fn signatures_hold(
+    deps: &ExecuteDeps,
+    row: &OperationRow,
+) -> Result<bool, StoreError> {
+    let signed = deps
+        .store
+        .signed_approvals(row.key(), row.payload_hash.as_str())
+        .await?;
+    let subject = QuorumSubject {
+        tenant_id: &row.tenant_id,
+        payload_hash: row.payload_hash.as_str(),
+        submitted_by: signed.submitted_by.as_deref(),
+        approvals_required: signed.approvals_required,
+        signatures_required: row.signatures_required,
+    };
+    let live = live_quorum(
+        &subject,
+        &signed.facts,
+        &signed.standings,
+        &signed.key_standings(),
+    );
+    // Only the approvals that count now have their signatures verified; one recorded
+    // from a signed batch is verified over the batch's statement.
+    let counting: Vec<_> = signed
+        .approvals
+        .iter()
+        .zip(&signed.batches)
+        .zip(&signed.facts)
+        .filter(|(_, facts)| approval_counts(&subject, facts, &signed.standings))
+        .map(|((approval, batch), _)| (approval.clone(), batch.clone()))
+        .collect();
+    let count = count_signed_with_batches(
+        &row.statement_subject(),
+        &counting,
+        &signed.keys,
+        signed.now,
+    );
+    if live.meets(&subject) && count.meets(row.signatures_required) {
+        return Ok(true);
     }
+    // Principals and reasons only: a signature is not a secret, but it says nothing a
+    // person reading the log needs.
+    let refused: Vec<String> = count
+        .refused
+        .iter()
+        .map(|(principal, why)| format!("{principal}: {}", why.code()))
+        .collect();
+    warn!(
+        operation_id = %row.operation_id,
+        valid = count.valid,
+        live_approvals = live.counted,
+        required = row.signatures_required,
+        refused = ?refused,
+        "too few valid approval signatures; escalating without a call"
+    );
+    Ok(false)
 }
