@@ -46,24 +46,34 @@ pub async fn approve(
             signed_body(&statement, key)
         }
     };
-    let view = client.decide(op, "approve", body).await?;
-    output::result(
-        format,
-        || view.clone(),
-        || {
-            if view["approval_status"] == "approved" {
-                format!(
-                    "approved {op} ({hash}): {} approvals; execution starts",
-                    quorum(&view)
-                )
-            } else {
-                format!(
-                    "approval of {op} recorded: {} approvals; waiting for another approver",
-                    quorum(&view)
-                )
-            }
-        },
-    );
+    decide(client, op, "approve", body, format, |view| {
+        if view["approval_status"] == "approved" {
+            format!(
+                "approved {op} ({hash}): {} approvals; execution starts",
+                quorum(view)
+            )
+        } else {
+            format!(
+                "approval of {op} recorded: {} approvals; waiting for another approver",
+                quorum(view)
+            )
+        }
+    })
+    .await
+}
+
+/// Sends the decision `verb` with `body` on `op` and prints the answer: the operation's
+/// view as the API sent it with `-o json`, `words` about it otherwise.
+async fn decide(
+    client: &ApiClient,
+    op: &str,
+    verb: &str,
+    body: Value,
+    format: Format,
+    words: impl FnOnce(&Value) -> String,
+) -> anyhow::Result<()> {
+    let view = client.decide(op, verb, body).await?;
+    output::result(format, || view.clone(), || words(&view));
     Ok(())
 }
 
@@ -137,15 +147,11 @@ pub async fn reject(
     reason: &str,
     format: Format,
 ) -> anyhow::Result<()> {
-    let view = client
-        .decide(op, "reject", json!({ "reason": reason }))
-        .await?;
-    output::result(
-        format,
-        || view.clone(),
-        || format!("rejected {op}: {}", view["status"].as_str().unwrap_or("?")),
-    );
-    Ok(())
+    let body = json!({ "reason": reason });
+    decide(client, op, "reject", body, format, |view| {
+        format!("rejected {op}: {}", view["status"].as_str().unwrap_or("?"))
+    })
+    .await
 }
 
 pub async fn resolve(
@@ -157,13 +163,10 @@ pub async fn resolve(
     format: Format,
 ) -> anyhow::Result<()> {
     let body = json!({ "outcome": outcome, "external_id": external_id, "evidence": evidence });
-    let view = client.decide(op, "resolve", body).await?;
-    output::result(
-        format,
-        || view.clone(),
-        || format!("{op} is now {}", view["status"].as_str().unwrap_or("?")),
-    );
-    Ok(())
+    decide(client, op, "resolve", body, format, |view| {
+        format!("{op} is now {}", view["status"].as_str().unwrap_or("?"))
+    })
+    .await
 }
 
 pub async fn dispute(
@@ -172,15 +175,11 @@ pub async fn dispute(
     reason: &str,
     format: Format,
 ) -> anyhow::Result<()> {
-    let view = client
-        .decide(op, "dispute", json!({ "reason": reason }))
-        .await?;
-    output::result(
-        format,
-        || view,
-        || format!("{op} is disputed; workers will not move it again"),
-    );
-    Ok(())
+    let body = json!({ "reason": reason });
+    decide(client, op, "dispute", body, format, |_| {
+        format!("{op} is disputed; workers will not move it again")
+    })
+    .await
 }
 
 #[cfg(test)]
