@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use fleet_core::approval_statement::{format_expiry, parse_expiry};
 use fleet_core::catalogue::Action;
 use fleet_core::mandate::{Mandate, MandatePayee, MandatePayees};
@@ -24,37 +24,8 @@ pub enum MandateCommand {
     /// (within what the tenant's policy lets a mandate approve), until its budget, count
     /// or window runs out or it is revoked. Its tenant is --tenant (or the context's).
     Create {
-        /// An action it may approve (repeat for more); payment.create by default.
-        #[arg(long = "action", default_value = "payment.create")]
-        actions: Vec<String>,
-        /// A payee it may pay, as ID=FINGERPRINT (the account fingerprint shown with the
-        /// payee, `sha256:…`); repeat for more. Or --any-verified-payee.
-        #[arg(long = "payee", required_unless_present = "any_verified_payee")]
-        payees: Vec<String>,
-        /// Any payee the provider's directory verified, instead of a list.
-        #[arg(long, conflicts_with = "payees")]
-        any_verified_payee: bool,
-        /// The currency (ISO 4217) of every amount it covers.
-        #[arg(long)]
-        currency: String,
-        /// The most one operation may be, in minor units.
-        #[arg(long)]
-        per_operation_max_minor: i64,
-        /// The most all of them may be together, in minor units.
-        #[arg(long)]
-        budget_minor: i64,
-        /// The most operations it may approve.
-        #[arg(long)]
-        count_limit: i64,
-        /// Valid from (RFC 3339 UTC, whole seconds, Z); now by default.
-        #[arg(long)]
-        valid_from: Option<String>,
-        /// Valid until (RFC 3339 UTC, whole seconds, Z).
-        #[arg(long)]
-        valid_until: String,
-        /// Only intents submitted by this principal (an agent); anyone's by default.
-        #[arg(long = "for")]
-        for_principal: Option<String>,
+        #[command(flatten)]
+        terms: MandateTerms,
         /// Your private key (`fleetctl key generate`), registered for your principal.
         #[arg(long, env = "FLEET_SIGNING_KEY")]
         key: PathBuf,
@@ -93,6 +64,42 @@ pub enum MandateCommand {
     },
 }
 
+/// What a mandate grants, as `mandate create`'s options say it.
+#[derive(Args, Debug)]
+pub struct MandateTerms {
+    /// An action it may approve (repeat for more); payment.create by default.
+    #[arg(long = "action", default_value = "payment.create")]
+    pub actions: Vec<String>,
+    /// A payee it may pay, as ID=FINGERPRINT (the account fingerprint shown with the
+    /// payee, `sha256:…`); repeat for more. Or --any-verified-payee.
+    #[arg(long = "payee", required_unless_present = "any_verified_payee")]
+    pub payees: Vec<String>,
+    /// Any payee the provider's directory verified, instead of a list.
+    #[arg(long, conflicts_with = "payees")]
+    pub any_verified_payee: bool,
+    /// The currency (ISO 4217) of every amount it covers.
+    #[arg(long)]
+    pub currency: String,
+    /// The most one operation may be, in minor units.
+    #[arg(long)]
+    pub per_operation_max_minor: i64,
+    /// The most all of them may be together, in minor units.
+    #[arg(long)]
+    pub budget_minor: i64,
+    /// The most operations it may approve.
+    #[arg(long)]
+    pub count_limit: i64,
+    /// Valid from (RFC 3339 UTC, whole seconds, Z); now by default.
+    #[arg(long)]
+    pub valid_from: Option<String>,
+    /// Valid until (RFC 3339 UTC, whole seconds, Z).
+    #[arg(long)]
+    pub valid_until: String,
+    /// Only intents submitted by this principal (an agent); anyone's by default.
+    #[arg(long = "for")]
+    pub for_principal: Option<String>,
+}
+
 /// `ID=sha256:…`.
 fn payee_of(text: &str) -> anyhow::Result<MandatePayee> {
     let (id, fingerprint) = text
@@ -108,22 +115,32 @@ fn instant(text: &str, what: &str) -> anyhow::Result<DateTime<Utc>> {
     parse_expiry(text).with_context(|| format!("{what}: write RFC 3339 UTC, whole seconds, Z"))
 }
 
-/// The statement `create`'s arguments describe, checked as the API checks it.
-#[allow(clippy::too_many_arguments)]
+/// The statement of `terms` (valid from `now` unless they say when), checked as the
+/// API checks it.
 pub fn statement(
     mandate_id: String,
     tenant: String,
-    actions: &[String],
-    payees: MandatePayees,
-    currency: String,
-    per_operation_max_minor: i64,
-    budget_minor: i64,
-    count_limit: i64,
-    valid_from: DateTime<Utc>,
-    valid_until: DateTime<Utc>,
-    for_principal: Option<String>,
+    terms: &MandateTerms,
+    now: DateTime<Utc>,
 ) -> anyhow::Result<Mandate> {
-    let actions = actions
+    let payees = if terms.any_verified_payee {
+        MandatePayees::AnyVerified
+    } else {
+        MandatePayees::Listed(
+            terms
+                .payees
+                .iter()
+                .map(|p| payee_of(p))
+                .collect::<anyhow::Result<_>>()?,
+        )
+    };
+    let valid_from = match &terms.valid_from {
+        Some(t) => instant(t, "--valid-from")?,
+        None => instant(&format_expiry(now), "now")?,
+    };
+    let valid_until = instant(&terms.valid_until, "--valid-until")?;
+    let actions = terms
+        .actions
         .iter()
         .map(|a| Action::parse(a).with_context(|| format!("--action {a}: no such action")))
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -132,13 +149,13 @@ pub fn statement(
         tenant_id: tenant,
         actions,
         payees,
-        currency,
-        per_operation_max_minor,
-        budget_minor,
-        count_limit,
+        currency: terms.currency.clone(),
+        per_operation_max_minor: terms.per_operation_max_minor,
+        budget_minor: terms.budget_minor,
+        count_limit: terms.count_limit,
         valid_from,
         valid_until,
-        for_principal,
+        for_principal: terms.for_principal.clone(),
     };
     // What the API would refuse is refused here, before anything is signed.
     Mandate::from_json(&m.to_json()).map_err(|p| anyhow::anyhow!("the mandate's {p}"))
@@ -188,51 +205,17 @@ fn mandate_path(id: &str) -> anyhow::Result<String> {
 
 pub async fn run(command: MandateCommand, format: Format) -> anyhow::Result<()> {
     match command {
-        MandateCommand::Create {
-            actions,
-            payees,
-            any_verified_payee,
-            currency,
-            per_operation_max_minor,
-            budget_minor,
-            count_limit,
-            valid_from,
-            valid_until,
-            for_principal,
-            key,
-            api,
-        } => {
+        MandateCommand::Create { terms, key, api } => {
             let key = crate::key::read_private(&key)?;
             let tenant = api
                 .target()?
                 .tenant
                 .context("name the mandate's tenant with --tenant")?;
-            let payees = if any_verified_payee {
-                MandatePayees::AnyVerified
-            } else {
-                MandatePayees::Listed(
-                    payees
-                        .iter()
-                        .map(|p| payee_of(p))
-                        .collect::<anyhow::Result<_>>()?,
-                )
-            };
-            let from = match valid_from {
-                Some(t) => instant(&t, "--valid-from")?,
-                None => instant(&format_expiry(Utc::now()), "now")?,
-            };
             let m = statement(
                 format!("md_{}", ulid::Ulid::new()),
                 tenant,
-                &actions,
-                payees,
-                currency,
-                per_operation_max_minor,
-                budget_minor,
-                count_limit,
-                from,
-                instant(&valid_until, "--valid-until")?,
-                for_principal,
+                &terms,
+                Utc::now(),
             )?;
             output::note(
                 format,
@@ -331,35 +314,38 @@ mod tests {
     #[test]
     fn the_arguments_make_the_statement_the_api_reads() {
         let fp = format!("sha256:{}", "a".repeat(64));
+        let terms = |payees: Vec<String>, per_operation_max_minor| MandateTerms {
+            actions: vec!["payment.create".to_owned()],
+            any_verified_payee: payees.is_empty(),
+            payees,
+            currency: "KZT".to_owned(),
+            per_operation_max_minor,
+            budget_minor: 3_000_000,
+            count_limit: 40,
+            valid_from: Some("2026-12-01T00:00:00Z".to_owned()),
+            valid_until: "2027-01-01T00:00:00Z".to_owned(),
+            for_principal: None,
+        };
+        let id = || "md_01JF0000000000000000000000".to_owned();
         let m = statement(
-            "md_01JF0000000000000000000000".to_owned(),
+            id(),
             "org_482".to_owned(),
-            &["payment.create".to_owned()],
-            MandatePayees::Listed(vec![payee_of(&format!("vendor_77={fp}")).unwrap()]),
-            "KZT".to_owned(),
-            150_000,
-            3_000_000,
-            40,
-            instant("2026-12-01T00:00:00Z", "from").unwrap(),
-            instant("2027-01-01T00:00:00Z", "until").unwrap(),
-            None,
+            &terms(vec![format!("vendor_77={fp}")], 150_000),
+            Utc::now(),
         )
         .unwrap();
+        assert_eq!(
+            m.payees,
+            MandatePayees::Listed(vec![payee_of(&format!("vendor_77={fp}")).unwrap()])
+        );
         assert_eq!(Mandate::from_json(&m.to_json()).unwrap(), m);
         assert!(payee_of("vendor_77").is_err());
         assert!(
             statement(
-                "md_01JF0000000000000000000000".to_owned(),
+                id(),
                 "org_482".to_owned(),
-                &["payment.create".to_owned()],
-                MandatePayees::AnyVerified,
-                "KZT".to_owned(),
-                4_000_000,
-                3_000_000,
-                40,
-                instant("2026-12-01T00:00:00Z", "from").unwrap(),
-                instant("2027-01-01T00:00:00Z", "until").unwrap(),
-                None,
+                &terms(vec![], 4_000_000),
+                Utc::now()
             )
             .is_err(),
             "one operation above the whole budget is refused before signing"
