@@ -141,5 +141,43 @@ impl OperationView {
     }
 }
 
+/// A pending payment's view, as the function writes one: for examples and for the tests
+/// of what reads a view (change a member, read the rest as it is).
+pub fn example() -> OperationView {
+    OperationView::from_json(serde_json::json!({
+        "operation_id": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
+        "tenant_id": "org_482",
+        "action": "payment.create",
+        "provider": "bank",
+        "target": null,
+        "supersedes": null,
+        "payload": {"amount_minor": 1250, "currency": "EUR", "beneficiary_id": "ben_1"},
+        "payload_hash": "sha256:5ab0fbd0f6e8b2b0a6b8d1c4a2f9e3d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291",
+        "policy_version": "quorum-v1",
+        "data_version": "v1",
+        "payee": null,
+        "risk": [],
+        "status": "not_started",
+        "reason": null,
+        "error_code": null,
+        "external_id": null,
+        "confirmation": null,
+        "escalated": false,
+        "approval_status": "pending",
+        "approval_expires_at": "2026-03-02T09:30:00.000000Z",
+        "approvals_required": 1,
+        "approvals_received": 0,
+        "decided_by": null,
+        "decided_at": null,
+        "submitted_by": "agent-7",
+        "created_at": "2026-03-01T09:30:00.000000Z",
+        "updated_at": "2026-03-01T09:30:00.000000Z",
+        "unknown_since": null,
+        "escalated_at": null,
+        "resolved_at": null
+    }))
+    .expect("the example is a view")
+}
+
 #[cfg(test)]
 mod tests;

@@ -4,8 +4,7 @@
 //! by the database clock.
 
 use chrono::{DateTime, Utc};
-use fleet_core::{OpRef, Reason, Status};
-use serde_json::Value;
+use fleet_core::{OpRef, OperationView, Reason, Status};
 use tokio_postgres::Row;
 
 use crate::component::ReadViews;
@@ -19,7 +18,7 @@ use crate::{OperationRow, StoreError};
 pub struct ConsoleOperation {
     pub row: OperationRow,
     /// The SQL function `operation_view`'s answer (the API's and the events' view).
-    pub view: Value,
+    pub view: OperationView,
     /// Seconds until the approval expires, by the database clock (negative once past).
     pub expires_in_s: i64,
     /// The reason of the latest event that gave one (why it is unknown or escalated).
@@ -60,7 +59,7 @@ fn select(where_order: &str) -> String {
 fn console_operation(r: &Row) -> Result<ConsoleOperation, StoreError> {
     Ok(ConsoleOperation {
         row: OperationRow::from_row(r)?,
-        view: r.get("view"),
+        view: crate::views::typed_view(r.try_get("view")?)?,
         expires_in_s: r.get("expires_in_s"),
         latest_reason: reason_at(r, "latest_reason")?,
     })

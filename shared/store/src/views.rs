@@ -1,9 +1,11 @@
-//! The operation as callers of the HTTP API see it: whatever the SQL function
+//! The operation as callers of the HTTP API see it: what the SQL function
 //! `operation_view` returns (the outcome events use the same function, so the two never
-//! disagree), always scoped to the tenants the caller may act for.
+//! disagree), read into core's [`OperationView`], always scoped to the tenants the caller
+//! may act for. A view the type does not describe (a member it does not know, one missing
+//! or mistyped) is an error, never passed on as it came.
 
 use chrono::{DateTime, Utc};
-use fleet_core::{ApprovalStatus, OpKey, OpRef, OperationId, Status, WaitState};
+use fleet_core::{ApprovalStatus, OpKey, OpRef, OperationId, OperationView, Status, WaitState};
 use serde_json::Value;
 
 use crate::component::ReadViews;
@@ -23,6 +25,12 @@ pub struct PageKey {
 pub struct ViewFilter {
     pub status: Option<Status>,
     pub approval: Option<ApprovalStatus>,
+}
+
+/// The function's JSON as core's type; anything else is [`StoreError::Unreadable`].
+pub(crate) fn typed_view(json: Value) -> Result<OperationView, StoreError> {
+    OperationView::from_json(json)
+        .map_err(|e| StoreError::Unreadable(format!("operation_view(o) answered {e}")))
 }
 
 const ONE: &str =
@@ -59,13 +67,14 @@ fn page_sql(after: bool) -> String {
 
 impl<R: ReadViews> StoreAs<R> {
     /// The view of one operation (the caller located it among its tenants first).
-    pub async fn operation_view(&self, op: OpRef<'_>) -> Result<Option<Value>, StoreError> {
+    pub async fn operation_view(&self, op: OpRef<'_>) -> Result<Option<OperationView>, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(ONE).await?;
-        Ok(client
+        client
             .query_opt(&stmt, &[&op.operation_id, &op.tenant_id])
             .await?
-            .map(|r| r.get(0)))
+            .map(|r| typed_view(r.try_get(0)?))
+            .transpose()
     }
 
     /// One page of the views of `tenants`' operations, newest first, after `after`.
@@ -75,7 +84,7 @@ impl<R: ReadViews> StoreAs<R> {
         filter: ViewFilter,
         after: Option<&PageKey>,
         limit: i64,
-    ) -> Result<Vec<(Value, PageKey)>, StoreError> {
+    ) -> Result<Vec<(OperationView, PageKey)>, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(&page_sql(after.is_some())).await?;
         let rows = client
@@ -94,7 +103,7 @@ impl<R: ReadViews> StoreAs<R> {
         rows.iter()
             .map(|r| {
                 Ok((
-                    r.get(0),
+                    typed_view(r.try_get(0)?)?,
                     PageKey {
                         created_at: r.get(1),
                         operation_id: typed_at(r, "operation_id", OperationId::parse)?,

@@ -10,7 +10,6 @@ use fleet_core::{ApiAction, Resolution};
 use fleet_store::Resolve;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Caller;
@@ -146,7 +145,7 @@ pub async fn approve_operation(
     q: Result<Params<TenantQuery>, ApiError>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     let (tenant, b): (_, ApproveBody) =
         asked(&caller, ApiAction::Approve, q, &headers, body).await?;
     let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
@@ -196,7 +195,7 @@ pub async fn reject_operation(
     q: Result<Params<TenantQuery>, ApiError>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     let (tenant, b): (_, RejectBody) = asked(&caller, ApiAction::Reject, q, &headers, body).await?;
     let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
     Ok(Json(state.decisions.reject(asking, &b.reason).await?.view))
@@ -236,7 +235,7 @@ pub async fn resolve_operation(
     q: Result<Params<TenantQuery>, ApiError>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     let (tenant, b): (_, ResolveBody) =
         asked(&caller, ApiAction::Resolve, q, &headers, body).await?;
     let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
@@ -285,7 +284,7 @@ pub async fn dispute_operation(
     q: Result<Params<TenantQuery>, ApiError>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     let (tenant, b): (_, DisputeBody) =
         asked(&caller, ApiAction::Dispute, q, &headers, body).await?;
     let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));

@@ -10,11 +10,10 @@
 
 use fleet_broker::{Publisher, Queue};
 use fleet_core::authz::{self, Actor, Decider, Denial, OperationAction, SignIn};
-use fleet_core::{ApprovalStatus, Doorbell, OpKey, OpRef, OperationId};
+use fleet_core::{ApprovalStatus, Doorbell, OpKey, OpRef, OperationId, OperationView, Status};
 use fleet_store::{
     ApiStore, ApprovalOutcome, DecisionOutcome, RejectOutcome, Resolve, StoredFacts,
 };
-use serde_json::Value;
 
 pub use crate::decision_error::DecisionError;
 use crate::signed_approval::{self, SignatureOffer};
@@ -80,7 +79,7 @@ pub async fn locate(
 /// anything (a repeated decision answers the same view with `changed: false`).
 #[derive(Debug)]
 pub struct Decided {
-    pub view: Value,
+    pub view: OperationView,
     pub changed: bool,
 }
 
@@ -132,7 +131,7 @@ impl Decisions {
         Ok(Decided { view, changed })
     }
 
-    async fn view(&self, op: OpRef<'_>) -> Result<Value, DecisionError> {
+    async fn view(&self, op: OpRef<'_>) -> Result<OperationView, DecisionError> {
         // Authorized a moment ago and operations are never deleted, so it is there.
         self.store
             .operation_view(op)
@@ -207,8 +206,8 @@ impl Decisions {
         // A repeated approval of an approved operation that has not started rings again:
         // the first bell may have been lost, and a second one is harmless.
         if outcome == ApprovalOutcome::AlreadyCounted
-            && view["approval_status"] == "approved"
-            && view["status"] == "not_started"
+            && view.approval_status == ApprovalStatus::Approved
+            && view.status == Status::NotStarted
         {
             self.ring_execute(op.op()).await;
         }

@@ -7,10 +7,9 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use fleet_core::{authz, supersede, ApiAction, OpRef, ValidIntent};
+use fleet_core::{authz, supersede, ApiAction, OpRef, OperationView, ValidIntent};
 use fleet_intake::intake::{self, WriteError, Written};
 use fleet_intake::{Intake, Refusal};
-use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -19,7 +18,6 @@ use crate::openapi::IntentV1;
 use crate::problem::Problem;
 use crate::route_responses::{NotJson, RateLimited, Unauthenticated};
 use crate::state::AppState;
-use crate::view_schemas::OperationView;
 
 /// Submit an intent.
 ///
@@ -66,8 +64,7 @@ pub async fn submit_intent(
     } else {
         StatusCode::OK
     };
-    let op = view["operation_id"].as_str().unwrap_or_default();
-    let location = HeaderValue::from_str(&format!("/v1/operations/{op}"))
+    let location = HeaderValue::from_str(&format!("/v1/operations/{}", view.operation_id))
         .map_err(|_| ApiError::Unavailable)?;
     Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
 }
@@ -79,7 +76,7 @@ pub async fn accept(
     state: &AppState,
     caller: &Caller,
     bytes: &[u8],
-) -> Result<(bool, Value), ApiError> {
+) -> Result<(bool, OperationView), ApiError> {
     let checked = intake::validate(bytes, &state.intake).map_err(invalid)?;
     let intent = &checked.intent;
     if let Err(denial) = authz::may_submit(&caller.0.actor(), &intent.snapshot.tenant_id) {
@@ -119,7 +116,7 @@ pub async fn accept(
 
 /// The view of the operation `intent` was stored as; it was just written, so missing
 /// means Postgres is not answering as it should.
-async fn view_of(state: &AppState, intent: &ValidIntent) -> Result<Value, ApiError> {
+async fn view_of(state: &AppState, intent: &ValidIntent) -> Result<OperationView, ApiError> {
     state
         .store
         .operation_view(OpRef::new(

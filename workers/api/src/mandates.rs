@@ -323,7 +323,7 @@ pub async fn revoke_approval(
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     if !matches!(caller.0.role, Role::Approver | Role::Admin) {
         return Err(ApiError::Forbidden("role_not_allowed"));
     }

@@ -2,9 +2,10 @@
 //! registered through `utoipa_axum`'s router together with its `#[utoipa::path]`, so a
 //! route cannot exist without being documented. The schemas below document what the
 //! handlers send and receive ([`crate::view_schemas`] the views, the routes' modules their
-//! bodies); they are never built (the API answers with what the SQL function
-//! `operation_view` returns), and a test compares `OperationView`'s properties with the
-//! keys of a real view. The intent's schema is not restated here: the document
+//! bodies). The operation view's is derived from the type the API answers with, core's
+//! [`fleet_core::OperationView`] (what the SQL function `operation_view` returns, read and
+//! written back unchanged), so the document cannot describe another view than the one
+//! served. The intent's schema is not restated here: the document
 //! carries the JSON Schema the intake is held to (`shared/schemas/intent.v1.json`),
 //! put in by [`document`] as one schema per action ([`crate::intent_variants`]).
 
@@ -268,6 +269,24 @@ mod tests {
         }
         let text = doc.to_string();
         assert!(!text.contains("#/$defs/"), "a reference left unresolved");
+    }
+
+    #[test]
+    fn the_documented_view_is_cores_type() {
+        use utoipa::PartialSchema;
+        let derived = serde_json::to_value(fleet_core::OperationView::schema()).unwrap();
+        assert_eq!(schema("OperationView"), derived);
+        // Every member the type writes is documented, and none other.
+        let written = fleet_core::view::example().to_json();
+        let written: Vec<&String> = written.as_object().unwrap().keys().collect();
+        let documented = schema("OperationView");
+        let mut documented: Vec<&String> = documented["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        documented.sort();
+        assert_eq!(documented, written);
     }
 
     #[test]

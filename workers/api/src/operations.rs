@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
-use fleet_core::{ApiAction, ApprovalStatus, Status, WaitFor, WaitState};
+use fleet_core::{ApiAction, ApprovalStatus, OperationView, Status, WaitFor};
 use fleet_store::{Principal, ViewFilter};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -21,7 +21,7 @@ use crate::query_params::Params;
 use crate::request_slots::HeldSlot;
 use crate::route_responses::{PostgresSilent, RateLimited, Unauthenticated};
 use crate::state::AppState;
-use crate::view_schemas::{ApprovalStatusName, OperationPage, OperationView, StatusName};
+use crate::view_schemas::{ApprovalStatusName, OperationPage, StatusName};
 
 /// The longest a request may wait.
 pub const MAX_WAIT_S: u64 = 60;
@@ -100,7 +100,7 @@ pub async fn get_operation(
     held: Option<Extension<HeldSlot>>,
     Path(id): Path<String>,
     q: Result<Params<WaitQuery>, ApiError>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     caller.may(ApiAction::ReadOperations)?;
     let q = query(q)?;
     let wait_for = match q.wait_for.as_deref() {
@@ -153,7 +153,7 @@ pub async fn read_view(
     held: Option<&HeldSlot>,
     at: Addressed<'_>,
     Wait { wait_for, timeout }: Wait,
-) -> Result<Value, ApiError> {
+) -> Result<OperationView, ApiError> {
     let (key, _) = locate(&state.store, &caller.actor(), at).await?;
     let view = state
         .store
@@ -163,10 +163,10 @@ pub async fn read_view(
     let Some(wait_for) = wait_for else {
         return Ok(view);
     };
-    if WaitState::of_view(&view).is_none_or(|s| fleet_core::wait_is_over(wait_for, s)) {
+    if fleet_core::wait_is_over(wait_for, view.wait_state()) {
         return Ok(view);
     }
-    let tenant = view["tenant_id"].as_str().unwrap_or_default();
+    let tenant = view.tenant_id.as_str();
     let _slot = state.waiters.slot(&caller.name, tenant).map_err(|share| {
         tracing::info!(principal = %caller.name, share = share.as_str(), "a wait refused: its share of the wait slots is taken");
         ApiError::TooManyWaiters
@@ -289,6 +289,6 @@ pub async fn list_page(
     } else {
         None
     };
-    let data: Vec<Value> = rows.into_iter().map(|(view, _)| view).collect();
+    let data: Vec<OperationView> = rows.into_iter().map(|(view, _)| view).collect();
     Ok(json!({"data": data, "next_cursor": next_cursor}))
 }

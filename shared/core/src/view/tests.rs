@@ -89,6 +89,13 @@ fn names_and_times_are_checked_as_core_writes_them() {
 }
 
 #[test]
+fn the_example_is_a_pending_view() {
+    let view = example();
+    assert_eq!(view.approval_status, ApprovalStatus::Pending);
+    assert_eq!(OperationView::from_json(view.to_json()).unwrap(), view);
+}
+
+#[test]
 fn a_view_says_what_decides_a_wait() {
     let mut v = succeeded();
     v["status"] = json!("unknown");

@@ -286,7 +286,7 @@ async fn decide(
         Ok(Decided { view, changed }) => {
             let done = if changed { asked.done() } else { "already" };
             tracing::info!(principal = %signed.principal.name, operation_id = %id, decision = done, "console decision");
-            let tenant = tenant_query(view["tenant_id"].as_str().unwrap_or_default());
+            let tenant = tenant_query(&view.tenant_id);
             return Ok(
                 Redirect::to(&format!("/console/operations/{id}?{tenant}&done={done}"))
                     .into_response(),

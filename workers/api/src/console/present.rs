@@ -12,7 +12,6 @@ use fleet_core::authz::{self, Actor, Denial, OperationAction, OperationFacts};
 use fleet_core::money::format_amount;
 use fleet_core::objects::ObjectRef;
 use fleet_core::payee::{NameCheck, PayeeEvidence, UnknownPayee};
-use fleet_core::risk::RiskCue;
 use fleet_core::step_up::StepUp;
 use fleet_core::visible::reveal;
 use fleet_core::wording::{
@@ -133,10 +132,6 @@ fn headline_shown(h: Headline) -> HeadlineShown {
     }
 }
 
-fn text(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(reveal)
-}
-
 fn shown(s: &Option<String>) -> Option<String> {
     s.as_deref().map(reveal)
 }
@@ -147,13 +142,10 @@ impl Card {
         let pending = r.approval_status == ApprovalStatus::Pending
             && r.status == Status::NotStarted
             && op.expires_in_s > 0;
-        let quorum = match (
-            op.view.get("approvals_received").and_then(Value::as_i64),
-            op.view.get("approvals_required").and_then(Value::as_i64),
-        ) {
-            (Some(got), Some(needed)) => Some(format!("{got} of {needed}")),
-            _ => None,
-        };
+        let quorum = Some(format!(
+            "{} of {}",
+            op.view.approvals_received, op.view.approvals_required
+        ));
         // Core's reasons are said in core's words; a provider's error code as it came.
         let why = r
             .status_reason
@@ -184,13 +176,13 @@ impl Card {
             expiry: expiry_in_words(op.expires_in_s),
             deadline: instant_in_words(r.approval_expires_at),
             risks: risks_in_words(op),
-            submitted_by: text(&op.view, "submitted_by")
-                .unwrap_or_else(|| "the intents queue".into()),
-            submitter: op
+            submitted_by: op
                 .view
-                .get("submitted_by")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+                .submitted_by
+                .as_deref()
+                .map(reveal)
+                .unwrap_or_else(|| "the intents queue".into()),
+            submitter: op.view.submitted_by.clone(),
             quorum,
             escalated: r.escalated_at.is_some(),
             why,
@@ -454,11 +446,7 @@ impl EventLine {
 pub fn step_up_of(op: &ConsoleOperation) -> (StepUp, Option<(i64, String, String)>) {
     let r = &op.row;
     let has_amount = r.action.spec().has_amount;
-    let required = op
-        .view
-        .get("approvals_required")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
+    let required = op.view.approvals_required;
     let step = StepUp::of(required, r.signatures_required, has_amount);
     let amount = r.payload.get("amount_minor").and_then(Value::as_i64);
     let currency = r.payload.get("currency").and_then(Value::as_str);
@@ -486,7 +474,7 @@ pub fn foreign_object_note(
         "{} was not made by the fleet: nothing in its records ties it to {}. Check that it is this tenant's before approving ({} approvals needed).",
         capitalised(&named.join(" and ")),
         op.row.tenant_id,
-        op.view["approvals_required"]
+        op.view.approvals_required
     ))
 }
 
@@ -508,9 +496,8 @@ fn risks_in_words(op: &ConsoleOperation) -> Vec<String> {
         .and_then(Value::as_str)
         .unwrap_or("");
     op.view
-        .get("risk")
-        .cloned()
-        .and_then(|v| serde_json::from_value::<Vec<RiskCue>>(v).ok())
+        .risk
+        .as_deref()
         .unwrap_or_default()
         .iter()
         .map(|cue| cue.in_words(currency))

@@ -104,18 +104,10 @@ async fn proposed(
         .map_err(|e| invalid(intake::refuse(&e)))?;
     let (created, view) =
         accept(state, caller, Value::Object(intent).to_string().as_bytes()).await?;
-    let text = |member: &str| view[member].as_str().map(str::to_owned);
-    let (Some(operation_id), Some(payload_hash), Some(approval_expires_at), Some(approval)) = (
-        text("operation_id"),
-        text("payload_hash"),
-        text("approval_expires_at"),
-        view["approval_status"]
-            .as_str()
-            .and_then(ApprovalStatus::parse),
-    ) else {
-        tracing::warn!("the operation view lacks a member a proposal answers with");
-        return Err(ApiError::Unavailable);
-    };
+    let operation_id = view.operation_id.to_string();
+    let payload_hash = view.payload_hash.to_string();
+    let approval_expires_at = view.approval_expires_at.to_string();
+    let approval = view.approval_status;
     Ok(Proposed {
         approval_url: state
             .console

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use fleet_core::{ApiAction, ApprovalStatus, Status, WaitFor};
+use fleet_core::{ApiAction, ApprovalStatus, OperationView, Status, WaitFor};
 use rmcp::model::CallToolResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -120,7 +120,7 @@ pub async fn get_operation(
     match view {
         Ok(view) => {
             let note = reading(&view);
-            answer(view, Some(note))
+            answer(view.to_json(), Some(note))
         }
         Err(e) => refusal(&e),
     }
@@ -163,81 +163,88 @@ pub async fn list_operations(
 }
 
 /// What a view means for the agent that proposed it, in one sentence.
-pub fn reading(view: &Value) -> String {
-    let text = |member: &str| view[member].as_str().unwrap_or("");
-    let approval = ApprovalStatus::parse(text("approval_status"));
-    let status = Status::parse(text("status"));
-    if view["escalated"].as_bool() == Some(true) {
+pub fn reading(view: &OperationView) -> String {
+    let text = |member: &Option<String>| member.clone().unwrap_or_default();
+    if view.escalated {
         return "Escalated: a person (an operator) is settling this operation. It is not a failure: \
                 do not propose it again; look again later."
             .to_owned();
     }
-    match (approval, status) {
-        (Some(ApprovalStatus::Pending), _) => format!(
+    match (view.approval_status, view.status) {
+        (ApprovalStatus::Pending, _) => format!(
             "Waiting for a person to approve it (until {}). Nothing has happened yet.",
-            text("approval_expires_at")
+            view.approval_expires_at
         ),
-        (Some(ApprovalStatus::Rejected), _) => format!(
+        (ApprovalStatus::Rejected, _) => format!(
             "A person rejected it ({}); nothing was or will be done.",
-            text("decided_by")
+            text(&view.decided_by)
         ),
-        (Some(ApprovalStatus::Expired), _) => {
+        (ApprovalStatus::Expired, _) => {
             "Nobody approved it in time; nothing was or will be done.".to_owned()
         }
-        (_, Some(Status::NotStarted)) => "Approved; waiting to be executed.".to_owned(),
-        (_, Some(Status::InProgress)) => "Approved; being executed now.".to_owned(),
-        (_, Some(Status::Accepted)) => {
+        (ApprovalStatus::Approved, Status::NotStarted) => {
+            "Approved; waiting to be executed.".to_owned()
+        }
+        (ApprovalStatus::Approved, Status::InProgress) => {
+            "Approved; being executed now.".to_owned()
+        }
+        (ApprovalStatus::Approved, Status::Accepted) => {
             "The provider accepted it and will report the final result; wait for it.".to_owned()
         }
-        (_, Some(Status::Unknown)) => {
+        (ApprovalStatus::Approved, Status::Unknown) => {
             "Unknown: the provider's answer was lost (a timeout, a crash). It is not a failure: fleet \
              is finding out whether it happened. Do not propose it again; wait for the final status."
                 .to_owned()
         }
-        (_, Some(Status::Succeeded)) => format!(
+        (ApprovalStatus::Approved, Status::Succeeded) => format!(
             "Succeeded: the provider holds the effect ({}).",
-            text("external_id")
+            text(&view.external_id)
         ),
-        (_, Some(Status::Failed)) => {
-            let code = text("error_code");
-            match fleet_core::stripe::charge::failure_in_words(code) {
+        (ApprovalStatus::Approved, Status::Failed) => {
+            let code = text(&view.error_code);
+            match fleet_core::stripe::charge::failure_in_words(&code) {
                 Some(words) => {
                     format!("Failed: the provider refused it ({code}: {words}); nothing happened.")
                 }
                 None => format!("Failed: the provider refused it ({code}); nothing happened."),
             }
         }
-        (_, Some(Status::Cancelled)) => format!(
-            "Cancelled ({}); nothing happened.",
-            text("reason")
-        ),
-        (_, Some(Status::Disputed)) => {
+        (ApprovalStatus::Approved, Status::Cancelled) => {
+            format!("Cancelled ({}); nothing happened.", text(&view.reason))
+        }
+        (ApprovalStatus::Approved, Status::Disputed) => {
             "Disputed after the fact; a person is handling it.".to_owned()
         }
-        (_, None) => "See the status.".to_owned(),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use fleet_core::view::example;
 
     use super::*;
 
+    fn view(status: Status, approval: ApprovalStatus, escalated: bool) -> OperationView {
+        OperationView {
+            status,
+            approval_status: approval,
+            escalated,
+            external_id: Some("pay_1".to_owned()),
+            ..example()
+        }
+    }
+
     #[test]
     fn unknown_and_escalated_are_never_read_as_failures() {
-        let unknown =
-            json!({"status": "unknown", "approval_status": "approved", "escalated": false});
+        let unknown = view(Status::Unknown, ApprovalStatus::Approved, false);
         assert!(reading(&unknown).contains("not a failure"));
-        let escalated =
-            json!({"status": "unknown", "approval_status": "approved", "escalated": true});
+        let escalated = view(Status::Unknown, ApprovalStatus::Approved, true);
         assert!(reading(&escalated).starts_with("Escalated"));
         assert!(reading(&escalated).contains("not a failure"));
-        let pending = json!({"status": "not_started", "approval_status": "pending", "escalated": false,
-                             "approval_expires_at": "2026-01-01T00:00:00Z"});
+        let pending = view(Status::NotStarted, ApprovalStatus::Pending, false);
         assert!(reading(&pending).contains("Nothing has happened yet"));
-        let done = json!({"status": "succeeded", "approval_status": "approved", "escalated": false,
-                          "external_id": "pay_1"});
+        assert!(reading(&pending).contains("2026-03-02T09:30:00.000000Z"));
+        let done = view(Status::Succeeded, ApprovalStatus::Approved, false);
         assert_eq!(
             reading(&done),
             "Succeeded: the provider holds the effect (pay_1)."
