@@ -32,7 +32,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::json_body::JsonBody;
-use crate::operations::{DEFAULT_PAGE, MAX_PAGE};
+use crate::paging;
 use crate::problem::Problem;
 use crate::query_params::Params;
 use crate::route_responses::{PostgresSilent, RateLimited, Unauthenticated};
@@ -219,24 +219,14 @@ pub async fn list_dead_letters(
 ) -> Result<Json<DeadLetterPage>, ApiError> {
     operator(&caller)?;
     let Params(q) = q?;
-    let bad = |field: &str| ApiError::BadQuery {
-        field: Some(field.to_owned()),
-    };
-    let limit = match q.limit.as_deref() {
-        None => DEFAULT_PAGE,
-        Some(l) => l
-            .parse()
-            .ok()
-            .filter(|l| (1..=MAX_PAGE).contains(l))
-            .ok_or(bad("limit"))?,
-    };
+    let limit = paging::limit(q.limit.as_deref())?;
     let after = match q.cursor.as_deref() {
         None => 0,
         Some(c) => c
             .parse::<i64>()
             .ok()
             .filter(|c| *c > 0)
-            .ok_or(bad("cursor"))?,
+            .ok_or_else(|| paging::bad_query("cursor"))?,
     };
     let filter = DeadLetterFilter {
         tenants: &caller.0.tenants,
@@ -245,12 +235,8 @@ pub async fn list_dead_letters(
         after,
         limit: limit + 1,
     };
-    let mut rows = state.store.dead_letters(&filter).await?;
-    let more = rows.len() as i64 > limit;
-    rows.truncate(limit as usize);
-    let next_cursor = more
-        .then(|| rows.last().map(|r| r.id.to_string()))
-        .flatten();
+    let rows = state.store.dead_letters(&filter).await?;
+    let (rows, next_cursor) = paging::cut(rows, limit, |r| r.id.to_string());
     Ok(Json(DeadLetterPage {
         data: rows.into_iter().map(|r| DeadLetter::of(r, None)).collect(),
         next_cursor,
@@ -472,7 +458,7 @@ async fn replay_intent(state: &AppState, row: &DeadLetterRow) -> Fate {
         return Fate::Refused("unknown_submitter".to_owned());
     };
     match crate::intents::accept(state, &Caller(principal), &row.body).await {
-        Ok((created, view)) => Fate::Stored(created, view.to_json()),
+        Ok((created, view)) => Fate::Stored(created, view),
         Err(e @ (ApiError::Unavailable | ApiError::DirectoryUnavailable)) => Fate::Later(e),
         Err(e) => Fate::Refused(e.code().to_owned()),
     }

@@ -19,7 +19,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::Caller;
 use crate::decisions::{locate, Addressed};
 use crate::error::ApiError;
-use crate::operations::{DEFAULT_PAGE, MAX_PAGE};
+use crate::paging;
 use crate::problem::Problem;
 use crate::query_params::Params;
 use crate::route_responses::{PostgresSilent, RateLimited, Unauthenticated};
@@ -160,20 +160,10 @@ pub async fn operation_history(
 ) -> Result<Json<HistoryPage>, ApiError> {
     caller.may(ApiAction::ReadOperations)?;
     let Params(q) = q?;
-    let bad = |field: &str| ApiError::BadQuery {
-        field: Some(field.to_owned()),
-    };
-    let limit = match q.limit.as_deref() {
-        None => DEFAULT_PAGE,
-        Some(l) => l
-            .parse()
-            .ok()
-            .filter(|l| (1..=MAX_PAGE).contains(l))
-            .ok_or(bad("limit"))?,
-    };
+    let limit = paging::limit(q.limit.as_deref())?;
     let after = match q.cursor.as_deref() {
         None => None,
-        Some(c) => Some(decode_cursor(c).ok_or(bad("cursor"))?),
+        Some(c) => Some(decode_cursor(c).ok_or_else(|| paging::bad_query("cursor"))?),
     };
     let (key, _) = locate(
         &state.store,
@@ -182,13 +172,8 @@ pub async fn operation_history(
     )
     .await?;
     // One row more than asked says whether another page follows.
-    let mut rows = state.store.events_page(key.op(), after, limit + 1).await?;
-    let more = rows.len() as i64 > limit;
-    rows.truncate(limit as usize);
-    let next_cursor = match more {
-        true => rows.last().map(|r| encode_cursor(r.id)),
-        false => None,
-    };
+    let rows = state.store.events_page(key.op(), after, limit + 1).await?;
+    let (rows, next_cursor) = paging::cut(rows, limit, |r| encode_cursor(r.id));
     Ok(Json(HistoryPage {
         data: rows.into_iter().map(HistoryEntry::of).collect(),
         next_cursor,

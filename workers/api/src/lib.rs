@@ -53,6 +53,7 @@ pub mod mandates;
 pub mod mcp;
 pub mod openapi;
 pub mod operations;
+pub mod paging;
 pub mod problem;
 pub mod problem_codes;
 pub mod public_url;
