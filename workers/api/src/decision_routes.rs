@@ -3,17 +3,19 @@
 //! the same name, which holds the rules; these only read the body and name the answer.
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use fleet_core::{ApiAction, Resolution};
 use fleet_store::Resolve;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Caller;
-use crate::decisions::Addressed;
+use crate::decisions::{Addressed, Asking};
 use crate::error::ApiError;
 use crate::json_body::JsonBody;
 use crate::problem::Problem;
@@ -91,20 +93,65 @@ pub struct TenantQuery {
     tenant: Option<String>,
 }
 
-/// What every decision route reads first, refusing in this order: whether the caller's
-/// role may take `action` at all, then the query's tenant, then the body, which is not
-/// awaited before the first two passed.
-async fn asked<T: DeserializeOwned>(
-    caller: &Caller,
-    action: ApiAction,
-    q: Result<Params<TenantQuery>, ApiError>,
-    headers: &HeaderMap,
+/// What a decision route is asked: the path's operation id, the query naming its tenant
+/// and the body, none of it read yet (see [`Asked::read`]).
+pub struct Asked {
+    id: String,
+    query: Result<Params<TenantQuery>, ApiError>,
+    headers: HeaderMap,
     body: Body,
-) -> Result<(Option<String>, T), ApiError> {
-    caller.may(action)?;
-    let Params(q) = q?;
-    let JsonBody(b) = JsonBody::read(headers, body).await?;
-    Ok((q.tenant, b))
+}
+
+impl FromRequest<AppState> for Asked {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let Path(id) = Path::<String>::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let query = Params::from_request_parts(&mut parts, state).await;
+        Ok(Asked {
+            id,
+            query,
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+impl Asked {
+    /// Reads the request, refusing in this order: whether the caller's role may take
+    /// `action` at all, then the query's tenant, then the body, which is not awaited
+    /// before the first two passed.
+    async fn read<T: DeserializeOwned>(
+        self,
+        caller: &Caller,
+        action: ApiAction,
+    ) -> Result<Decision<T>, ApiError> {
+        caller.may(action)?;
+        let Params(q) = self.query?;
+        let JsonBody(body) = JsonBody::read(&self.headers, self.body).await?;
+        Ok(Decision {
+            id: self.id,
+            tenant: q.tenant,
+            body,
+        })
+    }
+}
+
+/// A decision asked of the operation `id` (of `tenant`, when named), with its body.
+struct Decision<T> {
+    id: String,
+    tenant: Option<String>,
+    body: T,
+}
+
+impl<T> Decision<T> {
+    /// The operation it addresses, asked by `caller`.
+    fn asking<'a>(&'a self, caller: &'a Caller) -> Asking<'a> {
+        caller.asking(Addressed::new(&self.id, self.tenant.as_deref()))
+    }
 }
 
 /// Approve an operation.
@@ -141,14 +188,10 @@ async fn asked<T: DeserializeOwned>(
 pub async fn approve_operation(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
-    q: Result<Params<TenantQuery>, ApiError>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Json<OperationView>, ApiError> {
-    let (tenant, b): (_, ApproveBody) =
-        asked(&caller, ApiAction::Approve, q, &headers, body).await?;
-    let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
+    asked: Asked,
+) -> Result<Json<Value>, ApiError> {
+    let d: Decision<ApproveBody> = asked.read(&caller, ApiAction::Approve).await?;
+    let b = &d.body;
     let offer = SignatureOffer {
         key_id: b.key_id.as_deref(),
         signature: b.signature.as_deref(),
@@ -157,7 +200,7 @@ pub async fn approve_operation(
     Ok(Json(
         state
             .decisions
-            .approve(asking, &b.payload_hash, &offer)
+            .approve(d.asking(&caller), &b.payload_hash, &offer)
             .await?
             .view,
     ))
@@ -191,14 +234,13 @@ pub async fn approve_operation(
 pub async fn reject_operation(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
-    q: Result<Params<TenantQuery>, ApiError>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Json<OperationView>, ApiError> {
-    let (tenant, b): (_, RejectBody) = asked(&caller, ApiAction::Reject, q, &headers, body).await?;
-    let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
-    Ok(Json(state.decisions.reject(asking, &b.reason).await?.view))
+    asked: Asked,
+) -> Result<Json<Value>, ApiError> {
+    let d: Decision<RejectBody> = asked.read(&caller, ApiAction::Reject).await?;
+    let asking = d.asking(&caller);
+    Ok(Json(
+        state.decisions.reject(asking, &d.body.reason).await?.view,
+    ))
 }
 
 /// Resolve an operation.
@@ -231,14 +273,10 @@ pub async fn reject_operation(
 pub async fn resolve_operation(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
-    q: Result<Params<TenantQuery>, ApiError>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Json<OperationView>, ApiError> {
-    let (tenant, b): (_, ResolveBody) =
-        asked(&caller, ApiAction::Resolve, q, &headers, body).await?;
-    let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
+    asked: Asked,
+) -> Result<Json<Value>, ApiError> {
+    let d: Decision<ResolveBody> = asked.read(&caller, ApiAction::Resolve).await?;
+    let b = &d.body;
     let outcome = Resolution::parse(&b.outcome).ok_or(ApiError::Invalid {
         code: "invalid_field",
         field: Some("outcome".to_owned()),
@@ -248,7 +286,9 @@ pub async fn resolve_operation(
         external_id: b.external_id.as_deref(),
         evidence: &b.evidence,
     };
-    Ok(Json(state.decisions.resolve(asking, r).await?.view))
+    Ok(Json(
+        state.decisions.resolve(d.asking(&caller), r).await?.view,
+    ))
 }
 
 /// Dispute an operation.
@@ -280,13 +320,11 @@ pub async fn resolve_operation(
 pub async fn dispute_operation(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
-    q: Result<Params<TenantQuery>, ApiError>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Json<OperationView>, ApiError> {
-    let (tenant, b): (_, DisputeBody) =
-        asked(&caller, ApiAction::Dispute, q, &headers, body).await?;
-    let asking = caller.asking(Addressed::new(&id, tenant.as_deref()));
-    Ok(Json(state.decisions.dispute(asking, &b.reason).await?.view))
+    asked: Asked,
+) -> Result<Json<Value>, ApiError> {
+    let d: Decision<DisputeBody> = asked.read(&caller, ApiAction::Dispute).await?;
+    let asking = d.asking(&caller);
+    Ok(Json(
+        state.decisions.dispute(asking, &d.body.reason).await?.view,
+    ))
 }
