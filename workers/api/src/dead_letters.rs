@@ -458,7 +458,7 @@ async fn replay_intent(state: &AppState, row: &DeadLetterRow) -> Fate {
         return Fate::Refused("unknown_submitter".to_owned());
     };
     match crate::intents::accept(state, &Caller(principal), &row.body).await {
-        Ok((created, view)) => Fate::Stored(created, view),
+        Ok((created, view)) => Fate::Stored(created, view.to_json()),
         Err(e @ (ApiError::Unavailable | ApiError::DirectoryUnavailable)) => Fate::Later(e),
         Err(e) => Fate::Refused(e.code().to_owned()),
     }

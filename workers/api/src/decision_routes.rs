@@ -11,7 +11,6 @@ use fleet_core::{ApiAction, Resolution};
 use fleet_store::Resolve;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Caller;
@@ -189,7 +188,7 @@ pub async fn approve_operation(
     State(state): State<AppState>,
     caller: Caller,
     asked: Asked,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     let d: Decision<ApproveBody> = asked.read(&caller, ApiAction::Approve).await?;
     let b = &d.body;
     let offer = SignatureOffer {
@@ -235,7 +234,7 @@ pub async fn reject_operation(
     State(state): State<AppState>,
     caller: Caller,
     asked: Asked,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     let d: Decision<RejectBody> = asked.read(&caller, ApiAction::Reject).await?;
     let asking = d.asking(&caller);
     Ok(Json(
@@ -274,7 +273,7 @@ pub async fn resolve_operation(
     State(state): State<AppState>,
     caller: Caller,
     asked: Asked,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     let d: Decision<ResolveBody> = asked.read(&caller, ApiAction::Resolve).await?;
     let b = &d.body;
     let outcome = Resolution::parse(&b.outcome).ok_or(ApiError::Invalid {
@@ -321,7 +320,7 @@ pub async fn dispute_operation(
     State(state): State<AppState>,
     caller: Caller,
     asked: Asked,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OperationView>, ApiError> {
     let d: Decision<DisputeBody> = asked.read(&caller, ApiAction::Dispute).await?;
     let asking = d.asking(&caller);
     Ok(Json(
