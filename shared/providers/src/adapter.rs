@@ -39,11 +39,42 @@ impl Operation<'_> {
         P::deserialize(self.subject.payload).map_err(|_| Unbuildable(self.action.wire_name()))
     }
 
+    /// The approved payload as the action's type, for a lookup asking `via`: one that
+    /// does not fit (never for a row prepare wrote) fails the lookup, saying it is not
+    /// `what` ("a refund").
+    pub(crate) fn lookup_payload<P: DeserializeOwned>(
+        &self,
+        via: &'static str,
+        what: &str,
+    ) -> Result<P, LookFailed> {
+        self.payload().map_err(|_| LookFailed {
+            via,
+            error: LookupError::Body(format!("the stored payload is not {what}")),
+        })
+    }
+
     /// The target an action that requires one names.
     pub fn target(&self) -> Result<&str, Unbuildable> {
         self.subject
             .target
             .ok_or(Unbuildable(self.action.wire_name()))
+    }
+}
+
+/// An intent as the intake reads what it names at the provider (and execute again, right
+/// before its call): whose it is, its action and its payload.
+#[derive(Debug, Clone, Copy)]
+pub struct Intake<'a> {
+    pub tenant: &'a str,
+    pub action: Action,
+    pub payload: &'a Value,
+}
+
+impl Intake<'_> {
+    /// The payload as `of`'s type; `None` when the intent is of another action (or, never
+    /// for a validated intent, does not fit).
+    pub(crate) fn payload<P: DeserializeOwned>(&self, of: Action) -> Option<P> {
+        (self.action == of).then(|| P::deserialize(self.payload).ok())?
     }
 }
 
@@ -92,10 +123,43 @@ pub(crate) fn looked(
         .map_err(|error| LookFailed { via, error })
 }
 
+/// A lookup by the effect's id when it is known, `read` being that read (strongly
+/// consistent); not there (404), or no id yet: `otherwise`, the search the lag rules judge.
+pub(crate) async fn by_id_else(
+    read: Option<impl Future<Output = Result<Option<Value>, LookupError>>>,
+    otherwise: impl Future<Output = Result<Looked, LookFailed>>,
+) -> Result<Looked, LookFailed> {
+    if let Some(read) = read {
+        match read.await {
+            Ok(None) => {}
+            other => return looked_one("external_id", other),
+        }
+    }
+    otherwise.await
+}
+
 /// A read by id as a lookup: the object, or none on 404.
 pub(crate) fn looked_one(
     via: &'static str,
     object: Result<Option<Value>, LookupError>,
 ) -> Result<Looked, LookFailed> {
     looked(via, object.map(|o| o.into_iter().collect()))
+}
+
+/// An operation of `action` on `payload`, for the adapters' unit tests: the tenant
+/// `acme`, and its operation id as reference and key.
+#[cfg(test)]
+pub(crate) fn test_operation(action: Action, payload: &Value) -> Operation<'_> {
+    const ID: &str = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8";
+    Operation {
+        action,
+        tenant: "acme",
+        subject: Subject {
+            reference: ID,
+            target: None,
+            payload,
+        },
+        idempotency_key: ID,
+        payee_version: None,
+    }
 }

@@ -10,13 +10,13 @@ use std::sync::Arc;
 use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::Reading;
 use fleet_core::stripe::accounts::ConnectedAccounts;
-use fleet_core::{Action, ProviderName};
+use fleet_core::ProviderName;
 use fleet_runtime::{ProviderSettings, Secret};
 use serde_json::Value;
 
 use crate::adapter::{
-    BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request,
-    Unbuildable,
+    BoxFuture, Intake, LookFailed, Looked, Operation, PayeeAnswer, PayerAnswer, RefundedAnswer,
+    Request, Unbuildable,
 };
 use crate::api::{Api, ConfigError};
 
@@ -73,9 +73,7 @@ pub trait Mapping: Sized + Send + Sync + 'static {
     /// into payee evidence. `None`: the action names no such party at this provider.
     fn look_up_payer<'a>(
         _client: &'a Client<Self>,
-        _tenant: &'a str,
-        _action: Action,
-        _payload: &'a Value,
+        _intent: Intake<'a>,
     ) -> Option<BoxFuture<'a, PayerAnswer>> {
         None
     }
@@ -84,9 +82,7 @@ pub trait Mapping: Sized + Send + Sync + 'static {
     /// say whose it is and what is left of it (Stripe). `None`: not read at this provider.
     fn look_up_refunded<'a>(
         _client: &'a Client<Self>,
-        _tenant: &'a str,
-        _action: Action,
-        _payload: &'a Value,
+        _intent: Intake<'a>,
     ) -> Option<BoxFuture<'a, RefundedAnswer>> {
         None
     }
@@ -211,19 +207,9 @@ pub(crate) trait Adapter: Send + Sync + fmt::Debug {
         name: Option<&'a str>,
     ) -> Option<BoxFuture<'a, PayeeAnswer>>;
 
-    fn look_up_payer<'a>(
-        &'a self,
-        tenant: &'a str,
-        action: Action,
-        payload: &'a Value,
-    ) -> Option<BoxFuture<'a, PayerAnswer>>;
+    fn look_up_payer<'a>(&'a self, intent: Intake<'a>) -> Option<BoxFuture<'a, PayerAnswer>>;
 
-    fn look_up_refunded<'a>(
-        &'a self,
-        tenant: &'a str,
-        action: Action,
-        payload: &'a Value,
-    ) -> Option<BoxFuture<'a, RefundedAnswer>>;
+    fn look_up_refunded<'a>(&'a self, intent: Intake<'a>) -> Option<BoxFuture<'a, RefundedAnswer>>;
 
     fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome;
 
@@ -261,22 +247,12 @@ impl<M: Mapping> Adapter for Client<M> {
         M::look_up_payee(self, id, name)
     }
 
-    fn look_up_payer<'a>(
-        &'a self,
-        tenant: &'a str,
-        action: Action,
-        payload: &'a Value,
-    ) -> Option<BoxFuture<'a, PayerAnswer>> {
-        M::look_up_payer(self, tenant, action, payload)
+    fn look_up_payer<'a>(&'a self, intent: Intake<'a>) -> Option<BoxFuture<'a, PayerAnswer>> {
+        M::look_up_payer(self, intent)
     }
 
-    fn look_up_refunded<'a>(
-        &'a self,
-        tenant: &'a str,
-        action: Action,
-        payload: &'a Value,
-    ) -> Option<BoxFuture<'a, RefundedAnswer>> {
-        M::look_up_refunded(self, tenant, action, payload)
+    fn look_up_refunded<'a>(&'a self, intent: Intake<'a>) -> Option<BoxFuture<'a, RefundedAnswer>> {
+        M::look_up_refunded(self, intent)
     }
 
     fn classify(&self, op: &Operation<'_>, call: &CallResult) -> Outcome {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::adapter::{
-    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
+    by_id_else, looked, BoxFuture, LookFailed, Looked, Operation, Request, Unbuildable,
 };
 use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
@@ -77,19 +77,14 @@ impl Mapping for Esign {
         op: &'a Operation<'a>,
         external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
-        Box::pin(async move {
-            if let Some(id) = external_id {
-                match client.get_envelope(id).await {
-                    Ok(None) => {}
-                    other => return looked_one("external_id", other),
-                }
-            }
-            looked(
-                "external_ref",
-                client
-                    .find_envelopes_by_external_ref(op.subject.reference)
-                    .await,
-            )
-        })
+        let reference = op.subject.reference;
+        let search = async {
+            let found = client.find_envelopes_by_external_ref(reference).await;
+            looked("external_ref", found)
+        };
+        Box::pin(by_id_else(
+            external_id.map(|id| client.get_envelope(id)),
+            search,
+        ))
     }
 }

@@ -29,7 +29,9 @@ mod request;
 pub mod stripe;
 mod transport;
 
-pub use adapter::{Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request, Unbuildable};
+pub use adapter::{
+    Intake, Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request, Unbuildable,
+};
 pub use api::{Api, ConfigError, SendGate};
 pub use client::{Client, Endpoint, Mapping};
 pub use crm::{CrmClient, DealRequest};

@@ -71,9 +71,10 @@ impl Api {
         key: &str,
         value: &str,
     ) -> Result<Vec<Value>, LookupError> {
-        let request = self.get(path).map_err(LookupError::Path)?;
-        let request = request.query(&[(key, value)]);
-        get_list(self.exchange(request).await).await
+        match self.get_json(path, &[(key, value)]).await? {
+            Value::Object(mut object) => data(&mut object),
+            _ => Err(LookupError::Body("list answer is not a JSON object".into())),
+        }
     }
 
     /// `GET path?query…` → one page of a list answer (`{"data": [...], "has_more": …}`);
@@ -83,21 +84,13 @@ impl Api {
         path: &[&str],
         query: &[(&str, &str)],
     ) -> Result<Page, LookupError> {
-        let request = self.get(path).map_err(LookupError::Path)?;
-        let response = self.exchange(request.query(query)).await;
-        let response = response.map_err(LookupError::Transport)?;
-        if response.status() == StatusCode::TOO_MANY_REQUESTS {
-            return Err(throttled(&response));
-        }
-        if response.status() != StatusCode::OK {
-            return Err(LookupError::Status(response.status().as_u16()));
-        }
-        let mut body = read_json(response).await?;
+        let mut body = self.get_json(path, query).await?;
         let has_more = body.get("has_more").and_then(Value::as_bool) == Some(true);
-        match body.get_mut("data").map(Value::take) {
-            Some(Value::Array(objects)) => Ok(Page { objects, has_more }),
-            _ => Err(LookupError::Body("list answer without a data array".into())),
-        }
+        let Value::Object(object) = &mut body else {
+            return Err(LookupError::Body("list answer without a data array".into()));
+        };
+        let objects = data(object)?;
+        Ok(Page { objects, has_more })
     }
 
     /// `GET path?query…` → the JSON body of a 200 answer, whatever its shape (the caller
@@ -140,20 +133,11 @@ impl Api {
     }
 }
 
-async fn get_list(response: reqwest::Result<reqwest::Response>) -> Result<Vec<Value>, LookupError> {
-    let response = response.map_err(LookupError::Transport)?;
-    if response.status() == StatusCode::TOO_MANY_REQUESTS {
-        return Err(throttled(&response));
-    }
-    if response.status() != StatusCode::OK {
-        return Err(LookupError::Status(response.status().as_u16()));
-    }
-    match read_json(response).await? {
-        Value::Object(mut object) => match object.remove("data") {
-            Some(Value::Array(items)) => Ok(items),
-            _ => Err(LookupError::Body("list answer without a data array".into())),
-        },
-        _ => Err(LookupError::Body("list answer is not a JSON object".into())),
+/// A list answer's `data` array, taken out of it.
+fn data(list: &mut serde_json::Map<String, Value>) -> Result<Vec<Value>, LookupError> {
+    match list.remove("data") {
+        Some(Value::Array(items)) => Ok(items),
+        _ => Err(LookupError::Body("list answer without a data array".into())),
     }
 }
 

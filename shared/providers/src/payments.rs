@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::adapter::{
-    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, Request, Unbuildable,
+    by_id_else, looked, BoxFuture, LookFailed, Looked, Operation, PayeeAnswer, Request, Unbuildable,
 };
 use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
@@ -169,27 +169,20 @@ impl Mapping for Payments {
         op: &'a Operation<'a>,
         external_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
-        Box::pin(async move {
-            let refund = op.action == Action::RefundCreate;
-            if let Some(id) = external_id {
-                let by_id = if refund {
-                    client.get_refund(id).await
-                } else {
-                    client.get_payment(id).await
-                };
-                match by_id {
-                    Ok(None) => {}
-                    other => return looked_one("external_id", other),
-                }
-            }
-            let reference = op.subject.reference;
-            let search = if refund {
-                client.find_refunds_by_reference(reference).await
-            } else {
-                client.find_payments_by_reference(reference).await
-            };
-            looked("reference", search)
-        })
+        let collection = match op.action {
+            Action::RefundCreate => "refunds",
+            _ => "payments",
+        };
+        let api = client.api();
+        let by_id = external_id.map(|id| async move { api.object(&["v1", collection, id]).await });
+        let search = async move {
+            let path = ["v1", collection];
+            looked(
+                "reference",
+                api.list(&path, "reference", op.subject.reference).await,
+            )
+        };
+        Box::pin(by_id_else(by_id, search))
     }
 
     fn look_up_payee<'a>(

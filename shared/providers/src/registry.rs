@@ -14,7 +14,9 @@ use fleet_core::stripe::accounts::ConnectedAccounts;
 use fleet_core::ProviderName;
 use fleet_runtime::{Pacer, ProviderArgs, Secret};
 
-use crate::adapter::{Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request, Unbuildable};
+use crate::adapter::{
+    Intake, Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request, Unbuildable,
+};
 use crate::api::{ConfigError, SendGate};
 use crate::client::{Adapter, Endpoint};
 use crate::crm::CrmClient;
@@ -254,7 +256,12 @@ impl Provider {
         action: fleet_core::Action,
         payload: &serde_json::Value,
     ) -> Option<PayerAnswer> {
-        Some(self.adapter.look_up_payer(tenant, action, payload)?.await)
+        let intent = Intake {
+            tenant,
+            action,
+            payload,
+        };
+        Some(self.adapter.look_up_payer(intent)?.await)
     }
 
     /// Reads the payment a refund (`payload` of `action`, for `tenant`) gives money back
@@ -267,7 +274,11 @@ impl Provider {
     ) -> Option<RefundedAnswer> {
         Some(
             self.adapter
-                .look_up_refunded(tenant, action, payload)?
+                .look_up_refunded(Intake {
+                    tenant,
+                    action,
+                    payload,
+                })?
                 .await,
         )
     }

@@ -27,8 +27,8 @@ use serde_json::{Map, Value};
 
 use crate::adapter::Unbuildable;
 use crate::adapter::{
-    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, PayerAnswer, RefundedAnswer,
-    Request,
+    by_id_else, looked, BoxFuture, Intake, LookFailed, Looked, Operation, PayerAnswer,
+    RefundedAnswer, Request,
 };
 use crate::client::{Client, Mapping};
 use crate::lookup::LookupError;
@@ -103,18 +103,9 @@ impl Mapping for Stripe {
         if op.action == Action::PaymentCreate {
             return transfer::look_up(client, op, external_id);
         }
-        Box::pin(async move {
-            if let Some(id) = external_id {
-                match client.get_refund(id).await {
-                    Ok(None) => {}
-                    other => return looked_one("external_id", other),
-                }
-            }
+        let payments = async {
             let via = "metadata";
-            let payload: RefundPayload = op.payload().map_err(|_| LookFailed {
-                via,
-                error: LookupError::Body("the stored payload is not a refund".into()),
-            })?;
+            let payload: RefundPayload = op.lookup_payload(via, "a refund")?;
             let Some(refunded) = Refunded::parse(&payload.payment_id) else {
                 return Err(LookFailed {
                     via,
@@ -122,7 +113,11 @@ impl Mapping for Stripe {
                 });
             };
             looked(via, client.refunds_of(refunded).await)
-        })
+        };
+        Box::pin(by_id_else(
+            external_id.map(|id| client.get_refund(id)),
+            payments,
+        ))
     }
 
     /// Stripe's rules (`fleet_core::stripe`); a refused key is also said in the log as the
@@ -149,24 +144,20 @@ impl Mapping for Stripe {
     /// connected account and its payout account ([`transfer::look_up_payee`]).
     fn look_up_payer<'a>(
         client: &'a StripeClient,
-        tenant: &'a str,
-        action: Action,
-        payload: &'a Value,
+        intent: Intake<'a>,
     ) -> Option<BoxFuture<'a, PayerAnswer>> {
-        if action == Action::PaymentCreate {
-            return transfer::look_up_payee(client, tenant, payload);
+        if intent.action == Action::PaymentCreate {
+            return transfer::look_up_payee(client, intent);
         }
-        charge::look_up_payer(client, tenant, action, payload)
+        charge::look_up_payer(client, intent)
     }
 
     /// A refund's PaymentIntent or Charge ([`refundable::look_up_refunded`]).
     fn look_up_refunded<'a>(
         client: &'a StripeClient,
-        tenant: &'a str,
-        action: Action,
-        payload: &'a Value,
+        intent: Intake<'a>,
     ) -> Option<BoxFuture<'a, RefundedAnswer>> {
-        refundable::look_up_refunded(client, tenant, action, payload)
+        refundable::look_up_refunded(client, intent)
     }
 
     fn read_lookup(op: &Operation<'_>, via: &str, objects: &[Value]) -> Reading {
@@ -180,25 +171,12 @@ impl Mapping for Stripe {
 
 #[cfg(test)]
 mod tests {
-    use fleet_core::Subject;
     use serde_json::json;
 
     use super::*;
-    use crate::request::Encoding;
-    use reqwest::Method;
 
     fn refund(payload: &Value) -> Operation<'_> {
-        Operation {
-            action: Action::RefundCreate,
-            tenant: "acme",
-            subject: Subject {
-                reference: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
-                target: None,
-                payload,
-            },
-            idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
-            payee_version: None,
-        }
+        crate::adapter::test_operation(Action::RefundCreate, payload)
     }
 
     #[test]
@@ -206,13 +184,7 @@ mod tests {
         let payload = json!({"payment_id": "pi_3Abc", "amount_minor": 1250,
                              "currency": "EUR", "reason": "damaged"});
         let request = Stripe::request(&refund(&payload)).unwrap();
-        assert_eq!(request.method, Method::POST);
-        assert_eq!(request.path, ["v1", "refunds"]);
-        assert_eq!(request.encoding, Encoding::Form);
-        assert_eq!(
-            request.idempotency_key.as_deref(),
-            Some("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")
-        );
+        crate::stripe::create::assert_form_post(&request, "refunds");
         assert_eq!(
             request.body,
             json!({

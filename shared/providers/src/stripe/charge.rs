@@ -7,12 +7,13 @@
 use fleet_core::actions::charge_create::ChargePayload;
 use fleet_core::stripe::charge::payer_evidence;
 use fleet_core::Action;
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::create::{form, money};
 use super::StripeClient;
-use crate::adapter::{looked, looked_one, BoxFuture, LookFailed, Looked, Operation, Unbuildable};
+use crate::adapter::{
+    by_id_else, looked, BoxFuture, Intake, LookFailed, Looked, Operation, Unbuildable,
+};
 use crate::lookup::LookupError;
 
 /// Who a charge takes money from, as Stripe describes them now; the outer error: Stripe
@@ -71,16 +72,11 @@ impl StripeClient {
 /// The payer of `op`'s payload (a charge), for the intake and execute.
 pub fn look_up_payer<'a>(
     client: &'a StripeClient,
-    tenant: &'a str,
-    action: Action,
-    payload: &'a Value,
+    intent: Intake<'a>,
 ) -> Option<BoxFuture<'a, PayerAnswer>> {
-    if action != Action::ChargeCreate {
-        return None;
-    }
-    let payload = ChargePayload::deserialize(payload).ok()?;
+    let payload: ChargePayload = intent.payload(Action::ChargeCreate)?;
     Some(Box::pin(async move {
-        client.for_tenant(tenant).payer(&payload).await
+        client.for_tenant(intent.tenant).payer(&payload).await
     }))
 }
 
@@ -93,59 +89,33 @@ pub fn look_up<'a>(
     op: &'a Operation<'a>,
     external_id: Option<&'a str>,
 ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
-    Box::pin(async move {
-        if let Some(id) = external_id {
-            match client.get_payment_intent(id).await {
-                Ok(None) => {}
-                other => return looked_one("external_id", other),
-            }
-        }
-        let payload: ChargePayload = op.payload().map_err(|_| LookFailed {
-            via: "metadata",
-            error: LookupError::Body("the stored payload is not a charge".into()),
-        })?;
+    let carrying = async {
+        let payload: ChargePayload = op.lookup_payload("metadata", "a charge")?;
         let customer = [("customer", payload.customer.as_str())];
         let (via, found) = client
             .payment_intents_carrying(op.idempotency_key, &customer)
             .await;
         looked(via, found)
-    })
+    };
+    let by_id = external_id.map(|id| client.get_payment_intent(id));
+    Box::pin(by_id_else(by_id, carrying))
 }
 
 #[cfg(test)]
 mod tests {
-    use fleet_core::Subject;
     use serde_json::json;
 
     use super::*;
     use crate::client::Mapping;
-    use crate::request::Encoding;
     use crate::stripe::Stripe;
-    use reqwest::Method;
 
     #[test]
     fn a_charge_is_one_confirmed_off_session_form_post_under_the_operations_key() {
         let payload = json!({"invoice_id": "inv_7", "customer": "cus_9", "payment_method": "pm_5",
                              "amount_minor": 1250, "currency": "EUR"});
-        let op = Operation {
-            action: Action::ChargeCreate,
-            tenant: "acme",
-            subject: Subject {
-                reference: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
-                target: None,
-                payload: &payload,
-            },
-            idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
-            payee_version: Some(1),
-        };
+        let op = crate::adapter::test_operation(Action::ChargeCreate, &payload);
         let request = Stripe::request(&op).unwrap();
-        assert_eq!(request.method, Method::POST);
-        assert_eq!(request.path, ["v1", "payment_intents"]);
-        assert_eq!(request.encoding, Encoding::Form);
-        assert_eq!(
-            request.idempotency_key.as_deref(),
-            Some("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")
-        );
+        crate::stripe::create::assert_form_post(&request, "payment_intents");
         assert_eq!(
             request.body,
             json!({

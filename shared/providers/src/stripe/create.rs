@@ -50,3 +50,14 @@ pub fn post(op: &Operation<'_>, object: &str, form: &Map<String, Value>) -> Requ
         .with_key(op.idempotency_key)
         .as_form()
 }
+
+/// Asserts that `request` is the one create of `/v1/{object}`: posted form-encoded under
+/// the key of the adapters' test operation (`crate::adapter::test_operation`).
+#[cfg(test)]
+pub(crate) fn assert_form_post(request: &Request, object: &str) {
+    assert_eq!(request.method, Method::POST);
+    assert_eq!(request.path, ["v1", object]);
+    assert_eq!(request.encoding, crate::request::Encoding::Form);
+    let key = request.idempotency_key.as_deref();
+    assert_eq!(key, Some("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"));
+}

@@ -11,11 +11,10 @@ use fleet_core::actions::refund_create::RefundPayload;
 use fleet_core::stripe::refundable::refundable_of;
 use fleet_core::stripe::Refunded;
 use fleet_core::Action;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::StripeClient;
-use crate::adapter::{BoxFuture, RefundedAnswer};
+use crate::adapter::{BoxFuture, Intake, RefundedAnswer};
 use crate::lookup::LookupError;
 
 impl StripeClient {
@@ -60,14 +59,10 @@ impl StripeClient {
 /// connected account, where it has one).
 pub fn look_up_refunded<'a>(
     client: &'a StripeClient,
-    tenant: &'a str,
-    action: Action,
-    payload: &'a Value,
+    intent: Intake<'a>,
 ) -> Option<BoxFuture<'a, RefundedAnswer>> {
-    if action != Action::RefundCreate {
-        return None;
-    }
-    let payload = RefundPayload::deserialize(payload).ok()?;
+    let tenant = intent.tenant;
+    let payload: RefundPayload = intent.payload(Action::RefundCreate)?;
     Some(Box::pin(async move {
         match Refunded::parse(&payload.payment_id) {
             Some(refunded) => client.for_tenant(tenant).refundable(refunded).await,

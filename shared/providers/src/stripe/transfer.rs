@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use super::create::{form, money};
 use super::StripeClient;
 use crate::adapter::{
-    looked, looked_one, BoxFuture, LookFailed, Looked, Operation, PayerAnswer, Unbuildable,
+    by_id_else, looked, BoxFuture, Intake, LookFailed, Looked, Operation, PayerAnswer, Unbuildable,
 };
 use crate::lookup::LookupError;
 
@@ -67,10 +67,10 @@ impl StripeClient {
 /// `None` for a payload that is not a payment to a connected account: nothing to read.
 pub fn look_up_payee<'a>(
     client: &'a StripeClient,
-    tenant: &'a str,
-    payload: &'a Value,
+    intent: Intake<'a>,
 ) -> Option<BoxFuture<'a, PayerAnswer>> {
-    let id = payload.get("beneficiary_id")?.as_str()?;
+    let tenant = intent.tenant;
+    let id = intent.payload.get("beneficiary_id")?.as_str()?;
     let account = destination(id)?;
     Some(Box::pin(async move {
         let answer = client.for_tenant(tenant).get_account(account).await?;
@@ -89,45 +89,27 @@ pub fn look_up<'a>(
     op: &'a Operation<'a>,
     external_id: Option<&'a str>,
 ) -> BoxFuture<'a, Result<Looked, LookFailed>> {
-    Box::pin(async move {
-        if let Some(id) = external_id {
-            match client.get_transfer(id).await {
-                Ok(None) => {}
-                other => return looked_one("external_id", other),
-            }
-        }
+    let group = async {
         let via = "transfer_group";
-        let payload: PaymentPayload = op.payload().map_err(|_| LookFailed {
-            via,
-            error: LookupError::Body("the stored payload is not a payment".into()),
-        })?;
+        let payload: PaymentPayload = op.lookup_payload(via, "a payment")?;
         looked(via, client.transfers_in_group(&payload.invoice_id).await)
-    })
+    };
+    Box::pin(by_id_else(
+        external_id.map(|id| client.get_transfer(id)),
+        group,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
-    use fleet_core::Subject;
     use serde_json::json;
 
     use super::*;
     use crate::client::Mapping;
-    use crate::request::Encoding;
     use crate::stripe::Stripe;
-    use reqwest::Method;
 
     fn payment(payload: &Value) -> Operation<'_> {
-        Operation {
-            action: Action::PaymentCreate,
-            tenant: "acme",
-            subject: Subject {
-                reference: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
-                target: None,
-                payload,
-            },
-            idempotency_key: "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
-            payee_version: Some(3),
-        }
+        crate::adapter::test_operation(Action::PaymentCreate, payload)
     }
 
     #[test]
@@ -135,13 +117,7 @@ mod tests {
         let payload = json!({"invoice_id": "inv_9182", "beneficiary_id": "acct_1Vendor77",
                              "amount_minor": 1250000, "currency": "KZT"});
         let request = Stripe::request(&payment(&payload)).unwrap();
-        assert_eq!(request.method, Method::POST);
-        assert_eq!(request.path, ["v1", "transfers"]);
-        assert_eq!(request.encoding, Encoding::Form);
-        assert_eq!(
-            request.idempotency_key.as_deref(),
-            Some("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")
-        );
+        crate::stripe::create::assert_form_post(&request, "transfers");
         assert_eq!(
             request.body,
             json!({
