@@ -26,12 +26,12 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::approval_statement::{
-    expiry_in_bounds, format_expiry, parse_expiry, StatementSubject, MAX_STATEMENT_LIFETIME_S,
+    format_expiry, parse_expiry, StatementSubject, MAX_STATEMENT_LIFETIME_S,
 };
 use crate::hash::canonical_json;
 use crate::money::format_amount;
 use crate::signed_quorum::{
-    check_signature, RecordedApproval, RegisteredKey, SignatureRefusal, SignedCount,
+    check_signature, signing_key, RecordedApproval, RegisteredKey, SignatureRefusal, SignedCount,
 };
 
 pub const BATCH_STATEMENT: &str = "fleet.approval_batch.v1";
@@ -149,26 +149,7 @@ pub fn check_batch_approval(
     keys: &[RegisteredKey],
     now: DateTime<Utc>,
 ) -> Result<(), SignatureRefusal> {
-    let signed = approval.signed.as_ref().ok_or(SignatureRefusal::Unsigned)?;
-    let key = keys
-        .iter()
-        .find(|k| k.key_id == signed.key_id)
-        .ok_or(SignatureRefusal::UnknownKey)?;
-    if key.principal != approval.principal {
-        return Err(SignatureRefusal::NotTheApproversKey);
-    }
-    if key.removed_at.is_some() {
-        return Err(SignatureRefusal::KeyRemoved);
-    }
-    if key.registered_at >= approval.at {
-        return Err(SignatureRefusal::KeyRegisteredAfterApproval);
-    }
-    if !expiry_in_bounds(signed.expires_at, approval.at) {
-        return Err(SignatureRefusal::ExpiryOutOfBounds);
-    }
-    if signed.expires_at <= now {
-        return Err(SignatureRefusal::Expired);
-    }
+    let (signed, key) = signing_key(approval, keys, now)?;
     let text = |m: &str| statement.get(m).and_then(Value::as_str);
     let lists_it = statement
         .get("operations")

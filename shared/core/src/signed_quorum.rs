@@ -89,13 +89,15 @@ impl SignatureRefusal {
     }
 }
 
-/// Judges one approval's signature.
-pub fn check_signature(
-    subject: &StatementSubject<'_>,
-    approval: &RecordedApproval,
-    keys: &[RegisteredKey],
+/// The signature of `approval` and the registered key it names, when the key and the
+/// expiry let it count at `now`: a key of the approver's own, not removed, registered
+/// before the approval was recorded; an expiry after the approval, within the longest
+/// lifetime, not yet passed. Whether it verifies, over what, is the caller's to judge.
+pub(crate) fn signing_key<'a>(
+    approval: &'a RecordedApproval,
+    keys: &'a [RegisteredKey],
     now: DateTime<Utc>,
-) -> Result<(), SignatureRefusal> {
+) -> Result<(&'a PresentedSignature, &'a RegisteredKey), SignatureRefusal> {
     let signed = approval.signed.as_ref().ok_or(SignatureRefusal::Unsigned)?;
     let key = keys
         .iter()
@@ -116,6 +118,17 @@ pub fn check_signature(
     if signed.expires_at <= now {
         return Err(SignatureRefusal::Expired);
     }
+    Ok((signed, key))
+}
+
+/// Judges one approval's signature.
+pub fn check_signature(
+    subject: &StatementSubject<'_>,
+    approval: &RecordedApproval,
+    keys: &[RegisteredKey],
+    now: DateTime<Utc>,
+) -> Result<(), SignatureRefusal> {
+    let (signed, key) = signing_key(approval, keys, now)?;
     // A signature made under an earlier statement version (before an upgrade) still
     // counts: each version is rebuilt from the same row, and one must verify.
     let verifies = STATEMENT_VERSIONS.iter().any(|version| {
