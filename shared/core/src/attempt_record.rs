@@ -4,7 +4,11 @@
 //! (the failure code, why nothing was sent or why it is uncertain). Pure: the store writes
 //! it, execute builds it from the call and its classified outcome.
 
+mod detail;
+
 use serde_json::Value;
+
+pub use detail::AttemptDetail;
 
 use crate::answer::answer_summary;
 use crate::attempt::AttemptOutcome;
@@ -36,6 +40,14 @@ impl AttemptRecord {
         }
     }
 
+    /// An attempt recorded as `outcome`, with `detail` (in its column's text form).
+    pub fn with_detail(outcome: AttemptOutcome, detail: &AttemptDetail) -> AttemptRecord {
+        AttemptRecord {
+            detail: Some(detail.to_text()),
+            ..AttemptRecord::new(outcome)
+        }
+    }
+
     /// The record of `call`, classified as `outcome`.
     pub fn of(call: &CallResult, outcome: &Outcome) -> AttemptRecord {
         let external_id = match outcome {
@@ -47,20 +59,19 @@ impl AttemptRecord {
             | Outcome::Conflict { .. } => None,
         };
         let detail = match outcome {
-            Outcome::Failed { code } => Some(code.clone()),
+            Outcome::Failed { code } => Some(AttemptDetail::Refused { code: code.clone() }),
             Outcome::NotExecuted { reason } | Outcome::Unknown { reason, .. } => {
-                Some(reason.as_str().to_owned())
+                Some(AttemptDetail::Because { reason: *reason })
             }
-            Outcome::Conflict { on, current } => Some(format!(
-                "{} current={}",
-                on.code(),
-                current.as_deref().unwrap_or("?")
-            )),
+            Outcome::Conflict { on, current } => Some(AttemptDetail::Conflict {
+                on: *on,
+                current: current.clone(),
+            }),
             Outcome::Succeeded { .. } | Outcome::Accepted { .. } => None,
         };
         let base = AttemptRecord {
             external_id,
-            detail,
+            detail: detail.as_ref().map(AttemptDetail::to_text),
             ..AttemptRecord::new(outcome.attempt_outcome())
         };
         match call {

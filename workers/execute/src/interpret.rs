@@ -2,6 +2,7 @@
 //! provider under the lease (`call_under_lease`), or end the claim without a request as
 //! the decision says. Whatever ends without a call lets go of the mandate held for it.
 
+use fleet_core::attempt_record::AttemptDetail;
 use fleet_core::execute::Gate;
 use fleet_core::{AttemptOutcome, Outcome, Reason};
 use fleet_store::{AttemptRecord, ClaimedOperation, StoreError};
@@ -12,9 +13,6 @@ use crate::call_under_lease::call_under_lease;
 use crate::deps::ExecuteDeps;
 use crate::gather::PreCall;
 use crate::record::record;
-
-/// The detail of an attempt that stalled between its claim and its call.
-const LEASE_LOST_BEFORE_CALL: &str = "lease_lost_before_call";
 
 pub(crate) async fn interpret(
     deps: &ExecuteDeps,
@@ -66,10 +64,7 @@ async fn escalate_without_call(
         reason,
         escalate: true,
     };
-    let attempt = AttemptRecord {
-        detail: Some(reason.as_str().into()),
-        ..AttemptRecord::new(attempt_outcome)
-    };
+    let attempt = AttemptRecord::with_detail(attempt_outcome, &AttemptDetail::Because { reason });
     record(deps, batches, claimed, &outcome, attempt, None).await
 }
 
@@ -98,10 +93,10 @@ async fn end_without_call(
                 "the mandate was revoked before the call; nothing is sent"
             );
             let outcome = Outcome::NotExecuted { reason };
-            let attempt = AttemptRecord {
-                detail: Some(reason.as_str().into()),
-                ..AttemptRecord::new(AttemptOutcome::NotExecuted)
-            };
+            let attempt = AttemptRecord::with_detail(
+                AttemptOutcome::NotExecuted,
+                &AttemptDetail::Because { reason },
+            );
             record(deps, batches, claimed, &outcome, attempt, None).await
         }
         // Stalled between claim and call past the point where the lease is trusted:
@@ -112,10 +107,10 @@ async fn end_without_call(
                 operation_id = op,
                 fence, "lease no longer trusted before the call; not calling"
             );
-            let attempt = AttemptRecord {
-                detail: Some(LEASE_LOST_BEFORE_CALL.into()),
-                ..AttemptRecord::new(AttemptOutcome::NotExecuted)
-            };
+            let attempt = AttemptRecord::with_detail(
+                AttemptOutcome::NotExecuted,
+                &AttemptDetail::LeaseLostBeforeCall,
+            );
             deps.store.record_attempt(row.key(), fence, &attempt).await
         }
     }

@@ -2,6 +2,7 @@
 //! payee is looked up again (read-only) so that the people who decide next see what it
 //! is now.
 
+use fleet_core::attempt_record::AttemptDetail;
 use fleet_core::payee::{payee_id, PayeeEvidence};
 use fleet_store::AttemptRecord;
 use tracing::warn;
@@ -48,7 +49,7 @@ pub(crate) async fn payee_changed(
     });
     (
         AttemptRecord {
-            detail: Some(detail),
+            detail: Some(AttemptDetail::Words { text: detail }.to_text()),
             ..attempt
         },
         Some(evidence),

@@ -6,6 +6,7 @@
 //! (`beneficiary_changed`), and a person approves a new intent if the charge still
 //! stands. Only the masked account and the fingerprint are logged.
 
+use fleet_core::attempt_record::AttemptDetail;
 use fleet_core::execute::Payer;
 use fleet_core::outcome::settle_conflict;
 use fleet_core::payee::PayeeEvidence;
@@ -50,10 +51,10 @@ pub(crate) async fn payer_changed_before_call(
             // Nothing was sent, and nothing is known about the payer: the claim is
             // released and tried again.
             warn!(operation_id = op, fence, %error, "payer could not be read before the charge; not sending");
-            let attempt = AttemptRecord {
-                detail: Some("payer_lookup_failed".into()),
-                ..AttemptRecord::new(AttemptOutcome::NotExecuted)
-            };
+            let attempt = AttemptRecord::with_detail(
+                AttemptOutcome::NotExecuted,
+                &AttemptDetail::PayerLookupFailed,
+            );
             let outcome = Outcome::NotExecuted {
                 reason: Reason::NotSent,
             };
@@ -87,10 +88,10 @@ pub(crate) async fn payer_changed_before_call(
         },
         &earlier,
     );
-    let attempt = AttemptRecord {
-        detail: Some(detail),
-        ..AttemptRecord::new(outcome.attempt_outcome())
-    };
+    let attempt = AttemptRecord::with_detail(
+        outcome.attempt_outcome(),
+        &AttemptDetail::Words { text: detail },
+    );
     let now_json = match &now {
         Ok(evidence) => evidence.to_json(),
         Err(refusal) => serde_json::json!({"refused": refusal.refusal().as_str()}),

@@ -7,6 +7,7 @@
 //! nothing. What the search proves is `fleet_core::execute::before_create`'s (reconcile's
 //! verdict, judged for a create); this file searches, reads the attempts, and sends.
 
+use fleet_core::attempt_record::AttemptDetail;
 use fleet_core::execute::{before_create, queued_create_not_found, BeforeCreate, SearchedAnswer};
 use fleet_core::reconcile::{AttemptAges, Lookup};
 use fleet_core::{AttemptOutcome, Outcome, Reason};
@@ -30,7 +31,7 @@ fn searched(answer: SearchedAnswer, evidence: &Value) -> (Outcome, AttemptRecord
     };
     let record = AttemptRecord {
         external_id,
-        detail: Some(detail.to_owned()),
+        detail: Some(detail.to_text()),
         response: Some(
             json!({ "searched_before_create": evidence.get("found").cloned().unwrap_or_else(|| json!([])) }),
         ),
@@ -113,7 +114,9 @@ pub(crate) async fn create_safely(
             outcome: Outcome::NotExecuted {
                 reason: Reason::LeaseLostBeforeCreate,
             },
-            detail: Reason::LeaseLostBeforeCreate.as_str(),
+            detail: AttemptDetail::Because {
+                reason: Reason::LeaseLostBeforeCreate,
+            },
             keeps_found: false,
         };
         return Ok(searched(lost, &nothing));

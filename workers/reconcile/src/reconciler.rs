@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use fleet_broker::{Publisher, Queue};
+use fleet_core::attempt_record::AttemptDetail;
 use fleet_core::confirmation::Confirmation;
 use fleet_core::reconcile::{
     absent_move, definitive_attempt, escalate_move, found_move, judge, next_step,
@@ -272,7 +273,10 @@ fn attempt_seen(a: &AttemptRow) -> AttemptSeen<'_> {
         fence: a.fence,
         outcome: a.outcome,
         external_id: a.external_id.as_deref(),
-        detail: a.detail.as_deref(),
+        detail: a
+            .detail
+            .as_deref()
+            .map(|text| AttemptDetail::read(a.outcome, text)),
         http_status: a.http_status,
         replayed: a.replayed,
     }

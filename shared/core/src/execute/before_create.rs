@@ -3,6 +3,7 @@
 //! carries. What that search proves is reconcile's verdict, judged for execute
 //! ([`judge_as`] by [`Judge::BeforeCreate`]); here is what the claim does with it.
 
+use crate::attempt_record::AttemptDetail;
 use crate::lookup::Lookup;
 use crate::reconcile::{judge_as, AttemptAges, Judge, ProviderContract, Verdict};
 use crate::{Outcome, Reason};
@@ -12,7 +13,7 @@ use crate::{Outcome, Reason};
 pub struct SearchedAnswer {
     pub outcome: Outcome,
     /// The attempt's detail: why no create went out.
-    pub detail: &'static str,
+    pub detail: AttemptDetail,
     /// The attempt records the ids the search found (when the answer rests on them).
     pub keeps_found: bool,
 }
@@ -39,7 +40,7 @@ pub fn before_create(
         // One object found: it is ours, no create.
         Verdict::Resolve(found) => SearchedAnswer {
             outcome: Outcome::from(found),
-            detail: "found_by_search",
+            detail: AttemptDetail::FoundBySearch,
             keeps_found: true,
         },
         // Several (the only escalation before a create): a data incident for a person,
@@ -49,7 +50,7 @@ pub fn before_create(
                 reason,
                 escalate: true,
             },
-            detail: reason.as_str(),
+            detail: AttemptDetail::Because { reason },
             keeps_found: true,
         },
         // An earlier create may still commit, or exist and not be searchable yet:
@@ -59,7 +60,9 @@ pub fn before_create(
                 reason: Reason::SearchLagNotPassed,
                 escalate: false,
             },
-            detail: Reason::SearchLagNotPassed.as_str(),
+            detail: AttemptDetail::Because {
+                reason: Reason::SearchLagNotPassed,
+            },
             keeps_found: false,
         },
         // Nothing was sent: the claim is released for a later attempt.
@@ -67,7 +70,9 @@ pub fn before_create(
             outcome: Outcome::NotExecuted {
                 reason: Reason::SearchFailed,
             },
-            detail: Reason::SearchFailed.as_str(),
+            detail: AttemptDetail::Because {
+                reason: Reason::SearchFailed,
+            },
             keeps_found: false,
         },
         Verdict::Absent => return BeforeCreate::Create,
@@ -83,7 +88,9 @@ pub fn queued_create_not_found() -> SearchedAnswer {
             reason: Reason::QueuedCreateNotFound,
             escalate: false,
         },
-        detail: Reason::QueuedCreateNotFound.as_str(),
+        detail: AttemptDetail::Because {
+            reason: Reason::QueuedCreateNotFound,
+        },
         keeps_found: false,
     }
 }
@@ -122,7 +129,7 @@ mod tests {
         }
     }
 
-    fn answer(outcome: Outcome, detail: &'static str, keeps_found: bool) -> BeforeCreate {
+    fn answer(outcome: Outcome, detail: AttemptDetail, keeps_found: bool) -> BeforeCreate {
         BeforeCreate::Answer(SearchedAnswer {
             outcome,
             detail,
@@ -138,7 +145,7 @@ mod tests {
                 Outcome::Succeeded {
                     external_id: "deal_1".into()
                 },
-                "found_by_search",
+                AttemptDetail::FoundBySearch,
                 true
             )
         );
@@ -157,7 +164,9 @@ mod tests {
                     reason: Reason::MultipleMatches,
                     escalate: true
                 },
-                Reason::MultipleMatches.as_str(),
+                AttemptDetail::Because {
+                    reason: Reason::MultipleMatches
+                },
                 true
             )
         );
@@ -174,7 +183,9 @@ mod tests {
                     reason: Reason::SearchLagNotPassed,
                     escalate: false
                 },
-                Reason::SearchLagNotPassed.as_str(),
+                AttemptDetail::Because {
+                    reason: Reason::SearchLagNotPassed
+                },
                 false
             )
         );
@@ -193,7 +204,9 @@ mod tests {
                     Outcome::NotExecuted {
                         reason: Reason::SearchFailed
                     },
-                    Reason::SearchFailed.as_str(),
+                    AttemptDetail::Because {
+                        reason: Reason::SearchFailed
+                    },
                     false
                 ),
                 "{lookup:?}"
@@ -222,7 +235,9 @@ mod tests {
                     reason: Reason::QueuedCreateNotFound,
                     escalate: false
                 },
-                detail: Reason::QueuedCreateNotFound.as_str(),
+                detail: AttemptDetail::Because {
+                    reason: Reason::QueuedCreateNotFound,
+                },
                 keeps_found: false,
             }
         );

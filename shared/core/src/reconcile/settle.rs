@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::{Found, ProviderContract, Verdict};
 use crate::attempt::AttemptOutcome;
+use crate::attempt_record::AttemptDetail;
 use crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN;
 use crate::reason::Reason;
 
@@ -13,13 +14,14 @@ use crate::reason::Reason;
 pub const MAX_LOOKUP_BACKOFF: Duration = Duration::from_secs(60);
 
 /// One of the operation's attempts, as reconcile reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptSeen<'a> {
     pub fence: i64,
     /// What the attempt recorded; `None` while it is unanswered.
     pub outcome: Option<AttemptOutcome>,
     pub external_id: Option<&'a str>,
-    pub detail: Option<&'a str>,
+    /// What the attempt's detail says ([`AttemptDetail::read`] of its column).
+    pub detail: Option<AttemptDetail>,
     pub http_status: Option<i32>,
     /// The provider said it replayed the answer it saved for the key.
     pub replayed: Option<bool>,
@@ -37,7 +39,12 @@ pub fn definitive_attempt(attempts: &[AttemptSeen<'_>]) -> Option<(Found, i64)> 
             // looked up instead (and it forbids ever concluding absence, see `settle`).
             AttemptOutcome::Failed => Found::Failed {
                 external_id: a.external_id.unwrap_or_default().to_owned(),
-                code: a.detail.unwrap_or("provider_rejected").to_owned(),
+                code: a
+                    .detail
+                    .as_ref()
+                    .and_then(AttemptDetail::refusal_code)
+                    .unwrap_or("provider_rejected")
+                    .to_owned(),
             },
             _ => return None,
         };
@@ -75,9 +82,10 @@ impl SettleFacts {
             saved_error_replayed: attempts
                 .iter()
                 .any(|a| a.replayed == Some(true) && a.http_status.is_some_and(|s| s >= 500)),
-            payee_changed: attempts
-                .iter()
-                .any(|a| a.detail == Some(PAYEE_CHANGED_AFTER_UNCERTAIN.as_str())),
+            payee_changed: attempts.iter().any(|a| {
+                a.detail.as_ref().and_then(AttemptDetail::reason)
+                    == Some(PAYEE_CHANGED_AFTER_UNCERTAIN)
+            }),
         }
     }
 

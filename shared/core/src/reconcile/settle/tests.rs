@@ -48,11 +48,14 @@ fn the_newest_final_answer_an_attempt_recorded_settles_it() {
     };
     let failed = AttemptSeen {
         external_id: Some("pay_2"),
-        detail: Some("insufficient_funds"),
+        detail: Some(AttemptDetail::read(
+            Some(AttemptOutcome::Failed),
+            "insufficient_funds",
+        )),
         ..attempt(2, Some(AttemptOutcome::Failed))
     };
     assert_eq!(
-        definitive_attempt(&[succeeded, failed, attempt(3, None)]),
+        definitive_attempt(&[succeeded.clone(), failed, attempt(3, None)]),
         Some((
             Found::Failed {
                 external_id: "pay_2".into(),
@@ -110,11 +113,11 @@ fn the_facts_come_from_the_attempts_and_the_contract() {
     };
     let fresh_5xx = AttemptSeen {
         replayed: Some(false),
-        ..replayed_5xx
+        ..replayed_5xx.clone()
     };
     let replayed_4xx = AttemptSeen {
         http_status: Some(409),
-        ..replayed_5xx
+        ..replayed_5xx.clone()
     };
     let f = SettleFacts::new(
         &[
@@ -253,7 +256,9 @@ fn the_backoff_doubles_up_to_a_minute() {
 fn a_payment_refused_for_a_changed_payee_is_never_sent_back() {
     let refused = AttemptSeen {
         http_status: Some(409),
-        detail: Some(crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN.as_str()),
+        detail: Some(AttemptDetail::Because {
+            reason: crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN,
+        }),
         ..attempt(2, Some(AttemptOutcome::Unknown))
     };
     let f = SettleFacts::new(
