@@ -55,6 +55,7 @@ mod mcp;
 mod metrics_at_start;
 mod openapi_intent;
 mod operation_history;
+mod operation_view_type;
 mod operator;
 mod orders;
 mod outbox;
