@@ -18,7 +18,7 @@ pub mod transfer;
 use serde_json::Value;
 
 use crate::lookup::{Found, Reading};
-use crate::outcome::{transport, unknown, CallResult, Outcome};
+use crate::outcome::{transport, unknown, CallResult, Outcome, ProviderAnswer};
 use crate::reason::Reason;
 
 /// The metadata key every object the fleet creates at Stripe carries: the operation's
@@ -128,7 +128,7 @@ pub fn classify_refund(call: &CallResult) -> Outcome {
 /// transfer, …): Stripe's answers read alike whatever the object, as [`classify_refund`]
 /// documents.
 pub fn classify_answer(call: &CallResult, read: impl Fn(&Value) -> Option<Found>) -> Outcome {
-    let answer = match transport(call) {
+    let answer = match refused_or_answered(call, read) {
         Ok(answer) => answer,
         Err(outcome) => return outcome,
     };
@@ -136,17 +136,6 @@ pub fn classify_answer(call: &CallResult, read: impl Fn(&Value) -> Option<Found>
     let error_type = body.pointer("/error/type").and_then(Value::as_str);
     let error_code = body.pointer("/error/code").and_then(Value::as_str);
     match answer.status {
-        200 | 201 => {
-            read(body).map_or_else(|| unknown(Reason::UnreadableSuccessBody), Outcome::from)
-        }
-        _ if error_type == Some("idempotency_error") => Outcome::Unknown {
-            reason: Reason::IdempotencyKeyReused,
-            escalate: true,
-        },
-        s @ (401 | 403) => Outcome::Unknown {
-            reason: Reason::Http(s),
-            escalate: true,
-        },
         // Stripe's rate refused it before anything executed; only Stripe saying a retry
         // would not help keeps it from the pacer, and then a person decides.
         429 if answer.should_retry == Some(false) => Outcome::Unknown {
@@ -177,6 +166,32 @@ pub fn classify_answer(call: &CallResult, read: impl Fn(&Value) -> Option<Found>
     }
 }
 
+/// What every create's answer at Stripe proves alike (`Err`): nothing sent, or no answer;
+/// a success, its object read by `read` (unreadable: unknown); the key reused for another
+/// request (`idempotency_error`, any status) or the credentials refused (401, 403), both
+/// escalated. `Ok`: an answer its object's own rules read.
+pub(crate) fn refused_or_answered(
+    call: &CallResult,
+    read: impl Fn(&Value) -> Option<Found>,
+) -> Result<&ProviderAnswer, Outcome> {
+    let answer = transport(call)?;
+    let error_type = answer.body.pointer("/error/type").and_then(Value::as_str);
+    Err(match answer.status {
+        200 | 201 => {
+            read(&answer.body).map_or_else(|| unknown(Reason::UnreadableSuccessBody), Outcome::from)
+        }
+        _ if error_type == Some("idempotency_error") => Outcome::Unknown {
+            reason: Reason::IdempotencyKeyReused,
+            escalate: true,
+        },
+        s @ (401 | 403) => Outcome::Unknown {
+            reason: Reason::Http(s),
+            escalate: true,
+        },
+        _ => return Ok(answer),
+    })
+}
+
 /// Reads what a lookup of refunds returned (a read by id, or the pages of a list): only
 /// refunds whose `metadata[fleet_operation]` is `key` count, each read by
 /// [`read_refund`]; one that cannot be read makes the lookup inconclusive.
@@ -193,14 +208,7 @@ mod tests {
     use serde_json::json;
 
     fn answer(status: u16, body: Value) -> CallResult {
-        CallResult::Answer(ProviderAnswer {
-            status,
-            replayed: false,
-            request_id: None,
-            retry_after: None,
-            should_retry: None,
-            body,
-        })
+        crate::outcome::answer(status, false, body)
     }
 
     fn refund(status: &str) -> Value {

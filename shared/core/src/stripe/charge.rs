@@ -20,7 +20,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::lookup::{Found, Reading};
-use crate::outcome::{transport, unknown, CallResult, Outcome};
+use crate::outcome::{unknown, CallResult, Outcome};
 use crate::payee::{Payee, PayeeAccount, PayeeEvidence, UnknownPayee};
 use crate::reason::Reason;
 use crate::refusal::IntakeRefusal;
@@ -96,24 +96,13 @@ fn decline_code(error: Option<&Value>) -> Option<&str> {
 /// - any other 4xx: Stripe refused it; its `code` (else `type`) is the failure.
 /// - 5xx and whatever the transport lost: unknown, for reconcile.
 pub fn classify_charge(call: &CallResult) -> Outcome {
-    let answer = match transport(call) {
+    let answer = match super::refused_or_answered(call, read_payment_intent) {
         Ok(answer) => answer,
         Err(outcome) => return outcome,
     };
-    let body = &answer.body;
-    let error = body.get("error");
-    let error_type = body.pointer("/error/type").and_then(Value::as_str);
+    let error = answer.body.get("error");
+    let error_type = answer.body.pointer("/error/type").and_then(Value::as_str);
     match answer.status {
-        200 | 201 => read_payment_intent(body)
-            .map_or_else(|| unknown(Reason::UnreadableSuccessBody), Outcome::from),
-        _ if error_type == Some("idempotency_error") => Outcome::Unknown {
-            reason: Reason::IdempotencyKeyReused,
-            escalate: true,
-        },
-        s @ (401 | 403) => Outcome::Unknown {
-            reason: Reason::Http(s),
-            escalate: true,
-        },
         429 => Outcome::NotExecuted {
             reason: Reason::Http(429),
         },

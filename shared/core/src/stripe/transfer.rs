@@ -180,19 +180,12 @@ fn payout_account(account: &Value) -> Result<Option<&Value>, ()> {
 mod tests {
     use super::*;
     use crate::lookup::Lookup;
-    use crate::outcome::{NoAnswerKind, ProviderAnswer};
+    use crate::outcome::NoAnswerKind;
     use crate::reason::Reason;
     use serde_json::json;
 
     fn answer(status: u16, body: Value) -> CallResult {
-        CallResult::Answer(ProviderAnswer {
-            status,
-            replayed: false,
-            request_id: None,
-            retry_after: None,
-            should_retry: None,
-            body,
-        })
+        crate::outcome::answer(status, false, body)
     }
 
     fn transfer(id: &str, key: &str) -> Value {

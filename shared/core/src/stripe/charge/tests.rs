@@ -3,17 +3,10 @@ use serde_json::json;
 
 use super::*;
 use crate::lookup::Lookup;
-use crate::outcome::{NoAnswerKind, ProviderAnswer};
+use crate::outcome::NoAnswerKind;
 
 fn answer(status: u16, body: Value) -> CallResult {
-    CallResult::Answer(ProviderAnswer {
-        status,
-        replayed: false,
-        request_id: None,
-        retry_after: None,
-        should_retry: None,
-        body,
-    })
+    crate::outcome::answer(status, false, body)
 }
 
 fn intent(status: &str) -> Value {
