@@ -60,6 +60,20 @@ impl Status {
             Status::NotStarted | Status::InProgress | Status::Accepted | Status::Unknown => false,
         }
     }
+
+    /// A final outcome: no status is ever written over it, by anyone (no move of the
+    /// state table starts here, and the database refuses every change of it, the owner's
+    /// included). `disputed` is final for workers only: an operator's finding ends it.
+    pub fn is_final_outcome(self) -> bool {
+        match self {
+            Status::Succeeded | Status::Failed | Status::Cancelled => true,
+            Status::NotStarted
+            | Status::InProgress
+            | Status::Accepted
+            | Status::Unknown
+            | Status::Disputed => false,
+        }
+    }
 }
 
 display_by_name!(Status);

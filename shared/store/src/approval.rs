@@ -4,6 +4,7 @@
 //! reason, and nothing changes. Who may decide is not this module's question: callers ask
 //! `fleet_core::authz` first.
 
+use fleet_core::rejection::{judge_reject, RejectAsked, RejectVerdict, REJECTED};
 use fleet_core::{
     judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, Decider, Event, OpRef,
     PresentedSignature, Quorum, Status,
@@ -48,7 +49,10 @@ pub enum RejectOutcome {
     /// Rejected before (by anyone): nothing changed.
     AlreadyRejected,
     NotFound,
-    /// Execution already began, or the operation is final: too late to reject.
+    /// Nobody approved within the window: the approval expired, and stays so.
+    Expired,
+    /// Execution already began, the operation is final, or it waits for an operator
+    /// (escalated): too late to reject.
     TooLate {
         status: Status,
     },
@@ -267,7 +271,8 @@ impl<R: DecideApprovals> StoreAs<R> {
     }
 
     /// Rejects a pending or approved operation that has not started: it is cancelled. A
-    /// rejection of a rejected operation changes nothing and says so.
+    /// rejection of a rejected operation changes nothing and says so. What happens is
+    /// `fleet_core::rejection`'s judgement of the row as read; this applies it.
     pub async fn reject(
         &self,
         key: OpRef<'_>,
@@ -277,17 +282,22 @@ impl<R: DecideApprovals> StoreAs<R> {
         let Some(op) = self.get(key).await? else {
             return Ok(RejectOutcome::NotFound);
         };
-        if op.approval_status == ApprovalStatus::Rejected {
-            return Ok(RejectOutcome::AlreadyRejected);
-        }
-        if op.status != Status::NotStarted {
-            return Ok(RejectOutcome::TooLate { status: op.status });
+        let asked = RejectAsked {
+            approval: op.approval_status,
+            status: op.status,
+            escalated: op.escalated_at.is_some(),
+        };
+        match judge_reject(asked) {
+            RejectVerdict::Reject => {}
+            RejectVerdict::AlreadyRejected => return Ok(RejectOutcome::AlreadyRejected),
+            RejectVerdict::Expired => return Ok(RejectOutcome::Expired),
+            RejectVerdict::TooLate => return Ok(RejectOutcome::TooLate { status: op.status }),
         }
         let actor = approver(by);
         let t = Transition {
             reason: Some(Reason::ApprovalRejected),
             evidence: Some(serde_json::json!({ "reason": reason })),
-            approval_status: Some(ApprovalStatus::Rejected),
+            approval_status: Some(REJECTED.1),
             decided_by: Some(by.name),
             signed_in_with: Some(by.signed_in_with.as_str()),
             ..Transition::new(

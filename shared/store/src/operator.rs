@@ -5,6 +5,7 @@
 //! `fleet_core::authz` first.
 
 use fleet_core::confirmation::Confirmation;
+use fleet_core::dispute::{judge_dispute, DisputeVerdict};
 use fleet_core::{Decider, Event, OpRef, Resolution, Status};
 use serde_json::json;
 
@@ -87,7 +88,8 @@ impl<R: SettleByOperator> StoreAs<R> {
         })
     }
 
-    /// Takes the operation out of the workers' hands for investigation.
+    /// Takes the operation out of the workers' hands for investigation, as
+    /// `fleet_core::dispute` judges the row as read.
     pub async fn dispute(
         &self,
         op: OpRef<'_>,
@@ -97,8 +99,10 @@ impl<R: SettleByOperator> StoreAs<R> {
         let Some(row) = self.get(op).await? else {
             return Ok(DecisionOutcome::NotFound);
         };
-        if row.status == Status::Disputed {
-            return Ok(DecisionOutcome::Already(Status::Disputed));
+        match judge_dispute(row.status) {
+            DisputeVerdict::Dispute => {}
+            DisputeVerdict::AlreadyDisputed => return Ok(DecisionOutcome::Already(row.status)),
+            DisputeVerdict::Refused => return Ok(DecisionOutcome::Refused { status: row.status }),
         }
         let actor = operator(by);
         let t = Transition {

@@ -230,6 +230,7 @@ impl Decisions {
             }
             RejectOutcome::AlreadyRejected => false,
             RejectOutcome::NotFound => return Err(Denial::NotFound.into()),
+            RejectOutcome::Expired => return Err(DecisionError::ApprovalExpired),
             RejectOutcome::TooLate { .. } => return Err(DecisionError::AlreadyStarted),
         };
         self.decided(op.op(), changed).await

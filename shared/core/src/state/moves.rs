@@ -59,6 +59,18 @@ mod tests {
     }
 
     #[test]
+    fn the_final_outcomes_are_exactly_the_statuses_no_move_leaves() {
+        let moves = status_moves();
+        for s in Status::ALL {
+            assert_eq!(
+                s.is_final_outcome(),
+                !moves.iter().any(|m| m.from == s),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
     fn only_an_operator_disputes_ends_a_dispute_or_cancels_a_started_operation() {
         let operator_only: Vec<(Status, Status)> = status_moves()
             .into_iter()

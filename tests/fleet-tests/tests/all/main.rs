@@ -75,6 +75,7 @@ mod queue_identity;
 mod quorum;
 mod retention;
 mod risk_aggregates;
+mod rule_tables;
 mod schema;
 mod secret_files;
 mod signed_approvals;
