@@ -43,6 +43,8 @@ pub const OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS: &str =
 pub const DEAD_LETTER_QUEUE_DEPTH: &str = "fleet_dead_letter_queue_depth";
 /// Dead letters kept in Postgres that nobody replayed or discarded yet, per work queue.
 pub const DEAD_LETTERS_KEPT: &str = "fleet_dead_letters_kept";
+pub const NOTIFICATIONS_SENT_TOTAL: &str = "fleet_notifications_sent_total";
+pub const NOTIFICATIONS_FAILED_TOTAL: &str = "fleet_notifications_failed_total";
 
 // Process metrics, read at each scrape by the metrics-process crate (standard Prometheus
 // names, so stock dashboards work; see `process.rs`).
@@ -97,4 +99,6 @@ pub const ALL: &[&str] = &[
     OUTBOX_OLDEST_UNPUBLISHED_AGE_SECONDS,
     DEAD_LETTER_QUEUE_DEPTH,
     DEAD_LETTERS_KEPT,
+    NOTIFICATIONS_SENT_TOTAL,
+    NOTIFICATIONS_FAILED_TOTAL,
 ];

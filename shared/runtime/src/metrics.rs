@@ -295,6 +295,18 @@ const DESCRIPTIONS: &[Description] = &[
          (label: queue).",
     ),
     describe(
+        names::NOTIFICATIONS_SENT_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Approvers' notifications fleet-relay delivered (label: channel_kind, webhook or email).",
+    ),
+    describe(
+        names::NOTIFICATIONS_FAILED_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Approvers' notification attempts that failed and wait for a retry (label: channel_kind).",
+    ),
+    describe(
         names::BUILD_INFO,
         Kind::Gauge,
         Unit::Count,

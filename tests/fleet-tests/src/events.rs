@@ -182,6 +182,7 @@ impl TestFleet {
             publisher,
             namespace: self.broker.namespace.clone(),
             settings,
+            notifier: None,
         };
         let shutdown = self.shutdown.clone();
         self.workers

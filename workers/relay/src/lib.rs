@@ -14,6 +14,7 @@
 mod dead_letters;
 mod gauges;
 mod keep_dead_letters;
+mod notify;
 mod pause;
 mod retention;
 mod round;
@@ -27,6 +28,7 @@ use fleet_store::RelayStore;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+pub use notify::{Channels, Notifier};
 use round::Round;
 pub use settings::RelaySettings;
 
@@ -36,6 +38,26 @@ pub struct RelayDeps {
     /// The broker namespace, named in every event's `source`.
     pub namespace: String,
     pub settings: RelaySettings,
+    /// The approvers' notifier ([`notifier`]); none: nobody is notified.
+    pub notifier: Option<Notifier>,
+}
+
+/// The notifier `settings` ask for: none without a channels file; an error, naming what
+/// is wrong, for a file or console URL that cannot be used (the start stops on it).
+pub fn notifier(settings: &RelaySettings) -> Result<Option<Notifier>, String> {
+    let Some(path) = &settings.notify_channels_file else {
+        return Ok(None);
+    };
+    Ok(Some(Notifier {
+        channels: Channels::load(path).map_err(|e| format!("NOTIFY_CHANNELS_FILE {e}"))?,
+        reminder_before_s: settings.notify_reminder_before_s,
+        console_url: settings
+            .notify_console_url
+            .as_deref()
+            .map(notify::console_url)
+            .transpose()?,
+        lease_s: settings.notify_lease_s,
+    }))
 }
 
 /// Relays until `shutdown`, then finishes the round in hand and closes the publisher.
@@ -50,6 +72,10 @@ pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
             shutdown.clone(),
         ))
     });
+    notify::series_at_zero();
+    let notifying = deps
+        .notifier
+        .map(|n| tokio::spawn(notify::run(deps.store.clone(), n, shutdown.clone())));
     let retention = tokio::spawn(retention::run(
         deps.store.clone(),
         deps.settings.outbox_retention_s,
@@ -67,6 +93,9 @@ pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
     let _ = tokio::join!(gauges, depths, retention);
     if let Some(kept) = kept {
         let _ = kept.await;
+    }
+    if let Some(notifying) = notifying {
+        let _ = notifying.await;
     }
     deps.publisher.close().await;
 }

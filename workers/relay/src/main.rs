@@ -21,12 +21,15 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // A channels file that cannot be used stops the start before anything connects.
+    let notifier = fleet_relay::notifier(&cli.relay).map_err(anyhow::Error::msg)?;
     let boot = fleet_boot::start::<component::Relay>(&cli.common).await?;
     let deps = RelayDeps {
         store: boot.store.clone(),
         publisher: boot.publisher().await?,
         namespace: boot.broker.namespace.clone(),
         settings: cli.relay,
+        notifier,
     };
     fleet_relay::run(deps, boot.shutdown.clone()).await;
     boot.finish().await;

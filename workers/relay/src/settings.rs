@@ -29,6 +29,29 @@ pub struct RelaySettings {
     /// only where something else reads the dead-letter queues themselves.
     #[arg(long, env = "RELAY_KEEP_DEAD_LETTERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub keep_dead_letters: bool,
+
+    /// The approvers' channels file (TOML: per tenant, Slack-compatible webhooks and
+    /// e-mail over SMTP; docs/notifications.md). Unset: nobody is notified. A file that
+    /// cannot be read or is wrong stops the start, naming what is wrong.
+    #[arg(long, env = "NOTIFY_CHANNELS_FILE")]
+    pub notify_channels_file: Option<std::path::PathBuf>,
+
+    /// How long before an approval expires the reminder goes out, if the operation still
+    /// waits; 0: no reminders.
+    #[arg(long, env = "NOTIFY_REMINDER_BEFORE_S", default_value_t = 900,
+          value_parser = clap::value_parser!(u64).range(0..=604_800))]
+    pub notify_reminder_before_s: u64,
+
+    /// The console's public URL (the `API_PUBLIC_URL` of an API whose console is on):
+    /// messages link to `<it>/console/operations/<id>`. Unset: no link.
+    #[arg(long, env = "NOTIFY_CONSOLE_URL")]
+    pub notify_console_url: Option<String>,
+
+    /// How long a claimed notification is held while it is sent; a notifier that dies
+    /// holding one leaves it to be sent again after this. Each send may take half of it.
+    #[arg(long, env = "NOTIFY_LEASE_S", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(4..=3_600))]
+    pub notify_lease_s: u64,
 }
 
 impl RelaySettings {
@@ -44,6 +67,10 @@ impl Default for RelaySettings {
             relay_poll_interval_ms: 25,
             outbox_retention_s: 86_400,
             keep_dead_letters: true,
+            notify_channels_file: None,
+            notify_reminder_before_s: 900,
+            notify_console_url: None,
+            notify_lease_s: 60,
         }
     }
 }

@@ -53,6 +53,7 @@ mod mandate_coverage;
 mod mandates;
 mod mcp;
 mod metrics_at_start;
+mod notifications;
 mod openapi_intent;
 mod operation_history;
 mod operation_view_type;
