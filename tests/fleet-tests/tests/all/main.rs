@@ -35,6 +35,7 @@ mod credentials;
 mod crm_throttle;
 mod database_not_set_up;
 mod db_roles;
+mod dead_letter_doorbells;
 mod dead_letters;
 mod decisions;
 mod demo_sandbox;
