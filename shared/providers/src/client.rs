@@ -7,6 +7,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use fleet_core::catalogue::Effect;
 use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::Reading;
 use fleet_core::stripe::accounts::ConnectedAccounts;
@@ -185,6 +186,17 @@ impl<M> Client<M> {
     }
 }
 
+/// The request `M` makes of `op`, as the shell sends it: a keyed create (the effect its
+/// action's catalogue entry names) under the operation's idempotency key, the same on
+/// every attempt; any other request without one. Mappings never add the key themselves.
+pub(crate) fn request_of<M: Mapping>(op: &Operation<'_>) -> Result<Request, Unbuildable> {
+    let request = M::request(op)?;
+    Ok(match op.action.spec().effect {
+        Effect::KeyedCreate => request.with_key(op.idempotency_key),
+        Effect::SearchedCreate | Effect::ConditionalUpdate => request,
+    })
+}
+
 /// A provider's client, whatever its mapping: what the registry holds.
 pub(crate) trait Adapter: Send + Sync + fmt::Debug {
     /// The same, to give it a pace (`Providers` does, for a rate-limited provider).
@@ -226,7 +238,7 @@ impl<M: Mapping> Adapter for Client<M> {
     }
 
     fn request(&self, op: &Operation<'_>) -> Result<Request, Unbuildable> {
-        M::request(op)
+        request_of::<M>(op)
     }
 
     fn look_up<'a>(

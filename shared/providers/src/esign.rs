@@ -63,8 +63,7 @@ impl Mapping for Esign {
                     document_sha256: p.document_sha256,
                     subject: p.subject,
                 };
-                Ok(Request::new(Method::POST, &["v1", "envelopes"], &body)
-                    .with_key(op.idempotency_key))
+                Ok(Request::new(Method::POST, &["v1", "envelopes"], &body))
             }
             other => Err(Unbuildable(other.wire_name())),
         }

@@ -159,7 +159,7 @@ impl Mapping for Payments {
             other => return Err(Unbuildable(other.wire_name())),
         };
         let body = body.map_err(|_| Unbuildable(op.action.wire_name()))?;
-        Ok(Request::new(Method::POST, &["v1", path], &body).with_key(op.idempotency_key))
+        Ok(Request::new(Method::POST, &["v1", path], &body))
     }
 
     /// By the object's id when known (strongly consistent); not there, or no id yet: the

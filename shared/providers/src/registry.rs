@@ -390,6 +390,10 @@ mod tests {
             };
             let request = providers.serving(&op).unwrap().request(&op).unwrap();
             assert!(!request.path.is_empty());
+            // Sent under the operation's key exactly when its effect is a keyed create.
+            let keyed = intent.action.spec().effect == catalogue::Effect::KeyedCreate;
+            let key = keyed.then_some(s.operation_id.as_str());
+            assert_eq!(request.idempotency_key.as_deref(), key, "{}", intent.action);
             for name in catalogue::providers()
                 .into_iter()
                 .filter(|p| *p != intent.action.spec().provider)

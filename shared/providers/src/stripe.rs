@@ -87,7 +87,7 @@ impl Mapping for Stripe {
             Action::PaymentCreate => ("transfers", transfer::transfer_form(op)?),
             _ => ("refunds", refund_form(op)?),
         };
-        Ok(create::post(op, object, &form))
+        Ok(create::post(object, &form))
     }
 
     /// By the refund's id when known; not there, or no id yet: the refunds of the
@@ -171,6 +171,7 @@ impl Mapping for Stripe {
 
 #[cfg(test)]
 mod tests {
+    use crate::client::request_of;
     use serde_json::json;
 
     use super::*;
@@ -183,7 +184,7 @@ mod tests {
     fn a_refund_is_one_form_post_under_the_operations_key() {
         let payload = json!({"payment_id": "pi_3Abc", "amount_minor": 1250,
                              "currency": "EUR", "reason": "damaged"});
-        let request = Stripe::request(&refund(&payload)).unwrap();
+        let request = request_of::<Stripe>(&refund(&payload)).unwrap();
         crate::stripe::create::assert_form_post(&request, "refunds");
         assert_eq!(
             request.body,
@@ -197,7 +198,7 @@ mod tests {
         let by_charge = json!({"payment_id": "ch_9", "amount_minor": 1,
                                "currency": "EUR", "reason": "x"});
         assert_eq!(
-            Stripe::request(&refund(&by_charge)).unwrap().body["charge"],
+            request_of::<Stripe>(&refund(&by_charge)).unwrap().body["charge"],
             "ch_9"
         );
     }
@@ -232,7 +233,7 @@ mod tests {
         let payload = json!({"payment_id": "pay_1", "amount_minor": 1,
                              "currency": "EUR", "reason": "x"});
         assert_eq!(
-            Stripe::request(&refund(&payload)),
+            request_of::<Stripe>(&refund(&payload)),
             Err(Unbuildable("refund.create"))
         );
         // A payment whose payee is not a connected account.
@@ -240,6 +241,6 @@ mod tests {
             action: Action::PaymentCreate,
             ..refund(&payload)
         };
-        assert!(Stripe::request(&payment).is_err());
+        assert!(request_of::<Stripe>(&payment).is_err());
     }
 }

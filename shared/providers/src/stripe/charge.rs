@@ -103,10 +103,10 @@ pub fn look_up<'a>(
 
 #[cfg(test)]
 mod tests {
+    use crate::client::request_of;
     use serde_json::json;
 
     use super::*;
-    use crate::client::Mapping;
     use crate::stripe::Stripe;
 
     #[test]
@@ -114,7 +114,7 @@ mod tests {
         let payload = json!({"invoice_id": "inv_7", "customer": "cus_9", "payment_method": "pm_5",
                              "amount_minor": 1250, "currency": "EUR"});
         let op = crate::adapter::test_operation(Action::ChargeCreate, &payload);
-        let request = Stripe::request(&op).unwrap();
+        let request = request_of::<Stripe>(&op).unwrap();
         crate::stripe::create::assert_form_post(&request, "payment_intents");
         assert_eq!(
             request.body,

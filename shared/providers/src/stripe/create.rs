@@ -43,12 +43,10 @@ pub fn money(amount_minor: i64, currency: &str) -> [String; 2] {
     [amount_minor.to_string(), currency.to_ascii_lowercase()]
 }
 
-/// The one request of a create: `form` posted to `/v1/{object}` under the operation's key,
-/// the same on every attempt.
-pub fn post(op: &Operation<'_>, object: &str, form: &Map<String, Value>) -> Request {
-    Request::new(Method::POST, &["v1", object], form)
-        .with_key(op.idempotency_key)
-        .as_form()
+/// The one request of a create: `form` posted to `/v1/{object}`, the same on every attempt
+/// (the shell sends it under the operation's key, `crate::client::request_of`).
+pub fn post(object: &str, form: &Map<String, Value>) -> Request {
+    Request::new(Method::POST, &["v1", object], form).as_form()
 }
 
 /// Asserts that `request` is the one create of `/v1/{object}`: posted form-encoded under

@@ -102,10 +102,10 @@ pub fn look_up<'a>(
 
 #[cfg(test)]
 mod tests {
+    use crate::client::request_of;
     use serde_json::json;
 
     use super::*;
-    use crate::client::Mapping;
     use crate::stripe::Stripe;
 
     fn payment(payload: &Value) -> Operation<'_> {
@@ -116,7 +116,7 @@ mod tests {
     fn a_payment_is_one_transfer_to_the_connected_account_under_the_operations_key() {
         let payload = json!({"invoice_id": "inv_9182", "beneficiary_id": "acct_1Vendor77",
                              "amount_minor": 1250000, "currency": "KZT"});
-        let request = Stripe::request(&payment(&payload)).unwrap();
+        let request = request_of::<Stripe>(&payment(&payload)).unwrap();
         crate::stripe::create::assert_form_post(&request, "transfers");
         assert_eq!(
             request.body,
@@ -137,7 +137,7 @@ mod tests {
         let payload = json!({"invoice_id": "inv_9182", "beneficiary_id": "vendor_77",
                              "amount_minor": 100, "currency": "KZT"});
         assert_eq!(
-            Stripe::request(&payment(&payload)),
+            request_of::<Stripe>(&payment(&payload)),
             Err(Unbuildable("payment.create"))
         );
     }
