@@ -246,6 +246,7 @@ async fn process<H: Handler>(
     // What a retry or a dead letter re-publishes: the sender as seen here, never a
     // `user_id` the consumer's own user may not send.
     let props = sender::carrying(&delivery.properties, sender.as_deref());
+    let traceparent = crate::trace_header::traceparent_of(&delivery.properties);
     let view = Delivery {
         body: &delivery.data,
         redelivered: delivery.redelivered,
@@ -253,6 +254,7 @@ async fn process<H: Handler>(
         retries: retries_of(&delivery.properties),
         waiting_since: waiting_since_of(&delivery.properties),
         sender: sender.as_deref(),
+        traceparent: traceparent.as_deref(),
     };
     let disposition = match AssertUnwindSafe(handler.handle(view)).catch_unwind().await {
         Ok(disposition) => disposition,

@@ -79,6 +79,9 @@ pub struct Delivery<'a> {
     /// property, kept through the fleet's retries: see [`crate::SENDER_HEADER`]); `None`
     /// when the publisher did not say.
     pub sender: Option<&'a str>,
+    /// The message's W3C `traceparent` header as text, unchecked (kept through the
+    /// fleet's retries); `None` when it has none.
+    pub traceparent: Option<&'a str>,
 }
 
 impl std::fmt::Debug for Delivery<'_> {
@@ -342,6 +345,7 @@ mod tests {
             retries: 0,
             waiting_since: None,
             sender: None,
+            traceparent: None,
         };
         let shown = format!("{d:?}");
         assert!(

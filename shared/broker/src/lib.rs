@@ -31,6 +31,7 @@ pub mod permissions;
 mod publisher;
 mod sender;
 mod series;
+mod trace_header;
 pub mod topology;
 
 pub use config::{

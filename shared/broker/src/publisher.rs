@@ -109,7 +109,23 @@ impl Publisher {
     /// may or may not have: the caller decides (republishing is safe, messages are
     /// doorbells). A broken connection is replaced first, with
     /// [`PUBLISH_RECONNECT_ATTEMPTS`] bounded attempts.
+    ///
+    /// The message carries the trace of the work in progress (`fleet_runtime::trace`), if
+    /// any, as its `traceparent` header.
     pub async fn publish(&self, queue: Queue, body: &[u8]) -> Result<(), BrokerError> {
+        let traceparent = fleet_runtime::trace::current_header();
+        self.publish_traced(queue, body, traceparent.as_deref())
+            .await
+    }
+
+    /// [`Publisher::publish`], the message carrying `traceparent` (the W3C trace context of
+    /// the operation it is about) as its `traceparent` header.
+    pub async fn publish_traced(
+        &self,
+        queue: Queue,
+        body: &[u8],
+        traceparent: Option<&str>,
+    ) -> Result<(), BrokerError> {
         let inner = &self.inner;
         let (exchange, routing_key) = (
             inner.cfg.entry_exchange_name(queue),
@@ -126,9 +142,12 @@ impl Publisher {
                 slot.insert(fresh)
             }
         };
-        let mut props = BasicProperties::default()
-            .with_delivery_mode(PERSISTENT)
-            .with_content_type(CONTENT_TYPE_JSON.into());
+        let mut props = crate::trace_header::with_traceparent(
+            BasicProperties::default()
+                .with_delivery_mode(PERSISTENT)
+                .with_content_type(CONTENT_TYPE_JSON.into()),
+            traceparent,
+        );
         if queue == Queue::IntentsPrepare {
             // Who is speaking: the broker checks that `user_id` is this connection's user,
             // and prepare maps it to the principal the intent is submitted as.

@@ -4,6 +4,7 @@
 //! outbox trigger of the database); this module names those types and shapes what is
 //! published. Pure: the outbox row comes in, bytes and a routing key go out.
 
+use crate::trace_context::TraceParent;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -207,9 +208,22 @@ impl OutcomeEvent {
     }
 
     pub fn to_bytes(&self, source: &str) -> Vec<u8> {
-        serde_json::to_vec(&self.cloud_event(source)).expect("a JSON value always serialises")
+        self.to_bytes_traced(source, None)
+    }
+
+    /// The structured-mode CloudEvent with the distributed-tracing extension's
+    /// `traceparent` attribute (the trace of the operation it reports), when there is one.
+    pub fn to_bytes_traced(&self, source: &str, traceparent: Option<&TraceParent>) -> Vec<u8> {
+        let mut event = self.cloud_event(source);
+        if let (Some(tp), Some(attributes)) = (traceparent, event.as_object_mut()) {
+            attributes.insert(TRACEPARENT_ATTRIBUTE.to_owned(), tp.to_string().into());
+        }
+        serde_json::to_vec(&event).expect("a JSON value always serialises")
     }
 }
+
+/// The CloudEvents distributed-tracing extension attribute.
+pub const TRACEPARENT_ATTRIBUTE: &str = "traceparent";
 
 /// The CloudEvents `source` of a deployment: `/fleet`, or `/fleet/<namespace>` when the
 /// broker names are namespaced.

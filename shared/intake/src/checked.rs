@@ -7,6 +7,7 @@ use std::sync::Arc;
 use fleet_core::catalogue::ProviderCapabilities;
 use fleet_core::payee::PayeeEvidence;
 use fleet_core::risk::RiskCue;
+use fleet_core::trace_context::TraceParent;
 use fleet_core::{IntakeRefusal, PolicySet, ValidIntent};
 use fleet_runtime::metric_names as m;
 use fleet_store::{Requirement, StoreError};
@@ -38,6 +39,9 @@ pub struct CheckedIntent {
     /// A refund's payment as the provider described it at intake (`crate::refunded`),
     /// kept in the history's `prepared` event.
     pub refunded: Option<serde_json::Value>,
+    /// The trace the door continued or started for it, stored with the operation so that
+    /// every later component continues it (`fleet_core::trace_context`).
+    pub trace: Option<TraceParent>,
 }
 
 impl CheckedIntent {
@@ -55,6 +59,15 @@ impl CheckedIntent {
                 .refunded
                 .as_ref()
                 .map(|r| serde_json::json!({ "refunded": r })),
+            trace_parent: self.trace.map(|t| t.to_string()),
+        }
+    }
+
+    /// The same intent, under the trace its door continued or started.
+    pub fn traced(self, trace: TraceParent) -> CheckedIntent {
+        CheckedIntent {
+            trace: Some(trace),
+            ..self
         }
     }
 }

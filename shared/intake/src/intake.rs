@@ -226,6 +226,7 @@ pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refu
             payee: None,
             risk: None,
             refunded: None,
+            trace: None,
         }),
         Err(refusal) => {
             // The version is the agent's text, not a secret; the log names it so the

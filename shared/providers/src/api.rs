@@ -184,6 +184,12 @@ impl Api {
             .http
             .request(method, endpoint(&self.base, path)?)
             .header(AUTHORIZATION, self.authorization.clone());
+        // The trace of the operation the request is about (`fleet_runtime::trace`), so that
+        // the provider's side of the call joins the agent's trace.
+        let request = match fleet_runtime::trace::current_header() {
+            Some(traceparent) => request.header(fleet_core::trace_context::HEADER, traceparent),
+            None => request,
+        };
         // Every request, creates and lookups alike: an object of a connected account is
         // found only inside it.
         Ok(match &self.account {

@@ -27,6 +27,9 @@ use crate::StoreError;
 pub struct OutboxRow {
     pub id: i64,
     pub event: OutcomeEvent,
+    /// The `traceparent` its operation's intake stored, for the event's `traceparent`
+    /// attribute; `None` for a mandate's event or an operation stored without one.
+    pub trace_parent: Option<String>,
 }
 
 /// What one [`Store::relay_outbox`] call did.
@@ -47,7 +50,9 @@ pub struct OutboxGauges {
 }
 
 const TAKE: &str = "
-SELECT o.id, o.operation_id, o.event_key, o.sequence, o.event_type, o.tenant_id, fleet_utc(o.occurred_at) AS time, o.data
+SELECT o.id, o.operation_id, o.event_key, o.sequence, o.event_type, o.tenant_id, fleet_utc(o.occurred_at) AS time, o.data,
+       (SELECT x.trace_parent FROM operations x
+        WHERE x.operation_id = o.operation_id AND x.tenant_id = o.tenant_id) AS trace_parent
 FROM operation_outbox o
 WHERE o.published_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM operation_outbox p
@@ -171,5 +176,6 @@ fn outbox_row(r: &tokio_postgres::Row) -> Result<OutboxRow, StoreError> {
             time: r.get("time"),
             data,
         },
+        trace_parent: r.get("trace_parent"),
     })
 }

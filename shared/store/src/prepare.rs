@@ -35,8 +35,9 @@ const INSERT: &str = "
 WITH inserted AS (
     INSERT INTO operations (operation_id, tenant_id, action, provider, target, supersedes, rationale,
                             payload, payload_hash, policy_version, data_version, idempotency_key,
-                            approval_expires_at, submitted_by, approvals_required, signatures_required, payee, risk)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16, $17, $18)
+                            approval_expires_at, submitted_by, approvals_required, signatures_required, payee, risk,
+                            trace_parent)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16, $17, $18, $20)
     ON CONFLICT DO NOTHING
     RETURNING operation_id, tenant_id
 ), event AS (
@@ -62,6 +63,9 @@ pub struct Requirement {
     /// history event's evidence (a refund's payment as Stripe described it:
     /// `{"refunded": …}`); an object.
     pub evidence: Option<serde_json::Value>,
+    /// The W3C `traceparent` of the intake (`fleet_core::trace_context`): the trace every
+    /// later component continues for this operation.
+    pub trace_parent: Option<String>,
 }
 
 impl From<i16> for Requirement {
@@ -73,6 +77,7 @@ impl From<i16> for Requirement {
             payee: None,
             risk: None,
             evidence: None,
+            trace_parent: None,
         }
     }
 }
@@ -236,6 +241,7 @@ struct Bound<'a> {
     risk: Option<&'a serde_json::Value>,
     evidence: Option<&'a serde_json::Value>,
     submitted_by: Option<&'a str>,
+    trace_parent: Option<&'a str>,
 }
 
 impl<'a> Bound<'a> {
@@ -259,11 +265,12 @@ impl<'a> Bound<'a> {
             risk: required.risk.as_ref(),
             evidence: required.evidence.as_ref(),
             submitted_by,
+            trace_parent: required.trace_parent.as_deref(),
         }
     }
 }
 
-fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 19] {
+fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 20] {
     let s = &intent.snapshot;
     [
         &s.operation_id,
@@ -285,6 +292,7 @@ fn insert_params<'p>(intent: &'p ValidIntent, b: &'p Bound<'_>) -> [Param<'p>; 1
         &b.payee,
         &b.risk,
         &b.evidence,
+        &b.trace_parent,
     ]
 }
 
@@ -328,7 +336,7 @@ impl<R: StoreIntents> StoreAs<R> {
             .iter()
             .map(|(intent, required, submitted_by)| Bound::new(intent, required, *submitted_by))
             .collect();
-        let params: Vec<[Param<'_>; 19]> = order
+        let params: Vec<[Param<'_>; 20]> = order
             .iter()
             .map(|&i| insert_params(items[i].0, &bound[i]))
             .collect();

@@ -110,7 +110,7 @@ pub(crate) const OPERATION_COLUMNS: &str = "operation_id, tenant_id, action, pro
     approval_status, approval_expires_at, approved_hash, decided_by, decided_at, \
     status, status_reason, fence, lease_owner, lease_expires_at, attempts, external_id, provider_request_id, \
     result, error_code, deadline_at, unknown_since, escalated_at, resolved_at, created_at, updated_at, \
-    lookup_failures, next_lookup_at, signatures_required, payee, \
+    lookup_failures, next_lookup_at, signatures_required, payee, trace_parent, \
     (approval_expires_at <= now()) AS approval_expired, \
     (lease_expires_at IS NOT NULL AND lease_expires_at <= now()) AS lease_expired, \
     (deadline_at IS NOT NULL AND deadline_at <= now()) AS deadline_passed";
@@ -157,6 +157,10 @@ pub struct OperationRow {
     /// The payee as the provider's directory described it at intake
     /// (`fleet_core::payee::PayeeEvidence`), for an action that names one.
     pub payee: Option<Value>,
+    /// The W3C `traceparent` its intake stored (`fleet_core::trace_context`); `None` for an
+    /// operation stored before operations had one.
+    #[serde(skip)]
+    pub trace_parent: Option<String>,
     #[serde(skip)]
     pub approval_expired: bool,
     #[serde(skip)]
@@ -207,6 +211,7 @@ impl OperationRow {
             next_lookup_at: r.get("next_lookup_at"),
             signatures_required: r.get("signatures_required"),
             payee: r.get("payee"),
+            trace_parent: r.get("trace_parent"),
             approval_expired: r.get("approval_expired"),
             lease_expired: r.get("lease_expired"),
             deadline_passed: r.get("deadline_passed"),

@@ -14,6 +14,7 @@
 //! | `GET /_sim/rate_limit` | `{"per_second": n \| null}` |
 //! | `POST /_sim/rate_limit` `{"per_second": n \| null}` | the same; every bucket starts full (see rate_limit.rs) |
 //! | `POST /_sim/reset` | `204` (the rate limit stays as it was set) |
+//! | `GET /_sim/traces` | the `traceparent` of each provider API request that carried one (traces.rs) |
 //!
 //! `route` is one of `POST /v1/payments`, `GET /v1/payments`, `GET /v1/payments/{id}`, the
 //! same three for refunds, `POST /v1/deals`, `GET /v1/deals`, `GET /v1/deals/{id}`,

@@ -37,6 +37,7 @@ mod router;
 mod server;
 mod state;
 pub mod stripe;
+pub mod traces;
 mod webhook_delivery;
 mod webhooks;
 

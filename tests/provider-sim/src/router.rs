@@ -46,10 +46,12 @@ pub fn build(app: App) -> Router {
         ))
         // After the key check (only known callers count), before anything else.
         .layer(from_fn_with_state(app.clone(), crate::rate_limit::limit))
-        .layer(from_fn_with_state(app.clone(), require_api_key));
+        .layer(from_fn_with_state(app.clone(), require_api_key))
+        .layer(from_fn_with_state(app.clone(), crate::traces::note));
     Router::new()
         .nest("/v1", v1)
         .merge(admin::routes())
+        .merge(crate::traces::routes())
         .merge(crate::webhooks::routes())
         .merge(crm::admin_routes())
         .merge(orders::admin_routes())

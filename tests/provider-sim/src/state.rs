@@ -34,6 +34,8 @@ pub struct SimState {
     pub esign_keys: IdempotencyStore,
     pub faults: FaultSet,
     pub requests: RequestLog,
+    /// The `traceparent` of each provider API request that carried one.
+    pub traces: crate::traces::TraceLog,
     pub rate_limits: RateLimits,
     pub webhooks: crate::webhooks::WebhookState,
     // How far the admin API has moved the simulator's clock ahead of the wall clock.
@@ -59,6 +61,7 @@ impl SimState {
             esign_keys: IdempotencyStore::new(esign_key_retention),
             faults: FaultSet::new(seed),
             requests: RequestLog::default(),
+            traces: Default::default(),
             rate_limits: RateLimits::new(rate_limit_per_s),
             webhooks: Default::default(),
             clock_offset: TimeDelta::zero(),
@@ -90,6 +93,7 @@ impl SimState {
         self.esign_keys.forget_all();
         self.faults.clear();
         self.requests = RequestLog::default();
+        self.traces = Default::default();
         self.rate_limits.set(self.rate_limits.per_second);
         self.webhooks = Default::default();
         self.clock_offset = TimeDelta::zero();

@@ -10,6 +10,7 @@ use axum::Json;
 use fleet_core::{authz, supersede, ApiAction, OpRef, OperationView, ValidIntent};
 use fleet_intake::intake::{self, WriteError, Written};
 use fleet_intake::{Intake, Refusal};
+use fleet_runtime::trace;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -77,8 +78,12 @@ pub async fn accept(
     caller: &Caller,
     bytes: &[u8],
 ) -> Result<(bool, OperationView), ApiError> {
-    let checked = intake::validate(bytes, &state.intake).map_err(invalid)?;
+    // Stored under the trace of the request (or the MCP call) that submitted it.
+    let checked = intake::validate(bytes, &state.intake)
+        .map_err(invalid)?
+        .traced(trace::at_intake());
     let intent = &checked.intent;
+    trace::record_operation(intent.operation_id.as_str());
     if let Err(denial) = authz::may_submit(&caller.0.actor(), &intent.snapshot.tenant_id) {
         tracing::warn!(principal = %caller.0.name, operation_id = intent.operation_id.as_str(), reason = denial.code(), "intent refused");
         return Err(denial.into());

@@ -3,11 +3,20 @@
 //! line nor grow one without bound), otherwise a new one (`req_` + a ULID). It is answered
 //! as `X-Request-Id` on every answer, success or not, carried by every problem body, and
 //! written on the API's log line of the request, so a caller quoting it finds its request.
+//!
+//! Every request also belongs to a trace: the caller's W3C `traceparent` when it is well
+//! formed (`fleet_core::trace_context`), continued with a span of the API's own, otherwise a
+//! new trace; a malformed one is ignored, never refused. The request is handled inside a
+//! span carrying its request id and trace and span ids, so every line logged about it,
+//! refusals included, carries them; an intent it submits is stored under that trace.
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::Response;
+use fleet_core::trace_context;
+use fleet_runtime::trace;
+use tracing::Instrument;
 
 use crate::problem;
 
@@ -49,8 +58,15 @@ pub async fn identify(mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
     // The console's pages and the MCP door answer in their own formats.
     let api = !(path == "/console" || path.starts_with("/console/") || path == "/mcp");
+    let given = request
+        .headers()
+        .get(trace_context::HEADER)
+        .and_then(|v| v.to_str().ok());
+    let hop = trace::continue_or_start(given);
     request.extensions_mut().insert(id.clone());
-    let mut response = next.run(request).await;
+    request.extensions_mut().insert(hop);
+    let span = trace::request_span(id.as_str(), &hop);
+    let mut response = trace::scoped(hop, next.run(request).instrument(span)).await;
     problem::complete(&mut response, id.as_str(), api);
     if let Ok(value) = HeaderValue::from_str(id.as_str()) {
         response.headers_mut().insert(HEADER, value);

@@ -4,9 +4,10 @@
 use fleet_broker::{Delivery, Disposition, Handler};
 use fleet_core::execute::{decide, Decision};
 use fleet_core::{ApprovalStatus, Doorbell, Event, OpRef, Reason, Status};
+use fleet_runtime::trace;
 use fleet_store::{Claim, OperationRow, StoreError, Transition, TransitionOutcome};
 use tokio::time::Instant;
-use tracing::{error, info, warn};
+use tracing::{error, info, warn, Instrument};
 
 use crate::batches::Batches;
 use crate::bell::ring_reconcile;
@@ -156,21 +157,28 @@ impl Handler for ExecuteHandler {
             }
         };
         let id = rung.operation_id.as_str();
-        let resumed = match &rung.tenant_id {
-            Some(tenant) => self.resume(OpRef::new(tenant, id)).await,
-            // A bell from before bells named the tenant: every row with the id is looked
-            // at (a row with nothing to do stays as it is).
-            None => match self.deps.store.tenants_of(id).await {
-                Ok(tenants) => {
-                    let mut resumed = Ok(());
-                    for tenant in &tenants {
-                        resumed = resumed.and(self.resume(OpRef::new(tenant, id)).await);
+        // The bell's trace (the operation's, from whoever rang it) until the row is read;
+        // a claimed operation is performed under the trace its intake stored.
+        let bell_trace = trace::continue_or_start(delivery.traceparent);
+        let resuming = async {
+            match &rung.tenant_id {
+                Some(tenant) => self.resume(OpRef::new(tenant, id)).await,
+                // A bell from before bells named the tenant: every row with the id is looked
+                // at (a row with nothing to do stays as it is).
+                None => match self.deps.store.tenants_of(id).await {
+                    Ok(tenants) => {
+                        let mut resumed = Ok(());
+                        for tenant in &tenants {
+                            resumed = resumed.and(self.resume(OpRef::new(tenant, id)).await);
+                        }
+                        resumed
                     }
-                    resumed
-                }
-                Err(e) => Err(e),
-            },
+                    Err(e) => Err(e),
+                },
+            }
         };
+        let span = trace::operation_span(id, &bell_trace);
+        let resumed = trace::scoped(bell_trace, resuming.instrument(span)).await;
         match resumed {
             Ok(()) => Disposition::Ack,
             Err(e) => {

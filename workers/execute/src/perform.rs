@@ -4,6 +4,7 @@
 //! never left) and record the answer with the fence, or end the claim without a call.
 
 use fleet_core::execute::gate;
+use fleet_runtime::trace;
 use fleet_store::{ClaimedOperation, StoreError};
 use tokio::time::Instant;
 
@@ -18,7 +19,14 @@ pub(crate) async fn perform(
     claimed: ClaimedOperation,
     claim_sent_at: Instant,
 ) -> Result<(), StoreError> {
-    let pre = gather(deps, &claimed, claim_sent_at).await?;
-    let decision = gate(&pre.facts);
-    interpret(deps, batches, &claimed, pre, decision, claim_sent_at).await
+    // Under the trace the operation's intake stored: what is logged carries it, and the
+    // provider request and any bell rung carry it on (a new span of it).
+    let operation_id = claimed.row.operation_id.as_str().to_owned();
+    let stored = claimed.row.trace_parent.clone();
+    let leg = async move {
+        let pre = gather(deps, &claimed, claim_sent_at).await?;
+        let decision = gate(&pre.facts);
+        interpret(deps, batches, &claimed, pre, decision, claim_sent_at).await
+    };
+    trace::in_operation(&operation_id, stored.as_deref(), leg).await
 }

@@ -16,10 +16,11 @@ use std::time::{Duration, SystemTime};
 
 use fleet_broker::{Delivery, Disposition, Handler};
 use fleet_core::directory_wait::{directory_wait, DirectoryWait, DEFAULT_DEADLINE};
+use fleet_core::trace_context::TraceParent;
 use fleet_core::{IntakeRefusal, ValidIntent};
-use fleet_runtime::Batcher;
+use fleet_runtime::{trace, Batcher};
 use fleet_store::{settle_batch, PrepareOutcome, PrepareStore, Requirement, StoreError};
-use tracing::warn;
+use tracing::{warn, Instrument};
 
 use crate::submitter::{submitter, AnonymousIntents};
 use fleet_intake::checked::{counted, Refusal};
@@ -70,11 +71,12 @@ impl PrepareHandler {
     }
 
     /// The intake of one message from `sender` (the broker-validated publisher).
-    async fn intake(&self, bytes: &[u8], sender: Option<&str>) -> Intake {
+    async fn intake(&self, bytes: &[u8], sender: Option<&str>, trace: TraceParent) -> Intake {
         let checked = match validate(bytes, &self.rules) {
-            Ok(checked) => checked,
+            Ok(checked) => checked.traced(trace),
             Err(refusal) => return Intake::Refused(refusal),
         };
+        trace::record_operation(checked.intent.operation_id.as_str());
         let by = match submitter(&self.store, sender, &checked, self.anonymous).await {
             Ok(principal) => principal.map(|p| p.name),
             Err(Intake::Refused(refusal)) => {
@@ -141,7 +143,13 @@ pub fn disposition_after(intake: &Intake, waited: Duration, deadline: Duration) 
 
 impl Handler for PrepareHandler {
     async fn handle(&self, delivery: Delivery<'_>) -> Disposition {
-        let intake = self.intake(delivery.body, delivery.sender).await;
+        // The sender's trace when its `traceparent` header is well formed, a new one
+        // otherwise; every line logged about the message carries its ids.
+        let trace = trace::continue_or_start(delivery.traceparent);
+        let intake = self
+            .intake(delivery.body, delivery.sender, trace)
+            .instrument(trace::message_span(&trace))
+            .await;
         // Measured on the parking process's clock; replicas' clocks agree well enough for
         // a deadline of minutes.
         let waited = delivery

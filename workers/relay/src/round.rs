@@ -3,7 +3,9 @@
 
 use fleet_broker::{EventMessage, Publisher};
 use fleet_core::events::CONTENT_TYPE;
+use fleet_core::trace_context::TraceParent;
 use fleet_runtime::metric_names as m;
+use fleet_runtime::trace;
 use fleet_store::{OutboxRow, RelayStore, Relayed, StoreError};
 use tracing::{debug, warn};
 
@@ -24,6 +26,8 @@ struct Rendered {
     event_type: String,
     routing_key: String,
     body: Vec<u8>,
+    /// A new span of its operation's trace: the event's `traceparent` attribute and header.
+    traceparent: Option<String>,
 }
 
 impl Round {
@@ -43,11 +47,19 @@ impl Round {
     async fn publish(&self, rows: Vec<OutboxRow>) -> Vec<i64> {
         let rendered: Vec<Rendered> = rows
             .iter()
-            .map(|r| Rendered {
-                id: r.event.id(),
-                event_type: r.event.event_type.cloudevents_type(),
-                routing_key: r.event.routing_key(),
-                body: r.event.to_bytes(&self.source),
+            .map(|r| {
+                let trace = r
+                    .trace_parent
+                    .as_deref()
+                    .and_then(TraceParent::parse)
+                    .map(|t| trace::next_hop(&t));
+                Rendered {
+                    id: r.event.id(),
+                    event_type: r.event.event_type.cloudevents_type(),
+                    routing_key: r.event.routing_key(),
+                    body: r.event.to_bytes_traced(&self.source, trace.as_ref()),
+                    traceparent: trace.map(|t| t.to_string()),
+                }
             })
             .collect();
         let messages: Vec<EventMessage<'_>> = rendered
@@ -58,6 +70,7 @@ impl Round {
                 event_type: &r.event_type,
                 content_type: CONTENT_TYPE,
                 body: &r.body,
+                traceparent: r.traceparent.as_deref(),
             })
             .collect();
         let outcome = self.publisher.publish_events(&messages).await;
@@ -71,7 +84,8 @@ impl Round {
             .zip(outcome.confirmed)
             .filter(|(_, confirmed)| *confirmed)
             .map(|(r, _)| {
-                debug!(operation_id = %r.event.operation_id, sequence = r.event.sequence, event_type = r.event.event_type.as_str(), "event confirmed");
+                let trace_id = r.trace_parent.as_deref().and_then(TraceParent::parse).map(|t| t.trace_id_hex());
+                debug!(operation_id = %r.event.operation_id, trace_id, sequence = r.event.sequence, event_type = r.event.event_type.as_str(), "event confirmed");
                 r.id
             })
             .collect()

@@ -31,6 +31,9 @@ pub struct EventMessage<'a> {
     pub event_type: &'a str,
     pub content_type: &'a str,
     pub body: &'a [u8],
+    /// The event's W3C `traceparent` (also its CloudEvents `traceparent` attribute), set
+    /// as the message's `traceparent` header too.
+    pub traceparent: Option<&'a str>,
 }
 
 /// What became of a batch: `confirmed[i]` for the i-th event, and the first failure.
@@ -88,11 +91,14 @@ impl Publisher {
         let mut error = None;
         let mut pending = Vec::with_capacity(events.len());
         for e in events {
-            let props = BasicProperties::default()
-                .with_delivery_mode(PERSISTENT)
-                .with_content_type(e.content_type.into())
-                .with_message_id(e.message_id.into())
-                .with_type(e.event_type.into());
+            let props = crate::trace_header::with_traceparent(
+                BasicProperties::default()
+                    .with_delivery_mode(PERSISTENT)
+                    .with_content_type(e.content_type.into())
+                    .with_message_id(e.message_id.into())
+                    .with_type(e.event_type.into()),
+                e.traceparent,
+            );
             let options = BasicPublishOptions {
                 mandatory: false,
                 immediate: false,

@@ -192,3 +192,14 @@ fn the_subject_names_the_tenant_and_the_operation_split_at_the_last_slash() {
         Some(("acme/kz", "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"))
     );
 }
+
+#[test]
+fn a_traced_event_carries_the_traceparent_attribute_and_an_untraced_one_none() {
+    let e = event(EventType::Succeeded, "acme");
+    let tp = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    let traced: Value = serde_json::from_slice(&e.to_bytes_traced("/fleet", Some(&tp))).unwrap();
+    assert_eq!(traced[TRACEPARENT_ATTRIBUTE], tp.to_string());
+    let plain: Value = serde_json::from_slice(&e.to_bytes("/fleet")).unwrap();
+    assert!(plain.get(TRACEPARENT_ATTRIBUTE).is_none());
+    assert_eq!(plain, e.cloud_event("/fleet"));
+}

@@ -333,6 +333,7 @@ fn writes(role: DbRole) -> BTreeSet<(String, String, &'static str)> {
         "signatures_required",
         "payee",
         "risk",
+        "trace_parent",
     ];
     const MOVE: &[&str] = &[
         "status",

@@ -200,6 +200,7 @@ fn checked(intent: fleet_core::ValidIntent) -> CheckedIntent {
         payee: None,
         risk: None,
         refunded: None,
+        trace: None,
     }
 }
 

@@ -5,19 +5,23 @@ use std::sync::LazyLock;
 
 use axum::http::request::Parts;
 use fleet_core::intent::proposal::action_of_tool;
+use fleet_core::trace_context::TraceParent;
 use fleet_core::Action;
+use fleet_runtime::trace;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tracing::Instrument;
 
 use super::answers::refusal;
 use super::tools::{catalogue, GET_OPERATION, LIST_MANDATES, LIST_OPERATIONS, MANDATE_COVERAGE};
 use super::{mandates, propose, read};
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::request_id::RequestId;
 use crate::request_slots::HeldSlot;
 use crate::state::AppState;
 
@@ -102,6 +106,26 @@ impl ServerHandler for FleetMcp {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // The SDK may run a call in a task of its own, outside the HTTP request's span:
+        // the request's trace and id are taken from its extensions again, so that what the
+        // tool logs and stores carries them.
+        let hop =
+            from_request::<TraceParent>(&context).unwrap_or_else(|| trace::continue_or_start(None));
+        let request_id = from_request::<RequestId>(&context)
+            .map(|id| id.0)
+            .unwrap_or_default();
+        let span = trace::request_span(&request_id, &hop);
+        trace::scoped(hop, self.dispatch(request, context).instrument(span)).await
+    }
+}
+
+impl FleetMcp {
+    /// A tool call, for the principal the request authenticated as.
+    async fn dispatch(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
