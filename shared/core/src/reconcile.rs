@@ -18,8 +18,8 @@ pub use crate::lookup::{Found, Lookup, Reading};
 use crate::Reason;
 
 pub use settle::{
-    definitive_attempt, lookup_backoff, settle, AskAgain, AttemptSeen, Settle, SettleFacts,
-    MAX_LOOKUP_BACKOFF,
+    definitive_attempt, lookup_backoff, settle, settle_unknown, AskAgain, AttemptSeen, Settle,
+    SettleFacts, UnknownEvidence, MAX_LOOKUP_BACKOFF,
 };
 pub use step::{
     absent_move, escalate_move, found_move, lease_expired_move, lost_claim_move, next_step,

@@ -9,11 +9,10 @@ use fleet_broker::{Publisher, Queue};
 use fleet_core::attempt_record::AttemptDetail;
 use fleet_core::confirmation::Confirmation;
 use fleet_core::reconcile::{
-    absent_move, definitive_attempt, escalate_move, found_move, judge, next_step,
-    past_deadline_move, settle, AskAgain, AttemptAges, AttemptSeen, LookupMove, Reading, RowDue,
-    Settle, SettleFacts, Step,
+    definitive_attempt, next_step, past_deadline_move, settle_unknown, AskAgain, AttemptAges,
+    AttemptSeen, LookupMove, Reading, RowDue, Settle, SettleFacts, Step, UnknownEvidence,
 };
-use fleet_core::{Doorbell, Event, OpRef, Status};
+use fleet_core::{Doorbell, Event, OpRef};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_store::{
@@ -106,17 +105,27 @@ impl Reconciler {
         }
     }
 
+    /// An unknown operation: what it learnt ([`Reconciler::unknown_evidence`]), the one
+    /// decision `fleet_core::reconcile::settle_unknown` makes of it, and that decision
+    /// applied.
     async fn settle_unknown(&self, row: &OperationRow) -> Result<(), StoreError> {
-        let op = row.operation_id.as_str();
-        let deadline_s = self.settings.accepted_deadline_s;
+        let (evidence, proof) = self.unknown_evidence(row).await?;
+        let decided = settle_unknown(&evidence);
+        self.apply_settle(row, &decided, proof).await
+    }
+
+    /// A final answer one of the operation's attempts recorded, else the provider's answer
+    /// to a lookup with what the attempts and earlier lookups add to it; with the evidence
+    /// the move will record.
+    async fn unknown_evidence(
+        &self,
+        row: &OperationRow,
+    ) -> Result<(UnknownEvidence, Value), StoreError> {
         let attempts = self.store.attempts(row.key()).await?;
         let seen: Vec<AttemptSeen<'_>> = attempts.iter().map(attempt_seen).collect();
         if let Some((found, fence)) = definitive_attempt(&seen) {
-            // A worker that lost its lease still wrote what the provider told it.
-            let evidence =
-                json!({"via": "attempts", "fence": fence, "found": [found.external_id()]});
-            let step = found_move(&found, Status::Unknown, deadline_s);
-            return self.apply_lookup(row, step, evidence).await;
+            let proof = json!({"via": "attempts", "fence": fence, "found": [found.external_id()]});
+            return Ok((UnknownEvidence::Recorded { found, fence }, proof));
         }
         let external_id = row
             .external_id
@@ -126,26 +135,32 @@ impl Reconciler {
             look_up(&self.providers, row, external_id.as_deref()).await;
         let ages = self.store.attempt_ages(row.key()).await?;
         let failed_lookups_so_far = row.lookup_failures.max(0) as u32;
-        let ages = AttemptAges {
-            newest_ms: ages.newest,
-            newest_start_ms: ages.newest_start,
-            oldest_ms: ages.oldest,
-            failed_lookups_so_far,
-        };
         let contract = contract_of(&self.providers, row, self.settings.escalate_after_lookups);
-        let facts = SettleFacts::new(&seen, failed_lookups_so_far, contract);
-        match settle(judge(&lookup, ages, contract), facts) {
-            Settle::Resolve(found) => {
-                let step = found_move(&found, Status::Unknown, deadline_s);
-                self.apply_lookup(row, step, evidence).await
-            }
-            Settle::AcceptAgain(found) => {
-                self.store
-                    .record_lookup(row.key(), row.fence, &evidence, true, None)
-                    .await?;
-                let step = found_move(&found, Status::Unknown, deadline_s);
-                self.apply_lookup(row, step, evidence).await
-            }
+        let looked_up = UnknownEvidence::LookedUp {
+            lookup,
+            ages: AttemptAges {
+                newest_ms: ages.newest,
+                newest_start_ms: ages.newest_start,
+                oldest_ms: ages.oldest,
+                failed_lookups_so_far,
+            },
+            contract,
+            facts: SettleFacts::new(&seen, failed_lookups_so_far, contract),
+        };
+        Ok((looked_up, evidence))
+    }
+
+    /// Does what `settle_unknown` decided: records the lookup and asks again later, or
+    /// moves the row as the decision's move says (a pending effect accepted again counts
+    /// its lookup as failed first, so that patience runs out).
+    async fn apply_settle(
+        &self,
+        row: &OperationRow,
+        decided: &Settle,
+        proof: Value,
+    ) -> Result<(), StoreError> {
+        let op = row.operation_id.as_str();
+        match decided {
             Settle::AskAgain { why, failed, after } => {
                 match why {
                     AskAgain::AcceptedNotFoundYet => warn!(
@@ -163,15 +178,21 @@ impl Reconciler {
                         "lookup failed; asking again later"
                     ),
                 }
+                return self
+                    .store
+                    .record_lookup(row.key(), row.fence, &proof, *failed, Some(*after))
+                    .await;
+            }
+            Settle::AcceptAgain(_) => {
                 self.store
-                    .record_lookup(row.key(), row.fence, &evidence, failed, Some(after))
-                    .await
+                    .record_lookup(row.key(), row.fence, &proof, true, None)
+                    .await?;
             }
-            Settle::SendBack => self.apply_lookup(row, absent_move(), evidence).await,
-            Settle::Escalate(reason) => {
-                self.apply_lookup(row, escalate_move(reason), evidence)
-                    .await
-            }
+            Settle::Resolve(_) | Settle::SendBack | Settle::Escalate(_) => {}
+        }
+        match decided.lookup_move(self.settings.accepted_deadline_s) {
+            Some(step) => self.apply_lookup(row, step, proof).await,
+            None => Ok(()),
         }
     }
 

@@ -4,11 +4,13 @@
 
 use std::time::Duration;
 
-use super::{Found, ProviderContract, Verdict};
+use super::step::{absent_move, escalate_move, found_move, LookupMove};
+use super::{judge, AttemptAges, Found, Lookup, ProviderContract, Verdict};
 use crate::attempt::AttemptOutcome;
 use crate::attempt_record::AttemptDetail;
 use crate::outcome::PAYEE_CHANGED_AFTER_UNCERTAIN;
 use crate::reason::Reason;
+use crate::Status;
 
 /// An inconclusive lookup waits 1 s, 2 s, 4 s … before the next one, at most this long.
 pub const MAX_LOOKUP_BACKOFF: Duration = Duration::from_secs(60);
@@ -167,6 +169,51 @@ pub fn settle(verdict: Verdict, facts: SettleFacts) -> Settle {
             after: backoff,
         },
         Verdict::Escalate(reason) => Settle::Escalate(reason),
+    }
+}
+
+/// What reconcile learnt of an unknown operation before deciding: a final answer one of
+/// its attempts recorded, else the provider's answer to a lookup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnknownEvidence {
+    /// An attempt recorded a final answer ([`definitive_attempt`]), at this fence: a
+    /// worker that lost its lease still wrote what the provider told it.
+    Recorded { found: Found, fence: i64 },
+    /// No attempt did: the provider was asked.
+    LookedUp {
+        lookup: Lookup,
+        ages: AttemptAges,
+        contract: ProviderContract,
+        facts: SettleFacts,
+    },
+}
+
+/// Reconcile's one decision on an unknown operation, from what it learnt.
+pub fn settle_unknown(evidence: &UnknownEvidence) -> Settle {
+    match evidence {
+        UnknownEvidence::Recorded { found, .. } => Settle::Resolve(found.clone()),
+        UnknownEvidence::LookedUp {
+            lookup,
+            ages,
+            contract,
+            facts,
+        } => settle(judge(lookup, *ages, *contract), *facts),
+    }
+}
+
+impl Settle {
+    /// The fenced move of the unknown row this decision makes (recorded with the lookup or
+    /// the attempt behind it); `None` when it only asks again later. A pending effect
+    /// waits `accepted_deadline_s` more.
+    pub fn lookup_move(&self, accepted_deadline_s: u32) -> Option<LookupMove<'_>> {
+        match self {
+            Settle::Resolve(found) | Settle::AcceptAgain(found) => {
+                Some(found_move(found, Status::Unknown, accepted_deadline_s))
+            }
+            Settle::SendBack => Some(absent_move()),
+            Settle::Escalate(reason) => Some(escalate_move(*reason)),
+            Settle::AskAgain { .. } => None,
+        }
     }
 }
 

@@ -274,3 +274,87 @@ fn a_payment_refused_for_a_changed_payee_is_never_sent_back() {
     // The first attempt paid after all: that is what happened.
     assert_eq!(settle(Verdict::Resolve(paid()), f), Settle::Resolve(paid()));
 }
+
+#[test]
+fn an_unknown_operation_is_decided_once_from_what_was_learnt() {
+    // An attempt's final answer settles it without a lookup.
+    let recorded = UnknownEvidence::Recorded {
+        found: paid(),
+        fence: 2,
+    };
+    assert_eq!(settle_unknown(&recorded), Settle::Resolve(paid()));
+    // Otherwise the lookup is judged and settled as `judge` and `settle` say.
+    let looked_up = |lookup: Lookup, failed_lookups_so_far| UnknownEvidence::LookedUp {
+        lookup,
+        ages: AttemptAges {
+            newest_ms: Some(120_000),
+            newest_start_ms: Some(120_000),
+            oldest_ms: Some(120_000),
+            failed_lookups_so_far,
+        },
+        contract: CONTRACT,
+        facts: facts(failed_lookups_so_far),
+    };
+    assert_eq!(
+        settle_unknown(&looked_up(Lookup::Matches(vec![]), 0)),
+        Settle::SendBack
+    );
+    assert_eq!(
+        settle_unknown(&looked_up(Lookup::Failed, 2)),
+        Settle::Escalate(Reason::LookupFailedRepeatedly)
+    );
+    assert_eq!(
+        settle_unknown(&looked_up(Lookup::Matches(vec![pending()]), 0)),
+        Settle::AcceptAgain(pending())
+    );
+}
+
+#[test]
+fn each_decision_names_its_move_of_the_unknown_row() {
+    use crate::{Event, Status};
+    let moved = |s: Settle| {
+        s.lookup_move(300)
+            .map(|m| (m.from, m.event, m.reason, m.escalate))
+    };
+    assert_eq!(
+        moved(Settle::Resolve(paid())),
+        Some((
+            Status::Unknown,
+            Event::LookupSucceeded,
+            Reason::Reconciled,
+            false
+        ))
+    );
+    let pending_move = Settle::AcceptAgain(pending());
+    let step = pending_move.lookup_move(300).unwrap();
+    assert_eq!(
+        (step.event, step.deadline_s),
+        (Event::LookupAccepted, Some(300))
+    );
+    assert_eq!(
+        moved(Settle::SendBack),
+        Some((
+            Status::Unknown,
+            Event::LookupAbsent,
+            Reason::LookupProvedAbsence,
+            false
+        ))
+    );
+    assert_eq!(
+        moved(Settle::Escalate(Reason::MultipleMatches)),
+        Some((
+            Status::Unknown,
+            Event::Escalate,
+            Reason::MultipleMatches,
+            true
+        ))
+    );
+    assert_eq!(
+        moved(Settle::AskAgain {
+            why: AskAgain::LookupFailed,
+            failed: true,
+            after: lookup_backoff(0),
+        }),
+        None
+    );
+}
