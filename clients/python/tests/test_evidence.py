@@ -31,8 +31,60 @@ def key_id(raw: bytes) -> str:
 
 
 DEPLOYMENT = Ed25519PrivateKey.generate()
+DANA = Ed25519PrivateKey.generate()
 ALICE = Ed25519PrivateKey.generate()
 AT = "2026-03-01T10:00:00.000000Z"
+
+
+def key_record(
+    key: Ed25519PrivateKey,
+    principal: str,
+    role: str,
+    at: str,
+    removed_at: Any,
+    signer: Ed25519PrivateKey,
+    registrar: Any = None,
+) -> dict[str, Any]:
+    """A key as a bundle carries it, its registration signed by `signer`: the deployment's
+    evidence key (no `registrar`), or the administrator whose key record `registrar` is."""
+    raw, signer_raw = public(key), public(signer)
+    if registrar is None:
+        by = {"kind": "evidence_key", "key_id": key_id(signer_raw), "public_key": b64(signer_raw)}
+    else:
+        by = {"kind": "admin", "principal": registrar["principal"], "key_id": key_id(signer_raw)}
+    statement = {
+        "statement": "fleet.key-registration.v1",
+        "principal": principal,
+        "role": role,
+        "tenants": ["org_1"],
+        "key_id": key_id(raw),
+        "algorithm": "ed25519",
+        "public_key": b64(raw),
+        "rp_id": None,
+        "origin": None,
+        "registered_at": at,
+        "registered_by": "ops",
+        "registrar": by,
+    }
+    return {
+        "key_id": key_id(raw),
+        "principal": principal,
+        "algorithm": "ed25519",
+        "public_key": b64(raw),
+        "registered_at": at,
+        "removed_at": removed_at,
+        "registered_by": "ops",
+        "registration_legacy": False,
+        "registration": statement,
+        "registration_signature": b64(signer.sign(rfc8785.dumps(statement))),
+        "registrar_key_id": key_id(signer_raw),
+        "registrar": registrar,
+    }
+
+
+def alices_key(removed_at: Any = None) -> dict[str, Any]:
+    dana = key_record(DANA, "dana", "admin", "2026-01-01T00:00:00.000000Z", None, DEPLOYMENT)
+    return key_record(ALICE, "alice", "approver", "2026-02-01T00:00:00.000000Z", removed_at, DANA, dana)
 
 
 def bundle(removed_at: Any = None) -> dict[str, Any]:
@@ -48,7 +100,6 @@ def bundle(removed_at: Any = None) -> dict[str, Any]:
     }
     hash_ = evidence.digest(members)
     statement = {"statement": "fleet.approval.v4", "operation_id": members["operation_id"], "payload_hash": hash_}
-    alice = public(ALICE)
     parts = {
         "snapshot": {"members": members, "hash": hash_},
         "policy": {"version": "quorum-v1", "text": "[payment]\n", "applied": {"approvals_required": 1, "signatures_required": 1}},
@@ -60,14 +111,7 @@ def bundle(removed_at: Any = None) -> dict[str, Any]:
                 "voided_at": None,
                 "statement": statement,
                 "signature": b64(ALICE.sign(rfc8785.dumps(statement))),
-                "key": {
-                    "key_id": key_id(alice),
-                    "principal": "alice",
-                    "algorithm": "ed25519",
-                    "public_key": b64(alice),
-                    "registered_at": "2026-02-01T00:00:00.000000Z",
-                    "removed_at": removed_at,
-                },
+                "key": alices_key(removed_at),
                 "batch": None,
             }
         ],
@@ -89,9 +133,16 @@ def bundle(removed_at: Any = None) -> dict[str, Any]:
         "tenant_id": "org_1",
         "made_at": AT,
         "parts": parts,
-        "digests": {p: evidence.digest(parts[p]) for p in evidence.PARTS},
         "cannot_prove": ["The provider's own records were not consulted."],
     }
+    return signed(doc)
+
+
+def signed(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with its digests made again and signed by the deployment: a change made inside
+    a part is then the only one a verifier sees."""
+    doc = {k: v for k, v in doc.items() if k != "signature"}
+    doc["digests"] = {p: evidence.digest(doc["parts"][p]) for p in evidence.PARTS}
     deployment = public(DEPLOYMENT)
     doc["signature"] = {
         "algorithm": "ed25519",
@@ -131,8 +182,100 @@ def test_a_changed_part_is_named() -> None:
     sig = d["parts"]["approvals"][0]["signature"]
     d["parts"]["approvals"][0]["signature"] = ("B" if sig[0] == "A" else "A") + sig[1:]
     assert evidence.verify(d, TRUST).failed_parts() == ["approvals", "approval by alice", "quorum", "signature"]
+    # Another deployment's key: neither the bundle's signer nor its chain's root.
     other = evidence.Trust(pinned_id=key_id(public(Ed25519PrivateKey.generate())))
-    assert evidence.verify(doc, other).failed_parts() == ["signature"]
+    assert evidence.verify(doc, other).failed_parts() == [
+        f"registration of {key_id(public(DANA))}",
+        f"registration of {key_id(public(ALICE))}",
+        "quorum",
+        "signature",
+    ]
+
+
+def test_the_registration_chain_is_checked_down_to_the_evidence_key() -> None:
+    doc = bundle()
+    report = evidence.verify(doc, TRUST)
+    words = [f.words for f in report.findings if f.part.startswith("registration of")]
+    assert len(words) == 2 and "(the root)" in words[0] and "administrator dana" in words[1], words
+    alice, dana = key_id(public(ALICE)), key_id(public(DANA))
+    d = copy.deepcopy(doc)
+    k = d["parts"]["approvals"][0]["key"]
+    sig = k["registration_signature"]
+    k["registration_signature"] = ("B" if sig[0] == "A" else "A") + sig[1:]
+    assert evidence.verify(signed(d), TRUST).failed_parts() == [f"registration of {alice}", "quorum"]
+    d = copy.deepcopy(doc)
+    d["parts"]["approvals"][0]["key"]["registrar"]["registration"]["role"] = "approver"
+    assert evidence.verify(signed(d), TRUST).failed_parts() == [
+        f"registration of {dana}",
+        f"registration of {alice}",
+        "quorum",
+    ]
+    d = copy.deepcopy(doc)
+    d["parts"]["approvals"][0]["key"].update(registration_legacy=True, registration=None)
+    report = evidence.verify(signed(d), TRUST)
+    assert report.ok(), report.findings
+    assert any(f.words.startswith("NOT signed: registered before") for f in report.findings)
+    assert any(alice in p for p in report.proves)
+
+
+def mandated(used_at: str) -> dict[str, Any]:
+    """A payment approved by alice's mandate, used at `used_at`."""
+    doc = bundle()
+    fingerprint = "sha256:" + "ab" * 32
+    statement = {
+        "statement": "fleet.mandate.v1",
+        "mandate_id": "md_01JF0000000000000000000000",
+        "tenant_id": "org_1",
+        "actions": ["payment.create"],
+        "payees": [{"id": "vendor_77", "account_fingerprint": fingerprint}],
+        "currency": "EUR",
+        "per_operation_max_minor": 150000,
+        "budget_minor": 1000000,
+        "count_limit": 10,
+        "valid_from": "2026-02-15T00:00:00Z",
+        "valid_until": "2026-04-01T00:00:00Z",
+        "for_principal": None,
+    }
+    parts = doc["parts"]
+    parts["operation"]["decided_by"] = "mandate:md_01JF0000000000000000000000"
+    parts["payee"] = {
+        "status": "found",
+        "id": "vendor_77",
+        "account": {"scheme": "iban", "masked": "DE** 1234", "fingerprint": fingerprint},
+        "verified": True,
+    }
+    parts["approvals"] = []
+    parts["mandates"] = [
+        {
+            "mandate_id": "md_01JF0000000000000000000000",
+            "amount_minor": 125000,
+            "at": used_at,
+            "statement": statement,
+            "signed_by": "alice",
+            "key_id": key_id(public(ALICE)),
+            "signature": b64(ALICE.sign(rfc8785.dumps(statement))),
+            "stored_at": "2026-02-20T00:00:00.000000Z",
+            "key": alices_key(),
+        }
+    ]
+    return signed(doc)
+
+
+def test_a_mandates_signature_key_and_terms_are_checked() -> None:
+    doc = mandated(AT)
+    report = evidence.verify(doc, TRUST)
+    assert report.ok(), report.findings
+    assert any("Mandate md_01JF" in p for p in report.proves)
+    md = "md_01JF0000000000000000000000"
+    d = copy.deepcopy(doc)
+    sig = d["parts"]["mandates"][0]["signature"]
+    d["parts"]["mandates"][0]["signature"] = ("B" if sig[0] == "A" else "A") + sig[1:]
+    assert evidence.verify(signed(d), TRUST).failed_parts() == [f"mandate {md}", "quorum"]
+    d = copy.deepcopy(doc)
+    d["parts"]["mandates"][0]["statement"]["per_operation_max_minor"] = 100000
+    assert evidence.verify(signed(d), TRUST).failed_parts() == [f"mandate {md}", f"terms of mandate {md}", "quorum"]
+    late = mandated("2026-05-01T00:00:00.000000Z")
+    assert evidence.verify(late, TRUST).failed_parts() == [f"terms of mandate {md}", "quorum"]
 
 
 def test_a_passkeys_assertion_verifies_over_the_statements_hash_only() -> None:

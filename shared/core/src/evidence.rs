@@ -19,6 +19,8 @@
 //! on its own. Pure: the API gathers the records (`fleet_operation_evidence`) and the key.
 
 mod assemble;
+mod chain;
+mod mandates;
 mod verify;
 
 pub use assemble::{assemble, sign};

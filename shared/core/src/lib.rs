@@ -32,6 +32,7 @@ pub mod intent;
 pub mod intent_error;
 pub mod intent_limits;
 pub mod json_words;
+pub mod key_registration;
 pub mod live_quorum;
 pub mod lookup;
 pub mod mandate;

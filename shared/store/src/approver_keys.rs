@@ -1,10 +1,14 @@
-//! Approvers' public keys (`fleetctl key add | remove | list`, as the schema's owner: no
-//! component role may write them), and the reads that check signatures against them. A
-//! key is never deleted or changed; a removal is recorded on its row, with who removed it.
+//! Approvers' and administrators' public keys (`fleetctl key add | remove | list`, as the
+//! schema's owner: no component role may write them), and the reads that check signatures
+//! against them. A key is never deleted or changed; a removal is recorded on its row, with
+//! who removed it. Every key is registered with a registration statement its registrar
+//! signed (an administrator's key, or the deployment's evidence key for the first
+//! administrators: `fleet_core::key_registration`, migrations/0075).
 
 use chrono::{DateTime, Utc};
+use fleet_core::key_registration::{KeyRegistration, Registrar, RegistrarKey};
 use fleet_core::{KeyId, PublicKey, RegisteredKey};
-use tokio_postgres::Row;
+use tokio_postgres::{Row, Transaction};
 
 use crate::component::Administer;
 use crate::component::DecideApprovals;
@@ -26,10 +30,98 @@ pub enum KeyAdded {
     /// No finished passkey registration has this key id (or its stored key does not
     /// hash to it).
     NoSuchRequest,
-    /// Only approvers approve, so only approvers have keys.
+    /// Only approvers (who sign approvals) and administrators (who sign registrations)
+    /// have keys; a passkey is an approver's only.
     NotAnApprover {
         role: String,
     },
+    /// The key signing the registration may not: not a live administrator's registered
+    /// Ed25519 key, or the deployment's evidence key registering anything but an
+    /// administrator's Ed25519 key. Nothing was written.
+    RegistrarRefused {
+        reason: String,
+    },
+}
+
+/// A registration signed and ready to be written with its key.
+pub(crate) struct SignedRegistration {
+    pub statement: serde_json::Value,
+    pub signature: Vec<u8>,
+    pub registrar_key_id: String,
+    pub registered_at: DateTime<Utc>,
+}
+
+/// Signs the registration of `key` for `principal` (of `role`) with `registrar`, within
+/// `tx`: the principal's tenants and the time are the database's, and an administrator
+/// registrar must hold a live registered key. `Err(KeyAdded)` says why it may not.
+pub(crate) async fn sign_registration(
+    tx: &Transaction<'_>,
+    principal: &str,
+    role: &str,
+    key: &PublicKey,
+    by: &str,
+    registrar: RegistrarKey<'_>,
+) -> Result<Result<SignedRegistration, KeyAdded>, StoreError> {
+    let refused = |reason: &str| {
+        Ok(Err(KeyAdded::RegistrarRefused {
+            reason: reason.to_owned(),
+        }))
+    };
+    let signer = registrar.key().public_key();
+    let who = match registrar {
+        RegistrarKey::EvidenceKey(_) => Registrar::EvidenceKey {
+            key: signer.clone(),
+        },
+        RegistrarKey::Admin(_) => {
+            let row = tx
+                .query_opt(
+                    "SELECT k.principal, p.role, k.removed_at IS NOT NULL AS removed
+                     FROM approver_keys k JOIN principals p ON p.name = k.principal
+                     WHERE k.key_id = $1 FOR SHARE OF k",
+                    &[&signer.key_id().as_str()],
+                )
+                .await?;
+            let Some(row) = row else {
+                return refused("the signing key is not registered");
+            };
+            if row.get::<_, String>("role") != "admin" || row.get::<_, bool>("removed") {
+                return refused("the signing key is not a live administrator's key");
+            }
+            Registrar::Admin {
+                principal: row.get("principal"),
+                key_id: signer.key_id(),
+            }
+        }
+    };
+    let facts = tx
+        .query_one(
+            "SELECT now() AS now, ARRAY(SELECT tenant_id FROM principal_tenants
+                                        WHERE principal = $1 ORDER BY tenant_id) AS tenants",
+            &[&principal],
+        )
+        .await?;
+    let registration = KeyRegistration {
+        principal: principal.to_owned(),
+        role: role.to_owned(),
+        tenants: facts.get("tenants"),
+        key: key.clone(),
+        registered_at: facts.get("now"),
+        registered_by: by.to_owned(),
+        registrar: who,
+    };
+    if let Some(problem) = registration.shape_problem() {
+        return refused(problem);
+    }
+    // The registrar was made from this very key: signing cannot name another.
+    let Ok(signature) = registration.sign(registrar.key()) else {
+        return refused("the signing key is not the registrar's");
+    };
+    Ok(Ok(SignedRegistration {
+        statement: registration.to_json(),
+        signature: signature.to_bytes(),
+        registrar_key_id: registration.registrar.key_id().as_str().to_owned(),
+        registered_at: registration.registered_at,
+    }))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,12 +161,15 @@ pub(crate) fn registered_key(r: &Row) -> Option<RegisteredKey> {
 }
 
 impl<R: Administer> StoreAs<R> {
-    /// Registers the Ed25519 `key` for `principal`, recording `by` (the administrator) as who did it.
+    /// Registers the Ed25519 `key` for `principal` (an approver or an administrator),
+    /// recording `by` (the administrator, as they name themselves) as who did it, with the
+    /// registration statement signed by `registrar`.
     pub async fn add_approver_key(
         &self,
         principal: &str,
         key: &PublicKey,
         by: &str,
+        registrar: RegistrarKey<'_>,
     ) -> Result<KeyAdded, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
@@ -91,20 +186,30 @@ impl<R: Administer> StoreAs<R> {
         if removed {
             return Ok(KeyAdded::UnknownPrincipal);
         }
-        if role != "approver" {
+        if role != "approver" && role != "admin" {
             return Ok(KeyAdded::NotAnApprover { role });
         }
+        let signed = match sign_registration(&tx, principal, &role, key, by, registrar).await? {
+            Ok(signed) => signed,
+            Err(refused) => return Ok(refused),
+        };
         let key_id = key.key_id();
         let inserted = tx
             .execute(
-                "INSERT INTO approver_keys (key_id, principal, algorithm, public_key, registered_by)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                "INSERT INTO approver_keys (key_id, principal, algorithm, public_key, registered_by,
+                                            registered_at, registration, registration_signature,
+                                            registrar_key_id)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
                 &[
                     &key_id.as_str(),
                     &principal,
                     &key.algorithm(),
                     &key.to_stored_bytes(),
                     &by,
+                    &signed.registered_at,
+                    &signed.statement,
+                    &signed.signature,
+                    &signed.registrar_key_id,
                 ],
             )
             .await?;

@@ -171,7 +171,12 @@ impl<R: Administer> StoreAs<R> {
     /// filed it, recording `by` (the administrator). The key id is recomputed from the
     /// stored public key: a request whose key does not match the id the approver was
     /// shown is refused as unknown.
-    pub async fn accept_passkey(&self, key_id: &KeyId, by: &str) -> Result<KeyAdded, StoreError> {
+    pub async fn accept_passkey(
+        &self,
+        key_id: &KeyId,
+        by: &str,
+        registrar: fleet_core::key_registration::RegistrarKey<'_>,
+    ) -> Result<KeyAdded, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let Some(r) = tx
@@ -208,11 +213,25 @@ impl<R: Administer> StoreAs<R> {
             return Ok(KeyAdded::NoSuchRequest);
         };
         let credential_id: Vec<u8> = r.get("credential_id");
+        let signed = match crate::approver_keys::sign_registration(
+            &tx,
+            &principal,
+            &role,
+            &public_key,
+            by,
+            registrar,
+        )
+        .await?
+        {
+            Ok(signed) => signed,
+            Err(refused) => return Ok(refused),
+        };
         let inserted = tx
             .execute(
                 "INSERT INTO approver_keys
-                     (key_id, principal, algorithm, public_key, credential_id, rp_id, origin, registered_by)
-                 VALUES ($1, $2, 'es256', $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+                     (key_id, principal, algorithm, public_key, credential_id, rp_id, origin, registered_by,
+                      registered_at, registration, registration_signature, registrar_key_id)
+                 VALUES ($1, $2, 'es256', $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING",
                 &[
                     &key_id.as_str(),
                     &principal,
@@ -221,6 +240,10 @@ impl<R: Administer> StoreAs<R> {
                     &scope.rp_id,
                     &scope.origin,
                     &by,
+                    &signed.registered_at,
+                    &signed.statement,
+                    &signed.signature,
+                    &signed.registrar_key_id,
                 ],
             )
             .await?;

@@ -245,13 +245,31 @@ impl TestFleet {
 
     /// Runs the `fleetctl` binary against this fleet's database and namespace, with `env`
     /// on top, whatever its exit status.
+    /// A key registration (`key add`, `key accept`) is signed with the tests'
+    /// administrator's key unless `env` or `args` name another.
     pub async fn fleetctl_with(&self, env: &[(&str, &str)], args: &[&str]) -> Output {
+        let registers = args
+            .windows(2)
+            .any(|w| w[0] == "key" && matches!(w[1], "add" | "accept"))
+            && !args
+                .iter()
+                .any(|a| matches!(*a, "--signing-key" | "--evidence-key"));
+        let registrar = if registers && !env.iter().any(|(k, _)| *k == "FLEET_ADMIN_KEY_FILE") {
+            Some(self.test_registrar_file().await)
+        } else {
+            None
+        };
         tokio::process::Command::new(bin_dir().join("fleetctl"))
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("DATABASE_URL", &self.database_url)
             .env("AMQP_URL", &self.broker.amqp_url)
             .env("AMQP_NAMESPACE", &self.broker.namespace)
+            .envs(
+                registrar
+                    .iter()
+                    .map(|p| ("FLEET_ADMIN_KEY_FILE", p.as_os_str())),
+            )
             .envs(env.iter().copied())
             .args(args)
             .output()

@@ -1,8 +1,10 @@
 //! Approvers' keys and signed approvals for tests: a key registered as an administrator
-//! registers it, and the approve body an approver's machine would send.
+//! registers it (signed by the tests' administrator, whose own key the tests' root key
+//! registered), and the approve body an approver's machine would send.
 
 use chrono::{DateTime, Utc};
 use fleet_core::approval_statement::format_expiry;
+use fleet_core::key_registration::RegistrarKey;
 use fleet_core::payee::{NameCheck, PayeeEvidence};
 use fleet_core::{ApprovalStatement, ApproverKey, StatementSubject};
 use fleet_store::KeyAdded;
@@ -50,18 +52,77 @@ pub fn signed_approval(intent: &Value, key: &ApproverKey, expires_at: DateTime<U
     })
 }
 
+/// The administrator every test registration is signed by.
+pub const TEST_REGISTRAR: &str = "test-registrar";
+
+/// The tests' root (standing in for a deployment's evidence key) and administrator keys:
+/// fixed, so any test process finds the same ones in its database.
+pub fn test_root_key() -> ApproverKey {
+    ApproverKey::from_seed([0x52; 32])
+}
+
+pub fn test_registrar_key() -> ApproverKey {
+    ApproverKey::from_seed([0x41; 32])
+}
+
 impl TestFleet {
-    /// A new key for the approver `principal`, registered now.
+    /// A new key for the approver `principal`, registered now by the tests'
+    /// administrator.
     pub async fn register_key(&self, principal: &str) -> ApproverKey {
+        let admin = self.test_registrar().await;
+        self.register_key_by(principal, RegistrarKey::Admin(&admin))
+            .await
+    }
+
+    /// A new key for `principal`, registered now with `registrar`'s signature.
+    pub async fn register_key_by(
+        &self,
+        principal: &str,
+        registrar: RegistrarKey<'_>,
+    ) -> ApproverKey {
         let key = fleetctl::key::new_key().unwrap();
         match self
             .store
-            .add_approver_key(principal, &key.public_key(), "test-admin")
+            .add_approver_key(principal, &key.public_key(), "test-admin", registrar)
             .await
             .unwrap()
         {
             KeyAdded::Added { .. } => key,
             other => panic!("registering a key for {principal}: {other:?}"),
         }
+    }
+
+    /// The tests' administrator ([`TEST_REGISTRAR`]), with their key registered by the
+    /// tests' root key in this fleet's database (once): the key that signs registrations.
+    pub async fn test_registrar(&self) -> ApproverKey {
+        let admin = test_registrar_key();
+        fleetctl::key::bootstrap_admin(
+            &self.store,
+            TEST_REGISTRAR,
+            &admin,
+            &test_root_key(),
+            "test-owner",
+        )
+        .await
+        .expect("the tests' administrator and their key");
+        admin
+    }
+
+    /// A file holding the tests' administrator's key (mode 0600), with the key registered
+    /// in this fleet: what `fleetctl key add | accept` is given (`FLEET_ADMIN_KEY_FILE`).
+    pub async fn test_registrar_file(&self) -> std::path::PathBuf {
+        let key = self.test_registrar().await;
+        let path = std::env::temp_dir().join(format!(
+            "fleet-tests-registrar-{}.key",
+            key.public_key().key_id().as_str().replace(':', "-")
+        ));
+        if !path.exists() {
+            // Tests in parallel may write the same key at once: each writes its own file
+            // and renames it into place, so a reader never sees a half-written one.
+            let mine = path.with_extension(format!("{}.tmp", ulid::Ulid::new()));
+            fleetctl::key::write_private(&mine, &key).unwrap();
+            std::fs::rename(&mine, &path).unwrap();
+        }
+        path
     }
 }

@@ -3,13 +3,16 @@
 //! `add`, `accept` (a passkey an approver registered in the console), `remove`, `list`
 //! and `requests` are an administrator's, over the owner's database
 //! connection, like `fleetctl principal`: each registration and removal is recorded with
-//! who made it.
+//! who made it. A registration is signed by the administrator making it, with their own
+//! registered key (`--signing-key`); the first administrators' keys are signed by the
+//! deployment's evidence key (`--evidence-key`), the root every chain ends at.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Subcommand;
+use fleet_core::key_registration::RegistrarKey;
 use fleet_core::{ApproverKey, KeyId, PublicKey};
 use fleet_store::{KeyAdded, KeyRemoved, Store};
 
@@ -28,9 +31,10 @@ pub enum KeyCommand {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Register an approver's public key: approvals they sign with it count from now on.
+    /// Register an approver's public key (approvals they sign with it count from now on),
+    /// or an administrator's (registrations they sign with it count from now on).
     Add {
-        /// The approver it belongs to.
+        /// The approver or administrator it belongs to.
         #[arg(long)]
         principal: String,
         /// The public key (base64url or base64, as `key generate` prints it), or a file
@@ -40,6 +44,8 @@ pub enum KeyCommand {
         /// Who is registering it (recorded with the key).
         #[arg(long, env = "FLEET_ADMIN")]
         by: String,
+        #[command(flatten)]
+        registrar: RegistrarArgs,
         #[command(flatten)]
         db: Database,
     },
@@ -52,6 +58,8 @@ pub enum KeyCommand {
         /// Who is registering it (recorded with the key).
         #[arg(long, env = "FLEET_ADMIN")]
         by: String,
+        #[command(flatten)]
+        registrar: RegistrarArgs,
         #[command(flatten)]
         db: Database,
     },
@@ -78,6 +86,42 @@ pub enum KeyCommand {
     },
 }
 
+/// The key a registration is signed with: exactly one of the two.
+#[derive(clap::Args, Debug)]
+#[group(required = false, multiple = false)]
+pub struct RegistrarArgs {
+    /// The registering administrator's own private key (written by `key generate`,
+    /// registered for them with `key add`): it signs the registration.
+    #[arg(long, env = "FLEET_ADMIN_KEY_FILE")]
+    pub signing_key: Option<PathBuf>,
+    /// The deployment's evidence key file (the API's EVIDENCE_KEY_FILE): the root of the
+    /// chain, for registering the first administrators' keys only.
+    #[arg(long)]
+    pub evidence_key: Option<PathBuf>,
+}
+
+impl RegistrarArgs {
+    /// The key read from its file, and whose it is.
+    fn read(&self) -> anyhow::Result<(ApproverKey, bool)> {
+        match (&self.signing_key, &self.evidence_key) {
+            (Some(path), _) => Ok((read_private(path)?, false)),
+            (None, Some(path)) => Ok((read_private(path)?, true)),
+            (None, None) => anyhow::bail!(
+                "a registration is signed: name the administrator's key with --signing-key \
+                 (or FLEET_ADMIN_KEY_FILE), or the deployment's evidence key with --evidence-key"
+            ),
+        }
+    }
+}
+
+fn registrar_of((key, root): &(ApproverKey, bool)) -> RegistrarKey<'_> {
+    if *root {
+        RegistrarKey::EvidenceKey(key)
+    } else {
+        RegistrarKey::Admin(key)
+    }
+}
+
 /// Runs `command`; generating a key pair touches no database, the others connect with
 /// the owner's URL they were given.
 pub async fn run(command: KeyCommand, format: Format) -> anyhow::Result<()> {
@@ -88,9 +132,31 @@ pub async fn run(command: KeyCommand, format: Format) -> anyhow::Result<()> {
             principal,
             public_key,
             by,
+            registrar,
             db,
-        } => add(&store(&db)?, &principal, &public_key, &by, format).await,
-        KeyCommand::Accept { key_id, by, db } => accept(&store(&db)?, &key_id, &by, format).await,
+        } => {
+            let registrar = registrar.read()?;
+            let registrar = registrar_of(&registrar);
+            add(
+                &store(&db)?,
+                &principal,
+                &public_key,
+                &by,
+                registrar,
+                format,
+            )
+            .await
+        }
+        KeyCommand::Accept {
+            key_id,
+            by,
+            registrar,
+            db,
+        } => {
+            let registrar = registrar.read()?;
+            let registrar = registrar_of(&registrar);
+            accept(&store(&db)?, &key_id, &by, registrar, format).await
+        }
         KeyCommand::Requests { db } => requests(&store(&db)?, format).await,
         KeyCommand::Remove { key_id, by, db } => remove(&store(&db)?, &key_id, &by, format).await,
         KeyCommand::List { db } => list(&store(&db)?, format).await,
@@ -187,11 +253,14 @@ async fn add(
     principal: &str,
     public_key: &str,
     by: &str,
+    registrar: RegistrarKey<'_>,
     format: Format,
 ) -> anyhow::Result<()> {
     check_by(by, "registers")?;
     let key = public_key_of(public_key)?;
-    let added = store.add_approver_key(principal, &key, by).await?;
+    let added = store
+        .add_approver_key(principal, &key, by, registrar)
+        .await?;
     report_added(added, principal, format)
 }
 
@@ -213,8 +282,11 @@ fn report_added(added: KeyAdded, principal: &str, format: Format) -> anyhow::Res
         KeyAdded::NoSuchRequest => anyhow::bail!(
             "no approver registered this passkey in the console (see `fleetctl key requests`)"
         ),
-        KeyAdded::NotAnApprover { role } => {
-            anyhow::bail!("refused: {principal} is an {role}; only approvers have signing keys")
+        KeyAdded::NotAnApprover { role } => anyhow::bail!(
+            "refused: {principal} is an {role}; only approvers and administrators have keys (and passkeys are approvers' only)"
+        ),
+        KeyAdded::RegistrarRefused { reason } => {
+            anyhow::bail!("refused: the registration cannot be signed with this key: {reason}")
         }
     }
     Ok(())
@@ -234,7 +306,13 @@ fn key_id_of(key_id: &str) -> anyhow::Result<KeyId> {
     })
 }
 
-async fn accept(store: &Store, key_id: &str, by: &str, format: Format) -> anyhow::Result<()> {
+async fn accept(
+    store: &Store,
+    key_id: &str,
+    by: &str,
+    registrar: RegistrarKey<'_>,
+    format: Format,
+) -> anyhow::Result<()> {
     check_by(by, "registers")?;
     let id = key_id_of(key_id)?;
     anyhow::ensure!(
@@ -248,7 +326,11 @@ async fn accept(store: &Store, key_id: &str, by: &str, format: Format) -> anyhow
         .find(|r| r.key_id == id.as_str())
         .map(|r| r.principal)
         .unwrap_or_default();
-    report_added(store.accept_passkey(&id, by).await?, &principal, format)
+    report_added(
+        store.accept_passkey(&id, by, registrar).await?,
+        &principal,
+        format,
+    )
 }
 
 async fn requests(store: &Store, format: Format) -> anyhow::Result<()> {
@@ -352,4 +434,45 @@ async fn list(store: &Store, format: Format) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Makes `admin` an administrator holding `key`, registered with the deployment's
+/// evidence key `root`: the first link of every chain of registrations (what an owner
+/// does once, with `principal add --role admin` and `key add --evidence-key`). A key
+/// already registered for them is kept.
+pub async fn bootstrap_admin(
+    store: &Store,
+    admin: &str,
+    key: &ApproverKey,
+    root: &ApproverKey,
+    by: &str,
+) -> anyhow::Result<()> {
+    let added = store
+        .add_principal(&fleet_store::NewPrincipal {
+            name: admin,
+            role: fleet_core::Role::Admin,
+            tenants: &[],
+            oidc_subject: None,
+        })
+        .await?;
+    anyhow::ensure!(
+        matches!(
+            added,
+            fleet_store::PrincipalAdded::Added { .. } | fleet_store::PrincipalAdded::Updated { .. }
+        ),
+        "making {admin} an administrator: {added:?}"
+    );
+    match store
+        .add_approver_key(
+            admin,
+            &key.public_key(),
+            by,
+            RegistrarKey::EvidenceKey(root),
+        )
+        .await?
+    {
+        KeyAdded::Added { .. } => Ok(()),
+        KeyAdded::AlreadyRegistered { principal, .. } if principal == admin => Ok(()),
+        other => anyhow::bail!("registering the key of {admin}: {other:?}"),
+    }
 }

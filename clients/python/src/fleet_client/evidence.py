@@ -6,8 +6,9 @@ signature over the rest (docs/api.md, "Evidence bundles"). This module makes the
 checks as `fleetctl verify`, in the same words, with only `rfc8785` and `cryptography`
 (`pip install 'fleet-client[verify]'`): every part against its signed digest, the snapshot
 against its hash, each approver's signature (Ed25519, or a passkey's WebAuthn assertion)
-against the key in the bundle and the key's validity when it was used, the quorum under the
-policy in the bundle, the provider's receipt, and the deployment's signature.
+against the key in the bundle and the key's validity when it was used, each key's signed
+registration down to the deployment's evidence key, each mandate's signature and terms, the
+quorum under the policy in the bundle, the provider's receipt, and the deployment's signature.
 
     python -m fleet_client.evidence op.evidence.json [--key-id ID | --public-key FILE]
 
@@ -22,6 +23,7 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -33,6 +35,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 FORMAT = "fleet.evidence.v1"
+REGISTRATION_STATEMENT = "fleet.key-registration.v1"
+MANDATE_STATEMENT = "fleet.mandate.v1"
+# The longest registration chain followed.
+MAX_DEPTH = 32
 PARTS = (
     "snapshot",
     "policy",
@@ -268,8 +274,10 @@ def verify(doc: Any, trust: Trust) -> Report:
         policy_ok,
         f"policy {shown(g(parts, 'policy', 'version'))} is the snapshot's{'' if policy_ok else ': NOT'}",
     )
-    signed = _approvals(r, parts, hash_)
-    _quorum(r, parts, hash_, signed)
+    chains = Chains(_roots(doc, trust))
+    signed = _approvals(r, parts, hash_, chains)
+    mandates = _mandates(r, parts, chains)
+    _quorum(r, parts, hash_, signed, mandates)
     _provider(r, parts)
     _deployment_signature(r, doc, trust)
     r.cannot = [c for c in arr(g(doc, "cannot_prove")) if isinstance(c, str)]
@@ -279,8 +287,137 @@ def verify(doc: Any, trust: Trust) -> Report:
             "so the bundle's own was taken. Compare it with GET /v1/evidence-keys, or name it with --key-id or --public-key."
         )
     if r.ok():
-        _words(r, parts, hash_, signed)
+        _words(r, parts, hash_, signed, chains, mandates)
     return r
+
+
+def _roots(doc: Any, trust: Trust) -> list[Key]:
+    """The keys a registration chain may end at: the evidence keys the bundle is checked
+    against (the bundle's own signer, when that is the one pinned or none was named)."""
+    if trust.keys is not None:
+        return list(trust.keys)
+    text = s(g(doc, "signature", "public_key"))
+    key = parse_public_key(text) if text is not None else None
+    pinned = trust.pinned_id if trust.pinned_id is not None else s(g(doc, "signature", "key_id"))
+    return [key] if key is not None and key.key_id() == pinned else []
+
+
+def time_text(text: Any) -> Optional[str]:
+    """A registration's time, if written as the database writes times (microseconds, Z)."""
+    if isinstance(text, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z", text):
+        return text
+    return None
+
+
+def _registration(statement: Any) -> Optional[dict[str, Any]]:
+    """A registration statement this verifier reads, or None."""
+    if not isinstance(statement, dict) or statement.get("statement") != REGISTRATION_STATEMENT:
+        return None
+    members = {
+        "statement", "principal", "role", "tenants", "key_id", "algorithm", "public_key",
+        "rp_id", "origin", "registered_at", "registered_by", "registrar",
+    }
+    if set(statement) != members or time_text(statement.get("registered_at")) is None:
+        return None
+    registrar = statement.get("registrar")
+    if not isinstance(registrar, dict):
+        return None
+    kind = registrar.get("kind")
+    if kind == "admin" and set(registrar) == {"kind", "principal", "key_id"}:
+        return statement
+    if kind == "evidence_key" and set(registrar) == {"kind", "key_id", "public_key"}:
+        root = parse_public_key(s(registrar.get("public_key")) or "")
+        return statement if root is not None and root.key_id() == registrar.get("key_id") else None
+    return None
+
+
+class Chains:
+    """Each key's registration checked once, down to the root."""
+
+    def __init__(self, roots: list[Key]) -> None:
+        self.roots = roots
+        self.checked: dict[str, bool] = {}
+        self.legacy: list[str] = []
+
+    def check(self, r: Report, key: Any, depth: int = 0) -> bool:
+        id_ = s(g(key, "key_id")) or "?"
+        if id_ in self.checked:
+            return self.checked[id_]
+        part = f"registration of {id_}"
+        if g(key, "registration_legacy") is True:
+            self.legacy.append(id_)
+            self.checked[id_] = True
+            r.check(
+                part,
+                True,
+                "NOT signed: registered before registrations were signed; only the database's record says "
+                f"{s(g(key, 'registered_by')) or '?'} registered it at {s(g(key, 'registered_at')) or '?'}",
+            )
+            return True
+        ok, words = self._link(r, key, depth)
+        self.checked[id_] = ok
+        r.check(part, ok, words)
+        return ok
+
+    def _link(self, r: Report, key: Any, depth: int) -> tuple[bool, str]:
+        st = _registration(g(key, "registration"))
+        if st is None:
+            return False, "NO signed registration this verifier reads"
+        public = stored_key(key)
+        if public is None:
+            return False, "its public key is not one this verifier reads"
+        described = (
+            stored_key({"algorithm": st["algorithm"], "public_key": st["public_key"], "rp_id": st["rp_id"], "origin": st["origin"]})
+            == public
+            and st["key_id"] == public.key_id()
+            and s(g(key, "key_id")) == public.key_id()
+            and s(g(key, "principal")) == st["principal"]
+            and s(g(key, "registered_at")) == st["registered_at"]
+        )
+        if not described:
+            return False, "the signed registration does NOT describe this key (key, principal or time changed)"
+        signature = b64url(g(key, "registration_signature"))
+        if signature is None:
+            return False, "the registration's signature is missing or unreadable"
+        message = canonical(st)
+        registrar = st["registrar"]
+        when = st["registered_at"]
+        if registrar["kind"] == "evidence_key":
+            root = parse_public_key(registrar["public_key"])
+            assert root is not None
+            if st["role"] != "admin":
+                return False, "the deployment's evidence key registered a key that is NOT an administrator's"
+            if not root.verifies(message, signature):
+                return False, "the registration's signature does NOT verify with the deployment's evidence key it names"
+            if not any(k.raw == root.raw for k in self.roots):
+                return False, (
+                    f"signed by {root.key_id()}, which is NOT the evidence key this bundle is checked against "
+                    "(name an earlier evidence key with --public-key)"
+                )
+            return True, (
+                f"{st['principal']} ({st['role']}) was registered at {when} with the deployment's evidence key "
+                f"{root.key_id()} (the root)"
+            )
+        principal, key_id = registrar["principal"], registrar["key_id"]
+        above = g(key, "registrar")
+        if s(g(above, "key_id")) != key_id or s(g(above, "principal")) != principal:
+            return False, f"the registrar's key {key_id} is NOT in the bundle"
+        above_key = stored_key(above)
+        if above_key is None or above_key.key_id() != key_id:
+            return False, "the registrar's key is NOT the one the registration names"
+        if not above_key.verifies(message, signature):
+            return False, f"the registration's signature does NOT verify with the registrar {principal}'s key {key_id}"
+        if not _key_valid_at(above, when):
+            return False, f"the registrar {principal}'s key {key_id} was NOT valid at {when}"
+        if depth >= MAX_DEPTH or not self.check(r, above, depth + 1):
+            return False, f"the registrar {principal}'s own key {key_id} is NOT vouched for (its registration fails)"
+        above_st = _registration(g(above, "registration"))
+        if above_st is not None and above_st["role"] != "admin":
+            return False, f"the registrar {principal} is NOT an administrator"
+        return True, (
+            f"{st['principal']} ({st['role']}) was registered at {when}, signed by administrator {principal} "
+            f"with key {key_id}"
+        )
 
 
 def _key_valid_at(key: Any, at: str) -> bool:
@@ -289,7 +426,7 @@ def _key_valid_at(key: Any, at: str) -> bool:
     return registered <= at and (removed is None or removed > at)
 
 
-def _approvals(r: Report, parts: Any, hash_: str) -> int:
+def _approvals(r: Report, parts: Any, hash_: str, chains: Chains) -> int:
     signers: set[str] = set()
     op_id = g(parts, "snapshot", "members", "operation_id")
     for a in arr(g(parts, "approvals")):
@@ -297,7 +434,7 @@ def _approvals(r: Report, parts: Any, hash_: str) -> int:
         part = f"approval by {who}"
         batch = g(a, "batch")
         if isinstance(batch, dict):
-            ok = _batch_signature_holds(batch, g(a, "key"), op_id, hash_)
+            ok = _batch_signature_holds(batch, g(a, "key"), op_id, hash_) and s(g(a, "key", "principal")) == who
             r.check(
                 part,
                 ok,
@@ -305,6 +442,17 @@ def _approvals(r: Report, parts: Any, hash_: str) -> int:
                 if ok
                 else "the batch's signature does NOT verify, or it does not list this operation",
             )
+            valid = _key_valid_at(g(a, "key"), s(g(batch, "at")) or "")
+            r.check(
+                f"key of {who}",
+                valid,
+                "registered before the batch was signed and not removed then"
+                if valid
+                else "NOT valid when the batch was signed",
+            )
+            vouched = chains.check(r, g(a, "key"))
+            if ok and valid and vouched and g(a, "voided_at") is None:
+                signers.add(who)
             continue
         if g(a, "signature") is None:
             continue
@@ -332,9 +480,110 @@ def _approvals(r: Report, parts: Any, hash_: str) -> int:
             if valid
             else "NOT valid when the approval was given",
         )
-        if ok and valid and g(a, "voided_at") is None:
+        vouched = isinstance(key, dict) and chains.check(r, key)
+        if ok and valid and vouched and g(a, "voided_at") is None:
             signers.add(who)
     return len(signers)
+
+
+def _mandates(r: Report, parts: Any, chains: Chains) -> set[str]:
+    """Checks each mandate listed; the ids of those that hold in every respect."""
+    holding: set[str] = set()
+    for m in arr(g(parts, "mandates")):
+        id_ = s(g(m, "mandate_id")) or "?"
+        key = g(m, "key")
+        public = stored_key(key)
+        signature = b64url(g(m, "signature"))
+        verifies = public is not None and signature is not None and public.verifies(canonical(g(m, "statement")), signature)
+        theirs = (
+            (public.key_id() if public else None) == s(g(m, "key_id"))
+            and g(key, "key_id") == g(m, "key_id")
+            and g(key, "principal") == g(m, "signed_by")
+        )
+        signed = r.check(
+            f"mandate {id_}",
+            verifies and theirs,
+            f"{s(g(m, 'signed_by')) or '?'} signed it with key {s(g(m, 'key_id')) or '?'}: the signature verifies over its statement"
+            if verifies and theirs
+            else "the mandate's signature does NOT verify (statement, signature or key changed, or the key is not the signer's)",
+        )
+        stored_at = s(g(m, "stored_at")) or ""
+        valid = r.check(
+            f"key of mandate {id_}",
+            _key_valid_at(key, stored_at),
+            f"registered before the mandate was stored ({stored_at}) and not removed then"
+            if _key_valid_at(key, stored_at)
+            else "NOT valid when the mandate was stored",
+        )
+        vouched = isinstance(key, dict) and chains.check(r, key)
+        covered, words = _terms(m, parts)
+        covered = r.check(f"terms of mandate {id_}", covered, words)
+        if signed and valid and vouched and covered:
+            holding.add(id_)
+    return holding
+
+
+def _seconds(text: Any) -> Optional[str]:
+    """A mandate's window bound (RFC 3339, whole seconds, Z) as comparable text."""
+    if isinstance(text, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", text):
+        return text[:-1] + ".000000Z"
+    return None
+
+
+def _terms(m: Any, parts: Any) -> tuple[bool, str]:
+    """Whether the mandate's signed terms cover the operation (as fleet_core's
+    Mandate::covers reads them), in words either way."""
+    st = g(m, "statement")
+    members = g(parts, "snapshot", "members")
+    payload = g(members, "payload")
+    amount = g(payload, "amount_minor")
+    valid_from, valid_until = _seconds(g(st, "valid_from")), _seconds(g(st, "valid_until"))
+    limit = g(st, "per_operation_max_minor")
+    if (
+        not isinstance(st, dict)
+        or st.get("statement") != MANDATE_STATEMENT
+        or valid_from is None
+        or valid_until is None
+        or not isinstance(limit, int)
+        or not isinstance(st.get("actions"), list)
+    ):
+        return False, "the mandate's statement is NOT one this verifier reads"
+    payee = g(parts, "payee")
+    found = isinstance(payee, dict) and payee.get("status") == "found"
+    payees = st.get("payees")
+    if payees == "any_verified":
+        payee_ok = found and g(payee, "verified") is True
+    else:
+        payee_ok = found and any(
+            g(p, "id") == g(payee, "id") and g(p, "account_fingerprint") == g(payee, "account", "fingerprint")
+            for p in arr(payees)
+        )
+    for_principal = st.get("for_principal")
+    covers = (
+        st.get("tenant_id") == g(members, "tenant_id")
+        and (for_principal is None or for_principal == g(parts, "operation", "submitted_by"))
+        and g(members, "action") in st["actions"]
+        and g(payload, "currency") == st.get("currency")
+        and isinstance(amount, int)
+        and not isinstance(amount, bool)
+        and 1 <= amount <= limit
+        and payee_ok
+    )
+    used_at = time_text(g(m, "at"))
+    checks = [
+        (g(m, "mandate_id") == st.get("mandate_id"), "it is another mandate's statement"),
+        (covers, "its terms (tenant, action, principal, currency, amount limit or payee) do NOT cover this operation"),
+        (g(m, "amount_minor") == amount, "the amount used is NOT the operation's"),
+        (used_at is not None and valid_from <= used_at < valid_until, "it was used OUTSIDE its validity window"),
+    ]
+    for ok, why in checks:
+        if not ok:
+            return False, why
+    payee_id = s(g(payee, "id")) or s(g(payload, "beneficiary_id")) or "?"
+    return True, (
+        f"its signed terms cover this operation: {g(members, 'action')} of {amount} {st.get('currency')} "
+        f"(at most {limit} each), payee {payee_id}, used {s(g(m, 'at'))} within {st.get('valid_from')} to {st.get('valid_until')}"
+    )
 
 
 def _batch_signature_holds(batch: Any, key: Any, op_id: Any, hash_: str) -> bool:
@@ -349,7 +598,7 @@ def _batch_signature_holds(batch: Any, key: Any, op_id: Any, hash_: str) -> bool
     return lists and verifies and g(batch, "key_id") == g(key, "key_id")
 
 
-def _quorum(r: Report, parts: Any, hash_: str, signed: int) -> None:
+def _quorum(r: Report, parts: Any, hash_: str, signed: int, mandates: set[str]) -> None:
     required = count(g(parts, "policy", "applied", "approvals_required"))
     signatures = count(g(parts, "policy", "applied", "signatures_required"))
     live = {
@@ -358,12 +607,13 @@ def _quorum(r: Report, parts: Any, hash_: str, signed: int) -> None:
         if g(a, "voided_at") is None and s(g(a, "payload_hash")) == hash_ and s(g(a, "principal")) is not None
     }
     decided_by = s(g(parts, "operation", "decided_by"))
-    by_mandate = bool(decided_by and decided_by.startswith("mandate:") and arr(g(parts, "mandates")))
+    # A mandate counts only when its signature, key and terms held above.
+    by_mandate = bool(decided_by and decided_by.startswith("mandate:") and decided_by[len("mandate:") :] in mandates)
     ok = by_mandate or (len(live) >= required and signed >= signatures)
     r.check(
         "quorum",
         ok,
-        "approved by a mandate listed in the bundle"
+        "approved by a mandate listed in the bundle, whose signature and terms hold"
         if by_mandate
         else f"{len(live)} of {required} approvals, {signed} of {signatures} signed{'' if ok else ': NOT met'}",
     )
@@ -434,7 +684,7 @@ def _deployment_signature(r: Report, doc: Any, trust: Trust) -> None:
     r.check("signature", trusted and verifies, words)
 
 
-def _words(r: Report, parts: Any, hash_: str, signed: int) -> None:
+def _words(r: Report, parts: Any, hash_: str, signed: int, chains: Chains, mandates: set[str]) -> None:
     members = g(parts, "snapshot", "members")
     approvers = [
         s(g(a, "principal"))
@@ -450,6 +700,21 @@ def _words(r: Report, parts: Any, hash_: str, signed: int) -> None:
         "key's signature over this snapshot, each key registered before and not removed at the time), "
         f"meeting the quorum of policy {shown(g(parts, 'policy', 'version'))}."
     )
+    for id_ in sorted(mandates):
+        r.proves.append(
+            f"Mandate {id_} was signed by its signer's registered key, valid when it was stored, and its signed terms "
+            "(action, currency, amount limit, payee, validity window) cover this operation."
+        )
+    if not chains.legacy:
+        r.proves.append(
+            "Every key that signed here was registered by an administrator's signature, each administrator's key in turn "
+            "down to the deployment's evidence key."
+        )
+    else:
+        r.proves.append(
+            "Every key that signed here was registered by an administrator's signature down to the deployment's evidence "
+            f"key, except {', '.join(chains.legacy)} (registered before registrations were signed)."
+        )
     p = g(parts, "provider")
     if g(parts, "operation", "status") == "succeeded":
         r.proves.append(

@@ -15,7 +15,7 @@ use crate::signing::{ApproverKey, PublicKey, Signature};
 /// What no bundle proves, said in every one.
 const ALWAYS_UNPROVEN: [&str; 4] = [
     "The provider's own records were not consulted: what the provider answered is as the fleet recorded it (the attempts' allow-listed answers, the lookups, the provider's events).",
-    "A key's registration is not signed by the administrator who registered it: the bundle says who registered it (as they named themselves) and the database user that ran the registration, as the database kept them.",
+    "That the administrators who registered keys were right to: a registration proves which administrator's key vouched for a key and when, down to the deployment's evidence key, whose holder registered the first administrators.",
     "The request bytes sent to the provider were not kept: each attempt is tied to the operation's idempotency key and snapshot hash, from which the request is built.",
     "Times are the deployment's database clock.",
 ];
@@ -81,9 +81,19 @@ pub fn assemble(r: &Value, now: DateTime<Utc>) -> Result<Value, String> {
         .map(|m| {
             let mut m = m.clone();
             rename_hex(&mut m, "signature_hex", "signature");
+            if let Some(key) = m.get_mut("key").filter(|k| k.is_object()) {
+                key_evidence(key);
+            }
             m
         })
         .collect();
+    let legacy = legacy_keys(&approvals, &mandates);
+    if !legacy.is_empty() {
+        unproven.push(format!(
+            "Who registered {}: registered before registrations were signed, so only the database's record (registered_by, registered_as) says who did and when.",
+            legacy.join(", ")
+        ));
+    }
     let idempotency_key = op["idempotency_key"].clone();
     let attempts: Vec<Value> = list(r, "attempts")
         .iter()
@@ -193,6 +203,35 @@ fn rename_hex(v: &mut Value, from: &str, to: &str) {
     map.insert(to.to_owned(), converted.unwrap_or(Value::Null));
 }
 
+/// A key as `fleet_key_evidence` gives it, in the bundle's forms: bytes as base64url,
+/// whether its registration is signed, and its registrar's key the same way, down to the
+/// root.
+fn key_evidence(key: &mut Value) {
+    rename_hex(key, "public_key_hex", "public_key");
+    rename_hex(key, "registration_signature_hex", "registration_signature");
+    key["registration_signed"] = Value::Bool(key["registration"].is_object());
+    if let Some(registrar) = key.get_mut("registrar").filter(|k| k.is_object()) {
+        key_evidence(registrar);
+    }
+}
+
+/// The ids of the keys in the bundle (approvers', signers', registrars') whose
+/// registration was never signed.
+fn legacy_keys(approvals: &[Value], mandates: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let keys = approvals.iter().chain(mandates).map(|x| &x["key"]);
+    for mut key in keys {
+        while key.is_object() {
+            let id = key["key_id"].as_str().unwrap_or("?").to_owned();
+            if key["registration_legacy"] == true && !out.contains(&id) {
+                out.push(id);
+            }
+            key = &key["registrar"];
+        }
+    }
+    out
+}
+
 /// One approval: as recorded, with the statement its signature is over, its key's
 /// registration and whether the key was valid when it was given.
 fn approval(a: &Value, subject: &StatementSubject<'_>) -> Value {
@@ -203,12 +242,11 @@ fn approval(a: &Value, subject: &StatementSubject<'_>) -> Value {
     }
     let at = a["at"].as_str().unwrap_or_default().to_owned();
     if let Some(key) = a.get_mut("key").filter(|k| k.is_object()) {
-        rename_hex(key, "public_key_hex", "public_key");
+        key_evidence(key);
         let registered = key["registered_at"].as_str().unwrap_or_default();
         let removed = key["removed_at"].as_str();
         key["valid_at_approval"] =
             Value::Bool(registered <= at.as_str() && removed.is_none_or(|r| r > at.as_str()));
-        key["registration_signed"] = Value::Bool(false);
     }
     let expires = a["signed_expires_at"]
         .as_str()

@@ -1,11 +1,16 @@
 //! Checking a bundle offline: every part against its signed digest, the snapshot against
 //! its hash, each approver's signature against the key in the bundle, the key's validity
-//! when it was used, the quorum under the policy in the bundle, the provider's receipt,
-//! and the deployment's signature. Every check is a [`Finding`] naming its part, so a
-//! changed byte is reported where it is.
+//! when it was used, each key's signed registration down to the deployment's evidence key
+//! ([`super::chain`]), each mandate's signature and terms ([`super::mandates`]), the
+//! quorum under the policy in the bundle, the provider's receipt, and the deployment's
+//! signature. Every check is a [`Finding`] naming its part, so a changed byte is reported
+//! where it is.
+
+use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::chain::Chains;
 use super::{digest, signed_bytes, FORMAT, PARTS};
 use crate::hash::{canonical_json, hash_value};
 use crate::signing::{KeyId, PublicKey, Signature};
@@ -41,7 +46,7 @@ impl Report {
         !self.findings.is_empty() && self.findings.iter().all(|f| f.ok)
     }
 
-    fn check(&mut self, part: &str, ok: bool, words: impl Into<String>) -> bool {
+    pub(super) fn check(&mut self, part: &str, ok: bool, words: impl Into<String>) -> bool {
         self.findings.push(Finding {
             part: part.to_owned(),
             ok,
@@ -101,8 +106,10 @@ pub fn verify(doc: &Value, trust: &Trust) -> Report {
             if policy_ok { "" } else { ": NOT" }
         ),
     );
-    let signed = approvals(&mut r, parts, hash);
-    quorum(&mut r, parts, hash, signed);
+    let mut chains = Chains::new(roots(doc, trust));
+    let signed = approvals(&mut r, parts, hash, &mut chains);
+    let mandates = super::mandates::check(&mut r, parts, &mut chains);
+    quorum(&mut r, parts, hash, signed, &mandates);
     provider(&mut r, parts);
     deployment_signature(&mut r, doc, trust);
     r.cannot = doc["cannot_prove"]
@@ -114,20 +121,35 @@ pub fn verify(doc: &Value, trust: &Trust) -> Report {
         })
         .unwrap_or_default();
     if r.ok() {
-        words(&mut r, parts, hash, signed);
+        words(&mut r, parts, hash, signed, &chains, &mandates);
     }
     r
 }
 
+/// The keys a registration chain may end at: the deployment's evidence keys the bundle
+/// is checked against (the bundle's own signer, when that is the one pinned).
+fn roots(doc: &Value, trust: &Trust) -> Vec<PublicKey> {
+    match trust {
+        Trust::Keys(keys) => keys.clone(),
+        Trust::PinnedId(id) => doc["signature"]["public_key"]
+            .as_str()
+            .and_then(PublicKey::parse)
+            .filter(|k| k.key_id().as_str() == id)
+            .into_iter()
+            .collect(),
+    }
+}
+
 /// Checks every signed approval; returns how many distinct principals signed with a key
 /// that was theirs and valid when they approved.
-fn approvals(r: &mut Report, parts: &Value, hash: &str) -> usize {
-    let mut signers = std::collections::BTreeSet::new();
+fn approvals(r: &mut Report, parts: &Value, hash: &str, chains: &mut Chains) -> usize {
+    let mut signers = BTreeSet::new();
     for a in parts["approvals"].as_array().map_or(&[][..], Vec::as_slice) {
         let who = a["principal"].as_str().unwrap_or("?");
         let part = format!("approval by {who}");
         if let Some(batch) = a.get("batch").filter(|b| b.is_object()) {
-            let ok = batch_signature_holds(batch, &a["key"], parts, hash);
+            let ok = batch_signature_holds(batch, &a["key"], parts, hash)
+                && a["key"]["principal"].as_str() == Some(who);
             r.check(
                 &part,
                 ok,
@@ -137,6 +159,20 @@ fn approvals(r: &mut Report, parts: &Value, hash: &str) -> usize {
                     "the batch's signature does NOT verify, or it does not list this operation"
                 },
             );
+            let valid = key_valid_at(&a["key"], batch["at"].as_str().unwrap_or_default());
+            r.check(
+                &format!("key of {who}"),
+                valid,
+                if valid {
+                    "registered before the batch was signed and not removed then"
+                } else {
+                    "NOT valid when the batch was signed"
+                },
+            );
+            let vouched = chains.check(r, &a["key"]);
+            if ok && valid && vouched && a["voided_at"].is_null() {
+                signers.insert(who.to_owned());
+            }
             continue;
         }
         if a["signature"].is_null() {
@@ -178,14 +214,15 @@ fn approvals(r: &mut Report, parts: &Value, hash: &str) -> usize {
                 "NOT valid when the approval was given"
             },
         );
-        if ok && valid && a["voided_at"].is_null() {
+        let vouched = key.is_object() && chains.check(r, key);
+        if ok && valid && vouched && a["voided_at"].is_null() {
             signers.insert(who.to_owned());
         }
     }
     signers.len()
 }
 
-fn public_key(key: &Value) -> Option<PublicKey> {
+pub(super) fn public_key(key: &Value) -> Option<PublicKey> {
     let bytes = base64::Engine::decode(
         &base64::engine::general_purpose::URL_SAFE_NO_PAD,
         key["public_key"].as_str()?,
@@ -199,7 +236,7 @@ fn public_key(key: &Value) -> Option<PublicKey> {
     )
 }
 
-fn key_valid_at(key: &Value, at: &str) -> bool {
+pub(super) fn key_valid_at(key: &Value, at: &str) -> bool {
     let registered = key["registered_at"].as_str().unwrap_or("~");
     registered <= at
         && key["removed_at"]
@@ -225,7 +262,7 @@ fn batch_signature_holds(batch: &Value, key: &Value, parts: &Value, hash: &str) 
     lists && verifies && batch["key_id"] == key["key_id"]
 }
 
-fn quorum(r: &mut Report, parts: &Value, hash: &str, signed: usize) {
+fn quorum(r: &mut Report, parts: &Value, hash: &str, signed: usize, mandates: &BTreeSet<String>) {
     let applied = &parts["policy"]["applied"];
     let required = applied["approvals_required"].as_u64().unwrap_or(u64::MAX);
     let signatures = applied["signatures_required"].as_u64().unwrap_or(u64::MAX);
@@ -236,16 +273,17 @@ fn quorum(r: &mut Report, parts: &Value, hash: &str, signed: usize) {
         .filter(|a| a["voided_at"].is_null() && a["payload_hash"].as_str() == Some(hash))
         .filter_map(|a| a["principal"].as_str())
         .collect();
+    // A mandate counts only when its signature, key and terms held above.
     let by_mandate = parts["operation"]["decided_by"]
         .as_str()
-        .is_some_and(|d| d.starts_with("mandate:"))
-        && parts["mandates"].as_array().is_some_and(|m| !m.is_empty());
+        .and_then(|d| d.strip_prefix("mandate:"))
+        .is_some_and(|id| mandates.contains(id));
     let ok = by_mandate || (live.len() as u64 >= required && signed as u64 >= signatures);
     r.check(
         "quorum",
         ok,
         if by_mandate {
-            "approved by a mandate listed in the bundle".to_owned()
+            "approved by a mandate listed in the bundle, whose signature and terms hold".to_owned()
         } else {
             format!(
                 "{} of {required} approvals, {signed} of {signatures} signed{}",
@@ -356,7 +394,14 @@ fn deployment_signature(r: &mut Report, doc: &Value, trust: &Trust) {
     );
 }
 
-fn words(r: &mut Report, parts: &Value, hash: &str, signed: usize) {
+fn words(
+    r: &mut Report,
+    parts: &Value,
+    hash: &str,
+    signed: usize,
+    chains: &Chains,
+    mandates: &BTreeSet<String>,
+) {
     let members = &parts["snapshot"]["members"];
     let approvers: Vec<&str> = parts["approvals"]
         .as_array()
@@ -377,6 +422,21 @@ fn words(r: &mut Report, parts: &Value, hash: &str, signed: usize) {
         signed,
         parts["policy"]["version"],
     ));
+    for id in mandates {
+        r.proves.push(format!(
+            "Mandate {id} was signed by its signer's registered key, valid when it was stored, and its signed terms (action, currency, amount limit, payee, validity window) cover this operation."
+        ));
+    }
+    if chains.legacy.is_empty() {
+        r.proves.push(
+            "Every key that signed here was registered by an administrator's signature, each administrator's key in turn down to the deployment's evidence key.".to_owned(),
+        );
+    } else {
+        r.proves.push(format!(
+            "Every key that signed here was registered by an administrator's signature down to the deployment's evidence key, except {} (registered before registrations were signed).",
+            chains.legacy.join(", ")
+        ));
+    }
     let p = &parts["provider"];
     if parts["operation"]["status"] == "succeeded" {
         r.proves.push(format!(

@@ -46,6 +46,7 @@ async fn operator(fleet: &TestFleet, args: &[&str]) -> Output {
         .env("DATABASE_URL", &fleet.database_url)
         .env("AMQP_NAMESPACE", &fleet.broker.namespace)
         .env("FLEET_ADMIN", "root")
+        .env("FLEET_ADMIN_KEY_FILE", fleet.test_registrar_file().await)
         .args(args)
         .output()
         .await

@@ -22,6 +22,10 @@ const AGENT: &str = "demo-agent";
 /// be approved.
 pub const APPROVERS: [&str; 2] = ["demo-approver", "demo-approver-2"];
 
+/// The administrator who registers the demo approvers' keys; their own key is registered
+/// with a root key the demo makes for itself (a deployment's would be its evidence key).
+const ADMIN: &str = "demo-admin";
+
 /// A demo approver: a decision client with its token, and its signing key.
 pub struct Approver {
     pub name: &'static str,
@@ -58,6 +62,8 @@ pub async fn approvers(
     keys: &Path,
 ) -> anyhow::Result<Vec<Approver>> {
     let mut approvers = Vec::new();
+    let (root, admin) = (crate::key::new_key()?, crate::key::new_key()?);
+    crate::key::bootstrap_admin(store, ADMIN, &admin, &root, "fleetctl demo").await?;
     for name in APPROVERS {
         let (token, _, _) =
             crate::token::issue(store, name, Role::Approver, &[tenant.to_owned()]).await?;
@@ -66,7 +72,12 @@ pub async fn approvers(
         // Read back as `fleetctl approve --key` reads it.
         let key = crate::key::read_private(&path)?;
         match store
-            .add_approver_key(name, &key.public_key(), "fleetctl demo")
+            .add_approver_key(
+                name,
+                &key.public_key(),
+                "fleetctl demo",
+                fleet_core::key_registration::RegistrarKey::Admin(&admin),
+            )
             .await?
         {
             fleet_store::KeyAdded::Added { .. } => {}
