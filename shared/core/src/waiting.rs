@@ -48,16 +48,6 @@ pub enum WaitOver {
 }
 
 impl WaitState {
-    /// The state in an operation's view as the API serves it (`status`,
-    /// `approval_status`, `escalated`); `None` when a member is missing or unknown.
-    pub fn of_view(view: &serde_json::Value) -> Option<WaitState> {
-        Some(WaitState {
-            status: Status::parse(view["status"].as_str()?)?,
-            approval: ApprovalStatus::parse(view["approval_status"].as_str()?)?,
-            escalated: view["escalated"].as_bool()?,
-        })
-    }
-
     /// Whether a waiter for `wait_for` has its answer, and which. A final operation also
     /// ends a wait for the decision (it will never be decided now, e.g. an operation
     /// superseded while pending); an operation both final and escalated is reached.
@@ -138,19 +128,6 @@ mod tests {
         assert_eq!(WaitFor::parse("final"), Some(WaitFor::Final));
         assert_eq!(WaitFor::parse("succeeded"), None);
         assert_eq!(WaitFor::Final.as_str(), "final");
-    }
-
-    #[test]
-    fn a_view_says_what_decides_a_wait() {
-        let view = serde_json::json!({"status": "unknown", "approval_status": "approved", "escalated": true});
-        assert_eq!(
-            WaitState::of_view(&view),
-            Some(state(Status::Unknown, ApprovalStatus::Approved, true))
-        );
-        assert_eq!(
-            WaitState::of_view(&serde_json::json!({"status": "unknown"})),
-            None
-        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use fleet_core::{ApprovalStatus, Status, WaitFor};
+use fleet_core::{ApprovalStatus, OperationView, Status, WaitFor};
 use fleet_runtime::Secret;
 use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
@@ -21,6 +21,15 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Answer {
     pub body: String,
     pub json: Value,
+}
+
+impl Answer {
+    /// The answer read as the operation view the API documents (core's type); an answer
+    /// that is not one is an error, never read member by member as far as it goes.
+    pub fn view(&self) -> anyhow::Result<OperationView> {
+        OperationView::from_json(self.json.clone())
+            .context("the API answered something that is not an operation view")
+    }
 }
 
 /// One page's filters and position (`GET /v1/operations`).
@@ -95,8 +104,8 @@ impl ApiClient {
     }
 
     /// The operation's view, as the caller may see it.
-    pub async fn operation(&self, op: &str) -> anyhow::Result<Value> {
-        Ok(self.operation_answer(op).await?.json)
+    pub async fn operation(&self, op: &str) -> anyhow::Result<OperationView> {
+        self.operation_answer(op).await?.view()
     }
 
     pub async fn operation_answer(&self, op: &str) -> anyhow::Result<Answer> {
@@ -172,14 +181,19 @@ impl ApiClient {
     /// answer that says when to ask again (429, 503: nothing was decided) is ridden out,
     /// sending the same decision again after its `Retry-After`, for at most
     /// [`DECIDE_PATIENCE`] in all.
-    pub async fn decide(&self, op: &str, decision: &str, body: Value) -> anyhow::Result<Value> {
+    pub async fn decide(
+        &self,
+        op: &str,
+        decision: &str,
+        body: Value,
+    ) -> anyhow::Result<OperationView> {
         let path = format!("{}/{decision}", operation_path(op)?);
         let what = format!("{decision} {op}");
         let started = std::time::Instant::now();
         loop {
             let request = self.http.post(self.url(&path, &[])).json(&body);
             let error = match self.send(request, &what, REQUEST_TIMEOUT).await {
-                Ok(answer) => return Ok(answer.json),
+                Ok(answer) => return answer.view(),
                 Err(e) => e,
             };
             let pause = error

@@ -27,15 +27,13 @@ pub async fn approve_batch(
     let mut tenant: Option<String> = None;
     for op in ops {
         let view = client.operation(op).await?;
-        let t = view["tenant_id"]
-            .as_str()
-            .context("the view names no tenant")?;
+        let t = view.tenant_id.as_str();
         anyhow::ensure!(
             tenant.as_deref().is_none_or(|x| x == t),
             "{op} is of tenant {t}: a batch is of one tenant"
         );
         tenant = Some(t.to_owned());
-        let payload = &view["payload"];
+        let payload = &view.payload;
         let amount = payload["amount_minor"]
             .as_i64()
             .zip(payload["currency"].as_str().map(str::to_owned));
@@ -43,7 +41,7 @@ pub async fn approve_batch(
             format,
             &format!(
                 "  {op}: {} to {} ({})",
-                view["action"].as_str().unwrap_or("?"),
+                view.action,
                 payload["beneficiary_id"].as_str().unwrap_or("-"),
                 amount
                     .as_ref()
@@ -53,10 +51,7 @@ pub async fn approve_batch(
         );
         items.push(BatchItem {
             operation_id: op.clone(),
-            payload_hash: view["payload_hash"]
-                .as_str()
-                .context("the view has no payload hash")?
-                .to_owned(),
+            payload_hash: view.payload_hash.to_string(),
             amount,
         });
     }

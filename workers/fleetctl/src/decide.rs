@@ -6,18 +6,17 @@
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use fleet_core::approval_statement::{expiry_for, format_expiry};
-use fleet_core::{ApprovalStatement, ApproverKey, Snapshot, StatementSubject};
+use fleet_core::{
+    ApprovalStatement, ApprovalStatus, ApproverKey, OperationView, Snapshot, StatementSubject,
+};
 use serde_json::{json, Value};
 
 use crate::api_client::ApiClient;
 use crate::args::Format;
 use crate::output;
 
-fn quorum(view: &Value) -> String {
-    format!(
-        "{} of {}",
-        view["approvals_received"], view["approvals_required"]
-    )
+fn quorum(view: &OperationView) -> String {
+    format!("{} of {}", view.approvals_received, view.approvals_required)
 }
 
 /// Approves `op`'s snapshot `hash`; with `key`, signed: the statement is rebuilt here from
@@ -47,7 +46,7 @@ pub async fn approve(
         }
     };
     decide(client, op, "approve", body, format, |view| {
-        if view["approval_status"] == "approved" {
+        if view.approval_status == ApprovalStatus::Approved {
             format!(
                 "approved {op} ({hash}): {} approvals; execution starts",
                 quorum(view)
@@ -70,10 +69,10 @@ async fn decide(
     verb: &str,
     body: Value,
     format: Format,
-    words: impl FnOnce(&Value) -> String,
+    words: impl FnOnce(&OperationView) -> String,
 ) -> anyhow::Result<()> {
     let view = client.decide(op, verb, body).await?;
-    output::result(format, || view.clone(), || words(&view));
+    output::result(format, || view.to_json(), || words(&view));
     Ok(())
 }
 
@@ -92,36 +91,30 @@ pub fn signed_body(statement: &ApprovalStatement, key: &ApproverKey) -> Value {
 /// hash to `reviewed`, the hash the approver looked at. It expires when the operation's
 /// approval window closes (no execution may start later), and within a day at most.
 pub fn statement_of(
-    view: &Value,
+    view: &OperationView,
     reviewed: &str,
     now: DateTime<Utc>,
 ) -> anyhow::Result<ApprovalStatement> {
-    let text = |member: &str| -> anyhow::Result<String> {
-        view[member]
-            .as_str()
-            .map(str::to_owned)
-            .with_context(|| format!("the operation's view has no {member}"))
-    };
     let snapshot = Snapshot {
-        operation_id: text("operation_id")?,
-        tenant_id: text("tenant_id")?,
-        action: text("action")?,
-        provider: text("provider")?,
-        target: view["target"].as_str().map(str::to_owned),
-        payload: view["payload"].clone(),
-        policy_version: text("policy_version")?,
-        data_version: text("data_version")?,
+        operation_id: view.operation_id.to_string(),
+        tenant_id: view.tenant_id.clone(),
+        action: view.action.clone(),
+        provider: view.provider.clone(),
+        target: view.target.clone(),
+        payload: view.payload.clone(),
+        policy_version: view.policy_version.clone(),
+        data_version: view.data_version.clone(),
     };
     let computed = snapshot.hash();
     anyhow::ensure!(
         computed.as_str() == reviewed,
         "the snapshot the API shows hashes to {computed}, not to {reviewed}, the hash you reviewed: nothing was signed"
     );
-    let window = DateTime::parse_from_rfc3339(&text("approval_expires_at")?)
-        .context("the operation's approval_expires_at is not an RFC 3339 time")?
-        .with_timezone(&Utc);
+    let window = view.approval_expires_at.at();
     let expires_at = expiry_for(window, now)
         .context("the operation's approval window has closed: nothing to sign")?;
+    // As the API showed it: the view reads and writes the payee evidence unchanged.
+    let payee = view.payee.as_ref().map(|p| p.to_json());
     let subject = StatementSubject {
         operation_id: &snapshot.operation_id,
         tenant_id: &snapshot.tenant_id,
@@ -136,7 +129,7 @@ pub fn statement_of(
         payload_hash: reviewed,
         // Not covered by the hash: if the API showed other payee details than the row
         // holds, execute's verification of this signature fails and nothing is paid.
-        payee: view.get("payee").filter(|p| !p.is_null()),
+        payee: payee.as_ref(),
     };
     Ok(ApprovalStatement::derive(&subject, expires_at))
 }
@@ -149,7 +142,7 @@ pub async fn reject(
 ) -> anyhow::Result<()> {
     let body = json!({ "reason": reason });
     decide(client, op, "reject", body, format, |view| {
-        format!("rejected {op}: {}", view["status"].as_str().unwrap_or("?"))
+        format!("rejected {op}: {}", view.status)
     })
     .await
 }
@@ -164,7 +157,7 @@ pub async fn resolve(
 ) -> anyhow::Result<()> {
     let body = json!({ "outcome": outcome, "external_id": external_id, "evidence": evidence });
     decide(client, op, "resolve", body, format, |view| {
-        format!("{op} is now {}", view["status"].as_str().unwrap_or("?"))
+        format!("{op} is now {}", view.status)
     })
     .await
 }
@@ -186,26 +179,29 @@ pub async fn dispute(
 mod tests {
     use super::*;
 
-    fn view(expires: &str) -> Value {
-        json!({
-            "operation_id": "op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7", "tenant_id": "org_482",
-            "action": "payment.create", "provider": "payments", "target": null,
-            "payload": {"invoice_id": "inv_9300", "beneficiary_id": "vendor_12", "amount_minor": 150000000, "currency": "KZT"},
-            "policy_version": "payments-v3", "data_version": "inv_9300@1",
-            "approval_expires_at": expires,
-            // Words the server might send are never used.
-            "summary": "Pay 1.00 KZT to a friend",
-        })
-    }
-
-    fn hash_of(v: &Value) -> String {
-        Snapshot {
-            operation_id: v["operation_id"].as_str().unwrap().into(),
+    fn view(expires: &str) -> OperationView {
+        OperationView {
+            operation_id: fleet_core::OperationId::parse("op_01JD5ZQ8J8N0M1Q2R3S4T5V6W7").unwrap(),
             tenant_id: "org_482".into(),
             action: "payment.create".into(),
             provider: "payments".into(),
             target: None,
-            payload: v["payload"].clone(),
+            payload: json!({"invoice_id": "inv_9300", "beneficiary_id": "vendor_12", "amount_minor": 150000000, "currency": "KZT"}),
+            policy_version: "payments-v3".into(),
+            data_version: "inv_9300@1".into(),
+            approval_expires_at: fleet_core::view::UtcMicros::parse(expires).unwrap(),
+            ..fleet_core::view::example()
+        }
+    }
+
+    fn hash_of(v: &OperationView) -> String {
+        Snapshot {
+            operation_id: v.operation_id.to_string(),
+            tenant_id: "org_482".into(),
+            action: "payment.create".into(),
+            provider: "payments".into(),
+            target: None,
+            payload: v.payload.clone(),
             policy_version: "payments-v3".into(),
             data_version: "inv_9300@1".into(),
         }
@@ -219,7 +215,7 @@ mod tests {
         let now = DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z")
             .unwrap()
             .to_utc();
-        let v = view("2026-12-01T13:00:00.250Z");
+        let v = view("2026-12-01T13:00:00.250000Z");
         let s = statement_of(&v, &hash_of(&v), now).unwrap();
         assert_eq!(
             s.summary,
@@ -231,11 +227,11 @@ mod tests {
         );
         assert_eq!(format_expiry(s.expires_at), "2026-12-01T13:00:00Z");
         // A window longer than a day is capped below a day.
-        let long = view("2026-12-09T12:00:00Z");
+        let long = view("2026-12-09T12:00:00.000000Z");
         let capped = statement_of(&long, &hash_of(&long), now).unwrap();
         assert!(capped.expires_at < now + chrono::Duration::hours(24));
         // A closed window has nothing to sign.
-        let closed = view("2026-12-01T11:00:00Z");
+        let closed = view("2026-12-01T11:00:00.000000Z");
         assert!(statement_of(&closed, &hash_of(&closed), now).is_err());
     }
 
@@ -244,9 +240,9 @@ mod tests {
         let now = DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z")
             .unwrap()
             .to_utc();
-        let reviewed = view("2026-12-01T13:00:00Z");
+        let reviewed = view("2026-12-01T13:00:00.000000Z");
         let mut shown = reviewed.clone();
-        shown["payload"]["beneficiary_id"] = json!("mallory");
+        shown.payload["beneficiary_id"] = json!("mallory");
         let refused = statement_of(&shown, &hash_of(&reviewed), now).unwrap_err();
         assert!(
             refused.to_string().contains("nothing was signed"),

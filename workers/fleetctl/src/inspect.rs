@@ -2,9 +2,11 @@
 //! prints the API's answer as it came (a view, or a page `{"data", "next_cursor"}`), so
 //! scripts read the documented `OperationView`; the table is the same view in words.
 
+use anyhow::Context;
 use chrono::{DateTime, Utc};
+use fleet_core::payee::PayeeEvidence;
 use fleet_core::wording::reason_name_in_words;
-use serde_json::Value;
+use fleet_core::OperationView;
 
 use crate::api_client::{Answer, ApiClient, ListQuery};
 use crate::args::Format;
@@ -12,20 +14,20 @@ use crate::format::{age, amount};
 
 pub async fn show(client: &ApiClient, op: &str, format: Format) -> anyhow::Result<()> {
     let answer = client.operation_answer(op).await?;
-    print_view(&answer, format);
-    Ok(())
+    print_view(&answer, format)
 }
 
-/// Prints one view: as it came, or in words.
-pub fn print_view(answer: &Answer, format: Format) {
+/// Prints one view: as it came, or in words (an answer that is no view is an error).
+pub fn print_view(answer: &Answer, format: Format) -> anyhow::Result<()> {
     match format {
         Format::Json => println!("{}", answer.body),
         Format::Table => {
-            for line in view_lines(&answer.json) {
+            for line in view_lines(&answer.view()?) {
                 say!("{line}");
             }
         }
     }
+    Ok(())
 }
 
 pub async fn list(client: &ApiClient, query: &ListQuery, format: Format) -> anyhow::Result<()> {
@@ -34,11 +36,15 @@ pub async fn list(client: &ApiClient, query: &ListQuery, format: Format) -> anyh
         println!("{}", page.body);
         return Ok(());
     }
-    let rows = page.json["data"]
+    let rows: Vec<OperationView> = page.json["data"]
         .as_array()
         .map(Vec::as_slice)
-        .unwrap_or_default();
-    for line in table_lines(rows, Utc::now()) {
+        .unwrap_or_default()
+        .iter()
+        .map(|v| OperationView::from_json(v.clone()))
+        .collect::<Result<_, _>>()
+        .context("the API listed something that is not an operation view")?;
+    for line in table_lines(&rows, Utc::now()) {
         say!("{line}");
     }
     // On stderr: the table on stdout stays rows only, for `| grep`, `| wc -l`.
@@ -53,106 +59,105 @@ pub async fn list(client: &ApiClient, query: &ListQuery, format: Format) -> anyh
     Ok(())
 }
 
-fn text<'a>(view: &'a Value, key: &str) -> &'a str {
-    view[key].as_str().unwrap_or("-")
-}
-
-fn time(view: &Value, key: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(view[key].as_str()?)
-        .ok()
-        .map(|t| t.to_utc())
+fn or_dash(value: &Option<String>) -> &str {
+    value.as_deref().unwrap_or("-")
 }
 
 /// One operation's view, line by line, for people.
-pub fn view_lines(v: &Value) -> Vec<String> {
+pub fn view_lines(v: &OperationView) -> Vec<String> {
     let mut lines = vec![format!(
         "operation   {}  ({} via {}, tenant {})",
-        text(v, "operation_id"),
-        text(v, "action"),
-        text(v, "provider"),
-        text(v, "tenant_id")
+        v.operation_id, v.action, v.provider, v.tenant_id
     )];
-    let reason = v["reason"]
-        .as_str()
+    let reason = v
+        .reason
+        .as_deref()
         .map(|r| format!(": {}", reason_name_in_words(r)))
         .unwrap_or_default();
-    lines.push(format!("status      {}{reason}", text(v, "status")));
-    let decided = match (v["decided_by"].as_str(), v["decided_at"].as_str()) {
+    lines.push(format!("status      {}{reason}", v.status));
+    let decided = match (&v.decided_by, v.decided_at) {
         (Some(by), Some(at)) => format!(", decided by {by} at {at}"),
         (Some(by), None) => format!(", decided by {by}"),
         _ => String::new(),
     };
     lines.push(format!(
         "approval    {} ({} of {} approvals) until {}{decided}",
-        text(v, "approval_status"),
-        v["approvals_received"],
-        v["approvals_required"],
-        text(v, "approval_expires_at"),
+        v.approval_status, v.approvals_received, v.approvals_required, v.approval_expires_at,
     ));
     lines.push(format!(
         "submitted   by {} at {}",
-        v["submitted_by"].as_str().unwrap_or("the queue"),
-        text(v, "created_at")
+        v.submitted_by.as_deref().unwrap_or("the queue"),
+        v.created_at
     ));
-    if let Some(amount) = amount(&v["payload"]) {
+    if let Some(amount) = amount(&v.payload) {
         lines.push(format!("amount      {amount}"));
     }
-    if let Some(payee) = payee(&v["payee"]) {
+    if let Some(payee) = v.payee.as_ref().map(payee) {
         lines.push(format!("payee       {payee}"));
     }
-    if let Some(cues) = v["risk"].as_array().filter(|c| !c.is_empty()) {
-        let cues: Vec<&str> = cues
+    if let Some(cues) = v.risk.as_ref().filter(|c| !c.is_empty()) {
+        let cues: Vec<String> = cues
             .iter()
-            .map(|c| c["cue"].as_str().unwrap_or("?"))
+            // A cue's code, as the view writes it (`{"cue": <code>, …}`).
+            .map(|c| {
+                serde_json::to_value(c)
+                    .ok()
+                    .and_then(|v| v["cue"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "?".to_owned())
+            })
             .collect();
         lines.push(format!("risk        {}", cues.join(", ")));
     }
-    for key in ["target", "supersedes", "external_id", "error_code"] {
-        if let Some(value) = v[key].as_str() {
+    let supersedes = v.supersedes.as_ref().map(|s| s.to_string());
+    for (key, value) in [
+        ("target", &v.target),
+        ("supersedes", &supersedes),
+        ("external_id", &v.external_id),
+        ("error_code", &v.error_code),
+    ] {
+        if let Some(value) = value {
             lines.push(format!("{key:<11} {value}"));
         }
     }
-    if v["escalated"] == Value::Bool(true) {
+    if v.escalated {
+        let at = v.escalated_at.map(|t| t.to_string());
         lines.push(format!(
             "escalated   at {}: an operator settles it",
-            text(v, "escalated_at")
+            or_dash(&at)
         ));
     }
-    lines.push(format!("hash        {}", text(v, "payload_hash")));
+    lines.push(format!("hash        {}", v.payload_hash));
     lines.push(format!(
         "policy      {}  data version {}",
-        text(v, "policy_version"),
-        text(v, "data_version")
+        v.policy_version, v.data_version
     ));
-    lines.push(format!("payload     {}", v["payload"]));
+    lines.push(format!("payload     {}", v.payload));
     lines
 }
 
 /// The payee evidence in words: who, the masked account, the directory's version.
-fn payee(p: &Value) -> Option<String> {
-    match p["status"].as_str()? {
-        "found" => Some(format!(
+fn payee(p: &PayeeEvidence) -> String {
+    match p {
+        PayeeEvidence::Found { payee, .. } => format!(
             "{} ({}), account {}, version {}{}",
-            text(p, "name"),
-            text(p, "id"),
-            p["account"]["masked"].as_str().unwrap_or("-"),
-            p["version"],
-            if p["verified"] == Value::Bool(true) {
+            payee.name,
+            payee.id,
+            payee.account.masked,
+            payee.version,
+            if payee.verified {
                 ", verified"
             } else {
                 ", not verified"
             }
-        )),
-        other => Some(format!(
-            "{} ({other}: {})",
-            text(p, "id"),
-            text(p, "reason")
-        )),
+        ),
+        PayeeEvidence::Unknown { id, reason, .. } => {
+            format!("{id} (unknown: {})", reason.as_str())
+        }
     }
 }
 
 /// The listing's table: a header, then one line per view.
-pub fn table_lines(views: &[Value], now: DateTime<Utc>) -> Vec<String> {
+pub fn table_lines(views: &[OperationView], now: DateTime<Utc>) -> Vec<String> {
     let row = |cells: [&str; 10]| {
         format!(
             "{:<30} {:<10} {:<16} {:<12} {:<26} {:>22} {:<10} {:<9} {:>5} {}",
@@ -181,23 +186,19 @@ pub fn table_lines(views: &[Value], now: DateTime<Utc>) -> Vec<String> {
         "EXTERNAL_ID",
     ])];
     for v in views {
-        let amount = amount(&v["payload"]).unwrap_or_else(|| "-".into());
-        let age = time(v, "created_at").map_or_else(|| "-".into(), |t| age(t, now));
+        let amount = amount(&v.payload).unwrap_or_else(|| "-".into());
+        let age = age(v.created_at.at(), now);
         lines.push(row([
-            text(v, "operation_id"),
-            text(v, "tenant_id"),
-            text(v, "action"),
-            text(v, "status"),
-            text(v, "reason"),
+            v.operation_id.as_str(),
+            &v.tenant_id,
+            &v.action,
+            v.status.as_str(),
+            or_dash(&v.reason),
             &amount,
-            text(v, "approval_status"),
-            if v["escalated"] == Value::Bool(true) {
-                "yes"
-            } else {
-                "-"
-            },
+            v.approval_status.as_str(),
+            if v.escalated { "yes" } else { "-" },
             &age,
-            text(v, "external_id"),
+            or_dash(&v.external_id),
         ]));
     }
     lines
@@ -208,20 +209,26 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn view() -> Value {
-        json!({
+    fn view() -> OperationView {
+        OperationView::from_json(json!({
             "operation_id": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8", "tenant_id": "org_482",
             "action": "payment.create", "provider": "payments", "target": null, "supersedes": null,
             "payload": {"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"},
-            "payload_hash": "sha256:abc", "policy_version": "payments-v3", "data_version": "inv_9182@1",
-            "payee": {"status": "found", "id": "vendor_77", "name": "Vendor 77 LLP", "account": {"masked": "KZ•• 4711"}, "verified": true, "version": 1},
+            "payload_hash": format!("sha256:{}", "ab".repeat(32)), "policy_version": "payments-v3", "data_version": "inv_9182@1",
+            "payee": {"status": "found", "id": "vendor_77", "name": "Vendor 77 LLP", "country": "KZ",
+                      "account": {"scheme": "iban", "masked": "KZ•• 4711", "fingerprint": format!("sha256:{}", "cd".repeat(32))},
+                      "verified": true, "version": 1, "looked_up_at": "2026-12-01T08:59:00Z"},
             "risk": [{"cue": "first_payment_to_payee"}],
             "status": "unknown", "reason": "lookup_failed_repeatedly", "error_code": null, "external_id": null,
-            "escalated": true, "escalated_at": "2026-12-01T12:00:00Z",
-            "approval_status": "approved", "approval_expires_at": "2026-12-01T13:00:00Z",
-            "approvals_required": 1, "approvals_received": 1, "decided_by": "alice", "decided_at": "2026-12-01T11:00:00Z",
-            "submitted_by": "billing-bot", "created_at": "2026-12-01T09:00:00Z",
-        })
+            "confirmation": null,
+            "escalated": true, "escalated_at": "2026-12-01T12:00:00.000000Z",
+            "approval_status": "approved", "approval_expires_at": "2026-12-01T13:00:00.000000Z",
+            "approvals_required": 1, "approvals_received": 1, "decided_by": "alice", "decided_at": "2026-12-01T11:00:00.000000Z",
+            "submitted_by": "billing-bot", "created_at": "2026-12-01T09:00:00.000000Z",
+            "updated_at": "2026-12-01T12:00:00.000000Z", "unknown_since": "2026-12-01T11:30:00.000000Z",
+            "resolved_at": null,
+        }))
+        .unwrap()
     }
 
     #[test]
@@ -232,7 +239,7 @@ mod tests {
                 .iter()
                 .any(|l| l.starts_with(prefix) && l.contains(part))
         };
-        assert!(has("hash", "sha256:abc"), "{lines:#?}");
+        assert!(has("hash", "sha256:abab"), "{lines:#?}");
         assert!(has("amount", "12,500.00 KZT"));
         assert!(has(
             "status",
@@ -244,7 +251,7 @@ mod tests {
             "Vendor 77 LLP (vendor_77), account KZ•• 4711, version 1, verified"
         ));
         assert!(has("risk", "first_payment_to_payee"));
-        assert!(has("escalated", "2026-12-01T12:00:00Z"));
+        assert!(has("escalated", "2026-12-01T12:00:00.000000Z"));
         assert!(has("submitted", "billing-bot"));
         assert!(
             !lines.iter().any(|l| l.starts_with("target")),

@@ -7,8 +7,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fleet_core::{WaitFor, WaitOver, WaitState};
-use serde_json::Value;
+use fleet_core::{OperationView, WaitFor, WaitOver};
 
 use crate::api_client::{Answer, ApiClient};
 use crate::args::Format;
@@ -41,8 +40,8 @@ impl WaitEnd {
 
 /// Whether the view `v` ends a wait for `wait_for`, by the API's own rule
 /// (`fleet_core::WaitState`).
-pub fn judge(wait_for: WaitFor, v: &Value) -> Option<WaitEnd> {
-    Some(match WaitState::of_view(v)?.over(wait_for)? {
+pub fn judge(wait_for: WaitFor, v: &OperationView) -> Option<WaitEnd> {
+    Some(match v.wait_state().over(wait_for)? {
         WaitOver::Reached => WaitEnd::Reached,
         WaitOver::Escalated => WaitEnd::Escalated,
     })
@@ -78,13 +77,9 @@ pub async fn run(
     format: Format,
 ) -> anyhow::Result<ExitCode> {
     let (answer, end) = wait(client, op, wait_for, timeout).await?;
-    crate::inspect::print_view(&answer, format);
-    let v = &answer.json;
-    let state = format!(
-        "{op} is {} (approval {})",
-        v["status"].as_str().unwrap_or("?"),
-        v["approval_status"].as_str().unwrap_or("?")
-    );
+    crate::inspect::print_view(&answer, format)?;
+    let v = answer.view()?;
+    let state = format!("{op} is {} (approval {})", v.status, v.approval_status);
     // On stderr, so that `-o json` keeps stdout to the view alone.
     let said = match end {
         WaitEnd::Reached => format!("reached {}: {state}", wait_for.as_str()),
@@ -117,7 +112,7 @@ pub async fn wait(
         let this_time = left.as_secs().min(MAX_WAIT_PER_REQUEST_S);
         match client.wait(op, wait_for, this_time).await {
             Ok(answer) => {
-                if let Some(end) = judge(wait_for, &answer.json) {
+                if let Some(end) = judge(wait_for, &answer.view()?) {
                     return Ok((answer, end));
                 }
                 last = Some(answer);
@@ -144,10 +139,15 @@ pub async fn wait(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use fleet_core::{ApprovalStatus, Status};
 
-    fn v(status: &str, approval: &str, escalated: bool) -> Value {
-        json!({"status": status, "approval_status": approval, "escalated": escalated})
+    fn v(status: &str, approval: &str, escalated: bool) -> OperationView {
+        OperationView {
+            status: Status::parse(status).unwrap(),
+            approval_status: ApprovalStatus::parse(approval).unwrap(),
+            escalated,
+            ..fleet_core::view::example()
+        }
     }
 
     #[test]
@@ -176,7 +176,6 @@ mod tests {
             judge(Final, &v("succeeded", "approved", true)),
             Some(WaitEnd::Reached)
         );
-        assert_eq!(judge(Final, &json!({"status": "nonsense"})), None);
     }
 
     #[test]

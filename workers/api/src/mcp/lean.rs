@@ -113,6 +113,9 @@ fn keep_members(schema: &mut JsonObject, keep: &[&str]) {
         } else {
             return;
         }
+        // The members left out are still sent: a schema that closed its object
+        // (`additionalProperties: false`, as the view's type does) would refuse them.
+        schema.remove("additionalProperties");
     }
     if let Some(Value::Array(required)) = schema.get_mut("required") {
         required.retain(|r| r.as_str().is_some_and(|r| keep.contains(&r)));

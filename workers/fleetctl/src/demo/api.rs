@@ -41,7 +41,7 @@ impl Approver {
         op: &str,
         hash: &str,
         sign: bool,
-    ) -> anyhow::Result<serde_json::Value> {
+    ) -> anyhow::Result<fleet_core::OperationView> {
         let body = if sign {
             let view = self.client.operation(op).await?;
             let statement = crate::decide::statement_of(&view, hash, Utc::now())?;

@@ -144,25 +144,26 @@ async fn approve_all(
         for (n, approver) in approvers.iter().enumerate() {
             let name = approver.name;
             let view = approver.approve(op, hash, sign).await?;
-            if view["approval_status"] == "approved" {
+            if view.approval_status == fleet_core::ApprovalStatus::Approved {
                 if n > 0 {
                     println!(
                         "{op} approved by {name}: {} of {} distinct approvers{signed}",
-                        view["approvals_received"], view["approvals_required"]
+                        view.approvals_received, view.approvals_required
                     );
                 }
                 break;
             }
             anyhow::ensure!(
                 n + 1 < approvers.len(),
-                "{op} is still pending after every demo approver: {view}"
+                "{op} is still pending after every demo approver: {}",
+                view.to_json()
             );
             println!(
                 "{op} ({}) needs {} distinct approvers{signed}: {} of {} after {name}",
                 amount(&intent.intent.snapshot.payload),
-                view["approvals_required"],
-                view["approvals_received"],
-                view["approvals_required"]
+                view.approvals_required,
+                view.approvals_received,
+                view.approvals_required
             );
         }
     }
