@@ -93,7 +93,7 @@ pub struct CommonArgs {
     pub log_format: LogFormat,
 
     /// Maximum Postgres connections in this process's pool.
-    #[arg(long, env = "DB_POOL_SIZE", default_value_t = 16, value_parser = bounded_usize(1..=1024))]
+    #[arg(long, env = "DB_POOL_SIZE", default_value_t = 16, value_parser = bounded(1..=1024usize, ""))]
     pub db_pool_size: usize,
 
     /// Maximum unacknowledged broker messages per consumer (AMQP basic.qos).
@@ -101,7 +101,7 @@ pub struct CommonArgs {
     pub prefetch: u16,
 
     /// Maximum messages handled at the same time by this process.
-    #[arg(long, env = "CONCURRENCY", default_value_t = 8, value_parser = bounded_usize(1..=4096))]
+    #[arg(long, env = "CONCURRENCY", default_value_t = 8, value_parser = bounded(1..=4096usize, ""))]
     pub concurrency: usize,
 }
 
@@ -157,19 +157,24 @@ fn collect_undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) 
     }
 }
 
-fn bounded_usize(range: RangeInclusive<usize>) -> impl Fn(&str) -> Result<usize, String> + Clone {
+/// A number within `range`, `unit` said after it in the refusal ("requests per second").
+pub(crate) fn bounded<T>(
+    range: RangeInclusive<T>,
+    unit: &'static str,
+) -> impl Fn(&str) -> Result<T, String> + Clone
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Clone,
+    T::Err: std::fmt::Display,
+{
     move |raw: &str| {
-        let value: usize = raw
+        let value: T = raw
             .parse()
             .map_err(|e| format!("{raw:?} is not a number: {e}"))?;
         if range.contains(&value) {
             Ok(value)
         } else {
-            Err(format!(
-                "{value} is outside {}..={}",
-                range.start(),
-                range.end()
-            ))
+            let (start, end) = (range.start(), range.end());
+            Err(format!("{value} is outside {start}..={end}{unit}"))
         }
     }
 }

@@ -71,16 +71,7 @@ impl Args for ProviderRateArgs {
 /// A rate in requests per second: more than 0 (one request in 1000 s at the least), at
 /// most a million.
 fn rate_per_s(raw: &str) -> Result<f64, String> {
-    let rate: f64 = raw
-        .parse()
-        .map_err(|e| format!("{raw:?} is not a number: {e}"))?;
-    if (0.001..=1_000_000.0).contains(&rate) {
-        Ok(rate)
-    } else {
-        Err(format!(
-            "{rate} is outside 0.001..=1000000 requests per second"
-        ))
-    }
+    crate::settings::bounded(0.001..=1_000_000.0, " requests per second")(raw)
 }
 
 #[cfg(test)]
