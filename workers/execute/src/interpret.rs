@@ -12,6 +12,7 @@ use crate::batches::Batches;
 use crate::call_under_lease::call_under_lease;
 use crate::deps::ExecuteDeps;
 use crate::gather::PreCall;
+use crate::mandate_check::mandate_of;
 use crate::record::record;
 
 pub(crate) async fn interpret(
@@ -89,6 +90,7 @@ async fn end_without_call(
         (Gate::NotExecuted(reason), _) => {
             info!(
                 operation_id = op,
+                mandate_id = mandate_of(row),
                 reason = reason.as_str(),
                 "the mandate was revoked before the call; nothing is sent"
             );
