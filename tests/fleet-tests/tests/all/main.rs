@@ -97,6 +97,7 @@ mod stripe_webhooks;
 mod succeeded_proof;
 mod tenant_ids;
 mod tenant_objects;
+mod traces;
 mod webhook_flood;
 mod webhook_forgery;
 mod webhooks;
