@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +16,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::Router;
 use base64::Engine;
-use fleet_tests::{eventually, eventually_within, fixed_port, hash_of, intent, op_of, TestFleet};
+use fleet_tests::{
+    admin_url_of, eventually, eventually_within, fixed_port, hash_of, intent, op_of, scrape,
+    TestFleet,
+};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -36,12 +40,22 @@ struct Delivery {
     id: String,
     text: String,
     signature_valid: bool,
+    /// Answered 200 (else 500).
+    accepted: bool,
 }
 
-/// A Slack-compatible incoming webhook on loopback: records each delivery, answers 200.
+/// What the receiver's handler shares: the deliveries, and how many more to refuse.
+#[derive(Default)]
+struct Hook {
+    got: Mutex<Vec<Delivery>>,
+    refuse: AtomicUsize,
+}
+
+/// A Slack-compatible incoming webhook on loopback: records each delivery, answers 200
+/// (500 to the first `refuse` ones).
 struct Receiver {
     url: String,
-    got: Arc<Mutex<Vec<Delivery>>>,
+    hook: Arc<Hook>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -53,23 +67,35 @@ impl Drop for Receiver {
 
 impl Receiver {
     async fn start() -> Receiver {
-        let got: Arc<Mutex<Vec<Delivery>>> = Arc::default();
+        Receiver::refusing(0).await
+    }
+
+    async fn refusing(first: usize) -> Receiver {
+        let hook = Arc::new(Hook {
+            refuse: AtomicUsize::new(first),
+            ..Hook::default()
+        });
         let app = Router::new()
             .route("/hook", post(take))
-            .with_state(got.clone());
+            .with_state(hook.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        Receiver { url, got, server }
+        Receiver { url, hook, server }
+    }
+
+    /// Every delivery, refused ones too.
+    fn attempts(&self) -> Vec<Delivery> {
+        self.hook.got.lock().unwrap().clone()
     }
 
     fn deliveries(&self) -> Vec<Delivery> {
-        self.got.lock().unwrap().clone()
+        self.attempts().into_iter().filter(|d| d.accepted).collect()
     }
 
-    /// The deliveries whose text names `op`.
+    /// The accepted deliveries whose text names `op`.
     fn of(&self, op: &str) -> Vec<Delivery> {
         self.deliveries()
             .into_iter()
@@ -79,7 +105,7 @@ impl Receiver {
 }
 
 async fn take(
-    State(got): State<Arc<Mutex<Vec<Delivery>>>>,
+    State(hook): State<Arc<Hook>>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> StatusCode {
@@ -110,12 +136,21 @@ async fn take(
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    got.lock().unwrap().push(Delivery {
+    let accepted = hook
+        .refuse
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_err();
+    hook.got.lock().unwrap().push(Delivery {
         id,
         text,
         signature_valid,
+        accepted,
     });
-    StatusCode::OK
+    if accepted {
+        StatusCode::OK
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    }
 }
 
 /// aiosmtpd on a loopback port, writing each message it accepts as JSON into a directory.
@@ -505,5 +540,102 @@ async fn a_notifier_killed_between_send_and_mark_resends_once_with_the_same_id()
     assert!(all.iter().all(|d| d.id == first.id && d.signature_valid));
     assert_eq!(all[0].text, all[1].text, "the same message");
     assert_eq!(rows_of(&fleet, &op).await[0].4, 2, "two attempts recorded");
+    fleet.stop().await;
+}
+
+/// A receiver that answers 500 gets the same notification again after the pause, with the
+/// same id; the failure and the delivery are counted by channel kind, and the relay's log
+/// holds neither the webhook's URL nor its secret nor an address.
+#[tokio::test]
+async fn a_refused_delivery_is_retried_with_the_same_id_and_counted() {
+    let fleet = fleet_with_payee().await;
+    let receiver = Receiver::refusing(1).await;
+    let mail = MailSink::start(fleet.name()).await;
+    let channels = channels_file(&fleet, &receiver, Some(&mail));
+    let relay = spawn_relay(
+        &fleet,
+        &relay_env(&channels, &[("NOTIFY_REMINDER_BEFORE_S", "0")]),
+    );
+    let i = payment(TENANT, 3600);
+    let op = op_of(&i);
+    fleet.submit(&i).await;
+    let delivered = eventually("the delivery after the refusal", || async {
+        receiver.of(&op).into_iter().next()
+    })
+    .await;
+    let attempts: Vec<Delivery> = receiver
+        .attempts()
+        .into_iter()
+        .filter(|d| d.text.contains(&op))
+        .collect();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert!(!attempts[0].accepted && attempts[1].accepted);
+    assert_eq!(attempts[0].id, delivered.id, "the same id on the retry");
+    eventually("both channels marked sent", || async {
+        let rows = rows_of(&fleet, &op).await;
+        rows.iter().all(|r| r.2).then_some(())
+    })
+    .await;
+    let rows = rows_of(&fleet, &op).await;
+    let chat = rows.iter().find(|r| r.0 == "chat").unwrap();
+    assert_eq!(chat.4, 2, "two attempts on the webhook");
+
+    let admin = admin_url_of(&relay).await;
+    let metrics = eventually("the counters", || async {
+        let text = scrape(&fleet.http, &admin).await?;
+        text.contains("fleet_notifications_sent_total{channel_kind=\"email\"} 1")
+            .then_some(text)
+    })
+    .await;
+    for line in [
+        "fleet_notifications_failed_total{channel_kind=\"webhook\"} 1",
+        "fleet_notifications_sent_total{channel_kind=\"webhook\"} 1",
+        "fleet_notifications_failed_total{channel_kind=\"email\"} 0",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} missing");
+    }
+    let log = relay.log_text();
+    assert!(log.contains("notification not delivered; retried later"));
+    for secret in [
+        receiver.url.as_str(),
+        "/hook",
+        SECRET,
+        SECRET.trim_start_matches("whsec_"),
+        "cfo@example.com",
+        "ann@example.com",
+        PAYEE_NAME,
+    ] {
+        assert!(!log.contains(secret), "{secret:?} in the relay's log");
+    }
+    fleet.stop().await;
+}
+
+/// A channels file that cannot be used stops the relay at start, naming the setting and
+/// what is wrong, without repeating a URL that may be a credential.
+#[tokio::test]
+async fn a_channels_file_that_cannot_be_used_stops_the_start_naming_what_is_wrong() {
+    let fleet = TestFleet::start().await;
+    let dir = fleet_tests::bin_dir()
+        .join("test-logs")
+        .join(fleet.name())
+        .join("notify");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("channels.toml");
+    std::fs::write(
+        &file,
+        "[[channel]]\ntenant = \"org_482\"\nname = \"chat\"\nkind = \"webhook\"\nurl = \"http://hooks.example.com/services/T0/B0/tok3n\"\n",
+    )
+    .unwrap();
+    let mut relay = spawn_relay(&fleet, &relay_env(&file, &[]));
+    let status = eventually("the relay to stop", || std::future::ready(relay.exited())).await;
+    assert!(!status.success());
+    let log = relay.log_text();
+    assert!(
+        log.contains("NOTIFY_CHANNELS_FILE")
+            && log.contains("channel \"chat\" of tenant \"org_482\"")
+            && log.contains("must be https"),
+        "{log}"
+    );
+    assert!(!log.contains("tok3n"), "{log}");
     fleet.stop().await;
 }
