@@ -592,6 +592,13 @@ async fn the_statuses_no_role_may_leave_are_core_s_final_outcomes() {
     fleet.stop().await;
 }
 
+/// A rejection as the store writes it, by hand: cancelled (no lease, as every move out
+/// of `in_progress` leaves it), rejected, and who decided.
+const REJECT_BY_HAND: &str =
+    "UPDATE operations SET status = 'cancelled', approval_status = 'rejected',
+    decided_by = 'ann', decided_at = now(), lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+    WHERE operation_id = $1";
+
 /// Who asks to approve in the approval table.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Asker {
@@ -753,7 +760,12 @@ async fn approve_reject_and_dispute_answer_as_core_judges_and_leave_the_row_it_s
         "every approval verdict occurs: {verdicts:?}"
     );
 
-    // Reject: every (status, approval status, escalation).
+    // Reject: every (status, approval status, escalation). The database's own answer to
+    // a rejection written by hand as the API's role is asked too (rolled back): it must
+    // allow every rejection core allows, and where it allows more, the store's judgement
+    // (core's) is what holds; those cases are listed exactly.
+    let mut api_sql = fleet.connect_as(DbRole::Api).await;
+    let mut looser = Vec::new();
     for status in Status::ALL {
         for approval in ApprovalStatus::ALL {
             for escalated in [false, true] {
@@ -764,6 +776,12 @@ async fn approve_reject_and_dispute_answer_as_core_judges_and_leave_the_row_it_s
                     ..RowState::ready()
                 };
                 let (op, _) = operation_in(&fleet, &mut sql, state, "billing-bot").await;
+                let by_hand = {
+                    let tx = api_sql.transaction().await.unwrap();
+                    let answer = fleet_tests::answer_of(tx.execute(REJECT_BY_HAND, &[&op]).await);
+                    tx.rollback().await.unwrap();
+                    answer.0 == "ok"
+                };
                 let answered = fleet
                     .store
                     .reject(at(&op), &decider("ann"), "not this one")
@@ -784,6 +802,14 @@ async fn approve_reject_and_dispute_answer_as_core_judges_and_leave_the_row_it_s
                         (RejectOutcome::TooLate { status }, (status, approval))
                     }
                 };
+                if expected == RejectOutcome::Rejected && !by_hand {
+                    wrong.push(format!(
+                        "reject, {asked:?}: core rejects, the database refuses it"
+                    ));
+                }
+                if expected != RejectOutcome::Rejected && by_hand {
+                    looser.push((status, approval, escalated));
+                }
                 let row = fleet.row(&op).await;
                 if answered != Ok(expected.clone())
                     || (row.status, row.approval_status) != row_after
@@ -796,6 +822,26 @@ async fn approve_reject_and_dispute_answer_as_core_judges_and_leave_the_row_it_s
             }
         }
     }
+
+    // The database lets the API's role cancel and reject a row in progress, an escalated
+    // unstarted one, and a cancelled one whose approval was never decided against: the
+    // state table allows those status moves to workers (a conflict cancels a row in
+    // progress), and the approval moves do not look at the status. Only the store,
+    // asking `judge_reject`, keeps a rejection to an unstarted, unescalated row.
+    let looser_expected: Vec<(Status, ApprovalStatus, bool)> = Status::ALL
+        .into_iter()
+        .flat_map(|s| ApprovalStatus::ALL.into_iter().map(move |a| (s, a)))
+        .flat_map(|(s, a)| [false, true].map(move |e| (s, a, e)))
+        .filter(|&(s, a, e)| {
+            matches!(a, ApprovalStatus::Pending | ApprovalStatus::Approved)
+                && (matches!(s, Status::InProgress | Status::Cancelled)
+                    || (s == Status::NotStarted && e))
+        })
+        .collect();
+    assert_eq!(
+        looser, looser_expected,
+        "where the database allows a rejection core refuses"
+    );
 
     // Dispute: every status.
     for status in Status::ALL {
