@@ -9,14 +9,14 @@ use fleet_core::payee::PayeeEvidence;
 use fleet_core::risk::charge_cues;
 use fleet_store::component::StoreIntents;
 use fleet_store::{StoreAs, StoreError};
-use tracing::info;
 
 use crate::checked::{CheckedIntent, IntakeRules};
+use crate::risk::flagged;
 
 /// `checked` (a `charge.create`) with its risk cues, and its quorum raised as its policy
 /// asks when flagged.
 pub async fn with_charge_risk<R: StoreIntents>(
-    mut checked: CheckedIntent,
+    checked: CheckedIntent,
     rules: &IntakeRules,
     store: &StoreAs<R>,
 ) -> Result<CheckedIntent, StoreError> {
@@ -45,24 +45,5 @@ pub async fn with_charge_risk<R: StoreIntents>(
         .policies
         .risk(&intent.snapshot.policy_version, intent.action);
     let found = charge_cues(amount_minor, fingerprint, &charged, rule.median_multiple);
-    let (approvers, signed) = rule.requirement(
-        !found.is_empty(),
-        checked.approvals_required,
-        checked.signatures_required,
-    );
-    if !found.is_empty() {
-        let codes: Vec<String> = found
-            .iter()
-            .map(|c| {
-                serde_json::to_value(c)
-                    .map(|v| v["cue"].to_string())
-                    .unwrap_or_default()
-            })
-            .collect();
-        info!(operation_id = %intent.operation_id, cues = %codes.join(","), approvals_required = approvers, signatures_required = signed, "charge flagged by risk cues");
-    }
-    checked.approvals_required = approvers;
-    checked.signatures_required = signed;
-    checked.risk = Some(found);
-    Ok(checked)
+    Ok(flagged(checked, rule, found, "charge"))
 }
