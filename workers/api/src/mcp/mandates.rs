@@ -4,12 +4,11 @@
 //! tool makes, widens or revokes a mandate (the HTTP routes that do refuse an agent's
 //! token, and the database refuses every component role a write).
 
-use fleet_core::ApiAction;
 use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 
 use super::answers::{answer, refusal};
-use super::read::parse;
+use super::read::read_args;
 use crate::auth::Caller;
 use crate::mandate_coverage::{judge, list, CoverageQuestion};
 use crate::state::AppState;
@@ -20,10 +19,7 @@ pub async fn list_mandates(
     caller: &Caller,
     arguments: Map<String, Value>,
 ) -> CallToolResult {
-    if let Err(e) = caller.may(ApiAction::ReadOperations) {
-        return refusal(&e);
-    }
-    if let Err(refused) = parse::<NoArguments>(arguments) {
+    if let Err(refused) = read_args::<NoArguments>(caller, arguments) {
         return refused;
     }
     match list(state, &caller.0).await {
@@ -38,10 +34,7 @@ pub async fn mandate_coverage(
     caller: &Caller,
     arguments: Map<String, Value>,
 ) -> CallToolResult {
-    if let Err(e) = caller.may(ApiAction::ReadOperations) {
-        return refusal(&e);
-    }
-    let q = match parse::<CoverageQuestion>(arguments) {
+    let q = match read_args::<CoverageQuestion>(caller, arguments) {
         Ok(q) => q,
         Err(refused) => return refused,
     };

@@ -82,6 +82,18 @@ pub(super) fn parse<T: for<'de> Deserialize<'de>>(
         .map_err(|refused| bad_arguments(refused.path.unwrap_or_else(|| "arguments".to_owned())))
 }
 
+/// The arguments of a tool that reads, as `T`, once the caller's role may read
+/// operations; or the refusal: the role's first, then the member at fault.
+pub(super) fn read_args<T: for<'de> Deserialize<'de>>(
+    caller: &Caller,
+    arguments: Map<String, Value>,
+) -> Result<T, CallToolResult> {
+    caller
+        .may(ApiAction::ReadOperations)
+        .map_err(|e| refusal(&e))?;
+    parse(arguments)
+}
+
 /// `get_operation`. `cancelled` is the call's own token: a client that gives up (or goes
 /// away) withdraws its wait at once rather than holding a waiter's place until the timeout.
 pub async fn get_operation(
@@ -91,10 +103,7 @@ pub async fn get_operation(
     arguments: Map<String, Value>,
     cancelled: CancellationToken,
 ) -> CallToolResult {
-    if let Err(e) = caller.may(ApiAction::ReadOperations) {
-        return refusal(&e);
-    }
-    let args = match parse::<GetOperationArgs>(arguments) {
+    let args = match read_args::<GetOperationArgs>(caller, arguments) {
         Ok(args) => args,
         Err(refused) => return refused,
     };
@@ -132,10 +141,7 @@ pub async fn list_operations(
     caller: &Caller,
     arguments: Map<String, Value>,
 ) -> CallToolResult {
-    if let Err(e) = caller.may(ApiAction::ReadOperations) {
-        return refusal(&e);
-    }
-    let args = match parse::<ListOperationsArgs>(arguments) {
+    let args = match read_args::<ListOperationsArgs>(caller, arguments) {
         Ok(args) => args,
         Err(refused) => return refused,
     };
