@@ -292,6 +292,18 @@ impl TestFleet {
         self.spawn_prepare_rules(rules);
     }
 
+    /// Starts prepare reading the payments provider as Stripe (without search) at
+    /// `base_url` with `api_key` (localstripe, a proxy in front of it, the Stripe
+    /// simulator); every other provider stays at the simulator.
+    pub fn spawn_prepare_at_stripe(&mut self, base_url: &str, api_key: &str) {
+        let mut configs = self.provider_configs();
+        let payments = configs.provider_mut("payments");
+        payments.base_url = base_url.to_owned();
+        payments.api_key = Secret::new(api_key.to_owned());
+        payments.dialect = fleet_core::catalogue::Dialect::Stripe { search: false };
+        self.spawn_prepare_at(&configs);
+    }
+
     /// Starts prepare with these provider guarantees (the capability guard's input) and
     /// the repository's quorum policies.
     pub fn spawn_prepare_with(&mut self, providers: ProviderCapabilities) {

@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_core::catalogue::Dialect;
 use fleet_core::Status;
 use fleet_tests::{
     charge_intent, free_addr, now_s, op_of, refund_intent, Fault, Localstripe, StripeProxy,
@@ -194,12 +193,7 @@ async fn kills_and_faults_leave_one_stripe_object_per_operation_in_its_state() {
     let stripe = Localstripe::start().await;
     let proxy = StripeProxy::start(&stripe.base_url).await;
     let mut fleet = TestFleet::start().await;
-    let mut configs = fleet.provider_configs();
-    let payments = configs.provider_mut("payments");
-    payments.base_url = proxy.base_url.clone();
-    payments.api_key = fleet_runtime::Secret::new(LOCALSTRIPE_KEY.to_owned());
-    payments.dialect = Dialect::Stripe { search: false };
-    fleet.spawn_prepare_at(&configs);
+    fleet.spawn_prepare_at_stripe(&proxy.base_url, LOCALSTRIPE_KEY);
     let webhook_addr = free_addr();
     let env = settings(&proxy.base_url, &webhook_addr);
 

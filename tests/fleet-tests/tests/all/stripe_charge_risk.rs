@@ -8,7 +8,6 @@
 
 use chrono::{Duration, Utc};
 use fleet_core::approval_statement::format_expiry;
-use fleet_core::catalogue::Dialect;
 use fleet_core::{ApprovalStatement, Role, Status};
 use fleet_tests::{
     charge_intent, hash_of, op_of, Localstripe, StripeProxy, TestFleet, LOCALSTRIPE_KEY, TENANT,
@@ -52,12 +51,7 @@ async fn a_first_charge_to_a_card_needs_a_signed_second_approver_and_an_unusual_
     let stripe = Localstripe::start().await;
     let proxy = StripeProxy::start(&stripe.base_url).await;
     let mut fleet = TestFleet::start().await;
-    let mut configs = fleet.provider_configs();
-    let payments = configs.provider_mut("payments");
-    payments.base_url = proxy.base_url.clone();
-    payments.api_key = fleet_runtime::Secret::new(LOCALSTRIPE_KEY.to_owned());
-    payments.dialect = Dialect::Stripe { search: false };
-    fleet.spawn_prepare_at(&configs);
+    fleet.spawn_prepare_at_stripe(&proxy.base_url, LOCALSTRIPE_KEY);
     fleet
         .assign_policy(Some(TENANT), "charge.create", "charges-v2")
         .await;

@@ -7,7 +7,6 @@
 //! most one, and the fleet's final state is that PaymentIntent's (or a decision of its own
 //! made without a request).
 
-use fleet_core::catalogue::Dialect;
 use fleet_core::Status;
 use fleet_tests::{
     charge_intent, refund_intent, Fault, Localstripe, StripeProxy, TestFleet, WorkerProcess,
@@ -33,12 +32,7 @@ impl StripeFleet {
         let stripe = Localstripe::start().await;
         let proxy = StripeProxy::start(&stripe.base_url).await;
         let mut fleet = TestFleet::start().await;
-        let mut configs = fleet.provider_configs();
-        let payments = configs.provider_mut("payments");
-        payments.base_url = proxy.base_url.clone();
-        payments.api_key = fleet_runtime::Secret::new(LOCALSTRIPE_KEY.to_owned());
-        payments.dialect = Dialect::Stripe { search: false };
-        fleet.spawn_prepare_at(&configs);
+        fleet.spawn_prepare_at_stripe(&proxy.base_url, LOCALSTRIPE_KEY);
         StripeFleet {
             fleet,
             stripe,

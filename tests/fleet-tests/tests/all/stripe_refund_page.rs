@@ -7,7 +7,6 @@
 //! Stripe's do (localstripe's do not). fleet-api runs as a real process, prepare
 //! in-process reading Stripe.
 
-use fleet_core::catalogue::Dialect;
 use fleet_core::Role;
 use fleet_provider_sim::stripe::{StripeSim, StripeSimConfig, STRIPE_SIM_KEY};
 use fleet_tests::{
@@ -20,12 +19,7 @@ async fn the_approval_page_of_a_refund_shows_its_original_charge_at_360_and_1280
     let stripe = Localstripe::start().await;
     let proxy = StripeProxy::start(&stripe.base_url).await;
     let mut fleet = TestFleet::start().await;
-    let mut configs = fleet.provider_configs();
-    let payments = configs.provider_mut("payments");
-    payments.base_url = proxy.base_url.clone();
-    payments.api_key = fleet_runtime::Secret::new(LOCALSTRIPE_KEY.to_owned());
-    payments.dialect = Dialect::Stripe { search: false };
-    fleet.spawn_prepare_at(&configs);
+    fleet.spawn_prepare_at_stripe(&proxy.base_url, LOCALSTRIPE_KEY);
     let issuer = fleet.spawn_issuer().await;
     let api = fleet.spawn_console(&issuer).await;
     fleet
@@ -121,12 +115,7 @@ async fn the_original_charge_names_the_card_stripe_charged_at_360_and_1280_px() 
                "country": "FR", "fingerprint": "fpJaneVisa4242"}}),
     );
     let mut fleet = TestFleet::start().await;
-    let mut configs = fleet.provider_configs();
-    let payments = configs.provider_mut("payments");
-    payments.base_url = stripe.base_url.clone();
-    payments.api_key = fleet_runtime::Secret::new(STRIPE_SIM_KEY.to_owned());
-    payments.dialect = Dialect::Stripe { search: false };
-    fleet.spawn_prepare_at(&configs);
+    fleet.spawn_prepare_at_stripe(&stripe.base_url, STRIPE_SIM_KEY);
     let issuer = fleet.spawn_issuer().await;
     let api = fleet.spawn_console(&issuer).await;
     fleet
