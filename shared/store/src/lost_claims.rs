@@ -30,6 +30,21 @@ WHERE a.operation_id = $1 AND a.tenant_id = $2 AND a.fence = $3
               WHERE o.operation_id = a.operation_id AND o.tenant_id = a.tenant_id
                 AND o.fence = a.fence AND o.status = $4 AND o.lease_expires_at > now())";
 
+/// [`MARK_SENT`] for the marks that overlap in time, in one statement and so one commit:
+/// each attempt row still by its own conditions. Only the worker holding a claim marks its
+/// attempt, so two batches never meet on a row; a statement that fails for any other
+/// reason (a deadlock with the lease sweeper) fails the batch, and its marks are then
+/// written one by one.
+const MARK_SENT_MANY: &str = "
+UPDATE attempts a SET request_sent = true
+FROM unnest($1::text[], $2::text[], $3::int8[]) AS m(operation_id, tenant_id, fence)
+WHERE a.operation_id = m.operation_id AND a.tenant_id = m.tenant_id AND a.fence = m.fence
+  AND a.request_sent IS NOT NULL AND a.finished_at IS NULL
+  AND EXISTS (SELECT FROM operations o
+              WHERE o.operation_id = a.operation_id AND o.tenant_id = a.tenant_id
+                AND o.fence = a.fence AND o.status = $4 AND o.lease_expires_at > now())
+RETURNING a.tenant_id, a.operation_id, a.fence";
+
 /// The worker's own record of a claim it lost: not executed when its mark proves nothing
 /// was sent, unknown otherwise.
 const RECORD_LOST: &str = "
@@ -84,6 +99,32 @@ impl<R: ClaimAndCall> StoreAs<R> {
             .execute(&stmt, &[&op.operation_id, &op.tenant_id, &fence, &held])
             .await?
             == 1)
+    }
+
+    /// [`Self::mark_request_sent`] for several claims in one commit: the claims (key and
+    /// fence) whose mark was written. A claim missing from the answer may send nothing.
+    pub async fn mark_requests_sent(
+        &self,
+        claims: &[(OpRef<'_>, i64)],
+    ) -> Result<Vec<(OpKey, i64)>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(MARK_SENT_MANY).await?;
+        let ops: Vec<&str> = claims.iter().map(|(op, _)| op.operation_id).collect();
+        let tenants: Vec<&str> = claims.iter().map(|(op, _)| op.tenant_id).collect();
+        let fences: Vec<i64> = claims.iter().map(|(_, fence)| *fence).collect();
+        let held = Status::InProgress.as_str();
+        let rows = client
+            .query(&stmt, &[&ops, &tenants, &fences, &held])
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                (
+                    OpKey::new(r.get::<_, String>(0), r.get::<_, String>(1)),
+                    r.get(2),
+                )
+            })
+            .collect())
     }
 
     /// Records the attempt of a claim this worker lost (its lease): `not_executed`, with

@@ -24,6 +24,7 @@ use fleet_providers::SendGate;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use crate::batches::Batches;
 use crate::call::Call;
 use crate::deps::ExecuteDeps;
 use crate::pause;
@@ -96,6 +97,7 @@ where
 /// again, and a request that provably never left as [`send`] allows.
 pub(crate) async fn send_until_admitted(
     deps: &ExecuteDeps,
+    batches: &Batches,
     call: &Call<'_>,
     fence: i64,
     throttled: &mut Throttled,
@@ -105,8 +107,11 @@ pub(crate) async fn send_until_admitted(
         throttled,
         || {
             send(deps.settings.not_sent_retries, || {
-                call.provider
-                    .send_gated(&call.op, &call.request, send_mark(deps, call, fence))
+                call.provider.send_gated(
+                    &call.op,
+                    &call.request,
+                    send_mark(deps, batches, call, fence),
+                )
             })
         },
         |sent| {
@@ -143,11 +148,17 @@ where
 /// Commits the attempt's send mark (after the slot, right before the send), on the
 /// connection that holds the call's mandate if it has one. A mark that cannot be written
 /// (the database refuses it under a revoked mandate) sends nothing.
-fn send_mark<'a>(deps: &'a ExecuteDeps, call: &'a Call<'a>, fence: i64) -> SendGate<'a> {
+fn send_mark<'a>(
+    deps: &'a ExecuteDeps,
+    batches: &'a Batches,
+    call: &'a Call<'a>,
+    fence: i64,
+) -> SendGate<'a> {
     Box::pin(async move {
         let marked = match call.hold {
             Some(hold) => hold.mark_request_sent(call.key, fence).await,
-            None => deps.store.mark_request_sent(call.key, fence).await,
+            // With the marks of the other calls starting now: one commit for them all.
+            None => batches.mark_sent(&deps.store, call.key, fence).await,
         };
         match marked {
             Ok(true) => {

@@ -1,5 +1,6 @@
-//! The claims and the answers of concurrent handlers, each sent to Postgres in batches:
-//! the doorbells that overlap in time are claimed by one statement, and the answers that
+//! The claims, send marks and answers of concurrent handlers, each sent to Postgres in
+//! batches: the doorbells that overlap in time are claimed by one statement, the send
+//! marks that overlap in time are committed by one statement, and the answers that
 //! overlap in time are recorded in one transaction. A lone doorbell or answer goes out at
 //! once (see `fleet_runtime::batch`): batching saves work under load and never adds a wait
 //! at low load. Every row still moves by its own compare-and-set and gets its own attempt
@@ -30,10 +31,13 @@ const IN_FLIGHT: usize = 1;
 
 /// `None`: the batch failed; the doorbell's operation is claimed on its own.
 type ClaimResult = Option<Claim>;
+/// Whether the mark was written; `None`: the batch failed, the mark is written on its own.
+type MarkResult = Option<bool>;
 type RecordResult = Result<TransitionOutcome, StoreError>;
 
 pub(crate) struct Batches {
     claims: Batcher<OpKey, ClaimResult>,
+    marks: Batcher<(OpKey, i64), MarkResult>,
     records: Batcher<Answer, RecordResult>,
 }
 
@@ -52,17 +56,40 @@ impl Batches {
             let (store, policies, owner) = (claim_store.clone(), policies.clone(), owner.clone());
             async move { claim_batch(&store, &ids, &policies, &owner, lease_ttl_ms).await }
         });
+        let mark_store = store.clone();
+        let marks = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |claims: Vec<(OpKey, i64)>| {
+            let store = mark_store.clone();
+            async move { mark_batch(&store, &claims).await }
+        });
         let record_store = store.clone();
         let records = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |answers: Vec<Answer>| {
             let store = record_store.clone();
             async move { record_batch(&store, &answers, accepted_deadline_s).await }
         });
-        Batches { claims, records }
+        Batches {
+            claims,
+            marks,
+            records,
+        }
     }
 
     /// Claims `op` with the claims that overlap it. `None`: the batch failed.
     pub async fn claim(&self, op: OpRef<'_>) -> ClaimResult {
         self.claims.submit(op.to_key()).await.flatten()
+    }
+
+    /// Commits the send mark of `op`'s claim at `fence` with the marks that overlap it:
+    /// `true` once it is written, `false` when the claim ended first (nothing may be sent).
+    pub async fn mark_sent(
+        &self,
+        store: &ExecuteStore,
+        op: OpRef<'_>,
+        fence: i64,
+    ) -> Result<bool, StoreError> {
+        match self.marks.submit((op.to_key(), fence)).await.flatten() {
+            Some(marked) => Ok(marked),
+            None => store.mark_request_sent(op, fence).await,
+        }
     }
 
     /// Records `answer` in one transaction with the answers that overlap it.
@@ -107,6 +134,17 @@ async fn claim_batch(
         Err(e) => {
             warn!(error = %e, batch = ids.len(), "batched claim failed; each operation is claimed on its own");
             ids.iter().map(|_| None).collect()
+        }
+    }
+}
+
+async fn mark_batch(store: &ExecuteStore, claims: &[(OpKey, i64)]) -> Vec<MarkResult> {
+    let refs: Vec<(OpRef<'_>, i64)> = claims.iter().map(|(k, f)| (k.op(), *f)).collect();
+    match store.mark_requests_sent(&refs).await {
+        Ok(marked) => claims.iter().map(|c| Some(marked.contains(c))).collect(),
+        Err(e) => {
+            warn!(error = %e, batch = claims.len(), "batched send mark failed; each mark is written on its own");
+            claims.iter().map(|_| None).collect()
         }
     }
 }

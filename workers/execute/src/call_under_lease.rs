@@ -51,7 +51,7 @@ pub(crate) async fn call_under_lease(
     let answered = tokio::select! {
         biased;
         lost = &mut keeper => Err(lost.unwrap_or(lease::LeaseLost::RenewalTimedOut)),
-        answered = call_provider(deps, &call, fence) => Ok(answered),
+        answered = call_provider(deps, batches, &call, fence) => Ok(answered),
     };
     keeper.abort();
     if let Some(hold) = &hold {

@@ -9,6 +9,7 @@ use fleet_core::{Effect, Outcome};
 use fleet_store::{AttemptRecord, StoreError};
 
 use crate::admitted::{send_until_admitted, Throttled};
+use crate::batches::Batches;
 use crate::call::Call;
 use crate::deps::ExecuteDeps;
 use crate::earlier::earlier_outcomes;
@@ -18,15 +19,16 @@ use crate::searched_create::create_safely;
 /// The one provider call of this claim.
 pub(crate) async fn call_provider(
     deps: &ExecuteDeps,
+    batches: &Batches,
     call: &Call<'_>,
     fence: i64,
 ) -> Result<(Outcome, AttemptRecord), StoreError> {
     // One patience with the provider's 429s for all of this claim's requests.
     let mut throttled = Throttled::new(lease::give_up_after(deps.settings.lease_ttl_ms));
     if call.spec.effect == Effect::SearchedCreate {
-        return create_safely(deps, call, fence, &mut throttled).await;
+        return create_safely(deps, batches, call, fence, &mut throttled).await;
     }
-    let sent = send_until_admitted(deps, call, fence, &mut throttled).await;
+    let sent = send_until_admitted(deps, batches, call, fence, &mut throttled).await;
     let mut outcome = call.provider.classify(&call.op, &sent);
     if matches!(outcome, Outcome::Conflict { .. }) {
         // Rare path: an earlier request of ours (under the operation's key) may be

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use tracing::{info, warn};
 
 use crate::admitted::{send_until_admitted, until_admitted, Throttled};
+use crate::batches::Batches;
 use crate::call::Call;
 use crate::deps::ExecuteDeps;
 
@@ -42,6 +43,7 @@ fn searched(answer: SearchedAnswer, evidence: &Value) -> (Outcome, AttemptRecord
 
 pub(crate) async fn create_safely(
     deps: &ExecuteDeps,
+    batches: &Batches,
     call: &Call<'_>,
     fence: i64,
     throttled: &mut Throttled,
@@ -121,7 +123,7 @@ pub(crate) async fn create_safely(
         };
         return Ok(searched(lost, &nothing));
     }
-    let sent = send_until_admitted(deps, call, fence, throttled).await;
+    let sent = send_until_admitted(deps, batches, call, fence, throttled).await;
     let outcome = call.provider.classify(&call.op, &sent);
     let record = AttemptRecord::of(&sent, &outcome);
     Ok((outcome, record))
