@@ -58,6 +58,7 @@ fn approved_row() -> OperationRow {
         next_lookup_at: None,
         signatures_required: 0,
         payee: None,
+        trace_parent: None,
         approval_expired: false,
         lease_expired: false,
         deadline_passed: false,
