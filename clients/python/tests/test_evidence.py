@@ -52,7 +52,7 @@ def key_record(
         by = {"kind": "evidence_key", "key_id": key_id(signer_raw), "public_key": b64(signer_raw)}
     else:
         by = {"kind": "admin", "principal": registrar["principal"], "key_id": key_id(signer_raw)}
-    statement = {
+    statement: dict[str, Any] = {
         "statement": "fleet.key-registration.v1",
         "principal": principal,
         "role": role,
@@ -222,7 +222,7 @@ def mandated(used_at: str) -> dict[str, Any]:
     """A payment approved by alice's mandate, used at `used_at`."""
     doc = bundle()
     fingerprint = "sha256:" + "ab" * 32
-    statement = {
+    statement: dict[str, Any] = {
         "statement": "fleet.mandate.v1",
         "mandate_id": "md_01JF0000000000000000000000",
         "tenant_id": "org_1",
