@@ -13,6 +13,8 @@
 
 use std::fmt;
 
+use sha2::{Digest, Sha256};
+
 /// The `traceparent` header (HTTP) and message header (AMQP) name.
 pub const HEADER: &str = "traceparent";
 /// The `tracestate` header name: vendor data that travels with a `traceparent`.
@@ -92,6 +94,17 @@ impl TraceParent {
             parent_id: span_id,
             ..*self
         }
+    }
+
+    /// The hop of the same trace whose span id is derived from `name` (the first 8 bytes of
+    /// SHA-256 over the trace id and `name`): the same message published again carries the
+    /// very same context, so a repeat is byte for byte the first copy.
+    pub fn named_hop(&self, name: &str) -> TraceParent {
+        let digest = Sha256::new()
+            .chain_update(self.trace_id)
+            .chain_update(name.as_bytes())
+            .finalize();
+        self.hop(digest[..8].try_into().expect("8 bytes"))
     }
 
     pub fn trace_id(&self) -> [u8; 16] {
@@ -208,6 +221,16 @@ mod tests {
     }
 
     #[test]
+    fn a_named_hop_is_the_same_for_the_same_name_and_differs_by_name() {
+        let tp = TraceParent::parse(GOOD).unwrap();
+        let a = tp.named_hop("k.op_1.1");
+        assert_eq!(a, tp.named_hop("k.op_1.1"));
+        assert_ne!(a.span_id(), tp.named_hop("k.op_1.2").span_id());
+        assert_ne!(a.span_id(), tp.span_id());
+        assert_eq!(a.trace_id(), tp.trace_id());
+    }
+
+    #[test]
     fn a_new_trace_is_always_valid_and_sampled() {
         let tp = TraceParent::new_trace([0; 24]);
         assert!(TraceParent::parse(&tp.to_string()).is_some());
@@ -219,7 +242,10 @@ mod tests {
 
     #[test]
     fn trace_state_is_carried_only_when_printable_and_bounded() {
-        assert_eq!(trace_state(" congo=t61rcWkgMzE "), Some("congo=t61rcWkgMzE"));
+        assert_eq!(
+            trace_state(" congo=t61rcWkgMzE "),
+            Some("congo=t61rcWkgMzE")
+        );
         assert_eq!(trace_state(""), None);
         assert_eq!(trace_state("a=\u{1b}b"), None);
         assert_eq!(trace_state(&"a".repeat(MAX_STATE_CHARS + 1)), None);

@@ -5,7 +5,6 @@ use fleet_broker::{EventMessage, Publisher};
 use fleet_core::events::CONTENT_TYPE;
 use fleet_core::trace_context::TraceParent;
 use fleet_runtime::metric_names as m;
-use fleet_runtime::trace;
 use fleet_store::{OutboxRow, RelayStore, Relayed, StoreError};
 use tracing::{debug, warn};
 
@@ -52,7 +51,9 @@ impl Round {
                     .trace_parent
                     .as_deref()
                     .and_then(TraceParent::parse)
-                    .map(|t| trace::next_hop(&t));
+                    // A span of the relay's per event, the same on every republish: a
+                    // repeated event is the same event, byte for byte.
+                    .map(|t| t.named_hop(&r.event.id()));
                 Rendered {
                     id: r.event.id(),
                     event_type: r.event.event_type.cloudevents_type(),
