@@ -16,6 +16,7 @@ use crate::auth::Caller;
 use crate::cursor;
 use crate::decisions::{locate, Addressed};
 use crate::error::ApiError;
+use crate::paging;
 use crate::problem::Problem;
 use crate::query_params::Params;
 use crate::request_slots::HeldSlot;
@@ -26,8 +27,7 @@ use crate::view_schemas::{ApprovalStatusName, OperationPage, StatusName};
 /// The longest a request may wait.
 pub const MAX_WAIT_S: u64 = 60;
 pub const DEFAULT_WAIT_S: u64 = 30;
-pub const MAX_PAGE: i64 = 100;
-pub const DEFAULT_PAGE: i64 = 50;
+pub use crate::paging::{DEFAULT_PAGE, MAX_PAGE};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -213,18 +213,8 @@ pub async fn list_operations(
 ) -> Result<Json<Value>, ApiError> {
     caller.may(ApiAction::ReadOperations)?;
     let q = query(q)?;
-    let bad = |field: &str| ApiError::BadQuery {
-        field: Some(field.to_owned()),
-    };
     let filter = view_filter(q.status.as_deref(), q.approval_status.as_deref())?;
-    let limit = match q.limit.as_deref() {
-        None => DEFAULT_PAGE,
-        Some(l) => l
-            .parse()
-            .ok()
-            .filter(|l| (1..=MAX_PAGE).contains(l))
-            .ok_or(bad("limit"))?,
-    };
+    let limit = paging::limit(q.limit.as_deref())?;
     // Narrowed, never widened: the listing stays within the caller's tenants.
     let tenants: Vec<String> = match q.tenant.as_deref() {
         None => caller.0.tenants.clone(),
@@ -278,17 +268,11 @@ pub async fn list_page(
         })
         .transpose()?;
     // One row more than asked says whether another page follows.
-    let mut rows = state
+    let rows = state
         .store
         .operation_views(tenants, filter, after.as_ref(), limit + 1)
         .await?;
-    let more = rows.len() as i64 > limit;
-    rows.truncate(limit as usize);
-    let next_cursor = if more {
-        rows.last().map(|(_, key)| cursor::encode(key, tenants))
-    } else {
-        None
-    };
+    let (rows, next_cursor) = paging::cut(rows, limit, |(_, key)| cursor::encode(key, tenants));
     let data: Vec<OperationView> = rows.into_iter().map(|(view, _)| view).collect();
     Ok(json!({"data": data, "next_cursor": next_cursor}))
 }
