@@ -41,6 +41,17 @@ async fn listed(fleet: &TestFleet, api: &ApiProcess, token: &str, n: usize) -> V
     .await
 }
 
+/// Replays the dead letter `id` as `token`: the status and the answer.
+async fn replay_as(
+    api: &ApiProcess,
+    fleet: &TestFleet,
+    token: &str,
+    id: impl std::fmt::Display,
+) -> (StatusCode, Value) {
+    let path = format!("/v1/dead-letters/{id}/replay");
+    post(api, fleet, token, &path, json!({})).await
+}
+
 async fn post(
     api: &ApiProcess,
     fleet: &TestFleet,
@@ -114,14 +125,7 @@ async fn a_refused_intent_is_kept_listed_refused_again_by_a_replay_and_discarded
     let (status, problem) = api.get(&fleet.http, &agent, "/v1/dead-letters").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(problem["code"], "role_not_allowed");
-    let (status, _) = post(
-        &api,
-        &fleet,
-        &agent,
-        &format!("/v1/dead-letters/{id}/replay"),
-        json!({}),
-    )
-    .await;
+    let (status, _) = replay_as(&api, &fleet, &agent, id).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (_, page) = api.get(&fleet.http, &other_ops, "/v1/dead-letters").await;
     assert_eq!(page["data"], json!([]), "{page}");
@@ -131,14 +135,7 @@ async fn a_refused_intent_is_kept_listed_refused_again_by_a_replay_and_discarded
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // The same validation refuses it again: it stays, with the reason recorded.
-    let (status, replay) = post(
-        &api,
-        &fleet,
-        &ops,
-        &format!("/v1/dead-letters/{id}/replay"),
-        json!({}),
-    )
-    .await;
+    let (status, replay) = replay_as(&api, &fleet, &ops, id).await;
     assert_eq!(status, StatusCode::OK, "{replay}");
     assert_eq!(replay["outcome"], "refused", "{replay}");
     assert_eq!(replay["reason"], reason.as_str(), "{replay}");
@@ -209,14 +206,7 @@ async fn a_refused_intent_is_kept_listed_refused_again_by_a_replay_and_discarded
             ("discard", "discarded", "operator:night-ops")
         ]
     );
-    let (status, problem) = post(
-        &api,
-        &fleet,
-        &ops,
-        &format!("/v1/dead-letters/{id}/replay"),
-        json!({}),
-    )
-    .await;
+    let (status, problem) = replay_as(&api, &fleet, &ops, id).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(problem["code"], "dead_letter_resolved");
 
@@ -283,14 +273,7 @@ async fn an_intent_dead_lettered_while_the_directory_was_down_is_stored_by_a_rep
         .await
         .unwrap();
     assert!(r.status().is_success());
-    let (status, replay) = post(
-        &api,
-        &fleet,
-        &ops,
-        &format!("/v1/dead-letters/{id}/replay"),
-        json!({}),
-    )
-    .await;
+    let (status, replay) = replay_as(&api, &fleet, &ops, id).await;
     assert_eq!(status, StatusCode::OK, "{replay}");
     assert_eq!(replay["outcome"], "stored", "{replay}");
     assert_eq!(replay["operation"]["operation_id"], op_of(&i), "{replay}");
