@@ -140,6 +140,9 @@ pub struct KeyListing {
     pub registered_by: String,
     pub removed_at: Option<DateTime<Utc>>,
     pub removed_by: Option<String>,
+    /// The key that signed its registration; `None` for a key registered before
+    /// registrations were signed.
+    pub registrar_key_id: Option<String>,
 }
 
 /// A stored key as the signature rule reads it; a row whose bytes are not a usable public
@@ -267,7 +270,8 @@ impl<R: Administer> StoreAs<R> {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT key_id, principal, registered_at, registered_by, removed_at, removed_by
+                "SELECT key_id, principal, registered_at, registered_by, removed_at, removed_by,
+                        registrar_key_id
                  FROM approver_keys ORDER BY principal, registered_at, key_id",
                 &[],
             )
@@ -281,6 +285,7 @@ impl<R: Administer> StoreAs<R> {
                 registered_by: r.get("registered_by"),
                 removed_at: r.get("removed_at"),
                 removed_by: r.get("removed_by"),
+                registrar_key_id: r.get("registrar_key_id"),
             })
             .collect())
     }

@@ -410,6 +410,7 @@ async fn list(store: &Store, format: Format) -> anyhow::Result<()> {
                     "registered_by": k.registered_by,
                     "removed_at": k.removed_at.map(rfc3339),
                     "removed_by": k.removed_by,
+                    "registration_signed_by": k.registrar_key_id,
                 })
             })
             .collect();
@@ -417,8 +418,8 @@ async fn list(store: &Store, format: Format) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<41} {:<20} {:<17} {:<16} removed",
-        "key id", "principal", "registered", "by"
+        "{:<41} {:<20} {:<17} {:<16} {:<41} removed",
+        "key id", "principal", "registered", "by", "registration signed by"
     );
     for k in store.list_approver_keys().await? {
         let removed = match (&k.removed_at, &k.removed_by) {
@@ -426,11 +427,14 @@ async fn list(store: &Store, format: Format) -> anyhow::Result<()> {
             _ => "-".to_owned(),
         };
         println!(
-            "{:<41} {:<20} {:<17} {:<16} {removed}",
+            "{:<41} {:<20} {:<17} {:<16} {:<41} {removed}",
             k.key_id,
             k.principal,
             k.registered_at.format("%Y-%m-%d %H:%M"),
             k.registered_by,
+            k.registrar_key_id
+                .as_deref()
+                .unwrap_or("(unsigned: registered before signing)"),
         );
     }
     Ok(())
