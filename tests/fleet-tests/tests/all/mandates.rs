@@ -180,6 +180,27 @@ impl Mandated {
             .collect()
     }
 
+    /// Waits (a minute at most) until at least `n` of `ops` succeeded.
+    async fn paid_at_least(&self, ops: &[(String, i64)], n: i64, what: &str) {
+        let ids: Vec<String> = ops.iter().map(|(o, _)| o.clone()).collect();
+        let sql = self.fleet.sql().await;
+        eventually_within(std::time::Duration::from_secs(60), what, || {
+            let (sql, ids) = (&sql, &ids);
+            async move {
+                let paid: i64 = sql
+                    .query_one(
+                        "SELECT count(*) FROM operations WHERE operation_id = ANY($1) AND status = 'succeeded'",
+                        &[ids],
+                    )
+                    .await
+                    .ok()?
+                    .get(0);
+                (paid >= n).then_some(())
+            }
+        })
+        .await;
+    }
+
     /// Waits until no operation of `ops` is claimed and unsettled and the execute queue
     /// is empty: the run is over.
     async fn settled(&self, ops: &[(String, i64)]) {
@@ -240,27 +261,9 @@ async fn two_executes_racing_on_a_budget_of_thirty_pay_exactly_thirty() {
     assert_eq!(view["status"], "active");
     m.ring_all(&ops).await;
     let fleet = &m.fleet;
-    let ids: Vec<String> = ops.iter().map(|(o, _)| o.clone()).collect();
     let sql = fleet.sql().await;
-    eventually_within(
-        std::time::Duration::from_secs(60),
-        "thirty payments to succeed",
-        || {
-            let (sql, ids) = (&sql, &ids);
-            async move {
-                let paid: i64 = sql
-                    .query_one(
-                        "SELECT count(*) FROM operations WHERE operation_id = ANY($1) AND status = 'succeeded'",
-                        &[ids],
-                    )
-                    .await
-                    .ok()?
-                    .get(0);
-                (paid >= 30).then_some(())
-            }
-        },
-    )
-    .await;
+    m.paid_at_least(&ops, 30, "thirty payments to succeed")
+        .await;
     // More bells for everything: nothing more is paid however often execute is asked.
     m.ring_all(&ops).await;
     m.settled(&ops).await;
@@ -334,26 +337,7 @@ async fn a_mandate_revoked_mid_run_pays_nothing_after_the_revocations_commit() {
     m.grant(&body).await;
     let fleet = &m.fleet;
     let sql = fleet.sql().await;
-    let ids: Vec<String> = ops.iter().map(|(o, _)| o.clone()).collect();
-    eventually_within(
-        std::time::Duration::from_secs(60),
-        "a few payments to be paid",
-        || {
-            let (sql, ids) = (&sql, &ids);
-            async move {
-                let paid: i64 = sql
-                    .query_one(
-                        "SELECT count(*) FROM operations WHERE operation_id = ANY($1) AND status = 'succeeded'",
-                        &[ids],
-                    )
-                    .await
-                    .ok()?
-                    .get(0);
-                (paid >= 3).then_some(())
-            }
-        },
-    )
-    .await;
+    m.paid_at_least(&ops, 3, "a few payments to be paid").await;
     let response = m
         .api
         .post(
