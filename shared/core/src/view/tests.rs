@@ -2,47 +2,41 @@ use serde_json::{json, Value};
 
 use super::*;
 
-/// A view as `operation_view` writes one: a succeeded payment with its payee evidence,
+/// A view as `operation_view` writes one: the example, succeeded, with its payee evidence,
 /// a risk cue and its confirmation.
 fn succeeded() -> Value {
-    json!({
-        "operation_id": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
-        "tenant_id": "org_482",
-        "action": "payment.create",
-        "provider": "bank",
-        "target": null,
-        "supersedes": null,
-        "payload": {"amount_minor": 1250, "currency": "EUR", "beneficiary_id": "ben_1"},
-        "payload_hash": format!("sha256:{}", "ab".repeat(32)),
-        "policy_version": "quorum-v3",
-        "data_version": "v1",
-        "payee": {
-            "status": "found", "id": "ben_1", "name": "Acme GmbH", "country": "DE",
-            "account": {"scheme": "iban", "masked": "DE•• 1234", "fingerprint": format!("sha256:{}", "cd".repeat(32))},
-            "verified": true, "version": 2,
-            "looked_up_at": "2026-03-01T09:29:59.123456789Z",
-            "name_check": {"result": "close_match", "asked": "ACME", "held": "Acme GmbH"}
-        },
-        "risk": [{"cue": "amount_above_usual", "multiple": 3, "median_minor": 400}],
-        "status": "succeeded",
-        "reason": null,
-        "error_code": null,
-        "external_id": "pay_9",
-        "confirmation": {"by": "answer", "object_id": "pay_9", "fence": 1, "provider_request_id": null},
-        "escalated": false,
-        "approval_status": "approved",
-        "approval_expires_at": "2026-03-02T09:30:00.000000Z",
-        "approvals_required": 2,
-        "approvals_received": 2,
-        "decided_by": "alice",
-        "decided_at": "2026-03-01T09:31:00.500000Z",
-        "submitted_by": "agent-7",
-        "created_at": "2026-03-01T09:30:00.000001Z",
-        "updated_at": "2026-03-01T09:32:00.000000Z",
-        "unknown_since": null,
-        "escalated_at": null,
-        "resolved_at": null
-    })
+    let mut view = example().to_json();
+    for (member, value) in [
+        (
+            "payee",
+            json!({
+                "status": "found", "id": "ben_1", "name": "Acme GmbH", "country": "DE",
+                "account": {"scheme": "iban", "masked": "DE•• 1234", "fingerprint": format!("sha256:{}", "cd".repeat(32))},
+                "verified": true, "version": 2,
+                "looked_up_at": "2026-03-01T09:29:59.123456789Z",
+                "name_check": {"result": "close_match", "asked": "ACME", "held": "Acme GmbH"}
+            }),
+        ),
+        (
+            "risk",
+            json!([{"cue": "amount_above_usual", "multiple": 3, "median_minor": 400}]),
+        ),
+        ("status", json!("succeeded")),
+        ("external_id", json!("pay_9")),
+        (
+            "confirmation",
+            json!({"by": "answer", "object_id": "pay_9", "fence": 1, "provider_request_id": null}),
+        ),
+        ("approval_status", json!("approved")),
+        ("approvals_required", json!(2)),
+        ("approvals_received", json!(2)),
+        ("decided_by", json!("alice")),
+        ("decided_at", json!("2026-03-01T09:31:00.500000Z")),
+        ("created_at", json!("2026-03-01T09:30:00.000001Z")),
+    ] {
+        view[member] = value;
+    }
+    view
 }
 
 #[test]
