@@ -8,7 +8,9 @@
 use fleet_broker::Queue;
 use fleet_core::trace_context::TraceParent;
 use fleet_core::{Role, Status};
-use fleet_tests::{eventually, fast_relay, hash_of, intent, intent_bytes, op_of, TestFleet};
+use fleet_tests::{
+    eventually, fast_relay, hash_of, intent, intent_bytes, op_of, ApiProcess, TestFleet,
+};
 use serde_json::Value;
 
 /// The agent's trace: its id, and the span the agent sent the intent from.
@@ -24,6 +26,25 @@ fn trace_id_of(traceparent: &str) -> String {
     TraceParent::parse(traceparent)
         .unwrap_or_else(|| panic!("not a well-formed traceparent: {traceparent:?}"))
         .trace_id_hex()
+}
+
+/// `POST /v1/intents` of `intent` as the bearer of `token`, with `headers` besides.
+async fn submit_with(
+    fleet: &TestFleet,
+    api: &ApiProcess,
+    token: &str,
+    intent: &Value,
+    headers: &[(&str, String)],
+) -> reqwest::Response {
+    let request = headers.iter().fold(
+        fleet
+            .http
+            .post(api.url("/v1/intents"))
+            .bearer_auth(token)
+            .header("content-type", "application/json"),
+        |request, (name, value)| request.header(*name, value.as_str()),
+    );
+    request.body(intent_bytes(intent)).send().await.unwrap()
 }
 
 /// The stored operation's `traceparent`.
@@ -99,17 +120,11 @@ async fn an_intent_sent_over_http_with_a_traceparent_is_paid_and_announced_in_th
     let token = fleet.token("trace-bot", Role::Agent, &["org_482"]).await;
     let i = intent();
     let op = op_of(&i);
-    let answer = fleet
-        .http
-        .post(api.url("/v1/intents"))
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .header("traceparent", agents_traceparent(TRACE_ID))
-        .header("tracestate", "congo=t61rcWkgMzE")
-        .body(intent_bytes(&i))
-        .send()
-        .await
-        .unwrap();
+    let headers = [
+        ("traceparent", agents_traceparent(TRACE_ID)),
+        ("tracestate", "congo=t61rcWkgMzE".to_owned()),
+    ];
+    let answer = submit_with(&fleet, &api, &token, &i, &headers).await;
     assert_eq!(answer.status(), 202, "{}", answer.text().await.unwrap());
 
     // Stored under the agent's trace, with the API's own span.
@@ -205,16 +220,8 @@ async fn a_malformed_traceparent_is_ignored_at_every_door_and_a_new_trace_starte
         // Over HTTP: accepted as if no trace had been given.
         let i = intent();
         let op = op_of(&i);
-        let answer = fleet
-            .http
-            .post(api.url("/v1/intents"))
-            .bearer_auth(&token)
-            .header("content-type", "application/json")
-            .header("traceparent", bad.as_str())
-            .body(intent_bytes(&i))
-            .send()
-            .await
-            .unwrap();
+        let headers = [("traceparent", bad.clone())];
+        let answer = submit_with(&fleet, &api, &token, &i, &headers).await;
         assert_eq!(
             answer.status(),
             202,
