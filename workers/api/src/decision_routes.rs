@@ -221,7 +221,7 @@ pub async fn approve_operation(
         Unauthenticated,
         (status = 403, description = "`role_not_allowed`: only approvers reject.", body = Problem, content_type = "application/problem+json"),
         NoSuchOperation,
-        (status = 409, description = "`already_started`: execution began or the operation ended (cancelled otherwise than by a rejection included); `operation_id_ambiguous`: name the tenant.", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`already_started`: execution began or the operation ended (cancelled otherwise than by a rejection included), or it waits for an operator (escalated); `approval_expired`: nobody approved it within the window, and it will never run; `operation_id_ambiguous`: name the tenant.", body = Problem, content_type = "application/problem+json"),
         BodyTooLarge,
         NotJson,
         (status = 422, description = "`malformed`, or `invalid_field` with `field` `reason` (blank or too long).", body = Problem, content_type = "application/problem+json"),

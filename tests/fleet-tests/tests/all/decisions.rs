@@ -644,6 +644,43 @@ async fn reject_over_http_cancels_records_the_approver_and_is_idempotent() {
     d.stop().await;
 }
 
+/// Nobody approved within the window: a rejection after it is refused as expired and
+/// changes nothing (the approval status stays `expired`; execute cancels the operation
+/// when it next reads it). It used to reach the database, which refuses expired →
+/// rejected, and was answered with an internal error.
+#[tokio::test]
+async fn a_rejection_of_an_expired_unstarted_operation_is_409_approval_expired_and_changes_nothing()
+{
+    let d = desk().await;
+    let (_, op) = d.pending(intent()).await;
+    // Expired as an approval after the window marks it; no bell rings for it.
+    d.fleet
+        .sql()
+        .await
+        .execute(
+            "UPDATE operations SET approval_expires_at = now() - interval '1 second', approval_status = 'expired'
+             WHERE operation_id = $1",
+            &[&op],
+        )
+        .await
+        .unwrap();
+    let reject = json!({"reason": "too late to approve"});
+    d.refused(
+        &d.bob,
+        &op,
+        "reject",
+        reject,
+        (StatusCode::CONFLICT, "approval_expired"),
+    )
+    .await;
+    let row = d.fleet.row(&op).await;
+    assert_eq!(
+        (row.status, row.approval_status, row.decided_by),
+        (Status::NotStarted, ApprovalStatus::Expired, None)
+    );
+    d.stop().await;
+}
+
 #[tokio::test]
 async fn an_operator_resolves_and_disputes_over_http_and_an_approver_is_refused() {
     let d = desk().await;
