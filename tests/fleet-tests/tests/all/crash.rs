@@ -33,6 +33,30 @@ async fn unknown_after(fault: Value) -> (TestFleet, String) {
 const SHORT_LEASE: [(&str, &str); 1] = [("LEASE_TTL_MS", "1500")];
 
 /// Every POST for the operation carried its one idempotency key.
+/// Kills an execute with a short lease where it stops at `pause` (the row is left in
+/// progress, nothing recorded), then starts reconcile and a healthy execute: the row
+/// once it succeeded.
+async fn killed_at_then_finished(
+    fleet: &mut TestFleet,
+    op: &str,
+    pause: &str,
+) -> fleet_store::OperationRow {
+    let mut doomed = fleet.spawn_process(
+        "fleet-execute",
+        &[SHORT_LEASE[0], ("FLEET_PAUSE_AT", pause)],
+    );
+    doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
+    doomed.kill9();
+    assert_eq!(
+        fleet.row(op).await.status,
+        Status::InProgress,
+        "nothing was recorded"
+    );
+    fleet.spawn_reconcile(contract(300), fast_reconcile());
+    fleet.spawn_execute();
+    fleet.reaches(op, Status::Succeeded).await
+}
+
 async fn assert_one_key(fleet: &TestFleet, op: &str) {
     for r in fleet.sim_requests(Some(op)).await {
         assert_eq!(r["idempotency_key"], json!(reference(op)), "{r}");
@@ -56,18 +80,9 @@ async fn transitions_to(fleet: &TestFleet, op: &str, status: &str) -> usize {
 #[tokio::test]
 async fn killed_after_the_claim_before_its_send_mark_is_released_not_sent_without_a_lookup() {
     let (mut fleet, op) = approved().await;
-    let mut doomed = fleet.spawn_process(
-        "fleet-execute",
-        &[SHORT_LEASE[0], ("FLEET_PAUSE_AT", "before_provider_call")],
-    );
-    doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
-    doomed.kill9();
-    assert_eq!(fleet.row(&op).await.status, Status::InProgress);
     // reconcile: lease expiry, and the attempt's mark still says nothing was sent →
     // not_started at once, no lookup → a healthy worker sends it with the same key.
-    fleet.spawn_reconcile(contract(300), fast_reconcile());
-    fleet.spawn_execute();
-    let row = fleet.reaches(&op, Status::Succeeded).await;
+    let row = killed_at_then_finished(&mut fleet, &op, "before_provider_call").await;
     assert_eq!(row.fence, 2, "the second claim did the work");
     assert_eq!(row.unknown_since, None, "never unknown");
     assert_eq!(
@@ -99,18 +114,9 @@ async fn killed_after_the_send_mark_before_the_call_is_proven_absent_and_retried
     let (mut fleet, op) = approved().await;
     // The mark is committed: the request may have left, so only a lookup may say it did
     // not.
-    let mut doomed = fleet.spawn_process(
-        "fleet-execute",
-        &[SHORT_LEASE[0], ("FLEET_PAUSE_AT", "after_send_mark")],
-    );
-    doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
-    doomed.kill9();
-    assert_eq!(fleet.row(&op).await.status, Status::InProgress);
     // reconcile: lease expiry → unknown → the search (after its lag) proves absence →
     // not_started → a healthy worker retries with the same key.
-    fleet.spawn_reconcile(contract(300), fast_reconcile());
-    fleet.spawn_execute();
-    let row = fleet.reaches(&op, Status::Succeeded).await;
+    let row = killed_at_then_finished(&mut fleet, &op, "after_send_mark").await;
     assert_eq!(row.fence, 2, "the second claim did the work");
     assert_eq!(
         fleet.sim_posts(&op).await,
@@ -172,23 +178,7 @@ async fn a_response_dropped_after_commit_is_unknown_then_found_by_lookup() {
 #[tokio::test]
 async fn killed_after_the_response_before_the_row_was_written_is_found_by_lookup() {
     let (mut fleet, op) = approved().await;
-    let mut doomed = fleet.spawn_process(
-        "fleet-execute",
-        &[
-            SHORT_LEASE[0],
-            ("FLEET_PAUSE_AT", "after_provider_response"),
-        ],
-    );
-    doomed.wait_for_log("FLEET_PAUSE_AT reached").await;
-    doomed.kill9();
-    assert_eq!(
-        fleet.row(&op).await.status,
-        Status::InProgress,
-        "nothing was recorded"
-    );
-    fleet.spawn_reconcile(contract(300), fast_reconcile());
-    fleet.spawn_execute();
-    let row = fleet.reaches(&op, Status::Succeeded).await;
+    let row = killed_at_then_finished(&mut fleet, &op, "after_provider_response").await;
     assert_eq!(row.fence, 1);
     assert_eq!(fleet.sim_posts(&op).await, 1, "zero additional POSTs");
     assert_eq!(fleet.sim_effects(&op).await, 1);
