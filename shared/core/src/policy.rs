@@ -425,20 +425,19 @@ impl Policy {
                     "{name}: signed_approvals may not exceed approvers"
                 )));
             }
-            let unknown_payee = UnconfirmedRule::parse(
-                &name,
+            let unconfirmed = |what: &str, text: Option<&str>, approvers| {
+                UnconfirmedRule::parse(&name, what, text, approvers).map_err(fail)
+            };
+            let unknown_payee = unconfirmed(
                 "unknown_payee",
                 rule.unknown_payee.as_deref(),
                 rule.unknown_payee_approvers,
-            )
-            .map_err(fail)?;
-            let foreign_object = UnconfirmedRule::parse(
-                &name,
+            )?;
+            let foreign_object = unconfirmed(
                 "foreign_object",
                 rule.foreign_object.as_deref(),
                 rule.foreign_object_approvers,
-            )
-            .map_err(fail)?;
+            )?;
             if rule.foreign_object.is_some() && action.spec().objects.is_empty() {
                 return Err(fail(format!(
                     "{name}: names no provider object, so it has no foreign_object"
