@@ -4,7 +4,7 @@
 
 use fleet_broker::BrokerConfig;
 
-use crate::{database_url_at, Infra};
+use crate::{database_url_at, remove_namespace_and_database, Infra};
 
 /// A demo's database and namespace, removed when dropped (nothing happens for those the
 /// demo already removed).
@@ -53,21 +53,7 @@ impl DemoRun {
 }
 
 impl Drop for DemoRun {
-    /// On a thread with a runtime of its own, as the test's runtime may be unwinding.
     fn drop(&mut self) {
-        let (broker, url) = (self.broker.clone(), self.database_url.clone());
-        let cleanup = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async {
-                fleet_broker::delete_namespace(&broker).await;
-                let _ = fleet_store::drop_database(&url).await;
-            });
-        });
-        let _ = cleanup.join();
+        remove_namespace_and_database(&self.broker, &self.database_url);
     }
 }

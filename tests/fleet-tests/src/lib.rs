@@ -1093,6 +1093,25 @@ impl TestFleet {
     }
 }
 
+/// Deletes a run's broker namespace and drops its database, on a thread with a runtime
+/// of its own (the test's runtime may be unwinding); what fails is left as it is.
+pub(crate) fn remove_namespace_and_database(broker: &BrokerConfig, database_url: &str) {
+    let (broker, url) = (broker.clone(), database_url.to_owned());
+    let cleanup = std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            fleet_broker::delete_namespace(&broker).await;
+            let _ = fleet_store::drop_database(&url).await;
+        });
+    });
+    let _ = cleanup.join();
+}
+
 impl Drop for TestFleet {
     /// A test that failed before `stop` still leaves nothing behind: its queues (the shared
     /// broker stops answering at a few hundred leftover quorum queues), its database and
@@ -1108,20 +1127,7 @@ impl Drop for TestFleet {
         }
         self.store.close();
         self.end_processes();
-        let (broker, url) = (self.broker.clone(), self.database_url.clone());
-        let cleanup = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async {
-                fleet_broker::delete_namespace(&broker).await;
-                let _ = fleet_store::drop_database(&url).await;
-            });
-        });
-        let _ = cleanup.join();
+        remove_namespace_and_database(&self.broker, &self.database_url);
     }
 }
 
