@@ -15,6 +15,7 @@ use fleet_core::reconcile::{
 use fleet_core::{Doorbell, Event, OpRef};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
+use fleet_runtime::trace;
 use fleet_store::{
     AttemptRow, AuditDelays, LostClaim, OperationRow, ReconcileStore, StoreError, Transition,
     TransitionOutcome, WebhookOutcome,
@@ -49,10 +50,18 @@ impl Reconciler {
 
     /// Brings one operation in line with the provider, if it needs it.
     pub async fn reconcile(&self, key: OpRef<'_>) -> Result<(), StoreError> {
-        let op = key.operation_id;
-        let Some(mut row) = self.store.get(key).await? else {
+        let Some(row) = self.store.get(key).await? else {
             return Ok(());
         };
+        // Under the trace the operation's intake stored: what is logged carries it, and the
+        // lookups and bells carry it on.
+        let stored = row.trace_parent.clone();
+        let work = self.reconcile_row(key, row);
+        trace::in_operation(key.operation_id, stored.as_deref(), work).await
+    }
+
+    async fn reconcile_row(&self, key: OpRef<'_>, mut row: OperationRow) -> Result<(), StoreError> {
+        let op = key.operation_id;
         if row_due(&row).applies_unlinked_webhooks_first() {
             let applied = self.store.apply_unlinked_webhooks(key).await?;
             if applied.iter().any(|o| {
