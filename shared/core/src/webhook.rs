@@ -268,24 +268,33 @@ mod tests {
     #[test]
     fn final_rows_are_never_moved_and_contradictions_escalate() {
         use WebhookDecision as D;
-        assert_eq!(decide(Status::Succeeded, Reported::Succeeded), D::Ignore);
-        assert_eq!(decide(Status::Succeeded, Reported::Pending), D::Ignore);
-        assert_eq!(
-            decide(Status::Succeeded, Reported::Failed),
-            D::Escalate(CONTRADICTS_FINAL)
-        );
-        assert_eq!(
-            decide(Status::Failed, Reported::Succeeded),
-            D::Escalate(CONTRADICTS_FINAL)
-        );
-        assert_eq!(
-            decide(Status::Cancelled, Reported::Succeeded),
-            D::Escalate(CONTRADICTS_FINAL)
-        );
-        assert_eq!(
-            decide(Status::NotStarted, Reported::Succeeded),
-            D::Escalate(BEFORE_CLAIM)
-        );
+        let decided = [
+            (Status::Succeeded, Reported::Succeeded, D::Ignore),
+            (Status::Succeeded, Reported::Pending, D::Ignore),
+            (
+                Status::Succeeded,
+                Reported::Failed,
+                D::Escalate(CONTRADICTS_FINAL),
+            ),
+            (
+                Status::Failed,
+                Reported::Succeeded,
+                D::Escalate(CONTRADICTS_FINAL),
+            ),
+            (
+                Status::Cancelled,
+                Reported::Succeeded,
+                D::Escalate(CONTRADICTS_FINAL),
+            ),
+            (
+                Status::NotStarted,
+                Reported::Succeeded,
+                D::Escalate(BEFORE_CLAIM),
+            ),
+        ];
+        for (status, reported, decision) in decided {
+            assert_eq!(decide(status, reported), decision, "{status} {reported:?}");
+        }
         for reported in REPORTS {
             assert_eq!(decide(Status::Disputed, reported), D::NoteOnDisputed);
         }
