@@ -344,7 +344,12 @@ class Chains:
         if id_ in self.checked:
             return self.checked[id_]
         part = f"registration of {id_}"
-        if g(key, "registration_legacy") is True:
+        # Unsigned: a key registered before registrations were signed, or a key in a bundle
+        # made before bundles carried registrations (no `registration_legacy`).
+        unsigned = g(key, "registration_legacy") is True or (
+            isinstance(key, dict) and "registration_legacy" not in key and key.get("registration_signed") is False
+        )
+        if unsigned:
             self.legacy.append(id_)
             self.checked[id_] = True
             r.check(

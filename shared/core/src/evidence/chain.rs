@@ -44,7 +44,11 @@ impl Chains {
             return *done;
         }
         let part = format!("registration of {id}");
-        if key["registration_legacy"] == true {
+        // Unsigned: a key registered before registrations were signed, or a key in a
+        // bundle made before bundles carried registrations (no `registration_legacy`).
+        let unsigned = key["registration_legacy"] == true
+            || (key.get("registration_legacy").is_none() && key["registration_signed"] == false);
+        if unsigned {
             self.legacy.push(id.clone());
             self.checked.insert(id, true);
             r.check(

@@ -304,6 +304,20 @@ fn the_registration_chain_is_checked_down_to_the_evidence_key() {
         .iter()
         .any(|f| f.words.starts_with("NOT signed: registered before")));
     assert!(report.proves.iter().any(|p| p.contains(alice.as_str())));
+    // A bundle made before bundles carried registrations still verifies, saying so.
+    let mut d = doc.clone();
+    let k = d["parts"]["approvals"][0]["key"].as_object_mut().unwrap();
+    for member in [
+        "registration_legacy",
+        "registration",
+        "registration_signature",
+        "registrar",
+    ] {
+        k.remove(member);
+    }
+    k.insert("registration_signed".into(), json!(false));
+    let report = verify(&resigned(d), &trust);
+    assert!(report.ok(), "{:?}", report.findings);
 }
 
 /// Records of a payment approved by alice's mandate `md_1` (signed with her key), used
