@@ -1,7 +1,8 @@
 //! What becomes of a person's rejection of an operation: judged here, applied by the
 //! store (`fleet_store`'s reject, which moves the row by [`crate::transition`] with the
 //! event [`Event::CancelBeforeStart`] and the approval status `rejected`), guarded again
-//! by the database (the state table's moves and the approval status's moves). The
+//! by the database (the state table's moves, the approval status's moves, and a trigger
+//! that makes `rejected` only with the cancellation of the rows this rejects). The
 //! `rule_tables` test in `tests/fleet-tests` runs every (status, approval status,
 //! escalation) through the store and the database and through [`judge_reject`] and
 //! asserts the same answer and the same resulting row.
