@@ -522,7 +522,9 @@ async fn stored_rows(fleet: &TestFleet, op: &str) -> (Value, Value, Value) {
     let sql = fleet.sql().await;
     let row = sql
         .query_one(
+            // Each submission without a traceparent starts a trace of its own.
             "SELECT to_jsonb(o) - 'submitted_by' - 'created_at' - 'updated_at' - 'approval_expires_at'
+                    - 'trace_parent'
                     || jsonb_build_object('payee', o.payee - 'looked_up_at'),
                     to_jsonb(EXTRACT(EPOCH FROM approval_expires_at - created_at)::int)
              FROM operations o WHERE operation_id = $1",
