@@ -31,7 +31,8 @@ use crate::approval_statement::{
 use crate::hash::canonical_json;
 use crate::money::format_amount;
 use crate::signed_quorum::{
-    check_signature, signing_key, RecordedApproval, RegisteredKey, SignatureRefusal, SignedCount,
+    check_signature, count_judged, signing_key, RecordedApproval, RegisteredKey, SignatureRefusal,
+    SignedCount,
 };
 
 pub const BATCH_STATEMENT: &str = "fleet.approval_batch.v1";
@@ -183,27 +184,13 @@ pub fn count_signed_with_batches(
     keys: &[RegisteredKey],
     now: DateTime<Utc>,
 ) -> SignedCount {
-    let mut principals = std::collections::BTreeSet::new();
-    let mut refused = Vec::new();
-    for (approval, batch) in approvals {
-        let judged = match batch {
+    count_judged(approvals.iter().map(|(approval, batch)| {
+        let verdict = match batch {
             Some(statement) => check_batch_approval(subject, statement, approval, keys, now),
             None => check_signature(subject, approval, keys, now),
-        }
-        .and_then(|()| {
-            principals
-                .insert(approval.principal.as_str())
-                .then_some(())
-                .ok_or(SignatureRefusal::DuplicatePrincipal)
-        });
-        if let Err(why) = judged {
-            refused.push((approval.principal.clone(), why));
-        }
-    }
-    SignedCount {
-        valid: principals.len(),
-        refused,
-    }
+        };
+        (approval, verdict)
+    }))
 }
 
 #[cfg(test)]

@@ -162,10 +162,22 @@ pub fn count_signed(
     keys: &[RegisteredKey],
     now: DateTime<Utc>,
 ) -> SignedCount {
+    count_judged(
+        approvals
+            .iter()
+            .map(|a| (a, check_signature(subject, a, keys, now))),
+    )
+}
+
+/// The count of approvals each judged by its own signature's rule: every principal counts
+/// once (another of its signatures is refused `DuplicatePrincipal`).
+pub(crate) fn count_judged<'a>(
+    judged: impl IntoIterator<Item = (&'a RecordedApproval, Result<(), SignatureRefusal>)>,
+) -> SignedCount {
     let mut principals = BTreeSet::new();
     let mut refused = Vec::new();
-    for approval in approvals {
-        let judged = check_signature(subject, approval, keys, now).and_then(|()| {
+    for (approval, verdict) in judged {
+        let judged = verdict.and_then(|()| {
             principals
                 .insert(approval.principal.as_str())
                 .then_some(())
