@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::Context;
 use fleet_broker::{BrokerConfig, BrokerHealth, Publisher};
 use fleet_runtime::{
-    init_tracing, install_metrics, serve_admin, shutdown_token, CommonArgs, Readiness,
+    init_worker_tracing, install_metrics, serve_admin, shutdown_token, CommonArgs, Readiness,
 };
 use fleet_store::StoreAs;
 use tokio::task::JoinHandle;
@@ -41,7 +41,7 @@ const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
 /// the worker's own default) before any work begins, so `/livez` answers during start-up.
 pub async fn start<R: Worker>(common: &CommonArgs) -> anyhow::Result<Boot<R>> {
     let component = R::NAME;
-    init_tracing(common.log_format);
+    init_worker_tracing(common.log_format, &format!("fleet-{component}"));
     let metrics = install_metrics(component);
     let shutdown = shutdown_token();
     let store = StoreAs::<R>::connect(common.database_url.expose(), common.db_pool_size)
@@ -157,5 +157,7 @@ impl<R> Boot<R> {
             Err(e) => tracing::warn!(error = %e, "admin server task failed"),
         }
         tracing::info!("stopped");
+        // The exporter's flush blocks on its own thread's answer.
+        let _ = tokio::task::spawn_blocking(fleet_runtime::flush_spans).await;
     }
 }

@@ -36,6 +36,7 @@ pub use batch::Batcher;
 pub use body_deadline::{paced, BodyPace, BodyWatch};
 pub use http_server::{ConnectionLimits, PeerAddr, RequestSlot, RequestSlots};
 pub use metrics::install_metrics;
+pub use otel::flush_spans;
 pub use pacing::{PaceFuture, Pacer};
 pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
 pub use provider_settings::{ProviderArgs, ProviderRateArgs, ProviderSettings};
@@ -44,7 +45,7 @@ pub use readiness::{Readiness, ReadinessReport, SyncCheck};
 pub use redact::{RedactedUrl, Secret};
 pub use settings::{admin_addrs, undocumented_arguments, AmqpTopology, CommonArgs};
 pub use shutdown::shutdown_token;
-pub use telemetry::{init_tracing, init_tracing_with_default, LogFormat};
+pub use telemetry::{init_tracing, init_tracing_with_default, init_worker_tracing, LogFormat};
 pub use ticker::Ticker;
 pub use url_list::split_url_list;
 

@@ -12,6 +12,8 @@
 //! `timestamp`, `level`, `target` and the current span (`span`) when there is one.
 //! Log identifiers and outcomes only; never payloads, tokens or keys
 //! (docs/design.md#no-secrets-in-logs).
+//!
+//! A worker's spans can also be exported over OTLP ([`init_worker_tracing`], `crate::otel`).
 
 use std::io::IsTerminal;
 
@@ -76,6 +78,17 @@ pub fn init_tracing(format: LogFormat) {
 /// As [`init_tracing`], with another filter when `RUST_LOG` is unset (the operator CLI
 /// prints its results on stdout and keeps stderr for warnings).
 pub fn init_tracing_with_default(format: LogFormat, default_filter: &str) {
+    install(format, default_filter, None);
+}
+
+/// As [`init_tracing`], for a worker whose binary is `service_name`: its spans are also
+/// exported over OTLP when an endpoint is configured (`crate::otel`).
+pub fn init_worker_tracing(format: LogFormat, service_name: &str) {
+    install(format, "info", Some(service_name));
+}
+
+fn install(format: LogFormat, default_filter: &str, service_name: Option<&str>) {
+    let tracer = service_name.and_then(crate::otel::tracer);
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let builder = tracing_subscriber::fmt()
@@ -90,12 +103,14 @@ pub fn init_tracing_with_default(format: LogFormat, default_filter: &str) {
             .with_span_list(false)
             .finish()
             .with(third_party_caps())
+            .with(tracer.map(|t| tracing_opentelemetry::layer().with_tracer(t)))
             .try_init(),
         LogFormat::Text => builder
             .fmt_fields(crate::log_escape::escaped_fields())
             .with_ansi(std::io::stderr().is_terminal())
             .finish()
             .with(third_party_caps())
+            .with(tracer.map(|t| tracing_opentelemetry::layer().with_tracer(t)))
             .try_init(),
     };
 }

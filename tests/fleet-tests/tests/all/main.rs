@@ -59,6 +59,7 @@ mod openapi_intent;
 mod operation_history;
 mod operation_view_type;
 mod operator;
+mod otlp_export;
 mod orders;
 mod outbox;
 mod payee_directory;
