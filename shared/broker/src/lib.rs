@@ -31,8 +31,8 @@ pub mod permissions;
 mod publisher;
 mod sender;
 mod series;
-mod trace_header;
 pub mod topology;
+mod trace_header;
 
 pub use config::{
     BrokerConfig, Queue, TopologyMode, CLOSE_TIMEOUT_MS, DEAD_LETTERS_MAX_BATCH,

@@ -96,7 +96,9 @@ pub fn router(state: ReceiverState) -> Router {
         // The limit is enforced while reading, in `read_body`; axum's default would cut first.
         .layer(DefaultBodyLimit::disable())
         // The sender's trace (or a new one): every line logged about the delivery carries it.
-        .layer(axum::middleware::from_fn(fleet_runtime::trace::traced_request))
+        .layer(axum::middleware::from_fn(
+            fleet_runtime::trace::traced_request,
+        ))
         .with_state(state)
 }
 
