@@ -148,31 +148,62 @@ impl Event {
     ];
 }
 
-impl Event {
-    /// Decisions a person makes. Only these may move a row that was escalated to a person;
-    /// every worker's write leaves such a row alone.
-    pub fn is_operator_decision(self) -> bool {
-        match self {
-            Event::OperatorSucceeded
-            | Event::OperatorFailed
-            | Event::OperatorCancelled
-            | Event::OperatorDispute => true,
-            Event::Claim
-            | Event::CancelBeforeStart
-            | Event::ProviderSucceeded
+/// Named groups of events, written as patterns so that a match built from them stays
+/// exhaustive: adding an event to a group decides it everywhere the group is refused.
+///
+/// Answers about an in-flight provider call (execute's, and reconcile's lease expiry):
+/// they apply only while a call is in flight.
+macro_rules! in_flight_answers {
+    () => {
+        Event::ProviderSucceeded
             | Event::ProviderFailed
             | Event::ProviderAccepted
             | Event::ProviderAmbiguous
             | Event::ProviderConflict
             | Event::ProviderNotSent
             | Event::LeaseExpired
+    };
+}
+
+/// Execute's decisions before any call: take the row, or cancel it unsent.
+macro_rules! start_decisions {
+    () => {
+        Event::Claim | Event::CancelBeforeStart
+    };
+}
+
+/// A signed final event from the provider.
+macro_rules! webhook_findings {
+    () => {
+        Event::WebhookSucceeded | Event::WebhookFailed
+    };
+}
+
+/// What reconcile's lookup proved.
+macro_rules! lookup_findings {
+    () => {
+        Event::LookupSucceeded | Event::LookupFailed | Event::LookupAccepted | Event::LookupAbsent
+    };
+}
+
+/// An operator's finding of the outcome (a dispute is not a finding).
+macro_rules! operator_findings {
+    () => {
+        Event::OperatorSucceeded | Event::OperatorFailed | Event::OperatorCancelled
+    };
+}
+
+impl Event {
+    /// Decisions a person makes. Only these may move a row that was escalated to a person;
+    /// every worker's write leaves such a row alone.
+    pub fn is_operator_decision(self) -> bool {
+        match self {
+            operator_findings!() | Event::OperatorDispute => true,
+            start_decisions!()
+            | in_flight_answers!()
             | Event::DeadlinePassed
-            | Event::WebhookSucceeded
-            | Event::WebhookFailed
-            | Event::LookupSucceeded
-            | Event::LookupFailed
-            | Event::LookupAccepted
-            | Event::LookupAbsent
+            | webhook_findings!()
+            | lookup_findings!()
             | Event::Escalate => false,
         }
     }
@@ -233,94 +264,43 @@ pub fn transition(from: Status, event: Event) -> Result<Status, Refused> {
 
         (
             S::NotStarted,
-            E::ProviderConflict
-            | E::ProviderSucceeded
-            | E::ProviderFailed
-            | E::ProviderAccepted
-            | E::ProviderAmbiguous
-            | E::ProviderNotSent
-            | E::LeaseExpired
+            in_flight_answers!()
             | E::DeadlinePassed
-            | E::WebhookSucceeded
-            | E::WebhookFailed
-            | E::LookupSucceeded
-            | E::LookupFailed
-            | E::LookupAccepted
-            | E::LookupAbsent
-            | E::OperatorSucceeded
-            | E::OperatorFailed
-            | E::OperatorCancelled,
+            | webhook_findings!()
+            | lookup_findings!()
+            | operator_findings!(),
         ) => refused,
         (
             S::InProgress,
-            E::Claim
-            | E::CancelBeforeStart
+            start_decisions!()
             | E::DeadlinePassed
-            | E::LookupSucceeded
-            | E::LookupFailed
-            | E::LookupAccepted
-            | E::LookupAbsent
+            | lookup_findings!()
             | E::Escalate
-            | E::OperatorSucceeded
-            | E::OperatorFailed
-            | E::OperatorCancelled,
+            | operator_findings!(),
         ) => refused,
         (
             S::Accepted,
-            E::ProviderConflict
-            | E::Claim
-            | E::CancelBeforeStart
-            | E::ProviderSucceeded
-            | E::ProviderFailed
-            | E::ProviderAccepted
-            | E::ProviderAmbiguous
-            | E::ProviderNotSent
-            | E::LeaseExpired
+            start_decisions!()
+            | in_flight_answers!()
             | E::LookupAccepted
             | E::LookupAbsent
             | E::Escalate,
         ) => refused,
-        (
-            S::Unknown,
-            E::ProviderConflict
-            | E::Claim
-            | E::CancelBeforeStart
-            | E::ProviderSucceeded
-            | E::ProviderFailed
-            | E::ProviderAccepted
-            | E::ProviderAmbiguous
-            | E::ProviderNotSent
-            | E::LeaseExpired
-            | E::DeadlinePassed,
-        ) => refused,
+        (S::Unknown, start_decisions!() | in_flight_answers!() | E::DeadlinePassed) => refused,
         // Final states, and a disputed operation until the operator's finding, absorb every
         // other event: a late answer is recorded and escalated, never applied.
         (S::Succeeded, E::OperatorFailed | E::OperatorCancelled) => refused,
         (
             S::Disputed | S::Succeeded | S::Failed | S::Cancelled,
-            E::Claim
-            | E::ProviderConflict
-            | E::CancelBeforeStart
-            | E::ProviderSucceeded
-            | E::ProviderFailed
-            | E::ProviderAccepted
-            | E::ProviderAmbiguous
-            | E::ProviderNotSent
-            | E::LeaseExpired
+            start_decisions!()
+            | in_flight_answers!()
             | E::DeadlinePassed
-            | E::WebhookSucceeded
-            | E::WebhookFailed
-            | E::LookupSucceeded
-            | E::LookupFailed
-            | E::LookupAccepted
-            | E::LookupAbsent
+            | webhook_findings!()
+            | lookup_findings!()
             | E::Escalate
             | E::OperatorDispute,
         ) => refused,
-        (
-            S::Failed | S::Cancelled,
-            E::OperatorSucceeded | E::OperatorFailed | E::OperatorCancelled,
-        ) => refused,
+        (S::Failed | S::Cancelled, operator_findings!()) => refused,
     }
 }
 

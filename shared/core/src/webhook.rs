@@ -268,24 +268,13 @@ mod tests {
     #[test]
     fn final_rows_are_never_moved_and_contradictions_escalate() {
         use WebhookDecision as D;
+        let contradicts = D::Escalate(CONTRADICTS_FINAL);
         let decided = [
             (Status::Succeeded, Reported::Succeeded, D::Ignore),
             (Status::Succeeded, Reported::Pending, D::Ignore),
-            (
-                Status::Succeeded,
-                Reported::Failed,
-                D::Escalate(CONTRADICTS_FINAL),
-            ),
-            (
-                Status::Failed,
-                Reported::Succeeded,
-                D::Escalate(CONTRADICTS_FINAL),
-            ),
-            (
-                Status::Cancelled,
-                Reported::Succeeded,
-                D::Escalate(CONTRADICTS_FINAL),
-            ),
+            (Status::Succeeded, Reported::Failed, contradicts),
+            (Status::Failed, Reported::Succeeded, contradicts),
+            (Status::Cancelled, Reported::Succeeded, contradicts),
             (
                 Status::NotStarted,
                 Reported::Succeeded,
@@ -375,27 +364,18 @@ mod tests {
 
     #[test]
     fn event_types_map_to_families_and_reports() {
-        assert_eq!(
-            EventKind::of("payment.succeeded"),
-            EventKind::Status {
-                action: Action::PaymentCreate,
-                reported: Reported::Succeeded
-            }
-        );
-        assert_eq!(
-            EventKind::of("refund.failed"),
-            EventKind::Status {
-                action: Action::RefundCreate,
-                reported: Reported::Failed
-            }
-        );
-        assert_eq!(
-            EventKind::of("payment.pending"),
-            EventKind::Status {
-                action: Action::PaymentCreate,
-                reported: Reported::Pending
-            }
-        );
+        for (event_type, action, reported) in [
+            (
+                "payment.succeeded",
+                Action::PaymentCreate,
+                Reported::Succeeded,
+            ),
+            ("refund.failed", Action::RefundCreate, Reported::Failed),
+            ("payment.pending", Action::PaymentCreate, Reported::Pending),
+        ] {
+            let expected = EventKind::Status { action, reported };
+            assert_eq!(EventKind::of(event_type), expected, "{event_type}");
+        }
         assert_eq!(
             EventKind::of("payment.succeeded").reference_field(),
             "reference"
@@ -428,82 +408,42 @@ mod tests {
             amount_minor: Some(1250000),
             currency: Some("KZT"),
         };
-        assert_eq!(
-            check_identity(Action::PaymentCreate, "payments", row, good),
-            Ok(())
-        );
+        let payment = |row, object| check_identity(Action::PaymentCreate, "payments", row, object);
+        assert_eq!(payment(row, good), Ok(()));
         assert_eq!(
             check_identity(Action::RefundCreate, "payments", row, good),
             Err(Reason::WebhookActionMismatch)
         );
         assert_eq!(
-            check_identity(
-                Action::PaymentCreate,
-                "payments",
-                row,
-                ObjectIdentity {
-                    reference: Some("op_B"),
-                    ..good
-                }
-            ),
-            Err(Reason::WebhookReferenceMismatch)
-        );
-        assert_eq!(
-            check_identity(
-                Action::PaymentCreate,
-                "payments",
-                row,
-                ObjectIdentity {
-                    id: Some("pay_2"),
-                    ..good
-                }
-            ),
-            Err(Reason::WebhookExternalIdMismatch)
-        );
-        assert_eq!(
-            check_identity(
-                Action::PaymentCreate,
-                "payments",
-                row,
-                ObjectIdentity {
-                    amount_minor: Some(1),
-                    ..good
-                }
-            ),
-            Err(Reason::WebhookAmountMismatch)
-        );
-        assert_eq!(
-            check_identity(
-                Action::PaymentCreate,
-                "payments",
-                row,
-                ObjectIdentity {
-                    currency: Some("USD"),
-                    ..good
-                }
-            ),
-            Err(Reason::WebhookCurrencyMismatch)
-        );
-        assert_eq!(
             check_identity(Action::PaymentCreate, "crm", row, good),
             Err(Reason::WebhookProviderMismatch)
         );
+        let one_field_off: [(fn(&mut ObjectIdentity<'static>), Reason); 4] = [
+            (
+                |o| o.reference = Some("op_B"),
+                Reason::WebhookReferenceMismatch,
+            ),
+            (|o| o.id = Some("pay_2"), Reason::WebhookExternalIdMismatch),
+            (|o| o.amount_minor = Some(1), Reason::WebhookAmountMismatch),
+            (
+                |o| o.currency = Some("USD"),
+                Reason::WebhookCurrencyMismatch,
+            ),
+        ];
+        for (change, mismatch) in one_field_off {
+            let mut other = good;
+            change(&mut other);
+            assert_eq!(payment(row, other), Err(mismatch), "{other:?}");
+        }
         // The row has no external id yet (the execute worker has not recorded it): fine.
         let fresh = RowIdentity {
             external_id: None,
             ..row
         };
-        assert_eq!(
-            check_identity(
-                Action::PaymentCreate,
-                "payments",
-                fresh,
-                ObjectIdentity {
-                    id: Some("pay_9"),
-                    ..good
-                }
-            ),
-            Ok(())
-        );
+        let unknown_id = ObjectIdentity {
+            id: Some("pay_9"),
+            ..good
+        };
+        assert_eq!(payment(fresh, unknown_id), Ok(()));
     }
 }

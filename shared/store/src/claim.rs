@@ -88,30 +88,45 @@ fn the_one(claimed: Vec<ClaimedOperation>) -> Claim {
         .map_or(Claim::NotClaimable, |c| Claim::Claimed(Box::new(c)))
 }
 
+/// What a claim asks of every operation it takes, and what it writes on them.
+#[derive(Debug, Clone, Copy)]
+struct ClaimTerms<'a> {
+    /// The fence read before (a claim after reading); `None` claims on status alone.
+    read_fence: Option<i64>,
+    /// The policy versions the row must be under; any, when empty.
+    policies: &'a [String],
+    owner: &'a str,
+    lease_ttl_ms: i64,
+}
+
+/// The operations' keys as the statements bind them: the ids, which the primary key
+/// answers, and `tenant_id || ' ' || operation_id`, which filters the rows it found.
+fn bound_keys<'a>(ops: &[OpRef<'a>]) -> (Vec<&'a str>, Vec<String>) {
+    let operation_ids = ops.iter().map(|o| o.operation_id).collect();
+    let pairs = ops
+        .iter()
+        .map(|o| format!("{} {}", o.tenant_id, o.operation_id))
+        .collect();
+    (operation_ids, pairs)
+}
+
 /// The claim's statement on `client` (a pooled connection, or a transaction's).
 async fn claim_in<C: GenericClient>(
     client: &C,
     ops: &[OpRef<'_>],
-    read_fence: Option<i64>,
-    policies: &[String],
-    owner: &str,
-    lease_ttl_ms: i64,
+    terms: ClaimTerms<'_>,
 ) -> Result<Vec<ClaimedOperation>, StoreError> {
-    let operation_ids: Vec<&str> = ops.iter().map(|o| o.operation_id).collect();
-    let pairs: Vec<String> = ops
-        .iter()
-        .map(|o| format!("{} {}", o.tenant_id, o.operation_id))
-        .collect();
+    let (operation_ids, pairs) = bound_keys(ops);
     let stmt = client.prepare_cached(&claim_sql()).await?;
-    let ttl = lease_ttl_ms as f64;
+    let ttl = terms.lease_ttl_ms as f64;
     let (from, to) = (Status::NotStarted.as_str(), Status::InProgress.as_str());
     let approved = ApprovalStatus::Approved.as_str();
     let params: [Param<'_>; 9] = [
         &operation_ids,
-        &owner,
+        &terms.owner,
         &ttl,
-        &read_fence,
-        &policies,
+        &terms.read_fence,
+        &terms.policies,
         &from,
         &to,
         &approved,
@@ -144,10 +159,13 @@ impl<R: ClaimAndCall> StoreAs<R> {
         owner: &str,
         lease_ttl_ms: i64,
     ) -> Result<Claim, StoreError> {
-        let claimed = self
-            .claim_where(&[op], Some(read_fence), &[], owner, lease_ttl_ms)
-            .await?;
-        Ok(the_one(claimed))
+        let terms = ClaimTerms {
+            read_fence: Some(read_fence),
+            policies: &[],
+            owner,
+            lease_ttl_ms,
+        };
+        Ok(the_one(self.claim_where(&[op], terms).await?))
     }
 
     /// Claims without reading first: an approved, unexpired `not_started` row under one of
@@ -179,8 +197,13 @@ impl<R: ClaimAndCall> StoreAs<R> {
         let mut ops = ops.to_vec();
         ops.sort_unstable();
         ops.dedup();
-        self.claim_where(&ops, None, policies, owner, lease_ttl_ms)
-            .await
+        let terms = ClaimTerms {
+            read_fence: None,
+            policies,
+            owner,
+            lease_ttl_ms,
+        };
+        self.claim_where(&ops, terms).await
     }
 
     /// Claims what is ready; then, for the operations that were not, lets a standing
@@ -191,14 +214,9 @@ impl<R: ClaimAndCall> StoreAs<R> {
     async fn claim_where(
         &self,
         ops: &[OpRef<'_>],
-        read_fence: Option<i64>,
-        policies: &[String],
-        owner: &str,
-        lease_ttl_ms: i64,
+        terms: ClaimTerms<'_>,
     ) -> Result<Vec<ClaimedOperation>, StoreError> {
-        let mut claimed = self
-            .claim_statement(ops, read_fence, policies, owner, lease_ttl_ms)
-            .await?;
+        let mut claimed = claim_in(&self.client().await?, ops, terms).await?;
         if claimed.len() == ops.len() {
             return Ok(claimed);
         }
@@ -211,26 +229,16 @@ impl<R: ClaimAndCall> StoreAs<R> {
                 })
             })
             .collect();
-        claimed.extend(
-            self.claim_by_mandate(&rest, read_fence, policies, owner, lease_ttl_ms)
-                .await?,
-        );
+        claimed.extend(self.claim_by_mandate(&rest, terms).await?);
         Ok(claimed)
     }
 
     async fn claim_by_mandate(
         &self,
         ops: &[OpRef<'_>],
-        read_fence: Option<i64>,
-        policies: &[String],
-        owner: &str,
-        lease_ttl_ms: i64,
+        terms: ClaimTerms<'_>,
     ) -> Result<Vec<ClaimedOperation>, StoreError> {
-        let operation_ids: Vec<&str> = ops.iter().map(|o| o.operation_id).collect();
-        let pairs: Vec<String> = ops
-            .iter()
-            .map(|o| format!("{} {}", o.tenant_id, o.operation_id))
-            .collect();
+        let (operation_ids, pairs) = bound_keys(ops);
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let approve = tx
@@ -243,21 +251,9 @@ impl<R: ClaimAndCall> StoreAs<R> {
         if approved == 0 {
             return Ok(Vec::new());
         }
-        let claimed = claim_in(&tx, ops, read_fence, policies, owner, lease_ttl_ms).await?;
+        let claimed = claim_in(&tx, ops, terms).await?;
         tx.commit().await?;
         Ok(claimed)
-    }
-
-    async fn claim_statement(
-        &self,
-        ops: &[OpRef<'_>],
-        read_fence: Option<i64>,
-        policies: &[String],
-        owner: &str,
-        lease_ttl_ms: i64,
-    ) -> Result<Vec<ClaimedOperation>, StoreError> {
-        let client = self.client().await?;
-        claim_in(&client, ops, read_fence, policies, owner, lease_ttl_ms).await
     }
 
     /// Extends a held lease. `false` means fenced out: the lease is gone.

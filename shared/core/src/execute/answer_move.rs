@@ -21,10 +21,10 @@ pub struct AnswerMove<'a> {
     pub keeps_result: bool,
 }
 
-/// The move for `outcome`; an accepted request waits `accepted_deadline_s`.
-pub fn answer_move(outcome: &Outcome, accepted_deadline_s: u32) -> AnswerMove<'_> {
-    let ambiguous = AnswerMove {
-        event: Event::ProviderAmbiguous,
+/// A move by `event` that keeps nothing of the answer: each answer names what it adds.
+fn keeping_nothing<'a>(event: Event) -> AnswerMove<'a> {
+    AnswerMove {
+        event,
         reason: None,
         error_code: None,
         external_id: None,
@@ -32,7 +32,12 @@ pub fn answer_move(outcome: &Outcome, accepted_deadline_s: u32) -> AnswerMove<'_
         escalate: false,
         keeps_request_id: false,
         keeps_result: false,
-    };
+    }
+}
+
+/// The move for `outcome`; an accepted request waits `accepted_deadline_s`.
+pub fn answer_move(outcome: &Outcome, accepted_deadline_s: u32) -> AnswerMove<'_> {
+    let ambiguous = keeping_nothing(Event::ProviderAmbiguous);
     match outcome {
         Outcome::Succeeded { external_id } => AnswerMove {
             event: Event::ProviderSucceeded,
@@ -87,6 +92,25 @@ mod tests {
     const DEADLINE_S: u32 = 900;
 
     #[test]
+    fn the_base_of_every_move_keeps_nothing() {
+        let m = keeping_nothing(Event::ProviderAmbiguous);
+        let kept = (m.reason, m.error_code, m.external_id, m.deadline_s);
+        assert_eq!(kept, (None, None, None, None));
+        let flags = (m.escalate, m.keeps_request_id, m.keeps_result);
+        assert_eq!(flags, (false, false, false));
+    }
+
+    /// A move by `event` for an answer the provider gave to the request: the row keeps
+    /// its request id and its result.
+    fn answered<'a>(event: Event) -> AnswerMove<'a> {
+        AnswerMove {
+            keeps_request_id: true,
+            keeps_result: true,
+            ..keeping_nothing(event)
+        }
+    }
+
+    #[test]
     fn a_success_settles_with_its_id_and_keeps_the_answer() {
         let outcome = Outcome::Succeeded {
             external_id: "pay_1".into(),
@@ -94,14 +118,8 @@ mod tests {
         assert_eq!(
             answer_move(&outcome, DEADLINE_S),
             AnswerMove {
-                event: Event::ProviderSucceeded,
-                reason: None,
-                error_code: None,
                 external_id: Some("pay_1"),
-                deadline_s: None,
-                escalate: false,
-                keeps_request_id: true,
-                keeps_result: true,
+                ..answered(Event::ProviderSucceeded)
             }
         );
     }
@@ -114,14 +132,9 @@ mod tests {
         assert_eq!(
             answer_move(&outcome, DEADLINE_S),
             AnswerMove {
-                event: Event::ProviderFailed,
                 reason: Some(Reason::ProviderRejected),
                 error_code: Some("insufficient_funds"),
-                external_id: None,
-                deadline_s: None,
-                escalate: false,
-                keeps_request_id: true,
-                keeps_result: true,
+                ..answered(Event::ProviderFailed)
             }
         );
     }
@@ -135,14 +148,9 @@ mod tests {
             assert_eq!(
                 answer_move(&outcome, DEADLINE_S),
                 AnswerMove {
-                    event: Event::ProviderAccepted,
-                    reason: None,
-                    error_code: None,
                     external_id,
                     deadline_s: Some(DEADLINE_S),
-                    escalate: false,
-                    keeps_request_id: true,
-                    keeps_result: true,
+                    ..answered(Event::ProviderAccepted)
                 }
             );
         }
@@ -162,14 +170,10 @@ mod tests {
             assert_eq!(
                 answer_move(&outcome, DEADLINE_S),
                 AnswerMove {
-                    event: Event::ProviderConflict,
                     reason: Some(on.reason()),
                     error_code: Some(on.code()),
-                    external_id: None,
-                    deadline_s: None,
-                    escalate: false,
-                    keeps_request_id: false,
                     keeps_result: true,
+                    ..keeping_nothing(Event::ProviderConflict)
                 }
             );
         }
@@ -183,14 +187,8 @@ mod tests {
         assert_eq!(
             answer_move(&outcome, DEADLINE_S),
             AnswerMove {
-                event: Event::ProviderNotSent,
                 reason: Some(Reason::NotSent),
-                error_code: None,
-                external_id: None,
-                deadline_s: None,
-                escalate: false,
-                keeps_request_id: false,
-                keeps_result: false,
+                ..keeping_nothing(Event::ProviderNotSent)
             }
         );
     }
@@ -205,14 +203,9 @@ mod tests {
             assert_eq!(
                 answer_move(&outcome, DEADLINE_S),
                 AnswerMove {
-                    event: Event::ProviderAmbiguous,
                     reason: Some(Reason::Timeout),
-                    error_code: None,
-                    external_id: None,
-                    deadline_s: None,
                     escalate,
-                    keeps_request_id: false,
-                    keeps_result: false,
+                    ..keeping_nothing(Event::ProviderAmbiguous)
                 }
             );
         }

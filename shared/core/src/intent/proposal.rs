@@ -39,8 +39,9 @@ pub fn provider_of(action: Action) -> &'static str {
     action.spec().provider.as_str()
 }
 
-/// The members a proposal of `action` may carry.
-fn members(action: Action) -> &'static [&'static str] {
+/// Whether a proposal of `action` may carry `member`: the members every tool takes, and
+/// `target` for an action that changes a named object.
+fn takes(action: Action, member: &str) -> bool {
     const COMMON: &[&str] = &[
         "operation_id",
         "tenant_id",
@@ -51,20 +52,9 @@ fn members(action: Action) -> &'static [&'static str] {
         "rationale",
         "supersedes",
     ];
-    const WITH_TARGET: &[&str] = &[
-        "operation_id",
-        "tenant_id",
-        "target",
-        "payload",
-        "policy_version",
-        "data_version",
-        "approval_ttl_seconds",
-        "rationale",
-        "supersedes",
-    ];
     match action.spec().target {
-        Target::Required(_) => WITH_TARGET,
-        Target::Optional => COMMON,
+        Target::Required(_) => member == "target" || COMMON.contains(&member),
+        Target::Optional => COMMON.contains(&member),
     }
 }
 
@@ -87,10 +77,7 @@ pub fn envelope(
             });
         }
     }
-    if let Some(unknown) = arguments
-        .keys()
-        .find(|k| !members(action).contains(&k.as_str()))
-    {
+    if let Some(unknown) = arguments.keys().find(|k| !takes(action, k)) {
         // The member's name is the agent's text: named only when it is a plain name (as
         // every path a refusal names), so the agent learns which member to drop.
         let field = if crate::member_path::plain_name(unknown) {
