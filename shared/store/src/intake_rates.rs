@@ -10,7 +10,7 @@ use fleet_core::throttle::BACKOFF;
 use tokio::time::sleep;
 
 use crate::component::PaceIntake;
-use crate::provider_rates::{held, millis, Slot};
+use crate::rate_slots::{held, millis, Slot};
 use crate::{StoreAs, StoreError};
 
 const RESERVE_INTAKE: &str =

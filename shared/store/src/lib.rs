@@ -35,6 +35,7 @@ mod prepare;
 mod principal_admin;
 mod principals;
 mod provider_rates;
+mod rate_slots;
 mod read;
 mod role_owner;
 mod roles;

@@ -15,6 +15,7 @@ use tracing::warn;
 
 use crate::component::{Component, PaceIntake, RateProviders};
 use crate::intake_rates::reserve_for_intake;
+use crate::rate_slots::{held, millis, Slot};
 use crate::StoreAs;
 use crate::StoreError;
 use futures_util::future::BoxFuture;
@@ -37,10 +38,6 @@ const MAX_RETAKES: usize = 8;
 pub struct Reserved {
     pub waits: Vec<Duration>,
     pub paused: Duration,
-}
-
-pub(crate) fn millis(ms: f64) -> Duration {
-    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
 }
 
 impl<R: RateProviders> StoreAs<R> {
@@ -104,10 +101,6 @@ impl<R: Component> StoreAs<R> {
         Ok(())
     }
 }
-
-/// A slot as this process holds it: when it opens, and until when the provider was
-/// paused as the database said it then.
-pub(crate) type Slot = Result<(Instant, Instant), String>;
 
 /// Reports a 429 to the shared schedule (the component's own grant).
 type Report = Arc<dyn Fn(Duration) -> BoxFuture<'static, Result<(), StoreError>> + Send + Sync>;
@@ -280,16 +273,6 @@ fn pacer_of(
                 pacer
             })
     }
-}
-
-/// The slots a reservation answered, as this process holds them.
-pub(crate) fn held(waits: Vec<Duration>, paused: Duration) -> Vec<Slot> {
-    let now = Instant::now();
-    let paused_until = now + paused;
-    waits
-        .into_iter()
-        .map(|wait| Ok((now + wait, paused_until)))
-        .collect()
 }
 
 async fn reserve<R: RateProviders>(
