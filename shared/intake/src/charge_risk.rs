@@ -11,7 +11,7 @@ use fleet_store::component::StoreIntents;
 use fleet_store::{StoreAs, StoreError};
 
 use crate::checked::{CheckedIntent, IntakeRules};
-use crate::risk::flagged;
+use crate::flagged::flagged;
 
 /// `checked` (a `charge.create`) with its risk cues, and its quorum raised as its policy
 /// asks when flagged.

@@ -15,6 +15,7 @@
 
 pub mod charge_risk;
 pub mod checked;
+mod flagged;
 pub mod in_force;
 pub mod intake;
 pub mod objects;

@@ -6,16 +6,13 @@
 //! operation (`operations.risk`), shown beside the amount and carried in its events.
 
 use fleet_core::payee::PayeeEvidence;
-use fleet_core::policy::RiskRule;
-use fleet_core::risk::{
-    cues, possible_duplicate, PayeeNow, PaymentAsked, RiskCue, DUPLICATE_WINDOW,
-};
+use fleet_core::risk::{cues, possible_duplicate, PayeeNow, PaymentAsked, DUPLICATE_WINDOW};
 use fleet_core::Action;
 use fleet_store::component::StoreIntents;
 use fleet_store::{StoreAs, StoreError};
-use tracing::info;
 
 use crate::checked::{CheckedIntent, IntakeRules};
+use crate::flagged::flagged;
 
 /// `checked` with its risk cues, and its quorum raised as its policy asks when flagged
 /// (a charge's: `crate::charge_risk`). An intent that is neither is returned as it came.
@@ -94,35 +91,4 @@ pub async fn with_risk<R: StoreIntents>(
             .and_then(fleet_core::payee::NameCheck::cue),
     );
     Ok(flagged(checked, rule, found, "payment"))
-}
-
-/// `checked` with the cues `found` kept, and the approvals and signatures `rule` asks of
-/// it (more when anything was found, then also logged with the cues' codes: the kind of
-/// intent is `what`, e.g. `payment`).
-pub(crate) fn flagged(
-    mut checked: CheckedIntent,
-    rule: RiskRule,
-    found: Vec<RiskCue>,
-    what: &str,
-) -> CheckedIntent {
-    let (approvers, signed) = rule.requirement(
-        !found.is_empty(),
-        checked.approvals_required,
-        checked.signatures_required,
-    );
-    if !found.is_empty() {
-        let codes: Vec<String> = found
-            .iter()
-            .map(|c| {
-                serde_json::to_value(c)
-                    .map(|v| v["cue"].to_string())
-                    .unwrap_or_default()
-            })
-            .collect();
-        info!(operation_id = %checked.intent.operation_id, cues = %codes.join(","), approvals_required = approvers, signatures_required = signed, "{what} flagged by risk cues");
-    }
-    checked.approvals_required = approvers;
-    checked.signatures_required = signed;
-    checked.risk = Some(found);
-    checked
 }
