@@ -27,7 +27,7 @@ use fleet_core::{ApiAction, SignIn, TokenHash};
 use fleet_runtime::PeerAddr;
 use fleet_store::{Principal, TokenCheck};
 
-use crate::console::session::{cookie, SESSION_COOKIE};
+use crate::cookies::{cookie, SESSION_COOKIE};
 use crate::decisions::{Addressed, Asking};
 use crate::error::ApiError;
 use crate::state::AppState;

@@ -15,9 +15,9 @@ use fleet_runtime::trace;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::json_body::{read_bytes, require_json};
-use crate::openapi::IntentV1;
 use crate::problem::Problem;
 use crate::route_responses::{NotJson, RateLimited, Unauthenticated};
+use crate::schemas::IntentV1;
 use crate::state::AppState;
 
 /// Submit an intent.

@@ -36,6 +36,7 @@ pub mod batch_approval;
 pub mod body_deadline;
 pub mod console;
 pub mod contract_enums;
+pub mod cookies;
 pub mod cursor;
 pub mod dead_letters;
 pub mod decision_error;
@@ -114,17 +115,19 @@ pub struct ApiDeps {
     pub evidence: evidence_key::EvidenceKeys,
 }
 
-/// The routes and the OpenAPI document describing exactly them; every request is
-/// identified, takes one of `slots`, and has its body read under `pace`.
+/// The routes (the console's with `console`) and the OpenAPI document describing exactly
+/// the JSON ones; every request is identified, takes one of `slots`, and has its body
+/// read under `pace`.
 pub fn app(
     state: AppState,
+    console: Option<Arc<console::Console>>,
     slots: request_slots::Slots,
     pace: fleet_runtime::BodyPace,
 ) -> (Router, utoipa::openapi::OpenApi) {
     let identifying = state.clone();
     let public_url = state.public_url.to_string();
     let mcp = mcp::router(state.clone());
-    let console = console::router(state.clone());
+    let console = console::router(state.clone(), console);
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(intents::submit_intent))
         .routes(routes!(operations::get_operation))
@@ -288,7 +291,7 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         )),
         shutdown: shutdown.clone(),
         public_url,
-        console: deps.console.map(Arc::new),
+        approval_pages: deps.console.is_some(),
         evidence: Arc::new(deps.evidence),
     };
     let slots = request_slots::Slots::new(
@@ -297,7 +300,8 @@ pub async fn run(deps: ApiDeps, shutdown: CancellationToken) -> std::io::Result<
         deps.settings.request_queue_timeout(),
     );
     tracing::info!(public_url = %state.public_url, "api public url");
-    let (router, _) = app(state, slots, deps.settings.body_pace());
+    let console = deps.console.map(Arc::new);
+    let (router, _) = app(state, console, slots, deps.settings.body_pace());
     let served = http_server::serve(
         "api",
         deps.listener,

@@ -10,15 +10,13 @@
 //! put in by [`document`] as one schema per action ([`crate::intent_variants`]).
 
 use serde_json::Value;
-use utoipa::openapi::schema::{Object, Schema};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-use utoipa::openapi::RefOr;
-use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
+use utoipa::{Modify, OpenApi};
 
 use crate::contract_enums::{ErrorCode, EventTypeName, RefusalReason};
 use crate::decision_routes::{ApproveBody, DisputeBody, RejectBody, ResolveBody};
 use crate::problem::Problem;
-use crate::schemas::INTENT_V1_SCHEMA;
+use crate::schemas::{IntentV1, INTENT_V1_SCHEMA};
 use crate::view_schemas::{ApprovalStatusName, OperationPage, OperationView, StatusName};
 
 #[derive(OpenApi)]
@@ -53,19 +51,6 @@ impl Modify for BearerAuth {
         }
     }
 }
-
-/// An intent.v1 message: what an agent proposes. Its schema in the document is derived
-/// from `shared/schemas/intent.v1.json` ([`document`] puts it in, one schema per action);
-/// this placeholder only names it for the routes that take it.
-pub struct IntentV1;
-
-impl PartialSchema for IntentV1 {
-    fn schema() -> RefOr<Schema> {
-        RefOr::T(Schema::Object(Object::new()))
-    }
-}
-
-impl ToSchema for IntentV1 {}
 
 /// Where the intent schema's own definitions (`$defs`) go: components of their own, so
 /// that every validator and generator resolves them as ordinary component references.

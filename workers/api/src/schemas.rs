@@ -5,9 +5,25 @@
 
 use axum::http::header;
 use axum::response::IntoResponse;
+use utoipa::openapi::schema::{Object, Schema};
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
 
 /// `shared/schemas/intent.v1.json`, byte for byte.
 pub const INTENT_V1_SCHEMA: &str = include_str!("../../../shared/schemas/intent.v1.json");
+
+/// An intent.v1 message: what an agent proposes. Its schema in the document is derived
+/// from `shared/schemas/intent.v1.json` ([`crate::openapi::document`] puts it in, one schema per action);
+/// this placeholder only names it for the routes that take it.
+pub struct IntentV1;
+
+impl PartialSchema for IntentV1 {
+    fn schema() -> RefOr<Schema> {
+        RefOr::T(Schema::Object(Object::new()))
+    }
+}
+
+impl ToSchema for IntentV1 {}
 
 /// The media type of a JSON Schema document.
 pub const SCHEMA_CONTENT_TYPE: &str = "application/schema+json";

@@ -6,7 +6,6 @@ use fleet_intake::IntakeRules;
 use fleet_store::ApiStore;
 use tokio_util::sync::CancellationToken;
 
-use crate::console::setup::Console;
 use crate::decisions::Decisions;
 use crate::public_url::PublicUrl;
 use crate::rate_limit::{AddressLimits, RateLimits};
@@ -30,8 +29,9 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Where people and agents reach the API: the base of the links handed out.
     pub public_url: PublicUrl,
-    /// The console for people, when an OpenID Connect issuer is configured.
-    pub console: Option<Arc<Console>>,
+    /// Whether the console serves approval pages (an OpenID Connect issuer is configured):
+    /// only then are links to them handed out.
+    pub approval_pages: bool,
     /// The key evidence bundles are signed with, and the earlier ones still published.
     pub evidence: Arc<crate::evidence_key::EvidenceKeys>,
 }

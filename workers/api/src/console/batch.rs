@@ -16,6 +16,8 @@
 //! | `GET /console/batch/review?tenant=&op=…` | the selection as one decision, and the passkey that signs it |
 //! | `POST /console/batch` | record the signed batch |
 
+use std::sync::Arc;
+
 use std::collections::BTreeMap;
 
 use askama::Template;
@@ -37,10 +39,12 @@ use serde_json::Value;
 
 use super::form_fields::FormFields;
 use super::handler::html;
+use super::handler::ConsoleState;
 use super::pages::{error_page, Banner};
 use super::passkey_sign::{PasskeyAnswer, PasskeyAsk};
 use super::present::{tenant_query, Allowed, Card, Detail, Me};
 use super::session::Signed;
+use super::setup::Console;
 use crate::batch_approval::{record, BatchBody};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -48,7 +52,7 @@ use crate::state::AppState;
 /// The most pending operations the page lists (a batch lists at most 500).
 const PAGE_ROWS: i64 = 200;
 
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> Router<ConsoleState> {
     Router::new()
         .route("/console/batch", get(select).post(approve))
         .route("/console/batch/review", get(review))
@@ -266,6 +270,7 @@ fn payee_totals(lines: &[BatchLine], ops: &[ConsoleOperation]) -> Vec<PayeeTotal
 
 async fn review(
     State(state): State<AppState>,
+    State(console): State<Arc<Console>>,
     signed: Signed,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
@@ -297,7 +302,13 @@ async fn review(
     };
     let lines: Vec<BatchLine> = ops.iter().map(BatchLine::of).collect();
     let payees = payee_totals(&lines, &ops);
-    let passkey = PasskeyAsk::of(&state, &signed.principal.name, &statement.to_bytes()).await?;
+    let passkey = PasskeyAsk::of(
+        &state,
+        &console,
+        &signed.principal.name,
+        &statement.to_bytes(),
+    )
+    .await?;
     Ok(html(
         ReviewPage {
             me: signed.me(),

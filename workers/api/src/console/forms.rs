@@ -5,6 +5,8 @@
 //! refusal answers the page itself with the reason at its top and what the operation is
 //! now.
 
+use std::sync::Arc;
+
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -20,9 +22,11 @@ use fleet_core::{Resolution, Signature};
 use fleet_store::Resolve;
 use serde::Deserialize;
 
+use super::handler::ConsoleState;
 use super::pages::{error_page, not_found, operation_page};
 use super::present::{step_up_of, tenant_query};
 use super::session::Signed;
+use super::setup::Console;
 use crate::decisions::{locate, Addressed, Asking, Decided, DecisionError};
 use crate::error::ApiError;
 use crate::signed_approval::SignatureOffer;
@@ -213,6 +217,7 @@ fn refusal(e: &DecisionError) -> Option<(StatusCode, &'static str)> {
 /// JSON routes (authorization, quorum, the execute doorbell), as the signed-in person.
 async fn decide(
     state: AppState,
+    console: Arc<Console>,
     signed: Signed,
     id: String,
     tenant: Option<String>,
@@ -238,7 +243,7 @@ async fn decide(
         Asked::Approve => {
             let hash = f.payload_hash.as_deref().unwrap_or_default();
             if !amount_retyped(&state, &signed, at, f.confirm_amount.as_deref()).await? {
-                let page = operation_page(&state, &signed, at, None).await?;
+                let page = operation_page(&state, &console, &signed, at, None).await?;
                 return Ok(match page {
                     Ok(page) => page.refused(
                         StatusCode::UNPROCESSABLE_ENTITY,
@@ -299,14 +304,16 @@ async fn decide(
     let Some((status, words)) = refusal(&error) else {
         return Ok(not_found());
     };
-    Ok(match operation_page(&state, &signed, at, None).await? {
-        Ok(page) => page.refused(status, format!("Refused: {words}. Nothing was changed.")),
-        Err(answer) => answer,
-    })
+    Ok(
+        match operation_page(&state, &console, &signed, at, None).await? {
+            Ok(page) => page.refused(status, format!("Refused: {words}. Nothing was changed.")),
+            Err(answer) => answer,
+        },
+    )
 }
 
 /// The decision forms' routes, `POST /console/operations/{id}/<decision>`.
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> Router<ConsoleState> {
     Asked::ALL.into_iter().fold(Router::new(), |r, asked| {
         r.route(asked.path(), route(asked))
     })
@@ -314,14 +321,15 @@ pub fn routes() -> Router<AppState> {
 
 /// The POST route of the form that asks for `asked`; the four forms differ in nothing
 /// else.
-fn route(asked: Asked) -> MethodRouter<AppState> {
+fn route(asked: Asked) -> MethodRouter<ConsoleState> {
     post(
         move |State(state): State<AppState>,
+              State(console): State<Arc<Console>>,
               signed: Signed,
               Path(id): Path<String>,
               Query(q): Query<TenantQuery>,
               Form(f): Form<DecisionForm>| {
-            decide(state, signed, id, q.tenant, f, asked)
+            decide(state, console, signed, id, q.tenant, f, asked)
         },
     )
 }

@@ -1,19 +1,33 @@
-//! What every handler of the console uses: the console as configured, and a page rendered
-//! from its template.
+//! What every handler of the console uses: the state its routes are served with, and a
+//! page rendered from its template.
 
 use std::sync::Arc;
 
+use axum::extract::FromRef;
 use axum::response::{Html, IntoResponse, Response};
 
 use super::setup::Console;
 use crate::state::AppState;
 
-/// The console as configured (routes exist only when it is).
-pub(crate) fn console(state: &AppState) -> &Arc<Console> {
-    state
-        .console
-        .as_ref()
-        .expect("console routes are mounted only with a console")
+/// The console's routes' state: what every handler of the API shares, and the console as
+/// configured (its routes exist only when it is). A handler takes either part as its
+/// `State`.
+#[derive(Clone)]
+pub struct ConsoleState {
+    pub app: AppState,
+    pub console: Arc<Console>,
+}
+
+impl FromRef<ConsoleState> for AppState {
+    fn from_ref(state: &ConsoleState) -> AppState {
+        state.app.clone()
+    }
+}
+
+impl FromRef<ConsoleState> for Arc<Console> {
+    fn from_ref(state: &ConsoleState) -> Arc<Console> {
+        state.console.clone()
+    }
 }
 
 /// A rendered template, or a plain 500 if a template could not render (a bug).

@@ -16,6 +16,8 @@
 //! | `GET /console/mandates/{id}` | one mandate: what was signed, used, left |
 //! | `POST /console/mandates/{id}/revoke` | revoke it (its signer, or an admin) |
 
+use std::sync::Arc;
+
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -38,10 +40,12 @@ use serde_json::Value;
 
 use super::form_fields::FormFields;
 use super::handler::html;
+use super::handler::ConsoleState;
 use super::pages::{error_page, Banner};
 use super::passkey_sign::{PasskeyAnswer, PasskeyAsk};
 use super::present::Me;
 use super::session::Signed;
+use super::setup::Console;
 use crate::error::ApiError;
 use crate::mandates::{revoke, store, MandateBody};
 use crate::state::AppState;
@@ -52,7 +56,7 @@ const LIST_ROWS: i64 = 100;
 /// How long a new mandate stands unless the approver says otherwise.
 const DEFAULT_DAYS: i64 = 30;
 
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> Router<ConsoleState> {
     Router::new()
         .route("/console/mandates", get(list).post(create))
         .route("/console/mandates/new", get(new))
@@ -410,6 +414,7 @@ fn form_token_ok(signed: &Signed, f: &FormFields) -> bool {
 
 async fn review(
     State(state): State<AppState>,
+    State(console): State<Arc<Console>>,
     signed: Signed,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -468,7 +473,7 @@ async fn review(
         }
     };
     let bytes = mandate.to_bytes();
-    let passkey = PasskeyAsk::of(&state, &signed.principal.name, &bytes).await?;
+    let passkey = PasskeyAsk::of(&state, &console, &signed.principal.name, &bytes).await?;
     Ok(html(
         ReviewPage {
             me: signed.me(),

@@ -38,6 +38,8 @@ pub mod settings;
 pub mod setup;
 pub mod sign_in;
 
+use std::sync::Arc;
+
 use axum::extract::Request;
 use axum::http::{header, HeaderValue};
 use axum::middleware::{self, Next};
@@ -49,6 +51,7 @@ pub use settings::ConsoleSettings;
 pub use setup::{AccessClaims, Console};
 
 use crate::state::AppState;
+use handler::ConsoleState;
 
 /// Scripts, styles and images from the console only (no inline script, no other origin),
 /// requests and forms to the console only, never framed.
@@ -102,10 +105,10 @@ async fn passkey_script() -> Response {
 }
 
 /// The console's routes (empty when no issuer is configured).
-pub fn router(state: AppState) -> Router {
-    if state.console.is_none() {
+pub fn router(app: AppState, console: Option<Arc<Console>>) -> Router {
+    let Some(console) = console else {
         return Router::new();
-    }
+    };
     Router::new()
         .route("/console", get(pages::inbox))
         .route("/console/operations", get(pages::operations))
@@ -124,5 +127,5 @@ pub fn router(state: AppState) -> Router {
         .route("/console/assets/console.css", get(stylesheet))
         .route("/console/assets/passkey.js", get(passkey_script))
         .layer(middleware::from_fn(security_headers))
-        .with_state(state)
+        .with_state(ConsoleState { app, console })
 }

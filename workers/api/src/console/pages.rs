@@ -1,5 +1,7 @@
 //! The console's pages (GET only: reading never changes anything).
 
+use std::sync::Arc;
+
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -12,7 +14,7 @@ use fleet_store::{ConsoleOperation, OperationSearch};
 use serde::Deserialize;
 
 use super::done::{confirmation, Recorded};
-use super::handler::{console, html};
+use super::handler::html;
 use super::original_charge::OriginalCharge;
 use super::passkeys::Signing;
 use super::present::{
@@ -20,6 +22,7 @@ use super::present::{
     EventLine, Me,
 };
 use super::session::Signed;
+use super::setup::Console;
 use crate::decisions::{locate, Addressed, DecisionError};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -196,21 +199,24 @@ pub struct DoneQuery {
 /// the person's decision is on record (`super::done`), and without one otherwise.
 pub async fn operation(
     State(state): State<AppState>,
+    State(console): State<Arc<Console>>,
     signed: Signed,
     Path(id): Path<String>,
     Query(q): Query<DoneQuery>,
 ) -> Result<Response, ApiError> {
     let at = Addressed::new(&id, q.tenant.as_deref());
-    Ok(match operation_page(&state, &signed, at, None).await? {
-        Ok(mut page) => {
-            page.banner = confirmation(q.done.as_deref(), page.recorded).map(|text| Banner {
-                kind: "ok",
-                text: text.to_owned(),
-            });
-            html(page.render())
-        }
-        Err(answer) => answer,
-    })
+    Ok(
+        match operation_page(&state, &console, &signed, at, None).await? {
+            Ok(mut page) => {
+                page.banner = confirmation(q.done.as_deref(), page.recorded).map(|text| Banner {
+                    kind: "ok",
+                    text: text.to_owned(),
+                });
+                html(page.render())
+            }
+            Err(answer) => answer,
+        },
+    )
 }
 
 pub fn not_found() -> Response {
@@ -235,6 +241,7 @@ pub fn ambiguous() -> Response {
 /// theirs hold the id).
 pub async fn operation_page(
     state: &AppState,
+    console: &Console,
     signed: &Signed,
     at: Addressed<'_>,
     banner: Option<Banner>,
@@ -250,7 +257,7 @@ pub async fn operation_page(
     };
     let attempts = state.store.attempts(key.op()).await?;
     let events = state.store.events(key.op()).await?;
-    let deal = match (&op.row.target, op.row.action, &console(state).crm) {
+    let deal = match (&op.row.target, op.row.action, &console.crm) {
         (Some(deal_id), Action::CrmDealUpdate, Some(crm)) => {
             DealChange::of(&op, crm.get_deal(deal_id).await.map_err(|e| e.to_string()))
         }
@@ -267,7 +274,16 @@ pub async fn operation_page(
     let given = state.store.approvals_given(key.op()).await?;
     let approvals = given.iter().map(ApprovalLine::of).collect();
     let signing = if allowed.approve {
-        Some(Signing::of(state, &signed.principal.name, &op.row, chrono::Utc::now()).await?)
+        Some(
+            Signing::of(
+                state,
+                console,
+                &signed.principal.name,
+                &op.row,
+                chrono::Utc::now(),
+            )
+            .await?,
+        )
     } else {
         None
     };

@@ -11,7 +11,7 @@ use fleet_core::passkey::{challenge_for, Assertion};
 use fleet_core::Signature;
 use serde::Deserialize;
 
-use super::handler::console;
+use super::setup::Console;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -29,10 +29,11 @@ impl PasskeyAsk {
     /// the person has no registered one.
     pub async fn of(
         state: &AppState,
+        console: &Console,
         principal: &str,
         message: &[u8],
     ) -> Result<Option<PasskeyAsk>, ApiError> {
-        let Some(site) = console(state).passkeys.as_ref() else {
+        let Some(site) = console.passkeys.as_ref() else {
             return Ok(None);
         };
         let credentials: Vec<String> = state

@@ -15,6 +15,8 @@
 //! component shares (`fleet_core::passkey`) knows that one algorithm, which every
 //! platform authenticator and security key offers.
 
+use std::sync::Arc;
+
 use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -35,10 +37,11 @@ use webauthn_rs::prelude::{
     COSEAlgorithm, COSEKeyType, ECDSACurve, PasskeyRegistration, RegisterPublicKeyCredential, Uuid,
 };
 
-use super::handler::{console, html};
+use super::handler::html;
 use super::passkey_site::PasskeySite;
 use super::present::Me;
 use super::session::Signed;
+use super::setup::Console;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -83,8 +86,12 @@ impl PasskeyLine {
     }
 }
 
-pub async fn page(State(state): State<AppState>, signed: Signed) -> Result<Response, ApiError> {
-    let site = console(&state).passkeys.as_ref();
+pub async fn page(
+    State(state): State<AppState>,
+    State(console): State<Arc<Console>>,
+    signed: Signed,
+) -> Result<Response, ApiError> {
+    let site = console.passkeys.as_ref();
     let items = state
         .store
         .passkey_requests(Some(&signed.principal.name))
@@ -108,11 +115,11 @@ fn refused(status: StatusCode, message: &str) -> Response {
 /// The checks both POSTs make: the console offers passkeys, the form token matches, and
 /// the person is an approver (only approvers have keys).
 fn admitted<'a>(
-    state: &'a AppState,
+    console: &'a Console,
     signed: &Signed,
     headers: &HeaderMap,
 ) -> Result<&'a PasskeySite, (StatusCode, &'static str)> {
-    let Some(site) = console(state).passkeys.as_ref() else {
+    let Some(site) = console.passkeys.as_ref() else {
         return Err((
             StatusCode::NOT_FOUND,
             "passkeys need the console to be served from a domain name over https",
@@ -136,10 +143,11 @@ fn admitted<'a>(
 
 pub async fn start(
     State(state): State<AppState>,
+    State(console): State<Arc<Console>>,
     signed: Signed,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let site = match admitted(&state, &signed, &headers) {
+    let site = match admitted(&console, &signed, &headers) {
         Ok(site) => site,
         Err((status, message)) => return Ok(refused(status, message)),
     };
@@ -186,11 +194,12 @@ pub struct Finish {
 
 pub async fn finish(
     State(state): State<AppState>,
+    State(console): State<Arc<Console>>,
     signed: Signed,
     headers: HeaderMap,
     Json(body): Json<Finish>,
 ) -> Result<Response, ApiError> {
-    let site = match admitted(&state, &signed, &headers) {
+    let site = match admitted(&console, &signed, &headers) {
         Ok(site) => site,
         Err((status, message)) => return Ok(refused(status, message)),
     };
@@ -279,12 +288,13 @@ impl Signing {
     /// For `row`, approved now by `principal`.
     pub async fn of(
         state: &AppState,
+        console: &Console,
         principal: &str,
         row: &OperationRow,
         now: DateTime<Utc>,
     ) -> Result<Signing, ApiError> {
         let required = row.signatures_required;
-        let passkey = match console(state).passkeys.as_ref() {
+        let passkey = match console.passkeys.as_ref() {
             Some(site) => {
                 let credentials: Vec<String> = state
                     .store

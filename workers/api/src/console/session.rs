@@ -6,19 +6,18 @@
 //! looked up once per request, before its body is read ([`crate::auth::identify`]).
 
 use axum::extract::FromRequestParts;
-use axum::http::header::{COOKIE, SET_COOKIE};
+use axum::http::header::SET_COOKIE;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Redirect, Response};
 use fleet_core::session::{SessionSecret, SESSION_SECRET_BYTES};
 use fleet_store::Principal;
 
 use super::present::Me;
 use crate::auth::Identified;
+use crate::cookies::{cookie, set_cookie, SESSION_COOKIE};
 use crate::error::ApiError;
-use crate::state::AppState;
 
-pub const SESSION_COOKIE: &str = "fleet_console";
 pub const SIGN_IN_COOKIE: &str = "fleet_console_sign_in";
 /// How long a started sign-in may take at the issuer, in seconds.
 pub const SIGN_IN_TTL_S: u64 = 600;
@@ -37,39 +36,11 @@ impl Signed {
     }
 }
 
-/// The value of the cookie `name`, from every `Cookie` header of the request.
-pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_owned())
-}
-
 /// A fresh session secret from the operating system's random generator.
 pub fn new_secret() -> Result<SessionSecret, getrandom::Error> {
     let mut bytes = [0u8; SESSION_SECRET_BYTES];
     getrandom::fill(&mut bytes)?;
     Ok(SessionSecret::from_secret_bytes(&bytes))
-}
-
-/// `Set-Cookie` for `name=value` with the console's attributes; `max_age_s` 0 deletes it.
-pub fn set_cookie(
-    name: &str,
-    value: &str,
-    path: &str,
-    same_site: &str,
-    max_age_s: u64,
-    secure: bool,
-) -> HeaderValue {
-    let secure = if secure { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!(
-        "{name}={value}; Path={path}; Max-Age={max_age_s}; HttpOnly; SameSite={same_site}{secure}"
-    ))
-    .expect("cookie values are URL-safe text")
 }
 
 pub fn session_cookie(
@@ -121,10 +92,10 @@ impl Signed {
     }
 }
 
-impl FromRequestParts<AppState> for Signed {
+impl<S: Send + Sync> FromRequestParts<S> for Signed {
     type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         Signed::of(parts)
             .map_err(IntoResponse::into_response)?
             .ok_or_else(to_sign_in)
@@ -134,6 +105,8 @@ impl FromRequestParts<AppState> for Signed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::header::COOKIE;
+    use axum::http::HeaderMap;
 
     #[test]
     fn cookies_are_found_by_name_across_headers() {

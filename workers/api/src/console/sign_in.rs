@@ -6,6 +6,8 @@
 //! the browser arrives there from the issuer's site, and only a navigation started on
 //! the console's own page carries the SameSite=Strict session cookie.
 
+use std::sync::Arc;
+
 use askama::Template;
 use axum::extract::{FromRequest, Query, Request, State};
 use axum::http::header::SET_COOKIE;
@@ -14,12 +16,13 @@ use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 
-use super::handler::{console, html};
+use super::handler::html;
 use super::oidc::PendingSignIn;
 use super::session::{
-    cleared_session_cookie, cookie, new_secret, session_cookie, set_cookie, Signed, SIGN_IN_COOKIE,
-    SIGN_IN_TTL_S,
+    cleared_session_cookie, new_secret, session_cookie, Signed, SIGN_IN_COOKIE, SIGN_IN_TTL_S,
 };
+use super::setup::Console;
+use crate::cookies::{cookie, set_cookie};
 use crate::state::AppState;
 
 /// Whether the `state` the issuer returned is the one this browser started with, looking
@@ -60,8 +63,7 @@ pub async fn login_page() -> Response {
     html(LoginPage { message: None }.render())
 }
 
-pub async fn start(State(state): State<AppState>) -> Response {
-    let c = console(&state);
+pub async fn start(State(c): State<Arc<Console>>) -> Response {
     match c.oidc.begin().await {
         Ok((url, pending)) => {
             let cookie = set_cookie(
@@ -93,10 +95,10 @@ pub struct CallbackQuery {
 
 pub async fn callback(
     State(state): State<AppState>,
+    State(c): State<Arc<Console>>,
     headers: HeaderMap,
     Query(q): Query<CallbackQuery>,
 ) -> Response {
-    let c = console(&state);
     let clear_sign_in = (
         SET_COOKIE,
         set_cookie(
@@ -220,8 +222,11 @@ pub struct LogoutForm {
 /// Ends the session (with the form token, so no other site can sign a person out). The
 /// form is read only for a request with a session: without one there is nothing to end,
 /// and nothing of its body is awaited.
-pub async fn logout(State(state): State<AppState>, request: Request) -> Response {
-    let c = console(&state);
+pub async fn logout(
+    State(state): State<AppState>,
+    State(c): State<Arc<Console>>,
+    request: Request,
+) -> Response {
     let signed_out = (
         [cleared_session_cookie(c.secure_cookies)],
         Redirect::to("/console/login"),

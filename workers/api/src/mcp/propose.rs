@@ -110,8 +110,7 @@ async fn proposed(
     let approval = view.approval_status;
     Ok(Proposed {
         approval_url: state
-            .console
-            .is_some()
+            .approval_pages
             .then(|| state.public_url.approval_page(&operation_id)),
         operation_id,
         payload_hash,
