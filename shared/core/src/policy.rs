@@ -579,19 +579,15 @@ impl Policy {
             .ok_or(PolicyRefusal::ActionNotInPolicy)
     }
 
-    /// How many distinct approvers `action` with this payload needs, if the policy
-    /// allows the action at all.
-    pub fn required_approvals(&self, action: Action, payload: &Value) -> Result<u8, PolicyRefusal> {
-        Ok(self.quorum(action)?.amount_requirement(payload)?.approvers)
-    }
-
-    /// How many of those approvals must be signed by their approvers.
-    pub fn required_signatures(
+    /// How many distinct approvers `action` with this payload needs, and how many of
+    /// those approvals must be signed by their approvers, if the policy allows the action
+    /// at all (the amount's requirement, before any risk cue).
+    pub fn amount_requirement(
         &self,
         action: Action,
         payload: &Value,
-    ) -> Result<u8, PolicyRefusal> {
-        Ok(self.quorum(action)?.amount_requirement(payload)?.signed)
+    ) -> Result<Requirement, PolicyRefusal> {
+        self.quorum(action)?.amount_requirement(payload)
     }
 
     /// The least an operation of `action` with `payload` needs under this policy: its
@@ -758,26 +754,16 @@ impl PolicySet {
         }
     }
 
-    /// How many distinct approvers an intent needs under the policy it names.
-    pub fn required_approvals(
+    /// How many distinct approvers an intent needs under the policy it names, and how
+    /// many of their approvals must be signed.
+    pub fn amount_requirement(
         &self,
         policy_version: &str,
         action: Action,
         payload: &Value,
-    ) -> Result<u8, PolicyRefusal> {
+    ) -> Result<Requirement, PolicyRefusal> {
         self.named(policy_version)?
-            .required_approvals(action, payload)
-    }
-
-    /// How many of the approvals an intent needs must be signed, under its policy.
-    pub fn required_signatures(
-        &self,
-        policy_version: &str,
-        action: Action,
-        payload: &Value,
-    ) -> Result<u8, PolicyRefusal> {
-        self.named(policy_version)?
-            .required_signatures(action, payload)
+            .amount_requirement(action, payload)
     }
 
     fn named(&self, policy_version: &str) -> Result<&Policy, PolicyRefusal> {

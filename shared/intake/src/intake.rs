@@ -52,32 +52,44 @@ pub async fn against_world<R: StoreIntents>(
         Ok(Err(refusal)) => return Err(refused(refusal).await),
         Err(e) => return Err(Intake::Unavailable(e)),
     };
-    let checked = match with_payee(checked, rules).await {
-        Ok(Ok(checked)) => match crate::refunded::with_refunded(checked, rules).await {
-            Ok(Ok(checked)) => checked,
-            Ok(Err(refusal)) => return Err(refused(refusal).await),
-            Err(DirectoryUnreachable) => {
-                return Err(match store.prepared_before(&intent).await {
-                    Ok(true) => Intake::AlreadyPrepared(intent),
-                    Ok(false) => Intake::DirectoryUnreachable,
-                    Err(e) => Intake::Unavailable(e),
-                })
-            }
-        },
+    let checked = match with_payee_and_refunded(checked, rules).await {
+        Ok(Ok(checked)) => checked,
         Ok(Err(refusal)) => return Err(refused(refusal).await),
         // A resend of a stored snapshot needs no payee: a no-op, as always.
         Err(DirectoryUnreachable) => {
-            return Err(match store.prepared_before(&intent).await {
-                Ok(true) => Intake::AlreadyPrepared(intent),
-                Ok(false) => Intake::DirectoryUnreachable,
-                Err(e) => Intake::Unavailable(e),
-            })
+            return Err(prepared_before_or(store, &intent, Intake::DirectoryUnreachable).await)
         }
     };
     match against_records(checked, rules, store).await {
         Ok(checked) => Ok(checked),
         Err(Intake::Refused(refusal)) => Err(refused(refusal).await),
         Err(fate) => Err(fate),
+    }
+}
+
+/// The checks that ask the provider's directory: the payee ([`with_payee`]), then what a
+/// refund's payment has refunded already (`crate::refunded`).
+async fn with_payee_and_refunded(
+    checked: CheckedIntent,
+    rules: &IntakeRules,
+) -> Result<Result<CheckedIntent, Refusal>, DirectoryUnreachable> {
+    match with_payee(checked, rules).await? {
+        Ok(checked) => crate::refunded::with_refunded(checked, rules).await,
+        Err(refusal) => Ok(Err(refusal)),
+    }
+}
+
+/// `otherwise`, unless the very snapshot of `intent` is stored already: then the intent
+/// is a redelivery or a resend, a no-op as always.
+async fn prepared_before_or<R: StoreIntents>(
+    store: &StoreAs<R>,
+    intent: &ValidIntent,
+    otherwise: Intake,
+) -> Intake {
+    match store.prepared_before(intent).await {
+        Ok(true) => Intake::AlreadyPrepared(intent.clone()),
+        Ok(false) => otherwise,
+        Err(e) => Intake::Unavailable(e),
     }
 }
 
@@ -88,15 +100,13 @@ pub async fn unless_prepared_before<R: StoreIntents>(
     intent: &ValidIntent,
     refusal: Refusal,
 ) -> Intake {
-    match store.prepared_before(intent).await {
-        Ok(true) => {
-            info!(operation_id = %intent.operation_id, reason = refusal.reason, "same snapshot prepared before; the refusal does not apply to it");
-            count("duplicate");
-            Intake::AlreadyPrepared(intent.clone())
-        }
-        Ok(false) => Intake::Refused(refusal),
-        Err(e) => Intake::Unavailable(e),
+    let reason = refusal.reason;
+    let fate = prepared_before_or(store, intent, Intake::Refused(refusal)).await;
+    if matches!(fate, Intake::AlreadyPrepared(_)) {
+        info!(operation_id = %intent.operation_id, reason, "same snapshot prepared before; the refusal does not apply to it");
+        count("duplicate");
     }
+    fate
 }
 
 /// The checks that read the fleet's own records, after [`with_payee`]: the provider objects
@@ -210,19 +220,12 @@ pub fn validate(bytes: &[u8], rules: &IntakeRules) -> Result<CheckedIntent, Refu
     let s = &intent.snapshot;
     let required = rules
         .policies
-        .required_approvals(&s.policy_version, intent.action, &s.payload)
-        .and_then(|approvals| {
-            let signatures =
-                rules
-                    .policies
-                    .required_signatures(&s.policy_version, intent.action, &s.payload)?;
-            Ok((approvals, signatures))
-        });
+        .amount_requirement(&s.policy_version, intent.action, &s.payload);
     match required {
-        Ok((approvals_required, signatures_required)) => Ok(CheckedIntent {
+        Ok(required) => Ok(CheckedIntent {
             intent,
-            approvals_required,
-            signatures_required,
+            approvals_required: required.approvers,
+            signatures_required: required.signed,
             payee: None,
             risk: None,
             refunded: None,

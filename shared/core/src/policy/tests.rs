@@ -65,22 +65,26 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
     );
     let refund = json!({"payment_id": "pay_1", "amount_minor": 500_000_000, "currency": "KZT", "reason": "r"});
     assert_eq!(
-        set.required_approvals("refunds-v1", Action::RefundCreate, &refund),
+        set.amount_requirement("refunds-v1", Action::RefundCreate, &refund)
+            .map(|r| r.approvers),
         Ok(1)
     );
     let deal = json!({"name": "n", "amount_minor": 990_000, "currency": "EUR", "stage": "s", "owner_id": "u"});
     assert_eq!(
-        set.required_approvals("crm-v1", Action::CrmDealCreate, &deal),
+        set.amount_requirement("crm-v1", Action::CrmDealCreate, &deal)
+            .map(|r| r.approvers),
         Ok(1)
     );
     let update = json!({"expected_version": 3, "patch": {"stage": "won"}});
     assert_eq!(
-        set.required_approvals("crm-v1", Action::CrmDealUpdate, &update),
+        set.amount_requirement("crm-v1", Action::CrmDealUpdate, &update)
+            .map(|r| r.approvers),
         Ok(1)
     );
     let order = json!({"from": "paid", "to": "fulfilled", "reason": "shipped"});
     assert_eq!(
-        set.required_approvals("orders-v1", Action::OrderStatusChange, &order),
+        set.amount_requirement("orders-v1", Action::OrderStatusChange, &order)
+            .map(|r| r.approvers),
         Ok(1)
     );
 }
@@ -89,11 +93,12 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
 fn a_kzt_payment_of_a_million_or_more_needs_two_approvers() {
     let set = shipped();
     let required = |amount, currency| {
-        set.required_approvals(
+        set.amount_requirement(
             "payments-v3",
             Action::PaymentCreate,
             &payment(amount, currency),
         )
+        .map(|r| r.approvers)
     };
     assert_eq!(required(1_250_000, "KZT"), Ok(1), "the seed: 12,500.00 KZT");
     assert_eq!(required(99_999_999, "KZT"), Ok(1), "999,999.99 KZT");
@@ -110,7 +115,8 @@ fn a_currency_the_policy_has_no_bands_for_is_refused_never_given_the_lowest_quor
     let set = shipped();
     for version in ["payments-v3", "payments-v4"] {
         let required = |amount, currency| {
-            set.required_approvals(version, Action::PaymentCreate, &payment(amount, currency))
+            set.amount_requirement(version, Action::PaymentCreate, &payment(amount, currency))
+                .map(|r| r.approvers)
         };
         // 9,000,000,000.00 in each currency the policy bands asks at least what the same
         // figure asks in KZT.
@@ -136,7 +142,8 @@ fn a_currency_the_policy_has_no_bands_for_is_refused_never_given_the_lowest_quor
     let refund =
         json!({"payment_id": "pay_1", "amount_minor": 5, "currency": "AED", "reason": "r"});
     assert_eq!(
-        set.required_approvals("refunds-v1", Action::RefundCreate, &refund),
+        set.amount_requirement("refunds-v1", Action::RefundCreate, &refund)
+            .map(|r| r.approvers),
         Ok(1)
     );
 }
@@ -209,11 +216,13 @@ fn the_floor_is_the_amounts_requirement_raised_by_the_risk_table() {
 fn an_unknown_version_or_an_action_it_does_not_name_is_refused() {
     let set = shipped();
     assert_eq!(
-        set.required_approvals("payments-v2", Action::PaymentCreate, &payment(1, "KZT")),
+        set.amount_requirement("payments-v2", Action::PaymentCreate, &payment(1, "KZT"))
+            .map(|r| r.approvers),
         Err(PolicyRefusal::UnknownPolicy)
     );
     assert_eq!(
-        set.required_approvals("payments-v3", Action::RefundCreate, &payment(1, "KZT")),
+        set.amount_requirement("payments-v3", Action::RefundCreate, &payment(1, "KZT"))
+            .map(|r| r.approvers),
         Err(PolicyRefusal::ActionNotInPolicy)
     );
     for refusal in [
@@ -242,14 +251,19 @@ fn the_highest_band_at_or_below_the_amount_applies() {
         approvers = 2
     "#;
     let policy = Policy::parse("tiers", text).unwrap();
-    let required =
-        |amount| policy.required_approvals(Action::PaymentCreate, &payment(amount, "EUR"));
+    let required = |amount| {
+        policy
+            .amount_requirement(Action::PaymentCreate, &payment(amount, "EUR"))
+            .map(|r| r.approvers)
+    };
     assert_eq!(required(99_999), Ok(1));
     assert_eq!(required(100_000), Ok(2));
     assert_eq!(required(4_999_999), Ok(2));
     assert_eq!(required(5_000_000), Ok(3));
     assert_eq!(
-        policy.required_approvals(Action::RefundCreate, &payment(1, "EUR")),
+        policy
+            .amount_requirement(Action::RefundCreate, &payment(1, "EUR"))
+            .map(|r| r.approvers),
         Err(PolicyRefusal::ActionNotInPolicy)
     );
 }
@@ -307,11 +321,12 @@ fn progress_reads_as_received_of_required() {
 fn a_kzt_payment_of_a_million_or_more_needs_two_signed_approvals() {
     let set = shipped();
     let signed = |amount| {
-        set.required_signatures(
+        set.amount_requirement(
             "payments-v3",
             Action::PaymentCreate,
             &payment(amount, "KZT"),
         )
+        .map(|r| r.signed)
     };
     assert_eq!(signed(1_250_000), Ok(0));
     assert_eq!(signed(99_999_999), Ok(0));
@@ -320,11 +335,13 @@ fn a_kzt_payment_of_a_million_or_more_needs_two_signed_approvals() {
     let refund =
         json!({"payment_id": "pay_1", "amount_minor": 5, "currency": "KZT", "reason": "r"});
     assert_eq!(
-        set.required_signatures("refunds-v1", Action::RefundCreate, &refund),
+        set.amount_requirement("refunds-v1", Action::RefundCreate, &refund)
+            .map(|r| r.signed),
         Ok(0)
     );
     assert_eq!(
-        set.required_signatures("payments-v9", Action::PaymentCreate, &refund),
+        set.amount_requirement("payments-v9", Action::PaymentCreate, &refund)
+            .map(|r| r.signed),
         Err(PolicyRefusal::UnknownPolicy)
     );
 }
@@ -339,7 +356,8 @@ fn signed_approvals_are_bounded_and_never_fewer_for_more() {
     .unwrap();
     // A band without its own count takes the action's.
     assert_eq!(
-        ok.required_signatures(Action::PaymentCreate, &payment(100, "KZT")),
+        ok.amount_requirement(Action::PaymentCreate, &payment(100, "KZT"))
+            .map(|r| r.signed),
         Ok(1)
     );
     let more_than_approvers = parse(
