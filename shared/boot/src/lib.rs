@@ -1,11 +1,14 @@
 //! The start-up and drain sequence every worker binary shares, so that each `main.rs`
 //! stays a few lines: telemetry, metrics, the Postgres pool, the broker settings, the
 //! admin server with its readiness checks, and the shutdown signal; and what several
-//! workers build from their settings on top of it ([`providers`]).
+//! workers build from their settings on top of it ([`providers`]), and the whole start of
+//! the workers that call providers ([`run_provider_worker`]).
 
+mod provider_worker;
 mod providers;
 mod worker;
 
+pub use provider_worker::{run_provider_worker, ProviderWorkerDeps};
 pub use providers::intake_rules;
 pub use worker::Worker;
 

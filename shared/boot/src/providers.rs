@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use fleet_intake::{IntakeRules, PayeeDirectory};
 use fleet_providers::{ProviderConfigs, Providers};
-use fleet_runtime::{PolicyArgs, ProviderArgs, ProviderRateArgs};
+use fleet_runtime::{IntakeArgs, PolicyArgs, ProviderArgs, ProviderRateArgs};
 use fleet_store::component::{PaceIntake, RateProviders};
 use fleet_store::ProviderSchedule;
 
@@ -25,20 +25,15 @@ impl<R: RateProviders> Boot<R> {
 }
 
 impl<R: PaceIntake> Boot<R> {
-    /// [`intake_rules`], with each payee lookup to a provider `rates` names taking a slot
+    /// [`intake_rules`], with each payee lookup to a provider `intake.rates` names taking a slot
     /// of that provider's shared schedule, after the calls of approved operations
     /// (docs/design.md#provider-rates).
-    pub fn paced_intake_rules(
-        &self,
-        providers: &ProviderArgs,
-        policies: &PolicyArgs,
-        rates: &ProviderRateArgs,
-    ) -> anyhow::Result<IntakeRules> {
-        let configs = ProviderConfigs::from_args(providers);
-        let pacers = ProviderSchedule::intake_pacers(&self.store, &rates.rates());
+    pub fn paced_intake_rules(&self, intake: &IntakeArgs) -> anyhow::Result<IntakeRules> {
+        let configs = ProviderConfigs::from_args(&intake.providers);
+        let pacers = ProviderSchedule::intake_pacers(&self.store, &intake.rates.rates());
         Ok(IntakeRules {
             providers: configs.capabilities(),
-            policies: Arc::new(policies.load()?),
+            policies: Arc::new(intake.policies.load()?),
             payees: PayeeDirectory::new(Arc::new(configs.connect_paced(pacers)?)),
         })
     }

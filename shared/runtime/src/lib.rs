@@ -30,6 +30,7 @@ pub mod telemetry;
 pub mod ticker;
 pub mod trace;
 pub mod url_list;
+pub mod worker_args;
 
 pub use admin::serve_admin;
 pub use batch::Batcher;
@@ -48,6 +49,7 @@ pub use shutdown::shutdown_token;
 pub use telemetry::{init_tracing, init_tracing_with_default, init_worker_tracing, LogFormat};
 pub use ticker::Ticker;
 pub use url_list::split_url_list;
+pub use worker_args::{IntakeArgs, ProviderWorkerArgs};
 
 /// Re-exported so binaries name one version of these types.
 pub use metrics_exporter_prometheus::PrometheusHandle;

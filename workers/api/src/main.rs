@@ -7,7 +7,7 @@ use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::evidence_key::{EvidenceKeySettings, EvidenceKeys};
 use fleet_api::{ApiDeps, ApiSettings};
 use fleet_core::ProviderName;
-use fleet_runtime::{CommonArgs, PolicyArgs, ProviderArgs, ProviderRateArgs, ProviderSettings};
+use fleet_runtime::{CommonArgs, IntakeArgs, ProviderSettings};
 use fleet_store::component;
 
 #[derive(Parser)]
@@ -19,17 +19,10 @@ use fleet_store::component;
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
-    /// What the providers guarantee (intents are checked as prepare checks them), and the
-    /// CRM the console reads a deal's current values from.
+    /// Intents are checked as prepare checks them; the CRM among the providers is the one
+    /// the console reads a deal's current values from.
     #[command(flatten)]
-    providers: ProviderArgs,
-    /// The quorum policies, as prepare reads them.
-    #[command(flatten)]
-    policies: PolicyArgs,
-    /// Each provider's rate, which the payee lookups keep to together with execute's and
-    /// reconcile's calls (after them) in the schedule shared in Postgres.
-    #[command(flatten)]
-    rates: ProviderRateArgs,
+    intake: IntakeArgs,
     #[command(flatten)]
     api: ApiSettings,
     #[command(flatten)]
@@ -54,7 +47,7 @@ async fn main() -> anyhow::Result<()> {
     let evidence = EvidenceKeys::load(&cli.evidence).map_err(anyhow::Error::msg)?;
     // The broker carries the execute bell an approval rings; /readyz includes it.
     let boot = fleet_boot::start::<component::Api>(&cli.common).await?;
-    let intake = boot.paced_intake_rules(&cli.providers, &cli.policies, &cli.rates)?;
+    let intake = boot.paced_intake_rules(&cli.intake)?;
     let publisher = boot.publisher().await?;
     let listener = tokio::net::TcpListener::bind(cli.api.api_addr)
         .await
@@ -66,7 +59,7 @@ async fn main() -> anyhow::Result<()> {
     let console = Console::from_settings(
         &cli.console,
         public_url.as_str(),
-        console_crm(cli.providers.get(ProviderName::Crm)),
+        console_crm(cli.intake.providers.get(ProviderName::Crm)),
     )
     .map_err(anyhow::Error::msg)?;
     let deps = ApiDeps {

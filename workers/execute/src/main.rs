@@ -1,8 +1,8 @@
 //! fleet-execute: consumes `operations.execute`.
 
 use clap::{CommandFactory, FromArgMatches, Parser};
-use fleet_execute::{ExecuteDeps, ExecuteSettings};
-use fleet_runtime::{CommonArgs, ProviderArgs, ProviderRateArgs};
+use fleet_execute::ExecuteSettings;
+use fleet_runtime::ProviderWorkerArgs;
 use fleet_store::component;
 
 #[derive(Parser)]
@@ -13,11 +13,7 @@ use fleet_store::component;
 )]
 struct Cli {
     #[command(flatten)]
-    common: CommonArgs,
-    #[command(flatten)]
-    providers: ProviderArgs,
-    #[command(flatten)]
-    rates: ProviderRateArgs,
+    worker: ProviderWorkerArgs,
     #[command(flatten)]
     execute: ExecuteSettings,
 }
@@ -42,18 +38,12 @@ fn command() -> clap::Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::from_arg_matches(&command().get_matches())?;
-    let boot = fleet_boot::start::<component::Execute>(&cli.common).await?;
-    let deps = ExecuteDeps {
-        store: boot.store.clone(),
-        broker: boot.broker.clone(),
-        health: boot.broker_health.clone(),
-        publisher: boot.publisher().await?,
-        providers: boot.paced_providers(&cli.providers, &cli.rates)?,
-        settings: cli.execute,
-        concurrency: cli.common.concurrency,
-    };
-    boot.serve(|shutdown| fleet_execute::run(deps, shutdown))
-        .await
+    fleet_boot::run_provider_worker::<component::Execute, _, _, _>(
+        cli.worker,
+        cli.execute,
+        fleet_execute::run,
+    )
+    .await
 }
 
 #[cfg(test)]
@@ -69,9 +59,15 @@ mod tests {
         };
         if std::env::var_os("CONCURRENCY").is_none() && std::env::var_os("PREFETCH").is_none() {
             let cli = parse(&["fleet-execute"]);
-            assert_eq!((cli.common.concurrency, cli.common.prefetch), (128, 256));
+            assert_eq!(
+                (cli.worker.common.concurrency, cli.worker.common.prefetch),
+                (128, 256)
+            );
         }
         let cli = parse(&["fleet-execute", "--concurrency=5", "--prefetch=7"]);
-        assert_eq!((cli.common.concurrency, cli.common.prefetch), (5, 7));
+        assert_eq!(
+            (cli.worker.common.concurrency, cli.worker.common.prefetch),
+            (5, 7)
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use fleet_prepare::AnonymousIntents;
-use fleet_runtime::{CommonArgs, PolicyArgs, ProviderArgs, ProviderRateArgs};
+use fleet_runtime::{CommonArgs, IntakeArgs};
 use fleet_store::component;
 
 #[derive(Parser)]
@@ -14,16 +14,8 @@ use fleet_store::component;
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
-    /// What the providers guarantee (`CRM_CAPABILITIES`, the key retentions: the
-    /// capability guard's input), and where the payments provider's directory of payees is.
     #[command(flatten)]
-    providers: ProviderArgs,
-    #[command(flatten)]
-    policies: PolicyArgs,
-    /// Each provider's rate, which the payee lookups keep to together with execute's and
-    /// reconcile's calls (after them) in the schedule shared in Postgres.
-    #[command(flatten)]
-    rates: ProviderRateArgs,
+    intake: IntakeArgs,
     /// `refuse`: an intent whose sender (the message's broker-validated `user_id`) no
     /// principal speaks as is dead-lettered `unknown_submitter`. `allow`: it is stored with
     /// no submitter, for development with a shared broker user only.
@@ -54,7 +46,7 @@ async fn main() -> anyhow::Result<()> {
         store: boot.store.clone(),
         broker: boot.broker.clone(),
         health: boot.broker_health.clone(),
-        rules: boot.paced_intake_rules(&cli.providers, &cli.policies, &cli.rates)?,
+        rules: boot.paced_intake_rules(&cli.intake)?,
         anonymous: cli.anonymous_intents,
         lookup_deadline: std::time::Duration::from_secs(cli.payee_lookup_deadline_s),
         concurrency: cli.common.concurrency,

@@ -16,27 +16,19 @@ mod sweep;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_broker::{BrokerConfig, BrokerError, BrokerHealth, Publisher, Queue};
-use fleet_providers::Providers;
-use fleet_store::ReconcileStore;
+use fleet_boot::ProviderWorkerDeps;
+use fleet_broker::{BrokerError, Queue};
+use fleet_store::component;
 use tokio_util::sync::CancellationToken;
 
 pub use handler::ReconcileHandler;
 pub use reconciler::Reconciler;
 pub use settings::ReconcileSettings;
 
-pub struct ReconcileDeps {
-    pub store: ReconcileStore,
-    pub broker: BrokerConfig,
-    pub health: BrokerHealth,
-    /// Rings `operations.execute` for operations sent back for a same-key retry.
-    pub publisher: Publisher,
-    /// Every provider, with its documented contract (search lag, maximum request time,
-    /// key retention).
-    pub providers: Arc<Providers>,
-    pub settings: ReconcileSettings,
-    pub concurrency: usize,
-}
+/// Everything `run` needs, built by `main` (or by a test). Its publisher rings
+/// `operations.execute` for operations sent back for a same-key retry; its providers carry
+/// their documented contract (search lag, maximum request time, key retention).
+pub type ReconcileDeps = ProviderWorkerDeps<component::Reconcile, ReconcileSettings>;
 
 /// Consumes `operations.reconcile`, runs the sweeper and the gauges until `shutdown`.
 pub async fn run(deps: ReconcileDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {

@@ -1,8 +1,8 @@
 //! fleet-reconcile: consumes `operations.reconcile`, sweeps, computes the fleet gauges.
 
 use clap::Parser;
-use fleet_reconcile::{ReconcileDeps, ReconcileSettings};
-use fleet_runtime::{CommonArgs, ProviderArgs, ProviderRateArgs};
+use fleet_reconcile::ReconcileSettings;
+use fleet_runtime::ProviderWorkerArgs;
 use fleet_store::component;
 
 #[derive(Parser)]
@@ -13,11 +13,7 @@ use fleet_store::component;
 )]
 struct Cli {
     #[command(flatten)]
-    common: CommonArgs,
-    #[command(flatten)]
-    providers: ProviderArgs,
-    #[command(flatten)]
-    rates: ProviderRateArgs,
+    worker: ProviderWorkerArgs,
     #[command(flatten)]
     reconcile: ReconcileSettings,
 }
@@ -25,18 +21,12 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let boot = fleet_boot::start::<component::Reconcile>(&cli.common).await?;
-    let deps = ReconcileDeps {
-        store: boot.store.clone(),
-        broker: boot.broker.clone(),
-        health: boot.broker_health.clone(),
-        publisher: boot.publisher().await?,
-        providers: boot.paced_providers(&cli.providers, &cli.rates)?,
-        settings: cli.reconcile,
-        concurrency: cli.common.concurrency,
-    };
-    boot.serve(|shutdown| fleet_reconcile::run(deps, shutdown))
-        .await
+    fleet_boot::run_provider_worker::<component::Reconcile, _, _, _>(
+        cli.worker,
+        cli.reconcile,
+        fleet_reconcile::run,
+    )
+    .await
 }
 
 #[cfg(test)]
