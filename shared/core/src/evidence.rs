@@ -19,12 +19,15 @@
 //! on its own. Pure: the API gathers the records (`fleet_operation_evidence`) and the key.
 
 mod assemble;
+mod bundle_keys;
 mod chain;
+mod findings;
 mod mandates;
 mod verify;
 
 pub use assemble::{assemble, sign};
-pub use verify::{verify, Finding, Report, Trust};
+pub use findings::{Finding, Report};
+pub use verify::{verify, Trust};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::verify::{key_valid_at, public_key, Report};
+use super::bundle_keys::{key_valid_at, public_key};
+use super::findings::Report;
 use crate::key_registration::{format_time, KeyRegistration, Registrar};
 use crate::signing::{PublicKey, Signature};
 

@@ -9,8 +9,9 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::bundle_keys::{key_valid_at, public_key};
 use super::chain::Chains;
-use super::verify::{key_valid_at, public_key, Report};
+use super::findings::Report;
 use crate::catalogue::Action;
 use crate::hash::canonical_json;
 use crate::mandate::{Mandate, MandatedOperation};

@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::bundle_keys::{key_valid_at, public_key};
 use super::chain::Chains;
+use super::findings::Report;
 use super::{digest, signed_bytes, FORMAT, PARTS};
 use crate::hash::{canonical_json, hash_value};
 use crate::signing::{KeyId, PublicKey, Signature};
@@ -22,38 +24,6 @@ pub enum Trust {
     Keys(Vec<PublicKey>),
     /// The key in the bundle, if its id is this one.
     PinnedId(String),
-}
-
-/// One check: the part it is about, whether it held, and what it found in words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    pub part: String,
-    pub ok: bool,
-    pub words: String,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    pub findings: Vec<Finding>,
-    /// What the bundle proves, in words (only meaningful when every finding held).
-    pub proves: Vec<String>,
-    /// What it cannot prove, as the bundle says.
-    pub cannot: Vec<String>,
-}
-
-impl Report {
-    pub fn ok(&self) -> bool {
-        !self.findings.is_empty() && self.findings.iter().all(|f| f.ok)
-    }
-
-    pub(super) fn check(&mut self, part: &str, ok: bool, words: impl Into<String>) -> bool {
-        self.findings.push(Finding {
-            part: part.to_owned(),
-            ok,
-            words: words.into(),
-        });
-        ok
-    }
 }
 
 /// Checks `doc` against `trust`.
@@ -220,28 +190,6 @@ fn approvals(r: &mut Report, parts: &Value, hash: &str, chains: &mut Chains) -> 
         }
     }
     signers.len()
-}
-
-pub(super) fn public_key(key: &Value) -> Option<PublicKey> {
-    let bytes = base64::Engine::decode(
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
-        key["public_key"].as_str()?,
-    )
-    .ok()?;
-    PublicKey::stored(
-        key["algorithm"].as_str()?,
-        &bytes,
-        key["rp_id"].as_str(),
-        key["origin"].as_str(),
-    )
-}
-
-pub(super) fn key_valid_at(key: &Value, at: &str) -> bool {
-    let registered = key["registered_at"].as_str().unwrap_or("~");
-    registered <= at
-        && key["removed_at"]
-            .as_str()
-            .is_none_or(|removed| removed > at)
 }
 
 fn batch_signature_holds(batch: &Value, key: &Value, parts: &Value, hash: &str) -> bool {
