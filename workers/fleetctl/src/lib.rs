@@ -41,6 +41,7 @@ pub mod processes;
 pub mod prune;
 pub mod refusal;
 pub mod secret_file;
+pub mod stripe_forms;
 pub mod submit;
 pub mod table;
 pub mod token;

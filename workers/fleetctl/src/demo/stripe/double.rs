@@ -11,6 +11,8 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::Value;
 
+use crate::stripe_forms;
+
 /// localstripe checks the prefix of a key only.
 pub const KEY: &str = "sk_test_fleet_demo";
 
@@ -167,16 +169,7 @@ impl StripeDouble {
             .await?;
         let customer = id_of(&customer)?;
         let pm = self
-            .post(
-                "/v1/payment_methods",
-                &[
-                    ("type", "card"),
-                    ("card[number]", number),
-                    ("card[exp_month]", "12"),
-                    ("card[exp_year]", "2034"),
-                    ("card[cvc]", "123"),
-                ],
-            )
+            .post("/v1/payment_methods", &stripe_forms::card(number))
             .await?;
         let pm = id_of(&pm)?;
         self.post(
@@ -196,18 +189,8 @@ impl StripeDouble {
         amount_minor: i64,
     ) -> anyhow::Result<String> {
         let amount = amount_minor.to_string();
-        let intent = self
-            .post(
-                "/v1/payment_intents",
-                &[
-                    ("amount", &amount),
-                    ("currency", "kzt"),
-                    ("customer", customer),
-                    ("payment_method", payment_method),
-                    ("confirm", "true"),
-                ],
-            )
-            .await?;
+        let form = stripe_forms::paid_intent(&amount, "kzt", customer, payment_method);
+        let intent = self.post("/v1/payment_intents", &form).await?;
         anyhow::ensure!(
             intent["status"] == "succeeded",
             "the earlier sale was not paid: {intent}"
