@@ -134,43 +134,63 @@ pub fn statement_of(
     Ok(ApprovalStatement::derive(&subject, expires_at))
 }
 
-pub async fn reject(
-    client: &ApiClient,
-    op: &str,
-    reason: &str,
-    format: Format,
-) -> anyhow::Result<()> {
-    let body = json!({ "reason": reason });
-    decide(client, op, "reject", body, format, |view| {
-        format!("rejected {op}: {}", view.status)
-    })
-    .await
+/// A decision on an operation other than an approval, with what it carries.
+pub enum Decision<'a> {
+    /// Refuses the operation, for `reason`.
+    Reject { reason: &'a str },
+    /// Settles an escalated operation by hand as `outcome`, on `evidence`.
+    Resolve {
+        outcome: &'a str,
+        external_id: Option<&'a str>,
+        evidence: &'a str,
+    },
+    /// Takes the operation out of the workers' hands, for `reason`.
+    Dispute { reason: &'a str },
 }
 
-pub async fn resolve(
-    client: &ApiClient,
-    op: &str,
-    outcome: &str,
-    external_id: Option<&str>,
-    evidence: &str,
-    format: Format,
-) -> anyhow::Result<()> {
-    let body = json!({ "outcome": outcome, "external_id": external_id, "evidence": evidence });
-    decide(client, op, "resolve", body, format, |view| {
-        format!("{op} is now {}", view.status)
-    })
-    .await
+impl Decision<'_> {
+    fn verb(&self) -> &'static str {
+        match self {
+            Decision::Reject { .. } => "reject",
+            Decision::Resolve { .. } => "resolve",
+            Decision::Dispute { .. } => "dispute",
+        }
+    }
+
+    fn body(&self) -> Value {
+        match self {
+            Decision::Reject { reason } | Decision::Dispute { reason } => {
+                json!({ "reason": reason })
+            }
+            Decision::Resolve {
+                outcome,
+                external_id,
+                evidence,
+            } => json!({ "outcome": outcome, "external_id": external_id, "evidence": evidence }),
+        }
+    }
+
+    fn words(&self, op: &str, view: &OperationView) -> String {
+        match self {
+            Decision::Reject { .. } => format!("rejected {op}: {}", view.status),
+            Decision::Resolve { .. } => format!("{op} is now {}", view.status),
+            Decision::Dispute { .. } => {
+                format!("{op} is disputed; workers will not move it again")
+            }
+        }
+    }
 }
 
-pub async fn dispute(
+/// Sends `decision` on `op` and prints the answer.
+pub async fn send(
     client: &ApiClient,
     op: &str,
-    reason: &str,
+    decision: Decision<'_>,
     format: Format,
 ) -> anyhow::Result<()> {
-    let body = json!({ "reason": reason });
-    decide(client, op, "dispute", body, format, |_| {
-        format!("{op} is disputed; workers will not move it again")
+    let body = decision.body();
+    decide(client, op, decision.verb(), body, format, |view| {
+        decision.words(op, view)
     })
     .await
 }

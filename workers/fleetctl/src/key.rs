@@ -41,13 +41,8 @@ pub enum KeyCommand {
         /// holding it (PATH.pub).
         #[arg(long)]
         public_key: String,
-        /// Who is registering it (recorded with the key).
-        #[arg(long, env = "FLEET_ADMIN")]
-        by: String,
         #[command(flatten)]
-        registrar: RegistrarArgs,
-        #[command(flatten)]
-        db: Database,
+        registration: RegistrationArgs,
     },
     /// Register a passkey an approver created in the console (Passkeys page): the console
     /// showed them its key id, which they give you. Approvals they sign with it count
@@ -55,13 +50,8 @@ pub enum KeyCommand {
     Accept {
         /// The passkey's id (`passkey:…`), as the approver's console shows it.
         key_id: String,
-        /// Who is registering it (recorded with the key).
-        #[arg(long, env = "FLEET_ADMIN")]
-        by: String,
         #[command(flatten)]
-        registrar: RegistrarArgs,
-        #[command(flatten)]
-        db: Database,
+        registration: RegistrationArgs,
     },
     /// List the passkeys approvers created in the console, accepted or waiting.
     Requests {
@@ -84,6 +74,45 @@ pub enum KeyCommand {
         #[command(flatten)]
         db: Database,
     },
+}
+
+/// Who registers a key, the key the registration is signed with, and the database.
+#[derive(clap::Args, Debug)]
+pub struct RegistrationArgs {
+    /// Who is registering it (recorded with the key).
+    #[arg(long, env = "FLEET_ADMIN")]
+    by: String,
+    #[command(flatten)]
+    registrar: RegistrarArgs,
+    #[command(flatten)]
+    db: Database,
+}
+
+/// A registration about to be made: the registrar's key read, the database connected and
+/// who registers checked.
+struct Registration {
+    store: Store,
+    by: String,
+    key: (ApproverKey, bool),
+}
+
+impl RegistrationArgs {
+    fn open(self) -> anyhow::Result<Registration> {
+        let key = self.registrar.read()?;
+        let store = Store::connect(self.db.database_url.expose(), 2)?;
+        check_by(&self.by, "registers")?;
+        Ok(Registration {
+            store,
+            by: self.by,
+            key,
+        })
+    }
+}
+
+impl Registration {
+    fn registrar(&self) -> RegistrarKey<'_> {
+        registrar_of(&self.key)
+    }
 }
 
 /// The key a registration is signed with: exactly one of the two.
@@ -131,32 +160,12 @@ pub async fn run(command: KeyCommand, format: Format) -> anyhow::Result<()> {
         KeyCommand::Add {
             principal,
             public_key,
-            by,
-            registrar,
-            db,
-        } => {
-            let registrar = registrar.read()?;
-            let registrar = registrar_of(&registrar);
-            add(
-                &store(&db)?,
-                &principal,
-                &public_key,
-                &by,
-                registrar,
-                format,
-            )
-            .await
-        }
+            registration,
+        } => add(&registration.open()?, &principal, &public_key, format).await,
         KeyCommand::Accept {
             key_id,
-            by,
-            registrar,
-            db,
-        } => {
-            let registrar = registrar.read()?;
-            let registrar = registrar_of(&registrar);
-            accept(&store(&db)?, &key_id, &by, registrar, format).await
-        }
+            registration,
+        } => accept(&registration.open()?, &key_id, format).await,
         KeyCommand::Requests { db } => requests(&store(&db)?, format).await,
         KeyCommand::Remove { key_id, by, db } => remove(&store(&db)?, &key_id, &by, format).await,
         KeyCommand::List { db } => list(&store(&db)?, format).await,
@@ -249,17 +258,15 @@ fn public_key_of(arg: &str) -> anyhow::Result<PublicKey> {
 }
 
 async fn add(
-    store: &Store,
+    registration: &Registration,
     principal: &str,
     public_key: &str,
-    by: &str,
-    registrar: RegistrarKey<'_>,
     format: Format,
 ) -> anyhow::Result<()> {
-    check_by(by, "registers")?;
     let key = public_key_of(public_key)?;
-    let added = store
-        .add_approver_key(principal, &key, by, registrar)
+    let added = registration
+        .store
+        .add_approver_key(principal, &key, &registration.by, registration.registrar())
         .await?;
     report_added(added, principal, format)
 }
@@ -306,14 +313,8 @@ fn key_id_of(key_id: &str) -> anyhow::Result<KeyId> {
     })
 }
 
-async fn accept(
-    store: &Store,
-    key_id: &str,
-    by: &str,
-    registrar: RegistrarKey<'_>,
-    format: Format,
-) -> anyhow::Result<()> {
-    check_by(by, "registers")?;
+async fn accept(registration: &Registration, key_id: &str, format: Format) -> anyhow::Result<()> {
+    let Registration { store, by, .. } = registration;
     let id = key_id_of(key_id)?;
     anyhow::ensure!(
         id.is_passkey(),
@@ -327,7 +328,9 @@ async fn accept(
         .map(|r| r.principal)
         .unwrap_or_default();
     report_added(
-        store.accept_passkey(&id, by, registrar).await?,
+        store
+            .accept_passkey(&id, by, registration.registrar())
+            .await?,
         &principal,
         format,
     )

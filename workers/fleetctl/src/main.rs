@@ -8,6 +8,7 @@ use fleet_store::Store;
 use fleetctl::api_client::{ApiClient, ListQuery};
 use fleetctl::args::{Database, Format};
 use fleetctl::cli::{BrokerCommand, Cli, Command};
+use fleetctl::decide::Decision;
 use fleetctl::{
     broker_setup, completion, context, decide, demo, evidence, hash, history, inspect, key,
     operator, policy, principal, prune, submit, token, wait,
@@ -73,7 +74,10 @@ async fn run(command: Command, format: Format) -> anyhow::Result<ExitCode> {
             operation_id,
             reason,
             api,
-        } => decide::reject(&ApiClient::from_args(&api)?, &operation_id, &reason, format).await?,
+        } => {
+            let reject = Decision::Reject { reason: &reason };
+            decide::send(&ApiClient::from_args(&api)?, &operation_id, reject, format).await?
+        }
         Command::Show { operation_id, api } => {
             inspect::show(&ApiClient::from_args(&api)?, &operation_id, format).await?
         }
@@ -122,21 +126,21 @@ async fn run(command: Command, format: Format) -> anyhow::Result<ExitCode> {
             evidence,
             api,
         } => {
-            decide::resolve(
-                &ApiClient::from_args(&api)?,
-                &operation_id,
-                &outcome,
-                external_id.as_deref(),
-                &evidence,
-                format,
-            )
-            .await?
+            let resolve = Decision::Resolve {
+                outcome: &outcome,
+                external_id: external_id.as_deref(),
+                evidence: &evidence,
+            };
+            decide::send(&ApiClient::from_args(&api)?, &operation_id, resolve, format).await?
         }
         Command::Dispute {
             operation_id,
             reason,
             api,
-        } => decide::dispute(&ApiClient::from_args(&api)?, &operation_id, &reason, format).await?,
+        } => {
+            let dispute = Decision::Dispute { reason: &reason };
+            decide::send(&ApiClient::from_args(&api)?, &operation_id, dispute, format).await?
+        }
         Command::Reconcile {
             operation_id,
             tenant,

@@ -94,6 +94,25 @@ pub async fn run(conn: &Connection, args: DemoArgs) -> anyhow::Result<()> {
 }
 
 async fn run_simulator(conn: &Connection, args: &DemoArgs) -> anyhow::Result<()> {
+    with_fleet(conn, args, &[], |sim_url, api_url| async move {
+        drive(conn, args, &sim_url, &api_url).await
+    })
+    .await
+}
+
+/// Starts the fleet's processes with the `payments` provider's settings, runs `drive`
+/// with the simulator's and the API's URLs, then stops them, whatever `drive` returned,
+/// and says where their logs are.
+async fn with_fleet<F, Fut>(
+    conn: &Connection,
+    args: &DemoArgs,
+    payments: &[(&str, &str)],
+    drive: F,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(String, String) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
     let bin_dir = crate::processes::bin_dir(args.bin_dir.as_deref())?;
     let mut fleet = Fleet::start(
         &bin_dir,
@@ -102,10 +121,10 @@ async fn run_simulator(conn: &Connection, args: &DemoArgs) -> anyhow::Result<()>
         &args.sim_addr,
         &args.api_addr,
         args.webhook_delay_ms,
-        &[],
+        payments,
     )
     .await?;
-    let outcome = drive(conn, args, fleet.sim_url(), fleet.api_url()).await;
+    let outcome = drive(fleet.sim_url().to_owned(), fleet.api_url().to_owned()).await;
     fleet.stop().await;
     println!("logs: {}", args.log_dir.display());
     outcome

@@ -19,8 +19,7 @@ use fleet_store::Store;
 use serde_json::json;
 
 use super::intents::{demo_intent, op_id, DemoIntent};
-use super::processes::Fleet;
-use super::{api, approve_all, DemoArgs};
+use super::{api, approve_all, with_fleet, DemoArgs};
 use crate::args::Connection;
 use double::StripeDouble;
 
@@ -89,21 +88,11 @@ pub async fn run(conn: &Connection, args: &DemoArgs) -> anyhow::Result<()> {
         ("PAYMENTS_STRIPE_SEARCH", "off"),
         ("PAYMENTS_WEBHOOK_SECRET", WEBHOOK_SECRET),
     ];
-    let bin_dir = crate::processes::bin_dir(args.bin_dir.as_deref())?;
-    let mut fleet = Fleet::start(
-        &bin_dir,
-        &args.log_dir,
-        conn,
-        &args.sim_addr,
-        &args.api_addr,
-        args.webhook_delay_ms,
-        &payments,
-    )
-    .await?;
-    let outcome = drive(conn, args, &stripe, fleet.api_url()).await;
-    fleet.stop().await;
-    println!("logs: {}", args.log_dir.display());
-    outcome
+    let stripe = &stripe;
+    with_fleet(conn, args, &payments, |_, api_url| async move {
+        drive(conn, args, stripe, &api_url).await
+    })
+    .await
 }
 
 /// Submits `intents` through the API, approves them, and waits until each is final or
