@@ -4,6 +4,7 @@
 //! integer is what lets an approver check the amount they approve.
 
 use crate::currency::minor_unit_exponent;
+use crate::intent::MAX_SAFE_INTEGER;
 
 /// `amount_minor` in major units with thousands grouped by commas and the currency's
 /// number of decimals, then the code: `12,500.00 KZT`, `1,250,000 JPY`, `1.250 KWD`.
@@ -21,6 +22,34 @@ pub fn format_amount(amount_minor: i64, code: &str) -> Option<String> {
     } else {
         format!("{sign}{grouped}.{minor} {code}")
     })
+}
+
+/// The minor units of a positive amount a person typed in `code`'s major units: digits
+/// grouped or not (commas, spaces, apostrophes), at most the currency's decimals, the
+/// code before or after optional ("1,500.00", "1500", "1 500.5 KZT"). `None` for anything
+/// else, zero, or more than an intent may carry.
+pub fn amount_minor(typed: &str, code: &str) -> Option<i64> {
+    let exponent = minor_unit_exponent(code)? as usize;
+    let mut text = typed.trim();
+    if let Some(rest) = text.strip_suffix(code) {
+        text = rest.trim_end();
+    } else if let Some(rest) = text.strip_prefix(code) {
+        text = rest.trim_start();
+    }
+    let digits: String = text
+        .chars()
+        .filter(|c| !matches!(c, ',' | ' ' | '\'' | '\u{a0}' | '\u{202f}'))
+        .collect();
+    let (major, minor) = digits.split_once('.').unwrap_or((&digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if major.is_empty() || !all_digits(major) || !all_digits(minor) || minor.len() > exponent {
+        return None;
+    }
+    let whole = format!("{major}{minor:0<exponent$}");
+    whole
+        .parse::<i64>()
+        .ok()
+        .filter(|n| (1..=MAX_SAFE_INTEGER).contains(n))
 }
 
 fn group_thousands(digits: &str) -> String {

@@ -7,13 +7,13 @@
 //!   without `schema`, `action` and `provider`) are accepted by the tool's schema exactly
 //!   when `envelope` + `parse_intent` accept them.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+mod support;
 
 use fleet_core::catalogue::Target;
 use fleet_core::intent::proposal::envelope;
 use fleet_core::{parse_intent, Action};
 use serde_json::{Map, Value};
+use support::{fixtures, intent_schema};
 
 const ASSIGNED: &str = "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8";
 const ONLY_TENANT: &str = "org_482";
@@ -25,11 +25,6 @@ fn tool_schema(action: Action) -> Value {
 
 fn takes_target(action: Action) -> bool {
     matches!(action.spec().target, Target::Required(_))
-}
-
-fn intent_schema() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/intent.v1.json");
-    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// `schema` with every `{"$ref": "#/$defs/x"}` replaced by `defs.x` (except the recursive
@@ -131,25 +126,6 @@ fn the_tool_schemas_are_documented_and_ask_only_for_what_the_agent_must_say() {
             );
         }
     }
-}
-
-fn fixtures(kind: &str) -> Vec<(String, Vec<u8>)> {
-    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/intents")
-        .join(kind);
-    let mut out: Vec<_> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| {
-            (
-                p.file_stem().unwrap().to_string_lossy().into_owned(),
-                fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 /// The tool and the arguments it would receive for an intent, when the intent names an

@@ -12,8 +12,7 @@
 //!   parser can read the text at all, the schema must accept it: a fixture the schema
 //!   refuses belongs in `invalid/`.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+mod support;
 
 use fleet_core::currency::ISO_4217;
 use fleet_core::intent::{
@@ -21,37 +20,10 @@ use fleet_core::intent::{
 };
 use fleet_core::parse_intent;
 use serde_json::Value;
-
-fn schema() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/intent.v1.json");
-    serde_json::from_str(
-        &fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
-    )
-    .unwrap()
-}
+use support::{fixtures, intent_schema as schema};
 
 fn validator() -> jsonschema::Validator {
     jsonschema::draft202012::new(&schema()).expect("the schema itself is valid 2020-12")
-}
-
-/// (file name without `.json`, raw bytes) of every fixture in `kind`, sorted.
-fn fixtures(kind: &str) -> Vec<(String, Vec<u8>)> {
-    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/intents")
-        .join(kind);
-    let mut out: Vec<_> = fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| {
-            (
-                p.file_stem().unwrap().to_string_lossy().into_owned(),
-                fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 /// The reason a fixture's name promises: the part before `--`.

@@ -163,6 +163,61 @@ pub(crate) fn registered_key(r: &Row) -> Option<RegisteredKey> {
     })
 }
 
+/// Inserts `key` (a passkey with its `credential_id`) for `principal` as `signed`, within
+/// `tx`. `Some` when the key or credential is registered already: who holds it, and
+/// whether it was removed since.
+pub(crate) async fn insert_key(
+    tx: &Transaction<'_>,
+    key_id: &KeyId,
+    principal: &str,
+    key: &PublicKey,
+    credential_id: Option<&[u8]>,
+    by: &str,
+    signed: &SignedRegistration,
+) -> Result<Option<KeyAdded>, StoreError> {
+    let (rp_id, origin) = match key {
+        PublicKey::Passkey(scope) => (Some(scope.rp_id.as_str()), Some(scope.origin.as_str())),
+        PublicKey::Ed25519(_) => (None, None),
+    };
+    let public_key = key.to_stored_bytes();
+    let inserted = tx
+        .execute(
+            "INSERT INTO approver_keys
+                 (key_id, principal, algorithm, public_key, credential_id, rp_id, origin, registered_by,
+                  registered_at, registration, registration_signature, registrar_key_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
+            &[
+                &key_id.as_str(),
+                &principal,
+                &key.algorithm(),
+                &public_key,
+                &credential_id,
+                &rp_id,
+                &origin,
+                &by,
+                &signed.registered_at,
+                &signed.statement,
+                &signed.signature,
+                &signed.registrar_key_id,
+            ],
+        )
+        .await?;
+    if inserted == 1 {
+        return Ok(None);
+    }
+    let row = tx
+        .query_one(
+            "SELECT principal, removed_at IS NOT NULL FROM approver_keys
+             WHERE key_id = $1 OR public_key = $2 OR credential_id = $3 LIMIT 1",
+            &[&key_id.as_str(), &public_key, &credential_id],
+        )
+        .await?;
+    Ok(Some(KeyAdded::AlreadyRegistered {
+        principal: row.get(0),
+        removed: row.get(1),
+    }))
+}
+
 impl<R: Administer> StoreAs<R> {
     /// Registers the Ed25519 `key` for `principal` (an approver or an administrator),
     /// recording `by` (the administrator, as they name themselves) as who did it, with the
@@ -197,36 +252,8 @@ impl<R: Administer> StoreAs<R> {
             Err(refused) => return Ok(refused),
         };
         let key_id = key.key_id();
-        let inserted = tx
-            .execute(
-                "INSERT INTO approver_keys (key_id, principal, algorithm, public_key, registered_by,
-                                            registered_at, registration, registration_signature,
-                                            registrar_key_id)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
-                &[
-                    &key_id.as_str(),
-                    &principal,
-                    &key.algorithm(),
-                    &key.to_stored_bytes(),
-                    &by,
-                    &signed.registered_at,
-                    &signed.statement,
-                    &signed.signature,
-                    &signed.registrar_key_id,
-                ],
-            )
-            .await?;
-        if inserted == 0 {
-            let row = tx
-                .query_one(
-                    "SELECT principal, removed_at IS NOT NULL FROM approver_keys WHERE key_id = $1 OR public_key = $2",
-                    &[&key_id.as_str(), &key.to_stored_bytes()],
-                )
-                .await?;
-            return Ok(KeyAdded::AlreadyRegistered {
-                principal: row.get(0),
-                removed: row.get(1),
-            });
+        if let Some(met) = insert_key(&tx, &key_id, principal, key, None, by, &signed).await? {
+            return Ok(met);
         }
         tx.commit().await?;
         Ok(KeyAdded::Added { key_id })

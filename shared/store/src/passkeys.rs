@@ -209,7 +209,7 @@ impl<R: Administer> StoreAs<R> {
         if role != "approver" {
             return Ok(KeyAdded::NotAnApprover { role });
         }
-        let PublicKey::Passkey(scope) = &public_key else {
+        let PublicKey::Passkey(_) = &public_key else {
             return Ok(KeyAdded::NoSuchRequest);
         };
         let credential_id: Vec<u8> = r.get("credential_id");
@@ -226,39 +226,18 @@ impl<R: Administer> StoreAs<R> {
             Ok(signed) => signed,
             Err(refused) => return Ok(refused),
         };
-        let inserted = tx
-            .execute(
-                "INSERT INTO approver_keys
-                     (key_id, principal, algorithm, public_key, credential_id, rp_id, origin, registered_by,
-                      registered_at, registration, registration_signature, registrar_key_id)
-                 VALUES ($1, $2, 'es256', $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING",
-                &[
-                    &key_id.as_str(),
-                    &principal,
-                    &public_key.to_stored_bytes(),
-                    &credential_id,
-                    &scope.rp_id,
-                    &scope.origin,
-                    &by,
-                    &signed.registered_at,
-                    &signed.statement,
-                    &signed.signature,
-                    &signed.registrar_key_id,
-                ],
-            )
-            .await?;
-        if inserted == 0 {
-            let row = tx
-                .query_one(
-                    "SELECT principal, removed_at IS NOT NULL FROM approver_keys
-                     WHERE key_id = $1 OR credential_id = $2 LIMIT 1",
-                    &[&key_id.as_str(), &credential_id],
-                )
-                .await?;
-            return Ok(KeyAdded::AlreadyRegistered {
-                principal: row.get(0),
-                removed: row.get(1),
-            });
+        let registered = crate::approver_keys::insert_key(
+            &tx,
+            key_id,
+            &principal,
+            &public_key,
+            Some(credential_id.as_slice()),
+            by,
+            &signed,
+        )
+        .await?;
+        if let Some(met) = registered {
+            return Ok(met);
         }
         tx.commit().await?;
         Ok(KeyAdded::Added {

@@ -2,22 +2,15 @@
 
 use serde_json::{json, Value};
 
-/// The seed's payment (inv_9182, 12,500.00 KZT to vendor_77) under a fresh id.
+/// The seed's payment (inv_9182, 12,500.00 KZT to vendor_77), as the intent fixtures keep
+/// it, under a fresh id.
 pub fn intent() -> Value {
-    json!({
-        "schema": "intent.v1",
-        "operation_id": format!("op_{}", ulid::Ulid::new()),
-        "tenant_id": "org_482",
-        "action": "payment.create",
-        "provider": "payments",
-        "target": null,
-        "payload": {"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"},
-        "policy_version": "payments-v3",
-        "data_version": "inv_9182@7",
-        "approval_ttl_seconds": 3600,
-        "rationale": "Invoice is due today and matches PO 5531.",
-        "supersedes": null
-    })
+    let mut intent: Value = serde_json::from_str(include_str!(
+        "../../../shared/core/tests/fixtures/intents/valid/payment-seed.json"
+    ))
+    .expect("the seed fixture is JSON");
+    intent["operation_id"] = json!(format!("op_{}", ulid::Ulid::new()));
+    intent
 }
 
 pub fn with_amount(mut intent: Value, amount: Value) -> Value {

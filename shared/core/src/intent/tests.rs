@@ -1,21 +1,12 @@
 use super::*;
 use serde_json::json;
 
+/// The seed's payment, as the intent fixtures keep it.
 fn seed_intent() -> Value {
-    json!({
-        "schema": "intent.v1",
-        "operation_id": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8",
-        "tenant_id": "org_482",
-        "action": "payment.create",
-        "provider": "payments",
-        "target": null,
-        "payload": {"invoice_id": "inv_9182", "beneficiary_id": "vendor_77", "amount_minor": 1250000, "currency": "KZT"},
-        "policy_version": "payments-v3",
-        "data_version": "inv_9182@7",
-        "approval_ttl_seconds": 3600,
-        "rationale": "Invoice is due today and matches PO 5531.",
-        "supersedes": null
-    })
+    serde_json::from_str(include_str!(
+        "../../tests/fixtures/intents/valid/payment-seed.json"
+    ))
+    .unwrap()
 }
 
 fn parse(v: &Value) -> Result<ValidIntent, IntentError> {

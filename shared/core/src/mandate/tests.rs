@@ -3,7 +3,8 @@ use serde_json::json;
 
 use super::*;
 
-fn statement() -> Value {
+/// A valid statement; the coverage tests start from it too.
+pub(super) fn statement() -> Value {
     json!({
         "statement": "fleet.mandate.v1",
         "mandate_id": "md_01JF0000000000000000000000",
@@ -180,51 +181,20 @@ mod before_the_call {
             MandateRefusal::BadSignature
         );
         let over = json!({"invoice_id": "inv_1", "beneficiary_id": "vendor_77", "amount_minor": 150_001, "currency": "KZT"});
-        assert_eq!(
-            check(
-                &sig,
-                Some(&live),
-                &MandatedOperation {
-                    payload: &over,
-                    ..op
-                }
-            ),
-            MandateRefusal::NotCovered
-        );
         let moved = payee(&format!("sha256:{}", "b".repeat(64)), true);
-        assert_eq!(
-            check(
-                &sig,
-                Some(&live),
-                &MandatedOperation {
-                    payee: Some(&moved),
-                    ..op
-                }
-            ),
-            MandateRefusal::NotCovered
-        );
-        assert_eq!(
-            check(
-                &sig,
-                Some(&live),
-                &MandatedOperation {
-                    submitted_by: Some("other-bot"),
-                    ..op
-                }
-            ),
-            MandateRefusal::NotCovered
-        );
-        assert_eq!(
-            check(
-                &sig,
-                Some(&live),
-                &MandatedOperation {
-                    tenant_id: "org_9",
-                    ..op
-                }
-            ),
-            MandateRefusal::NotCovered
-        );
+        // An operation the mandate does not cover, one member at a time.
+        let mut over_amount = op;
+        over_amount.payload = &over;
+        let mut moved_payee = op;
+        moved_payee.payee = Some(&moved);
+        let mut other_submitter = op;
+        other_submitter.submitted_by = Some("other-bot");
+        let mut other_tenant = op;
+        other_tenant.tenant_id = "org_9";
+        for other in [over_amount, moved_payee, other_submitter, other_tenant] {
+            let refusal = check(&sig, Some(&live), &other);
+            assert_eq!(refusal, MandateRefusal::NotCovered, "{other:?}");
+        }
     }
 
     #[test]

@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::approval::ApprovalStatus;
-use crate::currency::minor_unit_exponent;
 use crate::json_words::value_in_words;
 use crate::money::format_amount;
 use crate::reason::Reason;
@@ -101,29 +100,7 @@ pub fn patch_field_in_words(field: &str) -> String {
 /// ("1,500,000.00 KZT", "1500000", "1 500 000.00"). Another amount, another currency, or
 /// more decimals than the currency has is not it.
 pub fn amount_confirmed(typed: &str, amount_minor: i64, code: &str) -> bool {
-    let Some(exponent) = minor_unit_exponent(code) else {
-        return false;
-    };
-    let mut text = typed.trim();
-    if let Some(rest) = text.strip_suffix(code) {
-        text = rest.trim_end();
-    } else if let Some(rest) = text.strip_prefix(code) {
-        text = rest.trim_start();
-    }
-    let digits: String = text
-        .chars()
-        .filter(|c| !matches!(c, ',' | ' ' | '\'' | '\u{a0}' | '\u{202f}'))
-        .collect();
-    let (major, minor) = digits.split_once('.').unwrap_or((&digits, ""));
-    let all_digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
-    if major.is_empty() || !all_digits(major) || !all_digits(minor) {
-        return false;
-    }
-    if minor.len() > exponent as usize {
-        return false;
-    }
-    let padded = format!("{major}{minor:0<width$}", width = exponent as usize);
-    padded.parse::<i64>().ok() == Some(amount_minor)
+    crate::money::amount_minor(typed, code) == Some(amount_minor)
 }
 
 #[cfg(test)]

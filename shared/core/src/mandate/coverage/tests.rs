@@ -6,21 +6,11 @@ use super::*;
 const FP: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
 fn mandate(id: &str, payees: Value, for_principal: Value) -> Mandate {
-    Mandate::from_json(&json!({
-        "statement": "fleet.mandate.v1",
-        "mandate_id": id,
-        "tenant_id": "org_482",
-        "actions": ["payment.create"],
-        "payees": payees,
-        "currency": "KZT",
-        "per_operation_max_minor": 150_000,
-        "budget_minor": 3_000_000,
-        "count_limit": 40,
-        "valid_from": "2026-12-01T00:00:00Z",
-        "valid_until": "2027-01-01T00:00:00Z",
-        "for_principal": for_principal
-    }))
-    .unwrap()
+    let mut statement = crate::mandate::tests::statement();
+    statement["mandate_id"] = json!(id);
+    statement["payees"] = payees;
+    statement["for_principal"] = for_principal;
+    Mandate::from_json(&statement).unwrap()
 }
 
 fn listed() -> Mandate {
