@@ -136,17 +136,15 @@ impl ProviderSchedule {
         provider: &'static str,
         rate_per_s: f64,
     ) -> Arc<Self> {
-        let batch_store = store.clone();
-        let slots = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |asks: Vec<()>| {
-            let store = batch_store.clone();
-            async move { reserve(&store, provider, rate_per_s, asks.len()).await }
-        });
-        let report_store = store.clone();
-        let report: Report = Arc::new(move |retry_after| {
-            let store = report_store.clone();
-            Box::pin(async move { store.provider_throttled(provider, retry_after).await })
-        });
-        Self::with(provider, rate_per_s, slots, report)
+        Self::spawned(
+            store,
+            provider,
+            rate_per_s,
+            move |store, k| async move { reserve(&store, provider, rate_per_s, k).await },
+            move |store, retry_after| async move {
+                store.provider_throttled(provider, retry_after).await
+            },
+        )
     }
 
     /// The schedule of `provider` at `rate_per_s` for the intake's payee lookups, which
@@ -156,16 +154,39 @@ impl ProviderSchedule {
         provider: &'static str,
         rate_per_s: f64,
     ) -> Arc<Self> {
+        Self::spawned(
+            store,
+            provider,
+            rate_per_s,
+            move |store, k| async move { reserve_for_intake(&store, provider, rate_per_s, k).await },
+            move |store, retry_after| async move { store.intake_throttled(provider, retry_after).await },
+        )
+    }
+
+    /// A schedule that takes its slots with `reserve` (a batch of `k`) and reports a 429
+    /// with `throttled`, each through the component's own capability; spawns the
+    /// batching task.
+    fn spawned<R, Take, Taken, Tell, Told>(
+        store: &StoreAs<R>,
+        provider: &'static str,
+        rate_per_s: f64,
+        reserve: Take,
+        throttled: Tell,
+    ) -> Arc<Self>
+    where
+        R: Component,
+        Take: Fn(StoreAs<R>, usize) -> Taken + Send + 'static,
+        Taken: std::future::Future<Output = Vec<Slot>> + Send + 'static,
+        Tell: Fn(StoreAs<R>, Duration) -> Told + Send + Sync + 'static,
+        Told: std::future::Future<Output = Result<(), StoreError>> + Send + 'static,
+    {
         let batch_store = store.clone();
         let slots = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |asks: Vec<()>| {
-            let store = batch_store.clone();
-            async move { reserve_for_intake(&store, provider, rate_per_s, asks.len()).await }
+            reserve(batch_store.clone(), asks.len())
         });
         let report_store = store.clone();
-        let report: Report = Arc::new(move |retry_after| {
-            let store = report_store.clone();
-            Box::pin(async move { store.intake_throttled(provider, retry_after).await })
-        });
+        let report: Report =
+            Arc::new(move |retry_after| Box::pin(throttled(report_store.clone(), retry_after)));
         Self::with(provider, rate_per_s, slots, report)
     }
 
