@@ -21,6 +21,7 @@ use crate::{
     metric_names::{BROKER_RECONNECTS_TOTAL, MESSAGES_PUBLISHED_TOTAL},
     topology::{declare_topology, short},
 };
+use fleet_core::{Doorbell, OpRef};
 use lapin::{options::BasicPublishOptions, BasicProperties, Channel, Confirmation, Connection};
 use std::{
     sync::{
@@ -116,6 +117,13 @@ impl Publisher {
         let traceparent = fleet_runtime::trace::current_header();
         self.publish_traced(queue, body, traceparent.as_deref())
             .await
+    }
+
+    /// Rings `queue`'s doorbell for the operation `op`: a bell carries no authority, the
+    /// worker reads the operation from Postgres ([`Publisher::publish`]).
+    pub async fn ring(&self, queue: Queue, op: OpRef<'_>) -> Result<(), BrokerError> {
+        let bell = Doorbell::new(op.tenant_id, op.operation_id);
+        self.publish(queue, &bell.to_bytes()).await
     }
 
     /// [`Publisher::publish`], the message carrying `traceparent` (the W3C trace context of

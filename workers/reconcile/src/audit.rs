@@ -14,7 +14,7 @@ use serde_json::json;
 use tracing::{error, info, warn};
 
 use crate::lookup::look_up;
-use crate::Reconciler;
+use crate::reconciler::Reconciler;
 
 /// How long after settling each provider's operations are audited (its maximum request
 /// time plus its search lag); a provider this build does not know, as late as any it

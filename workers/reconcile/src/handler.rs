@@ -6,7 +6,7 @@ use fleet_broker::{Delivery, Disposition, Handler};
 use fleet_core::{Doorbell, OpRef};
 use tracing::warn;
 
-use crate::Reconciler;
+use crate::reconciler::Reconciler;
 
 pub struct ReconcileHandler {
     reconciler: Arc<Reconciler>,

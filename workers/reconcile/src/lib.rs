@@ -5,6 +5,7 @@
 //! `Reconciler::reconcile`, so a lost message delays work but never strands it.
 
 mod audit;
+mod deps;
 mod gauges;
 mod handler;
 mod lookup;
@@ -16,19 +17,13 @@ mod sweep;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_boot::ProviderWorkerDeps;
 use fleet_broker::{BrokerError, Queue};
-use fleet_store::component;
 use tokio_util::sync::CancellationToken;
 
+pub use deps::ReconcileDeps;
 pub use handler::ReconcileHandler;
 pub use reconciler::Reconciler;
 pub use settings::ReconcileSettings;
-
-/// Everything `run` needs, built by `main` (or by a test). Its publisher rings
-/// `operations.execute` for operations sent back for a same-key retry; its providers carry
-/// their documented contract (search lag, maximum request time, key retention).
-pub type ReconcileDeps = ProviderWorkerDeps<component::Reconcile, ReconcileSettings>;
 
 /// Consumes `operations.reconcile`, runs the sweeper and the gauges until `shutdown`.
 pub async fn run(deps: ReconcileDeps, shutdown: CancellationToken) -> Result<(), BrokerError> {

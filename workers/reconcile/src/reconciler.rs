@@ -12,26 +12,25 @@ use fleet_core::reconcile::{
     definitive_attempt, next_step, past_deadline_move, settle_unknown, AskAgain, AttemptAges,
     AttemptSeen, LookupMove, Reading, RowDue, Settle, SettleFacts, Step, UnknownEvidence,
 };
-use fleet_core::{Doorbell, Event, OpRef};
+use fleet_core::{Event, OpRef};
 use fleet_providers::Providers;
 use fleet_runtime::metric_names as m;
 use fleet_runtime::trace;
 use fleet_store::{
-    AttemptRow, AuditDelays, LostClaim, OperationRow, ReconcileStore, StoreError, Transition,
-    TransitionOutcome, WebhookOutcome,
+    AttemptRow, LostClaim, OperationRow, ReconcileStore, StoreError, Transition, TransitionOutcome,
+    WebhookOutcome,
 };
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
+use crate::deps::ReconcileDeps;
 use crate::lookup::{contract_of, look_up};
-use crate::{ReconcileDeps, ReconcileSettings};
+use crate::settings::ReconcileSettings;
 
 pub struct Reconciler {
     pub(crate) store: ReconcileStore,
     publisher: Publisher,
     pub(crate) providers: Arc<Providers>,
-    /// Derived from the providers' contracts once, read by every sweep.
-    pub(crate) audit_delays: AuditDelays,
     pub(crate) settings: ReconcileSettings,
 }
 
@@ -43,7 +42,6 @@ impl Reconciler {
             store: deps.store.clone(),
             publisher: deps.publisher.clone(),
             providers: deps.providers.clone(),
-            audit_delays: crate::audit::audit_delays(&deps.providers),
             settings: deps.settings.clone(),
         }
     }
@@ -276,12 +274,7 @@ impl Reconciler {
 
     /// Best effort: the sweeper re-rings approved rows that wait too long.
     pub(crate) async fn ring_execute(&self, op: OpRef<'_>) {
-        let bell = Doorbell::new(op.tenant_id, op.operation_id);
-        if let Err(e) = self
-            .publisher
-            .publish(Queue::OperationsExecute, &bell.to_bytes())
-            .await
-        {
+        if let Err(e) = self.publisher.ring(Queue::OperationsExecute, op).await {
             warn!(operation_id = op.operation_id, error = %e, "could not ring execute; the sweeper will try again");
         }
     }

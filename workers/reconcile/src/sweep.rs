@@ -8,12 +8,14 @@ use std::sync::Arc;
 
 use fleet_runtime::metric_names as m;
 use fleet_runtime::Ticker;
-use fleet_store::StoreError;
+use fleet_store::{AuditDelays, StoreError};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::{ReconcileSettings, Reconciler};
+use crate::audit::audit_delays;
+use crate::reconciler::Reconciler;
+use crate::settings::ReconcileSettings;
 
 pub async fn run(
     reconciler: Arc<Reconciler>,
@@ -21,9 +23,11 @@ pub async fn run(
     concurrency: usize,
     shutdown: CancellationToken,
 ) {
+    // Derived from the providers' contracts once, read by every sweep.
+    let audit_delays = audit_delays(&reconciler.providers);
     let mut ticker = Ticker::new(settings.sweep_interval(), shutdown);
     while ticker.tick().await {
-        let outcome = match sweep_once(&reconciler, &settings, concurrency).await {
+        let outcome = match sweep_once(&reconciler, &audit_delays, &settings, concurrency).await {
             Ok(()) => "ok",
             Err(e) => {
                 warn!(error = %e, "sweep failed; next tick retries");
@@ -36,6 +40,7 @@ pub async fn run(
 
 pub async fn sweep_once(
     r: &Reconciler,
+    audit_delays: &AuditDelays,
     settings: &ReconcileSettings,
     concurrency: usize,
 ) -> Result<(), StoreError> {
@@ -87,7 +92,7 @@ pub async fn sweep_once(
         r.ring_execute(op.op()).await;
     }
     store.cancel_expired_approvals(batch).await?;
-    for row in store.due_audits(&r.audit_delays, batch).await? {
+    for row in store.due_audits(audit_delays, batch).await? {
         if let Err(e) = r.audit(&row).await {
             warn!(operation_id = %row.operation_id, error = %e, "audit failed; the next sweep retries");
         }
