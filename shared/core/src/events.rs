@@ -4,6 +4,10 @@
 //! outbox trigger of the database); this module names those types and shapes what is
 //! published. Pure: the outbox row comes in, bytes and a routing key go out.
 
+mod data;
+
+pub use data::{EventApproval, EventData, OperationEventData};
+
 use crate::trace_context::TraceParent;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -164,8 +168,9 @@ pub struct OutcomeEvent {
     pub tenant_id: String,
     /// RFC 3339, UTC: when the change committed (the database clock).
     pub time: String,
-    /// The operation view after the change, with `sequence`.
-    pub data: Value,
+    /// The operation view after the change, with `sequence` (a mandate's view for a
+    /// mandate's event), read into its type.
+    pub data: EventData,
 }
 
 impl OutcomeEvent {
@@ -203,7 +208,7 @@ impl OutcomeEvent {
             "subject": self.subject(),
             "time": self.time,
             "datacontenttype": DATA_CONTENT_TYPE,
-            "data": self.data,
+            "data": self.data.to_json(),
         })
     }
 

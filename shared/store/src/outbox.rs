@@ -15,7 +15,7 @@
 
 use std::future::Future;
 
-use fleet_core::events::{EventType, OutcomeEvent};
+use fleet_core::events::{EventData, EventType, OutcomeEvent};
 use serde_json::Value;
 
 use crate::component::RelayOutbox;
@@ -164,9 +164,15 @@ fn outbox_row(r: &tokio_postgres::Row) -> Result<OutboxRow, StoreError> {
             "outbox event type {stored:?} is unknown to this build"
         ))
     })?;
+    // Read into its type, unknown members refused: data the outbox trigger writes
+    // otherwise than this build's `OperationView` stops the relay, as an unknown type
+    // does, rather than reach agents in a shape nobody agreed.
     let data: Value = r.get("data");
+    let id: i64 = r.get("id");
+    let data = EventData::read(event_type, data)
+        .map_err(|e| StoreError::Unreadable(format!("outbox row {id}'s data: {e}")))?;
     Ok(OutboxRow {
-        id: r.get("id"),
+        id,
         event: OutcomeEvent {
             operation_id: r.get("operation_id"),
             key: r.get("event_key"),

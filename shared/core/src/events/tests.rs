@@ -1,4 +1,5 @@
 use super::*;
+use crate::OperationView;
 use serde_json::json;
 
 fn event(event_type: EventType, tenant_id: &str) -> OutcomeEvent {
@@ -9,7 +10,14 @@ fn event(event_type: EventType, tenant_id: &str) -> OutcomeEvent {
         event_type,
         tenant_id: tenant_id.into(),
         time: "2026-11-29T22:00:00.123456Z".into(),
-        data: json!({"operation_id": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8", "status": "succeeded", "sequence": 3}),
+        data: EventData::Operation(Box::new(OperationEventData {
+            view: OperationView {
+                status: crate::Status::Succeeded,
+                ..crate::view::example()
+            },
+            sequence: 3,
+            approval: None,
+        })),
     }
 }
 
@@ -57,7 +65,9 @@ fn a_mandates_events_are_typed_fleet_mandate_and_routed_by_tenant() {
         event_type: EventType::MandateRevoked,
         tenant_id: "acme.kz".into(),
         time: "2026-11-29T22:00:00.123456Z".into(),
-        data: json!({"mandate_id": "md_01JQ8R7D9M4KX2T3V4W5Y6Z7A8", "sequence": 2}),
+        data: EventData::Mandate(
+            json!({"mandate_id": "md_01JQ8R7D9M4KX2T3V4W5Y6Z7A8", "sequence": 2}),
+        ),
     };
     assert_eq!(e.routing_key(), "fleet.mandate.revoked.acme%2Ekz");
     assert_eq!(e.id(), "md_01JQ8R7D9M4KX2T3V4W5Y6Z7A8.2");
@@ -202,4 +212,83 @@ fn a_traced_event_carries_the_traceparent_attribute_and_an_untraced_one_none() {
     let plain: Value = serde_json::from_slice(&e.to_bytes("/fleet")).unwrap();
     assert!(plain.get(TRACEPARENT_ATTRIBUTE).is_none());
     assert_eq!(plain, e.cloud_event("/fleet"));
+}
+
+/// An approval's event as the outbox trigger writes it: the view, `sequence`, `approval`.
+fn approved_data() -> Value {
+    let mut data = crate::view::example().to_json();
+    let members = data.as_object_mut().unwrap();
+    members.insert("sequence".into(), json!(2));
+    members.insert(
+        "approval".into(),
+        json!({"by": "ann", "signed": true, "signed_in_with": "oidc"}),
+    );
+    data
+}
+
+#[test]
+fn an_operations_event_data_reads_into_the_view_and_is_written_back_unchanged() {
+    let json = approved_data();
+    let EventData::Operation(read) = EventData::read(EventType::Approved, json.clone()).unwrap()
+    else {
+        panic!("an operation's event");
+    };
+    assert_eq!(read.view, crate::view::example());
+    assert_eq!(read.sequence, 2);
+    assert_eq!(
+        read.approval,
+        Some(EventApproval {
+            by: "ann".into(),
+            signed: true,
+            signed_in_with: Some("oidc".into()),
+        })
+    );
+    assert_eq!(read.to_json(), json);
+    let through_serde: OperationEventData = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&through_serde).unwrap(), json);
+}
+
+#[test]
+fn an_operations_event_data_with_a_member_nobody_knows_is_refused_by_name() {
+    let refused = |data: Value| {
+        EventData::read(EventType::Approved, data)
+            .unwrap_err()
+            .member
+    };
+    let mut extra = approved_data();
+    extra["colour"] = json!("blue");
+    assert_eq!(refused(extra), "colour");
+    let mut in_approval = approved_data();
+    in_approval["approval"]["weight"] = json!(2);
+    assert_eq!(refused(in_approval), "approval.weight");
+    let mut no_sequence = approved_data();
+    no_sequence.as_object_mut().unwrap().remove("sequence");
+    assert_eq!(refused(no_sequence), "sequence");
+    let mut zero = approved_data();
+    zero["sequence"] = json!(0);
+    assert_eq!(refused(zero), "sequence");
+    let mut mistyped = approved_data();
+    mistyped["status"] = json!("paid");
+    assert_eq!(refused(mistyped), "status");
+}
+
+#[test]
+fn a_mandates_event_data_is_carried_as_it_is() {
+    let data = json!({"mandate_id": "md_1", "sequence": 1, "event": {"kind": "created"}});
+    let read = EventData::read(EventType::MandateCreated, data.clone()).unwrap();
+    assert_eq!(read, EventData::Mandate(data.clone()));
+    assert_eq!(read.operation(), None);
+    assert_eq!(read.to_json(), data);
+}
+
+#[test]
+fn the_published_bytes_are_those_of_the_stored_json() {
+    let stored = approved_data();
+    let mut e = event(EventType::Approved, "acme");
+    e.data = EventData::read(EventType::Approved, stored.clone()).unwrap();
+    let published: Value = serde_json::from_slice(&e.to_bytes("/fleet")).unwrap();
+    assert_eq!(published["data"], stored);
+    let mut raw = e.cloud_event("/fleet");
+    raw["data"] = stored;
+    assert_eq!(e.to_bytes("/fleet"), serde_json::to_vec(&raw).unwrap());
 }
