@@ -247,13 +247,15 @@ capabilities! {
         Column("dead_letters", "resolved_at", "SELECT"),
     ] for [Relay];
     /// Notify approvers of operations waiting for them (migrations/0077): plan, claim and
-    /// settle notifications through the owner's functions only.
+    /// settle notifications, and name the tenants that have a channel (0088), through the
+    /// owner's functions only.
     NotifyApprovers [] => [
         Function("fleet_notify_plan(integer, jsonb, double precision)"),
         Function("fleet_notify_claim(integer, double precision)"),
         Function("fleet_notify_sent(bigint)"),
         Function("fleet_notify_retry(bigint, double precision, text)"),
         Function("fleet_notify_drop(bigint, text)"),
+        Function("fleet_notify_tenants(text[])"),
         Table("approval_notifications", "SELECT"),
     ] for [Relay];
     /// Read the kept dead letters and record an operator's replay or discard: through the

@@ -1,7 +1,8 @@
 //! Approvers' notifications (migrations/0077): the notices the database writes with each
-//! operation's `prepared` event, planned by the notifier into one row per (operation,
-//! channel, kind), claimed with a lease, and marked sent, retried or dropped. Every write
-//! goes through an owner's function; the relay holds nothing else on these tables.
+//! `prepared` event of a tenant that has a channel (0088), planned by the notifier into one
+//! row per (operation, channel, kind), claimed with a lease, and marked sent, retried or
+//! dropped. Every write goes through an owner's function; the relay holds nothing else on
+//! these tables.
 
 use serde_json::Value;
 
@@ -32,6 +33,18 @@ pub struct ClaimedNotification {
 }
 
 impl<R: NotifyApprovers> StoreAs<R> {
+    /// Sets the tenants whose operations get a notice when they start waiting to exactly
+    /// `tenants`, those of the channels file (migrations/0088): an operation of any other
+    /// tenant writes no notice. Returns how many tenants the list holds.
+    pub async fn set_notice_tenants(&self, tenants: &[String]) -> Result<i32, StoreError> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("SELECT fleet_notify_tenants($1)")
+            .await?;
+        let row = client.query_one(&stmt, &[&tenants]).await?;
+        Ok(row.get(0))
+    }
+
     /// Plans up to `limit` unplanned notices into notifications for the channels of each
     /// one's tenant (`channels`: `{"<tenant>": ["<channel>", …]}`), a reminder
     /// `reminder_before_s` before each expiry (0: none). Returns how many it planned.

@@ -3,7 +3,8 @@
 //! reminds them before the approval expires if it still does (docs/notifications.md).
 //!
 //! It adds no second delivery path beside the outbox: the notice of an operation that
-//! starts waiting is written by the database in the transaction of its `prepared` event;
+//! starts waiting is written by the database in the transaction of its `prepared` event,
+//! for the tenants that have a channel (the notifier names them to the database first);
 //! each look plans unplanned notices into one row per (operation, channel, kind), unique
 //! in the table, then claims due rows with a lease (`FOR UPDATE SKIP LOCKED`), sends, and
 //! marks each sent. A notifier that dies between a send and its mark leaves the row to be
@@ -109,8 +110,23 @@ pub async fn run(store: RelayStore, notifier: Notifier, shutdown: CancellationTo
         console_links = notifier.console_url.is_some(),
         "notifying approvers"
     );
+    let tenants = notifier.channels.tenants();
+    let mut tenants_set = false;
     let mut ticker = Ticker::new(LOOK_EVERY, shutdown);
     while ticker.tick().await {
+        // The database writes notices only for the tenants named here (the first tick is
+        // at once); until the list is set, the one left by the last start holds.
+        if !tenants_set {
+            match store.set_notice_tenants(&tenants).await {
+                Ok(held) => {
+                    tenants_set = true;
+                    info!(tenants = held, "tenants with a channel set for notices");
+                }
+                Err(e) => {
+                    warn!(error = %e, "could not set the tenants with a channel; the next look retries")
+                }
+            }
+        }
         if let Err(e) = store
             .plan_notifications(PLAN_BATCH, &plan, notifier.reminder_before_s)
             .await

@@ -259,6 +259,13 @@ fn payment(tenant: &str, ttl_s: i64) -> Value {
     i
 }
 
+/// Submits a payment of `tenant` deciding within the hour; its operation id.
+async fn submitted(fleet: &TestFleet, tenant: &str) -> String {
+    let i = payment(tenant, 3600);
+    fleet.submit(&i).await;
+    op_of(&i)
+}
+
 async fn fleet_with_payee() -> TestFleet {
     let fleet = TestFleet::with_prepare().await;
     fleet.sim_payee(PAYEE, PAYEE_NAME, ACCOUNT).await;
@@ -280,6 +287,27 @@ fn spawn_relay(fleet: &TestFleet, env: &[(&str, String)]) -> fleet_tests::Worker
     fleet.spawn_process("fleet-relay", &env)
 }
 
+/// The tenants the database writes notices for (set by the relay from its channels file).
+async fn notice_tenants(fleet: &TestFleet) -> Vec<String> {
+    fleet_tests::first_column(
+        &fleet.sql().await,
+        "SELECT tenant_id FROM approval_notice_tenants ORDER BY tenant_id",
+        &[],
+    )
+    .await
+}
+
+/// A relay started as [`spawn_relay`], once it has named its channels' tenants to the
+/// database: an operation that starts waiting from then on is noted for them.
+async fn notifying_relay(fleet: &TestFleet, env: &[(&str, String)]) -> fleet_tests::WorkerProcess {
+    let relay = spawn_relay(fleet, env);
+    eventually("the relay to name its channels' tenants", || async {
+        (notice_tenants(fleet).await == [TENANT]).then_some(())
+    })
+    .await;
+    relay
+}
+
 /// The notification rows of `op`: (channel, kind, sent, dropped reason, attempts).
 async fn rows_of(fleet: &TestFleet, op: &str) -> Vec<(String, String, bool, Option<String>, i32)> {
     fleet
@@ -297,17 +325,18 @@ async fn rows_of(fleet: &TestFleet, op: &str) -> Vec<(String, String, bool, Opti
         .collect()
 }
 
-async fn notice_planned(fleet: &TestFleet, op: &str) -> bool {
+/// The notices the database wrote for `op`.
+async fn notices_of(fleet: &TestFleet, op: &str) -> i64 {
     fleet
         .sql()
         .await
-        .query_opt(
-            "SELECT 1 FROM approval_notices WHERE operation_id = $1 AND planned_at IS NOT NULL",
+        .query_one(
+            "SELECT count(*) FROM approval_notices WHERE operation_id = $1",
             &[&op],
         )
         .await
         .unwrap()
-        .is_some()
+        .get(0)
 }
 
 /// Every message says who is paid (the directory's name and the masked account), how
@@ -342,14 +371,10 @@ async fn an_operation_waiting_is_announced_once_per_channel_naming_payee_amount_
     let receiver = Receiver::start().await;
     let mail = MailSink::start(fleet.name()).await;
     let channels = channels_file(&fleet, &receiver, Some(&mail));
-    let _relay = spawn_relay(&fleet, &relay_env(&channels, &[]));
+    let _relay = notifying_relay(&fleet, &relay_env(&channels, &[])).await;
 
-    let waiting = payment(TENANT, 3600);
-    let op = op_of(&waiting);
-    let quiet = payment(QUIET_TENANT, 3600);
-    let quiet_op = op_of(&quiet);
-    fleet.submit(&waiting).await;
-    fleet.submit(&quiet).await;
+    let op = submitted(&fleet, TENANT).await;
+    let quiet_op = submitted(&fleet, QUIET_TENANT).await;
     fleet.prepared(&op).await;
     let view = fleet.view_in_db(&op).await;
     let masked = view["payee"]["account"]["masked"]
@@ -366,10 +391,8 @@ async fn an_operation_waiting_is_announced_once_per_channel_naming_payee_amount_
         (sent == 2).then_some(())
     })
     .await;
-    eventually("the quiet tenant's notice planned", || async {
-        notice_planned(&fleet, &quiet_op).await.then_some(())
-    })
-    .await;
+    // The notice, if any, is written with the operation's row.
+    fleet.prepared(&quiet_op).await;
     assert!(
         rows_of(&fleet, &quiet_op).await.is_empty(),
         "no channel, no notification"
@@ -429,6 +452,77 @@ async fn an_operation_waiting_is_announced_once_per_channel_naming_payee_amount_
     fleet.stop().await;
 }
 
+/// The database writes a notice only for a tenant the channels file names: an operation of
+/// a tenant without a channel writes its `prepared` event and no notice, and nothing is
+/// planned for it; a relay started with another file sets the list to that file's tenants.
+#[tokio::test]
+async fn a_tenant_without_a_channel_gets_no_notice_rows() {
+    let fleet = fleet_with_payee().await;
+    let receiver = Receiver::start().await;
+    let channels = channels_file(&fleet, &receiver, None);
+    let relay = notifying_relay(&fleet, &relay_env(&channels, &[])).await;
+
+    let told_op = submitted(&fleet, TENANT).await;
+    let quiet_op = submitted(&fleet, QUIET_TENANT).await;
+    fleet.prepared(&told_op).await;
+    fleet.prepared(&quiet_op).await;
+    let prepared_events: i64 = fleet
+        .sql()
+        .await
+        .query_one(
+            "SELECT count(*) FROM operation_outbox WHERE operation_id = $1 AND event_type = 'prepared'",
+            &[&quiet_op],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        prepared_events, 1,
+        "the quiet tenant's operation waits all the same"
+    );
+    assert_eq!(
+        notices_of(&fleet, &told_op).await,
+        1,
+        "a channel's tenant is noted"
+    );
+    assert_eq!(
+        notices_of(&fleet, &quiet_op).await,
+        0,
+        "no channel, no notice"
+    );
+    eventually("the told tenant's message", || async {
+        (!receiver.of(&told_op).is_empty()).then_some(())
+    })
+    .await;
+    assert!(rows_of(&fleet, &quiet_op).await.is_empty());
+    drop(relay);
+
+    // The file now names only the quiet tenant: the list follows it at the next start.
+    let dir = channels.parent().unwrap();
+    let quiet_file = dir.join("quiet.toml");
+    std::fs::write(
+        &quiet_file,
+        format!(
+            "[[channel]]\ntenant = \"{QUIET_TENANT}\"\nname = \"chat\"\nkind = \"webhook\"\nurl = \"{}\"\n",
+            receiver.url
+        ),
+    )
+    .unwrap();
+    let _relay = spawn_relay(&fleet, &relay_env(&quiet_file, &[]));
+    eventually("the list to follow the new file", || async {
+        (notice_tenants(&fleet).await == [QUIET_TENANT]).then_some(())
+    })
+    .await;
+    let later_op = submitted(&fleet, TENANT).await;
+    fleet.prepared(&later_op).await;
+    assert_eq!(
+        notices_of(&fleet, &later_op).await,
+        0,
+        "its channel left the file"
+    );
+    fleet.stop().await;
+}
+
 /// A reminder goes out before the approval expires while the operation still waits; an
 /// operation approved before its reminder is due gets none (the claim drops it).
 #[tokio::test]
@@ -437,10 +531,11 @@ async fn a_reminder_comes_before_expiry_while_waiting_and_none_after_approval() 
     let receiver = Receiver::start().await;
     let channels = channels_file(&fleet, &receiver, None);
     // Reminders 30 s before expiry of a 40 s window: due about 10 s after the start.
-    let _relay = spawn_relay(
+    let _relay = notifying_relay(
         &fleet,
         &relay_env(&channels, &[("NOTIFY_REMINDER_BEFORE_S", "30")]),
-    );
+    )
+    .await;
     let still = payment(TENANT, 40);
     let still_op = op_of(&still);
     let approved = payment(TENANT, 40);
@@ -516,7 +611,7 @@ async fn a_notifier_killed_between_send_and_mark_resends_once_with_the_same_id()
     let quick = [("NOTIFY_REMINDER_BEFORE_S", "0"), ("NOTIFY_LEASE_S", "4")];
     let mut paused = quick.to_vec();
     paused.push(("FLEET_PAUSE_AT", "after_notify_send"));
-    let mut doomed = spawn_relay(&fleet, &relay_env(&channels, &paused));
+    let mut doomed = notifying_relay(&fleet, &relay_env(&channels, &paused)).await;
     let i = payment(TENANT, 3600);
     let op = op_of(&i);
     fleet.submit(&i).await;
@@ -552,10 +647,11 @@ async fn a_refused_delivery_is_retried_with_the_same_id_and_counted() {
     let receiver = Receiver::refusing(1).await;
     let mail = MailSink::start(fleet.name()).await;
     let channels = channels_file(&fleet, &receiver, Some(&mail));
-    let relay = spawn_relay(
+    let relay = notifying_relay(
         &fleet,
         &relay_env(&channels, &[("NOTIFY_REMINDER_BEFORE_S", "0")]),
-    );
+    )
+    .await;
     let i = payment(TENANT, 3600);
     let op = op_of(&i);
     fleet.submit(&i).await;

@@ -141,6 +141,11 @@ impl Channels {
         )
     }
 
+    /// The tenants that have at least one channel.
+    pub fn tenants(&self) -> Vec<String> {
+        self.by_tenant.keys().cloned().collect()
+    }
+
     pub fn count(&self) -> usize {
         self.by_tenant.values().map(BTreeMap::len).sum()
     }
