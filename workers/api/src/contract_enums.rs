@@ -7,7 +7,8 @@ use utoipa::openapi::schema::{Object, Schema, SchemaType, Type};
 use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
-fn string_enum(description: &str, values: Vec<String>) -> RefOr<Schema> {
+/// A string schema that allows `values` only.
+pub(crate) fn string_enum(description: &str, values: Vec<String>) -> RefOr<Schema> {
     let mut object = Object::with_type(SchemaType::Type(Type::String));
     object.description = Some(description.to_owned());
     object.enum_values = Some(values.into_iter().map(Into::into).collect());

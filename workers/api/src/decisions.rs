@@ -10,7 +10,7 @@
 
 use fleet_broker::{Publisher, Queue};
 use fleet_core::authz::{self, Actor, Decider, Denial, OperationAction, SignIn};
-use fleet_core::{ApprovalStatus, Doorbell, OpKey, OpRef, OperationId, OperationView, Status};
+use fleet_core::{ApprovalStatus, OpKey, OpRef, OperationId, OperationView, Status};
 use fleet_store::{
     ApiStore, ApprovalOutcome, DecisionOutcome, RejectOutcome, Resolve, StoredFacts,
 };
@@ -150,12 +150,7 @@ impl Decisions {
     }
 
     pub(crate) async fn ring_execute(&self, op: OpRef<'_>) {
-        let bell = Doorbell::new(op.tenant_id, op.operation_id);
-        if let Err(e) = self
-            .publisher
-            .publish(Queue::OperationsExecute, &bell.to_bytes())
-            .await
-        {
+        if let Err(e) = self.publisher.ring(Queue::OperationsExecute, op).await {
             // The approval is committed; reconcile's sweeper rings approved operations
             // that wait too long (UNSTARTED_REDRIVE_MS).
             tracing::warn!(operation_id = op.operation_id, error = %e, "approved, but the execute bell could not be rung");

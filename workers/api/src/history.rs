@@ -14,9 +14,12 @@ use fleet_core::history::HistoryKind;
 use fleet_core::{ApiAction, Reason, Status};
 use fleet_store::EventRow;
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 
 use crate::auth::Caller;
+use crate::contract_enums::string_enum;
 use crate::decisions::{locate, Addressed};
 use crate::error::ApiError;
 use crate::paging;
@@ -65,33 +68,20 @@ pub struct HistoryEntry {
     pub at: chrono::DateTime<chrono::Utc>,
 }
 
-/// What a history row records (`fleet_core::history::HistoryKind`; a test keeps the two
-/// the same).
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum HistoryKindName {
-    /// The intake stored the snapshot.
-    Prepared,
-    /// One approval of a quorum that is still short.
-    ApprovalRecorded,
-    /// The approval that completed the quorum.
-    Approved,
-    /// An approver stopped being one: their approval is void.
-    ApprovalVoided,
-    /// The approval window closed.
-    ApprovalExpired,
-    /// A status change.
-    Transition,
-    /// Handed to a person.
-    Escalated,
-    /// A provider's event contradicted the row.
-    WebhookConflict,
-    /// Reconcile looked the operation up at the provider (no change).
-    Lookup,
-    /// The post-settlement audit found the provider agreeing.
-    Audited,
+/// What a history row records: core's [`HistoryKind`], documented as `HistoryKindName`
+/// from its own list, so the document names exactly the kinds that are stored.
+pub struct HistoryKindName;
+
+impl PartialSchema for HistoryKindName {
+    fn schema() -> RefOr<Schema> {
+        string_enum(
+            "What a history row records: the intake stored the snapshot (`prepared`), an approval of a quorum still short (`approval_recorded`), the approval that completed it (`approved`), an approval made void (`approval_voided`), the approval window closed (`approval_expired`), a status change (`transition`), handed to a person (`escalated`), a provider's event contradicted the row (`webhook_conflict`), reconcile looked the operation up (`lookup`), the post-settlement audit found the provider agreeing (`audited`).",
+            HistoryKind::ALL.iter().map(|k| k.as_str().to_owned()).collect(),
+        )
+    }
 }
+
+impl ToSchema for HistoryKindName {}
 
 /// One page of an operation's history, oldest first.
 #[derive(Debug, Serialize, ToSchema)]
@@ -199,20 +189,8 @@ mod tests {
 
     #[test]
     fn the_documented_kinds_are_the_stored_ones() {
-        let documented = [
-            HistoryKindName::Prepared,
-            HistoryKindName::ApprovalRecorded,
-            HistoryKindName::Approved,
-            HistoryKindName::ApprovalVoided,
-            HistoryKindName::ApprovalExpired,
-            HistoryKindName::Transition,
-            HistoryKindName::Escalated,
-            HistoryKindName::WebhookConflict,
-            HistoryKindName::Lookup,
-            HistoryKindName::Audited,
-        ]
-        .map(|k| serde_json::to_value(k).unwrap());
+        let documented = serde_json::to_value(HistoryKindName::schema()).unwrap();
         let stored = HistoryKind::ALL.map(|k| serde_json::json!(k.as_str()));
-        assert_eq!(documented, stored);
+        assert_eq!(documented["enum"], serde_json::json!(stored));
     }
 }

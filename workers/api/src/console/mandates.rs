@@ -586,22 +586,14 @@ async fn create(
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct RevokeForm {
-    form_token: Option<String>,
-}
-
+/// Revokes the mandate, as its form asks (read as the other forms of this page are).
 async fn revoke_form(
     State(state): State<AppState>,
     signed: Signed,
     Path(id): Path<String>,
-    axum::Form(f): axum::Form<RevokeForm>,
+    body: Bytes,
 ) -> Result<Response, ApiError> {
-    if !f
-        .form_token
-        .as_deref()
-        .is_some_and(|t| signed.secret.form_token_matches(t))
-    {
+    if !form_token_ok(&signed, &FormFields::of(&body)) {
         return Ok(stale_form());
     }
     match revoke(&state, &signed.principal, &id).await {

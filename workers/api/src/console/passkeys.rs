@@ -22,11 +22,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use chrono::{DateTime, Utc};
 use fleet_core::approval_statement::{expiry_for, format_expiry};
-use fleet_core::passkey::{challenge_for, PasskeyKey};
+use fleet_core::passkey::PasskeyKey;
 use fleet_core::visible::reveal;
 use fleet_core::{ApprovalStatement, PublicKey};
 use fleet_store::{OperationRow, PasskeyRequest, VerifiedPasskey};
@@ -38,6 +36,7 @@ use webauthn_rs::prelude::{
 };
 
 use super::handler::html;
+use super::passkey_sign::PasskeyAsk;
 use super::passkey_site::PasskeySite;
 use super::present::Me;
 use super::session::Signed;
@@ -294,32 +293,18 @@ impl Signing {
         now: DateTime<Utc>,
     ) -> Result<Signing, ApiError> {
         let required = row.signatures_required;
-        let passkey = match console.passkeys.as_ref() {
-            Some(site) => {
-                let credentials: Vec<String> = state
-                    .store
-                    .active_passkeys(principal)
-                    .await?
-                    .iter()
-                    .map(|p| URL_SAFE_NO_PAD.encode(&p.credential_id))
-                    .collect();
-                let expires_at = expiry_for(row.approval_expires_at, now);
-                match expires_at.filter(|_| !credentials.is_empty()) {
-                    Some(expires_at) => {
-                        let statement =
-                            ApprovalStatement::derive(&row.statement_subject(), expires_at);
-                        Some(PasskeyOffer {
-                            expires_at: format_expiry(statement.expires_at),
-                            challenge: challenge_for(&statement.to_bytes()),
-                            in_words: reveal(&statement.in_words()),
-                            statement,
-                            rp_id: site.rp_id.clone(),
-                            credentials: serde_json::to_string(&credentials)
-                                .unwrap_or_else(|_| "[]".to_owned()),
-                        })
-                    }
-                    None => None,
-                }
+        let passkey = match expiry_for(row.approval_expires_at, now) {
+            Some(expires_at) => {
+                let statement = ApprovalStatement::derive(&row.statement_subject(), expires_at);
+                let ask = PasskeyAsk::of(state, console, principal, &statement.to_bytes()).await?;
+                ask.map(|ask| PasskeyOffer {
+                    expires_at: format_expiry(statement.expires_at),
+                    challenge: ask.challenge,
+                    in_words: reveal(&statement.in_words()),
+                    statement,
+                    rp_id: ask.rp_id,
+                    credentials: ask.credentials,
+                })
             }
             None => None,
         };
