@@ -309,25 +309,48 @@ mod tests {
 
     const URL: &str = "amqp://guest:s3cret@127.0.0.1:5672/%2f";
 
+    /// Each kind of name the configuration gives, with the wire name it stands for
+    /// outside any namespace.
+    fn names(cfg: &BrokerConfig) -> [(String, &'static str); 8] {
+        [
+            (
+                cfg.queue_name(Queue::OperationsExecute),
+                "operations.execute",
+            ),
+            (cfg.queue_name(Queue::IntentsPrepare), "intents.prepare"),
+            (
+                cfg.dead_letter_queue_name(Queue::WebhooksIngest),
+                "webhooks.ingest.dead",
+            ),
+            (
+                cfg.dead_letter_queue_name(Queue::OperationsReconcile),
+                "operations.reconcile.dead",
+            ),
+            (cfg.dead_letter_exchange_name(), "fleet.dlx"),
+            (
+                cfg.retry_queue_name(Queue::IntentsPrepare),
+                "intents.prepare.retry",
+            ),
+            (
+                cfg.retry_queue_name(Queue::WebhooksIngest),
+                "webhooks.ingest.retry",
+            ),
+            (
+                cfg.entry_exchange_name(Queue::WebhooksIngest),
+                "fleet.to.webhooks.ingest",
+            ),
+        ]
+    }
+
     #[test]
     fn production_names_are_the_wire_names() {
         let cfg = BrokerConfig::new(URL);
+        for (name, wire) in names(&cfg) {
+            assert_eq!(name, wire);
+        }
         assert_eq!(
-            cfg.queue_name(Queue::OperationsExecute),
-            "operations.execute"
-        );
-        assert_eq!(
-            cfg.dead_letter_queue_name(Queue::WebhooksIngest),
-            "webhooks.ingest.dead"
-        );
-        assert_eq!(cfg.dead_letter_exchange_name(), "fleet.dlx");
-        assert_eq!(
-            cfg.retry_queue_name(Queue::IntentsPrepare),
-            "intents.prepare.retry"
-        );
-        assert_eq!(
-            cfg.entry_exchange_name(Queue::WebhooksIngest),
-            "fleet.to.webhooks.ingest"
+            cfg.entry_exchange_name(Queue::IntentsPrepare),
+            "fleet.to.intents.prepare"
         );
         assert_eq!(cfg.topology, TopologyMode::Declare);
     }
@@ -335,20 +358,9 @@ mod tests {
     #[test]
     fn namespace_prefixes_every_name() {
         let cfg = BrokerConfig::new(URL).with_namespace("t01");
-        assert_eq!(cfg.queue_name(Queue::IntentsPrepare), "t01.intents.prepare");
-        assert_eq!(
-            cfg.dead_letter_queue_name(Queue::OperationsReconcile),
-            "t01.operations.reconcile.dead"
-        );
-        assert_eq!(cfg.dead_letter_exchange_name(), "t01.fleet.dlx");
-        assert_eq!(
-            cfg.retry_queue_name(Queue::WebhooksIngest),
-            "t01.webhooks.ingest.retry"
-        );
-        assert_eq!(
-            cfg.entry_exchange_name(Queue::IntentsPrepare),
-            "t01.fleet.to.intents.prepare"
-        );
+        for (name, wire) in names(&cfg) {
+            assert_eq!(name, format!("t01.{wire}"));
+        }
     }
 
     #[test]

@@ -8,9 +8,8 @@ use fleet_broker::{
     consume, dead_letters, declare_topology, ensure_topology,
     lapin::{
         self,
-        options::{ExchangeDeclareOptions, QueueDeclareOptions},
+        options::QueueDeclareOptions,
         types::{AMQPValue, FieldTable},
-        ExchangeKind,
     },
     message_count, retry_queue_arguments, work_queue_arguments, BrokerError, Delivery, Disposition,
     Handler, Publisher, Queue, TopologyMode,
@@ -43,37 +42,12 @@ async fn declaring_twice_is_idempotent_and_queues_are_quorum_with_delivery_limit
             .await
             .expect("second declare is a no-op");
 
-        // Everything exists.
-        for q in Queue::ALL {
-            for name in [
-                cfg.queue_name(q),
-                cfg.dead_letter_queue_name(q),
-                cfg.retry_queue_name(q),
-            ] {
-                channel
-                    .queue_declare(
-                        name.as_str().into(),
-                        QueueDeclareOptions::durable().passive(),
-                        FieldTable::default(),
-                    )
-                    .await
-                    .unwrap_or_else(|e| panic!("{name} missing: {e}"));
-            }
-        }
-        let passive = ExchangeDeclareOptions {
-            passive: true,
-            durable: true,
-            ..Default::default()
-        };
-        channel
-            .exchange_declare(
-                cfg.dead_letter_exchange_name().as_str().into(),
-                ExchangeKind::Direct,
-                passive,
-                FieldTable::default(),
-            )
+        // Everything exists: the passive declares of the verifying mode find every
+        // exchange and queue.
+        let verify = cfg.clone().with_topology(TopologyMode::Verify);
+        declare_topology(&channel, &verify)
             .await
-            .expect("dead-letter exchange exists");
+            .expect("every exchange and queue exists");
 
         // The broker stored our arguments: the same ones are accepted, any change is refused.
         for q in Queue::ALL {

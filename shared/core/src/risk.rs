@@ -196,6 +196,20 @@ pub fn cues(
     out
 }
 
+/// The amount and the text members `names` of a payload, when every one is there: what
+/// the cues of a payment or a charge read. (An intent that lacks one was refused before.)
+pub fn amount_and_texts<'a, const N: usize>(
+    payload: &'a serde_json::Value,
+    names: [&str; N],
+) -> Option<(i64, [&'a str; N])> {
+    let amount_minor = payload.get("amount_minor")?.as_i64()?;
+    let mut texts = [""; N];
+    for (text, name) in texts.iter_mut().zip(names) {
+        *text = payload.get(name)?.as_str()?;
+    }
+    Some((amount_minor, texts))
+}
+
 /// The median (the lower middle of an even count, so it is always an amount that was
 /// really paid).
 pub(crate) fn median(amounts: &mut [i64]) -> Option<i64> {

@@ -6,7 +6,7 @@
 //! in its events.
 
 use fleet_core::payee::PayeeEvidence;
-use fleet_core::risk::charge_cues;
+use fleet_core::risk::{amount_and_texts, charge_cues};
 use fleet_store::component::StoreIntents;
 use fleet_store::{StoreAs, StoreError};
 
@@ -22,14 +22,9 @@ pub async fn with_charge_risk<R: StoreIntents>(
 ) -> Result<CheckedIntent, StoreError> {
     let intent = &checked.intent;
     let payload = &intent.snapshot.payload;
-    let text = |member: &str| payload.get(member).and_then(serde_json::Value::as_str);
-    let (Some(customer), Some(amount_minor), Some(currency)) = (
-        text("customer"),
-        payload
-            .get("amount_minor")
-            .and_then(serde_json::Value::as_i64),
-        text("currency"),
-    ) else {
+    let Some((amount_minor, [customer, currency])) =
+        amount_and_texts(payload, ["customer", "currency"])
+    else {
         return Ok(checked);
     };
     // The card as Stripe described it at intake (the payer evidence): only a card found

@@ -6,7 +6,9 @@
 //! operation (`operations.risk`), shown beside the amount and carried in its events.
 
 use fleet_core::payee::PayeeEvidence;
-use fleet_core::risk::{cues, possible_duplicate, PayeeNow, PaymentAsked, DUPLICATE_WINDOW};
+use fleet_core::risk::{
+    amount_and_texts, cues, possible_duplicate, PayeeNow, PaymentAsked, DUPLICATE_WINDOW,
+};
 use fleet_core::Action;
 use fleet_store::component::StoreIntents;
 use fleet_store::{StoreAs, StoreError};
@@ -29,15 +31,10 @@ pub async fn with_risk<R: StoreIntents>(
         return Ok(checked);
     }
     let payload = &intent.snapshot.payload;
-    let text = |member: &str| payload.get(member).and_then(serde_json::Value::as_str);
-    let (Some(beneficiary_id), Some(invoice_id), Some(amount_minor), Some(currency)) = (
-        text("beneficiary_id"),
-        text("invoice_id"),
-        payload
-            .get("amount_minor")
-            .and_then(serde_json::Value::as_i64),
-        text("currency"),
-    ) else {
+    let members = ["beneficiary_id", "invoice_id", "currency"];
+    let Some((amount_minor, [beneficiary_id, invoice_id, currency])) =
+        amount_and_texts(payload, members)
+    else {
         return Ok(checked);
     };
     let payee = match &checked.payee {

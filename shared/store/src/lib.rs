@@ -72,8 +72,8 @@ pub use passkeys::{ActivePasskey, PasskeyRequest, VerifiedPasskey, CEREMONY_TTL_
 pub use payment_history::PAID_BEFORE;
 pub use policies::{PoliciesLoaded, PolicyAssigned, PolicyInForce, FROM_POLICY_FILES};
 pub use pool::{
-    ApiStore, ExecuteStore, IngestStore, PrepareStore, ReconcileStore, RelayStore, Store, StoreAs,
-    Unready,
+    pool_builder, ApiStore, ExecuteStore, IngestStore, PrepareStore, ReconcileStore, RelayStore,
+    Store, StoreAs, Unready,
 };
 pub use postgres_url::{writable_server, PostgresUrl};
 pub use prepare::{PrepareOutcome, Requirement};

@@ -159,24 +159,15 @@ impl<R: Component> StoreAs<R> {
             preferred: Default::default(),
             silent_since: silence.clone(),
         };
-        // `Fast` skips a round trip per checkout of a busy connection; a broken one
-        // surfaces as a query error, which every caller already treats as transient. The
-        // hook below checks the idle ones.
-        let manager = Manager::from_connect(
+        let pool = pool_builder(
             config,
             connect,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(max_size)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(Duration::from_secs(10)))
-            .create_timeout(Some(create_timeout(servers, connect_timeout)))
-            .pre_recycle(idle_check(silence))
-            .build()
-            .map_err(|e| StoreError::Config(e.to_string()))?;
+            max_size,
+            create_timeout(servers, connect_timeout),
+        )
+        .pre_recycle(idle_check(silence))
+        .build()
+        .map_err(|e| StoreError::Config(e.to_string()))?;
         Ok(StoreAs {
             pool,
             component: PhantomData,
@@ -253,4 +244,29 @@ impl std::fmt::Display for Unready {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.cause)
     }
+}
+
+/// A pool's builder as the fleet's pools and the tools' own are built: connections by
+/// `connect`, at most `max_size` of them, opening one waits `create_timeout`, and a
+/// checkout waits at most 10 s. `Fast` recycling skips a round trip per checkout of a
+/// busy connection; a broken one surfaces as a query error, which every caller already
+/// treats as transient (the store's pool adds a hook that checks the idle ones).
+pub fn pool_builder(
+    config: tokio_postgres::Config,
+    connect: impl deadpool_postgres::Connect + 'static,
+    max_size: usize,
+    create_timeout: Duration,
+) -> deadpool_postgres::PoolBuilder {
+    let manager = Manager::from_connect(
+        config,
+        connect,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(max_size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .create_timeout(Some(create_timeout))
 }

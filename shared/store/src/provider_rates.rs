@@ -106,8 +106,8 @@ impl<R: Component> StoreAs<R> {
 type Report = Arc<dyn Fn(Duration) -> BoxFuture<'static, Result<(), StoreError>> + Send + Sync>;
 
 /// One provider's pace for this process, taken from the shared schedule: as execute and
-/// reconcile take it ([`ProviderSchedule::new`]), or as the intake's payee lookups do,
-/// after them ([`ProviderSchedule::for_intake`]).
+/// reconcile take it ([`ProviderSchedule::pacers`]), or as the intake's payee lookups do,
+/// after them ([`ProviderSchedule::intake_pacers`]).
 pub struct ProviderSchedule {
     provider: &'static str,
     rate_per_s: f64,
@@ -129,64 +129,29 @@ impl std::fmt::Debug for ProviderSchedule {
 }
 
 impl ProviderSchedule {
-    /// The schedule of `provider` at `rate_per_s`, for calls of approved operations;
-    /// spawns its batching task (call it inside a Tokio runtime).
-    pub fn new<R: RateProviders>(
-        store: &StoreAs<R>,
-        provider: &'static str,
-        rate_per_s: f64,
-    ) -> Arc<Self> {
-        Self::spawned(
-            store,
-            provider,
-            rate_per_s,
-            move |store, k| async move { reserve(&store, provider, rate_per_s, k).await },
-            move |store, retry_after| async move {
-                store.provider_throttled(provider, retry_after).await
-            },
-        )
-    }
-
-    /// The schedule of `provider` at `rate_per_s` for the intake's payee lookups, which
-    /// wait while approved operations' calls are queued (`crate::intake_rates`).
-    pub fn for_intake<R: PaceIntake>(
-        store: &StoreAs<R>,
-        provider: &'static str,
-        rate_per_s: f64,
-    ) -> Arc<Self> {
-        Self::spawned(
-            store,
-            provider,
-            rate_per_s,
-            move |store, k| async move { reserve_for_intake(&store, provider, rate_per_s, k).await },
-            move |store, retry_after| async move { store.intake_throttled(provider, retry_after).await },
-        )
-    }
-
-    /// A schedule that takes its slots with `reserve` (a batch of `k`) and reports a 429
-    /// with `throttled`, each through the component's own capability; spawns the
-    /// batching task.
-    fn spawned<R, Take, Taken, Tell, Told>(
+    /// A schedule that takes its slots with `reserve` (`provider` at `rate_per_s`, a
+    /// batch of `k`) and reports a 429 to the shared schedule; spawns its batching task
+    /// (call it inside a Tokio runtime).
+    fn spawned<R, Take, Taken>(
         store: &StoreAs<R>,
         provider: &'static str,
         rate_per_s: f64,
         reserve: Take,
-        throttled: Tell,
     ) -> Arc<Self>
     where
         R: Component,
-        Take: Fn(StoreAs<R>, usize) -> Taken + Send + 'static,
+        Take: Fn(StoreAs<R>, &'static str, f64, usize) -> Taken + Send + 'static,
         Taken: std::future::Future<Output = Vec<Slot>> + Send + 'static,
-        Tell: Fn(StoreAs<R>, Duration) -> Told + Send + Sync + 'static,
-        Told: std::future::Future<Output = Result<(), StoreError>> + Send + 'static,
     {
         let batch_store = store.clone();
         let slots = Batcher::spawn(MAX_BATCH, IN_FLIGHT, move |asks: Vec<()>| {
-            reserve(batch_store.clone(), asks.len())
+            reserve(batch_store.clone(), provider, rate_per_s, asks.len())
         });
         let report_store = store.clone();
-        let report: Report =
-            Arc::new(move |retry_after| Box::pin(throttled(report_store.clone(), retry_after)));
+        let report: Report = Arc::new(move |retry_after| {
+            let store = report_store.clone();
+            Box::pin(async move { store.report_throttled(provider, retry_after).await })
+        });
         Self::with(provider, rate_per_s, slots, report)
     }
 
@@ -206,35 +171,40 @@ impl ProviderSchedule {
     }
 
     /// The pacer of each provider `rates` names (at its rate), for
-    /// `ProviderConfigs::connect_paced`; a provider it leaves out is not paced.
+    /// `ProviderConfigs::connect_paced`, as execute and reconcile take their slots; a
+    /// provider it leaves out is not paced.
     pub fn pacers<R: RateProviders>(
         store: &StoreAs<R>,
         rates: &[(&'static str, f64)],
     ) -> impl Fn(&'static str) -> Option<Arc<dyn Pacer>> {
-        pacer_of(
-            rates
-                .iter()
-                .map(|&(provider, rate)| (provider, ProviderSchedule::new(store, provider, rate)))
-                .collect(),
-        )
+        Self::taking(store, rates, reserve::<R>)
     }
 
-    /// The same, for the intake's payee lookups.
+    /// The same, for the intake's payee lookups, which wait while approved operations'
+    /// calls are queued (`crate::intake_rates`).
     pub fn intake_pacers<R: PaceIntake>(
         store: &StoreAs<R>,
         rates: &[(&'static str, f64)],
     ) -> impl Fn(&'static str) -> Option<Arc<dyn Pacer>> {
-        pacer_of(
-            rates
-                .iter()
-                .map(|&(provider, rate)| {
-                    (
-                        provider,
-                        ProviderSchedule::for_intake(store, provider, rate),
-                    )
-                })
-                .collect(),
-        )
+        Self::taking(store, rates, |s, p, r, k| async move {
+            reserve_for_intake(&s, p, r, k).await
+        })
+    }
+
+    /// The pacers of `rates`, each taking its slots with `reserve` ([`Self::spawned`]).
+    fn taking<R, Take, Taken>(
+        store: &StoreAs<R>,
+        rates: &[(&'static str, f64)],
+        reserve: Take,
+    ) -> impl Fn(&'static str) -> Option<Arc<dyn Pacer>>
+    where
+        R: Component,
+        Take: Fn(StoreAs<R>, &'static str, f64, usize) -> Taken + Copy + Send + 'static,
+        Taken: std::future::Future<Output = Vec<Slot>> + Send + 'static,
+    {
+        let schedule =
+            |&(provider, rate)| (provider, Self::spawned(store, provider, rate, reserve));
+        pacer_of(rates.iter().map(schedule).collect())
     }
 
     fn learn_pause(&self, until: Instant) {
@@ -297,8 +267,8 @@ fn pacer_of(
 }
 
 async fn reserve<R: RateProviders>(
-    store: &StoreAs<R>,
-    provider: &str,
+    store: StoreAs<R>,
+    provider: &'static str,
     rate_per_s: f64,
     k: usize,
 ) -> Vec<Slot> {

@@ -207,8 +207,14 @@ impl<R: SweepAndLookUp> StoreAs<R> {
         failed: bool,
         next_in: Option<Duration>,
     ) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        record_lookup_on(&client, op, fence, evidence, failed, next_in).await
+        let lookup = Lookup {
+            op,
+            fence,
+            evidence,
+            failed,
+            next_in,
+        };
+        record_lookup_on(&self.client().await?, lookup).await
     }
 
     /// Records one lookup of `t`'s operation at `t`'s fence (not failed, nothing
@@ -222,7 +228,14 @@ impl<R: SweepAndLookUp> StoreAs<R> {
         let from = t.expected;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        record_lookup_on(&tx, t.op, t.fence, evidence, false, None).await?;
+        let lookup = Lookup {
+            op: t.op,
+            fence: t.fence,
+            evidence,
+            failed: false,
+            next_in: None,
+        };
+        record_lookup_on(&tx, lookup).await?;
         let outcome = transition_in(&tx, t, None).await?;
         tx.commit().await?;
         outcome.observe(from);
@@ -230,15 +243,22 @@ impl<R: SweepAndLookUp> StoreAs<R> {
     }
 }
 
+/// One lookup as the operation's history records it.
+struct Lookup<'a> {
+    op: OpRef<'a>,
+    fence: i64,
+    evidence: &'a Value,
+    /// Counted as failed.
+    failed: bool,
+    /// When the next lookup is due; `None` leaves the schedule as it is.
+    next_in: Option<Duration>,
+}
+
 /// As [`Store::record_lookup`], on the caller's client or transaction, so a lookup that
 /// proves absence commits together with the move back to not_started.
 async fn record_lookup_on(
     client: &impl deadpool_postgres::GenericClient,
-    op: OpRef<'_>,
-    fence: i64,
-    evidence: &Value,
-    failed: bool,
-    next_in: Option<Duration>,
+    lookup: Lookup<'_>,
 ) -> Result<(), StoreError> {
     client
         .execute(
@@ -251,12 +271,12 @@ async fn record_lookup_on(
              INSERT INTO operation_events (operation_id, tenant_id, kind, fence, actor, evidence)
              SELECT operation_id, tenant_id, 'lookup', $2, 'reconcile', $3 FROM bump",
             &[
-                &op.operation_id,
-                &fence,
-                evidence,
-                &failed,
-                &next_in.map(secs),
-                &op.tenant_id,
+                &lookup.op.operation_id,
+                &lookup.fence,
+                lookup.evidence,
+                &lookup.failed,
+                &lookup.next_in.map(secs),
+                &lookup.op.tenant_id,
             ],
         )
         .await?;

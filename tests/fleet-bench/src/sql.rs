@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{ConfigConnectImpl, Object, Pool};
 use tokio_postgres::NoTls;
 
 use super::database::BENCH_APP;
@@ -21,19 +21,9 @@ impl BenchSql {
         let mut config: tokio_postgres::Config = url.parse()?;
         config.connect_timeout(Duration::from_secs(5));
         config.application_name(BENCH_APP);
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(max_size)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(Duration::from_secs(10)))
-            .create_timeout(Some(Duration::from_secs(5)))
-            .build()?;
+        let connect = ConfigConnectImpl { tls: NoTls };
+        let pool =
+            fleet_store::pool_builder(config, connect, max_size, Duration::from_secs(5)).build()?;
         Ok(BenchSql { pool })
     }
 
