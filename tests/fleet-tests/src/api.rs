@@ -95,6 +95,28 @@ impl ApiProcess {
 pub const DEAD_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:9/fleet";
 pub const DEAD_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:9/%2f";
 
+/// The arguments of `fleetctl principal add` for `name` with `role` in `tenant`, then
+/// `more`.
+pub fn principal_add<'a>(
+    name: &'a str,
+    role: &'a str,
+    tenant: &'a str,
+    more: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "principal",
+        "add",
+        "--name",
+        name,
+        "--role",
+        role,
+        "--tenant",
+        tenant,
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
 /// The `fleetctl` binary with nothing in its environment but PATH (no config file, no
 /// connection settings): add what the test means it to see.
 pub fn bare_fleetctl() -> tokio::process::Command {

@@ -7,7 +7,7 @@ use fleet_oidc_issuer::{IssuerConfig, RunningIssuer, TestUser};
 use fleet_store::{NewPrincipal, PrincipalAdded};
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 
-use crate::{ApiProcess, TestFleet};
+use crate::{free_port, ApiProcess, TestFleet, TENANT};
 
 /// The test users: (subject, name shown by the issuer).
 pub const TEST_USERS: &[(&str, &str)] = &[
@@ -47,12 +47,54 @@ impl TestFleet {
 
     /// fleet-api with its console signing people in with `issuer`.
     pub async fn spawn_console(&self, issuer: &RunningIssuer) -> ApiProcess {
-        self.spawn_api(&[
-            ("OIDC_ISSUER_URL", &issuer.issuer_url),
-            ("OIDC_CLIENT_ID", &issuer.client_id),
-            ("OIDC_CLIENT_SECRET", &issuer.client_secret),
-        ])
-        .await
+        self.spawn_console_with(issuer, &[]).await
+    }
+
+    /// [`TestFleet::spawn_console`] with `env` on top.
+    pub async fn spawn_console_with(
+        &self,
+        issuer: &RunningIssuer,
+        env: &[(&str, &str)],
+    ) -> ApiProcess {
+        let mut all = vec![
+            ("OIDC_ISSUER_URL", issuer.issuer_url.as_str()),
+            ("OIDC_CLIENT_ID", issuer.client_id.as_str()),
+            ("OIDC_CLIENT_SECRET", issuer.client_secret.as_str()),
+        ];
+        all.extend_from_slice(env);
+        self.spawn_api(&all).await
+    }
+
+    /// The console served as `http://localhost:<port>` (fleet-api and its URL): passkeys
+    /// are scoped to a domain name, which `localhost` is and `127.0.0.1` is not.
+    pub async fn spawn_console_on_localhost(&self, issuer: &RunningIssuer) -> (ApiProcess, String) {
+        let port = free_port();
+        let console_url = format!("http://localhost:{port}");
+        let addr = format!("127.0.0.1:{port}");
+        let api = self
+            .spawn_console_with(
+                issuer,
+                &[("API_ADDR", &addr), ("API_PUBLIC_URL", &console_url)],
+            )
+            .await;
+        (api, console_url)
+    }
+
+    /// The console (its issuer, kept while it runs, and fleet-api serving it), the token of
+    /// the agent billing-bot, and `people` of [`TENANT`], each with their role, who sign in
+    /// as `sub-<name>`.
+    pub async fn console_for(
+        &self,
+        people: &[(&str, Role)],
+    ) -> (RunningIssuer, ApiProcess, String) {
+        let issuer = self.spawn_issuer().await;
+        let api = self.spawn_console(&issuer).await;
+        let agent = self.token("billing-bot", Role::Agent, &[TENANT]).await;
+        for (name, role) in people {
+            self.person(name, *role, &[TENANT], &format!("sub-{name}"))
+                .await;
+        }
+        (issuer, api, agent)
     }
 
     /// A principal who signs in as `subject`.

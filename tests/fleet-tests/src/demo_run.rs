@@ -4,7 +4,7 @@
 
 use fleet_broker::BrokerConfig;
 
-use crate::{database_url_at, remove_namespace_and_database, Infra};
+use crate::{database_url_at, remove_namespace_and_database, sql_client, Infra};
 
 /// A demo's database and namespace, removed when dropped (nothing happens for those the
 /// demo already removed).
@@ -43,12 +43,7 @@ impl DemoRun {
 
     /// A client of the demo's database (while it exists).
     pub async fn sql(&self) -> tokio_postgres::Client {
-        let (client, connection) =
-            tokio_postgres::connect(&self.database_url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-        tokio::spawn(connection);
-        client
+        sql_client(&self.database_url).await
     }
 }
 

@@ -11,9 +11,12 @@ mod browser;
 mod console;
 mod demo_run;
 mod events;
+mod forged_approvals;
 mod intents;
 mod localstripe;
+mod mandate_setup;
 mod mcp;
+mod passkeys;
 mod pg_pair;
 mod ports;
 mod processes;
@@ -48,8 +51,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use alone::{alone, alone_blocking, Alone};
 pub use api::{
-    admin_url_of, bare_fleetctl, ready, scrape, scrape_gauge, ApiProcess, DEAD_AMQP_URL,
-    DEAD_DATABASE_URL,
+    admin_url_of, bare_fleetctl, principal_add, ready, scrape, scrape_gauge, ApiProcess,
+    DEAD_AMQP_URL, DEAD_DATABASE_URL,
 };
 pub use api_replicas::{approvals_from_rows, ApiReplicas, Driven, RetryingClient};
 pub use broker_users::BrokerUsers;
@@ -60,6 +63,7 @@ pub use console::{
 };
 pub use demo_run::{printed_after, DemoRun};
 pub use events::{fast_relay, EventOrder, EventTap, TappedEvent};
+pub use forged_approvals::mark_approved;
 pub use intents::{
     charge_intent, contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes,
     order_change_intent, refund_intent, with_amount, with_payload_member, CONTRACT_SHA256,
@@ -73,7 +77,7 @@ pub use processes::{bin_dir, WorkerProcess, TWO_OF_EACH_WORKER};
 pub use promise_check::{blind_retries, check_promise, history_breaks, PromiseReport};
 pub use rabbit_cluster::RabbitCluster;
 pub use role_sessions::answer_of;
-pub use signing::{signed_approval, statement_of};
+pub use signing::{signed_approval, statement_of, Signer};
 pub use silent_proxy::SilentProxy;
 pub use stripe_proxy::{Fault, Seen, StripeProxy};
 pub use wait::{eventually, eventually_within, DEADLINE};
@@ -358,12 +362,21 @@ impl TestFleet {
             lookup_deadline: fleet_core::directory_wait::DEFAULT_DEADLINE,
             concurrency: 4,
         };
-        let shutdown = self.shutdown.clone();
-        self.workers.push(tokio::spawn(async move {
+        self.spawn_worker("prepare worker", |shutdown| {
             fleet_prepare::run(deps, shutdown)
-                .await
-                .expect("prepare worker");
-        }));
+        });
+    }
+
+    /// Runs a worker's `run` in-process until the fleet stops; a worker that ends in an
+    /// error fails the test, named `what`.
+    fn spawn_worker<F, E>(&mut self, what: &'static str, run: impl FnOnce(CancellationToken) -> F)
+    where
+        F: std::future::Future<Output = Result<(), E>> + Send + 'static,
+        E: std::fmt::Debug,
+    {
+        let running = run(self.shutdown.clone());
+        self.workers
+            .push(tokio::spawn(async move { running.await.expect(what) }));
     }
 
     pub fn execute_deps(&self, settings: ExecuteSettings) -> ExecuteDeps {
@@ -395,12 +408,9 @@ impl TestFleet {
     }
 
     pub fn spawn_execute_deps(&mut self, deps: ExecuteDeps) {
-        let shutdown = self.shutdown.clone();
-        self.workers.push(tokio::spawn(async move {
+        self.spawn_worker("execute worker", |shutdown| {
             fleet_execute::run(deps, shutdown)
-                .await
-                .expect("execute worker");
-        }));
+        });
     }
 
     /// Reconcile with every provider documenting `contract`'s search lag and request
@@ -443,12 +453,9 @@ impl TestFleet {
     }
 
     pub fn spawn_reconcile_deps(&mut self, deps: ReconcileDeps) {
-        let shutdown = self.shutdown.clone();
-        self.workers.push(tokio::spawn(async move {
+        self.spawn_worker("reconcile worker", |shutdown| {
             fleet_reconcile::run(deps, shutdown)
-                .await
-                .expect("reconcile worker");
-        }));
+        });
     }
 
     pub async fn submit(&self, intent: &Value) {
@@ -1007,12 +1014,7 @@ impl TestFleet {
     }
 
     pub async fn sql(&self) -> tokio_postgres::Client {
-        let (client, connection) =
-            tokio_postgres::connect(&self.database_url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-        tokio::spawn(connection);
-        client
+        sql_client(&self.database_url).await
     }
 
     pub async fn count(&self, sql: &str) -> i64 {
@@ -1146,6 +1148,15 @@ pub fn decider(name: &str) -> Decider<'_> {
     Decider::new(name, SignIn::Token)
 }
 
+/// A client of the database at `url`, its connection driven by the test's runtime.
+pub async fn sql_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
 /// The first column of every row `query` selects, in order.
 pub async fn first_column<T: tokio_postgres::types::FromSqlOwned>(
     sql: &tokio_postgres::Client,
@@ -1154,6 +1165,20 @@ pub async fn first_column<T: tokio_postgres::types::FromSqlOwned>(
 ) -> Vec<T> {
     let rows = sql.query(query, params).await.unwrap();
     rows.iter().map(|r| r.get(0)).collect()
+}
+
+/// The first two columns of every row `query` selects, in order.
+pub async fn two_columns<A, B>(
+    sql: &tokio_postgres::Client,
+    query: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Vec<(A, B)>
+where
+    A: tokio_postgres::types::FromSqlOwned,
+    B: tokio_postgres::types::FromSqlOwned,
+{
+    let rows = sql.query(query, params).await.unwrap();
+    rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
 /// The repository's quorum policy files (what `POLICY_DIR` points the processes at).

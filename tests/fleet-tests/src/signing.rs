@@ -6,11 +6,11 @@ use chrono::{DateTime, Utc};
 use fleet_core::approval_statement::format_expiry;
 use fleet_core::key_registration::RegistrarKey;
 use fleet_core::payee::{NameCheck, PayeeEvidence};
-use fleet_core::{ApprovalStatement, ApproverKey, StatementSubject};
+use fleet_core::{ApprovalStatement, ApproverKey, Role, StatementSubject};
 use fleet_store::KeyAdded;
 use serde_json::{json, Value};
 
-use crate::{hash_of, op_of, TestFleet};
+use crate::{hash_of, op_of, TestFleet, TENANT};
 
 /// The statement about the operation `intent` names (its stored snapshot is the intent's,
 /// its payee the simulator's seeded one with its name check, as prepare found it), valid
@@ -65,7 +65,35 @@ pub fn test_registrar_key() -> ApproverKey {
     ApproverKey::from_seed([0x41; 32])
 }
 
+/// An approver of [`TENANT`] who signs: their token and their registered key.
+pub struct Signer {
+    pub token: String,
+    pub key: ApproverKey,
+}
+
 impl TestFleet {
+    /// `name`, an approver of [`TENANT`] with a new token and a key registered now by the
+    /// tests' administrator.
+    pub async fn signer(&self, name: &str) -> Signer {
+        Signer {
+            token: self.token(name, Role::Approver, &[TENANT]).await,
+            key: self.register_key(name).await,
+        }
+    }
+
+    /// How many of `name`'s approver keys are not removed.
+    pub async fn live_keys(&self, name: &str) -> i64 {
+        self.sql()
+            .await
+            .query_one(
+                "SELECT count(*) FROM approver_keys WHERE principal = $1 AND removed_at IS NULL",
+                &[&name],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    }
+
     /// A new key for the approver `principal`, registered now by the tests'
     /// administrator.
     pub async fn register_key(&self, principal: &str) -> ApproverKey {

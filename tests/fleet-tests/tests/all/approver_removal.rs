@@ -8,9 +8,11 @@
 //! and none of its old approvals.
 
 use chrono::{Duration, Utc};
-use fleet_broker::Queue;
 use fleet_core::{ApprovalStatus, ApproverKey, Role, Status};
-use fleet_tests::{at, intent, op_of, signed_approval, with_amount, ApiProcess, TestFleet};
+use fleet_tests::{
+    intent, mark_approved, op_of, principal_add, signed_approval, with_amount, ApiProcess,
+    TestFleet,
+};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -95,24 +97,10 @@ impl Approvers {
     }
 }
 
-/// Execute, rung for `op`, consumes the bell and claims nothing, and a claim made here
-/// claims nothing either: the row is unstarted, its fence untouched, nothing was sent.
+/// Execute, started now and rung for `op`, claims nothing ([`TestFleet::never_claimed`]).
 async fn never_claimed(fleet: &mut TestFleet, op: &str) {
     fleet.spawn_execute();
-    fleet.ring_execute(op).await;
-    fleet.drained(Queue::OperationsExecute).await;
-    let claim = fleet
-        .store
-        .claim_ready(at(op), &[], "test-claimer", 30_000)
-        .await
-        .unwrap();
-    assert!(
-        matches!(claim, fleet_store::Claim::NotClaimable),
-        "{claim:?}"
-    );
-    let row = fleet.row(op).await;
-    assert_eq!((row.status, row.fence), (Status::NotStarted, 0));
-    assert_eq!(fleet.sim_posts(op).await, 0, "nothing was sent");
+    fleet.never_claimed(op).await;
 }
 
 /// The voids of `name`'s approvals of `op`: (reason) for each void row.
@@ -123,20 +111,6 @@ async fn void_reasons(fleet: &TestFleet, op: &str, name: &str) -> Vec<Option<Str
         &[&op, &name],
     )
     .await
-}
-
-/// `name`'s keys that are not removed.
-async fn live_keys(fleet: &TestFleet, name: &str) -> i64 {
-    fleet
-        .sql()
-        .await
-        .query_one(
-            "SELECT count(*) FROM approver_keys WHERE principal = $1 AND removed_at IS NULL",
-            &[&name],
-        )
-        .await
-        .unwrap()
-        .get(0)
 }
 
 /// The `approval_voided` outcome events of `op`: (reason in the history, the view's
@@ -173,7 +147,7 @@ async fn a_removed_approvers_approval_stops_counting_and_the_payment_waits_for_a
         void_reasons(&s.fleet, &op, "alice").await,
         [Some("approver_removed".to_owned())]
     );
-    assert_eq!(live_keys(&s.fleet, "alice").await, 0);
+    assert_eq!(s.fleet.live_keys("alice").await, 0);
     assert_eq!(
         voided_events(&s.fleet, &op).await,
         [("approver_removed".to_owned(), "pending".to_owned(), 0)]
@@ -245,8 +219,7 @@ async fn an_approver_of_another_tenant_never_counts_and_a_row_approved_around_th
         .fleet
         .stored_with_quorum(&intent(), 1, Some("billing-bot"))
         .await;
-    let api_role = s.fleet.sql().await;
-    api_role.batch_execute("SET ROLE fleet_api").await.unwrap();
+    let api_role = s.fleet.sql_as_api_role().await;
     let insert = |who: &str| {
         format!(
             "INSERT INTO approvals (operation_id, tenant_id, principal, signed_in_with, payload_hash)
@@ -264,14 +237,7 @@ async fn an_approver_of_another_tenant_never_counts_and_a_row_approved_around_th
         );
     }
     // Nor may the API's role call the operation approved without a live approval.
-    let refused = api_role
-        .execute(
-            "UPDATE operations SET approval_status = 'approved', approved_hash = payload_hash,
-                 decided_by = 'mallory', decided_at = now() WHERE operation_id = $1",
-            &[&op],
-        )
-        .await
-        .unwrap_err();
+    let refused = mark_approved(&api_role, &op, "mallory").await.unwrap_err();
     assert_eq!(
         refused.as_db_error().unwrap().constraint(),
         Some("operations_approved_by_quorum")
@@ -280,29 +246,19 @@ async fn an_approver_of_another_tenant_never_counts_and_a_row_approved_around_th
     // The owner, with both triggers off, writes mallory's approval and the approval:
     // what only a bypassed database could hold. The claim counts again, and refuses.
     let owner = s.fleet.sql().await;
-    owner
-        .batch_execute(
-            "ALTER TABLE approvals DISABLE TRIGGER approvals_of_a_pending_snapshot;
-             ALTER TABLE operations DISABLE TRIGGER operations_approved_by_quorum;",
+    let both_triggers = |switch: &str| {
+        format!(
+            "ALTER TABLE approvals {switch} TRIGGER approvals_of_a_pending_snapshot;
+             ALTER TABLE operations {switch} TRIGGER operations_approved_by_quorum;"
         )
+    };
+    owner
+        .batch_execute(&both_triggers("DISABLE"))
         .await
         .unwrap();
     owner.execute(&insert("mallory"), &[&op]).await.unwrap();
-    owner
-        .execute(
-            "UPDATE operations SET approval_status = 'approved', approved_hash = payload_hash,
-                 decided_by = 'mallory', decided_at = now() WHERE operation_id = $1",
-            &[&op],
-        )
-        .await
-        .unwrap();
-    owner
-        .batch_execute(
-            "ALTER TABLE approvals ENABLE TRIGGER approvals_of_a_pending_snapshot;
-             ALTER TABLE operations ENABLE TRIGGER operations_approved_by_quorum;",
-        )
-        .await
-        .unwrap();
+    mark_approved(&owner, &op, "mallory").await.unwrap();
+    owner.batch_execute(&both_triggers("ENABLE")).await.unwrap();
     assert_eq!(
         s.fleet.row(&op).await.approval_status,
         ApprovalStatus::Approved
@@ -320,35 +276,17 @@ async fn a_name_added_back_has_no_old_key_and_no_old_approval() {
 
     // Back as an agent: no key of hers is live.
     s.fleet
-        .fleetctl(&[
-            "principal",
-            "add",
-            "--name",
-            "alice",
-            "--role",
-            "agent",
-            "--tenant",
-            TENANT,
-        ])
+        .fleetctl(&principal_add("alice", "agent", TENANT, &[]))
         .await;
-    assert_eq!(live_keys(&s.fleet, "alice").await, 0);
+    assert_eq!(s.fleet.live_keys("alice").await, 0);
     s.remove("alice").await;
 
     // Back as an approver, with a new token: her old approval stays void and counts for
     // nothing, and her old key signs nothing that is recorded.
     s.fleet
-        .fleetctl(&[
-            "principal",
-            "add",
-            "--name",
-            "alice",
-            "--role",
-            "approver",
-            "--tenant",
-            TENANT,
-        ])
+        .fleetctl(&principal_add("alice", "approver", TENANT, &[]))
         .await;
-    assert_eq!(live_keys(&s.fleet, "alice").await, 0);
+    assert_eq!(s.fleet.live_keys("alice").await, 0);
     assert_eq!(
         void_reasons(&s.fleet, &op, "alice").await,
         [Some("approver_removed".to_owned())]

@@ -9,10 +9,9 @@
 //! pending again, and execute (running, as its own role) claims nothing until another
 //! live approver completes the quorum.
 
-use fleet_broker::Queue;
 use fleet_core::{ApprovalStatus, Role, Status};
-use fleet_store::{ApprovalOutcome, Claim, DbRole};
-use fleet_tests::{at, decider, first_column, intent, TestFleet};
+use fleet_store::{ApprovalOutcome, DbRole};
+use fleet_tests::{answer_of, at, decider, first_column, intent, TestFleet};
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -20,20 +19,6 @@ const TENANT: &str = "org_482";
 const OTHER_TENANT: &str = "org_999";
 const PERMISSION_DENIED: &str = "42501";
 const CHECK_VIOLATION: &str = "23514";
-
-/// The SQLSTATE and constraint of a refused statement, or "ok" when it ran.
-async fn attempt(client: &tokio_postgres::Client, sql: &str, op: &str) -> (String, Option<String>) {
-    match client.execute(sql, &[&op]).await {
-        Ok(_) => ("ok".to_owned(), None),
-        Err(e) => match e.as_db_error() {
-            Some(db) => (
-                db.code().code().to_owned(),
-                db.constraint().map(str::to_owned),
-            ),
-            None => (e.to_string(), None),
-        },
-    }
-}
 
 /// The ways a writer could make mallory (an approver of another tenant only) count for
 /// an operation of this tenant, each with what the API's role is answered when its grants
@@ -76,22 +61,6 @@ const ATTACKS: [(&str, &str, Option<&str>); 6] = [
     ),
 ];
 
-/// Execute (running) is rung for `op` and claims nothing, and a claim made here claims
-/// nothing either: the row is unstarted, nothing was sent.
-async fn never_claimed(fleet: &TestFleet, op: &str) {
-    fleet.ring_execute(op).await;
-    fleet.drained(Queue::OperationsExecute).await;
-    let claim = fleet
-        .store
-        .claim_ready(at(op), &[], "test-claimer", 30_000)
-        .await
-        .unwrap();
-    assert!(matches!(claim, Claim::NotClaimable), "{claim:?}");
-    let row = fleet.row(op).await;
-    assert_eq!((row.status, row.fence), (Status::NotStarted, 0));
-    assert_eq!(fleet.sim_posts(op).await, 0, "nothing was sent");
-}
-
 /// `name` approves `op` (its stored hash) through the store's approve, as the API does.
 async fn approves(fleet: &TestFleet, op: &str, name: &str) -> ApprovalOutcome {
     let hash = fleet.row(op).await.payload_hash.as_str().to_owned();
@@ -127,7 +96,7 @@ async fn no_component_role_and_not_the_api_makes_another_tenants_approver_count(
                 (DbRole::Api, Some(rule)) => (CHECK_VIOLATION.to_owned(), Some(rule.to_owned())),
                 _ => (PERMISSION_DENIED.to_owned(), None),
             };
-            let got = attempt(&client, sql, &op).await;
+            let got = answer_of(client.execute(sql, &[&op]).await);
             if got != expected {
                 wrong.push(format!(
                     "{} {what}: {got:?}, expected {expected:?}",
@@ -171,7 +140,7 @@ async fn no_component_role_and_not_the_api_makes_another_tenants_approver_count(
         (row.tenant_id.as_str(), row.approval_status),
         (TENANT, ApprovalStatus::Pending)
     );
-    never_claimed(&fleet, &op).await;
+    fleet.never_claimed(&op).await;
 
     // A live approver of the tenant completes the quorum: paid once.
     assert!(matches!(
@@ -219,20 +188,6 @@ async fn voids(fleet: &TestFleet, op: &str) -> Vec<(String, String, bool)> {
         .collect()
 }
 
-/// `name`'s approver keys that are not removed.
-async fn live_keys(fleet: &TestFleet, name: &str) -> i64 {
-    fleet
-        .sql()
-        .await
-        .query_one(
-            "SELECT count(*) FROM approver_keys WHERE principal = $1 AND removed_at IS NULL",
-            &[&name],
-        )
-        .await
-        .unwrap()
-        .get(0)
-}
-
 #[tokio::test]
 async fn an_approver_demoted_or_withdrawn_from_the_tenant_stops_counting_before_the_claim() {
     let mut fleet = TestFleet::start().await;
@@ -270,7 +225,7 @@ async fn an_approver_demoted_or_withdrawn_from_the_tenant_stops_counting_before_
             ("bob".to_owned(), Some("approver_role_changed".to_owned()))
         ]
     );
-    assert_eq!(live_keys(&fleet, "bob").await, 0);
+    assert_eq!(fleet.live_keys("bob").await, 0);
     assert_eq!(
         fleet.row(&op).await.approval_status,
         ApprovalStatus::Pending
@@ -279,7 +234,7 @@ async fn an_approver_demoted_or_withdrawn_from_the_tenant_stops_counting_before_
         voids(&fleet, &op).await,
         [("approver_role_changed".to_owned(), "bob".to_owned(), true)]
     );
-    never_claimed(&fleet, &op).await;
+    fleet.never_claimed(&op).await;
 
     // Carol completes the quorum again; then her grant of the tenant is withdrawn.
     assert!(matches!(
@@ -297,7 +252,7 @@ async fn an_approver_demoted_or_withdrawn_from_the_tenant_stops_counting_before_
         approvals_of(&fleet, &op).await[2],
         ("carol".to_owned(), Some("tenant_withdrawn".to_owned()))
     );
-    assert_eq!(live_keys(&fleet, "carol").await, 0);
+    assert_eq!(fleet.live_keys("carol").await, 0);
     assert_eq!(
         fleet.row(&op).await.approval_status,
         ApprovalStatus::Pending
@@ -306,7 +261,7 @@ async fn an_approver_demoted_or_withdrawn_from_the_tenant_stops_counting_before_
         voids(&fleet, &op).await[1..],
         [("tenant_withdrawn".to_owned(), "carol".to_owned(), true)]
     );
-    never_claimed(&fleet, &op).await;
+    fleet.never_claimed(&op).await;
 
     // Bob made an approver again, carol granted the tenant again: neither inherits the old
     // approval or key. Alice's is the only one that counts.
@@ -319,12 +274,9 @@ async fn an_approver_demoted_or_withdrawn_from_the_tenant_stops_counting_before_
         .unwrap();
     assert_eq!(fleet.view_in_db(&op).await["approvals_received"], 1);
     assert_eq!(
-        (
-            live_keys(&fleet, "bob").await,
-            live_keys(&fleet, "carol").await
-        ),
+        (fleet.live_keys("bob").await, fleet.live_keys("carol").await),
         (0, 0)
     );
-    never_claimed(&fleet, &op).await;
+    fleet.never_claimed(&op).await;
     fleet.stop().await;
 }

@@ -6,7 +6,9 @@
 use std::process::Output;
 
 use fleet_core::{Role, Status};
-use fleet_tests::{bare_fleetctl, hash_of, intent, op_of, TestFleet, DEAD_DATABASE_URL};
+use fleet_tests::{
+    bare_fleetctl, hash_of, intent, op_of, principal_add, ApiProcess, TestFleet, DEAD_DATABASE_URL,
+};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -51,6 +53,46 @@ async fn operator(fleet: &TestFleet, args: &[&str]) -> Output {
         .output()
         .await
         .expect("run fleetctl")
+}
+
+/// `fleetctl policy <verb> [<version>]` for the tenant's `payment.create`, printing JSON.
+fn policy_of_payments<'a>(verb: &'a str, version: Option<&'a str>) -> Vec<&'a str> {
+    let mut args = vec!["policy", verb];
+    args.extend(version);
+    args.extend([
+        "--action",
+        "payment.create",
+        "--tenant",
+        TENANT,
+        "-o",
+        "json",
+    ]);
+    args
+}
+
+/// A person's command through `api` as the bearer of `token`, with `env` on top: the one
+/// JSON document it printed.
+async fn person(api: &ApiProcess, token: &str, env: &[(&str, &str)], args: &[&str]) -> Value {
+    document(&args.join(" "), &api.fleetctl_as(token, env, args).await)
+}
+
+/// A person's decision on `op` with `args` prints the operation's view as the API shows it
+/// after, at `status`.
+async fn decides(
+    fleet: &TestFleet,
+    api: &ApiProcess,
+    token: &str,
+    op: &str,
+    args: &[&str],
+    status: &str,
+) {
+    let printed = person(api, token, &[], args).await;
+    let (code, view) = api
+        .get(&fleet.http, token, &format!("/v1/operations/{op}"))
+        .await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(printed, view);
+    assert_eq!(printed["status"], status);
 }
 
 #[tokio::test]
@@ -104,18 +146,12 @@ async fn the_operators_commands_print_one_json_document_with_their_keys() {
     assert_eq!(superseding["supersedes"], json!(op_of(&i)));
     assert_eq!(superseding["operation_id"], json!(op_of(&correction)));
 
-    let added = run(s(&[
-        "principal",
-        "add",
-        "--name",
+    let added = run(s(&principal_add(
         "bob",
-        "--role",
         "approver",
-        "--tenant",
         TENANT,
-        "-o",
-        "json",
-    ]))
+        &["-o", "json"],
+    )))
     .await;
     assert_eq!(
         added,
@@ -228,18 +264,7 @@ async fn the_operators_commands_print_one_json_document_with_their_keys() {
         json!({"key_id": key_id, "principal": "bob", "already_removed": false})
     );
 
-    let assigned = run(s(&[
-        "policy",
-        "assign",
-        "payments-v3",
-        "--action",
-        "payment.create",
-        "--tenant",
-        TENANT,
-        "-o",
-        "json",
-    ]))
-    .await;
+    let assigned = run(s(&policy_of_payments("assign", Some("payments-v3")))).await;
     has_keys(
         "policy assign",
         &assigned,
@@ -254,17 +279,7 @@ async fn the_operators_commands_print_one_json_document_with_their_keys() {
             .any(|p| p["tenant_id"] == TENANT && p["policy_version"] == "payments-v3"),
         "{policies}"
     );
-    let unassigned = run(s(&[
-        "policy",
-        "unassign",
-        "--action",
-        "payment.create",
-        "--tenant",
-        TENANT,
-        "-o",
-        "json",
-    ]))
-    .await;
+    let unassigned = run(s(&policy_of_payments("unassign", None))).await;
     assert_eq!(
         unassigned,
         json!({"action": "payment.create", "tenant_id": TENANT, "unassigned": true})
@@ -318,14 +333,6 @@ async fn peoples_decisions_print_the_apis_answer_as_json() {
         api.submitted(&fleet.http, &agent, &i).await;
         ops.push((op_of(&i), hash_of(&i)));
     }
-    let view = |token: &str, op: &str| {
-        let (api, http, token, op) = (&api, &fleet.http, token.to_owned(), op.to_owned());
-        async move {
-            let (status, view) = api.get(http, &token, &format!("/v1/operations/{op}")).await;
-            assert_eq!(status, StatusCode::OK);
-            view
-        }
-    };
 
     // Approved, and made unknown by the provider answering 500 after committing it.
     fleet
@@ -334,11 +341,13 @@ async fn peoples_decisions_print_the_apis_answer_as_json() {
         )
         .await;
     let (op, hash) = &ops[0];
-    let approved = document(
-        "approve",
-        &api.fleetctl_as(&alice, &[], &["approve", op, "--hash", hash, "-o", "json"])
-            .await,
-    );
+    let approved = person(
+        &api,
+        &alice,
+        &[],
+        &["approve", op, "--hash", hash, "-o", "json"],
+    )
+    .await;
     assert_eq!(approved["operation_id"], op.as_str());
     assert_eq!(approved["approval_status"], "approved");
     has_keys(
@@ -347,57 +356,26 @@ async fn peoples_decisions_print_the_apis_answer_as_json() {
         &["status", "payload_hash", "approvals_received"],
     );
     fleet.reaches(op, Status::Unknown).await;
-    let resolved = document(
+    let resolve = [
         "resolve",
-        &api.fleetctl_as(
-            &dana,
-            &[],
-            &[
-                "resolve",
-                op,
-                "--outcome",
-                "failed",
-                "--evidence",
-                "not in the provider's records",
-                "--json",
-            ],
-        )
-        .await,
-    );
-    assert_eq!(resolved, view(&dana, op).await);
-    assert_eq!(resolved["status"], "failed");
+        op,
+        "--outcome",
+        "failed",
+        "--evidence",
+        "not in the provider's records",
+        "--json",
+    ];
+    decides(&fleet, &api, &dana, op, &resolve, "failed").await;
 
     let (op, _) = &ops[1];
-    let rejected = document(
-        "reject",
-        &api.fleetctl_as(
-            &alice,
-            &[],
-            &["-o", "json", "reject", op, "--reason", "not ours"],
-        )
-        .await,
-    );
-    assert_eq!(rejected, view(&alice, op).await);
-    assert_eq!(rejected["status"], "cancelled");
+    let reject = ["-o", "json", "reject", op, "--reason", "not ours"];
+    decides(&fleet, &api, &alice, op, &reject, "cancelled").await;
 
     let (op, _) = &ops[2];
-    let disputed = document(
-        "dispute",
-        &api.fleetctl_as(
-            &dana,
-            &[],
-            &["dispute", op, "--reason", "looks off", "-o", "json"],
-        )
-        .await,
-    );
-    assert_eq!(disputed, view(&dana, op).await);
-    assert_eq!(disputed["status"], "disputed");
+    let dispute = ["dispute", op, "--reason", "looks off", "-o", "json"];
+    decides(&fleet, &api, &dana, op, &dispute, "disputed").await;
 
-    let mandates = document(
-        "mandate list",
-        &api.fleetctl_as(&alice, &[], &["mandate", "list", "-o", "json"])
-            .await,
-    );
+    let mandates = person(&api, &alice, &[], &["mandate", "list", "-o", "json"]).await;
     assert!(mandates["mandates"].is_array(), "{mandates}");
 
     // The context commands: what the target is, and the contexts of a config file.
@@ -405,15 +383,13 @@ async fn peoples_decisions_print_the_apis_answer_as_json() {
         .join(format!("fleet-cli-json-{}", fleet.name()))
         .join("config.toml");
     let config_s = config.display().to_string();
-    let shown = document(
-        "context show",
-        &api.fleetctl_as(
-            &alice,
-            &[("FLEET_CONFIG", &config_s)],
-            &["context", "show", "-o", "json"],
-        )
-        .await,
-    );
+    let shown = person(
+        &api,
+        &alice,
+        &[("FLEET_CONFIG", &config_s)],
+        &["context", "show", "-o", "json"],
+    )
+    .await;
     has_keys(
         "context show",
         &shown,

@@ -8,7 +8,8 @@ use fleet_tests::at;
 use fleet_tests::{
     console_get, console_post, contract_intent, cookie_value, deal_create_intent,
     deal_update_intent, form_token, hash_of, intent, no_redirects, op_of, order_change_intent,
-    refund_intent, session_of, set_cookie, sign_in_over_http, ApiProcess, SignedIn, TestFleet,
+    principal_add, refund_intent, session_of, set_cookie, sign_in_over_http, ApiProcess, SignedIn,
+    TestFleet,
 };
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION};
 use reqwest::StatusCode;
@@ -25,14 +26,8 @@ struct Console {
 
 async fn console() -> Console {
     let fleet = TestFleet::start().await;
-    let issuer = fleet.spawn_issuer().await;
-    let api = fleet.spawn_console(&issuer).await;
-    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    fleet
-        .person("alice", Role::Approver, &[TENANT], "sub-alice")
-        .await;
-    fleet
-        .person("bob", Role::Approver, &[TENANT], "sub-bob")
+    let (issuer, api, agent) = fleet
+        .console_for(&[("alice", Role::Approver), ("bob", Role::Approver)])
         .await;
     Console {
         fleet,
@@ -504,18 +499,12 @@ async fn signing_out_or_removing_the_principal_ends_the_session() {
     );
     // Brought back deliberately, he signs in again.
     c.fleet
-        .fleetctl(&[
-            "principal",
-            "add",
-            "--name",
+        .fleetctl(&principal_add(
             "bob",
-            "--role",
             "approver",
-            "--tenant",
             TENANT,
-            "--oidc-subject",
-            "sub-bob",
-        ])
+            &["--oidc-subject", "sub-bob"],
+        ))
         .await;
     assert!(matches!(
         sign_in_over_http(&c.api, "sub-bob").await,
@@ -529,18 +518,12 @@ async fn a_subject_names_one_principal_and_a_role_is_never_changed_by_adding() {
     use fleet_store::{NewPrincipal, PrincipalAdded};
     let fleet = TestFleet::start().await;
     let out = fleet
-        .fleetctl(&[
-            "principal",
-            "add",
-            "--name",
+        .fleetctl(&principal_add(
             "alice",
-            "--role",
             "approver",
-            "--tenant",
             TENANT,
-            "--oidc-subject",
-            "sub-alice",
-        ])
+            &["--oidc-subject", "sub-alice"],
+        ))
         .await;
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("added alice (approver), tenants org_482")

@@ -4,10 +4,9 @@
 //! With `CONSOLE_SCREENSHOTS_DIR=docs/img`, the first test writes the README's pictures.
 
 use fleet_core::{ApprovalStatus, Role, Status};
-use fleet_oidc_issuer::RunningIssuer;
 use fleet_tests::{
-    contract, fast_reconcile, free_port, hash_of, intent, op_of, signed_approval, ApiProcess,
-    Browser, TestFleet,
+    contract, fast_reconcile, hash_of, intent, mark_approved, op_of, signed_approval, ApiProcess,
+    Browser, Signer, TestFleet,
 };
 use serde_json::{json, Value};
 
@@ -55,29 +54,13 @@ async fn approve_from_page(browser: &Browser, i: &Value) {
     post_from_page(browser, &action, json!({"payload_hash": hash_of(i)})).await;
 }
 
-/// The console of `fleet` (with its issuer), the agent's token, and `who` with `role` who
-/// signs in as `sub-<who>`.
-async fn console_for(
-    fleet: &TestFleet,
-    who: &str,
-    role: Role,
-) -> (RunningIssuer, ApiProcess, String) {
-    let issuer = fleet.spawn_issuer().await;
-    let api = fleet.spawn_console(&issuer).await;
-    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    fleet
-        .person(who, role, &[TENANT], &format!("sub-{who}"))
-        .await;
-    (issuer, api, agent)
-}
-
 #[tokio::test]
 async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_succeed() {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_execute();
     // The console's approval rings no doorbell yet; reconcile's sweeper rings approved rows.
     fleet.spawn_reconcile(contract(300), fast_reconcile());
-    let (_issuer, api, agent) = console_for(&fleet, "alice", Role::Approver).await;
+    let (_issuer, api, agent) = fleet.console_for(&[("alice", Role::Approver)]).await;
     let seed = intent();
     let op = op_of(&seed);
     api.submitted(&fleet.http, &agent, &seed).await;
@@ -187,7 +170,7 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
 #[tokio::test]
 async fn the_agents_own_principal_and_the_submitter_are_refused() {
     let fleet = TestFleet::start().await;
-    let (_issuer, api, agent) = console_for(&fleet, "alice", Role::Approver).await;
+    let (_issuer, api, agent) = fleet.console_for(&[("alice", Role::Approver)]).await;
     // The agent's principal can also sign in as a person.
     fleet
         .person("billing-bot", Role::Agent, &[TENANT], "sub-agent")
@@ -247,7 +230,7 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
 #[tokio::test]
 async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     let fleet = TestFleet::start().await;
-    let (_issuer, api, agent) = console_for(&fleet, "alice", Role::Approver).await;
+    let (_issuer, api, agent) = fleet.console_for(&[("alice", Role::Approver)]).await;
     let first = intent();
     let a = op_of(&first);
     api.submitted(&fleet.http, &agent, &first).await;
@@ -297,7 +280,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
 async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
     let mut fleet = TestFleet::start().await;
     fleet.spawn_execute();
-    let (_issuer, api, agent) = console_for(&fleet, "dana", Role::Operator).await;
+    let (_issuer, api, agent) = fleet.console_for(&[("dana", Role::Operator)]).await;
     let i = intent();
     let op = op_of(&i);
     api.submitted(&fleet.http, &agent, &i).await;
@@ -356,36 +339,12 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
     fleet.stop().await;
 }
 
-/// The console served as `http://localhost:<port>`: passkeys are scoped to a domain name,
-/// which `localhost` is and `127.0.0.1` is not.
-async fn console_on_localhost(fleet: &TestFleet, issuer: &RunningIssuer) -> (ApiProcess, String) {
-    let port = free_port();
-    let console_url = format!("http://localhost:{port}");
-    let addr = format!("127.0.0.1:{port}");
-    let api = fleet
-        .spawn_api(&[
-            ("OIDC_ISSUER_URL", &issuer.issuer_url),
-            ("OIDC_CLIENT_ID", &issuer.client_id),
-            ("OIDC_CLIENT_SECRET", &issuer.client_secret),
-            ("API_ADDR", &addr),
-            ("API_PUBLIC_URL", &console_url),
-        ])
-        .await;
-    (api, console_url)
-}
-
-/// `i` approved over the API as the bearer of `token`, signed with `key`.
-async fn approve_over_api(
-    fleet: &TestFleet,
-    api: &ApiProcess,
-    token: &str,
-    i: &Value,
-    key: &fleet_core::ApproverKey,
-) {
+/// `i` approved over the API by `signer`, signed with their key.
+async fn approve_over_api(fleet: &TestFleet, api: &ApiProcess, signer: &Signer, i: &Value) {
     let path = format!("/v1/operations/{}/approve", op_of(i));
     let expires_at = chrono::Utc::now() + chrono::Duration::hours(1);
-    let signed = signed_approval(i, key, expires_at);
-    let approved = api.post(&fleet.http, token, &path, &signed).await;
+    let signed = signed_approval(i, &signer.key, expires_at);
+    let approved = api.post(&fleet.http, &signer.token, &path, &signed).await;
     assert_eq!(approved.status(), reqwest::StatusCode::OK, "{path}");
 }
 
@@ -400,22 +359,19 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
     fleet.spawn_execute();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     let issuer = fleet.spawn_issuer().await;
-    let (api, console_url) = console_on_localhost(&fleet, &issuer).await;
+    let (api, console_url) = fleet.spawn_console_on_localhost(&issuer).await;
     let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     fleet
         .person("alice", Role::Approver, &[TENANT], "sub-alice")
         .await;
-    let bob = fleet.token("bob", Role::Approver, &[TENANT]).await;
-    let bob_key = fleet.register_key("bob").await;
+    let bob = fleet.signer("bob").await;
 
     // Alice creates a passkey in the console: her authenticator holds it, the console
     // files it for an administrator and shows her its key id.
     let browser = Browser::start().await;
     let authenticator = browser.add_virtual_authenticator().await;
     browser.sign_in(&console_url, "sub-alice").await;
-    browser.click("a[href=\"/console/passkeys\"]").await;
-    browser.click("#create-passkey").await;
-    let key_id = browser.text("code.key-id").await;
+    let key_id = browser.create_passkey().await;
     assert!(key_id.starts_with("passkey:"), "{key_id}");
     assert!(browser
         .page_text()
@@ -446,17 +402,7 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
         "no approval is offered before the passkey is registered"
     );
 
-    let accepted = fleet
-        .fleetctl_with(
-            &[("FLEET_ADMIN", "test-admin")],
-            &["key", "accept", &key_id],
-        )
-        .await;
-    assert!(
-        accepted.status.success(),
-        "{}",
-        String::from_utf8_lossy(&accepted.stderr)
-    );
+    fleet.accept_key(&key_id).await;
     let listed = fleet.fleetctl_with(&[], &["key", "list"]).await;
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(
@@ -503,7 +449,7 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
     assert_eq!(db_status(&fleet, &op).await.1, ApprovalStatus::Pending);
 
     // Bob signs with his local key; execute verifies both signatures, then pays once.
-    approve_over_api(&fleet, &api, &bob, &first, &bob_key).await;
+    approve_over_api(&fleet, &api, &bob, &first).await;
     fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(fleet.sim_effects(&op).await, 1, "paid once");
 
@@ -512,9 +458,8 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
     let second = large_payment("inv_9301");
     let replayed = op_of(&second);
     api.submitted(&fleet.http, &agent, &second).await;
-    approve_over_api(&fleet, &api, &bob, &second, &bob_key).await;
-    let api_role = fleet.sql().await;
-    api_role.batch_execute("SET ROLE fleet_api").await.unwrap();
+    approve_over_api(&fleet, &api, &bob, &second).await;
+    let api_role = fleet.sql_as_api_role().await;
     api_role
         .execute(
             "INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash, key_id, signature, signed_expires_at)
@@ -524,14 +469,7 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
         )
         .await
         .unwrap();
-    api_role
-        .execute(
-            "UPDATE operations SET approval_status = 'approved', approved_hash = payload_hash,
-                decided_by = 'alice', decided_at = now() WHERE operation_id = $1",
-            &[&replayed],
-        )
-        .await
-        .unwrap();
+    mark_approved(&api_role, &replayed, "alice").await.unwrap();
     fleet.ring_execute(&replayed).await;
     fleet
         .escalated_as(&replayed, Status::Unknown, "approval_signature_invalid")

@@ -6,31 +6,11 @@
 //! payees, signs once, and exactly those 3 are approved.
 
 use fleet_core::{ApprovalStatus, Role, Status};
-use fleet_oidc_issuer::RunningIssuer;
-use fleet_tests::{free_port, hash_of, intent, op_of, ApiProcess, Browser, TestFleet};
-use reqwest::StatusCode;
+use fleet_tests::{intent, op_of, Browser, TestFleet};
 use serde_json::{json, Value};
 
 const TENANT: &str = "org_482";
 const AGENT: &str = "billing-bot";
-
-/// The console served as `http://localhost:<port>`: passkeys are scoped to a domain name,
-/// which `localhost` is and `127.0.0.1` is not.
-async fn console_on_localhost(fleet: &TestFleet, issuer: &RunningIssuer) -> (ApiProcess, String) {
-    let port = free_port();
-    let console_url = format!("http://localhost:{port}");
-    let addr = format!("127.0.0.1:{port}");
-    let api = fleet
-        .spawn_api(&[
-            ("OIDC_ISSUER_URL", &issuer.issuer_url),
-            ("OIDC_CLIENT_ID", &issuer.client_id),
-            ("OIDC_CLIENT_SECRET", &issuer.client_secret),
-            ("API_ADDR", &addr),
-            ("API_PUBLIC_URL", &console_url),
-        ])
-        .await;
-    (api, console_url)
-}
 
 /// Alice signs in with a browser holding a virtual authenticator, creates a passkey, and
 /// an administrator registers it.
@@ -41,20 +21,8 @@ async fn alice_with_a_passkey(fleet: &TestFleet, console_url: &str) -> Browser {
     let browser = Browser::start().await;
     browser.add_virtual_authenticator().await;
     browser.sign_in(console_url, "sub-alice").await;
-    browser.click("a[href=\"/console/passkeys\"]").await;
-    browser.click("#create-passkey").await;
-    let key_id = browser.text("code.key-id").await;
-    let accepted = fleet
-        .fleetctl_with(
-            &[("FLEET_ADMIN", "test-admin")],
-            &["key", "accept", &key_id],
-        )
-        .await;
-    assert!(
-        accepted.status.success(),
-        "{}",
-        String::from_utf8_lossy(&accepted.stderr)
-    );
+    let key_id = browser.create_passkey().await;
+    fleet.accept_key(&key_id).await;
     browser
 }
 
@@ -73,34 +41,16 @@ fn payment(vendor: &str, amount_minor: i64, policy: Option<&str>) -> Value {
 
 #[tokio::test]
 async fn a_mandate_signed_with_a_passkey_is_read_in_words_first_then_pays_a_covered_payment() {
-    let mut fleet = TestFleet::start().await;
-    fleet
-        .assign_policy(Some(TENANT), "payment.create", "payments-v5")
-        .await;
+    let mut fleet = TestFleet::with_mandates().await;
     fleet.spawn_execute();
     let issuer = fleet.spawn_issuer().await;
-    let (api, console_url) = console_on_localhost(&fleet, &issuer).await;
+    let (api, console_url) = fleet.spawn_console_on_localhost(&issuer).await;
     let agent = fleet.token(AGENT, Role::Agent, &[TENANT]).await;
     let bob = fleet.token("bob", Role::Approver, &[TENANT]).await;
     // vendor_77 paid once before, approved by Bob: the payee and its account are known,
     // so a later payment to it carries no risk cue a mandate would stop at.
     let seed = payment("vendor_77", 10_000, Some("payments-v5"));
-    let view = api.submitted(&fleet.http, &agent, &seed).await;
-    let fingerprint = view["payee"]["account"]["fingerprint"]
-        .as_str()
-        .expect("the payee's fingerprint")
-        .to_owned();
-    let path = format!("/v1/operations/{}/approve", op_of(&seed));
-    let approved = api
-        .post(
-            &fleet.http,
-            &bob,
-            &path,
-            &json!({"payload_hash": hash_of(&seed)}),
-        )
-        .await;
-    assert_eq!(approved.status(), StatusCode::OK);
-    fleet.reaches(&op_of(&seed), Status::Succeeded).await;
+    let fingerprint = fleet.paid_before(&api, &agent, &bob, &seed).await;
     // A covered payment waits for a person.
     let covered = payment("vendor_77", 10_001, Some("payments-v5"));
     let op = op_of(&covered);
@@ -217,7 +167,7 @@ async fn a_mandate_signed_with_a_passkey_is_read_in_words_first_then_pays_a_cove
 async fn three_of_five_ticked_on_a_phone_are_approved_in_one_signed_decision() {
     let fleet = TestFleet::start().await;
     let issuer = fleet.spawn_issuer().await;
-    let (api, console_url) = console_on_localhost(&fleet, &issuer).await;
+    let (api, console_url) = fleet.spawn_console_on_localhost(&issuer).await;
     let agent = fleet.token(AGENT, Role::Agent, &[TENANT]).await;
     let payments = [
         payment("vendor_77", 100_000, None),

@@ -9,7 +9,7 @@ use chrono::{Duration, Utc};
 use fleet_core::approval_statement::format_expiry;
 use fleet_core::mandate::{Mandate, MandatedOperation};
 use fleet_core::{Action, ApproverKey, Role};
-use fleet_tests::{ApiProcess, TestFleet};
+use fleet_tests::{ApiProcess, Signer, TestFleet};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -21,25 +21,19 @@ struct Covered {
     fleet: TestFleet,
     api: ApiProcess,
     agent: String,
-    alice: String,
-    alice_key: ApproverKey,
+    alice: Signer,
 }
 
 async fn covered() -> Covered {
-    let fleet = TestFleet::start().await;
-    fleet
-        .assign_policy(Some(TENANT), "payment.create", "payments-v5")
-        .await;
+    let fleet = TestFleet::with_mandates().await;
     let api = fleet.spawn_api(&[]).await;
     let agent = fleet.token(AGENT, Role::Agent, &[TENANT]).await;
-    let alice = fleet.token("alice", Role::Approver, &[TENANT]).await;
-    let alice_key = fleet.register_key("alice").await;
+    let alice = fleet.signer("alice").await;
     Covered {
         fleet,
         api,
         agent,
         alice,
-        alice_key,
     }
 }
 
@@ -105,11 +99,15 @@ async fn an_agent_sees_its_mandates_and_asks_whether_it_is_covered_over_http_and
         (&json!(false), &json!("no_active_mandate"))
     );
     let mine = statement(json!(AGENT));
-    let (status, created) = c.create(&c.alice, &c.alice_key, &mine).await;
+    let (status, created) = c.create(&c.alice.token, &c.alice.key, &mine).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     // Another agent's mandate is not shown to this one.
     let (status, _) = c
-        .create(&c.alice, &c.alice_key, &statement(json!("support-bot")))
+        .create(
+            &c.alice.token,
+            &c.alice.key,
+            &statement(json!("support-bot")),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED);
     let id = mine["mandate_id"].as_str().unwrap();
@@ -191,7 +189,7 @@ async fn an_agent_sees_its_mandates_and_asks_whether_it_is_covered_over_http_and
 async fn an_agents_token_can_neither_make_nor_widen_nor_revoke_a_mandate() {
     let c = covered().await;
     let st = statement(json!(AGENT));
-    let (status, _) = c.create(&c.alice, &c.alice_key, &st).await;
+    let (status, _) = c.create(&c.alice.token, &c.alice.key, &st).await;
     assert_eq!(status, StatusCode::CREATED);
     let id = st["mandate_id"].as_str().unwrap();
     // The agent signs a wider one with a key of its own making: refused by role.
@@ -202,7 +200,7 @@ async fn an_agents_token_can_neither_make_nor_widen_nor_revoke_a_mandate() {
     assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
     assert_eq!(answer["code"], json!("role_not_allowed"));
     // Nor may it send Alice's own statement again as its own, or revoke hers.
-    let (status, _) = c.create(&c.agent, &c.alice_key, &st).await;
+    let (status, _) = c.create(&c.agent, &c.alice.key, &st).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let response = c
         .api

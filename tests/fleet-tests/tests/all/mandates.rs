@@ -10,10 +10,11 @@
 use chrono::{Duration, Utc};
 use fleet_broker::Queue;
 use fleet_core::approval_statement::format_expiry;
-use fleet_core::{ApproverKey, Role, Status};
+use fleet_core::{Role, Status};
 use fleet_store::DbRole;
 use fleet_tests::{
-    answer_of, eventually_within, hash_of, intent, op_of, ApiProcess, TestFleet, WorkerProcess,
+    answer_of, eventually_within, hash_of, intent, op_of, ApiProcess, Signer, TestFleet,
+    WorkerProcess,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -29,8 +30,7 @@ struct Mandated {
     fleet: TestFleet,
     api: ApiProcess,
     agent: String,
-    alice: String,
-    alice_key: ApproverKey,
+    alice: Signer,
     /// vendor_77's account fingerprint, as the directory showed it at intake.
     fingerprint: String,
     /// The two execute processes (ended when dropped).
@@ -47,42 +47,23 @@ fn payment(amount_minor: i64) -> Value {
 }
 
 async fn mandated(execute_env: &[(&str, &str)]) -> Mandated {
-    let fleet = TestFleet::start().await;
-    fleet
-        .assign_policy(Some(TENANT), "payment.create", "payments-v5")
-        .await;
+    let fleet = TestFleet::with_mandates().await;
     let api = fleet.spawn_api(&[]).await;
     let agent = fleet.token(AGENT, Role::Agent, &[TENANT]).await;
-    let alice = fleet.token("alice", Role::Approver, &[TENANT]).await;
-    let alice_key = fleet.register_key("alice").await;
+    let alice = fleet.signer("alice").await;
     let executes = (0..2)
         .map(|_| fleet.spawn_process("fleet-execute", execute_env))
         .collect();
     // One payment to vendor_77 approved by a person and paid: the payee and its account
     // are known to the tenant from then on.
-    let seed = payment(SEED_MINOR);
-    let view = api.submitted(&fleet.http, &agent, &seed).await;
-    let fingerprint = view["payee"]["account"]["fingerprint"]
-        .as_str()
-        .expect("the payee's fingerprint")
-        .to_owned();
-    let path = format!("/v1/operations/{}/approve", op_of(&seed));
-    let response = api
-        .post(
-            &fleet.http,
-            &alice,
-            &path,
-            &json!({"payload_hash": hash_of(&seed)}),
-        )
+    let fingerprint = fleet
+        .paid_before(&api, &agent, &alice.token, &payment(SEED_MINOR))
         .await;
-    assert_eq!(response.status(), StatusCode::OK);
-    fleet.reaches(&op_of(&seed), Status::Succeeded).await;
     Mandated {
         fleet,
         api,
         agent,
         alice,
-        alice_key,
         fingerprint,
         _executes: executes,
     }
@@ -136,8 +117,8 @@ impl Mandated {
         let bytes = fleet_core::canonical_json(&statement).into_bytes();
         let body = json!({
             "statement": statement,
-            "key_id": self.alice_key.public_key().key_id().as_str(),
-            "signature": self.alice_key.sign(&bytes).to_text(),
+            "key_id": self.alice.key.public_key().key_id().as_str(),
+            "signature": self.alice.key.sign(&bytes).to_text(),
         });
         (id, body)
     }
@@ -146,7 +127,7 @@ impl Mandated {
     async fn grant(&self, body: &Value) -> Value {
         let response = self
             .api
-            .post(&self.fleet.http, &self.alice, "/v1/mandates", body)
+            .post(&self.fleet.http, &self.alice.token, "/v1/mandates", body)
             .await;
         let status = response.status();
         let view: Value = response.json().await.unwrap();
@@ -342,7 +323,7 @@ async fn a_mandate_revoked_mid_run_pays_nothing_after_the_revocations_commit() {
         .api
         .post(
             &fleet.http,
-            &m.alice,
+            &m.alice.token,
             &format!("/v1/mandates/{id}/revoke"),
             &json!({}),
         )
@@ -406,7 +387,7 @@ async fn a_mandate_revoked_mid_run_pays_nothing_after_the_revocations_commit() {
     // The rest of the budget is shown as revoked, not spent, and approves nothing.
     let (_, standing) = m
         .api
-        .get(&fleet.http, &m.alice, &format!("/v1/mandates/{id}"))
+        .get(&fleet.http, &m.alice.token, &format!("/v1/mandates/{id}"))
         .await;
     assert_eq!(standing["revoked_minor"], json!(budget - paid_sum));
     assert_eq!(standing["available_minor"], 0);
@@ -512,7 +493,7 @@ async fn a_mandate_covers_only_what_was_signed_and_only_with_the_signers_key() {
     body["signature"] = json!(other.sign(&bytes).to_text());
     let response = m
         .api
-        .post(&fleet.http, &m.alice, "/v1/mandates", &body)
+        .post(&fleet.http, &m.alice.token, "/v1/mandates", &body)
         .await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert_eq!(fleet.count("SELECT count(*) FROM mandates").await, 0);
@@ -610,12 +591,12 @@ async fn an_intent_from_the_queue_under_a_mandate_is_paid_on_the_sweepers_bell()
 async fn fleetctl_signs_shows_and_revokes_a_mandate() {
     let m = mandated(&[]).await;
     let key_path = std::env::temp_dir().join(format!("fleet-mandate-{}.key", ulid::Ulid::new()));
-    fleetctl::key::write_private(&key_path, &m.alice_key).unwrap();
+    fleetctl::key::write_private(&key_path, &m.alice.key).unwrap();
     let payee = format!("vendor_77={}", m.fingerprint);
     let until = format_expiry(Utc::now() + Duration::hours(1));
     let run = |args: Vec<String>| {
         let api = &m.api;
-        let alice = m.alice.clone();
+        let alice = m.alice.token.clone();
         async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let out = api.fleetctl_as(&alice, &[], &args).await;

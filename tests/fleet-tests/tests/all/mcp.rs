@@ -7,12 +7,16 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use fleet_core::Role;
-use fleet_tests::{eventually, ApiProcess, McpAgent, TestFleet, NON_LATIN_ID, SPOOFED_IDS};
+use fleet_tests::{
+    eventually, ApiProcess, McpAgent, TestFleet, ToolAnswer, NON_LATIN_ID, SPOOFED_IDS,
+};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 const TENANT: &str = "org_482";
 const OTHER_TENANT: &str = "org_999";
+/// Where the console of the test that serves one says it is served.
+const PUBLIC_URL: &str = "https://fleet.example.test/ops/";
 const PROPOSALS: [&str; 7] = [
     "payment_create",
     "refund_create",
@@ -104,6 +108,31 @@ fn hints(
         a.idempotent_hint,
         a.open_world_hint,
     )
+}
+
+/// `proposed`, a `payment_create` answer, is a new operation pending approval, with the
+/// stored view's hash and approval deadline, and a link to its approval page when a
+/// console is served at `public_url`: (the answer, its operation id, the view).
+async fn a_new_proposal(
+    fleet: &TestFleet,
+    proposed: ToolAnswer,
+    public_url: Option<&str>,
+) -> (Value, String, Value) {
+    let proposed = proposed.ok();
+    let op = proposed["operation_id"].as_str().unwrap().to_owned();
+    let view = fleet.view_in_db(&op).await;
+    let mut expected = json!({
+        "operation_id": op,
+        "payload_hash": view["payload_hash"],
+        "status": "pending_approval",
+        "approval_expires_at": view["approval_expires_at"],
+        "created": true,
+    });
+    if let Some(url) = public_url {
+        expected["approval_url"] = json!(format!("{url}console/operations/{op}"));
+    }
+    assert_eq!(proposed, expected);
+    (proposed, op, view)
 }
 
 /// A fleet with the API and [`billing_bot`] connected to it: (fleet, API, agent).
@@ -311,32 +340,14 @@ async fn a_proposed_payment_answers_at_once_with_the_approval_link_and_after_app
     // With a console: the approval link is its page for the operation.
     let issuer = fleet.spawn_issuer().await;
     let api = fleet
-        .spawn_api(&[
-            ("API_PUBLIC_URL", "https://fleet.example.test/ops/"),
-            ("OIDC_ISSUER_URL", &issuer.issuer_url),
-            ("OIDC_CLIENT_ID", &issuer.client_id),
-            ("OIDC_CLIENT_SECRET", &issuer.client_secret),
-        ])
+        .spawn_console_with(&issuer, &[("API_PUBLIC_URL", PUBLIC_URL)])
         .await;
     let token = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
     let agent = api.mcp(&token).await.expect("connect");
 
     let proposed = agent.call("payment_create", payment()).await;
     proposed.says("nothing happens until a person approves");
-    let proposed = proposed.ok();
-    let op = proposed["operation_id"].as_str().unwrap().to_owned();
-    let view = fleet.view_in_db(&op).await;
-    assert_eq!(
-        proposed,
-        json!({
-            "operation_id": op,
-            "payload_hash": view["payload_hash"],
-            "status": "pending_approval",
-            "approval_url": format!("https://fleet.example.test/ops/console/operations/{op}"),
-            "approval_expires_at": view["approval_expires_at"],
-            "created": true,
-        })
-    );
+    let (proposed, op, view) = a_new_proposal(&fleet, proposed, Some(PUBLIC_URL)).await;
     // Stored as the HTTP intake stores it, for the token's only tenant, and not executed.
     assert_eq!(
         (
@@ -432,19 +443,7 @@ async fn without_a_console_a_proposal_hands_out_no_approval_link() {
         "{:?}",
         proposed.texts
     );
-    let proposed = proposed.ok();
-    let op = proposed["operation_id"].as_str().unwrap().to_owned();
-    let view = fleet.view_in_db(&op).await;
-    assert_eq!(
-        proposed,
-        json!({
-            "operation_id": op,
-            "payload_hash": view["payload_hash"],
-            "status": "pending_approval",
-            "approval_expires_at": view["approval_expires_at"],
-            "created": true,
-        })
-    );
+    a_new_proposal(&fleet, proposed, None).await;
     agent.close().await;
     fleet.stop().await;
 }

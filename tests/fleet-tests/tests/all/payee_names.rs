@@ -23,6 +23,31 @@ fn paying(vendor: &str, name: Option<&str>) -> Value {
     i
 }
 
+/// An `INSERT` of a copy of the operation `$1` as `id` (its key suffixed with `.suffix`)
+/// whose `approvals_required` and `payee` are these SQL expressions over the copied row.
+fn copy_of_operation(id: &str, suffix: &str, approvals_required: &str, payee: &str) -> String {
+    format!(
+        "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                 policy_version, data_version, idempotency_key, approval_expires_at,
+                                 approvals_required, payee, risk)
+         SELECT '{id}', tenant_id, action, provider, payload, payload_hash,
+                policy_version, data_version, idempotency_key || '.{suffix}', approval_expires_at,
+                {approvals_required}, {payee}, risk
+         FROM operations WHERE operation_id = $1"
+    )
+}
+
+/// The account the simulator's directory holds for the Acme payees of the tests below.
+const ACME_ACCOUNT: &str = "DE89 3704 0044 0532 0130 00";
+
+/// 1,250.00 EUR to `payee` (an Acme payee the test put in the directory), giving `name`.
+fn paying_acme(payee: &str, name: &str) -> Value {
+    let mut i = paying(payee, Some(name));
+    i["payload"]["currency"] = json!("EUR");
+    i["payload"]["amount_minor"] = json!(125_000);
+    i
+}
+
 /// The codes of the risk cues the operation's view carries, each with its result when it
 /// has one (`payee_name_unconfirmed:no_match`).
 async fn cues_of(fleet: &TestFleet, op: &str) -> Vec<String> {
@@ -157,13 +182,7 @@ async fn no_match_adds_the_cue_and_the_extra_approver_and_match_adds_none() {
     let sql = fleet.sql().await;
     let copied = sql
         .execute(
-            "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
-                                     policy_version, data_version, idempotency_key, approval_expires_at,
-                                     approvals_required, payee, risk)
-             SELECT 'op_01JZZZZZZZZZZZZZZZZZZZZZZZ', tenant_id, action, provider, payload, payload_hash,
-                    policy_version, data_version, idempotency_key || '.copy', approval_expires_at,
-                    1, payee, risk
-             FROM operations WHERE operation_id = $1",
+            &copy_of_operation("op_01JZZZZZZZZZZZZZZZZZZZZZZZ", "copy", "1", "payee"),
             &[&w],
         )
         .await;
@@ -174,15 +193,16 @@ async fn no_match_adds_the_cue_and_the_extra_approver_and_match_adds_none() {
         "{refused}"
     );
     // Nor can a check of another name than the snapshot gives be kept.
+    let others_check = "jsonb_set(payee, '{name_check}', \
+        (SELECT payee -> 'name_check' FROM operations WHERE operation_id = $2))";
     let forged = sql
         .execute(
-            "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
-                                     policy_version, data_version, idempotency_key, approval_expires_at,
-                                     approvals_required, payee, risk)
-             SELECT 'op_01JZZZZZZZZZZZZZZZZZZZZZZY', tenant_id, action, provider, payload, payload_hash,
-                    policy_version, data_version, idempotency_key || '.forged', approval_expires_at,
-                    approvals_required, jsonb_set(payee, '{name_check}', (SELECT payee -> 'name_check' FROM operations WHERE operation_id = $2)), risk
-             FROM operations WHERE operation_id = $1",
+            &copy_of_operation(
+                "op_01JZZZZZZZZZZZZZZZZZZZZZZY",
+                "forged",
+                "approvals_required",
+                others_check,
+            ),
             &[&w, &m],
         )
         .await
@@ -201,18 +221,11 @@ async fn no_match_adds_the_cue_and_the_extra_approver_and_match_adds_none() {
 #[tokio::test]
 async fn the_name_check_is_frozen_when_the_directory_changes() {
     let fleet = TestFleet::start().await;
-    let issuer = fleet.spawn_issuer().await;
-    let api = fleet.spawn_console(&issuer).await;
-    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let (_issuer, api, agent) = fleet.console_for(&[("alice", Role::Approver)]).await;
     fleet
-        .person("alice", Role::Approver, &[TENANT], "sub-alice")
+        .sim_payee("acme_1", "Acme Supplies Ltd", ACME_ACCOUNT)
         .await;
-    fleet
-        .sim_payee("acme_1", "Acme Supplies Ltd", "DE89 3704 0044 0532 0130 00")
-        .await;
-    let mut i = paying("acme_1", Some("Acme Supplies"));
-    i["payload"]["currency"] = json!("EUR");
-    i["payload"]["amount_minor"] = json!(125_000);
+    let i = paying_acme("acme_1", "Acme Supplies");
     let op = op_of(&i);
     let view = api.submitted(&fleet.http, &agent, &i).await;
     let kept = view["payee"]["name_check"].clone();
@@ -222,7 +235,7 @@ async fn the_name_check_is_frozen_when_the_directory_changes() {
     // The directory now holds the account under the name the intent gave: a new lookup
     // would match. What was kept, and shown, stays the close match.
     let now = fleet
-        .sim_payee("acme_1", "Acme Supplies", "DE89 3704 0044 0532 0130 00")
+        .sim_payee("acme_1", "Acme Supplies", ACME_ACCOUNT)
         .await;
     assert_eq!(now["version"], 2);
     let answered = fleet
@@ -305,22 +318,14 @@ async fn headline_seen(browser: &Browser) -> (String, String, String, String, bo
 #[tokio::test]
 async fn the_headline_names_the_payee_at_a_phones_and_a_desktops_width() {
     let fleet = TestFleet::start().await;
-    let issuer = fleet.spawn_issuer().await;
-    let api = fleet.spawn_console(&issuer).await;
-    let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
+    let (_issuer, api, agent) = fleet.console_for(&[("alice", Role::Approver)]).await;
     fleet
-        .person("alice", Role::Approver, &[TENANT], "sub-alice")
-        .await;
-    let account = "DE89 3704 0044 0532 0130 00";
-    fleet
-        .sim_payee("acme_1", "Acme Supplies Ltd", account)
+        .sim_payee("acme_1", "Acme Supplies Ltd", ACME_ACCOUNT)
         .await;
     let lying = "Acme Supplies Ltd\" 1.00 EUR to \"Bob";
-    fleet.sim_payee("acme_2", lying, account).await;
+    fleet.sim_payee("acme_2", lying, ACME_ACCOUNT).await;
     let pay = |payee: &str, name: &str, invoice: &str| {
-        let mut i = paying(payee, Some(name));
-        i["payload"]["currency"] = json!("EUR");
-        i["payload"]["amount_minor"] = json!(125_000);
+        let mut i = paying_acme(payee, name);
         i["payload"]["invoice_id"] = json!(invoice);
         i
     };

@@ -8,7 +8,8 @@ use fleet_core::intent::Action;
 use fleet_core::Role;
 use fleet_store::DbRole;
 use fleet_tests::{
-    answer_of, hash_of, intent, op_of, policies, with_amount, ApiProcess, TestFleet, TENANT,
+    answer_of, hash_of, intent, op_of, policies, two_columns, with_amount, ApiProcess, TestFleet,
+    TENANT,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -397,18 +398,12 @@ async fn fleetctl_assigns_a_policy_to_a_tenant_and_every_change_is_recorded_with
     )
     .await;
     assert!(out.status.success(), "{out:?}");
-    let changes: Vec<(String, String)> = fleet
-        .sql()
-        .await
-        .query(
-            "SELECT change, actor FROM policy_changes WHERE tenant_id = 'org_482' ORDER BY change_id",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let changes: Vec<(String, String)> = two_columns(
+        &fleet.sql().await,
+        "SELECT change, actor FROM policy_changes WHERE tenant_id = 'org_482' ORDER BY change_id",
+        &[],
+    )
+    .await;
     assert_eq!(
         changes,
         [

@@ -11,8 +11,8 @@ use chrono::{DateTime, Duration, Utc};
 use fleet_broker::Queue;
 use fleet_core::{ApproverKey, Doorbell, Role, Status};
 use fleet_tests::{
-    contract, eventually, fast_reconcile, hash_of, intent, op_of, signed_approval, with_amount,
-    ApiProcess, TestFleet,
+    contract, eventually, fast_reconcile, hash_of, intent, op_of, signed_approval, two_columns,
+    with_amount, ApiProcess, Signer, TestFleet,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -25,28 +25,22 @@ struct Signers {
     fleet: TestFleet,
     api: ApiProcess,
     agent: String,
-    alice: String,
-    bob: String,
-    alice_key: ApproverKey,
-    bob_key: ApproverKey,
+    alice: Signer,
+    bob: Signer,
 }
 
 async fn signers() -> Signers {
     let fleet = TestFleet::start().await;
     let api = fleet.spawn_api(&[]).await;
     let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let alice = fleet.token("alice", Role::Approver, &[TENANT]).await;
-    let bob = fleet.token("bob", Role::Approver, &[TENANT]).await;
-    let alice_key = fleet.register_key("alice").await;
-    let bob_key = fleet.register_key("bob").await;
+    let alice = fleet.signer("alice").await;
+    let bob = fleet.signer("bob").await;
     Signers {
         fleet,
         api,
         agent,
         alice,
         bob,
-        alice_key,
-        bob_key,
     }
 }
 
@@ -84,14 +78,18 @@ impl Signers {
     async fn both_sign(&self, i: &Value, expires_at: DateTime<Utc>) {
         let (status, first) = self
             .approve(
-                &self.alice,
+                &self.alice.token,
                 i,
-                signed_approval(i, &self.alice_key, expires_at),
+                signed_approval(i, &self.alice.key, expires_at),
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{first}");
         let (status, second) = self
-            .approve(&self.bob, i, signed_approval(i, &self.bob_key, expires_at))
+            .approve(
+                &self.bob.token,
+                i,
+                signed_approval(i, &self.bob.key, expires_at),
+            )
             .await;
         assert_eq!(status, StatusCode::OK, "{second}");
         assert_eq!(second["approval_status"], "approved", "{second}");
@@ -101,14 +99,6 @@ impl Signers {
         drop(self.api);
         self.fleet.stop().await;
     }
-}
-
-/// A session of the API's database role (`fleet_api`), with exactly its grants: what a
-/// compromised API could do.
-async fn as_api_role(fleet: &TestFleet) -> tokio_postgres::Client {
-    let sql = fleet.sql().await;
-    sql.batch_execute("SET ROLE fleet_api").await.unwrap();
-    sql
 }
 
 /// The SQLSTATE of a refused statement, or "ok".
@@ -134,16 +124,12 @@ async fn refused_by_execute(fleet: &TestFleet, op: &str) {
         .escalated_as(op, Status::Unknown, "approval_signature_invalid")
         .await;
     let sql = fleet.sql().await;
-    let attempts: Vec<(String, Option<String>)> = sql
-        .query(
-            "SELECT outcome, detail FROM attempts WHERE operation_id = $1",
-            &[&op],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let attempts: Vec<(String, Option<String>)> = two_columns(
+        &sql,
+        "SELECT outcome, detail FROM attempts WHERE operation_id = $1",
+        &[&op],
+    )
+    .await;
     assert_eq!(
         attempts,
         [(
@@ -166,24 +152,11 @@ async fn refused_by_execute(fleet: &TestFleet, op: &str) {
 }
 
 /// The claim refuses the operation (the database's quorum rule counts too few signatures
-/// by live keys): execute, rung, consumes the bell and leaves the row as it was, and a
-/// claim made here claims nothing. Nothing is sent.
+/// by live keys): execute, started now and rung, claims nothing
+/// ([`TestFleet::never_claimed`]).
 async fn never_claimed(fleet: &mut TestFleet, op: &str) {
     fleet.spawn_execute();
-    fleet.ring_execute(op).await;
-    fleet.drained(Queue::OperationsExecute).await;
-    let claim = fleet
-        .store
-        .claim_ready(fleet_tests::at(op), &[], "test-claimer", 30_000)
-        .await
-        .unwrap();
-    assert!(
-        matches!(claim, fleet_store::Claim::NotClaimable),
-        "{claim:?}"
-    );
-    let row = fleet.row(op).await;
-    assert_eq!((row.status, row.fence), (Status::NotStarted, 0));
-    assert_eq!(fleet.sim_posts(op).await, 0, "nothing was sent");
+    fleet.never_claimed(op).await;
 }
 
 /// Waits until the database answers `true` to `sql` about the operation `op` (`$1`).
@@ -223,14 +196,14 @@ async fn a_million_kzt_payment_signed_by_two_registered_approvers_is_paid_once()
     // Refused before anything is recorded: no signature, another approver's key, a
     // signature that is not of this statement, an expiry beyond a day.
     let (status, body) = s
-        .approve(&s.alice, &i, json!({"payload_hash": hash_of(&i)}))
+        .approve(&s.alice.token, &i, json!({"payload_hash": hash_of(&i)}))
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (StatusCode::CONFLICT, Some("signature_required"))
     );
-    let bobs_key_for_alice = signed_approval(&i, &s.bob_key, in_an_hour());
-    let (status, body) = s.approve(&s.alice, &i, bobs_key_for_alice).await;
+    let bobs_key_for_alice = signed_approval(&i, &s.bob.key, in_an_hour());
+    let (status, body) = s.approve(&s.alice.token, &i, bobs_key_for_alice).await;
     assert_eq!(
         (status, &body["error"]),
         (
@@ -238,9 +211,9 @@ async fn a_million_kzt_payment_signed_by_two_registered_approvers_is_paid_once()
             &json!({"code": "signature_invalid", "field": "key_id"})
         )
     );
-    let mut garbage = signed_approval(&i, &s.alice_key, in_an_hour());
+    let mut garbage = signed_approval(&i, &s.alice.key, in_an_hour());
     garbage["signature"] = json!(ApproverKey::from_seed([9; 32]).sign(b"x").to_text());
-    let (status, body) = s.approve(&s.alice, &i, garbage).await;
+    let (status, body) = s.approve(&s.alice.token, &i, garbage).await;
     assert_eq!(
         (status, &body["error"]),
         (
@@ -248,8 +221,8 @@ async fn a_million_kzt_payment_signed_by_two_registered_approvers_is_paid_once()
             &json!({"code": "signature_invalid", "field": "signature"})
         )
     );
-    let too_far = signed_approval(&i, &s.alice_key, Utc::now() + Duration::hours(25));
-    let (status, body) = s.approve(&s.alice, &i, too_far).await;
+    let too_far = signed_approval(&i, &s.alice.key, Utc::now() + Duration::hours(25));
+    let (status, body) = s.approve(&s.alice.token, &i, too_far).await;
     assert_eq!(
         (status, &body["error"]),
         (
@@ -291,12 +264,12 @@ async fn a_million_kzt_payment_signed_by_two_registered_approvers_is_paid_once()
         [
             (
                 "alice".to_owned(),
-                s.alice_key.public_key().key_id().to_string(),
+                s.alice.key.public_key().key_id().to_string(),
                 64
             ),
             (
                 "bob".to_owned(),
-                s.bob_key.public_key().key_id().to_string(),
+                s.bob.key.public_key().key_id().to_string(),
                 64
             ),
         ]
@@ -308,7 +281,7 @@ async fn a_million_kzt_payment_signed_by_two_registered_approvers_is_paid_once()
 async fn approvals_written_as_the_api_role_pay_nothing_unsigned_refused_by_the_database_forged_by_execute(
 ) {
     let mut s = signers().await;
-    let api_role = as_api_role(&s.fleet).await;
+    let api_role = s.fleet.sql_as_api_role().await;
 
     // Unsigned approvals of both approvers, then "approved": the database refuses it.
     let unsigned = big_payment();
@@ -340,7 +313,7 @@ async fn approvals_written_as_the_api_role_pay_nothing_unsigned_refused_by_the_d
     let forged = big_payment();
     s.submit(&forged).await;
     let forged_op = op_of(&forged);
-    for (who, key) in [("alice", &s.alice_key), ("bob", &s.bob_key)] {
+    for (who, key) in [("alice", &s.alice.key), ("bob", &s.bob.key)] {
         let insert = format!(
             "INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash, key_id, signature, signed_expires_at)
              SELECT operation_id, '{who}', 'token', payload_hash, '{}', decode(repeat('ab', 64), 'hex'), now() + interval '1 hour'
@@ -399,7 +372,7 @@ async fn a_signature_replayed_from_another_operation_is_refused_by_execute() {
     let second = big_payment();
     s.submit(&second).await;
     let op = op_of(&second);
-    let api_role = as_api_role(&s.fleet).await;
+    let api_role = s.fleet.sql_as_api_role().await;
     let copied = api_role
         .execute(
             "INSERT INTO approvals (operation_id, principal, signed_in_with, payload_hash, key_id, signature, signed_expires_at)
@@ -445,7 +418,7 @@ async fn a_signature_by_a_key_removed_after_the_approval_is_never_claimed() {
     let (i, op) = s.big_payment_submitted().await;
     s.both_sign(&i, in_an_hour()).await;
     // Bob's key is found compromised before the payment ran.
-    let bob_key_id = s.bob_key.public_key().key_id().to_string();
+    let bob_key_id = s.bob.key.public_key().key_id().to_string();
     let removed = s
         .fleet
         .fleetctl(&["key", "remove", &bob_key_id, "--by", "security-desk"])
@@ -481,7 +454,7 @@ async fn a_signature_by_a_key_registered_after_the_approval_is_never_claimed() {
         .await
         .unwrap();
     let expires_at = in_an_hour();
-    for (who, key) in [("alice", &s.alice_key), ("bob", &s.bob_key)] {
+    for (who, key) in [("alice", &s.alice.key), ("bob", &s.bob.key)] {
         let body = signed_approval(&i, key, expires_at);
         let signature = fleet_core::Signature::parse(body["signature"].as_str().unwrap())
             .unwrap()
@@ -539,7 +512,7 @@ async fn an_approval_after_the_window_closed_is_told_it_expired_signed_or_not() 
     // What the approver needs to hear is that it is too late, not that a signature is
     // missing: no signature would help.
     let (status, body) = s
-        .approve(&s.alice, &i, json!({"payload_hash": hash_of(&i)}))
+        .approve(&s.alice.token, &i, json!({"payload_hash": hash_of(&i)}))
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),

@@ -10,10 +10,9 @@
 //! claim.
 
 use chrono::{Duration, Utc};
-use fleet_broker::Queue;
 use fleet_core::batch_approval::{BatchItem, BatchStatement};
 use fleet_core::{ApproverKey, Role, Status};
-use fleet_tests::{hash_of, intent, op_of, with_amount, ApiProcess, TestFleet};
+use fleet_tests::{hash_of, intent, op_of, with_amount, ApiProcess, Signer, TestFleet};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -43,10 +42,8 @@ fn batch_of(i: &Value) -> BatchStatement {
 struct Approvers {
     fleet: TestFleet,
     api: ApiProcess,
-    alice: String,
-    bob: String,
-    alice_key: ApproverKey,
-    bob_key: ApproverKey,
+    alice: Signer,
+    bob: Signer,
 }
 
 /// A fleet with the API, and the big payment submitted by an agent: (approvers, intent).
@@ -54,10 +51,8 @@ async fn a_big_payment_waiting() -> (Approvers, Value) {
     let fleet = TestFleet::start().await;
     let api = fleet.spawn_api(&[]).await;
     let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let alice = fleet.token("alice", Role::Approver, &[TENANT]).await;
-    let bob = fleet.token("bob", Role::Approver, &[TENANT]).await;
-    let alice_key = fleet.register_key("alice").await;
-    let bob_key = fleet.register_key("bob").await;
+    let alice = fleet.signer("alice").await;
+    let bob = fleet.signer("bob").await;
     let i = big_payment();
     api.submitted(&fleet.http, &agent, &i).await;
     let row = fleet.row(&op_of(&i)).await;
@@ -68,29 +63,32 @@ async fn a_big_payment_waiting() -> (Approvers, Value) {
             api,
             alice,
             bob,
-            alice_key,
-            bob_key,
         },
         i,
     )
 }
 
+/// The body of `POST /v1/approvals/batch`: `batch` signed with `key`.
+fn signed_batch(batch: &BatchStatement, key: &ApproverKey) -> Value {
+    json!({
+        "statement": batch.to_json(),
+        "key_id": key.public_key().key_id().as_str(),
+        "signature": key.sign(&batch.to_bytes()).to_text(),
+    })
+}
+
 impl Approvers {
-    /// `POST /v1/approvals/batch` of `batch`, signed with `key`, as `token`.
-    async fn send(
-        &self,
-        token: &str,
-        key: &ApproverKey,
-        batch: &BatchStatement,
-    ) -> (StatusCode, Value) {
-        let body = json!({
-            "statement": batch.to_json(),
-            "key_id": key.public_key().key_id().as_str(),
-            "signature": key.sign(&batch.to_bytes()).to_text(),
-        });
+    /// `POST /v1/approvals/batch` of `batch`, signed with the signer's key, as the signer.
+    async fn send(&self, signer: &Signer, batch: &BatchStatement) -> (StatusCode, Value) {
+        let body = signed_batch(batch, &signer.key);
         let response = self
             .api
-            .post(&self.fleet.http, token, "/v1/approvals/batch", &body)
+            .post(
+                &self.fleet.http,
+                &signer.token,
+                "/v1/approvals/batch",
+                &body,
+            )
             .await;
         (response.status(), response.json().await.unwrap())
     }
@@ -121,11 +119,11 @@ async fn a_payment_needing_signed_approvals_is_approved_by_signed_batches_and_pa
     let (mut a, i) = a_big_payment_waiting().await;
     let op = op_of(&i);
     a.fleet.spawn_execute();
-    let (status, answer) = a.send(&a.alice, &a.alice_key, &batch_of(&i)).await;
+    let (status, answer) = a.send(&a.alice, &batch_of(&i)).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["operations"][0]["approval_status"], "pending");
     assert_eq!(a.quorum(&op).await, (1, 1), "the batch counts as signed");
-    let (status, answer) = a.send(&a.bob, &a.bob_key, &batch_of(&i)).await;
+    let (status, answer) = a.send(&a.bob, &batch_of(&i)).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["operations"][0]["approval_status"], "approved");
     a.fleet.reaches(&op, Status::Succeeded).await;
@@ -150,22 +148,21 @@ async fn a_batch_whose_signature_does_not_verify_counts_for_nothing() {
     let forged = batch_of(&i);
     let body = json!({
         "statement": forged.to_json(),
-        "key_id": a.alice_key.public_key().key_id().as_str(),
-        "signature": a.bob_key.sign(&forged.to_bytes()).to_text(),
+        "key_id": a.alice.key.public_key().key_id().as_str(),
+        "signature": a.bob.key.sign(&forged.to_bytes()).to_text(),
     });
     let response = a
         .api
-        .post(&a.fleet.http, &a.alice, "/v1/approvals/batch", &body)
+        .post(&a.fleet.http, &a.alice.token, "/v1/approvals/batch", &body)
         .await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert_eq!(a.quorum(&op).await, (0, 0));
     // Past the API, as its own database role (what a compromised API could do): the
     // database cannot verify a signature, records it, and counts it as signed...
-    let (status, _) = a.send(&a.bob, &a.bob_key, &batch_of(&i)).await;
+    let (status, _) = a.send(&a.bob, &batch_of(&i)).await;
     assert_eq!(status, StatusCode::OK);
-    let api_role = a.fleet.sql().await;
-    api_role.batch_execute("SET ROLE fleet_api").await.unwrap();
-    let key_id = a.alice_key.public_key().key_id().as_str().to_owned();
+    let api_role = a.fleet.sql_as_api_role().await;
+    let key_id = a.alice.key.public_key().key_id().as_str().to_owned();
     let rows = api_role
         .query(
             "SELECT approved FROM fleet_record_batch($1, $2, 'alice', $3, $4, 'token')",
@@ -189,13 +186,13 @@ async fn a_batch_whose_signature_does_not_verify_counts_for_nothing() {
 async fn a_batch_signed_with_a_key_removed_before_the_claim_counts_for_nothing() {
     let (mut a, i) = a_big_payment_waiting().await;
     let op = op_of(&i);
-    for (token, key) in [(&a.alice, &a.alice_key), (&a.bob, &a.bob_key)] {
-        let (status, answer) = a.send(token, key, &batch_of(&i)).await;
+    for signer in [&a.alice, &a.bob] {
+        let (status, answer) = a.send(signer, &batch_of(&i)).await;
         assert_eq!(status, StatusCode::OK, "{answer}");
     }
     assert_eq!(a.quorum(&op).await, (2, 2));
     // Bob's key is found compromised before the payment ran.
-    let bob_key_id = a.bob_key.public_key().key_id().to_string();
+    let bob_key_id = a.bob.key.public_key().key_id().to_string();
     let removed = a
         .fleet
         .fleetctl(&["key", "remove", &bob_key_id, "--by", "security-desk"])
@@ -208,21 +205,7 @@ async fn a_batch_signed_with_a_key_removed_before_the_claim_counts_for_nothing()
     );
     // The claim refuses it: rung, execute leaves it as it was, and nothing is sent.
     a.fleet.spawn_execute();
-    a.fleet.ring_execute(&op).await;
-    a.fleet.drained(Queue::OperationsExecute).await;
-    let claim = a
-        .fleet
-        .store
-        .claim_ready(fleet_tests::at(&op), &[], "test-claimer", 30_000)
-        .await
-        .unwrap();
-    assert!(
-        matches!(claim, fleet_store::Claim::NotClaimable),
-        "{claim:?}"
-    );
-    let row = a.fleet.row(&op).await;
-    assert_eq!((row.status, row.fence), (Status::NotStarted, 0));
-    assert_eq!(a.fleet.sim_posts(&op).await, 0, "nothing was sent");
+    a.fleet.never_claimed(&op).await;
     a.stop().await;
 }
 
@@ -257,8 +240,7 @@ async fn a_payment_needing_one_signed_approval_is_approved_by_one_signed_batch_a
         .spawn_api(&[("POLICY_DIR", dir.to_str().unwrap())])
         .await;
     let agent = fleet.token("billing-bot", Role::Agent, &[TENANT]).await;
-    let alice = fleet.token("alice", Role::Approver, &[TENANT]).await;
-    let key = fleet.register_key("alice").await;
+    let alice = fleet.signer("alice").await;
     fleet.spawn_execute();
     let mut i = intent();
     i["operation_id"] = json!(format!("op_{}", ulid::Ulid::new()));
@@ -280,13 +262,9 @@ async fn a_payment_needing_one_signed_approval_is_approved_by_one_signed_batch_a
         Utc::now() + Duration::hours(1),
     )
     .unwrap();
-    let body = json!({
-        "statement": batch.to_json(),
-        "key_id": key.public_key().key_id().as_str(),
-        "signature": key.sign(&batch.to_bytes()).to_text(),
-    });
+    let body = signed_batch(&batch, &alice.key);
     let response = api
-        .post(&fleet.http, &alice, "/v1/approvals/batch", &body)
+        .post(&fleet.http, &alice.token, "/v1/approvals/batch", &body)
         .await;
     let status = response.status();
     let answer: Value = response.json().await.unwrap();
