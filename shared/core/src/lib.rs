@@ -21,6 +21,7 @@ pub mod currency;
 pub mod directory_wait;
 pub mod dispute;
 pub mod doorbell;
+pub mod event_error;
 pub mod events;
 pub mod evidence;
 pub mod execute;

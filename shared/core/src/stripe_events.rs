@@ -32,6 +32,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::event_error::EventError;
 use crate::lookup::Found;
 use crate::stripe::charge::read_payment_intent;
 use crate::stripe::transfer::read_transfer;
@@ -75,30 +76,19 @@ impl RefundReport {
     }
 }
 
-/// Why an event body cannot be read at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum StripeEventError {
-    #[error("the body is not a JSON object")]
-    NotAnObject,
-    #[error("the event has no {0}")]
-    Missing(&'static str),
-    #[error("the event's {0} has the wrong type or size")]
-    Invalid(&'static str),
-}
-
 /// The refunds a verified Stripe event reports; never empty.
-pub fn refund_reports(event: &Value) -> Result<Vec<RefundReport>, StripeEventError> {
-    let event = event.as_object().ok_or(StripeEventError::NotAnObject)?;
-    let id = text(event, "id")?.ok_or(StripeEventError::Missing("id"))?;
+pub fn refund_reports(event: &Value) -> Result<Vec<RefundReport>, EventError> {
+    let event = event.as_object().ok_or(EventError::NotAnObject)?;
+    let id = text(event, "id")?.ok_or(EventError::Missing("id"))?;
     if !id.starts_with("evt_") {
-        return Err(StripeEventError::Invalid("id"));
+        return Err(EventError::Invalid("id"));
     }
-    let event_type = text(event, "type")?.ok_or(StripeEventError::Missing("type"))?;
+    let event_type = text(event, "type")?.ok_or(EventError::Missing("type"))?;
     let object = event
         .get("data")
         .and_then(|d| d.get("object"))
         .and_then(Value::as_object)
-        .ok_or(StripeEventError::Missing("data.object"))?;
+        .ok_or(EventError::Missing("data.object"))?;
     match event_type {
         "refund.created" | "refund.updated" | "refund.failed" => {
             Ok(vec![report(id, event_type, object)?])
@@ -114,9 +104,9 @@ pub fn refund_reports(event: &Value) -> Result<Vec<RefundReport>, StripeEventErr
             for refund in refunds {
                 let refund = refund
                     .as_object()
-                    .ok_or(StripeEventError::Invalid("refunds.data"))?;
+                    .ok_or(EventError::Invalid("refunds.data"))?;
                 let refund_id =
-                    text(refund, "id")?.ok_or(StripeEventError::Missing("refunds.data.id"))?;
+                    text(refund, "id")?.ok_or(EventError::Missing("refunds.data.id"))?;
                 reports.push(report(&format!("{id}:{refund_id}"), event_type, refund)?);
             }
             if reports.is_empty() {
@@ -140,14 +130,14 @@ fn transfer_report(
     event_id: &str,
     event_type: &str,
     transfer: &Map<String, Value>,
-) -> Result<RefundReport, StripeEventError> {
+) -> Result<RefundReport, EventError> {
     let value = Value::Object(transfer.clone());
     if read_transfer(&value).is_none() {
         return Ok(RefundReport::ignored(event_id, event_type));
     }
     let amount_minor = match transfer.get("amount") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_i64().ok_or(StripeEventError::Invalid("amount"))?),
+        Some(v) => Some(v.as_i64().ok_or(EventError::Invalid("amount"))?),
     };
     Ok(RefundReport {
         event_id: event_id.to_owned(),
@@ -166,7 +156,7 @@ fn payment_intent_report(
     event_id: &str,
     event_type: &str,
     intent: &Map<String, Value>,
-) -> Result<RefundReport, StripeEventError> {
+) -> Result<RefundReport, EventError> {
     let value = Value::Object(intent.clone());
     let (status, failure_code) = match read_payment_intent(&value) {
         Some(Found::Succeeded { .. }) => ("succeeded", None),
@@ -176,7 +166,7 @@ fn payment_intent_report(
     };
     let amount_minor = match intent.get("amount") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_i64().ok_or(StripeEventError::Invalid("amount"))?),
+        Some(v) => Some(v.as_i64().ok_or(EventError::Invalid("amount"))?),
     };
     Ok(RefundReport {
         event_id: event_id.to_owned(),
@@ -195,7 +185,7 @@ fn report(
     event_id: &str,
     event_type: &str,
     refund: &Map<String, Value>,
-) -> Result<RefundReport, StripeEventError> {
+) -> Result<RefundReport, EventError> {
     let value = Value::Object(refund.clone());
     let (normalised, failure_code) = match read_refund(&value) {
         Some(Found::Succeeded { .. }) => ("refund.succeeded".to_owned(), None),
@@ -206,7 +196,7 @@ fn report(
     };
     let amount_minor = match refund.get("amount") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_i64().ok_or(StripeEventError::Invalid("amount"))?),
+        Some(v) => Some(v.as_i64().ok_or(EventError::Invalid("amount"))?),
     };
     Ok(RefundReport {
         event_id: event_id.to_owned(),
@@ -224,13 +214,13 @@ fn report(
 fn text<'a>(
     object: &'a Map<String, Value>,
     name: &'static str,
-) -> Result<Option<&'a str>, StripeEventError> {
+) -> Result<Option<&'a str>, EventError> {
     match object.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_FIELD_CHARS => {
             Ok(Some(s))
         }
-        Some(_) => Err(StripeEventError::Invalid(name)),
+        Some(_) => Err(EventError::Invalid(name)),
     }
 }
 
@@ -399,25 +389,25 @@ mod tests {
     fn bodies_that_are_not_events_are_refused() {
         assert_eq!(
             refund_reports(&json!([1])).unwrap_err(),
-            StripeEventError::NotAnObject
+            EventError::NotAnObject
         );
         assert_eq!(
             refund_reports(&json!({"type": "refund.updated"})).unwrap_err(),
-            StripeEventError::Missing("id")
+            EventError::Missing("id")
         );
         assert_eq!(
             refund_reports(&json!({"id": "x_1", "type": "refund.updated"})).unwrap_err(),
-            StripeEventError::Invalid("id")
+            EventError::Invalid("id")
         );
         assert_eq!(
             refund_reports(&json!({"id": "evt_1", "type": "refund.updated"})).unwrap_err(),
-            StripeEventError::Missing("data.object")
+            EventError::Missing("data.object")
         );
         let mut bad = refund("re_1", "succeeded");
         bad["amount"] = json!("12");
         assert_eq!(
             refund_reports(&event("evt_1", "refund.updated", bad)).unwrap_err(),
-            StripeEventError::Invalid("amount")
+            EventError::Invalid("amount")
         );
     }
 }

@@ -2,6 +2,7 @@
 //! its type, the normalised fields of `data.object` that link and settle an operation, and
 //! the hash of the whole event. Parsed once here; the store trusts the typed result.
 
+pub use fleet_core::event_error::EventError;
 use fleet_core::{hash_value, ProviderName};
 use fleet_store::{EventKind, ReportedObject, WebhookEvent};
 use serde_json::{Map, Value};
@@ -10,28 +11,6 @@ use crate::envelope::Verified;
 
 /// Longest type or object field kept (ids, references, codes are far shorter).
 const MAX_FIELD_CHARS: usize = 255;
-
-/// Why a verified body cannot be used: its dead-letter reason (the signed bytes stay in
-/// the dead-letter queue for an operator).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum EventError {
-    #[error("the body is not a JSON object")]
-    NotAnObject,
-    #[error("the event has no {0}")]
-    Missing(&'static str),
-    #[error("the event's {0} has the wrong type or size")]
-    Invalid(&'static str),
-}
-
-impl EventError {
-    pub fn reason(self) -> &'static str {
-        match self {
-            EventError::NotAnObject => "malformed_event",
-            EventError::Missing(_) => "missing_field",
-            EventError::Invalid(_) => "invalid_field",
-        }
-    }
-}
 
 /// Only a [`Verified`] delivery is read: nothing unsigned reaches the store. `provider`
 /// is the one its envelope named, known to accept webhooks.

@@ -139,8 +139,25 @@ async fn receive(
     if let Err(rejection) = signature::verify(&state.secrets, &signed, &body, unix_now()) {
         return rejected(provider, rejection);
     }
+    let event_id = Some(signed.id);
+    publish(&state, provider, "webhook", event_id, || {
+        Envelope::new(provider, (&signed).into(), Utc::now(), &body)
+    })
+    .await
+}
+
+/// Publishes a verified delivery with confirm, holding a request slot until the answer
+/// (the envelope lives that long): 204 once the broker confirmed it; 503 when no slot
+/// freed up within the body timeout, or the broker did not confirm. `what` names the
+/// delivery in the logs.
+async fn publish(
+    state: &ReceiverState,
+    provider: &'static str,
+    what: &str,
+    event_id: Option<&str>,
+    envelope: impl FnOnce() -> Envelope,
+) -> Response {
     let deadline = Instant::now() + state.limits.body.total;
-    // Held until the answer: the envelope lives that long.
     let Some(_turn) = state.turns.take_by(deadline).await else {
         warn!(
             provider,
@@ -149,14 +166,13 @@ async fn receive(
         count(provider, "receiver_busy");
         return unavailable("receiver_busy");
     };
-    let envelope = Envelope::new(provider, (&signed).into(), Utc::now(), &body);
-    match state.publisher.publish(&envelope.to_bytes()).await {
+    match state.publisher.publish(&envelope().to_bytes()).await {
         Ok(()) => {
-            info!(provider, event_id = signed.id, "webhook accepted");
+            info!(provider, event_id, "{what} accepted");
             StatusCode::NO_CONTENT.into_response()
         }
         Err(e) => {
-            warn!(provider, event_id = signed.id, error = %e, "broker did not confirm the webhook; answering 503");
+            warn!(provider, event_id, error = %e, "broker did not confirm the {what}; answering 503");
             count(provider, "broker_unavailable");
             unavailable("broker_unavailable")
         }
@@ -197,29 +213,12 @@ async fn receive_stripe(
     {
         return stripe_rejected(rejection);
     }
-    let deadline = Instant::now() + state.limits.body.total;
-    let Some(_turn) = state.turns.take_by(deadline).await else {
-        warn!(
-            provider,
-            "webhook receiver busy: every request slot is taken; answering 503"
-        );
-        count(provider, "receiver_busy");
-        return unavailable("receiver_busy");
-    };
     // Verified: the header is visible ASCII.
     let header = String::from_utf8_lossy(&signature);
-    let envelope = Envelope::stripe(&header, Utc::now(), &body);
-    match state.publisher.publish(&envelope.to_bytes()).await {
-        Ok(()) => {
-            info!(provider, "Stripe webhook accepted");
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(e) => {
-            warn!(provider, error = %e, "broker did not confirm the Stripe webhook; answering 503");
-            count(provider, "broker_unavailable");
-            unavailable("broker_unavailable")
-        }
-    }
+    publish(&state, provider, "Stripe webhook", None, || {
+        Envelope::stripe(&header, Utc::now(), &body)
+    })
+    .await
 }
 
 /// Every refusal of a Stripe delivery is 400, counted as the others are.

@@ -3,23 +3,13 @@
 //! linked by the refund's `metadata[fleet_operation]` (the operation's key) or else its
 //! `re_…` id, exactly as the reference provider's events link.
 
-use fleet_core::stripe_events::{refund_reports, StripeEventError};
+use fleet_core::stripe_events::refund_reports;
 use fleet_core::{hash_value, ProviderName};
 use fleet_store::{ReportedObject, WebhookEvent};
 use serde_json::Value;
 
 use crate::envelope::VerifiedStripe;
 use crate::event::EventError;
-
-impl From<StripeEventError> for EventError {
-    fn from(e: StripeEventError) -> EventError {
-        match e {
-            StripeEventError::NotAnObject => EventError::NotAnObject,
-            StripeEventError::Missing(field) => EventError::Missing(field),
-            StripeEventError::Invalid(field) => EventError::Invalid(field),
-        }
-    }
-}
 
 /// The connected account a verified event comes from (its top-level `account`); `None`:
 /// the platform's own event, or a body that is no event (refused by [`parse_stripe_event`]).
