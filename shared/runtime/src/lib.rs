@@ -43,7 +43,7 @@ pub use policies::{load_policies, PolicyArgs, PolicyLoadError};
 pub use provider_settings::{ProviderArgs, ProviderRateArgs, ProviderSettings};
 pub use prune::prune_in_batches;
 pub use readiness::{Readiness, ReadinessReport, SyncCheck};
-pub use redact::{RedactedUrl, Secret};
+pub use redact::{OptionalSecret, RedactedUrl, Secret};
 pub use settings::{admin_addrs, undocumented_arguments, AmqpTopology, CommonArgs};
 pub use shutdown::shutdown_token;
 pub use telemetry::{init_tracing, init_tracing_with_default, init_worker_tracing, LogFormat};

@@ -56,6 +56,27 @@ impl<T> fmt::Display for Secret<T> {
     }
 }
 
+/// A secret setting that may be left unset, written `#[arg(long, env = "…",
+/// optional_secret = true)]` with this trait in scope: unset, it is empty; `--help` shows
+/// neither its value from the environment nor its (empty) default.
+pub trait OptionalSecret {
+    fn optional_secret(self, on: bool) -> Self;
+}
+
+impl OptionalSecret for clap::Arg {
+    fn optional_secret(self, on: bool) -> clap::Arg {
+        if !on {
+            return self;
+        }
+        // clap's derive takes a field with no `default_value` of its own for a required
+        // one: the empty default makes it optional.
+        self.required(false)
+            .hide_env_values(true)
+            .hide_default_value(true)
+            .default_value("")
+    }
+}
+
 /// A connection URL (Postgres, AMQP, …) that prints as
 /// `scheme://user:[redacted]@host:port/path?sslmode=require&password=[redacted]`.
 ///

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use fleet_core::stripe::accounts::{AccountsError, ConnectedAccounts};
-use fleet_runtime::{BodyPace, ConnectionLimits, Secret};
+use fleet_runtime::{BodyPace, ConnectionLimits, OptionalSecret, Secret};
 use fleet_store::MIN_WEBHOOK_RETENTION_S;
 
 use crate::limits::{RequestLimits, MAX_HEAD_BYTES};
@@ -69,13 +69,7 @@ pub struct WebhookSettings {
 
     /// Signing secrets, comma-separated `whsec_<base64>`, newest first (never printed).
     /// Required by the receiver and by the consumer, which verifies every event again.
-    #[arg(
-        long,
-        env = "WEBHOOK_SECRETS",
-        hide_env_values = true,
-        hide_default_value = true,
-        default_value = ""
-    )]
+    #[arg(long, env = "WEBHOOK_SECRETS", optional_secret = true)]
     pub webhook_secrets: Secret<String>,
 
     /// How the payments provider is spoken (`reference` or `stripe`); `stripe` serves
@@ -87,13 +81,7 @@ pub struct WebhookSettings {
     /// the endpoints delivering here separated by commas (the platform's endpoint and the
     /// Connect endpoint sign with their own); required when PAYMENTS_PROVIDER=stripe,
     /// refused otherwise.
-    #[arg(
-        long,
-        env = "PAYMENTS_WEBHOOK_SECRET",
-        hide_env_values = true,
-        hide_default_value = true,
-        default_value = ""
-    )]
+    #[arg(long, env = "PAYMENTS_WEBHOOK_SECRET", optional_secret = true)]
     pub payments_webhook_secret: Secret<String>,
 
     /// The tenants with a Stripe connected account of their own, `tenant=acct_…,…` (the

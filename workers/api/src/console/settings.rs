@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 
 use clap::Args;
-use fleet_runtime::Secret;
+use fleet_runtime::{OptionalSecret, Secret};
 use openidconnect::core::CoreJwsSigningAlgorithm;
 use openidconnect::url::{Host, Url};
 
@@ -31,13 +31,7 @@ pub struct ConsoleSettings {
     pub oidc_client_id: String,
 
     /// The console's client secret at the issuer (never printed).
-    #[arg(
-        long,
-        env = "OIDC_CLIENT_SECRET",
-        hide_env_values = true,
-        hide_default_value = true,
-        default_value = ""
-    )]
+    #[arg(long, env = "OIDC_CLIENT_SECRET", optional_secret = true)]
     pub oidc_client_secret: Secret<String>,
 
     /// The ID-token claim that names a person's role (agent, approver, operator, admin).
