@@ -29,6 +29,15 @@ mod stripe_proxy;
 mod wait;
 mod webhooks;
 
+pub mod driven_answers;
+pub mod refused_start;
+pub mod sim_faults;
+pub mod slow_client;
+pub mod status_guard;
+pub mod stripe_events;
+pub mod stripe_fleet;
+pub mod succeeded_count;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

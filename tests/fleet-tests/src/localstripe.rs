@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
+use fleetctl::stripe_forms;
 use serde_json::Value;
 
 use crate::eventually;
@@ -123,27 +124,53 @@ impl Localstripe {
         body
     }
 
-    /// A customer paid `amount_minor` of `currency` with the test card: the id of the
-    /// confirmed, succeeded PaymentIntent (something to refund).
-    pub async fn paid_intent(&self, amount_minor: i64, currency: &str) -> String {
+    /// A new customer (`buyer@example.com`): its id.
+    pub async fn customer(&self) -> String {
         let customer = self
             .post("/v1/customers", &[("email", "buyer@example.com")])
             .await;
-        let customer = customer["id"].as_str().expect("a customer id");
+        customer["id"].as_str().expect("a customer id").to_owned()
+    }
+
+    /// A customer paid `amount_minor` of `currency` with the test card: the id of the
+    /// confirmed, succeeded PaymentIntent (something to refund).
+    pub async fn paid_intent(&self, amount_minor: i64, currency: &str) -> String {
+        let intent = self.paid_intent_with(amount_minor, currency, &[]).await;
+        intent["id"]
+            .as_str()
+            .expect("a PaymentIntent id")
+            .to_owned()
+    }
+
+    /// [`Localstripe::paid_intent`] with `metadata` (`metadata[…]` fields) too: the
+    /// PaymentIntent.
+    pub async fn paid_intent_with(
+        &self,
+        amount_minor: i64,
+        currency: &str,
+        metadata: &[(&str, &str)],
+    ) -> Value {
+        let customer = self.customer().await;
         let amount = amount_minor.to_string();
-        let intent = self
-            .post(
-                "/v1/payment_intents",
-                &[
-                    ("amount", &amount),
-                    ("currency", currency),
-                    ("customer", customer),
-                    ("payment_method", "pm_card_visa"),
-                    ("confirm", "true"),
-                ],
-            )
-            .await;
+        let mut form =
+            stripe_forms::paid_intent(&amount, currency, &customer, "pm_card_visa").to_vec();
+        form.extend_from_slice(metadata);
+        let intent = self.post("/v1/payment_intents", &form).await;
         assert_eq!(intent["status"], "succeeded", "{intent}");
+        intent
+    }
+
+    /// A new customer's PaymentIntent of `amount_minor` of `currency` that was never
+    /// confirmed (nothing paid): its id.
+    pub async fn unpaid_intent(&self, amount_minor: i64, currency: &str) -> String {
+        let customer = self.customer().await;
+        let amount = amount_minor.to_string();
+        let form = [
+            ("amount", amount.as_str()),
+            ("currency", currency),
+            ("customer", &customer),
+        ];
+        let intent = self.post("/v1/payment_intents", &form).await;
         intent["id"]
             .as_str()
             .expect("a PaymentIntent id")
@@ -198,16 +225,7 @@ impl Localstripe {
     /// A PaymentMethod for the card `number`, saved to nobody.
     pub async fn card(&self, number: &str) -> String {
         let pm = self
-            .post(
-                "/v1/payment_methods",
-                &[
-                    ("type", "card"),
-                    ("card[number]", number),
-                    ("card[exp_month]", "12"),
-                    ("card[exp_year]", "2034"),
-                    ("card[cvc]", "123"),
-                ],
-            )
+            .post("/v1/payment_methods", &stripe_forms::card(number))
             .await;
         pm["id"].as_str().expect("a PaymentMethod id").to_owned()
     }

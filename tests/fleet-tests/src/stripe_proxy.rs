@@ -282,28 +282,13 @@ async fn over_refund(upstream: &str, headers: &[(String, String)], form: &[u8]) 
     };
     let intent = field("payment_intent")?;
     let amount: i64 = field("amount")?.parse().ok()?;
-    let authorization = headers
-        .iter()
-        .find(|(n, _)| n == "authorization")
-        .map(|(_, v)| v.clone())?;
-    let http = reqwest::Client::new();
-    let get = |path: String| {
-        http.get(format!("http://{upstream}{path}"))
-            .header("authorization", &authorization)
-            .send()
-    };
-    let paid: serde_json::Value = get(format!("/v1/payment_intents/{intent}"))
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
-    let refunds: serde_json::Value = get(format!("/v1/refunds?limit=100&payment_intent={intent}"))
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
+    let upstream = Upstream::of(upstream, headers)?;
+    let paid = upstream
+        .get(&format!("/v1/payment_intents/{intent}"))
+        .await?;
+    let refunds = upstream
+        .get(&format!("/v1/refunds?limit=100&payment_intent={intent}"))
+        .await?;
     let refunded: i64 = refunds["data"]
         .as_array()?
         .iter()
@@ -344,27 +329,15 @@ async fn intents_of_customer(
     let customer = url::form_urlencoded::parse(query.as_bytes())
         .find(|(k, _)| k == "customer")
         .map(|(_, v)| v.into_owned())?;
-    let authorization = headers
-        .iter()
-        .find(|(n, _)| n == "authorization")
-        .map(|(_, v)| v.clone())?;
-    let http = reqwest::Client::new();
+    let upstream = Upstream::of(upstream, headers)?;
     let mut all = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let mut url = format!("http://{upstream}/v1/payment_intents?limit=100");
+        let mut path = "/v1/payment_intents?limit=100".to_owned();
         if let Some(after) = &after {
-            url.push_str(&format!("&starting_after={after}"));
+            path.push_str(&format!("&starting_after={after}"));
         }
-        let page: serde_json::Value = http
-            .get(url)
-            .header("authorization", &authorization)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
+        let page = upstream.get(&path).await?;
         let data = page["data"].as_array()?.clone();
         after = data
             .last()
@@ -381,4 +354,39 @@ async fn intents_of_customer(
                            "data": all})
         .to_string(),
     )
+}
+
+/// localstripe behind the proxy, asked with the authorization of the request the proxy
+/// answers in its place.
+struct Upstream<'a> {
+    addr: &'a str,
+    authorization: String,
+    http: reqwest::Client,
+}
+
+impl<'a> Upstream<'a> {
+    /// `None` when the request carries no authorization.
+    fn of(addr: &'a str, headers: &[(String, String)]) -> Option<Upstream<'a>> {
+        let authorization = headers
+            .iter()
+            .find(|(n, _)| n == "authorization")
+            .map(|(_, v)| v.clone())?;
+        Some(Upstream {
+            addr,
+            authorization,
+            http: reqwest::Client::new(),
+        })
+    }
+
+    /// `GET path`'s JSON; `None` when it cannot be read.
+    async fn get(&self, path: &str) -> Option<serde_json::Value> {
+        let answer = self
+            .http
+            .get(format!("http://{}{path}", self.addr))
+            .header("authorization", &self.authorization)
+            .send()
+            .await
+            .ok()?;
+        answer.json().await.ok()
+    }
 }

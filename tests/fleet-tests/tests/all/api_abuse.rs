@@ -12,7 +12,7 @@ use std::time::Duration;
 use fleet_core::Role;
 use fleet_tests::{alone, eventually, intent, op_of, ApiProcess, TestFleet};
 use reqwest::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
@@ -210,15 +210,7 @@ async fn half_open_connections_and_one_principals_long_polls_leave_another_tenan
         peak_rss < RSS_BOUND_KB,
         "the API's RSS reached {peak_rss} kB"
     );
-    let body: Value = client
-        .get(api.url("/v1/operations?limit=1"))
-        .bearer_auth(&calm)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, body) = api.get(&client, &calm, "/v1/operations?limit=1").await;
     assert_eq!(
         body["data"][0]["operation_id"],
         json!(calm_op),

@@ -156,18 +156,12 @@ async fn no_component_role_and_not_the_api_makes_another_tenants_approver_count(
 
 /// The (principal, void reason) of each approval of `op`, by principal.
 async fn approvals_of(fleet: &TestFleet, op: &str) -> Vec<(String, Option<String>)> {
-    fleet
-        .sql()
-        .await
-        .query(
-            "SELECT principal, voided_reason FROM approvals WHERE operation_id = $1 ORDER BY principal",
-            &[&op],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect()
+    fleet_tests::two_columns(
+        &fleet.sql().await,
+        "SELECT principal, voided_reason FROM approvals WHERE operation_id = $1 ORDER BY principal",
+        &[&op],
+    )
+    .await
 }
 
 /// The `approval_voided` history rows of `op`: (reason, the principal, back to pending).

@@ -57,6 +57,34 @@ async fn killed_at_then_finished(
     fleet.reaches(op, Status::Succeeded).await
 }
 
+/// [`killed_at_then_finished`] where the killed worker never sent: the second claim did
+/// the work, in one POST under the operation's one key, paying once.
+async fn killed_before_sending_then_finished(
+    fleet: &mut TestFleet,
+    op: &str,
+    pause: &str,
+) -> fleet_store::OperationRow {
+    let row = killed_at_then_finished(fleet, op, pause).await;
+    assert_eq!(row.fence, 2, "the second claim did the work");
+    assert_eq!(fleet.sim_posts(op).await, 1, "the killed worker never sent");
+    assert_eq!(fleet.sim_effects(op).await, 1);
+    assert_one_key(fleet, op).await;
+    row
+}
+
+/// An approved operation whose POST the provider holds `delay_ms` before it commits
+/// (whatever happens to the caller meanwhile), and an execute with a short lease that
+/// sent it: the fleet, the operation and that worker.
+async fn held_by_the_provider(delay_ms: u64) -> (TestFleet, String, fleet_tests::WorkerProcess) {
+    let (fleet, op) = approved().await;
+    fleet
+        .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": delay_ms}))
+        .await;
+    let worker = fleet.spawn_process("fleet-execute", &SHORT_LEASE);
+    fleet.provider_received(&op).await;
+    (fleet, op, worker)
+}
+
 async fn assert_one_key(fleet: &TestFleet, op: &str) {
     for r in fleet.sim_requests(Some(op)).await {
         assert_eq!(r["idempotency_key"], json!(reference(op)), "{r}");
@@ -82,16 +110,8 @@ async fn killed_after_the_claim_before_its_send_mark_is_released_not_sent_withou
     let (mut fleet, op) = approved().await;
     // reconcile: lease expiry, and the attempt's mark still says nothing was sent →
     // not_started at once, no lookup → a healthy worker sends it with the same key.
-    let row = killed_at_then_finished(&mut fleet, &op, "before_provider_call").await;
-    assert_eq!(row.fence, 2, "the second claim did the work");
+    let row = killed_before_sending_then_finished(&mut fleet, &op, "before_provider_call").await;
     assert_eq!(row.unknown_since, None, "never unknown");
-    assert_eq!(
-        fleet.sim_posts(&op).await,
-        1,
-        "the killed worker never sent"
-    );
-    assert_eq!(fleet.sim_effects(&op).await, 1);
-    assert_one_key(&fleet, &op).await;
     let events = fleet.store.events(at(&op)).await.unwrap();
     assert!(
         events
@@ -116,15 +136,7 @@ async fn killed_after_the_send_mark_before_the_call_is_proven_absent_and_retried
     // not.
     // reconcile: lease expiry → unknown → the search (after its lag) proves absence →
     // not_started → a healthy worker retries with the same key.
-    let row = killed_at_then_finished(&mut fleet, &op, "after_send_mark").await;
-    assert_eq!(row.fence, 2, "the second claim did the work");
-    assert_eq!(
-        fleet.sim_posts(&op).await,
-        1,
-        "the killed worker never sent"
-    );
-    assert_eq!(fleet.sim_effects(&op).await, 1);
-    assert_one_key(&fleet, &op).await;
+    killed_before_sending_then_finished(&mut fleet, &op, "after_send_mark").await;
     let events = fleet.store.events(at(&op)).await.unwrap();
     let absent = events
         .iter()
@@ -141,13 +153,8 @@ async fn killed_after_the_send_mark_before_the_call_is_proven_absent_and_retried
 
 #[tokio::test]
 async fn killed_while_the_provider_commits_is_found_by_lookup_with_no_second_post() {
-    let (mut fleet, op) = approved().await;
     // The provider holds the request 1 s, then commits it whatever happened to the caller.
-    fleet
-        .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 1000}))
-        .await;
-    let mut doomed = fleet.spawn_process("fleet-execute", &SHORT_LEASE);
-    fleet.provider_received(&op).await;
+    let (mut fleet, op, mut doomed) = held_by_the_provider(1_000).await;
     doomed.kill9();
     fleet.spawn_reconcile(contract(300), fast_reconcile());
     fleet.spawn_execute();
@@ -307,12 +314,7 @@ async fn two_payments_for_one_reference_are_escalated_and_none_is_chosen() {
 
 #[tokio::test]
 async fn a_paused_worker_cannot_move_the_row_its_result_lands_only_in_attempts() {
-    let (mut fleet, op) = approved().await;
-    fleet
-        .sim_fault(json!({"route": "POST /v1/payments", "kind": "delay", "delay_ms": 2500}))
-        .await;
-    let paused = fleet.spawn_process("fleet-execute", &SHORT_LEASE);
-    fleet.provider_received(&op).await;
+    let (mut fleet, op, paused) = held_by_the_provider(2_500).await;
     paused.pause();
     // Past its lease the operation becomes unknown and is settled by lookup once the
     // provider commits (2.5 s); the paused worker sleeps through all of it.

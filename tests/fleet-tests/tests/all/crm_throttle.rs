@@ -9,7 +9,9 @@
 
 use fleet_core::history::HistoryKind;
 use fleet_core::{AttemptOutcome, Reason, Status};
-use fleet_tests::{at, contract, deal_create_intent, fast_reconcile, op_of, TestFleet};
+use fleet_tests::{
+    at, contract, deal_create_intent, fast_reconcile, op_of, two_columns, TestFleet,
+};
 use serde_json::{json, Value};
 
 /// The searches a counter installed for `route` can count.
@@ -47,18 +49,12 @@ async fn create_statuses(fleet: &TestFleet, op: &str) -> Vec<Value> {
 
 /// The send marks of the operation's attempts, by fence.
 async fn send_marks(fleet: &TestFleet, op: &str) -> Vec<(i64, Option<bool>)> {
-    fleet
-        .sql()
-        .await
-        .query(
-            "SELECT fence, request_sent FROM attempts WHERE operation_id = $1 ORDER BY fence",
-            &[&op],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect()
+    two_columns(
+        &fleet.sql().await,
+        "SELECT fence, request_sent FROM attempts WHERE operation_id = $1 ORDER BY fence",
+        &[&op],
+    )
+    .await
 }
 
 /// Whether the history holds a move back to `not_started` (a released claim).

@@ -266,13 +266,7 @@ async fn an_intent_dead_lettered_while_the_directory_was_down_is_stored_by_a_rep
     let id = data[0]["id"].as_i64().unwrap();
 
     // The directory is back.
-    let r = fleet
-        .http
-        .delete(format!("{}/_sim/faults", fleet.sim.base_url))
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success());
+    fleet.clear_sim_faults().await;
     let (status, replay) = replay_as(&api, &fleet, &ops, id).await;
     assert_eq!(status, StatusCode::OK, "{replay}");
     assert_eq!(replay["outcome"], "stored", "{replay}");

@@ -317,15 +317,7 @@ async fn a_paid_payments_bundle_verifies_offline_in_rust_and_python_and_names_a_
     fleet.reaches(&op, Status::Succeeded).await;
 
     // The published keys: the current one first, the earlier one kept.
-    let keys: Value = fleet
-        .http
-        .get(api.url("/v1/evidence-keys"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let keys = fleet.get_json(&api.url("/v1/evidence-keys")).await;
     let key_id = current.public_key().key_id().as_str().to_owned();
     let listed: Vec<(Value, Value)> = keys["data"]
         .as_array()
@@ -526,15 +518,7 @@ async fn without_a_key_the_route_says_which_setting_and_an_open_key_file_stops_t
             .contains("EVIDENCE_KEY_FILE"),
         "{problem}"
     );
-    let keys: Value = fleet
-        .http
-        .get(api.url("/v1/evidence-keys"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let keys = fleet.get_json(&api.url("/v1/evidence-keys")).await;
     assert_eq!(keys, json!({"data": []}));
     let out = api.fleetctl_as(&agent, &[], &["evidence", &op]).await;
     // fleetctl's status for a 503: temporarily unavailable.

@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use fleet_core::history::HistoryKind;
 use fleet_core::state::status_moves;
 use fleet_core::{Resolution, Status};
-use fleet_store::{role_url, ApiStore, DbRole, DecisionOutcome, Resolve, RolePrefix};
+use fleet_store::{role_url, ApiStore, DbRole, DecisionOutcome, Resolve};
+use fleet_tests::status_guard::writes_status;
 use fleet_tests::{at, decider, intent, op_of, TestFleet};
 
 const MOVE: &str = "UPDATE operations SET status = $2 WHERE operation_id = $1";
@@ -33,22 +34,6 @@ async fn answer_to_move(client: &mut tokio_postgres::Client, op: &str, to: Statu
     };
     tx.rollback().await.unwrap();
     answer
-}
-
-/// Whether `role`'s login may write the status column at all (the relay may not: the
-/// database refuses it before any trigger runs).
-async fn writes_status(fleet: &TestFleet, role: DbRole) -> bool {
-    let login = role.login_name(&RolePrefix::of(&fleet.database_url).unwrap());
-    fleet
-        .sql()
-        .await
-        .query_one(
-            "SELECT has_column_privilege($1, 'operations', 'status', 'UPDATE')",
-            &[&login],
-        )
-        .await
-        .unwrap()
-        .get(0)
 }
 
 #[tokio::test]
@@ -85,10 +70,7 @@ async fn the_database_allows_exactly_the_status_moves_of_the_state_table() {
 
 #[tokio::test]
 async fn no_role_moves_a_succeeded_operation_to_any_other_status() {
-    let mut fleet = TestFleet::with_prepare().await;
-    fleet.spawn_execute();
-    let op = fleet.submit_and_approve(&intent()).await;
-    fleet.reaches(&op, Status::Succeeded).await;
+    let (fleet, op) = TestFleet::with_a_paid_payment().await;
     let mut wrong = Vec::new();
     for role in DbRole::ALL {
         let expected = if writes_status(&fleet, role).await {

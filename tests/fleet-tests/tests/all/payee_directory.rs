@@ -27,7 +27,9 @@ fn spawn_prepare(fleet: &TestFleet, env: &[(&str, &str)]) -> WorkerProcess {
     fleet.spawn_process("fleet-prepare", &all)
 }
 
-/// The directory answers `status` to the next `times` lookups.
+/// The directory answers `status` to the next `times` lookups. The simulator logs creates,
+/// not lookups: what is left of them ([`TestFleet::sim_faults_left`]) tells how many
+/// lookups were made.
 async fn directory_fails(fleet: &TestFleet, status: u16, times: u32) {
     fleet
         .sim_fault(json!({"route": LOOKUP_ROUTE, "kind": "error_before_commit",
@@ -35,21 +37,15 @@ async fn directory_fails(fleet: &TestFleet, status: u16, times: u32) {
         .await;
 }
 
-/// How many of the directory's failures injected by [`directory_fails`] are still to
-/// come (the simulator logs creates, not lookups: a fault that fired was a lookup).
-async fn failures_left(fleet: &TestFleet) -> u64 {
-    let listed: Value = fleet
-        .http
-        .get(format!("{}/_sim/faults", fleet.sim.base_url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    listed["data"].as_array().map_or(0, |rules| {
-        rules.iter().filter_map(|r| r["times"].as_u64()).sum()
+/// The operation of `intent` once prepare stored it, parked as it may be for the
+/// directory meanwhile.
+async fn stored_within_a_minute(fleet: &TestFleet, intent: &Value) -> fleet_store::OperationRow {
+    let op = op_of(intent);
+    eventually_within(Duration::from_secs(60), "the intent to be stored", || {
+        let op = &op;
+        async move { fleet.stored(op).await }
     })
+    .await
 }
 
 #[tokio::test]
@@ -61,15 +57,10 @@ async fn a_directory_answering_503_for_a_while_then_200_stores_the_intent_from_t
     directory_fails(&fleet, 503, 7).await;
     let i = intent();
     fleet.submit(&i).await;
-    let row = eventually_within(Duration::from_secs(60), "the intent to be stored", || {
-        let fleet = &fleet;
-        let op = op_of(&i);
-        async move { fleet.stored(&op).await }
-    })
-    .await;
+    let row = stored_within_a_minute(&fleet, &i).await;
     assert_eq!(row.payee.expect("evidence")["status"], "found");
     assert_eq!(
-        failures_left(&fleet).await,
+        fleet.sim_faults_left().await,
         0,
         "every 503 was answered first"
     );
@@ -87,7 +78,7 @@ async fn a_parked_intent_does_not_hold_up_the_others_and_a_429_is_no_refusal_eit
     let first = intent();
     fleet.submit(&first).await;
     eventually_within(Duration::from_secs(20), "three 429s answered", || async {
-        (failures_left(&fleet).await == 0).then_some(())
+        (fleet.sim_faults_left().await == 0).then_some(())
     })
     .await;
     let second = intent();
@@ -109,23 +100,13 @@ async fn an_intent_parked_for_the_directory_survives_a_restart_of_prepare() {
     eventually_within(
         Duration::from_secs(20),
         "the intent to be parked",
-        || async { (100_000 - failures_left(&fleet).await >= 4).then_some(()) },
+        || async { (100_000 - fleet.sim_faults_left().await >= 4).then_some(()) },
     )
     .await;
     prepare.kill9();
-    fleet
-        .http
-        .delete(format!("{}/_sim/faults", fleet.sim.base_url))
-        .send()
-        .await
-        .unwrap();
+    fleet.clear_sim_faults().await;
     let _again = spawn_prepare(&fleet, &[]);
-    let op = op_of(&i);
-    eventually_within(Duration::from_secs(60), "the intent to be stored", || {
-        let (fleet, op) = (&fleet, &op);
-        async move { fleet.stored(op).await }
-    })
-    .await;
+    stored_within_a_minute(&fleet, &i).await;
     assert!(fleet.dead_letters(Queue::IntentsPrepare).await.is_empty());
     fleet.stop().await;
 }
@@ -155,7 +136,7 @@ async fn past_the_deadline_the_intent_is_dead_lettered_payee_directory_unreachab
         started.elapsed()
     );
     // Parked, not spun: a handful of looks (three tries each) in the deadline.
-    let tries = 100_000 - failures_left(&fleet).await;
+    let tries = 100_000 - fleet.sim_faults_left().await;
     assert!((6..=30).contains(&tries), "{tries} lookups");
     // Counted, for the alert.
     let metrics = prepare_metrics(&fleet, &prepare).await;
@@ -207,12 +188,7 @@ async fn the_api_answers_503_with_retry_after_while_the_directory_is_down_and_st
     assert!(fleet.stored(&op_of(&i)).await.is_none(), "nothing stored");
 
     // The directory is back: the same intent is taken.
-    fleet
-        .http
-        .delete(format!("{}/_sim/faults", fleet.sim.base_url))
-        .send()
-        .await
-        .unwrap();
+    fleet.clear_sim_faults().await;
     api.submitted(&fleet.http, &agent, &i).await;
     assert!(fleet.stored(&op_of(&i)).await.is_some());
     fleet.stop().await;
@@ -301,19 +277,7 @@ async fn under_a_provider_limit_intake_and_execute_share_one_schedule_and_refuse
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    let n = PAYMENTS as i64;
-    eventually_within(
-        Duration::from_secs(180),
-        "every payment to succeed",
-        || async {
-            (fleet
-                .count("SELECT count(*) FROM operations WHERE status = 'succeeded'")
-                .await
-                == n)
-                .then_some(())
-        },
-    )
-    .await;
+    fleet.all_succeed(PAYMENTS, Duration::from_secs(180)).await;
     let elapsed = started.elapsed();
 
     let mut refused = 0;

@@ -371,21 +371,7 @@ async fn a_redelivered_intent_is_a_no_op_even_once_its_payee_cannot_be_looked_up
     let before = fleet.row(&op).await;
     fleet.submit(&i).await;
     eventually("the redelivery's lookups to fail", || async {
-        let faults: Value = fleet
-            .http
-            .get(format!("{}/_sim/faults", fleet.sim.base_url))
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        let left: u64 = faults["data"]
-            .as_array()?
-            .iter()
-            .filter_map(|r| r["times"].as_u64())
-            .sum();
-        (left == 0).then_some(())
+        (fleet.sim_faults_left().await == 0).then_some(())
     })
     .await;
     // A message sent after it, to know the redelivery was handled when this one is.

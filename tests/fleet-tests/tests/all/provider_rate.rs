@@ -17,7 +17,7 @@ use fleet_core::throttle::BACKOFF;
 use fleet_core::Status;
 use fleet_execute::ExecuteSettings;
 use fleet_store::{DbRole, RolePrefix};
-use fleet_tests::{alone, at, eventually, eventually_within, hash_of, intent, op_of, TestFleet};
+use fleet_tests::{alone, at, eventually, hash_of, intent, op_of, TestFleet};
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
@@ -78,19 +78,7 @@ async fn run_paced(fleet: &TestFleet, ops: &[String], fleet_rate: &str) -> (usiz
         fleet.spawn_process("fleet-execute", &env),
         fleet.spawn_process("fleet-execute", &env),
     ];
-    let n = ops.len() as i64;
-    eventually_within(
-        Duration::from_secs(120),
-        "every payment to succeed",
-        || async {
-            (fleet
-                .count("SELECT count(*) FROM operations WHERE status = 'succeeded'")
-                .await
-                == n)
-                .then_some(())
-        },
-    )
-    .await;
+    fleet.all_succeed(ops.len(), Duration::from_secs(120)).await;
     let elapsed = started.elapsed();
 
     let seen = seen(fleet).await;
@@ -109,7 +97,7 @@ async fn run_paced(fleet: &TestFleet, ops: &[String], fleet_rate: &str) -> (usiz
     );
     assert_eq!(
         fleet.count("SELECT count(*) FROM attempts").await,
-        n,
+        ops.len() as i64,
         "one claim, one attempt, per payment"
     );
     (seen.refused, elapsed)

@@ -3,7 +3,7 @@
 //! unpublished event (however old), a recent one, the operation, its history, approval
 //! and attempt stay, since they are what an audit reads.
 
-use fleet_tests::{at, hash_of, intent, TestFleet};
+use fleet_tests::{at, hash_of, intent, two_columns, TestFleet};
 
 /// Rows of each table the audit reads, for `op`.
 async fn audit_rows(sql: &tokio_postgres::Client, op: &str) -> (i64, i64, i64, i64) {
@@ -21,15 +21,12 @@ async fn audit_rows(sql: &tokio_postgres::Client, op: &str) -> (i64, i64, i64, i
 
 /// The outbox rows of `op`: (sequence, published).
 async fn outbox(sql: &tokio_postgres::Client, op: &str) -> Vec<(i32, bool)> {
-    sql.query(
+    two_columns(
+        sql,
         "SELECT sequence, published_at IS NOT NULL FROM operation_outbox WHERE operation_id = $1 ORDER BY sequence",
         &[&op],
     )
     .await
-    .unwrap()
-    .iter()
-    .map(|r| (r.get(0), r.get(1)))
-    .collect()
 }
 
 #[tokio::test]

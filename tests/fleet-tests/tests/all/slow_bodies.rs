@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_core::Role;
+use fleet_tests::slow_client::{trickle, Cut};
 use fleet_tests::{
     alone, free_addr, hash_of, intent, no_redirects, op_of, session_of, ApiProcess, SignedDelivery,
     TestFleet, WEBHOOK_SECRET,
@@ -18,10 +19,8 @@ use fleet_tests::{
 use reqwest::header::COOKIE;
 use reqwest::StatusCode;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::task::JoinSet;
-use tokio::time::{sleep, timeout, Instant};
+use tokio::time::{sleep, Instant};
 
 const TENANT: &str = "org_482";
 const OTHER_TENANT: &str = "org_999";
@@ -54,50 +53,20 @@ fn env_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
-/// How the server ended one slow connection.
-#[derive(Debug, Clone, Copy)]
-struct Cut {
-    status: Option<u16>,
-    held: Duration,
-}
-
 /// Opens a connection, sends `head` (which announces a body), then a byte of the body
 /// every [`TRICKLE`] until the server closes the connection; says how and when it did,
 /// and counts it in `closed`.
 async fn hold(addr: String, head: String, closed: Arc<AtomicUsize>) -> Cut {
-    let mut stream = TcpStream::connect(&addr).await.expect("connect");
-    let started = Instant::now();
-    let (mut reader, mut writer) = stream.split();
-    writer.write_all(head.as_bytes()).await.expect("the head");
-    let (mut answer, mut buf, mut writing) = (Vec::new(), [0u8; 1024], true);
-    let ended = timeout(CONNECTION_GUARD, async {
-        loop {
-            tokio::select! {
-                read = reader.read(&mut buf) => match read {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => answer.extend_from_slice(&buf[..n]),
-                },
-                () = sleep(TRICKLE), if writing => {
-                    writing = writer.write_all(b" ").await.is_ok();
-                }
-            }
-        }
-    })
+    let cut = trickle(
+        &addr,
+        head.as_bytes(),
+        b" ",
+        Some(TRICKLE),
+        CONNECTION_GUARD,
+    )
     .await;
     closed.fetch_add(1, Ordering::Relaxed);
-    assert!(
-        ended.is_ok(),
-        "a slow connection was held for {CONNECTION_GUARD:?}"
-    );
-    let status = std::str::from_utf8(&answer)
-        .ok()
-        .and_then(|a| a.strip_prefix("HTTP/1.1 "))
-        .and_then(|a| a.get(..3))
-        .and_then(|s| s.parse().ok());
-    Cut {
-        status,
-        held: started.elapsed(),
-    }
+    cut.unwrap_or_else(|| panic!("a slow connection was held for {CONNECTION_GUARD:?}"))
 }
 
 /// A POST head to `path` with `headers`, announcing a body of 200 bytes.

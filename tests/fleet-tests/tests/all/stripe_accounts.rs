@@ -11,12 +11,9 @@
 
 use fleet_core::Status;
 use fleet_provider_sim::stripe::{StripeFault, StripeSim, StripeSimConfig, STRIPE_SIM_KEY};
-use fleet_tests::{
-    charge_intent, free_addr, hash_of, now_s, refund_intent, TestFleet, WorkerProcess, TENANT,
-    WEBHOOK_SECRET,
-};
-use fleet_webhook_ingest::stripe_signature::sign;
-use fleet_webhook_ingest::StripeSecret;
+use fleet_tests::stripe_events::stripe_event;
+use fleet_tests::stripe_fleet::stripe_settings;
+use fleet_tests::{charge_intent, hash_of, refund_intent, TestFleet, WorkerProcess, TENANT};
 use serde_json::{json, Value};
 
 /// [`TENANT`]'s connected account.
@@ -74,10 +71,6 @@ impl AccountFleet {
             .spawn_process(binary, &settings(&self.stripe.base_url))
     }
 
-    async fn key_of(&self, op: &str) -> String {
-        self.fleet.row(op).await.idempotency_key.as_str().to_owned()
-    }
-
     /// The objects of `held` carrying `key` (`metadata[fleet_operation]`).
     fn carrying(held: Vec<Value>, key: &str) -> Vec<Value> {
         held.into_iter()
@@ -102,19 +95,11 @@ impl AccountFleet {
 /// The settings that make the payments provider Stripe at the simulator at `base_url`,
 /// the tenants' accounts given.
 fn settings(base_url: &str) -> Vec<(&str, &str)> {
-    vec![
-        ("PAYMENTS_PROVIDER", "stripe"),
-        ("PAYMENTS_URL", base_url),
-        ("PAYMENTS_API_KEY", STRIPE_SIM_KEY),
-        ("PAYMENTS_STRIPE_ACCOUNTS", ACCOUNTS),
-        // The simulator's search has no lag.
-        ("PAYMENTS_SEARCH_LAG_MS", "0"),
-        ("PAYMENTS_TIMEOUT_MS", "1500"),
-        ("LEASE_TTL_MS", "1500"),
-        ("SWEEP_INTERVAL_MS", "100"),
-        ("LOOKUP_RECHECK_MS", "200"),
-        ("UNSTARTED_REDRIVE_MS", "500"),
-    ]
+    stripe_settings(
+        base_url,
+        STRIPE_SIM_KEY,
+        &[("PAYMENTS_STRIPE_ACCOUNTS", ACCOUNTS)],
+    )
 }
 
 /// `intent` for `tenant`.
@@ -136,7 +121,7 @@ async fn a_tenants_charge_and_refund_are_made_inside_its_account_and_no_other_te
     assert_eq!(payee["account"]["masked"], "Visa •••• 4242");
     let _execute = s.spawn("fleet-execute");
     let row = s.fleet.reaches(&charge, Status::Succeeded).await;
-    let key = s.key_of(&charge).await;
+    let key = s.fleet.key_of(&charge).await;
     let intents = AccountFleet::carrying(s.stripe.payment_intents_in(Some(ACME)), &key);
     assert_eq!(
         intents.len(),
@@ -173,7 +158,7 @@ async fn a_tenants_charge_and_refund_are_made_inside_its_account_and_no_other_te
     let rung = s.fleet.approve(&refund, &hash_of(&proposed)).await;
     assert_eq!(rung, Ok(true), "approved, execute rung");
     let row = s.fleet.reaches(&refund, Status::Succeeded).await;
-    let key = s.key_of(&refund).await;
+    let key = s.fleet.key_of(&refund).await;
     let refunds = AccountFleet::carrying(s.stripe.refunds_in(Some(ACME)), &key);
     assert_eq!(refunds.len(), 1, "one refund, in the account: {refunds:?}");
     assert_eq!(row.external_id.as_deref(), refunds[0]["id"].as_str());
@@ -218,7 +203,7 @@ async fn a_charge_whose_answer_was_lost_is_found_by_reconcile_inside_the_account
     s.fleet.reaches(&op, Status::Unknown).await;
     let _reconcile = s.spawn("fleet-reconcile");
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
-    let key = s.key_of(&op).await;
+    let key = s.fleet.key_of(&op).await;
     let intents = AccountFleet::carrying(s.stripe.payment_intents_in(Some(ACME)), &key);
     assert_eq!(intents.len(), 1, "{intents:?}");
     assert_eq!(row.external_id.as_deref(), intents[0]["id"].as_str());
@@ -244,51 +229,31 @@ async fn an_event_of_another_account_changes_nothing_and_the_same_from_the_tenan
     s.stripe.arm(StripeFault::DropAnswer);
     let _execute = s.spawn("fleet-execute");
     s.fleet.reaches(&op, Status::Unknown).await;
-    let key = s.key_of(&op).await;
+    let key = s.fleet.key_of(&op).await;
     let intents = AccountFleet::carrying(s.stripe.payment_intents_in(Some(ACME)), &key);
     assert_eq!(intents.len(), 1, "{intents:?}");
     let intent = &intents[0];
     assert_eq!(intent["status"], "succeeded");
 
-    let addr = free_addr();
-    let ingest = s.fleet.spawn_process(
-        "fleet-webhook-ingest",
-        &[
-            ("WEBHOOK_SECRETS", WEBHOOK_SECRET),
-            ("WEBHOOK_ADDR", addr.as_str()),
-            ("PAYMENTS_PROVIDER", "stripe"),
-            (
-                "PAYMENTS_WEBHOOK_SECRET",
-                &format!("{PLATFORM_SECRET},{CONNECT_SECRET}"),
-            ),
-            ("PAYMENTS_STRIPE_ACCOUNTS", ACCOUNTS),
-        ],
-    );
-    ingest.wait_for_log("consumer subscribed").await;
+    let secrets = format!("{PLATFORM_SECRET},{CONNECT_SECRET}");
+    let receiver = s
+        .fleet
+        .stripe_receiver(&secrets, &[("PAYMENTS_STRIPE_ACCOUNTS", ACCOUNTS)])
+        .await;
+    let receiver = &receiver;
     // A Connect event names the account it comes from and is signed by the Connect
     // endpoint; the platform's own names none and is signed by the platform's endpoint.
     let deliver = |id: &str, account: Option<&str>| {
-        let mut event = json!({"id": id, "object": "event", "type": "payment_intent.succeeded",
-            "api_version": "2024-06-20", "created": now_s(), "livemode": false,
-            "data": {"object": intent}});
-        if let Some(account) = account {
-            event["account"] = json!(account);
-        }
-        let body = serde_json::to_vec(&event).unwrap();
-        let secret = if account.is_some() {
-            CONNECT_SECRET
-        } else {
-            PLATFORM_SECRET
+        let mut event = stripe_event(id, "payment_intent.succeeded", intent);
+        event["livemode"] = json!(false);
+        let secret = match account {
+            Some(account) => {
+                event["account"] = json!(account);
+                CONNECT_SECRET
+            }
+            None => PLATFORM_SECRET,
         };
-        let signature = sign(&StripeSecret::parse(secret).unwrap(), now_s(), &body);
-        let request = s
-            .fleet
-            .http
-            .post(format!("http://{addr}/webhooks/stripe"))
-            .header("content-type", "application/json")
-            .header("Stripe-Signature", signature)
-            .body(body);
-        async move { request.send().await.expect("the receiver answers").status() }
+        async move { receiver.deliver(secret, &event).await }
     };
     for (id, account) in [
         ("evt_other_1", Some("acct_9Stranger")),

@@ -8,10 +8,9 @@
 //! made without a request).
 
 use fleet_core::Status;
-use fleet_tests::{
-    charge_intent, refund_intent, Fault, Localstripe, StripeProxy, TestFleet, WorkerProcess,
-    LOCALSTRIPE_KEY,
-};
+use fleet_tests::stripe_events::{stripe_event, StripeReceiver};
+use fleet_tests::stripe_fleet::LocalstripeFleet;
+use fleet_tests::{charge_intent, refund_intent, Fault, TestFleet};
 use serde_json::Value;
 
 /// A card that pays.
@@ -19,75 +18,23 @@ const VISA: &str = "4242424242424242";
 /// A card localstripe saves but declines when it is charged (`card_declined`).
 const DECLINED_WHEN_CHARGED: &str = "4000000000000341";
 
-struct StripeFleet {
-    fleet: TestFleet,
-    stripe: Localstripe,
-    proxy: StripeProxy,
-}
-
-impl StripeFleet {
-    /// localstripe, the proxy in front of it, and a fleet whose in-process prepare reads
-    /// the payments provider as Stripe at the proxy.
-    async fn start() -> StripeFleet {
-        let stripe = Localstripe::start().await;
-        let proxy = StripeProxy::start(&stripe.base_url).await;
-        let mut fleet = TestFleet::start().await;
-        fleet.spawn_prepare_at_stripe(&proxy.base_url, LOCALSTRIPE_KEY);
-        StripeFleet {
-            fleet,
-            stripe,
-            proxy,
-        }
-    }
-
-    fn settings<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut env = vec![
-            ("PAYMENTS_PROVIDER", "stripe"),
-            ("PAYMENTS_URL", self.proxy.base_url.as_str()),
-            ("PAYMENTS_API_KEY", LOCALSTRIPE_KEY),
-            ("PAYMENTS_KEY_RETENTION_S", "0"),
-            ("PAYMENTS_STRIPE_SEARCH", "off"),
-            ("PAYMENTS_SEARCH_LAG_MS", "0"),
-            ("PAYMENTS_TIMEOUT_MS", "1500"),
-            ("LEASE_TTL_MS", "1500"),
-            ("SWEEP_INTERVAL_MS", "100"),
-            ("LOOKUP_RECHECK_MS", "200"),
-            ("UNSTARTED_REDRIVE_MS", "500"),
-        ];
-        env.extend_from_slice(extra);
-        env
-    }
-
-    fn spawn(&self, binary: &str) -> WorkerProcess {
-        self.fleet.spawn_process(binary, &self.settings(&[]))
-    }
-
-    async fn key_of(&self, op: &str) -> String {
-        self.fleet.row(op).await.idempotency_key.as_str().to_owned()
-    }
-
-    /// The promise: at most one create, under the operation's key, and `intents`
-    /// PaymentIntents carrying the key; the one (when there is one).
-    async fn charged(&self, op: &str, creates: usize, intents: usize) -> Option<Value> {
-        let key = self.key_of(op).await;
-        let sent = self.proxy.creates();
-        assert_eq!(sent.len(), creates, "{sent:?}");
-        assert!(sent
-            .iter()
-            .all(|c| c.idempotency_key.as_deref() == Some(key.as_str())));
-        let carrying = self.stripe.payment_intents_carrying(&key).await;
-        assert_eq!(carrying.len(), intents, "{carrying:?}");
-        carrying.into_iter().next()
-    }
-
-    async fn stop(self) {
-        self.fleet.stop().await;
-    }
+/// The promise: `creates` creates were sent, every one under the operation's key, and
+/// `intents` PaymentIntents carry the key; the one (when there is one).
+async fn charged(s: &LocalstripeFleet, op: &str, creates: usize, intents: usize) -> Option<Value> {
+    let key = s.fleet.key_of(op).await;
+    let sent = s.proxy.creates();
+    assert_eq!(sent.len(), creates, "{sent:?}");
+    assert!(sent
+        .iter()
+        .all(|c| c.idempotency_key.as_deref() == Some(key.as_str())));
+    let carrying = s.stripe.payment_intents_carrying(&key).await;
+    assert_eq!(carrying.len(), intents, "{carrying:?}");
+    carrying.into_iter().next()
 }
 
 #[tokio::test]
 async fn a_charge_is_one_confirmed_payment_intent_carrying_its_key() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::start().await;
     let (customer, pm) = s.stripe.customer_with_card(VISA).await;
     let op = s
         .fleet
@@ -103,7 +50,7 @@ async fn a_charge_is_one_confirmed_payment_intent_carrying_its_key() {
     assert_eq!(payee["country"], "FR");
     let _execute = s.spawn("fleet-execute");
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
-    let intent = s.charged(&op, 1, 1).await.unwrap();
+    let intent = charged(&s, &op, 1, 1).await.unwrap();
     assert_eq!(row.external_id.as_deref(), intent["id"].as_str());
     assert!(intent["id"].as_str().unwrap().starts_with("pi_"));
     assert_eq!(intent["status"], "succeeded");
@@ -127,7 +74,7 @@ async fn a_charge_is_one_confirmed_payment_intent_carrying_its_key() {
 
 #[tokio::test]
 async fn a_declined_card_ends_failed_with_stripes_code() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::start().await;
     let (customer, pm) = s.stripe.customer_with_card(DECLINED_WHEN_CHARGED).await;
     let op = s
         .fleet
@@ -138,14 +85,14 @@ async fn a_declined_card_ends_failed_with_stripes_code() {
     assert_eq!(row.error_code.as_deref(), Some("card_declined"));
     assert_eq!(row.fence, 1);
     // The declined PaymentIntent is Stripe's record of the attempt, never paid.
-    let intent = s.charged(&op, 1, 1).await.unwrap();
+    let intent = charged(&s, &op, 1, 1).await.unwrap();
     assert_ne!(intent["status"], "succeeded");
     s.stop().await;
 }
 
 #[tokio::test]
 async fn an_answer_lost_after_stripe_charged_is_found_by_its_metadata_never_sent_again() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::start().await;
     let (customer, pm) = s.stripe.customer_with_card(VISA).await;
     let op = s
         .fleet
@@ -156,7 +103,7 @@ async fn an_answer_lost_after_stripe_charged_is_found_by_its_metadata_never_sent
     s.fleet.reaches(&op, Status::Unknown).await;
     let _reconcile = s.spawn("fleet-reconcile");
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
-    let intent = s.charged(&op, 1, 1).await.unwrap();
+    let intent = charged(&s, &op, 1, 1).await.unwrap();
     assert_eq!(row.external_id.as_deref(), intent["id"].as_str());
     assert_eq!(row.fence, 1, "never claimed again");
     // Found by paging the customer's PaymentIntents.
@@ -170,7 +117,7 @@ async fn an_answer_lost_after_stripe_charged_is_found_by_its_metadata_never_sent
 
 #[tokio::test]
 async fn a_payment_method_detached_after_the_approval_cancels_the_charge_unsent() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::start().await;
     let (customer, pm) = s.stripe.customer_with_card(VISA).await;
     let op = s
         .fleet
@@ -185,13 +132,13 @@ async fn a_payment_method_detached_after_the_approval_cancels_the_charge_unsent(
         row.status_reason.map(|r| r.as_str()),
         Some("beneficiary_changed")
     );
-    assert_eq!(s.charged(&op, 0, 0).await, None);
+    assert_eq!(charged(&s, &op, 0, 0).await, None);
     s.stop().await;
 }
 
 #[tokio::test]
 async fn who_stripe_does_not_know_as_named_is_refused_at_intake() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::start().await;
     let (customer, pm) = s.stripe.customer_with_card(VISA).await;
     let (other_customer, _) = s.stripe.customer_with_card(VISA).await;
     let loose = s.stripe.card(VISA).await;
@@ -228,7 +175,7 @@ async fn a_charge_is_refused_at_intake_unless_payments_are_spoken_as_stripe() {
 /// refunded; one larger than what is left is refused before anyone approves it.
 #[tokio::test]
 async fn a_refund_is_checked_against_what_is_left_of_its_payment_intent_at_intake() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::start().await;
     let (customer, pm) = s.stripe.customer_with_card(VISA).await;
     let charge = s
         .fleet
@@ -267,23 +214,13 @@ async fn a_refund_is_checked_against_what_is_left_of_its_payment_intent_at_intak
 
 #[tokio::test]
 async fn a_refund_of_another_tenants_payment_intent_or_of_none_is_refused_at_intake() {
-    let s = StripeFleet::start().await;
-    let customer = s
-        .stripe
-        .post("/v1/customers", &[("email", "x@example.com")])
-        .await;
+    let s = LocalstripeFleet::start().await;
     let theirs = s
         .stripe
-        .post(
-            "/v1/payment_intents",
-            &[
-                ("amount", "5000"),
-                ("currency", "kzt"),
-                ("customer", customer["id"].as_str().unwrap()),
-                ("payment_method", "pm_card_visa"),
-                ("confirm", "true"),
-                ("metadata[fleet_tenant]", "org_someone_else"),
-            ],
+        .paid_intent_with(
+            5_000,
+            "kzt",
+            &[("metadata[fleet_tenant]", "org_someone_else")],
         )
         .await;
     let theirs = theirs["id"].as_str().unwrap();
@@ -302,8 +239,8 @@ async fn a_refund_of_another_tenants_payment_intent_or_of_none_is_refused_at_int
 const STRIPE_SECRET: &str = "whsec_9kXq2LmT7vR4nB8cW1zY5pJ3hF6dG0sA";
 
 /// A charge whose answer was lost (`unknown`, one PaymentIntent at Stripe), and the
-/// webhook receiver speaking Stripe: the receiver's URL and the PaymentIntent.
-async fn charge_in_flight(s: &StripeFleet) -> (String, WorkerProcess, String, Value) {
+/// webhook receiver speaking Stripe: the receiver and the PaymentIntent.
+async fn charge_in_flight(s: &LocalstripeFleet) -> (String, StripeReceiver, Value) {
     let (customer, pm) = s.stripe.customer_with_card(VISA).await;
     let op = s
         .fleet
@@ -312,76 +249,49 @@ async fn charge_in_flight(s: &StripeFleet) -> (String, WorkerProcess, String, Va
     s.proxy.arm(Fault::DropAnswer);
     let _execute = s.spawn("fleet-execute");
     s.fleet.reaches(&op, Status::Unknown).await;
-    let intent = s.charged(&op, 1, 1).await.unwrap();
-    let addr = fleet_tests::free_addr();
-    let ingest = s.fleet.spawn_process(
-        "fleet-webhook-ingest",
-        &[
-            ("WEBHOOK_SECRETS", fleet_tests::WEBHOOK_SECRET),
-            ("WEBHOOK_ADDR", addr.as_str()),
-            ("PAYMENTS_PROVIDER", "stripe"),
-            ("PAYMENTS_WEBHOOK_SECRET", STRIPE_SECRET),
-        ],
-    );
-    ingest.wait_for_log("consumer subscribed").await;
-    (op, ingest, format!("http://{addr}/webhooks/stripe"), intent)
+    let intent = charged(s, &op, 1, 1).await.unwrap();
+    let receiver = s.fleet.stripe_receiver(STRIPE_SECRET, &[]).await;
+    (op, receiver, intent)
 }
 
-/// `event_type` about `intent`, signed as Stripe signs it.
-async fn deliver(s: &StripeFleet, url: &str, id: &str, event_type: &str, intent: &Value) {
-    let body = serde_json::to_vec(&serde_json::json!({"id": id, "object": "event",
-        "type": event_type, "created": fleet_tests::now_s(), "data": {"object": intent}}))
-    .unwrap();
-    let secret = fleet_webhook_ingest::StripeSecret::parse(STRIPE_SECRET).unwrap();
-    let signature =
-        fleet_webhook_ingest::stripe_signature::sign(&secret, fleet_tests::now_s(), &body);
-    let status = s
-        .fleet
-        .http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("Stripe-Signature", signature)
-        .body(body)
-        .send()
-        .await
-        .expect("the receiver answers")
-        .status();
+/// `event_type` about `intent`, signed as Stripe signs it, taken.
+async fn deliver(receiver: &StripeReceiver, id: &str, event_type: &str, intent: &Value) {
+    let event = stripe_event(id, event_type, intent);
+    let status = receiver.deliver(STRIPE_SECRET, &event).await;
     assert_eq!(status, reqwest::StatusCode::NO_CONTENT);
 }
 
 #[tokio::test]
 async fn payment_intent_events_settle_a_charge_in_flight() {
-    let s = StripeFleet::start().await;
-    let (op, _ingest, url, intent) = charge_in_flight(&s).await;
+    let s = LocalstripeFleet::start().await;
+    let (op, receiver, intent) = charge_in_flight(&s).await;
     // Still processing: heard, nothing applied.
     let mut processing = intent.clone();
     processing["status"] = serde_json::json!("processing");
     deliver(
-        &s,
-        &url,
+        &receiver,
         "evt_pi_1",
         "payment_intent.processing",
         &processing,
     )
     .await;
-    deliver(&s, &url, "evt_pi_2", "payment_intent.succeeded", &intent).await;
+    deliver(&receiver, "evt_pi_2", "payment_intent.succeeded", &intent).await;
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), intent["id"].as_str());
     assert_eq!(row.fence, 1, "settled by the event, never sent again");
-    s.charged(&op, 1, 1).await;
+    charged(&s, &op, 1, 1).await;
     s.stop().await;
 }
 
 #[tokio::test]
 async fn a_payment_failed_event_fails_the_charge_with_the_decline() {
-    let s = StripeFleet::start().await;
-    let (op, _ingest, url, mut intent) = charge_in_flight(&s).await;
+    let s = LocalstripeFleet::start().await;
+    let (op, receiver, mut intent) = charge_in_flight(&s).await;
     intent["status"] = serde_json::json!("requires_payment_method");
     intent["last_payment_error"] =
         serde_json::json!({"code": "card_declined", "decline_code": "insufficient_funds"});
     deliver(
-        &s,
-        &url,
+        &receiver,
         "evt_pi_f",
         "payment_intent.payment_failed",
         &intent,
@@ -394,7 +304,7 @@ async fn a_payment_failed_event_fails_the_charge_with_the_decline() {
 
 #[tokio::test]
 async fn the_approval_page_shows_whose_card_is_charged() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::start().await;
     let (customer, pm) = s.stripe.customer_with_card(VISA).await;
     let op = s
         .fleet

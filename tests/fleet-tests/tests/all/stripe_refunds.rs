@@ -9,96 +9,40 @@
 use std::time::Duration;
 
 use fleet_core::Status;
-use fleet_tests::{
-    refund_intent, Fault, Localstripe, StripeProxy, TestFleet, WorkerProcess, LOCALSTRIPE_KEY,
-};
+use fleet_tests::stripe_fleet::LocalstripeFleet;
+use fleet_tests::{refund_intent, Fault};
 use serde_json::Value;
 
-/// localstripe, the proxy in front of it, and a fleet (prepare in-process) whose payments
-/// provider is Stripe at the proxy.
-struct StripeFleet {
-    fleet: TestFleet,
-    stripe: Localstripe,
-    proxy: StripeProxy,
+/// A refund of `amount_minor` of a fresh PaymentIntent of 5000, approved: the operation
+/// and the PaymentIntent.
+async fn approved_refund(s: &LocalstripeFleet, amount_minor: i64) -> (String, String) {
+    let intent = s.stripe.paid_intent(5_000, "kzt").await;
+    let op = s
+        .fleet
+        .submit_and_approve(&refund_intent(&intent, amount_minor))
+        .await;
+    (op, intent)
 }
 
-/// A call's whole timeout: the held answer outlasts it.
-const TIMEOUT_MS: &str = "1500";
-
-impl StripeFleet {
-    async fn start() -> StripeFleet {
-        let stripe = Localstripe::start().await;
-        let proxy = StripeProxy::start(&stripe.base_url).await;
-        let fleet = TestFleet::with_prepare().await;
-        StripeFleet {
-            fleet,
-            stripe,
-            proxy,
-        }
-    }
-
-    /// The settings that make the payments provider Stripe at the proxy.
-    fn settings<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut env = vec![
-            ("PAYMENTS_PROVIDER", "stripe"),
-            ("PAYMENTS_URL", self.proxy.base_url.as_str()),
-            ("PAYMENTS_API_KEY", LOCALSTRIPE_KEY),
-            ("PAYMENTS_KEY_RETENTION_S", "0"),
-            // A list of refunds is read straight from the store: no lag.
-            ("PAYMENTS_SEARCH_LAG_MS", "0"),
-            ("PAYMENTS_TIMEOUT_MS", TIMEOUT_MS),
-            ("LEASE_TTL_MS", "1500"),
-            ("SWEEP_INTERVAL_MS", "100"),
-            ("LOOKUP_RECHECK_MS", "200"),
-            ("UNSTARTED_REDRIVE_MS", "500"),
-        ];
-        env.extend_from_slice(extra);
-        env
-    }
-
-    fn spawn(&self, binary: &str) -> WorkerProcess {
-        self.fleet.spawn_process(binary, &self.settings(&[]))
-    }
-
-    /// A refund of `amount_minor` of a fresh PaymentIntent of 5000, approved: the
-    /// operation and the PaymentIntent.
-    async fn approved_refund(&self, amount_minor: i64) -> (String, String) {
-        let intent = self.stripe.paid_intent(5_000, "kzt").await;
-        let op = self
-            .fleet
-            .submit_and_approve(&refund_intent(&intent, amount_minor))
-            .await;
-        (op, intent)
-    }
-
-    async fn key_of(&self, op: &str) -> String {
-        self.fleet.row(op).await.idempotency_key.as_str().to_owned()
-    }
-
-    /// The promise: one create was sent, under the operation's key, and localstripe holds
-    /// `refunds` refunds carrying the key; the refund's id and status (when one).
-    async fn sent_once(&self, op: &str, intent: &str, refunds: usize) -> Option<Value> {
-        let key = self.key_of(op).await;
-        let creates = self.proxy.creates();
-        assert_eq!(creates.len(), 1, "one create, never a second: {creates:?}");
-        assert_eq!(creates[0].idempotency_key.as_deref(), Some(key.as_str()));
-        let carrying = self.stripe.refunds_carrying(intent, &key).await;
-        assert_eq!(carrying.len(), refunds, "{carrying:?}");
-        carrying.into_iter().next()
-    }
-
-    async fn stop(self) {
-        self.fleet.stop().await;
-    }
+/// The promise: one create was sent, under the operation's key, and localstripe holds
+/// `refunds` refunds carrying the key; the refund (when one).
+async fn sent_once(s: &LocalstripeFleet, op: &str, intent: &str, refunds: usize) -> Option<Value> {
+    let key = s.fleet.key_of(op).await;
+    let creates = s.proxy.creates();
+    assert_eq!(creates.len(), 1, "one create, never a second: {creates:?}");
+    assert_eq!(creates[0].idempotency_key.as_deref(), Some(key.as_str()));
+    let carrying = s.stripe.refunds_carrying(intent, &key).await;
+    assert_eq!(carrying.len(), refunds, "{carrying:?}");
+    carrying.into_iter().next()
 }
 
 #[tokio::test]
 async fn a_refund_is_one_form_post_and_ends_as_the_refund_it_made() {
-    let s = StripeFleet::start().await;
-    let (op, intent) = s.approved_refund(1_250).await;
+    let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
+    let (op, intent) = approved_refund(&s, 1_250).await;
     let _execute = s.spawn("fleet-execute");
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
-    let refund = s.sent_once(&op, &intent, 1).await.unwrap();
+    let refund = sent_once(&s, &op, &intent, 1).await.unwrap();
     assert_eq!(refund["status"], "succeeded");
     assert_eq!(refund["amount"], 1_250);
     assert_eq!(row.external_id.as_deref(), refund["id"].as_str());
@@ -112,14 +56,14 @@ async fn a_refund_is_one_form_post_and_ends_as_the_refund_it_made() {
 
 #[tokio::test]
 async fn an_answer_lost_after_stripe_refunded_is_found_by_its_metadata_never_sent_again() {
-    let s = StripeFleet::start().await;
-    let (op, intent) = s.approved_refund(700).await;
+    let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
+    let (op, intent) = approved_refund(&s, 700).await;
     s.proxy.arm(Fault::DropAnswer);
     let _execute = s.spawn("fleet-execute");
     s.fleet.reaches(&op, Status::Unknown).await;
     let _reconcile = s.spawn("fleet-reconcile");
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
-    let refund = s.sent_once(&op, &intent, 1).await.unwrap();
+    let refund = sent_once(&s, &op, &intent, 1).await.unwrap();
     assert_eq!(row.external_id.as_deref(), refund["id"].as_str());
     assert_eq!(row.fence, 1, "never claimed again");
     // Found by paging the PaymentIntent's refunds.
@@ -133,13 +77,13 @@ async fn an_answer_lost_after_stripe_refunded_is_found_by_its_metadata_never_sen
 
 #[tokio::test]
 async fn an_answer_held_past_the_timeout_is_found_by_lookup() {
-    let s = StripeFleet::start().await;
-    let (op, intent) = s.approved_refund(900).await;
+    let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
+    let (op, intent) = approved_refund(&s, 900).await;
     s.proxy.arm(Fault::HoldAnswer(Duration::from_secs(4)));
     let _execute = s.spawn("fleet-execute");
     let _reconcile = s.spawn("fleet-reconcile");
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
-    let refund = s.sent_once(&op, &intent, 1).await.unwrap();
+    let refund = sent_once(&s, &op, &intent, 1).await.unwrap();
     assert_eq!(row.external_id.as_deref(), refund["id"].as_str());
     let first = s.fleet.first_attempt_finished(&op).await;
     assert_eq!(first.outcome.map(|o| o.as_str()), Some("unknown"));
@@ -148,8 +92,8 @@ async fn an_answer_held_past_the_timeout_is_found_by_lookup() {
 
 #[tokio::test]
 async fn execute_killed_while_stripe_holds_the_answer_is_settled_by_lookup_with_one_refund() {
-    let s = StripeFleet::start().await;
-    let (op, intent) = s.approved_refund(1_000).await;
+    let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
+    let (op, intent) = approved_refund(&s, 1_000).await;
     s.proxy.arm(Fault::HoldAnswer(Duration::from_secs(30)));
     let mut doomed = s.spawn("fleet-execute");
     fleet_tests::eventually("the create to reach localstripe", || async {
@@ -161,7 +105,7 @@ async fn execute_killed_while_stripe_holds_the_answer_is_settled_by_lookup_with_
     let _reconcile = s.spawn("fleet-reconcile");
     let _execute = s.spawn("fleet-execute");
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
-    let refund = s.sent_once(&op, &intent, 1).await.unwrap();
+    let refund = sent_once(&s, &op, &intent, 1).await.unwrap();
     assert_eq!(refund["status"], "succeeded");
     assert_eq!(row.external_id.as_deref(), refund["id"].as_str());
     assert_eq!(row.fence, 1, "never claimed again");
@@ -170,8 +114,8 @@ async fn execute_killed_while_stripe_holds_the_answer_is_settled_by_lookup_with_
 
 #[tokio::test]
 async fn a_5xx_before_stripe_saw_it_makes_no_refund_and_no_blind_retry() {
-    let s = StripeFleet::start().await;
-    let (op, intent) = s.approved_refund(300).await;
+    let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
+    let (op, intent) = approved_refund(&s, 300).await;
     s.proxy.arm(Fault::BadGatewayBeforeForwarding);
     let _execute = s.spawn("fleet-execute");
     let _reconcile = s.spawn("fleet-reconcile");
@@ -181,14 +125,14 @@ async fn a_5xx_before_stripe_saw_it_makes_no_refund_and_no_blind_retry() {
         .escalated_as(&op, Status::Unknown, "key_retention_passed")
         .await;
     assert_eq!(row.fence, 1, "never claimed again");
-    assert_eq!(s.sent_once(&op, &intent, 0).await, None);
+    assert_eq!(sent_once(&s, &op, &intent, 0).await, None);
     s.stop().await;
 }
 
 #[tokio::test]
 async fn a_rate_limited_refund_waits_and_goes_again_on_its_key_never_a_refusal() {
-    let s = StripeFleet::start().await;
-    let (op, intent) = s.approved_refund(600).await;
+    let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
+    let (op, intent) = approved_refund(&s, 600).await;
     s.proxy.arm(Fault::RateLimitedBeforeForwarding);
     // A lease long enough to wait out the second Stripe asks for within the claim.
     let _execute = s
@@ -197,7 +141,7 @@ async fn a_rate_limited_refund_waits_and_goes_again_on_its_key_never_a_refusal()
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.fence, 1, "the claim waited, never released");
     // The 429 was refused in front of Stripe: the same request went once more.
-    let key = s.key_of(&op).await;
+    let key = s.fleet.key_of(&op).await;
     let creates = s.proxy.creates();
     assert_eq!(creates.len(), 2, "{creates:?}");
     assert!(creates
@@ -211,24 +155,9 @@ async fn a_rate_limited_refund_waits_and_goes_again_on_its_key_never_a_refusal()
 
 #[tokio::test]
 async fn a_refund_stripe_refuses_ends_failed_with_its_error() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
     // A PaymentIntent that was never paid: localstripe refuses to refund it (400).
-    let customer = s
-        .stripe
-        .post("/v1/customers", &[("email", "x@example.com")])
-        .await;
-    let unpaid = s
-        .stripe
-        .post(
-            "/v1/payment_intents",
-            &[
-                ("amount", "5000"),
-                ("currency", "kzt"),
-                ("customer", customer["id"].as_str().unwrap()),
-            ],
-        )
-        .await;
-    let intent = unpaid["id"].as_str().unwrap().to_owned();
+    let intent = s.stripe.unpaid_intent(5_000, "kzt").await;
     let op = s
         .fleet
         .submit_and_approve(&refund_intent(&intent, 100))
@@ -246,9 +175,9 @@ async fn a_refund_stripe_refuses_ends_failed_with_its_error() {
 
 #[tokio::test]
 async fn an_over_refund_ends_failed_with_stripes_code_and_the_first_refund_stands() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
     s.proxy.refuse_over_refunds();
-    let (first, intent) = s.approved_refund(4_000).await;
+    let (first, intent) = approved_refund(&s, 4_000).await;
     let _execute = s.spawn("fleet-execute");
     s.fleet.reaches(&first, Status::Succeeded).await;
     // 1000 of the 5000 are left: 1500 more is an over-refund.
@@ -259,7 +188,7 @@ async fn an_over_refund_ends_failed_with_stripes_code_and_the_first_refund_stand
     let row = s.fleet.reaches(&over, Status::Failed).await;
     assert_eq!(row.error_code.as_deref(), Some("amount_too_large"));
     assert_eq!(row.fence, 1);
-    let key = s.key_of(&over).await;
+    let key = s.fleet.key_of(&over).await;
     assert!(s.stripe.refunds_carrying(&intent, &key).await.is_empty());
     let refunds = s.stripe.refunds_of(&intent).await;
     assert_eq!(refunds.len(), 1, "only the first refund: {refunds:?}");
@@ -269,25 +198,12 @@ async fn an_over_refund_ends_failed_with_stripes_code_and_the_first_refund_stand
 
 #[tokio::test]
 async fn a_worker_without_a_stripe_key_stops_at_start_naming_the_setting() {
-    let s = StripeFleet::start().await;
+    let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
     let mut bad = s.fleet.spawn_process(
         "fleet-execute",
         &s.settings(&[("PAYMENTS_API_KEY", "pk_test_public")]),
     );
-    let status = fleet_tests::eventually("the worker to exit", || {
-        let exited = bad.exited();
-        async move { exited }
-    })
-    .await;
-    assert!(!status.success());
-    let log = bad.log_text();
-    assert!(
-        log.contains("PAYMENTS_API_KEY is not a Stripe API key"),
-        "{log}"
-    );
-    assert!(
-        !log.contains("pk_test_public"),
-        "the key is not printed: {log}"
-    );
+    bad.refuses_to_start("PAYMENTS_API_KEY is not a Stripe API key", "pk_test_public")
+        .await;
     s.stop().await;
 }

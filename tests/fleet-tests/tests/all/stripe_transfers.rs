@@ -9,11 +9,9 @@ use std::time::Duration;
 
 use fleet_core::Status;
 use fleet_provider_sim::stripe::{StripeFault, StripeSim, StripeSimConfig, STRIPE_SIM_KEY};
-use fleet_tests::{
-    free_addr, hash_of, intent, now_s, TestFleet, WorkerProcess, TENANT, WEBHOOK_SECRET,
-};
-use fleet_webhook_ingest::stripe_signature::sign;
-use fleet_webhook_ingest::StripeSecret;
+use fleet_tests::stripe_events::stripe_event;
+use fleet_tests::stripe_fleet::stripe_settings;
+use fleet_tests::{hash_of, intent, TestFleet, WorkerProcess, TENANT};
 use serde_json::{json, Value};
 
 /// The payee, named by its connected account.
@@ -29,9 +27,6 @@ fn vendor_account(last4: &str, fingerprint: &str) -> Value {
                 "country": "KZ", "currency": "kzt", "last4": last4,
                 "fingerprint": fingerprint, "default_for_currency": true}]}})
 }
-
-/// A call's whole timeout.
-const TIMEOUT_MS: &str = "1500";
 
 /// The Stripe simulator and a fleet whose payments provider is Stripe at it; every
 /// worker a real process.
@@ -50,26 +45,9 @@ impl TransferFleet {
         TransferFleet { fleet, stripe }
     }
 
-    /// The settings that make the payments provider Stripe at the simulator, then `extra`.
-    fn settings<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut env = vec![
-            ("PAYMENTS_PROVIDER", "stripe"),
-            ("PAYMENTS_URL", self.stripe.base_url.as_str()),
-            ("PAYMENTS_API_KEY", STRIPE_SIM_KEY),
-            // A transfer group's list is read straight from Stripe's store: no lag.
-            ("PAYMENTS_SEARCH_LAG_MS", "0"),
-            ("PAYMENTS_TIMEOUT_MS", TIMEOUT_MS),
-            ("LEASE_TTL_MS", "1500"),
-            ("SWEEP_INTERVAL_MS", "100"),
-            ("LOOKUP_RECHECK_MS", "200"),
-            ("UNSTARTED_REDRIVE_MS", "500"),
-        ];
-        env.extend_from_slice(extra);
-        env
-    }
-
     fn spawn(&self, binary: &str, extra: &[(&str, &str)]) -> WorkerProcess {
-        self.fleet.spawn_process(binary, &self.settings(extra))
+        let settings = stripe_settings(&self.stripe.base_url, STRIPE_SIM_KEY, extra);
+        self.fleet.spawn_process(binary, &settings)
     }
 
     /// A payment of `amount_minor` to [`ACCOUNT`], prepared by `fleet-prepare` spoken as
@@ -80,13 +58,7 @@ impl TransferFleet {
         payment["payload"]["beneficiary_id"] = json!(ACCOUNT);
         payment["payload"]["amount_minor"] = json!(amount_minor);
         let op = self.fleet.submitted(&payment).await;
-        let key = self
-            .fleet
-            .row(&op)
-            .await
-            .idempotency_key
-            .as_str()
-            .to_owned();
+        let key = self.fleet.key_of(&op).await;
         (payment, op, key)
     }
 
@@ -357,35 +329,10 @@ async fn a_signed_transfer_event_settles_a_payment_whose_answer_was_lost() {
     let _execute = s.spawn("fleet-execute", &[]);
     s.fleet.reaches(&op, Status::Unknown).await;
     let transfer = s.paid_once(&key);
-    let addr = free_addr();
-    let ingest = s.fleet.spawn_process(
-        "fleet-webhook-ingest",
-        &[
-            ("WEBHOOK_SECRETS", WEBHOOK_SECRET),
-            ("WEBHOOK_ADDR", addr.as_str()),
-            ("PAYMENTS_PROVIDER", "stripe"),
-            ("PAYMENTS_WEBHOOK_SECRET", SECRET),
-        ],
-    );
-    ingest.wait_for_log("consumer subscribed").await;
-    let deliver = |id: &str, kind: &str, object: &Value| {
-        let body = serde_json::to_vec(&json!({"id": id, "object": "event", "type": kind,
-            "api_version": "2024-06-20", "created": now_s(), "data": {"object": object}}))
-        .unwrap();
-        let signature = sign(&StripeSecret::parse(SECRET).unwrap(), now_s(), &body);
-        let request = s
-            .fleet
-            .http
-            .post(format!("http://{addr}/webhooks/stripe"))
-            .header("content-type", "application/json")
-            .header("Stripe-Signature", signature)
-            .body(body);
-        async move { request.send().await.expect("the receiver answers").status() }
-    };
-    assert_eq!(
-        deliver("evt_tr_1", "transfer.created", &transfer).await,
-        reqwest::StatusCode::NO_CONTENT
-    );
+    let receiver = s.fleet.stripe_receiver(SECRET, &[]).await;
+    let created = stripe_event("evt_tr_1", "transfer.created", &transfer);
+    let status = receiver.deliver(SECRET, &created).await;
+    assert_eq!(status, reqwest::StatusCode::NO_CONTENT);
     let row = s.fleet.reaches(&op, Status::Succeeded).await;
     assert_eq!(row.external_id.as_deref(), transfer["id"].as_str());
     assert_eq!(row.fence, 1, "settled by the event, never sent again");
@@ -394,10 +341,9 @@ async fn a_signed_transfer_event_settles_a_payment_whose_answer_was_lost() {
     let mut reversed = transfer.clone();
     reversed["reversed"] = json!(true);
     reversed["amount_reversed"] = json!(1_100);
-    assert_eq!(
-        deliver("evt_tr_2", "transfer.reversed", &reversed).await,
-        reqwest::StatusCode::NO_CONTENT
-    );
+    let reversal_event = stripe_event("evt_tr_2", "transfer.reversed", &reversed);
+    let status = receiver.deliver(SECRET, &reversal_event).await;
+    assert_eq!(status, reqwest::StatusCode::NO_CONTENT);
     let rows = fleet_tests::eventually("the reversal stored", || async {
         let rows = s.fleet.webhook_rows().await;
         rows.iter().any(|r| r.0 == "evt_tr_2").then_some(rows)

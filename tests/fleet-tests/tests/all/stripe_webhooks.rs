@@ -7,12 +7,12 @@
 //! localstripe holds.
 
 use fleet_core::Status;
+use fleet_tests::stripe_events::{stripe_event, stripe_signature, StripeReceiver};
+use fleet_tests::stripe_fleet::LocalstripeFleet;
 use fleet_tests::{
     admin_url_of, free_addr, now_s, refund_intent, scrape, Fault, Localstripe, StripeProxy,
-    TestFleet, WorkerProcess, LOCALSTRIPE_KEY, WEBHOOK_SECRET,
+    TestFleet, WorkerProcess, WEBHOOK_SECRET,
 };
-use fleet_webhook_ingest::stripe_signature::sign;
-use fleet_webhook_ingest::StripeSecret;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -26,9 +26,7 @@ struct StripeHooks {
     stripe: Localstripe,
     _proxy: StripeProxy,
     _execute: WorkerProcess,
-    ingest: WorkerProcess,
-    /// `http://…/webhooks/stripe`
-    url: String,
+    receiver: StripeReceiver,
     op: String,
     /// The refund localstripe made for the operation.
     refund: Value,
@@ -37,47 +35,31 @@ struct StripeHooks {
 impl StripeHooks {
     /// An approved refund whose answer was lost: `unknown`, with one refund at Stripe.
     async fn in_flight() -> StripeHooks {
-        let stripe = Localstripe::start().await;
-        let proxy = StripeProxy::start(&stripe.base_url).await;
-        let fleet = TestFleet::with_prepare().await;
-        let intent = stripe.paid_intent(5_000, "kzt").await;
-        let op = fleet
+        let s = LocalstripeFleet::with_prepare_at_the_simulator().await;
+        let intent = s.stripe.paid_intent(5_000, "kzt").await;
+        let op = s
+            .fleet
             .submit_and_approve(&refund_intent(&intent, 1_200))
             .await;
-        proxy.arm(Fault::DropAnswer);
-        let execute = fleet.spawn_process(
-            "fleet-execute",
-            &[
-                ("PAYMENTS_PROVIDER", "stripe"),
-                ("PAYMENTS_URL", proxy.base_url.as_str()),
-                ("PAYMENTS_API_KEY", LOCALSTRIPE_KEY),
-                ("PAYMENTS_KEY_RETENTION_S", "0"),
-                ("PAYMENTS_TIMEOUT_MS", "1500"),
-            ],
-        );
-        fleet.reaches(&op, Status::Unknown).await;
-        let key = fleet.row(&op).await.idempotency_key.as_str().to_owned();
-        let mut refunds = stripe.refunds_carrying(&intent, &key).await;
+        s.proxy.arm(Fault::DropAnswer);
+        let execute = s.spawn("fleet-execute");
+        s.fleet.reaches(&op, Status::Unknown).await;
+        let key = s.fleet.key_of(&op).await;
+        let mut refunds = s.stripe.refunds_carrying(&intent, &key).await;
         assert_eq!(refunds.len(), 1, "{refunds:?}");
         let refund = refunds.remove(0);
-        let addr = free_addr();
-        let ingest = fleet.spawn_process(
-            "fleet-webhook-ingest",
-            &[
-                ("WEBHOOK_SECRETS", WEBHOOK_SECRET),
-                ("WEBHOOK_ADDR", addr.as_str()),
-                ("PAYMENTS_PROVIDER", "stripe"),
-                ("PAYMENTS_WEBHOOK_SECRET", STRIPE_SECRET),
-            ],
-        );
-        ingest.wait_for_log("consumer subscribed").await;
+        let receiver = s.fleet.stripe_receiver(STRIPE_SECRET, &[]).await;
+        let LocalstripeFleet {
+            fleet,
+            stripe,
+            proxy,
+        } = s;
         StripeHooks {
-            url: format!("http://{addr}/webhooks/stripe"),
             fleet,
             stripe,
             _proxy: proxy,
             _execute: execute,
-            ingest,
+            receiver,
             op,
             refund,
         }
@@ -87,31 +69,16 @@ impl StripeHooks {
     fn event(&self, id: &str, event_type: &str, status: &str) -> Vec<u8> {
         let mut refund = self.refund.clone();
         refund["status"] = json!(status);
-        serde_json::to_vec(&json!({"id": id, "object": "event", "type": event_type,
-            "api_version": "2024-06-20", "created": now_s(), "data": {"object": refund}}))
-        .unwrap()
+        serde_json::to_vec(&stripe_event(id, event_type, &refund)).unwrap()
     }
 
     async fn post(&self, signature: Option<&str>, body: &[u8]) -> StatusCode {
-        let mut request = self
-            .fleet
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json");
-        if let Some(signature) = signature {
-            request = request.header("Stripe-Signature", signature);
-        }
-        request
-            .body(body.to_vec())
-            .send()
-            .await
-            .expect("the receiver answers")
-            .status()
+        self.receiver.post(signature, body).await
     }
 
     /// Signed now with the endpoint's secret.
     async fn deliver(&self, body: &[u8]) -> StatusCode {
-        self.post(Some(&signed(STRIPE_SECRET, now_s(), body)), body)
+        self.post(Some(&stripe_signature(STRIPE_SECRET, now_s(), body)), body)
             .await
     }
 
@@ -129,10 +96,6 @@ impl StripeHooks {
         fleet.stop().await;
         drop(stripe);
     }
-}
-
-fn signed(secret: &str, timestamp: i64, body: &[u8]) -> String {
-    sign(&StripeSecret::parse(secret).unwrap(), timestamp, body)
 }
 
 #[tokio::test]
@@ -161,10 +124,10 @@ async fn a_signed_refund_updated_settles_an_in_flight_refund_and_its_redelivery_
 async fn forged_stale_and_unsigned_stripe_deliveries_are_400_and_change_nothing() {
     let s = StripeHooks::in_flight().await;
     let body = s.event("evt_forged_1", "refund.updated", "succeeded");
-    let forged = signed(OLD_STRIPE_SECRET, now_s(), &body);
-    let stale = signed(STRIPE_SECRET, now_s() - 301, &body);
+    let forged = stripe_signature(OLD_STRIPE_SECRET, now_s(), &body);
+    let stale = stripe_signature(STRIPE_SECRET, now_s() - 301, &body);
     let tampered_body = s.event("evt_forged_1", "refund.updated", "failed");
-    let tampered = signed(STRIPE_SECRET, now_s(), &body);
+    let tampered = stripe_signature(STRIPE_SECRET, now_s(), &body);
     for (what, signature, body) in [
         ("forged", Some(forged.as_str()), &body),
         ("stale", Some(stale.as_str()), &body),
@@ -184,7 +147,7 @@ async fn forged_stale_and_unsigned_stripe_deliveries_are_400_and_change_nothing(
     let rows = s.rows_after("evt_forged_2").await;
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(s.fleet.row(&s.op).await.status, Status::Unknown);
-    let admin = admin_url_of(&s.ingest).await;
+    let admin = admin_url_of(&s.receiver.process).await;
     let metrics = scrape(&s.fleet.http, &admin).await.unwrap();
     let refused = metrics
         .lines()
@@ -256,7 +219,10 @@ async fn without_payments_spoken_as_stripe_the_path_is_not_served() {
     let answer = fleet
         .http
         .post(format!("{}/webhooks/stripe", ingest.base_url))
-        .header("Stripe-Signature", signed(STRIPE_SECRET, now_s(), body))
+        .header(
+            "Stripe-Signature",
+            stripe_signature(STRIPE_SECRET, now_s(), body),
+        )
         .body(body.to_vec())
         .send()
         .await
@@ -272,7 +238,7 @@ async fn during_a_secret_rotation_a_second_matching_v1_is_accepted() {
     let body = s.event("evt_rotation_1", "refund.updated", "succeeded");
     let t = now_s();
     let v1 = |secret: &str| {
-        signed(secret, t, &body)
+        stripe_signature(secret, t, &body)
             .split_once(",v1=")
             .unwrap()
             .1
@@ -303,7 +269,7 @@ async fn an_unknown_stripe_event_type_is_acknowledged_counted_and_applies_nothin
         )]
     );
     assert_eq!(s.fleet.row(&s.op).await.status, Status::Unknown);
-    let admin = admin_url_of(&s.ingest).await;
+    let admin = admin_url_of(&s.receiver.process).await;
     let metrics = scrape(&s.fleet.http, &admin).await.unwrap();
     assert!(
         metrics
@@ -329,20 +295,7 @@ async fn a_malformed_stripe_webhook_secret_stops_the_worker_at_start_naming_the_
             ("PAYMENTS_WEBHOOK_SECRET", "sk_test_notasecret"),
         ],
     );
-    let status = fleet_tests::eventually("the worker to exit", || {
-        let exited = bad.exited();
-        async move { exited }
-    })
-    .await;
-    assert!(!status.success());
-    let log = bad.log_text();
-    assert!(
-        log.contains("PAYMENTS_WEBHOOK_SECRET must be whsec_"),
-        "{log}"
-    );
-    assert!(
-        !log.contains("notasecret"),
-        "the value is not printed: {log}"
-    );
+    bad.refuses_to_start("PAYMENTS_WEBHOOK_SECRET must be whsec_", "notasecret")
+        .await;
     fleet.stop().await;
 }

@@ -6,7 +6,8 @@
 //! confirmation in the view the API and the events show.
 
 use fleet_core::Status;
-use fleet_store::{DbRole, RolePrefix};
+use fleet_store::DbRole;
+use fleet_tests::status_guard::writes_status;
 use fleet_tests::{intent, TestFleet};
 
 const UNPROVEN: &str = "23514 operations_succeeded_with_proof";
@@ -92,22 +93,10 @@ fn forgeries(op: &str) -> Vec<(&'static str, Vec<String>)> {
 async fn no_role_makes_a_success_without_the_providers_proof() {
     let fleet = TestFleet::with_prepare().await;
     let op = fleet.submitted(&intent()).await;
-    let prefix = RolePrefix::of(&fleet.database_url).unwrap();
     let mut wrong = Vec::new();
     let mut tried = 0;
     for role in DbRole::ALL {
-        let login = role.login_name(&prefix);
-        let writes: bool = fleet
-            .sql()
-            .await
-            .query_one(
-                "SELECT has_column_privilege($1, 'operations', 'status', 'UPDATE')",
-                &[&login],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if !writes {
+        if !writes_status(&fleet, role).await {
             continue;
         }
         let mut client = fleet.connect_as(role).await;
@@ -141,10 +130,7 @@ async fn no_role_makes_a_success_without_the_providers_proof() {
 
 #[tokio::test]
 async fn a_paid_payment_carries_its_receipt() {
-    let mut fleet = TestFleet::with_prepare().await;
-    fleet.spawn_execute();
-    let op = fleet.submit_and_approve(&intent()).await;
-    fleet.reaches(&op, Status::Succeeded).await;
+    let (fleet, op) = TestFleet::with_a_paid_payment().await;
     let row = fleet.row(&op).await;
     let view: serde_json::Value = fleet
         .sql()

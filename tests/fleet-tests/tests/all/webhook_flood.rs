@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fleet_core::Status;
+use fleet_tests::slow_client::trickle;
 use fleet_tests::{
     alone, free_addr, hash_of, intent, SignedDelivery, TestFleet, WorkerProcess, WEBHOOK_SECRET,
 };
@@ -100,41 +101,14 @@ fn opening(kind: Kind) -> Vec<u8> {
 
 /// Opens one connection, misbehaves as `kind` until the server closes it, and says how.
 async fn misbehave(addr: &str, kind: Kind) -> Cut {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let started = Instant::now();
-    let (mut reader, mut writer) = stream.split();
-    writer
-        .write_all(&opening(kind))
+    let every = (kind != Kind::Silent).then_some(TRICKLE);
+    let cut = trickle(addr, &opening(kind), b"x", every, CONNECTION_GUARD)
         .await
-        .expect("send the opening");
-    let (mut answer, mut buf, mut writing) = (Vec::new(), [0u8; 1024], kind != Kind::Silent);
-    let closed = timeout(CONNECTION_GUARD, async {
-        loop {
-            tokio::select! {
-                read = reader.read(&mut buf) => match read {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => answer.extend_from_slice(&buf[..n]),
-                },
-                () = sleep(TRICKLE), if writing => {
-                    writing = writer.write_all(b"x").await.is_ok();
-                }
-            }
-        }
-    })
-    .await;
-    assert!(
-        closed.is_ok(),
-        "a {kind:?} connection was held for {CONNECTION_GUARD:?}"
-    );
-    let status = std::str::from_utf8(&answer)
-        .ok()
-        .and_then(|a| a.strip_prefix("HTTP/1.1 "))
-        .and_then(|a| a.get(..3))
-        .and_then(|s| s.parse().ok());
+        .unwrap_or_else(|| panic!("a {kind:?} connection was held for {CONNECTION_GUARD:?}"));
     Cut {
         kind,
-        status,
-        held: started.elapsed(),
+        status: cut.status,
+        held: cut.held,
     }
 }
 
