@@ -11,6 +11,7 @@ use fleet_core::{
 };
 
 use crate::component::DecideApprovals;
+use crate::transition::transition_in;
 use crate::StoreAs;
 use crate::{StoreError, Transition, TransitionOutcome};
 use fleet_core::Reason;
@@ -65,6 +66,12 @@ pub enum RejectOutcome {
 const LOCK: &str = "
 SELECT approval_status, status, payload_hash, fence, approvals_required,
        approval_expires_at <= now() AS expired
+FROM operations WHERE operation_id = $1 AND tenant_id = $2 FOR NO KEY UPDATE";
+
+/// A rejection's read of the row, under the lock its move takes: what
+/// `fleet_core::rejection::judge_reject` is asked, and the fence the move compares.
+const REJECT_LOCK: &str = "
+SELECT approval_status, status, fence, escalated_at IS NOT NULL AS escalated
 FROM operations WHERE operation_id = $1 AND tenant_id = $2 FOR NO KEY UPDATE";
 
 /// Sent right behind [`LOCK`] on the same connection (one round trip for both): the server
@@ -272,26 +279,40 @@ impl<R: DecideApprovals> StoreAs<R> {
 
     /// Rejects a pending or approved operation that has not started: it is cancelled. A
     /// rejection of a rejected operation changes nothing and says so. What happens is
-    /// `fleet_core::rejection`'s judgement of the row as read; this applies it.
+    /// `fleet_core::rejection`'s judgement of the row as read; this applies it. The row is
+    /// read under its lock and moved in the same transaction, so the judgement is of the
+    /// row the move changes: a row escalated, expired or claimed while the rejection was
+    /// on its way is answered as if it had been seen so first, never refused by the
+    /// database half-way.
     pub async fn reject(
         &self,
         key: OpRef<'_>,
         by: &Decider<'_>,
         reason: &str,
     ) -> Result<RejectOutcome, StoreError> {
-        let Some(op) = self.get(key).await? else {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let lock = tx.prepare_cached(REJECT_LOCK).await?;
+        let Some(row) = tx
+            .query_opt(&lock, &[&key.operation_id, &key.tenant_id])
+            .await?
+        else {
             return Ok(RejectOutcome::NotFound);
         };
+        // The CHECK constraints admit only known names.
+        let approval = ApprovalStatus::parse(row.get(0)).expect("approval_status CHECK");
+        let status = Status::parse(row.get(1)).expect("status CHECK");
+        let (fence, escalated): (i64, bool) = (row.get(2), row.get(3));
         let asked = RejectAsked {
-            approval: op.approval_status,
-            status: op.status,
-            escalated: op.escalated_at.is_some(),
+            approval,
+            status,
+            escalated,
         };
         match judge_reject(asked) {
             RejectVerdict::Reject => {}
             RejectVerdict::AlreadyRejected => return Ok(RejectOutcome::AlreadyRejected),
             RejectVerdict::Expired => return Ok(RejectOutcome::Expired),
-            RejectVerdict::TooLate => return Ok(RejectOutcome::TooLate { status: op.status }),
+            RejectVerdict::TooLate => return Ok(RejectOutcome::TooLate { status }),
         }
         let actor = approver(by);
         let t = Transition {
@@ -300,22 +321,17 @@ impl<R: DecideApprovals> StoreAs<R> {
             approval_status: Some(REJECTED.1),
             decided_by: Some(by.name),
             signed_in_with: Some(by.signed_in_with.as_str()),
-            ..Transition::new(
-                key,
-                Status::NotStarted,
-                op.fence,
-                Event::CancelBeforeStart,
-                &actor,
-            )
+            ..Transition::new(key, status, fence, Event::CancelBeforeStart, &actor)
         };
-        match self.transition(t, None).await? {
+        let moved = transition_in(&tx, t, None).await?;
+        tx.commit().await?;
+        moved.observe(status);
+        match moved {
             TransitionOutcome::Moved { .. } => Ok(RejectOutcome::Rejected),
+            // The row is locked and was judged rejectable: the state table and the
+            // compare-and-set agree with the judgement, so this is not reached.
             TransitionOutcome::Refused(_) | TransitionOutcome::Stale => {
-                let now = self.get(key).await?.expect("operations are never deleted");
-                if now.approval_status == ApprovalStatus::Rejected {
-                    return Ok(RejectOutcome::AlreadyRejected);
-                }
-                Ok(RejectOutcome::TooLate { status: now.status })
+                Ok(RejectOutcome::TooLate { status })
             }
         }
     }

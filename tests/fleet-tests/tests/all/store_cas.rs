@@ -72,15 +72,24 @@ where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
+    after_a_concurrent(
+        fleet,
+        op,
+        "UPDATE operations SET updated_at = now() WHERE operation_id = $1",
+        cas,
+    )
+    .await
+}
+
+/// [`after_a_concurrent_update`] with session A's own `update` of operation `$1`.
+async fn after_a_concurrent<T, F>(fleet: &TestFleet, op: &str, update: &str, cas: F) -> T
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
     let a = fleet.sql().await;
     a.batch_execute("BEGIN").await.unwrap();
-    let touched = a
-        .execute(
-            "UPDATE operations SET updated_at = now() WHERE operation_id = $1",
-            &[&op],
-        )
-        .await
-        .unwrap();
+    let touched = a.execute(update, &[&op]).await.unwrap();
     assert_eq!(touched, 1, "session A updates the row");
     let before = fleet.row(op).await;
 
@@ -248,11 +257,63 @@ async fn reject_cancels_after_waiting_for_a_concurrent_update_of_the_row() {
     fleet.stop().await;
 }
 
+/// A rejection that read the row before another session escalated it (or refused a late
+/// approval, expiring it) and moves it after: the answer is the one a rejection of the
+/// row as it is now gets, not an error of the database, and nothing is rejected.
+async fn reject_after_a_concurrent(update: &str) -> (RejectOutcome, RejectOutcome) {
+    let (fleet, op, _) = prepared().await;
+    let (store, id) = (fleet.store.clone(), op.clone());
+    let raced = after_a_concurrent(&fleet, &op, update, async move {
+        store
+            .reject(at(&id), &fleet_tests::decider("ann"), "wrong beneficiary")
+            .await
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the rejection that met a moved row: {e:?}"));
+    let row = fleet.row(&op).await;
+    assert_eq!(row.status, Status::NotStarted, "nothing was cancelled");
+    assert_ne!(row.approval_status, ApprovalStatus::Rejected);
+    let seen_first = fleet
+        .store
+        .reject(at(&op), &fleet_tests::decider("ann"), "wrong beneficiary")
+        .await
+        .unwrap();
+    fleet.stop().await;
+    (raced, seen_first)
+}
+
+#[tokio::test]
+async fn reject_of_a_row_escalated_while_it_waited_is_too_late() {
+    let (raced, seen_first) = reject_after_a_concurrent(
+        "UPDATE operations SET escalated_at = now(), updated_at = now() WHERE operation_id = $1",
+    )
+    .await;
+    assert_eq!(
+        raced,
+        RejectOutcome::TooLate {
+            status: Status::NotStarted
+        }
+    );
+    assert_eq!(raced, seen_first);
+}
+
+#[tokio::test]
+async fn reject_of_a_row_expired_while_it_waited_is_answered_expired() {
+    let (raced, seen_first) = reject_after_a_concurrent(
+        "UPDATE operations SET approval_status = 'expired',
+             approval_expires_at = now() - interval '1 second', updated_at = now()
+         WHERE operation_id = $1",
+    )
+    .await;
+    assert_eq!(raced, RejectOutcome::Expired);
+    assert_eq!(raced, seen_first);
+}
+
 #[tokio::test]
 async fn a_webhook_is_applied_after_waiting_for_a_concurrent_update_of_the_row() {
     let (fleet, op, _) = claimed().await;
     let ev = WebhookEvent {
-        provider: fleet_core::ProviderName::Payments,
+        provider: fleet_core::catalogue::provider_spec::PAYMENTS.name,
         event_id: format!("evt_{}", ulid::Ulid::new()),
         event_type: "payment.succeeded".into(),
         received_at: Utc::now(),
