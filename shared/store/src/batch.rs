@@ -66,7 +66,7 @@ impl<R: MoveOperations> StoreAs<R> {
         // A transition the state machine refuses completes its attempt only.
         let (moves, refusals): (Vec<usize>, Vec<usize>) =
             order.into_iter().partition(|&i| bound[i].is_ok());
-        let move_params: Vec<[Param<'_>; 26]> = moves
+        let move_params: Vec<[Param<'_>; 27]> = moves
             .iter()
             .filter_map(|&i| {
                 bound[i].as_ref().ok().map(|(_, b)| {

@@ -87,7 +87,9 @@ pub enum TransitionOutcome {
 }
 
 /// The compare-and-set (written as every CAS is, see `rows.rs`) and its event row: `$2`,
-/// the expected status, is a parameter like every other status value. `$decided` is the
+/// the expected status, is a parameter like every other status value. `$20` says whether
+/// the target is final (`Status::is_final`, bound by [`bind`]), so the statement keeps no
+/// list of final statuses of its own: the time a row became final is stamped by core's. `$decided` is the
 /// part that records a person's decision in the approval columns, which only the API's
 /// database role may update: a worker's statement names none of them, so it needs no
 /// privilege on them (and holds none); `$guard` then names `$14` and `$15` (always NULL
@@ -106,7 +108,7 @@ WITH moved AS (
         deadline_at = CASE WHEN $12::float8 IS NULL THEN deadline_at ELSE now() + make_interval(secs => $12) END,
         unknown_since = CASE WHEN $3 = 'unknown' THEN COALESCE(unknown_since, now()) ELSE unknown_since END,
         escalated_at = CASE WHEN $13 THEN COALESCE(escalated_at, now()) ELSE escalated_at END,
-        resolved_at = CASE WHEN $3 IN ('succeeded', 'failed', 'cancelled', 'disputed') THEN now() ELSE resolved_at END,
+        resolved_at = CASE WHEN $20::bool THEN now() ELSE resolved_at END,
         lease_owner = CASE WHEN $3 = 'in_progress' THEN lease_owner END,
         lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,", $decided, "
         updated_at = now()
@@ -143,14 +145,14 @@ pub(crate) const UPDATE_DECIDED: &str = concat!(
     "\nSELECT * FROM moved"
 );
 
-/// [`UPDATE`] and the attempt row of (operation `$1` of tenant `$19`, fence `$4`) completed with `$20`–`$26`,
+/// [`UPDATE`] and the attempt row of (operation `$1` of tenant `$19`, fence `$4`) completed with `$21`–`$27`,
 /// in one statement: the attempt is written whether or not the row moves. Attempts are a
 /// worker's: no decision is recorded with one.
 pub(crate) const UPDATE_WITH_ATTEMPT: &str = concat!(
     worker_move!(),
     ", attempt AS (
-    UPDATE attempts SET finished_at = now(), outcome = $20, http_status = $21, replayed = $22, external_id = $23,
-        provider_request_id = $24, response = $25, detail = $26
+    UPDATE attempts SET finished_at = now(), outcome = $21, http_status = $22, replayed = $23, external_id = $24,
+        provider_request_id = $25, response = $26, detail = $27
     WHERE operation_id = $1 AND tenant_id = $19 AND fence = $4
 )
 SELECT * FROM moved"
@@ -246,6 +248,8 @@ pub(crate) async fn transition_in(
 pub(crate) struct Bound {
     expected: &'static str,
     to: &'static str,
+    /// Whether `to` is final: the move stamps `resolved_at`.
+    ends: bool,
     kind: &'static str,
     /// Escalated means hands off: only a person's decision moves such a row.
     unescalated_only: bool,
@@ -270,6 +274,7 @@ pub(crate) fn bind(t: &Transition<'_>) -> Result<(Status, Bound), Refused> {
         Bound {
             expected: t.expected.as_str(),
             to: to.as_str(),
+            ends: to.is_final(),
             kind,
             unescalated_only: !t.event.is_operator_decision(),
             approval_status: t.approval_status.map(ApprovalStatus::as_str),
@@ -282,7 +287,7 @@ pub(crate) fn bind(t: &Transition<'_>) -> Result<(Status, Bound), Refused> {
     ))
 }
 
-pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'p>; 19] {
+pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'p>; 20] {
     [
         &t.op.operation_id,
         &b.expected,
@@ -303,6 +308,7 @@ pub(crate) fn update_params<'p>(t: &'p Transition<'_>, b: &'p Bound) -> [Param<'
         &b.unescalated_only,
         &t.signed_in_with,
         &t.op.tenant_id,
+        &b.ends,
     ]
 }
 
@@ -312,13 +318,13 @@ pub(crate) fn update_with_attempt_params<'p>(
     b: &'p Bound,
     outcome: &'p &'static str,
     a: &'p AttemptRecord,
-) -> [Param<'p>; 26] {
-    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19] =
+) -> [Param<'p>; 27] {
+    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20] =
         update_params(t, b);
     let [_, _, a1, a2, a3, a4, a5, a6, a7, _] = attempt_params(&t.op, &t.fence, outcome, a);
     [
-        p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, a1,
-        a2, a3, a4, a5, a6, a7,
+        p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20,
+        a1, a2, a3, a4, a5, a6, a7,
     ]
 }
 

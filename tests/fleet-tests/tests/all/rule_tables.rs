@@ -9,6 +9,8 @@
 //! - claim readiness: `fleet_core::claim_ready::ready_to_claim` against the claim;
 //! - the final outcomes: `Status::is_final_outcome` against what the status trigger
 //!   refuses to every role and the owner;
+//! - the final statuses: `Status::is_final` against the moves the store's transition
+//!   statement stamps with the time the operation became final (`resolved_at`);
 //! - approve, reject and dispute: `judge_approval`, `judge_reject` and `judge_dispute`
 //!   against the store's answer and the row the database keeps.
 //!
@@ -17,16 +19,20 @@
 
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use fleet_core::claim_ready::{ready_to_claim, ClaimFacts};
+use fleet_core::confirmation::Confirmation;
 use fleet_core::dispute::{judge_dispute, DisputeVerdict};
 use fleet_core::live_quorum::{
     is_live_approver, live_quorum, ApprovalFacts, ApproverStanding, KeyStanding, QuorumSubject,
 };
 use fleet_core::rejection::{judge_reject, RejectAsked, RejectVerdict, REJECTED};
 use fleet_core::{
-    judge_approval, ApprovalAsked, ApprovalStatus, ApprovalVerdict, ApproverKey, Quorum, Role,
-    Status,
+    judge_approval, transition, ApprovalAsked, ApprovalStatus, ApprovalVerdict, ApproverKey, Event,
+    Quorum, Role, Status,
 };
-use fleet_store::{ApprovalOutcome, Claim, DbRole, DecisionOutcome, RejectOutcome, RolePrefix};
+use fleet_store::{
+    ApprovalOutcome, Claim, DbRole, DecisionOutcome, RejectOutcome, RolePrefix, Transition,
+    TransitionOutcome,
+};
 use fleet_tests::{at, decider, intent, TestFleet, TENANT};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Client;
@@ -849,5 +855,74 @@ async fn approve_reject_and_dispute_answer_as_core_judges_and_leave_the_row_it_s
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+    fleet.stop().await;
+}
+
+/// The store's transition statement stamps `resolved_at` on a move exactly when core calls
+/// its target final (`Status::is_final`, which the statement is given rather than keeping
+/// a list of its own): every move of the state table, as the store makes it, from a row
+/// set down unstamped. Moves the database refuses (out of a final outcome, a person's
+/// decision of a worker's row) are left out; every status the table moves to is checked.
+#[tokio::test]
+async fn the_transition_stamps_the_resolved_time_exactly_on_core_s_final_statuses() {
+    let fleet = TestFleet::start().await;
+    let mut sql = fleet.sql().await;
+    let mut checked = std::collections::BTreeSet::new();
+    let mut targets = std::collections::BTreeSet::new();
+    let mut wrong = Vec::new();
+    for event in Event::ALL {
+        for from in Status::ALL {
+            let Ok(to) = transition(from, event) else {
+                continue;
+            };
+            targets.insert(to.as_str());
+            let state = RowState {
+                status: from,
+                escalated: event.is_operator_decision(),
+                ..RowState::ready()
+            };
+            let (op, _) = operation_in(&fleet, &mut sql, state, "billing-bot").await;
+            set_down(
+                &mut sql,
+                "UPDATE operations SET resolved_at = NULL WHERE operation_id = $1",
+                &[&op],
+            )
+            .await;
+            let fence = fleet.row(&op).await.fence;
+            let object = format!("pay_{op}");
+            let (actor, confirmation) = if event.is_operator_decision() {
+                let c = Confirmation::Operator {
+                    object_id: Some(object.clone()),
+                    evidence: "the provider's dashboard".to_owned(),
+                };
+                ("operator:olga", c)
+            } else {
+                let c = Confirmation::Answer {
+                    object_id: object.clone(),
+                    fence,
+                    provider_request_id: None,
+                };
+                ("execute", c)
+            };
+            let t = Transition {
+                external_id: Some(object.as_str()),
+                confirmation: (to == Status::Succeeded).then_some(confirmation),
+                ..Transition::new(at(&op), from, fence, event, actor)
+            };
+            let Ok(TransitionOutcome::Moved { .. }) = fleet.store.transition(t, None).await else {
+                continue;
+            };
+            let stamped = fleet.row(&op).await.resolved_at.is_some();
+            checked.insert(to.as_str());
+            if stamped != to.is_final() {
+                wrong.push(format!(
+                    "{from} → {to} by {event:?}: resolved_at stamped {stamped}, final in core {}",
+                    to.is_final()
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_eq!(checked, targets, "every status the state table moves to");
     fleet.stop().await;
 }
