@@ -132,14 +132,16 @@ impl<R: SweepAndLookUp> StoreAs<R> {
                 reason: Some(m.reason),
                 ..Transition::new(op.op(), m.from, r.get(1), m.event, "reconcile")
             };
+            // The approval is marked expired before the cancel, so that the event the
+            // cancel writes carries the row as it is left (0086).
+            if m.expire_approval {
+                tx.execute(
+                    "SELECT fleet_expire_approval($1, $2)",
+                    &[&op.operation_id, &op.tenant_id],
+                )
+                .await?;
+            }
             if let o @ TransitionOutcome::Moved { .. } = transition_in(&tx, t, None).await? {
-                if m.expire_approval {
-                    tx.execute(
-                        "SELECT fleet_expire_approval($1, $2)",
-                        &[&op.operation_id, &op.tenant_id],
-                    )
-                    .await?;
-                }
                 moved.push((op, o));
             }
         }
