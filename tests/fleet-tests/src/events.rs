@@ -11,6 +11,9 @@ use fleet_broker::lapin::{
     Connection, ConnectionProperties,
 };
 use fleet_broker::{BrokerHealth, Publisher};
+use fleet_core::events::{EventData, EventType, OperationEventData};
+use fleet_core::view::NotAView;
+use fleet_core::OperationView;
 use fleet_relay::{RelayDeps, RelaySettings};
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -36,6 +39,9 @@ pub struct TappedEvent {
     pub amqp_type: Option<String>,
     /// The CloudEvent itself (structured mode: the whole body).
     pub body: Value,
+    /// An operation's event's `data`, read into its type as it arrived (unknown members
+    /// refused); `None` for a mandate's event.
+    pub data: Option<Result<OperationEventData, NotAView>>,
 }
 
 impl TappedEvent {
@@ -51,20 +57,57 @@ impl TappedEvent {
             .unwrap_or_default()
     }
 
+    /// `data.sequence` (a mandate's event's too).
     pub fn sequence(&self) -> i64 {
-        self.body["data"]["sequence"].as_i64().unwrap_or(-1)
+        match &self.data {
+            Some(_) => self.data().sequence,
+            None => self.body["data"]["sequence"].as_i64().unwrap_or(-1),
+        }
+    }
+
+    /// An operation's event's `data`, as read into its type; panics, naming the member,
+    /// on data that is not exactly an operation view, `sequence` and `approval`.
+    pub fn data(&self) -> &OperationEventData {
+        match &self.data {
+            Some(Ok(data)) => data,
+            Some(Err(e)) => panic!("event {}: {e}\n{:#}", self.id(), self.body["data"]),
+            None => panic!(
+                "event {} is no operation's: {}",
+                self.id(),
+                self.body["type"]
+            ),
+        }
+    }
+
+    /// The operation view the event carries.
+    pub fn view(&self) -> &OperationView {
+        &self.data().view
     }
 
     pub fn subject(&self) -> &str {
         self.body["subject"].as_str().unwrap_or_default()
     }
 
-    /// The operation the event reports (`data.operation_id`).
+    /// The operation the event reports (`data.operation_id`); empty for a mandate's event.
     pub fn operation_id(&self) -> &str {
-        self.body["data"]["operation_id"]
-            .as_str()
-            .unwrap_or_default()
+        match &self.data {
+            Some(_) => self.view().operation_id.as_str(),
+            None => "",
+        }
     }
+}
+
+/// A received CloudEvent's `data`, read as the store reads the outbox row it came from
+/// ([`EventData::read`]): `None` unless the `type` names an operation's event.
+pub fn operation_data(body: &Value) -> Option<Result<OperationEventData, NotAView>> {
+    let short = body["type"]
+        .as_str()?
+        .strip_prefix(fleet_core::events::TYPE_PREFIX)?;
+    let event_type = EventType::parse(short)?;
+    Some(
+        EventData::read(event_type, body["data"].clone())
+            .map(|d| *d.into_operation().expect("an operation's type")),
+    )
 }
 
 /// A queue bound to the events exchange; dropped with its connection.
@@ -155,12 +198,14 @@ impl TestFleet {
         let task = tokio::spawn(async move {
             while let Some(Ok(d)) = consumer.next().await {
                 let p = &d.properties;
+                let body: Value = serde_json::from_slice(&d.data).unwrap_or(Value::Null);
                 let event = TappedEvent {
                     routing_key: d.routing_key.to_string(),
                     content_type: p.content_type().as_ref().map(|s| s.to_string()),
                     message_id: p.message_id().as_ref().map(|s| s.to_string()),
                     amqp_type: p.kind().as_ref().map(|s| s.to_string()),
-                    body: serde_json::from_slice(&d.data).unwrap_or(Value::Null),
+                    data: operation_data(&body),
+                    body,
                 };
                 sink.lock().unwrap().push(event);
             }
@@ -261,10 +306,8 @@ impl TestFleet {
 impl TappedEvent {
     /// (operation id, `data.sequence`): what [`EventOrder`] judges.
     pub fn sequenced(&self) -> (String, i64) {
-        (
-            self.operation_id().to_owned(),
-            self.body["data"]["sequence"].as_i64().unwrap_or(0),
-        )
+        let sequence = self.data.as_ref().map_or(0, |_| self.sequence());
+        (self.operation_id().to_owned(), sequence)
     }
 }
 

@@ -71,7 +71,7 @@ pub use console::{
     sign_in_over_http, SignedIn, CLAIMED_ROLE, CLAIMED_TENANTS, TEST_USERS,
 };
 pub use demo_run::{printed_after, DemoRun};
-pub use events::{fast_relay, EventOrder, EventTap, TappedEvent};
+pub use events::{fast_relay, operation_data, EventOrder, EventTap, TappedEvent};
 pub use forged_approvals::mark_approved;
 pub use intents::{
     charge_intent, contract_intent, deal_create_intent, deal_update_intent, intent, intent_bytes,

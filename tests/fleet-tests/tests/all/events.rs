@@ -4,8 +4,8 @@
 //! per-operation sequence; a relay killed between the broker's confirm and its commit,
 //! or cut off from the broker, loses nothing.
 
-use fleet_core::events::tenant_segment;
-use fleet_core::{Resolution, Status};
+use fleet_core::events::{tenant_segment, EventApproval};
+use fleet_core::{ApprovalStatus, Resolution, Status};
 use fleet_reconcile::Reconciler;
 use fleet_store::Resolve;
 use fleet_tests::{at, reference};
@@ -93,28 +93,23 @@ async fn a_payment_publishes_prepared_approved_executing_succeeded_in_order_as_c
         assert_eq!(e.message_id.as_deref(), Some(e.id()));
         assert_eq!(e.amqp_type.as_deref(), b["type"].as_str());
         assert_eq!(e.routing_key, format!("fleet.operation.{t}.org_482"));
-        assert_eq!(b["data"]["operation_id"], op.as_str());
-        assert_eq!(b["data"]["tenant_id"], "org_482");
+        assert_eq!(e.view().operation_id.as_str(), op.as_str());
+        assert_eq!(e.view().tenant_id, "org_482");
     }
     // Each event carries the view as the change left it.
-    let status = |e: &TappedEvent| {
-        (
-            e.body["data"]["status"].as_str().unwrap().to_owned(),
-            e.body["data"]["approval_status"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        )
-    };
-    let seen: Vec<(String, String)> = events.iter().map(status).collect();
+    let status = |e: &TappedEvent| (e.view().status, e.view().approval_status);
+    let seen: Vec<(Status, ApprovalStatus)> = events.iter().map(status).collect();
     let expected = [
-        ("not_started", "pending"),
-        ("not_started", "approved"),
-        ("in_progress", "approved"),
-        ("succeeded", "approved"),
+        (Status::NotStarted, ApprovalStatus::Pending),
+        (Status::NotStarted, ApprovalStatus::Approved),
+        (Status::InProgress, ApprovalStatus::Approved),
+        (Status::Succeeded, ApprovalStatus::Approved),
     ];
-    assert_eq!(seen, expected.map(|(s, a)| (s.to_owned(), a.to_owned())));
-    assert_eq!(events[1].body["data"]["decided_by"], "test-approver");
+    assert_eq!(seen, expected);
+    assert_eq!(
+        events[1].view().decided_by.as_deref(),
+        Some("test-approver")
+    );
     // The last event is the operation view itself, plus its sequence.
     let mut last = events[3].body["data"].clone();
     assert_eq!(
@@ -160,7 +155,7 @@ async fn a_consumer_binds_by_type_or_by_tenant_and_a_tenant_with_dots_stays_one_
         .iter()
         .all(|e| e.subject() == format!("{dotted}/{}", op_of(&acme))));
     assert_eq!(got[0].routing_key, "fleet.operation.prepared.acme%2Ekz");
-    assert_eq!(got[0].body["data"]["tenant_id"], dotted);
+    assert_eq!(got[0].view().tenant_id, dotted);
     fleet.stop().await;
 }
 
@@ -180,20 +175,16 @@ async fn a_rejected_operation_publishes_prepared_then_rejected() {
     let events = tap.until_types(&op, &["prepared", "rejected"]).await;
     assert_eq!(types(&events), ["prepared", "rejected"]);
     assert_eq!(sequences(&events), [1, 2]);
-    let data = &events[1].body["data"];
+    let data = events[1].view();
     assert_eq!(
+        (data.status, data.approval_status, data.reason.as_deref()),
         (
-            data["status"].as_str(),
-            data["approval_status"].as_str(),
-            data["reason"].as_str()
-        ),
-        (
-            Some("cancelled"),
-            Some("rejected"),
+            Status::Cancelled,
+            ApprovalStatus::Rejected,
             Some("approval_rejected")
         )
     );
-    assert_eq!(data["decided_by"], "bob");
+    assert_eq!(data.decided_by.as_deref(), Some("bob"));
     fleet.stop().await;
 }
 
@@ -249,26 +240,19 @@ async fn an_unknown_payment_escalated_by_reconcile_and_resolved_by_an_operator_p
         ]
     );
     assert_eq!(sequences(&events), [1, 2, 3, 4, 5, 6]);
-    let (unknown, escalated, resolved) = (
-        &events[3].body["data"],
-        &events[4].body["data"],
-        &events[5].body["data"],
+    let (unknown, escalated, resolved) = (events[3].view(), events[4].view(), events[5].view());
+    assert_eq!(
+        (unknown.status, unknown.escalated),
+        (Status::Unknown, false)
     );
     assert_eq!(
-        (unknown["status"].as_str(), unknown["escalated"].as_bool()),
-        (Some("unknown"), Some(false))
+        (escalated.status, escalated.escalated),
+        (Status::Unknown, true)
     );
+    assert_eq!(escalated.reason.as_deref(), Some("multiple_matches"));
     assert_eq!(
-        (
-            escalated["status"].as_str(),
-            escalated["escalated"].as_bool()
-        ),
-        (Some("unknown"), Some(true))
-    );
-    assert_eq!(escalated["reason"], "multiple_matches");
-    assert_eq!(
-        (resolved["status"].as_str(), resolved["reason"].as_str()),
-        (Some("failed"), Some("operator_resolution"))
+        (resolved.status, resolved.reason.as_deref()),
+        (Status::Failed, Some("operator_resolution"))
     );
     fleet.stop().await;
 }
@@ -383,27 +367,35 @@ async fn each_approval_short_of_the_quorum_publishes_approval_recorded_with_who_
     );
     assert_eq!(sequences(&events), [1, 2, 3]);
     // What a bot needs to tell the next approver "1 of 2, waiting for you".
-    let first = &events[1].body["data"];
+    let first = events[1].data();
     assert_eq!(
         (
-            first["approvals_received"].as_i64(),
-            first["approvals_required"].as_i64(),
-            first["approval_status"].as_str(),
-            first["submitted_by"].as_str(),
+            first.view.approvals_received,
+            first.view.approvals_required,
+            first.view.approval_status,
+            first.view.submitted_by.as_deref(),
         ),
-        (Some(1), Some(2), Some("pending"), Some("billing-bot"))
+        (1, 2, ApprovalStatus::Pending, Some("billing-bot"))
     );
     assert_eq!(
-        first["approval"],
+        first.approval,
+        Some(EventApproval {
+            by: "ann".into(),
+            signed: false,
+            signed_in_with: Some("token".into()),
+        })
+    );
+    assert_eq!(
+        events[1].body["data"]["approval"],
         json!({"by": "ann", "signed": false, "signed_in_with": "token"})
     );
-    let second = &events[2].body["data"];
+    let second = events[2].data();
     assert_eq!(
         (
-            second["approvals_received"].as_i64(),
-            second["approval"]["by"].as_str()
+            second.view.approvals_received,
+            second.approval.as_ref().map(|a| a.by.as_str())
         ),
-        (Some(2), Some("ben"))
+        (2, Some("ben"))
     );
     fleet.stop().await;
 }

@@ -5,8 +5,16 @@
 //! expired, confirmed by an answer and by an operator. Each view the function writes must
 //! read into the type (unknown members refused) and be written back as the same JSON, and
 //! the store must answer the same view.
+//!
+//! The outcome events carry the same view: each move's newest event, read from the outbox
+//! as the relay reads it (`EventData::read`, unknown members refused), must hold the view
+//! the store answers right after the move, and every event the run wrote must read into
+//! the type and be written back unchanged, so what agents receive cannot drift from the
+//! type either.
 
 use std::collections::BTreeSet;
+
+use fleet_core::events::{EventData, EventType, OperationEventData};
 
 use fleet_core::confirmation::Confirmation;
 use fleet_core::{
@@ -34,7 +42,45 @@ async fn pinned(fleet: &TestFleet, op: &str) -> OperationView {
     assert_eq!(view.to_json(), json, "{op}: written back otherwise");
     let served = fleet.store.operation_view(at(op)).await.unwrap();
     assert_eq!(served.as_ref(), Some(&view), "{op}: the store's view");
+    let (event_type, event) = newest_event(fleet, op).await;
+    assert_eq!(
+        event.view,
+        view,
+        "{op}: the {} event carries the view the API serves",
+        event_type.as_str()
+    );
     view
+}
+
+/// Every event the outbox holds for `op` (or for every operation with `None`), oldest
+/// first, its `data` read as the relay reads it: (type, data, the stored JSON).
+async fn outbox(fleet: &TestFleet, op: Option<&str>) -> Vec<(EventType, EventData, Value)> {
+    let rows = fleet
+        .sql()
+        .await
+        .query(
+            "SELECT event_type, data FROM operation_outbox
+             WHERE $1::text IS NULL OR operation_id = $1 ORDER BY id",
+            &[&op],
+        )
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| {
+            let event_type = EventType::parse(r.get(0)).expect("a known event type");
+            let json: Value = r.get(1);
+            let data = EventData::read(event_type, json.clone())
+                .unwrap_or_else(|e| panic!("a {} event: {e}\n{json:#}", event_type.as_str()));
+            (event_type, data, json)
+        })
+        .collect()
+}
+
+/// The newest event of `op`, an operation's.
+async fn newest_event(fleet: &TestFleet, op: &str) -> (EventType, OperationEventData) {
+    let (event_type, data, _) = outbox(fleet, Some(op)).await.pop().expect("an event");
+    let data = data.into_operation().expect("an operation's event");
+    (event_type, *data)
 }
 
 /// A payment prepared by the prepare worker, pending: (id, hash).
@@ -208,5 +254,18 @@ async fn the_view_of_every_status_reads_into_the_type_and_back_unchanged() {
     let all: BTreeSet<&str> = ApprovalStatus::ALL.iter().map(|s| s.as_str()).collect();
     assert_eq!(approvals, all);
     assert!(seen.iter().any(|v| v.confirmation.is_some()));
+
+    // Every event of the run reads into the type and is written back as it was stored,
+    // and the events carried every status.
+    let events = outbox(&fleet, None).await;
+    let mut carried = BTreeSet::new();
+    for (event_type, data, json) in &events {
+        assert_eq!(&data.to_json(), json, "a {} event", event_type.as_str());
+        if let Some(d) = data.operation() {
+            carried.insert(d.view.status.as_str());
+        }
+    }
+    let all: BTreeSet<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+    assert_eq!(carried, all, "the statuses the events carried");
     fleet.stop().await;
 }
