@@ -418,7 +418,8 @@ mod tests {
             check_identity(Action::PaymentCreate, "crm", row, good),
             Err(Reason::WebhookProviderMismatch)
         );
-        let one_field_off: [(fn(&mut ObjectIdentity<'static>), Reason); 4] = [
+        type Change = fn(&mut ObjectIdentity<'static>);
+        let one_field_off: [(Change, Reason); 4] = [
             (
                 |o| o.reference = Some("op_B"),
                 Reason::WebhookReferenceMismatch,

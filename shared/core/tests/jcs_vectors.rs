@@ -56,6 +56,13 @@ fn canonical_values_match_python_and_node() {
     }
 }
 
+/// The snapshot's members, as `Snapshot::to_json` writes them (read off the seed's).
+fn snapshot_members() -> Vec<String> {
+    let seed = include_bytes!("fixtures/intents/valid/payment-seed.json");
+    let snapshot = parse_intent(seed).unwrap().snapshot.to_json();
+    snapshot.as_object().unwrap().keys().cloned().collect()
+}
+
 /// The snapshot an intent's hash covers: the validator's, or, for a vector whose ids the
 /// identifier rule refuses (kept for their non-BMP characters), its snapshot members as
 /// written.
@@ -70,20 +77,11 @@ fn snapshot_json(name: &str, text: &str) -> Value {
             let Value::Object(all) = serde_json::from_str(text).unwrap() else {
                 panic!("{name}: not an object")
             };
-            let members = [
-                "operation_id",
-                "tenant_id",
-                "action",
-                "provider",
-                "target",
-                "payload",
-                "policy_version",
-                "data_version",
-            ];
+            let members = snapshot_members();
             Value::Object(
                 members
                     .iter()
-                    .map(|m| (m.to_string(), all.get(*m).cloned().unwrap_or(Value::Null)))
+                    .map(|m| (m.clone(), all.get(m).cloned().unwrap_or(Value::Null)))
                     .collect(),
             )
         }

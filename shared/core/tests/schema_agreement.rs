@@ -155,7 +155,7 @@ fn the_schema_states_the_validators_limits() {
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
-    assert_eq!(codes, ISO_4217);
+    assert_eq!(codes, *ISO_4217);
     let actions: Vec<&str> = s["properties"]["action"]["enum"]
         .as_array()
         .unwrap()

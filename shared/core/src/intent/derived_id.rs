@@ -82,15 +82,19 @@ mod tests {
         }
     }
 
+    /// The seed payment's arguments: the intent as the fixtures keep it, less what the
+    /// tool implies, its id and its tenant.
     fn payment() -> Map<String, Value> {
-        arguments(json!({
-            "payload": {"invoice_id": "inv_9182", "beneficiary_id": "vendor_77",
-                        "amount_minor": 1250000, "currency": "KZT"},
-            "policy_version": "payments-v3",
-            "data_version": "inv_9182@7",
-            "approval_ttl_seconds": 3600,
-            "rationale": "due today",
-        }))
+        let mut seed = arguments(
+            serde_json::from_str(include_str!(
+                "../../tests/fixtures/intents/valid/payment-seed.json"
+            ))
+            .unwrap(),
+        );
+        for member in ["schema", "action", "provider", "operation_id", "tenant_id"] {
+            seed.remove(member);
+        }
+        seed
     }
 
     fn id(arguments: &Map<String, Value>) -> String {

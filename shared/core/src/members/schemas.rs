@@ -75,7 +75,7 @@ pub fn amount_minor(_: &mut SchemaGenerator) -> Schema {
 }
 
 pub fn currency(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"enum": ISO_4217})
+    json_schema!({"enum": ISO_4217.as_slice()})
 }
 
 pub fn version(_: &mut SchemaGenerator) -> Schema {

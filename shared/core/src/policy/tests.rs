@@ -64,29 +64,18 @@ fn the_shipped_policies_cover_every_version_the_fleet_uses() {
         (1, 0)
     );
     let refund = json!({"payment_id": "pay_1", "amount_minor": 500_000_000, "currency": "KZT", "reason": "r"});
-    assert_eq!(
-        set.amount_requirement("refunds-v1", Action::RefundCreate, &refund)
-            .map(|r| r.approvers),
-        Ok(1)
-    );
     let deal = json!({"name": "n", "amount_minor": 990_000, "currency": "EUR", "stage": "s", "owner_id": "u"});
-    assert_eq!(
-        set.amount_requirement("crm-v1", Action::CrmDealCreate, &deal)
-            .map(|r| r.approvers),
-        Ok(1)
-    );
     let update = json!({"expected_version": 3, "patch": {"stage": "won"}});
-    assert_eq!(
-        set.amount_requirement("crm-v1", Action::CrmDealUpdate, &update)
-            .map(|r| r.approvers),
-        Ok(1)
-    );
     let order = json!({"from": "paid", "to": "fulfilled", "reason": "shipped"});
-    assert_eq!(
-        set.amount_requirement("orders-v1", Action::OrderStatusChange, &order)
-            .map(|r| r.approvers),
-        Ok(1)
-    );
+    for (version, action, payload) in [
+        ("refunds-v1", Action::RefundCreate, refund),
+        ("crm-v1", Action::CrmDealCreate, deal),
+        ("crm-v1", Action::CrmDealUpdate, update),
+        ("orders-v1", Action::OrderStatusChange, order),
+    ] {
+        let required = set.amount_requirement(version, action, &payload);
+        assert_eq!(required.map(|r| r.approvers), Ok(1), "{version} {action:?}");
+    }
 }
 
 #[test]
