@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::machine::Machine;
 use super::report::Results;
+use super::table::number;
 use super::{BenchArgs, Mode};
 
 /// The figures a comparison shows, from one run.
@@ -171,18 +172,6 @@ struct Comparison {
     medians: Vec<Row>,
 }
 
-fn fmt(v: f64) -> String {
-    if v.is_nan() {
-        "n/a".into()
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 /// A figure's label in a table: its name, and its unit in parentheses if it has one.
 fn label(figure: &str, unit: &str) -> String {
     if unit.is_empty() {
@@ -241,9 +230,9 @@ pub fn finish(
         let label = label(&r.figure, &r.unit);
         println!(
             "{label:<w0$}  {:>10}  {:>10}  {:>8}×",
-            fmt(r.baseline),
-            fmt(r.candidate),
-            fmt(r.ratio)
+            number(r.baseline),
+            number(r.candidate),
+            number(r.ratio)
         );
     }
     for (i, (b, c)) in pairs.iter().enumerate() {
@@ -327,9 +316,9 @@ pub fn finish_repeated(
         let label = label(&r.figure, &r.unit);
         println!(
             "{label:<w0$}  {:>10}  {:>10}  {:>10}",
-            fmt(r.median),
-            fmt(r.min),
-            fmt(r.max)
+            number(r.median),
+            number(r.min),
+            number(r.max)
         );
     }
     for (i, k) in runs.iter().enumerate() {

@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use super::compare::Key;
 use super::sql::BenchSql;
+use super::table::number;
 use super::throughput::{self, BinSet};
 use super::{seed, BenchArgs};
 use fleetctl::args::Connection;
@@ -201,18 +202,6 @@ fn figures() -> Vec<Figure> {
     ]
 }
 
-fn fmt(v: f64) -> String {
-    if v.is_nan() {
-        "n/a".into()
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 /// Whether `ratio` (with history ÷ empty) keeps to the bound.
 fn within(bound: Bound, ratio: f64) -> Option<bool> {
     match bound {
@@ -284,21 +273,21 @@ pub async fn run(
         };
         println!(
             "{label:<w0$}  {:>9}  {:>9}  {:>6}×  {:>9}  {:>6}×  {verdict}",
-            fmt(get(e)),
-            fmt(get(h)),
-            fmt(rh),
-            fmt(get(p)),
-            fmt(rp),
+            number(get(e)),
+            number(get(h)),
+            number(rh),
+            number(get(p)),
+            number(rp),
         );
         if let (Some(a), Some(b)) = (met_h, met_p) {
             targets.push(super::table::Target {
                 figure: label,
                 value: format!(
                     "{} → {} ({:.2}×), after the prune {} ({:.2}×)",
-                    fmt(get(e)),
-                    fmt(get(h)),
+                    number(get(e)),
+                    number(get(h)),
                     rh,
-                    fmt(get(p)),
+                    number(get(p)),
                     rp
                 ),
                 target: target.clone(),

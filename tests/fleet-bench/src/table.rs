@@ -5,6 +5,20 @@ use std::path::Path;
 
 use serde::Serialize;
 
+/// A measured figure as the tables print it: three significant digits or so, `n/a` for
+/// one not measured.
+pub fn number(v: f64) -> String {
+    if v.is_nan() {
+        "n/a".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 /// A figure with a target of the fleet's, as it goes into the JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct Target {
