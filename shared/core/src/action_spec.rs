@@ -15,10 +15,10 @@ pub mod provider;
 
 use serde_json::{Map, Value};
 
+use crate::headline::Headline;
 use crate::intent_error::IntentError;
 use crate::lookup::Reading;
 use crate::outcome::{CallResult, Outcome};
-use crate::wording::Headline;
 
 pub use action::Action;
 pub use object_ref::{ObjectField, ObjectRef};
@@ -106,7 +106,7 @@ impl ActionSpec {
         (self.behaviour.check)(payload)
     }
 
-    /// The headline of a stored payload ([`crate::wording::Headline`]).
+    /// The headline of a stored payload ([`crate::headline::Headline`]).
     pub fn describe(&self, target: Option<&str>, payload: &Value) -> Option<Headline> {
         (self.behaviour.describe)(target, payload)
     }

@@ -26,6 +26,7 @@ pub mod events;
 pub mod evidence;
 pub mod execute;
 pub mod hash;
+pub mod headline;
 pub mod history;
 pub mod identifier;
 pub mod ids;

@@ -7,12 +7,11 @@ use serde_json::Value;
 
 use crate::catalogue::Action;
 
-mod headline;
 mod page;
 mod payee_named;
 
+pub use crate::headline::{quote, Headline, PayeeNamed, Quoted, FREE_TEXT_MARK};
 pub use crate::json_words::value_in_words;
-pub use headline::{quote, Headline, PayeeNamed, Quoted, FREE_TEXT_MARK};
 pub use page::{
     amount_confirmed, approval_in_words, instant_in_words, patch_field_in_words,
     patch_value_in_words, reason_in_words, reason_name_in_words, status_in_words,

@@ -7,7 +7,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use fleet_core::catalogue::Effect;
+use fleet_core::catalogue::{Dialect, Effect};
 use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::Reading;
 use fleet_core::stripe::accounts::ConnectedAccounts;
@@ -45,6 +45,12 @@ impl Endpoint {
 pub trait Mapping: Sized + Send + Sync + 'static {
     /// The provider it speaks to.
     const PROVIDER: ProviderName;
+
+    /// Whether it speaks its provider's API as `dialect`: the reference protocol, unless
+    /// the mapping is of another API the provider may speak (Stripe's).
+    fn speaks(dialect: Dialect) -> bool {
+        dialect == Dialect::Reference
+    }
 
     /// The one side-effecting request of `op`, built from the approved snapshot alone;
     /// `Unbuildable` for an action the provider does not serve.

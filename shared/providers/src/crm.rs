@@ -5,6 +5,7 @@
 
 use fleet_core::actions::deal_create::DealCreatePayload;
 use fleet_core::actions::deal_update::DealUpdatePayload;
+use fleet_core::catalogue::provider_spec;
 use fleet_core::{Action, ProviderName};
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
@@ -52,7 +53,7 @@ impl Client<Crm> {
 }
 
 impl Mapping for Crm {
-    const PROVIDER: ProviderName = ProviderName::Crm;
+    const PROVIDER: ProviderName = provider_spec::CRM.name;
 
     /// `POST /v1/deals` (the CRM deduplicates nothing: execute sends it only after a
     /// search), or `PATCH /v1/deals/{id}` with `If-Match: "<expected_version>"`, always.

@@ -4,6 +4,7 @@
 //! found again by id or by `external_ref` (our operation id), with a search lag.
 
 use fleet_core::actions::contract_send::ContractSendPayload;
+use fleet_core::catalogue::provider_spec;
 use fleet_core::{Action, ProviderName};
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
@@ -50,7 +51,7 @@ impl Client<Esign> {
 }
 
 impl Mapping for Esign {
-    const PROVIDER: ProviderName = ProviderName::Esign;
+    const PROVIDER: ProviderName = provider_spec::ESIGN.name;
 
     fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
         match op.action {

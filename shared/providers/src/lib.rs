@@ -18,16 +18,33 @@
 pub mod adapter;
 mod api;
 pub mod client;
-pub mod crm;
-pub mod esign;
 mod lookup;
-pub mod orders;
 pub mod path;
-pub mod payments;
 mod registry;
 mod request;
-pub mod stripe;
 mod transport;
+
+/// Declares each mapping's module and lists its mapping in `MAPPINGS`, where the registry
+/// finds a configured provider's client by the provider the mapping names
+/// ([`Mapping::PROVIDER`]) and the dialect it speaks ([`Mapping::speaks`]): a mapping's
+/// module line is all that adds it.
+macro_rules! mappings {
+    ($($module:ident :: $mapping:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// Every mapping, as the registry finds them.
+        pub(crate) static MAPPINGS: &[registry::MappingEntry] =
+            &[$(registry::MappingEntry::of::<$module::$mapping>()),*];
+    };
+}
+
+mappings!(
+    payments::Payments,
+    crm::Crm,
+    orders::Orders,
+    esign::Esign,
+    stripe::Stripe,
+);
 
 pub use adapter::{
     Intake, Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request, Unbuildable,
@@ -51,7 +68,7 @@ pub use stripe::StripeClient;
 /// waits for a slot.
 pub fn series_at_zero() {
     use fleet_runtime::metric_names as m;
-    for provider in fleet_core::ProviderName::ALL {
+    for provider in fleet_core::ProviderName::all() {
         let provider = provider.as_str();
         metrics::counter!(m::PROVIDER_THROTTLED_TOTAL, "provider" => provider).increment(0);
         metrics::counter!(m::PROVIDER_CREDENTIALS_REFUSED_TOTAL, "provider" => provider)

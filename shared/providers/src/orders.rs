@@ -4,6 +4,7 @@
 //! attempt. No idempotency keys: the precondition keeps a transition from applying twice.
 
 use fleet_core::actions::order_status_change::OrderStatusChangePayload;
+use fleet_core::catalogue::provider_spec;
 use fleet_core::{Action, ProviderName};
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
@@ -37,7 +38,7 @@ impl Client<Orders> {
 }
 
 impl Mapping for Orders {
-    const PROVIDER: ProviderName = ProviderName::Orders;
+    const PROVIDER: ProviderName = provider_spec::ORDERS.name;
 
     fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
         match op.action {

@@ -8,6 +8,7 @@
 
 use fleet_core::actions::payment_create::PaymentPayload;
 use fleet_core::actions::refund_create::RefundPayload;
+use fleet_core::catalogue::provider_spec;
 use fleet_core::outcome::CallResult;
 use fleet_core::{Action, ProviderName};
 use reqwest::Method;
@@ -128,7 +129,7 @@ impl Client<Payments> {
 }
 
 impl Mapping for Payments {
-    const PROVIDER: ProviderName = ProviderName::Payments;
+    const PROVIDER: ProviderName = provider_spec::PAYMENTS.name;
 
     fn request(op: &Operation<'_>) -> Result<Request, Unbuildable> {
         let reference = op.subject.reference.to_owned();

@@ -18,13 +18,8 @@ use crate::adapter::{
     Intake, Operation, PayeeAnswer, PayerAnswer, RefundedAnswer, Request, Unbuildable,
 };
 use crate::api::{ConfigError, SendGate};
-use crate::client::{Adapter, Endpoint};
-use crate::crm::CrmClient;
-use crate::esign::EsignClient;
-use crate::orders::OrdersClient;
+use crate::client::{Adapter, Client, Endpoint, Mapping};
 use crate::path::check_segment;
-use crate::payments::PaymentsClient;
-use crate::stripe::StripeClient;
 
 /// One provider as configured.
 #[derive(Debug, Clone)]
@@ -158,26 +153,52 @@ impl ProviderConfigs {
     }
 }
 
-/// The one list of adapters: each provider's client, by its mapping.
-fn adapter(name: &'static str, config: &ProviderConfig) -> Result<Box<dyn Adapter>, ConfigError> {
+/// A mapping as the registry finds it: the provider it speaks to, the dialect it speaks
+/// it in, and how its client is made. `crate::MAPPINGS` lists one for each mapping.
+pub(crate) struct MappingEntry {
+    provider: ProviderName,
+    speaks: fn(Dialect) -> bool,
+    connect: fn(&ProviderConfig) -> Result<Box<dyn Adapter>, ConfigError>,
+}
+
+impl MappingEntry {
+    pub(crate) const fn of<M: Mapping>() -> MappingEntry {
+        MappingEntry {
+            provider: M::PROVIDER,
+            speaks: M::speaks,
+            connect: connect::<M>,
+        }
+    }
+}
+
+/// The client of `M` for a provider configured so.
+fn connect<M: Mapping>(config: &ProviderConfig) -> Result<Box<dyn Adapter>, ConfigError> {
     let endpoint = Endpoint {
         base_url: config.base_url.clone(),
         api_key: config.api_key.clone(),
         timeout_ms: config.timeout_ms,
     };
+    let search = match config.dialect {
+        Dialect::Stripe { search } => search,
+        Dialect::Reference => true,
+    };
+    // The connected accounts are only ever set for a provider spoken as Stripe.
+    Ok(Box::new(
+        Client::<M>::new(endpoint)?
+            .searching(search)
+            .with_accounts(config.accounts.clone()),
+    ))
+}
+
+/// The provider `name`'s client: the one mapping that speaks to it in its configured
+/// dialect. No line here names a provider: each mapping says whom it speaks to.
+fn adapter(name: &'static str, config: &ProviderConfig) -> Result<Box<dyn Adapter>, ConfigError> {
     let provider = ProviderName::parse(name).ok_or(ConfigError::UnknownProvider(name))?;
-    Ok(match (provider, config.dialect) {
-        (ProviderName::Payments, Dialect::Stripe { search }) => Box::new(
-            StripeClient::new(endpoint)?
-                .searching(search)
-                .with_accounts(config.accounts.clone()),
-        ),
-        (_, Dialect::Stripe { .. }) => return Err(ConfigError::UnknownProvider(name)),
-        (ProviderName::Payments, Dialect::Reference) => Box::new(PaymentsClient::new(endpoint)?),
-        (ProviderName::Crm, Dialect::Reference) => Box::new(CrmClient::new(endpoint)?),
-        (ProviderName::Orders, Dialect::Reference) => Box::new(OrdersClient::new(endpoint)?),
-        (ProviderName::Esign, Dialect::Reference) => Box::new(EsignClient::new(endpoint)?),
-    })
+    let mapping = crate::MAPPINGS
+        .iter()
+        .find(|m| m.provider == provider && (m.speaks)(config.dialect))
+        .ok_or(ConfigError::UnknownProvider(name))?;
+    (mapping.connect)(config)
 }
 
 /// One provider: its adapter and its configuration.
@@ -354,6 +375,32 @@ mod tests {
         for name in catalogue::providers() {
             assert!(providers.get(name.as_str()).is_some(), "{name}");
         }
+    }
+
+    /// Adding a provider is its spec and its mapping: every spec finds a mapping for the
+    /// reference protocol, and for Stripe's API when it may speak it, with no line naming
+    /// the provider here.
+    #[test]
+    fn every_provider_spec_finds_its_mapping_for_each_api_it_may_speak() {
+        let configs = configs();
+        for spec in PROVIDERS {
+            let name = spec.name.as_str();
+            let mut config = configs.0[name].clone();
+            assert!(
+                adapter(name, &config).is_ok(),
+                "{name}: no reference mapping"
+            );
+            config.dialect = Dialect::Stripe { search: false };
+            assert_eq!(
+                adapter(name, &config).is_ok(),
+                spec.speaks_stripe(),
+                "{name} spoken as Stripe"
+            );
+        }
+        assert!(matches!(
+            adapter("mystery", &configs.0["payments"]),
+            Err(ConfigError::UnknownProvider("mystery"))
+        ));
     }
 
     /// Every valid intent fixture makes a request at the provider serving its action,

@@ -17,6 +17,8 @@ pub mod search;
 pub mod transfer;
 
 use fleet_core::actions::refund_create::RefundPayload;
+use fleet_core::catalogue::provider_spec;
+use fleet_core::catalogue::Dialect;
 use fleet_core::outcome::{CallResult, Outcome};
 use fleet_core::reconcile::Reading;
 use fleet_core::stripe::charge::{classify_charge, read_payment_intents};
@@ -38,7 +40,7 @@ pub use search::MAX_PAGES;
 /// The actions only the Stripe mapping serves: the reference protocol has no charges, so
 /// the capability guard refuses them while payments are not spoken as Stripe (the
 /// payments provider's spec, `fleet_core::catalogue::provider_spec::PAYMENTS`, says so).
-pub const ONLY_STRIPE: &[Action] = fleet_core::catalogue::provider_spec::PAYMENTS.only_stripe;
+pub const ONLY_STRIPE: &[Action] = provider_spec::PAYMENTS.only_stripe;
 
 /// The Stripe mapping.
 #[derive(Debug)]
@@ -77,7 +79,11 @@ impl Client<Stripe> {
 }
 
 impl Mapping for Stripe {
-    const PROVIDER: ProviderName = ProviderName::Payments;
+    const PROVIDER: ProviderName = provider_spec::PAYMENTS.name;
+
+    fn speaks(dialect: Dialect) -> bool {
+        matches!(dialect, Dialect::Stripe { .. })
+    }
 
     /// One create, whatever the action: its form posted under the operation's key
     /// ([`create`]).

@@ -553,6 +553,9 @@ fn bad_configuration_is_refused() {
 #[test]
 fn payments_capabilities_match_the_protocol() {
     let day = std::time::Duration::from_secs(86_400);
-    let caps = fleet_core::ProviderName::Payments.spec().capabilities;
+    let caps = fleet_core::catalogue::provider_spec::PAYMENTS
+        .name
+        .spec()
+        .capabilities;
     assert!(caps.idempotent_create == Some(day) && caps.lookup && !caps.conditional_update);
 }

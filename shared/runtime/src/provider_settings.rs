@@ -79,10 +79,13 @@ pub struct ProviderArgs(Vec<ProviderSettings>);
 impl ProviderArgs {
     /// The settings of `provider`.
     pub fn get(&self, provider: ProviderName) -> &ProviderSettings {
-        &self.0[provider as usize]
+        self.0
+            .iter()
+            .find(|s| s.provider == provider)
+            .expect("every provider's settings are read from its spec")
     }
 
-    /// Every provider's settings, in `ProviderName::ALL`'s order.
+    /// Every provider's settings, in the order of their specs (`PROVIDERS`).
     pub fn iter(&self) -> impl Iterator<Item = &ProviderSettings> {
         self.0.iter()
     }
@@ -415,6 +418,7 @@ impl Args for ProviderArgs {
 
 #[cfg(test)]
 mod tests {
+    use fleet_core::catalogue::provider_spec::{CRM, ESIGN, ORDERS, PAYMENTS};
     use std::time::Duration;
 
     use clap::Parser;
@@ -463,12 +467,12 @@ mod tests {
             "--payments-key-retention-s=0",
         ])
         .unwrap();
-        let s = cli.providers.get(ProviderName::Payments);
+        let s = cli.providers.get(PAYMENTS.name);
         assert_eq!(s.dialect, Dialect::Stripe { search: false });
         assert_eq!(s.url, STRIPE_URL);
         assert_eq!(s.capabilities.idempotent_create, Some(Duration::ZERO));
         // The other providers are not affected.
-        assert_eq!(cli.providers.get(ProviderName::Crm).url, DEVELOPER_URL);
+        assert_eq!(cli.providers.get(CRM.name).url, DEVELOPER_URL);
         let at = Cli::try_parse_from([
             "bin",
             "--payments-provider=stripe",
@@ -476,7 +480,7 @@ mod tests {
             "--payments-url=http://127.0.0.1:9",
         ])
         .unwrap();
-        let s = at.providers.get(ProviderName::Payments);
+        let s = at.providers.get(PAYMENTS.name);
         assert_eq!(s.url, "http://127.0.0.1:9");
         assert_eq!(s.dialect, Dialect::Stripe { search: true });
 
@@ -525,7 +529,7 @@ mod tests {
             Cli::try_parse_from([stripe[0], stripe[1], stripe[2], &flag])
         };
         let cli = with("acme=acct_1Acme").unwrap();
-        let accounts = &cli.providers.get(ProviderName::Payments).stripe_accounts;
+        let accounts = &cli.providers.get(PAYMENTS.name).stripe_accounts;
         assert_eq!(accounts.of("acme"), Some("acct_1Acme"));
         assert_eq!(accounts.of("globex"), None);
         for bad in ["acme", "acme=acct_1,acme=acct_2", "acme=sk_test_1"] {
@@ -601,19 +605,19 @@ mod tests {
         ])
         .unwrap();
         let p = &cli.providers;
-        assert_eq!(p.get(ProviderName::Payments).url, "https://pay.example");
+        assert_eq!(p.get(PAYMENTS.name).url, "https://pay.example");
         assert_eq!(
-            p.get(ProviderName::Payments).capabilities.idempotent_create,
+            p.get(PAYMENTS.name).capabilities.idempotent_create,
             Some(Duration::from_secs(600))
         );
-        assert_eq!(p.get(ProviderName::Crm).timeout_ms, 2500);
-        let crm = p.get(ProviderName::Crm).capabilities;
+        assert_eq!(p.get(CRM.name).timeout_ms, 2500);
+        let crm = p.get(CRM.name).capabilities;
         assert_eq!(crm.idempotent_create, Some(Duration::MAX));
         assert!(crm.lookup && !crm.conditional_update);
-        assert_eq!(p.get(ProviderName::Orders).max_request_s, 30);
-        assert_eq!(p.get(ProviderName::Orders).search_lag_ms, 0);
-        assert_eq!(p.get(ProviderName::Esign).search_lag_ms, 10);
-        assert_eq!(p.get(ProviderName::Esign).api_key.expose(), "sk_live_1");
+        assert_eq!(p.get(ORDERS.name).max_request_s, 30);
+        assert_eq!(p.get(ORDERS.name).search_lag_ms, 0);
+        assert_eq!(p.get(ESIGN.name).search_lag_ms, 10);
+        assert_eq!(p.get(ESIGN.name).api_key.expose(), "sk_live_1");
         assert!(!format!("{cli:?}").contains("sk_live_1"));
     }
 

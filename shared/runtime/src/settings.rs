@@ -184,7 +184,7 @@ mod tests {
     use super::*;
     use crate::provider_settings::ProviderArgs;
     use clap::Parser;
-    use fleet_core::ProviderName;
+    use fleet_core::catalogue::provider_spec::PAYMENTS;
     use std::time::Duration;
 
     #[derive(Debug, Parser)]
@@ -227,7 +227,7 @@ mod tests {
         if unset("PREFETCH") {
             assert_eq!(cli.common.prefetch, 32);
         }
-        let payments = cli.providers.get(ProviderName::Payments);
+        let payments = cli.providers.get(PAYMENTS.name);
         if unset("PAYMENTS_API_KEY") {
             assert_eq!(payments.api_key.expose(), "sk_test_sim");
         }
@@ -255,7 +255,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            cli.providers.get(ProviderName::Payments).api_key.expose(),
+            cli.providers.get(PAYMENTS.name).api_key.expose(),
             "sk_live_789"
         );
         assert_eq!(

@@ -78,7 +78,8 @@ async fn drop_deployment_roles(database_url: &str) -> Result<(), StoreError> {
     result
 }
 
-/// Applies every pending migration, loads the deployment's policies, then makes sure the
+/// Applies every pending migration, records the catalogue's providers, loads the
+/// deployment's policies, then makes sure the
 /// deployment's login roles exist (see `roles.rs`). Safe to run concurrently from several
 /// processes: sqlx takes an advisory lock, and so does the making of the roles.
 ///
@@ -91,6 +92,9 @@ pub async fn migrate(database_url: &str) -> Result<(), StoreError> {
     let pool = one_connection(database_url).await?;
     let mut result = MIGRATOR.run(&pool).await.map_err(err);
     if result.is_ok() {
+        result = record_providers(&pool).await;
+    }
+    if result.is_ok() {
         result = load_deployment_policies(database_url).await;
     }
     if result.is_ok() {
@@ -98,6 +102,31 @@ pub async fn migrate(database_url: &str) -> Result<(), StoreError> {
     }
     pool.close().await;
     result
+}
+
+/// Makes the database's `providers` table name exactly the catalogue's providers
+/// (`fleet_core::catalogue::provider_spec::PROVIDERS`), the ones an operation may name
+/// (`operations_provider_fkey`, 0084_providers_table.sql): a provider added to the
+/// catalogue is known to the database from this migrate on, with no migration of its own.
+/// A name the catalogue no longer has is removed unless an operation names it (the
+/// reference keeps it: that row stays readable as written).
+async fn record_providers(pool: &sqlx::PgPool) -> Result<(), StoreError> {
+    let names: Vec<&str> = fleet_core::ProviderName::all()
+        .map(fleet_core::ProviderName::as_str)
+        .collect();
+    sqlx::query(
+        "WITH added AS (
+             INSERT INTO providers (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING
+         )
+         DELETE FROM providers p
+          WHERE p.name <> ALL($1::text[])
+            AND NOT EXISTS (SELECT FROM operations o WHERE o.provider = p.name)",
+    )
+    .bind(&names)
+    .execute(pool)
+    .await
+    .map_err(err)?;
+    Ok(())
 }
 
 /// Loads the policy files the deployment's binaries judge by (`POLICY_DIR`, else the ones

@@ -6,7 +6,7 @@ use clap::Parser;
 use fleet_api::console::{Console, ConsoleSettings};
 use fleet_api::evidence_key::{EvidenceKeySettings, EvidenceKeys};
 use fleet_api::{ApiDeps, ApiSettings};
-use fleet_core::ProviderName;
+use fleet_core::catalogue::provider_spec::CRM;
 use fleet_runtime::{CommonArgs, IntakeArgs, ProviderSettings};
 use fleet_store::component;
 
@@ -59,7 +59,7 @@ async fn main() -> anyhow::Result<()> {
     let console = Console::from_settings(
         &cli.console,
         public_url.as_str(),
-        console_crm(cli.intake.providers.get(ProviderName::Crm)),
+        console_crm(cli.intake.providers.get(CRM.name)),
     )
     .map_err(anyhow::Error::msg)?;
     let deps = ApiDeps {

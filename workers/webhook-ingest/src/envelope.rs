@@ -15,6 +15,7 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use fleet_core::catalogue::provider_spec::PAYMENTS;
 use fleet_core::ProviderName;
 
 use crate::secrets::WebhookSecrets;
@@ -145,7 +146,7 @@ impl Envelope {
     pub fn stripe(signature: &str, received_at: DateTime<Utc>, body: &[u8]) -> Envelope {
         Envelope {
             schema: ENVELOPE_SCHEMA.to_owned(),
-            provider: ProviderName::Payments.as_str().to_owned(),
+            provider: PAYMENTS.name.as_str().to_owned(),
             received_at,
             headers: Headers::Stripe(StripeHeaders {
                 signature: signature.to_owned(),
@@ -227,7 +228,7 @@ impl Envelope {
         let Headers::Stripe(h) = &self.headers else {
             return Err(Rejection::MissingHeader(stripe_signature::HEADER));
         };
-        let payments = self.known_provider() == Some(ProviderName::Payments);
+        let payments = self.known_provider() == Some(PAYMENTS.name);
         let Some(secret) = secret.filter(|_| payments) else {
             return Err(Rejection::NoMatchingSignature);
         };

@@ -69,6 +69,7 @@ fn text(object: &Map<String, Value>, name: &'static str) -> Result<Option<String
 mod tests {
     use super::*;
     use chrono::Utc;
+    use fleet_core::catalogue::provider_spec::PAYMENTS;
     use serde_json::json;
 
     fn delivery(body: &[u8]) -> Verified {
@@ -85,7 +86,7 @@ mod tests {
             "data": {"object": {"id": "pay_1", "status": "succeeded", "reference": "op_X", "amount_minor": 100,
                                 "currency": "KZT", "beneficiary_id": "vendor_77"}}});
         let event = parse_event(
-            ProviderName::Payments,
+            PAYMENTS.name,
             &delivery(&serde_json::to_vec(&body).unwrap()),
         )
         .unwrap();
@@ -97,7 +98,7 @@ mod tests {
         assert_eq!(event.payload_hash, hash_value(&body).as_str());
         // Whitespace does not change the hash: it is over the canonical form.
         let pretty = parse_event(
-            ProviderName::Payments,
+            PAYMENTS.name,
             &delivery(&serde_json::to_vec_pretty(&body).unwrap()),
         )
         .unwrap();
@@ -107,14 +108,10 @@ mod tests {
     #[test]
     fn refuses_bodies_that_are_not_events() {
         let parse = |v: Value| {
-            parse_event(
-                ProviderName::Payments,
-                &delivery(&serde_json::to_vec(&v).unwrap()),
-            )
-            .unwrap_err()
+            parse_event(PAYMENTS.name, &delivery(&serde_json::to_vec(&v).unwrap())).unwrap_err()
         };
         assert_eq!(
-            parse_event(ProviderName::Payments, &delivery(b"not json")).unwrap_err(),
+            parse_event(PAYMENTS.name, &delivery(b"not json")).unwrap_err(),
             EventError::NotAnObject
         );
         assert_eq!(parse(json!([1])), EventError::NotAnObject);

@@ -37,7 +37,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use chrono::Utc;
-use fleet_core::ProviderName;
+use fleet_core::catalogue::provider_spec::PAYMENTS;
 use fleet_runtime::metric_names as m;
 use fleet_runtime::{http_server, paced, BodyPace, ConnectionLimits, RequestSlots};
 use serde_json::json;
@@ -188,7 +188,7 @@ async fn receive_stripe(
     let Some(secret) = state.stripe.clone() else {
         return refuse(StatusCode::NOT_FOUND, "unknown_provider");
     };
-    let provider = ProviderName::Payments.as_str();
+    let provider = PAYMENTS.name.as_str();
     let mut values = headers.get_all(stripe_signature::HEADER).iter();
     let signature = match (values.next(), values.next()) {
         (Some(one), None) => one.as_bytes().to_vec(),
@@ -223,7 +223,7 @@ async fn receive_stripe(
 
 /// Every refusal of a Stripe delivery is 400, counted as the others are.
 fn stripe_rejected(rejection: signature::Rejection) -> Response {
-    let provider = ProviderName::Payments.as_str();
+    let provider = PAYMENTS.name.as_str();
     let outcome = match rejection.status() {
         StatusCode::UNAUTHORIZED => "rejected_signature",
         _ => "rejected_request",

@@ -3,8 +3,9 @@
 //! linked by the refund's `metadata[fleet_operation]` (the operation's key) or else its
 //! `re_…` id, exactly as the reference provider's events link.
 
+use fleet_core::catalogue::provider_spec::PAYMENTS;
+use fleet_core::hash_value;
 use fleet_core::stripe_events::refund_reports;
-use fleet_core::{hash_value, ProviderName};
 use fleet_store::{ReportedObject, WebhookEvent};
 use serde_json::Value;
 
@@ -42,7 +43,7 @@ pub fn parse_stripe_event(delivery: &VerifiedStripe) -> Result<Vec<WebhookEvent>
     Ok(reports
         .into_iter()
         .map(|r| WebhookEvent {
-            provider: ProviderName::Payments,
+            provider: PAYMENTS.name,
             event_id: r.event_id,
             event_type: r.event_type,
             received_at: delivery.received_at,
@@ -79,7 +80,7 @@ mod tests {
         let e = &events[0];
         assert_eq!(
             (e.provider, e.event_id.as_str(), e.event_type.as_str()),
-            (ProviderName::Payments, "evt_1", "refund.succeeded")
+            (PAYMENTS.name, "evt_1", "refund.succeeded")
         );
         assert_eq!(e.object.reference.as_deref(), Some("key_1"));
         assert_eq!(e.object.id.as_deref(), Some("re_1"));

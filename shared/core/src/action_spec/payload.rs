@@ -8,11 +8,11 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::headline::Headline;
 use crate::intent_error::IntentError;
 use crate::lookup::Reading;
 use crate::outcome::{CallResult, Outcome};
 use crate::reason::Reason;
-use crate::wording::Headline;
 
 /// What a provider call and a lookup are about: the operation's reference at the provider
 /// (its stored idempotency key, also the key of keyed creates), its target and its
@@ -36,7 +36,7 @@ pub trait ActionPayload: DeserializeOwned + JsonSchema + 'static {
 
     /// What the person approving it reads first, from the approved values only: a
     /// sentence of typed values (action, amount, who receives it), then any free text
-    /// quoted apart (`crate::wording::Headline`); `None` when something needed (the
+    /// quoted apart (`crate::headline::Headline`); `None` when something needed (the
     /// target, a known currency) is missing.
     fn describe(&self, target: Option<&str>) -> Option<Headline>;
 

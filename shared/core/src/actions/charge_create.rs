@@ -8,9 +8,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::action_spec::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
-    WebhookSpec,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText, WebhookSpec,
 };
+use crate::catalogue::provider_spec;
+use crate::headline::Headline;
 use crate::intent_error::IntentError;
 use crate::intent_limits::MAX_TEXT_CHARS;
 use crate::lookup::Reading;
@@ -20,7 +21,6 @@ use crate::members::schemas::{amount_minor, currency, identifier};
 use crate::money::format_amount;
 use crate::outcome::{CallResult, Outcome};
 use crate::stripe::charge::{classify_charge, read_payment_intents};
-use crate::wording::Headline;
 
 /// A Stripe customer id: `cus_` and letters or digits.
 pub const CUSTOMER_PATTERN: &str = "^cus_[A-Za-z0-9]+$";
@@ -114,7 +114,7 @@ impl ActionPayload for ChargePayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::ChargeCreate,
     wire_name: "charge.create",
-    provider: ProviderName::Payments,
+    provider: provider_spec::PAYMENTS.name,
     target: Target::Optional,
     effect: Effect::KeyedCreate,
     has_amount: true,

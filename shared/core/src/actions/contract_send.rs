@@ -14,10 +14,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::action_spec::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
-    WebhookSpec,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText, WebhookSpec,
 };
 use crate::actions::search::read_search;
+use crate::catalogue::provider_spec;
+use crate::headline::Headline;
 use crate::intent_error::IntentError;
 use crate::intent_limits::MAX_TEXT_CHARS;
 use crate::lookup::{Found, Reading};
@@ -25,7 +26,6 @@ use crate::members::arguments::Proposal;
 use crate::members::checks::{check_id, check_text};
 use crate::members::schemas::{identifier, text};
 use crate::outcome::{classify_keyed_create, CallResult, Outcome};
-use crate::wording::Headline;
 
 /// A recipient id: letters, digits and `_ . : -`, with at least one digit. An e-mail
 /// address (`@`) or a name (spaces, letters only) is refused.
@@ -130,7 +130,7 @@ impl ActionPayload for ContractSendPayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::ContractSend,
     wire_name: "contract.send",
-    provider: ProviderName::Esign,
+    provider: provider_spec::ESIGN.name,
     target: Target::Optional,
     effect: Effect::KeyedCreate,
     has_amount: false,

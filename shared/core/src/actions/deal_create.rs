@@ -7,9 +7,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::action_spec::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText,
 };
 use crate::actions::search::read_search;
+use crate::catalogue::provider_spec;
+use crate::headline::Headline;
 use crate::intent_error::IntentError;
 use crate::lookup::{Found, Reading};
 use crate::members::arguments::Proposal;
@@ -17,7 +19,6 @@ use crate::members::checks::{check_id, check_money, check_text};
 use crate::members::schemas::{amount_minor, currency, identifier, text};
 use crate::money::format_amount;
 use crate::outcome::{classify_unkeyed_common, transport, unknown, CallResult, Outcome};
-use crate::wording::Headline;
 use crate::Reason;
 
 /// `crm.deal.create`: a new deal in the CRM.
@@ -103,7 +104,7 @@ impl ActionPayload for DealCreatePayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::CrmDealCreate,
     wire_name: "crm.deal.create",
-    provider: ProviderName::Crm,
+    provider: provider_spec::CRM.name,
     target: Target::Optional,
     effect: Effect::SearchedCreate,
     has_amount: true,

@@ -7,8 +7,10 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::action_spec::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText,
 };
+use crate::catalogue::provider_spec;
+use crate::headline::Headline;
 use crate::intent_error::IntentError;
 use crate::intent_limits::MAX_SAFE_INTEGER;
 use crate::json_words::value_in_words;
@@ -19,7 +21,6 @@ use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{
     classify_unkeyed_common, transport, unknown, CallResult, Outcome, Precondition,
 };
-use crate::wording::Headline;
 use crate::Reason;
 
 /// `crm.deal.update`: change fields of a deal, only if it is still at the version read.
@@ -142,7 +143,7 @@ fn patch_in_words(patch: &Map<String, Value>) -> String {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::CrmDealUpdate,
     wire_name: "crm.deal.update",
-    provider: ProviderName::Crm,
+    provider: provider_spec::CRM.name,
     target: Target::Required("the deal id"),
     effect: Effect::ConditionalUpdate,
     has_amount: false,

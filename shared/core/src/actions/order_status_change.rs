@@ -10,8 +10,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::action_spec::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText,
 };
+use crate::catalogue::provider_spec;
+use crate::headline::Headline;
 use crate::intent_error::IntentError;
 use crate::intent_limits::MAX_TEXT_CHARS;
 use crate::lookup::{Found, Lookup, Reading};
@@ -22,7 +24,6 @@ use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{
     classify_unkeyed_common, error_type, transport, unknown, CallResult, Outcome, Precondition,
 };
-use crate::wording::Headline;
 use crate::Reason;
 
 /// An order status: lower-case words joined by `_` (`paid`, `on_hold`).
@@ -162,7 +163,7 @@ impl ActionPayload for OrderStatusChangePayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::OrderStatusChange,
     wire_name: "order.status.change",
-    provider: ProviderName::Orders,
+    provider: provider_spec::ORDERS.name,
     target: Target::Required("the order id"),
     effect: Effect::ConditionalUpdate,
     has_amount: false,

@@ -6,10 +6,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::action_spec::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
-    WebhookSpec,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText, WebhookSpec,
 };
 use crate::actions::search::read_search;
+use crate::catalogue::provider_spec;
+use crate::headline::Headline;
 use crate::intent_error::IntentError;
 use crate::lookup::{Found, Reading};
 use crate::members::arguments::Proposal;
@@ -17,7 +18,6 @@ use crate::members::checks::{check_id, check_money, check_text};
 use crate::members::schemas::{amount_minor, currency, identifier, text};
 use crate::money::format_amount;
 use crate::outcome::{classify_keyed_create, CallResult, Outcome};
-use crate::wording::Headline;
 
 /// `payment.create`: pay an invoice to a beneficiary.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -93,7 +93,7 @@ impl ActionPayload for PaymentPayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::PaymentCreate,
     wire_name: "payment.create",
-    provider: ProviderName::Payments,
+    provider: provider_spec::PAYMENTS.name,
     target: Target::Optional,
     effect: Effect::KeyedCreate,
     has_amount: true,

@@ -6,11 +6,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::action_spec::{
-    Action, ActionPayload, ActionSpec, Behaviour, Effect, ProviderName, Subject, Target, ToolText,
-    WebhookSpec,
+    Action, ActionPayload, ActionSpec, Behaviour, Effect, Subject, Target, ToolText, WebhookSpec,
 };
 use crate::actions::payment_create::classify_payment;
 use crate::actions::search::read_search;
+use crate::catalogue::provider_spec;
+use crate::headline::Headline;
 use crate::intent_error::IntentError;
 use crate::lookup::{Found, Reading};
 use crate::members::arguments::Proposal;
@@ -19,7 +20,6 @@ use crate::members::schemas::{amount_minor, currency, identifier, text};
 use crate::money::format_amount;
 use crate::objects::{ObjectField, ObjectRef};
 use crate::outcome::{CallResult, Outcome};
-use crate::wording::Headline;
 
 /// `refund.create`: give back (part of) a payment the provider holds.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -70,7 +70,7 @@ impl ActionPayload for RefundPayload {
 pub const SPEC: ActionSpec = ActionSpec {
     action: Action::RefundCreate,
     wire_name: "refund.create",
-    provider: ProviderName::Payments,
+    provider: provider_spec::PAYMENTS.name,
     target: Target::Optional,
     effect: Effect::KeyedCreate,
     has_amount: true,

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::capabilities::Capabilities;
+use super::guarantees::Capabilities;
 use crate::action_spec::{Action, ProviderName};
 
 /// One provider, as its settings and the capability guard know it.
@@ -76,6 +76,17 @@ const REFERENCE: ContractDefaults = ContractDefaults {
     max_request_s: 120,
 };
 
+/// What a provider without idempotent creates guarantees when an uncertain create can
+/// still be settled and a change made safe: its effects are found again by lookup, and its
+/// updates are conditional. The CRM and the orders API both offer exactly this.
+const FOUND_AGAIN_AND_CONDITIONAL: Capabilities = Capabilities {
+    idempotent_create: None,
+    lookup: true,
+    conditional_update: true,
+    payee_lookup: false,
+    payee_precondition: false,
+};
+
 const DAY: Duration = Duration::from_secs(86_400);
 const HOUR: Duration = Duration::from_secs(3_600);
 
@@ -84,7 +95,7 @@ const HOUR: Duration = Duration::from_secs(3_600);
 /// beneficiaries is read by id and a payment can be made conditional on the beneficiary's
 /// version.
 pub const PAYMENTS: ProviderSpec = ProviderSpec {
-    name: ProviderName::Payments,
+    name: ProviderName::of_spec("payments"),
     env_prefix: "PAYMENTS_",
     title: "the payments API",
     contract: REFERENCE,
@@ -108,20 +119,14 @@ pub const PAYMENTS: ProviderSpec = ProviderSpec {
 /// updates by version. An operator can declare less for a CRM that offers less; prepare
 /// then refuses what cannot be executed safely.
 pub const CRM: ProviderSpec = ProviderSpec {
-    name: ProviderName::Crm,
+    name: ProviderName::of_spec("crm"),
     env_prefix: "CRM_",
     title: "the CRM API",
     contract: ContractDefaults {
         search_lag_ms: Some(5_000),
         ..REFERENCE
     },
-    capabilities: Capabilities {
-        idempotent_create: None,
-        lookup: true,
-        conditional_update: true,
-        payee_lookup: false,
-        payee_precondition: false,
-    },
+    capabilities: FOUND_AGAIN_AND_CONDITIONAL,
     declared_capabilities: true,
     stripe_serves: None,
     only_stripe: &[],
@@ -130,20 +135,14 @@ pub const CRM: ProviderSpec = ProviderSpec {
 /// The orders API: no idempotent creates, lookup by order id (strongly consistent: no
 /// search lag), conditional transitions (the `from` precondition).
 pub const ORDERS: ProviderSpec = ProviderSpec {
-    name: ProviderName::Orders,
+    name: ProviderName::of_spec("orders"),
     env_prefix: "ORDERS_",
     title: "the orders API",
     contract: ContractDefaults {
         search_lag_ms: None,
         ..REFERENCE
     },
-    capabilities: Capabilities {
-        idempotent_create: None,
-        lookup: true,
-        conditional_update: true,
-        payee_lookup: false,
-        payee_precondition: false,
-    },
+    capabilities: FOUND_AGAIN_AND_CONDITIONAL,
     declared_capabilities: false,
     stripe_serves: None,
     only_stripe: &[],
@@ -152,7 +151,7 @@ pub const ORDERS: ProviderSpec = ProviderSpec {
 /// The e-signature API: idempotent creates with keys kept one hour only, lookup by id and
 /// by `external_ref`, no conditional updates.
 pub const ESIGN: ProviderSpec = ProviderSpec {
-    name: ProviderName::Esign,
+    name: ProviderName::of_spec("esign"),
     env_prefix: "ESIGN_",
     title: "the e-signature API",
     contract: REFERENCE,
@@ -168,25 +167,31 @@ pub const ESIGN: ProviderSpec = ProviderSpec {
     only_stripe: &[],
 };
 
-/// Every provider's spec, in `ProviderName::ALL`'s order.
-pub static PROVIDERS: [&ProviderSpec; 4] = [&PAYMENTS, &CRM, &ORDERS, &ESIGN];
-
-// Each spec sits at its provider's index, so `ProviderName::spec` is an array read.
-const _: () = {
-    let mut i = 0;
-    while i < PROVIDERS.len() {
-        assert!(
-            PROVIDERS[i].name as usize == i,
-            "PROVIDERS is not in ProviderName's order"
-        );
-        i += 1;
-    }
-};
+/// Every provider's spec: the one list of the providers fleet knows. A name is a provider's
+/// only when it is here (`ProviderName::parse`); `fleetctl migrate` writes these names into
+/// the database's `providers` table, which the operations' `provider` column references.
+pub static PROVIDERS: &[&ProviderSpec] = &[&PAYMENTS, &CRM, &ORDERS, &ESIGN];
 
 impl ProviderName {
+    /// The provider `s` names, if the catalogue has its spec.
+    pub fn parse(s: &str) -> Option<ProviderName> {
+        PROVIDERS
+            .iter()
+            .map(|spec| spec.name)
+            .find(|p| p.as_str() == s)
+    }
+
+    /// Every provider, in the order of their specs.
+    pub fn all() -> impl Iterator<Item = ProviderName> {
+        PROVIDERS.iter().map(|spec| spec.name)
+    }
+
     /// The provider's spec.
     pub fn spec(self) -> &'static ProviderSpec {
-        PROVIDERS[self as usize]
+        PROVIDERS
+            .iter()
+            .find(|spec| spec.name == self)
+            .expect("a ProviderName is only ever one of the specs' names")
     }
 }
 
@@ -235,15 +240,19 @@ mod tests {
     #[test]
     fn every_provider_has_its_spec_and_a_prefix_of_its_own() {
         let mut prefixes = std::collections::BTreeSet::new();
-        for name in ProviderName::ALL {
+        for name in ProviderName::all() {
             let spec = name.spec();
             assert_eq!(spec.name, name);
+            assert_eq!(ProviderName::parse(name.as_str()), Some(name));
+            assert_eq!(serde_json::to_value(name).unwrap(), name.as_str());
             assert_eq!(
                 spec.env_prefix,
                 format!("{}_", name.as_str().to_uppercase())
             );
             assert!(prefixes.insert(spec.env_prefix));
         }
+        assert_eq!(prefixes.len(), PROVIDERS.len(), "a name is one spec's only");
+        assert_eq!(ProviderName::parse("stripe"), None);
     }
 
     #[test]

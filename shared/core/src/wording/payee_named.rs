@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use super::headline::{Headline, PayeeNamed};
 use crate::catalogue::Action;
+use crate::headline::{Headline, PayeeNamed};
 use crate::money::format_amount;
 use crate::payee::PayeeEvidence;
 use crate::visible::reveal;

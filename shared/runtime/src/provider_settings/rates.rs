@@ -77,6 +77,7 @@ fn rate_per_s(raw: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, Parser};
+    use fleet_core::catalogue::provider_spec::{CRM, PAYMENTS};
 
     use super::*;
 
@@ -88,7 +89,7 @@ mod tests {
 
     #[test]
     fn provider_rates_are_unset_unless_given_and_must_be_positive() {
-        let names = PROVIDERS.map(|spec| spec.env(SUFFIX));
+        let names: Vec<String> = PROVIDERS.iter().map(|spec| spec.env(SUFFIX)).collect();
         // Env vars override; only assert that nothing is set when none of them is here.
         if names.iter().all(|n| std::env::var_os(n).is_none()) {
             let none = Rates::try_parse_from(["bin"]).unwrap();
@@ -97,8 +98,8 @@ mod tests {
         let given =
             Rates::try_parse_from(["bin", "--payments-rate-per-s=40", "--crm-rate-per-s=0.5"])
                 .unwrap();
-        assert_eq!(given.rates.of(ProviderName::Payments), Some(40.0));
-        assert_eq!(given.rates.of(ProviderName::Crm), Some(0.5));
+        assert_eq!(given.rates.of(PAYMENTS.name), Some(40.0));
+        assert_eq!(given.rates.of(CRM.name), Some(0.5));
         for refused in ["0", "-1", "fast", "2000000"] {
             let flag = format!("--payments-rate-per-s={refused}");
             let said = Rates::try_parse_from(["bin", &flag]).unwrap_err();

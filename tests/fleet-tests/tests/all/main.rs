@@ -73,6 +73,7 @@ mod prepare;
 mod promise;
 mod provider_answers;
 mod provider_credentials;
+mod provider_names;
 mod provider_rate;
 mod queue_identity;
 mod quorum;

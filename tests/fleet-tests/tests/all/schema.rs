@@ -109,7 +109,7 @@ async fn the_provider_column_holds_only_providers_the_fleet_has_adapters_for() {
                      'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_3{n:025}', now())"
         )
     };
-    for (n, provider) in fleet_core::ProviderName::ALL.iter().enumerate() {
+    for (n, provider) in fleet_core::ProviderName::all().enumerate() {
         sql.batch_execute(&insert(n as u32, provider.as_str()))
             .await
             .unwrap_or_else(|e| panic!("{provider}: {e}"));
@@ -118,18 +118,20 @@ async fn the_provider_column_holds_only_providers_the_fleet_has_adapters_for() {
         .batch_execute(&insert(99, "mystery"))
         .await
         .expect_err("an unknown provider is refused");
+    // The column references the `providers` table `fleetctl migrate` fills from the
+    // catalogue's provider specs.
     assert_eq!(
         err.code(),
-        Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION),
+        Some(&tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION),
         "{err}"
     );
     fleet.stop().await;
 }
 
-/// The snapshot's rules (id, action, provider, hash, quorum) are checked when the row is
-/// inserted, each refusal naming its rule as a CHECK constraint would; no CHECK
-/// constraint of `operations` reads those columns, so the compare-and-set updates, which
-/// may not change them, do not evaluate them again.
+/// The snapshot's rules (id, action, hash, quorum) are checked when the row is inserted,
+/// each refusal naming its rule as a CHECK constraint would, and the provider is a
+/// reference; no CHECK constraint of `operations` reads those columns, so the
+/// compare-and-set updates, which may not change them, do not evaluate them again.
 #[tokio::test]
 async fn the_snapshot_rules_refuse_a_bad_row_at_insert_and_no_update_evaluates_them_again() {
     let fleet = TestFleet::start().await;
@@ -162,7 +164,6 @@ async fn the_snapshot_rules_refuse_a_bad_row_at_insert_and_no_update_evaluates_t
             "operations_operation_id_check",
         ),
         ("action", "'payment.delete'", "operations_action_check"),
-        ("provider", "'mystery'", "operations_provider_check"),
         (
             "payload_hash",
             "'sha256:ABC'",
@@ -193,6 +194,20 @@ async fn the_snapshot_rules_refuse_a_bad_row_at_insert_and_no_update_evaluates_t
         assert_eq!(db.constraint(), Some(constraint), "{column}: {db:?}");
         assert_eq!(db.table(), Some("operations"), "{column}: {db:?}");
     }
+    // The provider is not a rule of the trigger: it references the `providers` table, and an
+    // unknown one is refused as a reference is.
+    let err = sql
+        .execute(&insert(20, "provider", "'mystery'"), &[])
+        .await
+        .expect_err("an unknown provider");
+    let db = err.as_db_error().unwrap_or_else(|| panic!("{err:?}"));
+    assert_eq!(
+        db.code(),
+        &tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION,
+        "{db:?}"
+    );
+    assert_eq!(db.constraint(), Some("operations_provider_fkey"), "{db:?}");
+    assert_eq!(db.table(), Some("operations"), "{db:?}");
     let count: i64 = sql
         .query_one("SELECT count(*) FROM operations", &[])
         .await

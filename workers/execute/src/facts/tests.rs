@@ -2,9 +2,7 @@ use super::*;
 use chrono::Utc;
 use fleet_core::execute::{decide, Decision};
 use fleet_core::Reason;
-use fleet_core::{
-    Action, ApprovalStatus, IdempotencyKey, OperationId, ProviderName, Snapshot, Status,
-};
+use fleet_core::{Action, ApprovalStatus, IdempotencyKey, OperationId, Snapshot, Status};
 use serde_json::json;
 
 fn approved_row() -> OperationRow {
@@ -24,7 +22,7 @@ fn approved_row() -> OperationRow {
         operation_id: OperationId::parse(&snapshot.operation_id).unwrap(),
         tenant_id: snapshot.tenant_id,
         action: Action::parse(&snapshot.action).unwrap(),
-        provider: ProviderName::Payments,
+        provider: fleet_core::catalogue::provider_spec::PAYMENTS.name,
         target: None,
         supersedes: None,
         rationale: None,

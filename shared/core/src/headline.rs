@@ -23,7 +23,8 @@ pub struct Headline {
     /// The free text the payload carries, in the order the action gives.
     pub quoted: Vec<Quoted>,
     /// Who is paid, by the name the provider's directory holds, when the headline names
-    /// them (`super::payee_named`): the sentence then ends "… to" and the name follows it.
+    /// them (`crate::wording::headline_naming_payee`): the sentence then ends "… to" and
+    /// the name follows it.
     pub payee: Option<PayeeNamed>,
 }
 
