@@ -22,6 +22,21 @@ pub struct ExecuteFacts {
     pub policy_current: bool,
 }
 
+impl ExecuteFacts {
+    /// The facts of a row [`decide`] claims: approved and not started, nothing expired or
+    /// escalated, both hashes agreeing, its policy in force.
+    pub const CLAIMABLE: ExecuteFacts = ExecuteFacts {
+        status: Status::NotStarted,
+        approval: ApprovalStatus::Approved,
+        escalated: false,
+        approval_expired: false,
+        lease_expired: false,
+        approved_hash_matches: true,
+        snapshot_hash_matches: true,
+        policy_current: true,
+    };
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Approved, unexpired, hashes agree, policy current: claim it and call the provider.

@@ -66,19 +66,7 @@ fn approved_row() -> OperationRow {
 #[test]
 fn an_approved_intact_row_is_claimed() {
     let facts = facts_of(&approved_row(), &[]);
-    assert_eq!(
-        facts,
-        ExecuteFacts {
-            status: Status::NotStarted,
-            approval: ApprovalStatus::Approved,
-            escalated: false,
-            approval_expired: false,
-            lease_expired: false,
-            approved_hash_matches: true,
-            snapshot_hash_matches: true,
-            policy_current: true,
-        }
-    );
+    assert_eq!(facts, ExecuteFacts::CLAIMABLE);
     assert_eq!(decide(facts), Decision::Claim);
     assert_eq!(
         decide(facts_of(&approved_row(), &["payments-v3".into()])),

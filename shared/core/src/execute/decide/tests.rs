@@ -1,16 +1,7 @@
 use super::*;
 
 fn approved() -> ExecuteFacts {
-    ExecuteFacts {
-        status: Status::NotStarted,
-        approval: ApprovalStatus::Approved,
-        escalated: false,
-        approval_expired: false,
-        lease_expired: false,
-        approved_hash_matches: true,
-        snapshot_hash_matches: true,
-        policy_current: true,
-    }
+    ExecuteFacts::CLAIMABLE
 }
 
 #[test]
