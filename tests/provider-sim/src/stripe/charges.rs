@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::state::{error, invalid, list, metadata, param, Answer, Stored, StripeState};
+use super::state::{error, invalid, metadata, param, Answer, Stored, StripeState};
 
 impl StripeState {
     /// Makes the charge that paid the PaymentIntent `intent` in `account`: its id. The card
@@ -184,24 +184,5 @@ impl StripeState {
         });
         self.refunds.push(Stored::new(object.clone(), account, now));
         (Answer::json(200, object), true)
-    }
-
-    /// `GET /v1/refunds` of `account`, by `payment_intent` or `charge` when given,
-    /// newest first.
-    pub(super) fn list_refunds(
-        &self,
-        path: &str,
-        account: Option<&str>,
-        query: &[(String, String)],
-        now: Instant,
-    ) -> Answer {
-        let of = |field: &str, r: &Stored| param(query, field).is_none_or(|v| r.object[field] == v);
-        let listed = self
-            .refunds
-            .iter()
-            .rev()
-            .filter(|r| r.in_account(account) && r.listed(now))
-            .filter(|r| of("payment_intent", r) && of("charge", r));
-        list(path, listed.map(|r| &r.object), query)
     }
 }

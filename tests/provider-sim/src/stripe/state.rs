@@ -129,6 +129,28 @@ pub(crate) fn rate_limited() -> Answer {
     )
 }
 
+/// A required parameter the request does not give.
+fn missing(param: &str) -> Answer {
+    let message = format!("Missing required param: {param}.");
+    invalid("parameter_missing", param, &message)
+}
+
+fn invalid_amount() -> Answer {
+    invalid(
+        "parameter_invalid_integer",
+        "amount",
+        "Invalid positive integer",
+    )
+}
+
+/// `amount`, a positive integer; `None` when the request gives none.
+fn positive_amount(params: &[(String, String)]) -> Option<Result<i64, Answer>> {
+    param(params, "amount").map(|amount| match amount.parse::<i64>() {
+        Ok(amount) if amount > 0 => Ok(amount),
+        _ => Err(invalid_amount()),
+    })
+}
+
 pub(super) fn invalid(code: &str, param: &str, message: &str) -> Answer {
     let mut answer = error(400, "invalid_request_error", Some(code), message);
     if let Answer::Json { body, .. } = &mut answer {
@@ -298,28 +320,10 @@ impl StripeState {
         params: &[(String, String)],
         now: Instant,
     ) -> (Answer, bool) {
-        let amount = match param(params, "amount").map(str::parse::<i64>) {
-            Some(Ok(amount)) if amount > 0 => amount,
-            Some(_) => {
-                return (
-                    invalid(
-                        "parameter_invalid_integer",
-                        "amount",
-                        "Invalid positive integer",
-                    ),
-                    false,
-                )
-            }
-            None => {
-                return (
-                    invalid(
-                        "parameter_missing",
-                        "amount",
-                        "Missing required param: amount.",
-                    ),
-                    false,
-                )
-            }
+        let amount = match positive_amount(params) {
+            Some(Ok(amount)) => amount,
+            Some(Err(refused)) => return (refused, false),
+            None => return (missing("amount"), false),
         };
         let currency = match param(params, "currency") {
             Some(c) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_lowercase()) => c,
@@ -329,16 +333,7 @@ impl StripeState {
                     false,
                 )
             }
-            None => {
-                return (
-                    invalid(
-                        "parameter_missing",
-                        "currency",
-                        "Missing required param: currency.",
-                    ),
-                    false,
-                )
-            }
+            None => return (missing("currency"), false),
         };
         let destination = match param(params, "destination") {
             Some(d) if d.len() > 5 && d.starts_with("acct_") => d,
@@ -352,16 +347,7 @@ impl StripeState {
                     false,
                 )
             }
-            None => {
-                return (
-                    invalid(
-                        "parameter_missing",
-                        "destination",
-                        "Missing required param: destination.",
-                    ),
-                    false,
-                )
-            }
+            None => return (missing("destination"), false),
         };
         // Executed from here on: a refusal is the request's result, saved under its key.
         if let Some(balance) = self.config.balance_minor {
@@ -413,28 +399,13 @@ impl StripeState {
         params: &[(String, String)],
         now: Instant,
     ) -> (Answer, bool) {
-        let amount = match param(params, "amount").map(str::parse::<i64>) {
-            Some(Ok(amount)) if amount > 0 => amount,
-            _ => {
-                return (
-                    invalid(
-                        "parameter_invalid_integer",
-                        "amount",
-                        "Invalid positive integer",
-                    ),
-                    false,
-                )
-            }
+        // A PaymentIntent with no amount is refused as one with an invalid amount.
+        let amount = match positive_amount(params).unwrap_or_else(|| Err(invalid_amount())) {
+            Ok(amount) => amount,
+            Err(refused) => return (refused, false),
         };
         let Some(currency) = param(params, "currency") else {
-            return (
-                invalid(
-                    "parameter_missing",
-                    "currency",
-                    "Missing required param: currency.",
-                ),
-                false,
-            );
+            return (missing("currency"), false);
         };
         for (name, held) in [
             ("customer", &self.customers),
@@ -481,18 +452,11 @@ impl StripeState {
         now: Instant,
     ) -> Answer {
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        let mine = |o: &&Stored| o.in_account(account) && o.listed(now);
+        let listed = |stored: &[Stored], fields: &[&str]| {
+            list_where(path, stored, fields, account, query, now)
+        };
         match segments.as_slice() {
-            ["v1", "transfers"] => {
-                let group = param(query, "transfer_group");
-                let listed = self
-                    .transfers
-                    .iter()
-                    .rev()
-                    .filter(mine)
-                    .filter(|t| group.is_none_or(|g| t.object["transfer_group"] == g));
-                list(path, listed.map(|t| &t.object), query)
-            }
+            ["v1", "transfers"] => listed(&self.transfers, &["transfer_group"]),
             ["v1", "transfers", id] => by_id(&self.transfers, account, id, "transfer"),
             ["v1", "accounts", id] => match self.accounts.get(*id) {
                 Some(account) => Answer::json(200, account.clone()),
@@ -504,16 +468,7 @@ impl StripeState {
                 ),
             },
             ["v1", "payment_intents", "search"] => self.search(path, account, query, now),
-            ["v1", "payment_intents"] => {
-                let customer = param(query, "customer");
-                let listed = self
-                    .payment_intents
-                    .iter()
-                    .rev()
-                    .filter(mine)
-                    .filter(|p| customer.is_none_or(|c| p.object["customer"] == c));
-                list(path, listed.map(|p| &p.object), query)
-            }
+            ["v1", "payment_intents"] => listed(&self.payment_intents, &["customer"]),
             ["v1", "payment_intents", id] => {
                 let found = by_id(&self.payment_intents, account, id, "payment_intent");
                 self.expanded(found, account, query)
@@ -522,7 +477,7 @@ impl StripeState {
                 let found = by_id(&self.charges, account, id, "charge");
                 self.expanded(found, account, query)
             }
-            ["v1", "refunds"] => self.list_refunds(path, account, query, now),
+            ["v1", "refunds"] => listed(&self.refunds, &["payment_intent", "charge"]),
             ["v1", "refunds", id] => by_id(&self.refunds, account, id, "refund"),
             ["v1", "customers", id] => by_id(&self.customers, account, id, "customer"),
             ["v1", "payment_methods", id] => {
@@ -655,6 +610,29 @@ pub(super) fn list<'a>(
 }
 
 /// The object `id` of `account`; another account's is not there (404), as at Stripe.
+/// A list `GET` of `stored`: the objects of `account` listed by `now`, newest first, each
+/// of `fields` the query gives narrowing it to the objects with that value.
+fn list_where(
+    path: &str,
+    stored: &[Stored],
+    fields: &[&str],
+    account: Option<&str>,
+    query: &[(String, String)],
+    now: Instant,
+) -> Answer {
+    let wanted = |o: &Stored| {
+        fields
+            .iter()
+            .all(|field| param(query, field).is_none_or(|v| o.object[*field] == v))
+    };
+    let listed = stored
+        .iter()
+        .rev()
+        .filter(|o| o.in_account(account) && o.listed(now))
+        .filter(|o| wanted(o));
+    list(path, listed.map(|o| &o.object), query)
+}
+
 pub(super) fn by_id(objects: &[Stored], account: Option<&str>, id: &str, kind: &str) -> Answer {
     match objects
         .iter()
