@@ -4,7 +4,7 @@
 //! integer is what lets an approver check the amount they approve.
 
 use crate::currency::minor_unit_exponent;
-use crate::intent::MAX_SAFE_INTEGER;
+use crate::strict_json::MAX_SAFE_INTEGER;
 
 /// `amount_minor` in major units with thousands grouped by commas and the currency's
 /// number of decimals, then the code: `12,500.00 KZT`, `1,250,000 JPY`, `1.250 KWD`.
