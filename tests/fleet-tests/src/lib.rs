@@ -42,6 +42,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fleet_boot::ProviderWorkerDeps;
 use fleet_broker::{BrokerConfig, BrokerHealth, Publisher, Queue};
 use fleet_core::reconcile::ProviderContract;
 use fleet_core::{Decider, Doorbell, OpRef, PolicySet, SignIn, Status};
@@ -397,7 +398,18 @@ impl TestFleet {
         settings: ExecuteSettings,
         providers: &ProviderConfigs,
     ) -> ExecuteDeps {
-        ExecuteDeps {
+        self.provider_worker_deps(providers, settings)
+    }
+
+    /// What a worker that calls providers (execute, reconcile) is built from in this
+    /// fleet: its store as component `R`, the broker, the publisher, `providers`
+    /// connected, its `settings`, and four operations at a time.
+    fn provider_worker_deps<R: fleet_store::component::Component, S>(
+        &self,
+        providers: &ProviderConfigs,
+        settings: S,
+    ) -> ProviderWorkerDeps<R, S> {
+        ProviderWorkerDeps {
             store: self.store.narrow(),
             broker: self.broker.clone(),
             health: BrokerHealth::new(),
@@ -444,15 +456,7 @@ impl TestFleet {
         providers: &ProviderConfigs,
         settings: ReconcileSettings,
     ) -> ReconcileDeps {
-        ReconcileDeps {
-            store: self.store.narrow(),
-            broker: self.broker.clone(),
-            health: BrokerHealth::new(),
-            publisher: self.publisher.clone(),
-            providers: connect(providers),
-            settings,
-            concurrency: 4,
-        }
+        self.provider_worker_deps(providers, settings)
     }
 
     /// Starts reconcile in-process with the given provider contract, sweeping fast.
