@@ -5,6 +5,8 @@
 
 use std::sync::{Arc, Mutex};
 
+mod common;
+
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
@@ -13,7 +15,7 @@ use axum::{Json, Router};
 use fleet_core::catalogue::Dialect;
 use fleet_core::lookup::{Found, Lookup};
 use fleet_core::outcome::Outcome;
-use fleet_core::{Action, Subject};
+use fleet_core::Action;
 use fleet_providers::stripe::MAX_PAGES;
 use fleet_providers::{Operation, ProviderConfigs, Providers};
 use serde_json::{json, Value};
@@ -40,17 +42,7 @@ fn payload() -> Value {
 }
 
 fn refund_op(payload: &Value) -> Operation<'_> {
-    Operation {
-        action: Action::RefundCreate,
-        tenant: "acme",
-        subject: Subject {
-            reference: KEY,
-            target: None,
-            payload,
-        },
-        idempotency_key: KEY,
-        payee_version: None,
-    }
+    common::operation(Action::RefundCreate, "acme", KEY, payload)
 }
 
 fn refund(id: &str, key: &str) -> Value {
@@ -99,34 +91,12 @@ async fn the_refund_is_sent_form_encoded_under_the_key_and_read_as_stripe_answer
     assert_eq!(form.len(), 4, "{form:?}");
 }
 
+/// The pairs of a form-encoded body, decoded as a query string is.
 fn url_pairs(body: &str) -> HashMap<String, String> {
-    body.split('&')
-        .filter_map(|p| p.split_once('='))
-        .map(|(k, v)| (decode(k), decode(v)))
-        .collect()
-}
-
-fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap()
+    let uri = format!("/?{body}").parse().unwrap();
+    Query::<HashMap<String, String>>::try_from_uri(&uri)
+        .unwrap()
+        .0
 }
 
 /// Three pages of the payment's refunds, ours on the last; every list request recorded.

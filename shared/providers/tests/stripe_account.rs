@@ -6,12 +6,14 @@
 
 use std::sync::{Arc, Mutex};
 
+mod common;
+
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, Uri};
 use axum::{Json, Router};
 use fleet_core::catalogue::Dialect;
 use fleet_core::stripe::accounts::ConnectedAccounts;
-use fleet_core::{Action, Subject};
+use fleet_core::Action;
 use fleet_providers::{Operation, ProviderConfigs, Providers};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -74,17 +76,7 @@ fn stripe_at(base_url: &str) -> Providers {
 }
 
 fn op<'a>(action: Action, tenant: &'a str, payload: &'a Value) -> Operation<'a> {
-    Operation {
-        action,
-        tenant,
-        subject: Subject {
-            reference: KEY,
-            target: None,
-            payload,
-        },
-        idempotency_key: KEY,
-        payee_version: None,
-    }
+    common::operation(action, tenant, KEY, payload)
 }
 
 /// Every request one tenant's refund, charge and payment make, as the fleet makes them.
