@@ -15,7 +15,7 @@ use fleet_providers::{Endpoint, LookupError, PaymentRequest, PaymentsClient, Ref
 use fleet_runtime::Secret;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 const API_KEY: &str = "sk_test_do_not_print_4242";
 
@@ -80,6 +80,23 @@ fn payment_object(status: &str) -> Value {
            "reference": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8", "created_at": "2026-01-01T00:00:00Z"})
 }
 
+/// The one request the server saw: anything else means the adapter sent twice or not at all.
+fn only_request(log: &Log) -> Seen {
+    let seen = log.all();
+    assert_eq!(seen.len(), 1, "exactly one request must be sent: {seen:?}");
+    seen.into_iter().next().unwrap()
+}
+
+/// The call classifies as a success naming `external_id`.
+fn assert_succeeded(call: &CallResult, external_id: &str) {
+    assert_eq!(
+        classify_payment(call),
+        Outcome::Succeeded {
+            external_id: external_id.into()
+        }
+    );
+}
+
 /// A server whose POST /v1/payments always gives `status`, `headers` and `body`.
 async fn answering(
     status: u16,
@@ -133,24 +150,18 @@ async fn created_payment_is_parsed_and_sent_with_key_and_bearer() {
             body: payment_object("succeeded"),
         })
     );
+    assert_succeeded(&call, "pay_1");
+    let seen = only_request(&log);
     assert_eq!(
-        classify_payment(&call),
-        Outcome::Succeeded {
-            external_id: "pay_1".into()
-        }
-    );
-    let seen = log.all();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(
-        seen[0].authorization.as_deref(),
+        seen.authorization.as_deref(),
         Some(format!("Bearer {API_KEY}").as_str())
     );
     assert_eq!(
-        seen[0].idempotency_key.as_deref(),
+        seen.idempotency_key.as_deref(),
         Some("op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8")
     );
     assert_eq!(
-        seen[0].body,
+        seen.body,
         json!({"amount_minor": 1_250_000, "currency": "KZT", "beneficiary_id": "vendor_77",
                "invoice_id": "inv_9182", "reference": "op_01JQ8R7D9M4KX2T3V4W5Y6Z7A8"})
     );
@@ -270,15 +281,7 @@ async fn connection_closed_without_an_answer_is_reset_and_not_retried() {
         loop {
             let (mut socket, _) = listener.accept().await.unwrap();
             counter.fetch_add(1, Ordering::SeqCst);
-            // Take the whole request (it ends with the JSON body's closing brace), then hang up.
-            let mut request = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !request.ends_with(b"}") {
-                match socket.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => request.extend_from_slice(&buf[..n]),
-                }
-            }
+            read_request(&mut socket).await;
             drop(socket);
         }
     });
@@ -291,7 +294,6 @@ async fn connection_closed_without_an_answer_is_reset_and_not_retried() {
     );
 }
 
-/// A raw server that reads the request, writes `head` and then either hangs up or hangs.
 /// A 201 whose body stops at a tenth of its announced length.
 const TRUNCATED_CREATED: &str =
     "HTTP/1.1 201 Created\r\ncontent-length: 100\r\n\r\n{\"id\": \"pay_";
@@ -307,19 +309,25 @@ async fn pay_op_k(base: &str, timeout_ms: u64) -> CallResult {
         .await
 }
 
+/// Takes the whole request off `socket`: it ends with the JSON body's closing brace.
+async fn read_request(socket: &mut TcpStream) {
+    let mut request = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !request.ends_with(b"}") {
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => request.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// A raw server that reads the request, writes `head` and then either hangs up or hangs.
 async fn raw_server(head: &'static str, hang: bool) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
-        let mut request = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !request.ends_with(b"}") {
-            match socket.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => request.extend_from_slice(&buf[..n]),
-            }
-        }
+        read_request(&mut socket).await;
         socket.write_all(head.as_bytes()).await.unwrap();
         if hang {
             std::future::pending::<()>().await;
@@ -403,18 +411,12 @@ async fn refunds_go_to_their_own_endpoint() {
         reference: "op_r".into(),
     };
     let call = client(&base, 5_000).create_refund("op_r", &refund).await;
+    assert_succeeded(&call, "re_1");
+    let seen = only_request(&log);
+    assert_eq!(seen.path, "/v1/refunds");
+    assert_eq!(seen.idempotency_key.as_deref(), Some("op_r"));
     assert_eq!(
-        classify_payment(&call),
-        Outcome::Succeeded {
-            external_id: "re_1".into()
-        }
-    );
-    let seen = log.all();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].path, "/v1/refunds");
-    assert_eq!(seen[0].idempotency_key.as_deref(), Some("op_r"));
-    assert_eq!(
-        seen[0].body,
+        seen.body,
         json!({"payment_id": "pay_1", "amount_minor": 500, "currency": "KZT", "reason": "duplicate", "reference": "op_r"})
     );
 }
