@@ -35,24 +35,28 @@ class Fleet:
         )
 
 
+# Each field of Fleet but `namespace` and the variable it is read from; all must be set.
+REQUIRED = {
+    "api_url": "FLEET_API_URL",
+    "token": "FLEET_TOKEN",
+    "approver_token": "FLEET_APPROVER_TOKEN",
+    "principal": "FLEET_PRINCIPAL",
+    "agent_amqp_url": "FLEET_AGENT_AMQP_URL",
+    "admin_amqp_url": "FLEET_ADMIN_AMQP_URL",
+    "fleetctl": "FLEETCTL",
+}
+
+
 @pytest.fixture(scope="session")
 def fleet() -> Fleet:
-    names = ["FLEET_API_URL", "FLEET_TOKEN", "FLEET_APPROVER_TOKEN", "FLEET_PRINCIPAL",
-             "FLEET_AGENT_AMQP_URL", "FLEET_ADMIN_AMQP_URL", "FLEETCTL"]
-    missing = [n for n in names if not os.environ.get(n)]
+    env = os.environ
+    missing = [name for name in REQUIRED.values() if not env.get(name)]
     if missing:
         pytest.skip(f"no fleet to run against ({', '.join(missing)} unset): "
                     "run clients/python/run-tests-against-local-stack.sh")
-    env = os.environ
     return Fleet(
-        api_url=env["FLEET_API_URL"],
-        token=env["FLEET_TOKEN"],
-        approver_token=env["FLEET_APPROVER_TOKEN"],
-        principal=env["FLEET_PRINCIPAL"],
-        agent_amqp_url=env["FLEET_AGENT_AMQP_URL"],
-        admin_amqp_url=env["FLEET_ADMIN_AMQP_URL"],
+        **{field: env[name] for field, name in REQUIRED.items()},
         namespace=env.get("FLEET_AMQP_NAMESPACE", ""),
-        fleetctl=env["FLEETCTL"],
     )
 
 
