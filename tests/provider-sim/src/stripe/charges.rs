@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::state::{error, invalid, metadata, param, Answer, Stored, StripeState};
+use super::state::{error, invalid, made, metadata, param, Answer, Create, Stored, StripeState};
 
 impl StripeState {
     /// Makes the charge that paid the PaymentIntent `intent` in `account`: its id. The card
@@ -103,12 +103,10 @@ impl StripeState {
     /// one never paid, is refused before anything executed; more than what is left is
     /// refused as Stripe refuses it (`amount_too_large`, `charge_already_refunded`), after
     /// it executed: that refusal is saved under the key. `true` when it executed.
-    pub(super) fn create_refund(
-        &mut self,
-        account: Option<&str>,
-        params: &[(String, String)],
-        now: Instant,
-    ) -> (Answer, bool) {
+    pub(super) fn create_refund(&mut self, create: Create) -> (Answer, bool) {
+        let Create {
+            account, params, ..
+        } = create;
         let (field, id) = match (param(params, "payment_intent"), param(params, "charge")) {
             (Some(pi), None) => ("payment_intent", pi),
             (None, Some(ch)) => ("charge", ch),
@@ -182,7 +180,6 @@ impl StripeState {
             "reason": param(params, "reason"),
             "status": "succeeded",
         });
-        self.refunds.push(Stored::new(object.clone(), account, now));
-        (Answer::json(200, object), true)
+        made(&mut self.refunds, object, create)
     }
 }

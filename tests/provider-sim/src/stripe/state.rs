@@ -45,6 +45,22 @@ impl Stored {
     }
 }
 
+/// A create as its handler reads it: the account the object is made in, the form's
+/// parameters, and when the request came.
+#[derive(Clone, Copy)]
+pub(super) struct Create<'a> {
+    pub account: Option<&'a str>,
+    pub params: &'a [(String, String)],
+    pub now: Instant,
+}
+
+/// Keeps the object a create made among `held`, in the request's account, and answers it:
+/// the create executed, so its answer is saved under the key.
+pub(super) fn made(held: &mut Vec<Stored>, object: Value, create: Create) -> (Answer, bool) {
+    held.push(Stored::new(object.clone(), create.account, create.now));
+    (Answer::json(200, object), true)
+}
+
 /// One request received under `/v1`, as the simulator saw and answered it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeenRequest {
@@ -275,10 +291,15 @@ impl StripeState {
                  they were first used with.",
             );
         }
+        let create = Create {
+            account,
+            params,
+            now,
+        };
         let (answer, executed) = match path {
-            "/v1/transfers" => self.create_transfer(account, params, now),
-            "/v1/payment_intents" => self.create_payment_intent(account, params, now),
-            "/v1/refunds" => self.create_refund(account, params, now),
+            "/v1/transfers" => self.create_transfer(create),
+            "/v1/payment_intents" => self.create_payment_intent(create),
+            "/v1/refunds" => self.create_refund(create),
             _ => (unrecognized("POST", path), false),
         };
         if !executed {
@@ -314,12 +335,8 @@ impl StripeState {
     }
 
     /// `POST /v1/transfers`; `true` when it executed (its answer is then saved).
-    fn create_transfer(
-        &mut self,
-        account: Option<&str>,
-        params: &[(String, String)],
-        now: Instant,
-    ) -> (Answer, bool) {
+    fn create_transfer(&mut self, create: Create) -> (Answer, bool) {
+        let Create { params, .. } = create;
         let amount = match positive_amount(params) {
             Some(Ok(amount)) => amount,
             Some(Err(refused)) => return (refused, false),
@@ -383,9 +400,7 @@ impl StripeState {
             "source_type": "card",
             "transfer_group": param(params, "transfer_group"),
         });
-        self.transfers
-            .push(Stored::new(object.clone(), account, now));
-        (Answer::json(200, object), true)
+        made(&mut self.transfers, object, create)
     }
 
     /// `POST /v1/payment_intents`: made `succeeded` when `confirm=true`, with a charge of
@@ -393,12 +408,12 @@ impl StripeState {
     /// nothing). A customer or payment method the simulator holds in another account than
     /// the request's is not found there (`resource_missing`), as at Stripe; one it holds
     /// nowhere is taken as named (tests that read neither need not put them).
-    fn create_payment_intent(
-        &mut self,
-        account: Option<&str>,
-        params: &[(String, String)],
-        now: Instant,
-    ) -> (Answer, bool) {
+    fn create_payment_intent(&mut self, create: Create) -> (Answer, bool) {
+        let Create {
+            account,
+            params,
+            now,
+        } = create;
         // A PaymentIntent with no amount is refused as one with an invalid amount.
         let amount = match positive_amount(params).unwrap_or_else(|| Err(invalid_amount())) {
             Ok(amount) => amount,
@@ -438,9 +453,7 @@ impl StripeState {
             "payment_method": param(params, "payment_method"),
             "status": status,
         });
-        self.payment_intents
-            .push(Stored::new(object.clone(), account, now));
-        (Answer::json(200, object), true)
+        made(&mut self.payment_intents, object, create)
     }
 
     /// A `GET` under `/v1`, in `account`.
