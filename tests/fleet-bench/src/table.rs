@@ -58,6 +58,23 @@ impl Table {
         });
     }
 
+    /// A figure whose target is a ceiling: the ceiling is written once, both as the target
+    /// the table prints (`≤ 0.8 ms`) and as the bound `measured` is held to.
+    pub fn at_most(
+        &mut self,
+        figure: &str,
+        value: impl Into<String>,
+        measured: f64,
+        (limit, unit): (f64, &str),
+    ) {
+        let target = if unit.is_empty() {
+            format!("≤ {limit}")
+        } else {
+            format!("≤ {limit} {unit}")
+        };
+        self.target(figure, value, target, Some(measured <= limit));
+    }
+
     pub fn targets(&self) -> Vec<Target> {
         self.rows
             .iter()
@@ -119,4 +136,27 @@ pub fn write_json(path: &Path, report: &impl Serialize) -> anyhow::Result<()> {
     std::fs::write(path, serde_json::to_vec_pretty(report)?)?;
     println!("json: {}", path.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Table;
+
+    #[test]
+    fn a_ceiling_prints_as_written_and_holds_inclusively() {
+        let mut t = Table::default();
+        t.at_most("commits", "4.00", 4.0, (4.0, ""));
+        t.at_most("cpu", "0.801 ms", 0.801, (0.8, "ms"));
+        t.at_most("rss", "12.0 MiB", 12.0, (64.0, "MiB"));
+        let shown: Vec<(String, Option<bool>)> =
+            t.targets().into_iter().map(|r| (r.target, r.met)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("≤ 4".to_owned(), Some(true)),
+                ("≤ 0.8 ms".to_owned(), Some(false)),
+                ("≤ 64 MiB".to_owned(), Some(true)),
+            ]
+        );
+    }
 }
