@@ -54,6 +54,16 @@ pub(super) struct Create<'a> {
     pub now: Instant,
 }
 
+/// A read as the routes under `GET /v1` take it: the path asked, the account it reads in,
+/// the query's parameters, and when the request came.
+#[derive(Clone, Copy)]
+struct Read<'a> {
+    path: &'a str,
+    account: Option<&'a str>,
+    query: &'a [(String, String)],
+    now: Instant,
+}
+
 /// Keeps the object a create made among `held`, in the request's account, and answers it:
 /// the create executed, so its answer is saved under the key.
 pub(super) fn made(held: &mut Vec<Stored>, object: Value, create: Create) -> (Answer, bool) {
@@ -464,10 +474,14 @@ impl StripeState {
         query: &[(String, String)],
         now: Instant,
     ) -> Answer {
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        let listed = |stored: &[Stored], fields: &[&str]| {
-            list_where(path, stored, fields, account, query, now)
+        let read = Read {
+            path,
+            account,
+            query,
+            now,
         };
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let listed = |stored: &[Stored], fields: &[&str]| list_where(read, stored, fields);
         match segments.as_slice() {
             ["v1", "transfers"] => listed(&self.transfers, &["transfer_group"]),
             ["v1", "transfers", id] => by_id(&self.transfers, account, id, "transfer"),
@@ -480,7 +494,7 @@ impl StripeState {
                     &format!("No such account: '{id}'"),
                 ),
             },
-            ["v1", "payment_intents", "search"] => self.search(path, account, query, now),
+            ["v1", "payment_intents", "search"] => self.search(read),
             ["v1", "payment_intents"] => listed(&self.payment_intents, &["customer"]),
             ["v1", "payment_intents", id] => {
                 let found = by_id(&self.payment_intents, account, id, "payment_intent");
@@ -502,13 +516,8 @@ impl StripeState {
 
     /// `GET /v1/payment_intents/search`: only `metadata['k']:'v'`, the PaymentIntents made
     /// at least the search lag ago, newest first, paged by an offset token.
-    fn search(
-        &self,
-        path: &str,
-        account: Option<&str>,
-        query: &[(String, String)],
-        now: Instant,
-    ) -> Answer {
+    fn search(&self, read: Read) -> Answer {
+        let query = read.query;
         let Some((key, value)) = param(query, "query").and_then(metadata_clause) else {
             return invalid(
                 "parameter_invalid_string",
@@ -531,7 +540,7 @@ impl StripeState {
             .payment_intents
             .iter()
             .rev()
-            .filter(|p| p.in_account(account) && now.duration_since(p.created) >= lag)
+            .filter(|p| p.in_account(read.account) && read.now.duration_since(p.created) >= lag)
             .map(|p| &p.object)
             .filter(|o| o["metadata"][&key] == value.as_str())
             .collect();
@@ -541,7 +550,7 @@ impl StripeState {
             200,
             json!({
                 "object": "search_result",
-                "url": path,
+                "url": read.path,
                 "data": data,
                 "has_more": has_more,
                 "next_page": has_more.then(|| format!("page_{}", offset + data.len())),
@@ -622,17 +631,10 @@ pub(super) fn list<'a>(
     )
 }
 
-/// The object `id` of `account`; another account's is not there (404), as at Stripe.
 /// A list `GET` of `stored`: the objects of `account` listed by `now`, newest first, each
 /// of `fields` the query gives narrowing it to the objects with that value.
-fn list_where(
-    path: &str,
-    stored: &[Stored],
-    fields: &[&str],
-    account: Option<&str>,
-    query: &[(String, String)],
-    now: Instant,
-) -> Answer {
+fn list_where(read: Read, stored: &[Stored], fields: &[&str]) -> Answer {
+    let query = read.query;
     let wanted = |o: &Stored| {
         fields
             .iter()
@@ -641,11 +643,12 @@ fn list_where(
     let listed = stored
         .iter()
         .rev()
-        .filter(|o| o.in_account(account) && o.listed(now))
+        .filter(|o| o.in_account(read.account) && o.listed(read.now))
         .filter(|o| wanted(o));
-    list(path, listed.map(|o| &o.object), query)
+    list(read.path, listed.map(|o| &o.object), query)
 }
 
+/// The object `id` of `account`; another account's is not there (404), as at Stripe.
 pub(super) fn by_id(objects: &[Stored], account: Option<&str>, id: &str, kind: &str) -> Answer {
     match objects
         .iter()
