@@ -1,19 +1,22 @@
-//! Several answers recorded in one transaction: one commit (one WAL flush, one round trip
-//! of BEGIN and one of COMMIT) for many operations, while each row still moves by its own
-//! compare-and-set on status and fence, each attempt row is completed and each event
-//! written, exactly as [`Store::transition`] does for one.
+//! Several answers recorded in one transaction and one statement: one commit (one WAL
+//! flush, one round trip of BEGIN and one of COMMIT) and one statement's fixed costs
+//! (its statement triggers, its executor start-up) for many operations, while each row
+//! still moves by its own compare-and-set on status and fence, each attempt row is
+//! completed and each event written, exactly as [`Store::transition`] does for one.
 
+use std::error::Error;
 use std::future::Future;
 
-use futures_util::future::try_join_all;
+use bytes::{BufMut, BytesMut};
+use tokio_postgres::types::{to_sql_checked, IsNull, Kind, ToSql, Type};
 use tracing::warn;
 
 use fleet_core::{Refused, Status};
 
 use crate::component::MoveOperations;
 use crate::transition::{
-    attempt_params, bind, outcome_of, update_with_attempt_params, Bound, Param, RECORD_ATTEMPT,
-    UPDATE_WITH_ATTEMPT,
+    attempt_only_params, bind, outcome_of, update_with_attempt_params, Bound, Param,
+    UPDATE_WITH_ATTEMPT_MANY,
 };
 use crate::StoreAs;
 use crate::{AttemptRecord, StoreError, Transition, TransitionOutcome};
@@ -33,11 +36,14 @@ pub enum BatchError {
 
 impl<R: MoveOperations> StoreAs<R> {
     /// Applies each transition with its attempt, all in one transaction, and returns
-    /// their outcomes in the order given. Every statement is the one
-    /// [`Store::transition`] sends for a transition with an attempt, all sent pipelined
-    /// in (tenant, operation id) order (so two such transactions always lock rows in the same order
-    /// and never wait on each other in a cycle). A transition the state machine refuses
-    /// writes its attempt only.
+    /// their outcomes in the order given. The answers go to Postgres in (tenant,
+    /// operation id) order as the rows of one statement, [`UPDATE_WITH_ATTEMPT_MANY`]:
+    /// the statement [`Store::transition`] sends for a transition with an attempt, over
+    /// many rows. It locks the rows it moves in that order (so two such transactions
+    /// never wait on each other in a cycle) and writes the event rows in that order. A
+    /// transition the state machine refuses writes its attempt only. The same operation
+    /// answered more than once goes in as many statements, one after the other in the
+    /// order given, so each later answer sees what the earlier one did.
     pub async fn transition_many(
         &self,
         items: &[(Transition<'_>, &AttemptRecord)],
@@ -49,51 +55,20 @@ impl<R: MoveOperations> StoreAs<R> {
             .await
             .map_err(|e| rolled_back(e.into()))?;
         let update = tx
-            .prepare_cached(UPDATE_WITH_ATTEMPT)
-            .await
-            .map_err(|e| rolled_back(e.into()))?;
-        let record = tx
-            .prepare_cached(RECORD_ATTEMPT)
+            .prepare_cached(&UPDATE_WITH_ATTEMPT_MANY)
             .await
             .map_err(|e| rolled_back(e.into()))?;
 
-        let mut order: Vec<usize> = (0..items.len()).collect();
-        order.sort_by_key(|&i| items[i].0.op);
         let bound: Vec<Result<(Status, Bound), Refused>> =
             items.iter().map(|(t, _)| bind(t)).collect();
         let attempt_outcomes: Vec<&'static str> =
             items.iter().map(|(_, a)| a.outcome.as_str()).collect();
-        // A transition the state machine refuses completes its attempt only.
-        let (moves, refusals): (Vec<usize>, Vec<usize>) =
-            order.into_iter().partition(|&i| bound[i].is_ok());
-        let move_params: Vec<[Param<'_>; 27]> = moves
-            .iter()
-            .filter_map(|&i| {
-                bound[i].as_ref().ok().map(|(_, b)| {
-                    update_with_attempt_params(&items[i].0, b, &attempt_outcomes[i], items[i].1)
-                })
-            })
-            .collect();
-        let refusal_params: Vec<[Param<'_>; 10]> = refusals
-            .iter()
-            .map(|&i| {
-                attempt_params(
-                    &items[i].0.op,
-                    &items[i].0.fence,
-                    &attempt_outcomes[i],
-                    items[i].1,
-                )
-            })
-            .collect();
-
-        let sent_moves = try_join_all(move_params.iter().map(|p| tx.query_opt(&update, p)));
-        let sent_refusals = try_join_all(refusal_params.iter().map(|p| tx.execute(&record, p)));
-        let (moved, _) =
-            tokio::try_join!(sent_moves, sent_refusals).map_err(|e| rolled_back(e.into()))?;
-        tx.commit()
-            .await
-            .map_err(|e| BatchError::CommitUnknown(e.into()))?;
-
+        let params = |i: usize| match &bound[i] {
+            Ok((_, b)) => {
+                update_with_attempt_params(&items[i].0, b, &attempt_outcomes[i], items[i].1)
+            }
+            Err(_) => attempt_only_params(&items[i].0, &attempt_outcomes[i], items[i].1),
+        };
         let mut outcomes: Vec<TransitionOutcome> = bound
             .iter()
             .map(|b| match b {
@@ -101,16 +76,122 @@ impl<R: MoveOperations> StoreAs<R> {
                 Ok(_) => TransitionOutcome::Stale,
             })
             .collect();
-        for (&i, row) in moves.iter().zip(&moved) {
-            if let Ok((to, _)) = &bound[i] {
-                outcomes[i] = outcome_of(*to, row.as_ref());
+        for round in rounds(items) {
+            let rows: Vec<[Param<'_>; 27]> = round.iter().map(|&i| params(i)).collect();
+            let columns: Vec<Column<'_>> = (0..27)
+                .map(|k| Column(rows.iter().map(|r| r[k]).collect()))
+                .collect();
+            let columns: Vec<Param<'_>> = columns.iter().map(|c| c as Param<'_>).collect();
+            let moved = tx
+                .query(&update, &columns)
+                .await
+                .map_err(|e| rolled_back(e.into()))?;
+            for row in &moved {
+                let n: i64 = row.get("n");
+                let i = round[n as usize - 1];
+                if let Ok((to, _)) = &bound[i] {
+                    outcomes[i] = outcome_of(*to, Some(row));
+                }
             }
         }
+        tx.commit()
+            .await
+            .map_err(|e| BatchError::CommitUnknown(e.into()))?;
+
         for ((t, _), o) in items.iter().zip(&outcomes) {
             o.observe(t.expected);
         }
         Ok(outcomes)
     }
+}
+
+/// The items' indexes in (tenant, operation id) order, as statements of distinct
+/// operations: the first answer for each operation goes in the first, a second answer for
+/// one in the second, and so on (each in the order given).
+fn rounds(items: &[(Transition<'_>, &AttemptRecord)]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| items[i].0.op);
+    let mut rounds: Vec<Vec<usize>> = Vec::new();
+    let mut k = 0;
+    for (at, &i) in order.iter().enumerate() {
+        k = match at {
+            0 => 0,
+            _ if items[order[at - 1]].0.op == items[i].0.op => k + 1,
+            _ => 0,
+        };
+        if rounds.len() == k {
+            rounds.push(Vec::new());
+        }
+        rounds[k].push(i);
+    }
+    rounds
+}
+
+/// NULL of any type: a value [`attempt_only_params`] does not bind.
+#[derive(Debug)]
+pub(crate) struct Null;
+
+pub(crate) static NULL: Null = Null;
+
+impl ToSql for Null {
+    fn to_sql(&self, _: &Type, _: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        Ok(IsNull::Yes)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// One parameter of many rows: the array of the values each row binds in that place,
+/// each encoded as the array's element type (Postgres' binary array format: one
+/// dimension, lower bound 1). The values are those the one-row statement binds, so the
+/// many-row statement is bound from the same functions.
+#[derive(Debug)]
+struct Column<'a>(Vec<Param<'a>>);
+
+impl ToSql for Column<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        let Kind::Array(member) = ty.kind() else {
+            return Err(format!("a column of values binds an array, not {ty}").into());
+        };
+        let len = i32::try_from(self.0.len())?;
+        out.put_i32(1);
+        let has_nulls = out.len();
+        out.put_i32(0);
+        out.put_u32(member.oid());
+        out.put_i32(len);
+        out.put_i32(1);
+        let mut nulls = false;
+        for value in &self.0 {
+            let at = out.len();
+            out.put_i32(0);
+            let size = match value.to_sql_checked(member, out)? {
+                IsNull::Yes => {
+                    nulls = true;
+                    -1
+                }
+                IsNull::No => i32::try_from(out.len() - at - 4)?,
+            };
+            out[at..at + 4].copy_from_slice(&size.to_be_bytes());
+        }
+        if nulls {
+            out[has_nulls..has_nulls + 4].copy_from_slice(&1i32.to_be_bytes());
+        }
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(ty.kind(), Kind::Array(_))
+    }
+
+    to_sql_checked!();
 }
 
 /// What each request of a batch gets: its outcome; after a rollback, the outcome of doing
@@ -144,5 +225,64 @@ where
                 .map(|_| Err(StoreError::Batched(e.clone())))
                 .collect()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleet_core::{AttemptOutcome, Event, OpRef};
+    use tokio_postgres::types::FromSql;
+
+    #[test]
+    fn a_column_is_the_array_of_its_values_with_their_nulls() {
+        let values: Vec<Param<'_>> = vec![&1i64, &NULL, &None::<i64>, &3i64];
+        let mut out = BytesMut::new();
+        let column = Column(values);
+        assert!(matches!(
+            column.to_sql_checked(&Type::INT8_ARRAY, &mut out).unwrap(),
+            IsNull::No
+        ));
+        let back = Vec::<Option<i64>>::from_sql(&Type::INT8_ARRAY, &out).unwrap();
+        assert_eq!(back, vec![Some(1), None, None, Some(3)]);
+
+        let (a, b) = ("in_progress", Some("x"));
+        let mut out = BytesMut::new();
+        Column(vec![&a, &b])
+            .to_sql_checked(&Type::TEXT_ARRAY, &mut out)
+            .unwrap();
+        let back = Vec::<Option<String>>::from_sql(&Type::TEXT_ARRAY, &out).unwrap();
+        assert_eq!(back, vec![Some("in_progress".into()), Some("x".into())]);
+    }
+
+    #[test]
+    fn a_column_refuses_a_value_of_another_type() {
+        let mut out = BytesMut::new();
+        assert!(Column(vec![&"text"])
+            .to_sql_checked(&Type::INT8_ARRAY, &mut out)
+            .is_err());
+    }
+
+    #[test]
+    fn rounds_sort_by_operation_and_put_a_repeated_operation_in_a_later_statement() {
+        let a = AttemptRecord::new(AttemptOutcome::Succeeded);
+        let t = |tenant, op| {
+            Transition::new(
+                OpRef::new(tenant, op),
+                Status::InProgress,
+                1,
+                Event::ProviderSucceeded,
+                "execute",
+            )
+        };
+        let items = [
+            (t("org_b", "op_1"), &a),
+            (t("org_a", "op_2"), &a),
+            (t("org_a", "op_1"), &a),
+            (t("org_a", "op_2"), &a),
+            (t("org_a", "op_2"), &a),
+        ];
+        assert_eq!(rounds(&items), vec![vec![2, 1, 0], vec![3], vec![4]]);
+        assert!(rounds(&items[..0]).is_empty());
     }
 }

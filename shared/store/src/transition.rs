@@ -3,6 +3,8 @@
 //! expected status AND fence, and the event row is written in the same statement.
 //! Zero rows affected is `Stale`, a normal outcome every caller handles.
 
+use std::sync::LazyLock;
+
 use fleet_core::confirmation::Confirmation;
 use fleet_core::{transition, ApprovalStatus, Event, OpRef, Reason, Refused, Status};
 use serde_json::Value;
@@ -11,6 +13,7 @@ use fleet_runtime::metric_names as m;
 
 use deadpool_postgres::Transaction;
 
+use crate::batch::NULL;
 use crate::component::ClaimAndCall;
 use crate::component::MoveOperations;
 use crate::StoreAs;
@@ -86,18 +89,43 @@ pub enum TransitionOutcome {
     Stale,
 }
 
-/// The compare-and-set (written as every CAS is, see `rows.rs`) and its event row: `$2`,
+/// The compare-and-set's condition on the row (written as every CAS is, see `rows.rs`):
+/// the row of operation `$1` of tenant `$19` still in the expected status `$2` and fence
+/// `$4`, and not escalated unless `$17` lets a person's decision move an escalated row.
+macro_rules! move_where {
+    () => {
+        "operation_id = $1 AND tenant_id = $19 AND status = $2 AND fence = $4
+      AND (NOT $17 OR escalated_at IS NULL)"
+    };
+}
+
+/// A worker records no decision: `$14` and `$15` are named (always NULL there) so that a
+/// worker's statement keeps the parameter list of a decision's.
+macro_rules! worker_guard {
+    () => {
+        "\n      AND $14::text IS NULL AND $15::text IS NULL"
+    };
+}
+
+/// The compare-and-set (see `move_where`) and its event row: `$2`,
 /// the expected status, is a parameter like every other status value. `$20` says whether
 /// the target is final (`Status::is_final`, bound by [`bind`]), so the statement keeps no
 /// list of final statuses of its own: the time a row became final is stamped by core's. `$decided` is the
 /// part that records a person's decision in the approval columns, which only the API's
 /// database role may update: a worker's statement names none of them, so it needs no
-/// privilege on them (and holds none); `$guard` then names `$14` and `$15` (always NULL
-/// there) so that both statements keep one parameter list.
+/// privilege on them (and holds none); `$guard` then names `$14` and `$15`.
+///
+/// The six-part form is the same move over many rows ([`UPDATE_WITH_ATTEMPT_MANY`]):
+/// `$head` opens the statement up to the move's CTE, `$from` joins the rows of values,
+/// `$returning` adds to what each moved row returns and `$event_from` is where the
+/// event rows are read from.
 macro_rules! move_and_event {
-    ($decided:literal, $guard:literal) => {
+    ($decided:literal, $guard:expr) => {
+        move_and_event!($decided, $guard, "WITH moved AS (", "", "", "FROM moved")
+    };
+    ($decided:literal, $guard:expr, $head:expr, $from:literal, $returning:literal, $event_from:literal) => {
         concat!("
-WITH moved AS (
+", $head, "
     UPDATE operations SET
         status = $3,
         status_reason = $6,
@@ -111,15 +139,14 @@ WITH moved AS (
         resolved_at = CASE WHEN $20::bool THEN now() ELSE resolved_at END,
         lease_owner = CASE WHEN $3 = 'in_progress' THEN lease_owner END,
         lease_expires_at = CASE WHEN $3 = 'in_progress' THEN lease_expires_at END,", $decided, "
-        updated_at = now()
-    WHERE operation_id = $1 AND tenant_id = $19 AND status = $2 AND fence = $4
-      AND (NOT $17 OR escalated_at IS NULL)", $guard, "
+        updated_at = now()", $from, "
+    WHERE ", move_where!(), $guard, "
     RETURNING operation_id, tenant_id, fence,
         EXTRACT(EPOCH FROM (resolved_at - decided_at))::float8 AS approved_to_final_s,
-        EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s
+        EXTRACT(EPOCH FROM (resolved_at - unknown_since))::float8 AS unknown_to_final_s", $returning, "
 ), event AS (
     INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, to_status, fence, actor, reason, evidence, signed_in_with)
-    SELECT operation_id, tenant_id, $16, $2, $3, fence, $5, $6, $7, $18 FROM moved
+    SELECT operation_id, tenant_id, $16, $2, $3, fence, $5, $6, $7, $18 ", $event_from, "
 )")
     };
 }
@@ -127,7 +154,20 @@ WITH moved AS (
 /// A worker's move: no decision, so no approval column.
 macro_rules! worker_move {
     () => {
-        move_and_event!("", "\n      AND $14::text IS NULL AND $15::text IS NULL")
+        move_and_event!("", worker_guard!())
+    };
+}
+
+/// The attempt row of (operation `$1` of tenant `$19`, fence `$4`) completed with
+/// `$21`–`$27`, whether or not the row moves; `$from` joins the rows of values of the
+/// many-row form.
+macro_rules! attempt_update {
+    ($from:literal) => {
+        concat!(", attempt AS (
+    UPDATE attempts SET finished_at = now(), outcome = $21, http_status = $22, replayed = $23, external_id = $24,
+        provider_request_id = $25, response = $26, detail = $27", $from, "
+    WHERE operation_id = $1 AND tenant_id = $19 AND fence = $4
+)")
     };
 }
 
@@ -148,15 +188,97 @@ pub(crate) const UPDATE_DECIDED: &str = concat!(
 /// [`UPDATE`] and the attempt row of (operation `$1` of tenant `$19`, fence `$4`) completed with `$21`–`$27`,
 /// in one statement: the attempt is written whether or not the row moves. Attempts are a
 /// worker's: no decision is recorded with one.
-pub(crate) const UPDATE_WITH_ATTEMPT: &str = concat!(
-    worker_move!(),
-    ", attempt AS (
-    UPDATE attempts SET finished_at = now(), outcome = $21, http_status = $22, replayed = $23, external_id = $24,
-        provider_request_id = $25, response = $26, detail = $27
-    WHERE operation_id = $1 AND tenant_id = $19 AND fence = $4
-)
-SELECT * FROM moved"
-);
+pub(crate) const UPDATE_WITH_ATTEMPT: &str =
+    concat!(worker_move!(), attempt_update!(""), "\nSELECT * FROM moved");
+
+/// The SQL type of each of [`UPDATE_WITH_ATTEMPT`]'s parameters, in order (the types
+/// Postgres infers for them there): [`UPDATE_WITH_ATTEMPT_MANY`] takes an array of each.
+pub(crate) const UPDATE_WITH_ATTEMPT_TYPES: [&str; 27] = [
+    "text", "text", "text", "int8", "text", "text", "jsonb", "text", "text", "jsonb", "text",
+    "float8", "bool", "text", "text", "text", "bool", "text", "text", "bool", "text", "int4",
+    "bool", "text", "text", "jsonb", "text",
+];
+
+/// [`UPDATE_WITH_ATTEMPT`] over many answers in one statement: `$k` is the array of the
+/// `$k`s of [`update_with_attempt_params`] (one element per answer, see
+/// [`attempt_only_params`] for an answer the state machine refused), and the statement is
+/// the single one's text with each `$k` read from the answer's row of values `i`, as
+/// `i.pk`. So the move, its guard, the event and the attempt are the same text in both.
+///
+/// Each answer's row moves by its own compare-and-set. The rows that will move are
+/// locked first, in the order the answers were given (`n`, their ordinality; the caller
+/// sorts them by tenant and operation id), so two such statements never wait on each
+/// other in a cycle; the move then updates exactly those rows. The event rows are written
+/// in the same order. An answer whose `$3` (the target) is NULL was refused by the state
+/// machine and moves nothing; every answer's attempt is completed. Each moved row is
+/// returned with `n`. The operations of one statement are distinct.
+pub(crate) static UPDATE_WITH_ATTEMPT_MANY: LazyLock<String> = LazyLock::new(|| {
+    let arrays: Vec<String> = UPDATE_WITH_ATTEMPT_TYPES
+        .iter()
+        .enumerate()
+        .map(|(k, ty)| format!("${}::{ty}[]", k + 1))
+        .collect();
+    let columns: Vec<String> = (1..=UPDATE_WITH_ATTEMPT_TYPES.len())
+        .map(|k| format!("p{k}"))
+        .collect();
+    let each = concat!(
+        move_and_event!(
+            "",
+            worker_guard!(),
+            concat!(
+                "locked AS (
+    SELECT i.* FROM i, operations
+    WHERE $3 IS NOT NULL AND ",
+                move_where!(),
+                worker_guard!(),
+                "
+    ORDER BY i.n
+    FOR NO KEY UPDATE OF operations
+), moved AS ("
+            ),
+            "
+    FROM locked i",
+            ",
+        i.n",
+            "FROM moved JOIN i USING (n)
+    ORDER BY n"
+        ),
+        attempt_update!(
+            "
+    FROM i"
+        ),
+        "\nSELECT * FROM moved"
+    );
+    format!(
+        "WITH i AS (
+    SELECT * FROM unnest({}) WITH ORDINALITY AS i({}, n)
+),{}",
+        arrays.join(", "),
+        columns.join(", "),
+        of_each_row(each)
+    )
+});
+
+/// `sql` with every parameter `$k` read from the row of values `i` instead, as `i.pk`.
+fn of_each_row(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() * 2);
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let digits = rest[at + 1..]
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len() - at - 1);
+        if digits == 0 {
+            out.push('$');
+        } else {
+            out.push_str("i.p");
+            out.push_str(&rest[at + 1..at + 1 + digits]);
+        }
+        rest = &rest[at + 1 + digits..];
+    }
+    out.push_str(rest);
+    out
+}
 
 pub(crate) const RECORD_ATTEMPT: &str = "
 UPDATE attempts SET finished_at = now(), outcome = $3, http_status = $4, replayed = $5, external_id = $6,
@@ -328,6 +450,23 @@ pub(crate) fn update_with_attempt_params<'p>(
     ]
 }
 
+/// [`update_with_attempt_params`] for a transition the state machine refused, for
+/// [`UPDATE_WITH_ATTEMPT_MANY`]: the operation, the fence and the attempt's columns, and
+/// NULL for every value of the move (so the row does not move; its attempt is completed).
+pub(crate) fn attempt_only_params<'p>(
+    t: &'p Transition<'_>,
+    outcome: &'p &'static str,
+    a: &'p AttemptRecord,
+) -> [Param<'p>; 27] {
+    let [op, fence, a1, a2, a3, a4, a5, a6, a7, tenant] =
+        attempt_params(&t.op, &t.fence, outcome, a);
+    let null: Param<'p> = &NULL;
+    [
+        op, null, null, fence, null, null, null, null, null, null, null, null, null, null, null,
+        null, null, null, tenant, null, a1, a2, a3, a4, a5, a6, a7,
+    ]
+}
+
 /// What [`UPDATE`]'s answer says: the row it returned moved to `to`; none is stale.
 pub(crate) fn outcome_of(to: Status, moved: Option<&tokio_postgres::Row>) -> TransitionOutcome {
     match moved {
@@ -397,4 +536,33 @@ pub(crate) fn attempt_params<'a>(
         &a.detail,
         &op.tenant_id,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_parameter_is_read_from_the_row_of_values() {
+        assert_eq!(
+            of_each_row("a = $1 AND b = $12::float8, $ x $27"),
+            "a = i.p1 AND b = i.p12::float8, $ x i.p27"
+        );
+    }
+
+    #[test]
+    fn the_many_row_statement_binds_only_its_arrays() {
+        let many: &str = &UPDATE_WITH_ATTEMPT_MANY;
+        let (arrays, rest) = many.split_once("WITH ORDINALITY").unwrap();
+        for k in 1..=UPDATE_WITH_ATTEMPT_TYPES.len() {
+            assert!(arrays.contains(&format!("${k}::")), "${k}");
+        }
+        assert!(!rest.contains('$'), "{rest}");
+        // Every value the one-row statement binds is read in the many-row one.
+        for k in 1..=UPDATE_WITH_ATTEMPT_TYPES.len() {
+            if UPDATE_WITH_ATTEMPT.contains(&format!("${k}")) {
+                assert!(rest.contains(&format!("i.p{k}")), "i.p{k}");
+            }
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The claims, send marks and answers of concurrent handlers, each sent to Postgres in
 //! batches: the doorbells that overlap in time are claimed by one statement, the send
 //! marks that overlap in time are committed by one statement, and the answers that
-//! overlap in time are recorded in one transaction. A lone doorbell or answer goes out at
+//! overlap in time are recorded by one statement in one transaction. A lone doorbell or answer goes out at
 //! once (see `fleet_runtime::batch`): batching saves work under load and never adds a wait
 //! at low load. Every row still moves by its own compare-and-set and gets its own attempt
 //! and event rows; a handler acks its doorbell only after the commit its answer was part of.

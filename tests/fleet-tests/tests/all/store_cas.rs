@@ -185,6 +185,44 @@ async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_r
 }
 
 #[tokio::test]
+async fn transition_many_moves_the_row_after_waiting_for_a_concurrent_update_of_the_row() {
+    let (fleet, op, fence) = claimed().await;
+    let (store, id) = (fleet.store.clone(), op.clone());
+    let outcomes = after_a_concurrent_update(&fleet, &op, async move {
+        let t = Transition {
+            external_id: Some("pay_batch_under_lock_wait"),
+            confirmation: Some(answered("pay_batch_under_lock_wait", fence)),
+            ..Transition::new(
+                at(&id),
+                Status::InProgress,
+                fence,
+                Event::ProviderSucceeded,
+                "execute",
+            )
+        };
+        let attempt = succeeded_attempt("pay_batch_under_lock_wait");
+        store.transition_many(&[(t, &attempt)]).await.unwrap()
+    })
+    .await;
+    assert!(
+        matches!(
+            outcomes.as_slice(),
+            [TransitionOutcome::Moved {
+                to: Status::Succeeded,
+                ..
+            }]
+        ),
+        "{outcomes:?}"
+    );
+    let row = fleet.row(&op).await;
+    assert_eq!(
+        (row.status, row.external_id.as_deref()),
+        (Status::Succeeded, Some("pay_batch_under_lock_wait"))
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
 async fn claim_ready_claims_after_waiting_for_a_concurrent_update_of_the_row() {
     let (fleet, op) = approved().await;
     let (store, id) = (fleet.store.clone(), op.clone());
@@ -508,6 +546,23 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
             .unwrap(),
         TransitionOutcome::Moved { .. }
     ));
+    // The many-row form: the same answer again finds the row moved on.
+    let again = Transition {
+        external_id: Some("pay_renewed"),
+        confirmation: Some(answered("pay_renewed", c.fence)),
+        ..Transition::new(
+            at(&op),
+            Status::InProgress,
+            c.fence,
+            Event::ProviderSucceeded,
+            "execute",
+        )
+    };
+    let attempt = succeeded_attempt("pay_renewed");
+    assert_eq!(
+        store.transition_many(&[(again, &attempt)]).await.unwrap(),
+        vec![TransitionOutcome::Stale]
+    );
 
     // The store's own session: its settings and prepared statements are visible there only.
     let client = store.pooled_session().await.unwrap();
@@ -545,6 +600,7 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
         ("renew_lease", "lease_expires_at = now() + make_interval"),
         ("approve", "approved_hash = $2"),
         ("transition", "status_reason = $6"),
+        ("transition_many", "FOR NO KEY UPDATE OF operations"),
     ] {
         assert!(
             checked.iter().any(|s| s.contains(marker)),
@@ -691,4 +747,218 @@ fn succeeded_attempt(object_id: &str) -> fleet_core::AttemptRecord {
         external_id: Some(object_id.to_owned()),
         ..fleet_core::AttemptRecord::new(fleet_core::AttemptOutcome::Succeeded)
     }
+}
+
+/// An answer's attempt with `detail`, to tell the answers apart in the attempt rows.
+fn attempt(outcome: fleet_core::AttemptOutcome, detail: &str) -> fleet_core::AttemptRecord {
+    fleet_core::AttemptRecord {
+        detail: Some(detail.to_owned()),
+        ..fleet_core::AttemptRecord::new(outcome)
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_answers_gives_each_its_own_outcome_and_completes_every_attempt() {
+    let fleet = TestFleet::start().await;
+    let mut claimed = Vec::new();
+    for _ in 0..4 {
+        let (op, hash) = prepare_one(&fleet).await;
+        assert_eq!(
+            fleet
+                .store
+                .approve(at(&op), &hash, &fleet_tests::decider("ann"), None)
+                .await
+                .unwrap(),
+            ApprovalOutcome::Approved
+        );
+        let Claim::Claimed(c) = fleet
+            .store
+            .claim_ready(at(&op), &[], OWNER, LEASE_TTL_MS)
+            .await
+            .unwrap()
+        else {
+            panic!("a fresh approved operation is claimable");
+        };
+        claimed.push((op, c.fence));
+    }
+    let [(succeeds, fs), (stale, fst), (refused, fr), (unknown, fu)] =
+        <[(String, i64); 4]>::try_from(claimed).unwrap();
+    // The stale answer's claim was taken over: the row's fence moved on.
+    let sql = fleet.sql().await;
+    let bumped = sql
+        .execute(
+            "UPDATE operations SET fence = fence + 1 WHERE operation_id = $1",
+            &[&stale],
+        )
+        .await
+        .unwrap();
+    assert_eq!(bumped, 1);
+    assert!(
+        fleet_core::transition(Status::InProgress, Event::LookupSucceeded).is_err(),
+        "the premise: the state machine refuses this event from in_progress"
+    );
+
+    use fleet_core::AttemptOutcome as A;
+    let succeeded = fleet_core::AttemptRecord {
+        detail: Some("first".to_owned()),
+        ..succeeded_attempt("pay_batched")
+    };
+    let again = fleet_core::AttemptRecord {
+        detail: Some("again".to_owned()),
+        ..succeeded_attempt("pay_batched")
+    };
+    let (stale_attempt, refused_attempt, unknown_attempt) = (
+        attempt(A::Failed, "stale"),
+        attempt(A::Succeeded, "refused"),
+        attempt(A::Unknown, "unknown"),
+    );
+    let success = |detail| Transition {
+        external_id: Some("pay_batched"),
+        confirmation: Some(answered("pay_batched", fs)),
+        evidence: Some(serde_json::json!({ "answer": detail })),
+        ..Transition::new(
+            at(&succeeds),
+            Status::InProgress,
+            fs,
+            Event::ProviderSucceeded,
+            "execute",
+        )
+    };
+    // Given out of (tenant, operation id) order, and one operation answered twice.
+    let items = vec![
+        (
+            Transition::new(
+                at(&unknown),
+                Status::InProgress,
+                fu,
+                Event::ProviderAmbiguous,
+                "execute",
+            ),
+            &unknown_attempt,
+        ),
+        (success("first"), &succeeded),
+        (
+            Transition::new(
+                at(&refused),
+                Status::InProgress,
+                fr,
+                Event::LookupSucceeded,
+                "execute",
+            ),
+            &refused_attempt,
+        ),
+        (
+            Transition::new(
+                at(&stale),
+                Status::InProgress,
+                fst,
+                Event::ProviderFailed,
+                "execute",
+            ),
+            &stale_attempt,
+        ),
+        (success("again"), &again),
+    ];
+    let outcomes = fleet.store.transition_many(&items).await.unwrap();
+    assert!(
+        matches!(
+            outcomes[0],
+            TransitionOutcome::Moved {
+                to: Status::Unknown,
+                ..
+            }
+        ),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(
+            outcomes[1],
+            TransitionOutcome::Moved {
+                to: Status::Succeeded,
+                ..
+            }
+        ),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(outcomes[2], TransitionOutcome::Refused(_)),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[3], TransitionOutcome::Stale, "{outcomes:?}");
+    assert_eq!(
+        outcomes[4],
+        TransitionOutcome::Stale,
+        "the second answer sees the first's move: {outcomes:?}"
+    );
+
+    for (op, status) in [
+        (&unknown, Status::Unknown),
+        (&succeeds, Status::Succeeded),
+        (&refused, Status::InProgress),
+        (&stale, Status::InProgress),
+    ] {
+        assert_eq!(fleet.row(op).await.status, status, "{op}");
+    }
+    // Every attempt is completed, with its own answer; the operation answered twice holds
+    // the later answer, as two transitions one after the other leave it.
+    for (op, fence, outcome, detail) in [
+        (&unknown, fu, "unknown", "unknown"),
+        (&succeeds, fs, "succeeded", "again"),
+        (&refused, fr, "succeeded", "refused"),
+        (&stale, fst, "failed", "stale"),
+    ] {
+        let row = sql
+            .query_one(
+                "SELECT finished_at IS NOT NULL, outcome, detail FROM attempts
+                 WHERE operation_id = $1 AND fence = $2",
+                &[op, &fence],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                row.get::<_, bool>(0),
+                row.get::<_, String>(1),
+                row.get::<_, String>(2)
+            ),
+            (true, outcome.to_owned(), detail.to_owned()),
+            "{op}"
+        );
+    }
+    // One history row for each move, in (tenant, operation id) order, with its answer's
+    // content; none for the refused and the stale answers.
+    let moves = sql
+        .query(
+            "SELECT operation_id, from_status, to_status, fence, actor, evidence->>'answer'
+             FROM operation_events
+             WHERE kind = 'transition' AND from_status = 'in_progress' ORDER BY id",
+            &[],
+        )
+        .await
+        .unwrap();
+    let moves: Vec<(String, String, String, i64, String, Option<String>)> = moves
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
+        .collect();
+    let mut expected = vec![
+        (
+            succeeds.clone(),
+            "in_progress".to_owned(),
+            "succeeded".to_owned(),
+            fs,
+            "execute".to_owned(),
+            Some("first".to_owned()),
+        ),
+        (
+            unknown.clone(),
+            "in_progress".to_owned(),
+            "unknown".to_owned(),
+            fu,
+            "execute".to_owned(),
+            None,
+        ),
+    ];
+    expected.sort();
+    assert_eq!(moves, expected);
+    fleet.stop().await;
 }
