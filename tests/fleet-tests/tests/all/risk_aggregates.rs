@@ -7,7 +7,7 @@
 //! real trigger's, as the execute worker, reconcile or an operator would have made them.
 
 use fleet_core::risk::{cues, PayeeNow, PaymentAsked, RiskCue};
-use fleet_tests::TestFleet;
+use fleet_tests::{eventually, TestFleet};
 use serde_json::Value;
 
 const TENANT: &str = "org_risk";
@@ -265,5 +265,179 @@ async fn intake_reads_the_same_pages_after_10_or_10_000_payments() {
         (paid.payments_to_payee, paid.payments_to_account),
         (10_000, 10_000)
     );
+    fleet.stop().await;
+}
+
+/// Inserts payment `n` to `payee` on `account` of `amount_minor` KZT, in progress, made
+/// `made_s` seconds after the 90-days-ago mark (its insert triggers off, as [`settle`]'s).
+async fn in_progress(
+    sql: &tokio_postgres::Client,
+    n: i64,
+    payee: &str,
+    account: Option<&str>,
+    amount_minor: i64,
+    made_s: i64,
+) {
+    sql.batch_execute("SET session_replication_role = replica")
+        .await
+        .unwrap();
+    let inserted = sql
+        .execute(
+            "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                     policy_version, data_version, idempotency_key, approval_expires_at,
+                                     status, approval_status, approved_hash, payee, created_at)
+             VALUES ('op_' || lpad($2::int8::text, 24, '0'), $1, 'payment.create', 'payments',
+                     jsonb_build_object('invoice_id', 'inv_' || $2::int8, 'beneficiary_id', $3::text,
+                                        'amount_minor', $5::bigint, 'currency', 'KZT'),
+                     'sha256:' || repeat('0', 64), 'payments-v3', 'd', $1 || '.op_' || $2::int8,
+                     now() + interval '1 hour', 'in_progress', 'approved', 'sha256:' || repeat('0', 64),
+                     CASE WHEN $4::text IS NULL THEN NULL
+                          ELSE jsonb_build_object('account', jsonb_build_object('fingerprint', $4::text)) END,
+                     now() - interval '90 days' + $6::int8 * interval '1 second')",
+            &[&TENANT, &n, &payee, &account, &amount_minor, &made_s],
+        )
+        .await;
+    assert_eq!(inserted.unwrap(), 1);
+    sql.batch_execute("SET session_replication_role = origin")
+        .await
+        .unwrap();
+}
+
+/// Records payment `n`'s success with a statement of its own, as the execute worker
+/// records each answer.
+async fn settle_one(sql: &tokio_postgres::Client, n: i64) {
+    let settled = sql
+        .execute(
+            "WITH moved AS (
+                 UPDATE operations SET status = 'succeeded'
+                 WHERE tenant_id = $1 AND operation_id = 'op_' || lpad($2::int8::text, 24, '0')
+                   AND status = 'in_progress'
+                 RETURNING operation_id, tenant_id, fence)
+             INSERT INTO operation_events (operation_id, tenant_id, kind, from_status, to_status, fence, actor, evidence)
+             SELECT operation_id, tenant_id, 'transition', 'in_progress', 'succeeded', fence, 'operator:seed',
+                    '{\"confirmed\": {\"by\": \"operator\", \"evidence\": \"recorded one by one\"}}'
+             FROM moved",
+            &[&TENANT, &n],
+        )
+        .await
+        .unwrap();
+    assert_eq!(settled, 1, "payment {n} recorded");
+}
+
+/// What the aggregates of `payee` say (payments, last account, its latest times and
+/// amounts in KZT, the payments to each of its accounts), beside the same read off the
+/// succeeded payments themselves, both as text.
+async fn aggregates_and_history(sql: &tokio_postgres::Client, payee: &str) -> (String, String) {
+    let row = sql
+        .query_one(
+            "WITH paid AS (
+                 SELECT created_at AS at, operation_id, payee #>> '{account,fingerprint}' AS account,
+                        (payload ->> 'amount_minor')::bigint AS amount
+                 FROM operations
+                 WHERE tenant_id = $1 AND payload ->> 'beneficiary_id' = $2 AND status = 'succeeded'),
+             latest AS (SELECT at, amount FROM paid ORDER BY at DESC, amount DESC LIMIT 100)
+             SELECT (SELECT format('%s %s %s %s', p.payments, p.last_account_fingerprint,
+                                   a.latest_at, a.latest_amounts)
+                     FROM paid_payees p JOIN paid_payee_amounts a USING (tenant_id, beneficiary_id)
+                     WHERE p.tenant_id = $1 AND p.beneficiary_id = $2 AND a.currency = 'KZT')
+                    || ' ' || (SELECT string_agg(format('%s:%s', c.account_fingerprint, c.payments), ','
+                                                 ORDER BY c.account_fingerprint)
+                               FROM paid_accounts c WHERE c.tenant_id = $1
+                                 AND c.account_fingerprint IN (SELECT account FROM paid)),
+                    format('%s %s %s %s', (SELECT count(*) FROM paid),
+                           (SELECT account FROM paid WHERE account IS NOT NULL
+                            ORDER BY at DESC, operation_id DESC LIMIT 1),
+                           (SELECT array_agg(at ORDER BY at DESC, amount DESC) FROM latest),
+                           (SELECT array_agg(amount ORDER BY at DESC, amount DESC) FROM latest))
+                    || ' ' || (SELECT string_agg(format('%s:%s', account, n), ',' ORDER BY account)
+                               FROM (SELECT account, count(*) AS n FROM paid
+                                     WHERE account IS NOT NULL GROUP BY 1) c)",
+            &[&TENANT, &payee],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+#[tokio::test]
+async fn successes_recorded_one_by_one_in_any_order_keep_what_the_history_says() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    // 150 payments, three made in each second and some of the same time and amount, on
+    // three accounts and some on none; recorded one statement each, in a scrambled order:
+    // each then lands before the kept amounts, among them, or after all 100.
+    const PAYMENTS: i64 = 150;
+    for n in 1..=PAYMENTS {
+        let account = ["sha256:o1", "sha256:o2", "sha256:o3"]
+            .get((n % 4) as usize)
+            .copied();
+        in_progress(&sql, n, "vendor_order", account, 1_000 * (n * 7 % 4), n / 3).await;
+    }
+    for k in 0..PAYMENTS {
+        settle_one(&sql, 1 + k * 47 % PAYMENTS).await;
+        if k % 10 == 9 || k < 3 {
+            let (kept, history) = aggregates_and_history(&sql, "vendor_order").await;
+            assert_eq!(kept, history, "after {} recorded", k + 1);
+        }
+    }
+    let (kept, _) = aggregates_and_history(&sql, "vendor_order").await;
+    assert!(kept.starts_with("150 sha256:o"), "{kept}");
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn two_transactions_recording_successes_to_one_new_payee_both_count() {
+    let fleet = TestFleet::start().await;
+    let first = fleet.sql().await;
+    let second = fleet.sql().await;
+    // The second transaction's payment was made before the first's: it goes behind it
+    // in the kept amounts, and the first's account stays the last.
+    in_progress(&first, 1, "vendor_race", Some("sha256:r1"), 2_000, 20).await;
+    in_progress(&first, 2, "vendor_race", Some("sha256:r2"), 1_000, 10).await;
+    first.batch_execute("BEGIN").await.unwrap();
+    settle_one(&first, 1).await;
+    let pid: i32 = second
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let recording = tokio::spawn(async move {
+        second.batch_execute("BEGIN").await.unwrap();
+        settle_one(&second, 2).await;
+        second.batch_execute("COMMIT").await.unwrap();
+        second
+    });
+    let observer = fleet.sql().await;
+    eventually("the second recording to wait for the first's new payee row", || {
+        let observer = &observer;
+        async move {
+            let r = observer
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
+                    &[&pid],
+                )
+                .await
+                .unwrap();
+            (r.get::<_, i64>(0) == 1).then_some(())
+        }
+    })
+    .await;
+    assert!(!recording.is_finished(), "the second recording waits");
+    first.batch_execute("COMMIT").await.unwrap();
+    let second = recording.await.expect("the second recording");
+
+    let (kept, history) = aggregates_and_history(&second, "vendor_race").await;
+    assert_eq!(kept, history);
+    let row = second
+        .query_one(
+            "SELECT p.payments, p.last_account_fingerprint, a.latest_amounts
+             FROM paid_payees p JOIN paid_payee_amounts a USING (tenant_id, beneficiary_id)
+             WHERE p.tenant_id = $1 AND p.beneficiary_id = 'vendor_race' AND a.currency = 'KZT'",
+            &[&TENANT],
+        )
+        .await
+        .unwrap();
+    let counted: (i64, String, Vec<i64>) = (row.get(0), row.get(1), row.get(2));
+    assert_eq!(counted, (2, "sha256:r1".to_owned(), vec![2_000, 1_000]));
     fleet.stop().await;
 }
