@@ -1,6 +1,7 @@
 //! The intake's judgement of a payment's risk cues (`fleet_core::risk`) over what the
 //! tenant's own succeeded payments say about the payee and its account (aggregates read
-//! by primary key) and its recent payments to the payee (a possible duplicate),
+//! by primary key) and the latest other payments to the payee for the same invoice or
+//! amount (a possible duplicate), all read in one statement,
 //! and what its policy asks of a flagged one (one more approver,
 //! a signed approval: `fleet_core::policy::RiskRule`). The cues are kept with the
 //! operation (`operations.risk`), shown beside the amount and carried in its events.
@@ -50,25 +51,6 @@ pub async fn with_risk<R: StoreIntents>(
             ..PayeeNow::default()
         },
     };
-    let paid = store
-        .paid_before(
-            &intent.snapshot.tenant_id,
-            beneficiary_id,
-            payee.account_fingerprint.as_deref(),
-            currency,
-        )
-        .await?;
-    let rule = rules
-        .policies
-        .risk(&intent.snapshot.policy_version, intent.action);
-    let now = chrono::Utc::now();
-    let recent = store
-        .recent_payments(
-            &intent.snapshot.tenant_id,
-            beneficiary_id,
-            now - DUPLICATE_WINDOW,
-        )
-        .await?;
     let asked = PaymentAsked {
         operation_id: intent.operation_id.as_str(),
         supersedes: intent.supersedes.as_ref().map(|s| s.as_str()),
@@ -77,6 +59,18 @@ pub async fn with_risk<R: StoreIntents>(
         amount_minor,
         currency,
     };
+    let now = chrono::Utc::now();
+    let (paid, recent) = store
+        .payment_risk(
+            &intent.snapshot.tenant_id,
+            asked,
+            payee.account_fingerprint.as_deref(),
+            now - DUPLICATE_WINDOW,
+        )
+        .await?;
+    let rule = rules
+        .policies
+        .risk(&intent.snapshot.policy_version, intent.action);
     let mut found = cues(asked, &payee, &paid, rule.median_multiple);
     found.extend(possible_duplicate(asked, &recent, now));
     // A name the directory did not confirm as the account holder's (frozen in the evidence).

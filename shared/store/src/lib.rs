@@ -69,7 +69,7 @@ pub use notifications::ClaimedNotification;
 pub use operator::{DecisionOutcome, Resolve};
 pub use outbox::{OutboxGauges, OutboxRow, Relayed};
 pub use passkeys::{ActivePasskey, PasskeyRequest, VerifiedPasskey, CEREMONY_TTL_S};
-pub use payment_history::PAID_BEFORE;
+pub use payment_history::{PAID_BEFORE, PAYMENT_RISK};
 pub use policies::{PoliciesLoaded, PolicyAssigned, PolicyInForce, FROM_POLICY_FILES};
 pub use pool::{
     pool_builder, ApiStore, ExecuteStore, IngestStore, PrepareStore, ReconcileStore, RelayStore,

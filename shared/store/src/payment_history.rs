@@ -1,13 +1,16 @@
 //! What risk cues are judged over (`fleet_core::risk`): what a tenant's succeeded payments
 //! say about one payee and one bank account, read from the aggregates the database keeps
 //! as each payment succeeds (`migrations/0059_payee_aggregates.sql`), by primary key: a
-//! constant number of rows whatever the history; and its recent payments to one payee
-//! that may still pay (the possible duplicates), answered by the index of
-//! `migrations/0057_possible_duplicates.sql`. Read at intake.
+//! constant number of rows whatever the history; and the other payments to the payee that
+//! may make this one a possible duplicate, the latest of each kind, one index probe each
+//! (`migrations/0093_possible_duplicate_probes.sql`). Read at intake, in one statement.
+
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
-use fleet_core::risk::{PaidBefore, RecentPayment};
+use fleet_core::risk::{PaidBefore, PaymentAsked, RecentPayment};
 use fleet_core::{ApprovalStatus, Status};
+use tokio_postgres::Row;
 
 use crate::component::StoreIntents;
 use crate::StoreAs;
@@ -25,22 +28,90 @@ LEFT JOIN paid_payees p ON p.tenant_id = $1 AND p.beneficiary_id = $2
 LEFT JOIN paid_accounts c ON c.tenant_id = $1 AND c.account_fingerprint = $3
 LEFT JOIN paid_payee_amounts a ON a.tenant_id = $1 AND a.beneficiary_id = $2 AND a.currency = $4";
 
-/// The payments to the payee since `$3` that may still pay or have paid (the rule,
-/// `fleet_core::risk::duplicate::may_pay`, judges again). Bounded: a payee paid more
-/// than a hundred times a week is judged over the latest hundred. Ordered by `created_at`
-/// alone, the order of `operations_recent_payments_to_payee` after its two equalities:
-/// the index gives both the rows and their order, so no plan is tempted to walk the
-/// fleet-wide `created_at` index and filter, whatever the statistics say.
-const RECENT: &str = "
-SELECT operation_id, payload ->> 'beneficiary_id' AS beneficiary_id,
-       payload ->> 'invoice_id' AS invoice_id, (payload ->> 'amount_minor')::bigint AS amount_minor,
-       payload ->> 'currency' AS currency, status, approval_status, created_at
-FROM operations
-WHERE action = 'payment.create' AND tenant_id = $1 AND (payload ->> 'beneficiary_id') = $2
-  AND created_at >= $3
-  AND status NOT IN ('failed', 'cancelled') AND approval_status NOT IN ('rejected', 'expired')
-ORDER BY created_at DESC
-LIMIT 100";
+/// What a payment's risk cues are judged over, in one statement (always one row): the
+/// [`PAID_BEFORE`] aggregates (`$1` to `$4`), then the two other payments to the payee
+/// since `$7` that may make this one a possible duplicate, each the latest of its kind
+/// that may still pay or has paid (the rule, `fleet_core::risk::duplicate`, judges
+/// again): for the same invoice `$5`, and of the same amount `$6` in the currency `$4`.
+/// The payment itself (`$8`) and the one it supersedes (`$9`) are skipped. Each is one
+/// backward probe of its index (`migrations/0093_possible_duplicate_probes.sql`) whose
+/// key ends in the order asked, so it stops at the first row that may still pay whatever
+/// the payee's history; no plan is tempted to walk the fleet-wide `created_at` index.
+/// Public for the test that holds it to its indexes.
+pub static PAYMENT_RISK: LazyLock<String> =
+    LazyLock::new(|| {
+        let candidate = |alias: &str, same: &str| {
+            format!(
+                "
+LEFT JOIN LATERAL (
+  SELECT operation_id, payload ->> 'beneficiary_id' AS beneficiary_id,
+         payload ->> 'invoice_id' AS invoice_id,
+         (payload ->> 'amount_minor')::bigint AS amount_minor,
+         payload ->> 'currency' AS currency, status, approval_status, created_at
+  FROM operations
+  WHERE action = 'payment.create' AND tenant_id = $1 AND (payload ->> 'beneficiary_id') = $2
+    AND {same} AND created_at >= $7
+    AND operation_id <> $8 AND operation_id IS DISTINCT FROM $9
+    AND status NOT IN ('failed', 'cancelled') AND approval_status NOT IN ('rejected', 'expired')
+  ORDER BY created_at DESC, operation_id DESC
+  LIMIT 1) {alias} ON true"
+            )
+        };
+        format!(
+        "SELECT paid.*, {invoice}, {amount}\nFROM ({PAID_BEFORE}) AS paid{}{}",
+        candidate("by_invoice", "(payload ->> 'invoice_id') = $5"),
+        candidate(
+            "by_amount",
+            "(payload ->> 'currency') = $4 AND (payload -> 'amount_minor') = to_jsonb($6::bigint)"
+        ),
+        invoice = CANDIDATE_COLUMNS.map(|c| format!("by_invoice.{c}")).join(", "),
+        amount = CANDIDATE_COLUMNS.map(|c| format!("by_amount.{c}")).join(", "),
+    )
+    });
+
+/// The columns of one possible duplicate, in the order [`candidate`] reads them.
+const CANDIDATE_COLUMNS: [&str; 8] = [
+    "operation_id",
+    "beneficiary_id",
+    "invoice_id",
+    "amount_minor",
+    "currency",
+    "status",
+    "approval_status",
+    "created_at",
+];
+
+/// The columns of [`PAID_BEFORE`], which [`PAYMENT_RISK`]'s candidates follow.
+const PAID_COLUMNS: usize = 4;
+
+/// What `row`'s aggregates ([`PAID_BEFORE`]'s columns, first) say.
+fn paid_before_of(row: &Row) -> PaidBefore {
+    let count = |column: usize| {
+        row.get::<_, Option<i64>>(column)
+            .map_or(0, |n| u64::try_from(n).unwrap_or(0))
+    };
+    PaidBefore {
+        payments_to_payee: count(0),
+        last_account: row.get(1),
+        payments_to_account: count(2),
+        latest_amounts: row.get::<_, Option<Vec<i64>>>(3).unwrap_or_default(),
+    }
+}
+
+/// The possible duplicate whose columns start at `first`, if one was found.
+fn candidate(row: &Row, first: usize) -> Option<RecentPayment> {
+    let operation_id = row.get::<_, Option<String>>(first)?;
+    Some(RecentPayment {
+        operation_id,
+        beneficiary_id: row.get::<_, Option<String>>(first + 1)?,
+        invoice_id: row.get::<_, Option<String>>(first + 2)?,
+        amount_minor: row.get::<_, Option<i64>>(first + 3)?,
+        currency: row.get::<_, Option<String>>(first + 4)?,
+        status: Status::parse(row.get::<_, Option<&str>>(first + 5)?)?,
+        approval: ApprovalStatus::parse(row.get::<_, Option<&str>>(first + 6)?)?,
+        created_at: row.get::<_, Option<DateTime<Utc>>>(first + 7)?,
+    })
+}
 
 impl<R: StoreIntents> StoreAs<R> {
     /// What `tenant`'s succeeded payments say about `beneficiary_id`, the account
@@ -57,47 +128,41 @@ impl<R: StoreIntents> StoreAs<R> {
         let row = client
             .query_one(&read, &[&tenant, &beneficiary_id, &fingerprint, &currency])
             .await?;
-        let count = |column: &str| {
-            row.get::<_, Option<i64>>(column)
-                .map_or(0, |n| u64::try_from(n).unwrap_or(0))
-        };
-        Ok(PaidBefore {
-            payments_to_payee: count("payments_to_payee"),
-            last_account: row.get("last_account_fingerprint"),
-            payments_to_account: count("payments_to_account"),
-            latest_amounts: row
-                .get::<_, Option<Vec<i64>>>("latest_amounts")
-                .unwrap_or_default(),
-        })
+        Ok(paid_before_of(&row))
     }
 
-    /// `tenant`'s payments to `beneficiary_id` made since `since` that may still pay or
-    /// have paid, newest first (at most a hundred).
-    pub async fn recent_payments(
+    /// What `tenant`'s records say about `asked`, a payment to be judged, with the account
+    /// `fingerprint` the directory names now: its payee's and account's aggregates (as
+    /// [`Self::paid_before`]) and the other payments to the payee made since `since` that
+    /// may make it a possible duplicate (at most two: the latest for the same invoice, the
+    /// latest of the same amount). One statement, one round trip.
+    pub async fn payment_risk(
         &self,
         tenant: &str,
-        beneficiary_id: &str,
+        asked: PaymentAsked<'_>,
+        fingerprint: Option<&str>,
         since: DateTime<Utc>,
-    ) -> Result<Vec<RecentPayment>, StoreError> {
+    ) -> Result<(PaidBefore, Vec<RecentPayment>), StoreError> {
         let client = self.client().await?;
-        let read = client.prepare_cached(RECENT).await?;
-        let rows = client
-            .query(&read, &[&tenant, &beneficiary_id, &since])
+        let read = client.prepare_cached(&PAYMENT_RISK).await?;
+        let row = client
+            .query_one(
+                &read,
+                &[
+                    &tenant,
+                    &asked.beneficiary_id,
+                    &fingerprint,
+                    &asked.currency,
+                    &asked.invoice_id,
+                    &asked.amount_minor,
+                    &since,
+                    &asked.operation_id,
+                    &asked.supersedes,
+                ],
+            )
             .await?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| {
-                Some(RecentPayment {
-                    operation_id: r.get("operation_id"),
-                    beneficiary_id: r.get::<_, Option<String>>("beneficiary_id")?,
-                    invoice_id: r.get::<_, Option<String>>("invoice_id")?,
-                    amount_minor: r.get::<_, Option<i64>>("amount_minor")?,
-                    currency: r.get::<_, Option<String>>("currency")?,
-                    status: Status::parse(r.get("status"))?,
-                    approval: ApprovalStatus::parse(r.get("approval_status"))?,
-                    created_at: r.get("created_at"),
-                })
-            })
-            .collect())
+        let by_amount = PAID_COLUMNS + CANDIDATE_COLUMNS.len();
+        let recent = [candidate(&row, PAID_COLUMNS), candidate(&row, by_amount)];
+        Ok((paid_before_of(&row), recent.into_iter().flatten().collect()))
     }
 }

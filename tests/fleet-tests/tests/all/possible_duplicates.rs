@@ -2,7 +2,8 @@
 //! and the simulator's directory: a second payment of the same invoice, or of the same
 //! amount, to the same payee within 7 days of another payment that may still pay carries
 //! the cue naming the first; a rejected one makes no duplicate; under a policy with a
-//! `[risk]` table the cue alone asks one approver more.
+//! `[risk]` table the cue alone asks one approver more; however many payments to the
+//! payee came since, the earlier one is found.
 
 use fleet_core::Status;
 use fleet_tests::{at, eventually, hash_of, intent, with_amount, TestFleet};
@@ -125,15 +126,14 @@ async fn under_a_policy_with_a_risk_table_a_possible_duplicate_alone_needs_one_a
     fleet.stop().await;
 }
 
-/// How often `operations_recent_payments_to_payee` was scanned (only the duplicate read
-/// uses it).
+/// How often the duplicate read's indexes were scanned (only that read uses them).
 async fn duplicate_index_scans(fleet: &TestFleet) -> i64 {
     fleet
         .sql()
         .await
         .query_one(
-            "SELECT idx_scan FROM pg_stat_user_indexes
-             WHERE indexrelname = 'operations_recent_payments_to_payee'",
+            "SELECT sum(idx_scan)::int8 FROM pg_stat_user_indexes
+             WHERE indexrelname IN ('operations_payments_by_invoice', 'operations_payments_by_amount')",
             &[],
         )
         .await
@@ -191,5 +191,65 @@ async fn the_duplicate_read_goes_by_its_index_even_with_stale_statistics() {
         (duplicate_index_scans(&fleet).await > before).then_some(())
     })
     .await;
+    fleet.stop().await;
+}
+
+/// The payee's 200 latest payments, all of the last day, share neither invoice nor amount
+/// with the payment judged; behind them, two and three days ago, one of the same invoice
+/// and one of the same amount. Each is still found: the read asks for the latest payment
+/// of the same invoice, and of the same amount, not for the payee's latest payments.
+#[tokio::test]
+async fn a_duplicate_behind_200_later_payments_to_the_payee_is_still_found() {
+    let fleet = TestFleet::with_prepare().await;
+    fleet
+        .sql()
+        .await
+        .batch_execute(
+            "SET session_replication_role = replica;
+             INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                     policy_version, data_version, idempotency_key, approval_expires_at,
+                                     created_at)
+             SELECT 'op_3' || lpad(i::text, 25, '0'), 'org_482', 'payment.create', 'payments',
+                    jsonb_build_object('invoice_id', CASE i WHEN 1 THEN 'inv_9182' ELSE 'inv_x' || i END,
+                                       'beneficiary_id', 'vendor_77',
+                                       'amount_minor', CASE i WHEN 2 THEN 777000 ELSE i END,
+                                       'currency', 'KZT'),
+                    'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_3' || lpad(i::text, 25, '0'),
+                    now() + interval '1 hour',
+                    CASE i WHEN 1 THEN now() - interval '3 days' WHEN 2 THEN now() - interval '2 days'
+                           ELSE now() - interval '1 day' + i * interval '1 second' END
+             FROM generate_series(1, 202) i;
+             SET session_replication_role = origin;",
+        )
+        .await
+        .unwrap();
+    let later: i64 = fleet
+        .sql()
+        .await
+        .query_one(
+            "SELECT count(*) FROM operations
+             WHERE payload ->> 'beneficiary_id' = 'vendor_77'
+               AND created_at > now() - interval '2 days' + interval '1 minute'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(later, 200, "the later payments to the payee");
+    let seeded = |i: u32| format!("op_3{i:0>25}");
+
+    let same_invoice = fleet.submitted(&payment("inv_9182", 1_250_000)).await;
+    let cues = risk_of(&fleet, &same_invoice).await;
+    assert!(
+        cues.contains(&duplicate_of(&seeded(1), "invoice_id")),
+        "{cues:?}"
+    );
+
+    let same_amount = fleet.submitted(&payment("inv_9999", 777_000)).await;
+    let cues = risk_of(&fleet, &same_amount).await;
+    assert!(
+        cues.contains(&duplicate_of(&seeded(2), "amount")),
+        "{cues:?}"
+    );
     fleet.stop().await;
 }
