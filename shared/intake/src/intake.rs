@@ -45,12 +45,27 @@ pub async fn against_world<R: StoreIntents>(
     rules: &IntakeRules,
     store: &StoreAs<R>,
 ) -> Result<CheckedIntent, Intake> {
+    let intent = &checked.intent;
+    let in_force = store
+        .policy_in_force(&intent.snapshot.tenant_id, intent.action)
+        .await
+        .map_err(Intake::Unavailable)?;
+    against_world_in_force(checked, rules, store, in_force.as_deref()).await
+}
+
+/// [`against_world`] for a door that read the policy in force for the intent's tenant and
+/// action already (`in_force`; `None`: none is), with its other reads in one round trip.
+pub async fn against_world_in_force<R: StoreIntents>(
+    checked: CheckedIntent,
+    rules: &IntakeRules,
+    store: &StoreAs<R>,
+    in_force: Option<&str>,
+) -> Result<CheckedIntent, Intake> {
     let intent = checked.intent.clone();
     let refused = |refusal: Refusal| unless_prepared_before(store, &intent, refusal);
-    let checked = match crate::in_force::in_force(checked, store).await {
-        Ok(Ok(checked)) => checked,
-        Ok(Err(refusal)) => return Err(refused(refusal).await),
-        Err(e) => return Err(Intake::Unavailable(e)),
+    let checked = match crate::in_force::judge(checked, in_force) {
+        Ok(checked) => checked,
+        Err(refusal) => return Err(refused(refusal).await),
     };
     let checked = match with_payee_and_refunded(checked, rules).await {
         Ok(Ok(checked)) => checked,

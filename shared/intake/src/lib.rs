@@ -26,7 +26,7 @@ pub mod series;
 
 pub use checked::{CheckedIntent, Intake, IntakeRules, Refusal};
 pub use intake::{
-    against_records, against_world, intake, refuse, store_intent, store_intent_by, validate,
-    with_payee, write, WriteError, Written, PAYEE_UNKNOWN,
+    against_records, against_world, against_world_in_force, intake, refuse, store_intent,
+    store_intent_by, validate, with_payee, write, WriteError, Written, PAYEE_UNKNOWN,
 };
 pub use payee::{DirectoryUnreachable, PayeeDirectory};

@@ -2,10 +2,11 @@
 //! principal's broker user (as the owner); prepare looks a message's validated `user_id`
 //! up to learn which principal, for which tenants, submitted the intent.
 
-use fleet_core::Role;
+use fleet_core::{Action, Role};
+use tokio_postgres::Row;
 
 use crate::component::Administer;
-use crate::component::IdentifyQueueSubmitters;
+use crate::component::{IdentifyQueueSubmitters, StoreIntents};
 use crate::StoreAs;
 use crate::{Principal, StoreError};
 
@@ -14,6 +15,30 @@ SELECT p.name, p.role,
        ARRAY(SELECT tenant_id FROM principal_tenants pt WHERE pt.principal = p.name ORDER BY tenant_id) AS tenants
 FROM principals p
 WHERE p.broker_user = $1 AND p.removed_at IS NULL";
+
+/// What the queue door reads before it judges an intent, in one statement (always one
+/// row): the policy version in force for tenant `$2` and action `$3` (as
+/// `StoreAs::policy_in_force`), and the live principal whose broker user is `$1` (as
+/// [`SUBMITTER`]; none when `$1` is NULL). Each intent's first two reads, one round trip.
+const QUEUE_INTAKE: &str = "
+SELECT fleet_policy_in_force($2, $3) AS in_force, s.name, s.role, s.tenants
+FROM (VALUES (1)) AS one
+LEFT JOIN (
+  SELECT p.name, p.role,
+         ARRAY(SELECT tenant_id FROM principal_tenants pt WHERE pt.principal = p.name ORDER BY tenant_id) AS tenants
+  FROM principals p
+  WHERE p.broker_user = $1 AND p.removed_at IS NULL) AS s ON true";
+
+/// The principal of a [`SUBMITTER`] row (or a row whose principal columns are NULL: none).
+fn principal_of(row: &Row) -> Option<Principal> {
+    // The column only holds known roles (a CHECK); an unknown one speaks for nobody.
+    let role = Role::parse(row.get::<_, Option<&str>>("role")?)?;
+    Some(Principal {
+        name: row.get("name"),
+        role,
+        tenants: row.get("tenants"),
+    })
+}
 
 /// What recording a broker user for a principal did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,18 +59,28 @@ impl<R: IdentifyQueueSubmitters> StoreAs<R> {
     ) -> Result<Option<Principal>, StoreError> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(SUBMITTER).await?;
-        let Some(row) = client.query_opt(&stmt, &[&broker_user]).await? else {
-            return Ok(None);
-        };
-        // The column only holds known roles (a CHECK); an unknown one speaks for nobody.
-        let Some(role) = Role::parse(row.get("role")) else {
-            return Ok(None);
-        };
-        Ok(Some(Principal {
-            name: row.get("name"),
-            role,
-            tenants: row.get("tenants"),
-        }))
+        let row = client.query_opt(&stmt, &[&broker_user]).await?;
+        Ok(row.as_ref().and_then(principal_of))
+    }
+}
+
+impl<R: IdentifyQueueSubmitters + StoreIntents> StoreAs<R> {
+    /// The queue door's reads of one intent, in one round trip: the policy version in
+    /// force for `tenant_id` and `action` (`None` when none is), and the live principal
+    /// whose broker user is `broker_user` (`None` for no user, or one no principal speaks
+    /// as).
+    pub async fn queue_intake(
+        &self,
+        broker_user: Option<&str>,
+        tenant_id: &str,
+        action: Action,
+    ) -> Result<(Option<String>, Option<Principal>), StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(QUEUE_INTAKE).await?;
+        let row = client
+            .query_one(&stmt, &[&broker_user, &tenant_id, &action.wire_name()])
+            .await?;
+        Ok((row.get("in_force"), principal_of(&row)))
     }
 }
 

@@ -62,18 +62,20 @@ pub enum PolicyAssigned {
 
 impl<R: StoreIntents> StoreAs<R> {
     /// The policy version in force for `tenant_id` and `action`: the tenant's assignment,
-    /// else the deployment's default; `None` when neither exists.
+    /// else the deployment's default; `None` when neither exists. Prepared once per
+    /// connection: every intake asks it, so it costs one round trip, not a parse and a
+    /// plan each time.
     pub async fn policy_in_force(
         &self,
         tenant_id: &str,
         action: Action,
     ) -> Result<Option<String>, StoreError> {
         let client = self.client().await?;
+        let read = client
+            .prepare_cached("SELECT fleet_policy_in_force($1, $2)")
+            .await?;
         let row = client
-            .query_one(
-                "SELECT fleet_policy_in_force($1, $2)",
-                &[&tenant_id, &action.wire_name()],
-            )
+            .query_one(&read, &[&tenant_id, &action.wire_name()])
             .await?;
         Ok(row.get(0))
     }

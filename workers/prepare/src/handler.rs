@@ -25,7 +25,7 @@ use tracing::{warn, Instrument};
 use crate::submitter::{submitter, AnonymousIntents};
 use fleet_intake::checked::{counted, Refusal};
 use fleet_intake::intake::{
-    against_world, judged, store_intent_by, unless_prepared_before, validate,
+    against_world_in_force, judged, store_intent_by, unless_prepared_before, validate,
 };
 use fleet_intake::{CheckedIntent, Intake, IntakeRules};
 
@@ -77,14 +77,24 @@ impl PrepareHandler {
             Err(refusal) => return Intake::Refused(refusal),
         };
         trace::record_operation(checked.intent.operation_id.as_str());
-        let by = match submitter(&self.store, sender, &checked, self.anonymous).await {
+        // Who sent it and the policy in force for it: one statement.
+        let snapshot = &checked.intent.snapshot;
+        let read = self
+            .store
+            .queue_intake(sender, &snapshot.tenant_id, checked.intent.action)
+            .await;
+        let (in_force, principal) = match read {
+            Ok(read) => read,
+            Err(e) => return Intake::Unavailable(e),
+        };
+        let by = match submitter(principal, sender, &checked, self.anonymous) {
             Ok(principal) => principal.map(|p| p.name),
-            Err(Intake::Refused(refusal)) => {
+            Err(refusal) => {
                 return unless_prepared_before(&self.store, &checked.intent, refusal).await
             }
-            Err(fate) => return fate,
         };
-        let checked = match against_world(checked, &self.rules, &self.store).await {
+        let world = against_world_in_force(checked, &self.rules, &self.store, in_force.as_deref());
+        let checked = match world.await {
             Ok(checked) => checked,
             Err(fate) => return fate,
         };

@@ -7,10 +7,10 @@
 //! on this door too.
 
 use fleet_core::authz::{may_submit, Denial};
-use fleet_store::{PrepareStore, Principal};
+use fleet_store::Principal;
 use tracing::warn;
 
-use fleet_intake::checked::{counted, CheckedIntent, Intake, Refusal};
+use fleet_intake::checked::{counted, CheckedIntent, Refusal};
 
 /// The refusal of an intent whose sender no principal speaks as.
 pub const UNKNOWN_SUBMITTER: &str = "unknown_submitter";
@@ -26,38 +26,29 @@ pub enum AnonymousIntents {
     Allow,
 }
 
-/// The principal that submitted `checked` (`None`: an anonymous intent the door takes), or
-/// the intent's fate: refused (unknown sender, wrong role, tenant not granted) or
-/// Postgres unavailable.
-pub async fn submitter(
-    store: &PrepareStore,
+/// The principal that submitted `checked`, judged from `principal`, the live principal
+/// that speaks as its `sender` as the door read it (`None` for no sender, or one no
+/// principal speaks as): `None` is an anonymous intent the door takes; `Err` its refusal
+/// (unknown sender, wrong role, tenant not granted).
+pub fn submitter(
+    principal: Option<Principal>,
     sender: Option<&str>,
     checked: &CheckedIntent,
     anonymous: AnonymousIntents,
-) -> Result<Option<Principal>, Intake> {
+) -> Result<Option<Principal>, Refusal> {
     let intent = &checked.intent;
-    let principal = match sender {
-        Some(user) => store
-            .queue_submitter(user)
-            .await
-            .map_err(Intake::Unavailable)?,
-        None => None,
-    };
     let Some(principal) = principal else {
         if anonymous == AnonymousIntents::Allow {
             return Ok(None);
         }
         // The broker user is an account name, not a secret; it tells an operator whom to map.
         warn!(operation_id = %intent.operation_id, sender, reason = UNKNOWN_SUBMITTER, "intent refused: no principal speaks as its sender");
-        return Err(Intake::Refused(counted(Refusal::new(
-            UNKNOWN_SUBMITTER,
-            None,
-        ))));
+        return Err(counted(Refusal::new(UNKNOWN_SUBMITTER, None)));
     };
     if let Err(denial) = may_submit(&principal.actor(), &intent.snapshot.tenant_id) {
         warn!(operation_id = %intent.operation_id, principal = %principal.name, reason = denial.code(), "intent refused");
         let field = matches!(denial, Denial::TenantNotGranted).then_some("tenant_id");
-        return Err(Intake::Refused(counted(Refusal::new(denial.code(), field))));
+        return Err(counted(Refusal::new(denial.code(), field)));
     }
     Ok(Some(principal))
 }
