@@ -147,9 +147,34 @@ impl EventType {
 
     /// The CloudEvents `type`, e.g. `fleet.operation.succeeded`, `fleet.mandate.used`.
     pub fn cloudevents_type(self) -> String {
-        match self.mandate_kind() {
-            Some(kind) => format!("{MANDATE_TYPE_PREFIX}{kind}"),
-            None => format!("{TYPE_PREFIX}{}", self.as_str()),
+        self.cloudevents_type_str().to_owned()
+    }
+
+    /// [`cloudevents_type`](Self::cloudevents_type) without an allocation: the prefix
+    /// ([`TYPE_PREFIX`] or [`MANDATE_TYPE_PREFIX`]) and the name, spelt out once here.
+    pub fn cloudevents_type_str(self) -> &'static str {
+        match self {
+            EventType::Prepared => "fleet.operation.prepared",
+            EventType::ApprovalRecorded => "fleet.operation.approval_recorded",
+            EventType::Approved => "fleet.operation.approved",
+            EventType::ApprovalVoided => "fleet.operation.approval_voided",
+            EventType::Rejected => "fleet.operation.rejected",
+            EventType::ApprovalExpired => "fleet.operation.approval_expired",
+            EventType::Superseded => "fleet.operation.superseded",
+            EventType::Executing => "fleet.operation.executing",
+            EventType::Accepted => "fleet.operation.accepted",
+            EventType::Succeeded => "fleet.operation.succeeded",
+            EventType::Failed => "fleet.operation.failed",
+            EventType::Cancelled => "fleet.operation.cancelled",
+            EventType::Unknown => "fleet.operation.unknown",
+            EventType::Requeued => "fleet.operation.requeued",
+            EventType::Escalated => "fleet.operation.escalated",
+            EventType::Resolved => "fleet.operation.resolved",
+            EventType::Disputed => "fleet.operation.disputed",
+            EventType::MandateCreated => "fleet.mandate.created",
+            EventType::MandateUsed => "fleet.mandate.used",
+            EventType::MandateExhausted => "fleet.mandate.exhausted",
+            EventType::MandateRevoked => "fleet.mandate.revoked",
         }
     }
 }
@@ -193,7 +218,7 @@ impl OutcomeEvent {
     pub fn routing_key(&self) -> String {
         format!(
             "{}.{}",
-            self.event_type.cloudevents_type(),
+            self.event_type.cloudevents_type_str(),
             tenant_segment(&self.tenant_id)
         )
     }
@@ -218,13 +243,39 @@ impl OutcomeEvent {
 
     /// The structured-mode CloudEvent with the distributed-tracing extension's
     /// `traceparent` attribute (the trace of the operation it reports), when there is one.
+    ///
+    /// The bytes are those of [`cloud_event`](Self::cloud_event) (with `traceparent`
+    /// added) written by `serde_json`, which writes an object's members in the order of
+    /// their names; the envelope is written here member by member in that order, without
+    /// building it as a JSON value first.
     pub fn to_bytes_traced(&self, source: &str, traceparent: Option<&TraceParent>) -> Vec<u8> {
-        let mut event = self.cloud_event(source);
-        if let (Some(tp), Some(attributes)) = (traceparent, event.as_object_mut()) {
-            attributes.insert(TRACEPARENT_ATTRIBUTE.to_owned(), tp.to_string().into());
+        fn member(out: &mut Vec<u8>, name: &str, value: &str) {
+            out.push(b',');
+            write_json_str(out, name);
+            out.push(b':');
+            write_json_str(out, value);
         }
-        serde_json::to_vec(&event).expect("a JSON value always serialises")
+        let mut out = Vec::with_capacity(2048);
+        out.extend_from_slice(b"{\"data\":");
+        self.data.write_json(&mut out);
+        member(&mut out, "datacontenttype", DATA_CONTENT_TYPE);
+        member(&mut out, "id", &self.id());
+        member(&mut out, "source", source);
+        member(&mut out, "specversion", SPEC_VERSION);
+        member(&mut out, "subject", &self.subject());
+        member(&mut out, "time", &self.time);
+        if let Some(tp) = traceparent {
+            member(&mut out, TRACEPARENT_ATTRIBUTE, &tp.to_string());
+        }
+        member(&mut out, "type", self.event_type.cloudevents_type_str());
+        out.push(b'}');
+        out
     }
+}
+
+/// `s` as a JSON string, escaped as `serde_json` escapes it.
+fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    serde_json::to_writer(out, s).expect("a string always serialises");
 }
 
 /// The CloudEvents distributed-tracing extension attribute.

@@ -15,7 +15,9 @@
 
 use std::future::Future;
 
+use chrono::{DateTime, Utc};
 use fleet_core::events::{EventData, EventType, OutcomeEvent};
+use fleet_core::view::UtcMicros;
 use serde_json::Value;
 
 use crate::component::RelayOutbox;
@@ -50,7 +52,7 @@ pub struct OutboxGauges {
 }
 
 const TAKE: &str = "
-SELECT o.id, o.operation_id, o.event_key, o.sequence, o.event_type, o.tenant_id, fleet_utc(o.occurred_at) AS time, o.data,
+SELECT o.id, o.operation_id, o.event_key, o.sequence, o.event_type, o.tenant_id, o.occurred_at, o.data,
        (SELECT x.trace_parent FROM operations x
         WHERE x.operation_id = o.operation_id AND x.tenant_id = o.tenant_id) AS trace_parent
 FROM operation_outbox o
@@ -89,16 +91,47 @@ impl<R: RelayOutbox> StoreAs<R> {
     /// calls `publish` with them while they stay locked, then marks the ids `publish`
     /// returns (those the broker confirmed) published and commits. An event not returned,
     /// or a commit that fails, leaves the row to be published again: at least once.
-    /// `publish` is not called when nothing is waiting.
+    /// `publish` is not called when nothing is waiting. A cheap look at the outbox comes
+    /// first, so that an idle outbox costs one read and no transaction.
     pub async fn relay_outbox<F, Fut>(&self, limit: i64, publish: F) -> Result<Relayed, StoreError>
     where
         F: FnOnce(Vec<OutboxRow>) -> Fut,
         Fut: Future<Output = Vec<i64>>,
     {
+        self.relay_round(limit, true, publish).await
+    }
+
+    /// [`relay_outbox`](Self::relay_outbox) without the look first: for a round that
+    /// follows one that published everything it took, when events are most likely
+    /// waiting and the look would be one more statement per round.
+    pub async fn relay_outbox_at_once<F, Fut>(
+        &self,
+        limit: i64,
+        publish: F,
+    ) -> Result<Relayed, StoreError>
+    where
+        F: FnOnce(Vec<OutboxRow>) -> Fut,
+        Fut: Future<Output = Vec<i64>>,
+    {
+        self.relay_round(limit, false, publish).await
+    }
+
+    async fn relay_round<F, Fut>(
+        &self,
+        limit: i64,
+        look: bool,
+        publish: F,
+    ) -> Result<Relayed, StoreError>
+    where
+        F: FnOnce(Vec<OutboxRow>) -> Fut,
+        Fut: Future<Output = Vec<i64>>,
+    {
         let mut client = self.client().await?;
-        let any = client.prepare_cached(ANY_WAITING).await?;
-        if !client.query_one(&any, &[]).await?.get::<_, bool>(0) {
-            return Ok(Relayed::default());
+        if look {
+            let any = client.prepare_cached(ANY_WAITING).await?;
+            if !client.query_one(&any, &[]).await?.get::<_, bool>(0) {
+                return Ok(Relayed::default());
+            }
         }
         let tx = client.transaction().await?;
         let take = tx.prepare_cached(TAKE).await?;
@@ -107,6 +140,7 @@ impl<R: RelayOutbox> StoreAs<R> {
             return Ok(Relayed::default());
         }
         let taken = rows.iter().map(outbox_row).collect::<Result<Vec<_>, _>>()?;
+        drop(rows);
         let count = taken.len();
         let confirmed = publish(taken).await;
         let mark = tx.prepare_cached(MARK).await?;
@@ -179,7 +213,9 @@ fn outbox_row(r: &tokio_postgres::Row) -> Result<OutboxRow, StoreError> {
             sequence: r.get("sequence"),
             event_type,
             tenant_id: r.get("tenant_id"),
-            time: r.get("time"),
+            // As the view writes its times (the SQL `fleet_utc`), formatted here rather
+            // than by a function call per row in the take.
+            time: UtcMicros(r.get::<_, DateTime<Utc>>("occurred_at")).to_string(),
             data,
         },
         trace_parent: r.get("trace_parent"),

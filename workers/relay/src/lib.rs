@@ -101,16 +101,23 @@ pub async fn run(deps: RelayDeps, shutdown: CancellationToken) {
 }
 
 async fn relay(round: &Round, poll: Duration, shutdown: &CancellationToken) {
+    // Whether to look at the outbox before taking: not right after a round that
+    // published everything it took, when the take is likely to find events anyway.
+    let mut look = true;
     while !shutdown.is_cancelled() {
-        match round.run().await {
+        match round.run(look).await {
             // Everything taken went out: the next events of those operations are heads
             // now, and a full batch may have left others waiting.
-            Ok(r) if r.taken > 0 && r.published.len() == r.taken => continue,
+            Ok(r) if r.taken > 0 && r.published.len() == r.taken => {
+                look = false;
+                continue;
+            }
             // Nothing waiting, or the broker did not confirm everything (already logged
             // by the round): look again after the interval, no hot retry loop.
             Ok(_) => {}
             Err(e) => warn!(error = %e, "relay round failed; retrying after the poll interval"),
         }
+        look = true;
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(poll) => {}

@@ -141,6 +141,15 @@ impl EventData {
             EventData::Mandate(v) => v.clone(),
         }
     }
+
+    /// [`to_json`](Self::to_json) written to `out` as `serde_json` writes it.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let written = match self {
+            EventData::Operation(d) => serde_json::to_writer(out, &d.to_json()),
+            EventData::Mandate(v) => serde_json::to_writer(out, v),
+        };
+        written.expect("a JSON value always serialises");
+    }
 }
 
 fn not_a_view(member: &str, problem: &str) -> NotAView {

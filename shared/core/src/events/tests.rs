@@ -292,3 +292,54 @@ fn the_published_bytes_are_those_of_the_stored_json() {
     raw["data"] = stored;
     assert_eq!(e.to_bytes("/fleet"), serde_json::to_vec(&raw).unwrap());
 }
+
+/// The envelope as it was written before it was written member by member: the
+/// `cloud_event` value, `traceparent` added, through `serde_json`.
+fn envelope_bytes_through_a_value(
+    e: &OutcomeEvent,
+    source: &str,
+    traceparent: Option<&TraceParent>,
+) -> Vec<u8> {
+    let mut event = e.cloud_event(source);
+    if let Some(tp) = traceparent {
+        event[TRACEPARENT_ATTRIBUTE] = tp.to_string().into();
+    }
+    serde_json::to_vec(&event).unwrap()
+}
+
+#[test]
+fn the_envelope_written_member_by_member_is_the_value_written_by_serde_json() {
+    let tp = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    let mandate =
+        json!({"mandate_id": "md_1", "sequence": 2, "event": {"kind": "used", "by": "é\"\n"}});
+    for tenant in [
+        "acme",
+        "a\"b\\c",
+        "line\nbreak\u{1}",
+        "ünï/cødé",
+        "emoji 🦀 tab\t",
+    ] {
+        for t in EventType::ALL.into_iter().chain(EventType::MANDATE) {
+            let mut e = event(t, tenant);
+            if t.mandate_kind().is_some() {
+                e.data = EventData::read(t, mandate.clone()).unwrap();
+            } else if t == EventType::Approved {
+                e.data = EventData::read(t, approved_data()).unwrap();
+            }
+            for source in ["/fleet", "/fleet/n%2Es"] {
+                for traceparent in [None, Some(&tp)] {
+                    assert_eq!(
+                        e.to_bytes_traced(source, traceparent),
+                        envelope_bytes_through_a_value(&e, source, traceparent),
+                        "{tenant:?} {t:?} {source} {traceparent:?}"
+                    );
+                }
+            }
+            let spelt = match t.mandate_kind() {
+                Some(kind) => format!("{MANDATE_TYPE_PREFIX}{kind}"),
+                None => format!("{TYPE_PREFIX}{}", t.as_str()),
+            };
+            assert_eq!(t.cloudevents_type_str(), spelt);
+        }
+    }
+}
