@@ -39,11 +39,14 @@ impl<R: MoveOperations> StoreAs<R> {
     /// their outcomes in the order given. The answers go to Postgres in (tenant,
     /// operation id) order as the rows of one statement, [`UPDATE_WITH_ATTEMPT_MANY`]:
     /// the statement [`Store::transition`] sends for a transition with an attempt, over
-    /// many rows. It locks the rows it moves in that order (so two such transactions
-    /// never wait on each other in a cycle) and writes the event rows in that order. A
+    /// many rows. It locks the rows it moves in that order (so two such statements never
+    /// wait on each other in a cycle) and writes the event rows in that order. A
     /// transition the state machine refuses writes its attempt only. The same operation
     /// answered more than once goes in as many statements, one after the other in the
-    /// order given, so each later answer sees what the earlier one did.
+    /// order given, so each later answer sees what the earlier one did; such a later
+    /// statement locks after the first one's rows, so it can close a cycle with another
+    /// batch: Postgres then rolls one of them back as a deadlock, and [`settle_batch`]
+    /// records its answers one by one. Nothing is lost, only the batch's saving.
     pub async fn transition_many(
         &self,
         items: &[(Transition<'_>, &AttemptRecord)],

@@ -208,7 +208,8 @@ pub(crate) const UPDATE_WITH_ATTEMPT_TYPES: [&str; 27] = [
 /// Each answer's row moves by its own compare-and-set. The rows that will move are
 /// locked first, in the order the answers were given (`n`, their ordinality; the caller
 /// sorts them by tenant and operation id), so two such statements never wait on each
-/// other in a cycle; the move then updates exactly those rows. The event rows are written
+/// other in a cycle (a batch's second statement, for an operation answered twice, may:
+/// see `transition_many`); the move then updates exactly those rows. The event rows are written
 /// in the same order. An answer whose `$3` (the target) is NULL was refused by the state
 /// machine and moves nothing; every answer's attempt is completed. Each moved row is
 /// returned with `n`. The operations of one statement are distinct.
