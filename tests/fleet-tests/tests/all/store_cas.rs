@@ -149,17 +149,7 @@ async fn transition_moves_the_row_after_waiting_for_a_concurrent_update_of_the_r
     let (fleet, op, fence) = claimed().await;
     let (store, id) = (fleet.store.clone(), op.clone());
     let outcome = after_a_concurrent_update(&fleet, &op, async move {
-        let t = Transition {
-            external_id: Some("pay_under_lock_wait"),
-            confirmation: Some(answered("pay_under_lock_wait", fence)),
-            ..Transition::new(
-                at(&id),
-                Status::InProgress,
-                fence,
-                Event::ProviderSucceeded,
-                "execute",
-            )
-        };
+        let t = provider_succeeded(&id, fence, "pay_under_lock_wait");
         store
             .transition(t, Some(&succeeded_attempt("pay_under_lock_wait")))
             .await
@@ -189,17 +179,7 @@ async fn transition_many_moves_the_row_after_waiting_for_a_concurrent_update_of_
     let (fleet, op, fence) = claimed().await;
     let (store, id) = (fleet.store.clone(), op.clone());
     let outcomes = after_a_concurrent_update(&fleet, &op, async move {
-        let t = Transition {
-            external_id: Some("pay_batch_under_lock_wait"),
-            confirmation: Some(answered("pay_batch_under_lock_wait", fence)),
-            ..Transition::new(
-                at(&id),
-                Status::InProgress,
-                fence,
-                Event::ProviderSucceeded,
-                "execute",
-            )
-        };
+        let t = provider_succeeded(&id, fence, "pay_batch_under_lock_wait");
         let attempt = succeeded_attempt("pay_batch_under_lock_wait");
         store.transition_many(&[(t, &attempt)]).await.unwrap()
     })
@@ -528,17 +508,7 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
         .renew_lease(at(&op), c.fence, LEASE_TTL_MS)
         .await
         .unwrap());
-    let t = Transition {
-        external_id: Some("pay_renewed"),
-        confirmation: Some(answered("pay_renewed", c.fence)),
-        ..Transition::new(
-            at(&op),
-            Status::InProgress,
-            c.fence,
-            Event::ProviderSucceeded,
-            "execute",
-        )
-    };
+    let t = provider_succeeded(&op, c.fence, "pay_renewed");
     assert!(matches!(
         store
             .transition(t, Some(&succeeded_attempt("pay_renewed")))
@@ -547,17 +517,7 @@ async fn every_compare_and_set_is_planned_by_primary_key_even_when_statistics_sa
         TransitionOutcome::Moved { .. }
     ));
     // The many-row form: the same answer again finds the row moved on.
-    let again = Transition {
-        external_id: Some("pay_renewed"),
-        confirmation: Some(answered("pay_renewed", c.fence)),
-        ..Transition::new(
-            at(&op),
-            Status::InProgress,
-            c.fence,
-            Event::ProviderSucceeded,
-            "execute",
-        )
-    };
+    let again = provider_succeeded(&op, c.fence, "pay_renewed");
     let attempt = succeeded_attempt("pay_renewed");
     assert_eq!(
         store.transition_many(&[(again, &attempt)]).await.unwrap(),
@@ -730,6 +690,21 @@ async fn the_claim_stays_planned_by_primary_key_when_planned_on_a_near_empty_tab
     drop(client);
     store.close();
     fleet.stop().await;
+}
+
+/// Execute's answer that the provider made `object_id` for the attempt of `fence`.
+fn provider_succeeded<'a>(op: &'a str, fence: i64, object_id: &'a str) -> Transition<'a> {
+    Transition {
+        external_id: Some(object_id),
+        confirmation: Some(answered(object_id, fence)),
+        ..Transition::new(
+            at(op),
+            Status::InProgress,
+            fence,
+            Event::ProviderSucceeded,
+            "execute",
+        )
+    }
 }
 
 /// The receipt of a success by the provider's answer to the attempt of `fence`.
