@@ -130,24 +130,6 @@ fn rounds(items: &[(Transition<'_>, &AttemptRecord)]) -> Vec<Vec<usize>> {
     rounds
 }
 
-/// NULL of any type: a value [`attempt_only_params`] does not bind.
-#[derive(Debug)]
-pub(crate) struct Null;
-
-pub(crate) static NULL: Null = Null;
-
-impl ToSql for Null {
-    fn to_sql(&self, _: &Type, _: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        Ok(IsNull::Yes)
-    }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-
-    to_sql_checked!();
-}
-
 /// One parameter of many rows: the array of the values each row binds in that place,
 /// each encoded as the array's element type (Postgres' binary array format: one
 /// dimension, lower bound 1). The values are those the one-row statement binds, so the
@@ -234,6 +216,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transition::NULL;
     use fleet_core::{AttemptOutcome, Event, OpRef};
     use tokio_postgres::types::FromSql;
 

@@ -3,7 +3,11 @@
 //! expected status AND fence, and the event row is written in the same statement.
 //! Zero rows affected is `Stale`, a normal outcome every caller handles.
 
+use std::error::Error;
 use std::sync::LazyLock;
+
+use bytes::BytesMut;
+use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 
 use fleet_core::confirmation::Confirmation;
 use fleet_core::{transition, ApprovalStatus, Event, OpRef, Reason, Refused, Status};
@@ -13,7 +17,6 @@ use fleet_runtime::metric_names as m;
 
 use deadpool_postgres::Transaction;
 
-use crate::batch::NULL;
 use crate::component::ClaimAndCall;
 use crate::component::MoveOperations;
 use crate::StoreAs;
@@ -449,6 +452,24 @@ pub(crate) fn update_with_attempt_params<'p>(
         p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20,
         a1, a2, a3, a4, a5, a6, a7,
     ]
+}
+
+/// NULL of any type: a value [`attempt_only_params`] does not bind.
+#[derive(Debug)]
+pub(crate) struct Null;
+
+pub(crate) static NULL: Null = Null;
+
+impl ToSql for Null {
+    fn to_sql(&self, _: &Type, _: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        Ok(IsNull::Yes)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
 }
 
 /// [`update_with_attempt_params`] for a transition the state machine refused, for
