@@ -10,24 +10,32 @@ use crate::component::{IdentifyQueueSubmitters, StoreIntents};
 use crate::StoreAs;
 use crate::{Principal, StoreError};
 
-const SUBMITTER: &str = "
+/// The live principal whose broker user is `$1`, with its tenants: the one text both
+/// [`SUBMITTER`] and [`QUEUE_INTAKE`] read it by.
+macro_rules! submitter_select {
+    () => {
+        "
 SELECT p.name, p.role,
        ARRAY(SELECT tenant_id FROM principal_tenants pt WHERE pt.principal = p.name ORDER BY tenant_id) AS tenants
 FROM principals p
-WHERE p.broker_user = $1 AND p.removed_at IS NULL";
+WHERE p.broker_user = $1 AND p.removed_at IS NULL"
+    };
+}
+
+const SUBMITTER: &str = submitter_select!();
 
 /// What the queue door reads before it judges an intent, in one statement (always one
 /// row): the policy version in force for tenant `$2` and action `$3` (as
 /// `StoreAs::policy_in_force`), and the live principal whose broker user is `$1` (as
 /// [`SUBMITTER`]; none when `$1` is NULL). Each intent's first two reads, one round trip.
-const QUEUE_INTAKE: &str = "
+const QUEUE_INTAKE: &str = concat!(
+    "
 SELECT fleet_policy_in_force($2, $3) AS in_force, s.name, s.role, s.tenants
 FROM (VALUES (1)) AS one
-LEFT JOIN (
-  SELECT p.name, p.role,
-         ARRAY(SELECT tenant_id FROM principal_tenants pt WHERE pt.principal = p.name ORDER BY tenant_id) AS tenants
-  FROM principals p
-  WHERE p.broker_user = $1 AND p.removed_at IS NULL) AS s ON true";
+LEFT JOIN (",
+    submitter_select!(),
+    ") AS s ON true"
+);
 
 /// The principal of a [`SUBMITTER`] row (or a row whose principal columns are NULL: none).
 fn principal_of(row: &Row) -> Option<Principal> {

@@ -101,22 +101,10 @@ impl<R: RelayOutbox> StoreAs<R> {
         self.relay_round(limit, true, publish).await
     }
 
-    /// [`relay_outbox`](Self::relay_outbox) without the look first: for a round that
-    /// follows one that published everything it took, when events are most likely
-    /// waiting and the look would be one more statement per round.
-    pub async fn relay_outbox_at_once<F, Fut>(
-        &self,
-        limit: i64,
-        publish: F,
-    ) -> Result<Relayed, StoreError>
-    where
-        F: FnOnce(Vec<OutboxRow>) -> Fut,
-        Fut: Future<Output = Vec<i64>>,
-    {
-        self.relay_round(limit, false, publish).await
-    }
-
-    async fn relay_round<F, Fut>(
+    /// [`relay_outbox`](Self::relay_outbox), with the look first only when `look`: a
+    /// round that follows one that published everything it took skips it, since events
+    /// are most likely waiting then and the look would be one more statement per round.
+    pub async fn relay_round<F, Fut>(
         &self,
         limit: i64,
         look: bool,

@@ -34,20 +34,12 @@ struct Rendered {
 impl Round {
     /// Runs one round. Counts what was published after the commit that recorded it.
     /// `look`: whether to look at the outbox before taking from it (see
-    /// `RelayStore::relay_outbox_at_once`).
+    /// `RelayStore::relay_round`).
     pub async fn run(&self, look: bool) -> Result<Relayed, StoreError> {
-        let relayed = match look {
-            true => {
-                self.store
-                    .relay_outbox(self.batch, |rows| self.publish(rows))
-                    .await?
-            }
-            false => {
-                self.store
-                    .relay_outbox_at_once(self.batch, |rows| self.publish(rows))
-                    .await?
-            }
-        };
+        let relayed = self
+            .store
+            .relay_round(self.batch, look, |rows| self.publish(rows))
+            .await?;
         // One increment per type in the round rather than one per event: a counter is
         // found by its name and labels at every increment.
         let mut counts: Vec<(EventType, u64)> = Vec::new();
