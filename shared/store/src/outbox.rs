@@ -18,7 +18,7 @@ use std::future::Future;
 use chrono::{DateTime, Utc};
 use fleet_core::events::{EventData, EventType, OutcomeEvent};
 use fleet_core::view::UtcMicros;
-use tokio_postgres::types::{FromSql, Type};
+use serde_json::Value;
 
 use crate::component::RelayOutbox;
 use crate::StoreAs;
@@ -189,9 +189,9 @@ fn outbox_row(r: &tokio_postgres::Row) -> Result<OutboxRow, StoreError> {
     // Read into its type, unknown members refused: data the outbox trigger writes
     // otherwise than this build's `OperationView` stops the relay, as an unknown type
     // does, rather than reach agents in a shape nobody agreed.
-    let data: JsonText<'_> = r.get("data");
+    let data: Value = r.get("data");
     let id: i64 = r.get("id");
-    let data = EventData::read_slice(event_type, data.0)
+    let data = EventData::read(event_type, data)
         .map_err(|e| StoreError::Unreadable(format!("outbox row {id}'s data: {e}")))?;
     Ok(OutboxRow {
         id,
@@ -208,28 +208,4 @@ fn outbox_row(r: &tokio_postgres::Row) -> Result<OutboxRow, StoreError> {
         },
         trace_parent: r.get("trace_parent"),
     })
-}
-
-/// A `jsonb` column's JSON text as it arrives, not parsed yet: the relay reads it straight
-/// into the event's type ([`EventData::read_slice`]) instead of into a JSON value first.
-struct JsonText<'a>(&'a [u8]);
-
-impl<'a> FromSql<'a> for JsonText<'a> {
-    fn from_sql(
-        ty: &Type,
-        raw: &'a [u8],
-    ) -> Result<JsonText<'a>, Box<dyn std::error::Error + Sync + Send>> {
-        if *ty != Type::JSONB {
-            return Ok(JsonText(raw));
-        }
-        // A `jsonb` value in binary is a version byte (1) and then the JSON text.
-        match raw.split_first() {
-            Some((1, text)) => Ok(JsonText(text)),
-            _ => Err("unsupported jsonb encoding version".into()),
-        }
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::JSONB || *ty == Type::JSON
-    }
 }

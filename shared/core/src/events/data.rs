@@ -10,9 +10,7 @@
 //! back ([`EventData::to_json`]) it is the same JSON, so a republished event is the first
 //! copy byte for byte.
 
-use std::fmt;
-
-use serde::de::{DeserializeSeed, Error as _, IntoDeserializer, MapAccess, Visitor};
+use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -73,48 +71,6 @@ impl OperationEventData {
         })
     }
 
-    /// [`from_json`](Self::from_json) of the JSON text `bytes`, read straight into the
-    /// type instead of into a JSON value first: the view's members go to the view's own
-    /// reading (unknown ones refused there, named as `from_json` names them), and
-    /// `sequence` and `approval` are set aside as they pass and judged as `from_json`
-    /// judges them.
-    pub fn from_slice(bytes: &[u8]) -> Result<OperationEventData, NotAView> {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let mut aside = Aside::default();
-        let view: OperationView = serde_path_to_error::deserialize(Members {
-            de: &mut de,
-            aside: &mut aside,
-        })
-        .map_err(|e| {
-            let member = e.path().to_string();
-            // The document itself (not an object, or not JSON) is named by "".
-            let member = match member.as_str() {
-                "." | "?" => String::new(),
-                _ => member,
-            };
-            not_a_view(&member, &e.inner().to_string())
-        })?;
-        de.end()
-            .map_err(|e| not_a_view("", &format!("not one JSON document: {e}")))?;
-        let sequence = aside
-            .sequence
-            .ok_or_else(|| not_a_view(SEQUENCE, "missing"))?
-            .as_i64()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| not_a_view(SEQUENCE, "a whole number from 1"))?;
-        let approval = match aside.approval {
-            None => None,
-            Some(a) => Some(serde_path_to_error::deserialize(a).map_err(|e| {
-                not_a_view(&format!("{APPROVAL}.{}", e.path()), &e.inner().to_string())
-            })?),
-        };
-        Ok(OperationEventData {
-            view,
-            sequence,
-            approval,
-        })
-    }
-
     /// The JSON the outbox holds: the view's members, `sequence`, and `approval`.
     pub fn to_json(&self) -> Value {
         let mut value = self.view.to_json();
@@ -162,19 +118,6 @@ impl EventData {
         }
     }
 
-    /// [`read`](Self::read) of the JSON text `bytes` (an operation's read straight into
-    /// its type, [`OperationEventData::from_slice`]).
-    pub fn read_slice(event_type: EventType, bytes: &[u8]) -> Result<EventData, NotAView> {
-        match event_type.mandate_kind() {
-            Some(_) => serde_json::from_slice(bytes)
-                .map(EventData::Mandate)
-                .map_err(|e| not_a_view("", &e.to_string())),
-            None => Ok(EventData::Operation(Box::new(
-                OperationEventData::from_slice(bytes)?,
-            ))),
-        }
-    }
-
     /// The operation's data, `None` for a mandate's event.
     pub fn operation(&self) -> Option<&OperationEventData> {
         match self {
@@ -206,86 +149,6 @@ impl EventData {
             EventData::Mandate(v) => serde_json::to_writer(out, v),
         };
         written.expect("a JSON value always serialises");
-    }
-}
-
-/// `sequence` and `approval` of an event's data, set aside while the view is read.
-#[derive(Default)]
-struct Aside {
-    sequence: Option<Value>,
-    approval: Option<Value>,
-}
-
-/// The event's data as the view's reading sees it: an object whose `sequence` and
-/// `approval` members are taken out into [`Aside`] as they pass.
-struct Members<'a, D> {
-    de: D,
-    aside: &'a mut Aside,
-}
-
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for Members<'_, D> {
-    type Error = D::Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.de.deserialize_map(MembersVisitor {
-            inner: visitor,
-            aside: self.aside,
-        })
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
-        byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map struct
-        enum identifier ignored_any
-    }
-}
-
-struct MembersVisitor<'a, V> {
-    inner: V,
-    aside: &'a mut Aside,
-}
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for MembersVisitor<'_, V> {
-    type Value = V::Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        self.inner.expecting(f)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_map(MembersMap {
-            map,
-            aside: self.aside,
-        })
-    }
-}
-
-struct MembersMap<'a, A> {
-    map: A,
-    aside: &'a mut Aside,
-}
-
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for MembersMap<'_, A> {
-    type Error = A::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, A::Error> {
-        loop {
-            let Some(key) = self.map.next_key::<String>()? else {
-                return Ok(None);
-            };
-            match key.as_str() {
-                SEQUENCE => self.aside.sequence = Some(self.map.next_value()?),
-                APPROVAL => self.aside.approval = Some(self.map.next_value()?),
-                _ => return seed.deserialize(key.into_deserializer()).map(Some),
-            }
-        }
-    }
-
-    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
-        self.map.next_value_seed(seed)
     }
 }
 
