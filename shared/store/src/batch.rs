@@ -4,16 +4,14 @@
 //! still moves by its own compare-and-set on status and fence, each attempt row is
 //! completed and each event written, exactly as [`Store::transition`] does for one.
 
-use std::error::Error;
 use std::future::Future;
 
-use bytes::{BufMut, BytesMut};
-use tokio_postgres::types::{to_sql_checked, IsNull, Kind, ToSql, Type};
 use tracing::warn;
 
 use fleet_core::{Refused, Status};
 
 use crate::component::MoveOperations;
+use crate::many_rows::columns_of;
 use crate::transition::{
     attempt_only_params, bind, outcome_of, update_with_attempt_params, Bound, Param,
     UPDATE_WITH_ATTEMPT_MANY,
@@ -81,9 +79,7 @@ impl<R: MoveOperations> StoreAs<R> {
             .collect();
         for round in rounds(items) {
             let rows: Vec<[Param<'_>; 27]> = round.iter().map(|&i| params(i)).collect();
-            let columns: Vec<Column<'_>> = (0..27)
-                .map(|k| Column(rows.iter().map(|r| r[k]).collect()))
-                .collect();
+            let columns = columns_of(&rows);
             let columns: Vec<Param<'_>> = columns.iter().map(|c| c as Param<'_>).collect();
             let moved = tx
                 .query(&update, &columns)
@@ -130,55 +126,6 @@ fn rounds(items: &[(Transition<'_>, &AttemptRecord)]) -> Vec<Vec<usize>> {
     rounds
 }
 
-/// One parameter of many rows: the array of the values each row binds in that place,
-/// each encoded as the array's element type (Postgres' binary array format: one
-/// dimension, lower bound 1). The values are those the one-row statement binds, so the
-/// many-row statement is bound from the same functions.
-#[derive(Debug)]
-struct Column<'a>(Vec<Param<'a>>);
-
-impl ToSql for Column<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        let Kind::Array(member) = ty.kind() else {
-            return Err(format!("a column of values binds an array, not {ty}").into());
-        };
-        let len = i32::try_from(self.0.len())?;
-        out.put_i32(1);
-        let has_nulls = out.len();
-        out.put_i32(0);
-        out.put_u32(member.oid());
-        out.put_i32(len);
-        out.put_i32(1);
-        let mut nulls = false;
-        for value in &self.0 {
-            let at = out.len();
-            out.put_i32(0);
-            let size = match value.to_sql_checked(member, out)? {
-                IsNull::Yes => {
-                    nulls = true;
-                    -1
-                }
-                IsNull::No => i32::try_from(out.len() - at - 4)?,
-            };
-            out[at..at + 4].copy_from_slice(&size.to_be_bytes());
-        }
-        if nulls {
-            out[has_nulls..has_nulls + 4].copy_from_slice(&1i32.to_be_bytes());
-        }
-        Ok(IsNull::No)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        matches!(ty.kind(), Kind::Array(_))
-    }
-
-    to_sql_checked!();
-}
-
 /// What each request of a batch gets: its outcome; after a rollback, the outcome of doing
 /// it alone (so one request Postgres refuses, or a deadlock, does not hold back the
 /// others); after an unconfirmed commit, that error, as the caller of a single
@@ -216,38 +163,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transition::NULL;
     use fleet_core::{AttemptOutcome, Event, OpRef};
-    use tokio_postgres::types::FromSql;
-
-    #[test]
-    fn a_column_is_the_array_of_its_values_with_their_nulls() {
-        let values: Vec<Param<'_>> = vec![&1i64, &NULL, &None::<i64>, &3i64];
-        let mut out = BytesMut::new();
-        let column = Column(values);
-        assert!(matches!(
-            column.to_sql_checked(&Type::INT8_ARRAY, &mut out).unwrap(),
-            IsNull::No
-        ));
-        let back = Vec::<Option<i64>>::from_sql(&Type::INT8_ARRAY, &out).unwrap();
-        assert_eq!(back, vec![Some(1), None, None, Some(3)]);
-
-        let (a, b) = ("in_progress", Some("x"));
-        let mut out = BytesMut::new();
-        Column(vec![&a, &b])
-            .to_sql_checked(&Type::TEXT_ARRAY, &mut out)
-            .unwrap();
-        let back = Vec::<Option<String>>::from_sql(&Type::TEXT_ARRAY, &out).unwrap();
-        assert_eq!(back, vec![Some("in_progress".into()), Some("x".into())]);
-    }
-
-    #[test]
-    fn a_column_refuses_a_value_of_another_type() {
-        let mut out = BytesMut::new();
-        assert!(Column(vec![&"text"])
-            .to_sql_checked(&Type::INT8_ARRAY, &mut out)
-            .is_err());
-    }
 
     #[test]
     fn rounds_sort_by_operation_and_put_a_repeated_operation_in_a_later_statement() {

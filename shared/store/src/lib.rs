@@ -21,6 +21,7 @@ mod intake_rates;
 mod lost_claims;
 mod mandate_hold;
 mod mandates;
+mod many_rows;
 mod migrate;
 mod notifications;
 mod object_owners;

@@ -2,9 +2,10 @@
 
 use fleet_core::supersede::{judge, Correction, Replaceable, Superseded};
 use fleet_core::{OpRef, Status, ValidIntent};
-use futures_util::future::try_join_all;
+use std::sync::LazyLock;
 
 use crate::component::StoreIntents;
+use crate::many_rows::{columns_of, of_each_row, rows_of_values};
 use crate::rows::reason_at;
 use crate::transition::Param;
 use crate::StoreAs;
@@ -31,22 +32,91 @@ pub enum PrepareOutcome {
 // index, and two deliveries of one intent racing each other may meet that index first; with
 // only the primary key as arbiter the loser was refused `23505` instead of being told the
 // intent was stored already.
-const INSERT: &str = "
-WITH inserted AS (
-    INSERT INTO operations (operation_id, tenant_id, action, provider, target, supersedes, rationale,
+macro_rules! insert_columns {
+    () => {
+        "operation_id, tenant_id, action, provider, target, supersedes, rationale,
                             payload, payload_hash, policy_version, data_version, idempotency_key,
                             approval_expires_at, submitted_by, approvals_required, signatures_required, payee, risk,
-                            trace_parent)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16, $17, $18, $20)
+                            trace_parent"
+    };
+}
+macro_rules! insert_values {
+    () => {
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13), $14, $15, $16, $17, $18, $20"
+    };
+}
+macro_rules! event_columns {
+    () => {
+        "operation_id, tenant_id, kind, to_status, fence, actor, evidence"
+    };
+}
+macro_rules! event_values {
+    () => {
+        "'prepared', 'not_started', 0, 'prepare',
+           jsonb_build_object('payload_hash', $9::text) || COALESCE($19::jsonb, '{}'::jsonb)"
+    };
+}
+
+const INSERT: &str = concat!(
+    "
+WITH inserted AS (
+    INSERT INTO operations (",
+    insert_columns!(),
+    ")
+    VALUES (",
+    insert_values!(),
+    ")
     ON CONFLICT DO NOTHING
     RETURNING operation_id, tenant_id
 ), event AS (
-    INSERT INTO operation_events (operation_id, tenant_id, kind, to_status, fence, actor, evidence)
-    SELECT operation_id, tenant_id, 'prepared', 'not_started', 0, 'prepare',
-           jsonb_build_object('payload_hash', $9::text) || COALESCE($19::jsonb, '{}'::jsonb)
+    INSERT INTO operation_events (",
+    event_columns!(),
+    ")
+    SELECT operation_id, tenant_id, ",
+    event_values!(),
+    "
     FROM inserted
 )
-SELECT count(*) AS inserted FROM inserted";
+SELECT count(*) AS inserted FROM inserted"
+);
+
+/// The types of [`INSERT`]'s parameters, in order (those Postgres infers for them there):
+/// [`INSERT_MANY`] takes an array of each.
+const INSERT_TYPES: [&str; 20] = [
+    "text", "text", "text", "text", "text", "text", "text", "jsonb", "text", "text", "text",
+    "text", "float8", "text", "int2", "int2", "jsonb", "jsonb", "jsonb", "text",
+];
+
+/// [`INSERT`] over many intents in one statement: `$k` is the array of the `$k`s of
+/// [`insert_params`] (one element per intent), and each value is read from the intent's
+/// row of values `i` (`i.pk`), so the row, its `prepared` event and their values are the
+/// same text in both. The operations are inserted in the order given (the caller sorts
+/// them by operation and tenant, so two such statements take their index entries in one
+/// order), and their events in the same order. The intents of one statement are
+/// distinct (tenant, operation id) pairs, so each inserted row joins exactly one row of
+/// values. Returns `n`, the ordinality, of each intent inserted.
+static INSERT_MANY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH {},
+inserted AS (
+    INSERT INTO operations ({})
+    SELECT {} FROM i ORDER BY i.n
+    ON CONFLICT DO NOTHING
+    RETURNING operation_id, tenant_id
+), event AS (
+    INSERT INTO operation_events ({})
+    SELECT i.p1, i.p2, {}
+    FROM inserted JOIN i ON i.p1 = inserted.operation_id AND i.p2 = inserted.tenant_id
+    ORDER BY i.n
+)
+SELECT i.n FROM inserted JOIN i ON i.p1 = inserted.operation_id AND i.p2 = inserted.tenant_id",
+        rows_of_values(&INSERT_TYPES),
+        insert_columns!(),
+        of_each_row(insert_values!()),
+        event_columns!(),
+        of_each_row(event_values!()),
+    )
+});
 
 /// What intake fixed for an operation besides its snapshot: what it needs before it may
 /// run (distinct approvals from its quorum policy, and how many of them must be signed by
@@ -314,9 +384,11 @@ async fn insert_on(
 
 impl<R: StoreIntents> StoreAs<R> {
     /// [`Store::insert_prepared`] for several intents from the queue (none superseding
-    /// another), each with the principal that sent it if known, in one transaction: each the same statement,
-    /// all pipelined in operation id order, one commit. Outcomes come in the order given;
-    /// an intent whose id was taken is compared with the stored snapshot after the commit.
+    /// another), each with the principal that sent it if known, in one transaction and one
+    /// statement ([`INSERT_MANY`]), in (operation id, tenant) order, with one commit.
+    /// Outcomes come in the order given. An intent whose id was taken, before or by an
+    /// earlier intent of the same batch with the same id, is compared with the stored
+    /// snapshot after the commit: a redelivery, or an id reused for another snapshot.
     pub async fn insert_prepared_many(
         &self,
         items: &[(&ValidIntent, Requirement, Option<&str>)],
@@ -324,33 +396,35 @@ impl<R: StoreIntents> StoreAs<R> {
         let rolled_back = |e: tokio_postgres::Error| BatchError::RolledBack(e.into());
         let mut client = self.client().await.map_err(BatchError::RolledBack)?;
         let tx = client.transaction().await.map_err(rolled_back)?;
-        let insert = tx.prepare_cached(INSERT).await.map_err(rolled_back)?;
-        let mut order: Vec<usize> = (0..items.len()).collect();
-        order.sort_by_key(|&i| {
+        let insert = tx.prepare_cached(&INSERT_MANY).await.map_err(rolled_back)?;
+        let key = |i: usize| {
             (
                 items[i].0.operation_id.as_str(),
                 items[i].0.snapshot.tenant_id.as_str(),
             )
-        });
+        };
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| key(i));
+        // The first of each (operation id, tenant): a repeat would join its row twice.
+        order.dedup_by_key(|i| key(*i));
         let bound: Vec<Bound<'_>> = items
             .iter()
             .map(|(intent, required, submitted_by)| Bound::new(intent, required, *submitted_by))
             .collect();
-        let params: Vec<[Param<'_>; 20]> = order
+        let rows: Vec<[Param<'_>; 20]> = order
             .iter()
             .map(|&i| insert_params(items[i].0, &bound[i]))
             .collect();
-        let rows = try_join_all(params.iter().map(|p| tx.query_one(&insert, p)))
-            .await
-            .map_err(rolled_back)?;
+        let columns = columns_of(&rows);
+        let columns: Vec<Param<'_>> = columns.iter().map(|c| c as Param<'_>).collect();
+        let inserted = tx.query(&insert, &columns).await.map_err(rolled_back)?;
         tx.commit()
             .await
             .map_err(|e| BatchError::CommitUnknown(e.into()))?;
         let mut outcomes: Vec<Option<PrepareOutcome>> = vec![None; items.len()];
-        for (&i, row) in order.iter().zip(&rows) {
-            if row.get::<_, i64>("inserted") == 1 {
-                outcomes[i] = Some(PrepareOutcome::Inserted);
-            }
+        for row in &inserted {
+            let n: i64 = row.get("n");
+            outcomes[order[n as usize - 1]] = Some(PrepareOutcome::Inserted);
         }
         let mut out = Vec::with_capacity(items.len());
         for ((intent, _, _), outcome) in items.iter().zip(outcomes) {

@@ -19,6 +19,7 @@ use deadpool_postgres::Transaction;
 
 use crate::component::ClaimAndCall;
 use crate::component::MoveOperations;
+use crate::many_rows::{of_each_row, rows_of_values};
 use crate::StoreAs;
 use crate::{AttemptRecord, StoreError};
 
@@ -217,14 +218,6 @@ pub(crate) const UPDATE_WITH_ATTEMPT_TYPES: [&str; 27] = [
 /// machine and moves nothing; every answer's attempt is completed. Each moved row is
 /// returned with `n`. The operations of one statement are distinct.
 pub(crate) static UPDATE_WITH_ATTEMPT_MANY: LazyLock<String> = LazyLock::new(|| {
-    let arrays: Vec<String> = UPDATE_WITH_ATTEMPT_TYPES
-        .iter()
-        .enumerate()
-        .map(|(k, ty)| format!("${}::{ty}[]", k + 1))
-        .collect();
-    let columns: Vec<String> = (1..=UPDATE_WITH_ATTEMPT_TYPES.len())
-        .map(|k| format!("p{k}"))
-        .collect();
     let each = concat!(
         move_and_event!(
             "",
@@ -254,35 +247,11 @@ pub(crate) static UPDATE_WITH_ATTEMPT_MANY: LazyLock<String> = LazyLock::new(|| 
         "\nSELECT * FROM moved"
     );
     format!(
-        "WITH i AS (
-    SELECT * FROM unnest({}) WITH ORDINALITY AS i({}, n)
-),{}",
-        arrays.join(", "),
-        columns.join(", "),
+        "WITH {},{}",
+        rows_of_values(&UPDATE_WITH_ATTEMPT_TYPES),
         of_each_row(each)
     )
 });
-
-/// `sql` with every parameter `$k` read from the row of values `i` instead, as `i.pk`.
-fn of_each_row(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len() * 2);
-    let mut rest = sql;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let digits = rest[at + 1..]
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len() - at - 1);
-        if digits == 0 {
-            out.push('$');
-        } else {
-            out.push_str("i.p");
-            out.push_str(&rest[at + 1..at + 1 + digits]);
-        }
-        rest = &rest[at + 1 + digits..];
-    }
-    out.push_str(rest);
-    out
-}
 
 pub(crate) const RECORD_ATTEMPT: &str = "
 UPDATE attempts SET finished_at = now(), outcome = $3, http_status = $4, replayed = $5, external_id = $6,
@@ -563,14 +532,6 @@ pub(crate) fn attempt_params<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn each_parameter_is_read_from_the_row_of_values() {
-        assert_eq!(
-            of_each_row("a = $1 AND b = $12::float8, $ x $27"),
-            "a = i.p1 AND b = i.p12::float8, $ x i.p27"
-        );
-    }
 
     #[test]
     fn the_many_row_statement_binds_only_its_arrays() {

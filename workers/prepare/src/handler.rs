@@ -1,9 +1,10 @@
 //! One intent message, one decision: insert, no-op, or dead-letter with a reason.
 //!
-//! The intents that arrive while an insert is in flight are written together, in one
-//! transaction (see `fleet_runtime::batch`): each still gets its own statement and its
-//! own outcome, and its message is acked only after that commit. A lone intent goes out
-//! at once. An intent that supersedes another is written on its own.
+//! The intents that arrive while an insert is in flight are written together, by one
+//! statement in one transaction (see `fleet_runtime::batch` and
+//! `Store::insert_prepared_many`): each still gets its own outcome, and its message is
+//! acked only after that commit. A lone intent goes out at once. An intent that
+//! supersedes another is written on its own.
 //!
 //! An intent whose payee's directory gave no answer is parked in the queue's retry queue
 //! (`Disposition::Wait`: the consumer's slot is free for the next message at once, and the

@@ -314,6 +314,104 @@ async fn every_history_kind_maps_to_its_documented_event_type_and_bookkeeping_to
 }
 
 #[tokio::test]
+async fn one_statement_of_several_history_rows_writes_each_its_event_in_history_order() {
+    let fleet = TestFleet::with_prepare().await;
+    let (a, b, c) = (intent(), intent(), intent());
+    for i in [&a, &b, &c] {
+        fleet.submitted(i).await;
+    }
+    let (a, b, c) = (op_of(&a), op_of(&b), op_of(&c));
+    let sql = fleet.sql().await;
+    let before = fleet
+        .count("SELECT coalesce(max(id), 0) FROM operation_outbox")
+        .await;
+    // Rows given out of id order; a bookkeeping row among them; two rows of one operation.
+    sql.execute(
+        "INSERT INTO operation_events (operation_id, kind, to_status, fence, actor, reason, signed_in_with)
+         SELECT op, kind, to_status, 0, actor, reason, signed_in_with FROM (VALUES
+             ($3, 'escalated', 'unknown', 'reconcile', 'stuck', NULL),
+             ($1, 'approval_recorded', NULL, 'approver:bob', NULL, 'token'),
+             ($2, 'lookup', NULL, 'reconcile', NULL, NULL),
+             ($1, 'escalated', 'unknown', 'reconcile', 'stuck', NULL)
+         ) AS v(op, kind, to_status, actor, reason, signed_in_with)",
+        &[&a, &b, &c],
+    )
+    .await
+    .unwrap();
+    let rows = sql
+        .query(
+            "SELECT x.operation_id, x.sequence, x.event_type, x.data, x.history_id, h.kind,
+                    x.data - 'sequence' - 'approval' = operation_view(o)
+             FROM operation_outbox x
+             JOIN operation_events h ON h.id = x.history_id
+             JOIN operations o ON o.operation_id = x.operation_id AND o.tenant_id = x.tenant_id
+             WHERE x.id > $1 ORDER BY x.id",
+            &[&before],
+        )
+        .await
+        .unwrap();
+    let got: Vec<(String, i32, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (c.clone(), 2, "escalated".to_owned()),
+            (a.clone(), 2, "approval_recorded".to_owned()),
+            (a.clone(), 3, "escalated".to_owned()),
+        ],
+        "one event per typed history row, none for the lookup, in the order the rows were written"
+    );
+    let history: Vec<i64> = rows.iter().map(|r| r.get(4)).collect();
+    assert!(
+        history.windows(2).all(|w| w[0] < w[1]),
+        "outbox ids follow history ids: {history:?}"
+    );
+    for r in &rows {
+        let data: serde_json::Value = r.get(3);
+        assert_eq!(data["sequence"], serde_json::json!(r.get::<_, i32>(1)));
+        assert_eq!(
+            data["operation_id"],
+            serde_json::json!(r.get::<_, String>(0))
+        );
+        assert!(
+            r.get::<_, bool>(6),
+            "the rest of the data is the operation's whole view as the statement left it: {data}"
+        );
+        let approval = &data["approval"];
+        if r.get::<_, String>(5) == "approval_recorded" {
+            assert_eq!(
+                approval,
+                &serde_json::json!({"by": "bob", "signed": false, "signed_in_with": "token"})
+            );
+        } else {
+            assert!(
+                approval.is_null(),
+                "only an approver's event says who: {data}"
+            );
+        }
+    }
+    // A statement that writes no typed history row writes no event.
+    sql.execute(
+        "INSERT INTO operation_events (operation_id, kind, fence, actor)
+         SELECT $1, 'lookup', 0, 'reconcile' WHERE false",
+        &[&b],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        fleet
+            .count(&format!(
+                "SELECT count(*) FROM operation_outbox WHERE id > {before}"
+            ))
+            .await,
+        3
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
 async fn concurrent_writers_of_one_operation_draw_distinct_sequences_in_commit_order() {
     let (fleet, op, _) = prepared_fleet().await;
     let writers = 16;

@@ -307,3 +307,84 @@ async fn doubles_survive_jsonb_so_the_stored_snapshot_hashes_to_the_approved_has
     );
     fleet.stop().await;
 }
+
+/// What the store keeps of a prepared operation, its history and its outbox, with its id
+/// and hash written as `OP` and `HASH` and without its times.
+async fn stored_shape(fleet: &TestFleet, op: &str, hash: &str) -> String {
+    let sql = fleet.sql().await;
+    let row = sql
+        .query_one(
+            "SELECT jsonb_build_array(
+                 to_jsonb(o) - '{created_at,updated_at,approval_expires_at}'::text[],
+                 (SELECT jsonb_agg(to_jsonb(e) - '{id,at}'::text[] ORDER BY e.id)
+                  FROM operation_events e WHERE e.operation_id = o.operation_id AND e.tenant_id = o.tenant_id),
+                 (SELECT jsonb_agg(to_jsonb(x) - '{id,history_id,occurred_at}'::text[]
+                                   || jsonb_build_object('data', x.data - '{created_at,updated_at,approval_expires_at}'::text[])
+                                   ORDER BY x.id)
+                  FROM operation_outbox x WHERE x.operation_id = o.operation_id AND x.tenant_id = o.tenant_id),
+                 (approval_expires_at - created_at)::text)::text
+             FROM operations o WHERE o.operation_id = $1",
+            &[&op],
+        )
+        .await
+        .unwrap();
+    row.get::<_, String>(0)
+        .replace(op, "OP")
+        .replace(hash, "HASH")
+}
+
+#[tokio::test]
+async fn a_batch_of_intents_is_one_statement_that_stores_each_as_alone_with_its_own_outcome() {
+    use fleet_store::{PrepareOutcome, Requirement};
+    let fleet = TestFleet::start().await;
+    let valid = |i: &serde_json::Value| parse_intent(&intent_bytes(i)).unwrap();
+    // Stored alone first: the reference, and an id the batch then repeats.
+    let (alone, before) = (valid(&intent()), valid(&intent()));
+    for v in [&alone, &before] {
+        let stored = fleet.store.insert_prepared(v, 2, Some("agent-a")).await;
+        assert_eq!(stored.unwrap(), PrepareOutcome::Inserted);
+    }
+    let (a, b) = (valid(&intent()), valid(&intent()));
+    let mut other_snapshot = with_amount(intent(), json!(77_700));
+    other_snapshot["operation_id"] = json!(b.operation_id.as_str());
+    let conflicting = valid(&other_snapshot);
+    let required = || Requirement::from(2);
+    // Out of id order; `b` twice (the second a repeat), `b` once more with another
+    // snapshot, and an id stored before.
+    let items = vec![
+        (&b, required(), Some("agent-a")),
+        (&before, required(), Some("agent-a")),
+        (&a, required(), Some("agent-a")),
+        (&b, required(), Some("agent-a")),
+        (&conflicting, required(), Some("agent-a")),
+    ];
+    let outcomes = fleet.store.insert_prepared_many(&items).await.unwrap();
+    assert_eq!(outcomes[0], PrepareOutcome::Inserted);
+    assert_eq!(outcomes[1], PrepareOutcome::AlreadyPrepared);
+    assert_eq!(outcomes[2], PrepareOutcome::Inserted);
+    assert_eq!(outcomes[3], PrepareOutcome::AlreadyPrepared);
+    assert!(
+        matches!(&outcomes[4], PrepareOutcome::Conflict { stored_hash } if stored_hash == b.payload_hash.as_str()),
+        "{:?}",
+        outcomes[4]
+    );
+    for v in [&a, &b, &before] {
+        assert_eq!(fleet.history_len(v.operation_id.as_str()).await, 1);
+    }
+    // Each stored exactly as the one-row statement stores an intent alone: the row, its
+    // `prepared` history row and its outbox event.
+    let shape = |v: &fleet_core::ValidIntent| {
+        let (op, hash) = (
+            v.operation_id.as_str().to_owned(),
+            v.payload_hash.as_str().to_owned(),
+        );
+        let fleet = &fleet;
+        async move { stored_shape(fleet, &op, &hash).await }
+    };
+    let reference = shape(&alone).await;
+    assert!(reference.contains("\"prepared\""), "{reference}");
+    for v in [&a, &b] {
+        assert_eq!(shape(v).await, reference);
+    }
+    fleet.stop().await;
+}

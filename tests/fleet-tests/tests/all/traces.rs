@@ -251,3 +251,57 @@ async fn a_malformed_traceparent_is_ignored_at_every_door_and_a_new_trace_starte
     );
     fleet.stop().await;
 }
+
+#[tokio::test]
+async fn the_database_stores_only_a_well_formed_traceparent_whoever_writes_it() {
+    let fleet = TestFleet::with_prepare().await;
+    let op = fleet.submitted(&intent()).await;
+    let stored = stored_trace(&fleet, &op).await;
+    // The owner's connection: no grant stands between it and the column, only the rule.
+    let sql = fleet.sql().await;
+    let malformed = [
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01".to_owned(),
+        format!("00-{TRACE_ID}-0000000000000000-01"),
+        format!("00-{}-{AGENT_SPAN}-01", TRACE_ID.to_uppercase()),
+        format!("01-{TRACE_ID}-{AGENT_SPAN}-01"),
+        "garbage".to_owned(),
+    ];
+    for bad in &malformed {
+        let refused = sql
+            .execute(
+                "UPDATE operations SET trace_parent = $2 WHERE operation_id = $1",
+                &[&op, bad],
+            )
+            .await
+            .expect_err(bad);
+        let db = refused.as_db_error().expect("refused by the database");
+        assert_eq!(db.code().code(), "23514", "{bad}: {db}");
+        assert_eq!(
+            db.constraint(),
+            Some("operations_trace_parent_w3c"),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        stored_trace(&fleet, &op).await,
+        stored,
+        "nothing was changed"
+    );
+    // A well-formed value passes, and an update that does not name the column moves the
+    // row as before.
+    let other = agents_traceparent(TRACE_ID);
+    sql.execute(
+        "UPDATE operations SET trace_parent = $2 WHERE operation_id = $1",
+        &[&op, &other],
+    )
+    .await
+    .unwrap();
+    sql.execute(
+        "UPDATE operations SET updated_at = now() WHERE operation_id = $1",
+        &[&op],
+    )
+    .await
+    .unwrap();
+    assert_eq!(stored_trace(&fleet, &op).await, other);
+    fleet.stop().await;
+}
