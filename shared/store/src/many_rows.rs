@@ -10,8 +10,8 @@ use std::error::Error;
 use bytes::{BufMut, BytesMut};
 use tokio_postgres::types::{to_sql_checked, IsNull, Kind, ToSql, Type};
 
-/// A parameter's value, as the one-row statements bind it.
-type Value<'a> = &'a (dyn ToSql + Sync);
+/// A statement's parameter, as every statement of the store binds it.
+pub(crate) type Param<'a> = &'a (dyn ToSql + Sync);
 
 /// `i AS (…)`, the CTE reading `types.len()` arrays (`$1` … as `p1` …) back as rows,
 /// numbered from 1 in the arrays' order as `n`.
@@ -33,7 +33,7 @@ pub(crate) fn rows_of_values(types: &[&str]) -> String {
 
 /// The parameters of a many-row statement: the `k`th is the column of every row's `k`th
 /// value.
-pub(crate) fn columns_of<'a, const K: usize>(rows: &[[Value<'a>; K]]) -> Vec<Column<'a>> {
+pub(crate) fn columns_of<'a, const K: usize>(rows: &[[Param<'a>; K]]) -> Vec<Column<'a>> {
     (0..K)
         .map(|k| Column(rows.iter().map(|r| r[k]).collect()))
         .collect()
@@ -65,7 +65,7 @@ pub(crate) fn of_each_row(sql: &str) -> String {
 /// dimension, lower bound 1). The values are those the one-row statement binds, so the
 /// many-row statement is bound from the same functions.
 #[derive(Debug)]
-pub(crate) struct Column<'a>(pub(crate) Vec<Value<'a>>);
+pub(crate) struct Column<'a>(pub(crate) Vec<Param<'a>>);
 
 impl ToSql for Column<'_> {
     fn to_sql(
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn a_column_is_the_array_of_its_values_with_their_nulls() {
-        let values: Vec<Value<'_>> = vec![&1i64, &None::<i64>, &None::<i64>, &3i64];
+        let values: Vec<Param<'_>> = vec![&1i64, &None::<i64>, &None::<i64>, &3i64];
         let mut out = BytesMut::new();
         let column = Column(values);
         assert!(matches!(

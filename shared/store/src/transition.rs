@@ -20,6 +20,8 @@ use deadpool_postgres::Transaction;
 use crate::component::ClaimAndCall;
 use crate::component::MoveOperations;
 use crate::many_rows::{of_each_row, rows_of_values};
+// Other modules of the store import the parameter type from here.
+pub(crate) use crate::many_rows::Param;
 use crate::StoreAs;
 use crate::{AttemptRecord, StoreError};
 
@@ -504,8 +506,6 @@ pub(crate) fn observe(
         metrics::histogram!(m::TIME_TO_RECONCILIATION_SECONDS, "to" => to.as_str()).record(s);
     }
 }
-
-pub(crate) type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
 
 /// The attempt's columns ([`RECORD_ATTEMPT`]'s parameters); `outcome` is `a.outcome`'s
 /// name (bound as text), kept alive by the caller for as long as the statement.
