@@ -676,6 +676,60 @@ async fn no_role_writes_history_in_another_components_or_a_persons_name() {
     fleet.stop().await;
 }
 
+/// The rule is checked for each statement: one history row not the writer's to write
+/// refuses the whole statement, whichever row it is, and names it.
+#[tokio::test]
+async fn a_statement_of_several_history_rows_is_refused_whole_for_one_not_the_writers() {
+    let (fleet, op, _) = with_prepared(&intent()).await;
+    let history = format!("SELECT count(*) FROM operation_events WHERE operation_id = '{op}'");
+    let events = format!("SELECT count(*) FROM operation_outbox WHERE operation_id = '{op}'");
+    let (rows_before, events_before) = (fleet.count(&history).await, fleet.count(&events).await);
+    let execute = fleet.connect_as(DbRole::Execute).await;
+    let insert = "INSERT INTO operation_events (operation_id, kind, fence, actor) \
+                  SELECT $1, k, 0, a FROM unnest($2::text[], $3::text[]) AS r(k, a)";
+    for (kinds, actors) in [
+        (["escalated", "transition"], ["execute", "reconcile"]),
+        (["transition", "escalated"], ["reconcile", "execute"]),
+    ] {
+        let refused = execute
+            .execute(insert, &[&op, &kinds.to_vec(), &actors.to_vec()])
+            .await
+            .expect_err("a statement with a row in reconcile's name must be refused");
+        let db = refused.as_db_error().expect("a database error");
+        assert_eq!(db.code().code(), PERMISSION_DENIED, "{db}");
+        assert_eq!(db.table(), Some("operation_events"));
+        assert_eq!(
+            db.message(),
+            "the fleet_execute role may not write a history row of kind transition by reconcile"
+        );
+    }
+    assert_eq!(
+        fleet.count(&history).await,
+        rows_before,
+        "nothing of a refused statement stays"
+    );
+    assert_eq!(
+        fleet.count(&events).await,
+        events_before,
+        "and no event was written for it"
+    );
+    // The same statement with every row the writer's own is stored whole.
+    let stored = execute
+        .execute(
+            insert,
+            &[
+                &op,
+                &vec!["escalated", "escalated"],
+                &vec!["execute", "execute"],
+            ],
+        )
+        .await
+        .expect("execute's own rows");
+    assert_eq!(stored, 2);
+    assert_eq!(fleet.count(&history).await, rows_before + 2);
+    fleet.stop().await;
+}
+
 #[tokio::test]
 async fn each_deployment_has_its_own_login_roles_and_the_groups_log_in_nowhere() {
     let fleet = TestFleet::start().await;
