@@ -21,6 +21,12 @@
 --   and never writes an event for a refused statement.
 -- A person's row is still checked against the approvals and principals as the statement
 -- left them, within the writer's own transaction, as before.
+--
+-- One thing happens earlier than before: the numbering trigger (BEFORE, for each row)
+-- now runs for a row this check will refuse, taking its operation's row lock until the
+-- writer's transaction ends. That gives no role anything new: every role that may insert
+-- history (api, prepare, execute, reconcile, webhook-ingest) may update columns of
+-- `operations`, and so may take that lock with a SELECT … FOR NO KEY UPDATE of its own.
 
 CREATE OR REPLACE FUNCTION operation_events_author_is_allowed() RETURNS trigger LANGUAGE plpgsql
 SET search_path = pg_catalog, public, pg_temp AS $$
