@@ -253,3 +253,116 @@ async fn a_duplicate_behind_200_later_payments_to_the_payee_is_still_found() {
     );
     fleet.stop().await;
 }
+
+/// Seeds `count` payments to `vendor_77` made in the last day (numbered from `first`),
+/// each of its own short invoice and its own amount, none of which the read below asks
+/// for. Their insert triggers are off, as in the seeding above.
+async fn seed_recent(sql: &tokio_postgres::Client, first: i64, count: i64) {
+    sql.batch_execute("SET session_replication_role = replica")
+        .await
+        .unwrap();
+    let seeded = sql
+        .execute(
+            "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                     policy_version, data_version, idempotency_key, approval_expires_at,
+                                     created_at)
+             SELECT 'op_4' || lpad(i::text, 25, '0'), 'org_482', 'payment.create', 'payments',
+                    jsonb_build_object('invoice_id', 'i' || i, 'beneficiary_id', 'vendor_77',
+                                       'amount_minor', 1000000 + i, 'currency', 'KZT'),
+                    'sha256:' || repeat('0', 64), 'payments-v3', 'd', 'op_4' || lpad(i::text, 25, '0'),
+                    now() + interval '1 hour', now() - interval '1 day' + i * interval '1 second'
+             FROM generate_series($1::int8, $1::int8 + $2::int8 - 1) i",
+            &[&first, &count],
+        )
+        .await;
+    assert_eq!(seeded.unwrap(), count as u64);
+    sql.batch_execute("SET session_replication_role = origin")
+        .await
+        .unwrap();
+}
+
+/// The indexes a plan's nodes scan, in the order the plan lists them.
+fn indexes_of(node: &Value, found: &mut Vec<String>) {
+    if let Some(name) = node["Index Name"].as_str() {
+        found.push(name.to_owned());
+    }
+    for child in node["Plans"].as_array().into_iter().flatten() {
+        indexes_of(child, found);
+    }
+}
+
+/// The pages intake's whole risk read (the aggregates and both duplicate probes) touches
+/// for a payment to `vendor_77` of an invoice and an amount no other payment has, as the
+/// plan the server caches for it (`generic`, with the fleet's session settings) or one
+/// planned for these values, and the indexes it scans.
+async fn risk_read(sql: &tokio_postgres::Client, generic: bool) -> (i64, Vec<String>) {
+    let mode = if generic {
+        "force_generic_plan"
+    } else {
+        "force_custom_plan"
+    };
+    sql.batch_execute(&format!(
+        "SET plan_cache_mode = {mode}; SET enable_seqscan = off; SET jit = off; DEALLOCATE ALL;
+         PREPARE risk(text, text, text, text, text, int8, timestamptz, text, text) AS {}",
+        *fleet_store::PAYMENT_RISK
+    ))
+    .await
+    .unwrap();
+    let plan: Value = sql
+        .query_one(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+             EXECUTE risk('org_482', 'vendor_77', NULL, 'KZT', 'inv_none', 987654321,
+                          now() - interval '7 days', 'op_none', NULL)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let top = &plan[0]["Plan"];
+    let pages =
+        top["Shared Hit Blocks"].as_i64().unwrap() + top["Shared Read Blocks"].as_i64().unwrap();
+    let mut indexes = Vec::new();
+    indexes_of(top, &mut indexes);
+    (pages, indexes)
+}
+
+/// Each probe goes by its own index, never by the other's (both begin with the tenant and
+/// the payee, and without statistics the planner once took the smaller for both, walking
+/// every payment to the payee of the last seven days): the read touches about the same
+/// pages after 10 recent payments to the payee as after 10,000, in the plan the server
+/// caches and in one planned for the values.
+#[tokio::test]
+async fn the_risk_read_touches_the_same_pages_after_10_or_10_000_recent_payments_to_the_payee() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    seed_recent(&sql, 1, 10).await;
+    let after_10 = [risk_read(&sql, false).await, risk_read(&sql, true).await];
+    seed_recent(&sql, 11, 9_990).await;
+    let after_10_000 = [risk_read(&sql, false).await, risk_read(&sql, true).await];
+    for (plan, ((few, few_indexes), (many, many_indexes))) in ["custom", "generic"]
+        .iter()
+        .zip(after_10.iter().zip(&after_10_000))
+    {
+        for indexes in [few_indexes, many_indexes] {
+            let probes: Vec<&str> = indexes
+                .iter()
+                .filter(|i| i.starts_with("operations_"))
+                .map(String::as_str)
+                .collect();
+            assert_eq!(
+                probes,
+                [
+                    "operations_payments_by_invoice",
+                    "operations_payments_by_amount"
+                ],
+                "{plan}: each probe by its own index: {indexes:?}"
+            );
+        }
+        // A level more in each probe's index at most, as the indexes grow.
+        assert!(
+            *many <= few + 4,
+            "{plan}: {few} pages after 10 payments, {many} after 10,000"
+        );
+    }
+    fleet.stop().await;
+}
