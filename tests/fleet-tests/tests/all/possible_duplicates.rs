@@ -296,34 +296,20 @@ fn indexes_of(node: &Value, found: &mut Vec<String>) {
 /// plan the server caches for it (`generic`, with the fleet's session settings) or one
 /// planned for these values, and the indexes it scans.
 async fn risk_read(sql: &tokio_postgres::Client, generic: bool) -> (i64, Vec<String>) {
-    let mode = if generic {
-        "force_generic_plan"
-    } else {
-        "force_custom_plan"
-    };
-    sql.batch_execute(&format!(
-        "SET plan_cache_mode = {mode}; SET enable_seqscan = off; SET jit = off; DEALLOCATE ALL;
-         PREPARE risk(text, text, text, text, text, int8, timestamptz, text, text) AS {}",
-        *fleet_store::PAYMENT_RISK
-    ))
-    .await
-    .unwrap();
-    let plan: Value = sql
-        .query_one(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-             EXECUTE risk('org_482', 'vendor_77', NULL, 'KZT', 'inv_none', 987654321,
-                          now() - interval '7 days', 'op_none', NULL)",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    let top = &plan[0]["Plan"];
-    let pages =
-        top["Shared Hit Blocks"].as_i64().unwrap() + top["Shared Read Blocks"].as_i64().unwrap();
+    let top = fleet_tests::read_plan(
+        sql,
+        generic,
+        &format!(
+            "PREPARE risk(text, text, text, text, text, int8, timestamptz, text, text) AS {}",
+            *fleet_store::PAYMENT_RISK
+        ),
+        "EXECUTE risk('org_482', 'vendor_77', NULL, 'KZT', 'inv_none', 987654321,
+                      now() - interval '7 days', 'op_none', NULL)",
+    )
+    .await;
     let mut indexes = Vec::new();
-    indexes_of(top, &mut indexes);
-    (pages, indexes)
+    indexes_of(&top, &mut indexes);
+    (fleet_tests::pages_of(&top), indexes)
 }
 
 /// Each probe goes by its own index, never by the other's (both begin with the tenant and

@@ -210,30 +210,20 @@ async fn the_cues_walk_the_aggregates_the_success_trigger_keeps() {
 /// plan the server caches for it (`generic`) or one planned for these values, and the rows
 /// it returns.
 async fn pages_read(sql: &tokio_postgres::Client, generic: bool) -> (i64, i64) {
-    let mode = if generic {
-        "force_generic_plan"
-    } else {
-        "force_custom_plan"
-    };
-    sql.batch_execute(&format!(
-        "SET plan_cache_mode = {mode}; DEALLOCATE ALL; PREPARE paid_before(text, text, text, text) AS {}",
-        fleet_store::PAID_BEFORE
-    ))
-    .await
-    .unwrap();
-    let plan: Value = sql
-        .query_one(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-             EXECUTE paid_before('org_risk', 'vendor_77', 'sha256:a', 'KZT')",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    let top = &plan[0]["Plan"];
-    let pages =
-        top["Shared Hit Blocks"].as_i64().unwrap() + top["Shared Read Blocks"].as_i64().unwrap();
-    (pages, top["Actual Rows"].as_i64().unwrap())
+    let top = fleet_tests::read_plan(
+        sql,
+        generic,
+        &format!(
+            "PREPARE paid_before(text, text, text, text) AS {}",
+            fleet_store::PAID_BEFORE
+        ),
+        "EXECUTE paid_before('org_risk', 'vendor_77', 'sha256:a', 'KZT')",
+    )
+    .await;
+    (
+        fleet_tests::pages_of(&top),
+        top["Actual Rows"].as_i64().unwrap(),
+    )
 }
 
 #[tokio::test]

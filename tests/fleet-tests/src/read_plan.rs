@@ -1,0 +1,40 @@
+//! What a read's plan touches: the store's statement prepared as the server would cache it
+//! (a generic plan, with the fleet's session settings) or planned for the values given,
+//! run once under `EXPLAIN (ANALYZE, BUFFERS)`.
+
+use serde_json::Value;
+
+/// The top node of the plan of `execute` (an `EXECUTE` of the statement `prepare`
+/// prepares), run once: a generic plan when `generic`, one planned for the values
+/// otherwise; sequential scans off and no JIT, as the fleet's sessions.
+pub async fn read_plan(
+    sql: &tokio_postgres::Client,
+    generic: bool,
+    prepare: &str,
+    execute: &str,
+) -> Value {
+    let mode = if generic {
+        "force_generic_plan"
+    } else {
+        "force_custom_plan"
+    };
+    sql.batch_execute(&format!(
+        "SET plan_cache_mode = {mode}; SET enable_seqscan = off; SET jit = off; DEALLOCATE ALL; {prepare}"
+    ))
+    .await
+    .unwrap();
+    let plan: Value = sql
+        .query_one(
+            &format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {execute}"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    plan[0]["Plan"].clone()
+}
+
+/// The shared pages a plan node touched, found in memory or read.
+pub fn pages_of(node: &Value) -> i64 {
+    node["Shared Hit Blocks"].as_i64().unwrap() + node["Shared Read Blocks"].as_i64().unwrap()
+}
