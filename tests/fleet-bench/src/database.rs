@@ -62,6 +62,18 @@ pub struct PgCounters {
     pub xids_assigned: i64,
     /// Transactions committed in every other database of the cluster.
     pub other_db_xacts: i64,
+    /// WAL written (cluster-wide, `pg_stat_wal`): records, full-page images and bytes. A
+    /// page's first change after a checkpoint begins writes the whole page, so these tell
+    /// a window that ran behind a checkpoint from one that did not.
+    pub wal_records: i64,
+    pub wal_fpi: i64,
+    pub wal_bytes: i64,
+    /// Times WAL was flushed to disk (`wal_sync`): commits that shared no flush.
+    pub wal_syncs: i64,
+    /// Checkpoints begun (timed or requested) and the buffers they wrote
+    /// (`pg_stat_bgwriter`).
+    pub checkpoints: i64,
+    pub checkpoint_buffers: i64,
 }
 
 impl PgCounters {
@@ -74,6 +86,12 @@ impl PgCounters {
             tup_deleted: self.tup_deleted - before.tup_deleted,
             xids_assigned: self.xids_assigned - before.xids_assigned,
             other_db_xacts: self.other_db_xacts - before.other_db_xacts,
+            wal_records: self.wal_records - before.wal_records,
+            wal_fpi: self.wal_fpi - before.wal_fpi,
+            wal_bytes: self.wal_bytes - before.wal_bytes,
+            wal_syncs: self.wal_syncs - before.wal_syncs,
+            checkpoints: self.checkpoints - before.checkpoints,
+            checkpoint_buffers: self.checkpoint_buffers - before.checkpoint_buffers,
         }
     }
 }
@@ -226,8 +244,10 @@ impl BenchDb {
                 "SELECT d.xact_commit, d.xact_rollback, d.tup_inserted, d.tup_updated, d.tup_deleted,
                         pg_snapshot_xmax(pg_current_snapshot())::text::int8,
                         (SELECT COALESCE(sum(o.xact_commit), 0)::int8 FROM pg_stat_database o
-                         WHERE o.datname IS DISTINCT FROM $1 AND o.datname <> current_database())
-                 FROM pg_stat_database d WHERE d.datname = $1",
+                         WHERE o.datname IS DISTINCT FROM $1 AND o.datname <> current_database()),
+                        w.wal_records, w.wal_fpi, w.wal_bytes::int8, w.wal_sync,
+                        b.checkpoints_timed + b.checkpoints_req, b.buffers_checkpoint
+                 FROM pg_stat_database d, pg_stat_wal w, pg_stat_bgwriter b WHERE d.datname = $1",
                 &[&self.name],
             )
             .await?;
@@ -239,6 +259,12 @@ impl BenchDb {
             tup_deleted: r.get(4),
             xids_assigned: r.get(5),
             other_db_xacts: r.get(6),
+            wal_records: r.get(7),
+            wal_fpi: r.get(8),
+            wal_bytes: r.get(9),
+            wal_syncs: r.get(10),
+            checkpoints: r.get(11),
+            checkpoint_buffers: r.get(12),
         })
     }
 

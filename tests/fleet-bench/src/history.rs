@@ -186,6 +186,19 @@ fn figures() -> Vec<Figure> {
             Bound::None,
         ),
         ("postgres commits/op", "", |k| k.commits_per_op, Bound::None),
+        ("postgres WAL/op", "kB", |k| k.wal_kb_per_op, Bound::None),
+        (
+            "postgres full-page images/op",
+            "",
+            |k| k.wal_fpi_per_op,
+            Bound::None,
+        ),
+        (
+            "checkpoints begun in the window",
+            "",
+            |k| k.checkpoints as f64,
+            Bound::None,
+        ),
         ("machine busy", "%", |k| k.machine_busy_pct, Bound::None),
         (
             "calibration: Postgres commit",

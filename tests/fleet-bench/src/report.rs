@@ -74,6 +74,12 @@ pub struct PgFigures {
     pub rollbacks_per_op: f64,
     pub rows_inserted_per_op: f64,
     pub rows_updated_per_op: f64,
+    /// WAL written per operation in the window (cluster-wide), in kB, and the full-page
+    /// images among its records.
+    pub wal_kb_per_op: f64,
+    pub wal_fpi_per_op: f64,
+    /// WAL flushes per operation in the window.
+    pub wal_syncs_per_op: f64,
     /// Execute mode: the setup (prepare insert + approve), with no worker running.
     pub setup: Option<PgCounters>,
     pub setup_xacts_per_op: Option<f64>,
@@ -110,6 +116,9 @@ impl PgFigures {
             rollbacks_per_op: per(window.xact_rollback),
             rows_inserted_per_op: per(window.tup_inserted),
             rows_updated_per_op: per(window.tup_updated),
+            wal_kb_per_op: per(window.wal_bytes) / 1024.0,
+            wal_fpi_per_op: per(window.wal_fpi),
+            wal_syncs_per_op: per(window.wal_syncs),
             setup,
             setup_xacts_per_op: setup.map(|s| per(s.xact_commit)),
             setup_commits_per_op,

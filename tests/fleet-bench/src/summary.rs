@@ -231,6 +231,17 @@ pub fn fill(t: &mut Table, args: &BenchArgs, r: &Results) -> Vec<Target> {
         (4.0, ""),
     );
     t.row(
+        "postgres WAL/op, pipeline window",
+        format!(
+            "{:.1} kB ({:.2} full-page images, {:.2} flushes); checkpoints begun {} ({} buffers written)",
+            pg.wal_kb_per_op,
+            pg.wal_fpi_per_op,
+            pg.wal_syncs_per_op,
+            pg.window.checkpoints,
+            pg.window.checkpoint_buffers
+        ),
+    );
+    t.row(
         "postgres statements/op",
         pg.statements_per_op
             .map_or("n/a (see note)".into(), |s| format!("{s:.2}")),

@@ -24,6 +24,7 @@ mod promise_check;
 mod rabbit_cluster;
 mod read_plan;
 mod role_sessions;
+mod seeding;
 mod signing;
 mod silent_proxy;
 mod stripe_proxy;
@@ -89,6 +90,7 @@ pub use promise_check::{blind_retries, check_promise, history_breaks, PromiseRep
 pub use rabbit_cluster::RabbitCluster;
 pub use read_plan::{pages_of, read_plan};
 pub use role_sessions::answer_of;
+pub use seeding::seeded_with_triggers_off;
 pub use signing::{signed_approval, statement_of, Signer};
 pub use silent_proxy::SilentProxy;
 pub use stripe_proxy::{Fault, Seen, StripeProxy};

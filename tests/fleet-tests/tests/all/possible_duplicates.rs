@@ -258,11 +258,8 @@ async fn a_duplicate_behind_200_later_payments_to_the_payee_is_still_found() {
 /// each of its own short invoice and its own amount, none of which the read below asks
 /// for. Their insert triggers are off, as in the seeding above.
 async fn seed_recent(sql: &tokio_postgres::Client, first: i64, count: i64) {
-    sql.batch_execute("SET session_replication_role = replica")
-        .await
-        .unwrap();
-    let seeded = sql
-        .execute(
+    let seeded = fleet_tests::seeded_with_triggers_off(
+        sql,
             "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
                                      policy_version, data_version, idempotency_key, approval_expires_at,
                                      created_at)
@@ -273,12 +270,9 @@ async fn seed_recent(sql: &tokio_postgres::Client, first: i64, count: i64) {
                     now() + interval '1 hour', now() - interval '1 day' + i * interval '1 second'
              FROM generate_series($1::int8, $1::int8 + $2::int8 - 1) i",
             &[&first, &count],
-        )
-        .await;
-    assert_eq!(seeded.unwrap(), count as u64);
-    sql.batch_execute("SET session_replication_role = origin")
-        .await
-        .unwrap();
+    )
+    .await;
+    assert_eq!(seeded, count as u64);
 }
 
 /// The indexes a plan's nodes scan, in the order the plan lists them.

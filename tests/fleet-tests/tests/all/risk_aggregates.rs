@@ -24,11 +24,8 @@ async fn settle(
     account: Option<&str>,
     amount_minor: i64,
 ) {
-    sql.batch_execute("SET session_replication_role = replica")
-        .await
-        .unwrap();
-    let seeded = sql
-        .execute(
+    let seeded = fleet_tests::seeded_with_triggers_off(
+        sql,
             "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
                                      policy_version, data_version, idempotency_key, approval_expires_at,
                                      status, approval_status, approved_hash, payee, created_at)
@@ -43,12 +40,9 @@ async fn settle(
                     now() - interval '90 days' + (i % 1000000) * interval '1 second'
              FROM generate_series($2::int8, $2::int8 + $3::int8 - 1) i",
             &[&TENANT, &first, &count, &payee, &account, &amount_minor],
-        )
-        .await;
-    assert_eq!(seeded.unwrap(), count as u64);
-    sql.batch_execute("SET session_replication_role = origin")
-        .await
-        .unwrap();
+    )
+    .await;
+    assert_eq!(seeded, count as u64);
     let settled = sql
         .execute(
             // A success needs its confirmation in the same statement's history row
