@@ -348,6 +348,30 @@ mod tests {
     }
 
     #[test]
+    fn a_public_key_that_begins_with_a_hyphen_is_taken_as_the_key() {
+        let key = "-mIaAGDrDsMhX0S19_CyXcggGJW6OTCoUGXIcX4I7Mc";
+        let parsed = Cli::try_parse_from([
+            "fleetctl",
+            "key",
+            "add",
+            "--principal",
+            "bob",
+            "--public-key",
+            key,
+            "--by",
+            "admin",
+        ])
+        .unwrap();
+        let Command::Key {
+            command: crate::key::KeyCommand::Add { public_key, .. },
+        } = parsed.command
+        else {
+            panic!("key add")
+        };
+        assert_eq!(public_key, key);
+    }
+
+    #[test]
     fn output_is_chosen_with_o_or_json() {
         let format = |args: &[&str]| Cli::try_parse_from(args).unwrap().output.format();
         assert_eq!(format(&["fleetctl", "list"]), Format::Table);

@@ -39,7 +39,8 @@ pub enum KeyCommand {
         principal: String,
         /// The public key (base64url or base64, as `key generate` prints it), or a file
         /// holding it (PATH.pub).
-        #[arg(long)]
+        // One key in 64 begins with `-` in base64url: it is the value, never a flag.
+        #[arg(long, allow_hyphen_values = true)]
         public_key: String,
         #[command(flatten)]
         registration: RegistrationArgs,
