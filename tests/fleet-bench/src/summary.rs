@@ -231,7 +231,7 @@ pub fn fill(t: &mut Table, args: &BenchArgs, r: &Results) -> Vec<Target> {
         (4.0, ""),
     );
     t.row(
-        "postgres WAL/op, pipeline window",
+        &format!("postgres WAL/op, {} window", args.mode.as_str()),
         format!(
             "{:.1} kB ({:.2} full-page images, {:.2} flushes); checkpoints begun {} ({} buffers written)",
             pg.wal_kb_per_op,
