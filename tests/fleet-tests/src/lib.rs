@@ -88,7 +88,7 @@ pub use ports::fixed_port;
 pub use processes::{bin_dir, WorkerProcess, TWO_OF_EACH_WORKER};
 pub use promise_check::{blind_retries, check_promise, history_breaks, PromiseReport};
 pub use rabbit_cluster::RabbitCluster;
-pub use read_plan::{pages_of, read_plan};
+pub use read_plan::{operations_scans, pages_of, read_plan};
 pub use role_sessions::answer_of;
 pub use seeding::seeded_with_triggers_off;
 pub use signing::{signed_approval, statement_of, Signer};

@@ -38,3 +38,21 @@ pub async fn read_plan(
 pub fn pages_of(node: &Value) -> i64 {
     node["Shared Hit Blocks"].as_i64().unwrap() + node["Shared Read Blocks"].as_i64().unwrap()
 }
+
+/// The scans of `operations` in `plan` (EXPLAIN's JSON), as (node type, index name): the
+/// scans of the table and the bitmap index scans of its indexes.
+pub fn operations_scans(plan: &serde_json::Value, out: &mut Vec<(String, Option<String>)>) {
+    let node_type = plan["Node Type"].as_str().unwrap_or_default();
+    let index = plan["Index Name"].as_str().map(str::to_owned);
+    let of_operations = plan["Relation Name"] == "operations" && node_type != "ModifyTable";
+    let bitmap_of_operations = node_type == "Bitmap Index Scan"
+        && index
+            .as_deref()
+            .is_some_and(|i| i.starts_with("operations_"));
+    if of_operations || bitmap_of_operations {
+        out.push((node_type.to_owned(), index));
+    }
+    for child in plan["Plans"].as_array().into_iter().flatten() {
+        operations_scans(child, out);
+    }
+}

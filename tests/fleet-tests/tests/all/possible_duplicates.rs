@@ -275,20 +275,10 @@ async fn seed_recent(sql: &tokio_postgres::Client, first: i64, count: i64) {
     assert_eq!(seeded, count as u64);
 }
 
-/// The indexes a plan's nodes scan, in the order the plan lists them.
-fn indexes_of(node: &Value, found: &mut Vec<String>) {
-    if let Some(name) = node["Index Name"].as_str() {
-        found.push(name.to_owned());
-    }
-    for child in node["Plans"].as_array().into_iter().flatten() {
-        indexes_of(child, found);
-    }
-}
-
 /// The pages intake's whole risk read (the aggregates and both duplicate probes) touches
 /// for a payment to `vendor_77` of an invoice and an amount no other payment has, as the
 /// plan the server caches for it (`generic`, with the fleet's session settings) or one
-/// planned for these values, and the indexes it scans.
+/// planned for these values, and the indexes by which it reads `operations`.
 async fn risk_read(sql: &tokio_postgres::Client, generic: bool) -> (i64, Vec<String>) {
     let top = fleet_tests::read_plan(
         sql,
@@ -301,8 +291,9 @@ async fn risk_read(sql: &tokio_postgres::Client, generic: bool) -> (i64, Vec<Str
                       now() - interval '7 days', 'op_none', NULL)",
     )
     .await;
-    let mut indexes = Vec::new();
-    indexes_of(&top, &mut indexes);
+    let mut scans = Vec::new();
+    fleet_tests::operations_scans(&top, &mut scans);
+    let indexes = scans.into_iter().filter_map(|(_, index)| index).collect();
     (fleet_tests::pages_of(&top), indexes)
 }
 

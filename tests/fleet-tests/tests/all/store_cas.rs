@@ -406,24 +406,6 @@ async fn stale_statistics(fleet: &TestFleet) {
     );
 }
 
-/// The scans of `operations` in `plan` (EXPLAIN's JSON), as (node type, index name): the
-/// scans of the table and the bitmap index scans of its indexes.
-fn operations_scans(plan: &serde_json::Value, out: &mut Vec<(String, Option<String>)>) {
-    let node_type = plan["Node Type"].as_str().unwrap_or_default();
-    let index = plan["Index Name"].as_str().map(str::to_owned);
-    let of_operations = plan["Relation Name"] == "operations" && node_type != "ModifyTable";
-    let bitmap_of_operations = node_type == "Bitmap Index Scan"
-        && index
-            .as_deref()
-            .is_some_and(|i| i.starts_with("operations_"));
-    if of_operations || bitmap_of_operations {
-        out.push((node_type.to_owned(), index));
-    }
-    for child in plan["Plans"].as_array().into_iter().flatten() {
-        operations_scans(child, out);
-    }
-}
-
 /// Whether a plan reads `operations` through its primary key alone: an index scan, or a
 /// bitmap scan whose only index is the primary key (a key list), never a sequential scan
 /// or another index.
@@ -455,7 +437,7 @@ async fn plan_of(
     let rows = client.query(explain.as_str(), &[]).await.unwrap();
     let plan: serde_json::Value = rows[0].get(0);
     let mut scans = Vec::new();
-    operations_scans(&plan[0]["Plan"], &mut scans);
+    fleet_tests::operations_scans(&plan[0]["Plan"], &mut scans);
     scans
 }
 
