@@ -110,6 +110,53 @@ impl Browser {
             .unwrap_or_else(|e| panic!("click {css}: {e}"));
     }
 
+    /// Clicks `css` where the click leaves the page (a link, a form's button), and waits
+    /// for the next page. chromedriver waits for a navigation only if it has begun by the
+    /// time the click returns; on a busy machine a form's submission can begin later, and a
+    /// test reading the page at once would read, or type into, the page being left.
+    pub async fn click_through(&self, css: &str) {
+        self.mark_document().await;
+        self.click(css).await;
+        self.until_next_document(&format!("the page after clicking {css}"))
+            .await;
+    }
+
+    /// Runs `script`, which leaves the page (submits a form, say), and waits for the next
+    /// page, as [`Browser::click_through`] does for a click.
+    pub async fn execute_through(&self, script: &str, args: Vec<Value>) {
+        self.mark_document().await;
+        self.client
+            .execute(script, args)
+            .await
+            .unwrap_or_else(|e| panic!("run a script that leaves the page: {e}"));
+        self.until_next_document("the page after the script").await;
+    }
+
+    /// Marks the current document: a navigation replaces its window object, and the mark
+    /// with it.
+    async fn mark_document(&self) {
+        self.client
+            .execute("window.__fleetLeaving = true;", vec![])
+            .await
+            .unwrap_or_else(|e| panic!("mark the page: {e}"));
+    }
+
+    /// Waits until the browser shows a fully loaded document without the mark.
+    async fn until_next_document(&self, what: &str) {
+        eventually(what, || async {
+            let state = self
+                .client
+                .execute(
+                    "return window.__fleetLeaving === true ? 'left' : document.readyState;",
+                    vec![],
+                )
+                .await
+                .ok()?;
+            (state.as_str() == Some("complete")).then_some(())
+        })
+        .await;
+    }
+
     pub async fn text(&self, css: &str) -> String {
         self.find(css).await.text().await.unwrap()
     }

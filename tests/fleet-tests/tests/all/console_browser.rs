@@ -30,10 +30,8 @@ async fn post_from_page(browser: &Browser, action: &str, fields: Value) {
         for (const [k, v] of Object.entries(fields)) { const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i); }
         document.body.appendChild(f); f.submit();";
     browser
-        .client
-        .execute(script, vec![json!(action), fields])
-        .await
-        .expect("post the form");
+        .execute_through(script, vec![json!(action), fields])
+        .await;
 }
 
 async fn db_status(fleet: &TestFleet, op: &str) -> (Status, ApprovalStatus) {
@@ -107,7 +105,7 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
     browser.screenshot("console-inbox.png").await;
 
     browser
-        .click(&format!(
+        .click_through(&format!(
             "a[href=\"/console/operations/{op}?tenant={TENANT}\"]"
         ))
         .await;
@@ -138,7 +136,7 @@ async fn an_approver_signs_in_approves_a_payment_from_the_inbox_and_watches_it_s
         .contains("\"amount_minor\":1250000"));
     browser.screenshot("console-approval.png").await;
 
-    browser.click("#approve").await;
+    browser.click_through("#approve").await;
     browser
         .text_with(".banner.ok", "You approved this snapshot.")
         .await;
@@ -227,6 +225,45 @@ async fn the_agents_own_principal_and_the_submitter_are_refused() {
     fleet.stop().await;
 }
 
+/// The harness's promise the tests above lean on: a form whose submission begins well after
+/// the click (as it can on a busy machine) is waited for, so what is read next is the page
+/// the form led to, never the page being left.
+#[tokio::test]
+async fn click_through_waits_for_a_form_that_submits_after_the_click_has_returned() {
+    let fleet = TestFleet::start().await;
+    let (_issuer, api, agent) = fleet.console_for(&[("alice", Role::Approver)]).await;
+    let i = intent();
+    api.submitted(&fleet.http, &agent, &i).await;
+    let browser = Browser::start().await;
+    browser.sign_in(&api.base_url, "sub-alice").await;
+    open_operation(&browser, &api, &op_of(&i)).await;
+    browser
+        .client
+        .execute(
+            "document.querySelector('#approve').addEventListener('click', e => {
+                 e.preventDefault();
+                 setTimeout(() => e.target.form.submit(), 1500);
+             });",
+            vec![],
+        )
+        .await
+        .unwrap();
+    browser.click_through("#approve").await;
+    // No wait: the banner is on the page the moment click_through returns.
+    let banner = browser
+        .client
+        .find(fantoccini::Locator::Css(".banner.ok"))
+        .await
+        .expect("the next page, not the one left");
+    assert!(banner
+        .text()
+        .await
+        .unwrap()
+        .contains("You approved this snapshot."));
+    browser.close().await;
+    fleet.stop().await;
+}
+
 #[tokio::test]
 async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     let fleet = TestFleet::start().await;
@@ -245,7 +282,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
     corrected["supersedes"] = json!(a);
     let b = op_of(&corrected);
     api.submitted(&fleet.http, &agent, &corrected).await;
-    browser.click("#approve").await;
+    browser.click_through("#approve").await;
     browser
         .text_with(".banner.refused", "no longer waiting for a decision")
         .await;
@@ -267,7 +304,7 @@ async fn a_page_showing_a_snapshot_that_is_no_longer_pending_cannot_approve() {
         )
         .await
         .unwrap();
-    browser.click("#approve").await;
+    browser.click_through("#approve").await;
     browser
         .text_with(".banner.refused", "does not show the stored snapshot")
         .await;
@@ -298,7 +335,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
 
     let browser = Browser::start().await;
     browser.sign_in(&api.base_url, "sub-dana").await;
-    browser.click("a[href=\"/console/queue\"]").await;
+    browser.click_through("a[href=\"/console/queue\"]").await;
     let queue = browser.page_text().await;
     assert!(
         queue.contains("Pay 12,500.00 KZT to Vendor 77 LLP")
@@ -307,7 +344,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
         "{queue}"
     );
     browser
-        .click(&format!(
+        .click_through(&format!(
             "a[href=\"/console/operations/{op}?tenant={TENANT}\"]"
         ))
         .await;
@@ -322,7 +359,7 @@ async fn an_operator_resolves_an_escalated_operation_from_the_queue() {
     browser
         .type_into("#evidence", "seen in the provider's dashboard")
         .await;
-    browser.click("#resolve").await;
+    browser.click_through("#resolve").await;
     browser
         .text_with(".banner.ok", "You resolved this operation.")
         .await;
@@ -428,7 +465,7 @@ async fn an_approver_signs_a_large_payment_with_a_passkey_and_execute_verifies_i
         );
     }
     browser.screenshot("console-approve-with-passkey.png").await;
-    browser.click("#approve-passkey").await;
+    browser.click_through("#approve-passkey").await;
     browser.reload_until_shows("1 of 2").await;
     let sql = fleet.sql().await;
     let (signer, length): (String, i32) = {
@@ -548,13 +585,13 @@ async fn the_approval_page_fits_a_phone_says_who_approved_and_asks_to_retype_a_l
         .text_with(".banner.refused", "type the amount exactly")
         .await;
     browser.type_into("#confirm_amount", "12,500.01").await;
-    browser.click("#approve").await;
+    browser.click_through("#approve").await;
     browser
         .text_with(".banner.refused", "type the amount exactly")
         .await;
     fleet.still_pending(&op).await;
     browser.type_into("#confirm_amount", "12,500.00 KZT").await;
-    browser.click("#approve").await;
+    browser.click_through("#approve").await;
     browser.reload_until_shows("1 of 2 approvals").await;
     let so_far = browser.text("#approvals-so-far").await;
     assert!(

@@ -60,11 +60,11 @@ async fn a_mandate_signed_with_a_passkey_is_read_in_words_first_then_pays_a_cove
 
     let browser = alice_with_a_passkey(&fleet, &console_url).await;
     browser.viewport(360, 800).await;
-    browser.click("a[href=\"/console/mandates\"]").await;
+    browser.click_through("a[href=\"/console/mandates\"]").await;
     browser
         .text_with(".empty", "Your tenants have no mandate")
         .await;
-    browser.click("#new-mandate").await;
+    browser.click_through("#new-mandate").await;
     // vendor_77 is offered with the account its operations named: ticked, not typed.
     browser
         .click(&format!(
@@ -81,7 +81,7 @@ async fn a_mandate_signed_with_a_passkey_is_read_in_words_first_then_pays_a_cove
         "the form scrolls sideways at 360 px"
     );
     browser.screenshot("console-mandate-form-360.png").await;
-    browser.click("#review-mandate").await;
+    browser.click_through("#review-mandate").await;
 
     // The words first: what core writes for the statement, and nothing stored yet.
     let words = browser.text("#mandate-words").await;
@@ -98,7 +98,7 @@ async fn a_mandate_signed_with_a_passkey_is_read_in_words_first_then_pays_a_cove
     assert_eq!(fleet.count("SELECT count(*) FROM mandates").await, 0);
     assert!(!browser.scrolls_sideways().await, "the words fit 360 px");
     browser.screenshot("console-mandate-sign-360.png").await;
-    browser.click("#sign-mandate").await;
+    browser.click_through("#sign-mandate").await;
     browser
         .text_with(".banner.ok", "You signed this mandate")
         .await;
@@ -131,7 +131,7 @@ async fn a_mandate_signed_with_a_passkey_is_read_in_words_first_then_pays_a_cove
     );
 
     // Revoked by its signer: what is left shows as revoked, not spent.
-    browser.click("#revoke").await;
+    browser.click_through("#revoke").await;
     // Only the revoked mandate's page has this (the page before also had a banner).
     browser.text_with("#revoked-budget", "899.99 KZT").await;
     browser
@@ -151,7 +151,7 @@ async fn a_mandate_signed_with_a_passkey_is_read_in_words_first_then_pays_a_cove
         "the mandate's page fits 360 px"
     );
     browser.screenshot("console-mandate-360.png").await;
-    browser.click("a[href=\"/console/mandates\"]").await;
+    browser.click_through("a[href=\"/console/mandates\"]").await;
     let listed = browser.text("ul.mandates").await;
     assert!(
         listed.contains("revoked 899.99 KZT") && listed.contains("used 1 of 5 operations"),
@@ -200,7 +200,7 @@ async fn three_of_five_ticked_on_a_phone_are_approved_in_one_signed_decision() {
             .await;
     }
     browser.screenshot("console-batch-select-360.png").await;
-    browser.click("#review-batch").await;
+    browser.click_through("#review-batch").await;
 
     // The decision before it is taken: how many, the totals, who is paid.
     browser.text_with("#batch-count", "3").await;
@@ -225,7 +225,7 @@ async fn three_of_five_ticked_on_a_phone_are_approved_in_one_signed_decision() {
     assert!(!browser.scrolls_sideways().await, "the review fits 360 px");
     browser.screenshot("console-batch-review-360.png").await;
     assert_eq!(fleet.count("SELECT count(*) FROM approvals").await, 0);
-    browser.click("#approve-batch").await;
+    browser.click_through("#approve-batch").await;
     browser
         .text_with("#batch-done", "You approved 3 operations in one decision")
         .await;
