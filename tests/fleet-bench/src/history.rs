@@ -52,6 +52,8 @@ pub struct PreludeFigures {
     pub outbox_rows: i64,
     pub webhook_rows: i64,
     pub history_rows: i64,
+    /// The checkpoint and sync before the window ([`super::settle`]).
+    pub settled: super::settle::Settled,
 }
 
 impl Prelude {
@@ -106,6 +108,7 @@ impl Prelude {
             outbox_rows,
             webhook_rows,
             history_rows,
+            settled: Default::default(),
         })
     }
 }
@@ -307,6 +310,13 @@ pub async fn run(
                 met: Some(a && b),
             });
         }
+    }
+    for r in &runs {
+        let s = &r.prelude.settled;
+        println!(
+            "{}: before the window, {:.0} MiB of dirty page cache; checkpoint {:.1} s, sync {:.1} s",
+            r.label, s.dirty_mib_before, s.checkpoint_s, s.sync_s
+        );
     }
     for r in &runs[1..] {
         let f = &r.prelude;

@@ -33,6 +33,7 @@ mod report;
 mod scale;
 mod scrape;
 mod seed;
+mod settle;
 mod sql;
 mod summary;
 mod table;

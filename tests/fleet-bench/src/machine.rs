@@ -56,10 +56,7 @@ fn first_value(text: &str, key: &str) -> Option<String> {
 impl Machine {
     pub fn read(postgres: String) -> Machine {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-        let mem_kib: f64 = first_value(&meminfo, "MemTotal")
-            .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
-            .unwrap_or(0.0);
+        let mem_kib = super::procfs::meminfo_kib("MemTotal").unwrap_or(0) as f64;
         let load = std::fs::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()));

@@ -117,6 +117,18 @@ impl ServiceTicks {
     }
 }
 
+/// A `/proc/meminfo` entry (`MemTotal`, `Dirty`, …), in KiB.
+pub fn meminfo_kib(key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.split(':').next() == Some(key))?;
+    line.split_once(':')?
+        .1
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Machine-wide CPU time from the `cpu` line of `/proc/stat`, in ticks.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MachineTicks {

@@ -25,7 +25,7 @@ use super::machine::Machine;
 use super::measure::{self, ProcSample};
 use super::report::{self, Config, Figures, PgFigures};
 use super::sql::BenchSql;
-use super::{calibrate, compare, latency, procfs, seed, BenchArgs, Mode};
+use super::{calibrate, compare, latency, procfs, seed, settle, BenchArgs, Mode};
 use fleetctl::args::Connection;
 use fleetctl::processes;
 
@@ -219,7 +219,15 @@ pub async fn run_set(
         );
     }
     let prelude_kind = prelude;
-    let prelude = prelude.apply(&sql, &db.url).await?;
+    let mut prelude = prelude.apply(&sql, &db.url).await?;
+    prelude.settled = settle::settle(&sql).await?;
+    println!(
+        "settled: {:.0} MiB of dirty page cache before, {:.0} MiB after a checkpoint ({:.1} s) and a sync ({:.1} s)",
+        prelude.settled.dirty_mib_before,
+        prelude.settled.dirty_mib_after,
+        prelude.settled.checkpoint_s,
+        prelude.settled.sync_s
+    );
     let statements_ok = db.statements_available(&sql).await?;
     let intents = Arc::new(load::intents(ops));
     let setup = if args.mode == Mode::Execute {
