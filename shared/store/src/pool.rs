@@ -30,8 +30,16 @@ use crate::{DbRole, StoreError};
 /// the server's default `jit = on` a statement could be compiled on every execution.
 /// Set here, for the fleet's own sessions, so a server configured either way gives the
 /// same figures.
-const SESSION_SETTINGS: &str =
-    "-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c jit=off";
+///
+/// No parallel workers, for the same reason: a statement that reads a few rows by index
+/// never gains from them, but a table with a long history and no statistics (the fleet
+/// analyses nothing, and a server may run no autovacuum) makes the planner guess that a
+/// partial index matches a large share of it, and a parallel plan is chosen. Each
+/// execution then starts and stops server processes: with a million operations behind
+/// it, the reconcile gauges' count of escalated operations started two workers on every
+/// tick to count none.
+const SESSION_SETTINGS: &str = "-c plan_cache_mode=force_generic_plan -c enable_seqscan=off \
+     -c jit=off -c max_parallel_workers_per_gather=0";
 
 /// How long opening a pooled connection may take: long enough for the connector to try
 /// every server of the URL in turn, each for its whole connect timeout. With a primary

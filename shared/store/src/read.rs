@@ -137,23 +137,22 @@ pub struct FleetGauges {
     pub operator_decisions: i64,
 }
 
+/// The gauges' one statement (public for the tests that check its plan).
+pub const FLEET_GAUGES: &str = "SELECT
+    (SELECT count(*) FROM operations WHERE status = 'unknown') AS unknown,
+    (SELECT count(*) FROM operations WHERE escalated_at IS NOT NULL
+       AND (resolved_at IS NULL OR escalated_at > resolved_at)) AS escalated,
+    (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(unknown_since)), 0)::float8
+       FROM operations WHERE status = 'unknown') AS oldest_unknown_age_s,
+    (SELECT count(*) FROM operations WHERE status = 'in_progress') AS in_progress,
+    (SELECT count(*) FROM operations WHERE status = 'accepted') AS accepted,
+    (SELECT count(*) FROM operations WHERE status = 'not_started' AND approval_status = 'approved') AS ready,
+    (SELECT count(*) FROM operation_events WHERE actor LIKE 'operator:%') AS operator_decisions";
+
 impl<R: ReadOperations> StoreAs<R> {
     pub async fn fleet_gauges(&self) -> Result<FleetGauges, StoreError> {
         let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                "SELECT
-                    (SELECT count(*) FROM operations WHERE status = 'unknown') AS unknown,
-                    (SELECT count(*) FROM operations WHERE escalated_at IS NOT NULL
-                       AND (resolved_at IS NULL OR escalated_at > resolved_at)) AS escalated,
-                    (SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(unknown_since)), 0)::float8
-                       FROM operations WHERE status = 'unknown') AS oldest_unknown_age_s,
-                    (SELECT count(*) FROM operations WHERE status = 'in_progress') AS in_progress,
-                    (SELECT count(*) FROM operations WHERE status = 'accepted') AS accepted,
-                    (SELECT count(*) FROM operations WHERE status = 'not_started' AND approval_status = 'approved') AS ready,
-                    (SELECT count(*) FROM operation_events WHERE actor LIKE 'operator:%') AS operator_decisions",
-            )
-            .await?;
+        let stmt = client.prepare_cached(FLEET_GAUGES).await?;
         let r = client.query_one(&stmt, &[]).await?;
         Ok(FleetGauges {
             unknown: r.get("unknown"),

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// The top node of the plan of `execute` (an `EXECUTE` of the statement `prepare`
 /// prepares), run once: a generic plan when `generic`, one planned for the values
-/// otherwise; sequential scans off and no JIT, as the fleet's sessions.
+/// otherwise; sequential scans off, no JIT and no parallel workers, as the fleet's sessions.
 pub async fn read_plan(
     sql: &tokio_postgres::Client,
     generic: bool,
@@ -19,7 +19,8 @@ pub async fn read_plan(
         "force_custom_plan"
     };
     sql.batch_execute(&format!(
-        "SET plan_cache_mode = {mode}; SET enable_seqscan = off; SET jit = off; DEALLOCATE ALL; {prepare}"
+        "SET plan_cache_mode = {mode}; SET enable_seqscan = off; SET jit = off;
+         SET max_parallel_workers_per_gather = 0; DEALLOCATE ALL; {prepare}"
     ))
     .await
     .unwrap();

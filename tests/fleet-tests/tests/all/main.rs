@@ -62,6 +62,7 @@ mod operator;
 mod orders;
 mod otlp_export;
 mod outbox;
+mod parallel_plans;
 mod payee_directory;
 mod payee_names;
 mod payees;
