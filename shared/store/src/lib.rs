@@ -81,7 +81,7 @@ pub use prepare::{PrepareOutcome, Requirement};
 pub use principal_admin::{NewPrincipal, PrincipalAdded, PrincipalListing, PrincipalRemoved};
 pub use principals::{NewToken, Principal, TokenCheck, TokenCreated, TokenListing, TokenRevoked};
 pub use provider_rates::{ProviderSchedule, Reserved};
-pub use read::{ApprovalGauges, FleetGauges, FLEET_GAUGES};
+pub use read::{ApprovalGauges, FleetGauges, APPROVAL_GAUGES, FLEET_GAUGES};
 pub use roles::{role_url, DbRole, RolePrefix, ROLE_PREFIX_SETTING};
 pub use rows::{AttemptRecord, AttemptRow, EventRow, OperationRow};
 pub use signed_approvals::SignedApprovals;

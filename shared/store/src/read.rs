@@ -123,8 +123,8 @@ impl<R: ReadOperations> StoreAs<R> {
 }
 
 /// Fleet-wide figures for the gauges, computed from the rows (the truth) by one
-/// component. Each sub-query is served by a partial index, so the cost follows the
-/// number of non-final rows, not the history.
+/// component. Each sub-query is served by a partial index, read by an index scan (see
+/// `counted`), so the cost follows the number of non-final rows, not the history.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FleetGauges {
     pub unknown: i64,
@@ -150,10 +150,33 @@ pub const FLEET_GAUGES: &str = "SELECT
     (SELECT count(*) FROM operation_events WHERE actor LIKE 'operator:%') AS operator_decisions";
 
 impl<R: ReadOperations> StoreAs<R> {
+    /// Runs a gauge's counts (`sql`, one row) by index scans, never by bitmap scans, in a
+    /// transaction of its own. A row that leaves a state (a status, a pending approval)
+    /// leaves its old entry in the state's partial index until a vacuum removes it, and
+    /// the fleet runs none (the server may run no autovacuum either). A bitmap scan visits
+    /// every such entry and its heap page on every count and marks none; an index scan
+    /// marks each dead entry it meets, so later counts skip it. By bitmap, each tick would
+    /// read an entry for every operation that passed through the state since the last
+    /// vacuum (every operation passes through pending and in progress); by index, each
+    /// entry is read once. The plan the session caches for `sql` is made inside this
+    /// setting, and so is any plan made again later.
+    async fn counted(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<tokio_postgres::Row, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        tx.batch_execute("SET LOCAL enable_bitmapscan = off")
+            .await?;
+        let stmt = tx.prepare_cached(sql).await?;
+        let row = tx.query_one(&stmt, params).await?;
+        tx.commit().await?;
+        Ok(row)
+    }
+
     pub async fn fleet_gauges(&self) -> Result<FleetGauges, StoreError> {
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(FLEET_GAUGES).await?;
-        let r = client.query_one(&stmt, &[]).await?;
+        let r = self.counted(FLEET_GAUGES, &[]).await?;
         Ok(FleetGauges {
             unknown: r.get("unknown"),
             escalated: r.get("escalated"),
@@ -174,6 +197,12 @@ pub struct ApprovalGauges {
     pub expiring_soon: i64,
 }
 
+/// The approval gauges' statement (public for the tests that check what it reads).
+pub const APPROVAL_GAUGES: &str = "SELECT count(*) AS pending,
+       count(*) FILTER (WHERE approval_expires_at <= now() + make_interval(secs => $1)) AS expiring_soon
+FROM operations
+WHERE status = 'not_started' AND approval_status = 'pending' AND approval_expires_at > now()";
+
 impl<R: ReadOperations> StoreAs<R> {
     /// Read through the partial index on not-started rows' expiry, so the cost follows
     /// the rows waiting to start, not the history.
@@ -181,16 +210,7 @@ impl<R: ReadOperations> StoreAs<R> {
         &self,
         expiring_within_s: f64,
     ) -> Result<ApprovalGauges, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                "SELECT count(*) AS pending,
-                        count(*) FILTER (WHERE approval_expires_at <= now() + make_interval(secs => $1)) AS expiring_soon
-                 FROM operations
-                 WHERE status = 'not_started' AND approval_status = 'pending' AND approval_expires_at > now()",
-            )
-            .await?;
-        let r = client.query_one(&stmt, &[&expiring_within_s]).await?;
+        let r = self.counted(APPROVAL_GAUGES, &[&expiring_within_s]).await?;
         Ok(ApprovalGauges {
             pending: r.get("pending"),
             expiring_soon: r.get("expiring_soon"),

@@ -47,6 +47,7 @@ mod events;
 mod evidence_bundle;
 mod execute;
 mod final_is_final;
+mod gauge_reads;
 mod layout;
 mod live_quorum;
 mod log_hygiene;

@@ -1,0 +1,79 @@
+//! The reconcile gauges count what is waiting now, not what once waited. Every operation
+//! passes through a pending approval and through `in_progress`, and each time its row
+//! leaves one it leaves an entry behind in that state's partial index until a vacuum,
+//! which the fleet never runs (and the server may not). The gauges count by index scans,
+//! which mark each such entry dead the first time they meet it, so the next count skips it.
+
+use fleet_tests::{pages_of, read_plan, seeded_with_triggers_off, TestFleet};
+
+/// Operations that waited for approval, ran and succeeded: each row's earlier versions
+/// left an entry in the index of pending approvals and in that of operations in progress.
+const PASSED_THROUGH: i64 = 5_000;
+
+/// The pages the two gauge statements touch, as the server would plan them for any session
+/// (bitmap scans allowed: they skip an entry already marked dead, but never mark one).
+async fn gauge_pages(sql: &tokio_postgres::Client) -> i64 {
+    let fleet_gauges = read_plan(
+        sql,
+        true,
+        &format!("PREPARE fleet_gauges AS {}", fleet_store::FLEET_GAUGES),
+        "EXECUTE fleet_gauges",
+    )
+    .await;
+    let approval_gauges = read_plan(
+        sql,
+        true,
+        &format!(
+            "PREPARE approval_gauges(float8) AS {}",
+            fleet_store::APPROVAL_GAUGES
+        ),
+        "EXECUTE approval_gauges(600)",
+    )
+    .await;
+    pages_of(&fleet_gauges) + pages_of(&approval_gauges)
+}
+
+#[tokio::test]
+async fn after_one_count_the_gauges_skip_the_entries_of_operations_that_moved_on() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    let id = "'op_6' || lpad(i::text, 25, '0')";
+    let seeded = seeded_with_triggers_off(
+        &sql,
+        &format!(
+            "INSERT INTO operations (operation_id, tenant_id, action, provider, payload, payload_hash,
+                                     policy_version, data_version, idempotency_key, approval_expires_at)
+             SELECT {id}, 'org_482', 'payment.create', 'payments',
+                    jsonb_build_object('invoice_id', 'i' || i, 'beneficiary_id', 'vendor_77',
+                                       'amount_minor', 1000 + i, 'currency', 'KZT'),
+                    'sha256:' || repeat('0', 64), 'payments-v3', 'd', {id}, now() + interval '1 hour'
+             FROM generate_series(1, $1::int8) i"
+        ),
+        &[&PASSED_THROUGH],
+    )
+    .await;
+    assert_eq!(seeded, PASSED_THROUGH as u64);
+    for step in [
+        "UPDATE operations SET approval_status = 'approved', approved_hash = payload_hash,
+                status = 'in_progress', lease_owner = 'execute-1', lease_expires_at = now() + interval '1 hour'",
+        "UPDATE operations SET status = 'succeeded', lease_owner = NULL, lease_expires_at = NULL",
+    ] {
+        let moved = seeded_with_triggers_off(&sql, step, &[]).await;
+        assert_eq!(moved, PASSED_THROUGH as u64);
+    }
+
+    // The gauges as reconcile reads them, on every tick: nothing waits.
+    let gauges = fleet.store.fleet_gauges().await.unwrap();
+    assert_eq!((gauges.in_progress, gauges.ready), (0, 0));
+    let approvals = fleet.store.approval_gauges(600.0).await.unwrap();
+    assert_eq!(approvals.pending, 0);
+
+    // The count marked what it met: a count now touches index pages only, not a heap page
+    // per operation that once waited (about 5,000 rows' worth before that count).
+    let pages = gauge_pages(&sql).await;
+    assert!(
+        pages < 100,
+        "the gauges still read {pages} pages for {PASSED_THROUGH} operations that moved on"
+    );
+    fleet.stop().await;
+}
