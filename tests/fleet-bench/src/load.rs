@@ -352,6 +352,24 @@ async fn approve_as_prepared(
         )
         .await?
         .get(0);
+    // One connection polls, its statement prepared once, with bitmap scans off. With
+    // them the planner ANDed the tenant's `created_at` range with the partial index of
+    // not-started rows, which keeps an entry for every row the run has approved (nothing
+    // vacuums it): each poll, 200 a second, read them all (7,500 by the end of a run), and
+    // the bench's own Postgres backend took CPU the fleet needed. An index scan reads the
+    // range alone.
+    let poller = sql.client().await?;
+    poller.batch_execute("SET enable_bitmapscan = off").await?;
+    let poll = poller
+        .prepare(
+            "SELECT /* fleet-bench */ operation_id,
+                    now() - make_interval(secs => $4::float8 / 1000.0) AS next_since
+               FROM operations
+              WHERE tenant_id = $1 AND created_at > $3
+                AND status = 'not_started' AND approval_status = 'pending'
+              LIMIT $2",
+        )
+        .await?;
     let mut since: Option<DateTime<Utc>> = None;
     let mut polls = 0u32;
     while remaining > 0 {
@@ -362,19 +380,12 @@ async fn approve_as_prepared(
             Some(t) if !polls.is_multiple_of(APPROVER_FULL_SWEEP_EVERY) => t,
             _ => run_began,
         };
-        let client = sql.client().await?;
-        let rows = client
+        let rows = poller
             .query(
-                "SELECT /* fleet-bench */ operation_id,
-                        now() - make_interval(secs => $4::float8 / 1000.0) AS next_since
-                   FROM operations
-                  WHERE tenant_id = $1 AND created_at > $3
-                    AND status = 'not_started' AND approval_status = 'pending'
-                  LIMIT $2",
+                &poll,
                 &[&TENANT, &APPROVER_POLL_BATCH, &window, &lookback_ms],
             )
             .await?;
-        drop(client);
         tally.xacts.fetch_add(1, Ordering::Relaxed);
         if let Some(r) = rows.first() {
             since = Some(r.get("next_since"));
@@ -396,6 +407,8 @@ async fn approve_as_prepared(
         }
         tokio::time::sleep(APPROVER_POLL).await;
     }
+    poller.batch_execute("RESET enable_bitmapscan").await?;
+    drop(poller);
     drop(lanes);
     join_all(set).await
 }
