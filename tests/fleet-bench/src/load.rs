@@ -355,9 +355,9 @@ async fn approve_as_prepared(
     // One connection polls, its statement prepared once, with bitmap scans off. With
     // them the planner ANDed the tenant's `created_at` range with the partial index of
     // not-started rows, which keeps an entry for every row the run has approved (nothing
-    // vacuums it): each poll, 200 a second, read them all (7,500 by the end of a run), and
-    // the bench's own Postgres backend took CPU the fleet needed. An index scan reads the
-    // range alone.
+    // vacuums it): each poll, 200 a second, read them all (7,500 by the end of a run), a
+    // cost that grew with the run rather than with what had just been prepared. An index
+    // scan reads the range alone.
     let poller = sql.client().await?;
     poller.batch_execute("SET enable_bitmapscan = off").await?;
     let poll = poller
