@@ -17,6 +17,7 @@ mod console_reads;
 mod dead_letters;
 mod error;
 mod evidence;
+mod index_reads;
 mod intake_rates;
 mod lost_claims;
 mod mandate_hold;

@@ -3,9 +3,11 @@
 use fleet_core::{OpRef, Status};
 
 use crate::component::ReadOperations;
+use crate::many_rows::Param;
 use crate::rows::OPERATION_COLUMNS;
 use crate::StoreAs;
 use crate::{AttemptRow, EventRow, OperationRow, StoreError};
+use tokio_postgres::Row;
 
 impl<R: ReadOperations> StoreAs<R> {
     pub async fn get(&self, op: OpRef<'_>) -> Result<Option<OperationRow>, StoreError> {
@@ -124,7 +126,7 @@ impl<R: ReadOperations> StoreAs<R> {
 
 /// Fleet-wide figures for the gauges, computed from the rows (the truth) by one
 /// component. Each sub-query is served by a partial index, read by an index scan (see
-/// `counted`), so the cost follows the number of non-final rows, not the history.
+/// `index_reads`), so the cost follows the number of non-final rows, not the history.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FleetGauges {
     pub unknown: i64,
@@ -150,29 +152,11 @@ pub const FLEET_GAUGES: &str = "SELECT
     (SELECT count(*) FROM operation_events WHERE actor LIKE 'operator:%') AS operator_decisions";
 
 impl<R: ReadOperations> StoreAs<R> {
-    /// Runs a gauge's counts (`sql`, one row) by index scans, never by bitmap scans, in a
-    /// transaction of its own. A row that leaves a state (a status, a pending approval)
-    /// leaves its old entry in the state's partial index until a vacuum removes it, and
-    /// the fleet runs none (the server may run no autovacuum either). A bitmap scan visits
-    /// every such entry and its heap page on every count and marks none; an index scan
-    /// marks each dead entry it meets, so later counts skip it. By bitmap, each tick would
-    /// read an entry for every operation that passed through the state since the last
-    /// vacuum (every operation passes through pending and in progress); by index, each
-    /// entry is read once. The plan the session caches for `sql` is made inside this
-    /// setting, and so is any plan made again later.
-    async fn counted(
-        &self,
-        sql: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<tokio_postgres::Row, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        tx.batch_execute("SET LOCAL enable_bitmapscan = off")
-            .await?;
-        let stmt = tx.prepare_cached(sql).await?;
-        let row = tx.query_one(&stmt, params).await?;
-        tx.commit().await?;
-        Ok(row)
+    /// The one row of `sql`, a statement of aggregates without `GROUP BY`, read by index
+    /// scans (see `index_reads`).
+    async fn counted(&self, sql: &str, params: &[Param<'_>]) -> Result<Row, StoreError> {
+        let mut rows = self.by_index_scans(sql, params).await?;
+        Ok(rows.swap_remove(0))
     }
 
     pub async fn fleet_gauges(&self) -> Result<FleetGauges, StoreError> {
