@@ -44,6 +44,21 @@ pub struct OperationSearch<'a> {
     pub tenant: Option<&'a str>,
 }
 
+/// The operator queue's condition and order (`$1` the tenants, `$2` the limit; public for
+/// the test that checks what it reads). The operations waiting are found first, each set
+/// by its own partial index (unknown, escalated), and then read by primary key. Written as
+/// one condition over the tenant's operations, the planner walked the tenant's index by
+/// creation time, its whole history, for the few that wait, on every view of the queue.
+pub const OPERATOR_QUEUE: &str = "WHERE o.operation_id = ANY (ARRAY(
+        SELECT operation_id FROM operations WHERE status = 'unknown'
+        UNION
+        SELECT operation_id FROM operations
+        WHERE escalated_at IS NOT NULL AND (resolved_at IS NULL OR escalated_at > resolved_at)))
+    AND o.tenant_id = ANY($1)
+    AND (o.status = 'unknown'
+         OR (o.escalated_at IS NOT NULL AND (o.resolved_at IS NULL OR o.escalated_at > o.resolved_at)))
+ORDER BY COALESCE(o.escalated_at, o.unknown_since, o.updated_at), o.operation_id LIMIT $2";
+
 fn select(where_order: &str) -> String {
     format!(
         "SELECT {OPERATION_COLUMNS}, operation_view(o) AS view,
@@ -129,20 +144,17 @@ impl<R: ReadViews> StoreAs<R> {
     }
 
     /// Operations waiting for an operator in `tenants`: unknown ones, and escalated ones
-    /// not resolved since; the longest waiting first.
+    /// not resolved since; the longest waiting first. Read as [`OPERATOR_QUEUE`] says, by
+    /// index scans (`index_reads`).
     pub async fn operator_queue(
         &self,
         tenants: &[String],
         limit: i64,
     ) -> Result<Vec<ConsoleOperation>, StoreError> {
-        self.console_operations(
-            "WHERE o.tenant_id = ANY($1)
-               AND (o.status = 'unknown'
-                    OR (o.escalated_at IS NOT NULL AND (o.resolved_at IS NULL OR o.escalated_at > o.resolved_at)))
-             ORDER BY COALESCE(o.escalated_at, o.unknown_since, o.updated_at), o.operation_id LIMIT $2",
-            &[&tenants, &limit],
-        )
-        .await
+        let rows = self
+            .by_index_scans(&select(OPERATOR_QUEUE), &[&tenants, &limit])
+            .await?;
+        rows.iter().map(console_operation).collect()
     }
 
     /// Operations of `tenants` matching `search`, newest first.

@@ -59,7 +59,7 @@ pub use batch::{settle_batch, BatchError};
 pub use broker_users::BrokerUserSet;
 pub use charge_history::CHARGED_BEFORE;
 pub use claim::{Claim, ClaimedOperation};
-pub use console_reads::{ApprovalGiven, ConsoleOperation, OperationSearch};
+pub use console_reads::{ApprovalGiven, ConsoleOperation, OperationSearch, OPERATOR_QUEUE};
 pub use dead_letters::{DeadLetterAction, DeadLetterFilter, DeadLetterRow, NewDeadLetter};
 pub use error::StoreError;
 pub use intake_rates::{IntakeReserved, INTAKE_HORIZON};

@@ -1,8 +1,10 @@
-//! The reconcile gauges count what is waiting now, not what once waited. Every operation
-//! passes through a pending approval and through `in_progress`, and each time its row
-//! leaves one it leaves an entry behind in that state's partial index until a vacuum,
-//! which the fleet never runs (and the server may not). The gauges count by index scans,
-//! which mark each such entry dead the first time they meet it, so the next count skips it.
+//! The reconcile gauges, the approval inbox and the operator queue read what is waiting
+//! now, not what once waited. Every operation passes through a pending approval and
+//! through `in_progress`, and each time its row leaves one it leaves an entry behind in
+//! that state's partial index until a vacuum, which the fleet never runs (and the server
+//! may not). These reads go by index scans, which mark each such entry dead the first
+//! time they meet it, so the next read skips it; and the operator queue finds what waits
+//! by those indexes, not by walking the tenant's operations.
 
 use fleet_tests::{pages_of, read_plan, seeded_with_triggers_off, TestFleet};
 
@@ -115,6 +117,58 @@ async fn after_one_view_of_the_inbox_reads_of_pending_approvals_skip_the_operati
     assert!(
         pages < 50,
         "pending approvals still read {pages} pages for {PASSED_THROUGH} operations that moved on"
+    );
+    fleet.stop().await;
+}
+
+#[tokio::test]
+async fn the_operator_queue_reads_what_waits_not_the_tenants_history() {
+    let fleet = TestFleet::start().await;
+    let sql = fleet.sql().await;
+    passed_through(&sql).await;
+    // Of the tenant's 5,000 operations, two came back unknown and one was escalated.
+    let op = |n: i64| format!("op_6{n:025}");
+    let (a, b, c) = (op(7), op(8), op(9));
+    let unknown = seeded_with_triggers_off(
+        &sql,
+        "UPDATE operations SET status = 'unknown', unknown_since = now() WHERE operation_id IN ($1, $2)",
+        &[&a, &b],
+    )
+    .await;
+    let escalated = seeded_with_triggers_off(
+        &sql,
+        "UPDATE operations SET escalated_at = now() WHERE operation_id = $1",
+        &[&c],
+    )
+    .await;
+    assert_eq!((unknown, escalated), (2, 1));
+
+    let queue = fleet
+        .store
+        .operator_queue(&["org_482".to_owned()], 50)
+        .await
+        .unwrap();
+    let mut waiting: Vec<&str> = queue.iter().map(|o| o.row.operation_id.as_str()).collect();
+    waiting.sort();
+    assert_eq!(waiting, [a.as_str(), b.as_str(), c.as_str()]);
+
+    // Its plan as the store's read makes it (bitmap scans off): the pages of the three that
+    // wait, not of the tenant's 5,000.
+    let plan = read_plan(
+        &sql,
+        true,
+        &format!(
+            "SET enable_bitmapscan = off;
+             PREPARE queue(text[], int8) AS SELECT o.operation_id FROM operations o {}",
+            fleet_store::OPERATOR_QUEUE
+        ),
+        "EXECUTE queue(ARRAY['org_482'], 50)",
+    )
+    .await;
+    let pages = pages_of(&plan);
+    assert!(
+        pages < 50,
+        "the operator queue read {pages} pages for 3 operations waiting among 5,000"
     );
     fleet.stop().await;
 }
