@@ -141,7 +141,7 @@ fn figures(mode: Mode) -> Vec<Figure> {
     ]
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => f64::NAN,

@@ -13,13 +13,18 @@
 //!    (timed: rows per second), so its effect on the cost per operation shows.
 //!
 //! The table gives each run's figures and their ratio to the empty run; the target is
-//! that the history changes none of them by more than 1.2×.
+//! that the history changes none of them by more than 1.2×. With `--rounds R` the three
+//! runs are made R times, interleaved (empty, history, pruned, then again), so a machine
+//! that drifts over the half hour weighs on every column alike. The table then gives each
+//! figure's median over the rounds, and each ratio is the median of the rounds' own
+//! ratios: one window's tail latency on a saturated machine varies by 1.5× from run to run
+//! of the same database, more than the history is asked to change it.
 
 use std::time::Instant;
 
 use serde::Serialize;
 
-use super::compare::Key;
+use super::compare::{median, Key};
 use super::sql::BenchSql;
 use super::table::number;
 use super::throughput::{self, BinSet};
@@ -115,6 +120,7 @@ impl Prelude {
 
 #[derive(Debug, Serialize)]
 struct Run {
+    round: u16,
     label: &'static str,
     prelude: PreludeFigures,
     key: Key,
@@ -126,6 +132,7 @@ struct HistoryReport {
     kind: &'static str,
     command: String,
     history_ops: i64,
+    rounds: u16,
     runs: Vec<Run>,
     targets: Vec<super::table::Target>,
 }
@@ -238,27 +245,49 @@ pub async fn run(
         Prelude::Lived { ops, pruned: false },
         Prelude::Lived { ops, pruned: true },
     ];
+    let rounds = args.rounds;
     let mut runs = Vec::new();
-    for (i, prelude) in preludes.into_iter().enumerate() {
-        println!("\n== run {} of 3: {} ==", i + 1, prelude.label());
-        let one = BinSet {
-            bin_dir: set.bin_dir.clone(),
-            migrator: None,
-            label: set.label.clone(),
-            json: super::compare::suffixed(&set.json, &format!("run-{}", i + 1)),
-        };
-        let (key, figures) = throughput::run_set(conn, args, &one, prelude).await?;
-        runs.push(Run {
-            label: prelude.label(),
-            prelude: figures,
-            key,
-        });
+    for round in 1..=rounds {
+        for (i, prelude) in preludes.into_iter().enumerate() {
+            println!(
+                "\n== round {round} of {rounds}, run {} of 3: {} ==",
+                i + 1,
+                prelude.label()
+            );
+            let suffix = if rounds == 1 {
+                format!("run-{}", i + 1)
+            } else {
+                format!("round-{round}-run-{}", i + 1)
+            };
+            let one = BinSet {
+                bin_dir: set.bin_dir.clone(),
+                migrator: None,
+                label: set.label.clone(),
+                json: super::compare::suffixed(&set.json, &suffix),
+            };
+            let (key, figures) = throughput::run_set(conn, args, &one, prelude).await?;
+            runs.push(Run {
+                round,
+                label: prelude.label(),
+                prelude: figures,
+                key,
+            });
+        }
     }
+    // runs[3r + i] is round r's run of preludes[i].
+    let column =
+        |i: usize| -> Vec<&Key> { runs.iter().skip(i).step_by(3).map(|r| &r.key).collect() };
+    let (e, h, p) = (column(0), column(1), column(2));
     let mut targets = Vec::new();
     println!();
     println!(
-        "fleet-bench --mode {} --history {ops}: the same run empty, with {ops} operations of history, and after a prune",
-        args.mode.as_str()
+        "fleet-bench --mode {} --history {ops}: the same run empty, with {ops} operations of history, and after a prune{}",
+        args.mode.as_str(),
+        if rounds == 1 {
+            String::new()
+        } else {
+            format!("; {rounds} rounds: medians, and the median of the rounds' ratios")
+        }
     );
     let w0 = figures()
         .iter()
@@ -269,14 +298,22 @@ pub async fn run(
         "{:<w0$}  {:>9}  {:>9}  {:>7}  {:>9}  {:>7}  TARGET (history ÷ empty)",
         "FIGURE", "EMPTY", "HISTORY", "RATIO", "PRUNED", "RATIO"
     );
-    let (e, h, p) = (&runs[0].key, &runs[1].key, &runs[2].key);
     for (figure, unit, get, bound) in figures() {
         let label = if unit.is_empty() {
             figure.to_owned()
         } else {
             format!("{figure} ({unit})")
         };
-        let (rh, rp) = (get(h) / get(e), get(p) / get(e));
+        let of = |keys: &[&Key]| median(keys.iter().map(|k| get(k)).collect());
+        let ratio = |keys: &[&Key]| {
+            median(
+                keys.iter()
+                    .zip(&e)
+                    .map(|(k, base)| get(k) / get(base))
+                    .collect(),
+            )
+        };
+        let (rh, rp) = (ratio(&h), ratio(&p));
         let (met_h, met_p) = (within(bound, rh), within(bound, rp));
         let target = match bound {
             Bound::None => String::new(),
@@ -289,10 +326,10 @@ pub async fn run(
         };
         println!(
             "{label:<w0$}  {:>9}  {:>9}  {:>6}×  {:>9}  {:>6}×  {verdict}",
-            number(get(e)),
-            number(get(h)),
+            number(of(&e)),
+            number(of(&h)),
             number(rh),
-            number(get(p)),
+            number(of(&p)),
             number(rp),
         );
         if let (Some(a), Some(b)) = (met_h, met_p) {
@@ -300,10 +337,10 @@ pub async fn run(
                 figure: label,
                 value: format!(
                     "{} → {} ({:.2}×), after the prune {} ({:.2}×)",
-                    number(get(e)),
-                    number(get(h)),
+                    number(of(&e)),
+                    number(of(&h)),
                     rh,
-                    number(get(p)),
+                    number(of(&p)),
                     rp
                 ),
                 target: target.clone(),
@@ -311,18 +348,46 @@ pub async fn run(
             });
         }
     }
+    if rounds > 1 {
+        for r in &runs {
+            let k = &r.key;
+            println!(
+                "round {} {}: {:.0} ops/s, approve → final p99 {:.0} ms, Postgres {:.2} ms/op (the fleet's backends), machine {:.0}% busy",
+                r.round,
+                r.label,
+                k.throughput_ops_s,
+                k.to_final_p99_ms,
+                k.postgres_fleet_cpu_ms_per_op,
+                k.machine_busy_pct
+            );
+        }
+    }
+    let name = |r: &Run| {
+        if rounds == 1 {
+            r.label.to_owned()
+        } else {
+            format!("round {} {}", r.round, r.label)
+        }
+    };
     for r in &runs {
         let s = &r.prelude.settled;
         println!(
             "{}: before the window, {:.0} MiB of dirty page cache; checkpoint {:.1} s, sync {:.1} s",
-            r.label, s.dirty_mib_before, s.checkpoint_s, s.sync_s
+            name(r),
+            s.dirty_mib_before,
+            s.checkpoint_s,
+            s.sync_s
         );
     }
-    for r in &runs[1..] {
+    for r in runs.iter().filter(|r| r.prelude.history_rows > 0) {
         let f = &r.prelude;
         println!(
             "{}: seeded in {:.1} s; {} history rows, {} outbox rows, {} webhook rows at the start",
-            r.label, f.seed_s, f.history_rows, f.outbox_rows, f.webhook_rows
+            name(r),
+            f.seed_s,
+            f.history_rows,
+            f.outbox_rows,
+            f.webhook_rows
         );
         if let Some(p) = &f.pruned {
             println!(
@@ -341,6 +406,7 @@ pub async fn run(
         kind: "history",
         command: std::env::args().collect::<Vec<_>>().join(" "),
         history_ops: ops,
+        rounds,
         runs,
         targets,
     };

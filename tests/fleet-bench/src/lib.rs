@@ -119,7 +119,8 @@ pub struct BenchArgs {
     pub baseline_bin: Option<PathBuf>,
     /// With --baseline-bin: baseline/candidate pairs to run (medians are compared).
     /// Without: the same run this many times, each figure's median and range printed
-    /// (the spread one run gives on this machine).
+    /// (the spread one run gives on this machine). With --history: the empty, history and
+    /// pruned runs this many times, interleaved; medians and the median of the ratios.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=20))]
     pub rounds: u16,
     /// Where each process writes its log.

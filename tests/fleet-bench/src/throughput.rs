@@ -99,8 +99,8 @@ pub async fn run(conn: &Connection, args: &BenchArgs) -> anyhow::Result<()> {
     let json = args.json_path();
     if let Some(ops) = args.history {
         anyhow::ensure!(
-            args.baseline_bin.is_none() && args.rounds == 1,
-            "--history makes three runs of its own; it takes neither --baseline-bin nor --rounds"
+            args.baseline_bin.is_none(),
+            "--history makes three runs of its own (each --rounds times); it takes no --baseline-bin"
         );
         let set = BinSet {
             bin_dir: candidate,
