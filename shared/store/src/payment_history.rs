@@ -36,38 +36,57 @@ LEFT JOIN paid_payee_amounts a ON a.tenant_id = $1 AND a.beneficiary_id = $2 AND
 /// The payment itself (`$8`) and the one it supersedes (`$9`) are skipped. Each is one
 /// backward probe of its index (`migrations/0093_possible_duplicate_probes.sql`) whose
 /// key ends in the order asked, so it stops at the first row that may still pay whatever
-/// the payee's history; no plan is tempted to walk the fleet-wide `created_at` index.
+/// the payee's history. The tenant is named only inside the array the index begins with
+/// (`migrations/0101_duplicate_probes_keyed_by_tenant_and_payee_together.sql`): a plain
+/// `tenant_id = $1` would let the tenant's index by creation time serve the probe, and a
+/// connection that planned it while the table was nearly empty took that index and kept
+/// it, walking the tenant's last seven days on every read. The plain payee and member
+/// conditions stay beside the array: the member's is what its index's predicate asks
+/// for, and neither matches a missing value, which equal NULL elements of arrays do.
 /// Public for the test that holds it to its indexes.
-pub static PAYMENT_RISK: LazyLock<String> =
-    LazyLock::new(|| {
-        let candidate = |alias: &str, same: &str| {
-            format!(
-                "
+pub static PAYMENT_RISK: LazyLock<String> = LazyLock::new(|| {
+    // `member` and `param`: the probe's own member of the payload and the parameter it
+    // must equal, the third element of the key the probe's index begins with.
+    let candidate = |alias: &str, (member, param): (&str, &str), same: &str| {
+        let key = format!(
+                "ARRAY[tenant_id, payload ->> 'beneficiary_id', payload ->> '{member}'] = ARRAY[$1, $2, {param}]"
+            );
+        format!(
+            "
 LEFT JOIN LATERAL (
   SELECT operation_id, payload ->> 'beneficiary_id' AS beneficiary_id,
          payload ->> 'invoice_id' AS invoice_id,
          (payload ->> 'amount_minor')::bigint AS amount_minor,
          payload ->> 'currency' AS currency, status, approval_status, created_at
   FROM operations
-  WHERE action = 'payment.create' AND tenant_id = $1 AND (payload ->> 'beneficiary_id') = $2
-    AND {same} AND created_at >= $7
+  WHERE action = 'payment.create' AND {key}
+    AND (payload ->> 'beneficiary_id') = $2 AND {same} AND created_at >= $7
     AND operation_id <> $8 AND operation_id IS DISTINCT FROM $9
     AND status NOT IN ('failed', 'cancelled') AND approval_status NOT IN ('rejected', 'expired')
   ORDER BY created_at DESC, operation_id DESC
   LIMIT 1) {alias} ON true"
-            )
-        };
-        format!(
+        )
+    };
+    format!(
         "SELECT paid.*, {invoice}, {amount}\nFROM ({PAID_BEFORE}) AS paid{}{}",
-        candidate("by_invoice", "(payload ->> 'invoice_id') = $5"),
+        candidate(
+            "by_invoice",
+            ("invoice_id", "$5"),
+            "(payload ->> 'invoice_id') = $5"
+        ),
         candidate(
             "by_amount",
+            ("currency", "$4"),
             "(payload ->> 'currency') = $4 AND (payload -> 'amount_minor') = to_jsonb($6::bigint)"
         ),
-        invoice = CANDIDATE_COLUMNS.map(|c| format!("by_invoice.{c}")).join(", "),
-        amount = CANDIDATE_COLUMNS.map(|c| format!("by_amount.{c}")).join(", "),
+        invoice = CANDIDATE_COLUMNS
+            .map(|c| format!("by_invoice.{c}"))
+            .join(", "),
+        amount = CANDIDATE_COLUMNS
+            .map(|c| format!("by_amount.{c}"))
+            .join(", "),
     )
-    });
+});
 
 /// The columns of one possible duplicate, in the order [`candidate`] reads them.
 const CANDIDATE_COLUMNS: [&str; 8] = [

@@ -337,3 +337,62 @@ async fn the_risk_read_touches_the_same_pages_after_10_or_10_000_recent_payments
     }
     fleet.stop().await;
 }
+
+/// A connection keeps the plan it made for the read the first time it ran it, and the
+/// fleet's connections plan generically, for their whole life. One that first ran it in a
+/// new deployment's first seconds, with a hundred operations in the table, each changed
+/// three times since its insert (approved, claimed, answered), took the tenant's index by
+/// creation time for the probes (every index was still a page or two, and that one has the
+/// fewest conditions to check): as the tenant's payments grew, each read walked all of the
+/// last seven days. In a pipeline benchmark some runs' intake cost Postgres 1.5× the
+/// others' for this alone. The plan made then must still read by the probes' own indexes,
+/// and touch about the same pages, after 5,000 more recent payments of the tenant.
+#[tokio::test]
+async fn a_risk_read_planned_while_the_table_was_nearly_empty_reads_the_same_pages_once_it_is_not()
+{
+    let fleet = TestFleet::start().await;
+    // The plan lives in this session; the seeding is done from another, since changing
+    // `session_replication_role` (as seeding with triggers off does) drops cached plans.
+    let (planner, seeder) = (fleet.sql().await, fleet.sql().await);
+    seed_recent(&seeder, 1, 100).await;
+    for _ in 0..3 {
+        let changed = fleet_tests::seeded_with_triggers_off(
+            &seeder,
+            "UPDATE operations SET updated_at = now()",
+            &[],
+        )
+        .await;
+        assert_eq!(changed, 100);
+    }
+    let (few, _) = risk_read(&planner, true).await;
+    seed_recent(&seeder, 101, 5_000).await;
+    let plan: serde_json::Value = planner
+        .query_one(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+             EXECUTE risk('org_482', 'vendor_77', NULL, 'KZT', 'inv_none', 987654321,
+                          now() - interval '7 days', 'op_none', NULL)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let top = &plan[0]["Plan"];
+    let mut scans = Vec::new();
+    fleet_tests::operations_scans(top, &mut scans);
+    let indexes: Vec<String> = scans.into_iter().filter_map(|(_, index)| index).collect();
+    let many = fleet_tests::pages_of(top);
+    assert_eq!(
+        indexes,
+        [
+            "operations_payments_by_invoice",
+            "operations_payments_by_amount"
+        ],
+        "the plan made at 100 operations reads by each probe's own index ({many} pages)"
+    );
+    // Each probe's index a level deeper, and its backward step to the page before.
+    assert!(
+        many <= few + 8,
+        "{few} pages when planned at 100 payments, {many} after 5,100"
+    );
+    fleet.stop().await;
+}
