@@ -275,10 +275,24 @@ async fn seed_recent(sql: &tokio_postgres::Client, first: i64, count: i64) {
     assert_eq!(seeded, count as u64);
 }
 
+/// Runs the statement `risk_read` prepares: a payment to `vendor_77` of an invoice and an
+/// amount no other payment has.
+const EXECUTE_RISK: &str =
+    "EXECUTE risk('org_482', 'vendor_77', NULL, 'KZT', 'inv_none', 987654321,
+                                      now() - interval '7 days', 'op_none', NULL)";
+
+/// The pages a plan of the risk read touched, and the indexes by which it read `operations`.
+fn pages_and_indexes(top: &serde_json::Value) -> (i64, Vec<String>) {
+    let mut scans = Vec::new();
+    fleet_tests::operations_scans(top, &mut scans);
+    let indexes = scans.into_iter().filter_map(|(_, index)| index).collect();
+    (fleet_tests::pages_of(top), indexes)
+}
+
 /// The pages intake's whole risk read (the aggregates and both duplicate probes) touches
-/// for a payment to `vendor_77` of an invoice and an amount no other payment has, as the
-/// plan the server caches for it (`generic`, with the fleet's session settings) or one
-/// planned for these values, and the indexes by which it reads `operations`.
+/// for [`EXECUTE_RISK`], as the plan the server caches for it (`generic`, with the fleet's
+/// session settings) or one planned for these values, and the indexes by which it reads
+/// `operations`.
 async fn risk_read(sql: &tokio_postgres::Client, generic: bool) -> (i64, Vec<String>) {
     let top = fleet_tests::read_plan(
         sql,
@@ -287,14 +301,10 @@ async fn risk_read(sql: &tokio_postgres::Client, generic: bool) -> (i64, Vec<Str
             "PREPARE risk(text, text, text, text, text, int8, timestamptz, text, text) AS {}",
             *fleet_store::PAYMENT_RISK
         ),
-        "EXECUTE risk('org_482', 'vendor_77', NULL, 'KZT', 'inv_none', 987654321,
-                      now() - interval '7 days', 'op_none', NULL)",
+        EXECUTE_RISK,
     )
     .await;
-    let mut scans = Vec::new();
-    fleet_tests::operations_scans(&top, &mut scans);
-    let indexes = scans.into_iter().filter_map(|(_, index)| index).collect();
-    (fleet_tests::pages_of(&top), indexes)
+    pages_and_indexes(&top)
 }
 
 /// Each probe goes by its own index, never by the other's (both begin with the tenant and
@@ -366,21 +376,16 @@ async fn a_risk_read_planned_while_the_table_was_nearly_empty_reads_the_same_pag
     }
     let (few, _) = risk_read(&planner, true).await;
     seed_recent(&seeder, 101, 5_000).await;
+    // Read with the plan the session keeps: no fresh PREPARE, as `risk_read` would make.
     let plan: serde_json::Value = planner
         .query_one(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-             EXECUTE risk('org_482', 'vendor_77', NULL, 'KZT', 'inv_none', 987654321,
-                          now() - interval '7 days', 'op_none', NULL)",
+            &format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {EXECUTE_RISK}"),
             &[],
         )
         .await
         .unwrap()
         .get(0);
-    let top = &plan[0]["Plan"];
-    let mut scans = Vec::new();
-    fleet_tests::operations_scans(top, &mut scans);
-    let indexes: Vec<String> = scans.into_iter().filter_map(|(_, index)| index).collect();
-    let many = fleet_tests::pages_of(top);
+    let (many, indexes) = pages_and_indexes(&plan[0]["Plan"]);
     assert_eq!(
         indexes,
         [
