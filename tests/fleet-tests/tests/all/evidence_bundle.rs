@@ -164,7 +164,17 @@ async fn python_verifier(scratch: PathBuf) -> PathBuf {
         .await
         .expect("python3 -m venv");
     assert!(made.status.success(), "{}", text(&made.stderr));
-    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/python");
+    // Built from a copy of its own: setuptools builds in the source tree (`build/`), and
+    // two tests building the same tree at once remove each other's files.
+    let client = scratch.join("client");
+    let copied = tokio::process::Command::new("cp")
+        .arg("-r")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/python"))
+        .arg(&client)
+        .output()
+        .await
+        .expect("cp -r");
+    assert!(copied.status.success(), "{}", text(&copied.stderr));
     let installed = tokio::process::Command::new(venv.join("bin/pip"))
         .args(["install", "--quiet"])
         .arg(format!("{}[verify]", client.display()))
