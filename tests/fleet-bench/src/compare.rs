@@ -24,6 +24,9 @@ pub struct Key {
     /// Execute mode: the bench's bell → final; pipeline: approve → final.
     pub to_final_p50_ms: f64,
     pub to_final_p99_ms: f64,
+    /// Pipeline: approve → final p99 of the operations approved after the workers' first
+    /// seconds ([`super::latency::WARM_UP`]); NaN in execute mode.
+    pub to_final_warm_p99_ms: f64,
     pub postgres_fleet_cpu_ms_per_op: f64,
     pub postgres_cpu_ms_per_op: f64,
     pub rabbitmq_cpu_ms_per_op: f64,
@@ -62,6 +65,7 @@ impl Key {
             claim_to_final_p99_ms: r.rows.claim_to_final.p99_ms,
             to_final_p50_ms: to_final.p50_ms,
             to_final_p99_ms: to_final.p99_ms,
+            to_final_warm_p99_ms: r.rows.approve_to_final_warm.map_or(f64::NAN, |p| p.p99_ms),
             postgres_fleet_cpu_ms_per_op: u.postgres_fleet_cpu_ms_per_op,
             postgres_cpu_ms_per_op: u.postgres_cpu_ms_per_op,
             rabbitmq_cpu_ms_per_op: u.rabbitmq_cpu_ms_per_op,

@@ -178,6 +178,13 @@ fn figures() -> Vec<Figure> {
             Bound::Cost,
         ),
         (
+            // `latency::WARM_UP`
+            "latency to final p99, after the first 2 s",
+            "ms",
+            |k| k.to_final_warm_p99_ms,
+            Bound::None,
+        ),
+        (
             "latency claim→final p99",
             "ms",
             |k| k.claim_to_final_p99_ms,

@@ -183,6 +183,15 @@ pub fn fill(t: &mut Table, args: &BenchArgs, r: &Results) -> Vec<Target> {
                 "p99 ≤ 50 ms at 300 ops/s",
                 Some(p99 <= 50.0),
             );
+            if let Some(warm) = &r.rows.approve_to_final_warm {
+                t.row(
+                    &format!(
+                        "latency approve→final after the first {} s",
+                        super::latency::WARM_UP.as_secs()
+                    ),
+                    lat(warm),
+                );
+            }
             t.row(
                 "latency prepared→approved (bench approver)",
                 lat(&r.rows.prepared_to_approved),

@@ -83,6 +83,21 @@ fn the_execute_and_pipeline_smoke_runs_complete_every_operation_once() {
                 .is_some(),
             "{name}: latency figures are reported"
         );
+        // The pipeline's approve → final without the workers' first seconds: a share of
+        // the operations (none when the whole run is over within them); execute mode
+        // approves everything before the workers start and has no such figure.
+        let warm = report.pointer("/results/rows/approve_to_final_warm/count");
+        match name {
+            "pipeline" => assert!(
+                warm.and_then(Value::as_u64).is_some_and(|n| n <= ops),
+                "{name}: approve → final after the first seconds is reported: {warm:?}"
+            ),
+            _ => assert_eq!(
+                report.pointer("/results/rows/approve_to_final_warm"),
+                Some(&Value::Null),
+                "{name}: no warm-up figure in execute mode"
+            ),
+        }
     }
 }
 

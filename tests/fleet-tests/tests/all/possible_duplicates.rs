@@ -279,7 +279,7 @@ async fn seed_recent(sql: &tokio_postgres::Client, first: i64, count: i64) {
 /// amount no other payment has.
 const EXECUTE_RISK: &str =
     "EXECUTE risk('org_482', 'vendor_77', NULL, 'KZT', 'inv_none', 987654321,
-                                      now() - interval '7 days', 'op_none', NULL)";
+     now() - interval '7 days', 'op_none', NULL)";
 
 /// The pages a plan of the risk read touched, and the indexes by which it read `operations`.
 fn pages_and_indexes(top: &serde_json::Value) -> (i64, Vec<String>) {
