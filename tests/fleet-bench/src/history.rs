@@ -25,6 +25,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::compare::{median, Key};
+use super::latency::after_warm_up;
 use super::sql::BenchSql;
 use super::table::number;
 use super::throughput::{self, BinSet};
@@ -178,8 +179,7 @@ fn figures() -> Vec<Figure> {
             Bound::Cost,
         ),
         (
-            // `latency::WARM_UP`
-            "latency to final p99, after the first 2 s",
+            concat!("latency to final p99, ", after_warm_up!()),
             "ms",
             |k| k.to_final_warm_p99_ms,
             Bound::None,

@@ -76,6 +76,15 @@ async fn percentiles(
 /// start alone can supply; a run of minutes dilutes it below the p99.
 pub const WARM_UP: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How the figures without [`WARM_UP`] are labelled, as a literal so that every table's
+/// label can be built with `concat!` (a unit test keeps it equal to `WARM_UP`).
+macro_rules! after_warm_up {
+    () => {
+        "after the first 2 s"
+    };
+}
+pub(crate) use after_warm_up;
+
 fn ms(interval: &str) -> String {
     format!("EXTRACT(EPOCH FROM {interval}) * 1000")
 }
@@ -133,12 +142,13 @@ pub async fn read(
         .collect();
     drop(client);
     let ops = "FROM operations o WHERE o.tenant_id = $1 AND o.created_at >= $2";
+    let approve_to_final = ms("o.resolved_at - o.decided_at");
     let first_claim =
         "(SELECT min(a.started_at) FROM attempts a WHERE a.operation_id = o.operation_id AND a.tenant_id = o.tenant_id)";
     Ok(RowFigures {
         statuses,
         last_final_at,
-        approve_to_final: percentiles(sql, &ms("o.resolved_at - o.decided_at"), ops, since).await?,
+        approve_to_final: percentiles(sql, &approve_to_final, ops, since).await?,
         approve_to_final_warm: if with_bells {
             None
         } else {
@@ -147,7 +157,7 @@ pub async fn read(
                  WHERE f.tenant_id = $1 AND f.created_at >= $2) + make_interval(secs => {})",
                 WARM_UP.as_secs_f64()
             );
-            Some(percentiles(sql, &ms("o.resolved_at - o.decided_at"), &warm, since).await?)
+            Some(percentiles(sql, &approve_to_final, &warm, since).await?)
         },
         claim_to_final: percentiles(
             sql,
@@ -165,4 +175,17 @@ pub async fn read(
             .await?,
         finals_per_second,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_warm_up_label_says_how_long_the_warm_up_is() {
+        assert_eq!(
+            after_warm_up!(),
+            format!("after the first {} s", WARM_UP.as_secs())
+        );
+    }
 }

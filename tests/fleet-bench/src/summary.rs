@@ -2,7 +2,7 @@
 //! the notes under it: how a figure was measured, and when the bench itself may have
 //! been the limit.
 
-use super::latency::Percentiles;
+use super::latency::{after_warm_up, Percentiles};
 use super::report::Results;
 use super::table::{Table, Target};
 use super::{BenchArgs, Mode};
@@ -185,10 +185,7 @@ pub fn fill(t: &mut Table, args: &BenchArgs, r: &Results) -> Vec<Target> {
             );
             if let Some(warm) = &r.rows.approve_to_final_warm {
                 t.row(
-                    &format!(
-                        "latency approve→final after the first {} s",
-                        super::latency::WARM_UP.as_secs()
-                    ),
+                    concat!("latency approve→final ", after_warm_up!()),
                     lat(warm),
                 );
             }
