@@ -45,7 +45,7 @@ impl<R: ClaimAndCall> StoreAs<R> {
         op: OpRef<'_>,
         fence: i64,
     ) -> Result<Option<MandateHold>, StoreError> {
-        let permit = holders(self.pool.status().max_size)
+        let permit = holders(self.size())
             .acquire_owned()
             .await
             .expect("the holders' semaphore is never closed");

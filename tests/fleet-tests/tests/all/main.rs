@@ -70,6 +70,7 @@ mod payees;
 mod pg_failover;
 mod policies_at_start;
 mod policy_in_force;
+mod pool_growth;
 mod possible_duplicates;
 mod prepare;
 mod promise;
