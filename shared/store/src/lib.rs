@@ -75,7 +75,7 @@ pub use payment_history::{PAID_BEFORE, PAYMENT_RISK};
 pub use policies::{PoliciesLoaded, PolicyAssigned, PolicyInForce, FROM_POLICY_FILES};
 pub use pool::{
     pool_builder, ApiStore, ExecuteStore, IngestStore, PrepareStore, ReconcileStore, RelayStore,
-    Store, StoreAs, Unready,
+    Store, StoreAs, Unready, POOL_GROW_EVERY,
 };
 pub use postgres_url::{writable_server, PostgresUrl};
 pub use prepare::{PrepareOutcome, Requirement};

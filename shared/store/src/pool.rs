@@ -69,7 +69,7 @@ const OPEN_UNASKED: usize = 2;
 /// eight in the first second of a load of 60 intents a second, and five more when one
 /// commit stalled: each slowed the others, while a connection already warm would have
 /// come back within milliseconds.
-const GROW_EVERY: Duration = Duration::from_millis(25);
+pub const POOL_GROW_EVERY: Duration = Duration::from_millis(25);
 
 /// How a pool grows: its configured size, and when it last grew (shared by every clone).
 struct Growth {
@@ -86,10 +86,10 @@ impl Growth {
     }
 
     /// One more connection may be opened, unless one was allowed less than
-    /// [`GROW_EVERY`] ago or the pool is at its size.
+    /// [`POOL_GROW_EVERY`] ago or the pool is at its size.
     fn grow(&self, pool: &Pool) {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_some_and(|at| at.elapsed() < GROW_EVERY) {
+        if last.is_some_and(|at| at.elapsed() < POOL_GROW_EVERY) {
             return;
         }
         let now = pool.status().max_size;
@@ -180,7 +180,7 @@ impl Store {
 
 impl<R: Component> StoreAs<R> {
     /// Builds a pool of at most `max_size` connections. Connections open lazily, and
-    /// beyond the first two only while checkouts wait ([`GROW_EVERY`]).
+    /// beyond the first two only while checkouts wait ([`POOL_GROW_EVERY`]).
     pub fn connect(database_url: &str, max_size: usize) -> Result<Self, StoreError> {
         Self::connect_as(database_url, max_size, "fleet")
     }
@@ -278,7 +278,7 @@ impl<R: Component> StoreAs<R> {
     /// A pooled connection. The store's own: everything outside it goes through the
     /// store's methods, so every write keeps its compare-and-set and its history row.
     ///
-    /// A pool that may still grow waits [`GROW_EVERY`] at a time for a connection to come
+    /// A pool that may still grow waits [`POOL_GROW_EVERY`] at a time for a connection to come
     /// back, and after each such wait allows one more to be opened: a burst is served by
     /// the connections already warm, and the pool reaches its size only under a load
     /// that keeps them all busy. The whole wait is bounded by the pool's wait timeout
@@ -287,15 +287,20 @@ impl<R: Component> StoreAs<R> {
         let timeouts = self.pool.timeouts();
         let deadline = Instant::now() + timeouts.wait.unwrap_or(Duration::from_secs(10));
         loop {
-            if self.pool.status().max_size >= self.growth.size {
-                return Ok(self.pool.get().await?);
-            }
             let left = deadline.saturating_duration_since(Instant::now());
+            let grown = self.pool.status().max_size >= self.growth.size;
+            // Once grown to its size, the pool is waited on for what is left of the
+            // deadline, not for a whole wait timeout again.
+            let wait = if grown {
+                left
+            } else {
+                POOL_GROW_EVERY.min(left)
+            };
             let mut step = timeouts;
-            step.wait = Some(GROW_EVERY.min(left).max(Duration::from_millis(1)));
+            step.wait = Some(wait.max(Duration::from_millis(1)));
             match self.pool.timeout_get(&step).await {
                 Ok(client) => return Ok(client),
-                Err(PoolError::Timeout(TimeoutType::Wait)) if !left.is_zero() => {
+                Err(PoolError::Timeout(TimeoutType::Wait)) if !grown && !left.is_zero() => {
                     self.growth.grow(&self.pool)
                 }
                 Err(e) => return Err(e.into()),
