@@ -21,6 +21,7 @@ use fleet_core::view::UtcMicros;
 use serde_json::Value;
 
 use crate::component::RelayOutbox;
+use crate::PruneCursor;
 use crate::StoreAs;
 use crate::StoreError;
 
@@ -76,15 +77,21 @@ const GAUGES: &str = "
 SELECT count(*) AS backlog, COALESCE(EXTRACT(EPOCH FROM now() - min(occurred_at)), 0)::float8 AS oldest
 FROM operation_outbox WHERE published_at IS NULL";
 
+/// From the cursor on (`prune_cursor.rs`), so a batch does not walk the index entries of
+/// the rows deleted before it.
 const PRUNE: &str = "
 WITH doomed AS (
     SELECT id FROM operation_outbox
     WHERE published_at < now() - make_interval(secs => $1)
+      AND published_at >= COALESCE($3::timestamptz, '-infinity')
     ORDER BY published_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM operation_outbox o USING doomed d WHERE o.id = d.id
+    RETURNING o.published_at
 )
-DELETE FROM operation_outbox o USING doomed d WHERE o.id = d.id";
+SELECT count(*) AS deleted, max(published_at) AS newest FROM gone";
 
 impl<R: RelayOutbox> StoreAs<R> {
     /// Takes up to `limit` events (the head of each operation's queue, oldest first),
@@ -161,9 +168,15 @@ impl<R: RelayOutbox> StoreAs<R> {
     }
 
     /// Deletes at most `batch` events published more than `older_than_s` seconds ago (by
-    /// the database clock), oldest first, skipping rows another pruner holds. Returns how
-    /// many it deleted; the caller repeats while a full batch came back.
-    pub async fn prune_outbox(&self, older_than_s: u64, batch: i64) -> Result<u64, StoreError> {
+    /// the database clock), oldest first from `cursor` on, skipping rows another pruner
+    /// holds, and moves `cursor` to the newest it deleted. Returns how many it deleted;
+    /// the caller repeats while a full batch came back, with the same cursor.
+    pub async fn prune_outbox(
+        &self,
+        older_than_s: u64,
+        batch: i64,
+        cursor: &PruneCursor,
+    ) -> Result<u64, StoreError> {
         if batch < 1 {
             return Err(StoreError::Config(
                 "outbox retention batch must be at least 1".into(),
@@ -171,9 +184,11 @@ impl<R: RelayOutbox> StoreAs<R> {
         }
         let client = self.client().await?;
         let stmt = client.prepare_cached(PRUNE).await?;
-        Ok(client
-            .execute(&stmt, &[&(older_than_s as f64), &batch])
-            .await?)
+        let row = client
+            .query_one(&stmt, &[&(older_than_s as f64), &batch, &cursor.from()])
+            .await?;
+        cursor.advance(row.get("newest"));
+        Ok(row.get::<_, i64>("deleted").unsigned_abs())
     }
 }
 

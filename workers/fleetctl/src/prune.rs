@@ -16,7 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-use fleet_store::{Store, StoreError, MIN_WEBHOOK_RETENTION_S};
+use fleet_store::{PruneCursor, Store, StoreError, MIN_WEBHOOK_RETENTION_S};
 use serde::Serialize;
 
 /// The pause between two batches: the table is left to the fleet's own work meanwhile.
@@ -78,9 +78,15 @@ pub async fn prune(store: &Store, r: Retention) -> anyhow::Result<PruneReport> {
         "the webhook retention must be at least {MIN_WEBHOOK_RETENTION_S} s (7 days): providers redeliver for days"
     );
     anyhow::ensure!(r.batch >= 1, "the batch must be at least 1 row");
-    let outbox = until_short(r.batch, || store.prune_outbox(r.outbox_s, r.batch)).await?;
-    let webhook_events =
-        until_short(r.batch, || store.prune_webhook_events(r.webhook_s, r.batch)).await?;
+    let (outbox_from, webhooks_from) = (PruneCursor::new(), PruneCursor::new());
+    let outbox = until_short(r.batch, || {
+        store.prune_outbox(r.outbox_s, r.batch, &outbox_from)
+    })
+    .await?;
+    let webhook_events = until_short(r.batch, || {
+        store.prune_webhook_events(r.webhook_s, r.batch, &webhooks_from)
+    })
+    .await?;
     Ok(PruneReport {
         outbox,
         webhook_events,

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use fleet_runtime::prune_in_batches;
-use fleet_store::RelayStore;
+use fleet_store::{PruneCursor, RelayStore};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -17,8 +17,10 @@ pub const MAX_BATCHES_PER_RUN: u32 = 100;
 
 /// Runs until `shutdown`; the first run starts right away.
 pub async fn run(store: RelayStore, retention_s: u64, shutdown: CancellationToken) {
+    // Kept from run to run: each starts where the last one ended (`PruneCursor`).
+    let cursor = PruneCursor::new();
     loop {
-        let deleted = prune_once(&store, retention_s, &shutdown).await;
+        let deleted = prune_once(&store, retention_s, &cursor, &shutdown).await;
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(pause_after(deleted)) => {}
@@ -39,10 +41,15 @@ pub fn pause_after(deleted: u64) -> Duration {
 }
 
 /// One run; returns how many rows were deleted.
-pub async fn prune_once(store: &RelayStore, retention_s: u64, shutdown: &CancellationToken) -> u64 {
+pub async fn prune_once(
+    store: &RelayStore,
+    retention_s: u64,
+    cursor: &PruneCursor,
+    shutdown: &CancellationToken,
+) -> u64 {
     let (deleted, failed) =
         prune_in_batches(RETENTION_BATCH, MAX_BATCHES_PER_RUN, shutdown, || {
-            store.prune_outbox(retention_s, RETENTION_BATCH)
+            store.prune_outbox(retention_s, RETENTION_BATCH, cursor)
         })
         .await;
     if let Some(e) = failed {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use fleet_runtime::prune_in_batches;
-use fleet_store::IngestStore;
+use fleet_store::{IngestStore, PruneCursor};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -21,8 +21,10 @@ pub struct Retention {
 
 /// Runs until `shutdown`; the first run starts right away.
 pub async fn run(store: IngestStore, retention: Retention, shutdown: CancellationToken) {
+    // Kept from run to run: each starts where the last one ended (`PruneCursor`).
+    let cursor = PruneCursor::new();
     loop {
-        prune_once(&store, retention, &shutdown).await;
+        prune_once(&store, retention, &cursor, &shutdown).await;
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(retention.interval) => {}
@@ -35,11 +37,12 @@ pub async fn run(store: IngestStore, retention: Retention, shutdown: Cancellatio
 pub async fn prune_once(
     store: &IngestStore,
     retention: Retention,
+    cursor: &PruneCursor,
     shutdown: &CancellationToken,
 ) -> u64 {
     let (deleted, failed) =
         prune_in_batches(retention.batch, MAX_BATCHES_PER_RUN, shutdown, || {
-            store.prune_webhook_events(retention.older_than_s, retention.batch)
+            store.prune_webhook_events(retention.older_than_s, retention.batch, cursor)
         })
         .await;
     if let Some(e) = failed {

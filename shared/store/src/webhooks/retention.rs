@@ -4,31 +4,40 @@
 //! asks.
 
 use crate::component::IngestWebhooks;
+use crate::PruneCursor;
 use crate::StoreAs;
 use crate::StoreError;
 
 /// The shortest retention the protocol allows: a redelivery within it is still a duplicate.
 pub const MIN_WEBHOOK_RETENTION_S: u64 = 7 * 86_400;
 
+/// From the cursor on (`prune_cursor.rs`), so a batch does not walk the index entries of
+/// the rows deleted before it.
 const PRUNE: &str = "
 WITH doomed AS (
     SELECT provider, event_id FROM webhook_events
     WHERE received_at < now() - make_interval(secs => $1)
+      AND received_at >= COALESCE($3::timestamptz, '-infinity')
     ORDER BY received_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM webhook_events w USING doomed d
+    WHERE w.provider = d.provider AND w.event_id = d.event_id
+    RETURNING w.received_at
 )
-DELETE FROM webhook_events w USING doomed d
-WHERE w.provider = d.provider AND w.event_id = d.event_id";
+SELECT count(*) AS deleted, max(received_at) AS newest FROM gone";
 
 impl<R: IngestWebhooks> StoreAs<R> {
     /// Deletes at most `batch` events received more than `older_than_s` seconds ago (by
-    /// the database clock), oldest first, skipping rows another pruner holds. Returns how
-    /// many it deleted; the caller repeats while a full batch came back.
+    /// the database clock), oldest first from `cursor` on, skipping rows another pruner
+    /// holds, and moves `cursor` to the newest it deleted. Returns how many it deleted;
+    /// the caller repeats while a full batch came back, with the same cursor.
     pub async fn prune_webhook_events(
         &self,
         older_than_s: u64,
         batch: i64,
+        cursor: &PruneCursor,
     ) -> Result<u64, StoreError> {
         if older_than_s < MIN_WEBHOOK_RETENTION_S {
             return Err(StoreError::Config(format!(
@@ -44,6 +53,10 @@ impl<R: IngestWebhooks> StoreAs<R> {
         let secs = older_than_s as f64;
         let client = self.client().await?;
         let stmt = client.prepare_cached(PRUNE).await?;
-        Ok(client.execute(&stmt, &[&secs, &batch]).await?)
+        let row = client
+            .query_one(&stmt, &[&secs, &batch, &cursor.from()])
+            .await?;
+        cursor.advance(row.get("newest"));
+        Ok(row.get::<_, i64>("deleted").unsigned_abs())
     }
 }

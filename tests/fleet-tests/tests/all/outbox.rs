@@ -5,6 +5,7 @@ use fleet_tests::at;
 use std::collections::BTreeSet;
 
 use fleet_core::events::EventType;
+use fleet_store::PruneCursor;
 use fleet_tests::{hash_of, intent, op_of, TestFleet};
 
 async fn prepared_fleet() -> (TestFleet, String, serde_json::Value) {
@@ -554,13 +555,17 @@ async fn retention_deletes_only_published_events_older_than_the_retention() {
         .await
         .unwrap();
     sql.execute("UPDATE operation_outbox SET occurred_at = now() - interval '3 hours' WHERE operation_id = $1 AND sequence = 3", &[&op]).await.unwrap();
-    assert_eq!(fleet.store.prune_outbox(3_600, 100).await.unwrap(), 1);
+    let cursor = PruneCursor::new();
+    assert_eq!(
+        fleet.store.prune_outbox(3_600, 100, &cursor).await.unwrap(),
+        1
+    );
     assert_eq!(
         outbox(&fleet, &op).await,
         vec![(2, "approved".to_owned()), (3, "rejected".to_owned())]
     );
     assert_eq!(
-        fleet.store.prune_outbox(0, 100).await.unwrap(),
+        fleet.store.prune_outbox(0, 100, &cursor).await.unwrap(),
         1,
         "retention 0 deletes every published event"
     );
@@ -569,7 +574,80 @@ async fn retention_deletes_only_published_events_older_than_the_retention() {
         vec![(3, "rejected".to_owned())],
         "an unpublished event is never deleted"
     );
-    assert!(fleet.store.prune_outbox(0, 0).await.is_err());
+    assert!(fleet.store.prune_outbox(0, 0, &cursor).await.is_err());
+    fleet.stop().await;
+}
+
+/// Index pages of the published events' index read so far, with the store's connection's
+/// pending statistics flushed first (a pool of one: the connection that pruned).
+async fn published_index_pages(store: &fleet_store::Store, sql: &tokio_postgres::Client) -> i64 {
+    store
+        .pooled_session()
+        .await
+        .unwrap()
+        .simple_query("SELECT pg_stat_force_next_flush()")
+        .await
+        .unwrap();
+    sql.query_one(
+        "SELECT idx_blks_hit + idx_blks_read FROM pg_statio_user_indexes
+         WHERE indexrelname = 'operation_outbox_published'",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// The fleet runs no vacuum, so a deleted event's index entry stays: a batch that looked
+/// for the oldest events from the start of the index walked past everything deleted
+/// before it. With the cursor a batch reads about what it deletes.
+#[tokio::test]
+async fn a_retention_batch_starts_where_the_last_ended_not_at_every_entry_deleted_before() {
+    let (fleet, op, _) = prepared_fleet().await;
+    let sql = fleet.sql().await;
+    let copy = |published_at: &'static str| {
+        format!(
+            "INSERT INTO operation_outbox (operation_id, event_key, sequence, event_type, tenant_id,
+                                           history_id, occurred_at, data, published_at)
+             SELECT operation_id, event_key, (SELECT max(sequence) FROM operation_outbox) + g,
+                    event_type, tenant_id, history_id, occurred_at, data, {published_at}
+             FROM operation_outbox, generate_series(1, $2::int) g
+             WHERE operation_id = $1 AND sequence = 1"
+        )
+    };
+    let old = copy("now() - interval '2 days' + g * interval '1 ms'");
+    sql.execute(&old, &[&op, &20_000i32]).await.unwrap();
+    let store = fleet_store::Store::connect(&fleet.database_url, 1).unwrap();
+    let cursor = PruneCursor::new();
+    let mut deleted = 0;
+    loop {
+        let n = store.prune_outbox(86_400, 1_000, &cursor).await.unwrap();
+        deleted += n;
+        if n < 1_000 {
+            break;
+        }
+    }
+    assert_eq!(deleted, 20_000);
+
+    // One more event past the retention, newer than the last deleted: found from the
+    // cursor after a descent and a leaf or two.
+    let later = copy("now() - interval '1 day 1 hour'");
+    sql.execute(&later, &[&op, &1i32]).await.unwrap();
+    let before = published_index_pages(&store, &sql).await;
+    assert_eq!(store.prune_outbox(86_400, 1_000, &cursor).await.unwrap(), 1);
+    let from_cursor = published_index_pages(&store, &sql).await - before;
+
+    // The same batch from the start of the index walks the 20,000 dead entries.
+    sql.execute(&later, &[&op, &1i32]).await.unwrap();
+    let before = published_index_pages(&store, &sql).await;
+    let fresh = PruneCursor::new();
+    assert_eq!(store.prune_outbox(86_400, 1_000, &fresh).await.unwrap(), 1);
+    let from_start = published_index_pages(&store, &sql).await - before;
+    assert!(
+        from_cursor <= 5 && from_start >= 20,
+        "index pages read: {from_cursor} from the cursor, {from_start} from the start"
+    );
+    store.close();
     fleet.stop().await;
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use fleet_broker::Queue;
 use fleet_core::{AttemptOutcome, Event, Status};
-use fleet_store::{Transition, TransitionOutcome, WebhookOutcome};
+use fleet_store::{PruneCursor, Transition, TransitionOutcome, WebhookOutcome};
 use fleet_tests::{
     event_body, eventually, intent, now_s, webhook_secrets, BrokerProxy, SignedDelivery, TestFleet,
     WebhookIngest, OTHER_SECRET, WEBHOOK_SECRET,
@@ -698,7 +698,13 @@ async fn retention_prunes_old_dedup_rows_in_batches_and_never_below_seven_days()
         interval: std::time::Duration::from_secs(3600),
     };
     assert_eq!(
-        prune_once(&fleet.store.narrow(), policy, &CancellationToken::new()).await,
+        prune_once(
+            &fleet.store.narrow(),
+            policy,
+            &PruneCursor::new(),
+            &CancellationToken::new()
+        )
+        .await,
         5
     );
     let left: Vec<String> = fleet
@@ -712,7 +718,7 @@ async fn retention_prunes_old_dedup_rows_in_batches_and_never_below_seven_days()
     assert!(
         fleet
             .store
-            .prune_webhook_events(6 * 86_400, 10)
+            .prune_webhook_events(6 * 86_400, 10, &PruneCursor::new())
             .await
             .is_err(),
         "the store refuses a retention below 7 days"

@@ -1,0 +1,42 @@
+//! Where a retention job's last batch ended, so that its next batch starts there.
+//!
+//! A deleted row's index entry stays until a vacuum removes it, and the fleet runs none
+//! (the server may run no autovacuum either). A batch that looks for the oldest rows from
+//! the start of the index walks past every entry deleted before it: within one run the
+//! hundredth batch walked ninety-nine batches' dead entries, and a relay that had pruned
+//! for a year would walk millions of them every minute. A batch that starts at the age
+//! where the last one ended reads about what it deletes, however much went before.
+//!
+//! A row older than the cursor that is still there when the cursor has passed it was held
+//! by another pruner at the time (`SKIP LOCKED`): that pruner deletes it, or, if its batch
+//! failed, retries from its own cursor, which that batch did not move. Ages only grow: a
+//! row's age is the time its publication (or receipt) committed, and the cursor stays
+//! behind `now()` by the whole retention.
+
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+
+/// The age the next batch starts from; none before a job's first batch.
+#[derive(Debug, Default)]
+pub struct PruneCursor(Mutex<Option<DateTime<Utc>>>);
+
+impl PruneCursor {
+    pub fn new() -> PruneCursor {
+        PruneCursor::default()
+    }
+
+    /// Where the next batch starts: the age of the newest row the last batch deleted
+    /// (rows of that same age may remain, so it is included).
+    pub fn from(&self) -> Option<DateTime<Utc>> {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// After a batch that deleted rows up to `newest`: the cursor only moves forward.
+    pub(crate) fn advance(&self, newest: Option<DateTime<Utc>>) {
+        let mut from = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if newest > *from {
+            *from = newest;
+        }
+    }
+}
