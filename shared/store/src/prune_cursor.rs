@@ -7,11 +7,13 @@
 //! for a year would walk millions of them every minute. A batch that starts at the age
 //! where the last one ended reads about what it deletes, however much went before.
 //!
-//! A row older than the cursor that is still there when the cursor has passed it was held
-//! by another pruner at the time (`SKIP LOCKED`): that pruner deletes it, or, if its batch
-//! failed, retries from its own cursor, which that batch did not move. Ages only grow: a
-//! row's age is the time its publication (or receipt) committed, and the cursor stays
-//! behind `now()` by the whole retention.
+//! A row the cursor passed can still be there for two reasons, and neither is lost for
+//! good. It was held by another pruner at the time (`SKIP LOCKED`): that pruner deletes
+//! it, or, if its batch failed, retries from its own cursor, which that batch did not
+//! move. Or its age (`now()` in the transaction that published or received it, which is
+//! when that transaction began) was below the cursor by the time it committed: only for a
+//! transaction longer than the retention. A job that starts from the beginning deletes
+//! it: `fleetctl prune`, the next start of the worker, and the relay once an hour.
 
 use std::sync::Mutex;
 

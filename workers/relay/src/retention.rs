@@ -15,11 +15,22 @@ pub const RETENTION_EVERY: Duration = Duration::from_secs(60);
 pub const RETENTION_BATCH: i64 = 1_000;
 pub const MAX_BATCHES_PER_RUN: u32 = 100;
 
+/// Every this many runs (an hour at [`RETENTION_EVERY`]) a run starts again from the
+/// oldest published event rather than from the cursor. An event's `published_at` is the
+/// start of the transaction that marked it, so a relay round that began before the
+/// cursor's age and committed after the cursor passed it (possible when the retention is
+/// shorter than such a round: `OUTBOX_RETENTION_S=0`) left an event behind the cursor.
+/// Such a run walks the entries deleted since the last vacuum once, not every minute.
+pub const CURSOR_KEPT_FOR_RUNS: u64 = 60;
+
 /// Runs until `shutdown`; the first run starts right away.
 pub async fn run(store: RelayStore, retention_s: u64, shutdown: CancellationToken) {
     // Kept from run to run: each starts where the last one ended (`PruneCursor`).
-    let cursor = PruneCursor::new();
-    loop {
+    let mut cursor = PruneCursor::new();
+    for runs in 0u64.. {
+        if runs % CURSOR_KEPT_FOR_RUNS == 0 {
+            cursor = PruneCursor::new();
+        }
         let deleted = prune_once(&store, retention_s, &cursor, &shutdown).await;
         tokio::select! {
             () = shutdown.cancelled() => return,
