@@ -21,6 +21,7 @@ use fleet_core::view::UtcMicros;
 use serde_json::Value;
 
 use crate::component::RelayOutbox;
+use crate::prune_cursor::prune_batch;
 use crate::PruneCursor;
 use crate::StoreAs;
 use crate::StoreError;
@@ -183,12 +184,7 @@ impl<R: RelayOutbox> StoreAs<R> {
             ));
         }
         let client = self.client().await?;
-        let stmt = client.prepare_cached(PRUNE).await?;
-        let row = client
-            .query_one(&stmt, &[&(older_than_s as f64), &batch, &cursor.from()])
-            .await?;
-        cursor.advance(row.get("newest"));
-        Ok(row.get::<_, i64>("deleted").unsigned_abs())
+        prune_batch(&client, PRUNE, older_than_s, batch, cursor).await
     }
 }
 

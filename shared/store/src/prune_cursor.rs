@@ -19,6 +19,8 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
+use crate::StoreError;
+
 /// The age the next batch starts from; none before a job's first batch.
 #[derive(Debug, Default)]
 pub struct PruneCursor(Mutex<Option<DateTime<Utc>>>);
@@ -41,4 +43,25 @@ impl PruneCursor {
             *from = newest;
         }
     }
+}
+
+/// Runs one retention batch: `sql` takes the retention in seconds (`$1`), the batch size
+/// (`$2`) and where the cursor stands (`$3`, NULL before the first batch), and answers
+/// how many rows it deleted (`deleted`) and the age of the newest (`newest`). Moves the
+/// cursor there; returns how many went.
+pub(crate) async fn prune_batch(
+    client: &deadpool_postgres::Object,
+    sql: &str,
+    older_than_s: u64,
+    batch: i64,
+    cursor: &PruneCursor,
+) -> Result<u64, StoreError> {
+    let stmt = client.prepare_cached(sql).await?;
+    // Seconds as a double: exact for any retention up to hundreds of millions of years.
+    let secs = older_than_s as f64;
+    let row = client
+        .query_one(&stmt, &[&secs, &batch, &cursor.from()])
+        .await?;
+    cursor.advance(row.get("newest"));
+    Ok(row.get::<_, i64>("deleted").unsigned_abs())
 }

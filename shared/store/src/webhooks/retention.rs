@@ -4,6 +4,7 @@
 //! asks.
 
 use crate::component::IngestWebhooks;
+use crate::prune_cursor::prune_batch;
 use crate::PruneCursor;
 use crate::StoreAs;
 use crate::StoreError;
@@ -49,14 +50,7 @@ impl<R: IngestWebhooks> StoreAs<R> {
                 "webhook retention batch must be at least 1".into(),
             ));
         }
-        // Seconds as a double: exact for any retention up to hundreds of millions of years.
-        let secs = older_than_s as f64;
         let client = self.client().await?;
-        let stmt = client.prepare_cached(PRUNE).await?;
-        let row = client
-            .query_one(&stmt, &[&secs, &batch, &cursor.from()])
-            .await?;
-        cursor.advance(row.get("newest"));
-        Ok(row.get::<_, i64>("deleted").unsigned_abs())
+        prune_batch(&client, PRUNE, older_than_s, batch, cursor).await
     }
 }
